@@ -1,0 +1,55 @@
+#!/bin/sh
+# deploy/install.sh -- install every Debian package that Parity's build,
+# tests, benchmarks and quickstart need. Idempotent: it asks apt only for
+# what dpkg says is missing, so a second run (or an ordinary user with
+# everything present) installs nothing and needs no privileges.
+set -eu
+
+PACKAGES="
+gcc
+libc6-dev
+meson
+ninja-build
+pkg-config
+libzmq3-dev
+libczmq-dev
+libprotobuf-c-dev
+protobuf-c-compiler
+libpq-dev
+postgresql
+libjansson-dev
+libyaml-dev
+hyperfine
+iproute2
+procps
+util-linux
+python3
+"
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "install: all $(echo $PACKAGES | wc -w) packages present"
+    exit 0
+fi
+
+echo "install: missing:$missing"
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "install: not root and no sudo: install these as root:$missing" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists; update once, quietly.
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "install: done"
