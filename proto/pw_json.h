@@ -22,10 +22,11 @@
  * No I/O, no printing: functions return a new reference (caller owns it,
  * json_decref) or PW_OK / PW_ERR with a one-line reason in err.
  *
- * Numbers: the values are stored as jansson reals. Dump with
- * PW_JSON_DUMP_FLAGS (17 significant digits) when the file must reproduce
- * the doubles exactly; pw_verdict_write() prints the shortest text that
- * reads back to the same double, for output people also read.
+ * Numbers: the values are stored as jansson reals. To write them exactly,
+ * dump with pw_json_dumps() (shortest text that reads back to the same
+ * double: "0.04", not "0.040000000000000001") or with json_dumps and
+ * PW_JSON_DUMP_FLAGS (17 significant digits). pw_verdict_write() is the
+ * allocation-free writer of the same object for `parity verdict --batch`.
  */
 #ifndef PW_JSON_H
 #define PW_JSON_H
@@ -91,8 +92,19 @@ int pw_verdict_write(char *buf, size_t len, const vd_verdict_t *v,
                      unsigned flags);
 
 /* Shortest decimal text of a finite double x that strtod reads back to x
- * (at most 24 bytes with the NUL), JSON syntax: "25.0", "0.04", "1e-07".
+ * (at most 25 bytes with the NUL), JSON syntax: "25.0", "0.04", "1e-07".
  * Returns the length, or -1 when len is too small or x is not finite. */
 int pw_format_double(char *buf, size_t len, double x);
+
+/* Compact JSON text of any value like json_dumps(j, JSON_COMPACT |
+ * JSON_ENCODE_ANY), except that reals are the shortest text that reads
+ * back to the same double (pw_format_double), so the file is exact and
+ * still reads "0.04". Object keys keep their insertion order. Returns a
+ * new string the caller frees, or NULL on out of memory, a non-finite
+ * real, nesting deeper than PW_JSON_DEPTH_MAX or text over
+ * PW_JSON_TEXT_MAX bytes. */
+#define PW_JSON_DEPTH_MAX 64
+#define PW_JSON_TEXT_MAX  (1u << 30)
+char *pw_json_dumps(const json_t *j);
 
 #endif

@@ -151,6 +151,68 @@ test_write_text(void)
     ok(pw_format_double(num, sizeof num, 0.1 + 0.2) > 0 &&
        strtod(num, NULL) == 0.1 + 0.2, "0.1+0.2 exact (%s)", num);
     ok(pw_format_double(num, sizeof num, NAN) == -1, "NaN refused");
+    ok(pw_format_double(num, sizeof num, INFINITY) == -1, "infinity refused");
+    const struct {
+        double x;
+        const char *text;
+    } fixed[] = {
+        {25.0, "25.0"}, {0.04, "0.04"}, {-0.0, "-0.0"}, {0.0, "0.0"},
+        {1e21, "1e+21"}, {1e16, "10000000000000000.0"}, {1e17, "1e+17"},
+        {123456.789, "123456.789"}, {0.0001, "0.0001"}, {0.00001, "1e-05"},
+        {5e-324, "5e-324"}, {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {-566.5, "-566.5"}, {0.8089887640449438, "0.8089887640449438"},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        pw_format_double(num, sizeof num, fixed[i].x);
+        ok_str(num, fixed[i].text, "%.17g prints as %s", fixed[i].x,
+               fixed[i].text);
+    }
+
+    /* Round trip and length against printf's shortest of %.1g..%.17g, on
+     * random bit patterns (every exponent) and on times-like values. */
+    size_t wrong = 0, longer = 0, total = 0, maxlen = 0;
+    for (int i = 0; i < 2000000; i++) {
+        uint64_t bits = ((uint64_t)(s_uniform() * 4294967296.0) << 32) ^
+                        (uint64_t)(s_uniform() * 4294967296.0);
+        double x;
+        if (i % 2) {
+            memcpy(&x, &bits, sizeof x);
+        } else {
+            x = (double)(bits % 10000000) / 10.0 /
+                (1.0 + (double)(bits >> 40) / 1e4);
+        }
+        if (!isfinite(x))
+            continue;
+        total++;
+        int len = pw_format_double(num, sizeof num, x);
+        if (len < 0 || strtod(num, NULL) != x) {
+            if (wrong++ < 5)
+                tap_diag("%.17g printed as %s", x, num);
+            continue;
+        }
+        if ((size_t)len > maxlen)
+            maxlen = (size_t)len;
+        if (i % 64 == 0) {      /* the slow reference on a subset */
+            char ref[40];
+            for (int prec = 1; prec <= 17; prec++) {
+                snprintf(ref, sizeof ref, "%.*g", prec, x);
+                if (strtod(ref, NULL) == x)
+                    break;
+            }
+            /* Compare digit counts: the notations differ in style. */
+            size_t dg = 0, dr = 0;
+            for (const char *c = num; *c && *c != 'e'; c++)
+                dg += *c >= '1' && *c <= '9';
+            for (const char *c = ref; *c && *c != 'e'; c++)
+                dr += *c >= '1' && *c <= '9';
+            longer += dg > dr;
+        }
+    }
+    ok(wrong == 0, "%zu of %zu doubles read back exactly", total - wrong,
+       total);
+    ok(maxlen <= 24, "longest text %zu characters (<= 24)", maxlen);
+    ok(longer * 1000 <= total / 64 + 1, "at most 0.1 %% a digit longer "
+       "than the shortest (%zu of about %zu)", longer, total / 64);
     ok(pw_format_double(num, 3, 12.5) == -1, "short buffer refused");
 }
 
@@ -223,9 +285,49 @@ test_reader_errors(void)
     json_decref(o);
 }
 
+static void
+test_dumps(void)
+{
+    vd_verdict_t v = s_worked_example(), back;
+    json_t *o = pw_verdict_to_json(&v, PW_VERDICT_SUMMARIES);
+    char err[256], *text = pw_json_dumps(o), buf[PW_VERDICT_TEXT_MAX];
+    json_t *o2 = text ? json_loads(text, 0, NULL) : NULL;
+
+    ok(o2 && pw_verdict_from_json(o2, &back, err, sizeof err) == PW_OK &&
+       s_same(&v, &back, 1), "pw_json_dumps round-trips a verdict exactly");
+    int n = pw_verdict_write(buf, sizeof buf, &v, PW_VERDICT_SUMMARIES);
+    ok(text && n > 0 && strcmp(text, buf) == 0,
+       "pw_json_dumps and pw_verdict_write give the same text");
+    free(text);
+    json_decref(o);
+    json_decref(o2);
+
+    o = json_pack("{s:s, s:[i, f, b, n], s:{}}", "k\"ey\n", "v\u00e9",
+                  "list", -3, 0.5, 1, "empty");
+    text = pw_json_dumps(o);
+    ok_str(text, "{\"k\\\"ey\\n\":\"v\u00e9\",\"list\":[-3,0.5,true,"
+           "null],\"empty\":{}}", "escapes, integers, literals, key order");
+    free(text);
+    json_decref(o);
+
+    o = json_array();
+    json_t *inner = o;
+    for (int i = 0; i < PW_JSON_DEPTH_MAX + 2; i++) {
+        json_t *next = json_array();
+        json_array_append_new(inner, next);
+        inner = next;
+    }
+    text = pw_json_dumps(o);
+    ok(text == NULL, "nesting beyond PW_JSON_DEPTH_MAX is refused");
+    free(text);
+    json_decref(o);
+    ok(pw_json_dumps(NULL) == NULL, "NULL value gives NULL");
+}
+
 int
 main(void)
 {
+    test_dumps();
     test_fields();
     test_round_trips();
     test_write_text();

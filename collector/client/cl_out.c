@@ -1,0 +1,284 @@
+/* cl_out.c -- shared output and argument helpers; see cl_out.h. */
+#include "cl_out.h"
+#include "pw_json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+cl_out_error(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "parity%s%s: ", verb ? " " : "", verb ? verb : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+char *
+cl_out_us(char *buf, size_t len, double us)
+{
+    /* Four significant figures or so, in the unit that keeps the integer
+     * part under 1000: enough to read a 1 % difference. */
+    double a = fabs(us);
+    if (!isfinite(us))
+        snprintf(buf, len, "-");
+    else if (a < 10.0)
+        snprintf(buf, len, "%.3f µs", us);
+    else if (a < 1000.0)
+        snprintf(buf, len, "%.1f µs", us);
+    else if (a < 1e6)
+        snprintf(buf, len, "%.3f ms", us / 1e3);
+    else
+        snprintf(buf, len, "%.3f s", us / 1e6);
+    return buf;
+}
+
+int
+cl_out_parse_double(const char *s, double *out)
+{
+    char *end;
+    double x;
+
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    x = strtod(s, &end);
+    while (*end == ' ' || *end == '\t')
+        end++;
+    /* ERANGE on underflow still gives a usable tiny value; on overflow
+     * the value is infinite and refused below. */
+    if (end == s || *end != '\0' || !isfinite(x))
+        return -1;
+    *out = x;
+    return 0;
+}
+
+int
+cl_out_parse_list(const char *s, size_t max, double **values, size_t *n,
+                  char *err, size_t errlen)
+{
+    size_t count = 1, used = 0;
+    double *v = NULL;
+    const char *p;
+    char item[64];
+
+    for (p = s; *p; p++)
+        count += *p == ',';
+    if (count > max) {
+        snprintf(err, errlen, "%zu values, more than the limit of %zu",
+                 count, max);
+        return -1;
+    }
+    if (!(v = malloc(count * sizeof *v))) {
+        snprintf(err, errlen, "out of memory for %zu values", count);
+        return -1;
+    }
+    p = s;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t')) {
+            p++;
+            len--;
+        }
+        if (len == 0) {
+            snprintf(err, errlen, "sample %zu is empty", used + 1);
+            goto fail;
+        }
+        if (len >= sizeof item) {
+            snprintf(err, errlen, "sample %zu is %zu characters long: "
+                     "not a number", used + 1, len);
+            goto fail;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (cl_out_parse_double(item, &v[used]) != 0) {
+            snprintf(err, errlen, "sample %zu is \"%s\": not a number",
+                     used + 1, item);
+            goto fail;
+        }
+        used++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    *values = v;
+    *n = used;
+    return 0;
+fail:
+    free(v);
+    return -1;
+}
+
+/* ---- tables ---------------------------------------------------------- */
+
+struct cl_out_table {
+    size_t cols;
+    size_t rows;
+    size_t cap;
+    char *cells;    /* rows * cols cells of CL_CELL_MAX bytes */
+};
+
+cl_out_table_t *
+cl_out_table_new(size_t cols)
+{
+    cl_out_table_t *t;
+    if (cols == 0 || cols > CL_TABLE_COLS || !(t = calloc(1, sizeof *t)))
+        return NULL;
+    t->cols = cols;
+    return t;
+}
+
+void
+cl_out_table_destroy(cl_out_table_t **t)
+{
+    if (!t || !*t)
+        return;
+    free((*t)->cells);
+    free(*t);
+    *t = NULL;
+}
+
+int
+cl_out_table_add(cl_out_table_t *t, const char *const *cells)
+{
+    if (t->rows == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 8;
+        char *nc;
+        if (cap > CL_TABLE_ROWS)
+            cap = CL_TABLE_ROWS;
+        if (t->rows == cap ||
+            !(nc = realloc(t->cells, cap * t->cols * CL_CELL_MAX)))
+            return -1;
+        t->cells = nc;
+        t->cap = cap;
+    }
+    for (size_t c = 0; c < t->cols; c++)
+        snprintf(t->cells + (t->rows * t->cols + c) * CL_CELL_MAX,
+                 CL_CELL_MAX, "%s", cells[c] ? cells[c] : "");
+    t->rows++;
+    return 0;
+}
+
+/* Display width of UTF-8 text: code points, not bytes ("µs" is 2). */
+static size_t
+s_width(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+int
+cl_out_table_print(const cl_out_table_t *t, FILE *f)
+{
+    size_t width[CL_TABLE_COLS] = {0};
+
+    for (size_t r = 0; r < t->rows; r++)
+        for (size_t c = 0; c < t->cols; c++) {
+            size_t w = s_width(t->cells + (r * t->cols + c) * CL_CELL_MAX);
+            if (w > width[c])
+                width[c] = w;
+        }
+    for (size_t r = 0; r < t->rows; r++) {
+        for (size_t c = 0; c < t->cols; c++) {
+            const char *cell = t->cells + (r * t->cols + c) * CL_CELL_MAX;
+            size_t pad = width[c] - s_width(cell);
+            if (c)
+                fputs("  ", f);
+            if (c == 0) {
+                fputs(cell, f);
+                if (t->cols > 1)
+                    fprintf(f, "%*s", (int)pad, "");
+            } else {
+                fprintf(f, "%*s%s", (int)pad, "", cell);
+            }
+        }
+        fputc('\n', f);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+/* ---- verdicts -------------------------------------------------------- */
+
+int
+cl_out_arms(FILE *f, const char *const *names, const vd_summary_t *sums,
+            size_t count)
+{
+    static const char *const head[] = {"arm", "n", "min", "median", "max",
+                                       "IQR"};
+    cl_out_table_t *t = cl_out_table_new(6);
+    char n[32], mn[40], md[40], mx[40], iqr[40];
+    int rc = -1;
+
+    if (!t || cl_out_table_add(t, head))
+        goto done;
+    for (size_t i = 0; i < count; i++) {
+        const char *row[6] = {names[i], n, mn, md, mx, iqr};
+        snprintf(n, sizeof n, "%zu", sums[i].n);
+        cl_out_us(mn, sizeof mn, sums[i].min);
+        cl_out_us(md, sizeof md, sums[i].median);
+        cl_out_us(mx, sizeof mx, sums[i].max);
+        cl_out_us(iqr, sizeof iqr, sums[i].iqr);
+        if (cl_out_table_add(t, row))
+            goto done;
+    }
+    rc = cl_out_table_print(t, f);
+done:
+    cl_out_table_destroy(&t);
+    return rc;
+}
+
+int
+cl_out_verdict(FILE *f, const char *subject, const char *other,
+               const vd_verdict_t *v)
+{
+    char floor[40];
+
+    fprintf(f, "verdict: %s vs %s: %s\n", subject, other,
+            vd_outcome_name(v->outcome));
+    fprintf(f, "  ratio       %.4f  tolerance       %.4f  (noise %.4f)\n",
+            v->ratio, v->tolerance, v->noise);
+    fprintf(f, "  best_ratio  %.4f  best_tolerance  %.4f\n",
+            v->best_ratio, v->best_tolerance);
+    fprintf(f, "  floor %s, parity %.4g\n",
+            cl_out_us(floor, sizeof floor, v->floor_us), v->parity);
+    for (unsigned i = 0; i < 32; i++) {
+        const char *text = vd_diag_text(1u << i);
+        if ((v->diagnostics & (1u << i)) && text)
+            fprintf(f, "  note: %s\n", text);
+    }
+    if (v->extra_runs)
+        fprintf(f, "  note: about %u more run%s a side would be worth "
+                "taking\n", v->extra_runs, v->extra_runs == 1 ? "" : "s");
+    return ferror(f) ? -1 : 0;
+}
+
+int
+cl_out_json(FILE *f, const json_t *j)
+{
+    char *text = pw_json_dumps(j);
+    int rc = -1;
+    if (text && fputs(text, f) >= 0 && fputc('\n', f) != EOF)
+        rc = 0;
+    free(text);
+    return rc;
+}
+
+bool
+cl_out_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return true;
+    }
+    return false;
+}

@@ -1,0 +1,84 @@
+/* cl_out.h -- shared output and argument helpers of the `parity` command.
+ *
+ * Every verb prints through these, so tables, units, error lines and JSON
+ * look the same everywhere: errors go to stderr as "parity VERB: text",
+ * tables and JSON to stdout. Nothing here exits; each helper returns a
+ * status and the verb decides its exit code (see CL_EXIT_*).
+ */
+#ifndef CL_OUT_H
+#define CL_OUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <jansson.h>
+
+#include "vd_verdict.h"
+
+/* Exit codes of every verb; docs/commands/README.md is their reference. */
+#define CL_EXIT_OK      0   /* done; a loss is still a success */
+#define CL_EXIT_DATA    1   /* the input was read but is wrong: a bad
+                               sample, batch line or file */
+#define CL_EXIT_USAGE   2   /* the command line is wrong */
+#define CL_EXIT_SYSTEM  3   /* out of memory, a write to stdout failed */
+
+/* Upper bound of one table cell, and of the columns of a table. */
+#define CL_CELL_MAX     256
+#define CL_TABLE_COLS   12
+/* Upper bound of the rows of one table (a hyperfine file of 1000s of
+ * commands is still printed; beyond this rows are refused). */
+#define CL_TABLE_ROWS   100000
+
+/* Print "parity VERB: message" and a newline on stderr. */
+void cl_out_error(const char *verb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A time in microseconds for a reader, with its unit: "566.0 µs",
+ * "1.234 ms", "2.500 s". Writes at most len bytes; returns buf. */
+char *cl_out_us(char *buf, size_t len, double us);
+
+/* Parse a whole string as a finite double (no trailing text). Returns 0
+ * and sets *out, or -1. */
+int cl_out_parse_double(const char *s, double *out);
+
+/* Parse a comma-separated list of numbers ("566,568, 576") into a new
+ * array the caller frees. At most max values. Returns 0, or -1 with a
+ * reason in err ("sample 3 is \"x\": not a number"). Values are not
+ * checked against the rule; vd_compare does that. */
+int cl_out_parse_list(const char *s, size_t max, double **values,
+                      size_t *n, char *err, size_t errlen);
+
+/* A text table, aligned when printed: left-aligned first column, the
+ * others right-aligned. cl_out_table_new returns NULL on out of memory;
+ * cl_out_table_destroy accepts NULL and clears the pointer. */
+typedef struct cl_out_table cl_out_table_t;
+
+cl_out_table_t *cl_out_table_new(size_t cols);
+void cl_out_table_destroy(cl_out_table_t **t);
+/* Add a row of exactly cols cells (copied, truncated to CL_CELL_MAX - 1
+ * bytes). Returns 0, or -1 on out of memory or too many rows. */
+int cl_out_table_add(cl_out_table_t *t, const char *const *cells);
+/* Print with two spaces between columns. Returns 0 or -1 on a write
+ * error. */
+int cl_out_table_print(const cl_out_table_t *t, FILE *f);
+
+/* The arms table of `parity verdict` and the imports: a header row and one
+ * row per arm (name, n, min, median, max, IQR). names[i] labels sums[i]. */
+int cl_out_arms(FILE *f, const char *const *names,
+                const vd_summary_t *sums, size_t count);
+
+/* The verdict block: outcome line, both ratios with their tolerances,
+ * floor and parity, then the diagnostics as notes and the extra-runs
+ * advice. subject and other name the arms. */
+int cl_out_verdict(FILE *f, const char *subject, const char *other,
+                   const vd_verdict_t *v);
+
+/* Dump a JSON value compactly with exact doubles and a newline. Does not
+ * take the reference. Returns 0 or -1 on a write or memory error. */
+int cl_out_json(FILE *f, const json_t *j);
+
+/* Look a long option name up: true when arg is exactly --help or -h,
+ * used by every verb before its own parsing. */
+bool cl_out_wants_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,21 @@
+/* cl_verbs.h -- the one table of `parity` subcommands.
+ *
+ * A verb is one line here, X(name, summary), and a file cl_<name>.c that
+ * defines int cl_<name>_main(int argc, char **argv). argv[0] is the verb's
+ * name; the function parses its own options, answers --help (usage on
+ * stdout, exit 0) and returns one of the CL_EXIT_* codes of cl_out.h.
+ * parity.c builds --help, `parity help VERB` and dispatch from this list,
+ * so only verbs that work belong here, in the order --help shows them.
+ */
+#ifndef CL_VERBS_H
+#define CL_VERBS_H
+
+#define CL_VERBS(X) \
+    X(verdict, "judge two lists of samples: win, parity or loss")
+
+#define CL_VERB_PROTOTYPE(name, summary) \
+    int cl_##name##_main(int argc, char **argv);
+CL_VERBS(CL_VERB_PROTOTYPE)
+#undef CL_VERB_PROTOTYPE
+
+#endif
