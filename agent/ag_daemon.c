@@ -1,0 +1,1279 @@
+/* ag_daemon.c -- see ag_daemon.h, docs/agent.md "Daemon mode" and
+ * docs/spool.md. */
+#include "ag_daemon.h"
+
+#include "ag_env.h"
+#include "ag_link.h"
+#include "ag_spawn.h"
+#include "ag_spool.h"
+#include "ag_suite.h"
+#include "config.h"
+#include "pw_wire.h"
+
+#include <czmq.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define S_RUN_STATE   "run"      /* spool state file of the open run */
+#define S_MAX_SUITES  256
+#define S_ERR         512
+
+/* Set by SIGTERM/SIGINT in daemon mode; read by the run-end callback so
+ * the stopped run's RunEnd says why. */
+static volatile sig_atomic_t s_stop_signal;
+
+/* ---------------------------------------------------------------- log */
+
+static pthread_mutex_t s_log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One structured line on stderr: time, event, free text. */
+static void
+s_logf(const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+s_logf(const char *event, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    pthread_mutex_lock(&s_log_lock);
+    fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ parity-agent "
+            "event=%s %s\n", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+            tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, event,
+            text);
+    fflush(stderr);
+    pthread_mutex_unlock(&s_log_lock);
+}
+
+static void
+s_link_log(void *ctx, const char *event, const char *text)
+{
+    (void)ctx;
+    s_logf(event, "%s", text);
+}
+
+static int64_t
+s_unix_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t
+s_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+s_uuid(char out[37])
+{
+    zuuid_t *u = zuuid_new();
+    snprintf(out, 37, "%s", u ? zuuid_str_canonical(u) : "");
+    zuuid_destroy(&u);
+}
+
+/* ------------------------------------------------------------- suites */
+
+typedef struct {
+    char *name;           /* the suite's name */
+    char *stem;           /* file name without .yaml/.yml */
+    char *path;
+    char digest[65];      /* sha256 hex of the file */
+    char **benchmarks;
+    size_t benchmark_count;
+} s_suite_info_t;
+
+static int
+s_sha256_file(const char *path, char hex[65], char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char buf[65536], out[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256_state st;
+    size_t n;
+    if (!f) {
+        snprintf(err, errlen, "fopen %s: %s", path, strerror(errno));
+        return -1;
+    }
+    crypto_hash_sha256_init(&st);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        crypto_hash_sha256_update(&st, buf, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        snprintf(err, errlen, "read %s: I/O error", path);
+        return -1;
+    }
+    crypto_hash_sha256_final(&st, out);
+    for (size_t i = 0; i < sizeof out; i++)
+        snprintf(hex + 2 * i, 3, "%02x", out[i]);
+    return 0;
+}
+
+static void
+s_suite_infos_free(s_suite_info_t *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(s[i].name);
+        free(s[i].stem);
+        free(s[i].path);
+        for (size_t b = 0; b < s[i].benchmark_count; b++)
+            free(s[i].benchmarks[b]);
+        free(s[i].benchmarks);
+    }
+    free(s);
+}
+
+static int
+s_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every *.yaml / *.yml in dir that loads; bad ones are logged and left
+ * out (the agent never offers a suite it cannot run). */
+static int
+s_scan_suites(const char *dir, s_suite_info_t **out, size_t *count,
+              char *err, size_t errlen)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char *names[S_MAX_SUITES];
+    size_t nn = 0;
+    *out = NULL;
+    *count = 0;
+    if (!d) {
+        snprintf(err, errlen, "--suites %s: opendir: %s", dir,
+                 strerror(errno));
+        return -1;
+    }
+    while ((de = readdir(d)) != NULL && nn < S_MAX_SUITES) {
+        size_t l = strlen(de->d_name);
+        if (de->d_name[0] == '.')
+            continue;
+        if ((l > 5 && strcmp(de->d_name + l - 5, ".yaml") == 0)
+            || (l > 4 && strcmp(de->d_name + l - 4, ".yml") == 0))
+            names[nn++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, nn, sizeof names[0], s_name_cmp);
+    s_suite_info_t *infos = calloc(nn ? nn : 1, sizeof *infos);
+    size_t k = 0;
+    for (size_t i = 0; i < nn; i++) {
+        char path[4096], e[S_ERR];
+        ag_suite_t *suite = NULL;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (!infos || !names[i])
+            continue;
+        if (ag_suite_load(path, NULL, 0, &suite, e, sizeof e)
+            != AG_SUITE_OK) {
+            s_logf("suite_invalid", "%s (not offered)", e);
+            continue;
+        }
+        s_suite_info_t *si = &infos[k];
+        if (s_sha256_file(path, si->digest, e, sizeof e) != 0) {
+            s_logf("suite_invalid", "%s (not offered)", e);
+            ag_suite_destroy(&suite);
+            continue;
+        }
+        si->name = strdup(suite->name);
+        si->path = strdup(path);
+        si->stem = strdup(names[i]);
+        char *dot = strrchr(si->stem, '.');
+        if (dot)
+            *dot = 0;
+        si->benchmarks = calloc(suite->benchmark_count + 1, sizeof(char *));
+        for (size_t b = 0; si->benchmarks && b < suite->benchmark_count; b++)
+            si->benchmarks[si->benchmark_count++] =
+                strdup(suite->benchmarks[b].name);
+        ag_suite_destroy(&suite);
+        k++;
+    }
+    for (size_t i = 0; i < nn; i++)
+        free(names[i]);
+    *out = infos;
+    *count = k;
+    return 0;
+}
+
+/* A name the network may use: a suite's own name or its file's stem,
+ * never a path. NULL and a reason when there is no such suite. */
+static const s_suite_info_t *
+s_find_suite(const s_suite_info_t *s, size_t n, const char *name,
+             char *why, size_t whylen)
+{
+    size_t len = name ? strlen(name) : 0;
+    bool plain = len > 0 && len <= 128 && name[0] != '.';
+    for (size_t i = 0; plain && i < len; i++) {
+        char c = name[i];
+        plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+    }
+    if (!plain) {
+        snprintf(why, whylen, "suite \"%.128s\" is not a plain suite name "
+                 "(letters, digits, '_', '-', '.'; no paths)",
+                 name ? name : "");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i].name, name) == 0 || strcmp(s[i].stem, name) == 0)
+            return &s[i];
+    snprintf(why, whylen, "unknown suite \"%s\": not in this agent's "
+             "--suites directory", name);
+    return NULL;
+}
+
+/* ------------------------------------------------------------- stream */
+
+struct ag_stream {
+    ag_spool_t *spool;
+    ag_link_t *link;
+    pthread_t net;
+    bool net_started;
+    atomic_bool stop;
+    int wake_fd;                       /* eventfd: something was spooled */
+    pthread_mutex_t emit_lock;         /* seq order == spool order */
+    char *job_id;
+
+    /* Called on the network thread for JobOffer / JobCancel. */
+    void (*on_job_message)(void *ctx, const Parity__Envelope *env);
+    void *job_ctx;
+
+    /* The harness run in progress (harness thread only). */
+    ag_callbacks_t inner;
+    bool run_open;
+    char run_id[37];
+    uint32_t batch_seq;
+    uint64_t samples_sent;
+    Parity__Sample batch[PW_WIRE_MAX_BATCH];
+    char *batch_errors[PW_WIRE_MAX_BATCH];
+    size_t batch_count;
+    int64_t last_flush_ms;
+    char stop_reason[S_ERR];           /* set when we stop a run */
+    atomic_bool spool_full;
+};
+
+static void
+s_wake(ag_stream_t *s)
+{
+    uint64_t one = 1;
+    if (write(s->wake_fd, &one, sizeof one) < 0) {
+        /* A full counter still wakes the reader. */
+    }
+}
+
+/* Give env the next seq, pack it, spool it, wake the sender. force: pass
+ * the spool's bound (RunEnd, JobStatus, the batch that fills it). */
+static int
+s_emit(ag_stream_t *s, Parity__Envelope *env, bool force, char *err,
+       size_t errlen)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc;
+    pthread_mutex_lock(&s->emit_lock);
+    uint64_t seq = ag_spool_take_seq(s->spool, err, errlen);
+    if (seq == 0) {
+        rc = AG_SPOOL_ERR;
+        goto out;
+    }
+    env->seq = seq;
+    if (pw_wire_pack_alloc(env, &buf, &len, err, errlen) != PW_WIRE_OK) {
+        rc = AG_SPOOL_ERR;
+        goto out;
+    }
+    rc = ag_spool_append(s->spool, seq, buf, len, force, err, errlen);
+out:
+    pthread_mutex_unlock(&s->emit_lock);
+    free(buf);
+    if (rc == AG_SPOOL_OK)
+        s_wake(s);
+    return rc;
+}
+
+static int
+s_emit_job_status(ag_stream_t *s, const char *job_id, const char *state,
+                  const char *reason, const char *run_id)
+{
+    Parity__Envelope env;
+    Parity__JobStatus js;
+    char err[S_ERR];
+    parity__job_status__init(&js);
+    js.job_id = (char *)(job_id ? job_id : "");
+    js.state = (char *)state;
+    js.reason = (char *)(reason ? reason : "");
+    js.run_id = (char *)(run_id ? run_id : "");
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_STATUS, &js);
+    int rc = s_emit(s, &env, true, err, sizeof err);
+    if (rc != AG_SPOOL_OK)
+        s_logf("spool_error", "job %s status %s: %s", job_id, state, err);
+    else
+        s_logf("job_status", "job=%s state=%s%s%s", job_id, state,
+               reason ? " reason=" : "", reason ? reason : "");
+    return rc;
+}
+
+static int
+s_emit_calibration(ag_stream_t *s, const double *wall_us, size_t n,
+                   int64_t taken_at_us, char *err, size_t errlen)
+{
+    Parity__Envelope env;
+    Parity__Calibration cal;
+    char id[37];
+    if (n > PW_WIRE_MAX_CALIBRATION)
+        n = PW_WIRE_MAX_CALIBRATION;
+    s_uuid(id);
+    parity__calibration__init(&cal);
+    cal.calibration_id = id;
+    cal.wall_us = (double *)wall_us;
+    cal.n_wall_us = n;
+    cal.taken_at_us = taken_at_us;
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_CALIBRATION, &cal);
+    return s_emit(s, &env, false, err, errlen);
+}
+
+static void
+s_write_run_state(ag_stream_t *s)
+{
+    char text[128], err[S_ERR];
+    snprintf(text, sizeof text, "%s %" PRIu32 " %" PRIu64 "\n", s->run_id,
+             s->batch_seq, s->samples_sent);
+    if (ag_spool_state_write(s->spool, S_RUN_STATE, text, err, sizeof err)
+        != AG_SPOOL_OK)
+        s_logf("spool_error", "%s", err);
+}
+
+static void
+s_batch_clear(ag_stream_t *s)
+{
+    for (size_t i = 0; i < s->batch_count; i++) {
+        free(s->batch_errors[i]);
+        s->batch_errors[i] = NULL;
+    }
+    s->batch_count = 0;
+}
+
+/* Spool the pending samples as the next SampleBatch. Returns -1 when the
+ * spool is full (the batch is still kept, forced) so the run stops. */
+static int
+s_flush(ag_stream_t *s)
+{
+    char err[S_ERR];
+    s->last_flush_ms = s_mono_ms();
+    if (s->batch_count == 0 || !s->run_open)
+        return 0;
+    Parity__Envelope env;
+    Parity__SampleBatch b;
+    Parity__Sample *ptrs[PW_WIRE_MAX_BATCH];
+    parity__sample_batch__init(&b);
+    b.run_id = s->run_id;
+    b.batch_seq = s->batch_seq;
+    for (size_t i = 0; i < s->batch_count; i++)
+        ptrs[i] = &s->batch[i];
+    b.samples = ptrs;
+    b.n_samples = s->batch_count;
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b);
+    int rc = s_emit(s, &env, false, err, sizeof err);
+    int ret = 0;
+    if (rc == AG_SPOOL_FULL) {
+        /* Keep what was measured (one batch over the bound), stop the run
+         * and refuse new ones until the collector catches up. */
+        s_logf("spool_full", "%s; stopping the run", err);
+        snprintf(s->stop_reason, sizeof s->stop_reason, "%s", err);
+        atomic_store(&s->spool_full, true);
+        rc = s_emit(s, &env, true, err, sizeof err);
+        ret = -1;
+    }
+    if (rc != AG_SPOOL_OK) {
+        s_logf("spool_error", "batch %" PRIu32 " of run %s: %s",
+               s->batch_seq, s->run_id, err);
+        snprintf(s->stop_reason, sizeof s->stop_reason, "%s", err);
+        s_batch_clear(s);
+        return -1;
+    }
+    s->batch_seq++;
+    s->samples_sent += s->batch_count;
+    s_batch_clear(s);
+    s_write_run_state(s);
+    return ret;
+}
+
+static int
+s_cb_calibration(void *ctx, const double *wall_us, size_t n,
+                 int64_t taken_at_us)
+{
+    ag_stream_t *s = ctx;
+    char err[S_ERR];
+    if (s_emit_calibration(s, wall_us, n, taken_at_us, err, sizeof err)
+        != AG_SPOOL_OK) {
+        s_logf("spool_error", "calibration: %s", err);
+        snprintf(s->stop_reason, sizeof s->stop_reason, "%s", err);
+        return -1;
+    }
+    return s->inner.on_calibration
+           ? s->inner.on_calibration(s->inner.ctx, wall_us, n, taken_at_us)
+           : 0;
+}
+
+static int
+s_cb_run_start(void *ctx, const ag_run_start_t *st)
+{
+    ag_stream_t *s = ctx;
+    char err[S_ERR];
+    Parity__Envelope env;
+    Parity__RunStart rs;
+    Parity__Arm arms[PW_WIRE_MAX_ARMS], *arm_ptrs[PW_WIRE_MAX_ARMS];
+    size_t na = st->arm_count < PW_WIRE_MAX_ARMS ? st->arm_count
+                                                 : PW_WIRE_MAX_ARMS;
+    s_uuid(s->run_id);
+    s->batch_seq = 0;
+    s->samples_sent = 0;
+    s->batch_count = 0;
+    s->stop_reason[0] = 0;
+    parity__run_start__init(&rs);
+    rs.run_id = s->run_id;
+    rs.job_id = s->job_id ? s->job_id : "";
+    rs.suite = (char *)st->suite;
+    rs.benchmark = (char *)st->benchmark;
+    for (size_t i = 0; i < na; i++) {
+        parity__arm__init(&arms[i]);
+        arms[i].name = (char *)st->arms[i].name;
+        arms[i].subject = st->arms[i].subject;
+        if (st->arms[i].argv) {
+            size_t c = 0;
+            while (st->arms[i].argv[c])
+                c++;
+            arms[i].argv = (char **)st->arms[i].argv;
+            arms[i].n_argv = c;
+        }
+        arms[i].shell = (char *)(st->arms[i].shell ? st->arms[i].shell : "");
+        arms[i].version_output = (char *)(st->arms[i].version_output
+                                          ? st->arms[i].version_output : "");
+        arm_ptrs[i] = &arms[i];
+    }
+    rs.arms = arm_ptrs;
+    rs.n_arms = na;
+    rs.started_at_us = st->started_at_us;
+    rs.runs = st->runs;
+    rs.warmup = st->warmup;
+    rs.environment_json = (char *)(st->environment_json
+                                   ? st->environment_json : "");
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_START, &rs);
+    int rc = s_emit(s, &env, false, err, sizeof err);
+    if (rc != AG_SPOOL_OK) {
+        if (rc == AG_SPOOL_FULL)
+            atomic_store(&s->spool_full, true);
+        s_logf(rc == AG_SPOOL_FULL ? "spool_full" : "spool_error",
+               "run of %s not started: %s", st->benchmark, err);
+        snprintf(s->stop_reason, sizeof s->stop_reason, "%s", err);
+        return -1;
+    }
+    s->run_open = true;
+    s->last_flush_ms = s_mono_ms();
+    s_write_run_state(s);
+    s_logf("run_start", "run=%s suite=%s benchmark=%s", s->run_id,
+           st->suite, st->benchmark);
+    return s->inner.on_run_start ? s->inner.on_run_start(s->inner.ctx, st)
+                                 : 0;
+}
+
+static int
+s_cb_sample(void *ctx, const ag_sample_t *x)
+{
+    ag_stream_t *s = ctx;
+    int stop = 0;
+    if (s->run_open) {
+        Parity__Sample *p = &s->batch[s->batch_count];
+        parity__sample__init(p);
+        p->kind = (Parity__SampleKind)x->kind;
+        p->arm = x->arm;
+        p->round = x->round;
+        p->position = x->position;
+        p->wall_us = x->wall_us;
+        p->user_us = x->user_us;
+        p->sys_us = x->sys_us;
+        p->maxrss_kb = x->maxrss_kb;
+        p->exit_status = x->exit_status;
+        p->term_signal = x->term_signal;
+        p->cpu = x->cpu;
+        p->start_unix_us = x->start_unix_us;
+        if (x->error) {
+            s->batch_errors[s->batch_count] = strdup(x->error);
+            if (s->batch_errors[s->batch_count])
+                p->error = s->batch_errors[s->batch_count];
+        }
+        s->batch_count++;
+        if (s->batch_count == PW_WIRE_MAX_BATCH
+            || s_mono_ms() - s->last_flush_ms >= AG_DAEMON_FLUSH_MS)
+            stop = s_flush(s);
+    }
+    int inner = s->inner.on_sample ? s->inner.on_sample(s->inner.ctx, x) : 0;
+    return stop ? stop : inner;
+}
+
+static void
+s_cb_progress(void *ctx, const ag_progress_t *p)
+{
+    ag_stream_t *s = ctx;
+    if (s_flush(s) != 0)
+        s_logf("spool_full", "run %s stops after this round", s->run_id);
+    if (s->inner.on_progress)
+        s->inner.on_progress(s->inner.ctx, p);
+}
+
+static void
+s_emit_run_end(ag_stream_t *s, const char *run_id, Parity__RunStatus status,
+               const char *reason, uint32_t batches, uint64_t samples)
+{
+    Parity__Envelope env;
+    Parity__RunEnd re;
+    char err[S_ERR];
+    parity__run_end__init(&re);
+    re.run_id = (char *)run_id;
+    re.status = status;
+    re.reason = (char *)(reason ? reason : "");
+    re.batches = batches;
+    re.samples = samples;
+    re.ended_at_us = s_unix_us();
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_END, &re);
+    if (s_emit(s, &env, true, err, sizeof err) != AG_SPOOL_OK) {
+        s_logf("spool_error", "RunEnd of %s: %s", run_id, err);
+        return;
+    }
+    if (ag_spool_state_clear(s->spool, S_RUN_STATE, err, sizeof err)
+        != AG_SPOOL_OK)
+        s_logf("spool_error", "%s", err);
+    s_logf("run_end", "run=%s status=%s batches=%" PRIu32 " samples=%"
+           PRIu64 "%s%s", run_id,
+           ag_run_status_name((ag_run_status_t)status), batches, samples,
+           reason && *reason ? " reason=" : "", reason ? reason : "");
+}
+
+static int
+s_cb_run_end(void *ctx, const ag_run_end_t *e)
+{
+    ag_stream_t *s = ctx;
+    if (s->run_open) {
+        s_flush(s);
+        const char *reason = e->reason;
+        if (s->stop_reason[0] && e->status != AG_RUN_COMPLETE)
+            reason = s->stop_reason;
+        else if (s_stop_signal && e->status == AG_RUN_INCOMPLETE)
+            reason = AG_DAEMON_STOP_REASON;
+        s_emit_run_end(s, s->run_id, (Parity__RunStatus)e->status, reason,
+                       s->batch_seq, s->samples_sent);
+        s->run_open = false;
+    }
+    return s->inner.on_run_end ? s->inner.on_run_end(s->inner.ctx, e) : 0;
+}
+
+void
+ag_stream_callbacks(ag_stream_t *s, const ag_callbacks_t *inner,
+                    ag_callbacks_t *out)
+{
+    if (inner)
+        s->inner = *inner;
+    else
+        memset(&s->inner, 0, sizeof s->inner);
+    out->ctx = s;
+    out->on_calibration = s_cb_calibration;
+    out->on_run_start = s_cb_run_start;
+    out->on_sample = s_cb_sample;
+    out->on_progress = s_cb_progress;
+    out->on_run_end = s_cb_run_end;
+}
+
+void
+ag_stream_set_job(ag_stream_t *s, const char *job_id)
+{
+    free(s->job_id);
+    s->job_id = job_id ? strdup(job_id) : NULL;
+}
+
+/* A run left open by an earlier process: its batches are still in the
+ * spool (or acked); close it after them. Batches spooled after the state
+ * file's last update (a kill between the two writes) are counted too. */
+static void
+s_recover(ag_stream_t *s)
+{
+    char *text = ag_spool_state_read(s->spool, S_RUN_STATE);
+    char run_id[37] = "";
+    uint32_t batches = 0;
+    uint64_t samples = 0;
+    if (!text)
+        return;
+    if (sscanf(text, "%36s %" SCNu32 " %" SCNu64, run_id, &batches,
+               &samples) != 3) {
+        s_logf("spool_error", "%s/%s: unreadable (\"%.60s\"); ignored",
+               ag_spool_dir(s->spool), S_RUN_STATE, text);
+        free(text);
+        return;
+    }
+    free(text);
+    size_t n = ag_spool_count(s->spool);
+    uint64_t *seqs = calloc(n ? n : 1, sizeof *seqs);
+    n = seqs ? ag_spool_list(s->spool, 0, seqs, n) : 0;
+    for (size_t i = 0; i < n; i++) {
+        void *data = NULL;
+        size_t len = 0;
+        Parity__Envelope *env = NULL;
+        if (ag_spool_read(s->spool, seqs[i], &data, &len, NULL, 0)
+            != AG_SPOOL_OK)
+            continue;
+        if (pw_wire_unpack(data, len, 0, &env, NULL, NULL, 0) == PW_WIRE_OK
+            && env->body_case == PARITY__ENVELOPE__BODY_SAMPLE_BATCH
+            && strcmp(env->sample_batch->run_id, run_id) == 0
+            && env->sample_batch->batch_seq >= batches) {
+            samples += env->sample_batch->n_samples;
+            batches = env->sample_batch->batch_seq + 1;
+        }
+        pw_wire_free(&env);
+        free(data);
+    }
+    free(seqs);
+    s_logf("run_recovered", "run=%s was open when the agent stopped; "
+           "closing it as incomplete after %" PRIu32 " batches", run_id,
+           batches);
+    s_emit_run_end(s, run_id, PARITY__RUN_STATUS__INCOMPLETE,
+                   AG_DAEMON_RESTART_REASON, batches, samples);
+}
+
+static void
+s_on_link_message(void *ctx, const Parity__Envelope *env)
+{
+    ag_stream_t *s = ctx;
+    if (s->on_job_message && (env->body_case
+                              == PARITY__ENVELOPE__BODY_JOB_OFFER
+                              || env->body_case
+                              == PARITY__ENVELOPE__BODY_JOB_CANCEL)) {
+        s->on_job_message(s->job_ctx, env);
+        return;
+    }
+    if (env->body_case != PARITY__ENVELOPE__BODY_ERROR)
+        s_logf("ignored", "%s from the collector ignored",
+               pw_wire_body_name(env->body_case));
+}
+
+static void *
+s_net_main(void *arg)
+{
+    ag_stream_t *s = arg;
+    while (!atomic_load(&s->stop)) {
+        bool woken = false;
+        ag_link_tick(s->link, 200, s->wake_fd, &woken);
+        if (woken) {
+            uint64_t v;
+            if (read(s->wake_fd, &v, sizeof v) < 0) {
+                /* EAGAIN: someone else drained it. */
+            }
+        }
+    }
+    return NULL;
+}
+
+static char *
+s_hello_env_json(void)
+{
+    char err[S_ERR];
+    json_t *env = ag_env_collect(NULL, 0, err, sizeof err);
+    if (!env) {
+        s_logf("env_failed", "%s", err);
+        return strdup("{}");
+    }
+    char *text = json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(env);
+    return text ? text : strdup("{}");
+}
+
+static int
+s_set_hello(ag_stream_t *s, const ag_stream_opts_t *o, char *err,
+            size_t errlen)
+{
+    Parity__Envelope env;
+    Parity__Hello h;
+    Parity__Tag arch, *tags[1];
+    struct utsname un;
+    char host[256] = "", boot[64] = "";
+    s_suite_info_t *suites = NULL;
+    size_t nsuites = 0;
+    int rc = -1;
+    Parity__SuiteInfo *sinfo = NULL, **sptrs = NULL;
+    char *env_json = s_hello_env_json();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+
+    gethostname(host, sizeof host - 1);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (fgets(boot, sizeof boot, f))
+            boot[strcspn(boot, "\n")] = 0;
+        fclose(f);
+    }
+    if (o->suites_dir && s_scan_suites(o->suites_dir, &suites, &nsuites,
+                                       err, errlen) != 0)
+        goto out;
+    parity__hello__init(&h);
+    h.agent_name = (char *)(o->name ? o->name : host);
+    h.agent_version = PARITY_VERSION;
+    h.key_fingerprint = (char *)ag_link_public_key(s->link);
+    h.environment_json = env_json ? env_json : "{}";
+    h.boot_id = boot;
+    parity__tag__init(&arch);
+    arch.key = "arch";
+    arch.value = uname(&un) == 0 ? un.machine : "";
+    tags[0] = &arch;
+    h.tags = tags;
+    h.n_tags = 1;
+    sinfo = calloc(nsuites ? nsuites : 1, sizeof *sinfo);
+    sptrs = calloc(nsuites ? nsuites : 1, sizeof *sptrs);
+    if (!sinfo || !sptrs) {
+        snprintf(err, errlen, "calloc: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < nsuites; i++) {
+        parity__suite_info__init(&sinfo[i]);
+        sinfo[i].name = suites[i].name;
+        sinfo[i].digest = suites[i].digest;
+        sinfo[i].benchmarks = suites[i].benchmarks;
+        sinfo[i].n_benchmarks = suites[i].benchmark_count;
+        sptrs[i] = &sinfo[i];
+    }
+    h.suites = sptrs;
+    h.n_suites = nsuites;
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_HELLO, &h);
+    if (pw_wire_pack_alloc(&env, &buf, &len, err, errlen) != PW_WIRE_OK)
+        goto out;
+    ag_link_set_hello(s->link, buf, len);
+    s_logf("hello", "name=%s suites=%zu key=%s", h.agent_name, nsuites,
+           h.key_fingerprint);
+    rc = 0;
+out:
+    free(buf);
+    free(sinfo);
+    free(sptrs);
+    free(env_json);
+    s_suite_infos_free(suites, nsuites);
+    return rc;
+}
+
+bool
+ag_stream_wanted(const ag_stream_opts_t *o)
+{
+    return o->collector != NULL;
+}
+
+int
+ag_stream_take_args(int *argc, char **argv, ag_stream_opts_t *o, char *err,
+                    size_t errlen)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i];
+        const char **str = NULL;
+        bool mb = false, ms = false;
+        if (strcmp(a, "--collector") == 0) str = &o->collector;
+        else if (strcmp(a, "--collector-key") == 0) str = &o->collector_key;
+        else if (strcmp(a, "--key") == 0) str = &o->key;
+        else if (strcmp(a, "--spool") == 0) str = &o->spool_dir;
+        else if (strcmp(a, "--name") == 0) str = &o->name;
+        else if (strcmp(a, "--spool-max") == 0) mb = true;
+        else if (strcmp(a, "--heartbeat-ms") == 0) ms = true;
+        else {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= *argc) {
+            snprintf(err, errlen, "%s needs a value", a);
+            return -1;
+        }
+        const char *v = argv[++i];
+        if (str) {
+            *str = v;
+            continue;
+        }
+        char *end = NULL;
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (errno || end == v || *end || n == 0
+            || (mb && n > AG_DAEMON_MAX_SPOOL_MB) || (ms && n > 60000)) {
+            snprintf(err, errlen, "%s %s: expected a whole number from 1 "
+                     "to %u", a, v, mb ? AG_DAEMON_MAX_SPOOL_MB : 60000u);
+            return -1;
+        }
+        if (mb)
+            o->spool_max_bytes = (uint64_t)n << 20;
+        else
+            o->heartbeat_ms = (unsigned)n;
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
+
+ag_stream_t *
+ag_stream_open(const ag_stream_opts_t *o, char *err, size_t errlen)
+{
+    ag_stream_t *s = NULL;
+    const char *missing = !o->collector ? "--collector"
+                        : !o->collector_key ? "--collector-key"
+                        : !o->key ? "--key" : !o->spool_dir ? "--spool" : NULL;
+    if (missing) {
+        snprintf(err, errlen, "%s is required with --collector", missing);
+        return NULL;
+    }
+    if (sodium_init() < 0) {
+        snprintf(err, errlen, "sodium_init failed");
+        return NULL;
+    }
+    /* CZMQ's own SIGINT handler would hide ours. */
+    zsys_handler_set(NULL);
+    s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "calloc: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&s->emit_lock, NULL);
+    s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->wake_fd < 0) {
+        snprintf(err, errlen, "eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    ag_spool_limits_t lim = { .max_bytes = o->spool_max_bytes };
+    if (ag_spool_open(o->spool_dir, &lim, &s->spool, err, errlen)
+        != AG_SPOOL_OK)
+        goto fail;
+    for (size_t i = 0; i < ag_spool_problem_count(s->spool); i++)
+        s_logf("spool_corrupt", "%s", ag_spool_problem(s->spool, i));
+    ag_link_opts_t lo = {
+        .endpoint = o->collector,
+        .key_path = o->key,
+        .collector_key_path = o->collector_key,
+        .heartbeat_ms = o->heartbeat_ms,
+        .ctx = s,
+        .on_message = s_on_link_message,
+        .log = s_link_log,
+    };
+    s->link = ag_link_new(&lo, s->spool, err, errlen);
+    if (!s->link)
+        goto fail;
+    if (s_set_hello(s, o, err, errlen) != 0)
+        goto fail;
+    s_recover(s);
+    if (ag_spool_count(s->spool) > 0)
+        s_logf("spool", "%zu messages spooled from earlier; resending",
+               ag_spool_count(s->spool));
+    if (pthread_create(&s->net, NULL, s_net_main, s) != 0) {
+        snprintf(err, errlen, "pthread_create: %s", strerror(errno));
+        goto fail;
+    }
+    s->net_started = true;
+    return s;
+fail:
+    ag_stream_destroy(&s);
+    return NULL;
+}
+
+size_t
+ag_stream_spooled(ag_stream_t *s)
+{
+    return ag_spool_count(s->spool);
+}
+
+size_t
+ag_stream_drain(ag_stream_t *s, double timeout_s)
+{
+    int64_t end = s_mono_ms() + (int64_t)(timeout_s * 1000);
+    while (ag_spool_count(s->spool) > 0 && s_mono_ms() < end) {
+        struct timespec ts = { 0, 20 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    return ag_spool_count(s->spool);
+}
+
+void
+ag_stream_destroy(ag_stream_t **sp)
+{
+    if (!sp || !*sp)
+        return;
+    ag_stream_t *s = *sp;
+    if (s->net_started) {
+        atomic_store(&s->stop, true);
+        s_wake(s);
+        pthread_join(s->net, NULL);
+    }
+    ag_link_destroy(&s->link);
+    ag_spool_destroy(&s->spool);
+    s_batch_clear(s);
+    if (s->wake_fd >= 0)
+        close(s->wake_fd);
+    free(s->job_id);
+    pthread_mutex_destroy(&s->emit_lock);
+    free(s);
+    *sp = NULL;
+}
+
+/* ------------------------------------------------------------- daemon */
+
+typedef struct {
+    uint8_t *bytes;     /* the JobOffer envelope, packed (a deep copy) */
+    size_t len;
+    char job_id[128];
+} s_job_t;
+
+typedef struct {
+    ag_stream_t *stream;
+    ag_harness_t *harness;
+    s_suite_info_t *suites;
+    size_t suite_count;
+    pthread_mutex_t lock;           /* queue and current */
+    s_job_t queue[AG_DAEMON_MAX_QUEUE];
+    size_t queued;
+    char current[128];              /* job running now, "" when idle */
+} s_daemon_t;
+
+static ag_harness_t *volatile s_signal_harness;
+
+static void
+s_on_signal(int sig)
+{
+    s_stop_signal = sig;
+    if (s_signal_harness)
+        ag_harness_cancel(s_signal_harness, AG_RUN_INCOMPLETE);
+}
+
+static void
+s_daemon_job_message(void *ctx, const Parity__Envelope *env)
+{
+    s_daemon_t *d = ctx;
+    char why[512];
+    if (env->body_case == PARITY__ENVELOPE__BODY_JOB_CANCEL) {
+        const char *id = env->job_cancel->job_id;
+        pthread_mutex_lock(&d->lock);
+        bool running = strcmp(d->current, id) == 0 && *id;
+        bool found = false;
+        for (size_t i = 0; !running && i < d->queued; i++) {
+            if (strcmp(d->queue[i].job_id, id) == 0) {
+                free(d->queue[i].bytes);
+                memmove(d->queue + i, d->queue + i + 1,
+                        (d->queued - i - 1) * sizeof d->queue[0]);
+                d->queued--;
+                found = true;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&d->lock);
+        if (running)
+            ag_harness_cancel(d->harness, AG_RUN_CANCELLED);
+        else if (found)
+            s_emit_job_status(d->stream, id, "cancelled", "cancelled before "
+                              "it started", NULL);
+        else
+            s_logf("job_cancel", "job %s is neither queued nor running", id);
+        return;
+    }
+    const Parity__JobOffer *jo = env->job_offer;
+    if (!s_find_suite(d->suites, d->suite_count, jo->suite, why,
+                      sizeof why)) {
+        s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);
+        return;
+    }
+    if (!ag_spool_has_room(d->stream->spool, 1 << 16)) {
+        s_emit_job_status(d->stream, jo->job_id, "refused", "spool full: "
+                          "waiting for the collector to ack earlier runs",
+                          NULL);
+        return;
+    }
+    s_job_t job = { 0 };
+    snprintf(job.job_id, sizeof job.job_id, "%s", jo->job_id);
+    if (pw_wire_pack_alloc(env, &job.bytes, &job.len, why, sizeof why)
+        != PW_WIRE_OK) {
+        s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    bool full = d->queued == AG_DAEMON_MAX_QUEUE;
+    if (!full)
+        d->queue[d->queued++] = job;
+    pthread_mutex_unlock(&d->lock);
+    if (full) {
+        free(job.bytes);
+        s_emit_job_status(d->stream, jo->job_id, "refused", "job queue full",
+                          NULL);
+        return;
+    }
+    s_emit_job_status(d->stream, jo->job_id, "queued", NULL, NULL);
+}
+
+static void
+s_run_job(s_daemon_t *d, s_job_t *job)
+{
+    Parity__Envelope *env = NULL;
+    char err[S_ERR], why[512];
+    ag_var_t vars[AG_SUITE_MAX_VARS];
+    ag_suite_t *suite = NULL;
+    if (pw_wire_unpack(job->bytes, job->len, 0, &env, NULL, err, sizeof err)
+        != PW_WIRE_OK) {
+        s_emit_job_status(d->stream, job->job_id, "failed", err, NULL);
+        return;
+    }
+    const Parity__JobOffer *jo = env->job_offer;
+    const s_suite_info_t *si = s_find_suite(d->suites, d->suite_count,
+                                            jo->suite, why, sizeof why);
+    size_t nv = jo->n_vars < AG_SUITE_MAX_VARS ? jo->n_vars
+                                               : AG_SUITE_MAX_VARS;
+    for (size_t i = 0; i < nv; i++) {
+        vars[i].name = jo->vars[i]->name;
+        vars[i].value = jo->vars[i]->value;
+    }
+    if (!si) {
+        s_emit_job_status(d->stream, job->job_id, "refused", why, NULL);
+        goto out;
+    }
+    if (ag_suite_load(si->path, vars, nv, &suite, err, sizeof err)
+        != AG_SUITE_OK) {
+        s_emit_job_status(d->stream, job->job_id, "refused", err, NULL);
+        goto out;
+    }
+    ag_harness_opts_t ho = { .runs = jo->runs, .warmup = -1,
+                             .only = (const char *const *)jo->only,
+                             .only_count = jo->n_only };
+    ag_callbacks_t cb;
+    pthread_mutex_lock(&d->lock);
+    snprintf(d->current, sizeof d->current, "%s", job->job_id);
+    pthread_mutex_unlock(&d->lock);
+    ag_link_set_state(d->stream->link, "running", job->job_id);
+    s_emit_job_status(d->stream, job->job_id, "running", NULL, NULL);
+    ag_stream_set_job(d->stream, job->job_id);
+    ag_stream_callbacks(d->stream, NULL, &cb);
+    ag_harness_reset(d->harness);
+    if (s_stop_signal)
+        ag_harness_cancel(d->harness, AG_RUN_INCOMPLETE);
+    snprintf(d->stream->stop_reason, sizeof d->stream->stop_reason, "%s",
+             "");
+    int rc = ag_harness_run(d->harness, suite, &ho, &cb, err, sizeof err);
+    ag_stream_set_job(d->stream, NULL);
+    pthread_mutex_lock(&d->lock);
+    d->current[0] = 0;
+    pthread_mutex_unlock(&d->lock);
+    ag_link_set_state(d->stream->link, "idle", NULL);
+    if (rc == AG_HARNESS_OK)
+        s_emit_job_status(d->stream, job->job_id, "done", NULL, NULL);
+    else if (rc == AG_HARNESS_STOPPED)
+        s_emit_job_status(d->stream, job->job_id, s_stop_signal ? "failed"
+                          : "cancelled", s_stop_signal
+                          ? AG_DAEMON_STOP_REASON : NULL, NULL);
+    else
+        s_emit_job_status(d->stream, job->job_id, "failed", err, NULL);
+out:
+    ag_suite_destroy(&suite);
+    pw_wire_free(&env);
+}
+
+/* The floor at start: >= 100 no-op runs through the harness's spawn
+ * path, sent as one Calibration. */
+static int
+s_calibrate(ag_stream_t *s, char *err, size_t errlen)
+{
+    double wall[AG_HARNESS_CALIBRATION_TARGET];
+    const char *argv[] = { ag_harness_default_noop(), NULL };
+    int64_t taken = s_unix_us();
+    for (size_t i = 0; i < AG_HARNESS_CALIBRATION_TARGET; i++) {
+        ag_spawn_req_t req;
+        ag_spawn_result_t res;
+        ag_spawn_req_init(&req);
+        req.argv = argv;
+        req.timeout_us = 10e6;
+        if (s_stop_signal)
+            return -1;
+        if (ag_spawn_run(&req, &res, err, errlen) != AG_SPAWN_OK)
+            return -1;
+        wall[i] = res.wall_us;
+    }
+    if (s_emit_calibration(s, wall, AG_HARNESS_CALIBRATION_TARGET, taken, err,
+                           errlen) != AG_SPOOL_OK)
+        return -1;
+    double lo = wall[0], hi = wall[0];
+    for (size_t i = 1; i < AG_HARNESS_CALIBRATION_TARGET; i++) {
+        lo = wall[i] < lo ? wall[i] : lo;
+        hi = wall[i] > hi ? wall[i] : hi;
+    }
+    s_logf("calibration", "runs=%d noop=%s min_us=%.1f max_us=%.1f",
+           AG_HARNESS_CALIBRATION_TARGET, argv[0], lo, hi);
+    return 0;
+}
+
+void
+ag_daemon_usage(FILE *f)
+{
+    fprintf(f,
+"usage: parity-agent --collector tcp://HOST:PORT --collector-key FILE\n"
+"                    --key FILE --suites DIR --spool DIR [--name NAME]\n"
+"                    [--spool-max MB] [--heartbeat-ms N]\n"
+"\n"
+"Daemon mode: connect to the collector (CURVE, the collector's public key\n"
+"pinned), say hello, calibrate this host's noise floor, then run the jobs\n"
+"the collector offers, one at a time, from suites in --suites only.\n"
+"Every message is written to the spool (fsync) before it is sent and kept\n"
+"until the collector acks it.\n"
+"\n"
+"  --collector URL       the collector's ROUTER, tcp://HOST:PORT\n"
+"  --collector-key FILE  the collector's public certificate (parity keygen)\n"
+"  --key FILE            this agent's certificate (FILE and FILE_secret)\n"
+"  --suites DIR          the suites this agent may run (*.yaml, *.yml)\n"
+"  --spool DIR           the durable outbox (created, mode 0700)\n"
+"  --name NAME           the name shown for this host (default: hostname)\n"
+"  --spool-max MB        bound on the spool (default 256); when full, new\n"
+"                        runs are refused until the collector acks\n"
+"  --heartbeat-ms N      heartbeat interval (default 1000)\n"
+"\n"
+"SIGTERM or SIGINT: stop the current run (RunEnd INCOMPLETE \"agent\n"
+"stopped\"), try for 2 s to deliver the spool, exit 0; what is not acked\n"
+"stays in the spool for the next start.\n"
+"\n"
+"Exit status: 0 stopped cleanly, 1 runtime failure, 2 bad command line\n"
+"or unreadable key/spool.\n");
+}
+
+int
+ag_daemon_main(int argc, char **argv)
+{
+    ag_stream_opts_t o = { 0 };
+    char err[S_ERR];
+    int code = AG_DAEMON_EXIT_FAIL;
+    s_daemon_t d = { 0 };
+    pthread_mutex_init(&d.lock, NULL);
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            ag_daemon_usage(stdout);
+            return AG_DAEMON_EXIT_OK;
+        }
+    }
+    int n = argc;
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    if (!args)
+        return AG_DAEMON_EXIT_FAIL;
+    memcpy(args, argv, (size_t)argc * sizeof *args);
+    if (ag_stream_take_args(&n, args, &o, err, sizeof err) != 0)
+        goto usage;
+    for (int i = 1; i < n; i++) {
+        if (strcmp(args[i], "--suites") == 0 && i + 1 < n) {
+            o.suites_dir = args[++i];
+        } else {
+            snprintf(err, sizeof err, "unknown argument \"%s\"%s", args[i],
+                     strcmp(args[i], "--suites") == 0 ? " (needs a DIR)"
+                                                       : "");
+            goto usage;
+        }
+    }
+    if (!o.collector || !o.collector_key || !o.key || !o.spool_dir
+        || !o.suites_dir) {
+        snprintf(err, sizeof err, "%s is required",
+                 !o.collector ? "--collector"
+                 : !o.collector_key ? "--collector-key"
+                 : !o.key ? "--key" : !o.spool_dir ? "--spool" : "--suites");
+        goto usage;
+    }
+    if (s_scan_suites(o.suites_dir, &d.suites, &d.suite_count, err,
+                      sizeof err) != 0)
+        goto usage;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = s_on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+
+    d.harness = ag_harness_new(err, sizeof err);
+    if (!d.harness)
+        goto fail;
+    d.stream = ag_stream_open(&o, err, sizeof err);
+    if (!d.stream) {
+        code = AG_DAEMON_EXIT_USAGE;
+        goto fail;
+    }
+    d.stream->on_job_message = s_daemon_job_message;
+    d.stream->job_ctx = &d;
+    s_signal_harness = d.harness;
+    s_logf("start", "collector=%s spool=%s suites=%s (%zu)", o.collector,
+           o.spool_dir, o.suites_dir, d.suite_count);
+    if (s_calibrate(d.stream, err, sizeof err) != 0 && !s_stop_signal)
+        s_logf("calibration_failed", "%s", err);
+
+    while (!s_stop_signal) {
+        s_job_t job = { 0 };
+        bool have = false;
+        pthread_mutex_lock(&d.lock);
+        if (d.queued > 0) {
+            job = d.queue[0];
+            memmove(d.queue, d.queue + 1,
+                    (d.queued - 1) * sizeof d.queue[0]);
+            d.queued--;
+            have = true;
+        }
+        pthread_mutex_unlock(&d.lock);
+        if (have) {
+            s_run_job(&d, &job);
+            free(job.bytes);
+            continue;
+        }
+        struct timespec ts = { 0, 100 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    s_logf("stop", "signal %d: delivering the spool (%zu messages) for up "
+           "to 2 s", (int)s_stop_signal, ag_spool_count(d.stream->spool));
+    size_t left = ag_stream_drain(d.stream, 2.0);
+    s_logf("stopped", "%zu messages left in the spool for the next start",
+           left);
+    code = AG_DAEMON_EXIT_OK;
+    goto out;
+usage:
+    fprintf(stderr, "parity-agent: %s\n(see parity-agent --help)\n", err);
+    code = AG_DAEMON_EXIT_USAGE;
+    goto out;
+fail:
+    fprintf(stderr, "parity-agent: %s\n", err);
+out:
+    s_signal_harness = NULL;
+    ag_stream_destroy(&d.stream);
+    ag_harness_destroy(&d.harness);
+    pthread_mutex_lock(&d.lock);
+    for (size_t i = 0; i < d.queued; i++)
+        free(d.queue[i].bytes);
+    pthread_mutex_unlock(&d.lock);
+    s_suite_infos_free(d.suites, d.suite_count);
+    free(args);
+    return code;
+}

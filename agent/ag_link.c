@@ -1,0 +1,568 @@
+/* ag_link.c -- see ag_link.h and docs/protocol.md sections 4 to 6. */
+#include "ag_link.h"
+
+#include <czmq.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Most messages handled in one tick, so a flood of acks cannot starve the
+ * caller's own work. */
+#define S_RECV_PER_TICK 4096
+#define S_HB_BUF        256
+
+struct ag_link {
+    ag_link_opts_t opts;
+    char *endpoint;
+    ag_spool_t *spool;
+    zcert_t *cert;             /* our key pair */
+    char server_key[41];       /* collector's public key, Z85 */
+    zsock_t *sock;             /* NULL while waiting to reconnect */
+    unsigned heartbeat_ms;
+
+    uint8_t *hello;
+    size_t hello_len;
+    bool ready;                /* Hello acked on this connection */
+    int64_t hello_sent_ms;
+
+    uint64_t in_flight[AG_LINK_WINDOW];   /* sent, unacked, in seq order */
+    size_t in_flight_count;
+    uint64_t last_sent;        /* highest seq sent on this connection */
+    int64_t last_progress_ms;  /* last ack, or last full resend */
+
+    int64_t last_heard_ms;
+    int64_t next_heartbeat_ms;
+    int64_t reconnect_at_ms;
+    unsigned backoff_ms;
+    uint64_t rng;
+
+    char state[16];
+    char job_id[128];
+
+    pthread_mutex_t stats_lock;
+    ag_link_stats_t stats;
+};
+
+static int64_t
+s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+s_unix_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void
+s_log(ag_link_t *l, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+s_log(ag_link_t *l, const char *event, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    if (!l->opts.log)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    l->opts.log(l->opts.ctx, event, buf);
+}
+
+/* Random factor in [0.5, 1.5) from a xorshift64 generator. */
+static double
+s_jitter(ag_link_t *l)
+{
+    l->rng ^= l->rng << 13;
+    l->rng ^= l->rng >> 7;
+    l->rng ^= l->rng << 17;
+    return 0.5 + (double)(l->rng >> 11) / (double)(1ull << 53);
+}
+
+static void
+s_stats_update(ag_link_t *l)
+{
+    pthread_mutex_lock(&l->stats_lock);
+    l->stats.ready = l->ready;
+    l->stats.in_flight = l->in_flight_count;
+    pthread_mutex_unlock(&l->stats_lock);
+}
+
+#define S_COUNT(l, field) do { \
+    pthread_mutex_lock(&(l)->stats_lock); (l)->stats.field++; \
+    pthread_mutex_unlock(&(l)->stats_lock); } while (0)
+
+/* Non-blocking send of one frame. False when the socket would block (no
+ * connection yet, or the high-water mark): the caller tries later. */
+static bool
+s_send(ag_link_t *l, const void *data, size_t len)
+{
+    if (!l->sock)
+        return false;
+    int rc = zmq_send(zsock_resolve(l->sock), data, len, ZMQ_DONTWAIT);
+    return rc >= 0;
+}
+
+static void
+s_send_hello(ag_link_t *l, int64_t now)
+{
+    l->hello_sent_ms = now;
+    if (!l->hello) {
+        s_log(l, "no_hello", "no Hello set; not sending data");
+        return;
+    }
+    if (!s_send(l, l->hello, l->hello_len))
+        s_log(l, "send_wait", "Hello not sent yet: %s (will retry)",
+              zmq_strerror(zmq_errno()));
+}
+
+static void
+s_send_heartbeat(ag_link_t *l)
+{
+    uint8_t buf[S_HB_BUF];
+    size_t len = 0;
+    if (pw_wire_pack_heartbeat(s_unix_us(),
+                               (uint32_t)ag_spool_count(l->spool),
+                               l->state, l->job_id, buf, sizeof buf, &len)
+        == PW_WIRE_OK)
+        s_send(l, buf, len);
+}
+
+static void
+s_close(ag_link_t *l)
+{
+    zsock_destroy(&l->sock);
+    l->ready = false;
+    l->in_flight_count = 0;
+    l->last_sent = 0;
+}
+
+static int
+s_connect(ag_link_t *l, int64_t now)
+{
+    zsock_t *s = zsock_new(ZMQ_DEALER);
+    if (!s) {
+        s_log(l, "socket_failed", "zsock_new(DEALER): %s",
+              zmq_strerror(zmq_errno()));
+        return AG_LINK_ERR;
+    }
+    zsock_set_linger(s, 0);
+    zsock_set_sndhwm(s, AG_LINK_SNDHWM);
+    zsock_set_rcvhwm(s, AG_LINK_RCVHWM);
+    zsock_set_immediate(s, 1);
+    zsock_set_maxmsgsize(s, (int)PW_WIRE_MAX_FRAME);
+    /* libzmq's own reconnect stays off: this link decides when. */
+    zsock_set_reconnect_ivl(s, -1);
+    zcert_apply(l->cert, s);
+    zsock_set_curve_serverkey(s, l->server_key);
+    if (zsock_connect(s, "%s", l->endpoint) != 0) {
+        s_log(l, "connect_failed", "zmq_connect(%s): %s", l->endpoint,
+              zmq_strerror(zmq_errno()));
+        zsock_destroy(&s);
+        return AG_LINK_ERR;
+    }
+    l->sock = s;
+    l->ready = false;
+    l->in_flight_count = 0;
+    l->last_sent = 0;
+    l->last_heard_ms = now;
+    l->next_heartbeat_ms = now + l->heartbeat_ms;
+    s_log(l, "connect", "connecting to %s", l->endpoint);
+    s_send_hello(l, now);
+    return AG_LINK_OK;
+}
+
+/* The peer is gone (or could not be reached): wait and try again. */
+static void
+s_schedule_reconnect(ag_link_t *l, int64_t now, const char *why)
+{
+    s_close(l);
+    unsigned wait = (unsigned)(l->backoff_ms * s_jitter(l));
+    l->reconnect_at_ms = now + wait;
+    s_log(l, "peer_gone", "%s; reconnecting in %u ms", why, wait);
+    l->backoff_ms = l->backoff_ms * 2 > AG_LINK_BACKOFF_MAX_MS
+                  ? AG_LINK_BACKOFF_MAX_MS : l->backoff_ms * 2;
+    S_COUNT(l, reconnects);
+}
+
+static void
+s_forget_in_flight(ag_link_t *l, uint64_t seq)
+{
+    for (size_t i = 0; i < l->in_flight_count; i++) {
+        if (l->in_flight[i] == seq) {
+            memmove(l->in_flight + i, l->in_flight + i + 1,
+                    (l->in_flight_count - i - 1) * sizeof l->in_flight[0]);
+            l->in_flight_count--;
+            return;
+        }
+    }
+}
+
+static void
+s_on_ack(ag_link_t *l, uint64_t seq, int64_t now)
+{
+    char err[256];
+    if (seq == 0) {
+        if (!l->ready)
+            s_log(l, "hello_acked", "collector acked Hello; %zu messages "
+                  "spooled", ag_spool_count(l->spool));
+        l->ready = true;
+        l->backoff_ms = AG_LINK_BACKOFF_MIN_MS;
+        l->last_progress_ms = now;
+        return;
+    }
+    s_forget_in_flight(l, seq);
+    l->last_progress_ms = now;
+    int rc = ag_spool_remove(l->spool, seq, err, sizeof err);
+    if (rc == AG_SPOOL_OK)
+        S_COUNT(l, acked);
+    else if (rc == AG_SPOOL_ERR)
+        s_log(l, "spool_error", "%s", err);
+    /* NOTFOUND: a duplicate ack of a resend; nothing to do. */
+}
+
+static void
+s_on_error(ag_link_t *l, const Parity__Error *e, const Parity__Envelope *env,
+           int64_t now)
+{
+    char err[256];
+    if (e->seq == 0) {
+        s_log(l, "collector_error", "code %u: %s", e->code,
+              e->message ? e->message : "");
+        if (l->opts.on_message)
+            l->opts.on_message(l->opts.ctx, env);
+        return;
+    }
+    if (e->code == (uint32_t)-PW_WIRE_ENOHELLO) {
+        /* The collector lost our Hello (e.g. it restarted): say it again
+         * and resend everything after its ack. */
+        s_log(l, "no_hello", "collector has no Hello for seq %" PRIu64
+              "; sending Hello again", e->seq);
+        l->ready = false;
+        l->in_flight_count = 0;
+        l->last_sent = 0;
+        s_send_hello(l, now);
+        return;
+    }
+    /* Refused for good (docs/protocol.md section 4): resending cannot
+     * succeed, so the message leaves the spool. */
+    s_log(l, "refused", "collector refused seq %" PRIu64 " (code %u): %s; "
+          "removed from the spool", e->seq, e->code,
+          e->message ? e->message : "");
+    s_forget_in_flight(l, e->seq);
+    if (ag_spool_remove(l->spool, e->seq, err, sizeof err) == AG_SPOOL_OK)
+        S_COUNT(l, refused);
+}
+
+static void
+s_receive(ag_link_t *l, int64_t now)
+{
+    void *raw = zsock_resolve(l->sock);
+    for (int i = 0; i < S_RECV_PER_TICK; i++) {
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, raw, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&msg);
+            return;
+        }
+        bool more = zmq_msg_more(&msg);
+        l->last_heard_ms = now;
+        if (more) {
+            /* One frame per message: drain and drop the rest. */
+            s_log(l, "bad_input", "multi-frame message from collector "
+                  "dropped");
+            while (more) {
+                zmq_msg_close(&msg);
+                zmq_msg_init(&msg);
+                if (zmq_msg_recv(&msg, raw, ZMQ_DONTWAIT) < 0)
+                    break;
+                more = zmq_msg_more(&msg);
+            }
+            zmq_msg_close(&msg);
+            continue;
+        }
+        Parity__Envelope *env = NULL;
+        char err[256];
+        int rc = pw_wire_unpack(zmq_msg_data(&msg), zmq_msg_size(&msg), 0,
+                                &env, NULL, err, sizeof err);
+        zmq_msg_close(&msg);
+        if (rc != PW_WIRE_OK) {
+            s_log(l, "bad_input", "from collector: %s", err);
+            continue;
+        }
+        switch (env->body_case) {
+        case PARITY__ENVELOPE__BODY_ACK:
+            s_on_ack(l, env->ack->seq, now);
+            break;
+        case PARITY__ENVELOPE__BODY_HEARTBEAT:
+            break;
+        case PARITY__ENVELOPE__BODY_ERROR:
+            s_on_error(l, env->error, env, now);
+            break;
+        default:
+            if (l->opts.on_message)
+                l->opts.on_message(l->opts.ctx, env);
+            break;
+        }
+        pw_wire_free(&env);
+    }
+}
+
+/* Send spooled seq; false when the socket would block. */
+static bool
+s_send_seq(ag_link_t *l, uint64_t seq)
+{
+    void *data = NULL;
+    size_t len = 0;
+    char err[512];
+    int rc = ag_spool_read(l->spool, seq, &data, &len, err, sizeof err);
+    if (rc != AG_SPOOL_OK) {
+        /* Acked meanwhile (NOTFOUND) or moved aside (CORRUPT): skip it. */
+        if (rc != AG_SPOOL_NOTFOUND)
+            s_log(l, "spool_error", "%s", err);
+        return true;
+    }
+    bool sent = s_send(l, data, len);
+    free(data);
+    if (sent)
+        S_COUNT(l, sent);
+    return sent;
+}
+
+static void
+s_pump(ag_link_t *l, int64_t now)
+{
+    if (!l->ready)
+        return;
+    if (l->in_flight_count > 0 && now - l->last_progress_ms
+        >= AG_LINK_RESEND_MS) {
+        s_log(l, "resend", "no ack for %d ms; resending %zu messages from "
+              "seq %" PRIu64, AG_LINK_RESEND_MS, l->in_flight_count,
+              l->in_flight[0]);
+        for (size_t i = 0; i < l->in_flight_count; i++) {
+            if (!s_send_seq(l, l->in_flight[i]))
+                break;
+            S_COUNT(l, resent);
+        }
+        l->last_progress_ms = now;
+    }
+    while (l->in_flight_count < AG_LINK_WINDOW) {
+        uint64_t seqs[AG_LINK_WINDOW];
+        size_t n = ag_spool_list(l->spool, l->last_sent, seqs,
+                                 AG_LINK_WINDOW - l->in_flight_count);
+        if (n == 0)
+            break;
+        for (size_t i = 0; i < n; i++) {
+            if (!s_send_seq(l, seqs[i]))
+                return;
+            if (l->in_flight_count == 0)
+                l->last_progress_ms = now;   /* the resend clock starts */
+            l->in_flight[l->in_flight_count++] = seqs[i];
+            l->last_sent = seqs[i];
+        }
+    }
+}
+
+ag_link_t *
+ag_link_new(const ag_link_opts_t *opts, ag_spool_t *spool, char *err,
+            size_t errlen)
+{
+    ag_link_t *l = calloc(1, sizeof *l);
+    char path[4096];
+    zcert_t *server = NULL;
+    if (!l) {
+        snprintf(err, errlen, "calloc: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&l->stats_lock, NULL);
+    l->opts = *opts;
+    l->spool = spool;
+    l->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms
+                                         : AG_LINK_DEFAULT_HEARTBEAT_MS;
+    l->backoff_ms = AG_LINK_BACKOFF_MIN_MS;
+    l->rng = (uint64_t)s_unix_us() ^ ((uint64_t)getpid() << 32) ^ 0x9E37u;
+    snprintf(l->state, sizeof l->state, "idle");
+    if (!opts->endpoint || strncmp(opts->endpoint, "tcp://", 6) != 0) {
+        snprintf(err, errlen, "--collector %s: expected tcp://HOST:PORT",
+                 opts->endpoint ? opts->endpoint : "(none)");
+        goto fail;
+    }
+    l->endpoint = strdup(opts->endpoint);
+    l->opts.endpoint = l->endpoint;
+
+    /* zcert_load takes the public file's name and finds NAME_secret
+     * beside it; accept either name from the user. */
+    snprintf(path, sizeof path, "%s", opts->key_path ? opts->key_path : "");
+    size_t n = strlen(path);
+    if (n > 7 && strcmp(path + n - 7, "_secret") == 0)
+        path[n - 7] = 0;
+    l->cert = zcert_load(path);
+    if (!l->cert) {
+        snprintf(err, errlen, "--key %s: zcert_load failed (no such "
+                 "certificate, or not one written by `parity keygen`)",
+                 opts->key_path ? opts->key_path : "(none)");
+        goto fail;
+    }
+    static const char zero_key[41] =
+        "0000000000000000000000000000000000000000";
+    if (strcmp(zcert_secret_txt(l->cert), zero_key) == 0) {
+        snprintf(err, errlen, "--key %s: no secret key (expected %s_secret "
+                 "beside it)", opts->key_path, path);
+        goto fail;
+    }
+    server = zcert_load(opts->collector_key_path ? opts->collector_key_path
+                                                 : "");
+    if (!server) {
+        snprintf(err, errlen, "--collector-key %s: zcert_load failed (no "
+                 "such certificate, or not one written by `parity keygen`)",
+                 opts->collector_key_path ? opts->collector_key_path
+                                          : "(none)");
+        goto fail;
+    }
+    snprintf(l->server_key, sizeof l->server_key, "%s",
+             zcert_public_txt(server));
+    zcert_destroy(&server);
+    if (s_connect(l, s_now_ms()) != AG_LINK_OK) {
+        snprintf(err, errlen, "zmq_connect(%s): %s", opts->endpoint,
+                 zmq_strerror(zmq_errno()));
+        goto fail;
+    }
+    return l;
+fail:
+    ag_link_destroy(&l);
+    return NULL;
+}
+
+void
+ag_link_destroy(ag_link_t **lp)
+{
+    if (!lp || !*lp)
+        return;
+    ag_link_t *l = *lp;
+    zsock_destroy(&l->sock);
+    zcert_destroy(&l->cert);
+    free(l->hello);
+    free(l->endpoint);
+    pthread_mutex_destroy(&l->stats_lock);
+    free(l);
+    *lp = NULL;
+}
+
+int
+ag_link_set_hello(ag_link_t *l, const uint8_t *env, size_t len)
+{
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy)
+        return AG_LINK_ERR;
+    memcpy(copy, env, len);
+    bool first = l->hello == NULL;
+    free(l->hello);
+    l->hello = copy;
+    l->hello_len = len;
+    if (first && l->sock)
+        s_send_hello(l, s_now_ms());   /* the connect had nothing to say */
+    return AG_LINK_OK;
+}
+
+void
+ag_link_set_state(ag_link_t *l, const char *state, const char *job_id)
+{
+    snprintf(l->state, sizeof l->state, "%s", state ? state : "idle");
+    snprintf(l->job_id, sizeof l->job_id, "%s", job_id ? job_id : "");
+}
+
+int
+ag_link_tick(ag_link_t *l, int wait_ms, int wake_fd, bool *woken)
+{
+    int64_t now = s_now_ms();
+    if (woken)
+        *woken = false;
+    if (!l->sock && now >= l->reconnect_at_ms) {
+        if (s_connect(l, now) != AG_LINK_OK)
+            s_schedule_reconnect(l, now, "connect failed");
+    }
+    /* Sleep no longer than the next timer. */
+    int64_t due = now + (wait_ms < 0 ? 0 : wait_ms);
+    if (l->sock) {
+        if (l->next_heartbeat_ms < due)
+            due = l->next_heartbeat_ms;
+        int64_t gone = l->last_heard_ms
+                     + (int64_t)AG_LINK_LIVENESS * l->heartbeat_ms;
+        if (gone < due)
+            due = gone;
+        if (l->ready && l->in_flight_count > 0
+            && l->last_progress_ms + AG_LINK_RESEND_MS < due)
+            due = l->last_progress_ms + AG_LINK_RESEND_MS;
+    } else if (l->reconnect_at_ms < due) {
+        due = l->reconnect_at_ms;
+    }
+    int timeout = due > now ? (int)(due - now) : 0;
+
+    zmq_pollitem_t items[2];
+    int n = 0, wake_index = -1, sock_index = -1;
+    if (l->sock) {
+        items[n] = (zmq_pollitem_t){ zsock_resolve(l->sock), 0, ZMQ_POLLIN,
+                                     0 };
+        sock_index = n++;
+    }
+    if (wake_fd >= 0) {
+        items[n] = (zmq_pollitem_t){ NULL, wake_fd, ZMQ_POLLIN, 0 };
+        wake_index = n++;
+    }
+    int rc = zmq_poll(items, n, timeout);
+    now = s_now_ms();
+    if (rc > 0 && wake_index >= 0 && (items[wake_index].revents & ZMQ_POLLIN)
+        && woken)
+        *woken = true;
+    (void)sock_index;
+    /* Receive whether or not poll said so: it is non-blocking and cheap,
+     * and ZMQ's edge-triggered readiness can hide a queued message. */
+    if (l->sock)
+        s_receive(l, now);
+
+    if (l->sock) {
+        if (now - l->last_heard_ms
+            >= (int64_t)AG_LINK_LIVENESS * l->heartbeat_ms) {
+            s_schedule_reconnect(l, now, l->ready
+                                 ? "collector silent for 5 heartbeats"
+                                 : "no answer from the collector (down, or "
+                                   "its key is not the pinned one)");
+        } else {
+            if (now >= l->next_heartbeat_ms) {
+                s_send_heartbeat(l);
+                l->next_heartbeat_ms = now + l->heartbeat_ms;
+            }
+            if (!l->ready && now - l->hello_sent_ms >= AG_LINK_RESEND_MS)
+                s_send_hello(l, now);
+            s_pump(l, now);
+        }
+    }
+    s_stats_update(l);
+    return AG_LINK_OK;
+}
+
+void
+ag_link_stats(ag_link_t *l, ag_link_stats_t *out)
+{
+    pthread_mutex_lock(&l->stats_lock);
+    *out = l->stats;
+    pthread_mutex_unlock(&l->stats_lock);
+}
+
+const char *
+ag_link_public_key(const ag_link_t *l)
+{
+    return zcert_public_txt(l->cert);
+}

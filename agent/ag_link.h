@@ -1,0 +1,103 @@
+/* ag_link.h -- the agent's connection to the collector (docs/protocol.md).
+ *
+ * One CURVE DEALER socket: the agent's own key pair (--key), the
+ * collector's public key pinned (--collector-key). On every (re)connect
+ * it sends Hello first and sends data only after Ack{0}. Data comes from
+ * the spool only: the link sends spooled messages in seq order, at most
+ * AG_LINK_WINDOW unacked at a time, removes each from the spool when its
+ * Ack (or a refusing Error with its seq) arrives, and resends every
+ * unacked one, in order, after a reconnect or when no Ack came for
+ * AG_LINK_RESEND_MS. Heartbeats every heartbeat_ms; after
+ * AG_LINK_LIVENESS intervals of silence the socket is closed and a new
+ * one made after a capped exponential back-off with jitter (0.5 s
+ * doubling to 16 s, times a factor in [0.5, 1.5)).
+ *
+ * Threads: a link belongs to one thread (the one calling ag_link_tick);
+ * only the spool it reads is shared. ag_link_status() is the exception.
+ *
+ * Ownership: ag_link_new() returns a link the caller owns (free with
+ * ag_link_destroy()); it borrows the spool, which must outlive it. The
+ * Hello bytes given to ag_link_set_hello() are copied. Envelopes given to
+ * on_message are borrowed for the call. Nothing here prints or exits:
+ * events go to the log callback.
+ */
+#ifndef AG_LINK_H
+#define AG_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ag_spool.h"
+#include "pw_wire.h"
+
+#define AG_LINK_OK    0
+#define AG_LINK_ERR  -1
+
+#define AG_LINK_WINDOW          64      /* unacked data messages in flight */
+#define AG_LINK_RESEND_MS       5000    /* no Ack this long: resend */
+#define AG_LINK_LIVENESS        5       /* silent intervals: peer gone */
+#define AG_LINK_BACKOFF_MIN_MS  500
+#define AG_LINK_BACKOFF_MAX_MS  16000
+#define AG_LINK_DEFAULT_HEARTBEAT_MS 1000
+#define AG_LINK_SNDHWM          128     /* window plus heartbeats */
+#define AG_LINK_RCVHWM          1000
+
+typedef struct ag_link ag_link_t;
+
+typedef struct {
+    const char *endpoint;          /* tcp://HOST:PORT */
+    const char *key_path;          /* agent's zcert (public file or its
+                                      _secret file) */
+    const char *collector_key_path;/* collector's public zcert */
+    unsigned heartbeat_ms;         /* 0: AG_LINK_DEFAULT_HEARTBEAT_MS */
+    void *ctx;
+    /* A message other than Ack/Heartbeat from the collector (JobOffer,
+     * JobCancel, Error without a seq, Reply). May be NULL. */
+    void (*on_message)(void *ctx, const Parity__Envelope *env);
+    /* One line for the log: event is a short machine word ("connect",
+     * "hello_acked", "peer_gone", "refused", "bad_input" ...). */
+    void (*log)(void *ctx, const char *event, const char *text);
+} ag_link_opts_t;
+
+typedef struct {
+    bool ready;                /* Hello acked on the current connection */
+    uint64_t acked;            /* data messages acked since start */
+    uint64_t sent;             /* data messages sent (resends included) */
+    uint64_t resent;
+    uint64_t reconnects;
+    uint64_t refused;          /* removed because of an Error with seq */
+    size_t in_flight;
+} ag_link_stats_t;
+
+/* Load the keys and make the first socket (connecting at once). On
+ * failure NULL with err naming the file and call. */
+ag_link_t *ag_link_new(const ag_link_opts_t *opts, ag_spool_t *spool,
+                       char *err, size_t errlen);
+
+/* Close the socket and free *link; set it to NULL. Accepts NULL. */
+void ag_link_destroy(ag_link_t **link);
+
+/* The Hello body (already packed as a whole Envelope, seq 0) sent on
+ * every connect. Copied. Takes effect at the next connect. */
+int ag_link_set_hello(ag_link_t *link, const uint8_t *env, size_t len);
+
+/* What the next heartbeat says: "idle"/"running" and the job id (copied;
+ * NULL for none). */
+void ag_link_set_state(ag_link_t *link, const char *state,
+                       const char *job_id);
+
+/* Do everything due: receive (waiting up to wait_ms for the socket or
+ * for wake_fd, -1 for none, to become readable), handle acks, send
+ * heartbeats, reconnect, send newly spooled messages. Returns
+ * AG_LINK_OK; *woken (may be NULL) says wake_fd was readable (the caller
+ * drains it). */
+int ag_link_tick(ag_link_t *link, int wait_ms, int wake_fd, bool *woken);
+
+/* Counters; safe from any thread. */
+void ag_link_stats(ag_link_t *link, ag_link_stats_t *out);
+
+/* The agent's public key, Z85 (40 characters), owned by the link. */
+const char *ag_link_public_key(const ag_link_t *link);
+
+#endif
