@@ -27,6 +27,8 @@ cl_out_us(char *buf, size_t len, double us)
     double a = fabs(us);
     if (!isfinite(us))
         snprintf(buf, len, "-");
+    else if (a < 1.0)
+        snprintf(buf, len, "%.2f ns", us * 1e3);
     else if (a < 10.0)
         snprintf(buf, len, "%.3f µs", us);
     else if (a < 1000.0)
@@ -118,6 +120,7 @@ fail:
 /* ---- tables ---------------------------------------------------------- */
 
 struct cl_out_table {
+    unsigned left;  /* bit c: column c is left-aligned */
     size_t cols;
     size_t rows;
     size_t cap;
@@ -131,7 +134,15 @@ cl_out_table_new(size_t cols)
     if (cols == 0 || cols > CL_TABLE_COLS || !(t = calloc(1, sizeof *t)))
         return NULL;
     t->cols = cols;
+    t->left = 1u;
     return t;
+}
+
+void
+cl_out_table_left(cl_out_table_t *t, size_t col)
+{
+    if (col < t->cols)
+        t->left |= 1u << col;
 }
 
 void
@@ -192,9 +203,9 @@ cl_out_table_print(const cl_out_table_t *t, FILE *f)
             size_t pad = width[c] - s_width(cell);
             if (c)
                 fputs("  ", f);
-            if (c == 0) {
+            if (t->left & (1u << c)) {
                 fputs(cell, f);
-                if (t->cols > 1)
+                if (c + 1 < t->cols)
                     fprintf(f, "%*s", (int)pad, "");
             } else {
                 fprintf(f, "%*s%s", (int)pad, "", cell);

@@ -33,8 +33,8 @@
 void cl_out_error(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* A time in microseconds for a reader, with its unit: "566.0 µs",
- * "1.234 ms", "2.500 s". Writes at most len bytes; returns buf. */
+/* A time in microseconds for a reader, with its unit: "12.34 ns",
+ * "566.0 µs", "1.234 ms", "2.500 s". Writes at most len bytes; returns buf. */
 char *cl_out_us(char *buf, size_t len, double us);
 
 /* Parse a whole string as a finite double (no trailing text). Returns 0
@@ -58,6 +58,8 @@ void cl_out_table_destroy(cl_out_table_t **t);
 /* Add a row of exactly cols cells (copied, truncated to CL_CELL_MAX - 1
  * bytes). Returns 0, or -1 on out of memory or too many rows. */
 int cl_out_table_add(cl_out_table_t *t, const char *const *cells);
+/* Left-align column col too (the first always is). */
+void cl_out_table_left(cl_out_table_t *t, size_t col);
 /* Print with two spaces between columns. Returns 0 or -1 on a write
  * error. */
 int cl_out_table_print(const cl_out_table_t *t, FILE *f);

@@ -11,7 +11,8 @@
 #define CL_VERBS_H
 
 #define CL_VERBS(X) \
-    X(verdict, "judge two lists of samples: win, parity or loss")
+    X(verdict, "judge two lists of samples: win, parity or loss") \
+    X(import,  "verdicts from hyperfine or Google Benchmark JSON files")
 
 #define CL_VERB_PROTOTYPE(name, summary) \
     int cl_##name##_main(int argc, char **argv);

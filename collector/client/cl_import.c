@@ -1,0 +1,741 @@
+/* cl_import.c -- `parity import`: verdicts from other tools' JSON files.
+ *
+ *   parity import hyperfine FILE.json [--reference NAME] [--json] ...
+ *   parity import gbench BASELINE.json CONTENDER.json [--json] ...
+ *
+ * See docs/commands/import.md. Every problem with a file is reported as
+ * "FILE: what" (with FILE:LINE:COLUMN when the JSON does not parse).
+ */
+#include "cl_out.h"
+#include "cl_verbs.h"
+#include "pw_json.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define S_VERB "import"
+
+/* Largest file read: hyperfine and gbench exports are kilobytes, a
+ * million-run export is about 20 MiB. */
+#define S_FILE_MAX      (256u << 20)
+/* Most distinct benchmarks (gbench) or commands (hyperfine) per file. */
+#define S_ENTRIES_MAX   100000u
+#define S_ERR_MAX       512
+
+static const char s_usage[] =
+    "usage: parity import hyperfine FILE.json [--reference NAME] [--json]\n"
+    "                    [--floor-us F] [--parity P]\n"
+    "       parity import gbench BASELINE.json CONTENDER.json [--json]\n"
+    "                    [--floor-us F] [--parity P]\n"
+    "\n"
+    "hyperfine: a file of hyperfine --export-json; every command is judged\n"
+    "against the reference (the first command, or --reference NAME, the\n"
+    "command string or its --command-name), with the table or JSON of\n"
+    "parity verdict. The times are whole runs, so the floor defaults to\n"
+    "25 µs as in parity verdict.\n"
+    "\n"
+    "gbench: two Google Benchmark JSON files (--benchmark_format=json or\n"
+    "--benchmark_out) run with --benchmark_repetitions=N, N >= 2. The\n"
+    "\"iteration\" entries of each run_name are the samples (real_time in\n"
+    "time_unit); each benchmark of both files is judged, the contender\n"
+    "against the baseline. The floor defaults to 0: a repetition is not a\n"
+    "process start, so the 25 µs default would hide every difference.\n"
+    "\n"
+    "  --reference NAME  hyperfine: the command the others are judged "
+    "against\n"
+    "  --floor-us F      noise floor in µs\n"
+    "  --parity P        flat tolerance (default 0.04)\n"
+    "  --json            JSON: the written form keyed by the other arm's "
+    "name\n"
+    "\n"
+    "exit status: 0 done, 1 a file is unreadable or not what it claims, or\n"
+    "a benchmark could not be judged, 2 usage error, 3 system error.\n";
+
+typedef struct {
+    const char *reference;
+    vd_params_t params;
+    bool json;
+} s_opts_t;
+
+/* ---- files ----------------------------------------------------------- */
+
+/* Read and parse path. Returns the root (caller owns it) or NULL after
+ * printing an error that names the file. */
+static json_t *
+s_load(const char *path)
+{
+    json_error_t jerr;
+    struct stat st;
+    json_t *root = NULL;
+    FILE *f = fopen(path, "rb");
+
+    if (!f) {
+        cl_out_error(S_VERB, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        cl_out_error(S_VERB, "%s: is a directory, not a JSON file", path);
+        goto done;
+    }
+    if (fstat(fileno(f), &st) == 0 && st.st_size > (off_t)S_FILE_MAX) {
+        cl_out_error(S_VERB, "%s: %lld bytes, more than the limit of %u",
+                     path, (long long)st.st_size, S_FILE_MAX);
+        goto done;
+    }
+    root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        cl_out_error(S_VERB, "%s:%d:%d: not JSON: %s", path, jerr.line,
+                     jerr.column, jerr.text);
+done:
+    fclose(f);
+    return root;
+}
+
+/* ---- arms ------------------------------------------------------------ */
+
+/* One arm: a name and its samples in µs. */
+typedef struct {
+    const char *name;   /* borrowed from the parsed file */
+    double *us;
+    size_t n;
+    size_t cap;
+    size_t errors;      /* gbench repetitions with error_occurred */
+    const char *error_message;
+} s_arm_t;
+
+static int
+s_arm_push(s_arm_t *arm, double us)
+{
+    if (arm->n == arm->cap) {
+        size_t cap = arm->cap ? arm->cap * 2 : 16;
+        double *grown;
+        if (arm->n >= VD_MAX_SAMPLES ||
+            !(grown = realloc(arm->us, cap * sizeof *grown)))
+            return -1;
+        arm->us = grown;
+        arm->cap = cap;
+    }
+    arm->us[arm->n++] = us;
+    return 0;
+}
+
+static void
+s_arms_free(s_arm_t *arms, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(arms[i].us);
+    free(arms);
+}
+
+/* Compare subject against other; on a rule error print nothing and fill
+ * err. */
+static int
+s_judge(const s_arm_t *subject, const s_arm_t *other, const vd_params_t *p,
+        vd_verdict_t *v, char *err, size_t errlen)
+{
+    return vd_compare(subject->us, subject->n, other->us, other->n, p, v,
+                      err, errlen);
+}
+
+/* ---- hyperfine ------------------------------------------------------- */
+
+/* Read results[] into arms. Returns the count, or 0 after an error. */
+static size_t
+s_hyperfine_arms(const char *path, const json_t *root, s_arm_t **out)
+{
+    const json_t *results = json_object_get(root, "results"), *r;
+    s_arm_t *arms = NULL;
+    size_t i, count = 0;
+
+    if (!json_is_object(root)) {
+        cl_out_error(S_VERB, "%s: not a hyperfine --export-json file: the "
+                     "top level is not an object", path);
+        return 0;
+    }
+    if (!json_is_array(results)) {
+        cl_out_error(S_VERB, "%s: not a hyperfine --export-json file: no "
+                     "\"results\" array", path);
+        return 0;
+    }
+    count = json_array_size(results);
+    if (count == 0 || count > S_ENTRIES_MAX) {
+        cl_out_error(S_VERB, "%s: %zu results: want 2 to %u commands", path,
+                     count, S_ENTRIES_MAX);
+        return 0;
+    }
+    if (!(arms = calloc(count, sizeof *arms))) {
+        cl_out_error(S_VERB, "%s: out of memory for %zu results", path,
+                     count);
+        return 0;
+    }
+    json_array_foreach(results, i, r) {
+        const json_t *times = json_object_get(r, "times"), *t;
+        const char *command = json_string_value(json_object_get(r,
+                                                                "command"));
+        size_t k;
+        if (!json_is_object(r)) {
+            cl_out_error(S_VERB, "%s: results[%zu] is not an object", path,
+                         i);
+            goto fail;
+        }
+        if (!command) {
+            cl_out_error(S_VERB, "%s: results[%zu] has no \"command\" string",
+                         path, i);
+            goto fail;
+        }
+        arms[i].name = command;
+        if (!json_is_array(times)) {
+            cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): no \"times\" "
+                         "array of run times in seconds", path, i, command);
+            goto fail;
+        }
+        json_array_foreach(times, k, t) {
+            double s = json_number_value(t);
+            if (!json_is_number(t)) {
+                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
+                             "is not a number", path, i, command, k);
+                goto fail;
+            }
+            if (!(s > 0.0)) {
+                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
+                             "is %g: run times must be > 0", path, i,
+                             command, k, s);
+                goto fail;
+            }
+            if (s_arm_push(&arms[i], s * 1e6)) {
+                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): more than "
+                             "%u times, or out of memory", path, i, command,
+                             VD_MAX_SAMPLES);
+                goto fail;
+            }
+        }
+        if (arms[i].n < 2) {
+            cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): %zu time%s: at "
+                         "least 2 runs a command (hyperfine --runs)", path, i,
+                         command, arms[i].n, arms[i].n == 1 ? "" : "s");
+            goto fail;
+        }
+    }
+    if (count < 2) {
+        cl_out_error(S_VERB, "%s: 1 command (\"%s\"): nothing to compare it "
+                     "with", path, arms[0].name);
+        goto fail;
+    }
+    *out = arms;
+    return count;
+fail:
+    s_arms_free(arms, count);
+    return 0;
+}
+
+static int
+s_hyperfine(const char *path, const s_opts_t *o)
+{
+    json_t *root = s_load(path), *out = NULL, *list = NULL;
+    s_arm_t *arms = NULL;
+    vd_summary_t *sums = NULL;
+    const char **names = NULL;
+    size_t count = 0, ref = 0;
+    int rc = CL_EXIT_DATA;
+    char err[S_ERR_MAX];
+
+    if (!root || !(count = s_hyperfine_arms(path, root, &arms)))
+        goto done;
+    if (o->reference) {
+        for (ref = 0; ref < count; ref++)
+            if (strcmp(arms[ref].name, o->reference) == 0)
+                break;
+        if (ref == count) {
+            cl_out_error(S_VERB, "%s: no command named \"%s\" for "
+                         "--reference (the first is \"%s\")", path,
+                         o->reference, arms[0].name);
+            rc = CL_EXIT_USAGE;
+            goto done;
+        }
+    }
+    rc = CL_EXIT_SYSTEM;
+    if (!(sums = calloc(count, sizeof *sums)) ||
+        !(names = calloc(count, sizeof *names)) ||
+        (o->json && (!(out = json_object()) || !(list = json_array())))) {
+        cl_out_error(S_VERB, "out of memory for %zu commands", count);
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        names[i] = arms[i].name;
+        if (vd_summarize(arms[i].us, arms[i].n, &sums[i], err, sizeof err)) {
+            cl_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
+            rc = CL_EXIT_DATA;
+            goto done;
+        }
+    }
+    if (!o->json && (cl_out_arms(stdout, names, sums, count) ||
+                     printf("\nreference: %s\n", arms[ref].name) < 0))
+        goto write_failed;
+    for (size_t i = 0; i < count; i++) {
+        vd_verdict_t v;
+        json_t *entry = NULL, *keyed = NULL;
+        if (o->json) {
+            entry = json_pack("{s:s, s:o}", "command", arms[i].name,
+                              "summary", pw_summary_to_json(&sums[i]));
+            if (!entry || json_array_append_new(list, entry))
+                goto write_failed;
+        }
+        if (i == ref)
+            continue;
+        if (s_judge(&arms[i], &arms[ref], &o->params, &v, err, sizeof err)) {
+            cl_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
+            rc = CL_EXIT_DATA;
+            goto done;
+        }
+        if (o->json) {
+            keyed = json_object();
+            if (!keyed || json_object_set_new(entry, "verdict", keyed) ||
+                json_object_set_new(keyed, arms[ref].name,
+                                    pw_verdict_to_json(&v, 0)))
+                goto write_failed;
+        } else if (putchar('\n') == EOF ||
+                   cl_out_verdict(stdout, arms[i].name, arms[ref].name, &v)) {
+            goto write_failed;
+        }
+    }
+    if (o->json) {
+        if (json_object_set_new(out, "source", json_string("hyperfine")) ||
+            json_object_set_new(out, "file", json_string(path)) ||
+            json_object_set_new(out, "reference",
+                                json_string(arms[ref].name)) ||
+            json_object_set_new(out, "floor_us",
+                                json_real(o->params.floor_us)) ||
+            json_object_set_new(out, "parity", json_real(o->params.parity)) ||
+            json_object_set(out, "results", list) || cl_out_json(stdout, out))
+            goto write_failed;
+    }
+    if (fflush(stdout) != 0)
+        goto write_failed;
+    rc = CL_EXIT_OK;
+    goto done;
+write_failed:
+    cl_out_error(S_VERB, "writing the output failed (or out of memory)");
+done:
+    json_decref(list);
+    json_decref(out);
+    free(sums);
+    free(names);
+    s_arms_free(arms, count);
+    json_decref(root);
+    return rc;
+}
+
+/* ---- Google Benchmark ------------------------------------------------ */
+
+typedef struct {
+    s_arm_t *arms;
+    size_t count;
+    json_t *index;      /* run_name -> position in arms */
+    json_t *root;
+} s_gbench_t;
+
+static void
+s_gbench_free(s_gbench_t *g)
+{
+    s_arms_free(g->arms, g->count);
+    json_decref(g->index);
+    json_decref(g->root);
+    memset(g, 0, sizeof *g);
+}
+
+/* Multiplier from time_unit to µs; 0 for an unknown unit. */
+static double
+s_unit_us(const char *unit)
+{
+    if (!unit || strcmp(unit, "ns") == 0)   /* gbench's default */
+        return 1e-3;
+    if (strcmp(unit, "us") == 0)
+        return 1.0;
+    if (strcmp(unit, "ms") == 0)
+        return 1e3;
+    if (strcmp(unit, "s") == 0)
+        return 1e6;
+    return 0.0;
+}
+
+/* Group the iteration entries of path by run_name. 0 or -1 after
+ * printing. */
+static int
+s_gbench_load(const char *path, s_gbench_t *g)
+{
+    const json_t *list, *b;
+    size_t i, iterations = 0;
+
+    memset(g, 0, sizeof *g);
+    if (!(g->root = s_load(path)))
+        return -1;
+    list = json_object_get(g->root, "benchmarks");
+    if (!json_is_object(g->root) || !json_is_array(list)) {
+        cl_out_error(S_VERB, "%s: not a Google Benchmark JSON file: no "
+                     "\"benchmarks\" array", path);
+        return -1;
+    }
+    if (json_array_size(list) > (size_t)S_ENTRIES_MAX * 64 ||
+        !(g->index = json_object()) ||
+        !(g->arms = calloc(json_array_size(list) + 1, sizeof *g->arms))) {
+        cl_out_error(S_VERB, "%s: %zu benchmark entries: too many, or out of "
+                     "memory", path, json_array_size(list));
+        return -1;
+    }
+    json_array_foreach(list, i, b) {
+        const char *name = json_string_value(json_object_get(b, "name"));
+        const char *run_name = json_string_value(json_object_get(b,
+                                                                 "run_name"));
+        const char *run_type = json_string_value(json_object_get(b,
+                                                                 "run_type"));
+        const json_t *unit = json_object_get(b, "time_unit");
+        const json_t *real = json_object_get(b, "real_time");
+        const json_t *pos;
+        s_arm_t *arm;
+        double mult;
+
+        if (!json_is_object(b)) {
+            cl_out_error(S_VERB, "%s: benchmarks[%zu] is not an object",
+                         path, i);
+            return -1;
+        }
+        if (!name) {
+            cl_out_error(S_VERB, "%s: benchmarks[%zu] has no \"name\" string",
+                         path, i);
+            return -1;
+        }
+        /* Aggregates (mean, median, stddev, cv) are summaries of the
+         * iterations, not samples. Files older than run_type mark them
+         * with aggregate_name. */
+        if ((run_type && strcmp(run_type, "iteration") != 0) ||
+            (!run_type && json_object_get(b, "aggregate_name")))
+            continue;
+        if (!run_name)
+            run_name = name;
+        if (!(pos = json_object_get(g->index, run_name))) {
+            if (g->count >= S_ENTRIES_MAX) {
+                cl_out_error(S_VERB, "%s: more than %u benchmarks", path,
+                             S_ENTRIES_MAX);
+                return -1;
+            }
+            if (json_object_set_new(g->index, run_name,
+                                    json_integer((json_int_t)g->count))) {
+                cl_out_error(S_VERB, "%s: out of memory", path);
+                return -1;
+            }
+            g->arms[g->count].name = run_name;
+            arm = &g->arms[g->count++];
+        } else {
+            arm = &g->arms[json_integer_value(pos)];
+        }
+        if (json_is_true(json_object_get(b, "error_occurred"))) {
+            if (!arm->errors++)
+                arm->error_message = json_string_value(
+                    json_object_get(b, "error_message"));
+            continue;
+        }
+        if (unit && !json_is_string(unit)) {
+            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"time_unit\" "
+                         "is not a string", path, i, name);
+            return -1;
+        }
+        if (!(mult = s_unit_us(json_string_value(unit)))) {
+            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): unknown "
+                         "time_unit \"%s\" (ns, us, ms or s)", path, i, name,
+                         json_string_value(unit));
+            return -1;
+        }
+        if (!real) {
+            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): no "
+                         "\"real_time\"", path, i, name);
+            return -1;
+        }
+        if (!json_is_number(real)) {
+            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+                         "is not a number", path, i, name);
+            return -1;
+        }
+        if (!(json_number_value(real) > 0.0)) {
+            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+                         "is %g: times must be > 0", path, i, name,
+                         json_number_value(real));
+            return -1;
+        }
+        if (s_arm_push(arm, json_number_value(real) * mult)) {
+            cl_out_error(S_VERB, "%s: \"%s\": more than %u repetitions, or "
+                         "out of memory", path, run_name, VD_MAX_SAMPLES);
+            return -1;
+        }
+        iterations++;
+    }
+    if (iterations == 0) {
+        cl_out_error(S_VERB, "%s: no \"iteration\" entries: run the "
+                     "benchmark with --benchmark_repetitions=N (N >= 2) and "
+                     "without --benchmark_report_aggregates_only", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Why arm cannot be judged, or NULL when it can. */
+static const char *
+s_gbench_unusable(const s_arm_t *arm, const char *side, char *buf,
+                  size_t len)
+{
+    if (arm->errors) {
+        snprintf(buf, len, "%s: %zu repetition%s reported an error (%s)",
+                 side, arm->errors, arm->errors == 1 ? "" : "s",
+                 arm->error_message ? arm->error_message : "no message");
+        return buf;
+    }
+    if (arm->n < 2) {
+        snprintf(buf, len, "%s has %zu repetition%s: run with "
+                 "--benchmark_repetitions=N, N >= 2", side, arm->n,
+                 arm->n == 1 ? "" : "s");
+        return buf;
+    }
+    return NULL;
+}
+
+static int
+s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
+{
+    s_gbench_t base, cont;
+    cl_out_table_t *t = NULL;
+    json_t *out = NULL, *list = NULL, *only_b = NULL, *only_c = NULL;
+    size_t common = 0, failed = 0;
+    int rc = CL_EXIT_DATA;
+    char err[S_ERR_MAX];
+
+    memset(&cont, 0, sizeof cont);
+    if (s_gbench_load(base_path, &base) || s_gbench_load(cont_path, &cont))
+        goto done;
+    rc = CL_EXIT_SYSTEM;
+    if (o->json) {
+        if (!(out = json_object()) || !(list = json_array()) ||
+            !(only_b = json_array()) || !(only_c = json_array()))
+            goto write_failed;
+    } else {
+        static const char *const head[] = {
+            "benchmark", "n", "baseline", "contender", "ratio", "best_ratio",
+            "tolerance", "verdict", "notes"};
+        if (!(t = cl_out_table_new(9)) || cl_out_table_add(t, head))
+            goto write_failed;
+        cl_out_table_left(t, 8);
+    }
+    for (size_t i = 0; i < base.count; i++) {
+        const s_arm_t *b = &base.arms[i], *c;
+        const json_t *pos = json_object_get(cont.index, b->name);
+        const char *why;
+        vd_verdict_t v;
+
+        if (!pos) {
+            if (o->json && json_array_append_new(only_b, json_string(b->name)))
+                goto write_failed;
+            if (!o->json)
+                fprintf(stderr, "parity import: only in %s: %s\n", base_path,
+                        b->name);
+            continue;
+        }
+        common++;
+        c = &cont.arms[json_integer_value(pos)];
+        why = s_gbench_unusable(b, "baseline", err, sizeof err);
+        if (!why)
+            why = s_gbench_unusable(c, "contender", err, sizeof err);
+        if (!why && s_judge(c, b, &o->params, &v, err, sizeof err))
+            why = err;
+        if (why) {
+            failed++;
+            cl_out_error(S_VERB, "%s: %s", b->name, why);
+            if (o->json && json_array_append_new(list, json_pack(
+                    "{s:s, s:s}", "name", b->name, "error", why)))
+                goto write_failed;
+            continue;
+        }
+        if (o->json) {
+            json_t *entry = json_pack("{s:s, s:{s:o}}", "name", b->name,
+                                      "verdict", "baseline",
+                                      pw_verdict_to_json(
+                                          &v, PW_VERDICT_SUMMARIES));
+            if (!entry || json_array_append_new(list, entry))
+                goto write_failed;
+        } else {
+            char n[40], bm[40], cm[40], r[32], br[32], tol[32];
+            char notes[CL_CELL_MAX] = "";
+            for (unsigned bit = 0; bit < 32; bit++) {
+                const char *name = vd_diag_name(1u << bit);
+                if ((v.diagnostics & (1u << bit)) && name)
+                    snprintf(notes + strlen(notes),
+                             sizeof notes - strlen(notes), "%s%s",
+                             notes[0] ? "," : "", name);
+            }
+            snprintf(n, sizeof n, "%zu/%zu", b->n, c->n);
+            cl_out_us(bm, sizeof bm, v.b.median);
+            cl_out_us(cm, sizeof cm, v.a.median);
+            snprintf(r, sizeof r, "%.4f", v.ratio);
+            snprintf(br, sizeof br, "%.4f", v.best_ratio);
+            snprintf(tol, sizeof tol, "%.4f", v.tolerance);
+            const char *row[9] = {b->name, n, bm, cm, r, br, tol,
+                                  vd_outcome_name(v.outcome), notes};
+            if (cl_out_table_add(t, row))
+                goto write_failed;
+        }
+    }
+    for (size_t i = 0; i < cont.count; i++) {
+        if (json_object_get(base.index, cont.arms[i].name))
+            continue;
+        if (o->json) {
+            if (json_array_append_new(only_c, json_string(cont.arms[i].name)))
+                goto write_failed;
+        } else {
+            fprintf(stderr, "parity import: only in %s: %s\n", cont_path,
+                    cont.arms[i].name);
+        }
+    }
+    if (o->json) {
+        if (json_object_set_new(out, "source", json_string("gbench")) ||
+            json_object_set_new(out, "baseline", json_string(base_path)) ||
+            json_object_set_new(out, "contender", json_string(cont_path)) ||
+            json_object_set_new(out, "floor_us",
+                                json_real(o->params.floor_us)) ||
+            json_object_set_new(out, "parity", json_real(o->params.parity)) ||
+            json_object_set(out, "benchmarks", list) ||
+            json_object_set(out, "only_in_baseline", only_b) ||
+            json_object_set(out, "only_in_contender", only_c) ||
+            cl_out_json(stdout, out))
+            goto write_failed;
+    } else {
+        if (printf("contender %s against baseline %s (ratio < 1: the "
+                   "contender is faster)\n", cont_path, base_path) < 0 ||
+            cl_out_table_print(t, stdout))
+            goto write_failed;
+    }
+    if (fflush(stdout) != 0)
+        goto write_failed;
+    if (common == 0) {
+        cl_out_error(S_VERB, "%s and %s have no benchmark in common",
+                     base_path, cont_path);
+        rc = CL_EXIT_DATA;
+    } else {
+        rc = failed ? CL_EXIT_DATA : CL_EXIT_OK;
+    }
+    goto done;
+write_failed:
+    cl_out_error(S_VERB, "writing the output failed (or out of memory)");
+done:
+    cl_out_table_destroy(&t);
+    json_decref(out);
+    json_decref(list);
+    json_decref(only_b);
+    json_decref(only_c);
+    s_gbench_free(&base);
+    s_gbench_free(&cont);
+    return rc;
+}
+
+/* ---- options --------------------------------------------------------- */
+
+enum { S_OPT_REF = 256, S_OPT_FLOOR, S_OPT_PARITY, S_OPT_JSON };
+
+static const struct option s_options[] = {
+    {"reference", required_argument, NULL, S_OPT_REF},
+    {"floor-us", required_argument, NULL, S_OPT_FLOOR},
+    {"parity", required_argument, NULL, S_OPT_PARITY},
+    {"json", no_argument, NULL, S_OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int
+s_number_opt(const char *opt, const char *arg, double *out)
+{
+    if (cl_out_parse_double(arg, out) != 0) {
+        cl_out_error(S_VERB, "%s \"%s\": not a number", opt, arg);
+        return -1;
+    }
+    if (*out < 0.0) {
+        cl_out_error(S_VERB, "%s %s: must be >= 0", opt, arg);
+        return -1;
+    }
+    return 0;
+}
+
+int
+cl_import_main(int argc, char **argv)
+{
+    s_opts_t o = {0};
+    bool floor_set = false;
+    const char *kind;
+    int c, nfiles;
+
+    vd_params_default(&o.params);
+    if (cl_out_wants_help(argc, argv)) {
+        fputs(s_usage, stdout);
+        return CL_EXIT_OK;
+    }
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", s_options, NULL)) != -1) {
+        switch (c) {
+        case S_OPT_REF: o.reference = optarg; break;
+        case S_OPT_JSON: o.json = true; break;
+        case S_OPT_FLOOR:
+            if (s_number_opt("--floor-us", optarg, &o.params.floor_us))
+                return CL_EXIT_USAGE;
+            floor_set = true;
+            break;
+        case S_OPT_PARITY:
+            if (s_number_opt("--parity", optarg, &o.params.parity))
+                return CL_EXIT_USAGE;
+            break;
+        case ':':
+            cl_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
+            return CL_EXIT_USAGE;
+        default:
+            cl_out_error(S_VERB, "unknown option \"%s\" (parity import "
+                         "--help)", argv[optind - 1]);
+            return CL_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        cl_out_error(S_VERB, "which format? hyperfine or gbench (parity "
+                     "import --help)");
+        return CL_EXIT_USAGE;
+    }
+    kind = argv[optind++];
+    nfiles = argc - optind;
+    if (floor_set)
+        o.params.floor_is_default = false;
+    if (strcmp(kind, "hyperfine") == 0) {
+        if (nfiles != 1) {
+            cl_out_error(S_VERB, "hyperfine takes one FILE.json, got %d",
+                         nfiles);
+            return CL_EXIT_USAGE;
+        }
+        return s_hyperfine(argv[optind], &o);
+    }
+    if (strcmp(kind, "gbench") == 0) {
+        if (nfiles != 2) {
+            cl_out_error(S_VERB, "gbench takes BASELINE.json and "
+                         "CONTENDER.json, got %d file%s", nfiles,
+                         nfiles == 1 ? "" : "s");
+            return CL_EXIT_USAGE;
+        }
+        if (o.reference) {
+            cl_out_error(S_VERB, "--reference is for hyperfine; gbench "
+                         "judges the contender against the baseline");
+            return CL_EXIT_USAGE;
+        }
+        if (!floor_set) {
+            o.params.floor_us = 0.0;
+            o.params.floor_is_default = false;
+        }
+        return s_gbench(argv[optind], argv[optind + 1], &o);
+    }
+    cl_out_error(S_VERB, "unknown format \"%s\": hyperfine or gbench", kind);
+    return CL_EXIT_USAGE;
+}
