@@ -1,0 +1,161 @@
+/* ag_cli.c -- see ag_cli.h. */
+#include "ag_cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ag_record.h"
+#include "ag_report.h"
+#include "cl_out.h"
+
+/* The harness a signal handler cancels; one session at a time. */
+static ag_harness_t *volatile s_harness;
+
+static void
+s_on_signal(int sig)
+{
+    (void)sig;
+    if (s_harness)
+        ag_harness_cancel(s_harness, AG_RUN_INCOMPLETE);
+}
+
+typedef struct {
+    bool drawn;
+} s_progress_t;
+
+static void
+s_progress(void *ctx, const ag_progress_t *p)
+{
+    s_progress_t *pg = ctx;
+    double eta_s = p->eta_us / 1e6;
+    fprintf(stderr, "\r\033[K%s  %s %u/%u  ETA %.1f s", p->benchmark,
+            p->warmup ? "warm-up" : "round", p->round, p->rounds, eta_s);
+    fflush(stderr);
+    pg->drawn = true;
+}
+
+int
+ag_cli_uint(const char *s, unsigned long lo, unsigned long hi,
+            unsigned long *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-' || *s == '+')
+        return -1;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end || errno || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Write doc to path through path.tmp and rename, so a reader never sees
+ * half a file. */
+static int
+s_write(const char *prog, const char *path, const json_t *doc)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        fprintf(stderr, "%s: %s: path too long\n", prog, path);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "we");
+    if (!f) {
+        fprintf(stderr, "%s: fopen(%s): %s\n", prog, tmp, strerror(errno));
+        return -1;
+    }
+    int bad = cl_out_json(f, doc);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "%s: write(%s): %s\n", prog, tmp, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        fprintf(stderr, "%s: rename(%s, %s): %s\n", prog, tmp, path,
+                strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int
+ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
+               const ag_cli_opts_t *copts)
+{
+    char err[1024];
+    int code = AG_EXIT_SYSTEM;
+    ag_record_t *rec = NULL;
+    json_t *doc = NULL;
+    struct sigaction sa, old_int, old_term;
+    bool handlers = false;
+    s_progress_t pg = { false };
+
+    ag_harness_t *h = ag_harness_new(err, sizeof err);
+    if (!h) {
+        fprintf(stderr, "%s: %s\n", copts->prog, err);
+        return AG_EXIT_SYSTEM;
+    }
+    if (!(rec = ag_record_new(suite, copts->tool, err, sizeof err))) {
+        fprintf(stderr, "%s: %s\n", copts->prog, err);
+        goto done;
+    }
+    /* No SA_RESTART: the harness's poll must return on Ctrl-C. */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = s_on_signal;
+    sigemptyset(&sa.sa_mask);
+    s_harness = h;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    handlers = true;
+
+    ag_callbacks_t cb = ag_record_callbacks(
+        rec, isatty(STDERR_FILENO) ? s_progress : NULL, &pg);
+    int rc = ag_harness_run(h, suite, hopts, &cb, err, sizeof err);
+    if (pg.drawn) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+    }
+    if (rc == AG_HARNESS_ERR) {
+        fprintf(stderr, "%s: %s\n", copts->prog, err);
+        code = strncmp(err, "--only", 6) == 0 ? AG_EXIT_USAGE
+                                              : AG_EXIT_SYSTEM;
+        goto done;
+    }
+    bool complete = rc == AG_HARNESS_OK;
+    if (!(doc = ag_record_finish(rec, copts->parity, complete, err,
+                                 sizeof err))) {
+        fprintf(stderr, "%s: %s\n", copts->prog, err);
+        goto done;
+    }
+    if (copts->export_path && s_write(copts->prog, copts->export_path,
+                                      doc) != 0)
+        goto done;
+    int out = copts->json ? cl_out_json(stdout, doc)
+                          : ag_report_print(stdout, doc);
+    if (out != 0 || fflush(stdout) != 0) {
+        fprintf(stderr, "%s: write to stdout: %s\n", copts->prog,
+                strerror(errno));
+        goto done;
+    }
+    if (!complete)
+        code = AG_EXIT_INTERRUPTED;
+    else if (ag_record_any_failed(rec))
+        code = AG_EXIT_FAILED;
+    else
+        code = AG_EXIT_OK;
+done:
+    if (handlers) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        s_harness = NULL;
+    }
+    json_decref(doc);
+    ag_record_destroy(&rec);
+    ag_harness_destroy(&h);
+    return code;
+}

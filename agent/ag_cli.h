@@ -1,0 +1,41 @@
+/* ag_cli.h -- the program side of a local session, shared by
+ * `parity-agent run` and `parity compare`: Ctrl-C handling, the progress
+ * line, writing the results file, the report or JSON on stdout.
+ *
+ * This is program code (it prints and installs signal handlers), kept out
+ * of the harness library on purpose.
+ */
+#ifndef AG_CLI_H
+#define AG_CLI_H
+
+#include <stdbool.h>
+
+#include "ag_harness.h"
+
+/* Exit codes of both commands (docs/agent.md, docs/commands/compare.md). */
+#define AG_EXIT_OK           0    /* every benchmark ran; any verdict */
+#define AG_EXIT_DATA         1    /* the suite file is wrong */
+#define AG_EXIT_USAGE        2    /* the command line is wrong */
+#define AG_EXIT_SYSTEM       3    /* could not run or write at all */
+#define AG_EXIT_FAILED       4    /* a benchmark failed (error sample) */
+#define AG_EXIT_INTERRUPTED  130  /* Ctrl-C: results written, complete
+                                     false */
+
+typedef struct {
+    const char *prog;        /* "parity-agent run", "parity compare" */
+    const char *tool;        /* "parity-agent", "parity" for the file */
+    bool json;               /* results JSON on stdout, not the report */
+    const char *export_path; /* also write the results file here */
+    double parity;           /* flat tolerance */
+} ag_cli_opts_t;
+
+/* Run suite with hopts and report; returns an AG_EXIT_* code. suite and
+ * hopts are borrowed. Errors go to stderr as "PROG: message". */
+int ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
+                   const ag_cli_opts_t *copts);
+
+/* Parse a whole decimal unsigned in [lo, hi]; 0 or -1. */
+int ag_cli_uint(const char *s, unsigned long lo, unsigned long hi,
+                unsigned long *out);
+
+#endif

@@ -1,0 +1,807 @@
+/* ag_harness.c -- see ag_harness.h. */
+#include "ag_harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "ag_env.h"
+#include "ag_spawn.h"
+#include "config.h"
+
+extern char **environ;
+
+struct ag_harness {
+    int cancel_fd;               /* eventfd: readable once cancelled */
+    atomic_int cancelled;        /* 0, or 1 + the ag_run_status_t asked */
+};
+
+/* Everything one benchmark run needs, built before its first spawn. */
+typedef struct {
+    ag_harness_t *h;
+    const ag_suite_t *suite;
+    const ag_bench_t *b;
+    const ag_callbacks_t *cb;
+    const char *noop;
+    size_t arm_count;
+    const char **argv[AG_SUITE_MAX_ARMS];   /* per arm, NULL-terminated */
+    const char *shell_argv[AG_SUITE_MAX_ARMS][4];
+    char **envp[AG_SUITE_MAX_ARMS];         /* environ + the arm's env */
+    char *versions[AG_SUITE_MAX_ARMS];
+    int out_fd;                  /* -1: /dev/null */
+    int err_fd;                  /* scratch memfd or the user's file */
+    bool err_is_scratch;
+    ag_run_status_t status;
+    char reason[1024];
+    char tail[AG_HARNESS_STDERR_TAIL + 1];
+    bool have_tail;
+    uint64_t samples;
+    bool stopped;                /* cancelled or refused by a callback */
+} s_run_t;
+
+static int64_t
+s_unix_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static double
+s_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+ag_harness_t *
+ag_harness_new(char *err, size_t errlen)
+{
+    ag_harness_t *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(err, errlen, "ag_harness_new: out of memory");
+        return NULL;
+    }
+    h->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (h->cancel_fd < 0) {
+        snprintf(err, errlen, "eventfd: %s", strerror(errno));
+        free(h);
+        return NULL;
+    }
+    atomic_init(&h->cancelled, 0);
+    return h;
+}
+
+void
+ag_harness_destroy(ag_harness_t **hp)
+{
+    if (!hp || !*hp)
+        return;
+    close((*hp)->cancel_fd);
+    free(*hp);
+    *hp = NULL;
+}
+
+void
+ag_harness_cancel(ag_harness_t *h, ag_run_status_t status)
+{
+    /* Only an atomic store and write(2): both async-signal-safe. */
+    int want = status == AG_RUN_CANCELLED ? 1 + AG_RUN_CANCELLED
+                                          : 1 + AG_RUN_INCOMPLETE;
+    int expected = 0;
+    atomic_compare_exchange_strong(&h->cancelled, &expected, want);
+    uint64_t one = 1;
+    ssize_t r = write(h->cancel_fd, &one, sizeof one);
+    (void)r;
+}
+
+void
+ag_harness_reset(ag_harness_t *h)
+{
+    uint64_t v;
+    while (read(h->cancel_fd, &v, sizeof v) > 0)
+        ;
+    atomic_store(&h->cancelled, 0);
+}
+
+static const char *const s_kind_names[AG_SAMPLE_KIND_COUNT] = {
+    "measured", "warmup", "calibration", "error" };
+static const char *const s_status_names[AG_RUN_STATUS_COUNT] = {
+    "complete", "failed", "incomplete", "cancelled" };
+
+const char *
+ag_sample_kind_name(ag_sample_kind_t k)
+{
+    return (unsigned)k < AG_SAMPLE_KIND_COUNT ? s_kind_names[k] : "?";
+}
+
+const char *
+ag_run_status_name(ag_run_status_t s)
+{
+    return (unsigned)s < AG_RUN_STATUS_COUNT ? s_status_names[s] : "?";
+}
+
+static char s_noop[4096];
+static pthread_once_t s_noop_once = PTHREAD_ONCE_INIT;
+
+static void
+s_find_noop(void)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *dir = dirname(exe);
+        /* Beside the program when installed; from collector/client/ or
+         * tests/ in the build tree. */
+        const char *cands[] = { "/parity-noop", "/../../agent/parity-noop",
+                                "/../agent/parity-noop" };
+        for (size_t i = 0; i < 3; i++) {
+            char path[4096 + 64];
+            snprintf(path, sizeof path, "%s%s", dir, cands[i]);
+            if (strlen(path) < sizeof s_noop && access(path, X_OK) == 0) {
+                snprintf(s_noop, sizeof s_noop, "%s", path);
+                return;
+            }
+        }
+    }
+    if (access(PARITY_BUILD_DIR "/agent/parity-noop", X_OK) == 0) {
+        snprintf(s_noop, sizeof s_noop, "%s",
+                 PARITY_BUILD_DIR "/agent/parity-noop");
+        return;
+    }
+    snprintf(s_noop, sizeof s_noop, "/bin/true");
+}
+
+const char *
+ag_harness_default_noop(void)
+{
+    pthread_once(&s_noop_once, s_find_noop);
+    return s_noop;
+}
+
+static bool
+s_cancelled(ag_harness_t *h)
+{
+    return atomic_load(&h->cancelled) != 0;
+}
+
+static ag_run_status_t
+s_cancel_status(ag_harness_t *h)
+{
+    int c = atomic_load(&h->cancelled);
+    return c ? (ag_run_status_t)(c - 1) : AG_RUN_INCOMPLETE;
+}
+
+/* environ with the arm's KEY=VALUE entries replacing or adding. The
+ * strings are borrowed from environ and the arm. */
+static char **
+s_envp(char **arm_env, size_t arm_count)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **e = calloc(n + arm_count + 1, sizeof *e);
+    if (!e)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t klen = strcspn(environ[i], "=");
+        bool shadowed = false;
+        for (size_t j = 0; j < arm_count; j++)
+            if (strncmp(arm_env[j], environ[i], klen) == 0 &&
+                arm_env[j][klen] == '=')
+                shadowed = true;
+        if (!shadowed)
+            e[k++] = environ[i];
+    }
+    for (size_t j = 0; j < arm_count; j++)
+        e[k++] = arm_env[j];
+    return e;
+}
+
+/* The last bytes written to fd since offset from, NUL-terminated. */
+static bool
+s_read_tail(int fd, off_t from, char *out, size_t cap)
+{
+    off_t end = lseek(fd, 0, SEEK_END);
+    if (end < 0 || end <= from)
+        return false;
+    off_t start = end - from > (off_t)(cap - 1) ? end - (off_t)(cap - 1)
+                                                : from;
+    ssize_t r = pread(fd, out, (size_t)(end - start), start);
+    if (r <= 0)
+        return false;
+    out[r] = '\0';
+    /* A NUL inside would cut the text; show it as a '.'. */
+    for (ssize_t i = 0; i < r; i++)
+        if (out[i] == '\0')
+            out[i] = '.';
+    return true;
+}
+
+/* Empty the scratch stderr before a run; return the offset to read the
+ * run's stderr from afterwards. */
+static off_t
+s_err_mark(s_run_t *r)
+{
+    if (r->err_fd < 0)
+        return 0;
+    if (r->err_is_scratch) {
+        if (ftruncate(r->err_fd, 0) != 0)
+            return 0;
+        lseek(r->err_fd, 0, SEEK_SET);
+        return 0;
+    }
+    off_t o = lseek(r->err_fd, 0, SEEK_END);
+    return o < 0 ? 0 : o;
+}
+
+static void
+s_fail(s_run_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+s_fail(s_run_t *r, const char *fmt, ...)
+{
+    if (r->status != AG_RUN_COMPLETE)
+        return;     /* the first failure is the reason */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->reason, sizeof r->reason, fmt, ap);
+    va_end(ap);
+    r->status = AG_RUN_FAILED;
+}
+
+static void
+s_stop(s_run_t *r, ag_run_status_t status, const char *reason)
+{
+    r->stopped = true;
+    r->status = status;
+    snprintf(r->reason, sizeof r->reason, "%s", reason);
+}
+
+static int
+s_emit(s_run_t *r, const ag_sample_t *s)
+{
+    r->samples++;
+    if (r->cb->on_sample && r->cb->on_sample(r->cb->ctx, s) != 0) {
+        s_stop(r, AG_RUN_INCOMPLETE, "stopped by the caller (on_sample)");
+        return -1;
+    }
+    return 0;
+}
+
+/* Describe a finished run that is an error, or return false. */
+static bool
+s_run_error(const ag_spawn_result_t *res, int expect_exit, double timeout_s,
+            char *why, size_t len)
+{
+    if (res->timed_out) {
+        snprintf(why, len, "timed out after %g s (process group killed)",
+                 timeout_s);
+        return true;
+    }
+    if (res->term_signal) {
+        const char *abbrev = sigabbrev_np(res->term_signal);
+        snprintf(why, len, "killed by signal %d (SIG%s)", res->term_signal,
+                 abbrev ? abbrev : "?");
+        return true;
+    }
+    if (res->exit_status != expect_exit) {
+        snprintf(why, len, "exited with status %d, expected %d",
+                 res->exit_status, expect_exit);
+        return true;
+    }
+    return false;
+}
+
+/* Run a setup/cleanup/prepare/conclude/versions command for arm a (its
+ * cwd and environment). stdout goes to out_fd (-1: /dev/null), stderr to
+ * the scratch file so a failure can show it. Returns 0, or -1 with the
+ * benchmark failed (or stopped). */
+static int
+s_hook(s_run_t *r, size_t a, const ag_cmd_t *cmd, const char *what,
+       int out_fd, bool cancellable)
+{
+    if (!cmd->argv && !cmd->shell)
+        return 0;
+    const char *sh[4] = { "/bin/sh", "-c", cmd->shell, NULL };
+    ag_spawn_req_t req;
+    ag_spawn_result_t res;
+    char err[512], why[256];
+    ag_spawn_req_init(&req);
+    req.argv = cmd->argv ? (const char *const *)cmd->argv : sh;
+    req.envp = r->envp[a];
+    req.cwd = r->b->arms[a].cwd;
+    req.stdout_fd = out_fd;
+    req.stderr_fd = r->err_is_scratch ? r->err_fd : -1;
+    req.timeout_us = r->b->timeout_s * 1e6;
+    req.cancel_fd = cancellable ? r->h->cancel_fd : -1;
+    off_t mark = s_err_mark(r);
+    int rc = ag_spawn_run(&req, &res, err, sizeof err);
+    if (rc == AG_SPAWN_CANCELLED) {
+        s_stop(r, s_cancel_status(r->h), "interrupted");
+        return -1;
+    }
+    if (rc != AG_SPAWN_OK) {
+        s_fail(r, "%s of arm \"%s\": %s", what, r->b->arms[a].name, err);
+        return -1;
+    }
+    if (s_run_error(&res, 0, r->b->timeout_s, why, sizeof why)) {
+        if (r->err_is_scratch)
+            r->have_tail = s_read_tail(r->err_fd, mark, r->tail,
+                                       sizeof r->tail);
+        s_fail(r, "%s of arm \"%s\": %s", what, r->b->arms[a].name, why);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+s_fill(ag_sample_t *s, const ag_spawn_result_t *res)
+{
+    s->wall_us = res->wall_us;
+    s->user_us = res->user_us;
+    s->sys_us = res->sys_us;
+    s->maxrss_kb = res->maxrss_kb;
+    s->exit_status = res->exit_status;
+    s->term_signal = res->term_signal;
+    s->cpu = res->cpu;
+    s->start_unix_us = res->start_unix_us;
+}
+
+/* One timed run of arm a (prepare and conclude around it, untimed). */
+static int
+s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
+          unsigned position)
+{
+    const ag_arm_t *arm = &r->b->arms[a];
+    ag_spawn_req_t req;
+    ag_spawn_result_t res;
+    ag_sample_t s;
+    char err[512], why[600];
+
+    if (s_hook(r, a, &arm->prepare, "prepare", -1, true) != 0)
+        return -1;
+    ag_spawn_req_init(&req);
+    req.argv = r->argv[a];
+    req.envp = r->envp[a];
+    req.cwd = arm->cwd;
+    req.stdout_fd = r->out_fd;
+    req.stderr_fd = r->err_fd;
+    req.cpus = r->b->cpus;
+    req.cpu_count = r->b->cpu_count;
+    req.timeout_us = r->b->timeout_s * 1e6;
+    req.cancel_fd = r->h->cancel_fd;
+    off_t mark = s_err_mark(r);
+    int rc = ag_spawn_run(&req, &res, err, sizeof err);
+    if (rc == AG_SPAWN_CANCELLED) {
+        /* The interrupted run measured nothing: it is not reported. */
+        s_stop(r, s_cancel_status(r->h), "interrupted");
+        return -1;
+    }
+    memset(&s, 0, sizeof s);
+    s.kind = kind;
+    s.arm = (unsigned)a;
+    s.round = round;
+    s.position = position;
+    s.cpu = -1;
+    if (rc != AG_SPAWN_OK) {
+        s.kind = AG_SAMPLE_ERROR;
+        s.exit_status = -1;
+        s.start_unix_us = s_unix_us();
+        snprintf(why, sizeof why, "%s", err);
+    } else {
+        s_fill(&s, &res);
+        if (s_run_error(&res, r->b->expect_exit, r->b->timeout_s, why,
+                        sizeof why)) {
+            s.kind = AG_SAMPLE_ERROR;
+            if (r->err_fd >= 0)
+                r->have_tail = s_read_tail(r->err_fd, mark, r->tail,
+                                           sizeof r->tail);
+        }
+    }
+    if (s.kind == AG_SAMPLE_ERROR) {
+        s.error = why;
+        s_fail(r, "arm \"%s\" %s %u: %s", arm->name,
+               kind == AG_SAMPLE_WARMUP ? "warm-up" : "round", round, why);
+        s_emit(r, &s);
+        return -1;
+    }
+    if (s_emit(r, &s) != 0)
+        return -1;
+    return s_hook(r, a, &arm->conclude, "conclude", -1, true);
+}
+
+/* One calibration run of the no-op program, same path as s_measure. */
+static int
+s_calibrate_once(ag_harness_t *h, const char *noop, const int *cpus,
+                 size_t ncpus, ag_spawn_result_t *res, char *err,
+                 size_t errlen)
+{
+    const char *argv[2] = { noop, NULL };
+    ag_spawn_req_t req;
+    ag_spawn_req_init(&req);
+    req.argv = argv;
+    req.cpus = cpus;
+    req.cpu_count = ncpus;
+    req.timeout_us = 10e6;
+    req.cancel_fd = h->cancel_fd;
+    int rc = ag_spawn_run(&req, res, err, errlen);
+    if (rc == AG_SPAWN_OK && (res->exit_status != 0 || res->term_signal ||
+                              res->timed_out)) {
+        snprintf(err, errlen, "calibration program %s exited with status %d "
+                 "(signal %d)", noop, res->exit_status, res->term_signal);
+        return AG_SPAWN_ERR;
+    }
+    return rc;
+}
+
+static void
+s_run_free(s_run_t *r)
+{
+    for (size_t i = 0; i < AG_SUITE_MAX_ARMS; i++) {
+        free(r->envp[i]);
+        free(r->versions[i]);
+    }
+    if (r->out_fd >= 0)
+        close(r->out_fd);
+    if (r->err_fd >= 0)
+        close(r->err_fd);
+}
+
+/* The arm's `versions` output: each command's stdout and stderr. */
+static char *
+s_versions(s_run_t *r, size_t a)
+{
+    const ag_arm_t *arm = &r->b->arms[a];
+    size_t cap = AG_HARNESS_VERSION_MAX + 1, len = 0;
+    char *out = calloc(1, cap);
+    if (!out || arm->version_count == 0)
+        return out;
+    int fd = memfd_create("parity-version", MFD_CLOEXEC);
+    if (fd < 0) {
+        snprintf(out, cap, "(memfd_create: %s)", strerror(errno));
+        return out;
+    }
+    for (size_t v = 0; v < arm->version_count && len + 1 < cap; v++) {
+        const ag_cmd_t *cmd = &arm->versions[v];
+        const char *sh[4] = { "/bin/sh", "-c", cmd->shell, NULL };
+        ag_spawn_req_t req;
+        ag_spawn_result_t res;
+        char err[512];
+        if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+            break;
+        ag_spawn_req_init(&req);
+        req.argv = cmd->argv ? (const char *const *)cmd->argv : sh;
+        req.envp = r->envp[a];
+        req.cwd = arm->cwd;
+        req.stdout_fd = fd;
+        req.stderr_fd = fd;
+        req.timeout_us = 30e6;
+        req.cancel_fd = r->h->cancel_fd;
+        if (ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK) {
+            ssize_t n = pread(fd, out + len, cap - 1 - len, 0);
+            if (n > 0)
+                len += (size_t)n;
+        } else {
+            len += (size_t)snprintf(out + len, cap - len, "(%s)\n", err);
+        }
+        if (len >= cap)
+            len = cap - 1;
+    }
+    close(fd);
+    out[len] = '\0';
+    for (size_t i = 0; i < len; i++)
+        if (out[i] == '\0')
+            out[i] = '.';
+    return out;
+}
+
+static int
+s_open_out(const ag_out_t *o, int *fd, char *why, size_t len)
+{
+    *fd = -1;
+    if (o->kind != AG_OUT_FILE)
+        return 0;
+    *fd = open(o->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (*fd < 0) {
+        snprintf(why, len, "open(%s): %s", o->path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int
+s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
+            const ag_harness_opts_t *opts, const char *env_json,
+            const ag_callbacks_t *cb, const char *noop)
+{
+    const ag_bench_t *b = &suite->benchmarks[bi];
+    s_run_t r;
+    unsigned *order = NULL;
+    ag_arm_info_t info[AG_SUITE_MAX_ARMS];
+    char why[600];
+    int rc = AG_HARNESS_OK;
+
+    memset(&r, 0, sizeof r);
+    r.h = h;
+    r.suite = suite;
+    r.b = b;
+    r.cb = cb;
+    r.noop = noop;
+    r.arm_count = b->arm_count;
+    r.out_fd = r.err_fd = -1;
+    r.status = AG_RUN_COMPLETE;
+    unsigned runs = opts->runs ? opts->runs : b->runs;
+    unsigned warmup = opts->warmup >= 0 ? (unsigned)opts->warmup : b->warmup;
+    size_t n = b->arm_count;
+    int64_t started = s_unix_us();
+    double t0 = s_mono_us();
+
+    order = calloc((size_t)runs * n, sizeof *order);
+    if (!order) {
+        s_fail(&r, "out of memory for the order of %u rounds", runs);
+        runs = 0;
+    }
+    /* Round r starts at arm r mod n: A B C, B C A, C A B ... */
+    for (unsigned rd = 0; order && rd < runs; rd++)
+        for (size_t p = 0; p < n; p++)
+            order[(size_t)rd * n + p] = (unsigned)((rd + p) % n);
+
+    for (size_t a = 0; a < n; a++) {
+        const ag_arm_t *arm = &b->arms[a];
+        if (arm->cmd.argv) {
+            r.argv[a] = (const char **)arm->cmd.argv;
+        } else {
+            r.shell_argv[a][0] = "/bin/sh";
+            r.shell_argv[a][1] = "-c";
+            r.shell_argv[a][2] = arm->cmd.shell;
+            r.shell_argv[a][3] = NULL;
+            r.argv[a] = r.shell_argv[a];
+        }
+        r.envp[a] = s_envp(arm->env, arm->env_count);
+        if (!r.envp[a])
+            s_fail(&r, "out of memory for the environment of arm \"%s\"",
+                   arm->name);
+    }
+    if (r.status == AG_RUN_COMPLETE) {
+        if (s_open_out(&b->out, &r.out_fd, why, sizeof why) != 0)
+            s_fail(&r, "stdout: %s", why);
+        else if (b->err.kind == AG_OUT_FILE) {
+            if (s_open_out(&b->err, &r.err_fd, why, sizeof why) != 0)
+                s_fail(&r, "stderr: %s", why);
+        } else {
+            r.err_fd = memfd_create("parity-stderr", MFD_CLOEXEC);
+            r.err_is_scratch = r.err_fd >= 0;
+        }
+    }
+    for (size_t a = 0; a < n; a++) {
+        r.versions[a] = r.status == AG_RUN_COMPLETE ? s_versions(&r, a)
+                                                    : NULL;
+        info[a].name = b->arms[a].name;
+        info[a].subject = b->arms[a].subject;
+        info[a].argv = b->arms[a].cmd.argv ?
+                       (const char *const *)b->arms[a].cmd.argv : NULL;
+        info[a].shell = b->arms[a].cmd.shell;
+        info[a].version_output = r.versions[a] ? r.versions[a] : "";
+    }
+
+    ag_run_start_t start = {
+        .suite = suite->name, .benchmark = b->name, .benchmark_index = bi,
+        .bench = b, .arms = info, .arm_count = n, .subject = b->subject,
+        .runs = runs, .warmup = warmup, .order = order,
+        .environment_json = env_json, .started_at_us = started,
+    };
+    if (cb->on_run_start && cb->on_run_start(cb->ctx, &start) != 0)
+        s_stop(&r, AG_RUN_INCOMPLETE, "stopped by the caller (on_run_start)");
+    if (s_cancelled(h))
+        s_stop(&r, s_cancel_status(h), "interrupted");
+
+    size_t setup_done = 0;
+    for (size_t a = 0; a < n && r.status == AG_RUN_COMPLETE; a++) {
+        if (s_hook(&r, a, &b->arms[a].setup, "setup", -1, true) != 0)
+            break;
+        setup_done = a + 1;
+    }
+
+    unsigned total = warmup + runs, done = 0;
+    for (unsigned w = 0; w < warmup && r.status == AG_RUN_COMPLETE; w++) {
+        for (size_t p = 0; p < n && r.status == AG_RUN_COMPLETE; p++)
+            s_measure(&r, order[(size_t)(w % runs) * n + p],
+                      AG_SAMPLE_WARMUP, w, (unsigned)p);
+        if (r.status != AG_RUN_COMPLETE)
+            break;
+        done++;
+        if (cb->on_progress) {
+            double el = s_mono_us() - t0;
+            ag_progress_t pg = { b->name, true, w + 1, warmup, el,
+                                 el / done * (total - done) };
+            cb->on_progress(cb->ctx, &pg);
+        }
+    }
+    for (unsigned rd = 0; rd < runs && r.status == AG_RUN_COMPLETE; rd++) {
+        for (size_t p = 0; p < n && r.status == AG_RUN_COMPLETE; p++)
+            s_measure(&r, order[(size_t)rd * n + p], AG_SAMPLE_MEASURED, rd,
+                      (unsigned)p);
+        if (r.status != AG_RUN_COMPLETE)
+            break;
+        ag_spawn_result_t res;
+        char err[512];
+        int c = s_calibrate_once(h, noop, b->cpus, b->cpu_count, &res, err,
+                                 sizeof err);
+        if (c == AG_SPAWN_CANCELLED) {
+            s_stop(&r, s_cancel_status(h), "interrupted");
+            break;
+        }
+        if (c != AG_SPAWN_OK) {
+            s_fail(&r, "%s", err);
+            break;
+        }
+        ag_sample_t s;
+        memset(&s, 0, sizeof s);
+        s.kind = AG_SAMPLE_CALIBRATION;
+        s.round = rd;
+        s.position = (unsigned)n;
+        s_fill(&s, &res);
+        if (s_emit(&r, &s) != 0)
+            break;
+        done++;
+        if (cb->on_progress) {
+            double el = s_mono_us() - t0;
+            ag_progress_t pg = { b->name, false, rd + 1, runs, el,
+                                 el / done * (total - done) };
+            cb->on_progress(cb->ctx, &pg);
+        }
+    }
+    /* Cleanup runs even after a failure or a Ctrl-C, but is not itself
+     * cancellable: it is what leaves the machine as it was. */
+    for (size_t a = 0; a < setup_done; a++)
+        s_hook(&r, a, &b->arms[a].cleanup, "cleanup", -1, false);
+
+    ag_run_end_t end = {
+        .benchmark = b->name, .status = r.status,
+        .reason = r.status == AG_RUN_COMPLETE ? NULL : r.reason,
+        .stderr_tail = r.have_tail ? r.tail : NULL,
+        .samples = r.samples, .ended_at_us = s_unix_us(),
+    };
+    if (cb->on_run_end && cb->on_run_end(cb->ctx, &end) != 0)
+        r.stopped = true;
+    if (r.stopped || s_cancelled(h))
+        rc = AG_HARNESS_STOPPED;
+    free(order);
+    s_run_free(&r);
+    return rc;
+}
+
+int
+ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
+               const ag_harness_opts_t *opts_in, const ag_callbacks_t *cb_in,
+               char *err, size_t errlen)
+{
+    ag_harness_opts_t opts = { .warmup = -1 };
+    ag_callbacks_t cb = { 0 };
+    char *env_json = NULL;
+    double *cal = NULL;
+    bool *selected = NULL;
+    int rc = AG_HARNESS_ERR;
+
+    if (opts_in)
+        opts = *opts_in;
+    if (cb_in)
+        cb = *cb_in;
+    if (opts.runs > AG_SUITE_MAX_RUNS ||
+        (opts.warmup >= 0 && opts.warmup > AG_SUITE_MAX_WARMUP)) {
+        snprintf(err, errlen, "runs must be 1..%d and warmup 0..%d",
+                 AG_SUITE_MAX_RUNS, AG_SUITE_MAX_WARMUP);
+        return AG_HARNESS_ERR;
+    }
+    selected = calloc(suite->benchmark_count + 1, sizeof *selected);
+    if (!selected) {
+        snprintf(err, errlen, "ag_harness_run: out of memory");
+        return AG_HARNESS_ERR;
+    }
+    for (size_t i = 0; i < opts.only_count; i++) {
+        const ag_bench_t *b = ag_suite_find(suite, opts.only[i]);
+        if (!b) {
+            char names[512] = "";
+            size_t used = 0;
+            for (size_t j = 0; j < suite->benchmark_count &&
+                 used < sizeof names; j++)
+                used += (size_t)snprintf(names + used, sizeof names - used,
+                                         "%s%s", j ? ", " : "",
+                                         suite->benchmarks[j].name);
+            snprintf(err, errlen, "--only %s: suite \"%s\" has no such "
+                     "benchmark (it has: %s)", opts.only[i], suite->name,
+                     names);
+            goto done;
+        }
+        selected[b - suite->benchmarks] = true;
+    }
+    unsigned long total_rounds = 0;
+    for (size_t i = 0; i < suite->benchmark_count; i++) {
+        if (opts.only_count == 0)
+            selected[i] = true;
+        if (selected[i])
+            total_rounds += opts.runs ? opts.runs : suite->benchmarks[i].runs;
+    }
+
+    const char *noop = opts.noop_path ? opts.noop_path
+                                      : ag_harness_default_noop();
+    if (access(noop, X_OK) != 0) {
+        snprintf(err, errlen, "calibration program %s: %s", noop,
+                 strerror(errno));
+        goto done;
+    }
+    if (opts.environment_json) {
+        env_json = strdup(opts.environment_json);
+    } else {
+        json_t *env = ag_env_collect(NULL, 0, err, errlen);
+        if (!env)
+            goto done;
+        env_json = json_dumps(env, JSON_COMPACT);
+        json_decref(env);
+    }
+    if (!env_json) {
+        snprintf(err, errlen, "ag_harness_run: out of memory");
+        goto done;
+    }
+
+    /* Session-start calibration: enough runs that, with one per round,
+     * the session reaches the target. */
+    unsigned target = opts.calibration_target ? opts.calibration_target
+                                              : AG_HARNESS_CALIBRATION_TARGET;
+    size_t extra = total_rounds < target ? target - total_rounds : 0;
+    cal = calloc(extra + 1, sizeof *cal);
+    if (!cal) {
+        snprintf(err, errlen, "ag_harness_run: out of memory");
+        goto done;
+    }
+    int64_t taken = s_unix_us();
+    size_t got = 0;
+    for (; got < extra; got++) {
+        ag_spawn_result_t res;
+        int c = s_calibrate_once(h, noop, NULL, 0, &res, err, errlen);
+        if (c == AG_SPAWN_CANCELLED)
+            break;
+        if (c != AG_SPAWN_OK)
+            goto done;
+        cal[got] = res.wall_us;
+    }
+    if (cb.on_calibration && cb.on_calibration(cb.ctx, cal, got, taken) != 0) {
+        rc = AG_HARNESS_STOPPED;
+        goto done;
+    }
+    rc = AG_HARNESS_OK;
+    for (size_t i = 0; i < suite->benchmark_count; i++) {
+        if (!selected[i])
+            continue;
+        if (s_cancelled(h)) {
+            rc = AG_HARNESS_STOPPED;
+            break;
+        }
+        if (s_run_bench(h, suite, i, &opts, env_json, &cb, noop) ==
+            AG_HARNESS_STOPPED) {
+            rc = AG_HARNESS_STOPPED;
+            break;
+        }
+    }
+done:
+    free(selected);
+    free(env_json);
+    free(cal);
+    return rc;
+}

@@ -1,0 +1,282 @@
+/* ag_main.c -- parity-agent: run a suite locally, show the environment,
+ * or (daemon mode, agent/ag_daemon.h) serve a collector.
+ *
+ *   parity-agent run SUITE.yaml [--var k=v]... [--only BENCH]...
+ *                    [--runs N] [--warmup N] [--out FILE] [--json]
+ *                    [--export-json FILE]
+ *   parity-agent env [--json]
+ *   parity-agent --help | --version
+ *
+ * Exit codes are AG_EXIT_* of ag_cli.h; docs/agent.md lists them.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ag_cli.h"
+#include "ag_env.h"
+#include "ag_harness.h"
+#include "ag_suite.h"
+#include "cl_out.h"
+#include "config.h"
+
+#define S_MAX_ONLY AG_SUITE_MAX_BENCHMARKS
+
+static void
+s_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: parity-agent run SUITE.yaml [--var NAME=VALUE]... "
+        "[--only BENCH]...\n"
+        "                        [--runs N] [--warmup N] [--out FILE] "
+        "[--json]\n"
+        "                        [--export-json FILE]\n"
+        "       parity-agent env [--json]\n"
+        "       parity-agent --help | --version\n"
+        "\n"
+        "run   run a suite file's benchmarks here (interleaved rounds, "
+        "warm-ups,\n"
+        "      calibration) and print the verdict table\n"
+        "env   print this machine's environment and what makes timings "
+        "less\n"
+        "      trustworthy\n"
+        "\n"
+        "run options:\n"
+        "  --var NAME=VALUE    set ${NAME} in the suite's commands (also "
+        "PARITY_VAR_NAME)\n"
+        "  --only BENCH        run only this benchmark (repeatable)\n"
+        "  --runs N            measured rounds, overriding the suite's\n"
+        "  --warmup N          warm-up rounds, overriding the suite's\n"
+        "  --json              the results file on stdout instead of the "
+        "table\n"
+        "  --export-json FILE  also write the results file to FILE\n"
+        "  --out FILE          the same as --export-json FILE\n"
+        "\n"
+        "exit status: 0 done (any verdict), 1 suite file wrong, 2 usage, "
+        "3 system error,\n"
+        "4 a benchmark failed, 130 interrupted (results written with "
+        "complete: false).\n"
+        "See docs/agent.md and docs/suites.md.\n");
+}
+
+static int
+s_run_main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "var", required_argument, NULL, 'v' },
+        { "only", required_argument, NULL, 'o' },
+        { "runs", required_argument, NULL, 'r' },
+        { "warmup", required_argument, NULL, 'w' },
+        { "out", required_argument, NULL, 'O' },
+        { "export-json", required_argument, NULL, 'e' },
+        { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *prog = "parity-agent run";
+    ag_var_t vars[AG_SUITE_MAX_VARS];
+    size_t nvars = 0;
+    const char *only[S_MAX_ONLY];
+    size_t nonly = 0;
+    ag_harness_opts_t hopts = { .warmup = -1 };
+    ag_cli_opts_t copts = { .prog = prog, .tool = "parity-agent",
+                            .parity = VD_DEFAULT_PARITY };
+    char err[1024];
+    unsigned long v;
+    int c;
+
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'v':
+            if (nvars >= AG_SUITE_MAX_VARS) {
+                fprintf(stderr, "%s: more than %d --var\n", prog,
+                        AG_SUITE_MAX_VARS);
+                return AG_EXIT_USAGE;
+            }
+            if (ag_var_parse(optarg, &vars[nvars], err, sizeof err) != 0) {
+                fprintf(stderr, "%s: %s\n", prog, err);
+                return AG_EXIT_USAGE;
+            }
+            nvars++;
+            break;
+        case 'o':
+            if (nonly >= S_MAX_ONLY) {
+                fprintf(stderr, "%s: more than %d --only\n", prog,
+                        S_MAX_ONLY);
+                return AG_EXIT_USAGE;
+            }
+            only[nonly++] = optarg;
+            break;
+        case 'r':
+            if (ag_cli_uint(optarg, 1, AG_SUITE_MAX_RUNS, &v) != 0) {
+                fprintf(stderr, "%s: --runs %s: expected an integer from 1 "
+                        "to %d\n", prog, optarg, AG_SUITE_MAX_RUNS);
+                return AG_EXIT_USAGE;
+            }
+            hopts.runs = (unsigned)v;
+            break;
+        case 'w':
+            if (ag_cli_uint(optarg, 0, AG_SUITE_MAX_WARMUP, &v) != 0) {
+                fprintf(stderr, "%s: --warmup %s: expected an integer from 0 "
+                        "to %d\n", prog, optarg, AG_SUITE_MAX_WARMUP);
+                return AG_EXIT_USAGE;
+            }
+            hopts.warmup = (int)v;
+            break;
+        case 'O':
+        case 'e':
+            copts.export_path = optarg;
+            break;
+        case 'j':
+            copts.json = true;
+            break;
+        case 'h':
+            s_usage(stdout);
+            return AG_EXIT_OK;
+        case ':':
+            fprintf(stderr, "%s: option %s needs a value\n", prog,
+                    argv[optind - 1]);
+            return AG_EXIT_USAGE;
+        default:
+            fprintf(stderr, "%s: unknown option \"%s\" (parity-agent "
+                    "--help)\n", prog, argv[optind - 1]);
+            return AG_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "%s: missing the suite file (parity-agent run "
+                "SUITE.yaml)\n", prog);
+        return AG_EXIT_USAGE;
+    }
+    const char *path = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "%s: one suite file expected, got \"%s\" too\n",
+                prog, argv[optind]);
+        return AG_EXIT_USAGE;
+    }
+    ag_suite_t *suite = NULL;
+    if (ag_suite_load(path, vars, nvars, &suite, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return AG_EXIT_DATA;
+    }
+    hopts.only = nonly ? only : NULL;
+    hopts.only_count = nonly;
+    int code = ag_cli_session(suite, &hopts, &copts);
+    ag_suite_destroy(&suite);
+    return code;
+}
+
+static void
+s_env_text(FILE *f, const json_t *env)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)env, key, v) {
+        if (strcmp(key, "cpus") == 0 || strcmp(key, "warnings") == 0)
+            continue;
+        char *val = json_dumps(json_object_get(v, "value"),
+                               JSON_ENCODE_ANY | JSON_COMPACT);
+        const char *src = json_string_value(json_object_get(v, "source"));
+        const json_t *sv = json_object_get(v, "value");
+        fprintf(f, "%-24s %-40s %s\n", key,
+                json_is_string(sv) ? json_string_value(sv)
+                                   : (val ? val : "?"),
+                src ? src : "");
+        free(val);
+    }
+    size_t i;
+    json_t *cpu, *w;
+    json_array_foreach(json_object_get(env, "cpus"), i, cpu) {
+        json_t *field;
+        fprintf(f, "cpu %lld:", (long long)json_integer_value(
+                    json_object_get(cpu, "cpu")));
+        size_t shown = 0;
+        json_object_foreach(cpu, key, field) {
+            if (strcmp(key, "cpu") == 0)
+                continue;
+            const json_t *sv = json_object_get(field, "value");
+            if (json_is_string(sv))
+                fprintf(f, " %s=%s", key, json_string_value(sv));
+            else
+                fprintf(f, " %s=%lld", key,
+                        (long long)json_integer_value(sv));
+            shown++;
+        }
+        fprintf(f, "%s\n", shown ? "" : " (no cpufreq data: "
+                "/sys/devices/system/cpu/cpuN/cpufreq is absent)");
+    }
+    json_array_foreach(json_object_get(env, "warnings"), i, w)
+        fprintf(f, "warning: %s\n",
+                json_string_value(json_object_get(w, "message")));
+}
+
+static int
+s_env_main(int argc, char **argv)
+{
+    const char *prog = "parity-agent env";
+    bool json = false;
+    char err[256];
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--help") == 0 ||
+                   strcmp(argv[i], "-h") == 0) {
+            s_usage(stdout);
+            return AG_EXIT_OK;
+        } else {
+            fprintf(stderr, "%s: unknown argument \"%s\" (parity-agent "
+                    "--help)\n", prog, argv[i]);
+            return AG_EXIT_USAGE;
+        }
+    }
+    json_t *env = ag_env_collect(NULL, 0, err, sizeof err);
+    if (!env) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return AG_EXIT_SYSTEM;
+    }
+    int bad = json ? cl_out_json(stdout, env) : (s_env_text(stdout, env), 0);
+    json_decref(env);
+    if (bad || fflush(stdout) != 0) {
+        fprintf(stderr, "%s: write to stdout failed\n", prog);
+        return AG_EXIT_SYSTEM;
+    }
+    return AG_EXIT_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        s_usage(stderr);
+        return AG_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        s_usage(stdout);
+        return AG_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("parity-agent %s\n", PARITY_VERSION);
+        return AG_EXIT_OK;
+    }
+    if (strcmp(argv[1], "run") == 0)
+        return s_run_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "env") == 0)
+        return s_env_main(argc - 1, argv + 1);
+    /* DAEMON MODE goes here: the daemon work replaces the next three
+     * lines with `return ag_daemon_main(argc, argv);` (agent/ag_daemon.h)
+     * for argv[1] starting with "--" (e.g. --collector). */
+    if (strncmp(argv[1], "--", 2) == 0) {
+        fprintf(stderr, "parity-agent: unknown option \"%s\" (daemon mode "
+                "is not built in yet; parity-agent --help)\n", argv[1]);
+        return AG_EXIT_USAGE;
+    }
+    fprintf(stderr, "parity-agent: unknown command \"%s\" (parity-agent "
+            "--help)\n", argv[1]);
+    return AG_EXIT_USAGE;
+}

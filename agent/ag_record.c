@@ -1,0 +1,158 @@
+/* ag_record.c -- see ag_record.h. */
+#include "ag_record.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "pw_results.h"
+
+struct ag_record {
+    const ag_suite_t *suite;
+    json_t *doc;
+    json_t *bench;               /* borrowed from doc: the current one */
+    const ag_bench_t *bdef;
+    bool any_failed;
+    void (*progress)(void *, const ag_progress_t *);
+    void *progress_ctx;
+};
+
+static int64_t
+s_unix_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+ag_record_t *
+ag_record_new(const ag_suite_t *suite, const char *tool, char *err,
+              size_t errlen)
+{
+    ag_record_t *r = calloc(1, sizeof *r);
+    if (r)
+        r->doc = pw_results_new(tool, PARITY_VERSION, suite->name,
+                                suite->path, NULL, s_unix_us());
+    if (!r || !r->doc) {
+        free(r);
+        snprintf(err, errlen, "ag_record_new: out of memory");
+        return NULL;
+    }
+    r->suite = suite;
+    return r;
+}
+
+void
+ag_record_destroy(ag_record_t **rp)
+{
+    if (!rp || !*rp)
+        return;
+    json_decref((*rp)->doc);
+    free(*rp);
+    *rp = NULL;
+}
+
+static int
+s_on_calibration(void *ctx, const double *wall_us, size_t n,
+                 int64_t taken_at_us)
+{
+    ag_record_t *r = ctx;
+    return pw_results_set_calibration(r->doc, wall_us, n, taken_at_us);
+}
+
+static int
+s_on_run_start(void *ctx, const ag_run_start_t *st)
+{
+    ag_record_t *r = ctx;
+    if (!json_object_get(r->doc, "environment") ||
+        json_object_size(json_object_get(r->doc, "environment")) == 0) {
+        json_t *env = json_loads(st->environment_json, 0, NULL);
+        if (env) {
+            json_object_set(r->doc, "warnings",
+                            json_object_get(env, "warnings"));
+            json_object_set_new(r->doc, "environment", env);
+        }
+    }
+    r->bdef = st->bench;
+    r->bench = pw_results_add_benchmark(r->doc, st->benchmark, st->runs,
+                                        st->warmup, st->started_at_us);
+    if (!r->bench)
+        return -1;
+    for (size_t a = 0; a < st->arm_count; a++)
+        if (pw_results_add_arm(r->bench, st->arms[a].name,
+                               st->arms[a].subject, st->arms[a].argv,
+                               st->arms[a].shell,
+                               st->arms[a].version_output) != PW_RESULTS_OK)
+            return -1;
+    return pw_results_set_order(r->bench, st->order, st->runs,
+                                st->arm_count);
+}
+
+static int
+s_on_sample(void *ctx, const ag_sample_t *s)
+{
+    ag_record_t *r = ctx;
+    pw_sample_t p = {
+        .kind = (pw_sample_kind_t)s->kind,
+        .arm = s->kind == AG_SAMPLE_CALIBRATION ? NULL
+                                                : r->bdef->arms[s->arm].name,
+        .round = s->round, .position = s->position,
+        .wall_us = s->wall_us, .user_us = s->user_us, .sys_us = s->sys_us,
+        .maxrss_kb = s->maxrss_kb, .exit_status = s->exit_status,
+        .term_signal = s->term_signal, .cpu = s->cpu,
+        .start_unix_us = s->start_unix_us, .error = s->error,
+    };
+    return pw_results_add_sample(r->bench, &p);
+}
+
+static void
+s_on_progress(void *ctx, const ag_progress_t *p)
+{
+    ag_record_t *r = ctx;
+    if (r->progress)
+        r->progress(r->progress_ctx, p);
+}
+
+static int
+s_on_run_end(void *ctx, const ag_run_end_t *e)
+{
+    ag_record_t *r = ctx;
+    if (e->status == AG_RUN_FAILED)
+        r->any_failed = true;
+    return pw_results_end_benchmark(r->bench, ag_run_status_name(e->status),
+                                    e->reason, e->stderr_tail,
+                                    e->ended_at_us);
+}
+
+ag_callbacks_t
+ag_record_callbacks(ag_record_t *r,
+                    void (*progress)(void *, const ag_progress_t *),
+                    void *progress_ctx)
+{
+    r->progress = progress;
+    r->progress_ctx = progress_ctx;
+    ag_callbacks_t cb = {
+        .ctx = r, .on_calibration = s_on_calibration,
+        .on_run_start = s_on_run_start, .on_sample = s_on_sample,
+        .on_progress = s_on_progress, .on_run_end = s_on_run_end,
+    };
+    return cb;
+}
+
+bool
+ag_record_any_failed(const ag_record_t *r)
+{
+    return r->any_failed;
+}
+
+json_t *
+ag_record_finish(ag_record_t *r, double parity, bool complete, char *err,
+                 size_t errlen)
+{
+    if (pw_results_finish(r->doc, parity, complete, s_unix_us(), err,
+                          errlen) != PW_RESULTS_OK)
+        return NULL;
+    return json_incref(r->doc);
+}

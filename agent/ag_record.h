@@ -1,0 +1,43 @@
+/* ag_record.h -- harness callbacks that build the results file.
+ *
+ * `parity-agent run` and `parity compare` hand ag_record_callbacks() to
+ * ag_harness_run(); every callback appends to a pw_results document,
+ * and ag_record_finish() adds the floor and the verdicts. An optional
+ * progress function is passed through (the program draws it).
+ *
+ * Ownership: the recorder owns its document until ag_record_finish()
+ * hands a new reference to the caller. Nothing here prints.
+ */
+#ifndef AG_RECORD_H
+#define AG_RECORD_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "ag_harness.h"
+
+typedef struct ag_record ag_record_t;
+
+/* A recorder for suite (borrowed; must outlive the recorder). tool names
+ * the program in the file ("parity-agent", "parity compare"). */
+ag_record_t *ag_record_new(const ag_suite_t *suite, const char *tool,
+                           char *err, size_t errlen);
+
+/* Free r and set *r to NULL. Accepts NULL. */
+void ag_record_destroy(ag_record_t **r);
+
+/* Callbacks feeding r; progress (may be NULL) is called on each round. */
+ag_callbacks_t ag_record_callbacks(ag_record_t *r,
+                                   void (*progress)(void *, const ag_progress_t *),
+                                   void *progress_ctx);
+
+/* True when any benchmark ended "failed". */
+bool ag_record_any_failed(const ag_record_t *r);
+
+/* Floor and verdicts (parity: the flat tolerance); complete false after
+ * an interrupt. Returns a new reference to the document (caller owns),
+ * or NULL with err set. */
+json_t *ag_record_finish(ag_record_t *r, double parity, bool complete,
+                         char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,98 @@
+/* ag_report.c -- see ag_report.h. */
+#include "ag_report.h"
+
+#include <string.h>
+
+#include "cl_out.h"
+#include "pw_json.h"
+#include "vd_verdict.h"
+
+static int
+s_bench(FILE *f, const json_t *b)
+{
+    const json_t *arms = json_object_get(b, "arms");
+    const json_t *summary = json_object_get(b, "summary");
+    const json_t *verdict = json_object_get(b, "verdict");
+    const char *status = json_string_value(json_object_get(b, "status"));
+    size_t narms = json_array_size(arms), i;
+    const char *names[64];
+    vd_summary_t sums[64];
+    size_t shown = 0;
+    const char *subject = NULL;
+    char e[256];
+
+    fprintf(f, "%s: %s (%lld runs, %lld warm-up)\n",
+            json_string_value(json_object_get(b, "name")),
+            status ? status : "?",
+            (long long)json_integer_value(json_object_get(b, "runs")),
+            (long long)json_integer_value(json_object_get(b, "warmup")));
+    for (i = 0; i < narms && i < 64; i++) {
+        const json_t *arm = json_array_get(arms, i);
+        const char *name = json_string_value(json_object_get(arm, "name"));
+        if (json_is_true(json_object_get(arm, "subject")))
+            subject = name;
+        const json_t *s = json_object_get(summary, name);
+        if (s && pw_summary_from_json(s, &sums[shown], e, sizeof e) == PW_OK)
+            names[shown++] = name;
+    }
+    if (shown && cl_out_arms(f, names, sums, shown) != 0)
+        return -1;
+    const char *reason = json_string_value(json_object_get(b, "reason"));
+    if (reason)
+        fprintf(f, "%s: %s\n", strcmp(status, "failed") == 0 ? "failed"
+                                                             : "stopped",
+                reason);
+    const char *tail = json_string_value(json_object_get(b, "stderr_tail"));
+    if (tail && *tail) {
+        fprintf(f, "stderr (last lines):\n");
+        for (const char *p = tail; *p;) {
+            size_t n = strcspn(p, "\n");
+            fprintf(f, "  | %.*s\n", (int)n, p);
+            p += n;
+            if (*p)
+                p++;
+        }
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)verdict, key, v) {
+        vd_verdict_t vd;
+        if (pw_verdict_from_json(v, &vd, e, sizeof e) == PW_OK &&
+            cl_out_verdict(f, subject ? subject : "?", key, &vd) != 0)
+            return -1;
+    }
+    const char *why = json_string_value(json_object_get(b, "verdict_error"));
+    if (why)
+        fprintf(f, "%s\n", why);
+    fprintf(f, "\n");
+    return ferror(f) ? -1 : 0;
+}
+
+int
+ag_report_print(FILE *f, const json_t *doc)
+{
+    size_t i;
+    json_t *b, *w;
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, b)
+        if (s_bench(f, b) != 0)
+            return -1;
+    const json_t *fl = json_object_get(doc, "floor");
+    if (fl) {
+        char us[40];
+        fprintf(f, "floor: %s (%s, %lld calibration runs)\n",
+                cl_out_us(us, sizeof us,
+                          json_number_value(json_object_get(fl, "floor_us"))),
+                json_is_true(json_object_get(fl, "default"))
+                    ? "the default: fewer than 100 calibration runs"
+                    : "this session's q90 - q10 of no-op runs",
+                (long long)json_integer_value(
+                    json_object_get(fl, "calibration_samples")));
+    }
+    json_array_foreach(json_object_get(doc, "warnings"), i, w)
+        fprintf(f, "warning: %s\n",
+                json_string_value(json_object_get(w, "message")));
+    if (!json_is_true(json_object_get(doc, "complete")))
+        fprintf(f, "incomplete: interrupted before the end; what was "
+                "measured is above\n");
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,346 @@
+/* ag_spawn.c -- see ag_spawn.h. */
+#include "ag_spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+void
+ag_spawn_req_init(ag_spawn_req_t *req)
+{
+    memset(req, 0, sizeof *req);
+    req->stdin_fd = -1;
+    req->stdout_fd = -1;
+    req->stderr_fd = -1;
+    req->cancel_fd = -1;
+}
+
+static double
+s_now_us(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static double
+s_tv_us(const struct timeval *tv)
+{
+    return (double)tv->tv_sec * 1e6 + (double)tv->tv_usec;
+}
+
+/* Field 39 of /proc/PID/stat ("processor"): the CPU the task last ran on.
+ * Field 2 is "(comm)" and comm may hold spaces or ')', so count from the
+ * last ')'. Returns -1 when the file or field is not there. */
+static int
+s_last_cpu(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return -1;
+    /* After ')' comes field 3; field 39 is 36 spaces further. */
+    int field = 2;
+    for (p++; *p && field < 39; p++)
+        if (*p == ' ')
+            field++;
+    if (field != 39)
+        return -1;
+    char *end;
+    long cpu = strtol(p, &end, 10);
+    if (end == p || cpu < 0 || cpu > 1 << 20)
+        return -1;
+    return (int)cpu;
+}
+
+/* Set the calling thread's affinity to cpus, saving the old one. */
+static int
+s_pin(const int *cpus, size_t n, cpu_set_t *saved, char *err, size_t errlen)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (size_t i = 0; i < n; i++) {
+        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) {
+            snprintf(err, errlen, "cpu %d: out of range 0..%d", cpus[i],
+                     CPU_SETSIZE - 1);
+            return -1;
+        }
+        CPU_SET(cpus[i], &set);
+    }
+    if (sched_getaffinity(0, sizeof *saved, saved) != 0) {
+        snprintf(err, errlen, "sched_getaffinity: %s", strerror(errno));
+        return -1;
+    }
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        snprintf(err, errlen, "sched_setaffinity(cpus %d...): %s", cpus[0],
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Wait for the child (pidfd readable), the deadline or a cancel.
+ * Returns 0 exited, 1 timed out, 2 cancelled, -1 error (errno). */
+static int
+s_wait(int pidfd, int cancel_fd, double deadline_us)
+{
+    struct pollfd fds[2] = {
+        { .fd = pidfd, .events = POLLIN },
+        { .fd = cancel_fd, .events = POLLIN },
+    };
+    nfds_t nfds = cancel_fd >= 0 ? 2 : 1;
+    for (;;) {
+        int timeout_ms = -1;
+        if (deadline_us > 0) {
+            double left = deadline_us - s_now_us(CLOCK_MONOTONIC);
+            if (left <= 0)
+                return 1;
+            /* Round up so the poll never wakes before the deadline. */
+            timeout_ms = left > 2e9 ? 2000000000 : (int)(left / 1e3) + 1;
+        }
+        int r = poll(fds, nfds, timeout_ms);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;   /* a signal handler may have set cancel_fd */
+            return -1;
+        }
+        if (fds[0].revents)
+            return 0;
+        if (nfds == 2 && fds[1].revents)
+            return 2;
+    }
+}
+
+int
+ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
+             char *err, size_t errlen)
+{
+    int rc = AG_SPAWN_ERR;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    bool fa_ok = false, attr_ok = false, pinned = false;
+    cpu_set_t saved_affinity;
+    int pidfd = -1;
+    pid_t pid = -1;
+    int e;
+
+    memset(res, 0, sizeof *res);
+    res->cpu = -1;
+    if (!req->argv || !req->argv[0]) {
+        snprintf(err, errlen, "ag_spawn_run: empty argv");
+        return AG_SPAWN_ERR;
+    }
+
+    if ((e = posix_spawn_file_actions_init(&fa)) != 0) {
+        snprintf(err, errlen, "posix_spawn_file_actions_init: %s",
+                 strerror(e));
+        goto done;
+    }
+    fa_ok = true;
+    const int fds[3] = { req->stdin_fd, req->stdout_fd, req->stderr_fd };
+    for (int i = 0; i < 3; i++) {
+        if (fds[i] >= 0)
+            e = posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+        else
+            e = posix_spawn_file_actions_addopen(&fa, i, "/dev/null",
+                                                 i == 0 ? O_RDONLY : O_WRONLY,
+                                                 0);
+        if (e != 0) {
+            snprintf(err, errlen, "posix_spawn_file_actions fd %d: %s", i,
+                     strerror(e));
+            goto done;
+        }
+    }
+    if (req->cwd &&
+        (e = posix_spawn_file_actions_addchdir_np(&fa, req->cwd)) != 0) {
+        snprintf(err, errlen, "posix_spawn_file_actions_addchdir_np(%s): %s",
+                 req->cwd, strerror(e));
+        goto done;
+    }
+
+    if ((e = posix_spawnattr_init(&attr)) != 0) {
+        snprintf(err, errlen, "posix_spawnattr_init: %s", strerror(e));
+        goto done;
+    }
+    attr_ok = true;
+    /* Own process group, so a timeout or cancel can kill everything the
+     * command started and the terminal's Ctrl-C reaches only the agent.
+     * Signals the agent blocks or ignores are reset for the child. */
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+    if (req->cpu_count > 0) {
+        if (s_pin(req->cpus, req->cpu_count, &saved_affinity, err,
+                  errlen) != 0)
+            goto done;
+        pinned = true;
+    }
+
+    char *const *envp = req->envp ? req->envp : environ;
+    res->start_unix_us = (int64_t)s_now_us(CLOCK_REALTIME);
+    double t0 = s_now_us(CLOCK_MONOTONIC);
+    e = posix_spawnp(&pid, req->argv[0], &fa, &attr,
+                     (char *const *)req->argv, envp);
+    if (e != 0) {
+        pid = -1;
+        snprintf(err, errlen, "posix_spawnp(%s): %s", req->argv[0],
+                 strerror(e));
+        goto done;
+    }
+    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+        snprintf(err, errlen, "pidfd_open(%d): %s", (int)pid,
+                 strerror(errno));
+        kill(-pid, SIGKILL);
+        goto reap;
+    }
+    double deadline = req->timeout_us > 0 ? t0 + req->timeout_us : 0;
+    int w = s_wait(pidfd, req->cancel_fd, deadline);
+    double t1 = s_now_us(CLOCK_MONOTONIC);
+    res->wall_us = t1 - t0;
+
+    if (pinned) {
+        sched_setaffinity(0, sizeof saved_affinity, &saved_affinity);
+        pinned = false;
+    }
+    if (w < 0) {
+        snprintf(err, errlen, "poll(pidfd %d): %s", (int)pid,
+                 strerror(errno));
+        kill(-pid, SIGKILL);
+        goto reap;
+    }
+    if (w == 0) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0)
+            res->cpu = s_last_cpu(pid);
+        rc = AG_SPAWN_OK;
+    } else if (w == 1) {
+        res->timed_out = true;
+        rc = AG_SPAWN_OK;
+    } else {
+        rc = AG_SPAWN_CANCELLED;
+    }
+    /* Whatever the command left running in its group goes too: it would
+     * otherwise load the machine during the next run. The leader is not
+     * reaped yet, so the group id cannot have been reused. */
+    kill(-pid, SIGKILL);
+
+reap:;
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    while (wait4(pid, &status, 0, &ru) < 0) {
+        if (errno != EINTR) {
+            snprintf(err, errlen, "wait4(%d): %s", (int)pid, strerror(errno));
+            rc = AG_SPAWN_ERR;
+            goto done;
+        }
+    }
+    res->user_us = s_tv_us(&ru.ru_utime);
+    res->sys_us = s_tv_us(&ru.ru_stime);
+    res->maxrss_kb = ru.ru_maxrss;
+    if (WIFEXITED(status)) {
+        res->exit_status = WEXITSTATUS(status);
+        res->term_signal = 0;
+    } else {
+        res->exit_status = -1;
+        res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    }
+
+done:
+    if (pinned)
+        sched_setaffinity(0, sizeof saved_affinity, &saved_affinity);
+    if (pidfd >= 0)
+        close(pidfd);
+    if (attr_ok)
+        posix_spawnattr_destroy(&attr);
+    if (fa_ok)
+        posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+int
+ag_cpulist_parse(const char *s, int *cpus, size_t cap, size_t *n,
+                 int max_cpu, char *err, size_t errlen)
+{
+    size_t count = 0;
+    const char *p = s;
+    *n = 0;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long lo = strtol(p, &end, 10);
+        if (end == p || errno || lo < 0) {
+            snprintf(err, errlen, "cpu list \"%s\": expected a CPU number "
+                     "at \"%s\"", s, p);
+            return -1;
+        }
+        long hi = lo;
+        p = end;
+        if (*p == '-') {
+            p++;
+            hi = strtol(p, &end, 10);
+            if (end == p || errno || hi < lo) {
+                snprintf(err, errlen, "cpu list \"%s\": expected a range "
+                         "end >= %ld", s, lo);
+                return -1;
+            }
+            p = end;
+        }
+        if (hi >= max_cpu) {
+            snprintf(err, errlen, "cpu list \"%s\": CPU %ld is not below %d",
+                     s, hi, max_cpu);
+            return -1;
+        }
+        for (long c = lo; c <= hi; c++) {
+            if (count >= cap) {
+                snprintf(err, errlen, "cpu list \"%s\": more than %zu CPUs",
+                         s, cap);
+                return -1;
+            }
+            cpus[count++] = (int)c;
+        }
+        if (*p == ',')
+            p++;
+        else if (*p == '\n' || *p == '\0')
+            break;
+        else {
+            snprintf(err, errlen, "cpu list \"%s\": unexpected '%c'", s, *p);
+            return -1;
+        }
+    }
+    *n = count;
+    return 0;
+}

@@ -1,0 +1,407 @@
+/* pw_results.c -- see pw_results.h. */
+#include "pw_results.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pw_json.h"
+
+static const char *const s_kind_names[PW_SAMPLE_KIND_COUNT] = {
+    "measured", "warmup", "calibration", "error" };
+
+const char *
+pw_sample_kind_name(pw_sample_kind_t k)
+{
+    return (unsigned)k < PW_SAMPLE_KIND_COUNT ? s_kind_names[k] : "?";
+}
+
+int
+pw_sample_kind_parse(const char *s, pw_sample_kind_t *k)
+{
+    for (unsigned i = 0; i < PW_SAMPLE_KIND_COUNT; i++)
+        if (s && strcmp(s, s_kind_names[i]) == 0) {
+            *k = (pw_sample_kind_t)i;
+            return PW_RESULTS_OK;
+        }
+    return PW_RESULTS_ERR;
+}
+
+json_t *
+pw_results_new(const char *tool, const char *tool_version, const char *suite,
+               const char *suite_file, json_t *environment,
+               int64_t started_at_us)
+{
+    json_t *doc = json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:I,s:n,s:o,s:o}",
+                            "schema_version", PW_SCHEMA_VERSION,
+                            "tool", tool, "tool_version", tool_version,
+                            "suite", suite, "suite_file", suite_file,
+                            "complete", 0,
+                            "started_at_us", (json_int_t)started_at_us,
+                            "ended_at_us",
+                            "benchmarks", json_array(),
+                            "warnings", json_array());
+    if (!doc)
+        return NULL;
+    if (environment) {
+        json_object_set(doc, "environment", environment);
+        json_t *w = json_object_get(environment, "warnings");
+        if (json_is_array(w))
+            json_object_set(doc, "warnings", w);
+    } else {
+        json_object_set_new(doc, "environment", json_object());
+    }
+    return doc;
+}
+
+json_t *
+pw_results_add_benchmark(json_t *doc, const char *name, unsigned runs,
+                         unsigned warmup, int64_t started_at_us)
+{
+    json_t *b = json_pack("{s:s,s:s,s:n,s:n,s:i,s:i,s:I,s:n,s:o,s:o,s:o}",
+                          "name", name, "status", "incomplete",
+                          "reason", "stderr_tail",
+                          "runs", (int)runs, "warmup", (int)warmup,
+                          "started_at_us", (json_int_t)started_at_us,
+                          "ended_at_us",
+                          "arms", json_array(), "order", json_array(),
+                          "samples", json_array());
+    if (!b || json_array_append_new(json_object_get(doc, "benchmarks"), b))
+        return NULL;
+    return b;
+}
+
+int
+pw_results_add_arm(json_t *bench, const char *name, bool subject,
+                   const char *const *argv, const char *shell,
+                   const char *version_output)
+{
+    json_t *arm = json_pack("{s:s,s:b,s:s}", "name", name, "subject",
+                            subject, "version_output",
+                            version_output ? version_output : "");
+    if (!arm)
+        return PW_RESULTS_ERR;
+    if (argv) {
+        json_t *a = json_array();
+        for (size_t i = 0; argv[i]; i++)
+            json_array_append_new(a, json_string(argv[i]));
+        json_object_set_new(arm, "command", a);
+    } else {
+        json_object_set_new(arm, "shell", json_string(shell ? shell : ""));
+    }
+    return json_array_append_new(json_object_get(bench, "arms"), arm) == 0
+           ? PW_RESULTS_OK : PW_RESULTS_ERR;
+}
+
+int
+pw_results_set_order(json_t *bench, const unsigned *order, size_t rounds,
+                     size_t arm_count)
+{
+    json_t *arms = json_object_get(bench, "arms");
+    json_t *o = json_array();
+    if (!o)
+        return PW_RESULTS_ERR;
+    for (size_t r = 0; r < rounds; r++) {
+        json_t *row = json_array();
+        for (size_t p = 0; p < arm_count; p++) {
+            json_t *arm = json_array_get(arms, order[r * arm_count + p]);
+            json_array_append(row, json_object_get(arm, "name"));
+        }
+        json_array_append_new(o, row);
+    }
+    return json_object_set_new(bench, "order", o) == 0 ? PW_RESULTS_OK
+                                                      : PW_RESULTS_ERR;
+}
+
+int
+pw_results_add_sample(json_t *bench, const pw_sample_t *s)
+{
+    json_t *o = json_pack("{s:s,s:s?,s:i,s:i,s:f,s:f,s:f,s:I,s:i,s:i,s:I}",
+                          "kind", pw_sample_kind_name(s->kind),
+                          "arm", s->arm,
+                          "round", (int)s->round,
+                          "position", (int)s->position,
+                          "wall_us", s->wall_us,
+                          "user_us", s->user_us,
+                          "sys_us", s->sys_us,
+                          "maxrss_kb", (json_int_t)s->maxrss_kb,
+                          "exit_status", s->exit_status,
+                          "term_signal", s->term_signal,
+                          "start_unix_us", (json_int_t)s->start_unix_us);
+    if (!o)
+        return PW_RESULTS_ERR;
+    json_object_set_new(o, "cpu", s->cpu >= 0 ? json_integer(s->cpu)
+                                               : json_null());
+    if (s->error)
+        json_object_set_new(o, "error", json_string(s->error));
+    return json_array_append_new(json_object_get(bench, "samples"), o) == 0
+           ? PW_RESULTS_OK : PW_RESULTS_ERR;
+}
+
+int
+pw_results_end_benchmark(json_t *bench, const char *status,
+                         const char *reason, const char *stderr_tail,
+                         int64_t ended_at_us)
+{
+    json_object_set_new(bench, "status", json_string(status));
+    json_object_set_new(bench, "reason",
+                        reason ? json_string(reason) : json_null());
+    /* A stderr tail is arbitrary bytes; jansson wants UTF-8. */
+    json_t *tail = stderr_tail ? json_string(stderr_tail) : NULL;
+    if (stderr_tail && !tail) {
+        char *copy = strdup(stderr_tail);
+        if (copy) {
+            for (char *p = copy; *p; p++)
+                if ((unsigned char)*p >= 0x80)
+                    *p = '?';
+            tail = json_string(copy);
+            free(copy);
+        }
+    }
+    json_object_set_new(bench, "stderr_tail", tail ? tail : json_null());
+    json_object_set_new(bench, "ended_at_us",
+                        json_integer((json_int_t)ended_at_us));
+    return PW_RESULTS_OK;
+}
+
+int
+pw_results_set_calibration(json_t *doc, const double *wall_us, size_t n,
+                           int64_t taken_at_us)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_real(wall_us[i]));
+    json_t *c = json_pack("{s:I,s:o}", "taken_at_us",
+                          (json_int_t)taken_at_us, "wall_us", a);
+    return c && json_object_set_new(doc, "calibration", c) == 0
+           ? PW_RESULTS_OK : PW_RESULTS_ERR;
+}
+
+/* Grow *a to hold one more double; bounded by VD_MAX_SAMPLES. */
+static int
+s_push(double **a, size_t *n, size_t *cap, double x)
+{
+    if (*n >= VD_MAX_SAMPLES)
+        return -1;
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        double *p = realloc(*a, c * sizeof *p);
+        if (!p)
+            return -1;
+        *a = p;
+        *cap = c;
+    }
+    (*a)[(*n)++] = x;
+    return 0;
+}
+
+int
+pw_results_calibration_samples(const json_t *doc, double **out, size_t *n,
+                               char *err, size_t errlen)
+{
+    double *a = NULL;
+    size_t count = 0, cap = 0;
+    size_t i, j;
+    json_t *v, *b, *s;
+    json_array_foreach(json_object_get(json_object_get(doc, "calibration"),
+                                       "wall_us"), i, v)
+        if (s_push(&a, &count, &cap, json_number_value(v)) != 0)
+            goto fail;
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, b)
+        json_array_foreach(json_object_get(b, "samples"), j, s) {
+            const char *k = json_string_value(json_object_get(s, "kind"));
+            if (k && strcmp(k, "calibration") == 0 &&
+                s_push(&a, &count, &cap,
+                       json_number_value(json_object_get(s, "wall_us"))) != 0)
+                goto fail;
+        }
+    *out = a;
+    *n = count;
+    return PW_RESULTS_OK;
+fail:
+    free(a);
+    snprintf(err, errlen, "calibration samples: out of memory or more than "
+             "%u", VD_MAX_SAMPLES);
+    return PW_RESULTS_ERR;
+}
+
+int
+pw_results_arm_samples(const json_t *bench, const char *arm, double **out,
+                       size_t *n, char *err, size_t errlen)
+{
+    double *a = NULL;
+    size_t count = 0, cap = 0, i;
+    json_t *s;
+    json_array_foreach(json_object_get(bench, "samples"), i, s) {
+        const char *k = json_string_value(json_object_get(s, "kind"));
+        const char *name = json_string_value(json_object_get(s, "arm"));
+        if (k && name && strcmp(k, "measured") == 0 &&
+            strcmp(name, arm) == 0 &&
+            s_push(&a, &count, &cap,
+                   json_number_value(json_object_get(s, "wall_us"))) != 0) {
+            free(a);
+            snprintf(err, errlen, "arm %s: out of memory or more than %u "
+                     "samples", arm, VD_MAX_SAMPLES);
+            return PW_RESULTS_ERR;
+        }
+    }
+    *out = a;
+    *n = count;
+    return PW_RESULTS_OK;
+}
+
+/* Summaries and verdicts of one benchmark. */
+static int
+s_finish_bench(json_t *b, const vd_params_t *params, char *err,
+               size_t errlen)
+{
+    json_t *arms = json_object_get(b, "arms");
+    size_t narms = json_array_size(arms), subject = 0;
+    double *samples[64] = { 0 };
+    size_t counts[64] = { 0 };
+    int rc = PW_RESULTS_ERR;
+    json_t *summary = json_object(), *verdict = json_object();
+    char why[768] = "";
+
+    if (narms > 64) {
+        snprintf(err, errlen, "benchmark %s: more than 64 arms",
+                 json_string_value(json_object_get(b, "name")));
+        goto done;
+    }
+    for (size_t i = 0; i < narms; i++) {
+        json_t *arm = json_array_get(arms, i);
+        const char *name = json_string_value(json_object_get(arm, "name"));
+        if (json_is_true(json_object_get(arm, "subject")))
+            subject = i;
+        if (pw_results_arm_samples(b, name, &samples[i], &counts[i], err,
+                                   errlen) != PW_RESULTS_OK)
+            goto done;
+        vd_summary_t s;
+        char e[256];
+        if (counts[i] > 0 &&
+            vd_summarize(samples[i], counts[i], &s, e, sizeof e) == VD_OK)
+            json_object_set_new(summary, name, pw_summary_to_json(&s));
+    }
+    const char *status = json_string_value(json_object_get(b, "status"));
+    const char *subject_name = json_string_value(
+        json_object_get(json_array_get(arms, subject), "name"));
+    if (status && strcmp(status, "failed") == 0) {
+        snprintf(why, sizeof why, "no verdict: the benchmark failed");
+    } else {
+        for (size_t i = 0; i < narms; i++) {
+            if (i == subject)
+                continue;
+            const char *name = json_string_value(
+                json_object_get(json_array_get(arms, i), "name"));
+            vd_verdict_t v;
+            char e[256];
+            if (vd_compare(samples[subject], counts[subject], samples[i],
+                           counts[i], params, &v, e, sizeof e) != VD_OK) {
+                snprintf(why, sizeof why, "no verdict for %s against %s: %s",
+                         subject_name, name, e);
+                continue;
+            }
+            json_object_set_new(verdict, name,
+                                pw_verdict_to_json(&v, PW_VERDICT_SUMMARIES));
+        }
+    }
+    json_object_set_new(b, "summary", summary);
+    json_object_set_new(b, "verdict", verdict);
+    summary = verdict = NULL;
+    json_object_set_new(b, "verdict_error", why[0] ? json_string(why)
+                                                   : json_null());
+    rc = PW_RESULTS_OK;
+done:
+    for (size_t i = 0; i < narms && i < 64; i++)
+        free(samples[i]);
+    json_decref(summary);
+    json_decref(verdict);
+    return rc;
+}
+
+int
+pw_results_finish(json_t *doc, double parity, bool complete,
+                  int64_t ended_at_us, char *err, size_t errlen)
+{
+    double *cal = NULL;
+    size_t ncal = 0, i;
+    json_t *b;
+    vd_params_t params;
+    int rc = PW_RESULTS_ERR;
+
+    vd_params_default(&params);
+    params.parity = parity;
+    if (pw_results_calibration_samples(doc, &cal, &ncal, err, errlen) !=
+        PW_RESULTS_OK)
+        return PW_RESULTS_ERR;
+    if (vd_floor(cal, ncal, &params.floor_us, &params.floor_is_default, err,
+                 errlen) != VD_OK)
+        goto done;
+    json_object_set_new(doc, "floor",
+                        json_pack("{s:f,s:b,s:I,s:f}",
+                                  "floor_us", params.floor_us,
+                                  "default", params.floor_is_default,
+                                  "calibration_samples", (json_int_t)ncal,
+                                  "parity", params.parity));
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, b)
+        if (s_finish_bench(b, &params, err, errlen) != PW_RESULTS_OK)
+            goto done;
+    json_object_set_new(doc, "complete", json_boolean(complete));
+    json_object_set_new(doc, "ended_at_us",
+                        json_integer((json_int_t)ended_at_us));
+    rc = PW_RESULTS_OK;
+done:
+    free(cal);
+    return rc;
+}
+
+int
+pw_results_check(const json_t *doc, char *err, size_t errlen)
+{
+    size_t i, j;
+    json_t *b, *s;
+    if (!json_is_object(doc)) {
+        snprintf(err, errlen, "results: expected an object");
+        return PW_RESULTS_ERR;
+    }
+    json_t *ver = json_object_get(doc, "schema_version");
+    if (!json_is_integer(ver) || json_integer_value(ver) != PW_SCHEMA_VERSION) {
+        snprintf(err, errlen, "results: schema_version: expected %d",
+                 PW_SCHEMA_VERSION);
+        return PW_RESULTS_ERR;
+    }
+    static const char *const strs[] = { "suite", "tool", NULL };
+    for (i = 0; strs[i]; i++)
+        if (!json_is_string(json_object_get(doc, strs[i]))) {
+            snprintf(err, errlen, "results: %s: expected a string", strs[i]);
+            return PW_RESULTS_ERR;
+        }
+    if (!json_is_boolean(json_object_get(doc, "complete"))) {
+        snprintf(err, errlen, "results: complete: expected true or false");
+        return PW_RESULTS_ERR;
+    }
+    if (!json_is_array(json_object_get(doc, "benchmarks"))) {
+        snprintf(err, errlen, "results: benchmarks: expected a list");
+        return PW_RESULTS_ERR;
+    }
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, b) {
+        if (!json_is_string(json_object_get(b, "name")) ||
+            !json_is_array(json_object_get(b, "arms")) ||
+            !json_is_array(json_object_get(b, "samples"))) {
+            snprintf(err, errlen, "results: benchmarks[%zu]: expected name, "
+                     "arms and samples", i);
+            return PW_RESULTS_ERR;
+        }
+        json_array_foreach(json_object_get(b, "samples"), j, s) {
+            pw_sample_kind_t k;
+            if (pw_sample_kind_parse(json_string_value(
+                    json_object_get(s, "kind")), &k) != PW_RESULTS_OK ||
+                !json_is_number(json_object_get(s, "wall_us"))) {
+                snprintf(err, errlen, "results: benchmarks[%zu].samples[%zu]:"
+                         " expected kind and wall_us", i, j);
+                return PW_RESULTS_ERR;
+            }
+        }
+    }
+    return PW_RESULTS_OK;
+}

@@ -1,0 +1,128 @@
+/* pw_results.h -- the results file, JSON schema_version 3.
+ *
+ * One document per session (a suite run or a `parity compare`):
+ *
+ *   {"schema_version": 3, "tool": "parity-agent", "tool_version": "0.1.0",
+ *    "suite": "example", "suite_file": "examples/suites/example.yaml",
+ *    "complete": true, "started_at_us": ..., "ended_at_us": ...,
+ *    "environment": {...ag_env...}, "warnings": [...],
+ *    "floor": {"floor_us": 31.2, "default": false,
+ *              "calibration_samples": 130, "parity": 0.04},
+ *    "calibration": {"taken_at_us": ..., "wall_us": [...]},
+ *    "benchmarks": [
+ *      {"name": "compress", "status": "complete", "reason": null,
+ *       "stderr_tail": null, "runs": 10, "warmup": 1,
+ *       "arms": [{"name": "gzip1", "subject": true,
+ *                 "command": ["gzip", "-1"], "version_output": ""}],
+ *       "order": [["gzip1", "gzip9"], ["gzip9", "gzip1"]],
+ *       "samples": [{"kind": "measured", "arm": "gzip1", "round": 0,
+ *                    "position": 0, "wall_us": ..., "user_us": ...,
+ *                    "sys_us": ..., "maxrss_kb": ..., "exit_status": 0,
+ *                    "term_signal": 0, "cpu": 1, "start_unix_us": ...}],
+ *       "summary": {"gzip1": {pw_summary}, ...},
+ *       "verdict": {"gzip9": {pw_verdict with summaries}}}]}
+ *
+ * Samples of every kind (warmup, measured, calibration, error) are kept;
+ * only "measured" ones enter summaries and verdicts. A calibration
+ * sample's "arm" is null; an error sample has "error". docs/agent.md
+ * documents every field.
+ *
+ * Ownership: functions returning json_t * return a new reference the
+ * caller owns (json_decref), except where "borrowed" is said. No I/O.
+ */
+#ifndef PW_RESULTS_H
+#define PW_RESULTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "vd_verdict.h"
+
+#define PW_RESULTS_OK   0
+#define PW_RESULTS_ERR -1
+
+/* Sample kinds as parity.proto numbers them. */
+typedef enum {
+    PW_SAMPLE_MEASURED = 0,
+    PW_SAMPLE_WARMUP = 1,
+    PW_SAMPLE_CALIBRATION = 2,
+    PW_SAMPLE_ERROR = 3,
+    PW_SAMPLE_KIND_COUNT       /* sentinel */
+} pw_sample_kind_t;
+
+typedef struct {
+    pw_sample_kind_t kind;
+    const char *arm;           /* arm name; NULL for calibration */
+    unsigned round;
+    unsigned position;
+    double wall_us;
+    double user_us;
+    double sys_us;
+    int64_t maxrss_kb;
+    int exit_status;
+    int term_signal;
+    int cpu;                   /* -1 unknown: written as null */
+    int64_t start_unix_us;
+    const char *error;         /* error samples only */
+} pw_sample_t;
+
+/* A new document with the header fields; environment is borrowed (a
+ * reference is taken) and may be NULL. */
+json_t *pw_results_new(const char *tool, const char *tool_version,
+                       const char *suite, const char *suite_file,
+                       json_t *environment, int64_t started_at_us);
+
+/* Append a benchmark; returns it borrowed from doc (NULL on OOM). */
+json_t *pw_results_add_benchmark(json_t *doc, const char *name,
+                                 unsigned runs, unsigned warmup,
+                                 int64_t started_at_us);
+
+/* Append an arm to bench: argv (NULL-terminated) or shell. */
+int pw_results_add_arm(json_t *bench, const char *name, bool subject,
+                       const char *const *argv, const char *shell,
+                       const char *version_output);
+
+/* order[r * arm_count + p] = index of the arm at position p of round r. */
+int pw_results_set_order(json_t *bench, const unsigned *order,
+                         size_t rounds, size_t arm_count);
+
+int pw_results_add_sample(json_t *bench, const pw_sample_t *s);
+
+/* status is "complete", "failed", "incomplete" or "cancelled"; reason and
+ * stderr_tail may be NULL. */
+int pw_results_end_benchmark(json_t *bench, const char *status,
+                             const char *reason, const char *stderr_tail,
+                             int64_t ended_at_us);
+
+/* The session-start calibration samples. */
+int pw_results_set_calibration(json_t *doc, const double *wall_us, size_t n,
+                               int64_t taken_at_us);
+
+/* Every calibration wall_us of the document (session start and rounds)
+ * into a new malloc'd array the caller frees; *n the count. */
+int pw_results_calibration_samples(const json_t *doc, double **out,
+                                   size_t *n, char *err, size_t errlen);
+
+/* The measured wall_us of one arm of bench into a new malloc'd array. */
+int pw_results_arm_samples(const json_t *bench, const char *arm,
+                           double **out, size_t *n, char *err,
+                           size_t errlen);
+
+/* Finish doc: the floor from its calibration samples (vd_floor), then for
+ * each benchmark the summaries and a verdict of the subject against every
+ * other arm (vd_compare). A benchmark whose status is "failed", or an arm
+ * with fewer than 2 measured samples, gets "verdict_error" instead of
+ * that verdict. Sets "complete" and "ended_at_us". */
+int pw_results_finish(json_t *doc, double parity, bool complete,
+                      int64_t ended_at_us, char *err, size_t errlen);
+
+/* Check the document's required fields and types (for readers such as
+ * `parity import`); err names the first problem. */
+int pw_results_check(const json_t *doc, char *err, size_t errlen);
+
+const char *pw_sample_kind_name(pw_sample_kind_t k);
+int pw_sample_kind_parse(const char *s, pw_sample_kind_t *k);
+
+#endif
