@@ -12,7 +12,8 @@
 
 #define CL_VERBS(X) \
     X(verdict, "judge two lists of samples: win, parity or loss") \
-    X(import,  "verdicts from hyperfine or Google Benchmark JSON files")
+    X(import,  "verdicts from hyperfine or Google Benchmark JSON files") \
+    X(compare, "run commands interleaved here and judge them")
 
 #define CL_VERB_PROTOTYPE(name, summary) \
     int cl_##name##_main(int argc, char **argv);
