@@ -115,6 +115,11 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
 
     ag_callbacks_t cb = ag_record_callbacks(
         rec, isatty(STDERR_FILENO) ? s_progress : NULL, &pg);
+    ag_callbacks_t wrapped;
+    if (copts->wrap) {
+        copts->wrap(copts->wrap_ctx, &cb, &wrapped);
+        cb = wrapped;
+    }
     int rc = ag_harness_run(h, suite, hopts, &cb, err, sizeof err);
     if (pg.drawn) {
         fprintf(stderr, "\r\033[K");

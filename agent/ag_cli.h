@@ -27,6 +27,11 @@ typedef struct {
     bool json;               /* results JSON on stdout, not the report */
     const char *export_path; /* also write the results file here */
     double parity;           /* flat tolerance */
+    /* Optional: wrap the session's callbacks (parity-agent run
+     * --collector streams them through the spool, ag_daemon.h). */
+    void (*wrap)(void *ctx, const ag_callbacks_t *inner,
+                 ag_callbacks_t *out);
+    void *wrap_ctx;
 } ag_cli_opts_t;
 
 /* Run suite with hopts and report; returns an AG_EXIT_* code. suite and

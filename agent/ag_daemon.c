@@ -116,7 +116,7 @@ s_sha256_file(const char *path, char hex[65], char *err, size_t errlen)
     crypto_hash_sha256_state st;
     size_t n;
     if (!f) {
-        snprintf(err, errlen, "fopen %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "fopen %.400s: %s", path, strerror(errno));
         return -1;
     }
     crypto_hash_sha256_init(&st);
@@ -125,7 +125,7 @@ s_sha256_file(const char *path, char hex[65], char *err, size_t errlen)
     int bad = ferror(f);
     fclose(f);
     if (bad) {
-        snprintf(err, errlen, "read %s: I/O error", path);
+        snprintf(err, errlen, "read %.400s: I/O error", path);
         return -1;
     }
     crypto_hash_sha256_final(&st, out);
@@ -800,14 +800,15 @@ ag_stream_take_args(int *argc, char **argv, ag_stream_opts_t *o, char *err,
     for (int i = 1; i < *argc; i++) {
         const char *a = argv[i];
         const char **str = NULL;
-        bool mb = false, ms = false;
+        bool mb = false, secs = false;
         if (strcmp(a, "--collector") == 0) str = &o->collector;
         else if (strcmp(a, "--collector-key") == 0) str = &o->collector_key;
         else if (strcmp(a, "--key") == 0) str = &o->key;
         else if (strcmp(a, "--spool") == 0) str = &o->spool_dir;
         else if (strcmp(a, "--name") == 0) str = &o->name;
         else if (strcmp(a, "--spool-max") == 0) mb = true;
-        else if (strcmp(a, "--heartbeat-ms") == 0) ms = true;
+        else if (strcmp(a, "--heartbeat-ms") == 0) { }
+        else if (strcmp(a, "--ack-timeout") == 0) secs = true;
         else {
             argv[out++] = argv[i];
             continue;
@@ -824,13 +825,16 @@ ag_stream_take_args(int *argc, char **argv, ag_stream_opts_t *o, char *err,
         char *end = NULL;
         errno = 0;
         unsigned long long n = strtoull(v, &end, 10);
-        if (errno || end == v || *end || n == 0
-            || (mb && n > AG_DAEMON_MAX_SPOOL_MB) || (ms && n > 60000)) {
+        unsigned max = mb ? AG_DAEMON_MAX_SPOOL_MB
+                     : secs ? AG_DAEMON_MAX_ACK_TIMEOUT_S : 60000u;
+        if (errno || end == v || *end || n == 0 || n > max) {
             snprintf(err, errlen, "%s %s: expected a whole number from 1 "
-                     "to %u", a, v, mb ? AG_DAEMON_MAX_SPOOL_MB : 60000u);
+                     "to %u", a, v, max);
             return -1;
         }
-        if (mb)
+        if (secs)
+            o->ack_timeout_s = (double)n;
+        else if (mb)
             o->spool_max_bytes = (uint64_t)n << 20;
         else
             o->heartbeat_ms = (unsigned)n;
@@ -940,6 +944,50 @@ ag_stream_destroy(ag_stream_t **sp)
     pthread_mutex_destroy(&s->emit_lock);
     free(s);
     *sp = NULL;
+}
+
+static void
+s_wrap(void *ctx, const ag_callbacks_t *inner, ag_callbacks_t *out)
+{
+    ag_stream_callbacks(ctx, inner, out);
+}
+
+int
+ag_stream_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
+                  const ag_cli_opts_t *copts, const ag_stream_opts_t *so)
+{
+    char err[S_ERR];
+    ag_stream_t *s = ag_stream_open(so, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "%s: %s\n", copts->prog, err);
+        return AG_EXIT_USAGE;
+    }
+    if (!ag_spool_has_room(s->spool, PW_WIRE_MAX_FRAME)) {
+        fprintf(stderr, "%s: spool %s is full (%zu messages, %" PRIu64
+                " bytes not yet acked by the collector); the run is refused "
+                "so that no spooled data is dropped: wait for the collector, "
+                "or raise --spool-max\n", copts->prog, so->spool_dir,
+                ag_spool_count(s->spool), ag_spool_bytes(s->spool));
+        ag_stream_destroy(&s);
+        return AG_EXIT_SYSTEM;
+    }
+    ag_cli_opts_t c = *copts;
+    c.wrap = s_wrap;
+    c.wrap_ctx = s;
+    int code = ag_cli_session(suite, hopts, &c);
+    double timeout = so->ack_timeout_s > 0 ? so->ack_timeout_s
+                                           : AG_DAEMON_ACK_TIMEOUT_S;
+    size_t left = ag_stream_drain(s, timeout);
+    if (left > 0) {
+        fprintf(stderr, "%s: %zu messages remain spooled in %s (not acked "
+                "by %s within %.0f s); the next parity-agent start with "
+                "--spool %s sends them\n", copts->prog, left, so->spool_dir,
+                so->collector, timeout, so->spool_dir);
+        if (code == AG_EXIT_OK)
+            code = AG_EXIT_SYSTEM;
+    }
+    ag_stream_destroy(&s);
+    return code;
 }
 
 /* ------------------------------------------------------------- daemon */
@@ -1210,8 +1258,7 @@ ag_daemon_main(int argc, char **argv)
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = s_on_signal;
-    sa.sa_flags = SA_RESTART;
+    sa.sa_handler = s_on_signal;   /* no SA_RESTART: waits must end */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ag_cli.h"
 #include "ag_harness.h"
 
 #define AG_DAEMON_EXIT_OK      0
@@ -39,6 +40,8 @@
 #define AG_DAEMON_MAX_SPOOL_MB    (1u << 20)
 #define AG_DAEMON_RESTART_REASON  "agent restarted during run"
 #define AG_DAEMON_STOP_REASON     "agent stopped"
+#define AG_DAEMON_ACK_TIMEOUT_S   60.0
+#define AG_DAEMON_MAX_ACK_TIMEOUT_S 86400u
 
 typedef struct ag_stream ag_stream_t;
 
@@ -51,10 +54,12 @@ typedef struct {
     const char *suites_dir;     /* NULL: Hello lists no suites */
     uint64_t spool_max_bytes;   /* 0: the spool's default */
     unsigned heartbeat_ms;      /* 0: 1000 */
+    double ack_timeout_s;       /* run mode: wait this long for acks;
+                                   0: AG_DAEMON_ACK_TIMEOUT_S */
 } ag_stream_opts_t;
 
 /* Remove the stream options (--collector, --collector-key, --key,
- * --spool, --spool-max, --name, --heartbeat-ms) and their values from
+ * --spool, --spool-max, --name, --heartbeat-ms, --ack-timeout) and their values from
  * argv[1..*argc-1], filling o (strings point into argv). Other arguments
  * keep their order. Fails on an option without its value. */
 int ag_stream_take_args(int *argc, char **argv, ag_stream_opts_t *o,
@@ -87,6 +92,16 @@ size_t ag_stream_spooled(ag_stream_t *s);
 /* Stop the network thread, close everything, free *s, set it to NULL.
  * The spool's files stay for the next start. Accepts NULL. */
 void ag_stream_destroy(ag_stream_t **s);
+
+/* `parity-agent run SUITE --collector ...`: ag_cli_session() with its
+ * callbacks streamed through a stream opened from so, then up to
+ * so->ack_timeout_s for the acks. Returns an AG_EXIT_* code:
+ * AG_EXIT_SYSTEM when messages remain unacked (it says how many), or
+ * when the spool is full before the run starts (the run is refused). */
+int ag_stream_session(const ag_suite_t *suite,
+                      const ag_harness_opts_t *hopts,
+                      const ag_cli_opts_t *copts,
+                      const ag_stream_opts_t *so);
 
 /* `parity-agent --collector ...`: the daemon. argv[0] is the program.
  * Returns the process exit code. */

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "ag_cli.h"
+#include "ag_daemon.h"
 #include "ag_env.h"
 #include "ag_harness.h"
 #include "ag_suite.h"
@@ -87,6 +88,13 @@ s_run_main(int argc, char **argv)
     char err[1024];
     unsigned long v;
     int c;
+
+    /* --collector and friends: stream the run through the spool. */
+    ag_stream_opts_t sopts = { 0 };
+    if (ag_stream_take_args(&argc, argv, &sopts, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return AG_EXIT_USAGE;
+    }
 
     opterr = 0;
     optind = 1;
@@ -166,7 +174,9 @@ s_run_main(int argc, char **argv)
     }
     hopts.only = nonly ? only : NULL;
     hopts.only_count = nonly;
-    int code = ag_cli_session(suite, &hopts, &copts);
+    int code = ag_stream_wanted(&sopts)
+             ? ag_stream_session(suite, &hopts, &copts, &sopts)
+             : ag_cli_session(suite, &hopts, &copts);
     ag_suite_destroy(&suite);
     return code;
 }
@@ -268,14 +278,9 @@ main(int argc, char **argv)
         return s_run_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "env") == 0)
         return s_env_main(argc - 1, argv + 1);
-    /* DAEMON MODE goes here: the daemon work replaces the next three
-     * lines with `return ag_daemon_main(argc, argv);` (agent/ag_daemon.h)
-     * for argv[1] starting with "--" (e.g. --collector). */
-    if (strncmp(argv[1], "--", 2) == 0) {
-        fprintf(stderr, "parity-agent: unknown option \"%s\" (daemon mode "
-                "is not built in yet; parity-agent --help)\n", argv[1]);
-        return AG_EXIT_USAGE;
-    }
+    /* Daemon mode (agent/ag_daemon.h). */
+    if (strncmp(argv[1], "--", 2) == 0)
+        return ag_daemon_main(argc, argv);
     fprintf(stderr, "parity-agent: unknown command \"%s\" (parity-agent "
             "--help)\n", argv[1]);
     return AG_EXIT_USAGE;

@@ -12,6 +12,7 @@ meson
 ninja-build
 pkg-config
 libzmq3-dev
+libsodium-dev
 libczmq-dev
 libprotobuf-c-dev
 protobuf-c-compiler
