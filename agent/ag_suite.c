@@ -760,9 +760,11 @@ s_suite(s_ctx_t *c, const ag_var_t *vars, size_t nvars, ag_suite_t *suite)
 {
     yaml_node_t *root = yaml_document_get_root_node(c->doc);
     yaml_node_t *v;
-    if (!root)
-        return s_fail(c, NULL, "1:1: expected a mapping with suite: and "
-                      "benchmarks:, found an empty file");
+    if (!root) {
+        snprintf(c->err, c->errlen, "%s:1:1: expected a mapping with suite: "
+                 "and benchmarks:, found an empty file", c->name);
+        return AG_SUITE_ERR;
+    }
     if (root->type != YAML_MAPPING_NODE)
         return s_fail(c, root, "expected a mapping with suite: and "
                       "benchmarks: at the top, found %s", s_kind_name(root));
@@ -968,8 +970,9 @@ ag_var_parse(char *s, ag_var_t *var, char *err, size_t errlen)
     }
     *eq = '\0';
     if (!s_is_name(s)) {
-        snprintf(err, errlen, "--var %s: \"%s\" is not a variable name "
-                 "(letters, digits and _, not starting with a digit)", s, s);
+        snprintf(err, errlen, "--var %s=%s: \"%s\" is not a variable name "
+                 "(letters, digits and _, not starting with a digit)", s,
+                 eq + 1, s);
         *eq = '=';
         return AG_SUITE_ERR;
     }

@@ -1,0 +1,347 @@
+/* test_suite.c -- ag_suite: what a valid file turns into, and every error
+ * message a suite file can produce, pinned with its line and column. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_suite.h"
+#include "tap.h"
+
+#define ARMS2 \
+    "    arms:\n" \
+    "      - name: a\n" \
+    "        command: [/bin/true]\n" \
+    "      - name: b\n" \
+    "        command: [/bin/true]\n"
+
+typedef struct {
+    const char *yaml;
+    const char *want;   /* the whole message */
+} bad_t;
+
+static const bad_t s_bad[] = {
+    { "", "t.yaml:1:1: expected a mapping with suite: and benchmarks:, "
+          "found an empty file" },
+    { "suite: [x\n", "t.yaml:2:1: YAML syntax: did not find expected ',' or "
+      "']' while parsing a flow sequence" },
+    { "- a\n- b\n", "t.yaml:1:1: expected a mapping with suite: and "
+      "benchmarks: at the top, found a list" },
+    { "suite: s\nbenchmark: []\n", "t.yaml:2:1: unknown key \"benchmark\" in "
+      "the suite (expected one of: suite, variables, defaults, benchmarks)" },
+    { "suite: s\nsuite: t\n", "t.yaml:2:1: duplicate key \"suite\" in the "
+      "suite" },
+    { "benchmarks: []\n", "t.yaml:1:1: missing key \"suite\" (the suite's "
+      "name)" },
+    { "suite: [a]\n", "t.yaml:1:8: suite: expected a string, found a list" },
+    { "suite: ''\n", "t.yaml:1:8: suite: expected a non-empty name" },
+    { "suite: s\n", "t.yaml:1:1: missing key \"benchmarks\"" },
+    { "suite: s\nbenchmarks: {}\n", "t.yaml:2:13: benchmarks: expected a "
+      "list of benchmarks, found a mapping" },
+    { "suite: s\nbenchmarks: []\n", "t.yaml:2:13: benchmarks: expected at "
+      "least one benchmark, found an empty list" },
+    { "suite: s\nbenchmarks:\n  - x\n", "t.yaml:3:5: benchmarks: expected a "
+      "mapping with name: and arms:, found a scalar" },
+    { "suite: s\nbenchmarks:\n  - runs: 3\n", "t.yaml:3:5: benchmark: "
+      "missing key \"name\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    colour: red\n",
+      "t.yaml:4:5: unknown key \"colour\" in a benchmark (expected one of: "
+      "name, arms, runs, warmup, timeout, stdout, stderr, expect_exit, cpus, "
+      "versions)" },
+    { "suite: s\nbenchmarks:\n  - name: x\n",
+      "t.yaml:3:5: benchmark \"x\": missing key \"arms\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms: a\n",
+      "t.yaml:4:11: arms: expected a list of at least 2 arms, found a "
+      "scalar" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [/bin/true]\n",
+      "t.yaml:5:7: benchmark \"x\": expected at least 2 arms, found 1" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - a\n      - b\n",
+      "t.yaml:5:9: arms: expected a mapping with name: and command: or "
+      "shell:, found a scalar" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - command: [a]\n"
+      "      - name: b\n",
+      "t.yaml:5:9: arm: missing key \"name\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        cmd: [a]\n      - name: b\n",
+      "t.yaml:6:9: unknown key \"cmd\" in an arm (expected one of: name, "
+      "subject, command, shell, cwd, env, setup, cleanup, prepare, conclude, "
+      "versions)" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "      - name: b\n",
+      "t.yaml:5:9: arm \"a\": missing key \"command\" (an argv list) or "
+      "\"shell\" (a string)" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a]\n        shell: a\n      - name: b\n",
+      "t.yaml:7:16: arm \"a\": give command: (an argv list) or shell: (a "
+      "string), not both" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: a b\n      - name: b\n",
+      "t.yaml:6:18: command: expected a list of strings (the argv), found a "
+      "scalar" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: []\n      - name: b\n",
+      "t.yaml:6:18: command: expected at least the program name, found an "
+      "empty list" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: ['']\n      - name: b\n",
+      "t.yaml:6:19: command: the program name is empty" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [[a]]\n      - name: b\n",
+      "t.yaml:6:19: command: expected a string, found a list" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        shell: [a]\n      - name: b\n",
+      "t.yaml:6:16: shell: expected a string, found a list" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a, \"${size}\"]\n      - name: b\n"
+      "        command: [b]\n",
+      "t.yaml:6:22: command: undefined variable ${size} (give --var "
+      "size=VALUE or set it under variables:)" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a, \"${size\"]\n      - name: b\n",
+      "t.yaml:6:22: command: unterminated \"${\" in \"${size\" (write $${ "
+      "for a literal ${)" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a, \"${}\"]\n      - name: b\n",
+      "t.yaml:6:22: command: expected a variable name inside ${} in \"${}\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a, \"${1x}\"]\n      - name: b\n",
+      "t.yaml:6:22: command: \"1x\" is not a variable name (letters, digits "
+      "and _, not starting with a digit)" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a, \"a\\0b\"]\n      - name: b\n",
+      "t.yaml:6:22: command: contains a NUL byte" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        subject: yes\n        command: [a]\n      - name: b\n",
+      "t.yaml:6:18: subject: expected true or false, found \"yes\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        subject: true\n        command: [a]\n      - name: b\n"
+      "        subject: true\n        command: [b]\n",
+      "t.yaml:8:9: benchmark \"x\": arms \"a\" and \"b\" are both marked "
+      "subject: true" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a]\n      - name: a\n        command: [b]\n",
+      "t.yaml:7:9: benchmark \"x\": two arms named \"a\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n" ARMS2 "  - name: x\n" ARMS2,
+      "t.yaml:9:5: two benchmarks named \"x\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    runs: 0\n" ARMS2,
+      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found "
+      "\"0\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    runs: ten\n" ARMS2,
+      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found "
+      "\"ten\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    runs: [1]\n" ARMS2,
+      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found a "
+      "list" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    warmup: -1\n" ARMS2,
+      "t.yaml:4:13: warmup: expected an integer from 0 to 10000, found "
+      "\"-1\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    timeout: 0\n" ARMS2,
+      "t.yaml:4:14: timeout: expected seconds above 0 and at most 86400, "
+      "found \"0\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    timeout: {}\n" ARMS2,
+      "t.yaml:4:14: timeout: expected seconds above 0 and at most 86400, "
+      "found a mapping" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    expect_exit: 256\n" ARMS2,
+      "t.yaml:4:18: expect_exit: expected an integer from 0 to 255, found "
+      "\"256\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    stdout: ''\n" ARMS2,
+      "t.yaml:4:13: stdout: expected \"discard\" or a file path, found an "
+      "empty string" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    stderr: [a]\n" ARMS2,
+      "t.yaml:4:13: stderr: expected \"discard\" or a file path, found a "
+      "list" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    cpus: 1-0\n" ARMS2,
+      "t.yaml:4:11: cpus: cpu list \"1-0\": expected a range end >= 1" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    cpus: 5000\n" ARMS2,
+      "t.yaml:4:11: cpus: cpu list \"5000\": CPU 5000 is not below 1024" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    cpus: 0;1\n" ARMS2,
+      "t.yaml:4:11: cpus: cpu list \"0;1\": unexpected ';'" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    cpus: []\n" ARMS2,
+      "t.yaml:4:11: cpus: expected at least one CPU" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    cpus: {a: 1}\n" ARMS2,
+      "t.yaml:4:11: cpus: expected a CPU list such as \"0-3,6\" or a list of "
+      "CPU numbers, found a mapping" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    versions: cc --version\n"
+      ARMS2,
+      "t.yaml:4:15: versions: expected a list of commands, found a scalar" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    versions: [{a: b}]\n" ARMS2,
+      "t.yaml:4:16: versions: expected a shell string or an argv list, "
+      "found a mapping" },
+    { "suite: s\ndefaults: []\nbenchmarks: []\n",
+      "t.yaml:2:11: defaults: expected a mapping, found a list" },
+    { "suite: s\ndefaults:\n  arms: []\nbenchmarks: []\n",
+      "t.yaml:3:3: unknown key \"arms\" in defaults (expected one of: runs, "
+      "warmup, timeout, stdout, stderr, expect_exit, cpus, versions)" },
+    { "suite: s\nvariables: [a]\nbenchmarks: []\n",
+      "t.yaml:2:12: variables: expected a mapping of name: value, found a "
+      "list" },
+    { "suite: s\nvariables: {a-b: 1}\nbenchmarks: []\n",
+      "t.yaml:2:13: variables: \"a-b\" is not a variable name (letters, "
+      "digits and _, not starting with a digit)" },
+    { "suite: s\nvariables: {a: [1]}\nbenchmarks: []\n",
+      "t.yaml:2:16: variables: expected a string, found a list" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a]\n        env: [A]\n      - name: b\n",
+      "t.yaml:7:14: env: expected a mapping of NAME: value, found a list" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a]\n        env: {A B: 1}\n      - name: b\n",
+      "t.yaml:7:15: env: \"A B\" is not a variable name (letters, digits and "
+      "_, not starting with a digit)" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a]\n        prepare: {x: 1}\n      - name: b\n",
+      "t.yaml:7:18: prepare: expected a shell string or an argv list, found "
+      "a mapping" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: ''\n"
+      "        command: [a]\n      - name: b\n",
+      "t.yaml:5:15: name: expected a non-empty arm name" },
+    { "suite: s\nbenchmarks:\n  - {name: x, arms: [{name: a, command: [a]},"
+      " {name: b, command: [b]}]}\n---\nsuite: t\n",
+      "t.yaml:5:1: expected one YAML document, found a second" },
+    { "suite: s\n{a: 1}: 2\nbenchmarks: []\n",
+      "t.yaml:2:1: the suite: expected a key, found a mapping" },
+};
+
+static void
+s_bad_cases(void)
+{
+    for (size_t i = 0; i < sizeof s_bad / sizeof s_bad[0]; i++) {
+        ag_suite_t *s = NULL;
+        char err[1024] = "";
+        int rc = ag_suite_load_buffer("t.yaml", s_bad[i].yaml,
+                                      strlen(s_bad[i].yaml), NULL, 0, &s,
+                                      err, sizeof err);
+        ok(rc == AG_SUITE_ERR && s == NULL, "bad case %zu is refused", i);
+        ok_str(err, s_bad[i].want, "bad case %zu message", i);
+        ag_suite_destroy(&s);
+    }
+}
+
+static void
+s_good(void)
+{
+    static const char yaml[] =
+        "suite: good\n"
+        "variables:\n"
+        "  size: '10'\n"
+        "  word: default\n"
+        "defaults:\n"
+        "  runs: 7\n"
+        "  warmup: 2\n"
+        "  timeout: 1.5\n"
+        "  cpus: 0\n"
+        "benchmarks:\n"
+        "  - name: first\n"
+        "    runs: 3\n"
+        "    stdout: out.txt\n"
+        "    expect_exit: 3\n"
+        "    arms:\n"
+        "      - name: a\n"
+        "        command: [prog, \"--size=${size}\", \"${word}\", \"$${x}\"]\n"
+        "        env: {MY: \"v${size}\"}\n"
+        "        prepare: echo ${word}\n"
+        "      - name: b\n"
+        "        subject: true\n"
+        "        shell: \"echo ${word} | wc -c\"\n"
+        "        versions: [[prog, --version], \"uname -r\"]\n"
+        "  - name: second\n"
+        "    arms:\n"
+        "      - {name: x, command: [x]}\n"
+        "      - {name: y, command: [y]}\n";
+    ag_var_t vars[] = { { "word", "a; rm -rf /" } };
+    ag_suite_t *s = NULL;
+    char err[1024] = "";
+    int rc = ag_suite_load_buffer("good.yaml", yaml, sizeof yaml - 1, vars, 1,
+                                  &s, err, sizeof err);
+    ok(rc == AG_SUITE_OK, "a valid suite loads (%s)", err);
+    if (rc != AG_SUITE_OK)
+        return;
+    ok_str(s->name, "good", "suite name");
+    ok(s->benchmark_count == 2, "two benchmarks");
+    const ag_bench_t *b = &s->benchmarks[0];
+    ok(b->runs == 3 && b->warmup == 2, "runs from the benchmark, warmup "
+       "from defaults");
+    ok(b->timeout_s == 1.5 && b->expect_exit == 3, "timeout and expect_exit");
+    ok(b->out.kind == AG_OUT_FILE && strcmp(b->out.path, "out.txt") == 0,
+       "stdout to a file");
+    ok(b->err.kind == AG_OUT_DISCARD, "stderr discarded by default");
+    ok(b->cpu_count == 1 && b->cpus[0] == 0, "cpus from defaults");
+    ok(b->subject == 1 && b->arms[1].subject && !b->arms[0].subject,
+       "subject: true picks the subject");
+    const ag_arm_t *a = &b->arms[0];
+    ok(a->cmd.argc == 4, "argv keeps its 4 elements");
+    ok_str(a->cmd.argv[1], "--size=10", "${size} inside an element");
+    ok_str(a->cmd.argv[2], "a; rm -rf /", "--var overrides and stays one "
+           "argument");
+    ok_str(a->cmd.argv[3], "${x}", "$${ is a literal ${");
+    ok(a->cmd.argv[4] == NULL, "argv is NULL-terminated");
+    ok_str(a->env[0], "MY=v10", "env value substituted");
+    ok(a->env_count == 3, "env: own plus one PARITY_VAR_ per variable");
+    ok_str(a->env[1], "PARITY_VAR_SIZE=10", "PARITY_VAR_SIZE exported");
+    ok_str(a->env[2], "PARITY_VAR_WORD=a; rm -rf /", "PARITY_VAR_WORD "
+           "exported");
+    ok_str(a->prepare.shell, "echo ${PARITY_VAR_WORD}", "in a shell string "
+           "${word} becomes a reference to PARITY_VAR_WORD");
+    ok_str(b->arms[1].cmd.shell, "echo ${PARITY_VAR_WORD} | wc -c",
+           "shell arm: the value never enters the shell text");
+    ok(b->arms[1].version_count == 2 && b->arms[1].versions[0].argc == 2 &&
+       b->arms[1].versions[1].shell, "versions: argv and shell forms");
+    const ag_bench_t *c = &s->benchmarks[1];
+    ok(c->runs == 7 && c->subject == 0 && c->arms[0].subject,
+       "defaults apply, and the first arm is the subject by default");
+    ok(ag_suite_find(s, "second") == c && !ag_suite_find(s, "third"),
+       "ag_suite_find");
+    ag_suite_destroy(&s);
+    ok(s == NULL, "destroy clears the pointer");
+    ag_suite_destroy(&s);
+    ag_suite_destroy(NULL);
+    ok(1, "destroy accepts NULL");
+}
+
+static void
+s_vars(void)
+{
+    char good[] = "n_1=x=y", bad1[] = "novalue", bad2[] = "1n=3";
+    ag_var_t v;
+    char err[256];
+    ok(ag_var_parse(good, &v, err, sizeof err) == AG_SUITE_OK &&
+       strcmp(v.name, "n_1") == 0 && strcmp(v.value, "x=y") == 0,
+       "--var splits at the first =");
+    ok(ag_var_parse(bad1, &v, err, sizeof err) == AG_SUITE_ERR, "no =");
+    ok_str(err, "--var novalue: expected NAME=VALUE", "no = message");
+    ok(ag_var_parse(bad2, &v, err, sizeof err) == AG_SUITE_ERR, "bad name");
+    ok_str(err, "--var 1n=3: \"1n\" is not a variable name (letters, digits "
+           "and _, not starting with a digit)", "bad name message");
+
+    ag_suite_t *s = NULL;
+    ok(ag_suite_load("/nonexistent/x.yaml", NULL, 0, &s, err, sizeof err) ==
+       AG_SUITE_ERR, "missing file");
+    ok_str(err, "/nonexistent/x.yaml: open: No such file or directory",
+           "missing file message");
+    ok(ag_suite_load("/", NULL, 0, &s, err, sizeof err) == AG_SUITE_ERR,
+       "a directory");
+    ok_str(err, "/: not a regular file", "directory message");
+
+    char *cmd_a[] = { "/bin/true", NULL }, *cmd_b[] = { "/bin/echo", "x",
+                                                        NULL };
+    char **cmds[] = { cmd_a, cmd_b };
+    size_t argcs[] = { 1, 2 };
+    ok(ag_suite_from_argv("c", "c", cmds, argcs, 2, NULL, 5, 0, &s, err,
+                          sizeof err) == AG_SUITE_OK &&
+       s->benchmarks[0].arm_count == 2 &&
+       strcmp(s->benchmarks[0].arms[1].name, "B") == 0 &&
+       s->benchmarks[0].arms[0].subject &&
+       strcmp(s->benchmarks[0].arms[1].cmd.argv[1], "x") == 0,
+       "ag_suite_from_argv: arms A and B, A the subject");
+    ag_suite_destroy(&s);
+    ok(ag_suite_from_argv("c", "c", cmds, argcs, 1, NULL, 5, 0, &s, err,
+                          sizeof err) == AG_SUITE_ERR, "one command refused");
+    ok_str(err, "expected 2 to 16 commands, found 1", "one command message");
+}
+
+int
+main(void)
+{
+    s_bad_cases();
+    s_good();
+    s_vars();
+    return tap_done();
+}

@@ -1,0 +1,115 @@
+/* parity-testprog -- a small real program for the harness's tests.
+ *
+ *   parity-testprog OP [ARGS] [OP [ARGS]]...
+ *
+ * Operations run left to right:
+ *   sleep US          sleep US microseconds
+ *   spin US           burn CPU for US microseconds (CLOCK_MONOTONIC)
+ *   exit CODE         exit with CODE now
+ *   signal SIG        kill itself with signal number SIG
+ *   print-args        print every remaining argument as "[arg]" lines on
+ *                     stdout, then exit 0
+ *   append FILE TEXT  append TEXT and a newline to FILE (O_APPEND)
+ *   stderr TEXT       write TEXT and a newline to stderr
+ *   env NAME          print NAME's value (or "(unset)") on stdout
+ *   hang              wait forever
+ *   hang-tree FILE    fork a child that writes its pid to FILE and waits
+ *                     forever, then wait forever too
+ *
+ * Exit status 0 at the end of the operations; 100 on a usage error.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double
+s_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int
+s_usage(const char *why)
+{
+    fprintf(stderr, "parity-testprog: %s\n", why);
+    return 100;
+}
+
+static void
+s_append(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0)
+        return;
+    char line[4096];
+    int n = snprintf(line, sizeof line, "%s\n", text);
+    if (n > 0 && write(fd, line, (size_t)n) < 0)
+        perror("write");
+    close(fd);
+}
+
+int
+main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *op = argv[i];
+        const char *arg = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(op, "sleep") == 0 && arg) {
+            double us = atof(arg);
+            struct timespec ts = { (time_t)(us / 1e6),
+                                   (long)((us - (double)(time_t)(us / 1e6) *
+                                           1e6) * 1e3) };
+            nanosleep(&ts, NULL);
+            i++;
+        } else if (strcmp(op, "spin") == 0 && arg) {
+            double end = s_now_us() + atof(arg);
+            volatile unsigned long x = 0;
+            while (s_now_us() < end)
+                x++;
+            i++;
+        } else if (strcmp(op, "exit") == 0 && arg) {
+            return atoi(arg);
+        } else if (strcmp(op, "signal") == 0 && arg) {
+            signal(atoi(arg), SIG_DFL);
+            raise(atoi(arg));
+            return 101;
+        } else if (strcmp(op, "print-args") == 0) {
+            for (int j = i + 1; j < argc; j++)
+                printf("[%s]\n", argv[j]);
+            return 0;
+        } else if (strcmp(op, "append") == 0 && arg && i + 2 < argc) {
+            s_append(arg, argv[i + 2]);
+            i += 2;
+        } else if (strcmp(op, "stderr") == 0 && arg) {
+            fprintf(stderr, "%s\n", arg);
+            i++;
+        } else if (strcmp(op, "env") == 0 && arg) {
+            const char *v = getenv(arg);
+            printf("%s\n", v ? v : "(unset)");
+            i++;
+        } else if (strcmp(op, "hang") == 0) {
+            for (;;)
+                pause();
+        } else if (strcmp(op, "hang-tree") == 0 && arg) {
+            pid_t pid = fork();
+            if (pid == 0) {
+                char buf[32];
+                snprintf(buf, sizeof buf, "%d", (int)getpid());
+                s_append(arg, buf);
+                for (;;)
+                    pause();
+            }
+            for (;;)
+                pause();
+        } else {
+            return s_usage("unknown operation or missing argument");
+        }
+    }
+    return 0;
+}
