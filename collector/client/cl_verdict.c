@@ -127,7 +127,7 @@ s_single(const s_opts_t *o)
         if (!j || json_object_set_new(j, "subject_name",
                                       json_string(name_a)) ||
             json_object_set_new(j, "other_name", json_string(name_b)) ||
-            cl_out_json(stdout, j)) {
+            cl_out_json(stdout, j) || fflush(stdout) != 0) {
             cl_out_error(S_VERB, "writing the JSON verdict failed");
             goto done;
         }
@@ -135,7 +135,8 @@ s_single(const s_opts_t *o)
         const char *names[2] = {name_a, name_b};
         vd_summary_t sums[2] = {v.a, v.b};
         if (cl_out_arms(stdout, names, sums, 2) || fputc('\n', stdout) < 0 ||
-            cl_out_verdict(stdout, name_a, name_b, &v)) {
+            cl_out_verdict(stdout, name_a, name_b, &v) ||
+            fflush(stdout) != 0) {
             cl_out_error(S_VERB, "writing the table failed");
             goto done;
         }

@@ -1,0 +1,705 @@
+#!/usr/bin/env python3
+"""test_cli.py -- `parity`, `parity verdict` and `parity import` through
+the built binary ($PARITY), emitting TAP.
+
+The CASES table pins every message a user can hit: each row is
+(arguments, stdin, expected exit status, substring of stdout, substring of
+stderr). Files the rows name (@NAME) are written to a temporary directory
+from FILES first. After the table come the checks that need more than a
+substring: the spec's worked example, batch output against an independent
+Python implementation of the rule, the fast and jansson batch paths
+against each other, and the imports against `parity verdict`.
+"""
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+PARITY = os.environ.get("PARITY") or (sys.argv[1] if len(sys.argv) > 1 else "")
+SRC = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(SRC, "..", "..", "examples")
+
+count = 0
+failed = 0
+
+
+def ok(cond, name, diag=None):
+    global count, failed
+    count += 1
+    print(("ok" if cond else "not ok") + " %d - %s" % (count, name))
+    if not cond:
+        failed += 1
+        if diag:
+            for line in str(diag).splitlines()[:12]:
+                print("# " + line)
+    sys.stdout.flush()
+    return cond
+
+
+def run(args, stdin=b"", env=None, stdout=subprocess.PIPE, timeout=60):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run([PARITY] + args, input=stdin, stdout=stdout,
+                       stderr=subprocess.PIPE, env=e, timeout=timeout)
+    out = p.stdout.decode("utf-8", "replace") if p.stdout is not None else ""
+    return p.returncode, out, p.stderr.decode("utf-8", "replace")
+
+
+# --- files the table refers to as @name -----------------------------------
+
+def hf(*results):
+    return json.dumps({"results": list(results)})
+
+
+def hres(cmd, times):
+    return {"command": cmd, "mean": 0.001, "times": times}
+
+
+def gb(*entries):
+    return json.dumps({"context": {"num_cpus": 2}, "benchmarks": list(entries)})
+
+
+def git(name, t, unit="ns", **extra):
+    e = {"name": name, "run_name": name, "run_type": "iteration",
+         "repetitions": 3, "real_time": t, "cpu_time": t, "time_unit": unit}
+    e.update(extra)
+    return e
+
+
+T3 = [0.001, 0.0011, 0.0012]
+FILES = {
+    "empty.json": "",
+    "text.json": "this is not json\n",
+    "trunc.json": '{"results": [\n  {"command": "a",\n',
+    "array.json": "[1, 2, 3]",
+    "noresults.json": '{"benchmarks": []}',
+    "zeroresults.json": '{"results": []}',
+    "resultnotobj.json": '{"results": [3]}',
+    "nocommand.json": hf(hres("a", T3), {"times": T3}),
+    "notimes.json": hf({"command": "a", "mean": 0.001}, hres("b", T3)),
+    "stringtime.json": hf(hres("a", T3), hres("b", [0.001, "0.002", 0.003])),
+    "zerotime.json": hf(hres("a", [0.0, 0.001]), hres("b", T3)),
+    "onetime.json": hf(hres("a", T3), hres("b", [0.001])),
+    "onecommand.json": hf(hres("only", T3)),
+    "hf-good.json": hf(hres("old", [0.0010, 0.00101, 0.00102, 0.00103,
+                                    0.00104, 0.00105, 0.00106]),
+                       hres("new", [0.0008, 0.00081, 0.00082, 0.00083,
+                                    0.00084, 0.00085, 0.00086]),
+                       hres("same", [0.00100, 0.001011, 0.00102, 0.001031,
+                                     0.00104, 0.00105, 0.001061])),
+    "gb-nobench.json": '{"results": []}',
+    "gb-notobj.json": gb(7),
+    "gb-noname.json": gb({"run_type": "iteration", "real_time": 1}),
+    "gb-unitnum.json": gb(git("BM_a", 1.0, unit=3)),
+    "gb-unit.json": gb(git("BM_a", 1.0, unit="fortnights")),
+    "gb-noreal.json": gb({"name": "BM_a", "run_type": "iteration"}),
+    "gb-realstr.json": gb(git("BM_a", "1.0")),
+    "gb-realzero.json": gb(git("BM_a", 0)),
+    "gb-aggonly.json": gb({"name": "BM_a_mean", "run_name": "BM_a",
+                           "run_type": "aggregate", "aggregate_name": "mean",
+                           "real_time": 1.0, "time_unit": "ns"}),
+    "gb-base.json": gb(git("BM_a", 10.0), git("BM_a", 10.1),
+                       git("BM_a", 10.2), git("BM_one", 5.0),
+                       git("BM_err", 5.0), git("BM_err", 5.1),
+                       git("BM_onlybase", 1.0), git("BM_onlybase", 1.1)),
+    "gb-cont.json": gb(git("BM_a", 10.0), git("BM_a", 10.1),
+                       git("BM_a", 10.2), git("BM_one", 5.0),
+                       git("BM_one", 5.1),
+                       git("BM_err", 5.0, error_occurred=True,
+                           error_message="out of cheese"),
+                       git("BM_err", 5.0),
+                       git("BM_onlycont", 1.0), git("BM_onlycont", 1.1)),
+    "gb-other.json": gb(git("BM_z", 1.0), git("BM_z", 1.1)),
+}
+
+LONG_SAMPLE = "1" * 65
+
+# (arguments, stdin, exit status, stdout substring, stderr substring)
+CASES = [
+    # parity itself
+    ([], "", 2, "", "usage: parity VERB [options]"),
+    (["--help"], "", 0, "verdict ", ""),
+    (["--help"], "", 0, "import ", ""),
+    (["help"], "", 0, "exit status: 0 done", ""),
+    (["--version"], "", 0, "parity 0.1.0", ""),
+    (["frobnicate"], "", 2, "", 'parity: unknown verb "frobnicate" '
+     "(parity --help lists them)"),
+    (["-x"], "", 2, "", 'parity: unknown option "-x" (parity --help)'),
+    (["help", "verdict"], "", 0, "usage: parity verdict --a LIST", ""),
+    (["help", "import"], "", 0, "usage: parity import hyperfine", ""),
+    (["help", "nope"], "", 2, "", 'parity: unknown verb "nope"'),
+    (["help", "verdict", "import"], "", 2, "",
+     "parity: help takes one verb, got 2"),
+    (["verdict", "--help"], "", 0, "--batch ", ""),
+    (["import", "gbench", "--help"], "", 0, "--benchmark_repetitions", ""),
+
+    # parity verdict: the command line
+    (["verdict"], "", 2, "", "parity verdict: --a and --b are both needed "
+     "(or --batch); parity verdict --help"),
+    (["verdict", "--a", "1,2"], "", 2, "", "--a and --b are both needed"),
+    (["verdict", "--a"], "", 2, "", "parity verdict: --a needs a value"),
+    (["verdict", "--bogus"], "", 2, "",
+     'parity verdict: unknown option "--bogus" (parity verdict --help)'),
+    (["verdict", "--a", "1,2", "--b", "1,2", "extra"], "", 2, "",
+     'parity verdict: unexpected argument "extra"'),
+    (["verdict", "--a", "1,x,3", "--b", "1,2"], "", 2, "",
+     'parity verdict: --a: sample 2 is "x": not a number'),
+    (["verdict", "--a", "1,2", "--b", "1,,2"], "", 2, "",
+     "parity verdict: --b: sample 2 is empty"),
+    (["verdict", "--a", "1,2", "--b", ""], "", 2, "",
+     "parity verdict: --b: sample 1 is empty"),
+    (["verdict", "--a", "1,2", "--b", "1," + LONG_SAMPLE], "", 2, "",
+     "parity verdict: --b: sample 2 is 65 characters long: not a number"),
+    (["verdict", "--a", "1,2,inf", "--b", "1,2"], "", 2, "",
+     'parity verdict: --a: sample 3 is "inf": not a number'),
+    (["verdict", "--a", "1,2", "--b", "1,2", "--floor-us", "abc"], "", 2,
+     "", 'parity verdict: --floor-us "abc": not a number'),
+    (["verdict", "--a", "1,2", "--b", "1,2", "--floor-us", "-1"], "", 2, "",
+     "parity verdict: --floor-us -1: must be >= 0"),
+    (["verdict", "--a", "1,2", "--b", "1,2", "--parity", "nan"], "", 2, "",
+     'parity verdict: --parity "nan": not a number'),
+    (["verdict", "--a", "1,2", "--b", "1,2", "--parity", "-0.5"], "", 2, "",
+     "parity verdict: --parity -0.5: must be >= 0"),
+    (["verdict", "--a", "1,2", "--b", "1,2", "--names", "onlyone"], "", 2,
+     "", 'parity verdict: --names "onlyone": want two non-empty names '
+     "separated by one comma, e.g. --names new,old"),
+    (["verdict", "--a", "1,2", "--b", "1,2", "--names", "a,b,c"], "", 2,
+     "", "want two non-empty names"),
+    (["verdict", "--a", "1,2", "--b", "1,2", "--names", ",b"], "", 2, "",
+     "want two non-empty names"),
+    (["verdict", "--batch", "--a", "1,2"], "", 2, "",
+     "parity verdict: --batch reads its arms from stdin and writes JSON: "
+     "drop --a, --b, --names and --json"),
+    (["verdict", "--batch", "--json"], "", 2, "", "drop --a, --b"),
+
+    # parity verdict: the data
+    (["verdict", "--a", "5", "--b", "1,2"], "", 1, "",
+     "parity verdict: --a: 1 sample: at least 2 a side"),
+    (["verdict", "--a", "5,6", "--b", "1,0,2"], "", 1, "",
+     "parity verdict: --b: sample 2 is 0: samples must be finite and > 0"),
+    (["verdict", "--a", "5,-6", "--b", "1,2"], "", 1, "",
+     "parity verdict: --a: sample 2 is -6: samples must be finite and > 0"),
+    (["verdict", "--a", "1e-400,1", "--b", "1,2"], "", 1, "",
+     "--a: sample 1 is 0: samples must be finite and > 0"),
+    (["verdict", "--a", "566,568,576,690,722", "--b",
+      "587,700,712,718,725", "--floor-us", "25"], "", 0,
+     "verdict: a vs b: parity", ""),
+    (["verdict", "--a", "1160,1161,1162,1163,1164,1165,1166", "--b",
+      "1000,1001,1002,1003,1004,1005,1006", "--names", "new,old"], "", 0,
+     "verdict: new vs old: loss", ""),
+    (["verdict", "--a", "1000,1001,1002,1003,1004,1005,1006", "--b",
+      "1160,1161,1162,1163,1164,1165,1166"], "", 0, "verdict: a vs b: win",
+     ""),
+
+    # parity verdict --batch
+    (["verdict", "--batch"], "", 0, "", ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2]}', 0, '"outcome":"parity"',
+     ""),
+    (["verdict", "--batch"], "nope\n", 1,
+     '{"line":1,"error":"not JSON: \'[\' or \'{\' expected near \'nope\' at '
+     'column 4"}', ""),
+    (["verdict", "--batch"], '{"a":[1,NaN],"b":[1,2]}\n', 1,
+     '{"line":1,"error":"not JSON: invalid token near \'NaN\' at column 11"}',
+     ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2]} x\n', 1,
+     '"error":"not JSON: end of file expected near \'x\' at column 23"', ""),
+    (["verdict", "--batch"], '[1,2]\n', 1,
+     '{"line":1,"error":"not an object: want {\\"a\\": [...], \\"b\\": '
+     '[...]}"}', ""),
+    (["verdict", "--batch"], '{"b":[1,2]}\n', 1,
+     '{"line":1,"error":"missing \\"a\\" (an array of samples in µs)"}', ""),
+    (["verdict", "--batch"], '{"a":[1,2]}\n', 1, 'missing \\"b\\"', ""),
+    (["verdict", "--batch"], '{"a":5,"b":[1,2]}\n', 1,
+     '{"line":1,"error":"\\"a\\" is not an array"}', ""),
+    (["verdict", "--batch"], '{"a":[],"b":[1,2]}\n', 1,
+     '"error":"\\"a\\" has 0 samples: at least 2 a side"', ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[3]}\n', 1,
+     '"error":"\\"b\\" has 1 sample: at least 2 a side"', ""),
+    (["verdict", "--batch"], '{"a":[1,0],"b":[1,2]}\n', 1,
+     '"error":"\\"a\\"[1] is 0: samples must be finite and > 0"', ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[-1.5,2]}\n', 1,
+     '"error":"\\"b\\"[0] is -1.5: samples must be finite and > 0"', ""),
+    (["verdict", "--batch"], '{"a":[1,"2"],"b":[1,2]}\n', 1,
+     '"error":"\\"a\\"[1] is not a number"', ""),
+    (["verdict", "--batch"], '{"a":[1,null],"b":[1,2]}\n', 1,
+     '"error":"\\"a\\"[1] is not a number"', ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2],"floor_us":"25"}\n', 1,
+     '"error":"\\"floor_us\\" is not a number"', ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2],"parity":-1}\n', 1,
+     '"error":"\\"parity\\" is -1: must be a number >= 0"', ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2],"floor":25}\n', 1,
+     '"error":"unknown key \\"floor\\" (known: a, b, floor_us, parity)"',
+     ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2],"a":[3,4]}\n', 1,
+     "duplicate object key", ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2]}\n\n', 1,
+     '{"line":2,"error":"empty line"}', ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2]}\n  \t\n', 1,
+     '{"line":2,"error":"empty line"}', ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2],"x\\"y":1}\n', 1,
+     '"error":"unknown key \\"x\\"y\\" (known', ""),
+    (["verdict", "--batch", "--floor-us", "x"], "", 2, "",
+     'parity verdict: --floor-us "x": not a number'),
+
+    # parity import: the command line
+    (["import"], "", 2, "", "parity import: which format? hyperfine or "
+     "gbench (parity import --help)"),
+    (["import", "criterion", "x.json"], "", 2, "",
+     'parity import: unknown format "criterion": hyperfine or gbench'),
+    (["import", "hyperfine"], "", 2, "",
+     "parity import: hyperfine takes one FILE.json, got 0"),
+    (["import", "hyperfine", "a.json", "b.json"], "", 2, "",
+     "parity import: hyperfine takes one FILE.json, got 2"),
+    (["import", "gbench", "a.json"], "", 2, "",
+     "parity import: gbench takes BASELINE.json and CONTENDER.json, got 1 "
+     "file"),
+    (["import", "gbench", "a", "b", "c"], "", 2, "", "got 3 files"),
+    (["import", "gbench", "@gb-base.json", "@gb-cont.json", "--reference",
+      "x"], "", 2, "", "parity import: --reference is for hyperfine; gbench "
+     "judges the contender against the baseline"),
+    (["import", "--frob", "hyperfine", "x"], "", 2, "",
+     'parity import: unknown option "--frob" (parity import --help)'),
+    (["import", "hyperfine", "x", "--reference"], "", 2, "",
+     "parity import: --reference needs a value"),
+    (["import", "hyperfine", "x", "--parity", "big"], "", 2, "",
+     'parity import: --parity "big": not a number'),
+    (["import", "hyperfine", "x", "--floor-us", "-3"], "", 2, "",
+     "parity import: --floor-us -3: must be >= 0"),
+
+    # parity import: files
+    (["import", "hyperfine", "@missing.json"], "", 1, "",
+     "parity import: @missing.json: cannot open: No such file or directory"),
+    (["import", "hyperfine", "@"], "", 1, "",
+     "parity import: @: is a directory, not a JSON file"),
+    (["import", "hyperfine", "@huge.json"], "", 1, "",
+     "parity import: @huge.json: 268435457 bytes, more than the limit of "
+     "268435456"),
+    (["import", "hyperfine", "@empty.json"], "", 1, "",
+     "parity import: @empty.json:1:0: not JSON: '[' or '{' expected near end "
+     "of file"),
+    (["import", "hyperfine", "@text.json"], "", 1, "",
+     "parity import: @text.json:1:4: not JSON: '[' or '{' expected near "
+     "'this'"),
+    (["import", "hyperfine", "@trunc.json"], "", 1, "",
+     "parity import: @trunc.json:3:0: not JSON: "),
+    (["import", "hyperfine", "@array.json"], "", 1, "",
+     "parity import: @array.json: not a hyperfine --export-json file: the "
+     "top level is not an object"),
+    (["import", "hyperfine", "@noresults.json"], "", 1, "",
+     "parity import: @noresults.json: not a hyperfine --export-json file: no "
+     '"results" array'),
+    (["import", "hyperfine", "@zeroresults.json"], "", 1, "",
+     "parity import: @zeroresults.json: 0 results: want 2 to 100000 "
+     "commands"),
+    (["import", "hyperfine", "@resultnotobj.json"], "", 1, "",
+     "parity import: @resultnotobj.json: results[0] is not an object"),
+    (["import", "hyperfine", "@nocommand.json"], "", 1, "",
+     'parity import: @nocommand.json: results[1] has no "command" string'),
+    (["import", "hyperfine", "@notimes.json"], "", 1, "",
+     'parity import: @notimes.json: results[0] ("a"): no "times" array of '
+     "run times in seconds"),
+    (["import", "hyperfine", "@stringtime.json"], "", 1, "",
+     'parity import: @stringtime.json: results[1] ("b"): times[1] is not a '
+     "number"),
+    (["import", "hyperfine", "@zerotime.json"], "", 1, "",
+     'parity import: @zerotime.json: results[0] ("a"): times[0] is 0: run '
+     "times must be > 0"),
+    (["import", "hyperfine", "@onetime.json"], "", 1, "",
+     'parity import: @onetime.json: results[1] ("b"): 1 time: at least 2 '
+     "runs a command (hyperfine --runs)"),
+    (["import", "hyperfine", "@onecommand.json"], "", 1, "",
+     'parity import: @onecommand.json: 1 command ("only"): nothing to '
+     "compare it with"),
+    (["import", "hyperfine", "@hf-good.json", "--reference", "older"], "", 2,
+     "", 'parity import: @hf-good.json: no command named "older" for '
+     '--reference (the first is "old")'),
+    (["import", "hyperfine", "@hf-good.json"], "", 0,
+     "verdict: new vs old: win", ""),
+    (["import", "hyperfine", "@hf-good.json"], "", 0,
+     "verdict: same vs old: parity", ""),
+    (["import", "hyperfine", "@hf-good.json", "--reference", "new"], "", 0,
+     "verdict: old vs new: loss", ""),
+    (["import", "gbench", "@gb-nobench.json", "@gb-cont.json"], "", 1, "",
+     "parity import: @gb-nobench.json: not a Google Benchmark JSON file: no "
+     '"benchmarks" array'),
+    (["import", "gbench", "@array.json", "@gb-cont.json"], "", 1, "",
+     'not a Google Benchmark JSON file: no "benchmarks" array'),
+    (["import", "gbench", "@gb-base.json", "@text.json"], "", 1, "",
+     "parity import: @text.json:1:4: not JSON"),
+    (["import", "gbench", "@gb-notobj.json", "@gb-cont.json"], "", 1, "",
+     "parity import: @gb-notobj.json: benchmarks[0] is not an object"),
+    (["import", "gbench", "@gb-noname.json", "@gb-cont.json"], "", 1, "",
+     'parity import: @gb-noname.json: benchmarks[0] has no "name" string'),
+    (["import", "gbench", "@gb-unitnum.json", "@gb-cont.json"], "", 1, "",
+     'parity import: @gb-unitnum.json: benchmarks[0] ("BM_a"): "time_unit" '
+     "is not a string"),
+    (["import", "gbench", "@gb-unit.json", "@gb-cont.json"], "", 1, "",
+     'parity import: @gb-unit.json: benchmarks[0] ("BM_a"): unknown '
+     'time_unit "fortnights" (ns, us, ms or s)'),
+    (["import", "gbench", "@gb-noreal.json", "@gb-cont.json"], "", 1, "",
+     'parity import: @gb-noreal.json: benchmarks[0] ("BM_a"): no '
+     '"real_time"'),
+    (["import", "gbench", "@gb-realstr.json", "@gb-cont.json"], "", 1, "",
+     'parity import: @gb-realstr.json: benchmarks[0] ("BM_a"): "real_time" '
+     "is not a number"),
+    (["import", "gbench", "@gb-realzero.json", "@gb-cont.json"], "", 1, "",
+     'parity import: @gb-realzero.json: benchmarks[0] ("BM_a"): "real_time" '
+     "is 0: times must be > 0"),
+    (["import", "gbench", "@gb-aggonly.json", "@gb-cont.json"], "", 1, "",
+     'parity import: @gb-aggonly.json: no "iteration" entries: run the '
+     "benchmark with --benchmark_repetitions=N (N >= 2) and without "
+     "--benchmark_report_aggregates_only"),
+    (["import", "gbench", "@gb-base.json", "@gb-cont.json"], "", 1, "",
+     "parity import: BM_one: baseline has 1 repetition: run with "
+     "--benchmark_repetitions=N, N >= 2"),
+    (["import", "gbench", "@gb-base.json", "@gb-cont.json"], "", 1, "",
+     "parity import: BM_err: contender: 1 repetition reported an error (out "
+     "of cheese)"),
+    (["import", "gbench", "@gb-base.json", "@gb-cont.json"], "", 1, "",
+     "parity import: only in @gb-base.json: BM_onlybase"),
+    (["import", "gbench", "@gb-base.json", "@gb-cont.json"], "", 1, "",
+     "parity import: only in @gb-cont.json: BM_onlycont"),
+    (["import", "gbench", "@gb-base.json", "@gb-cont.json"], "", 1,
+     "BM_a ", ""),
+    (["import", "gbench", "@gb-base.json", "@gb-other.json"], "", 1, "",
+     "parity import: @gb-base.json and @gb-other.json have no benchmark in "
+     "common"),
+]
+
+
+def expand(s, tmp):
+    return s.replace("@", tmp + "/")
+
+
+def table(tmp):
+    for name, text in FILES.items():
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(text)
+    with open(os.path.join(tmp, "huge.json"), "w") as f:
+        f.truncate((256 << 20) + 1)     # sparse: no disk used
+    for args, stdin, status, out, err in CASES:
+        args = [expand(a, tmp) for a in args]
+        out, err = expand(out, tmp), expand(err, tmp)
+        code, got_out, got_err = run(args, stdin.encode())
+        label = " ".join(a.replace(tmp + "/", "@") for a in args)[:70]
+        ok(code == status and out in got_out and err in got_err,
+           "parity %s -> %d %s" % (label, status,
+                                   (err or out).replace(tmp + "/", "@")[:60]),
+           "exit %d\nstdout: %s\nstderr: %s" % (code, got_out[:500],
+                                                got_err[:500]))
+
+
+# --- checks beyond substrings ---------------------------------------------
+
+def q7(sorted_x, p):
+    h = (len(sorted_x) - 1) * p
+    lo = int(math.floor(h))
+    if lo >= len(sorted_x) - 1:
+        return sorted_x[-1]
+    return sorted_x[lo] + (h - lo) * (sorted_x[lo + 1] - sorted_x[lo])
+
+
+def reference_verdict(a, b, floor_us=25.0, parity=0.04):
+    """The rule of verdict-rule.md, written again without the C code."""
+    a, b = sorted(a), sorted(b)
+    med_a, med_b = q7(a, 0.5), q7(b, 0.5)
+    noise = max((q7(a, .75) - q7(a, .25)) / med_a,
+                (q7(b, .75) - q7(b, .25)) / med_b)
+    ratio, best = med_a / med_b, a[0] / b[0]
+    tol = max(parity, noise, floor_us / min(med_a, med_b))
+    btol = max(parity, floor_us / min(a[0], b[0]))
+
+    def leave(r, t):
+        return 1 if r > 1 + t else (-1 if r < 1 / (1 + t) else 0)
+    m, n = leave(ratio, tol), leave(best, btol)
+    outcome = "loss" if m == n == 1 else ("win" if m == n == -1 else "parity")
+    return {"outcome": outcome, "ratio": ratio, "best_ratio": best,
+            "tolerance": tol, "noise": noise, "best_tolerance": btol,
+            "floor_us": floor_us, "parity": parity}
+
+
+def close(x, y):
+    return abs(x - y) <= 1e-12 * max(abs(x), abs(y), 1e-300)
+
+
+def worked_example():
+    args = ["verdict", "--a", "566,568,576,690,722",
+            "--b", "587,700,712,718,725", "--floor-us", "25", "--parity",
+            "0.04"]
+    code, out, err = run(args)
+    ok(code == 0, "worked example: exit 0", err)
+    lines = out.splitlines()
+    ok(len(lines) > 3 and lines[0].split() == ["arm", "n", "min", "median",
+                                               "max", "IQR"],
+       "worked example: table header", out)
+    ok(lines[1].split() == ["a", "5", "566.0", "µs", "576.0", "µs", "722.0",
+                            "µs", "122.0", "µs"],
+       "worked example: subject row n/min/median/max/IQR", out)
+    ok(lines[2].split() == ["b", "5", "587.0", "µs", "712.0", "µs", "725.0",
+                            "µs", "18.0", "µs"],
+       "worked example: other row", out)
+    ok("ratio       0.8090  tolerance       0.2118  (noise 0.2118)" in out and
+       "best_ratio  0.9642  best_tolerance  0.0442" in out,
+       "worked example: ratios and tolerances in the table", out)
+    ok("note: the subject's runs fall in two timing modes" in out,
+       "worked example: timing modes noted", out)
+    ok("no calibration of 100 runs" not in out,
+       "worked example: --floor-us given, so no default-floor note", out)
+
+    code, out, err = run(args + ["--json"])
+    try:
+        v = json.loads(out)
+    except ValueError:
+        v = {}
+    ok(code == 0 and v.get("outcome") == "parity",
+       "worked example --json: outcome parity", out + err)
+    want = {"ratio": 0.80899, "best_ratio": 0.96422, "noise": 0.21181,
+            "tolerance": 0.21181, "best_tolerance": 0.04417}
+    ok(all(abs(v.get(k, 0) - x) < 5e-5 for k, x in want.items()),
+       "worked example --json: the spec's five figures", out)
+    ok(v.get("floor_us") == 25.0 and v.get("parity") == 0.04,
+       "worked example --json: floor_us and parity recorded", out)
+    ok("timing_modes_subject" in v.get("diagnostics", []) and
+       "default_floor" not in v.get("diagnostics", []),
+       "worked example --json: diagnostics by name", out)
+    ok(v.get("subject", {}).get("median") == 576.0 and
+       v.get("other", {}).get("iqr") == 18.0 and
+       v.get("subject_name") == "a", "worked example --json: summaries", out)
+    ref = reference_verdict([566, 568, 576, 690, 722],
+                            [587, 700, 712, 718, 725])
+    ok(all(close(v.get(k, -1), ref[k]) for k in ref if k != "outcome"),
+       "worked example --json equals the Python rule to 1e-12", out)
+
+    code, out, err = run(["verdict", "--a", "566,568,576,690,722",
+                          "--b", "587,700,712,718,725", "--json"])
+    ok("default_floor" in json.loads(out or "{}").get("diagnostics", []),
+       "without --floor-us the default-floor diagnostic is set", out)
+
+
+def random_lines(rng, n):
+    lines, refs = [], []
+    for i in range(n):
+        na, nb = rng.randint(2, 12), rng.randint(2, 12)
+        centre = rng.choice([50.0, 600.0, 20000.0])
+        shift = rng.choice([1.0, 1.0, 1.16, 0.8, 1.03])
+        spread = rng.choice([0.001, 0.01, 0.1])
+        a = [round(centre * shift * (1 + rng.uniform(-spread, spread)), 3)
+             for _ in range(na)]
+        b = [round(centre * (1 + rng.uniform(-spread, spread)), 3)
+             for _ in range(nb)]
+        line = {"a": a, "b": b}
+        if i % 3 == 0:
+            line["floor_us"] = rng.choice([0, 5.5, 25, 100])
+        if i % 4 == 0:
+            line["parity"] = rng.choice([0, 0.02, 0.04, 0.1])
+        lines.append(line)
+        refs.append(reference_verdict(a, b, float(line.get("floor_us", 25)),
+                                      float(line.get("parity", 0.04))))
+    return lines, refs
+
+
+def batch_against_python():
+    rng = random.Random(20261202)
+    lines, refs = random_lines(rng, 3000)
+    text = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    code, out, err = run(["verdict", "--batch"], text)
+    got = [json.loads(x) for x in out.splitlines()]
+    ok(code == 0 and len(got) == len(lines),
+       "batch: 3000 random lines, 3000 answers, exit 0", err)
+    bad = [i for i, (g, r) in enumerate(zip(got, refs))
+           if g.get("outcome") != r["outcome"] or
+           not all(close(g.get(k, -1), r[k]) for k in r if k != "outcome")]
+    ok(not bad, "batch: every line equals the Python rule (outcome, ratios, "
+       "tolerances, noise, floor, parity)",
+       "first bad line %s: %s vs %s" % (bad[0] + 1, got[bad[0]], refs[bad[0]])
+       if bad else "")
+    outcomes = {r["outcome"] for r in refs}
+    ok(outcomes == {"win", "parity", "loss"},
+       "batch: the random lines cover win, parity and loss")
+    ok(all(("default_floor" in g["diagnostics"]) == ("floor_us" not in x)
+           for g, x in zip(got, lines)),
+       "batch: default_floor exactly when the line has no floor_us")
+
+
+def batch_mixed_and_paths():
+    good = '{"a":[566,568,576,690,722],"b":[587,700,712,718,725]}'
+    mixed = [good, "nope", '{"a":[1],"b":[2,3]}', good.replace(" ", ""),
+             '{ "b" : [587, 700, 712, 718, 725] , "a" : [566,568,576,690,722]'
+             ' , "floor_us" : 25.0 , "parity" : 4e-2 }',
+             '{"a":[5.66e2,568,576,690,722],"b":[587,700,712,718,725]}',
+             '{"a":[1,2],"b":[1,2],"a":[1,2]}',
+             '{"a":[01,2],"b":[1,2]}',
+             '{"a":[1.,2],"b":[1,2]}',
+             '{"a":[-0,2],"b":[1,2]}',
+             '{"a":[1e999,2],"b":[1,2]}',
+             '{"a":[1e-400,2],"b":[1,2]}',
+             '{"a":[123456789012345678901234,2],"b":[1,2]}',
+             '{"a":[12345678901234567890.5,2],"b":[1,2]}',
+             '{"a":[0.1234567890123456789,2],"b":[1,2]}',
+             '{"\\u0061":[1,2],"b":[1,2]}',
+             '{"a":[1,2],"b":[1,2],"floor_us":1E+2}',
+             '{"a":[1,2],"b":[1,2]',
+             good + "\r", "", good]
+    text = "\n".join(mixed).encode()
+    code, fast, err = run(["verdict", "--batch"], text)
+    code2, slow, err2 = run(["verdict", "--batch"], text,
+                            env={"PARITY_BATCH_JANSSON": "1"})
+    fl = fast.splitlines()
+    ok(code == 1 and code2 == 1, "batch mixed: exit 1 on both paths",
+       err + err2)
+    ok(len(fl) == len(mixed), "batch mixed: one line out per line in (%d)"
+       % len(mixed), fast)
+    ok(fast == slow, "batch mixed: the fast path and jansson agree byte for "
+       "byte", "\n".join(a + "\n  vs " + b for a, b in
+                         zip(fl, slow.splitlines()) if a != b))
+    errs = [json.loads(x).get("line") for x in fl if '"error"' in x]
+    ok(errs == [2, 3, 7, 8, 9, 10, 11, 12, 13, 18, 20],
+       "batch mixed: errors carry their own line numbers, in order",
+       str(errs))
+    ok(json.loads(fl[0]) == json.loads(fl[-1]) and
+       json.loads(fl[0])["outcome"] == "parity",
+       "batch mixed: good lines answered around the bad ones")
+
+    rng = random.Random(7)
+    lines, _ = random_lines(rng, 1000)
+    text = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    _, fast, _ = run(["verdict", "--batch"], text)
+    _, slow, _ = run(["verdict", "--batch"], text,
+                     env={"PARITY_BATCH_JANSSON": "1"})
+    ok(fast == slow and fast.count("\n") == 1000,
+       "batch: fast path equals jansson on 1000 random lines")
+
+    code, out, _ = run(["verdict", "--batch", "--floor-us", "0", "--parity",
+                        "0.1"], b'{"a":[1,2],"b":[1,2]}\n'
+                       b'{"a":[1,2],"b":[1,2],"parity":0.2}\n')
+    got = [json.loads(x) for x in out.splitlines()]
+    ok(code == 0 and got[0]["floor_us"] == 0 and got[0]["parity"] == 0.1 and
+       got[1]["parity"] == 0.2 and "default_floor" not in got[0]["diagnostics"],
+       "batch: --floor-us/--parity are defaults that lines override", out)
+
+    big = ('{"a":[%s],"b":[1,2]}\n' % ",".join(["1"] * (1048577))).encode()
+    code, out, _ = run(["verdict", "--batch"], big)
+    ok(code == 1 and '"error":"\\"a\\" has 1048577 samples, more than the '
+       'limit of 1048576"' in out, "batch: an arm over VD_MAX_SAMPLES", out)
+
+    long_line = b'{"a":[' + b"1," * (33 << 20) + b'1],"b":[1,2]}\n'
+    code, out, _ = run(["verdict", "--batch"],
+                       long_line + b'{"a":[1,2],"b":[1,2]}\n')
+    ol = out.splitlines()
+    ok(code == 1 and len(ol) == 2 and
+       ol[0] == '{"line":1,"error":"line longer than 67108864 bytes"}' and
+       '"outcome"' in ol[1], "batch: a line over 64 MiB is refused, the "
+       "next is answered", out[:300])
+
+
+def system_errors():
+    full = open("/dev/full", "wb")
+    args = ["verdict", "--a", "1,2", "--b", "1,2"]
+    code, _, err = run(args, stdout=full)
+    ok(code == 3 and "parity verdict: writing the table failed" in err,
+       "stdout on /dev/full: exit 3, writing the table failed", err)
+    code, _, err = run(args + ["--json"], stdout=full)
+    ok(code == 3 and "parity verdict: writing the JSON verdict failed" in err,
+       "--json on /dev/full: exit 3", err)
+    code, _, err = run(["verdict", "--batch"], b'{"a":[1,2],"b":[1,2]}\n',
+                       stdout=full)
+    ok(code == 3 and "parity verdict: writing stdout: No space left on "
+       "device" in err, "--batch on /dev/full: exit 3", err)
+    code, _, err = run(["import", "hyperfine",
+                        os.path.join(EXAMPLES, "hyperfine-modes.json")],
+                       stdout=full)
+    ok(code == 3 and "parity import: writing the output failed (or out of "
+       "memory)" in err, "import on /dev/full: exit 3", err)
+    full.close()
+    d = os.open("/", os.O_RDONLY)
+    p = subprocess.run([PARITY, "verdict", "--batch"], stdin=d,
+                       capture_output=True, timeout=30)
+    os.close(d)
+    ok(p.returncode == 3 and b"parity verdict: reading stdin: Is a "
+       b"directory" in p.stderr, "--batch with a directory on stdin: exit 3",
+       p.stderr)
+
+
+def imports():
+    ex = lambda name: os.path.join(EXAMPLES, name)
+    code, out, err = run(["import", "hyperfine", ex("hyperfine-modes.json"),
+                          "--json"])
+    d = json.loads(out or "{}")
+    v = d.get("results", [{}, {}])[1].get("verdict", {}).get(
+        "cpp/edit_distance", {})
+    ok(code == 0 and d.get("reference") == "cpp/edit_distance" and
+       v.get("outcome") == "parity", "hyperfine: the worked example file is "
+       "parity against its reference", out + err)
+    ref = reference_verdict([566, 568, 576, 690, 722],
+                            [587, 700, 712, 718, 725])
+    ok(all(abs(v.get(k, -1) - ref[k]) < 1e-9 for k in ref if k != "outcome"),
+       "hyperfine: seconds become µs; figures equal the rule's", out)
+    ok("verdict" not in d["results"][0],
+       "hyperfine: the reference gets a summary, no verdict")
+
+    # The real export: the same verdict as parity verdict on its times.
+    with open(ex("hyperfine-spawn.json")) as f:
+        res = json.load(f)["results"]
+    a = ",".join(repr(t * 1e6) for t in res[1]["times"])
+    b = ",".join(repr(t * 1e6) for t in res[0]["times"])
+    _, vout, _ = run(["verdict", "--a", a, "--b", b, "--json"])
+    code, out, err = run(["import", "hyperfine", ex("hyperfine-spawn.json"),
+                          "--json"])
+    d = json.loads(out or "{}")
+    got = d["results"][1]["verdict"][res[0]["command"]]
+    want = json.loads(vout or "{}")
+    ok(code == 0 and all(got[k] == want.get(k) for k in got),
+       "hyperfine: a real export gives parity verdict's verdict on its times",
+       "%s\n%s" % (got, want))
+    code, out, err = run(["import", "hyperfine", ex("hyperfine-spawn.json")])
+    ok(code == 0 and out.startswith("arm ") and "reference: true" in out and
+       "verdict: sh -c true vs true:" in out, "hyperfine: table output", out)
+
+    code, out, err = run(["import", "gbench", ex("gbench-baseline.json"),
+                          ex("gbench-contender.json"), "--json"])
+    d = json.loads(out or "{}")
+    got = {b["name"]: b["verdict"]["baseline"]["outcome"]
+           for b in d.get("benchmarks", [])}
+    ok(code == 0 and got == {"BM_Copy/64": "parity", "BM_Hash/4096": "loss",
+                             "BM_Sort/1024": "win"},
+       "gbench examples: parity, loss (16 %% slower), win", out + err)
+    ok(d.get("only_in_baseline") == ["BM_Parse"] and
+       d.get("only_in_contender") == ["BM_Format"] and
+       d.get("floor_us") == 0.0, "gbench: names in one file only; floor 0 "
+       "by default", out)
+    sort = [b for b in d["benchmarks"] if b["name"] == "BM_Sort/1024"][0]
+    with open(ex("gbench-baseline.json")) as f:
+        base = [x["real_time"] for x in json.load(f)["benchmarks"]
+                if x["run_name"] == "BM_Sort/1024" and
+                x["run_type"] == "iteration"]
+    ok(sort["verdict"]["baseline"]["other"]["min"] == min(base) and
+       sort["verdict"]["baseline"]["other"]["n"] == len(base),
+       "gbench: only iteration entries are samples, in time_unit us", sort)
+    code, out, err = run(["import", "gbench", ex("gbench-baseline.json"),
+                          ex("gbench-contender.json"), "--floor-us", "25"])
+    ok(code == 0 and "BM_Hash/4096" in out and " loss" not in out,
+       "gbench --floor-us 25: a 25 µs floor hides a 1 µs benchmark's loss",
+       out)
+
+
+def main():
+    if not PARITY or not os.access(PARITY, os.X_OK):
+        print("Bail out! no parity binary at %r (set PARITY)" % PARITY)
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        table(tmp)
+    worked_example()
+    batch_against_python()
+    batch_mixed_and_paths()
+    system_errors()
+    imports()
+    print("1..%d" % count)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
