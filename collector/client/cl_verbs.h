@@ -13,7 +13,8 @@
 #define CL_VERBS(X) \
     X(verdict, "judge two lists of samples: win, parity or loss") \
     X(import,  "verdicts from hyperfine or Google Benchmark JSON files") \
-    X(compare, "run commands interleaved here and judge them")
+    X(compare, "run commands interleaved here and judge them") \
+    X(keygen,  "write a CURVE key pair for an agent, client or collector")
 
 #define CL_VERB_PROTOTYPE(name, summary) \
     int cl_##name##_main(int argc, char **argv);

@@ -1,0 +1,221 @@
+/* co_auth.c -- ZAP handler; see co_auth.h. */
+#include "co_auth.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <czmq.h>
+#include <zmq.h>
+
+#define CO_AUTH_ENDPOINT "inproc://zeromq.zap.01"
+/* A ZAP request has 6 frames (7 with a CURVE key is still 7 at most for
+ * the mechanisms we know); anything longer is malformed. */
+#define CO_AUTH_MAX_FRAMES 8
+#define CO_AUTH_FRAME_MAX 256
+
+struct co_auth {
+    void *rep;
+    char *dir;
+    struct timespec dir_mtime;
+    char (*keys)[41];
+    size_t n_keys;
+};
+
+static void s_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+s_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err || !errlen)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static bool
+s_ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Read every public certificate in the directory. */
+static int
+s_load(co_auth_t *a, char *err, size_t errlen)
+{
+    struct stat st;
+    DIR *d;
+    struct dirent *e;
+
+    if (stat(a->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        s_err(err, errlen, "allow-list %s: %s", a->dir,
+              errno ? strerror(errno) : "not a directory");
+        return -1;
+    }
+    if (!(d = opendir(a->dir))) {
+        s_err(err, errlen, "opendir %s: %s", a->dir, strerror(errno));
+        return -1;
+    }
+    a->n_keys = 0;
+    while ((e = readdir(d)) != NULL && a->n_keys < CO_AUTH_MAX_KEYS) {
+        char path[4096];
+        struct stat fst;
+        if (e->d_name[0] == '.' || s_ends_with(e->d_name, "_secret"))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", a->dir, e->d_name);
+        if (stat(path, &fst) != 0 || !S_ISREG(fst.st_mode))
+            continue;
+        zcert_t *cert = zcert_load(path);
+        if (!cert)
+            continue;
+        snprintf(a->keys[a->n_keys++], 41, "%s", zcert_public_txt(cert));
+        zcert_destroy(&cert);
+    }
+    closedir(d);
+    a->dir_mtime = st.st_mtim;
+    return 0;
+}
+
+co_auth_t *
+co_auth_new(void *ctx, const char *allow_dir, char *err, size_t errlen)
+{
+    co_auth_t *a = calloc(1, sizeof *a);
+    if (!a) {
+        s_err(err, errlen, "calloc co_auth: out of memory");
+        return NULL;
+    }
+    a->dir = strdup(allow_dir);
+    a->keys = calloc(CO_AUTH_MAX_KEYS, sizeof *a->keys);
+    if (!a->dir || !a->keys) {
+        s_err(err, errlen, "co_auth: out of memory");
+        goto fail;
+    }
+    if (s_load(a, err, errlen) != 0)
+        goto fail;
+    a->rep = zmq_socket(ctx, ZMQ_REP);
+    if (!a->rep) {
+        s_err(err, errlen, "zmq_socket(ZMQ_REP): %s", zmq_strerror(errno));
+        goto fail;
+    }
+    int linger = 0;
+    zmq_setsockopt(a->rep, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_bind(a->rep, CO_AUTH_ENDPOINT) != 0) {
+        s_err(err, errlen, "zmq_bind(%s): %s", CO_AUTH_ENDPOINT,
+              zmq_strerror(errno));
+        goto fail;
+    }
+    return a;
+fail:
+    co_auth_destroy(&a);
+    return NULL;
+}
+
+void *
+co_auth_socket(co_auth_t *auth)
+{
+    return auth->rep;
+}
+
+size_t
+co_auth_key_count(const co_auth_t *auth)
+{
+    return auth->n_keys;
+}
+
+static void
+s_reply(co_auth_t *a, const char *reqid, size_t reqid_len, const char *code,
+        const char *text, const char *user)
+{
+    zmq_send(a->rep, "1.0", 3, ZMQ_SNDMORE);
+    zmq_send(a->rep, reqid, reqid_len, ZMQ_SNDMORE);
+    zmq_send(a->rep, code, strlen(code), ZMQ_SNDMORE);
+    zmq_send(a->rep, text, strlen(text), ZMQ_SNDMORE);
+    zmq_send(a->rep, user, strlen(user), ZMQ_SNDMORE);
+    zmq_send(a->rep, "", 0, 0);
+}
+
+int
+co_auth_handle(co_auth_t *a, char *key_out, char *why, size_t whylen)
+{
+    char frames[CO_AUTH_MAX_FRAMES][CO_AUTH_FRAME_MAX];
+    size_t lens[CO_AUTH_MAX_FRAMES];
+    size_t n = 0;
+    int more = 1;
+    size_t more_len = sizeof more;
+
+    if (key_out)
+        key_out[0] = '\0';
+    while (more) {
+        char buf[CO_AUTH_FRAME_MAX];
+        int rc = zmq_recv(a->rep, buf, sizeof buf, n == 0 ? ZMQ_DONTWAIT : 0);
+        if (rc < 0)
+            return -1;
+        if (n < CO_AUTH_MAX_FRAMES) {
+            lens[n] = (size_t)rc < sizeof buf ? (size_t)rc : sizeof buf;
+            memcpy(frames[n], buf, lens[n]);
+        }
+        n++;
+        zmq_getsockopt(a->rep, ZMQ_RCVMORE, &more, &more_len);
+    }
+    /* version, request id, domain, address, routing id, mechanism, creds */
+    if (n < 6 || n > CO_AUTH_MAX_FRAMES || lens[0] != 3
+        || memcmp(frames[0], "1.0", 3) != 0) {
+        /* A REP socket must answer before the next request. */
+        s_reply(a, n > 1 ? frames[1] : "", n > 1 ? lens[1] : 0, "500",
+                "malformed ZAP request", "");
+        s_err(why, whylen, "malformed ZAP request (%zu frames)", n);
+        return -1;
+    }
+    char mech[16] = "";
+    memcpy(mech, frames[5], lens[5] < 15 ? lens[5] : 15);
+    if (strcmp(mech, "CURVE") != 0 || n != 7 || lens[6] != 32) {
+        s_reply(a, frames[1], lens[1], "400", "CURVE required", "");
+        s_err(why, whylen, "mechanism %s refused (CURVE required)",
+              mech[0] ? mech : "?");
+        return 0;
+    }
+    char key[41];
+    if (!zmq_z85_encode(key, (const uint8_t *)frames[6], 32)) {
+        s_reply(a, frames[1], lens[1], "400", "bad key", "");
+        s_err(why, whylen, "client key not encodable");
+        return 0;
+    }
+    if (key_out)
+        memcpy(key_out, key, 41);
+    /* Keys added or removed since the last request take effect now. */
+    struct stat st;
+    if (stat(a->dir, &st) == 0
+        && (st.st_mtim.tv_sec != a->dir_mtime.tv_sec
+            || st.st_mtim.tv_nsec != a->dir_mtime.tv_nsec))
+        s_load(a, NULL, 0);
+    for (size_t i = 0; i < a->n_keys; i++)
+        if (memcmp(a->keys[i], key, 41) == 0) {
+            s_reply(a, frames[1], lens[1], "200", "OK", key);
+            return 1;
+        }
+    s_reply(a, frames[1], lens[1], "400", "key not in the allow-list", "");
+    s_err(why, whylen, "client key %s not in the allow-list %s", key, a->dir);
+    return 0;
+}
+
+void
+co_auth_destroy(co_auth_t **auth)
+{
+    if (!auth || !*auth)
+        return;
+    co_auth_t *a = *auth;
+    if (a->rep)
+        zmq_close(a->rep);
+    free(a->keys);
+    free(a->dir);
+    free(a);
+    *auth = NULL;
+}

@@ -1,0 +1,45 @@
+/* co_auth.h -- the collector's ZAP handler: CURVE keys from an allow-list.
+ *
+ * A ZMQ_REP socket bound to inproc://zeromq.zap.01 in the collector's
+ * context (ZeroMQ RFC 27). Every CURVE handshake on any socket of that
+ * context asks it; it answers 200 only for a client public key found in
+ * the allow-list directory (public certificate files in CZMQ zcert format,
+ * as `parity keygen` writes them; files ending in _secret are skipped) and
+ * sets the User-Id of the peer's messages to that key in Z85, which is how
+ * the server identifies peers. Any other mechanism (NULL, PLAIN) is
+ * refused. The directory is re-read when its modification time changes.
+ *
+ * Must exist before the server socket binds (libzmq then refuses
+ * handshakes when the handler is missing, but it is not missing here).
+ */
+#ifndef CO_AUTH_H
+#define CO_AUTH_H
+
+#include <stddef.h>
+#include <stdbool.h>
+
+/* Most keys loaded from the allow-list directory. */
+#define CO_AUTH_MAX_KEYS 4096
+
+typedef struct co_auth co_auth_t;
+
+/* Bind the handler in zmq context ctx and load allow_dir. Caller owns the
+ * result; NULL with err filled on failure. */
+co_auth_t *co_auth_new(void *ctx, const char *allow_dir, char *err,
+                       size_t errlen);
+
+/* The REP socket to poll for ZMQ_POLLIN; owned by auth. */
+void *co_auth_socket(co_auth_t *auth);
+
+/* Answer one pending request (call when the socket is readable). Returns
+ * 1 allowed, 0 denied, -1 nothing to read or a malformed request. The
+ * client key (Z85, 41 bytes with NUL) goes to key_out when not NULL, and
+ * a one-line reason for a denial into why[0..whylen). */
+int co_auth_handle(co_auth_t *auth, char *key_out, char *why, size_t whylen);
+
+/* Number of keys currently allowed. */
+size_t co_auth_key_count(const co_auth_t *auth);
+
+void co_auth_destroy(co_auth_t **auth);
+
+#endif

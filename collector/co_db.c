@@ -1,0 +1,1065 @@
+/* co_db.c -- storage; see co_db.h. */
+#include "co_db.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "co_migrations.h"
+#include "pw_json.h"
+#include "vd_verdict.h"
+
+/* Recently used runs (uuid -> id, host), so that a batch costs no lookup. */
+#define CO_DB_RUN_CACHE 64
+#define CO_DB_UUID_MAX  128
+
+typedef struct {
+    char uuid[CO_DB_UUID_MAX];
+    int64_t id;
+    int64_t host_id;
+} s_run_ref_t;
+
+struct co_db {
+    char *conninfo;
+    PGconn *conn;
+    s_run_ref_t runs[CO_DB_RUN_CACHE];
+    size_t runs_next;              /* round-robin slot to overwrite */
+    /* Growable COPY buffer, reused: bounded by one batch (512 samples of
+     * at most ~100 bytes plus error texts, themselves bounded by the
+     * 4 MiB frame). */
+    char *copy;
+    size_t copy_len, copy_cap;
+};
+
+static void s_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+s_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err || !errlen)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    err[strcspn(err, "\n")] = '\0';
+}
+
+/* Classify a failed result: data and constraint errors (SQLSTATE classes
+ * 22 and 23) are the message's fault and permanent; anything else (lost
+ * connection, disk full, shutdown) is the database's and worth a retry. */
+static int
+s_fail(co_db_t *db, PGresult *r, const char *what, char *err, size_t errlen)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    s_err(err, errlen, "%s: %s", what, PQerrorMessage(db->conn));
+    if (state && (strncmp(state, "22", 2) == 0
+                  || strncmp(state, "23", 2) == 0))
+        return CO_DB_REFUSED;
+    return CO_DB_FAIL;
+}
+
+co_db_t *
+co_db_new(const char *conninfo)
+{
+    co_db_t *db = calloc(1, sizeof *db);
+    if (!db)
+        return NULL;
+    db->conninfo = strdup(conninfo ? conninfo : "");
+    if (!db->conninfo) {
+        free(db);
+        return NULL;
+    }
+    return db;
+}
+
+void
+co_db_disconnect(co_db_t *db)
+{
+    if (db && db->conn) {
+        PQfinish(db->conn);
+        db->conn = NULL;
+    }
+}
+
+void
+co_db_destroy(co_db_t **db)
+{
+    if (!db || !*db)
+        return;
+    co_db_disconnect(*db);
+    free((*db)->conninfo);
+    free((*db)->copy);
+    free(*db);
+    *db = NULL;
+}
+
+bool
+co_db_connected(const co_db_t *db)
+{
+    return db->conn && PQstatus(db->conn) == CONNECTION_OK;
+}
+
+int
+co_db_connect(co_db_t *db, char *err, size_t errlen)
+{
+    co_db_disconnect(db);
+    memset(db->runs, 0, sizeof db->runs);
+    db->conn = PQconnectdb(db->conninfo);
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        s_err(err, errlen, "PQconnectdb(%s): %s", db->conninfo,
+              PQerrorMessage(db->conn));
+        co_db_disconnect(db);
+        return CO_DB_FAIL;
+    }
+    /* Quiet NOTICEs (e.g. "relation exists, skipping") would go to stderr
+     * and break the one-line-per-event log. */
+    PQsetNoticeProcessor(db->conn, NULL, NULL);
+    PGresult *r = PQexec(db->conn, "SET synchronous_commit = on");
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) {
+        s_err(err, errlen, "SET synchronous_commit: %s",
+              PQerrorMessage(db->conn));
+        co_db_disconnect(db);
+        return CO_DB_FAIL;
+    }
+    return CO_DB_OK;
+}
+
+static int
+s_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
+{
+    PGresult *r = PQexec(db->conn, sql);
+    int rc = CO_DB_OK;
+    if (PQresultStatus(r) != PGRES_COMMAND_OK
+        && PQresultStatus(r) != PGRES_TUPLES_OK)
+        rc = s_fail(db, r, sql, err, errlen);
+    PQclear(r);
+    return rc;
+}
+
+static void
+s_rollback(co_db_t *db)
+{
+    if (db->conn && PQstatus(db->conn) == CONNECTION_OK)
+        PQclear(PQexec(db->conn, "ROLLBACK"));
+}
+
+/* Parameterised statement; returns the result (caller clears) or NULL
+ * with *rc and err set. want is PGRES_COMMAND_OK or PGRES_TUPLES_OK. */
+static PGresult *
+s_query(co_db_t *db, const char *sql, int n, const char *const *params,
+        ExecStatusType want, int *rc, char *err, size_t errlen)
+{
+    PGresult *r = PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != want) {
+        *rc = s_fail(db, r, sql, err, errlen);
+        PQclear(r);
+        return NULL;
+    }
+    *rc = CO_DB_OK;
+    return r;
+}
+
+/* ---- migrations ---------------------------------------------------- */
+
+int
+co_db_schema_version(co_db_t *db, int *version, char *err, size_t errlen)
+{
+    int rc;
+    *version = 0;
+    PGresult *r = s_query(db, "SELECT coalesce(max(version), 0) FROM "
+                          "schema_version", 0, NULL, PGRES_TUPLES_OK, &rc,
+                          err, errlen);
+    if (!r)
+        return rc;
+    *version = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return CO_DB_OK;
+}
+
+int
+co_db_migrate(co_db_t *db, int *applied, char *err, size_t errlen)
+{
+    int rc, version = 0, count = 0;
+    char num[16];
+
+    if (applied)
+        *applied = 0;
+    if (!co_db_connected(db)) {
+        s_err(err, errlen, "migrate: not connected");
+        return CO_DB_FAIL;
+    }
+    rc = s_exec(db, "CREATE TABLE IF NOT EXISTS schema_version ("
+                "version integer PRIMARY KEY, name text NOT NULL, "
+                "applied_at timestamptz NOT NULL DEFAULT now())",
+                err, errlen);
+    if (rc != CO_DB_OK)
+        return rc;
+    /* Two collectors on one database must not both migrate: the advisory
+     * lock serialises them for the session. */
+    if ((rc = s_exec(db, "SELECT pg_advisory_lock(7041)", err, errlen))
+        != CO_DB_OK)
+        return rc;
+    if ((rc = co_db_schema_version(db, &version, err, errlen)) != CO_DB_OK)
+        goto unlock;
+    for (size_t i = 0; i < co_migrations_count; i++) {
+        const co_migration_t *m = &co_migrations[i];
+        if (m->version <= version)
+            continue;
+        if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
+            goto unlock;
+        PGresult *r = PQexec(db->conn, m->sql);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK
+            && PQresultStatus(r) != PGRES_TUPLES_OK) {
+            s_err(err, errlen, "migration %s: %s", m->name,
+                  PQerrorMessage(db->conn));
+            PQclear(r);
+            s_rollback(db);
+            rc = CO_DB_FAIL;
+            goto unlock;
+        }
+        PQclear(r);
+        snprintf(num, sizeof num, "%d", m->version);
+        const char *p[] = { num, m->name };
+        r = s_query(db, "INSERT INTO schema_version (version, name) "
+                    "VALUES ($1, $2)", 2, p, PGRES_COMMAND_OK, &rc, err,
+                    errlen);
+        if (!r) {
+            s_rollback(db);
+            goto unlock;
+        }
+        PQclear(r);
+        if ((rc = s_exec(db, "COMMIT", err, errlen)) != CO_DB_OK)
+            goto unlock;
+        count++;
+    }
+    if (applied)
+        *applied = count;
+    rc = CO_DB_OK;
+unlock:
+    if (co_db_connected(db))
+        PQclear(PQexec(db->conn, "SELECT pg_advisory_unlock(7041)"));
+    return rc;
+}
+
+/* ---- hosts --------------------------------------------------------- */
+
+static char *
+s_tags_json(Parity__Tag **tags, size_t n)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < n; i++)
+        json_object_set_new(o, tags[i]->key ? tags[i]->key : "",
+                            json_string(tags[i]->value ? tags[i]->value
+                                                       : ""));
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+static const char *
+s_str(const char *s)
+{
+    return s ? s : "";
+}
+
+int
+co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
+            int64_t *host_id, char *err, size_t errlen)
+{
+    int rc;
+    char id[24];
+    char *tags = s_tags_json(h->tags, h->n_tags);
+    PGresult *r = NULL;
+
+    *host_id = 0;
+    if (!tags) {
+        s_err(err, errlen, "hello: tags to JSON: out of memory");
+        return CO_DB_FAIL;
+    }
+    if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
+        goto done;
+    const char *p[] = { public_key, s_str(h->agent_name),
+                        s_str(h->agent_version), s_str(h->key_fingerprint),
+                        s_str(h->boot_id), tags };
+    r = s_query(db,
+        "INSERT INTO hosts (public_key, name, agent_version, key_claimed, "
+        "boot_id, tags, online) VALUES ($1, $2, $3, $4, $5, $6::jsonb, true) "
+        "ON CONFLICT (public_key) DO UPDATE SET name = EXCLUDED.name, "
+        "agent_version = EXCLUDED.agent_version, key_claimed = "
+        "EXCLUDED.key_claimed, boot_id = EXCLUDED.boot_id, tags = "
+        "EXCLUDED.tags, online = true, last_hello = now(), last_seen = now() "
+        "RETURNING id", 6, p, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        goto rollback;
+    *host_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    snprintf(id, sizeof id, "%" PRId64, *host_id);
+    PQclear(r);
+    if (h->environment_json && h->environment_json[0]) {
+        const char *pe[] = { id, h->environment_json };
+        r = s_query(db, "INSERT INTO environments (host_id, digest, "
+                    "environment_json) VALUES ($1, md5($2), $2) "
+                    "ON CONFLICT (host_id, digest) DO NOTHING", 2, pe,
+                    PGRES_COMMAND_OK, &rc, err, errlen);
+        if (!r)
+            goto rollback;
+        PQclear(r);
+    }
+    for (size_t i = 0; i < h->n_suites; i++) {
+        const Parity__SuiteInfo *s = h->suites[i];
+        json_t *a = json_array();
+        for (size_t k = 0; a && k < s->n_benchmarks; k++)
+            json_array_append_new(a, json_string(s_str(s->benchmarks[k])));
+        char *benches = a ? json_dumps(a, JSON_COMPACT) : NULL;
+        json_decref(a);
+        if (!benches) {
+            s_err(err, errlen, "hello: suites to JSON: out of memory");
+            rc = CO_DB_FAIL;
+            goto rollback;
+        }
+        const char *ps[] = { id, s_str(s->name), s_str(s->digest), benches };
+        r = s_query(db, "INSERT INTO suites (host_id, name, digest, "
+                    "benchmarks) VALUES ($1, $2, $3, ARRAY(SELECT "
+                    "json_array_elements_text($4::json))) ON CONFLICT "
+                    "(host_id, name, digest) DO NOTHING", 4, ps,
+                    PGRES_COMMAND_OK, &rc, err, errlen);
+        free(benches);
+        if (!r)
+            goto rollback;
+        PQclear(r);
+    }
+    rc = s_exec(db, "COMMIT", err, errlen);
+    if (rc != CO_DB_OK)
+        *host_id = 0;
+    goto done;
+rollback:
+    *host_id = 0;
+    s_rollback(db);
+done:
+    free(tags);
+    return rc;
+}
+
+int
+co_db_host_online(co_db_t *db, int64_t host_id, bool online, char *err,
+                  size_t errlen)
+{
+    int rc;
+    char id[24];
+    snprintf(id, sizeof id, "%" PRId64, host_id);
+    const char *p[] = { id, online ? "true" : "false" };
+    PGresult *r = s_query(db, "UPDATE hosts SET online = $2::boolean, "
+                          "last_seen = now() WHERE id = $1", 2, p,
+                          PGRES_COMMAND_OK, &rc, err, errlen);
+    PQclear(r);
+    return rc;
+}
+
+/* ---- binary COPY ----------------------------------------------------- */
+
+static int
+s_copy_reserve(co_db_t *db, size_t more)
+{
+    if (db->copy_len + more <= db->copy_cap)
+        return 0;
+    size_t cap = db->copy_cap ? db->copy_cap : 65536;
+    while (cap < db->copy_len + more)
+        cap *= 2;
+    char *p = realloc(db->copy, cap);
+    if (!p)
+        return -1;
+    db->copy = p;
+    db->copy_cap = cap;
+    return 0;
+}
+
+static void
+s_put(co_db_t *db, const void *p, size_t n)
+{
+    memcpy(db->copy + db->copy_len, p, n);
+    db->copy_len += n;
+}
+
+static void
+s_put_i16(co_db_t *db, int16_t v)
+{
+    uint16_t be = htons((uint16_t)v);
+    s_put(db, &be, 2);
+}
+
+static void
+s_put_i32(co_db_t *db, int32_t v)
+{
+    uint32_t be = htonl((uint32_t)v);
+    s_put(db, &be, 4);
+}
+
+static void
+s_put_u64(co_db_t *db, uint64_t v)
+{
+    uint32_t hi = htonl((uint32_t)(v >> 32)), lo = htonl((uint32_t)v);
+    s_put(db, &hi, 4);
+    s_put(db, &lo, 4);
+}
+
+/* One field: length then value, in COPY BINARY's big-endian layout. */
+static void
+s_field_i16(co_db_t *db, int16_t v) { s_put_i32(db, 2); s_put_i16(db, v); }
+static void
+s_field_i32(co_db_t *db, int32_t v) { s_put_i32(db, 4); s_put_i32(db, v); }
+static void
+s_field_i64(co_db_t *db, int64_t v) { s_put_i32(db, 8); s_put_u64(db, (uint64_t)v); }
+
+static void
+s_field_f64(co_db_t *db, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    s_put_i32(db, 8);
+    s_put_u64(db, bits);
+}
+
+static void
+s_field_text(co_db_t *db, const char *s, size_t n)
+{
+    s_put_i32(db, (int32_t)n);
+    s_put(db, s, n);
+}
+
+static void
+s_copy_begin(co_db_t *db)
+{
+    static const char sig[] = "PGCOPY\n\377\r\n";
+    db->copy_len = 0;
+    s_put(db, sig, 11);
+    s_put_i32(db, 0);   /* flags */
+    s_put_i32(db, 0);   /* header extension length */
+}
+
+/* Run a COPY ... FROM STDIN (FORMAT binary) with the buffer built. */
+static int
+s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
+{
+    s_put_i16(db, -1);   /* trailer; reserved by the callers */
+    PGresult *r = PQexec(db->conn, sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        int rc = s_fail(db, r, sql, err, errlen);
+        PQclear(r);
+        return rc;
+    }
+    PQclear(r);
+    if (PQputCopyData(db->conn, db->copy, (int)db->copy_len) != 1
+        || PQputCopyEnd(db->conn, NULL) != 1) {
+        s_err(err, errlen, "PQputCopyData: %s", PQerrorMessage(db->conn));
+        /* Collect the result so the connection is usable again. */
+        while ((r = PQgetResult(db->conn)) != NULL)
+            PQclear(r);
+        return CO_DB_FAIL;
+    }
+    int rc = CO_DB_OK;
+    while ((r = PQgetResult(db->conn)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == CO_DB_OK)
+            rc = s_fail(db, r, sql, err, errlen);
+        PQclear(r);
+    }
+    return rc;
+}
+
+/* ---- calibrations ------------------------------------------------------ */
+
+int
+co_db_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
+                  char *err, size_t errlen)
+{
+    int rc;
+    char host[24], taken[24], n[24];
+    PGresult *r;
+
+    for (size_t i = 0; i < c->n_wall_us; i++)
+        if (!isfinite(c->wall_us[i]) || c->wall_us[i] <= 0) {
+            s_err(err, errlen, "calibration %s: sample %zu is %g (must be "
+                  "finite and > 0)", c->calibration_id, i, c->wall_us[i]);
+            return CO_DB_REFUSED;
+        }
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    snprintf(taken, sizeof taken, "%" PRId64, c->taken_at_us);
+    snprintf(n, sizeof n, "%zu", c->n_wall_us);
+    if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
+        return rc;
+    const char *p[] = { c->calibration_id, host, taken, n };
+    r = s_query(db, "INSERT INTO calibrations (calibration_id, host_id, "
+                "taken_at_us, n_samples) VALUES ($1, $2, $3, $4) "
+                "ON CONFLICT (calibration_id) DO NOTHING RETURNING id", 4, p,
+                PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        goto rollback;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        s_rollback(db);
+        return CO_DB_DUP;
+    }
+    int64_t cal = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    /* 5 fields of at most 8 bytes plus lengths, per sample. */
+    if (s_copy_reserve(db, 64 + c->n_wall_us * 64) != 0) {
+        s_err(err, errlen, "calibration: out of memory");
+        rc = CO_DB_FAIL;
+        goto rollback;
+    }
+    s_copy_begin(db);
+    for (size_t i = 0; i < c->n_wall_us; i++) {
+        s_put_i16(db, 5);
+        s_field_i64(db, cal);
+        s_field_i64(db, host_id);
+        s_field_i32(db, (int32_t)i);
+        s_field_i64(db, c->taken_at_us);
+        s_field_f64(db, c->wall_us[i]);
+    }
+    rc = s_copy_send(db, "COPY calibration_samples (calibration, host_id, "
+                     "idx, taken_at_us, wall_us) FROM STDIN (FORMAT binary)",
+                     err, errlen);
+    if (rc != CO_DB_OK)
+        goto rollback;
+    return s_exec(db, "COMMIT", err, errlen);
+rollback:
+    s_rollback(db);
+    return rc;
+}
+
+/* ---- runs ------------------------------------------------------------ */
+
+/* The run with this uuid: CO_DB_OK with *run set when it is this host's,
+ * CO_DB_LATER when unknown, CO_DB_REFUSED when another host's. */
+static int
+s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
+             char *err, size_t errlen)
+{
+    int rc;
+    size_t len = strlen(uuid);
+
+    for (size_t i = 0; i < CO_DB_RUN_CACHE; i++)
+        if (db->runs[i].id && strcmp(db->runs[i].uuid, uuid) == 0) {
+            if (db->runs[i].host_id != host_id)
+                goto other;
+            *run = db->runs[i].id;
+            return CO_DB_OK;
+        }
+    const char *p[] = { uuid };
+    PGresult *r = s_query(db, "SELECT id, host_id FROM runs WHERE "
+                          "run_uuid = $1", 1, p, PGRES_TUPLES_OK, &rc, err,
+                          errlen);
+    if (!r)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        s_err(err, errlen, "run %s: no RunStart stored yet", uuid);
+        return CO_DB_LATER;
+    }
+    int64_t id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    int64_t owner = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    PQclear(r);
+    if (len < CO_DB_UUID_MAX) {
+        s_run_ref_t *slot = &db->runs[db->runs_next++ % CO_DB_RUN_CACHE];
+        memcpy(slot->uuid, uuid, len + 1);
+        slot->id = id;
+        slot->host_id = owner;
+    }
+    if (owner != host_id)
+        goto other;
+    *run = id;
+    return CO_DB_OK;
+other:
+    s_err(err, errlen, "run %s belongs to another host", uuid);
+    return CO_DB_REFUSED;
+}
+
+int
+co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
+                char *err, size_t errlen)
+{
+    int rc;
+    int64_t run = 0;
+    char host[24], runs[16], warmup[16], started[24], runid[24], bench[24];
+    char envid[24] = "";
+    char *tags = NULL;
+    PGresult *r;
+
+    rc = s_run_lookup(db, host_id, rs->run_id, &run, err, errlen);
+    if (rc == CO_DB_OK)
+        return CO_DB_DUP;
+    if (rc != CO_DB_LATER)
+        return rc;
+    if (rs->n_arms < 1) {
+        s_err(err, errlen, "run_start %s: no arms", rs->run_id);
+        return CO_DB_REFUSED;
+    }
+    for (size_t i = 0; i < rs->n_arms; i++)
+        if (!rs->arms[i]->name || !rs->arms[i]->name[0]) {
+            s_err(err, errlen, "run_start %s: arm %zu has no name",
+                  rs->run_id, i);
+            return CO_DB_REFUSED;
+        }
+    if (!(tags = s_tags_json(rs->tags, rs->n_tags))) {
+        s_err(err, errlen, "run_start: tags to JSON: out of memory");
+        return CO_DB_FAIL;
+    }
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    snprintf(runs, sizeof runs, "%u", rs->runs);
+    snprintf(warmup, sizeof warmup, "%u", rs->warmup);
+    snprintf(started, sizeof started, "%" PRId64, rs->started_at_us);
+    if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
+        goto done;
+    const char *pb[] = { s_str(rs->suite), s_str(rs->benchmark) };
+    r = s_query(db, "INSERT INTO benchmarks (suite, name) VALUES ($1, $2) "
+                "ON CONFLICT (suite, name) DO UPDATE SET name = EXCLUDED.name "
+                "RETURNING id", 2, pb, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        goto rollback;
+    snprintf(bench, sizeof bench, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (rs->environment_json && rs->environment_json[0]) {
+        const char *pe[] = { host, rs->environment_json };
+        r = s_query(db, "WITH ins AS (INSERT INTO environments (host_id, "
+                    "digest, environment_json) VALUES ($1, md5($2), $2) "
+                    "ON CONFLICT (host_id, digest) DO NOTHING RETURNING id) "
+                    "SELECT id FROM ins UNION ALL SELECT id FROM environments "
+                    "WHERE host_id = $1 AND digest = md5($2)", 2, pe,
+                    PGRES_TUPLES_OK, &rc, err, errlen);
+        if (!r)
+            goto rollback;
+        if (PQntuples(r) > 0)
+            snprintf(envid, sizeof envid, "%s", PQgetvalue(r, 0, 0));
+        PQclear(r);
+    }
+    const char *p[] = { rs->run_id, host, bench, s_str(rs->job_id),
+                        s_str(rs->label), tags, runs, warmup, started,
+                        envid[0] ? envid : NULL };
+    r = s_query(db, "INSERT INTO runs (run_uuid, host_id, benchmark_id, "
+                "job_id, label, tags, runs, warmup, started_at_us, "
+                "environment) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, "
+                "$9, $10) RETURNING id", 10, p, PGRES_TUPLES_OK, &rc, err,
+                errlen);
+    if (!r)
+        goto rollback;
+    snprintf(runid, sizeof runid, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    for (size_t i = 0; i < rs->n_arms; i++) {
+        const Parity__Arm *a = rs->arms[i];
+        char idx[24];
+        json_t *argv = json_array();
+        for (size_t k = 0; argv && k < a->n_argv; k++)
+            json_array_append_new(argv, json_string(s_str(a->argv[k])));
+        char *argv_s = argv ? json_dumps(argv, JSON_COMPACT) : NULL;
+        json_decref(argv);
+        if (!argv_s) {
+            s_err(err, errlen, "run_start: argv to JSON: out of memory "
+                  "or not UTF-8");
+            rc = CO_DB_REFUSED;
+            goto rollback;
+        }
+        snprintf(idx, sizeof idx, "%zu", i);
+        const char *pa[] = { runid, idx, a->name, a->subject ? "t" : "f",
+                             argv_s, s_str(a->shell),
+                             s_str(a->version_output) };
+        r = s_query(db, "INSERT INTO arms (run, idx, name, subject, argv, "
+                    "shell, version_output) VALUES ($1, $2, $3, $4, "
+                    "ARRAY(SELECT json_array_elements_text($5::json)), $6, "
+                    "$7)", 7, pa, PGRES_COMMAND_OK, &rc, err, errlen);
+        free(argv_s);
+        if (!r)
+            goto rollback;
+        PQclear(r);
+    }
+    rc = s_exec(db, "COMMIT", err, errlen);
+    goto done;
+rollback:
+    s_rollback(db);
+done:
+    free(tags);
+    return rc;
+}
+
+int
+co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
+            size_t *stored, char *err, size_t errlen)
+{
+    int rc;
+    int64_t run = 0;
+    char runs[24], seq[16], n[16];
+    PGresult *r;
+    size_t need = 64;
+
+    *stored = 0;
+    rc = s_run_lookup(db, host_id, b->run_id, &run, err, errlen);
+    if (rc != CO_DB_OK)
+        return rc;
+    for (size_t i = 0; i < b->n_samples; i++) {
+        const Parity__Sample *s = b->samples[i];
+        if (!isfinite(s->wall_us) || !isfinite(s->user_us)
+            || !isfinite(s->sys_us)) {
+            s_err(err, errlen, "batch %s/%u: sample %zu has a time that is "
+                  "not finite", b->run_id, b->batch_seq, i);
+            return CO_DB_REFUSED;
+        }
+        /* 15 fields of at most 8 bytes plus lengths, and the error text. */
+        need += 2 + 15 * 12 + (s->error ? strlen(s->error) : 0);
+    }
+    snprintf(runs, sizeof runs, "%" PRId64, run);
+    snprintf(seq, sizeof seq, "%u", b->batch_seq);
+    snprintf(n, sizeof n, "%zu", b->n_samples);
+    if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
+        return rc;
+    const char *p[] = { runs, seq, n };
+    r = s_query(db, "INSERT INTO batches (run, batch_seq, n_samples) VALUES "
+                "($1, $2, $3) ON CONFLICT (run, batch_seq) DO NOTHING", 3, p,
+                PGRES_COMMAND_OK, &rc, err, errlen);
+    if (!r)
+        goto rollback;
+    if (strcmp(PQcmdTuples(r), "0") == 0) {
+        PQclear(r);
+        s_rollback(db);
+        return CO_DB_DUP;
+    }
+    PQclear(r);
+    if (b->n_samples > 0) {
+        if (s_copy_reserve(db, need) != 0) {
+            s_err(err, errlen, "batch: out of memory for %zu bytes", need);
+            rc = CO_DB_FAIL;
+            goto rollback;
+        }
+        s_copy_begin(db);
+        for (size_t i = 0; i < b->n_samples; i++) {
+            const Parity__Sample *s = b->samples[i];
+            const char *e = s_str(s->error);
+            s_put_i16(db, 16);
+            s_field_i64(db, run);
+            s_field_i32(db, (int32_t)b->batch_seq);
+            s_field_i32(db, (int32_t)i);
+            s_field_i16(db, (int16_t)s->kind);
+            s_field_i32(db, (int32_t)s->arm);
+            s_field_i32(db, (int32_t)s->round);
+            s_field_i32(db, (int32_t)s->position);
+            s_field_f64(db, s->wall_us);
+            s_field_f64(db, s->user_us);
+            s_field_f64(db, s->sys_us);
+            s_field_i64(db, s->maxrss_kb);
+            s_field_i32(db, s->exit_status);
+            s_field_i32(db, s->term_signal);
+            s_field_i32(db, s->cpu);
+            s_field_i64(db, s->start_unix_us);
+            s_field_text(db, e, strlen(e));
+        }
+        rc = s_copy_send(db, "COPY samples (run, batch_seq, idx, kind, arm, "
+                         "round, position, wall_us, user_us, sys_us, "
+                         "maxrss_kb, exit_status, term_signal, cpu, "
+                         "start_unix_us, error) FROM STDIN (FORMAT binary)",
+                         err, errlen);
+        if (rc != CO_DB_OK)
+            goto rollback;
+    }
+    rc = s_exec(db, "COMMIT", err, errlen);
+    if (rc == CO_DB_OK)
+        *stored = b->n_samples;
+    return rc;
+rollback:
+    s_rollback(db);
+    return rc;
+}
+
+/* ---- run end and verdicts --------------------------------------------- */
+
+static const char *
+s_status_name(Parity__RunStatus s)
+{
+    switch (s) {
+    case PARITY__RUN_STATUS__COMPLETE:   return "complete";
+    case PARITY__RUN_STATUS__FAILED:     return "failed";
+    case PARITY__RUN_STATUS__INCOMPLETE: return "incomplete";
+    case PARITY__RUN_STATUS__CANCELLED:  return "cancelled";
+    default:                             return NULL;
+    }
+}
+
+/* Doubles of column 0 of a text result. Caller frees. */
+static double *
+s_doubles(PGresult *r, int col, size_t *n)
+{
+    size_t rows = (size_t)PQntuples(r);
+    double *x = malloc((rows ? rows : 1) * sizeof *x);
+    if (!x)
+        return NULL;
+    for (size_t i = 0; i < rows; i++)
+        x[i] = strtod(PQgetvalue(r, (int)i, col), NULL);
+    *n = rows;
+    return x;
+}
+
+/* The host's floor from its calibration samples taken up to until_us,
+ * newest first, at most window: Calibration messages and the rounds'
+ * CALIBRATION samples alike. */
+static int
+s_host_floor(co_db_t *db, int64_t host_id, int64_t until_us, int window,
+             double *floor_us, bool *is_default, int *used, char *err,
+             size_t errlen)
+{
+    int rc;
+    char host[24], until[24], lim[16];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    snprintf(until, sizeof until, "%" PRId64, until_us);
+    snprintf(lim, sizeof lim, "%d", window);
+    const char *p[] = { host, until, lim };
+    PGresult *r = s_query(db,
+        "SELECT wall_us FROM ("
+        " SELECT wall_us, taken_at_us AS t FROM calibration_samples"
+        "  WHERE host_id = $1 AND taken_at_us <= $2"
+        " UNION ALL"
+        " SELECT s.wall_us, s.start_unix_us FROM samples s JOIN runs r"
+        "  ON s.run = r.id WHERE r.host_id = $1 AND s.kind = 2"
+        "  AND s.start_unix_us <= $2 AND s.wall_us > 0"
+        ") c ORDER BY t DESC LIMIT $3", 3, p, PGRES_TUPLES_OK, &rc, err,
+        errlen);
+    if (!r)
+        return rc;
+    size_t n = 0;
+    double *cal = s_doubles(r, 0, &n);
+    PQclear(r);
+    if (!cal) {
+        s_err(err, errlen, "floor: out of memory");
+        return CO_DB_FAIL;
+    }
+    char verr[256];
+    if (vd_floor(cal, n, floor_us, is_default, verr, sizeof verr) != VD_OK) {
+        /* A stored bad sample must not block the run: use the default. */
+        *floor_us = VD_DEFAULT_FLOOR_US;
+        *is_default = true;
+    }
+    *used = (int)n;
+    free(cal);
+    return CO_DB_OK;
+}
+
+static void
+s_num(char *buf, size_t len, double x)
+{
+    if (pw_format_double(buf, len, x) < 0)
+        snprintf(buf, len, "%.17g", x);
+}
+
+static int
+s_store_verdict(co_db_t *db, const char *runid, const char *host,
+                size_t subject, size_t other, const char *other_name,
+                const double *a, size_t na, const double *b, size_t nb,
+                const vd_params_t *vp, int floor_samples, char *err,
+                size_t errlen)
+{
+    vd_verdict_t v;
+    char verr[256];
+    char sa[24], oa[24], nsub[24], noth[24], fs[16], diag[16], extra[16];
+    char ratio[32], best[32], tol[32], noise[32], btol[32], fl[32], par[32];
+    char json[PW_VERDICT_TEXT_MAX];
+    const char *outcome = NULL, *json_p = NULL, *error = NULL;
+    int rc;
+
+    snprintf(sa, sizeof sa, "%zu", subject);
+    snprintf(oa, sizeof oa, "%zu", other);
+    snprintf(nsub, sizeof nsub, "%zu", na);
+    snprintf(noth, sizeof noth, "%zu", nb);
+    snprintf(fs, sizeof fs, "%d", floor_samples);
+    s_num(fl, sizeof fl, vp->floor_us);
+    s_num(par, sizeof par, vp->parity);
+    const char *pr = NULL, *pb = NULL, *pt = NULL, *pn = NULL, *pbt = NULL;
+    if (vd_compare(a, na, b, nb, vp, &v, verr, sizeof verr) == VD_OK) {
+        outcome = vd_outcome_name(v.outcome);
+        s_num(ratio, sizeof ratio, v.ratio);
+        s_num(best, sizeof best, v.best_ratio);
+        s_num(tol, sizeof tol, v.tolerance);
+        s_num(noise, sizeof noise, v.noise);
+        s_num(btol, sizeof btol, v.best_tolerance);
+        pr = ratio; pb = best; pt = tol; pn = noise; pbt = btol;
+        snprintf(diag, sizeof diag, "%u", v.diagnostics);
+        snprintf(extra, sizeof extra, "%u", v.extra_runs);
+        if (pw_verdict_write(json, sizeof json, &v, PW_VERDICT_SUMMARIES) >= 0)
+            json_p = json;
+    } else {
+        error = verr;
+        snprintf(diag, sizeof diag, "0");
+        snprintf(extra, sizeof extra, "0");
+    }
+    const char *p[] = { runid, host, sa, oa, other_name, outcome, pr, pb, pt,
+                        pn, pbt, fl, vp->floor_is_default ? "t" : "f", fs,
+                        par, diag, extra, nsub, noth, json_p, error };
+    PGresult *r = s_query(db,
+        "INSERT INTO verdicts (run, host_id, subject_arm, other_arm, "
+        "other_name, outcome, ratio, best_ratio, tolerance, noise, "
+        "best_tolerance, floor_us, floor_is_default, floor_samples, parity, "
+        "diagnostics, extra_runs, n_subject, n_other, verdict_json, error) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+        "$14, $15, $16, $17, $18, $19, $20, $21) "
+        "ON CONFLICT (run, other_arm) DO NOTHING", 21, p, PGRES_COMMAND_OK,
+        &rc, err, errlen);
+    PQclear(r);
+    return rc;
+}
+
+int
+co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
+              int floor_window, double parity, unsigned *verdicts,
+              char *err, size_t errlen)
+{
+    int rc;
+    int64_t run = 0;
+    char runid[24], host[24], batches[16], samples[24], ended[24];
+    const char *status = s_status_name(re->status);
+    PGresult *r = NULL;
+    double *x = NULL;
+    size_t *arm_of = NULL;
+
+    *verdicts = 0;
+    if (!status) {
+        s_err(err, errlen, "run_end %s: unknown status %d", re->run_id,
+              (int)re->status);
+        return CO_DB_REFUSED;
+    }
+    rc = s_run_lookup(db, host_id, re->run_id, &run, err, errlen);
+    if (rc != CO_DB_OK)
+        return rc;
+    snprintf(runid, sizeof runid, "%" PRId64, run);
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    snprintf(batches, sizeof batches, "%u", re->batches);
+    snprintf(samples, sizeof samples, "%" PRIu64, re->samples);
+    snprintf(ended, sizeof ended, "%" PRId64, re->ended_at_us);
+
+    if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
+        return rc;
+    /* All batches 0..batches-1 stored? Otherwise wait for the resend. */
+    const char *pc[] = { runid, batches };
+    r = s_query(db, "SELECT (SELECT status FROM runs WHERE id = $1), "
+                "(SELECT count(*) FROM batches WHERE run = $1 AND "
+                "batch_seq < $2)", 2, pc, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        goto rollback;
+    bool ended_before = !PQgetisnull(r, 0, 0);
+    long have = strtol(PQgetvalue(r, 0, 1), NULL, 10);
+    PQclear(r);
+    r = NULL;
+    if (ended_before) {
+        s_rollback(db);
+        return CO_DB_DUP;
+    }
+    if (have < (long)re->batches) {
+        s_err(err, errlen, "run_end %s: %ld of %u batches stored",
+              re->run_id, have, re->batches);
+        s_rollback(db);
+        return CO_DB_LATER;
+    }
+    const char *pu[] = { runid, status, s_str(re->reason), batches, samples,
+                         ended };
+    r = s_query(db, "UPDATE runs SET status = $2, reason = $3, batches = $4, "
+                "samples = $5, ended_at_us = $6 WHERE id = $1", 6, pu,
+                PGRES_COMMAND_OK, &rc, err, errlen);
+    if (!r)
+        goto rollback;
+    PQclear(r);
+
+    /* Arms, and the subject (the arm flagged so, else arm 0). */
+    const char *pa[] = { runid };
+    r = s_query(db, "SELECT idx, name, subject FROM arms WHERE run = $1 "
+                "ORDER BY idx", 1, pa, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        goto rollback;
+    size_t narms = (size_t)PQntuples(r), subject = 0;
+    for (size_t i = 0; i < narms; i++)
+        if (strcmp(PQgetvalue(r, (int)i, 2), "t") == 0) {
+            subject = i;
+            break;
+        }
+    PGresult *arms = r;
+    r = NULL;
+
+    double floor_us;
+    bool is_default;
+    int used = 0;
+    int64_t until = re->ended_at_us > 0 ? re->ended_at_us : INT64_MAX;
+    rc = s_host_floor(db, host_id, until, floor_window, &floor_us,
+                      &is_default, &used, err, errlen);
+    if (rc != CO_DB_OK) {
+        PQclear(arms);
+        goto rollback;
+    }
+    vd_params_t vp;
+    vd_params_default(&vp);
+    vp.parity = parity;
+    vp.floor_us = floor_us;
+    vp.floor_is_default = is_default;
+
+    r = s_query(db, "SELECT arm, wall_us FROM samples WHERE run = $1 AND "
+                "kind = 0 ORDER BY arm, batch_seq, idx", 1, pa,
+                PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r) {
+        PQclear(arms);
+        goto rollback;
+    }
+    /* Rows are ordered by arm: each arm is one contiguous slice. */
+    size_t n = 0;
+    x = s_doubles(r, 1, &n);
+    arm_of = malloc((n ? n : 1) * sizeof *arm_of);
+    if (!x || !arm_of) {
+        s_err(err, errlen, "run_end: out of memory for %zu samples", n);
+        rc = CO_DB_FAIL;
+        PQclear(arms);
+        goto rollback;
+    }
+    for (size_t i = 0; i < n; i++)
+        arm_of[i] = strtoul(PQgetvalue(r, (int)i, 0), NULL, 10);
+    PQclear(r);
+    r = NULL;
+    size_t a_off = 0, a_n = 0;
+    for (size_t i = 0; i < n; i++)
+        if (arm_of[i] == subject) {
+            if (a_n == 0)
+                a_off = i;
+            a_n++;
+        }
+    for (size_t k = 0; k < narms && rc == CO_DB_OK; k++) {
+        if (k == subject)
+            continue;
+        size_t b_off = 0, b_n = 0;
+        for (size_t i = 0; i < n; i++)
+            if (arm_of[i] == k) {
+                if (b_n == 0)
+                    b_off = i;
+                b_n++;
+            }
+        rc = s_store_verdict(db, runid, host, subject, k,
+                             PQgetvalue(arms, (int)k, 1), x + a_off, a_n,
+                             x + b_off, b_n, &vp, used, err, errlen);
+        if (rc == CO_DB_OK)
+            (*verdicts)++;
+    }
+    PQclear(arms);
+    if (rc != CO_DB_OK)
+        goto rollback;
+    rc = s_exec(db, "COMMIT", err, errlen);
+    if (rc != CO_DB_OK)
+        *verdicts = 0;
+    goto done;
+rollback:
+    PQclear(r);
+    *verdicts = 0;
+    s_rollback(db);
+done:
+    free(x);
+    free(arm_of);
+    return rc;
+}

@@ -1,0 +1,89 @@
+/* co_db.h -- the collector's storage: libpq, migrations, ingest, verdicts.
+ *
+ * One connection, used from one thread. Every statement is parameterised;
+ * every message is stored in one transaction together with the record of
+ * its natural key (calibration_id, run_id, (run_id, batch_seq)), so that a
+ * duplicate changes nothing and an Ack can follow the COMMIT.
+ *
+ * Status codes of the store functions:
+ *   CO_DB_OK       stored and committed
+ *   CO_DB_DUP      stored earlier; nothing changed (ack it again)
+ *   CO_DB_LATER    depends on a message not stored yet (do not ack)
+ *   CO_DB_REFUSED  can never be stored (bad content, another host's run):
+ *                  err says why
+ *   CO_DB_FAIL     the database failed or is down (do not ack); when the
+ *                  connection is lost co_db_connected() turns false
+ *
+ * Messages passed in are borrowed; nothing is kept after a call returns.
+ */
+#ifndef CO_DB_H
+#define CO_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "parity.pb-c.h"
+
+enum {
+    CO_DB_OK = 0,
+    CO_DB_DUP = 1,
+    CO_DB_LATER = 2,
+    CO_DB_REFUSED = -2,
+    CO_DB_FAIL = -1,
+};
+
+/* Default size of the calibration window behind a host's floor. */
+#define CO_DB_FLOOR_WINDOW 1000
+/* Upper bound of that window (and of --floor-window). */
+#define CO_DB_FLOOR_WINDOW_MAX 1000000
+
+typedef struct co_db co_db_t;
+
+/* A handle for conninfo (copied). Does not connect. Caller owns it. */
+co_db_t *co_db_new(const char *conninfo);
+void co_db_destroy(co_db_t **db);
+
+/* (Re)connect; drops a previous connection first. */
+int co_db_connect(co_db_t *db, char *err, size_t errlen);
+bool co_db_connected(const co_db_t *db);
+void co_db_disconnect(co_db_t *db);
+
+/* Apply the embedded migrations above the stored schema_version, each in
+ * its own transaction. *applied (may be NULL) gets how many ran; a second
+ * call applies none. */
+int co_db_migrate(co_db_t *db, int *applied, char *err, size_t errlen);
+
+/* The stored schema version (0 on an empty database). */
+int co_db_schema_version(co_db_t *db, int *version, char *err,
+                         size_t errlen);
+
+/* Insert or update the host with this authenticated public key from a
+ * Hello; *host_id gets its id. Marks it online. */
+int co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
+                int64_t *host_id, char *err, size_t errlen);
+
+/* Mark a host online or offline (best effort, no transaction needed). */
+int co_db_host_online(co_db_t *db, int64_t host_id, bool online,
+                      char *err, size_t errlen);
+
+int co_db_calibration(co_db_t *db, int64_t host_id,
+                      const Parity__Calibration *c, char *err, size_t errlen);
+
+int co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
+                    char *err, size_t errlen);
+
+/* Store a batch; *stored gets the samples written (0 for a duplicate). */
+int co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
+                size_t *stored, char *err, size_t errlen);
+
+/* Store the RunEnd and, in the same transaction, one verdict per
+ * non-subject arm: vd_compare of its MEASURED samples against the subject
+ * arm's, with the host's floor from its last floor_window calibration
+ * samples taken up to the run's end, and parity. CO_DB_LATER while some of
+ * batches 0..re->batches-1 are not stored. *verdicts gets the count. */
+int co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
+                  int floor_window, double parity, unsigned *verdicts,
+                  char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,1069 @@
+/* co_jobs.c -- see co_jobs.h. */
+#include "co_jobs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "pw_wire.h"
+
+/* Bound of the loops that expire or hand out rows one by one. */
+#define S_DISPATCH_MAX 1024
+
+typedef struct {
+    char key[CO_JOBS_KEY_LEN + 1];
+    int64_t host_id;
+} s_online_t;
+
+struct co_jobs {
+    char *conninfo;
+    PGconn *conn;
+    void *ctx;
+    int (*send)(void *ctx, const char *public_key,
+                const Parity__Envelope *env);
+    void (*log)(void *ctx, const char *event, const char *text);
+    s_online_t *online;          /* [CO_JOBS_MAX_ONLINE] */
+    size_t n_online;
+};
+
+static void
+s_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+s_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static void
+s_log(co_jobs_t *j, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+s_log(co_jobs_t *j, const char *event, const char *fmt, ...)
+{
+    if (!j->log)
+        return;
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    j->log(j->ctx, event, text);
+}
+
+int64_t
+co_jobs_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+co_jobs_t *
+co_jobs_new(const co_jobs_opts_t *opts)
+{
+    co_jobs_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->conninfo = strdup(opts->conninfo ? opts->conninfo : "");
+    j->online = calloc(CO_JOBS_MAX_ONLINE, sizeof *j->online);
+    if (!j->conninfo || !j->online) {
+        co_jobs_destroy(&j);
+        return NULL;
+    }
+    j->ctx = opts->ctx;
+    j->send = opts->send;
+    j->log = opts->log;
+    return j;
+}
+
+void
+co_jobs_destroy(co_jobs_t **jobs)
+{
+    if (!jobs || !*jobs)
+        return;
+    co_jobs_t *j = *jobs;
+    if (j->conn)
+        PQfinish(j->conn);
+    free(j->conninfo);
+    free(j->online);
+    free(j);
+    *jobs = NULL;
+}
+
+PGconn *
+co_jobs_conn(co_jobs_t *j, char *err, size_t errlen)
+{
+    if (j->conn && PQstatus(j->conn) == CONNECTION_OK)
+        return j->conn;
+    if (j->conn) {
+        /* A broken connection: try to reset it once, then start over. */
+        PQreset(j->conn);
+        if (PQstatus(j->conn) == CONNECTION_OK)
+            return j->conn;
+        PQfinish(j->conn);
+        j->conn = NULL;
+    }
+    j->conn = PQconnectdb(j->conninfo);
+    if (!j->conn || PQstatus(j->conn) != CONNECTION_OK) {
+        s_err(err, errlen, "PQconnectdb: %s",
+              j->conn ? PQerrorMessage(j->conn) : "out of memory");
+        if (j->conn)
+            PQfinish(j->conn);
+        j->conn = NULL;
+        return NULL;
+    }
+    return j->conn;
+}
+
+void
+co_jobs_conn_check(co_jobs_t *j)
+{
+    if (j->conn && PQstatus(j->conn) != CONNECTION_OK) {
+        PQfinish(j->conn);
+        j->conn = NULL;
+    }
+}
+
+/* Run one parameterised statement expecting `want`; NULL with err (and
+ * the failing statement's first words) otherwise. Caller PQclears. */
+static PGresult *
+s_q(co_jobs_t *j, const char *sql, int n, const char *const *p,
+    ExecStatusType want, char *err, size_t errlen)
+{
+    PGconn *c = co_jobs_conn(j, err, errlen);
+    if (!c)
+        return NULL;
+    PGresult *r = PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);
+    if (!r || PQresultStatus(r) != want) {
+        s_err(err, errlen, "%.40s...: %s", sql,
+              r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+        char *nl = err ? strchr(err, '\n') : NULL;
+        if (nl)
+            *nl = '\0';
+        PQclear(r);
+        co_jobs_conn_check(j);
+        return NULL;
+    }
+    return r;
+}
+
+static int
+s_exec(co_jobs_t *j, const char *sql, char *err, size_t errlen)
+{
+    PGresult *r = s_q(j, sql, 0, NULL, PGRES_COMMAND_OK, err, errlen);
+    if (!r)
+        return CO_JOBS_FAIL;
+    PQclear(r);
+    return CO_JOBS_OK;
+}
+
+static void
+s_rollback(co_jobs_t *j)
+{
+    if (j->conn && PQstatus(j->conn) == CONNECTION_OK) {
+        PGresult *r = PQexec(j->conn, "ROLLBACK");
+        PQclear(r);
+    }
+}
+
+static s_online_t *
+s_online_find(const co_jobs_t *j, const char *key)
+{
+    for (size_t i = 0; i < j->n_online; i++)
+        if (strcmp(j->online[i].key, key) == 0)
+            return &j->online[i];
+    return NULL;
+}
+
+static const char *
+s_online_key(const co_jobs_t *j, int64_t host_id)
+{
+    for (size_t i = 0; i < j->n_online; i++)
+        if (j->online[i].host_id == host_id)
+            return j->online[i].key;
+    return NULL;
+}
+
+bool
+co_jobs_is_online(const co_jobs_t *j, const char *public_key)
+{
+    return s_online_find(j, public_key) != NULL;
+}
+
+static int
+s_host_id(co_jobs_t *j, const char *key, int64_t *id, char *err,
+          size_t errlen)
+{
+    const char *p[] = { key };
+    PGresult *r = s_q(j, "SELECT id FROM hosts WHERE public_key = $1", 1, p,
+                      PGRES_TUPLES_OK, err, errlen);
+    if (!r)
+        return CO_JOBS_FAIL;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        s_err(err, errlen, "no stored host has key %.40s", key);
+        return CO_JOBS_REFUSED;
+    }
+    *id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return CO_JOBS_OK;
+}
+
+/* End the job when no row is queued or running any more. */
+static void
+s_check_end(co_jobs_t *j, const char *job_db_id, int64_t now_us)
+{
+    char now[24], err[256];
+    snprintf(now, sizeof now, "%" PRId64, now_us);
+    const char *p[] = { job_db_id, now };
+    PGresult *r = s_q(j,
+        "UPDATE jobs SET state = 'ended', ended_at_us = $2 "
+        "WHERE id = $1 AND state = 'active' AND NOT EXISTS "
+        "(SELECT 1 FROM job_hosts WHERE job = $1 AND state IN "
+        "('queued', 'running')) RETURNING job_uuid", 2, p, PGRES_TUPLES_OK,
+        err, sizeof err);
+    if (!r) {
+        s_log(j, "db_error", "op=job_end error=\"%s\"", err);
+        return;
+    }
+    if (PQntuples(r) == 1)
+        s_log(j, "job_ended", "job=%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+}
+
+/* Set the JobOffer's repeated fields from the JSON texts of the job row.
+ * Everything allocated goes into the arrays the caller frees. */
+typedef struct {
+    Parity__JobOffer offer;
+    Parity__Var *vars;
+    Parity__Var **varp;
+    Parity__Tag *tags;
+    Parity__Tag **tagp;
+    char **only;
+    json_t *jvars, *jtags, *jonly;
+} s_offer_t;
+
+static void
+s_offer_free(s_offer_t *o)
+{
+    free(o->vars);
+    free(o->varp);
+    free(o->tags);
+    free(o->tagp);
+    free(o->only);
+    json_decref(o->jvars);
+    json_decref(o->jtags);
+    json_decref(o->jonly);
+}
+
+static int
+s_offer_build(s_offer_t *o, PGresult *r)
+{
+    memset(o, 0, sizeof *o);
+    parity__job_offer__init(&o->offer);
+    o->offer.job_id = PQgetvalue(r, 0, 1);
+    o->offer.suite = PQgetvalue(r, 0, 2);
+    o->offer.runs = (uint32_t)strtoul(PQgetvalue(r, 0, 4), NULL, 10);
+    o->offer.label = PQgetvalue(r, 0, 7);
+    o->offer.expires_at_us = strtoll(PQgetvalue(r, 0, 8), NULL, 10);
+    o->jvars = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
+    o->jonly = json_loads(PQgetvalue(r, 0, 5), 0, NULL);
+    o->jtags = json_loads(PQgetvalue(r, 0, 6), 0, NULL);
+    if (!json_is_object(o->jvars) || !json_is_array(o->jonly) ||
+        !json_is_object(o->jtags))
+        return -1;
+    size_t nv = json_object_size(o->jvars), nt = json_object_size(o->jtags),
+           no = json_array_size(o->jonly);
+    o->vars = calloc(nv + 1, sizeof *o->vars);
+    o->varp = calloc(nv + 1, sizeof *o->varp);
+    o->tags = calloc(nt + 1, sizeof *o->tags);
+    o->tagp = calloc(nt + 1, sizeof *o->tagp);
+    o->only = calloc(no + 1, sizeof *o->only);
+    if (!o->vars || !o->varp || !o->tags || !o->tagp || !o->only)
+        return -1;
+    const char *k;
+    json_t *v;
+    size_t i = 0;
+    json_object_foreach(o->jvars, k, v) {
+        parity__var__init(&o->vars[i]);
+        o->vars[i].name = (char *)k;
+        o->vars[i].value = (char *)(json_string_value(v) ?
+                                    json_string_value(v) : "");
+        o->varp[i] = &o->vars[i];
+        i++;
+    }
+    o->offer.n_vars = i;
+    o->offer.vars = o->varp;
+    i = 0;
+    json_object_foreach(o->jtags, k, v) {
+        parity__tag__init(&o->tags[i]);
+        o->tags[i].key = (char *)k;
+        o->tags[i].value = (char *)(json_string_value(v) ?
+                                    json_string_value(v) : "");
+        o->tagp[i] = &o->tags[i];
+        i++;
+    }
+    o->offer.n_tags = i;
+    o->offer.tags = o->tagp;
+    for (i = 0; i < no; i++) {
+        const char *s = json_string_value(json_array_get(o->jonly, i));
+        o->only[i] = (char *)(s ? s : "");
+    }
+    o->offer.n_only = no;
+    o->offer.only = o->only;
+    return 0;
+}
+
+/* Offer the host its oldest queued job when it is online and idle.
+ * Queued rows of expired jobs on the way become expired. */
+static void
+s_dispatch(co_jobs_t *j, int64_t host_id, int64_t now_us)
+{
+    const char *key = s_online_key(j, host_id);
+    if (!key || !j->send)
+        return;
+    char host[24], now[24], err[256];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    snprintf(now, sizeof now, "%" PRId64, now_us);
+    const char *ph[] = { host };
+    PGresult *r = s_q(j, "SELECT 1 FROM job_hosts WHERE host_id = $1 AND "
+                      "state = 'running' LIMIT 1", 1, ph, PGRES_TUPLES_OK,
+                      err, sizeof err);
+    if (!r)
+        goto db_error;
+    int busy = PQntuples(r);
+    PQclear(r);
+    if (busy)
+        return;
+    for (int round = 0; round < S_DISPATCH_MAX; round++) {
+        r = s_q(j,
+            "SELECT j.id, j.job_uuid, j.suite, j.vars::text, j.runs, "
+            "array_to_json(j.only_benchmarks)::text, j.tags::text, j.label, "
+            "j.expires_at_us FROM job_hosts h JOIN jobs j ON j.id = h.job "
+            "WHERE h.host_id = $1 AND h.state = 'queued' AND "
+            "j.state = 'active' ORDER BY j.created_at_us, j.id LIMIT 1",
+            1, ph, PGRES_TUPLES_OK, err, sizeof err);
+        if (!r)
+            goto db_error;
+        if (PQntuples(r) == 0) {
+            PQclear(r);
+            return;
+        }
+        char job[24];
+        snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 0));
+        int64_t expires = strtoll(PQgetvalue(r, 0, 8), NULL, 10);
+        const char *pj[] = { job, host, now };
+        if (expires > 0 && expires <= now_us) {
+            PQclear(r);
+            PGresult *u = s_q(j,
+                "UPDATE job_hosts SET state = 'expired', reason = "
+                "'the job expired before this host could start it', "
+                "ended_at_us = $3, updated_at_us = $3 WHERE job = $1 AND "
+                "host_id = $2 AND state = 'queued'", 3, pj, PGRES_COMMAND_OK,
+                err, sizeof err);
+            if (!u)
+                goto db_error;
+            PQclear(u);
+            s_check_end(j, job, now_us);
+            continue;
+        }
+        s_offer_t o;
+        int built = s_offer_build(&o, r);
+        Parity__Envelope env;
+        pw_wire_init(&env, 0);
+        pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_OFFER, &o.offer);
+        int sent = built == 0 ? j->send(j->ctx, key, &env) : -1;
+        s_log(j, sent == 0 ? "job_offered" : "job_offer_failed",
+              "job=%s host_id=%s suite=\"%s\"", o.offer.job_id, host,
+              o.offer.suite);
+        s_offer_free(&o);
+        PQclear(r);
+        if (sent != 0)
+            return;
+        PGresult *u = s_q(j,
+            "UPDATE job_hosts SET state = 'running', offered_at_us = $3, "
+            "updated_at_us = $3 WHERE job = $1 AND host_id = $2 AND "
+            "state = 'queued'", 3, pj, PGRES_COMMAND_OK, err, sizeof err);
+        if (!u)
+            goto db_error;
+        PQclear(u);
+        return;
+    }
+    return;
+db_error:
+    s_log(j, "db_error", "op=dispatch host_id=%s error=\"%s\"", host, err);
+}
+
+/* Rows of host in state `from` become lost with reason; jobs that are now
+ * complete end. */
+static void
+s_mark_lost(co_jobs_t *j, int64_t host_id, const char *job_db_id,
+            const char *reason, int64_t now_us)
+{
+    char host[24], now[24], err[256];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    snprintf(now, sizeof now, "%" PRId64, now_us);
+    const char *p[] = { host, now, reason, job_db_id };
+    PGresult *r = s_q(j,
+        job_db_id ?
+        "UPDATE job_hosts SET state = 'lost', reason = $3, ended_at_us = $2, "
+        "updated_at_us = $2 WHERE host_id = $1 AND job = $4 AND "
+        "state = 'running' RETURNING job" :
+        "UPDATE job_hosts SET state = 'lost', reason = $3, ended_at_us = $2, "
+        "updated_at_us = $2 WHERE host_id = $1 AND state = 'running' "
+        "RETURNING job", job_db_id ? 4 : 3, p, PGRES_TUPLES_OK, err,
+        sizeof err);
+    if (!r) {
+        s_log(j, "db_error", "op=lost host_id=%s error=\"%s\"", host, err);
+        return;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        char job[24];
+        snprintf(job, sizeof job, "%s", PQgetvalue(r, i, 0));
+        s_log(j, "host_lost", "job_row=%s host_id=%s reason=\"%s\"", job,
+              host, reason);
+        s_check_end(j, job, now_us);
+    }
+    PQclear(r);
+}
+
+int
+co_jobs_agent_online(co_jobs_t *j, const char *public_key,
+                     const Parity__Hello *h, int64_t now_us, char *err,
+                     size_t errlen)
+{
+    int64_t host_id;
+    int rc = s_host_id(j, public_key, &host_id, err, errlen);
+    if (rc != CO_JOBS_OK)
+        return rc;
+    char host[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+
+    /* The suites it lists now replace the ones it listed before. */
+    if ((rc = s_exec(j, "BEGIN", err, errlen)) != CO_JOBS_OK)
+        return rc;
+    const char *pd[] = { host };
+    PGresult *r = s_q(j, "DELETE FROM host_suites WHERE host_id = $1", 1,
+                      pd, PGRES_COMMAND_OK, err, errlen);
+    if (!r)
+        goto fail;
+    PQclear(r);
+    for (size_t i = 0; h && i < h->n_suites; i++) {
+        const Parity__SuiteInfo *s = h->suites[i];
+        if (!s || !s->name || !*s->name)
+            continue;
+        json_t *b = json_array();
+        for (size_t k = 0; b && k < s->n_benchmarks; k++)
+            json_array_append_new(b, json_string(s->benchmarks[k] ?
+                                                 s->benchmarks[k] : ""));
+        char *bt = b ? json_dumps(b, JSON_COMPACT) : NULL;
+        json_decref(b);
+        if (!bt) {
+            s_err(err, errlen, "hello: suites to JSON: out of memory");
+            goto fail;
+        }
+        const char *pi[] = { host, s->name, s->digest ? s->digest : "", bt };
+        r = s_q(j, "INSERT INTO host_suites (host_id, name, digest, "
+                "benchmarks) SELECT $1, $2, $3, ARRAY(SELECT "
+                "json_array_elements_text($4::json)) ON CONFLICT DO NOTHING",
+                4, pi, PGRES_COMMAND_OK, err, errlen);
+        free(bt);
+        if (!r)
+            goto fail;
+        PQclear(r);
+    }
+    if ((rc = s_exec(j, "COMMIT", err, errlen)) != CO_JOBS_OK)
+        return rc;
+
+    s_online_t *o = s_online_find(j, public_key);
+    if (!o && j->n_online < CO_JOBS_MAX_ONLINE) {
+        o = &j->online[j->n_online++];
+        snprintf(o->key, sizeof o->key, "%s", public_key);
+    }
+    if (o)
+        o->host_id = host_id;
+    /* A Hello is a new connection: a job it was running may be gone with
+     * the old process. A later JobStatus of that job undoes this. */
+    s_mark_lost(j, host_id, NULL,
+                "the agent connected again (restarted?) during the job",
+                now_us);
+    s_dispatch(j, host_id, now_us);
+    return CO_JOBS_OK;
+fail:
+    s_rollback(j);
+    return CO_JOBS_FAIL;
+}
+
+void
+co_jobs_agent_offline(co_jobs_t *j, const char *public_key, int64_t now_us)
+{
+    s_online_t *o = s_online_find(j, public_key);
+    int64_t host_id;
+    char err[256];
+    if (o) {
+        host_id = o->host_id;
+        *o = j->online[--j->n_online];
+    } else if (s_host_id(j, public_key, &host_id, err, sizeof err) !=
+               CO_JOBS_OK) {
+        return;
+    }
+    s_mark_lost(j, host_id, NULL, "the agent went offline during the job",
+                now_us);
+}
+
+/* Final state for an agent's JobStatus.state, NULL when not final. */
+static const char *
+s_final_of(const char *state)
+{
+    if (strcmp(state, "done") == 0)
+        return "done";
+    if (strcmp(state, "failed") == 0 || strcmp(state, "refused") == 0)
+        return "failed";
+    if (strcmp(state, "cancelled") == 0)
+        return "cancelled";
+    return NULL;
+}
+
+int
+co_jobs_status(co_jobs_t *j, const char *public_key,
+               const Parity__JobStatus *st, int64_t now_us, char *err,
+               size_t errlen)
+{
+    int64_t host_id;
+    int rc = s_host_id(j, public_key, &host_id, err, errlen);
+    if (rc != CO_JOBS_OK)
+        return rc;
+    const char *state = st->state ? st->state : "";
+    const char *final = s_final_of(state);
+    if (!final && strcmp(state, "running") != 0 &&
+        strcmp(state, "queued") != 0) {
+        s_err(err, errlen, "job_status: unknown state \"%.40s\"", state);
+        return CO_JOBS_REFUSED;
+    }
+    char host[24], now[24], round[16], rounds[16];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    snprintf(now, sizeof now, "%" PRId64, now_us);
+    snprintf(round, sizeof round, "%u", st->round);
+    snprintf(rounds, sizeof rounds, "%u", st->rounds);
+    const char *pf[] = { st->job_id ? st->job_id : "", host };
+    PGresult *r = s_q(j, "SELECT h.state, j.id FROM job_hosts h JOIN jobs j "
+                      "ON j.id = h.job WHERE j.job_uuid = $1 AND "
+                      "h.host_id = $2", 2, pf, PGRES_TUPLES_OK, err, errlen);
+    if (!r)
+        return CO_JOBS_FAIL;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        s_err(err, errlen, "job_status: job \"%.40s\" was not given to this "
+              "host", pf[0]);
+        return CO_JOBS_REFUSED;
+    }
+    char cur[16], job[24];
+    snprintf(cur, sizeof cur, "%s", PQgetvalue(r, 0, 0));
+    snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    /* queued/running/lost may still move; the other final states stay. */
+    bool movable = strcmp(cur, "queued") == 0 ||
+                   strcmp(cur, "running") == 0 || strcmp(cur, "lost") == 0;
+    if (!movable || strcmp(state, "queued") == 0)
+        return CO_JOBS_OK;
+    const char *p[] = { job, host, final ? final : "running",
+                        st->reason ? st->reason : "", st->run_id ?
+                        st->run_id : "", st->benchmark ? st->benchmark : "",
+                        round, rounds, now };
+    r = s_q(j,
+        "UPDATE job_hosts SET state = $3, reason = $4, "
+        "run_id = CASE WHEN $5 = '' THEN run_id ELSE $5 END, "
+        "benchmark = CASE WHEN $6 = '' THEN benchmark ELSE $6 END, "
+        "round = $7::int, rounds = $8::int, updated_at_us = $9, "
+        "offered_at_us = COALESCE(offered_at_us, $9), "
+        "ended_at_us = CASE WHEN $3 = 'running' THEN NULL ELSE $9 END "
+        "WHERE job = $1 AND host_id = $2", 9, p, PGRES_COMMAND_OK, err,
+        errlen);
+    if (!r)
+        return CO_JOBS_FAIL;
+    PQclear(r);
+    if (final) {
+        s_log(j, "host_final", "job=%s host_id=%s state=%s", pf[0], host,
+              final);
+        s_check_end(j, job, now_us);
+        s_dispatch(j, host_id, now_us);
+    }
+    return CO_JOBS_OK;
+}
+
+void
+co_jobs_run_end(co_jobs_t *j, const char *public_key,
+                const Parity__RunEnd *re, int64_t now_us)
+{
+    if (re->status != PARITY__RUN_STATUS__INCOMPLETE || !re->run_id)
+        return;
+    int64_t host_id;
+    char err[256];
+    if (s_host_id(j, public_key, &host_id, err, sizeof err) != CO_JOBS_OK)
+        return;
+    char host[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    const char *p[] = { re->run_id, host };
+    PGresult *r = s_q(j, "SELECT j.id FROM runs r JOIN jobs j ON "
+                      "j.job_uuid = r.job_id WHERE r.run_uuid = $1 AND "
+                      "r.host_id = $2", 2, p, PGRES_TUPLES_OK, err,
+                      sizeof err);
+    if (!r) {
+        s_log(j, "db_error", "op=run_end error=\"%s\"", err);
+        return;
+    }
+    if (PQntuples(r) == 1) {
+        char job[24], reason[512];
+        snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 0));
+        snprintf(reason, sizeof reason, "run %s ended incomplete: %s",
+                 re->run_id, re->reason ? re->reason : "");
+        s_mark_lost(j, host_id, job, reason, now_us);
+        s_dispatch(j, host_id, now_us);
+    }
+    PQclear(r);
+}
+
+void
+co_jobs_tick(co_jobs_t *j, int64_t now_us)
+{
+    char now[24], err[256];
+    snprintf(now, sizeof now, "%" PRId64, now_us);
+    const char *p[] = { now };
+    PGresult *r = s_q(j,
+        "UPDATE job_hosts h SET state = 'expired', reason = 'the job "
+        "expired before this host could start it', ended_at_us = $1, "
+        "updated_at_us = $1 FROM jobs j WHERE j.id = h.job AND "
+        "h.state = 'queued' AND j.state = 'active' AND j.expires_at_us > 0 "
+        "AND j.expires_at_us <= $1::bigint RETURNING j.job_uuid", 1, p,
+        PGRES_TUPLES_OK, err, sizeof err);
+    if (!r) {
+        s_log(j, "db_error", "op=tick error=\"%s\"", err);
+        return;
+    }
+    for (int i = 0; i < PQntuples(r); i++)
+        s_log(j, "job_expired", "job=%s", PQgetvalue(r, i, 0));
+    PQclear(r);
+    /* Every job with no open row ends (also ones missed while the
+     * database was away). */
+    r = s_q(j,
+        "UPDATE jobs j SET state = 'ended', ended_at_us = $1 WHERE "
+        "state = 'active' AND NOT EXISTS (SELECT 1 FROM job_hosts h WHERE "
+        "h.job = j.id AND h.state IN ('queued', 'running')) "
+        "RETURNING job_uuid", 1, p, PGRES_TUPLES_OK, err, sizeof err);
+    if (!r) {
+        s_log(j, "db_error", "op=tick error=\"%s\"", err);
+        return;
+    }
+    for (int i = 0; i < PQntuples(r); i++)
+        s_log(j, "job_ended", "job=%s", PQgetvalue(r, i, 0));
+    PQclear(r);
+    /* Idle online hosts with queued work get it now. */
+    r = s_q(j, "SELECT DISTINCT h.host_id FROM job_hosts h JOIN jobs j ON "
+            "j.id = h.job WHERE h.state = 'queued' AND j.state = 'active'",
+            0, NULL, PGRES_TUPLES_OK, err, sizeof err);
+    if (!r)
+        return;
+    for (int i = 0; i < PQntuples(r) && i < CO_JOBS_MAX_ONLINE; i++) {
+        int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        if (s_online_key(j, id))
+            s_dispatch(j, id, now_us);
+    }
+    PQclear(r);
+}
+
+/* ---- creating and cancelling ------------------------------------- */
+
+/* A string→string object with at most CO_JOBS_MAX_ITEMS entries, or
+ * absent. */
+static int
+s_check_map(const json_t *args, const char *name, char *err, size_t errlen)
+{
+    const json_t *m = json_object_get(args, name);
+    if (!m)
+        return 0;
+    if (!json_is_object(m) || json_object_size(m) > CO_JOBS_MAX_ITEMS) {
+        s_err(err, errlen, "\"%s\" must be an object of at most %d strings",
+              name, CO_JOBS_MAX_ITEMS);
+        return -1;
+    }
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)m, k, v) {
+        if (!json_is_string(v) || !*k || strlen(k) > CO_JOBS_MAX_TEXT ||
+            json_string_length(v) > CO_JOBS_MAX_TEXT) {
+            s_err(err, errlen, "\"%s\": \"%.40s\" must have a non-empty key "
+                  "and a string value of at most %d bytes", name, k,
+                  CO_JOBS_MAX_TEXT);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+s_check_list(const json_t *args, const char *name, size_t max, char *err,
+             size_t errlen)
+{
+    const json_t *a = json_object_get(args, name);
+    if (!a)
+        return 0;
+    if (!json_is_array(a) || json_array_size(a) > max) {
+        s_err(err, errlen, "\"%s\" must be an array of at most %zu strings",
+              name, max);
+        return -1;
+    }
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const json_t *v = json_array_get(a, i);
+        if (!json_is_string(v) || json_string_length(v) == 0 ||
+            json_string_length(v) > CO_JOBS_MAX_TEXT) {
+            s_err(err, errlen, "\"%s\"[%zu] must be a non-empty string",
+                  name, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static bool
+s_list_has(const json_t *a, const char *s)
+{
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (strcmp(json_string_value(json_array_get(a, i)), s) == 0)
+            return true;
+    return false;
+}
+
+/* Does host (its tags object) match one "k=v" entry of sel? */
+static bool
+s_tag_match(const json_t *sel, const json_t *tags)
+{
+    for (size_t i = 0; i < json_array_size(sel); i++) {
+        const char *s = json_string_value(json_array_get(sel, i));
+        const char *eq = strchr(s, '=');
+        if (!eq)
+            continue;
+        char key[CO_JOBS_MAX_TEXT + 1];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
+        const char *v = json_string_value(json_object_get(tags, key));
+        if (v && strcmp(v, eq + 1) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void
+s_job_uuid(char *out, size_t len)
+{
+    unsigned char b[6];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+        /* getrandom cannot fail for 6 bytes after boot; time is enough
+         * to stay unique within one collector. */
+        int64_t t = co_jobs_now_us();
+        memcpy(b, &t, sizeof b);
+    }
+    snprintf(out, len, "%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+             b[4], b[5]);
+}
+
+int
+co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
+               int64_t now_us, json_t **reply, char *err, size_t errlen)
+{
+    *reply = NULL;
+    const char *suite = json_string_value(json_object_get(args, "suite"));
+    if (!json_is_object(args) || !suite || !*suite ||
+        strlen(suite) > CO_JOBS_MAX_TEXT) {
+        s_err(err, errlen, "\"suite\" must be a non-empty string");
+        return CO_JOBS_BADARGS;
+    }
+    if (s_check_list(args, "hosts", CO_JOBS_MAX_HOSTS, err, errlen) ||
+        s_check_list(args, "only", CO_JOBS_MAX_ITEMS, err, errlen) ||
+        s_check_map(args, "tags", err, errlen) ||
+        s_check_map(args, "vars", err, errlen))
+        return CO_JOBS_BADARGS;
+    const json_t *jruns = json_object_get(args, "runs");
+    const json_t *jexp = json_object_get(args, "expire_us");
+    const json_t *jlabel = json_object_get(args, "label");
+    if ((jruns && (!json_is_integer(jruns) || json_integer_value(jruns) < 0 ||
+                   json_integer_value(jruns) > 1000000)) ||
+        (jexp && (!json_is_integer(jexp) || json_integer_value(jexp) < 0)) ||
+        (jlabel && (!json_is_string(jlabel) ||
+                    json_string_length(jlabel) > CO_JOBS_MAX_TEXT))) {
+        s_err(err, errlen, "\"runs\" must be an integer 0..1000000, "
+              "\"expire_us\" an integer >= 0, \"label\" a string");
+        return CO_JOBS_BADARGS;
+    }
+    const json_t *sel = json_object_get(args, "hosts");
+    const json_t *only = json_object_get(args, "only");
+    bool all = !sel || json_array_size(sel) == 0 || s_list_has(sel, "all");
+
+    int rc = CO_JOBS_FAIL;
+    json_t *hosts = json_array(), *skipped = json_array();
+    json_t *named = json_object();   /* name -> matched count */
+    char *tags_txt = NULL, *vars_txt = NULL, *only_txt = NULL;
+    char *spec_txt = NULL;
+    PGresult *r = NULL;
+    int64_t *ids = NULL;
+    size_t n_ids = 0;
+    if (!hosts || !skipped || !named) {
+        s_err(err, errlen, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < json_array_size(sel); i++) {
+        const char *s = json_string_value(json_array_get(sel, i));
+        if (strcmp(s, "all") != 0 && !strchr(s, '='))
+            json_object_set_new(named, s, json_integer(0));
+    }
+    const char *ps[] = { suite };
+    r = s_q(j, "SELECT h.id, h.name, h.tags::text, s.name IS NOT NULL, "
+            "COALESCE(array_to_json(s.benchmarks)::text, '[]') FROM hosts h "
+            "LEFT JOIN host_suites s ON s.host_id = h.id AND s.name = $1 "
+            "ORDER BY h.name, h.id", 1, ps, PGRES_TUPLES_OK, err, errlen);
+    if (!r)
+        goto done;
+    int nh = PQntuples(r);
+    ids = calloc((size_t)nh + 1, sizeof *ids);
+    if (!ids) {
+        s_err(err, errlen, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nh; i++) {
+        const char *name = PQgetvalue(r, i, 1);
+        json_t *tags = json_loads(PQgetvalue(r, i, 2), 0, NULL);
+        json_t *nm = json_object_get(named, name);
+        bool by_name = nm != NULL;
+        bool pick = all || by_name || s_tag_match(sel, tags);
+        json_decref(tags);
+        if (by_name)
+            json_integer_set(nm, json_integer_value(nm) + 1);
+        if (!pick)
+            continue;
+        bool has = strcmp(PQgetvalue(r, i, 3), "t") == 0;
+        char why[CO_JOBS_MAX_TEXT + 128] = "";
+        if (!has) {
+            snprintf(why, sizeof why, "did not list suite \"%s\" in its "
+                     "last Hello", suite);
+        } else {
+            json_t *b = json_loads(PQgetvalue(r, i, 4), 0, NULL);
+            for (size_t k = 0; k < json_array_size(only); k++) {
+                const char *want = json_string_value(json_array_get(only, k));
+                if (!s_list_has(b, want)) {
+                    snprintf(why, sizeof why, "its suite \"%s\" has no "
+                             "benchmark \"%s\"", suite, want);
+                    break;
+                }
+            }
+            json_decref(b);
+        }
+        if (*why) {
+            if (by_name && !all) {
+                s_err(err, errlen, "host \"%s\" %s", name, why);
+                rc = CO_JOBS_BADARGS;
+                goto done;
+            }
+            json_array_append_new(skipped, json_pack("{s:s,s:s}", "host",
+                                                     name, "reason", why));
+            continue;
+        }
+        ids[n_ids++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+    }
+    {
+        const char *k;
+        json_t *v;
+        json_object_foreach(named, k, v) {
+            if (json_integer_value(v) == 0) {
+                s_err(err, errlen, "no host is named \"%s\" (parity hosts "
+                      "lists them)", k);
+                rc = CO_JOBS_BADARGS;
+                goto done;
+            }
+        }
+    }
+    if (n_ids == 0) {
+        s_err(err, errlen, "no host can run suite \"%s\"%s", suite,
+              nh == 0 ? ": no agent has said Hello yet" :
+              json_array_size(skipped) ? " (parity hosts shows what each "
+              "listed)" : ": no host matches");
+        rc = CO_JOBS_BADARGS;
+        goto done;
+    }
+    PQclear(r);
+    r = NULL;
+
+    json_t *empty_obj = json_object(), *empty_arr = json_array();
+    const json_t *jt = json_object_get(args, "tags");
+    const json_t *jv = json_object_get(args, "vars");
+    tags_txt = json_dumps(jt ? jt : empty_obj, JSON_COMPACT);
+    vars_txt = json_dumps(jv ? jv : empty_obj, JSON_COMPACT);
+    only_txt = json_dumps(only ? only : empty_arr, JSON_COMPACT);
+    spec_txt = json_dumps(sel ? sel : empty_arr, JSON_COMPACT);
+    json_decref(empty_obj);
+    json_decref(empty_arr);
+    if (!tags_txt || !vars_txt || !only_txt || !spec_txt) {
+        s_err(err, errlen, "out of memory");
+        goto done;
+    }
+    char uuid[16], now[24], runs[16], expires[24];
+    s_job_uuid(uuid, sizeof uuid);
+    snprintf(now, sizeof now, "%" PRId64, now_us);
+    snprintf(runs, sizeof runs, "%" JSON_INTEGER_FORMAT,
+             jruns ? json_integer_value(jruns) : 0);
+    json_int_t exp_us = jexp ? json_integer_value(jexp) : 0;
+    snprintf(expires, sizeof expires, "%" PRId64,
+             exp_us > 0 ? now_us + (int64_t)exp_us : (int64_t)0);
+    if ((rc = s_exec(j, "BEGIN", err, errlen)) != CO_JOBS_OK)
+        goto done;
+    rc = CO_JOBS_FAIL;
+    const char *pj[] = { uuid, suite, vars_txt, runs, only_txt, tags_txt,
+                         jlabel ? json_string_value(jlabel) : "", spec_txt,
+                         requested_by, now, expires };
+    r = s_q(j, "INSERT INTO jobs (job_uuid, suite, vars, runs, "
+            "only_benchmarks, tags, label, hosts_spec, requested_by, "
+            "created_at_us, expires_at_us) VALUES ($1, $2, $3::jsonb, "
+            "$4::int, ARRAY(SELECT json_array_elements_text($5::json)), "
+            "$6::jsonb, $7, $8, $9, $10, $11) RETURNING id", 11, pj,
+            PGRES_TUPLES_OK, err, errlen);
+    if (!r)
+        goto rollback;
+    char job[24];
+    snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    r = NULL;
+    for (size_t i = 0; i < n_ids; i++) {
+        char host[24];
+        snprintf(host, sizeof host, "%" PRId64, ids[i]);
+        const char *ph[] = { job, host, now };
+        PGresult *u = s_q(j, "INSERT INTO job_hosts (job, host_id, state, "
+                          "queued_at_us, updated_at_us) VALUES ($1, $2, "
+                          "'queued', $3, $3)", 3, ph, PGRES_COMMAND_OK, err,
+                          errlen);
+        if (!u)
+            goto rollback;
+        PQclear(u);
+    }
+    if (s_exec(j, "COMMIT", err, errlen) != CO_JOBS_OK)
+        goto done;
+    s_log(j, "job_created", "job=%s suite=\"%s\" hosts=%zu", uuid, suite,
+          n_ids);
+    for (size_t i = 0; i < n_ids; i++)
+        s_dispatch(j, ids[i], now_us);
+
+    const char *pr[] = { job };
+    r = s_q(j, "SELECT h.name, jh.state FROM job_hosts jh JOIN hosts h ON "
+            "h.id = jh.host_id WHERE jh.job = $1 ORDER BY h.name, h.id", 1,
+            pr, PGRES_TUPLES_OK, err, errlen);
+    if (!r)
+        goto done;
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(hosts, json_pack("{s:s,s:s}", "host",
+                              PQgetvalue(r, i, 0), "state",
+                              PQgetvalue(r, i, 1)));
+    *reply = json_pack("{s:s,s:O,s:O}", "job", uuid, "hosts", hosts,
+                       "skipped", skipped);
+    rc = *reply ? CO_JOBS_OK : CO_JOBS_FAIL;
+    goto done;
+rollback:
+    s_rollback(j);
+done:
+    PQclear(r);
+    free(ids);
+    free(tags_txt);
+    free(vars_txt);
+    free(only_txt);
+    free(spec_txt);
+    json_decref(hosts);
+    json_decref(skipped);
+    json_decref(named);
+    return rc;
+}
+
+int
+co_jobs_cancel(co_jobs_t *j, const char *job_id, int64_t now_us,
+               json_t **reply, char *err, size_t errlen)
+{
+    *reply = NULL;
+    char now[24];
+    snprintf(now, sizeof now, "%" PRId64, now_us);
+    const char *pf[] = { job_id };
+    PGresult *r = s_q(j, "SELECT id, state FROM jobs WHERE job_uuid = $1", 1,
+                      pf, PGRES_TUPLES_OK, err, errlen);
+    if (!r)
+        return CO_JOBS_FAIL;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        s_err(err, errlen, "no job \"%.40s\" (parity jobs lists them)",
+              job_id);
+        return CO_JOBS_NOTFOUND;
+    }
+    char job[24], state[16];
+    snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 0));
+    snprintf(state, sizeof state, "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    if (strcmp(state, "active") != 0) {
+        *reply = json_pack("{s:s,s:i,s:s}", "job", job_id, "cancelled", 0,
+                           "state", state);
+        return *reply ? CO_JOBS_OK : CO_JOBS_FAIL;
+    }
+    int rc;
+    if ((rc = s_exec(j, "BEGIN", err, errlen)) != CO_JOBS_OK)
+        return rc;
+    const char *pc[] = { job, now };
+    r = s_q(j,
+        "WITH c AS (SELECT host_id, state FROM job_hosts WHERE job = $1 AND "
+        "state IN ('queued', 'running') FOR UPDATE) UPDATE job_hosts h SET "
+        "state = 'cancelled', reason = 'cancelled by the user', "
+        "ended_at_us = $2, updated_at_us = $2 FROM c WHERE h.job = $1 AND "
+        "h.host_id = c.host_id RETURNING h.host_id, c.state", 2, pc,
+        PGRES_TUPLES_OK, err, errlen);
+    if (!r)
+        goto rollback;
+    PGresult *u = s_q(j, "UPDATE jobs SET state = 'cancelled', "
+                      "ended_at_us = $2 WHERE id = $1", 2, pc,
+                      PGRES_COMMAND_OK, err, errlen);
+    if (!u)
+        goto rollback;
+    PQclear(u);
+    if (s_exec(j, "COMMIT", err, errlen) != CO_JOBS_OK) {
+        PQclear(r);
+        return CO_JOBS_FAIL;
+    }
+    int n = PQntuples(r);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(PQgetvalue(r, i, 1), "running") != 0)
+            continue;
+        int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        const char *key = s_online_key(j, id);
+        if (key && j->send) {
+            Parity__JobCancel jc;
+            parity__job_cancel__init(&jc);
+            jc.job_id = (char *)job_id;
+            Parity__Envelope env;
+            pw_wire_init(&env, 0);
+            pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_CANCEL, &jc);
+            j->send(j->ctx, key, &env);
+        }
+        s_dispatch(j, id, now_us);
+    }
+    PQclear(r);
+    s_log(j, "job_cancelled", "job=%s hosts=%d", job_id, n);
+    *reply = json_pack("{s:s,s:i,s:s}", "job", job_id, "cancelled", n,
+                       "state", "cancelled");
+    return *reply ? CO_JOBS_OK : CO_JOBS_FAIL;
+rollback:
+    PQclear(r);
+    s_rollback(j);
+    return CO_JOBS_FAIL;
+}

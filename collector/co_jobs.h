@@ -1,0 +1,142 @@
+/* co_jobs.h -- jobs across the fleet: who runs what, and where it stands.
+ *
+ * A job is one `parity run`: a suite (with vars, runs, only, label, tags)
+ * sent to every matching host whose latest Hello listed the suite. Each
+ * (job, host) has a state:
+ *
+ *   queued    not offered yet (host offline, or busy with another job)
+ *   running   JobOffer sent; JobStatus progress is stored on the row
+ *   done, failed, lost, cancelled, expired      final
+ *
+ * Rules (docs/protocol.md, section 10):
+ * - An agent gets at most one job at a time: a JobOffer is sent only to
+ *   an online host without a running row, oldest queued job first; the
+ *   next one follows when the row becomes final.
+ * - A queued row whose job has expired (expires_at_us passed) becomes
+ *   `expired` and is never offered.
+ * - A running row becomes `lost` when its host goes offline, when one of
+ *   its runs ends INCOMPLETE, or when the host says Hello again (a new
+ *   connection: the agent may have restarted). A later JobStatus of that
+ *   job from that host still moves it to done/failed (late results are
+ *   better than none).
+ * - A job ends (`ended`) when every row is final; `cancelled` when
+ *   cancelled.
+ *
+ * Storage: the job tables of collector/migrations/002_jobs.sql, through
+ * the module's own libpq connection (reconnected on demand), every
+ * statement parameterised. In memory only the online hosts and the key
+ * each one speaks with (bounded by CO_JOBS_MAX_ONLINE).
+ *
+ * Sending: co_jobs never touches a socket; it calls the send callback
+ * with the host's authenticated public key and a packed-ready Envelope
+ * (borrowed for the call). The server maps the key to its routing id.
+ *
+ * Single-threaded (the collector's loop). Nothing here prints: events go
+ * to the optional log callback. Messages and JSON passed in are borrowed.
+ */
+#ifndef CO_JOBS_H
+#define CO_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "parity.pb-c.h"
+
+/* Status codes, the same values as co_db's so the server acks alike. */
+enum {
+    CO_JOBS_OK = 0,
+    CO_JOBS_FAIL = -1,      /* database down or failed: do not ack */
+    CO_JOBS_REFUSED = -2,   /* can never be stored: Error with seq */
+    CO_JOBS_BADARGS = -3,   /* a request's arguments are wrong */
+    CO_JOBS_NOTFOUND = -4,  /* no such job */
+};
+
+/* Most hosts online at once (the server's CO_SERVER_MAX_PEERS). */
+#define CO_JOBS_MAX_ONLINE 4096
+/* Most hosts one job may name, and most entries of --only / --tag /
+ * --var each. */
+#define CO_JOBS_MAX_HOSTS 4096
+#define CO_JOBS_MAX_ITEMS 256
+/* Longest key or value of a tag or var, and of a label. */
+#define CO_JOBS_MAX_TEXT 1024
+/* Z85 public key length. */
+#define CO_JOBS_KEY_LEN 40
+
+typedef struct co_jobs co_jobs_t;
+
+typedef struct {
+    const char *conninfo;   /* libpq connection string (copied) */
+    void *ctx;              /* passed to the callbacks */
+    /* Send env to the host speaking with public_key. Returns 0 when
+     * queued for sending, -1 when the host cannot be reached now. */
+    int (*send)(void *ctx, const char *public_key,
+                const Parity__Envelope *env);
+    /* One log line: event is a machine word (job_created, job_offered,
+     * host_lost, job_expired, job_ended, db_error), text key=value pairs.
+     * May be NULL. */
+    void (*log)(void *ctx, const char *event, const char *text);
+} co_jobs_opts_t;
+
+/* A new module; does not connect yet (the first call does). Caller owns
+ * it. NULL on out of memory. */
+co_jobs_t *co_jobs_new(const co_jobs_opts_t *opts);
+void co_jobs_destroy(co_jobs_t **jobs);
+
+/* The module's database connection, connecting when needed; NULL with
+ * err when the database is down. Borrowed: co_query runs its read-only
+ * queries on it. */
+PGconn *co_jobs_conn(co_jobs_t *jobs, char *err, size_t errlen);
+
+/* Drop a connection that failed (co_query calls it after an error that
+ * left the connection bad); the next co_jobs_conn reconnects. */
+void co_jobs_conn_check(co_jobs_t *jobs);
+
+/* A host's Hello was stored (the host row exists): remember its suites,
+ * mark it online, mark a running row lost (new connection), and offer it
+ * its oldest queued job. */
+int co_jobs_agent_online(co_jobs_t *jobs, const char *public_key,
+                         const Parity__Hello *hello, int64_t now_us,
+                         char *err, size_t errlen);
+
+/* The host is gone (liveness timeout): its running row becomes lost. */
+void co_jobs_agent_offline(co_jobs_t *jobs, const char *public_key,
+                           int64_t now_us);
+
+/* True while the host is online as far as co_jobs knows. */
+bool co_jobs_is_online(const co_jobs_t *jobs, const char *public_key);
+
+/* Store a JobStatus from a host (a data message: ack after CO_JOBS_OK).
+ * Refused when the job was never given to that host. */
+int co_jobs_status(co_jobs_t *jobs, const char *public_key,
+                   const Parity__JobStatus *st, int64_t now_us,
+                   char *err, size_t errlen);
+
+/* A RunEnd was stored: a run of a job that ended INCOMPLETE marks the
+ * host's row lost. Best effort (the RunEnd itself is already acked). */
+void co_jobs_run_end(co_jobs_t *jobs, const char *public_key,
+                     const Parity__RunEnd *re, int64_t now_us);
+
+/* Periodic work: expire queued rows, end jobs, offer queued jobs to idle
+ * online hosts (e.g. after the database came back). */
+void co_jobs_tick(co_jobs_t *jobs, int64_t now_us);
+
+/* Create a job from the `run` request's arguments (docs/protocol.md
+ * 10.3) asked by admin key requested_by. On CO_JOBS_OK *reply is a new
+ * object the caller owns ({"job", "hosts", "skipped"}); on
+ * CO_JOBS_BADARGS err says what is wrong. */
+int co_jobs_create(co_jobs_t *jobs, const char *requested_by,
+                   const json_t *args, int64_t now_us, json_t **reply,
+                   char *err, size_t errlen);
+
+/* Cancel a job: queued and running rows become cancelled, running hosts
+ * get a JobCancel. *reply as for co_jobs_create ({"job", "cancelled"}). */
+int co_jobs_cancel(co_jobs_t *jobs, const char *job_id, int64_t now_us,
+                   json_t **reply, char *err, size_t errlen);
+
+/* Unix time now in microseconds. */
+int64_t co_jobs_now_us(void);
+
+#endif

@@ -1,0 +1,82 @@
+/* co_query.h -- the collector's answers to client Requests.
+ *
+ * A Request carries a command and a JSON object of arguments; the Reply
+ * carries a status, a JSON body and an error line. docs/protocol.md,
+ * section 10, is the reference of every command and body:
+ *
+ *   hosts      the fleet: state, floor, CPU, kernel, warnings, suites
+ *   run        create a job (co_jobs_create)
+ *   job        one job: per-host state and progress, its runs
+ *   jobs       the latest jobs, or only the active ones
+ *   cancel     cancel a job (co_jobs_cancel)
+ *   verdicts   per benchmark and arm pair, one verdict per host (the
+ *              spec's written form) and the vd_fleet summary
+ *   show       one run in full, shaped like a local results file
+ *
+ * Authorisation: only keys loaded from the --admin directory may send
+ * these; anyone else gets CO_QUERY_FORBIDDEN and nothing happens.
+ *
+ * The module borrows a co_jobs_t (its database connection, and the job
+ * operations); it keeps only the admin keys. Nothing here prints.
+ */
+#ifndef CO_QUERY_H
+#define CO_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "co_jobs.h"
+#include "parity.pb-c.h"
+
+/* Reply.status values (docs/protocol.md 10.1). */
+enum {
+    CO_QUERY_OK = 0,
+    CO_QUERY_BADARGS = 1,      /* args_json or an argument is wrong */
+    CO_QUERY_UNKNOWN = 2,      /* no such command */
+    CO_QUERY_FORBIDDEN = 3,    /* the key is not an admin key */
+    CO_QUERY_NOTFOUND = 4,     /* no such job or run */
+    CO_QUERY_UNAVAILABLE = 5,  /* the database is down: try again */
+    CO_QUERY_TOO_BIG = 6,      /* the answer does not fit in one frame */
+};
+
+/* Most admin keys, and the largest args_json accepted. */
+#define CO_QUERY_MAX_ADMINS 4096
+#define CO_QUERY_MAX_ARGS   65536
+/* A body larger than this is refused with CO_QUERY_TOO_BIG (the frame
+ * bound is 4 MiB; the rest is room for the envelope). */
+#define CO_QUERY_MAX_BODY   (4000u * 1024u)
+
+typedef struct co_query co_query_t;
+
+/* A new module borrowing jobs (which must outlive it). floor_window is
+ * the collector's --floor-window, for the floors `hosts` shows. Caller
+ * owns the result; NULL on out of memory. */
+co_query_t *co_query_new(co_jobs_t *jobs, int floor_window);
+void co_query_destroy(co_query_t **q);
+
+/* Load (again) the admin keys: every public certificate file of dir
+ * (CZMQ zcert format, as `parity keygen` writes; *_secret files are
+ * skipped). Returns the number loaded, or -1 with err. */
+int co_query_load_admins(co_query_t *q, const char *dir, char *err,
+                         size_t errlen);
+
+bool co_query_is_admin(const co_query_t *q, const char *public_key);
+
+/* Admin key i (Z85, owned by q), i < co_query_admin_count(q): for the
+ * ZAP handler, which admits the union of --allow and --admin. */
+size_t co_query_admin_count(const co_query_t *q);
+const char *co_query_admin_key(const co_query_t *q, size_t i);
+
+/* True for the commands this module answers (the server keeps `ping` and
+ * `stats`). */
+bool co_query_handles(const char *command);
+
+/* Answer req from the peer with public_key into *reply (initialised
+ * here). reply->body_json and reply->error are malloc'd: free them with
+ * co_query_reply_clear(). Never fails: errors are a status. */
+void co_query_handle(co_query_t *q, const char *public_key,
+                     const Parity__Request *req, Parity__Reply *reply);
+
+void co_query_reply_clear(Parity__Reply *reply);
+
+#endif
