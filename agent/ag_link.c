@@ -28,6 +28,7 @@ struct ag_link {
     uint8_t *hello;
     size_t hello_len;
     bool ready;                /* Hello acked on this connection */
+    bool hello_pending;        /* Hello not yet handed to libzmq */
     int64_t hello_sent_ms;
 
     uint64_t in_flight[AG_LINK_WINDOW];   /* sent, unacked, in seq order */
@@ -115,17 +116,19 @@ s_send(ag_link_t *l, const void *data, size_t len)
     return rc >= 0;
 }
 
+/* Hello goes first on a connection. With ZMQ_IMMEDIATE the send fails
+ * until the handshake is done, so it stays pending and every tick tries
+ * again; nothing else is sent before it. */
 static void
 s_send_hello(ag_link_t *l, int64_t now)
 {
-    l->hello_sent_ms = now;
-    if (!l->hello) {
-        s_log(l, "no_hello", "no Hello set; not sending data");
+    l->hello_pending = true;
+    if (!l->hello)
         return;
+    if (s_send(l, l->hello, l->hello_len)) {
+        l->hello_pending = false;
+        l->hello_sent_ms = now;
     }
-    if (!s_send(l, l->hello, l->hello_len))
-        s_log(l, "send_wait", "Hello not sent yet: %s (will retry)",
-              zmq_strerror(zmq_errno()));
 }
 
 static void
@@ -467,12 +470,9 @@ ag_link_set_hello(ag_link_t *l, const uint8_t *env, size_t len)
     if (!copy)
         return AG_LINK_ERR;
     memcpy(copy, env, len);
-    bool first = l->hello == NULL;
     free(l->hello);
     l->hello = copy;
     l->hello_len = len;
-    if (first && l->sock)
-        s_send_hello(l, s_now_ms());   /* the connect had nothing to say */
     return AG_LINK_OK;
 }
 
@@ -496,6 +496,8 @@ ag_link_tick(ag_link_t *l, int wait_ms, int wake_fd, bool *woken)
     /* Sleep no longer than the next timer. */
     int64_t due = now + (wait_ms < 0 ? 0 : wait_ms);
     if (l->sock) {
+        if (l->hello_pending && l->hello && now + 20 < due)
+            due = now + 20;   /* the handshake is short: try again soon */
         if (l->next_heartbeat_ms < due)
             due = l->next_heartbeat_ms;
         int64_t gone = l->last_heard_ms
@@ -540,12 +542,13 @@ ag_link_tick(ag_link_t *l, int wait_ms, int wake_fd, bool *woken)
                                  : "no answer from the collector (down, or "
                                    "its key is not the pinned one)");
         } else {
-            if (now >= l->next_heartbeat_ms) {
+            if (l->hello_pending || (!l->ready && now - l->hello_sent_ms
+                                     >= AG_LINK_RESEND_MS))
+                s_send_hello(l, now);
+            if (!l->hello_pending && now >= l->next_heartbeat_ms) {
                 s_send_heartbeat(l);
                 l->next_heartbeat_ms = now + l->heartbeat_ms;
             }
-            if (!l->ready && now - l->hello_sent_ms >= AG_LINK_RESEND_MS)
-                s_send_hello(l, now);
             s_pump(l, now);
         }
     }
