@@ -1,0 +1,553 @@
+#!/usr/bin/env python3
+"""test_harness.py -- parity-agent run/env and parity compare, end to end.
+
+Real processes only: suites of parity-testprog (tests/helpers) run by the
+built parity-agent; the results file is read back and checked.
+
+    test_harness.py PARITY_AGENT PARITY TESTPROG
+Emits TAP.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+AGENT, PARITY, PROG = sys.argv[1:4]
+N = 0
+FAILED = 0
+
+
+def ok(cond, name, diag=None):
+    global N, FAILED
+    N += 1
+    print(("ok" if cond else "not ok") + " %d - %s" % (N, name))
+    if not cond:
+        FAILED += 1
+        if diag is not None:
+            for line in str(diag).splitlines()[:30]:
+                print("# " + line)
+    sys.stdout.flush()
+    return cond
+
+
+def run(args, timeout=60, **kw):
+    return subprocess.run(args, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+TMP = tempfile.mkdtemp(prefix="parity-agent-test-")
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def suite(name, text):
+    p = path(name)
+    with open(p, "w") as f:
+        f.write(text)
+    return p
+
+
+def agent_run(suite_path, *extra, timeout=60):
+    out = path("results-%d.json" % N)
+    r = run([AGENT, "run", suite_path, "--export-json", out] + list(extra),
+            timeout=timeout)
+    doc = None
+    if os.path.exists(out):
+        with open(out) as f:
+            doc = json.load(f)
+    return r, doc
+
+
+def samples(bench, kind):
+    return [s for s in bench["samples"] if s["kind"] == kind]
+
+
+def q(s):
+    return json.dumps(s)
+
+
+# --- order rotation, warm-ups, calibration, hooks -------------------------
+log = path("order.log")
+hooks = path("hooks.log")
+p = suite("order.yaml", """
+suite: order
+benchmarks:
+  - name: rot
+    runs: 4
+    warmup: 1
+    arms:
+      - name: a
+        command: [%(prog)s, append, %(log)s, a]
+        setup: [%(prog)s, append, %(hooks)s, setup-a]
+        cleanup: [%(prog)s, append, %(hooks)s, cleanup-a]
+        prepare: [%(prog)s, append, %(hooks)s, prepare-a]
+        conclude: [%(prog)s, append, %(hooks)s, conclude-a]
+        versions: [[%(prog)s, print-args, v1.2]]
+      - name: b
+        command: [%(prog)s, append, %(log)s, b]
+      - name: c
+        command: [%(prog)s, append, %(log)s, c]
+""" % {"prog": q(PROG), "log": q(log), "hooks": q(hooks)})
+r, doc = agent_run(p)
+ok(r.returncode == 0, "3-arm suite runs, exit 0", r.stderr)
+b = doc["benchmarks"][0] if doc else {"samples": [], "order": []}
+want_order = [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"],
+              ["a", "b", "c"]]
+ok(b["order"] == want_order, "order rotates A B C, B C A, C A B",
+   b.get("order"))
+with open(log) as f:
+    ran = f.read().split()
+ok(ran == ["a", "b", "c"] + sum(want_order, []),
+   "the processes really ran in the written order (warm-up row 0 first)",
+   ran)
+meas = samples(b, "measured")
+ok(all(b["order"][s["round"]][s["position"]] == s["arm"] for s in meas),
+   "every measured sample's round and position match the plan")
+ok(len(meas) == 12 and len(samples(b, "warmup")) == 3,
+   "12 measured and 3 warm-up samples")
+cal = samples(b, "calibration")
+ok(len(cal) == 4 and all(s["position"] == 3 and s["arm"] is None
+                         for s in cal),
+   "one calibration run per round, after the arms")
+ok(doc and len(doc["calibration"]["wall_us"]) == 96,
+   "96 session-start calibration runs to reach 100")
+ok(doc and doc["floor"]["calibration_samples"] == 100 and
+   doc["floor"]["default"] is False, "floor from 100 calibration samples")
+ok(all(b["summary"][a]["n"] == 4 for a in "abc"),
+   "summaries count only measured samples (warm-ups discarded)")
+ok(set(b["verdict"].keys()) == {"b", "c"} and
+   b["verdict"]["b"]["outcome"] in ("win", "parity", "loss"),
+   "a verdict for each other arm, keyed by its name")
+ok(b["verdict"]["b"]["floor_us"] == doc["floor"]["floor_us"],
+   "the verdict records the floor it used")
+ok(b["arms"][0]["version_output"] == "[v1.2]\n", "versions output recorded",
+   b["arms"][0].get("version_output"))
+ok(all(s["wall_us"] > 0 and s["user_us"] >= 0 and s["maxrss_kb"] > 0 and
+       s["start_unix_us"] > 1.6e15 for s in meas),
+   "wall, user, maxrss and start timestamp recorded")
+ok(all(s["cpu"] is None or 0 <= s["cpu"] < os.cpu_count() for s in meas),
+   "cpu is a real CPU number")
+with open(hooks) as f:
+    h = f.read().split()
+ok(h[0] == "setup-a" and h[-1] == "cleanup-a" and
+   h.count("prepare-a") == 5 and h.count("conclude-a") == 5,
+   "setup and cleanup once, prepare and conclude around each of 5 runs", h)
+ok(doc["complete"] is True and doc["schema_version"] == 3,
+   "complete: true, schema_version 3")
+
+# --- warm-ups are discarded: the slow first run is the warm-up ------------
+flag = path("warm.flag")
+p = suite("warm.yaml", """
+suite: warm
+benchmarks:
+  - name: w
+    runs: 3
+    warmup: 1
+    arms:
+      - name: first
+        shell: "if [ -e %(flag)s ]; then :; else touch %(flag)s; sleep 0.3; fi"
+      - name: other
+        command: [/bin/true]
+""" % {"flag": flag})
+r, doc = agent_run(p)
+b = doc["benchmarks"][0]
+w = samples(b, "warmup")
+ok(r.returncode == 0 and w[0]["arm"] == "first" and w[0]["wall_us"] > 2.5e5,
+   "the first (slow) run is recorded as a warm-up", w)
+ok(b["summary"]["first"]["max"] < 2.5e5,
+   "and is not part of the measured summary", b["summary"]["first"])
+
+# --- a clear difference is a win -----------------------------------------
+p = suite("win.yaml", """
+suite: win
+benchmarks:
+  - name: spin
+    runs: 5
+    warmup: 0
+    arms:
+      - name: fast
+        command: [%(prog)s, spin, "3000"]
+      - name: slow
+        command: [%(prog)s, spin, "12000"]
+""" % {"prog": q(PROG)})
+r, doc = agent_run(p)
+v = doc["benchmarks"][0]["verdict"]["slow"]
+ok(v["outcome"] == "win" and v["ratio"] < 0.5,
+   "3 ms against 12 ms of CPU is a win for the subject", v)
+ok("win" in r.stdout and "fast" in r.stdout and "median" in r.stdout,
+   "the table shows the arms and the verdict", r.stdout)
+
+# --- error samples --------------------------------------------------------
+p = suite("exit.yaml", """
+suite: errs
+benchmarks:
+  - name: badexit
+    runs: 3
+    warmup: 0
+    arms:
+      - name: good
+        command: [/bin/true]
+      - name: bad
+        command: [%(prog)s, stderr, "it went wrong here", exit, "3"]
+  - name: after
+    runs: 2
+    warmup: 0
+    arms:
+      - {name: x, command: [/bin/true]}
+      - {name: y, command: [/bin/true], subject: true}
+""" % {"prog": q(PROG)})
+r, doc = agent_run(p)
+b = doc["benchmarks"][0]
+err = samples(b, "error")
+ok(r.returncode == 4, "a failed benchmark exits 4", r.returncode)
+ok(b["status"] == "failed" and
+   b["reason"] == 'arm "bad" round 0: exited with status 3, expected 0',
+   "wrong exit: failed with the reason", b.get("reason"))
+ok(b["stderr_tail"] == "it went wrong here\n", "with the stderr tail",
+   b.get("stderr_tail"))
+ok(len(err) == 1 and err[0]["exit_status"] == 3 and
+   err[0]["error"] == "exited with status 3, expected 0",
+   "one error sample with its exit status", err)
+ok(b["verdict"] == {} and
+   b["verdict_error"] == "no verdict: the benchmark failed",
+   "no verdict for a failed benchmark", b.get("verdict_error"))
+ok("bad" not in b["summary"], "the error sample is never averaged in")
+ok(doc["benchmarks"][1]["status"] == "complete",
+   "the next benchmark still runs")
+ok('failed: arm "bad" round 0: exited with status 3, expected 0' in r.stdout
+   and "| it went wrong here" in r.stdout,
+   "the table shows the failure and stderr", r.stdout)
+
+p = suite("expect.yaml", """
+suite: expect
+benchmarks:
+  - name: three
+    runs: 2
+    warmup: 0
+    expect_exit: 3
+    arms:
+      - {name: a, command: [%(prog)s, exit, "3"]}
+      - {name: b, command: [%(prog)s, exit, "3"]}
+""" % {"prog": q(PROG)})
+r, doc = agent_run(p)
+ok(r.returncode == 0 and doc["benchmarks"][0]["status"] == "complete",
+   "expect_exit: 3 accepts exit status 3", r.stderr)
+
+p = suite("signal.yaml", """
+suite: sig
+benchmarks:
+  - name: segv
+    runs: 2
+    warmup: 0
+    arms:
+      - {name: a, command: [/bin/true]}
+      - {name: b, command: [%(prog)s, signal, "11"]}
+""" % {"prog": q(PROG)})
+r, doc = agent_run(p)
+b = doc["benchmarks"][0]
+ok(b["reason"] == 'arm "b" round 0: killed by signal 11 (SIGSEGV)' and
+   samples(b, "error")[0]["term_signal"] == 11 and
+   samples(b, "error")[0]["exit_status"] == -1,
+   "a signal is an error sample", b.get("reason"))
+
+pidfile = path("tree.pid")
+p = suite("timeout.yaml", """
+suite: to
+benchmarks:
+  - name: hang
+    runs: 2
+    warmup: 0
+    timeout: 0.3
+    arms:
+      - {name: a, command: [/bin/true]}
+      - {name: b, command: [%(prog)s, hang-tree, %(pf)s]}
+""" % {"prog": q(PROG), "pf": q(pidfile)})
+t0 = time.monotonic()
+r, doc = agent_run(p)
+took = time.monotonic() - t0
+b = doc["benchmarks"][0]
+ok(b["reason"] == 'arm "b" round 0: timed out after 0.3 s (process group '
+   'killed)', "a timeout is an error sample", b.get("reason"))
+ok(took < 5, "and does not wait for the hung command (%.1f s)" % took)
+time.sleep(0.1)
+with open(pidfile) as f:
+    child = int(f.read().split()[0])
+alive = os.path.exists("/proc/%d" % child) and \
+    open("/proc/%d/stat" % child).read().split(")")[1].split()[0] != "Z"
+ok(not alive, "the command's own child was killed with its group")
+
+p = suite("noexec.yaml", """
+suite: nx
+benchmarks:
+  - name: missing
+    runs: 2
+    warmup: 0
+    arms:
+      - {name: a, command: [/bin/true]}
+      - {name: b, command: [/nonexistent/prog]}
+""")
+r, doc = agent_run(p)
+ok(doc["benchmarks"][0]["reason"] == 'arm "b" round 0: posix_spawnp('
+   '/nonexistent/prog): No such file or directory',
+   "a program that cannot start is an error sample naming the call",
+   doc["benchmarks"][0].get("reason"))
+
+# --- Ctrl-C: partial results with complete: false -------------------------
+p = suite("long.yaml", """
+suite: long
+benchmarks:
+  - name: slow
+    runs: 200
+    warmup: 0
+    arms:
+      - {name: a, command: [%(prog)s, sleep, "100000"]}
+      - {name: b, command: [%(prog)s, sleep, "100000"]}
+  - name: never
+    runs: 2
+    arms:
+      - {name: a, command: [/bin/true]}
+      - {name: b, command: [/bin/true]}
+""" % {"prog": q(PROG)})
+out = path("interrupted.json")
+proc = subprocess.Popen([AGENT, "run", p, "--export-json", out],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True)
+time.sleep(1.2)
+t0 = time.monotonic()
+proc.send_signal(signal.SIGINT)
+so, se = proc.communicate(timeout=20)
+took = time.monotonic() - t0
+ok(proc.returncode == 130, "Ctrl-C exits 130", (proc.returncode, se))
+ok(took < 1.0, "and stops at once, killing the current run (%.2f s)" % took)
+doc = json.load(open(out)) if os.path.exists(out) else {}
+ok(doc.get("complete") is False, "results written with complete: false")
+bs = doc.get("benchmarks", [])
+ok(len(bs) == 1 and bs[0]["status"] == "incomplete" and
+   bs[0]["reason"] == "interrupted",
+   "the interrupted benchmark is incomplete; later ones never start",
+   [(x["name"], x["status"]) for x in bs])
+m = samples(bs[0], "measured") if bs else []
+ok(len(m) >= 4 and all(s["wall_us"] > 9e4 for s in m),
+   "what was measured is kept (%d samples), the killed run is not" % len(m))
+ok("incomplete: interrupted" in so, "the table says it is incomplete", so)
+
+# --- variables never reach a shell ----------------------------------------
+argsout = path("args.txt")
+shellout = path("shell.txt")
+pwned = path("pwned")
+value = "x; touch %s; $(touch %s) `touch %s`" % (pwned, pwned, pwned)
+p = suite("vars.yaml", """
+suite: vars
+variables:
+  v: default
+benchmarks:
+  - name: v
+    runs: 1
+    warmup: 0
+    stdout: %(argsout)s
+    arms:
+      - {name: argv, command: [%(prog)s, print-args, "${v}", "pre-${v}"]}
+      - name: shell
+        shell: '%(rprog)s append %(rshellout)s "${v}"'
+      - {name: env, command: [%(prog)s, env, PARITY_VAR_V]}
+""" % {"prog": q(PROG), "argsout": q(argsout), "rprog": PROG,
+       "rshellout": shellout})
+r, doc = agent_run(p, "--var", "v=" + value)
+ok(r.returncode == 0, "suite with a hostile --var runs", r.stderr)
+lines = open(argsout).read().splitlines()
+ok(lines[0] == "[%s]" % value and lines[1] == "[pre-%s]" % value,
+   "in an argv the value stays one argument", lines)
+ok(open(shellout).read() == value + "\n",
+   "in a shell string it arrives as one word, never parsed as code")
+ok(lines[2] == value, "and is exported as PARITY_VAR_V", lines)
+ok(not os.path.exists(pwned), "nothing in the value was executed")
+ok(doc["benchmarks"][0]["arms"][1]["shell"] ==
+   PROG + ' append ' + shellout + ' "${PARITY_VAR_V}"',
+   "the shell text recorded holds a reference, not the value",
+   doc["benchmarks"][0]["arms"][1])
+
+# --- CPU pinning ----------------------------------------------------------
+if os.cpu_count() >= 2:
+    p = suite("pin.yaml", """
+suite: pin
+benchmarks:
+  - name: p
+    runs: 6
+    warmup: 0
+    cpus: [1]
+    arms:
+      - {name: a, command: [%(prog)s, spin, "2000"]}
+      - {name: b, command: [%(prog)s, spin, "2000"]}
+""" % {"prog": q(PROG)})
+    r, doc = agent_run(p)
+    cpus = {s["cpu"] for s in doc["benchmarks"][0]["samples"]}
+    ok(cpus == {1}, "cpus: [1] pins every run, calibration too", cpus)
+else:
+    ok(True, "# SKIP one CPU: pinning not testable")
+
+# --- --only, --runs, --warmup ----------------------------------------------
+p = suite("two.yaml", """
+suite: two
+benchmarks:
+  - name: one
+    arms:
+      - {name: a, command: [/bin/true]}
+      - {name: b, command: [/bin/true]}
+  - name: two
+    arms:
+      - {name: a, command: [/bin/true]}
+      - {name: b, command: [/bin/true]}
+""")
+r, doc = agent_run(p, "--only", "two", "--runs", "3", "--warmup", "2")
+bs = doc["benchmarks"]
+ok(len(bs) == 1 and bs[0]["name"] == "two" and bs[0]["runs"] == 3 and
+   len(samples(bs[0], "measured")) == 6 and
+   len(samples(bs[0], "warmup")) == 4,
+   "--only picks one benchmark; --runs and --warmup override")
+r = run([AGENT, "run", p, "--json", "--runs", "2"])
+try:
+    j = json.loads(r.stdout)
+except ValueError:
+    j = {}
+ok(r.returncode == 0 and j.get("schema_version") == 3 and
+   len(j.get("benchmarks", [])) == 2, "--json: the results file on stdout")
+
+# --- command-line errors, each message pinned -------------------------------
+bad_yaml = suite("bad.yaml", "suite: s\nbenchmarks:\n  - name: x\n"
+                 "    runs: many\n")
+cases = [
+    ([AGENT, "run"], 2,
+     "parity-agent run: missing the suite file (parity-agent run "
+     "SUITE.yaml)\n"),
+    ([AGENT, "run", p, "--runs", "0"], 2,
+     "parity-agent run: --runs 0: expected an integer from 1 to 100000\n"),
+    ([AGENT, "run", p, "--warmup", "x"], 2,
+     "parity-agent run: --warmup x: expected an integer from 0 to 10000\n"),
+    ([AGENT, "run", p, "--frobnicate"], 2,
+     "parity-agent run: unknown option \"--frobnicate\" (parity-agent "
+     "--help)\n"),
+    ([AGENT, "run", p, "--var"], 2,
+     "parity-agent run: option --var needs a value\n"),
+    ([AGENT, "run", p, "--var", "novalue"], 2,
+     "parity-agent run: --var novalue: expected NAME=VALUE\n"),
+    ([AGENT, "run", p, p], 2,
+     "parity-agent run: one suite file expected, got \"%s\" too\n" % p),
+    ([AGENT, "run", p, "--only", "three"], 2,
+     "parity-agent run: --only three: suite \"two\" has no such benchmark "
+     "(it has: one, two)\n"),
+    ([AGENT, "run", bad_yaml], 1,
+     "parity-agent run: %s:4:11: runs: expected an integer from 1 to "
+     "100000, found \"many\"\n" % bad_yaml),
+    ([AGENT, "run", path("nope.yaml")], 1,
+     "parity-agent run: %s: open: No such file or directory\n"
+     % path("nope.yaml")),
+    ([AGENT, "frob"], 2,
+     "parity-agent: unknown command \"frob\" (parity-agent --help)\n"),
+    ([AGENT, "env", "--xml"], 2,
+     "parity-agent env: unknown argument \"--xml\" (parity-agent --help)\n"),
+    ([PARITY, "compare"], 2,
+     "parity compare: expected at least two commands: parity compare -- "
+     "CMD_A... -- CMD_B...\n"),
+    ([PARITY, "compare", "--", "/bin/true"], 2,
+     "parity compare: expected at least two commands: parity compare -- "
+     "CMD_A... -- CMD_B...\n"),
+    ([PARITY, "compare", "--", "/bin/true", "--"], 2,
+     "parity compare: command 2 is empty: put the command after \"--\"\n"),
+    ([PARITY, "compare", "--runs", "0", "--", "a", "--", "b"], 2,
+     "parity compare: --runs 0: expected an integer from 1 to 100000\n"),
+    ([PARITY, "compare", "--warmup", "--", "a", "--", "b"], 2,
+     "parity compare: --warmup needs a value\n"),
+    ([PARITY, "compare", "--fast", "--", "a", "--", "b"], 2,
+     "parity compare: unknown option \"--fast\" (parity compare --help)\n"),
+]
+for args, code, msg in cases:
+    r = run(args)
+    ok(r.returncode == code and r.stderr == msg,
+       "error: %s" % " ".join(a.replace(TMP, "$TMP") for a in args[1:]),
+       "got %d %r" % (r.returncode, r.stderr))
+for args in ([AGENT, "--help"], [AGENT, "run", "--help"],
+             [PARITY, "compare", "--help"]):
+    r = run(args)
+    ok(r.returncode == 0 and "usage:" in r.stdout and "exit status" in
+       r.stdout, "%s prints usage" % " ".join(args[1:]))
+r = run([AGENT, "--version"])
+ok(r.returncode == 0 and r.stdout.startswith("parity-agent "), "--version")
+
+# --- parity compare ----------------------------------------------------------
+out = path("compare.json")
+r = run([PARITY, "compare", "--runs", "4", "--warmup", "1", "--json",
+         "--export-json", out, "--", PROG, "spin", "1000", "--", PROG,
+         "spin", "4000"])
+try:
+    j = json.loads(r.stdout)
+except ValueError:
+    j = {}
+ok(r.returncode == 0 and j.get("schema_version") == 3,
+   "parity compare --json: the results file on stdout", r.stderr)
+f = json.load(open(out)) if os.path.exists(out) else None
+ok(f == j, "--export-json writes the same document")
+b = (j.get("benchmarks") or [{}])[0]
+names = [a["name"] for a in b.get("arms", [])]
+ok(names == [PROG + " spin 1000", PROG + " spin 4000"] and
+   b["arms"][0]["subject"] and b["arms"][0]["command"] == [PROG, "spin",
+                                                          "1000"],
+   "arms named by their command lines, the first is the subject", names)
+ok(list(b.get("verdict", {}).keys()) == [names[1]] and
+   b["verdict"][names[1]]["outcome"] == "win",
+   "the verdict of the subject against the other", b.get("verdict"))
+r = run([PARITY, "compare", "--runs", "3", "--", "/bin/true", "--",
+         "/bin/true"])
+ok(r.returncode == 0 and "/bin/true#2" in r.stdout and "verdict:" in
+   r.stdout, "the same command twice gets a #2 name; table printed",
+   r.stdout)
+r = run([PARITY, "compare", "--runs", "2", "--", "/bin/true", "--", PROG,
+         "exit", "1"])
+ok(r.returncode == 4 and "exited with status 1, expected 0" in r.stdout,
+   "a failing command: exit 4 and the reason", (r.returncode, r.stdout))
+
+# --- parity-agent env ----------------------------------------------------------
+r = run([AGENT, "env", "--json"])
+env = json.loads(r.stdout)
+ok(r.returncode == 0, "parity-agent env --json")
+for key in ("hostname", "kernel", "arch", "logical_cpus", "memory_total_kb",
+            "memory_available_kb", "load_average", "boot_id", "uptime_s",
+            "agent_version", "aslr", "clocksource"):
+    ok(key in env and "value" in env[key] and env[key]["source"],
+       "env field %s with its source" % key, env.get(key))
+ok(env["hostname"]["value"] == os.uname().nodename, "hostname is right")
+ok(env["logical_cpus"]["value"] == os.cpu_count(), "logical_cpus is right")
+ok(env["boot_id"]["value"] ==
+   open("/proc/sys/kernel/random/boot_id").read().strip(),
+   "boot_id is the kernel's")
+has_cpuinfo_model = "model name" in open("/proc/cpuinfo").read()
+ok(("cpu_model" in env) == has_cpuinfo_model or "cpu_model" in env,
+   "cpu_model present when /proc/cpuinfo has it")
+gov_file = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+cpu0 = [c for c in env["cpus"] if c["cpu"] == 0]
+if cpu0:
+    ok(("governor" in cpu0[0]) == os.path.exists(gov_file),
+       "governor present exactly when cpufreq exposes it")
+else:
+    ok(True, "# SKIP cpu0 not in the affinity set")
+ok(("power_source" in env) ==
+   any(open("/sys/class/power_supply/%s/type" % d).read().strip() in
+       ("Mains", "Battery")
+       for d in (os.listdir("/sys/class/power_supply")
+                 if os.path.isdir("/sys/class/power_supply") else [])),
+   "power_source absent exactly when there is no power supply")
+load1 = os.getloadavg()[0]
+codes = [w["code"] for w in env["warnings"]]
+ok(("load" in codes) == (env["load_average"]["value"][0] / os.cpu_count()
+                         > 0.1),
+   "the load warning follows the load average", (load1, codes))
+r = run([AGENT, "env"])
+ok(r.returncode == 0 and "hostname" in r.stdout and "uname(2)" in r.stdout,
+   "parity-agent env: text with sources")
+
+print("1..%d" % N)
+sys.exit(1 if FAILED else 0)
