@@ -1,0 +1,913 @@
+/* co_query.c -- see co_query.h. */
+#include "co_query.h"
+
+#include <czmq.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "pw_json.h"
+#include "pw_results.h"
+#include "vd_fleet.h"
+#include "vd_verdict.h"
+
+/* Most jobs `jobs` lists, and most rows a `verdicts` answer reads. */
+#define S_JOBS_LIMIT_MAX 1000
+#define S_VERDICT_ROWS_MAX 100000
+/* Longest error line in a Reply. */
+#define S_ERR_MAX 512
+
+struct co_query {
+    co_jobs_t *jobs;
+    int floor_window;
+    char (*admins)[CO_JOBS_KEY_LEN + 1];   /* [CO_QUERY_MAX_ADMINS] */
+    size_t n_admins;
+};
+
+static void
+s_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+s_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+co_query_t *
+co_query_new(co_jobs_t *jobs, int floor_window)
+{
+    co_query_t *q = calloc(1, sizeof *q);
+    if (!q)
+        return NULL;
+    q->admins = calloc(CO_QUERY_MAX_ADMINS, sizeof *q->admins);
+    if (!q->admins) {
+        free(q);
+        return NULL;
+    }
+    q->jobs = jobs;
+    q->floor_window = floor_window > 0 ? floor_window : 1000;
+    return q;
+}
+
+void
+co_query_destroy(co_query_t **qp)
+{
+    if (!qp || !*qp)
+        return;
+    free((*qp)->admins);
+    free(*qp);
+    *qp = NULL;
+}
+
+int
+co_query_load_admins(co_query_t *q, const char *dir, char *err,
+                     size_t errlen)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        s_err(err, errlen, "opendir %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' ||
+            (len > 7 && strcmp(e->d_name + len - 7, "_secret") == 0))
+            continue;
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >=
+            (int)sizeof path)
+            continue;
+        /* zcert_load would read the _secret file beside a public one;
+         * only the public key matters here and either file has it. */
+        zcert_t *c = zcert_load(path);
+        if (!c)
+            continue;
+        const char *k = zcert_public_txt(c);
+        if (k && strlen(k) == CO_JOBS_KEY_LEN && n < CO_QUERY_MAX_ADMINS)
+            snprintf(q->admins[n++], CO_JOBS_KEY_LEN + 1, "%s", k);
+        zcert_destroy(&c);
+    }
+    closedir(d);
+    q->n_admins = n;
+    return (int)n;
+}
+
+bool
+co_query_is_admin(const co_query_t *q, const char *key)
+{
+    for (size_t i = 0; key && i < q->n_admins; i++)
+        if (strcmp(q->admins[i], key) == 0)
+            return true;
+    return false;
+}
+
+size_t
+co_query_admin_count(const co_query_t *q)
+{
+    return q->n_admins;
+}
+
+const char *
+co_query_admin_key(const co_query_t *q, size_t i)
+{
+    return i < q->n_admins ? q->admins[i] : NULL;
+}
+
+static const char *const s_commands[] = {
+    "hosts", "run", "job", "jobs", "cancel", "verdicts", "show",
+};
+
+bool
+co_query_handles(const char *command)
+{
+    for (size_t i = 0; command && i < sizeof s_commands / sizeof *s_commands;
+         i++)
+        if (strcmp(command, s_commands[i]) == 0)
+            return true;
+    return false;
+}
+
+void
+co_query_reply_clear(Parity__Reply *reply)
+{
+    if (reply->body_json != protobuf_c_empty_string)
+        free(reply->body_json);
+    if (reply->error != protobuf_c_empty_string)
+        free(reply->error);
+    reply->body_json = (char *)protobuf_c_empty_string;
+    reply->error = (char *)protobuf_c_empty_string;
+}
+
+/* ---- small helpers ------------------------------------------------ */
+
+typedef struct {
+    int status;
+    char err[S_ERR_MAX];
+} s_res_t;
+
+static PGresult *
+s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
+    const char *const *p)
+{
+    char e[S_ERR_MAX];
+    PGconn *c = co_jobs_conn(q->jobs, e, sizeof e);
+    if (!c) {
+        res->status = CO_QUERY_UNAVAILABLE;
+        s_err(res->err, sizeof res->err, "database unavailable: %s", e);
+        return NULL;
+    }
+    PGresult *r = PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        res->status = CO_QUERY_UNAVAILABLE;
+        s_err(res->err, sizeof res->err, "query failed: %s",
+              r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+        char *nl = strchr(res->err, '\n');
+        if (nl)
+            *nl = '\0';
+        PQclear(r);
+        co_jobs_conn_check(q->jobs);
+        return NULL;
+    }
+    return r;
+}
+
+static json_t *
+s_int_or_null(PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return json_null();
+    return json_integer((json_int_t)strtoll(PQgetvalue(r, row, col), NULL,
+                                            10));
+}
+
+/* A JSON text column, parsed; null when NULL or unparsable. */
+static json_t *
+s_json_col(PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return json_null();
+    json_t *j = json_loads(PQgetvalue(r, row, col), JSON_DECODE_ANY, NULL);
+    return j ? j : json_null();
+}
+
+/* An environment field's value (ag_env's {"value", "source"} shape). */
+static json_t *
+s_env_value(const json_t *env, const char *key)
+{
+    const json_t *f = json_object_get(env, key);
+    const json_t *v = json_is_object(f) ? json_object_get(f, "value") : f;
+    return v ? json_incref((json_t *)v) : json_null();
+}
+
+/* ---- hosts -------------------------------------------------------- */
+
+static json_t *
+s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
+{
+    (void)args;
+    json_t *out = json_array();
+    PGresult *r = s_q(q, res,
+        "SELECT h.id, h.name, h.public_key, "
+        "(extract(epoch FROM h.last_seen) * 1000000)::bigint, "
+        "h.agent_version, h.tags::text, "
+        "(SELECT e.environment_json FROM environments e WHERE "
+        " e.host_id = h.id ORDER BY e.id DESC LIMIT 1), "
+        "(SELECT max(c.taken_at_us) FROM calibrations c WHERE "
+        " c.host_id = h.id), "
+        "(SELECT COALESCE(json_agg(s.name ORDER BY s.name), '[]') FROM "
+        " host_suites s WHERE s.host_id = h.id)::text "
+        "FROM hosts h ORDER BY h.name, h.id", 0, NULL);
+    if (!r || !out)
+        goto fail;
+    char win[16], now[24];
+    snprintf(win, sizeof win, "%d", q->floor_window);
+    snprintf(now, sizeof now, "%" PRId64, co_jobs_now_us());
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *key = PQgetvalue(r, i, 2);
+        const char *pf[] = { PQgetvalue(r, i, 0), now, win };
+        /* The same window co_db uses for a run's verdicts, ending now. */
+        PGresult *f = s_q(q, res,
+            "SELECT wall_us FROM ("
+            " SELECT wall_us, taken_at_us AS t FROM calibration_samples"
+            "  WHERE host_id = $1 AND taken_at_us <= $2"
+            " UNION ALL"
+            " SELECT s.wall_us, s.start_unix_us FROM samples s JOIN runs r"
+            "  ON s.run = r.id WHERE r.host_id = $1 AND s.kind = 2"
+            "  AND s.start_unix_us <= $2 AND s.wall_us > 0"
+            ") c ORDER BY t DESC LIMIT $3", 3, pf);
+        if (!f)
+            goto fail;
+        size_t n = (size_t)PQntuples(f);
+        double *cal = malloc((n + 1) * sizeof *cal);
+        double floor_us = VD_DEFAULT_FLOOR_US;
+        bool is_default = true;
+        char e[256];
+        if (cal) {
+            for (size_t k = 0; k < n; k++)
+                cal[k] = strtod(PQgetvalue(f, (int)k, 0), NULL);
+            if (vd_floor(cal, n, &floor_us, &is_default, e, sizeof e) !=
+                VD_OK) {
+                floor_us = VD_DEFAULT_FLOOR_US;
+                is_default = true;
+            }
+        }
+        free(cal);
+        PQclear(f);
+        json_t *env = s_json_col(r, i, 6);
+        json_t *warnings = json_object_get(env, "warnings");
+        warnings = json_is_array(warnings) ? json_incref(warnings) :
+                   json_array();
+        json_t *h = json_pack("{s:s,s:s,s:b,s:I,s:s,s:o,s:f,s:b,s:I,s:o,"
+                              "s:o,s:o,s:o,s:o,s:o,s:o}",
+            "name", PQgetvalue(r, i, 1),
+            "public_key", key,
+            "online", co_jobs_is_online(q->jobs, key),
+            "last_seen_us", (json_int_t)strtoll(PQgetvalue(r, i, 3), NULL,
+                                                10),
+            "agent_version", PQgetvalue(r, i, 4),
+            "tags", s_json_col(r, i, 5),
+            "floor_us", floor_us,
+            "floor_default", is_default,
+            "floor_samples", (json_int_t)n,
+            "calibrated_at_us", s_int_or_null(r, i, 7),
+            "cpu_model", s_env_value(env, "cpu_model"),
+            "kernel", s_env_value(env, "kernel"),
+            "arch", s_env_value(env, "arch"),
+            "logical_cpus", s_env_value(env, "logical_cpus"),
+            "warnings", warnings,
+            "suites", s_json_col(r, i, 8));
+        json_decref(env);
+        if (!h)
+            goto fail;
+        json_array_append_new(out, h);
+    }
+    PQclear(r);
+    return json_pack("{s:o}", "hosts", out);
+fail:
+    PQclear(r);
+    json_decref(out);
+    if (res->status == CO_QUERY_OK) {
+        res->status = CO_QUERY_UNAVAILABLE;
+        s_err(res->err, sizeof res->err, "out of memory");
+    }
+    return NULL;
+}
+
+/* ---- jobs --------------------------------------------------------- */
+
+/* The job's id named by args {"job": ID}, or the newest job with
+ * {"latest": true} or no "job". Fills id; false with res set. */
+static bool
+s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
+          s_res_t *res)
+{
+    const char *job = json_string_value(json_object_get(args, "job"));
+    if (job) {
+        const char *p[] = { job };
+        PGresult *r = s_q(q, res, "SELECT job_uuid FROM jobs WHERE "
+                          "job_uuid = $1", 1, p);
+        if (!r)
+            return false;
+        bool found = PQntuples(r) == 1;
+        PQclear(r);
+        if (!found) {
+            res->status = CO_QUERY_NOTFOUND;
+            s_err(res->err, sizeof res->err, "no job \"%.40s\" (parity jobs "
+                  "lists them)", job);
+            return false;
+        }
+        snprintf(id, len, "%s", job);
+        return true;
+    }
+    if (json_object_get(args, "job")) {
+        res->status = CO_QUERY_BADARGS;
+        s_err(res->err, sizeof res->err, "\"job\" must be a string");
+        return false;
+    }
+    PGresult *r = s_q(q, res, "SELECT job_uuid FROM jobs ORDER BY "
+                      "created_at_us DESC, id DESC LIMIT 1", 0, NULL);
+    if (!r)
+        return false;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        res->status = CO_QUERY_NOTFOUND;
+        s_err(res->err, sizeof res->err, "no job yet (parity run starts "
+              "one)");
+        return false;
+    }
+    snprintf(id, len, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return true;
+}
+
+static json_t *
+s_job(co_query_t *q, const json_t *args, s_res_t *res)
+{
+    char id[64];
+    if (!json_is_string(json_object_get(args, "job"))) {
+        res->status = CO_QUERY_BADARGS;
+        s_err(res->err, sizeof res->err, "\"job\" (a job id) is required");
+        return NULL;
+    }
+    if (!s_job_arg(q, args, id, sizeof id, res))
+        return NULL;
+    const char *p[] = { id };
+    json_t *hosts = json_array(), *runs = json_array(), *job = NULL;
+    PGresult *r = s_q(q, res,
+        "SELECT job_uuid, suite, state, label, tags::text, vars::text, runs, "
+        "array_to_json(only_benchmarks)::text, created_at_us, "
+        "expires_at_us, ended_at_us, hosts_spec FROM jobs WHERE "
+        "job_uuid = $1", 1, p);
+    if (!r || PQntuples(r) != 1)
+        goto fail;
+    job = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:o,s:I,s:I,s:o,s:o}",
+        "job", PQgetvalue(r, 0, 0), "suite", PQgetvalue(r, 0, 1),
+        "state", PQgetvalue(r, 0, 2), "label", PQgetvalue(r, 0, 3),
+        "tags", s_json_col(r, 0, 4), "vars", s_json_col(r, 0, 5),
+        "runs", (json_int_t)strtoll(PQgetvalue(r, 0, 6), NULL, 10),
+        "only", s_json_col(r, 0, 7),
+        "created_at_us", (json_int_t)strtoll(PQgetvalue(r, 0, 8), NULL, 10),
+        "expires_at_us", (json_int_t)strtoll(PQgetvalue(r, 0, 9), NULL, 10),
+        "ended_at_us", s_int_or_null(r, 0, 10),
+        "hosts_spec", s_json_col(r, 0, 11));
+    PQclear(r);
+    r = s_q(q, res,
+        "SELECT h.name, jh.state, jh.reason, jh.run_id, jh.benchmark, "
+        "jh.round, jh.rounds, jh.updated_at_us, "
+        "(SELECT count(*) FROM runs r WHERE r.job_id = j.job_uuid AND "
+        " r.host_id = h.id AND r.status IS NOT NULL) "
+        "FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
+        "h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
+        1, p);
+    if (!r || !job)
+        goto fail;
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(hosts, json_pack(
+            "{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}",
+            "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
+            "reason", PQgetvalue(r, i, 2), "run_id", PQgetvalue(r, i, 3),
+            "benchmark", PQgetvalue(r, i, 4),
+            "round", (json_int_t)strtoll(PQgetvalue(r, i, 5), NULL, 10),
+            "rounds", (json_int_t)strtoll(PQgetvalue(r, i, 6), NULL, 10),
+            "updated_at_us", (json_int_t)strtoll(PQgetvalue(r, i, 7), NULL,
+                                                 10),
+            "runs_ended", (json_int_t)strtoll(PQgetvalue(r, i, 8), NULL,
+                                              10)));
+    PQclear(r);
+    r = s_q(q, res,
+        "SELECT r.run_uuid, h.name, b.name, COALESCE(r.status, 'running'), "
+        "r.started_at_us, r.ended_at_us FROM runs r JOIN hosts h ON "
+        "h.id = r.host_id JOIN benchmarks b ON b.id = r.benchmark_id WHERE "
+        "r.job_id = $1 ORDER BY h.name, r.started_at_us", 1, p);
+    if (!r)
+        goto fail;
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(runs, json_pack("{s:s,s:s,s:s,s:s,s:I,s:o}",
+            "run_id", PQgetvalue(r, i, 0), "host", PQgetvalue(r, i, 1),
+            "benchmark", PQgetvalue(r, i, 2), "status", PQgetvalue(r, i, 3),
+            "started_at_us", (json_int_t)strtoll(PQgetvalue(r, i, 4), NULL,
+                                                 10),
+            "ended_at_us", s_int_or_null(r, i, 5)));
+    PQclear(r);
+    json_object_set_new(job, "hosts", hosts);
+    json_object_set_new(job, "run_list", runs);
+    return job;
+fail:
+    PQclear(r);
+    json_decref(hosts);
+    json_decref(runs);
+    json_decref(job);
+    if (res->status == CO_QUERY_OK) {
+        res->status = CO_QUERY_UNAVAILABLE;
+        s_err(res->err, sizeof res->err, "out of memory");
+    }
+    return NULL;
+}
+
+static json_t *
+s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
+{
+    const json_t *jl = json_object_get(args, "limit");
+    json_int_t limit = json_is_integer(jl) ? json_integer_value(jl) : 50;
+    if (limit < 1 || limit > S_JOBS_LIMIT_MAX) {
+        res->status = CO_QUERY_BADARGS;
+        s_err(res->err, sizeof res->err, "\"limit\" must be 1..%d",
+              S_JOBS_LIMIT_MAX);
+        return NULL;
+    }
+    char lim[24];
+    snprintf(lim, sizeof lim, "%" JSON_INTEGER_FORMAT, limit);
+    const char *p[] = { json_is_true(json_object_get(args, "active")) ?
+                        "t" : "f", lim };
+    PGresult *r = s_q(q, res,
+        "SELECT j.job_uuid, j.suite, j.state, j.label, j.tags::text, "
+        "j.created_at_us, j.ended_at_us, "
+        "(SELECT COALESCE(json_object_agg(s.state, s.n), '{}') FROM "
+        " (SELECT state, count(*) AS n FROM job_hosts WHERE job = j.id "
+        "  GROUP BY state) s)::text "
+        "FROM jobs j WHERE $1 = 'f' OR j.state = 'active' "
+        "ORDER BY j.created_at_us DESC, j.id DESC LIMIT $2::int", 2, p);
+    if (!r)
+        return NULL;
+    json_t *out = json_array();
+    for (int i = 0; out && i < PQntuples(r); i++)
+        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:o,"
+                                             "s:o}",
+            "job", PQgetvalue(r, i, 0), "suite", PQgetvalue(r, i, 1),
+            "state", PQgetvalue(r, i, 2), "label", PQgetvalue(r, i, 3),
+            "tags", s_json_col(r, i, 4),
+            "created_at_us", (json_int_t)strtoll(PQgetvalue(r, i, 5), NULL,
+                                                 10),
+            "ended_at_us", s_int_or_null(r, i, 6),
+            "hosts", s_json_col(r, i, 7)));
+    PQclear(r);
+    return json_pack("{s:o}", "jobs", out ? out : json_array());
+}
+
+/* ---- verdicts ----------------------------------------------------- */
+
+/* Close one comparison: the vd_fleet summary of its hosts' verdicts. */
+static int
+s_summarize(json_t *cmp)
+{
+    json_t *hosts = json_object_get(cmp, "hosts");
+    size_t n = json_array_size(hosts), k = 0;
+    vd_outcome_t *oc = calloc(n + 1, sizeof *oc);
+    double *ra = calloc(n + 1, sizeof *ra), *br = calloc(n + 1, sizeof *br);
+    int rc = -1;
+    if (!oc || !ra || !br)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_object_get(json_array_get(hosts, i), "verdict");
+        vd_verdict_t vd;
+        char e[256];
+        if (!json_is_object(v) ||
+            pw_verdict_from_json(v, &vd, e, sizeof e) != PW_OK ||
+            !(vd.ratio > 0) || !(vd.best_ratio > 0))
+            continue;
+        oc[k] = vd.outcome;
+        ra[k] = vd.ratio;
+        br[k] = vd.best_ratio;
+        k++;
+    }
+    vd_fleet_t f;
+    char e[256], sentence[256];
+    if (vd_fleet_summarize(oc, ra, br, k, &f, e, sizeof e) != VD_OK)
+        goto done;
+    vd_fleet_consensus(&f, sentence, sizeof sentence);
+    json_object_set_new(cmp, "summary", json_pack(
+        "{s:I,s:I,s:I,s:I,s:f,s:f,s:s}",
+        "hosts", (json_int_t)f.hosts,
+        "win", (json_int_t)f.count[VD_WIN],
+        "parity", (json_int_t)f.count[VD_PARITY],
+        "loss", (json_int_t)f.count[VD_LOSS],
+        "geomean_ratio", f.geomean_ratio,
+        "geomean_best_ratio", f.geomean_best_ratio,
+        "consensus", sentence));
+    rc = 0;
+done:
+    free(oc);
+    free(ra);
+    free(br);
+    return rc;
+}
+
+static json_t *
+s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
+{
+    char id[64];
+    if (!s_job_arg(q, args, id, sizeof id, res))
+        return NULL;
+    const char *p[] = { id };
+    json_t *cmps = json_array(), *hosts = json_array(), *cur = NULL;
+    json_t *out = NULL;
+    PGresult *r = s_q(q, res,
+        "SELECT h.name, jh.state, jh.reason, j.suite, j.state, j.tags::text, "
+        "j.label FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h "
+        "ON h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
+        1, p);
+    if (!r || !cmps || !hosts)
+        goto fail;
+    out = json_pack("{s:s,s:s,s:s,s:o,s:s}", "job", id,
+                    "suite", PQntuples(r) ? PQgetvalue(r, 0, 3) : "",
+                    "state", PQntuples(r) ? PQgetvalue(r, 0, 4) : "",
+                    "tags", PQntuples(r) ? s_json_col(r, 0, 5) :
+                    json_object(),
+                    "label", PQntuples(r) ? PQgetvalue(r, 0, 6) : "");
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(hosts, json_pack("{s:s,s:s,s:s}",
+            "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
+            "reason", PQgetvalue(r, i, 2)));
+    PQclear(r);
+    char lim[16];
+    snprintf(lim, sizeof lim, "%d", S_VERDICT_ROWS_MAX);
+    const char *pv[] = { id, lim };
+    r = s_q(q, res,
+        "SELECT b.name, sa.name, v.other_name, h.name, r.run_uuid, "
+        "v.verdict_json, v.error, r.status "
+        "FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id "
+        "JOIN hosts h ON h.id = r.host_id JOIN verdicts v ON v.run = r.id "
+        "JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
+        "WHERE r.job_id = $1 "
+        "ORDER BY min(r.started_at_us) OVER (PARTITION BY b.name), b.name, "
+        "v.other_arm, h.name, h.id, r.started_at_us LIMIT $2::int", 2, pv);
+    if (!r || !out)
+        goto fail;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *bench = PQgetvalue(r, i, 0), *subj = PQgetvalue(r, i, 1),
+                   *other = PQgetvalue(r, i, 2), *host = PQgetvalue(r, i, 3);
+        if (!cur ||
+            strcmp(json_string_value(json_object_get(cur, "benchmark")),
+                   bench) != 0 ||
+            strcmp(json_string_value(json_object_get(cur, "subject")),
+                   subj) != 0 ||
+            strcmp(json_string_value(json_object_get(cur, "other")),
+                   other) != 0) {
+            if (cur && s_summarize(cur) != 0)
+                goto fail;
+            cur = json_pack("{s:s,s:s,s:s,s:[]}", "benchmark", bench,
+                            "subject", subj, "other", other, "hosts");
+            if (!cur)
+                goto fail;
+            json_array_append_new(cmps, cur);
+        }
+        json_t *entry = json_pack("{s:s,s:s,s:s}", "host", host, "run_id",
+                                  PQgetvalue(r, i, 4), "status",
+                                  PQgetisnull(r, i, 7) ? "running" :
+                                  PQgetvalue(r, i, 7));
+        if (!entry)
+            goto fail;
+        if (!PQgetisnull(r, i, 5))
+            json_object_set_new(entry, "verdict", s_json_col(r, i, 5));
+        else
+            json_object_set_new(entry, "error", json_string(
+                PQgetisnull(r, i, 6) ? "no verdict" : PQgetvalue(r, i, 6)));
+        /* One entry per host: a later run of the same host replaces an
+         * earlier one (rows are in start order). */
+        json_t *hl = json_object_get(cur, "hosts");
+        size_t last = json_array_size(hl);
+        if (last > 0 && strcmp(json_string_value(json_object_get(
+                json_array_get(hl, last - 1), "host")), host) == 0)
+            json_array_set_new(hl, last - 1, entry);
+        else
+            json_array_append_new(hl, entry);
+    }
+    if (cur && s_summarize(cur) != 0)
+        goto fail;
+    PQclear(r);
+    json_object_set_new(out, "hosts", hosts);
+    json_object_set_new(out, "comparisons", cmps);
+    return out;
+fail:
+    PQclear(r);
+    json_decref(cmps);
+    json_decref(hosts);
+    json_decref(out);
+    if (res->status == CO_QUERY_OK) {
+        res->status = CO_QUERY_UNAVAILABLE;
+        s_err(res->err, sizeof res->err, "out of memory or bad stored "
+              "verdict");
+    }
+    return NULL;
+}
+
+/* ---- show --------------------------------------------------------- */
+
+static json_t *
+s_show(co_query_t *q, const json_t *args, s_res_t *res)
+{
+    const char *run = json_string_value(json_object_get(args, "run"));
+    if (!run) {
+        res->status = CO_QUERY_BADARGS;
+        s_err(res->err, sizeof res->err, "\"run\" (a run id) is required");
+        return NULL;
+    }
+    const char *p[] = { run };
+    json_t *doc = NULL, *env = NULL, *arms_by_idx = json_array();
+    PGresult *a = NULL, *s = NULL, *v = NULL;
+    PGresult *r = s_q(q, res,
+        "SELECT r.id, b.suite, b.name, r.runs, r.warmup, r.started_at_us, "
+        "r.ended_at_us, r.status, r.reason, r.job_id, r.label, r.tags::text, "
+        "h.name, e.environment_json FROM runs r JOIN benchmarks b ON "
+        "b.id = r.benchmark_id JOIN hosts h ON h.id = r.host_id LEFT JOIN "
+        "environments e ON e.id = r.environment WHERE r.run_uuid = $1", 1, p);
+    if (!r)
+        goto fail;
+    if (PQntuples(r) != 1) {
+        res->status = CO_QUERY_NOTFOUND;
+        s_err(res->err, sizeof res->err, "no run \"%.60s\" (parity verdicts "
+              "--json names them)", run);
+        goto fail;
+    }
+    const char *pid[] = { PQgetvalue(r, 0, 0) };
+    int64_t started = strtoll(PQgetvalue(r, 0, 5), NULL, 10);
+    int64_t ended = PQgetisnull(r, 0, 6) ? 0 :
+                    strtoll(PQgetvalue(r, 0, 6), NULL, 10);
+    env = s_json_col(r, 0, 13);
+    doc = pw_results_new("parity-collector", PARITY_VERSION,
+                         PQgetvalue(r, 0, 1), "", json_is_object(env) ? env :
+                         NULL, started);
+    json_t *bench = doc ? pw_results_add_benchmark(doc, PQgetvalue(r, 0, 2),
+        (unsigned)strtoul(PQgetvalue(r, 0, 3), NULL, 10),
+        (unsigned)strtoul(PQgetvalue(r, 0, 4), NULL, 10), started) : NULL;
+    if (!bench)
+        goto oom;
+    json_object_set_new(doc, "run_id", json_string(run));
+    json_object_set_new(doc, "host", json_string(PQgetvalue(r, 0, 12)));
+    json_object_set_new(doc, "job_id", json_string(PQgetvalue(r, 0, 9)));
+    json_object_set_new(doc, "label", json_string(PQgetvalue(r, 0, 10)));
+    json_object_set_new(doc, "tags", s_json_col(r, 0, 11));
+
+    a = s_q(q, res, "SELECT idx, name, subject, array_to_json(argv)::text, "
+            "shell, version_output FROM arms WHERE run = $1 ORDER BY idx", 1,
+            pid);
+    if (!a)
+        goto fail;
+    for (int i = 0; i < PQntuples(a); i++) {
+        json_t *argv = s_json_col(a, i, 3);
+        size_t n = json_array_size(argv);
+        const char **vv = calloc(n + 1, sizeof *vv);
+        if (!vv) {
+            json_decref(argv);
+            goto oom;
+        }
+        for (size_t k = 0; k < n; k++)
+            vv[k] = json_string_value(json_array_get(argv, k));
+        const char *shell = PQgetvalue(a, i, 4);
+        int rc = pw_results_add_arm(bench, PQgetvalue(a, i, 1),
+                                    strcmp(PQgetvalue(a, i, 2), "t") == 0,
+                                    *shell ? NULL : vv, *shell ? shell : NULL,
+                                    PQgetvalue(a, i, 5));
+        free(vv);
+        json_decref(argv);
+        if (rc != PW_RESULTS_OK)
+            goto oom;
+        json_array_append_new(arms_by_idx, json_string(PQgetvalue(a, i, 1)));
+    }
+    s = s_q(q, res, "SELECT kind, arm, round, position, wall_us, user_us, "
+            "sys_us, maxrss_kb, exit_status, term_signal, cpu, "
+            "start_unix_us, error FROM samples WHERE run = $1 ORDER BY "
+            "batch_seq, idx", 1, pid);
+    if (!s)
+        goto fail;
+    for (int i = 0; i < PQntuples(s); i++) {
+        pw_sample_t x;
+        memset(&x, 0, sizeof x);
+        x.kind = (pw_sample_kind_t)atoi(PQgetvalue(s, i, 0));
+        if (x.kind >= PW_SAMPLE_KIND_COUNT)
+            continue;
+        x.arm = x.kind == PW_SAMPLE_CALIBRATION ? NULL :
+                json_string_value(json_array_get(arms_by_idx,
+                    (size_t)atoi(PQgetvalue(s, i, 1))));
+        if (x.kind != PW_SAMPLE_CALIBRATION && !x.arm)
+            continue;
+        x.round = (unsigned)strtoul(PQgetvalue(s, i, 2), NULL, 10);
+        x.position = (unsigned)strtoul(PQgetvalue(s, i, 3), NULL, 10);
+        x.wall_us = strtod(PQgetvalue(s, i, 4), NULL);
+        x.user_us = strtod(PQgetvalue(s, i, 5), NULL);
+        x.sys_us = strtod(PQgetvalue(s, i, 6), NULL);
+        x.maxrss_kb = strtoll(PQgetvalue(s, i, 7), NULL, 10);
+        x.exit_status = atoi(PQgetvalue(s, i, 8));
+        x.term_signal = atoi(PQgetvalue(s, i, 9));
+        x.cpu = atoi(PQgetvalue(s, i, 10));
+        x.start_unix_us = strtoll(PQgetvalue(s, i, 11), NULL, 10);
+        x.error = x.kind == PW_SAMPLE_ERROR ? PQgetvalue(s, i, 12) : NULL;
+        if (pw_results_add_sample(bench, &x) != PW_RESULTS_OK)
+            goto oom;
+    }
+    const char *status = PQgetisnull(r, 0, 7) ? "incomplete" :
+                         PQgetvalue(r, 0, 7);
+    if (pw_results_end_benchmark(bench, status, PQgetisnull(r, 0, 8) ? NULL :
+                                 PQgetvalue(r, 0, 8), NULL, ended) !=
+        PW_RESULTS_OK)
+        goto oom;
+    /* Summaries from the samples; the verdicts and floor are then the
+     * stored ones, computed with the host's calibration window. */
+    char e[256];
+    if (pw_results_finish(doc, VD_DEFAULT_PARITY,
+                          strcmp(status, "complete") == 0, ended, e,
+                          sizeof e) != PW_RESULTS_OK) {
+        res->status = CO_QUERY_UNAVAILABLE;
+        s_err(res->err, sizeof res->err, "results: %s", e);
+        goto fail;
+    }
+    v = s_q(q, res, "SELECT other_name, verdict_json, error, floor_us, "
+            "floor_is_default, floor_samples, parity FROM verdicts WHERE "
+            "run = $1 ORDER BY other_arm", 1, pid);
+    if (!v)
+        goto fail;
+    json_t *verdict = json_object();
+    json_t *verr = json_null();
+    for (int i = 0; i < PQntuples(v); i++) {
+        if (!PQgetisnull(v, i, 1))
+            json_object_set_new(verdict, PQgetvalue(v, i, 0),
+                                s_json_col(v, i, 1));
+        else if (!PQgetisnull(v, i, 2)) {
+            json_decref(verr);
+            verr = json_string(PQgetvalue(v, i, 2));
+        }
+        if (i == 0)
+            json_object_set_new(doc, "floor", json_pack(
+                "{s:f,s:b,s:I,s:f}",
+                "floor_us", strtod(PQgetvalue(v, i, 3), NULL),
+                "default", strcmp(PQgetvalue(v, i, 4), "t") == 0,
+                "calibration_samples",
+                (json_int_t)strtoll(PQgetvalue(v, i, 5), NULL, 10),
+                "parity", strtod(PQgetvalue(v, i, 6), NULL)));
+    }
+    if (PQntuples(v) > 0) {
+        json_object_set_new(bench, "verdict", verdict);
+        json_object_set_new(bench, "verdict_error", verr);
+    } else {
+        json_decref(verdict);
+        json_decref(verr);
+    }
+    PQclear(r);
+    PQclear(a);
+    PQclear(s);
+    PQclear(v);
+    json_decref(env);
+    json_decref(arms_by_idx);
+    return doc;
+oom:
+    res->status = CO_QUERY_UNAVAILABLE;
+    s_err(res->err, sizeof res->err, "out of memory building the results");
+fail:
+    PQclear(r);
+    PQclear(a);
+    PQclear(s);
+    PQclear(v);
+    json_decref(env);
+    json_decref(doc);
+    json_decref(arms_by_idx);
+    return NULL;
+}
+
+/* ---- run / cancel via co_jobs ------------------------------------- */
+
+static int
+s_jobs_status(int rc)
+{
+    switch (rc) {
+    case CO_JOBS_OK: return CO_QUERY_OK;
+    case CO_JOBS_BADARGS: return CO_QUERY_BADARGS;
+    case CO_JOBS_NOTFOUND: return CO_QUERY_NOTFOUND;
+    default: return CO_QUERY_UNAVAILABLE;
+    }
+}
+
+static json_t *
+s_run(co_query_t *q, const char *key, const json_t *args, s_res_t *res)
+{
+    json_t *reply = NULL;
+    int rc = co_jobs_create(q->jobs, key, args, co_jobs_now_us(), &reply,
+                            res->err, sizeof res->err);
+    res->status = s_jobs_status(rc);
+    return reply;
+}
+
+static json_t *
+s_cancel(co_query_t *q, const json_t *args, s_res_t *res)
+{
+    const char *job = json_string_value(json_object_get(args, "job"));
+    if (!job) {
+        res->status = CO_QUERY_BADARGS;
+        s_err(res->err, sizeof res->err, "\"job\" (a job id) is required");
+        return NULL;
+    }
+    json_t *reply = NULL;
+    int rc = co_jobs_cancel(q->jobs, job, co_jobs_now_us(), &reply,
+                            res->err, sizeof res->err);
+    res->status = s_jobs_status(rc);
+    return reply;
+}
+
+/* ---- dispatch ----------------------------------------------------- */
+
+static char *
+s_dup(const char *s)
+{
+    char *d = strdup(s);
+    return d ? d : (char *)protobuf_c_empty_string;
+}
+
+void
+co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
+                Parity__Reply *reply)
+{
+    parity__reply__init(reply);
+    reply->request_id = req->request_id;
+    s_res_t res = { CO_QUERY_OK, "" };
+    json_t *args = NULL, *body = NULL;
+    const char *cmd = req->command ? req->command : "";
+
+    if (!co_query_handles(cmd)) {
+        res.status = CO_QUERY_UNKNOWN;
+        s_err(res.err, sizeof res.err, "unknown command \"%.40s\"", cmd);
+        goto out;
+    }
+    if (!co_query_is_admin(q, key)) {
+        res.status = CO_QUERY_FORBIDDEN;
+        s_err(res.err, sizeof res.err, "forbidden: this client's key is "
+              "not in the collector's --admin directory");
+        goto out;
+    }
+    const char *text = req->args_json && *req->args_json ? req->args_json :
+                       "{}";
+    json_error_t je;
+    if (strlen(text) > CO_QUERY_MAX_ARGS ||
+        !(args = json_loads(text, 0, &je)) || !json_is_object(args)) {
+        res.status = CO_QUERY_BADARGS;
+        s_err(res.err, sizeof res.err, "args_json must be a JSON object of "
+              "at most %d bytes", CO_QUERY_MAX_ARGS);
+        goto out;
+    }
+    if (strcmp(cmd, "hosts") == 0)
+        body = s_hosts(q, args, &res);
+    else if (strcmp(cmd, "run") == 0)
+        body = s_run(q, key, args, &res);
+    else if (strcmp(cmd, "job") == 0)
+        body = s_job(q, args, &res);
+    else if (strcmp(cmd, "jobs") == 0)
+        body = s_jobs(q, args, &res);
+    else if (strcmp(cmd, "cancel") == 0)
+        body = s_cancel(q, args, &res);
+    else if (strcmp(cmd, "verdicts") == 0)
+        body = s_verdicts(q, args, &res);
+    else if (strcmp(cmd, "show") == 0)
+        body = s_show(q, args, &res);
+    if (res.status == CO_QUERY_OK && !body) {
+        res.status = CO_QUERY_UNAVAILABLE;
+        s_err(res.err, sizeof res.err, "out of memory");
+    }
+out:
+    reply->status = res.status;
+    if (res.status == CO_QUERY_OK) {
+        char *t = pw_json_dumps(body);
+        if (!t) {
+            reply->status = CO_QUERY_UNAVAILABLE;
+            reply->error = s_dup("out of memory writing the reply");
+        } else if (strlen(t) > CO_QUERY_MAX_BODY) {
+            free(t);
+            reply->status = CO_QUERY_TOO_BIG;
+            reply->error = s_dup("the answer is larger than one frame");
+        } else {
+            reply->body_json = t;
+        }
+    } else {
+        reply->error = s_dup(res.err);
+    }
+    json_decref(args);
+    json_decref(body);
+}
