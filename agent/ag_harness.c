@@ -134,7 +134,7 @@ ag_run_status_name(ag_run_status_t s)
     return (unsigned)s < AG_RUN_STATUS_COUNT ? s_status_names[s] : "?";
 }
 
-static char s_noop[4096];
+static char s_noop[4096 + 64];
 static pthread_once_t s_noop_once = PTHREAD_ONCE_INIT;
 
 static void
