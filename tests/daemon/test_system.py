@@ -42,6 +42,7 @@ n_failed = 0
 def ok(cond, what):
     global n_tests, n_failed
     n_tests += 1
+    what = " ".join(str(what).split())   # one TAP line
     print(("ok %d - %s" if cond else "not ok %d - %s") % (n_tests, what),
           flush=True)
     if not cond:
@@ -338,13 +339,15 @@ def case_complete(w):
 
 
 def case_collector_kill(w):
-    suite = w.write_suite(runs=120)
+    suite = w.write_suite(runs=600)
     results = os.path.join(w.root, "results.json")
     w.start_collector()
     agent = w.agent_run(suite, results)
     ok(w.wait_for("SELECT count(*) > 0 FROM batches", "t", 30) == "t",
        "batches are being stored")
     w.kill_collector(signal.SIGKILL)
+    ok(not os.path.exists(results), "the collector was killed in the "
+       "middle of the run (no results file yet)")
     ok(agent.poll() is None, "the agent keeps running without a collector")
     time.sleep(2)
     w.start_collector()
@@ -357,7 +360,7 @@ def case_collector_kill(w):
 
 
 def case_pg_stop(w):
-    suite = w.write_suite(runs=120)
+    suite = w.write_suite(runs=600)
     results = os.path.join(w.root, "results.json")
     w.start_collector()
     agent = w.agent_run(suite, results, ack_timeout=90)
@@ -365,12 +368,15 @@ def case_pg_stop(w):
        "batches are being stored")
     r = subprocess.run(w.pg("stop", "-m", "fast", "-w"), capture_output=True,
                        text=True, timeout=60)
+    ok(not os.path.exists(results), "the database went down in the middle "
+       "of the run (no results file yet)")
     ok(r.returncode == 0, "pg_ctl stop: %s" % (r.stderr.strip() or "ok"))
     time.sleep(20)
     ok(w.collector.poll() is None, "the collector stays up without its "
        "database")
+    # The log goes inside DATA/pg: only the postgres user may write there.
     r = subprocess.run(w.pg("start", "-w", "-l",
-                            os.path.join(w.data, "pg-restart.log")),
+                            os.path.join(w.data, "pg", "restart.log")),
                        capture_output=True, text=True, timeout=60)
     ok(r.returncode == 0, "pg_ctl start: %s" % (r.stderr.strip() or "ok"))
     rc, err = finish_agent(w, agent, 150)
@@ -380,7 +386,7 @@ def case_pg_stop(w):
 
 
 def case_agent_kill(w):
-    suite = w.write_suite(runs=400)
+    suite = w.write_suite(runs=600)
     results = os.path.join(w.root, "results.json")
     w.start_collector()
     agent = w.agent_run(suite, results)
@@ -389,6 +395,8 @@ def case_agent_kill(w):
     # Freeze the collector so that batches pile up unacked in the spool.
     w.collector.send_signal(signal.SIGSTOP)
     time.sleep(2.5)
+    ok(agent.poll() is None and not os.path.exists(results),
+       "the agent is still in the middle of the run")
     agent.send_signal(signal.SIGKILL)
     agent.wait()
     held = w.spooled()
