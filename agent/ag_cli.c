@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "ag_record.h"
@@ -83,6 +84,37 @@ s_write(const char *prog, const char *path, const json_t *doc)
     return 0;
 }
 
+static double
+s_tv_us(const struct timeval *a, const struct timeval *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) * 1e6 +
+           (double)(b->tv_usec - a->tv_usec);
+}
+
+/* The agent's own CPU during the session (everything but the measured
+ * processes: spawning, waiting, recording) against the measured and
+ * calibration time, so that overhead is visible in every results file. */
+static void
+s_harness_cpu(json_t *doc, const struct rusage *a, const struct rusage *b)
+{
+    double user = s_tv_us(&a->ru_utime, &b->ru_utime);
+    double sys = s_tv_us(&a->ru_stime, &b->ru_stime);
+    double wall = 0;
+    size_t i, j;
+    json_t *bench, *s;
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, bench)
+        json_array_foreach(json_object_get(bench, "samples"), j, s)
+            wall += json_number_value(json_object_get(s, "wall_us"));
+    json_array_foreach(json_object_get(json_object_get(doc, "calibration"),
+                                       "wall_us"), i, s)
+        wall += json_number_value(s);
+    json_object_set_new(doc, "harness_cpu",
+                        json_pack("{s:f,s:f,s:f,s:f}", "user_us", user,
+                                  "sys_us", sys, "runs_wall_us", wall,
+                                  "share", wall > 0 ? (user + sys) / wall
+                                                    : 0.0));
+}
+
 int
 ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
                const ag_cli_opts_t *copts)
@@ -113,6 +145,8 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
     sigaction(SIGTERM, &sa, &old_term);
     handlers = true;
 
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
     ag_callbacks_t cb = ag_record_callbacks(
         rec, isatty(STDERR_FILENO) ? s_progress : NULL, &pg);
     ag_callbacks_t wrapped;
@@ -131,12 +165,14 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
                                               : AG_EXIT_SYSTEM;
         goto done;
     }
+    getrusage(RUSAGE_SELF, &ru1);
     bool complete = rc == AG_HARNESS_OK;
     if (!(doc = ag_record_finish(rec, copts->parity, complete, err,
                                  sizeof err))) {
         fprintf(stderr, "%s: %s\n", copts->prog, err);
         goto done;
     }
+    s_harness_cpu(doc, &ru0, &ru1);
     if (copts->export_path && s_write(copts->prog, copts->export_path,
                                       doc) != 0)
         goto done;

@@ -143,7 +143,7 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     posix_spawnattr_t attr;
     bool fa_ok = false, attr_ok = false, pinned = false;
     cpu_set_t saved_affinity;
-    int pidfd = -1;
+    int pidfd = -1, devnull = -1;
     pid_t pid = -1;
     int e;
 
@@ -160,14 +160,19 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
         goto done;
     }
     fa_ok = true;
+    /* /dev/null is opened here, outside the timed window, so the child
+     * only dup2()s before exec instead of resolving a path. */
+    if (req->stdin_fd < 0 || req->stdout_fd < 0 || req->stderr_fd < 0) {
+        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull < 0) {
+            snprintf(err, errlen, "open(/dev/null): %s", strerror(errno));
+            goto done;
+        }
+    }
     const int fds[3] = { req->stdin_fd, req->stdout_fd, req->stderr_fd };
     for (int i = 0; i < 3; i++) {
-        if (fds[i] >= 0)
-            e = posix_spawn_file_actions_adddup2(&fa, fds[i], i);
-        else
-            e = posix_spawn_file_actions_addopen(&fa, i, "/dev/null",
-                                                 i == 0 ? O_RDONLY : O_WRONLY,
-                                                 0);
+        e = posix_spawn_file_actions_adddup2(&fa, fds[i] >= 0 ? fds[i]
+                                                              : devnull, i);
         if (e != 0) {
             snprintf(err, errlen, "posix_spawn_file_actions fd %d: %s", i,
                      strerror(e));
@@ -188,12 +193,15 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     attr_ok = true;
     /* Own process group, so a timeout or cancel can kill everything the
      * command started and the terminal's Ctrl-C reaches only the agent.
-     * Signals the agent blocks or ignores are reset for the child. */
+     * Signals the agent blocks are unblocked, and those a program like
+     * the daemon may ignore are reset (handled ones reset at exec). */
     sigset_t none, all;
     sigemptyset(&none);
-    sigfillset(&all);
-    sigdelset(&all, SIGKILL);
-    sigdelset(&all, SIGSTOP);
+    sigemptyset(&all);
+    static const int reset[] = { SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP,
+                                 SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM };
+    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
+        sigaddset(&all, reset[i]);
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
@@ -284,6 +292,8 @@ done:
         sched_setaffinity(0, sizeof saved_affinity, &saved_affinity);
     if (pidfd >= 0)
         close(pidfd);
+    if (devnull >= 0)
+        close(devnull);
     if (attr_ok)
         posix_spawnattr_destroy(&attr);
     if (fa_ok)
