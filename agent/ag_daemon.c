@@ -962,7 +962,7 @@ ag_stream_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
         fprintf(stderr, "%s: %s\n", copts->prog, err);
         return AG_EXIT_USAGE;
     }
-    if (!ag_spool_has_room(s->spool, PW_WIRE_MAX_FRAME)) {
+    if (!ag_spool_has_room(s->spool, AG_DAEMON_START_ROOM)) {
         fprintf(stderr, "%s: spool %s is full (%zu messages, %" PRIu64
                 " bytes not yet acked by the collector); the run is refused "
                 "so that no spooled data is dropped: wait for the collector, "
@@ -1055,7 +1055,7 @@ s_daemon_job_message(void *ctx, const Parity__Envelope *env)
         s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);
         return;
     }
-    if (!ag_spool_has_room(d->stream->spool, 1 << 16)) {
+    if (!ag_spool_has_room(d->stream->spool, AG_DAEMON_START_ROOM)) {
         s_emit_job_status(d->stream, jo->job_id, "refused", "spool full: "
                           "waiting for the collector to ack earlier runs",
                           NULL);

@@ -41,6 +41,8 @@
 #define AG_DAEMON_RESTART_REASON  "agent restarted during run"
 #define AG_DAEMON_STOP_REASON     "agent stopped"
 #define AG_DAEMON_ACK_TIMEOUT_S   60.0
+/* Spool room a new run (or job) needs before it may start. */
+#define AG_DAEMON_START_ROOM      (64u << 10)
 #define AG_DAEMON_MAX_ACK_TIMEOUT_S 86400u
 
 typedef struct ag_stream ag_stream_t;

@@ -268,6 +268,8 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         s_usage(stdout);
+        fputc('\n', stdout);
+        ag_daemon_usage(stdout);
         return AG_EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {

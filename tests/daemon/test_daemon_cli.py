@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""test_daemon_cli.py BUILD_DIR -- parity-agent's daemon and streaming
+command lines: --help, every usage error, unreadable keys and suites, the
+spool-full refusal, SIGTERM while no collector answers. TAP. No collector
+is started: these are the errors a user meets before one is reached."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+BUILD = sys.argv[1]
+AGENT = os.path.join(BUILD, "agent", "parity-agent")
+PARITY = os.path.join(BUILD, "collector", "client", "parity")
+KEYGEN = os.path.join(BUILD, "tests", "daemon", "daemon-keygen")
+n = 0
+failed = 0
+
+
+def ok(cond, what):
+    global n, failed
+    n += 1
+    what = " ".join(str(what).split())
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what),
+          flush=True)
+    if not cond:
+        failed += 1
+
+
+def run(args, timeout=30):
+    r = subprocess.run([AGENT] + args, capture_output=True, text=True,
+                       timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+root = tempfile.mkdtemp(prefix="parity-daemon-cli-")
+keys = os.path.join(root, "keys")
+os.makedirs(keys)
+for name in ("agent", "collector"):
+    r = subprocess.run([PARITY, "keygen", name, "--dir", keys],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        subprocess.run([KEYGEN, os.path.join(keys, name)], check=True)
+suites = os.path.join(root, "suites")
+os.makedirs(suites)
+with open(os.path.join(suites, "good.yaml"), "w") as f:
+    f.write("suite: good\nbenchmarks:\n  - name: b\n    runs: 2\n"
+            "    arms:\n      - name: x\n        command: [/bin/true]\n"
+            "      - name: y\n        command: [/bin/true]\n")
+with open(os.path.join(suites, "broken.yaml"), "w") as f:
+    f.write("suite: broken\nbenchmarks: 3\n")
+AK = os.path.join(keys, "agent")
+CK = os.path.join(keys, "collector")
+SP = os.path.join(root, "spool")
+base = ["--collector", "tcp://127.0.0.1:9", "--collector-key", CK,
+        "--key", AK, "--suites", suites, "--spool", SP]
+
+rc, out, err = run(["--help"])
+ok(rc == 0 and "--collector-key FILE" in out and "Exit status" in out,
+   "--help prints the daemon usage and exits 0")
+
+# (arguments, expected exit, expected text on stderr)
+cases = [
+    (["--collector"], 2, "--collector needs a value"),
+    (["--collector", "tcp://h:1"], 2, "--collector-key is required"),
+    (["--collector", "tcp://h:1", "--collector-key", CK], 2,
+     "--key is required"),
+    (["--collector", "tcp://h:1", "--collector-key", CK, "--key", AK], 2,
+     "--spool is required"),
+    (["--collector", "tcp://h:1", "--collector-key", CK, "--key", AK,
+      "--spool", SP], 2, "--suites is required"),
+    (base + ["--bogus"], 2, "unknown argument \"--bogus\""),
+    (base + ["--spool-max", "0"], 2,
+     "--spool-max 0: expected a whole number from 1 to 1048576"),
+    (base + ["--spool-max", "12x"], 2,
+     "--spool-max 12x: expected a whole number"),
+    (base + ["--heartbeat-ms", "70000"], 2,
+     "--heartbeat-ms 70000: expected a whole number from 1 to 60000"),
+    (base[:-4] + ["--suites", os.path.join(root, "nope"), "--spool", SP], 2,
+     "--suites %s: opendir: No such file or directory"
+     % os.path.join(root, "nope")),
+    (["--collector", "udp://h:1"] + base[2:], 2,
+     "--collector udp://h:1: expected tcp://HOST:PORT"),
+    (base[:4] + ["--key", os.path.join(root, "missing")] + base[6:], 2,
+     "--key %s: zcert_load failed" % os.path.join(root, "missing")),
+    (base[:2] + ["--collector-key", os.path.join(root, "missing")]
+     + base[4:], 2, "--collector-key %s: zcert_load failed"
+     % os.path.join(root, "missing")),
+    (base[:-2] + ["--spool", "/proc/no/spool"], 2,
+     "mkdir /proc/no/spool: No such file or directory"),
+]
+for args, want_rc, want in cases:
+    rc, out, err = run(args)
+    ok(rc == want_rc and want in err, "%s -> exit %d, \"%s\" (got %d: %s)"
+       % (" ".join(a.replace(root, "T") for a in args[-2:]), want_rc,
+          want.replace(root, "T"), rc, err.strip().replace(root, "T")))
+
+# A key file without its secret half cannot authenticate.
+shutil.copy(AK, os.path.join(root, "public-only"))
+rc, out, err = run(base[:4] + ["--key", os.path.join(root, "public-only")]
+                   + base[6:])
+ok(rc == 2 and "no secret key" in err,
+   "a public-only --key is refused: %s" % err.strip().replace(root, "T"))
+
+# The daemon offers valid suites only and stops cleanly on SIGTERM even
+# while no collector ever answers.
+p = subprocess.Popen([AGENT] + base + ["--heartbeat-ms", "100"],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     text=True)
+time.sleep(1.5)
+p.send_signal(signal.SIGTERM)
+try:
+    out, err = p.communicate(timeout=20)
+except subprocess.TimeoutExpired:
+    p.kill()
+    out, err = p.communicate()
+ok(p.returncode == 0, "SIGTERM with no collector: exit 0 (%d)"
+   % p.returncode)
+ok("event=suite_invalid" in err and "broken.yaml" in err,
+   "a suite file that does not load is reported and not offered")
+ok("suites=1" in err, "the one valid suite is offered")
+ok("event=calibration runs=100" in err or "event=stop" in err,
+   "start-up calibration ran (or SIGTERM came first)")
+ok("messages left in the spool for the next start" in err,
+   "on stop it says what stays in the spool")
+spooled = [x for x in os.listdir(SP) if x.endswith(".msg")]
+ok(len(spooled) >= 1, "the calibration is kept in the spool (%d)"
+   % len(spooled))
+
+# Run mode: a full spool refuses a new run instead of dropping data. The
+# spool is filled with one valid 1 MiB message file (docs/spool.md).
+big = os.urandom(1 << 20)
+with open(os.path.join(SP, "%020d.msg" % 999999), "wb") as f:
+    f.write(b"PSPOOL1\n" + (999999).to_bytes(8, "little")
+            + len(big).to_bytes(4, "little")
+            + (zlib.crc32(big) & 0xFFFFFFFF).to_bytes(4, "little") + big)
+suite = os.path.join(suites, "good.yaml")
+stream = ["--collector", "tcp://127.0.0.1:9", "--collector-key", CK,
+          "--key", AK + "_secret", "--spool", SP]
+rc, out, err = run(["run", suite] + stream + ["--spool-max", "1"])
+ok(rc == 3 and "is full" in err and "the run is refused" in err,
+   "run with a full spool is refused, exit 3: %s"
+   % err.strip().splitlines()[-1].replace(root, "T") if err.strip()
+   else "(no stderr)")
+rc, out, err = run(["run", suite, "--collector", "tcp://h:1"])
+ok(rc == 2 and "--collector-key is required with --collector" in err,
+   "run --collector alone: %s" % err.strip())
+rc, out, err = run(["run", suite, "--spool"])
+ok(rc == 2 and "--spool needs a value" in err, "run --spool without DIR")
+os.remove(os.path.join(SP, "%020d.msg" % 999999))
+rc, out, err = run(["run", suite] + stream + ["--ack-timeout", "1"])
+ok(rc == 3 and "remain spooled in" in err,
+   "run with nobody to ack: exit 3 and how many remain spooled")
+
+shutil.rmtree(root, ignore_errors=True)
+print("1..%d" % n)
+sys.exit(1 if failed else 0)
