@@ -49,7 +49,21 @@ typedef struct {
     bool have_tail;
     uint64_t samples;
     bool stopped;                /* cancelled or refused by a callback */
+    double last_cpu_after_us;    /* thread CPU at the last window's end */
+    double between_cpu_us;       /* summed between windows */
+    double windows_wall_us;
 } s_run_t;
+
+/* Account one timed window: the CPU since the previous one ended. */
+static void
+s_account(s_run_t *r, const ag_spawn_result_t *res)
+{
+    if (r->last_cpu_after_us > 0)
+        r->between_cpu_us += res->thread_cpu_before_us -
+                             r->last_cpu_after_us;
+    r->last_cpu_after_us = res->thread_cpu_after_us;
+    r->windows_wall_us += res->wall_us;
+}
 
 static int64_t
 s_unix_us(void)
@@ -393,6 +407,8 @@ s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
         s_stop(r, s_cancel_status(r->h), "interrupted");
         return -1;
     }
+    if (rc == AG_SPAWN_OK)
+        s_account(r, &res);
     memset(&s, 0, sizeof s);
     s.kind = kind;
     s.arm = (unsigned)a;
@@ -651,6 +667,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
             s_fail(&r, "%s", err);
             break;
         }
+        s_account(&r, &res);
         ag_sample_t s;
         memset(&s, 0, sizeof s);
         s.kind = AG_SAMPLE_CALIBRATION;
@@ -677,6 +694,8 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
         .reason = r.status == AG_RUN_COMPLETE ? NULL : r.reason,
         .stderr_tail = r.have_tail ? r.tail : NULL,
         .samples = r.samples, .ended_at_us = s_unix_us(),
+        .between_cpu_us = r.between_cpu_us,
+        .windows_wall_us = r.windows_wall_us,
     };
     if (cb->on_run_end && cb->on_run_end(cb->ctx, &end) != 0)
         r.stopped = true;

@@ -138,6 +138,11 @@ typedef struct {
     const char *stderr_tail; /* the failing command's; NULL if none */
     uint64_t samples;        /* how many on_sample calls this run made */
     int64_t ended_at_us;     /* unix time */
+    /* The harness's own CPU (its thread's) between the end of one timed
+     * window and the start of the next, summed over the run, against the
+     * wall time of the timed windows: the overhead the harness adds. */
+    double between_cpu_us;
+    double windows_wall_us;
 } ag_run_end_t;
 
 /* A callback returning non-zero stops the session as if cancelled with

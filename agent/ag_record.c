@@ -121,6 +121,13 @@ s_on_run_end(void *ctx, const ag_run_end_t *e)
     ag_record_t *r = ctx;
     if (e->status == AG_RUN_FAILED)
         r->any_failed = true;
+    json_object_set_new(r->bench, "harness_overhead",
+                        json_pack("{s:f,s:f,s:f}",
+                                  "between_runs_cpu_us", e->between_cpu_us,
+                                  "runs_wall_us", e->windows_wall_us,
+                                  "share", e->windows_wall_us > 0
+                                      ? e->between_cpu_us / e->windows_wall_us
+                                      : 0.0));
     return pw_results_end_benchmark(r->bench, ag_run_status_name(e->status),
                                     e->reason, e->stderr_tail,
                                     e->ended_at_us);

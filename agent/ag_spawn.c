@@ -217,6 +217,7 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
 
     char *const *envp = req->envp ? req->envp : environ;
     res->start_unix_us = (int64_t)s_now_us(CLOCK_REALTIME);
+    res->thread_cpu_before_us = s_now_us(CLOCK_THREAD_CPUTIME_ID);
     double t0 = s_now_us(CLOCK_MONOTONIC);
     e = posix_spawnp(&pid, req->argv[0], &fa, &attr,
                      (char *const *)req->argv, envp);
@@ -236,6 +237,7 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     double deadline = req->timeout_us > 0 ? t0 + req->timeout_us : 0;
     int w = s_wait(pidfd, req->cancel_fd, deadline);
     double t1 = s_now_us(CLOCK_MONOTONIC);
+    res->thread_cpu_after_us = s_now_us(CLOCK_THREAD_CPUTIME_ID);
     res->wall_us = t1 - t0;
 
     if (pinned) {

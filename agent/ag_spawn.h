@@ -54,6 +54,11 @@ typedef struct {
     int cpu;                   /* CPU it ended on; -1 unknown */
     int64_t start_unix_us;
     bool timed_out;            /* killed (SIGKILL) at timeout_us */
+    /* The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) just before
+     * and just after the timed window: the harness sums what it spends
+     * between one run's "after" and the next run's "before". */
+    double thread_cpu_before_us;
+    double thread_cpu_after_us;
 } ag_spawn_result_t;
 
 /* Fill req with the defaults: fds -1, no CPUs, no timeout, no cancel. */

@@ -61,6 +61,12 @@ main(int argc, char **argv)
     }
     for (long r = 0; r < runs; r++)
         printf("%.3f\n", wall[r]);
+    /* Its own CPU, for comparison with the harness's harness_cpu. */
+    struct rusage self;
+    getrusage(RUSAGE_SELF, &self);
+    fprintf(stderr, "overhead-bare: own cpu user %ld us sys %ld us\n",
+            (long)(self.ru_utime.tv_sec * 1000000 + self.ru_utime.tv_usec),
+            (long)(self.ru_stime.tv_sec * 1000000 + self.ru_stime.tv_usec));
     free(wall);
     return 0;
 }

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""overhead_spawn.py -- the harness's measurement overhead (issue 3).
+
+In one interleaved session (blocks rotate the tools' order), time /bin/true
+with
+  parity   `parity compare --runs R -- /bin/true -- /bin/true` (both arms)
+  hyperfine `hyperfine -N --runs R /bin/true` (named peer)
+  bare     tests/bench/overhead-bare: posix_spawn + wait4, nothing else
+and print min and median per tool and the ratios parity/hyperfine (target
+<= 1.0) and parity/bare (limit 1.03). Then run a 1 ms CPU workload through
+`parity-agent run` and print the agent's own CPU (harness_cpu of the
+results file) as a share of the measured time (limit 5 %).
+
+    tests/bench/overhead_spawn.py BUILD_DIR [--blocks 5] [--runs 200]
+
+Not a test: figures vary with the machine; docs/performance.md records
+them with this command.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ap = argparse.ArgumentParser()
+ap.add_argument("build")
+ap.add_argument("--blocks", type=int, default=5)
+ap.add_argument("--runs", type=int, default=200)
+ap.add_argument("--workload-runs", type=int, default=300)
+a = ap.parse_args()
+
+PARITY = os.path.join(a.build, "collector/client/parity")
+AGENT = os.path.join(a.build, "agent/parity-agent")
+BARE = os.path.join(a.build, "tests/bench/overhead-bare")
+PROG = os.path.join(a.build, "tests/helpers/parity-testprog")
+TRUE = "/bin/true"
+tmp = tempfile.mkdtemp(prefix="parity-overhead-")
+
+
+def parity_block():
+    r = subprocess.run([PARITY, "compare", "--runs", str(a.runs), "--warmup",
+                        "5", "--json", "--", TRUE, "--", TRUE],
+                       capture_output=True, text=True, check=True)
+    doc = json.loads(r.stdout)
+    return [s["wall_us"] for s in doc["benchmarks"][0]["samples"]
+            if s["kind"] == "measured"]
+
+
+def hyperfine_block():
+    out = os.path.join(tmp, "hf.json")
+    subprocess.run(["hyperfine", "-N", "--runs", str(a.runs), "--warmup", "5",
+                    "--export-json", out, "--style", "none", TRUE],
+                   capture_output=True, check=True)
+    return [t * 1e6 for t in json.load(open(out))["results"][0]["times"]]
+
+
+def bare_block():
+    r = subprocess.run([BARE, str(a.runs), TRUE], capture_output=True,
+                       text=True, check=True)
+    return [float(x) for x in r.stdout.split()]
+
+
+tools = [("parity", parity_block), ("hyperfine", hyperfine_block),
+         ("bare", bare_block)]
+samples = {name: [] for name, _ in tools}
+for blk in range(a.blocks):
+    for i in range(len(tools)):
+        name, fn = tools[(blk + i) % len(tools)]
+        samples[name] += fn()
+
+print("/bin/true, %d blocks x %d runs, tools rotated per block" %
+      (a.blocks, a.runs))
+print("%-10s %6s %10s %10s" % ("tool", "n", "min_us", "median_us"))
+stat = {}
+for name in samples:
+    x = samples[name]
+    stat[name] = (min(x), statistics.median(x))
+    print("%-10s %6d %10.1f %10.1f" % (name, len(x), stat[name][0],
+                                        stat[name][1]))
+for peer, limit in (("hyperfine", 1.0), ("bare", 1.03)):
+    rmin = stat["parity"][0] / stat[peer][0]
+    rmed = stat["parity"][1] / stat[peer][1]
+    print("parity/%-9s min %.3f  median %.3f  (limit %.2f: %s)" %
+          (peer, rmin, rmed, limit,
+           "met" if rmin <= limit and rmed <= limit else "NOT met"))
+
+suite = os.path.join(tmp, "cpu.yaml")
+with open(suite, "w") as f:
+    f.write("""suite: overhead
+benchmarks:
+  - name: spin1ms
+    runs: %d
+    warmup: 5
+    arms:
+      - {name: a, command: [%s, spin, "1000"]}
+      - {name: b, command: [%s, spin, "1000"]}
+""" % (a.workload_runs, json.dumps(PROG), json.dumps(PROG)))
+r = subprocess.run([AGENT, "run", suite, "--json"], capture_output=True,
+                   text=True, check=True)
+hc = json.loads(r.stdout)["harness_cpu"]
+print("1 ms workload, %d rounds x 2 arms: agent's own CPU %.0f us user + "
+      "%.0f us sys over %.0f us of runs = %.2f %% (limit 5 %%: %s)" %
+      (a.workload_runs, hc["user_us"], hc["sys_us"], hc["runs_wall_us"],
+       100 * hc["share"], "met" if hc["share"] < 0.05 else "NOT met"))
