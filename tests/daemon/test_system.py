@@ -31,8 +31,11 @@ import time
 
 BUILD = os.environ.get("PARITY_BUILD_DIR") or sys.argv[2]
 AGENT = os.path.join(BUILD, "agent", "parity-agent")
-COLLECTOR = os.path.join(BUILD, "collector", "parity-collector")
-PARITY = os.path.join(BUILD, "collector", "client", "parity")
+# Overrides, e.g. an ASan agent against a normal collector.
+COLLECTOR = os.environ.get("PARITY_TEST_COLLECTOR") or \
+    os.path.join(BUILD, "collector", "parity-collector")
+PARITY = os.environ.get("PARITY_TEST_PARITY") or \
+    os.path.join(BUILD, "collector", "client", "parity")
 KEYGEN = os.path.join(BUILD, "tests", "daemon", "daemon-keygen")
 
 n_tests = 0
