@@ -21,6 +21,7 @@ postgresql
 libjansson-dev
 libyaml-dev
 hyperfine
+jq
 iproute2
 procps
 util-linux
