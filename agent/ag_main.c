@@ -189,13 +189,17 @@ s_env_text(FILE *f, const json_t *env)
     json_object_foreach((json_t *)env, key, v) {
         if (strcmp(key, "cpus") == 0 || strcmp(key, "warnings") == 0)
             continue;
+        /* Six significant digits are enough for a reader; --json keeps
+         * every digit. */
         char *val = json_dumps(json_object_get(v, "value"),
-                               JSON_ENCODE_ANY | JSON_COMPACT);
+                               JSON_ENCODE_ANY | JSON_COMPACT |
+                               JSON_REAL_PRECISION(6));
         const char *src = json_string_value(json_object_get(v, "source"));
         const json_t *sv = json_object_get(v, "value");
         fprintf(f, "%-24s %-40s %s\n", key,
                 json_is_string(sv) ? json_string_value(sv)
-                                   : (val ? val : "?"),
+                : json_is_null(sv) ? "none (no limit)"
+                : (val ? val : "?"),
                 src ? src : "");
         free(val);
     }
