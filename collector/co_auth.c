@@ -22,6 +22,8 @@ struct co_auth {
     void *rep;
     char *dir;
     struct timespec dir_mtime;
+    char *dir2;                   /* co_auth_add_dir; NULL when none */
+    struct timespec dir2_mtime;
     char (*keys)[41];
     size_t n_keys;
 };
@@ -47,30 +49,43 @@ s_ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* Read every public certificate in the directory. */
+static int s_load_dir(co_auth_t *a, const char *dir, struct timespec *mt,
+                      char *err, size_t errlen);
+
+/* Read every public certificate in the directory (and the second one). */
 static int
 s_load(co_auth_t *a, char *err, size_t errlen)
+{
+    a->n_keys = 0;
+    if (s_load_dir(a, a->dir, &a->dir_mtime, err, errlen) != 0)
+        return -1;
+    return a->dir2 ? s_load_dir(a, a->dir2, &a->dir2_mtime, err, errlen)
+                   : 0;
+}
+
+static int
+s_load_dir(co_auth_t *a, const char *dir, struct timespec *mt, char *err,
+           size_t errlen)
 {
     struct stat st;
     DIR *d;
     struct dirent *e;
 
-    if (stat(a->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        s_err(err, errlen, "allow-list %s: %s", a->dir,
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        s_err(err, errlen, "allow-list %s: %s", dir,
               errno ? strerror(errno) : "not a directory");
         return -1;
     }
-    if (!(d = opendir(a->dir))) {
-        s_err(err, errlen, "opendir %s: %s", a->dir, strerror(errno));
+    if (!(d = opendir(dir))) {
+        s_err(err, errlen, "opendir %s: %s", dir, strerror(errno));
         return -1;
     }
-    a->n_keys = 0;
     while ((e = readdir(d)) != NULL && a->n_keys < CO_AUTH_MAX_KEYS) {
         char path[4096];
         struct stat fst;
         if (e->d_name[0] == '.' || s_ends_with(e->d_name, "_secret"))
             continue;
-        snprintf(path, sizeof path, "%s/%s", a->dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (stat(path, &fst) != 0 || !S_ISREG(fst.st_mode))
             continue;
         zcert_t *cert = zcert_load(path);
@@ -80,8 +95,19 @@ s_load(co_auth_t *a, char *err, size_t errlen)
         zcert_destroy(&cert);
     }
     closedir(d);
-    a->dir_mtime = st.st_mtim;
+    *mt = st.st_mtim;
     return 0;
+}
+
+int
+co_auth_add_dir(co_auth_t *a, const char *dir, char *err, size_t errlen)
+{
+    free(a->dir2);
+    if (!(a->dir2 = strdup(dir))) {
+        s_err(err, errlen, "co_auth: out of memory");
+        return -1;
+    }
+    return s_load(a, err, errlen);
 }
 
 co_auth_t *
@@ -196,6 +222,10 @@ co_auth_handle(co_auth_t *a, char *key_out, char *why, size_t whylen)
         && (st.st_mtim.tv_sec != a->dir_mtime.tv_sec
             || st.st_mtim.tv_nsec != a->dir_mtime.tv_nsec))
         s_load(a, NULL, 0);
+    else if (a->dir2 && stat(a->dir2, &st) == 0
+             && (st.st_mtim.tv_sec != a->dir2_mtime.tv_sec
+                 || st.st_mtim.tv_nsec != a->dir2_mtime.tv_nsec))
+        s_load(a, NULL, 0);
     for (size_t i = 0; i < a->n_keys; i++)
         if (memcmp(a->keys[i], key, 41) == 0) {
             s_reply(a, frames[1], lens[1], "200", "OK", key);
@@ -216,6 +246,7 @@ co_auth_destroy(co_auth_t **auth)
         zmq_close(a->rep);
     free(a->keys);
     free(a->dir);
+    free(a->dir2);
     free(a);
     *auth = NULL;
 }

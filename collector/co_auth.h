@@ -28,6 +28,11 @@ typedef struct co_auth co_auth_t;
 co_auth_t *co_auth_new(void *ctx, const char *allow_dir, char *err,
                        size_t errlen);
 
+/* Admit the keys of a second directory too (the collector's --admin);
+ * re-read like the first when it changes. Copied. 0 or -1 with err. */
+int co_auth_add_dir(co_auth_t *auth, const char *dir, char *err,
+                    size_t errlen);
+
 /* The REP socket to poll for ZMQ_POLLIN; owned by auth. */
 void *co_auth_socket(co_auth_t *auth);
 

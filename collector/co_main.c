@@ -56,6 +56,8 @@ s_usage(FILE *f)
 "  --key FILE           the collector's CURVE certificate (secret file from\n"
 "                       `parity keygen`)\n"
 "  --allow DIR          directory of public certificates allowed to connect\n"
+"  --admin DIR          directory of client public certificates allowed to\n"
+"                       query and run jobs (also allowed to connect)\n"
 "  --db CONNINFO        use this PostgreSQL (libpq conninfo) instead of a\n"
 "                       private cluster\n"
 "  --data-dir DIR       where the private cluster lives (DIR/pg); default\n"
@@ -107,6 +109,7 @@ main(int argc, char **argv)
         { "bind", required_argument, NULL, 'b' },
         { "key", required_argument, NULL, 'k' },
         { "allow", required_argument, NULL, 'a' },
+        { "admin", required_argument, NULL, 'A' },
         { "db", required_argument, NULL, 'd' },
         { "data-dir", required_argument, NULL, 'D' },
         { "heartbeat-ms", required_argument, NULL, 'H' },
@@ -135,6 +138,7 @@ main(int argc, char **argv)
         case 'b': cfg.bind = optarg; break;
         case 'k': cfg.key_path = optarg; break;
         case 'a': cfg.allow_dir = optarg; break;
+        case 'A': cfg.admin_dir = optarg; break;
         case 'd': db_conninfo = optarg; break;
         case 'D': data_dir = optarg; break;
         case 'H':
@@ -241,6 +245,7 @@ main(int argc, char **argv)
         co_log(CO_LOG_INFO, "db_up", "migrations_applied=%d "
                "schema_version=%d", applied, version);
     }
+    cfg.conninfo = db_conninfo;   /* co_jobs/co_query's own connection */
     srv = co_server_new(&cfg, db, err, sizeof err);
     if (!srv) {
         co_log(CO_LOG_ERROR, "server_failed", "why=%s",

@@ -15,7 +15,9 @@
 #include <zmq.h>
 
 #include "co_auth.h"
+#include "co_jobs.h"
 #include "co_log.h"
+#include "co_query.h"
 
 #define CO_MONITOR_ENDPOINT "inproc://co-server-monitor"
 /* Open addressing table of peers: twice the most peers, a power of 2. */
@@ -61,6 +63,8 @@ struct co_server {
     int64_t next_beat_us;
     int64_t auth_logged_us;
     uint8_t reply[CO_REPLY_MAX];
+    co_jobs_t *jobs;              /* NULL without cfg.conninfo */
+    co_query_t *query;
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -227,6 +231,68 @@ s_db_try(co_server_t *srv)
            srv->db_backoff_us / 1000, co_log_quote(q, sizeof q, err));
 }
 
+/* ---- jobs (co_jobs, co_query) ---------------------------------------------- */
+
+/* co_jobs' send callback: to the connection the host spoke on last. */
+static int
+s_jobs_send(void *ctx, const char *key, const Parity__Envelope *env)
+{
+    co_server_t *srv = ctx;
+    s_peer_t *p = s_peer(srv, key, false);
+    uint8_t *buf = NULL;
+    size_t len;
+    if (!p || !p->online || !p->hello_on_rid || p->rid_len == 0)
+        return -1;
+    if (pw_wire_pack_alloc(env, &buf, &len, NULL, 0) != PW_WIRE_OK)
+        return -1;
+    uint64_t dropped = srv->c.sends_dropped;
+    s_send(srv, p->rid, p->rid_len, buf, len);
+    free(buf);
+    return srv->c.sends_dropped == dropped ? 0 : -1;
+}
+
+static void
+s_jobs_log(void *ctx, const char *event, const char *text)
+{
+    (void)ctx;
+    co_log(strcmp(event, "db_error") == 0 ? CO_LOG_WARN : CO_LOG_INFO,
+           event, "%s", text);
+}
+
+static int
+s_jobs_new(co_server_t *srv, char *err, size_t errlen)
+{
+    if (!srv->cfg.conninfo)
+        return 0;
+    co_jobs_opts_t o = { srv->cfg.conninfo, srv, s_jobs_send, s_jobs_log };
+    srv->jobs = co_jobs_new(&o);
+    srv->query = srv->jobs ? co_query_new(srv->jobs, srv->cfg.floor_window)
+                           : NULL;
+    if (!srv->query) {
+        s_err(err, errlen, "co_jobs/co_query: out of memory");
+        return -1;
+    }
+    if (!srv->cfg.admin_dir)
+        return 0;
+    int n = co_query_load_admins(srv->query, srv->cfg.admin_dir, err, errlen);
+    if (n < 0 || co_auth_add_dir(srv->auth, srv->cfg.admin_dir, err,
+                                 errlen) != 0)
+        return -1;
+    co_log(CO_LOG_INFO, "admins", "dir=%s keys=%d", srv->cfg.admin_dir, n);
+    return 0;
+}
+
+/* A host's Hello is stored: co_jobs offers it work. */
+static void
+s_jobs_online(co_server_t *srv, s_peer_t *p, const Parity__Hello *h)
+{
+    char err[512], q[600];
+    if (srv->jobs && co_jobs_agent_online(srv->jobs, p->key, h, s_unix_us(),
+                                          err, sizeof err) != CO_JOBS_OK)
+        co_log(CO_LOG_WARN, "jobs_online_failed", "peer=%s why=%s", p->key,
+               co_log_quote(q, sizeof q, err));
+}
+
 /* ---- message handlers ------------------------------------------------------ */
 
 /* Store the peer's Hello; true when the host is known afterwards. */
@@ -263,6 +329,7 @@ s_on_hello(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
         co_log(CO_LOG_INFO, "hello", "peer=%s host_id=%" PRId64 " name=%s",
                p->key, p->host_id, co_log_quote(q, sizeof q, p->name));
         s_ack(srv, rid, rid_len, 0);
+        s_jobs_online(srv, p, h);
         return;
     }
     /* Keep it until the database is back; the first data message then
@@ -288,8 +355,9 @@ s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
     }
     if (p->host_id == 0 && p->pending_hello
         && s_store_hello(srv, p, p->pending_hello->hello)) {
-        pw_wire_free(&p->pending_hello);
         s_ack(srv, rid, rid_len, 0);
+        s_jobs_online(srv, p, p->pending_hello->hello);
+        pw_wire_free(&p->pending_hello);
     }
     if (!srv->db_up || p->host_id == 0) {
         srv->c.deferred++;
@@ -315,8 +383,10 @@ s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
                            err, sizeof err);
         break;
     case PARITY__ENVELOPE__BODY_JOB_STATUS:
-        /* Jobs are another issue's: accepted and acked, not stored yet. */
-        rc = CO_DB_OK;
+        /* co_jobs' codes are co_db's: ack, refuse or stay silent alike. */
+        rc = srv->jobs ? co_jobs_status(srv->jobs, p->key, env->job_status,
+                                        s_unix_us(), err, sizeof err)
+                       : CO_DB_OK;
         break;
     default:
         break;
@@ -329,10 +399,14 @@ s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
         if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START)
             co_log(CO_LOG_INFO, "run_start", "peer=%s run=%s", p->key,
                    co_log_quote(q, sizeof q, env->run_start->run_id));
-        else if (env->body_case == PARITY__ENVELOPE__BODY_RUN_END)
+        else if (env->body_case == PARITY__ENVELOPE__BODY_RUN_END) {
             co_log(CO_LOG_INFO, "run_end", "peer=%s run=%s verdicts=%u",
                    p->key, co_log_quote(q, sizeof q, env->run_end->run_id),
                    verdicts);
+            if (srv->jobs)
+                co_jobs_run_end(srv->jobs, p->key, env->run_end,
+                                s_unix_us());
+        }
         break;
     case CO_DB_DUP:
         srv->c.duplicates++;
@@ -395,9 +469,28 @@ s_counters_json(const co_server_t *srv)
     return o;
 }
 
+/* A jobs/query command (co_query): its Reply may be large, so it is
+ * packed into its own buffer. */
 static void
-s_on_request(co_server_t *srv, const uint8_t *rid, size_t rid_len,
-             const Parity__Request *req)
+s_on_query(co_server_t *srv, const char *key, const uint8_t *rid,
+           size_t rid_len, const Parity__Request *req)
+{
+    Parity__Envelope env;
+    Parity__Reply rep;
+    uint8_t *buf = NULL;
+    size_t len;
+    co_query_handle(srv->query, key, req, &rep);
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REPLY, &rep);
+    if (pw_wire_pack_alloc(&env, &buf, &len, NULL, 0) == PW_WIRE_OK)
+        s_send(srv, rid, rid_len, buf, len);
+    free(buf);
+    co_query_reply_clear(&rep);
+}
+
+static void
+s_on_request(co_server_t *srv, const char *key, const uint8_t *rid,
+             size_t rid_len, const Parity__Request *req)
 {
     Parity__Envelope env;
     Parity__Reply rep = PARITY__REPLY__INIT;
@@ -406,6 +499,10 @@ s_on_request(co_server_t *srv, const uint8_t *rid, size_t rid_len,
 
     srv->c.requests++;
     rep.request_id = req->request_id;
+    if (srv->query && co_query_handles(req->command)) {
+        s_on_query(srv, key, rid, rid_len, req);
+        return;
+    }
     if (req->command && strcmp(req->command, "ping") == 0) {
         rep.body_json = "{}";
     } else if (req->command && strcmp(req->command, "stats") == 0) {
@@ -475,7 +572,7 @@ s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
         srv->c.heartbeats_in++;
         break;
     case PARITY__ENVELOPE__BODY_REQUEST:
-        s_on_request(srv, r, rlen, env->request);
+        s_on_request(srv, key, r, rlen, env->request);
         break;
     default:
         if (pw_wire_is_data(env->body_case))
@@ -594,6 +691,8 @@ s_beat(co_server_t *srv)
     if (now < srv->next_beat_us)
         return;
     srv->next_beat_us = now + interval;
+    if (srv->jobs && srv->db_up)
+        co_jobs_tick(srv->jobs, s_unix_us());   /* expiry, job ends */
     if (pw_wire_pack_heartbeat(s_unix_us(), 0, "idle", "", srv->reply,
                                sizeof srv->reply, &len) != PW_WIRE_OK)
         return;
@@ -610,6 +709,8 @@ s_beat(co_server_t *srv)
             srv->c.offline++;
             co_log(CO_LOG_INFO, "offline", "peer=%s name=%s", p->key,
                    co_log_quote(q, sizeof q, p->name));
+            if (srv->jobs && p->host_id)
+                co_jobs_agent_offline(srv->jobs, p->key, s_unix_us());
             if (p->host_id && srv->db_up
                 && co_db_host_online(srv->db, p->host_id, false, err,
                                      sizeof err) == CO_DB_FAIL)
@@ -665,6 +766,8 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
     }
     srv->auth = co_auth_new(srv->ctx, cfg->allow_dir, err, errlen);
     if (!srv->auth)
+        goto fail;
+    if (s_jobs_new(srv, err, errlen) != 0)
         goto fail;
 
     srv->router = zmq_socket(srv->ctx, ZMQ_ROUTER);
@@ -817,6 +920,8 @@ co_server_destroy(co_server_t **srvp)
     if (srv->monitor)
         zmq_close(srv->monitor);
     co_auth_destroy(&srv->auth);
+    co_query_destroy(&srv->query);
+    co_jobs_destroy(&srv->jobs);
     if (srv->ctx)
         zmq_ctx_term(srv->ctx);
     for (size_t i = 0; i < srv->n_peers; i++) {

@@ -40,6 +40,12 @@ typedef struct {
     int heartbeat_ms;          /* 1000 by default; peers offline after 5 */
     int floor_window;          /* CO_DB_FLOOR_WINDOW by default */
     double parity;             /* VD_DEFAULT_PARITY by default */
+    /* Jobs and client queries (co_jobs, co_query): the database they use
+     * (NULL: no jobs, every query command is unknown) and the directory
+     * of admin client keys (NULL: nobody may query). ZAP admits the union
+     * of allow_dir and admin_dir. */
+    const char *conninfo;
+    const char *admin_dir;
 } co_server_config_t;
 
 /* Counters. Invariant: every frame received is counted once in received
