@@ -624,6 +624,23 @@ def system_errors():
        p.stderr)
 
 
+def import_bounds(tmp):
+    """The limits of import: samples per arm, benchmarks per file."""
+    path = os.path.join(tmp, "manytimes.json")
+    with open(path, "w") as f:
+        f.write(hf(hres("a", T3), hres("b", [0.001] * 1048577)))
+    code, _, err = run(["import", "hyperfine", path])
+    ok(code == 1 and 'results[1] ("b"): more than 1048576 times, or out of '
+       "memory" in err, "hyperfine: an arm over VD_MAX_SAMPLES", err)
+    path = os.path.join(tmp, "manybench.json")
+    with open(path, "w") as f:
+        f.write(gb(*[{"name": "B%d" % i, "real_time": 1.0}
+                     for i in range(100001)]))
+    code, _, err = run(["import", "gbench", path, path])
+    ok(code == 1 and "manybench.json: more than 100000 benchmarks" in err,
+       "gbench: more than 100000 benchmarks in a file", err)
+
+
 def imports():
     ex = lambda name: os.path.join(EXAMPLES, name)
     code, out, err = run(["import", "hyperfine", ex("hyperfine-modes.json"),
@@ -692,6 +709,7 @@ def main():
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         table(tmp)
+        import_bounds(tmp)
     worked_example()
     batch_against_python()
     batch_mixed_and_paths()

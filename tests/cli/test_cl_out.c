@@ -1,0 +1,122 @@
+/* test_cl_out.c -- the shared output helpers every verb uses: units,
+ * number and list parsing, aligned tables and their bounds. */
+#include "cl_out.h"
+#include "../tap.h"
+
+#include <stdlib.h>
+
+static void
+test_units(void)
+{
+    char buf[64];
+    ok_str(cl_out_us(buf, sizeof buf, 0.01234), "12.34 ns", "below 1 µs in ns");
+    ok_str(cl_out_us(buf, sizeof buf, 5.5), "5.500 µs", "below 10 µs, 3 decimals");
+    ok_str(cl_out_us(buf, sizeof buf, 566.0), "566.0 µs", "below 1 ms in µs");
+    ok_str(cl_out_us(buf, sizeof buf, 1500.0), "1.500 ms", "below 1 s in ms");
+    ok_str(cl_out_us(buf, sizeof buf, 2.5e6), "2.500 s", "seconds");
+    ok_str(cl_out_us(buf, sizeof buf, NAN), "-", "not finite: a dash");
+    ok_str(cl_out_us(buf, 4, 566.0), "566", "truncated to the buffer");
+}
+
+static void
+test_parsing(void)
+{
+    double x = 0, *v = NULL;
+    size_t n = 0;
+    char err[128] = "";
+
+    ok(cl_out_parse_double("1.5", &x) == 0 && x == 1.5, "1.5");
+    ok(cl_out_parse_double("25 ", &x) == 0 && x == 25.0, "trailing space");
+    ok(cl_out_parse_double("", &x) == -1, "empty refused");
+    ok(cl_out_parse_double("1x", &x) == -1, "trailing text refused");
+    ok(cl_out_parse_double("inf", &x) == -1, "infinity refused");
+    ok(cl_out_parse_double("1e999", &x) == -1, "overflow refused");
+    ok(cl_out_parse_double(NULL, &x) == -1, "NULL refused");
+
+    ok(cl_out_parse_list("1, 2,3", 10, &v, &n, err, sizeof err) == 0 &&
+       n == 3 && v[0] == 1 && v[1] == 2 && v[2] == 3, "list with spaces");
+    free(v);
+    v = NULL;
+    ok(cl_out_parse_list("1,2,3", 2, &v, &n, err, sizeof err) == -1 && !v,
+       "over the bound refused");
+    ok_str(err, "3 values, more than the limit of 2", "bound message");
+    ok(cl_out_parse_list("1,,2", 10, &v, &n, err, sizeof err) == -1,
+       "empty item refused");
+    ok_str(err, "sample 2 is empty", "empty item message");
+    ok(cl_out_parse_list("1,2,", 10, &v, &n, err, sizeof err) == -1,
+       "trailing comma refused");
+    ok_str(err, "sample 3 is empty", "trailing comma message");
+}
+
+static char *
+s_print(const cl_out_table_t *t)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    cl_out_table_print(t, f);
+    fclose(f);
+    return text;
+}
+
+static void
+test_tables(void)
+{
+    const char *head[] = {"arm", "median", "note"};
+    const char *row1[] = {"a", "566.0 µs", "x"};
+    const char *row2[] = {"longer", "1.0 ms", "yes"};
+    cl_out_table_t *t = cl_out_table_new(3);
+    char *text;
+
+    ok(t && cl_out_table_add(t, head) == 0 && cl_out_table_add(t, row1) == 0 &&
+       cl_out_table_add(t, row2) == 0, "three rows");
+    cl_out_table_left(t, 2);
+    text = s_print(t);
+    ok_str(text, "arm       median  note\n"
+                 "a       566.0 µs  x\n"
+                 "longer    1.0 ms  yes\n",
+           "aligned by characters, not bytes; first and chosen columns left");
+    free(text);
+    cl_out_table_destroy(&t);
+    ok(t == NULL, "destroy clears the pointer");
+    cl_out_table_destroy(&t);
+    cl_out_table_destroy(NULL);
+    ok(1, "destroy accepts NULL");
+    ok(cl_out_table_new(0) == NULL && cl_out_table_new(CL_TABLE_COLS + 1) ==
+       NULL, "0 or too many columns refused");
+
+    t = cl_out_table_new(1);
+    int added = 0, refused = 0;
+    const char *cell[] = {"r"};
+    for (int i = 0; i < CL_TABLE_ROWS + 1; i++) {
+        if (cl_out_table_add(t, cell) == 0)
+            added++;
+        else
+            refused++;
+    }
+    ok(added == CL_TABLE_ROWS && refused == 1, "rows bounded at %d (added %d)",
+       CL_TABLE_ROWS, added);
+    cl_out_table_destroy(&t);
+}
+
+static void
+test_help(void)
+{
+    char a0[] = "verdict", a1[] = "--a", a2[] = "--help", dd[] = "--";
+    char *with[] = {a0, a1, a2, NULL};
+    char *after[] = {a0, dd, a2, NULL};
+    ok(cl_out_wants_help(3, with), "--help anywhere");
+    ok(!cl_out_wants_help(3, after), "not after --");
+}
+
+int
+main(void)
+{
+    test_units();
+    test_parsing();
+    test_tables();
+    test_help();
+    return tap_done();
+}
