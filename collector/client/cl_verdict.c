@@ -618,8 +618,10 @@ s_batch(const s_opts_t *o)
             if (cap >= S_LINE_MAX) {
                 char msg[S_ERR_MAX];
                 if (!skipping) {
+                    /* The buffer holds S_LINE_MAX bytes with the
+                     * newline, so the longest line is one less. */
                     snprintf(msg, sizeof msg, "line longer than %u bytes",
-                             S_LINE_MAX);
+                             S_LINE_MAX - 1);
                     s_line_error(&bt, lineno, msg);
                 }
                 skipping = 1;

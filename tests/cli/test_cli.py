@@ -591,7 +591,7 @@ def batch_mixed_and_paths():
                        long_line + b'{"a":[1,2],"b":[1,2]}\n')
     ol = out.splitlines()
     ok(code == 1 and len(ol) == 2 and
-       ol[0] == '{"line":1,"error":"line longer than 67108864 bytes"}' and
+       ol[0] == '{"line":1,"error":"line longer than 67108863 bytes"}' and
        '"outcome"' in ol[1], "batch: a line over 64 MiB is refused, the "
        "next is answered", out[:300])
 
