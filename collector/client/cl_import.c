@@ -696,8 +696,17 @@ cl_import_main(int argc, char **argv)
             cl_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
             return CL_EXIT_USAGE;
         default:
-            cl_out_error(S_VERB, "unknown option \"%s\" (parity import "
-                         "--help)", argv[optind - 1]);
+            /* optopt: a short option's letter, a long option's value
+             * when it was given a value it does not take, else 0. */
+            if (optopt > 0 && optopt < 256)
+                cl_out_error(S_VERB, "unknown option \"-%c\" (parity import "
+                             "--help)", optopt);
+            else if (optopt >= 256)
+                cl_out_error(S_VERB, "\"%s\": the option takes no value",
+                             argv[optind - 1]);
+            else
+                cl_out_error(S_VERB, "unknown option \"%s\" (parity import "
+                             "--help)", argv[optind - 1]);
             return CL_EXIT_USAGE;
         }
     }

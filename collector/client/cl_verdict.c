@@ -103,6 +103,12 @@ s_single(const s_opts_t *o)
         memcpy(name_a, o->names, la);
         name_a[la] = '\0';
         snprintf(name_b, sizeof name_b, "%s", comma + 1);
+        json_t *check = json_pack("[s,s]", name_a, name_b);
+        if (!check) {   /* JSON strings must be UTF-8 */
+            cl_out_error(S_VERB, "--names: the names are not UTF-8 text");
+            goto done;
+        }
+        json_decref(check);
     }
     if (cl_out_parse_list(o->a_list, VD_MAX_SAMPLES, &a, &na, err,
                           sizeof err)) {
@@ -726,8 +732,17 @@ cl_verdict_main(int argc, char **argv)
             cl_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
             return CL_EXIT_USAGE;
         default:
-            cl_out_error(S_VERB, "unknown option \"%s\" (parity verdict "
-                         "--help)", argv[optind - 1]);
+            /* optopt: a short option's letter, a long option's value
+             * when it was given a value it does not take, else 0. */
+            if (optopt > 0 && optopt < 256)
+                cl_out_error(S_VERB, "unknown option \"-%c\" (parity verdict "
+                             "--help)", optopt);
+            else if (optopt >= 256)
+                cl_out_error(S_VERB, "\"%s\": the option takes no value",
+                             argv[optind - 1]);
+            else
+                cl_out_error(S_VERB, "unknown option \"%s\" (parity verdict "
+                             "--help)", argv[optind - 1]);
             return CL_EXIT_USAGE;
         }
     }
