@@ -539,11 +539,16 @@ s_cb_sample(void *ctx, const ag_sample_t *x)
     return stop ? stop : inner;
 }
 
+/* A round ended: flush when the batch has waited AG_DAEMON_FLUSH_MS.
+ * Not every round: each flush is two fsyncs (~3 ms here, see
+ * docs/performance.md) on the measuring thread, between timed runs; a
+ * quick benchmark would spend more time syncing than measuring. */
 static void
 s_cb_progress(void *ctx, const ag_progress_t *p)
 {
     ag_stream_t *s = ctx;
-    if (s_flush(s) != 0)
+    if (s_mono_ms() - s->last_flush_ms >= AG_DAEMON_FLUSH_MS
+        && s_flush(s) != 0)
         s_logf("spool_full", "run %s stops after this round", s->run_id);
     if (s->inner.on_progress)
         s->inner.on_progress(s->inner.ctx, p);
@@ -1055,6 +1060,13 @@ s_daemon_job_message(void *ctx, const Parity__Envelope *env)
         s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);
         return;
     }
+    if (jo->runs > AG_SUITE_MAX_RUNS || jo->n_vars > AG_SUITE_MAX_VARS) {
+        snprintf(why, sizeof why, "runs %u / vars %zu above this agent's "
+                 "bounds (%d runs, %d vars)", jo->runs, jo->n_vars,
+                 AG_SUITE_MAX_RUNS, AG_SUITE_MAX_VARS);
+        s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);
+        return;
+    }
     if (!ag_spool_has_room(d->stream->spool, AG_DAEMON_START_ROOM)) {
         s_emit_job_status(d->stream, jo->job_id, "refused", "spool full: "
                           "waiting for the collector to ack earlier runs",
@@ -1105,6 +1117,11 @@ s_run_job(s_daemon_t *d, s_job_t *job)
     }
     if (!si) {
         s_emit_job_status(d->stream, job->job_id, "refused", why, NULL);
+        goto out;
+    }
+    if (jo->expires_at_us > 0 && s_unix_us() > jo->expires_at_us) {
+        s_emit_job_status(d->stream, job->job_id, "refused", "expired "
+                          "before it could start", NULL);
         goto out;
     }
     if (ag_suite_load(si->path, vars, nv, &suite, err, sizeof err)

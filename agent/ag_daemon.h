@@ -4,8 +4,9 @@
  * A stream is the agent's side of docs/protocol.md: a spool (ag_spool),
  * a link (ag_link) run by its own network thread, and the harness
  * callbacks that turn what the harness measures into Calibration,
- * RunStart, SampleBatch (<= 512 samples, flushed every round and at least
- * every second) and RunEnd messages, each spooled (fsync) before it is
+ * RunStart, SampleBatch (<= 512 samples, flushed when full, at the end of
+ * the run, and at the first sample or round end once the batch is
+ * AG_DAEMON_FLUSH_MS old) and RunEnd messages, each spooled (fsync) before it is
  * sent. Opening a stream also closes a run that an earlier process left
  * open: its spooled batches are resent and a RunEnd INCOMPLETE "agent
  * restarted during run" follows them.
