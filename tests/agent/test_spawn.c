@@ -1,0 +1,234 @@
+/* test_spawn.c -- ag_spawn against real processes (parity-testprog):
+ * timing, rusage, exit and signal, timeout killing the group, cancel,
+ * pinning, stdout to a file, errors naming the call.
+ *
+ *   test-agent-spawn PATH/TO/parity-testprog */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ag_spawn.h"
+#include "tap.h"
+
+static const char *s_prog;
+
+static int
+s_run(const char *const *argv, double timeout_us, ag_spawn_result_t *res,
+      char *err, size_t errlen)
+{
+    ag_spawn_req_t req;
+    ag_spawn_req_init(&req);
+    req.argv = argv;
+    req.timeout_us = timeout_us;
+    return ag_spawn_run(&req, res, err, errlen);
+}
+
+static void *
+s_cancel_later(void *arg)
+{
+    int fd = *(int *)arg;
+    struct timespec ts = { 0, 200 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    uint64_t one = 1;
+    ssize_t w = write(fd, &one, sizeof one);
+    (void)w;
+    return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+    ag_spawn_result_t res;
+    char err[512];
+    if (argc < 2) {
+        printf("Bail out! usage: test-agent-spawn PARITY_TESTPROG\n");
+        return 1;
+    }
+    /* Absolute: the cwd check below would resolve a relative path
+     * against the new working directory, as exec does. */
+    static char prog[4096];
+    if (!realpath(argv[1], prog)) {
+        printf("Bail out! realpath(%s): %s\n", argv[1], strerror(errno));
+        return 1;
+    }
+    s_prog = prog;
+
+    const char *sleep50[] = { s_prog, "sleep", "50000", NULL };
+    ok(s_run(sleep50, 0, &res, err, sizeof err) == AG_SPAWN_OK,
+       "sleep 50 ms runs");
+    ok(res.wall_us >= 50000 && res.wall_us < 50000 + 40000,
+       "wall time covers the sleep (%.0f us)", res.wall_us);
+    ok(res.user_us + res.sys_us < 20000, "sleeping costs little CPU");
+    ok(res.exit_status == 0 && res.term_signal == 0 && !res.timed_out,
+       "exit 0");
+    ok(res.maxrss_kb > 0, "max RSS from wait4 (%lld kB)",
+       (long long)res.maxrss_kb);
+    ok(res.cpu >= 0 && res.cpu < 1024, "the CPU it ended on (%d)", res.cpu);
+    ok(res.start_unix_us > 1600000000000000LL, "start is a unix time in us");
+    ok(res.thread_cpu_after_us >= res.thread_cpu_before_us,
+       "thread CPU read around the window");
+
+    const char *spin[] = { s_prog, "spin", "30000", NULL };
+    ok(s_run(spin, 0, &res, err, sizeof err) == AG_SPAWN_OK &&
+       res.user_us + res.sys_us > 15000 && res.wall_us >= 30000,
+       "spin 30 ms: CPU time recorded (%.0f us user)", res.user_us);
+
+    const char *ex[] = { s_prog, "exit", "7", NULL };
+    ok(s_run(ex, 0, &res, err, sizeof err) == AG_SPAWN_OK &&
+       res.exit_status == 7 && res.term_signal == 0, "exit status 7");
+
+    const char *sig[] = { s_prog, "signal", "15", NULL };
+    ok(s_run(sig, 0, &res, err, sizeof err) == AG_SPAWN_OK &&
+       res.exit_status == -1 && res.term_signal == 15, "killed by SIGTERM");
+
+    /* A hung tree: the timeout must kill the child's own child too. */
+    char pidfile[] = "/tmp/parity-spawn-XXXXXX";
+    int pf = mkstemp(pidfile);
+    close(pf);
+    const char *tree[] = { s_prog, "hang-tree", pidfile, NULL };
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ok(s_run(tree, 200000, &res, err, sizeof err) == AG_SPAWN_OK &&
+       res.timed_out && res.term_signal == SIGKILL,
+       "timeout kills with SIGKILL");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) +
+                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ok(took >= 0.2 && took < 2.0, "after the 0.2 s timeout (%.2f s)", took);
+    FILE *f = fopen(pidfile, "r");
+    int child = 0;
+    if (f) {
+        if (fscanf(f, "%d", &child) != 1)
+            child = 0;
+        fclose(f);
+    }
+    struct timespec ms = { 0, 50 * 1000 * 1000 };
+    nanosleep(&ms, NULL);
+    /* The grandchild was reparented; gone or a zombie means killed. */
+    char statpath[64], state = 'X';
+    snprintf(statpath, sizeof statpath, "/proc/%d/stat", child);
+    f = fopen(statpath, "r");
+    if (f) {
+        char buf[512];
+        if (fgets(buf, sizeof buf, f)) {
+            char *p = strrchr(buf, ')');
+            if (p && p[1])
+                state = p[2];
+        }
+        fclose(f);
+    }
+    ok(child > 0 && (state == 'X' || state == 'Z'),
+       "the command's child died with its process group (state %c)", state);
+    unlink(pidfile);
+
+    /* Cancel from another thread. */
+    int efd = eventfd(0, EFD_CLOEXEC);
+    pthread_t th;
+    const char *hang[] = { s_prog, "hang", NULL };
+    ag_spawn_req_t req;
+    ag_spawn_req_init(&req);
+    req.argv = hang;
+    req.cancel_fd = efd;
+    pthread_create(&th, NULL, s_cancel_later, &efd);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = ag_spawn_run(&req, &res, err, sizeof err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_join(th, NULL);
+    took = (double)(t1.tv_sec - t0.tv_sec) +
+           (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ok(rc == AG_SPAWN_CANCELLED && took < 2.0,
+       "a cancel from another thread stops a hung run (%.2f s)", took);
+    close(efd);
+
+    /* stdout to a file. */
+    char outfile[] = "/tmp/parity-spawn-out-XXXXXX";
+    int ofd = mkstemp(outfile);
+    const char *pa[] = { s_prog, "print-args", "a b", "; rm -rf /", NULL };
+    ag_spawn_req_init(&req);
+    req.argv = pa;
+    req.stdout_fd = ofd;
+    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK,
+       "print-args to a file");
+    char buf[256] = "";
+    ssize_t n = pread(ofd, buf, sizeof buf - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    ok_str(buf, "[a b]\n[; rm -rf /]\n", "argv reaches the program as is");
+    close(ofd);
+    unlink(outfile);
+
+    /* Environment and working directory. */
+    char *envp[] = { "PARITY_VAR_X=hello world", NULL };
+    char envfile[] = "/tmp/parity-spawn-env-XXXXXX";
+    int efile = mkstemp(envfile);
+    const char *pe[] = { s_prog, "env", "PARITY_VAR_X", NULL };
+    ag_spawn_req_init(&req);
+    req.argv = pe;
+    req.envp = envp;
+    req.cwd = "/";
+    req.stdout_fd = efile;
+    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK,
+       "envp and cwd");
+    n = pread(efile, buf, sizeof buf - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    ok_str(buf, "hello world\n", "the environment given is the child's");
+    close(efile);
+    unlink(envfile);
+
+    /* Pinning. */
+    cpu_set_t mine;
+    sched_getaffinity(0, sizeof mine, &mine);
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &mine))
+            last = c;
+    int cpus[1] = { last };
+    const char *sp[] = { s_prog, "spin", "20000", NULL };
+    ag_spawn_req_init(&req);
+    req.argv = sp;
+    req.cpus = cpus;
+    req.cpu_count = 1;
+    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK &&
+       res.cpu == last, "pinned to CPU %d, ended on %d", last, res.cpu);
+    cpu_set_t after;
+    sched_getaffinity(0, sizeof after, &after);
+    ok(CPU_EQUAL(&mine, &after), "the caller's affinity is restored");
+    int bad[1] = { 5000 };
+    req.cpus = bad;
+    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_ERR,
+       "a CPU out of range is refused");
+    ok_str(err, "cpu 5000: out of range 0..1023", "and named");
+
+    /* Errors name the call. */
+    const char *none[] = { "/nonexistent/prog", NULL };
+    ok(s_run(none, 0, &res, err, sizeof err) == AG_SPAWN_ERR, "no program");
+    ok_str(err, "posix_spawnp(/nonexistent/prog): No such file or directory",
+           "posix_spawnp error message");
+    ag_spawn_req_init(&req);
+    req.argv = sleep50;
+    req.cwd = "/nonexistent-dir";
+    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_ERR,
+       "a missing cwd fails the spawn");
+    char want[600];
+    snprintf(want, sizeof want, "posix_spawnp(%s): No such file or directory",
+             s_prog);
+    ok_str(err, want, "and names the program (glibc reports the chdir "
+           "failure as the spawn's)");
+
+    /* CPU lists. */
+    int list[16];
+    size_t nl;
+    ok(ag_cpulist_parse("0-2,5", list, 16, &nl, 64, err, sizeof err) == 0 &&
+       nl == 4 && list[3] == 5, "cpu list 0-2,5");
+    ok(ag_cpulist_parse("0-20", list, 16, &nl, 64, err, sizeof err) != 0,
+       "more CPUs than room");
+    ok_str(err, "cpu list \"0-20\": more than 16 CPUs", "room message");
+    return tap_done();
+}
