@@ -415,6 +415,12 @@ s_fast_number(s_scan_t *s, double *x)
      * may refuse ("too big integer"), so such tokens are its business. */
     if (is_int && digits > 18)
         return 0;
+    /* jansson converts an integer token through json_int_t: "-0" is 0.0,
+     * not -0.0, and the rounding is the integer's. */
+    if (is_int) {
+        *x = (double)(neg ? -(long long)mant : (long long)mant);
+        return 1;
+    }
     /* Clinger's fast path: an integer below 2^53 times an exact power of
      * ten is one correctly rounded operation, the value strtod gives. */
     exp10 -= frac_digits;

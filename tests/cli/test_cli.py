@@ -583,6 +583,37 @@ def batch_mixed_and_paths():
     ok(fast == slow and fast.count("\n") == 1000,
        "batch: fast path equals jansson on 1000 random lines")
 
+    # Mutated lines: both paths must give the same bytes, errors included.
+    rng = random.Random(11)
+    alphabet = '{}[],:"ab floor_us parity 0123456789.eE+-\t\\u'
+    bases = ['{"a":[566,568,576,690,722],"b":[587,700,712,718,725]}',
+             '{"a":[1.5e2,2.25,3],"b":[0.5,7E-1],"floor_us":0,"parity":0.04}',
+             '{ "b" : [ 1 , 2 ] , "a" : [ 3 , 4 ] , "parity" : 1e-2 }']
+    mutated = []
+    for _ in range(6000):
+        c = list(rng.choice(bases))
+        for _ in range(rng.randint(1, 3)):
+            pos, op = rng.randrange(len(c)), rng.random()
+            if op < 0.4:
+                del c[pos]
+            elif op < 0.8:
+                c.insert(pos, rng.choice(alphabet))
+            else:
+                c[pos] = rng.choice(alphabet)
+        mutated.append("".join(c))
+    mutated += ['{"a":[1,2],"b":[1,2],"floor_us":-0}',
+                '{"a":[1,2],"b":[1,2],"parity":-0.0}']
+    text = ("\n".join(mutated) + "\n").encode()
+    _, fast, _ = run(["verdict", "--batch"], text)
+    _, slow, _ = run(["verdict", "--batch"], text,
+                     env={"PARITY_BATCH_JANSSON": "1"})
+    diff = [(m, a, b) for m, a, b in zip(mutated, fast.splitlines(),
+                                         slow.splitlines()) if a != b]
+    ok(not diff and fast.count("\n") == len(mutated) and
+       '"outcome"' in fast and '"error"' in fast,
+       "batch: fast path equals jansson on %d mutated lines" % len(mutated),
+       "\n".join("%s\n  %s\n  %s" % d for d in diff[:3]))
+
     code, out, _ = run(["verdict", "--batch", "--floor-us", "0", "--parity",
                         "0.1"], b'{"a":[1,2],"b":[1,2]}\n'
                        b'{"a":[1,2],"b":[1,2],"parity":0.2}\n')
