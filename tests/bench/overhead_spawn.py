@@ -99,8 +99,15 @@ benchmarks:
 """ % (a.workload_runs, json.dumps(PROG), json.dumps(PROG)))
 r = subprocess.run([AGENT, "run", suite, "--json"], capture_output=True,
                    text=True, check=True)
-hc = json.loads(r.stdout)["harness_cpu"]
-print("1 ms workload, %d rounds x 2 arms: agent's own CPU %.0f us user + "
-      "%.0f us sys over %.0f us of runs = %.2f %% (limit 5 %%: %s)" %
+res = json.loads(r.stdout)
+hc = res["harness_cpu"]
+ho = res["benchmarks"][0]["harness_overhead"]
+print("1 ms workload, %d rounds x 2 arms: agent's whole CPU %.0f us user + "
+      "%.0f us sys over %.0f us of runs = %.2f %% (includes the clone inside "
+      "each window)" %
       (a.workload_runs, hc["user_us"], hc["sys_us"], hc["runs_wall_us"],
-       100 * hc["share"], "met" if hc["share"] < 0.05 else "NOT met"))
+       100 * hc["share"]))
+print("  of which between timed windows (spawn setup, reaping, /proc read, "
+      "recording): %.0f us = %.2f %% of the runs' time (limit 5 %%: %s)" %
+      (ho["between_runs_cpu_us"], 100 * ho["share"],
+       "met" if ho["share"] < 0.05 else "NOT met"))
