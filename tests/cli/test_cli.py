@@ -201,6 +201,9 @@ CASES = [
     (["verdict", "--a", "1160,1161,1162,1163,1164,1165,1166", "--b",
       "1000,1001,1002,1003,1004,1005,1006", "--names", "new,old"], "", 0,
      "verdict: new vs old: loss", ""),
+    # The seed's third case: a very short workload where the floor decides.
+    (["verdict", "--a", "30,30.5,31,31.5,32", "--b", "25,25.2,25.4,25.6,26"],
+     "", 0, "verdict: a vs b: parity", ""),
     (["verdict", "--a", "1000,1001,1002,1003,1004,1005,1006", "--b",
       "1160,1161,1162,1163,1164,1165,1166"], "", 0, "verdict: a vs b: win",
      ""),
