@@ -1060,6 +1060,20 @@ s_daemon_job_message(void *ctx, const Parity__Envelope *env)
         s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);
         return;
     }
+    for (size_t i = 0; i < jo->n_vars; i++) {
+        const char *v = jo->vars[i]->name;
+        bool good = v && ((*v >= 'A' && *v <= 'Z') || (*v >= 'a' && *v <= 'z')
+                          || *v == '_') && strlen(v) <= 128;
+        for (const char *c = v; good && *c; c++)
+            good = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z')
+                 || (*c >= '0' && *c <= '9') || *c == '_';
+        if (!good) {
+            snprintf(why, sizeof why, "variable name \"%.128s\" is not "
+                     "[A-Za-z_][A-Za-z0-9_]* (at most 128)", v ? v : "");
+            s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);
+            return;
+        }
+    }
     if (jo->runs > AG_SUITE_MAX_RUNS || jo->n_vars > AG_SUITE_MAX_VARS) {
         snprintf(why, sizeof why, "runs %u / vars %zu above this agent's "
                  "bounds (%d runs, %d vars)", jo->runs, jo->n_vars,

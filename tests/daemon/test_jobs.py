@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""test_jobs.py BUILD_DIR -- the daemon's job handling (TAP).
+
+A real parity-agent daemon on 127.0.0.1 against daemon-peer (a minimal
+protocol peer; see tests/daemon/daemon_peer.c for why not the collector):
+suites only from --suites, refusals with reasons, one job at a time with
+a queue, JobCancel of a running and a queued job, variables passed as
+values, and SIGTERM during a job."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = sys.argv[1]
+AGENT = os.path.join(BUILD, "agent", "parity-agent")
+PEER = os.path.join(BUILD, "tests", "daemon", "daemon-peer")
+KEYGEN = os.path.join(BUILD, "tests", "daemon", "daemon-keygen")
+n = 0
+failed = 0
+
+
+def ok(cond, what):
+    global n, failed
+    n += 1
+    what = " ".join(str(what).split())
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what),
+          flush=True)
+    if not cond:
+        failed += 1
+    return cond
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+root = tempfile.mkdtemp(prefix="parity-jobs-")
+keys = os.path.join(root, "keys")
+suites = os.path.join(root, "suites")
+os.makedirs(keys)
+os.makedirs(suites)
+for name in ("agent", "peer"):
+    subprocess.run([KEYGEN, os.path.join(keys, name)], check=True)
+
+
+def suite(name, runs, sleep, var=False):
+    cmd = '[/bin/sleep, "${pause}"]' if var else \
+        '[/bin/sleep, "%g"]' % sleep
+    with open(os.path.join(suites, name + ".yaml"), "w") as f:
+        f.write("suite: %s\n%sbenchmarks:\n  - name: b\n    runs: %d\n"
+                "    warmup: 0\n    arms:\n      - name: x\n"
+                "        command: %s\n      - name: y\n"
+                "        command: [/bin/sleep, \"%g\"]\n"
+                % (name, "variables:\n  pause: \"%g\"\n" % sleep if var
+                   else "", runs, cmd, sleep))
+
+
+suite("quick", 3, 0.001)
+suite("long", 2000, 0.01)
+suite("withvar", 2, 0.001, var=True)
+with open(os.path.join(root, "outside.yaml"), "w") as f:
+    f.write("suite: outside\nbenchmarks:\n  - name: b\n    arms:\n"
+            "      - name: x\n        command: [/bin/true]\n"
+            "      - name: y\n        command: [/bin/true]\n")
+
+
+class Peer:
+    def __init__(self, seconds, actions):
+        self.port = free_port()
+        self.endpoint = "tcp://127.0.0.1:%d" % self.port
+        self.out = os.path.join(root, "peer-%d.jsonl" % self.port)
+        self.proc = subprocess.Popen(
+            [PEER, "tcp://127.0.0.1:%d" % self.port,
+             os.path.join(keys, "peer"), str(seconds)] + actions,
+            stdout=open(self.out, "w"), stderr=subprocess.DEVNULL)
+        time.sleep(0.2)
+
+    def messages(self):
+        with open(self.out) as f:
+            return [json.loads(x) for x in f if x.strip()]
+
+    def statuses(self, job):
+        return [(m["state"], m["reason"]) for m in self.messages()
+                if m["body"] == "job_status" and m["job_id"] == job]
+
+    def wait(self, cond, timeout):
+        end = time.time() + timeout
+        while time.time() < end:
+            if cond():
+                return True
+            time.sleep(0.1)
+        return cond()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=10)
+
+
+def daemon(peer, spool):
+    log = open(os.path.join(root, "daemon-%d.log" % peer.port), "w")
+    return subprocess.Popen(
+        [AGENT, "--collector", peer.endpoint, "--collector-key",
+         os.path.join(keys, "peer"), "--key", os.path.join(keys, "agent"),
+         "--suites", suites, "--spool", os.path.join(root, spool),
+         "--heartbeat-ms", "200"], stdout=log, stderr=log)
+
+
+def stop_daemon(d):
+    d.send_signal(signal.SIGTERM)
+    try:
+        d.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        d.kill()
+        d.wait()
+    return d.returncode
+
+
+# --- 1: refusals, a queue, cancel of a running and of a queued job -----
+peer = Peer(90, [
+    "offer:j1:quick:3",
+    "offer:j2:../outside:1",
+    "offer:j3:/etc/passwd:1",
+    "offer:j4:nosuch:1",
+    "offer:j5:long:2000",
+    "offer:j6:quick:2",
+    "offer:j7:withvar:2:pause=0.002",
+    "offer:j8:withvar:1:bad-name=1",
+    "offer:j9:quick:1",
+    "cancel-running:j5",
+])
+d = daemon(peer, "spool1")
+done = peer.wait(lambda: ("done", "") in peer.statuses("j9"), 60)
+ok(done, "the last job offered finishes")
+hello = [m for m in peer.messages() if m["body"] == "hello"]
+ok(hello and hello[0]["suites"] == 3, "Hello lists the 3 suites of "
+   "--suites (%s)" % (hello[0]["suites"] if hello else None))
+cal = [m for m in peer.messages() if m["body"] == "calibration"]
+ok(cal and cal[0]["samples"] >= 100, "a start-up Calibration of >= 100 "
+   "no-op runs (%s)" % (cal[0]["samples"] if cal else None))
+ok([s for s, _ in peer.statuses("j1")] == ["queued", "running", "done"],
+   "a good job goes queued, running, done (%s)" % peer.statuses("j1"))
+for job, name in (("j2", "../outside"), ("j3", "/etc/passwd")):
+    st = peer.statuses(job)
+    ok(len(st) == 1 and st[0][0] == "refused"
+       and "is not a plain suite name" in st[0][1] and "no paths" in st[0][1],
+       "suite %s is refused as a path: %s" % (name, st))
+st = peer.statuses("j4")
+ok(st == [("refused", "unknown suite \"nosuch\": not in this agent's "
+           "--suites directory")], "an unknown suite is refused: %s" % st)
+st = peer.statuses("j5")
+ok([s for s, _ in st] == ["queued", "running", "cancelled"],
+   "JobCancel stops the running job: %s" % [s for s, _ in st])
+runs = {m["run_id"]: m for m in peer.messages() if m["body"] == "run_start"}
+ends = {m["run_id"]: m for m in peer.messages() if m["body"] == "run_end"}
+j5_runs = [r for r, m in runs.items() if m["job_id"] == "j5"]
+ok(len(j5_runs) == 1 and ends.get(j5_runs[0], {}).get("status") == 3,
+   "the cancelled run ends CANCELLED (3)")
+ok([s for s, _ in peer.statuses("j6")] == ["queued", "running", "done"],
+   "the job queued behind it runs after the cancel")
+ok([s for s, _ in peer.statuses("j7")] == ["queued", "running", "done"],
+   "a job's variable is applied as a value (withvar, pause=0.002)")
+st = peer.statuses("j8")
+ok(st == [("refused", "variable name \"bad-name\" is not "
+           "[A-Za-z_][A-Za-z0-9_]* (at most 128)")],
+   "a variable that is not a name is refused: %s" % st)
+order = [m["job_id"] for m in peer.messages() if m["body"] == "run_start"]
+ok(order == ["j1", "j5", "j6", "j7", "j9"], "one job at a time, in offer "
+   "order (%s)" % order)
+ok(all(m.get("job_id") for m in runs.values()), "every RunStart names its "
+   "job")
+rc = stop_daemon(d)
+ok(rc == 0, "SIGTERM while idle: exit 0 (%d)" % rc)
+peer.stop()
+
+# --- 2: SIGTERM during a job ------------------------------------------
+peer = Peer(60, ["offer:k1:long:2000"])
+d = daemon(peer, "spool2")
+running = peer.wait(lambda: any(m["body"] == "sample_batch"
+                                for m in peer.messages()), 30)
+ok(running, "the long job is measuring")
+rc = stop_daemon(d)
+ok(rc == 0, "SIGTERM during a job: exit 0 (%d)" % rc)
+peer.wait(lambda: ("failed", "agent stopped") in peer.statuses("k1"), 5)
+ends = [m for m in peer.messages() if m["body"] == "run_end"]
+ok(len(ends) == 1 and ends[0]["status"] == 2
+   and ends[0]["reason"] == "agent stopped",
+   "its run ends INCOMPLETE \"agent stopped\" (%s)" % ends)
+ok(("failed", "agent stopped") in peer.statuses("k1"),
+   "the job is reported failed, \"agent stopped\" (%s)"
+   % peer.statuses("k1"))
+left = [x for x in os.listdir(os.path.join(root, "spool2"))
+        if x.endswith(".msg")]
+ok(len(left) == 0, "everything was delivered before exit (%d left)"
+   % len(left))
+peer.stop()
+
+shutil.rmtree(root, ignore_errors=True)
+print("1..%d" % n)
+sys.exit(1 if failed else 0)
