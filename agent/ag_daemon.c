@@ -1147,6 +1147,9 @@ s_run_job(s_daemon_t *d, s_job_t *job)
                              .only = (const char *const *)jo->only,
                              .only_count = jo->n_only };
     ag_callbacks_t cb;
+    /* Reset before the job becomes current: a JobCancel that arrives
+     * from now on must not be cleared. */
+    ag_harness_reset(d->harness);
     pthread_mutex_lock(&d->lock);
     snprintf(d->current, sizeof d->current, "%s", job->job_id);
     pthread_mutex_unlock(&d->lock);
@@ -1154,7 +1157,6 @@ s_run_job(s_daemon_t *d, s_job_t *job)
     s_emit_job_status(d->stream, job->job_id, "running", NULL, NULL);
     ag_stream_set_job(d->stream, job->job_id);
     ag_stream_callbacks(d->stream, NULL, &cb);
-    ag_harness_reset(d->harness);
     if (s_stop_signal)
         ag_harness_cancel(d->harness, AG_RUN_INCOMPLETE);
     snprintf(d->stream->stop_reason, sizeof d->stream->stop_reason, "%s",

@@ -16,6 +16,7 @@
  *   offer:JOB:SUITE:RUNS[:NAME=VALUE...]  a JobOffer after Hello
  *   cancel-running:JOB                    JobCancel once JOB is running
  *   cancel-queued:JOB                     JobCancel once JOB is queued
+ *   cancel-measuring:JOB                  JobCancel at JOB's first batch
  */
 #include "pw_wire.h"
 
@@ -181,6 +182,7 @@ main(int argc, char **argv)
     }
     void *sock = zsock_resolve(router);
     bool offered = false, cancelled[S_MAX_ACTIONS] = { false };
+    char current_job[128] = "";   /* job of the last RunStart */
     uint8_t rid[256];
     size_t rid_len = 0;
     int64_t end = zclock_mono() + (int64_t)atoi(argv[3]) * 1000;
@@ -225,6 +227,19 @@ main(int argc, char **argv)
             offered = true;
         } else if (pw_wire_is_data(env->body_case)) {
             s_ack(sock, rid, rid_len, env->seq);
+        }
+        if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START)
+            snprintf(current_job, sizeof current_job, "%s",
+                     env->run_start->job_id);
+        if (env->body_case == PARITY__ENVELOPE__BODY_SAMPLE_BATCH) {
+            for (int i = 4; i < argc && i - 4 < S_MAX_ACTIONS; i++) {
+                if (strncmp(argv[i], "cancel-measuring:", 17) == 0
+                    && !cancelled[i - 4]
+                    && strcmp(current_job, argv[i] + 17) == 0) {
+                    s_cancel(sock, rid, rid_len, argv[i] + 17);
+                    cancelled[i - 4] = true;
+                }
+            }
         }
         if (env->body_case == PARITY__ENVELOPE__BODY_JOB_STATUS) {
             for (int i = 4; i < argc && i - 4 < S_MAX_ACTIONS; i++) {
