@@ -275,6 +275,10 @@ struct ag_stream {
     int64_t last_flush_ms;
     char stop_reason[S_ERR];           /* set when we stop a run */
     atomic_bool spool_full;
+    /* The job in progress (harness thread): why it failed, if a run
+     * ended FAILED, and when progress was last reported. */
+    char job_failed[S_ERR];
+    int64_t last_progress_ms;
 };
 
 static void
@@ -550,6 +554,26 @@ s_cb_progress(void *ctx, const ag_progress_t *p)
     if (s_mono_ms() - s->last_flush_ms >= AG_DAEMON_FLUSH_MS
         && s_flush(s) != 0)
         s_logf("spool_full", "run %s stops after this round", s->run_id);
+    /* A job's progress, at most every AG_DAEMON_PROGRESS_MS (each is a
+     * spooled, fsync'd message). */
+    if (s->job_id && s_mono_ms() - s->last_progress_ms
+        >= AG_DAEMON_PROGRESS_MS) {
+        Parity__Envelope env;
+        Parity__JobStatus js;
+        char err[S_ERR];
+        parity__job_status__init(&js);
+        js.job_id = s->job_id;
+        js.state = "running";
+        js.run_id = s->run_id;
+        js.benchmark = (char *)p->benchmark;
+        js.round = p->round;
+        js.rounds = p->rounds;
+        pw_wire_init(&env, 0);
+        pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_STATUS, &js);
+        if (s_emit(s, &env, false, err, sizeof err) != AG_SPOOL_OK)
+            s_logf("spool_error", "progress of job %s: %s", s->job_id, err);
+        s->last_progress_ms = s_mono_ms();
+    }
     if (s->inner.on_progress)
         s->inner.on_progress(s->inner.ctx, p);
 }
@@ -597,6 +621,9 @@ s_cb_run_end(void *ctx, const ag_run_end_t *e)
         s_emit_run_end(s, s->run_id, (Parity__RunStatus)e->status, reason,
                        s->batch_seq, s->samples_sent);
         s->run_open = false;
+        if (e->status == AG_RUN_FAILED && !s->job_failed[0])
+            snprintf(s->job_failed, sizeof s->job_failed, "%.128s: %.300s",
+                     e->benchmark, reason ? reason : "failed");
     }
     return s->inner.on_run_end ? s->inner.on_run_end(s->inner.ctx, e) : 0;
 }
@@ -622,6 +649,8 @@ ag_stream_set_job(ag_stream_t *s, const char *job_id)
 {
     free(s->job_id);
     s->job_id = job_id ? strdup(job_id) : NULL;
+    s->job_failed[0] = 0;
+    s->last_progress_ms = s_mono_ms();
 }
 
 /* A run left open by an earlier process: its batches are still in the
@@ -1162,12 +1191,16 @@ s_run_job(s_daemon_t *d, s_job_t *job)
     snprintf(d->stream->stop_reason, sizeof d->stream->stop_reason, "%s",
              "");
     int rc = ag_harness_run(d->harness, suite, &ho, &cb, err, sizeof err);
+    char failed[S_ERR];
+    snprintf(failed, sizeof failed, "%s", d->stream->job_failed);
     ag_stream_set_job(d->stream, NULL);
     pthread_mutex_lock(&d->lock);
     d->current[0] = 0;
     pthread_mutex_unlock(&d->lock);
     ag_link_set_state(d->stream->link, "idle", NULL);
-    if (rc == AG_HARNESS_OK)
+    if (rc == AG_HARNESS_OK && failed[0])
+        s_emit_job_status(d->stream, job->job_id, "failed", failed, NULL);
+    else if (rc == AG_HARNESS_OK)
         s_emit_job_status(d->stream, job->job_id, "done", NULL, NULL);
     else if (rc == AG_HARNESS_STOPPED)
         s_emit_job_status(d->stream, job->job_id, s_stop_signal ? "failed"

@@ -38,6 +38,7 @@
 
 #define AG_DAEMON_MAX_QUEUE       64     /* jobs waiting; more are refused */
 #define AG_DAEMON_FLUSH_MS        1000   /* a batch waits at most this long */
+#define AG_DAEMON_PROGRESS_MS     5000   /* JobStatus "running" progress */
 #define AG_DAEMON_MAX_SPOOL_MB    (1u << 20)
 #define AG_DAEMON_RESTART_REASON  "agent restarted during run"
 #define AG_DAEMON_STOP_REASON     "agent stopped"

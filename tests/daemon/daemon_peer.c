@@ -126,6 +126,9 @@ s_print(const Parity__Envelope *env)
         json_object_set_new(o, "state", json_string(env->job_status->state));
         json_object_set_new(o, "reason",
                             json_string(env->job_status->reason));
+        json_object_set_new(o, "round", json_integer(env->job_status->round));
+        json_object_set_new(o, "rounds",
+                            json_integer(env->job_status->rounds));
         break;
     case PARITY__ENVELOPE__BODY_RUN_START:
         json_object_set_new(o, "run_id", json_string(env->run_start->run_id));

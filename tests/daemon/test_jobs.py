@@ -67,6 +67,10 @@ def suite(name, runs, sleep, var=False):
 suite("quick", 3, 0.001)
 suite("long", 2000, 0.01)
 suite("withvar", 2, 0.001, var=True)
+with open(os.path.join(suites, "broken-arm.yaml"), "w") as f:
+    f.write("suite: fails\nbenchmarks:\n  - name: falls\n    runs: 3\n"
+            "    arms:\n      - name: x\n        command: [/bin/false]\n"
+            "      - name: y\n        command: [/bin/true]\n")
 with open(os.path.join(root, "outside.yaml"), "w") as f:
     f.write("suite: outside\nbenchmarks:\n  - name: b\n    arms:\n"
             "      - name: x\n        command: [/bin/true]\n"
@@ -134,6 +138,7 @@ peer = Peer(90, [
     "offer:j6:quick:2",
     "offer:j7:withvar:2:pause=0.002",
     "offer:j8:withvar:1:bad-name=1",
+    "offer:j11:fails:3",
     "offer:j9:quick:1",
     "cancel-measuring:j5",
     "offer:j10:long:2000",
@@ -143,7 +148,7 @@ d = daemon(peer, "spool1")
 done = peer.wait(lambda: ("done", "") in peer.statuses("j9"), 60)
 ok(done, "the last job offered finishes")
 hello = [m for m in peer.messages() if m["body"] == "hello"]
-ok(hello and hello[0]["suites"] == 3, "Hello lists the 3 suites of "
+ok(hello and hello[0]["suites"] == 4, "Hello lists the 4 suites of "
    "--suites (%s)" % (hello[0]["suites"] if hello else None))
 cal = [m for m in peer.messages() if m["body"] == "calibration"]
 ok(cal and cal[0]["samples"] >= 100, "a start-up Calibration of >= 100 "
@@ -177,8 +182,12 @@ st = peer.statuses("j8")
 ok(st == [("refused", "variable name \"bad-name\" is not "
            "[A-Za-z_][A-Za-z0-9_]* (at most 128)")],
    "a variable that is not a name is refused: %s" % st)
+st = peer.statuses("j11")
+ok(len(st) == 3 and st[2][0] == "failed" and st[2][1].startswith("falls: "),
+   "a job whose benchmark fails is reported failed with the benchmark and "
+   "reason: %s" % st[-1:])
 order = [m["job_id"] for m in peer.messages() if m["body"] == "run_start"]
-ok(order == ["j1", "j5", "j6", "j7", "j9"], "one job at a time, in offer "
+ok(order == ["j1", "j5", "j6", "j7", "j11", "j9"], "one job at a time, in offer "
    "order (%s)" % order)
 ok(all(m.get("job_id") for m in runs.values()), "every RunStart names its "
    "job")
@@ -192,6 +201,10 @@ d = daemon(peer, "spool2")
 running = peer.wait(lambda: any(m["body"] == "sample_batch"
                                 for m in peer.messages()), 30)
 ok(running, "the long job is measuring")
+progress = peer.wait(lambda: any(
+    m["body"] == "job_status" and m["state"] == "running"
+    and m.get("rounds", 0) > 0 for m in peer.messages()), 15)
+ok(progress, "a running job reports its progress (round of rounds)")
 rc = stop_daemon(d)
 ok(rc == 0, "SIGTERM during a job: exit 0 (%d)" % rc)
 peer.wait(lambda: ("failed", "agent stopped") in peer.statuses("k1"), 5)
