@@ -637,6 +637,27 @@ co_jobs_run_end(co_jobs_t *j, const char *public_key,
 }
 
 void
+co_jobs_run_start(co_jobs_t *j, const char *public_key,
+                  const Parity__RunStart *rs)
+{
+    if (!rs->run_id || !rs->job_id || !*rs->job_id)
+        return;
+    char err[256];
+    const char *p[] = { rs->run_id, public_key };
+    PGresult *r = s_q(j,
+        "UPDATE runs r SET tags = j.tags || r.tags, label = CASE WHEN "
+        "r.label = '' THEN j.label ELSE r.label END FROM jobs j WHERE "
+        "r.run_uuid = $1 AND r.host_id = (SELECT id FROM hosts WHERE "
+        "public_key = $2) AND j.job_uuid = r.job_id", 2, p, PGRES_COMMAND_OK,
+        err, sizeof err);
+    if (!r) {
+        s_log(j, "db_error", "op=run_start error=\"%s\"", err);
+        return;
+    }
+    PQclear(r);
+}
+
+void
 co_jobs_tick(co_jobs_t *j, int64_t now_us)
 {
     char now[24], err[256];

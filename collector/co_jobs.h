@@ -119,6 +119,11 @@ int co_jobs_status(co_jobs_t *jobs, const char *public_key,
 void co_jobs_run_end(co_jobs_t *jobs, const char *public_key,
                      const Parity__RunEnd *re, int64_t now_us);
 
+/* A RunStart was stored: a run of a job gets the job's tags (under its
+ * own, which win) and label, whatever the agent sent. Best effort. */
+void co_jobs_run_start(co_jobs_t *jobs, const char *public_key,
+                       const Parity__RunStart *rs);
+
 /* Periodic work: expire queued rows, end jobs, offer queued jobs to idle
  * online hosts (e.g. after the database came back). */
 void co_jobs_tick(co_jobs_t *jobs, int64_t now_us);

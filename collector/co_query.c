@@ -386,7 +386,19 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         "SELECT h.name, jh.state, jh.reason, jh.run_id, jh.benchmark, "
         "jh.round, jh.rounds, jh.updated_at_us, "
         "(SELECT count(*) FROM runs r WHERE r.job_id = j.job_uuid AND "
-        " r.host_id = h.id AND r.status IS NOT NULL) "
+        " r.host_id = h.id AND r.status IS NOT NULL), "
+        /* Progress from what is stored: the latest run's benchmark and
+         * its measured rounds so far (batches arrive every second). */
+        "(SELECT json_build_object('benchmark', b.name, 'run_id', "
+        "  r.run_uuid, 'rounds', r.runs, 'round', COALESCE((SELECT "
+        "  max(s.round) + 1 FROM samples s WHERE s.run = r.id AND "
+        "  s.kind = 0), 0)) FROM runs r JOIN benchmarks b ON "
+        "  b.id = r.benchmark_id WHERE r.job_id = j.job_uuid AND "
+        "  r.host_id = h.id ORDER BY r.started_at_us DESC LIMIT 1)::text, "
+        "(SELECT CASE WHEN cardinality(j.only_benchmarks) > 0 THEN "
+        "  cardinality(j.only_benchmarks) ELSE cardinality(s.benchmarks) "
+        "  END FROM host_suites s WHERE s.host_id = h.id AND "
+        "  s.name = j.suite) "
         "FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
         "h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
         1, p);
@@ -394,7 +406,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         goto fail;
     for (int i = 0; i < PQntuples(r); i++)
         json_array_append_new(hosts, json_pack(
-            "{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}",
+            "{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:o,s:o}",
             "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
             "reason", PQgetvalue(r, i, 2), "run_id", PQgetvalue(r, i, 3),
             "benchmark", PQgetvalue(r, i, 4),
@@ -403,7 +415,9 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
             "updated_at_us", (json_int_t)strtoll(PQgetvalue(r, i, 7), NULL,
                                                  10),
             "runs_ended", (json_int_t)strtoll(PQgetvalue(r, i, 8), NULL,
-                                              10)));
+                                              10),
+            "progress", s_json_col(r, i, 9),
+            "benchmarks", s_int_or_null(r, i, 10)));
     PQclear(r);
     r = s_q(q, res,
         "SELECT r.run_uuid, h.name, b.name, COALESCE(r.status, 'running'), "

@@ -396,9 +396,12 @@ s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
         srv->c.samples_stored += stored;
         srv->c.verdicts_stored += verdicts;
         s_ack(srv, rid, rid_len, env->seq);
-        if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START)
+        if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START) {
             co_log(CO_LOG_INFO, "run_start", "peer=%s run=%s", p->key,
                    co_log_quote(q, sizeof q, env->run_start->run_id));
+            if (srv->jobs)
+                co_jobs_run_start(srv->jobs, p->key, env->run_start);
+        }
         else if (env->body_case == PARITY__ENVELOPE__BODY_RUN_END) {
             co_log(CO_LOG_INFO, "run_end", "peer=%s run=%s verdicts=%u",
                    p->key, co_log_quote(q, sizeof q, env->run_end->run_id),

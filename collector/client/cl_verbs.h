@@ -14,7 +14,14 @@
     X(verdict, "judge two lists of samples: win, parity or loss") \
     X(import,  "verdicts from hyperfine or Google Benchmark JSON files") \
     X(compare, "run commands interleaved here and judge them") \
-    X(keygen,  "write a CURVE key pair for an agent, client or collector")
+    X(keygen,  "write a CURVE key pair for an agent, client or collector") \
+    X(run,     "run a suite on the fleet's hosts (a job); --wait for verdicts") \
+    X(verdicts, "a job's per-host verdicts and the cross-host summary") \
+    X(hosts,   "the collector's hosts: state, floor, CPU, warnings") \
+    X(jobs,    "the latest jobs and their per-host states") \
+    X(cancel,  "cancel a job") \
+    X(show,    "one stored run in full, as a results file") \
+    X(export,  "write every host's results file of a job")
 
 #define CL_VERB_PROTOTYPE(name, summary) \
     int cl_##name##_main(int argc, char **argv);

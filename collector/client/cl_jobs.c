@@ -1,0 +1,168 @@
+/* cl_jobs.c -- `parity jobs [--active]` and `parity cancel JOB`
+ * (docs/commands/jobs.md, cancel.md). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cl_conn.h"
+#include "cl_out.h"
+#include "cl_verbs.h"
+
+static const char *
+s_str(const json_t *o, const char *k, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s && *s ? s : dflt;
+}
+
+static void
+s_time(char *buf, size_t len, json_int_t us)
+{
+    time_t t = (time_t)(us / 1000000);
+    struct tm tm;
+    if (us <= 0 || !gmtime_r(&t, &tm) ||
+        strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm) == 0)
+        snprintf(buf, len, "-");
+}
+
+static void
+s_jobs_usage(FILE *f)
+{
+    fprintf(f, "usage: parity jobs [--active] [--limit N] [--json] "
+               "[connection options]\n\n"
+               "The latest jobs (newest first): id, suite, state, when, "
+               "hosts per state, tags.\n\n"
+               "  --active   only jobs still running or queued somewhere\n"
+               "  --limit N  at most N jobs (default 50, at most 1000)\n"
+               "  --json     the collector's answer as JSON\n"
+               "Connection options as in `parity hosts --help`.\n");
+}
+
+int
+cl_jobs_main(int argc, char **argv)
+{
+    cl_conn_opts_t co = { 0 };
+    char err[512];
+    bool active = false, as_json = false;
+    long limit = 50;
+    if (cl_out_wants_help(argc, argv)) {
+        s_jobs_usage(stdout);
+        return CL_EXIT_OK;
+    }
+    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
+        cl_out_error("jobs", "%s", err);
+        return CL_EXIT_USAGE;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--active") == 0) {
+            active = true;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            as_json = true;
+        } else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
+            char *end;
+            limit = strtol(argv[++i], &end, 10);
+            if (*end || limit < 1 || limit > 1000) {
+                cl_out_error("jobs", "--limit \"%s\": want 1..1000", argv[i]);
+                return CL_EXIT_USAGE;
+            }
+        } else {
+            cl_out_error("jobs", "unexpected argument \"%s\" (parity jobs "
+                         "--help)", argv[i]);
+            return CL_EXIT_USAGE;
+        }
+    }
+    json_t *args = json_pack("{s:b,s:i}", "active", active, "limit",
+                             (int)limit);
+    json_t *body = NULL;
+    int rc = cl_conn_ask("jobs", &co, "jobs", args, &body);
+    json_decref(args);
+    if (rc != CL_EXIT_OK)
+        return rc;
+    if (as_json) {
+        rc = cl_out_json(stdout, body) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+        json_decref(body);
+        return rc;
+    }
+    cl_out_table_t *t = cl_out_table_new(6);
+    const char *head[] = { "job", "suite", "state", "created", "hosts",
+                           "tags" };
+    cl_out_table_add(t, head);
+    size_t i;
+    json_t *j;
+    json_array_foreach(json_object_get(body, "jobs"), i, j) {
+        char created[64], hosts[CL_CELL_MAX] = "", tags[CL_CELL_MAX] = "";
+        s_time(created, sizeof created,
+               json_integer_value(json_object_get(j, "created_at_us")));
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(j, "hosts"), k, v) {
+            size_t u = strlen(hosts);
+            snprintf(hosts + u, sizeof hosts - u, "%s%s %lld", u ? ", " : "",
+                     k, (long long)json_integer_value(v));
+        }
+        json_object_foreach(json_object_get(j, "tags"), k, v) {
+            size_t u = strlen(tags);
+            snprintf(tags + u, sizeof tags - u, "%s%s=%s", u ? " " : "", k,
+                     json_string_value(v) ? json_string_value(v) : "");
+        }
+        const char *row[] = { s_str(j, "job", "?"), s_str(j, "suite", "?"),
+                              s_str(j, "state", "?"), created,
+                              *hosts ? hosts : "-", *tags ? tags : "-" };
+        cl_out_table_add(t, row);
+    }
+    rc = cl_out_table_print(t, stdout) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+    if (json_array_size(json_object_get(body, "jobs")) == 0)
+        printf(active ? "(no active job)\n" : "(no job yet)\n");
+    cl_out_table_destroy(&t);
+    json_decref(body);
+    return rc;
+}
+
+int
+cl_cancel_main(int argc, char **argv)
+{
+    cl_conn_opts_t co = { 0 };
+    char err[512];
+    const char *job = NULL;
+    if (cl_out_wants_help(argc, argv)) {
+        printf("usage: parity cancel JOB [connection options]\n\n"
+               "Cancel a job: hosts that have not started it never will, "
+               "running ones are\nasked to stop (their run ends "
+               "cancelled). Connection options as in\n`parity hosts "
+               "--help`.\n");
+        return CL_EXIT_OK;
+    }
+    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
+        cl_out_error("cancel", "%s", err);
+        return CL_EXIT_USAGE;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' || job) {
+            cl_out_error("cancel", "unexpected argument \"%s\" (parity "
+                         "cancel --help)", argv[i]);
+            return CL_EXIT_USAGE;
+        }
+        job = argv[i];
+    }
+    if (!job) {
+        cl_out_error("cancel", "which job? (parity cancel JOB; parity jobs "
+                     "--active lists them)");
+        return CL_EXIT_USAGE;
+    }
+    json_t *args = json_pack("{s:s}", "job", job);
+    json_t *body = NULL;
+    int rc = cl_conn_ask("cancel", &co, "cancel", args, &body);
+    json_decref(args);
+    if (rc != CL_EXIT_OK)
+        return rc;
+    json_int_t n = json_integer_value(json_object_get(body, "cancelled"));
+    if (n > 0)
+        printf("job %s cancelled on %lld host%s\n", job, (long long)n,
+               n == 1 ? "" : "s");
+    else
+        printf("job %s was already %s: nothing to cancel\n", job,
+               s_str(body, "state", "over"));
+    json_decref(body);
+    return CL_EXIT_OK;
+}

@@ -1,0 +1,402 @@
+/* cl_run.c -- `parity run SUITE ...`: ask the collector for a job across
+ * the fleet and, with --wait, follow it and print the verdicts
+ * (docs/commands/run.md). */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cl_conn.h"
+#include "cl_out.h"
+#include "cl_verbs.h"
+#include "cl_verdicts.h"
+
+/* Poll interval of --wait, and how many polls in a row may go
+ * unanswered (a collector restart) before giving up. */
+#define S_POLL_MS 400
+#define S_MAX_MISSES 5
+/* Most hosts whose progress is followed. */
+#define S_MAX_HOSTS 4096
+/* Longest --expire: 30 days. */
+#define S_EXPIRE_MAX_S (30.0 * 86400)
+
+static void
+s_usage(FILE *f)
+{
+    fprintf(f,
+"usage: parity run SUITE [--hosts NAME,...|all|KEY=VALUE] [--tag KEY=VALUE]...\n"
+"                  [--var NAME=VALUE]... [--runs N] [--only BENCH]...\n"
+"                  [--label TEXT] [--expire DURATION] [--wait] [--json]\n"
+"                  [connection options]\n\n"
+"Ask every matching host that has SUITE (it said so in its Hello) to run it.\n"
+"An agent runs one job at a time; an offline agent gets the job when it\n"
+"comes back, unless it expired first.\n\n"
+"  --hosts LIST    host names, `all` (the default), or KEY=VALUE to pick\n"
+"                  hosts by tag (e.g. arch=x86_64); comma-separated, may repeat\n"
+"  --tag K=V       a tag kept with every run of the job (commit=abc123)\n"
+"  --var N=V       a suite variable\n"
+"  --runs N        runs per arm (default: the suite's)\n"
+"  --only BENCH    run only these benchmarks (comma-separated, may repeat)\n"
+"  --label TEXT    a label kept with every run\n"
+"  --expire D      hosts that have not started it within D (30s, 10m, 2h,\n"
+"                  1d) never will\n"
+"  --wait          follow progress (host, benchmark, round n/N) and print\n"
+"                  the verdict table at the end\n"
+"  --json          print the collector's answer as JSON\n"
+"Connection options as in `parity hosts --help`.\n\n"
+"exit status: 0 job created (with --wait: every host done), 1 the collector\n"
+"refused it or a host did not finish, 2 usage, 3 no answer.\n");
+}
+
+/* "90", "90s", "10m", "2h", "1d" into seconds. */
+static int
+s_duration(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0))
+        return -1;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        ;
+    else if (strcmp(end, "m") == 0)
+        v *= 60;
+    else if (strcmp(end, "h") == 0)
+        v *= 3600;
+    else if (strcmp(end, "d") == 0)
+        v *= 86400;
+    else
+        return -1;
+    if (v > S_EXPIRE_MAX_S)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Append the comma-separated items of s to arr; -1 on an empty item. */
+static int
+s_add_list(json_t *arr, const char *s)
+{
+    const char *p = s;
+    for (;;) {
+        const char *c = strchr(p, ',');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (n == 0 || json_array_size(arr) >= 4096)
+            return -1;
+        json_array_append_new(arr, json_stringn(p, n));
+        if (!c)
+            return 0;
+        p = c + 1;
+    }
+}
+
+static int
+s_add_pair(json_t *obj, const char *s)
+{
+    const char *eq = strchr(s, '=');
+    if (!eq || eq == s)
+        return -1;
+    char key[1024];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
+    return json_object_set_new(obj, key, json_string(eq + 1));
+}
+
+static volatile sig_atomic_t s_interrupted;
+
+static void
+s_on_int(int sig)
+{
+    (void)sig;
+    s_interrupted = 1;
+}
+
+static const char *
+s_str(const json_t *o, const char *k, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s && *s ? s : dflt;
+}
+
+/* One progress line per change; rounds only on a terminal. */
+static void
+s_progress(const json_t *job, char (*last)[512], size_t max, bool tty)
+{
+    size_t i;
+    json_t *h;
+    json_array_foreach(json_object_get(job, "hosts"), i, h) {
+        if (i >= max)
+            break;
+        const char *state = s_str(h, "state", "?");
+        const json_t *pg = json_object_get(h, "progress");
+        const char *bench = s_str(h, "benchmark", s_str(pg, "benchmark", ""));
+        json_int_t round = json_integer_value(json_object_get(h, "round"));
+        json_int_t rounds = json_integer_value(json_object_get(h, "rounds"));
+        if (rounds == 0) {
+            round = json_integer_value(json_object_get(pg, "round"));
+            rounds = json_integer_value(json_object_get(pg, "rounds"));
+        }
+        if (round > rounds)
+            round = rounds;
+        json_int_t nb = json_integer_value(json_object_get(h, "benchmarks"));
+        json_int_t ended = json_integer_value(json_object_get(h,
+                                                              "runs_ended"));
+        char line[512];
+        if (strcmp(state, "running") == 0 && *bench) {
+            json_int_t at = ended + 1 > nb && nb > 0 ? nb : ended + 1;
+            if (tty)
+                snprintf(line, sizeof line, "%-12s running  %s "
+                         "(benchmark %lld/%lld)  round %lld/%lld",
+                         s_str(h, "host", "?"), bench, (long long)at,
+                         (long long)nb, (long long)round, (long long)rounds);
+            else
+                snprintf(line, sizeof line, "%-12s running  %s "
+                         "(benchmark %lld/%lld)", s_str(h, "host", "?"),
+                         bench, (long long)at, (long long)nb);
+        } else {
+            const char *why = s_str(h, "reason", "");
+            snprintf(line, sizeof line, "%-12s %s%s%s", s_str(h, "host", "?"),
+                     state, *why ? ": " : "", why);
+        }
+        if (strcmp(line, last[i]) != 0) {
+            fprintf(stderr, "  %s\n", line);
+            snprintf(last[i], sizeof last[i], "%s", line);
+        }
+    }
+    fflush(stderr);
+}
+
+static int
+s_wait(cl_conn_t *c, const char *job_id, bool as_json)
+{
+    char err[2048];
+    json_t *args = json_pack("{s:s}", "job", job_id);
+    json_t *job = NULL;
+    int misses = 0, rc;
+    bool tty = isatty(STDERR_FILENO);
+    char (*last)[512] = calloc(S_MAX_HOSTS, sizeof *last);
+    if (!args || !last) {
+        json_decref(args);
+        free(last);
+        return CL_EXIT_SYSTEM;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = s_on_int;
+    sigaction(SIGINT, &sa, NULL);
+    for (;;) {
+        json_decref(job);
+        job = NULL;
+        rc = cl_conn_request(c, "job", args, &job, NULL, err, sizeof err);
+        if (rc == CL_CONN_NOANSWER && ++misses < S_MAX_MISSES)
+            continue;
+        if (rc != CL_CONN_OK) {
+            cl_out_error("run", "%s", err);
+            rc = cl_conn_exit_code(rc);
+            goto done;
+        }
+        misses = 0;
+        s_progress(job, last, S_MAX_HOSTS, tty);
+        if (strcmp(s_str(job, "state", "active"), "active") != 0)
+            break;
+        if (s_interrupted) {
+            cl_out_error("run", "stopped waiting; job %s goes on (parity "
+                         "cancel %s stops it)", job_id, job_id);
+            rc = CL_EXIT_SYSTEM;
+            goto done;
+        }
+        struct timespec ts = { 0, S_POLL_MS * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    json_t *verdicts = NULL;
+    json_t *vargs = json_pack("{s:s}", "job", job_id);
+    rc = cl_conn_request(c, "verdicts", vargs, &verdicts, NULL, err,
+                         sizeof err);
+    json_decref(vargs);
+    if (rc != CL_CONN_OK) {
+        cl_out_error("run", "%s", err);
+        rc = cl_conn_exit_code(rc);
+        goto done;
+    }
+    if (!as_json)
+        printf("\n");
+    if (as_json) {
+        json_t *both = json_pack("{s:O,s:O}", "job", job, "verdicts",
+                                 verdicts);
+        rc = both && cl_out_json(stdout, both) == 0 ? CL_EXIT_OK :
+                                                      CL_EXIT_SYSTEM;
+        json_decref(both);
+    } else {
+        rc = cl_verdicts_print(stdout, verdicts, CL_VERDICTS_TABLE) == 0 ?
+             CL_EXIT_OK : CL_EXIT_SYSTEM;
+    }
+    json_decref(verdicts);
+    if (rc == CL_EXIT_OK) {
+        size_t i, bad = 0, n = json_array_size(json_object_get(job, "hosts"));
+        json_t *h;
+        json_array_foreach(json_object_get(job, "hosts"), i, h)
+            if (strcmp(s_str(h, "state", ""), "done") != 0)
+                bad++;
+        if (bad) {
+            cl_out_error("run", "%zu of %zu hosts did not finish job %s",
+                         bad, n, job_id);
+            rc = CL_EXIT_DATA;
+        }
+    }
+done:
+    json_decref(job);
+    json_decref(args);
+    free(last);
+    return rc;
+}
+
+int
+cl_run_main(int argc, char **argv)
+{
+    cl_conn_opts_t co = { 0 };
+    char err[2048];
+    if (cl_out_wants_help(argc, argv)) {
+        s_usage(stdout);
+        return CL_EXIT_OK;
+    }
+    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
+        cl_out_error("run", "%s", err);
+        return CL_EXIT_USAGE;
+    }
+    json_t *args = json_object(), *hosts = json_array(), *tags = json_object();
+    json_t *vars = json_object(), *only = json_array();
+    const char *suite = NULL;
+    bool wait = false, as_json = false;
+    int rc = CL_EXIT_USAGE;
+    cl_conn_t *c = NULL;
+    json_t *reply = NULL;
+    if (!args || !hosts || !tags || !vars || !only) {
+        rc = CL_EXIT_SYSTEM;
+        goto done;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes = strcmp(a, "--hosts") == 0 || strcmp(a, "--tag") == 0 ||
+                     strcmp(a, "--var") == 0 || strcmp(a, "--runs") == 0 ||
+                     strcmp(a, "--only") == 0 || strcmp(a, "--label") == 0 ||
+                     strcmp(a, "--expire") == 0;
+        if (takes && !v) {
+            cl_out_error("run", "%s needs a value", a);
+            goto done;
+        }
+        if (strcmp(a, "--wait") == 0) {
+            wait = true;
+        } else if (strcmp(a, "--json") == 0) {
+            as_json = true;
+        } else if (strcmp(a, "--hosts") == 0) {
+            if (s_add_list(hosts, v) != 0) {
+                cl_out_error("run", "--hosts \"%s\": want NAME,NAME,..., all "
+                             "or KEY=VALUE", v);
+                goto done;
+            }
+            i++;
+        } else if (strcmp(a, "--only") == 0) {
+            if (s_add_list(only, v) != 0) {
+                cl_out_error("run", "--only \"%s\": want BENCH,BENCH,...", v);
+                goto done;
+            }
+            i++;
+        } else if (strcmp(a, "--tag") == 0 || strcmp(a, "--var") == 0) {
+            if (s_add_pair(a[2] == 't' ? tags : vars, v) != 0) {
+                cl_out_error("run", "%s \"%s\": want KEY=VALUE", a, v);
+                goto done;
+            }
+            i++;
+        } else if (strcmp(a, "--runs") == 0) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 2 || n > 1000000) {
+                cl_out_error("run", "--runs \"%s\": want a whole number from "
+                             "2 to 1000000", v);
+                goto done;
+            }
+            json_object_set_new(args, "runs", json_integer(n));
+            i++;
+        } else if (strcmp(a, "--label") == 0) {
+            json_object_set_new(args, "label", json_string(v));
+            i++;
+        } else if (strcmp(a, "--expire") == 0) {
+            double s;
+            if (s_duration(v, &s) != 0) {
+                cl_out_error("run", "--expire \"%s\": want a duration such "
+                             "as 90s, 10m, 2h, 1d (at most 30d)", v);
+                goto done;
+            }
+            json_object_set_new(args, "expire_us",
+                                json_integer((json_int_t)(s * 1e6)));
+            i++;
+        } else if (a[0] == '-' || suite) {
+            cl_out_error("run", "unexpected argument \"%s\" (parity run "
+                         "--help)", a);
+            goto done;
+        } else {
+            suite = a;
+        }
+    }
+    if (!suite) {
+        cl_out_error("run", "which suite? (parity run SUITE; parity hosts "
+                     "lists each host's suites)");
+        goto done;
+    }
+    json_object_set_new(args, "suite", json_string(suite));
+    json_object_set(args, "hosts", hosts);
+    json_object_set(args, "tags", tags);
+    json_object_set(args, "vars", vars);
+    json_object_set(args, "only", only);
+
+    int code;
+    if (!(c = cl_conn_open(&co, &code, err, sizeof err))) {
+        cl_out_error("run", "%s", err);
+        rc = cl_conn_exit_code(code);
+        goto done;
+    }
+    code = cl_conn_request(c, "run", args, &reply, NULL, err, sizeof err);
+    if (code != CL_CONN_OK) {
+        cl_out_error("run", "%s", err);
+        rc = cl_conn_exit_code(code);
+        goto done;
+    }
+    const char *job = s_str(reply, "job", "?");
+    if (as_json && !wait) {
+        rc = cl_out_json(stdout, reply) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+        goto done;
+    }
+    FILE *info = wait ? stderr : stdout;
+    size_t i;
+    json_t *h;
+    fprintf(info, "job %s: suite %s on %zu host%s\n", job, suite,
+            json_array_size(json_object_get(reply, "hosts")),
+            json_array_size(json_object_get(reply, "hosts")) == 1 ? "" : "s");
+    json_array_foreach(json_object_get(reply, "skipped"), i, h)
+        fprintf(info, "  skipped %s: %s\n", s_str(h, "host", "?"),
+                s_str(h, "reason", ""));
+    if (!wait) {
+        json_array_foreach(json_object_get(reply, "hosts"), i, h)
+            fprintf(info, "  %-12s %s\n", s_str(h, "host", "?"),
+                    s_str(h, "state", "?"));
+        fprintf(info, "follow it: parity verdicts %s (after it ends), "
+                "parity jobs --active\n", job);
+        rc = CL_EXIT_OK;
+        goto done;
+    }
+    fflush(info);
+    rc = s_wait(c, job, as_json);
+done:
+    cl_conn_destroy(&c);
+    json_decref(reply);
+    json_decref(args);
+    json_decref(hosts);
+    json_decref(tags);
+    json_decref(vars);
+    json_decref(only);
+    return rc;
+}

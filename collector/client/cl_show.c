@@ -1,0 +1,216 @@
+/* cl_show.c -- `parity show RUN` and `parity export JOB --out DIR`: runs
+ * stored by the collector, shaped like the agent's local results file
+ * (schema_version 3, proto/pw_results.h). docs/commands/show.md,
+ * export.md. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cl_conn.h"
+#include "cl_out.h"
+#include "cl_verbs.h"
+#include "pw_json.h"
+
+/* Most runs one export writes. */
+#define S_EXPORT_MAX_RUNS 100000
+
+static const char *
+s_str(const json_t *o, const char *k, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s && *s ? s : dflt;
+}
+
+int
+cl_show_main(int argc, char **argv)
+{
+    cl_conn_opts_t co = { 0 };
+    char err[512];
+    const char *run = NULL;
+    if (cl_out_wants_help(argc, argv)) {
+        printf("usage: parity show RUN [connection options]\n\n"
+               "One host's run in full, as JSON shaped like a local "
+               "results file (schema 3):\nsamples of every kind, "
+               "environment, floor, verdicts, diagnostics; plus run_id,\n"
+               "host, job_id, tags and label. RUN ids are in `parity "
+               "verdicts --json`.\nConnection options as in `parity hosts "
+               "--help`.\n");
+        return CL_EXIT_OK;
+    }
+    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
+        cl_out_error("show", "%s", err);
+        return CL_EXIT_USAGE;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' || run) {
+            cl_out_error("show", "unexpected argument \"%s\" (parity show "
+                         "--help)", argv[i]);
+            return CL_EXIT_USAGE;
+        }
+        run = argv[i];
+    }
+    if (!run) {
+        cl_out_error("show", "which run? (parity show RUN)");
+        return CL_EXIT_USAGE;
+    }
+    json_t *args = json_pack("{s:s}", "run", run), *body = NULL;
+    int rc = cl_conn_ask("show", &co, "show", args, &body);
+    json_decref(args);
+    if (rc != CL_EXIT_OK)
+        return rc;
+    rc = cl_out_json(stdout, body) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+    json_decref(body);
+    return rc;
+}
+
+/* A file name part: letters, digits, '-', '_', '.'; others become '_'. */
+static void
+s_safe(char *out, size_t len, const char *in)
+{
+    size_t i = 0;
+    for (; in[i] && i + 1 < len; i++) {
+        char ch = in[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+                  (ch == '.' && i > 0);
+        out[i] = ok ? ch : '_';
+    }
+    out[i] = '\0';
+}
+
+static int
+s_write(const char *path, const json_t *doc, char *err, size_t errlen)
+{
+    char *text = pw_json_dumps(doc);
+    if (!text) {
+        snprintf(err, errlen, "%.1500s: out of memory", path);
+        return -1;
+    }
+    FILE *f = fopen(path, "w");
+    int rc = -1;
+    if (!f) {
+        snprintf(err, errlen, "%.1500s: %s", path, strerror(errno));
+    } else {
+        fputs(text, f);
+        fputc('\n', f);
+        rc = ferror(f) ? -1 : 0;
+        if (fclose(f) != 0 || rc) {
+            snprintf(err, errlen, "%.1500s: write failed: %s", path,
+                     strerror(errno));
+            rc = -1;
+        }
+    }
+    free(text);
+    return rc;
+}
+
+int
+cl_export_main(int argc, char **argv)
+{
+    cl_conn_opts_t co = { 0 };
+    char err[2048];
+    const char *job = NULL, *out = NULL;
+    if (cl_out_wants_help(argc, argv)) {
+        printf("usage: parity export JOB --out DIR [connection options]\n\n"
+               "Write the results file of every host of JOB: DIR/HOST.json, "
+               "one document per\nhost with one entry in \"benchmarks\" per "
+               "run (the shape of `parity show`).\nConnection options as in "
+               "`parity hosts --help`.\n");
+        return CL_EXIT_OK;
+    }
+    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
+        cl_out_error("export", "%s", err);
+        return CL_EXIT_USAGE;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (argv[i][0] == '-' || job) {
+            cl_out_error("export", "unexpected argument \"%s\" (parity "
+                         "export --help)", argv[i]);
+            return CL_EXIT_USAGE;
+        } else
+            job = argv[i];
+    }
+    if (!job || !out) {
+        cl_out_error("export", "give JOB and --out DIR");
+        return CL_EXIT_USAGE;
+    }
+    if (mkdir(out, 0755) != 0 && errno != EEXIST) {
+        cl_out_error("export", "mkdir %s: %s", out, strerror(errno));
+        return CL_EXIT_SYSTEM;
+    }
+    int code;
+    cl_conn_t *c = cl_conn_open(&co, &code, err, sizeof err);
+    if (!c) {
+        cl_out_error("export", "%s", err);
+        return cl_conn_exit_code(code);
+    }
+    json_t *args = json_pack("{s:s}", "job", job), *jb = NULL;
+    json_t *per_host = json_object();
+    int rc = cl_conn_request(c, "job", args, &jb, NULL, err, sizeof err);
+    json_decref(args);
+    if (rc != CL_CONN_OK) {
+        cl_out_error("export", "%s", err);
+        rc = cl_conn_exit_code(rc);
+        goto done;
+    }
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(jb, "run_list"), i, r) {
+        if (i >= S_EXPORT_MAX_RUNS)
+            break;
+        json_t *sa = json_pack("{s:s}", "run", s_str(r, "run_id", "")),
+               *doc = NULL;
+        rc = cl_conn_request(c, "show", sa, &doc, NULL, err, sizeof err);
+        json_decref(sa);
+        if (rc != CL_CONN_OK) {
+            cl_out_error("export", "run %s: %s", s_str(r, "run_id", "?"),
+                         err);
+            rc = cl_conn_exit_code(rc);
+            goto done;
+        }
+        const char *host = s_str(r, "host", "host");
+        json_t *have = json_object_get(per_host, host);
+        if (!have) {
+            /* The first run of the host is the document; later runs add
+             * their benchmark to it. */
+            json_object_set_new(doc, "run_ids", json_pack("[s]",
+                                s_str(doc, "run_id", "")));
+            json_object_del(doc, "run_id");
+            json_object_set_new(per_host, host, doc);
+        } else {
+            json_array_extend(json_object_get(have, "benchmarks"),
+                              json_object_get(doc, "benchmarks"));
+            json_array_append_new(json_object_get(have, "run_ids"),
+                                  json_string(s_str(doc, "run_id", "")));
+            json_decref(doc);
+        }
+    }
+    const char *host;
+    json_t *doc;
+    size_t files = 0;
+    json_object_foreach(per_host, host, doc) {
+        char name[256], path[4096 + 300];
+        s_safe(name, sizeof name, host);
+        snprintf(path, sizeof path, "%s/%s.json", out, name);
+        if (s_write(path, doc, err, sizeof err) != 0) {
+            cl_out_error("export", "%s", err);
+            rc = CL_EXIT_SYSTEM;
+            goto done;
+        }
+        printf("%s\n", path);
+        files++;
+    }
+    if (files == 0)
+        printf("(job %s has no stored runs)\n", job);
+    rc = CL_EXIT_OK;
+done:
+    json_decref(jb);
+    json_decref(per_host);
+    cl_conn_destroy(&c);
+    return rc;
+}

@@ -1,0 +1,334 @@
+/* cl_verdicts.c -- `parity verdicts [JOB|--latest] [--json|--csv|
+ * --markdown]` and the printer behind it (cl_verdicts.h). Each host's
+ * verdict is its own (its own samples and floor); the summary columns are
+ * the collector's vd_fleet summary. docs/commands/verdicts.md. */
+#include "cl_verdicts.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cl_conn.h"
+#include "cl_out.h"
+#include "cl_verbs.h"
+
+/* Hosts shown as columns; more are shown as rows (one per host). */
+#define S_HOST_COLUMNS 8
+
+static const char *
+s_str(const json_t *o, const char *k, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s && *s ? s : dflt;
+}
+
+/* The entry of host in a comparison's hosts, or NULL. */
+static const json_t *
+s_entry(const json_t *cmp, const char *host)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(cmp, "hosts"), i, e)
+        if (strcmp(s_str(e, "host", ""), host) == 0)
+            return e;
+    return NULL;
+}
+
+/* "loss 1.162", "no verdict", or the host's state when it has no run. */
+static void
+s_cell(char *buf, size_t len, const json_t *cmp, const json_t *host)
+{
+    const json_t *e = s_entry(cmp, s_str(host, "host", ""));
+    if (!e) {
+        const char *st = s_str(host, "state", "-");
+        snprintf(buf, len, "%s", strcmp(st, "done") == 0 ? "-" : st);
+        return;
+    }
+    const json_t *v = json_object_get(e, "verdict");
+    if (!json_is_object(v)) {
+        snprintf(buf, len, "no verdict");
+        return;
+    }
+    snprintf(buf, len, "%s %.3f", s_str(v, "outcome", "?"),
+             json_number_value(json_object_get(v, "ratio")));
+}
+
+static void
+s_arms(char *buf, size_t len, const json_t *cmp)
+{
+    snprintf(buf, len, "%s vs %s", s_str(cmp, "subject", "?"),
+             s_str(cmp, "other", "?"));
+}
+
+static void
+s_geomean(char *buf, size_t len, const json_t *sum)
+{
+    if (json_integer_value(json_object_get(sum, "hosts")) == 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.3f",
+                 json_number_value(json_object_get(sum, "geomean_ratio")));
+}
+
+static int
+s_print_markdown_row(FILE *f, const char *const *cells, size_t n)
+{
+    fputc('|', f);
+    for (size_t i = 0; i < n; i++) {
+        fputc(' ', f);
+        for (const char *p = cells[i]; *p; p++) {
+            if (*p == '|')
+                fputc('\\', f);
+            fputc(*p, f);
+        }
+        fputs(" |", f);
+    }
+    fputc('\n', f);
+    return ferror(f) ? -1 : 0;
+}
+
+static void
+s_csv_field(FILE *f, const char *s, bool last)
+{
+    if (strpbrk(s, ",\"\n")) {
+        fputc('"', f);
+        for (; *s; s++) {
+            if (*s == '"')
+                fputc('"', f);
+            fputc(*s, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(s, f);
+    }
+    fputc(last ? '\n' : ',', f);
+}
+
+static int
+s_print_csv(FILE *f, const json_t *body)
+{
+    static const char *const head[] = {
+        "job", "benchmark", "subject", "other", "host", "run_id", "outcome",
+        "ratio", "best_ratio", "tolerance", "best_tolerance", "floor_us",
+        "consensus", "geomean_ratio" };
+    const size_t n = sizeof head / sizeof *head;
+    for (size_t i = 0; i < n; i++)
+        s_csv_field(f, head[i], i + 1 == n);
+    size_t i, k;
+    json_t *cmp, *e;
+    json_array_foreach(json_object_get(body, "comparisons"), i, cmp) {
+        const json_t *sum = json_object_get(cmp, "summary");
+        char gm[32];
+        s_geomean(gm, sizeof gm, sum);
+        json_array_foreach(json_object_get(cmp, "hosts"), k, e) {
+            const json_t *v = json_object_get(e, "verdict");
+            char num[5][32];
+            const char *keys[] = { "ratio", "best_ratio", "tolerance",
+                                   "best_tolerance", "floor_us" };
+            for (int q = 0; q < 5; q++) {
+                const json_t *x = json_object_get(v, keys[q]);
+                if (json_is_number(x))
+                    snprintf(num[q], sizeof num[q], "%.17g",
+                             json_number_value(x));
+                else
+                    num[q][0] = '\0';
+            }
+            const char *row[] = {
+                s_str(body, "job", ""), s_str(cmp, "benchmark", ""),
+                s_str(cmp, "subject", ""), s_str(cmp, "other", ""),
+                s_str(e, "host", ""), s_str(e, "run_id", ""),
+                json_is_object(v) ? s_str(v, "outcome", "") : "error",
+                num[0], num[1], num[2], num[3], num[4],
+                s_str(sum, "consensus", ""), gm };
+            for (size_t c = 0; c < n; c++)
+                s_csv_field(f, row[c], c + 1 == n);
+        }
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+int
+cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
+{
+    if (format == CL_VERDICTS_JSON)
+        return cl_out_json(f, body);
+    if (format == CL_VERDICTS_CSV)
+        return s_print_csv(f, body);
+
+    const json_t *hosts = json_object_get(body, "hosts");
+    const json_t *cmps = json_object_get(body, "comparisons");
+    size_t nh = json_array_size(hosts);
+    bool columns = nh <= S_HOST_COLUMNS;
+    size_t ncols = columns ? 4 + nh : 6;
+    const char *head[CL_TABLE_COLS];
+    char cells[CL_TABLE_COLS][CL_CELL_MAX];
+    const char *row[CL_TABLE_COLS];
+    int rc = 0;
+
+    if (format == CL_VERDICTS_TABLE) {
+        char tags[CL_CELL_MAX] = "";
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(body, "tags"),  k, v) {
+            size_t used = strlen(tags);
+            snprintf(tags + used, sizeof tags - used, "%s%s=%s",
+                     used ? " " : "", k, json_string_value(v) ?
+                     json_string_value(v) : "");
+        }
+        fprintf(f, "job %s  suite %s  %s%s%s\n", s_str(body, "job", "?"),
+                s_str(body, "suite", "?"), s_str(body, "state", "?"),
+                *tags ? "  tags " : "", tags);
+    }
+    head[0] = "benchmark";
+    head[1] = "arms";
+    if (columns) {
+        for (size_t i = 0; i < nh; i++)
+            head[2 + i] = s_str(json_array_get(hosts, i), "host", "?");
+        head[2 + nh] = "geomean";
+        head[3 + nh] = "summary";
+    } else {
+        head[2] = "host";
+        head[3] = "outcome";
+        head[4] = "geomean";
+        head[5] = "summary";
+    }
+    cl_out_table_t *t = cl_out_table_new(ncols);
+    if (!t)
+        return -1;
+    if (format == CL_VERDICTS_MARKDOWN) {
+        s_print_markdown_row(f, head, ncols);
+        for (size_t i = 0; i < ncols; i++)
+            fputs(i ? "---|" : "|---|", f);
+        fputc('\n', f);
+    } else {
+        cl_out_table_add(t, head);
+    }
+    size_t i;
+    json_t *cmp;
+    json_array_foreach(cmps, i, cmp) {
+        const json_t *sum = json_object_get(cmp, "summary");
+        size_t reps = columns ? 1 : json_array_size(json_object_get(cmp,
+                                                                    "hosts"));
+        for (size_t r = 0; r < reps; r++) {
+            snprintf(cells[0], CL_CELL_MAX, "%s", s_str(cmp, "benchmark",
+                                                        "?"));
+            s_arms(cells[1], CL_CELL_MAX, cmp);
+            size_t c = 2;
+            if (columns) {
+                for (size_t h = 0; h < nh; h++, c++)
+                    s_cell(cells[c], CL_CELL_MAX, cmp,
+                           json_array_get(hosts, h));
+            } else {
+                const json_t *e = json_array_get(json_object_get(cmp,
+                                                                 "hosts"), r);
+                snprintf(cells[c++], CL_CELL_MAX, "%s", s_str(e, "host",
+                                                              "?"));
+                json_t *one = json_pack("{s:s}", "host", s_str(e, "host",
+                                                               ""));
+                s_cell(cells[c++], CL_CELL_MAX, cmp, one);
+                json_decref(one);
+            }
+            s_geomean(cells[c++], CL_CELL_MAX, sum);
+            snprintf(cells[c++], CL_CELL_MAX, "%s",
+                     s_str(sum, "consensus", "no hosts"));
+            for (size_t q = 0; q < ncols; q++)
+                row[q] = cells[q];
+            if (format == CL_VERDICTS_MARKDOWN)
+                rc |= s_print_markdown_row(f, row, ncols);
+            else
+                cl_out_table_add(t, row);
+        }
+    }
+    if (format == CL_VERDICTS_TABLE) {
+        rc |= cl_out_table_print(t, f);
+        if (json_array_size(cmps) == 0)
+            fprintf(f, "(no verdicts stored for this job yet)\n");
+        /* Hosts that have nothing to show say why. */
+        json_t *h;
+        json_array_foreach(hosts, i, h) {
+            const char *st = s_str(h, "state", "?");
+            if (strcmp(st, "done") != 0)
+                fprintf(f, "%s: %s%s%s\n", s_str(h, "host", "?"), st,
+                        *s_str(h, "reason", "") ? ": " : "",
+                        s_str(h, "reason", ""));
+        }
+        fprintf(f, "ratio = subject median / other median on that host "
+                "(below 1: the subject is faster);\neach verdict uses its "
+                "host's own samples and noise floor.\n");
+    }
+    cl_out_table_destroy(&t);
+    return rc || ferror(f) ? -1 : 0;
+}
+
+static void
+s_usage(FILE *f)
+{
+    fprintf(f, "usage: parity verdicts [JOB | --latest] [--json | --csv | "
+               "--markdown]\n                       [connection options]\n\n"
+               "Per benchmark and arm pair, one column per host with its "
+               "outcome and ratio,\nthen the cross-host summary: geometric "
+               "mean of the ratios and the consensus.\nWithout JOB: the "
+               "latest job.\n\n"
+               "  --json      the collector's answer (each host's verdict "
+               "in the spec's written form)\n"
+               "  --csv       one line per host verdict\n"
+               "  --markdown  the table as Markdown\n"
+               "Connection options as in `parity hosts --help`.\n");
+}
+
+int
+cl_verdicts_main(int argc, char **argv)
+{
+    cl_conn_opts_t co = { 0 };
+    char err[512];
+    const char *job = NULL;
+    cl_verdicts_format_t fmt = CL_VERDICTS_TABLE;
+    int formats = 0;
+    if (cl_out_wants_help(argc, argv)) {
+        s_usage(stdout);
+        return CL_EXIT_OK;
+    }
+    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
+        cl_out_error("verdicts", "%s", err);
+        return CL_EXIT_USAGE;
+    }
+    bool latest = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--json") == 0) {
+            fmt = CL_VERDICTS_JSON;
+            formats++;
+        } else if (strcmp(a, "--csv") == 0) {
+            fmt = CL_VERDICTS_CSV;
+            formats++;
+        } else if (strcmp(a, "--markdown") == 0) {
+            fmt = CL_VERDICTS_MARKDOWN;
+            formats++;
+        } else if (strcmp(a, "--latest") == 0) {
+            latest = true;
+        } else if (a[0] == '-' || job) {
+            cl_out_error("verdicts", "unexpected argument \"%s\" (parity "
+                         "verdicts --help)", a);
+            return CL_EXIT_USAGE;
+        } else {
+            job = a;
+        }
+    }
+    if (formats > 1 || (job && latest)) {
+        cl_out_error("verdicts", "%s", formats > 1 ?
+                     "give one of --json, --csv, --markdown" :
+                     "give JOB or --latest, not both");
+        return CL_EXIT_USAGE;
+    }
+    json_t *args = job ? json_pack("{s:s}", "job", job) :
+                         json_pack("{s:b}", "latest", 1);
+    json_t *body = NULL;
+    int rc = cl_conn_ask("verdicts", &co, "verdicts", args, &body);
+    json_decref(args);
+    if (rc != CL_EXIT_OK)
+        return rc;
+    rc = cl_verdicts_print(stdout, body, fmt) == 0 ? CL_EXIT_OK :
+                                                     CL_EXIT_SYSTEM;
+    json_decref(body);
+    return rc;
+}
