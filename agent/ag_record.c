@@ -17,7 +17,37 @@ struct ag_record {
     bool any_failed;
     void (*progress)(void *, const ag_progress_t *);
     void *progress_ctx;
+    /* The current benchmark's samples, kept as plain structs while it
+     * runs and turned into JSON at its end, so that recording costs next
+     * to nothing between timed runs. Error texts are copied (owned). */
+    pw_sample_t *pending;
+    size_t npending, cap;
 };
+
+/* Upper bound on one benchmark's samples: every round of the largest
+ * suite (runs + warm-ups, all arms, plus calibration). */
+#define S_MAX_PENDING \
+    ((size_t)(AG_SUITE_MAX_RUNS + AG_SUITE_MAX_WARMUP) * \
+     (AG_SUITE_MAX_ARMS + 1))
+
+static void
+s_pending_clear(ag_record_t *r)
+{
+    for (size_t i = 0; i < r->npending; i++)
+        free((char *)r->pending[i].error);
+    r->npending = 0;
+}
+
+/* Move the pending samples into the benchmark's JSON. */
+static int
+s_flush(ag_record_t *r)
+{
+    int rc = 0;
+    for (size_t i = 0; i < r->npending && rc == 0; i++)
+        rc = pw_results_add_sample(r->bench, &r->pending[i]);
+    s_pending_clear(r);
+    return rc;
+}
 
 static int64_t
 s_unix_us(void)
@@ -50,6 +80,8 @@ ag_record_destroy(ag_record_t **rp)
     if (!rp || !*rp)
         return;
     json_decref((*rp)->doc);
+    s_pending_clear(*rp);
+    free((*rp)->pending);
     free(*rp);
     *rp = NULL;
 }
@@ -102,9 +134,24 @@ s_on_sample(void *ctx, const ag_sample_t *s)
         .wall_us = s->wall_us, .user_us = s->user_us, .sys_us = s->sys_us,
         .maxrss_kb = s->maxrss_kb, .exit_status = s->exit_status,
         .term_signal = s->term_signal, .cpu = s->cpu,
-        .start_unix_us = s->start_unix_us, .error = s->error,
+        .start_unix_us = s->start_unix_us, .error = NULL,
     };
-    return pw_results_add_sample(r->bench, &p);
+    if (r->npending == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 1024;
+        if (cap > S_MAX_PENDING)
+            cap = S_MAX_PENDING;
+        if (cap <= r->npending)
+            return -1;
+        pw_sample_t *n = realloc(r->pending, cap * sizeof *n);
+        if (!n)
+            return -1;
+        r->pending = n;
+        r->cap = cap;
+    }
+    if (s->error && !(p.error = strdup(s->error)))
+        return -1;
+    r->pending[r->npending++] = p;
+    return 0;
 }
 
 static void
@@ -121,6 +168,8 @@ s_on_run_end(void *ctx, const ag_run_end_t *e)
     ag_record_t *r = ctx;
     if (e->status == AG_RUN_FAILED)
         r->any_failed = true;
+    if (s_flush(r) != 0)
+        return -1;
     json_object_set_new(r->bench, "harness_overhead",
                         json_pack("{s:f,s:f,s:f}",
                                   "between_runs_cpu_us", e->between_cpu_us,
