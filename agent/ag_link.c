@@ -136,9 +136,14 @@ s_send_heartbeat(ag_link_t *l)
 {
     uint8_t buf[S_HB_BUF];
     size_t len = 0;
+    char state[sizeof l->state], job[sizeof l->job_id];
+    pthread_mutex_lock(&l->stats_lock);   /* set by the job thread */
+    memcpy(state, l->state, sizeof state);
+    memcpy(job, l->job_id, sizeof job);
+    pthread_mutex_unlock(&l->stats_lock);
     if (pw_wire_pack_heartbeat(s_unix_us(),
                                (uint32_t)ag_spool_count(l->spool),
-                               l->state, l->job_id, buf, sizeof buf, &len)
+                               state, job, buf, sizeof buf, &len)
         == PW_WIRE_OK)
         s_send(l, buf, len);
 }
@@ -479,8 +484,10 @@ ag_link_set_hello(ag_link_t *l, const uint8_t *env, size_t len)
 void
 ag_link_set_state(ag_link_t *l, const char *state, const char *job_id)
 {
+    pthread_mutex_lock(&l->stats_lock);
     snprintf(l->state, sizeof l->state, "%s", state ? state : "idle");
     snprintf(l->job_id, sizeof l->job_id, "%s", job_id ? job_id : "");
+    pthread_mutex_unlock(&l->stats_lock);
 }
 
 int

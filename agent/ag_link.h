@@ -13,7 +13,8 @@
  * doubling to 16 s, times a factor in [0.5, 1.5)).
  *
  * Threads: a link belongs to one thread (the one calling ag_link_tick);
- * only the spool it reads is shared. ag_link_status() is the exception.
+ * only the spool it reads is shared. ag_link_stats() and
+ * ag_link_set_state() may be called from any thread.
  *
  * Ownership: ag_link_new() returns a link the caller owns (free with
  * ag_link_destroy()); it borrows the spool, which must outlive it. The

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #define S_MAGIC       "PSPOOL1\n"
 #define S_HEADER      24u
 #define S_SEQ_FILE    "next-seq"
+#define S_LOCK_FILE   "lock"
 #define S_CORRUPT_DIR "corrupt"
 #define S_PATH_MAX    4096u
 #define S_SEQ_DIGITS  20
@@ -34,6 +36,7 @@ struct ag_spool {
     pthread_mutex_t lock;
     char *dir;
     int dir_fd;
+    int lock_fd;               /* flock'd: one process per spool */
     uint64_t max_bytes;
     uint32_t max_messages;
     s_entry_t *entries;        /* sorted by seq */
@@ -480,6 +483,7 @@ ag_spool_open(const char *dir, const ag_spool_limits_t *limits,
     }
     pthread_mutex_init(&sp->lock, NULL);
     sp->dir_fd = -1;
+    sp->lock_fd = -1;
     sp->dir = strdup(dir);
     if (!sp->dir) {
         s_err(err, errlen, "strdup: out of memory");
@@ -492,6 +496,20 @@ ag_spool_open(const char *dir, const ag_spool_limits_t *limits,
     sp->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sp->dir_fd < 0) {
         s_err(err, errlen, "open %s: %s", dir, strerror(errno));
+        goto fail;
+    }
+    /* Two processes on one spool would hand out the same seqs and delete
+     * each other's messages. */
+    sp->lock_fd = openat(sp->dir_fd, S_LOCK_FILE, O_RDWR | O_CREAT |
+                         O_CLOEXEC, 0600);
+    if (sp->lock_fd < 0) {
+        s_err(err, errlen, "open %s/%s: %s", dir, S_LOCK_FILE,
+              strerror(errno));
+        goto fail;
+    }
+    if (flock(sp->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        s_err(err, errlen, "spool %s is in use by another process "
+              "(flock %s/%s: %s)", dir, dir, S_LOCK_FILE, strerror(errno));
         goto fail;
     }
     if (s_scan(sp, err, errlen) != AG_SPOOL_OK)
@@ -509,6 +527,8 @@ ag_spool_destroy(ag_spool_t **spp)
     if (!spp || !*spp)
         return;
     ag_spool_t *sp = *spp;
+    if (sp->lock_fd >= 0)
+        close(sp->lock_fd);   /* releases the flock */
     if (sp->dir_fd >= 0)
         close(sp->dir_fd);
     for (size_t i = 0; i < sp->problem_count; i++)
@@ -733,7 +753,8 @@ s_state_name_ok(const char *name)
 {
     size_t n = strlen(name);
     if (n == 0 || n > 64 || s_ends_with(name, ".msg")
-        || s_ends_with(name, ".tmp") || strcmp(name, S_SEQ_FILE) == 0)
+        || s_ends_with(name, ".tmp") || strcmp(name, S_SEQ_FILE) == 0
+        || strcmp(name, S_LOCK_FILE) == 0)
         return false;
     for (size_t i = 0; i < n; i++)
         if (!((name[i] >= 'a' && name[i] <= 'z')

@@ -19,6 +19,10 @@
  * are moved into DIR/corrupt/ and reported (file name and reason) through
  * ag_spool_problem(); they never stop the spool.
  *
+ * One process at a time: ag_spool_open() takes an flock on DIR/lock and
+ * fails with "spool DIR is in use by another process" while another
+ * process (or another open in this one) holds it.
+ *
  * Thread safety: every function takes the spool's own mutex, so a
  * measuring thread may append while the network thread reads and removes.
  *

@@ -111,7 +111,13 @@ ok(rc == 2 and "no secret key" in err,
 p = subprocess.Popen([AGENT] + base + ["--heartbeat-ms", "100"],
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                      text=True)
-time.sleep(1.5)
+time.sleep(1.0)
+rc, out, err = run(base)
+ok(rc == 2 and "spool %s is in use by another process" % SP in err,
+   "a second agent on the same spool is refused: %s"
+   % err.strip().splitlines()[-1].replace(root, "T") if err.strip()
+   else "(no stderr)")
+time.sleep(0.5)
 p.send_signal(signal.SIGTERM)
 try:
     out, err = p.communicate(timeout=20)

@@ -99,8 +99,15 @@ test_order_and_remove(void)
     ok(ag_spool_append(sp, 999999, "x", 1, false, err, sizeof err)
        == AG_SPOOL_ERR && strstr(err, "not taken"),
        "a seq never taken is refused: %s", err);
+    ag_spool_t *second = NULL;
+    ok(ag_spool_open(dir, NULL, &second, err, sizeof err) == AG_SPOOL_ERR
+       && second == NULL && strstr(err, "is in use by another process"),
+       "a second open of a spool in use is refused: %s", err);
     ag_spool_destroy(&sp);
     ok(sp == NULL, "destroy clears the pointer");
+    ok(ag_spool_open(dir, NULL, &second, err, sizeof err) == AG_SPOOL_OK,
+       "after destroy the spool opens again");
+    ag_spool_destroy(&second);
     ag_spool_destroy(&sp);
     ok(1, "destroy accepts NULL");
 }
