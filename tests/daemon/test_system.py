@@ -16,6 +16,9 @@ Cases (one meson test each, so two can run at once):
                 stored incomplete with its reason; spooled batches arrive
   wrong-key     the agent pins a wrong collector key: nothing stored, the
                 agent says how many messages remain spooled
+  job           `parity run SUITE --wait` through the collector to a
+                daemon: the job is done, its run stored with job id and
+                tags, and a suite the agent did not list is not offered
 
 Environment: PARITY_BUILD_DIR (default: from meson), PARITY_PG_BINDIR.
 """
@@ -108,7 +111,11 @@ class World:
         self.keygen("collector")
         self.keygen("agent")
         self.keygen("impostor")
+        self.keygen("admin")
         shutil.copy(os.path.join(self.keys, "agent"), self.allow)
+        self.admin = os.path.join(self.root, "admin")
+        os.makedirs(self.admin)
+        shutil.copy(os.path.join(self.keys, "admin"), self.admin)
 
     def keygen(self, name):
         path = os.path.join(self.keys, name)
@@ -131,7 +138,7 @@ class World:
             [COLLECTOR, "--data-dir", self.data, "--bind",
              "tcp://127.0.0.1:%d" % self.port, "--key",
              self.key("collector") + "_secret", "--allow", self.allow,
-             "--heartbeat-ms", "500"],
+             "--admin", self.admin, "--heartbeat-ms", "500"],
             stdout=self.collector_log, stderr=self.collector_log)
         # Ready when its port accepts TCP (after migrations and bind).
         end = time.time() + 60
@@ -454,7 +461,48 @@ def case_wrong_key(w):
               "FROM calibrations)") == "0", "nothing is stored")
 
 
+def case_job(w):
+    w.write_suite(runs=5)
+    w.start_collector()
+    daemon = w.agent_daemon()
+    conn = ["--collector", w.endpoint, "--collector-key",
+            w.key("collector"), "--key", w.key("admin") + "_secret"]
+    # Wait for the daemon's Hello (its suites) to be stored.
+    ok(w.wait_for("SELECT count(*) FROM suites WHERE name = 'e2e'", "1", 30)
+       == "1", "the daemon's Hello listed its suite e2e")
+    r = subprocess.run([PARITY, "run", "e2e", "--tag", "commit=abc123",
+                        "--label", "sys-job", "--wait"] + conn,
+                       capture_output=True, text=True, timeout=90)
+    ok(r.returncode == 0, "parity run e2e --wait exits 0 (%d: %s)"
+       % (r.returncode, (r.stderr or r.stdout).strip()[-300:]))
+    row = w.psql("SELECT r.status, r.job_id <> '', r.label, "
+                 "r.tags->>'commit', (SELECT count(*) FROM samples s WHERE "
+                 "s.run = r.id), r.samples FROM runs r")
+    f = row.split("|") if row else []
+    ok(len(f) == 6 and f[0] == "complete" and f[1] == "t",
+       "the job's run is stored complete with its job id (%s)" % row)
+    ok(len(f) == 6 and f[2] == "sys-job" and f[3] == "abc123",
+       "label and tags of the job are kept with the run (%s)" % row)
+    ok(len(f) == 6 and f[4] == f[5] and int(f[4]) > 0,
+       "all the run's samples are stored (%s)" % row)
+    r = subprocess.run([PARITY, "run", "not-on-this-agent"] + conn,
+                       capture_output=True, text=True, timeout=30)
+    ok(r.returncode != 0,
+       "a suite no host listed is not run (%d: %s)"
+       % (r.returncode, (r.stderr or r.stdout).strip()[-200:]))
+    time.sleep(1)
+    ok(w.psql("SELECT count(*) FROM runs") == "1", "no second run appeared")
+    daemon.send_signal(signal.SIGTERM)
+    try:
+        daemon.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+    ok(daemon.returncode == 0, "the daemon exits 0 on SIGTERM")
+
+
 CASES = {
+    "job": case_job,
     "complete": case_complete,
     "collector-kill": case_collector_kill,
     "pg-stop": case_pg_stop,
