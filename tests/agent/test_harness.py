@@ -381,13 +381,18 @@ benchmarks:
     warmup: 0
     cpus: [1]
     arms:
-      - {name: a, command: [%(prog)s, spin, "2000"]}
-      - {name: b, command: [%(prog)s, spin, "2000"]}
-""" % {"prog": q(PROG)})
+      - {name: a, command: [%(prog)s, cpus, %(f)s]}
+      - {name: b, command: [%(prog)s, cpus, %(f)s]}
+""" % {"prog": q(PROG), "f": q(path("cpus.txt"))})
     r, doc = agent_run(p)
     cpus = {s["cpu"] for s in doc["benchmarks"][0]["samples"]}
-    ok(cpus == {1}, "cpus: [1] pins every run, calibration too", cpus)
+    ok(cpus == {1}, "cpus: [1]: every run, calibration too, recorded on 1",
+       cpus)
+    allowed = open(path("cpus.txt")).read().split()
+    ok(allowed == ["1"] * 12, "and each process could run only on CPU 1",
+       allowed)
 else:
+    ok(True, "# SKIP one CPU: pinning not testable")
     ok(True, "# SKIP one CPU: pinning not testable")
 
 # --- --only, --runs, --warmup ----------------------------------------------

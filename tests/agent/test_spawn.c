@@ -48,6 +48,7 @@ main(int argc, char **argv)
 {
     ag_spawn_result_t res;
     char err[512];
+    int rc;
     if (argc < 2) {
         printf("Bail out! usage: test-agent-spawn PARITY_TESTPROG\n");
         return 1;
@@ -76,10 +77,14 @@ main(int argc, char **argv)
     ok(res.thread_cpu_after_us >= res.thread_cpu_before_us,
        "thread CPU read around the window");
 
-    const char *spin[] = { s_prog, "spin", "30000", NULL };
-    ok(s_run(spin, 0, &res, err, sizeof err) == AG_SPAWN_OK &&
-       res.user_us + res.sys_us > 15000 && res.wall_us >= 30000,
-       "spin 30 ms: CPU time recorded (%.0f us user)", res.user_us);
+    /* On a loaded VM a spinning child may get much less CPU than wall
+     * time (steal), so the bound is loose: a tenth. */
+    const char *spin[] = { s_prog, "spin", "100000", NULL };
+    rc = s_run(spin, 0, &res, err, sizeof err);
+    ok(rc == AG_SPAWN_OK &&
+       res.user_us + res.sys_us > 10000 && res.wall_us >= 100000,
+       "spin 100 ms: CPU time recorded (%.0f us user, %.0f us sys)",
+       res.user_us, res.sys_us);
 
     const char *ex[] = { s_prog, "exit", "7", NULL };
     ok(s_run(ex, 0, &res, err, sizeof err) == AG_SPAWN_OK &&
@@ -139,7 +144,7 @@ main(int argc, char **argv)
     req.cancel_fd = efd;
     pthread_create(&th, NULL, s_cancel_later, &efd);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = ag_spawn_run(&req, &res, err, sizeof err);
+    rc = ag_spawn_run(&req, &res, err, sizeof err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     pthread_join(th, NULL);
     took = (double)(t1.tv_sec - t0.tv_sec) +
@@ -190,13 +195,27 @@ main(int argc, char **argv)
         if (CPU_ISSET(c, &mine))
             last = c;
     int cpus[1] = { last };
-    const char *sp[] = { s_prog, "spin", "20000", NULL };
+    char cpufile[] = "/tmp/parity-spawn-cpus-XXXXXX";
+    close(mkstemp(cpufile));
+    const char *sp[] = { s_prog, "cpus", cpufile, NULL };
     ag_spawn_req_init(&req);
     req.argv = sp;
     req.cpus = cpus;
     req.cpu_count = 1;
-    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK &&
-       res.cpu == last, "pinned to CPU %d, ended on %d", last, res.cpu);
+    rc = ag_spawn_run(&req, &res, err, sizeof err);
+    f = fopen(cpufile, "r");
+    char allowed[64] = "";
+    if (f) {
+        if (!fgets(allowed, sizeof allowed, f))
+            allowed[0] = '\0';
+        fclose(f);
+    }
+    unlink(cpufile);
+    char want_cpus[32];
+    snprintf(want_cpus, sizeof want_cpus, "%d\n", last);
+    ok(rc == AG_SPAWN_OK && res.cpu == last, "pinned to CPU %d, ended on %d",
+       last, res.cpu);
+    ok_str(allowed, want_cpus, "the child itself may run only there");
     cpu_set_t after;
     sched_getaffinity(0, sizeof after, &after);
     ok(CPU_EQUAL(&mine, &after), "the caller's affinity is restored");

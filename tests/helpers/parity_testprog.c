@@ -12,6 +12,7 @@
  *   append FILE TEXT  append TEXT and a newline to FILE (O_APPEND)
  *   stderr TEXT       write TEXT and a newline to stderr
  *   env NAME          print NAME's value (or "(unset)") on stdout
+ *   cpus FILE         append the CPUs it may run on ("0,1") to FILE
  *   hang              wait forever
  *   hang-tree FILE    fork a child that writes its pid to FILE and waits
  *                     forever, then wait forever too
@@ -19,6 +20,7 @@
  * Exit status 0 at the end of the operations; 100 on a usage error.
  */
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +94,18 @@ main(int argc, char **argv)
         } else if (strcmp(op, "env") == 0 && arg) {
             const char *v = getenv(arg);
             printf("%s\n", v ? v : "(unset)");
+            i++;
+        } else if (strcmp(op, "cpus") == 0 && arg) {
+            cpu_set_t set;
+            char list[4096] = "";
+            size_t len = 0;
+            if (sched_getaffinity(0, sizeof set, &set) != 0)
+                return s_usage("sched_getaffinity failed");
+            for (int c = 0; c < CPU_SETSIZE && len + 8 < sizeof list; c++)
+                if (CPU_ISSET(c, &set))
+                    len += (size_t)snprintf(list + len, sizeof list - len,
+                                            "%s%d", len ? "," : "", c);
+            s_append(arg, list);
             i++;
         } else if (strcmp(op, "hang") == 0) {
             for (;;)
