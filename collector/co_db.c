@@ -68,6 +68,13 @@ s_fail(co_db_t *db, PGresult *r, const char *what, char *err, size_t errlen)
     return CO_DB_FAIL;
 }
 
+static void
+s_quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
 co_db_t *
 co_db_new(const char *conninfo)
 {
@@ -123,7 +130,7 @@ co_db_connect(co_db_t *db, char *err, size_t errlen)
     }
     /* Quiet NOTICEs (e.g. "relation exists, skipping") would go to stderr
      * and break the one-line-per-event log. */
-    PQsetNoticeProcessor(db->conn, NULL, NULL);
+    PQsetNoticeProcessor(db->conn, s_quiet, NULL);
     PGresult *r = PQexec(db->conn, "SET synchronous_commit = on");
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);

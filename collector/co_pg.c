@@ -286,6 +286,23 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
             s_err(err, errlen, "chmod o+x %s: %s", abs, strerror(errno));
             goto fail;
         }
+        /* Every ancestor must let the postgres user through; changing
+         * modes above the data dir is not ours to do, so say which. */
+        char up[PATH_MAX];
+        snprintf(up, sizeof up, "%s", abs);
+        char *slash;
+        while ((slash = strrchr(up, '/')) != NULL && slash != up) {
+            *slash = '\0';
+            if (stat(up, &st) == 0 && st.st_uid != pw->pw_uid
+                && (st.st_mode & 0001) == 0
+                && !(st.st_gid == pw->pw_gid && (st.st_mode & 0010))) {
+                s_err(err, errlen, "data dir %s: the postgres user cannot "
+                      "reach it: %s is mode %04o (chmod o+x %s, or choose "
+                      "another --data-dir)", abs, up,
+                      (unsigned)(st.st_mode & 07777), up);
+                goto fail;
+            }
+        }
         /* The log file is written by tools running as postgres. */
         int fd = open(pg->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {

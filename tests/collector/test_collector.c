@@ -1,0 +1,648 @@
+/* test_collector.c -- parity-collector against its own private PostgreSQL,
+ * over real CURVE sockets on 127.0.0.1. One collector serves every check;
+ * a second start on the same data dir checks reuse and re-migration.
+ *
+ *   test-collector PATH/TO/parity-collector
+ */
+#include <dirent.h>
+#include <glob.h>
+#include <math.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "co_client.h"
+#include "tap.h"
+#include "vd_verdict.h"
+
+#define N_MEASURED 60          /* per arm */
+#define N_WARMUP 3             /* per arm */
+#define N_ROUND_CAL 40         /* CALIBRATION samples in the batches */
+#define N_CAL 200              /* samples of the Calibration message */
+#define INJECT "'); DROP TABLE runs; --"
+
+static char s_dir[256];
+static char s_conninfo[512];
+static PGconn *s_pg;
+
+static long
+s_sql_long(const char *sql)
+{
+    PGresult *r = PQexec(s_pg, sql);
+    long v = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        v = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    else
+        tap_diag("sql %s: %s", sql, PQerrorMessage(s_pg));
+    PQclear(r);
+    return v;
+}
+
+static json_t *
+s_stats(void *s)
+{
+    static uint64_t id = 100;
+    Parity__Envelope *e = cc_request(s, ++id, "stats", 3000);
+    json_t *j = NULL;
+    if (e && e->reply->status == 0)
+        j = json_loads(e->reply->body_json, 0, NULL);
+    pw_wire_free(&e);
+    return j;
+}
+
+static long
+s_counter(void *s, const char *name)
+{
+    json_t *j = s_stats(s);
+    long v = j ? (long)json_integer_value(json_object_get(j, name)) : -1;
+    json_decref(j);
+    return v;
+}
+
+/* Deterministic sample values: two clouds about 10 % apart. */
+static double
+s_wall(unsigned arm, unsigned i)
+{
+    return arm == 0 ? 1000.0 + (double)((i * 37) % 50) + 0.25
+                    : 1100.0 + (double)((i * 53) % 60) + 0.5;
+}
+
+static double
+s_cal(unsigned i)
+{
+    return 500.0 + (double)((i * 7) % 40) + 0.125;
+}
+
+typedef struct {
+    Parity__Sample s[512];
+    Parity__Sample *ps[512];
+    size_t n;
+} s_batch_t;
+
+static void
+s_add(s_batch_t *b, Parity__SampleKind kind, unsigned arm, unsigned round,
+      double wall, int64_t start)
+{
+    Parity__Sample *x = &b->s[b->n];
+    parity__sample__init(x);
+    x->kind = kind;
+    x->arm = arm;
+    x->round = round;
+    x->position = arm;
+    x->wall_us = wall;
+    x->user_us = wall / 3;
+    x->sys_us = wall / 5;
+    x->maxrss_kb = 1234;
+    x->cpu = 1;
+    x->start_unix_us = start;
+    x->error = kind == PARITY__SAMPLE_KIND__ERROR ? "exit status 3\t\"x\"\n"
+                                                  : "";
+    x->exit_status = kind == PARITY__SAMPLE_KIND__ERROR ? 3 : 0;
+    b->ps[b->n] = x;
+    b->n++;
+}
+
+static int
+s_send_batch(void *s, uint64_t seq, const char *run, unsigned batch_seq,
+             s_batch_t *b)
+{
+    Parity__Envelope env;
+    Parity__SampleBatch sb = PARITY__SAMPLE_BATCH__INIT;
+    sb.run_id = (char *)run;
+    sb.batch_seq = batch_seq;
+    sb.n_samples = b->n;
+    sb.samples = b->ps;
+    pw_wire_init(&env, seq);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &sb);
+    return cc_send(s, &env);
+}
+
+static int
+s_send_run_start(void *s, uint64_t seq, const char *run, const char *bench)
+{
+    Parity__Envelope env;
+    Parity__RunStart rs = PARITY__RUN_START__INIT;
+    Parity__Arm a0 = PARITY__ARM__INIT, a1 = PARITY__ARM__INIT;
+    Parity__Arm *arms[] = { &a0, &a1 };
+    char *argv0[] = { "./new", "--fast" };
+    a0.name = "new";
+    a0.subject = 1;
+    a0.n_argv = 2;
+    a0.argv = argv0;
+    a1.name = "old";
+    a1.shell = "./old | cat";
+    rs.run_id = (char *)run;
+    rs.suite = "suite1";
+    rs.benchmark = (char *)bench;
+    rs.n_arms = 2;
+    rs.arms = arms;
+    rs.runs = N_MEASURED;
+    rs.warmup = N_WARMUP;
+    rs.started_at_us = cc_unix_us();
+    rs.environment_json = "{\"os\":\"linux\"}";
+    pw_wire_init(&env, seq);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_START, &rs);
+    return cc_send(s, &env);
+}
+
+static int
+s_send_run_end(void *s, uint64_t seq, const char *run, unsigned batches,
+               uint64_t samples)
+{
+    Parity__Envelope env;
+    Parity__RunEnd re = PARITY__RUN_END__INIT;
+    re.run_id = (char *)run;
+    re.status = PARITY__RUN_STATUS__COMPLETE;
+    re.batches = batches;
+    re.samples = samples;
+    re.ended_at_us = cc_unix_us() + 1000000;
+    pw_wire_init(&env, seq);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_END, &re);
+    return cc_send(s, &env);
+}
+
+static void
+s_pg_bin(char *out, size_t len, const char *tool)
+{
+    glob_t g;
+    snprintf(out, len, "%s", tool);
+    if (glob("/usr/lib/postgresql/*/bin/pg_ctl", 0, NULL, &g) == 0
+        && g.gl_pathc > 0) {
+        snprintf(out, len, "%s", g.gl_pathv[g.gl_pathc - 1]);
+        char *slash = strrchr(out, '/');
+        if (slash)
+            snprintf(slash + 1, len - (size_t)(slash + 1 - out), "%s", tool);
+    }
+    globfree(&g);
+}
+
+/* pg_ctl on the collector's private cluster, as the cluster's owner. */
+static int
+s_pg_ctl(const char *action)
+{
+    char bin[512], cmd[1400];
+    s_pg_bin(bin, sizeof bin, "pg_ctl");
+    snprintf(cmd, sizeof cmd, "%s %s -D %s/data/pg -l %s/data/pg.log -w "
+             "-m fast %s >/dev/null 2>&1",
+             geteuid() == 0 ? "runuser -u postgres --" : "", bin, s_dir,
+             s_dir, action);
+    return system(cmd);
+}
+
+static bool
+s_pg_running(void)
+{
+    return s_pg_ctl("status") == 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test-collector PATH/TO/parity-collector\n");
+        return 2;
+    }
+    const char *exe = argv[1];
+    char path[700], keyfile[600], allow[600], datadir[600], logp[600];
+    cc_collector_t col;
+
+    snprintf(s_dir, sizeof s_dir, "/tmp/parity-co-XXXXXX");
+    if (!mkdtemp(s_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    snprintf(allow, sizeof allow, "%s/allow", s_dir);
+    snprintf(datadir, sizeof datadir, "%s/data", s_dir);
+    snprintf(logp, sizeof logp, "%s/collector.log", s_dir);
+    snprintf(keyfile, sizeof keyfile, "%s/collector", s_dir);
+    mkdir(allow, 0755);
+
+    zcert_t *server = zcert_new(), *agent = zcert_new(), *rogue = zcert_new();
+    zcert_t *agent2 = zcert_new();
+    zcert_save(server, keyfile);
+    snprintf(path, sizeof path, "%s/agent", allow);
+    zcert_save_public(agent, path);
+    snprintf(path, sizeof path, "%s/agent2", allow);
+    zcert_save_public(agent2, path);
+    snprintf(keyfile, sizeof keyfile, "%s/collector_secret", s_dir);
+
+    char *cargv[] = { (char *)exe, "--bind", "tcp://127.0.0.1:0", "--key",
+                      keyfile, "--allow", allow, "--data-dir", datadir,
+                      "--heartbeat-ms", "200", NULL };
+    /* As root the server runs as postgres, which must reach data/. */
+    chmod(s_dir, 0711);
+    if (!ok(cc_collector_start(&col, cargv, logp, 60000) == 0,
+            "collector starts with a new private cluster (endpoint %s)",
+            col.endpoint)) {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "sed 's/^/# /' %s", logp);
+        if (system(cmd) != 0)
+            tap_diag("no log");
+        printf("Bail out! collector did not start\n");
+        return 1;
+    }
+    ok(strcmp(col.public_key, zcert_public_txt(server)) == 0,
+       "it logs the public key of --key");
+
+    snprintf(s_conninfo, sizeof s_conninfo,
+             "host=%s/data/pg dbname=parity user=parity", s_dir);
+    s_pg = PQconnectdb(s_conninfo);
+    ok(PQstatus(s_pg) == CONNECTION_OK, "psql-style access to the "
+       "collector's database through DATA_DIR/pg");
+    long version = s_sql_long("SELECT max(version) FROM schema_version");
+    char want[64];
+    snprintf(want, sizeof want, "migrations_applied=%ld schema_version=%ld",
+             version, version);
+    ok(version >= 1 && cc_log_has(logp, "event=db_up", want),
+       "first start applies every migration (%s)", want);
+    ok(s_sql_long("SELECT count(*) FROM schema_version") == version,
+       "one schema_version row per migration");
+
+    void *ctx = zmq_ctx_new();
+    void *s = cc_dealer(ctx, col.endpoint, agent, col.public_key);
+
+    /* ---- a run, end to end ------------------------------------------ */
+    ok(cc_hello(s, "host-1") == 0 && cc_wait_ack(s, 0, 5000),
+       "Hello is answered with Ack{0}");
+    ok(s_sql_long("SELECT count(*) FROM hosts WHERE online") == 1,
+       "the host is stored online");
+    {
+        char q[512];
+        snprintf(q, sizeof q, "SELECT count(*) FROM hosts WHERE public_key "
+                 "= '%s' AND name = 'host-1'", zcert_public_txt(agent));
+        ok(s_sql_long(q) == 1, "the host is keyed by its CURVE public key");
+    }
+
+    uint64_t seq = 0;
+    Parity__Envelope env;
+    Parity__Calibration cal = PARITY__CALIBRATION__INIT;
+    double calw[N_CAL];
+    for (unsigned i = 0; i < N_CAL; i++)
+        calw[i] = s_cal(i);
+    cal.calibration_id = "cal-1";
+    cal.n_wall_us = N_CAL;
+    cal.wall_us = calw;
+    cal.taken_at_us = cc_unix_us() - 1000000;
+    pw_wire_init(&env, ++seq);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_CALIBRATION, &cal);
+    ok(cc_send(s, &env) == 0 && cc_wait_ack(s, seq, 5000),
+       "Calibration acked");
+    ok(cc_send(s, &env) == 0 && cc_wait_ack(s, seq, 5000)
+       && s_sql_long("SELECT count(*) FROM calibration_samples") == N_CAL,
+       "Calibration resent: acked again, still %d samples", N_CAL);
+
+    const char *run = "run-0001";
+    ok(s_send_run_start(s, ++seq, run, INJECT) == 0
+       && cc_wait_ack(s, seq, 5000), "RunStart acked");
+
+    /* Three batches: warmups, rounds of (subject, other, calibration),
+     * and two ERROR samples. */
+    static s_batch_t b[3];
+    int64_t t0 = cc_unix_us();
+    unsigned total = 0;
+    for (unsigned a = 0; a < 2; a++)
+        for (unsigned i = 0; i < N_WARMUP; i++)
+            s_add(&b[0], PARITY__SAMPLE_KIND__WARMUP, a, i, 5000.0, t0);
+    for (unsigned r = 0; r < N_MEASURED; r++) {
+        s_batch_t *bb = &b[r < N_MEASURED / 2 ? 1 : 2];
+        s_add(bb, PARITY__SAMPLE_KIND__MEASURED, 0, r, s_wall(0, r), t0 + r);
+        s_add(bb, PARITY__SAMPLE_KIND__MEASURED, 1, r, s_wall(1, r), t0 + r);
+        if (r < N_ROUND_CAL)
+            s_add(bb, PARITY__SAMPLE_KIND__CALIBRATION, 0, r,
+                  s_cal(r + 1000), t0 + r);
+    }
+    s_add(&b[2], PARITY__SAMPLE_KIND__ERROR, 1, 99, 7.0, t0);
+    s_add(&b[2], PARITY__SAMPLE_KIND__ERROR, 0, 99, 8.0, t0);
+    for (unsigned k = 0; k < 3; k++)
+        total += (unsigned)b[k].n;
+
+    /* RunEnd before its batches is not acked (silence, not an Error). */
+    uint64_t early = ++seq;
+    ok(s_send_run_end(s, early, run, 3, total) == 0
+       && !cc_wait_ack(s, early, 700),
+       "RunEnd before its batches: no ack");
+    bool all = true;
+    for (unsigned k = 0; k < 3; k++) {
+        ++seq;
+        all = all && s_send_batch(s, seq, run, k, &b[k]) == 0
+              && cc_wait_ack(s, seq, 5000);
+    }
+    ok(all, "3 batches acked");
+    ok(s_sql_long("SELECT count(*) FROM samples") == (long)total,
+       "%u samples stored", total);
+    ok(s_send_batch(s, ++seq, run, 1, &b[1]) == 0 && cc_wait_ack(s, seq, 5000)
+       && s_sql_long("SELECT count(*) FROM samples") == (long)total
+       && s_sql_long("SELECT count(*) FROM batches") == 3,
+       "batch 1 resent: acked, nothing changed");
+    ok(s_sql_long("SELECT count(*) FROM samples WHERE kind = 3 AND error = "
+                  "E'exit status 3\\t\"x\"\\n' AND exit_status = 3") == 2,
+       "ERROR samples keep their reason text verbatim");
+    ok(s_sql_long("SELECT count(*) FROM samples WHERE maxrss_kb = 1234 AND "
+                  "cpu = 1 AND user_us > 0 AND sys_us > 0") == (long)total,
+       "every harness field is stored");
+
+    ok(s_send_run_end(s, ++seq, run, 3, total) == 0
+       && cc_wait_ack(s, seq, 5000), "RunEnd acked once its batches are in");
+    ok(s_send_run_end(s, early, run, 3, total) == 0
+       && cc_wait_ack(s, early, 5000)
+       && s_sql_long("SELECT count(*) FROM verdicts") == 1,
+       "the early RunEnd resent: acked as a duplicate, one verdict");
+
+    /* The stored verdict equals vd_compare on the same samples. */
+    double A[N_MEASURED], B[N_MEASURED], C[N_CAL + N_ROUND_CAL];
+    for (unsigned i = 0; i < N_MEASURED; i++) {
+        A[i] = s_wall(0, i);
+        B[i] = s_wall(1, i);
+    }
+    for (unsigned i = 0; i < N_CAL; i++)
+        C[i] = s_cal(i);
+    for (unsigned i = 0; i < N_ROUND_CAL; i++)
+        C[N_CAL + i] = s_cal(i + 1000);
+    double floor_us;
+    bool is_default;
+    char verr[256];
+    vd_params_t vp;
+    vd_verdict_t v;
+    vd_floor(C, N_CAL + N_ROUND_CAL, &floor_us, &is_default, verr,
+             sizeof verr);
+    vd_params_default(&vp);
+    vp.floor_us = floor_us;
+    vp.floor_is_default = is_default;
+    ok(vd_compare(A, N_MEASURED, B, N_MEASURED, &vp, &v, verr, sizeof verr)
+       == VD_OK, "vd_compare on the same samples");
+    PGresult *r = PQexec(s_pg, "SELECT outcome, ratio, best_ratio, tolerance, "
+        "noise, best_tolerance, floor_us, floor_is_default, floor_samples, "
+        "parity, n_subject, n_other, other_name, verdict_json FROM verdicts");
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1,
+       "one verdict stored (subject new vs old)");
+    if (PQntuples(r) == 1) {
+        ok_str(PQgetvalue(r, 0, 0), vd_outcome_name(v.outcome),
+               "outcome %s", vd_outcome_name(v.outcome));
+        ok(strtod(PQgetvalue(r, 0, 1), NULL) == v.ratio
+           && strtod(PQgetvalue(r, 0, 2), NULL) == v.best_ratio
+           && strtod(PQgetvalue(r, 0, 3), NULL) == v.tolerance
+           && strtod(PQgetvalue(r, 0, 4), NULL) == v.noise
+           && strtod(PQgetvalue(r, 0, 5), NULL) == v.best_tolerance,
+           "ratio, best_ratio, tolerance, noise, best_tolerance are "
+           "bit-identical (ratio %.6f)", v.ratio);
+        ok(strtod(PQgetvalue(r, 0, 6), NULL) == floor_us
+           && strcmp(PQgetvalue(r, 0, 7), "f") == 0
+           && atoi(PQgetvalue(r, 0, 8)) == N_CAL + N_ROUND_CAL,
+           "floor %.4f us from the host's %d calibration samples, not the "
+           "default", floor_us, N_CAL + N_ROUND_CAL);
+        ok(strtod(PQgetvalue(r, 0, 9), NULL) == 0.04
+           && atoi(PQgetvalue(r, 0, 10)) == N_MEASURED
+           && atoi(PQgetvalue(r, 0, 11)) == N_MEASURED
+           && strcmp(PQgetvalue(r, 0, 12), "old") == 0,
+           "parity, sample counts and the other arm's name");
+        json_t *j = json_loads(PQgetvalue(r, 0, 13), 0, NULL);
+        ok(j && json_real_value(json_object_get(j, "ratio")) == v.ratio
+           && strcmp(json_string_value(json_object_get(j, "outcome")),
+                     vd_outcome_name(v.outcome)) == 0,
+           "the verdict's JSON form is stored too");
+        json_decref(j);
+    }
+    PQclear(r);
+    r = PQexec(s_pg, "SELECT name FROM benchmarks");
+    ok(PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), INJECT) == 0,
+       "benchmark named %s stored verbatim", INJECT);
+    PQclear(r);
+    ok(s_sql_long("SELECT count(*) FROM runs WHERE status = 'complete'") == 1,
+       "and the runs table is still there");
+
+    /* ---- bad input from an authenticated peer ------------------------ */
+    long parse0 = s_counter(s, "bad_parse");
+    uint8_t junk[300];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (uint8_t)(i * 31 + 7);
+    cc_send_raw(s, junk, sizeof junk);
+    Parity__Envelope *e = cc_recv(s, 3000);
+    ok(e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+       && e->error->code == 3, "garbage: Error{code 3}");
+    pw_wire_free(&e);
+    {
+        uint8_t *full = NULL;
+        size_t flen = 0;
+        Parity__SampleBatch sb = PARITY__SAMPLE_BATCH__INIT;
+        sb.run_id = "run-0001";
+        sb.batch_seq = 77;
+        sb.n_samples = b[1].n;
+        sb.samples = b[1].ps;
+        pw_wire_init(&env, ++seq);
+        pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &sb);
+        pw_wire_pack_alloc(&env, &full, &flen, NULL, 0);
+        cc_send_raw(s, full, flen / 2);
+        free(full);
+        ok(!cc_wait_ack(s, seq, 800), "truncated batch: no ack");
+    }
+    ok(s_counter(s, "bad_parse") == parse0 + 2,
+       "bad_parse moved by 2 (garbage, truncated)");
+
+    uint8_t small[256];
+    size_t slen;
+    pw_wire_pack_heartbeat(1, 0, "idle", "", small, sizeof small, &slen);
+    small[1] = 9;   /* version 9 */
+    cc_send_raw(s, small, slen);
+    e = cc_recv(s, 3000);
+    ok(e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+       && e->error->code == 4
+       && strstr(e->error->message, "protocol version 9"),
+       "wrong version: Error{code 4, \"%s\"}",
+       e && e->error ? e->error->message : "");
+    pw_wire_free(&e);
+    uint8_t unknown[] = { 0x08, 0x01, 0x98, 0x06, 0x01 };
+    cc_send_raw(s, unknown, sizeof unknown);
+    e = cc_recv(s, 3000);
+    ok(e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+       && e->error->code == 6, "unknown body: Error{code 6}");
+    pw_wire_free(&e);
+    zmq_send(s, "a", 1, ZMQ_SNDMORE);
+    zmq_send(s, "b", 1, 0);
+    e = cc_recv(s, 3000);
+    ok(e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+       && e->error->code == 3 && s_counter(s, "frames") == 1,
+       "two frames in one message: Error{code 3}, frames counted");
+    pw_wire_free(&e);
+    ok(s_counter(s, "bad_version") == 1 && s_counter(s, "bad_unknown_body")
+       == 1, "bad_version and bad_unknown_body counted");
+
+    /* Data before Hello: a new connection with the same key. */
+    {
+        void *s2 = cc_dealer(ctx, col.endpoint, agent2, col.public_key);
+        s_send_batch(s2, ++seq, run, 50, &b[1]);
+        e = cc_recv(s2, 3000);
+        ok(e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+           && e->error->code == 9 && e->error->seq == seq,
+           "data before Hello on a new connection: Error{code 9, seq}");
+        pw_wire_free(&e);
+        zmq_close(s2);
+    }
+
+    /* 100 MB in one frame: libzmq cuts that connection (ZMQ_MAXMSGSIZE). */
+    long disc0 = s_counter(s, "disconnects");
+    {
+        void *big = cc_dealer(ctx, col.endpoint, agent2, col.public_key);
+        size_t n = 100u << 20;
+        uint8_t *buf = calloc(1, n);
+        cc_hello(big, "big");
+        ok(cc_wait_ack(big, 0, 5000), "second connection says Hello");
+        zmq_send(big, buf, n, 0);
+        free(buf);
+        ok(!cc_wait_ack(big, 0, 1500), "100 MB message: nothing comes back");
+        zmq_close(big);
+    }
+    e = cc_request(s, 1, "ping", 3000);
+    ok(e && e->reply->status == 0, "collector alive after 100 MB (ping)");
+    pw_wire_free(&e);
+    ok(s_counter(s, "disconnects") > disc0, "disconnects counter moved");
+    ok(s_sql_long("SELECT count(*) FROM samples") == (long)total
+       && s_sql_long("SELECT count(*) FROM batches") == 3,
+       "none of the bad input was stored");
+    e = cc_request(s, 2, "launch-missiles", 3000);
+    ok(e && e->reply->status == 2
+       && strcmp(e->reply->error, "unknown command") == 0,
+       "unknown request: Reply{status 2, \"unknown command\"}");
+    pw_wire_free(&e);
+
+    /* ---- security: rejected peers get nothing in and nothing out ----- */
+    long auth0 = s_counter(s, "auth_failed");
+    {
+        void *u = cc_dealer(ctx, col.endpoint, rogue, col.public_key);
+        cc_hello(u, "rogue");
+        s_send_run_start(u, 1, "run-rogue", "evil");
+        Parity__Envelope *got = cc_recv(u, 1500);
+        ok(got == NULL, "unknown client key: nothing comes back");
+        pw_wire_free(&got);
+        zmq_close(u);
+    }
+    {
+        zcert_t *fake = zcert_new();
+        void *w = cc_dealer(ctx, col.endpoint, agent,
+                            zcert_public_txt(fake));
+        cc_hello(w, "wrong-server-key");
+        Parity__Envelope *got = cc_recv(w, 1500);
+        ok(got == NULL, "wrong server key: nothing comes back");
+        pw_wire_free(&got);
+        zmq_close(w);
+        zcert_destroy(&fake);
+    }
+    {
+        void *n = cc_dealer(ctx, col.endpoint, NULL, NULL);
+        cc_hello(n, "no-curve");
+        Parity__Envelope *got = cc_recv(n, 1500);
+        ok(got == NULL, "no CURVE at all: nothing comes back");
+        pw_wire_free(&got);
+        zmq_close(n);
+    }
+    ok(s_counter(s, "auth_failed") >= auth0 + 3,
+       "auth_failed counted all three (%ld -> %ld)", auth0,
+       s_counter(s, "auth_failed"));
+    ok(s_counter(s, "peers") == 2,
+       "not one of their messages reached the server loop (peers 2)");
+    ok(s_sql_long("SELECT count(*) FROM hosts") == 2
+       && s_sql_long("SELECT count(*) FROM runs") == 1,
+       "nothing of theirs stored");
+    ok(cc_log_has(logp, "event=auth_denied", zcert_public_txt(rogue)),
+       "the denied key is logged");
+
+    /* ---- database down: no acks; back: acks ------------------------- */
+    static s_batch_t b4;
+    s_add(&b4, PARITY__SAMPLE_KIND__MEASURED, 0, 500, 999.0, t0);
+    const char *run2 = "run-0002";
+    /* The checks above kept this socket quiet for seconds: like an agent
+     * after silence, say Hello again. */
+    cc_hello(s, "host-1");
+    ok(cc_wait_ack(s, 0, 5000), "Hello again after the security checks");
+    ok(s_send_run_start(s, ++seq, run2, "second") == 0
+       && cc_wait_ack(s, seq, 5000), "second run started");
+    PQfinish(s_pg);
+    s_pg = NULL;
+    ok(s_pg_ctl("stop") == 0, "PostgreSQL stopped under the collector");
+    uint64_t pending = ++seq;
+    s_send_batch(s, pending, run2, 0, &b4);
+    ok(!cc_wait_ack(s, pending, 1500), "database down: the batch is not "
+       "acked");
+    e = cc_request(s, 3, "ping", 3000);
+    ok(e && e->reply->status == 0, "collector still answers while the "
+       "database is down");
+    pw_wire_free(&e);
+    ok(s_pg_ctl("start") == 0, "PostgreSQL started again");
+    bool acked = false;
+    for (int i = 0; i < 20 && !acked; i++) {
+        s_send_batch(s, pending, run2, 0, &b4);   /* the agent's resend */
+        acked = cc_wait_ack(s, pending, 1000);
+    }
+    ok(acked, "after the database is back the resent batch is acked");
+    ok(cc_log_has(logp, "event=db_down", NULL)
+       && cc_log_has(logp, "event=db_up", "migrations_applied=0"),
+       "db_down and db_up are logged");
+    s_pg = PQconnectdb(s_conninfo);
+    ok(s_sql_long("SELECT count(*) FROM batches WHERE batch_seq = 0 AND "
+                  "run = (SELECT id FROM runs WHERE run_uuid = 'run-0002')")
+       == 1, "stored exactly once");
+
+    /* ---- offline detection ---------------------------------------- */
+    int offline0 = cc_log_count(logp, "event=offline",
+                                zcert_public_txt(agent));
+    ok(s_sql_long("SELECT count(*) FROM hosts WHERE online AND name = "
+                  "'host-1'") == 1, "host-1 is online while it beats");
+    zmq_close(s);
+    s = NULL;
+    int64_t until = cc_now_ms() + 5000;
+    while (cc_now_ms() < until
+           && cc_log_count(logp, "event=offline", zcert_public_txt(agent))
+              == offline0)
+        usleep(100000);
+    ok(cc_log_count(logp, "event=offline", zcert_public_txt(agent))
+       == offline0 + 1
+       && s_sql_long("SELECT count(*) FROM hosts WHERE online") == 0,
+       "a silent agent is marked offline");
+
+    /* ---- SIGUSR1, SIGTERM: counters, exit 0, PostgreSQL stopped ------ */
+    kill(col.pid, SIGUSR1);
+    until = cc_now_ms() + 3000;
+    while (cc_now_ms() < until && !cc_log_has(logp, "event=counters", NULL))
+        usleep(50000);
+    ok(cc_log_has(logp, "event=counters", "samples_stored="),
+       "SIGUSR1 logs the counters");
+    PQfinish(s_pg);
+    s_pg = NULL;
+    ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
+    ok(cc_log_has(logp, "event=final_counters", "bad_parse=")
+       && cc_log_has(logp, "event=pg_stopped", NULL),
+       "final counters logged, PostgreSQL stopped");
+    ok(!s_pg_running(), "pg_ctl status: no server running");
+
+    /* ---- restart on the same data dir: reuse, nothing to migrate ---- */
+    char logp2[700];
+    snprintf(logp2, sizeof logp2, "%s.2", logp);
+    ok(cc_collector_start(&col, cargv, logp2, 60000) == 0,
+       "restart on the same data dir");
+    snprintf(want, sizeof want, "migrations_applied=0 schema_version=%ld",
+             version);
+    ok(cc_log_has(logp2, "event=db_up", want), "re-migration applies nothing "
+       "(%s)", want);
+    s_pg = PQconnectdb(s_conninfo);
+    ok(s_sql_long("SELECT count(*) FROM samples") == (long)total + 1
+       && s_sql_long("SELECT count(*) FROM schema_version") == version,
+       "the data survived the restart");
+    PQfinish(s_pg);
+    s_pg = NULL;
+    ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "second SIGTERM: exit 0");
+    ok(!s_pg_running(), "and its PostgreSQL is stopped again");
+
+    zmq_ctx_term(ctx);
+    zcert_destroy(&server);
+    zcert_destroy(&agent);
+    zcert_destroy(&rogue);
+    zcert_destroy(&agent2);
+    if (tap_failed_ == 0) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", s_dir);
+        if (system(cmd) != 0)
+            tap_diag("could not remove %s", s_dir);
+    } else {
+        tap_diag("kept %s (collector.log, data/pg.log)", s_dir);
+    }
+    return tap_done();
+}
