@@ -18,7 +18,7 @@
 #include <libpq-fe.h>
 
 /* Longest path we build; the socket path must also fit sun_path (108). */
-#define CO_PG_PATH_MAX 256
+#define CO_PG_PATH_MAX (PATH_MAX + 32)
 /* Seconds pg_ctl waits for start and stop. */
 #define CO_PG_WAIT_S "60"
 
