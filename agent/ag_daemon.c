@@ -653,26 +653,60 @@ ag_stream_set_job(ag_stream_t *s, const char *job_id)
     s->last_progress_ms = s_mono_ms();
 }
 
-/* A run left open by an earlier process: its batches are still in the
- * spool (or acked); close it after them. Batches spooled after the state
- * file's last update (a kill between the two writes) are counted too. */
+/* Runs an earlier process left open, found by s_recover. */
+#define S_MAX_OPEN_RUNS 64
+
+typedef struct {
+    char run_id[37];
+    uint32_t batches;        /* next batch_seq */
+    uint64_t samples;
+    bool opened;             /* the state file or a spooled RunStart */
+    bool ended;              /* a RunEnd of it is in the spool */
+} s_open_run_t;
+
+static s_open_run_t *
+s_open_run(s_open_run_t *runs, size_t *n, const char *run_id)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(runs[i].run_id, run_id) == 0)
+            return &runs[i];
+    if (*n == S_MAX_OPEN_RUNS || strlen(run_id) > 36)
+        return NULL;
+    memset(&runs[*n], 0, sizeof runs[*n]);
+    snprintf(runs[*n].run_id, sizeof runs[*n].run_id, "%s", run_id);
+    return &runs[(*n)++];
+}
+
+/* Close the runs an earlier process left open, after their batches.
+ * The "run" state file names the run being measured with the batches
+ * and samples spooled so far; batches spooled after its last update (a
+ * kill between the two writes) are counted from the spool. A RunStart in
+ * the spool with neither a RunEnd nor a state file (a kill between
+ * spooling RunStart and writing the state) is closed the same way. */
 static void
 s_recover(ag_stream_t *s)
 {
+    s_open_run_t runs[S_MAX_OPEN_RUNS];
+    size_t nruns = 0;
     char *text = ag_spool_state_read(s->spool, S_RUN_STATE);
-    char run_id[37] = "";
-    uint32_t batches = 0;
-    uint64_t samples = 0;
-    if (!text)
-        return;
-    if (sscanf(text, "%36s %" SCNu32 " %" SCNu64, run_id, &batches,
-               &samples) != 3) {
-        s_logf("spool_error", "%s/%s: unreadable (\"%.60s\"); ignored",
-               ag_spool_dir(s->spool), S_RUN_STATE, text);
+    if (text) {
+        char run_id[37] = "";
+        uint32_t batches = 0;
+        uint64_t samples = 0;
+        if (sscanf(text, "%36s %" SCNu32 " %" SCNu64, run_id, &batches,
+                   &samples) == 3) {
+            s_open_run_t *r = s_open_run(runs, &nruns, run_id);
+            if (r) {
+                r->batches = batches;
+                r->samples = samples;
+                r->opened = true;
+            }
+        } else {
+            s_logf("spool_error", "%s/%s: unreadable (\"%.60s\"); ignored",
+                   ag_spool_dir(s->spool), S_RUN_STATE, text);
+        }
         free(text);
-        return;
     }
-    free(text);
     size_t n = ag_spool_count(s->spool);
     uint64_t *seqs = calloc(n ? n : 1, sizeof *seqs);
     n = seqs ? ag_spool_list(s->spool, 0, seqs, n) : 0;
@@ -683,22 +717,54 @@ s_recover(ag_stream_t *s)
         if (ag_spool_read(s->spool, seqs[i], &data, &len, NULL, 0)
             != AG_SPOOL_OK)
             continue;
-        if (pw_wire_unpack(data, len, 0, &env, NULL, NULL, 0) == PW_WIRE_OK
-            && env->body_case == PARITY__ENVELOPE__BODY_SAMPLE_BATCH
-            && strcmp(env->sample_batch->run_id, run_id) == 0
-            && env->sample_batch->batch_seq >= batches) {
-            samples += env->sample_batch->n_samples;
-            batches = env->sample_batch->batch_seq + 1;
+        if (pw_wire_unpack(data, len, 0, &env, NULL, NULL, 0)
+            != PW_WIRE_OK) {
+            free(data);
+            continue;
+        }
+        s_open_run_t *r = NULL;
+        switch (env->body_case) {
+        case PARITY__ENVELOPE__BODY_RUN_START:
+            if ((r = s_open_run(runs, &nruns, env->run_start->run_id)))
+                r->opened = true;
+            break;
+        case PARITY__ENVELOPE__BODY_RUN_END:
+            if ((r = s_open_run(runs, &nruns, env->run_end->run_id)))
+                r->ended = true;
+            break;
+        case PARITY__ENVELOPE__BODY_SAMPLE_BATCH:
+            r = s_open_run(runs, &nruns, env->sample_batch->run_id);
+            if (r && env->sample_batch->batch_seq >= r->batches) {
+                r->samples += env->sample_batch->n_samples;
+                r->batches = env->sample_batch->batch_seq + 1;
+            }
+            break;
+        default:
+            break;
         }
         pw_wire_free(&env);
         free(data);
     }
     free(seqs);
-    s_logf("run_recovered", "run=%s was open when the agent stopped; "
-           "closing it as incomplete after %" PRIu32 " batches", run_id,
-           batches);
-    s_emit_run_end(s, run_id, PARITY__RUN_STATUS__INCOMPLETE,
-                   AG_DAEMON_RESTART_REASON, batches, samples);
+    for (size_t i = 0; i < nruns; i++) {
+        /* Batches alone do not make a run open: its RunEnd may have been
+         * acked while a batch's ack was lost; resending the batch is all
+         * that run needs. */
+        if (!runs[i].opened || runs[i].ended)
+            continue;
+        s_logf("run_recovered", "run=%s was open when the agent stopped; "
+               "closing it as incomplete after %" PRIu32 " batches",
+               runs[i].run_id, runs[i].batches);
+        s_emit_run_end(s, runs[i].run_id, PARITY__RUN_STATUS__INCOMPLETE,
+                       AG_DAEMON_RESTART_REASON, runs[i].batches,
+                       runs[i].samples);
+    }
+    if (nruns == 0)
+        return;
+    char err[S_ERR];
+    if (ag_spool_state_clear(s->spool, S_RUN_STATE, err, sizeof err)
+        != AG_SPOOL_OK)
+        s_logf("spool_error", "%s", err);
 }
 
 static void

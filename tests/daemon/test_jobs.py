@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 BUILD = sys.argv[1]
 AGENT = os.path.join(BUILD, "agent", "parity-agent")
@@ -219,6 +220,51 @@ left = [x for x in os.listdir(os.path.join(root, "spool2"))
         if x.endswith(".msg")]
 ok(len(left) == 0, "everything was delivered before exit (%d left)"
    % len(left))
+peer.stop()
+
+# --- 3: a RunStart spooled by a process killed before its state file --
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def fv(num, v):
+    return varint(num << 3) + varint(v)
+
+
+def fb(num, data):
+    return varint((num << 3) | 2) + varint(len(data)) + data
+
+
+arm = lambda name, subj: fb(5, fb(1, name) + (fv(2, 1) if subj else b""))
+run_start = fb(1, b"orphan-run-1") + fb(3, b"quick") + fb(4, b"b") + \
+    arm(b"x", True) + arm(b"y", False) + fv(8, 3)
+envelope = fv(1, 1) + fv(2, 7) + fb(13, run_start)
+spool3 = os.path.join(root, "spool3")
+os.makedirs(spool3)
+with open(os.path.join(spool3, "%020d.msg" % 7), "wb") as f:
+    f.write(b"PSPOOL1\n" + (7).to_bytes(8, "little")
+            + len(envelope).to_bytes(4, "little")
+            + (zlib.crc32(envelope) & 0xFFFFFFFF).to_bytes(4, "little")
+            + envelope)
+peer = Peer(30, [])
+d = daemon(peer, "spool3")
+peer.wait(lambda: any(m["body"] == "run_end" for m in peer.messages()), 20)
+msgs = [m for m in peer.messages() if m.get("run_id") == "orphan-run-1"]
+ok([m["body"] for m in msgs] == ["run_start", "run_end"],
+   "a spooled RunStart without RunEnd or state file is resent, then closed "
+   "(%s)" % [m["body"] for m in msgs])
+ok(msgs and msgs[-1]["status"] == 2
+   and msgs[-1]["reason"] == "agent restarted during run",
+   "closed INCOMPLETE \"agent restarted during run\"")
+rc = stop_daemon(d)
+ok(rc == 0, "daemon exits 0")
 peer.stop()
 
 shutil.rmtree(root, ignore_errors=True) if not os.environ.get("PARITY_KEEP") else print("# kept " + root)
