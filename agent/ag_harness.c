@@ -255,9 +255,9 @@ s_err_mark(s_run_t *r)
     if (r->err_fd < 0)
         return 0;
     if (r->err_is_scratch) {
-        if (ftruncate(r->err_fd, 0) != 0)
-            return 0;
-        lseek(r->err_fd, 0, SEEK_SET);
+        /* Usually nothing was written: one lseek, no truncate. */
+        if (lseek(r->err_fd, 0, SEEK_CUR) > 0 && ftruncate(r->err_fd, 0) == 0)
+            lseek(r->err_fd, 0, SEEK_SET);
         return 0;
     }
     off_t o = lseek(r->err_fd, 0, SEEK_END);
