@@ -123,8 +123,8 @@ co_db_connect(co_db_t *db, char *err, size_t errlen)
     memset(db->runs, 0, sizeof db->runs);
     db->conn = PQconnectdb(db->conninfo);
     if (PQstatus(db->conn) != CONNECTION_OK) {
-        s_err(err, errlen, "PQconnectdb(%s): %s", db->conninfo,
-              PQerrorMessage(db->conn));
+        /* Not the conninfo itself: it may hold a password. */
+        s_err(err, errlen, "PQconnectdb: %s", PQerrorMessage(db->conn));
         co_db_disconnect(db);
         return CO_DB_FAIL;
     }

@@ -213,6 +213,12 @@ main(int argc, char **argv)
 
     co_log(CO_LOG_INFO, "start", "version=%s pid=%ld", PARITY_VERSION,
            (long)getpid());
+    /* Fail on a bad key or allow-list before a cluster is created. */
+    if (co_server_check(&cfg, err, sizeof err) != 0) {
+        co_log(CO_LOG_ERROR, "config_failed", "why=%s",
+               co_log_quote(q, sizeof q, err));
+        goto done;
+    }
     if (!db_conninfo) {
         pg = co_pg_new(data_dir, err, sizeof err);
         if (!pg) {

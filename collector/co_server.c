@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <czmq.h>
 #include <jansson.h>
@@ -824,6 +826,34 @@ fail:
     zcert_destroy(&cert);
     co_server_destroy(&srv);
     return NULL;
+}
+
+int
+co_server_check(const co_server_config_t *cfg, char *err, size_t errlen)
+{
+    struct stat st;
+    zcert_t *cert = zcert_load(cfg->key_path);
+    if (!cert) {
+        s_err(err, errlen, "--key %s: cannot read a CURVE certificate "
+              "(zcert_load failed; make one with `parity keygen`)",
+              cfg->key_path);
+        return -1;
+    }
+    bool no_secret = strcmp(zcert_secret_txt(cert),
+                            "0000000000000000000000000000000000000000") == 0;
+    zcert_destroy(&cert);
+    if (no_secret) {
+        s_err(err, errlen, "--key %s: no secret key in it (give the "
+              "_secret file that `parity keygen` wrote)", cfg->key_path);
+        return -1;
+    }
+    if (stat(cfg->allow_dir, &st) != 0 || !S_ISDIR(st.st_mode)
+        || access(cfg->allow_dir, R_OK | X_OK) != 0) {
+        s_err(err, errlen, "--allow %s: not a readable directory",
+              cfg->allow_dir);
+        return -1;
+    }
+    return 0;
 }
 
 const char *

@@ -81,6 +81,11 @@ typedef struct co_server co_server_t;
 co_server_t *co_server_new(const co_server_config_t *cfg, co_db_t *db,
                            char *err, size_t errlen);
 
+/* Check what co_server_new will need before anything slow starts: the
+ * key file holds a secret key, the allow-list is a readable directory.
+ * Returns 0, or -1 with err naming the option and the problem. */
+int co_server_check(const co_server_config_t *cfg, char *err, size_t errlen);
+
 /* Run until *stop is set (by a signal handler). When *dump is set the
  * counters are logged and *dump cleared. Returns 0 after a clean drain:
  * the message being handled is finished, its ack sent. */

@@ -1,0 +1,116 @@
+#!/bin/sh
+# test_cli.sh PARITY PARITY_COLLECTOR -- `parity keygen` and the collector's
+# command line: file modes, refusals, and every usage and configuration
+# message a user can hit. TAP on stdout. No PostgreSQL: configuration
+# errors are found before the database is touched, and the bind check uses
+# an unreachable --db (the collector keeps running without a database).
+set -u
+PARITY=$1
+COLLECTOR=$2
+T=$(mktemp -d /tmp/parity-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0
+fails=0
+
+ok() {   # ok COND-EXIT-STATUS DESCRIPTION
+    n=$((n + 1))
+    if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else
+        echo "not ok $n - $2"; fails=$((fails + 1)); fi
+}
+
+# check DESCRIPTION WANT_STATUS WANT_TEXT FILE -- command already run with
+# its status in $st and output in FILE.
+check() {
+    if [ "$st" -eq "$2" ] && grep -qF -- "$3" "$4"; then r=0; else
+        r=1; echo "# status $st (want $2); output:"; sed 's/^/#   /' "$4"
+    fi
+    ok $r "$1"
+}
+
+mode() { stat -c %a "$1"; }
+
+# ---- parity keygen ------------------------------------------------------
+"$PARITY" keygen agent1 --dir "$T/keys" >"$T/out" 2>&1; st=$?
+check "keygen writes a pair" 0 "wrote $T/keys/agent1 (public) and $T/keys/agent1_secret (secret, 0600)" "$T/out"
+ok $([ "$(mode "$T/keys/agent1_secret")" = 600 ]; echo $?) "secret file mode 0600"
+ok $([ "$(mode "$T/keys/agent1")" = 644 ]; echo $?) "public file mode 0644"
+pub=$(sed -n 's/^ *public-key = "\(.*\)"$/\1/p' "$T/keys/agent1")
+ok $(grep -qF "public key $pub" "$T/out"; echo $?) "it prints the public key that is in the file"
+ok $(grep -q 'secret-key' "$T/keys/agent1"; [ $? -ne 0 ]; echo $?) "the public file holds no secret key"
+ok $(grep -q 'secret-key = "' "$T/keys/agent1_secret"; echo $?) "the secret file holds the secret key"
+
+"$PARITY" keygen agent1 --dir "$T/keys" >"$T/out" 2>&1; st=$?
+check "no overwrite without --force" 1 "parity keygen: $T/keys/agent1 exists; not replacing it without --force" "$T/out"
+rm "$T/keys/agent1"
+"$PARITY" keygen agent1 --dir "$T/keys" >"$T/out" 2>&1; st=$?
+check "a lone secret file is not replaced either" 1 "parity keygen: $T/keys/agent1_secret exists; not replacing it without --force" "$T/out"
+"$PARITY" keygen agent1 --dir "$T/keys" --force --json >"$T/out" 2>&1; st=$?
+check "--force replaces" 0 '"name":"agent1"' "$T/out"
+pub2=$(sed -n 's/^ *public-key = "\(.*\)"$/\1/p' "$T/keys/agent1")
+ok $([ -n "$pub2" ] && [ "$pub2" != "$pub" ]; echo $?) "a new key after --force"
+ok $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["public_key"]==sys.argv[2] and d["secret_file"].endswith("agent1_secret")' "$T/out" "$pub2"; echo $?) "--json: public_key and files"
+ok $([ "$(mode "$T/keys/agent1_secret")" = 600 ]; echo $?) "secret still 0600 after --force"
+
+"$PARITY" keygen >"$T/out" 2>&1; st=$?
+check "NAME required" 2 "parity keygen: NAME is required (parity keygen --help)" "$T/out"
+"$PARITY" keygen a b >"$T/out" 2>&1; st=$?
+check "one NAME only" 2 "parity keygen: one NAME only (parity keygen --help)" "$T/out"
+"$PARITY" keygen ../evil --dir "$T/keys" >"$T/out" 2>&1; st=$?
+check "NAME with a slash refused" 2 "parity keygen: NAME \"../evil\": use letters, digits, '.', '_' or '-' (at most 64, not starting with '.' or '-')" "$T/out"
+"$PARITY" keygen x --bogus >"$T/out" 2>&1; st=$?
+check "unknown option" 2 "parity keygen: unknown or incomplete option --bogus (parity keygen --help)" "$T/out"
+touch "$T/file"
+"$PARITY" keygen x --dir "$T/file" >"$T/out" 2>&1; st=$?
+check "--dir that is a file" 2 "parity keygen: --dir $T/file: not a directory" "$T/out"
+"$PARITY" keygen --help >"$T/out" 2>&1; st=$?
+check "keygen --help" 0 "usage: parity keygen NAME [--dir DIR] [--force] [--json]" "$T/out"
+
+# ---- parity-collector usage --------------------------------------------
+"$PARITY" keygen coll --dir "$T/keys" >/dev/null 2>&1
+mkdir -p "$T/allow"
+cp "$T/keys/agent1" "$T/allow/"
+K="$T/keys/coll_secret"
+A="$T/allow"
+"$COLLECTOR" --help >"$T/out" 2>&1; st=$?
+check "--help" 0 "usage: parity-collector --bind ENDPOINT --key FILE --allow DIR" "$T/out"
+"$COLLECTOR" --version >"$T/out" 2>&1; st=$?
+check "--version" 0 "parity-collector " "$T/out"
+
+usage() {   # usage DESCRIPTION TEXT ARGS...
+    d=$1; t=$2; shift 2
+    "$COLLECTOR" "$@" >"$T/out" 2>&1; st=$?
+    check "$d" 2 "parity-collector: $t" "$T/out"
+}
+usage "--bind required" "--bind ENDPOINT is required" --key "$K" --allow "$A"
+usage "--key required" "--key FILE is required" --bind tcp://127.0.0.1:0 --allow "$A"
+usage "--allow required" "--allow DIR is required" --bind tcp://127.0.0.1:0 --key "$K"
+usage "--db and --data-dir" "--db and --data-dir exclude each other" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --db x --data-dir y
+usage "--heartbeat-ms range" "--heartbeat-ms 5: want a whole number of ms from 10 to 60000" --heartbeat-ms 5
+usage "--floor-window range" "--floor-window 99: want a whole number from 100 to 1000000" --floor-window 99
+usage "--parity range" "--parity 2: want a number from 0 to 1" --parity 2
+usage "--log-level" "--log-level loud: want debug, info, warn or error" --log-level loud
+usage "unknown option" "unknown or incomplete option --frobnicate" --frobnicate
+usage "option without its value" "unknown or incomplete option --bind" --bind
+usage "stray argument" "unexpected argument extra" --bind tcp://127.0.0.1:0 extra
+
+# ---- configuration errors: exit 1, before any database work -------------
+cfg() {   # cfg DESCRIPTION TEXT ARGS...
+    d=$1; t=$2; shift 2
+    "$COLLECTOR" "$@" >"$T/out" 2>&1; st=$?
+    check "$d" 1 "$t" "$T/out"
+}
+NODB="host=$T/nowhere connect_timeout=1"
+cfg "missing key file" 'event=config_failed why="--key /nonexistent/k: cannot read a CURVE certificate (zcert_load failed; make one with `parity keygen`)"' --bind tcp://127.0.0.1:0 --key /nonexistent/k --allow "$A" --db "$NODB"
+cfg "public-only key" "no secret key in it (give the _secret file that \`parity keygen\` wrote)" --bind tcp://127.0.0.1:0 --key "$A/agent1" --allow "$A" --db "$NODB"
+cfg "allow-list missing" 'why="--allow /nonexistent/allow: not a readable directory"' --bind tcp://127.0.0.1:0 --key "$K" --allow /nonexistent/allow --db "$NODB"
+cfg "bad bind endpoint" 'event=server_failed why="--bind tcp://nonsense:x: zmq_bind: ' --bind tcp://nonsense:x --key "$K" --allow "$A" --db "$NODB"
+ok $(grep -q 'event=db_down' "$T/out"; echo $?) "an unreachable --db is a warning, not a failure"
+ok $(grep -q "$T/nowhere connect_timeout" "$T/out"; [ $? -ne 0 ]; echo $?) "the conninfo (it may hold a password) is not logged"
+
+if [ "$(id -u)" -eq 0 ]; then
+    mkdir -m 0700 "$T/closed"
+    cfg "as root, a data dir the postgres user cannot reach" "the postgres user cannot reach it: $T/closed is mode 0700 (chmod o+x $T/closed, or choose another --data-dir)" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --data-dir "$T/closed/data"
+fi
+
+echo "1..$n"
+[ $fails -eq 0 ]
