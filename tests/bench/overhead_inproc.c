@@ -1,0 +1,92 @@
+/* overhead_inproc.c -- ag_spawn_run against a bare posix_spawn+wait4,
+ * alternated run by run in one process, so machine drift (the other
+ * programs on a shared host) falls on both equally. The bare side stops
+ * its clock after wait4 (reaping included); ag_spawn_run stops when the
+ * pidfd is readable. Prints min, q25 and median of each and the ratios.
+ *
+ *   overhead-inproc RUNS [PROG]      PROG defaults to /bin/true
+ */
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ag_spawn.h"
+
+extern char **environ;
+
+static double
+s_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int
+s_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int
+main(int argc, char **argv)
+{
+    long runs = argc > 1 ? atol(argv[1]) : 0;
+    const char *prog = argc > 2 ? argv[2] : "/bin/true";
+    if (runs < 10 || runs > 1000000) {
+        fprintf(stderr, "usage: overhead-inproc RUNS(10..1000000) [PROG]\n");
+        return 2;
+    }
+    const char *av[] = { prog, NULL };
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    for (int i = 0; i < 3; i++)
+        posix_spawn_file_actions_adddup2(&fa, devnull, i);
+    double *bare = malloc((size_t)runs * sizeof *bare);
+    double *ag = malloc((size_t)runs * sizeof *ag);
+    if (!bare || !ag)
+        return 3;
+    char err[512];
+    for (long r = 0; r < runs; r++) {
+        pid_t pid;
+        int status;
+        struct rusage ru;
+        double t0 = s_now_us();
+        if (posix_spawnp(&pid, prog, &fa, NULL, (char *const *)av,
+                         environ) != 0 || wait4(pid, &status, 0, &ru) < 0) {
+            perror("bare spawn");
+            return 1;
+        }
+        bare[r] = s_now_us() - t0;
+        ag_spawn_req_t req;
+        ag_spawn_result_t res;
+        ag_spawn_req_init(&req);
+        req.argv = av;
+        req.timeout_us = 300e6;
+        if (ag_spawn_run(&req, &res, err, sizeof err) != AG_SPAWN_OK) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        ag[r] = res.wall_us;
+    }
+    qsort(bare, (size_t)runs, sizeof *bare, s_cmp);
+    qsort(ag, (size_t)runs, sizeof *ag, s_cmp);
+    printf("%s, %ld runs each, alternated\n", prog, runs);
+    printf("bare posix_spawn+wait4  min %.1f  q25 %.1f  median %.1f us\n",
+           bare[0], bare[runs / 4], bare[runs / 2]);
+    printf("ag_spawn_run            min %.1f  q25 %.1f  median %.1f us\n",
+           ag[0], ag[runs / 4], ag[runs / 2]);
+    printf("ratio ag/bare           min %.3f  q25 %.3f  median %.3f "
+           "(limit 1.03)\n", ag[0] / bare[0], ag[runs / 4] / bare[runs / 4],
+           ag[runs / 2] / bare[runs / 2]);
+    free(bare);
+    free(ag);
+    return 0;
+}
