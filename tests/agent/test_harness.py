@@ -515,6 +515,45 @@ r = run([PARITY, "compare", "--runs", "2", "--", "/bin/true", "--", PROG,
 ok(r.returncode == 4 and "exited with status 1, expected 0" in r.stdout,
    "a failing command: exit 4 and the reason", (r.returncode, r.stdout))
 
+# --- the progress line: on a terminal only -------------------------------------
+import pty
+import select
+p = suite("progress.yaml", """
+suite: prog
+benchmarks:
+  - name: tick
+    runs: 3
+    warmup: 1
+    arms:
+      - {name: a, command: [%(prog)s, sleep, "20000"]}
+      - {name: b, command: [%(prog)s, sleep, "20000"]}
+""" % {"prog": q(PROG)})
+master, slave = pty.openpty()
+proc = subprocess.Popen([AGENT, "run", p], stdout=subprocess.PIPE,
+                        stderr=slave, text=True)
+os.close(slave)
+tty = b""
+while True:
+    ready, _, _ = select.select([master], [], [], 20)
+    if not ready:
+        break
+    try:
+        chunk = os.read(master, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    tty += chunk
+so, _ = proc.communicate(timeout=20)
+os.close(master)
+text = tty.decode(errors="replace")
+ok("tick  warm-up 1/1  ETA" in text and "tick  round 3/3  ETA 0.0 s" in text,
+   "on a terminal: benchmark, round n/N and ETA on stderr", repr(text))
+ok("round" not in so and "ETA" not in so, "never on stdout")
+r = run([AGENT, "run", p])
+ok("ETA" not in r.stderr and r.stderr == "",
+   "nothing of it when stderr is not a terminal", r.stderr)
+
 # --- parity-agent env ----------------------------------------------------------
 r = run([AGENT, "env", "--json"])
 env = json.loads(r.stdout)

@@ -198,7 +198,100 @@ static const bad_t s_bad[] = {
       "t.yaml:5:1: expected one YAML document, found a second" },
     { "suite: s\n{a: 1}: 2\nbenchmarks: []\n",
       "t.yaml:2:1: the suite: expected a key, found a mapping" },
+    { "suite: s\nbenchmarks:\n  - name: ''\n" ARMS2,
+      "t.yaml:3:11: name: expected a non-empty benchmark name" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        subject: [true]\n        command: [a]\n      - name: b\n",
+      "t.yaml:6:18: subject: expected true or false, found a list" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a]\n        env: {A: 1, A: 2}\n      - name: b\n",
+      "t.yaml:7:21: duplicate key \"A\" in env" },
+    { "suite: s\nvariables: {a: 1, a: 2}\nbenchmarks: []\n",
+      "t.yaml:2:19: duplicate key \"a\" in variables" },
 };
+
+/* Messages about bounds, on files generated to pass them. */
+static void
+s_bound_cases(void)
+{
+    static char buf[1 << 21];
+    size_t n;
+    ag_suite_t *s = NULL;
+    char err[1024];
+
+    /* 17 arms */
+    n = (size_t)snprintf(buf, sizeof buf, "suite: s\nbenchmarks:\n"
+                         "  - name: x\n    arms:\n");
+    for (int i = 0; i < 17; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n,
+                              "      - {name: a%d, command: [a]}\n", i);
+    ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+    ok_str(err, "t.yaml:5:7: benchmark \"x\": more than 16 arms",
+           "17 arms");
+
+    /* 257 benchmarks */
+    n = (size_t)snprintf(buf, sizeof buf, "suite: s\nbenchmarks:\n");
+    for (int i = 0; i < 257; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n,
+                              "  - {name: b%d, arms: [{name: a, command: [a]},"
+                              " {name: b, command: [b]}]}\n", i);
+    ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+    ok_str(err, "t.yaml:3:3: benchmarks: more than 256", "257 benchmarks");
+
+    /* 4097 arguments */
+    n = (size_t)snprintf(buf, sizeof buf, "suite: s\nbenchmarks:\n"
+                         "  - name: x\n    arms:\n      - name: a\n"
+                         "        command: [a");
+    for (int i = 0; i < 4096; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, ", x");
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "]\n      - name: b\n"
+                          "        command: [b]\n");
+    ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+    ok_str(err, "t.yaml:6:18: command: more than 4096 arguments",
+           "4097 arguments");
+
+    /* 1025 CPUs in a list */
+    n = (size_t)snprintf(buf, sizeof buf, "suite: s\nbenchmarks:\n"
+                         "  - name: x\n    cpus: [0");
+    for (int i = 0; i < 1024; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, ", 1");
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "]\n" ARMS2);
+    ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+    ok_str(err, "t.yaml:4:11: cpus: more than 1024 CPUs", "1025 CPUs");
+
+    /* 65 versions commands */
+    n = (size_t)snprintf(buf, sizeof buf, "suite: s\nbenchmarks:\n"
+                         "  - name: x\n    versions: [v");
+    for (int i = 0; i < 64; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, ", v");
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "]\n" ARMS2);
+    ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+    ok_str(err, "t.yaml:4:15: versions: more than 64 commands",
+           "65 versions commands");
+
+    /* 257 variables */
+    n = (size_t)snprintf(buf, sizeof buf, "suite: s\nvariables:\n");
+    for (int i = 0; i < 257; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "  v%d: x\n", i);
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "benchmarks: []\n");
+    ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+    ok_str(err, "t.yaml:3:3: variables: more than 256", "257 variables");
+
+    /* A file over 1 MiB */
+    memset(buf, '#', (1u << 20) + 1);
+    ag_suite_load_buffer("t.yaml", buf, (1u << 20) + 1, NULL, 0, &s, err,
+                         sizeof err);
+    ok_str(err, "t.yaml: larger than 1048576 bytes", "over 1 MiB");
+
+    /* A --var name given through the API, not ag_var_parse. */
+    ag_var_t bad = { "no-dash", "1" };
+    static const char y[] = "suite: s\nbenchmarks:\n  - name: x\n" ARMS2;
+    ag_suite_load_buffer("t.yaml", y, sizeof y - 1, &bad, 1, &s, err,
+                         sizeof err);
+    ok_str(err, "t.yaml: --var no-dash: not a variable name (letters, "
+           "digits and _, not starting with a digit)", "bad --var name");
+    ok(s == NULL, "no suite after any of them");
+}
 
 static void
 s_bad_cases(void)
@@ -341,6 +434,7 @@ int
 main(void)
 {
     s_bad_cases();
+    s_bound_cases();
     s_good();
     s_vars();
     return tap_done();
