@@ -7,6 +7,7 @@ suites only from --suites, refusals with reasons, one job at a time with
 a queue, JobCancel of a running and a queued job, variables passed as
 values, and SIGTERM during a job."""
 import json
+import re
 import os
 import shutil
 import signal
@@ -79,8 +80,8 @@ with open(os.path.join(root, "outside.yaml"), "w") as f:
 
 
 class Peer:
-    def __init__(self, seconds, actions):
-        self.port = free_port()
+    def __init__(self, seconds, actions, port=None):
+        self.port = port or free_port()
         self.endpoint = "tcp://127.0.0.1:%d" % self.port
         self.out = os.path.join(root, "peer-%d.jsonl" % self.port)
         self.proc = subprocess.Popen(
@@ -266,6 +267,54 @@ ok(msgs and msgs[-1]["status"] == 2
 rc = stop_daemon(d)
 ok(rc == 0, "daemon exits 0")
 peer.stop()
+
+# --- 4: reconnect back-off: nothing listening, then a peer, then silence
+class NoPeer:
+    port = free_port()
+    endpoint = "tcp://127.0.0.1:%d" % port
+
+
+d = daemon(NoPeer, "spool4")
+log_path = os.path.join(root, "daemon-%d.log" % NoPeer.port)
+time.sleep(9)
+
+
+def waits(path):
+    with open(path) as f:
+        return [int(x) for x in re.findall(r"reconnecting in (\d+) ms",
+                                           f.read())]
+
+
+w = waits(log_path)
+bases = [min(500 * 2 ** i, 16000) for i in range(len(w))]
+ok(len(w) >= 3, "with no collector it keeps reconnecting (%d waits)"
+   % len(w))
+ok(all(0.5 * b <= x < 1.5 * b for x, b in zip(w, bases)),
+   "each wait is 0.5 s doubling, times [0.5, 1.5) (%s for bases %s)"
+   % (w, bases))
+with open(log_path) as f:
+    text = f.read()
+ok("no answer from the collector (down, or its key is not the pinned one)"
+   in text, "the log says why it reconnects")
+peer = Peer(60, [], port=NoPeer.port)
+acked = peer.wait(lambda: "event=hello_acked" in open(log_path).read(), 40)
+ok(acked, "once a peer listens, the daemon connects and its Hello is "
+   "acked")
+before = len(waits(log_path))
+peer.proc.send_signal(signal.SIGSTOP)   # silent, connection still up
+time.sleep(2.0)
+peer.proc.send_signal(signal.SIGCONT)
+peer.stop()
+time.sleep(1.0)
+w = waits(log_path)[before:]
+with open(log_path) as f:
+    text = f.read()
+ok("collector silent for 5 heartbeats" in text,
+   "a silent collector is noticed after 5 heartbeats")
+ok(w and 250 <= w[0] < 750, "the back-off was reset by the acked Hello "
+   "(first wait %s ms)" % (w[0] if w else None))
+rc = stop_daemon(d)
+ok(rc == 0, "daemon exits 0")
 
 shutil.rmtree(root, ignore_errors=True) if not os.environ.get("PARITY_KEEP") else print("# kept " + root)
 print("1..%d" % n)
