@@ -1341,7 +1341,17 @@ ag_daemon_usage(FILE *f)
 "stays in the spool for the next start.\n"
 "\n"
 "Exit status: 0 stopped cleanly, 1 runtime failure, 2 bad command line\n"
-"or unreadable key/spool.\n");
+"or unreadable key/spool.\n"
+"\n"
+"parity-agent run SUITE.yaml ... --collector URL --collector-key FILE\n"
+"                 --key FILE --spool DIR [--name NAME] [--spool-max MB]\n"
+"                 [--heartbeat-ms N] [--ack-timeout S]\n"
+"  a local run whose messages also stream through the spool to the\n"
+"  collector; it then waits up to --ack-timeout seconds (default 60) for\n"
+"  every ack, and exits 3 saying how many remain spooled if some do (or\n"
+"  when the spool is full before the run starts).\n"
+"\n"
+"See docs/agent.md (Daemon mode) and docs/spool.md.\n");
 }
 
 int

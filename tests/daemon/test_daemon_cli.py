@@ -60,7 +60,8 @@ base = ["--collector", "tcp://127.0.0.1:9", "--collector-key", CK,
         "--key", AK, "--suites", suites, "--spool", SP]
 
 rc, out, err = run(["--help"])
-ok(rc == 0 and "--collector-key FILE" in out and "Exit status" in out,
+ok(rc == 0 and "--collector-key FILE" in out and "Exit status" in out
+   and "--ack-timeout S" in out,
    "--help prints the daemon usage and exits 0")
 
 # (arguments, expected exit, expected text on stderr)
