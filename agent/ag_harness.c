@@ -498,7 +498,7 @@ s_versions(s_run_t *r, size_t a)
         const char *sh[4] = { "/bin/sh", "-c", cmd->shell, NULL };
         ag_spawn_req_t req;
         ag_spawn_result_t res;
-        char err[512];
+        char err[512] = "interrupted";
         if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)
             break;
         ag_spawn_req_init(&req);
