@@ -106,6 +106,7 @@ class World:
         self.port = free_port()
         self.endpoint = "tcp://127.0.0.1:%d" % self.port
         self.collector = None
+        self.children = []   # agents started here, killed at close
         self.collector_log = open(os.path.join(self.root, "collector.log"),
                                   "ab")
         self.keygen("collector")
@@ -211,8 +212,10 @@ class World:
                "--heartbeat-ms", "500",
                "--ack-timeout", str(ack_timeout)] + list(extra)
         self.agent_log = open(os.path.join(self.root, "agent.log"), "ab")
-        return subprocess.Popen(cmd, stdout=self.agent_log,
-                                stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(cmd, stdout=self.agent_log,
+                             stderr=subprocess.PIPE, text=True)
+        self.children.append(p)
+        return p
 
     def agent_daemon(self):
         cmd = [AGENT, "--collector", self.endpoint,
@@ -221,8 +224,10 @@ class World:
                "--spool", self.spool, "--name", "sys-test",
                "--heartbeat-ms", "500"]
         self.daemon_log = open(os.path.join(self.root, "daemon.log"), "ab")
-        return subprocess.Popen(cmd, stdout=self.daemon_log,
-                                stderr=self.daemon_log)
+        p = subprocess.Popen(cmd, stdout=self.daemon_log,
+                             stderr=self.daemon_log)
+        self.children.append(p)
+        return p
 
     def spooled(self):
         if not os.path.isdir(self.spool):
@@ -240,6 +245,12 @@ class World:
         return got
 
     def close(self, keep):
+        for p in self.children:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if self.collector and self.collector.poll() is None:
+            self.collector.send_signal(signal.SIGCONT)
         self.kill_collector(signal.SIGTERM)
         # A collector killed earlier leaves its server running.
         if os.path.exists(os.path.join(self.data, "pg", "postmaster.pid")):
