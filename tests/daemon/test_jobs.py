@@ -6,6 +6,7 @@ protocol peer; see tests/daemon/daemon_peer.c for why not the collector):
 suites only from --suites, refusals with reasons, one job at a time with
 a queue, JobCancel of a running and a queued job, variables passed as
 values, and SIGTERM during a job."""
+import atexit
 import json
 import re
 import os
@@ -24,6 +25,15 @@ PEER = os.path.join(BUILD, "tests", "daemon", "daemon-peer")
 KEYGEN = os.path.join(BUILD, "tests", "daemon", "daemon-keygen")
 n = 0
 failed = 0
+children = []   # every process started here; killed at exit
+
+
+@atexit.register
+def s_kill_children():
+    for p in children:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def ok(cond, what):
@@ -88,6 +98,7 @@ class Peer:
             [PEER, "tcp://127.0.0.1:%d" % self.port,
              os.path.join(keys, "peer"), str(seconds)] + actions,
             stdout=open(self.out, "w"), stderr=subprocess.DEVNULL)
+        children.append(self.proc)
         time.sleep(0.2)
 
     def messages(self):
@@ -113,11 +124,13 @@ class Peer:
 
 def daemon(peer, spool):
     log = open(os.path.join(root, "daemon-%d.log" % peer.port), "w")
-    return subprocess.Popen(
+    p = subprocess.Popen(
         [AGENT, "--collector", peer.endpoint, "--collector-key",
          os.path.join(keys, "peer"), "--key", os.path.join(keys, "agent"),
          "--suites", suites, "--spool", os.path.join(root, spool),
          "--heartbeat-ms", "200"], stdout=log, stderr=log)
+    children.append(p)
+    return p
 
 
 def stop_daemon(d):
