@@ -784,6 +784,180 @@ rollback:
     return rc;
 }
 
+/* Append one batch's samples as COPY rows. */
+static void
+s_copy_rows(co_db_t *db, int64_t run, const Parity__SampleBatch *b)
+{
+    for (size_t i = 0; i < b->n_samples; i++) {
+        const Parity__Sample *s = b->samples[i];
+        const char *e = s_str(s->error);
+        s_put_i16(db, 16);
+        s_field_i64(db, run);
+        s_field_i32(db, (int32_t)b->batch_seq);
+        s_field_i32(db, (int32_t)i);
+        s_field_i16(db, (int16_t)s->kind);
+        s_field_i32(db, (int32_t)s->arm);
+        s_field_i32(db, (int32_t)s->round);
+        s_field_i32(db, (int32_t)s->position);
+        s_field_f64(db, s->wall_us);
+        s_field_f64(db, s->user_us);
+        s_field_f64(db, s->sys_us);
+        s_field_i64(db, s->maxrss_kb);
+        s_field_i32(db, s->exit_status);
+        s_field_i32(db, s->term_signal);
+        s_field_i32(db, s->cpu);
+        s_field_i64(db, s->start_unix_us);
+        s_field_text(db, e, strlen(e));
+    }
+}
+
+static const char s_copy_samples_sql[] =
+    "COPY samples (run, batch_seq, idx, kind, arm, round, position, "
+    "wall_us, user_us, sys_us, maxrss_kb, exit_status, term_signal, cpu, "
+    "start_unix_us, error) FROM STDIN (FORMAT binary)";
+
+int
+co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
+              size_t errlen)
+{
+    int64_t runs[CO_DB_GROUP_MAX];
+    bool want[CO_DB_GROUP_MAX] = { false };
+    /* Three int arrays as text: at most 64 numbers of 20 digits each. */
+    char a_run[CO_DB_GROUP_MAX * 22 + 3], a_seq[CO_DB_GROUP_MAX * 12 + 3];
+    char a_n[CO_DB_GROUP_MAX * 12 + 3];
+    size_t lr = 0, ls = 0, ln = 0, cand = 0, need = 64;
+    int rc;
+
+    if (n > CO_DB_GROUP_MAX) {
+        s_err(err, errlen, "co_db_batches: %zu batches (at most %d)", n,
+              CO_DB_GROUP_MAX);
+        return CO_DB_FAIL;
+    }
+    for (size_t k = 0; k < n; k++) {
+        items[k].rc = CO_DB_FAIL;
+        items[k].stored = 0;
+        items[k].err[0] = '\0';
+    }
+    for (size_t k = 0; k < n; k++) {
+        co_db_batch_item_t *it = &items[k];
+        const Parity__SampleBatch *b = it->batch;
+        it->rc = s_run_lookup(db, it->host_id, b->run_id, &runs[k], it->err,
+                              sizeof it->err);
+        if (it->rc == CO_DB_FAIL) {
+            s_err(err, errlen, "%s", it->err);
+            goto fail_all;
+        }
+        if (it->rc != CO_DB_OK)
+            continue;
+        for (size_t i = 0; i < b->n_samples && it->rc == CO_DB_OK; i++) {
+            const Parity__Sample *x = b->samples[i];
+            if (!isfinite(x->wall_us) || !isfinite(x->user_us)
+                || !isfinite(x->sys_us)) {
+                s_err(it->err, sizeof it->err, "batch %s/%u: sample %zu has "
+                      "a time that is not finite", b->run_id, b->batch_seq,
+                      i);
+                it->rc = CO_DB_REFUSED;
+            }
+            need += 2 + 15 * 12 + (x->error ? strlen(x->error) : 0);
+        }
+        if (it->rc != CO_DB_OK)
+            continue;
+        want[k] = true;
+        cand++;
+        lr += (size_t)snprintf(a_run + lr, sizeof a_run - lr, "%s%" PRId64,
+                               lr ? "," : "{", runs[k]);
+        ls += (size_t)snprintf(a_seq + ls, sizeof a_seq - ls, "%s%u",
+                               ls ? "," : "{", b->batch_seq);
+        ln += (size_t)snprintf(a_n + ln, sizeof a_n - ln, "%s%zu",
+                               ln ? "," : "{", b->n_samples);
+    }
+    if (cand == 0)
+        return CO_DB_OK;
+    snprintf(a_run + lr, sizeof a_run - lr, "}");
+    snprintf(a_seq + ls, sizeof a_seq - ls, "}");
+    snprintf(a_n + ln, sizeof a_n - ln, "}");
+    if (s_copy_reserve(db, need) != 0) {
+        s_err(err, errlen, "batches: out of memory for %zu bytes", need);
+        goto fail_all;
+    }
+    if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
+        goto fail_all;
+    const char *p[] = { a_run, a_seq, a_n };
+    PGresult *r = s_query(db, "INSERT INTO batches (run, batch_seq, "
+                          "n_samples) SELECT * FROM unnest($1::bigint[], "
+                          "$2::integer[], $3::integer[]) ON CONFLICT (run, "
+                          "batch_seq) DO NOTHING RETURNING run, batch_seq",
+                          3, p, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        goto rollback;
+    /* Which candidates are new: each returned row claims the first
+     * unclaimed item with its key; the rest (stored before, or twice in
+     * this group) are duplicates. */
+    bool fresh[CO_DB_GROUP_MAX] = { false };
+    for (int row = 0; row < PQntuples(r); row++) {
+        int64_t run = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+        unsigned seq = (unsigned)strtoul(PQgetvalue(r, row, 1), NULL, 10);
+        for (size_t k = 0; k < n; k++)
+            if (want[k] && !fresh[k] && runs[k] == run
+                && items[k].batch->batch_seq == seq) {
+                fresh[k] = true;
+                break;
+            }
+    }
+    PQclear(r);
+    s_copy_begin(db);
+    size_t rows = 0;
+    for (size_t k = 0; k < n; k++)
+        if (fresh[k]) {
+            s_copy_rows(db, runs[k], items[k].batch);
+            rows += items[k].batch->n_samples;
+        }
+    if (rows > 0) {
+        rc = s_copy_send(db, s_copy_samples_sql, err, errlen);
+        if (rc != CO_DB_OK)
+            goto rollback;
+    }
+    if ((rc = s_exec(db, "COMMIT", err, errlen)) != CO_DB_OK)
+        goto rollback;
+    for (size_t k = 0; k < n; k++) {
+        if (!want[k])
+            continue;
+        items[k].rc = fresh[k] ? CO_DB_OK : CO_DB_DUP;
+        items[k].stored = fresh[k] ? items[k].batch->n_samples : 0;
+    }
+    return CO_DB_OK;
+rollback:
+    s_rollback(db);
+    if (rc == CO_DB_REFUSED && co_db_connected(db)) {
+        /* One bad batch must not sink the others: one at a time. */
+        for (size_t k = 0; k < n; k++) {
+            if (!want[k])
+                continue;
+            items[k].rc = co_db_batch(db, items[k].host_id, items[k].batch,
+                                      &items[k].stored, items[k].err,
+                                      sizeof items[k].err);
+            if (items[k].rc == CO_DB_FAIL) {
+                /* Those stored above stay stored (and acked). */
+                for (size_t j = k + 1; j < n; j++)
+                    if (want[j])
+                        items[j].rc = CO_DB_FAIL;
+                s_err(err, errlen, "%s", items[k].err);
+                return CO_DB_FAIL;
+            }
+        }
+        return CO_DB_OK;
+    }
+fail_all:
+    for (size_t k = 0; k < n; k++)
+        if (items[k].rc == CO_DB_OK || want[k]) {
+            items[k].rc = CO_DB_FAIL;
+            items[k].stored = 0;
+            snprintf(items[k].err, sizeof items[k].err, "%s",
+                     err ? err : "");
+        }
+    return CO_DB_FAIL;
+}
+
 /* ---- run end and verdicts --------------------------------------------- */
 
 static const char *

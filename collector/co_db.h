@@ -77,6 +77,26 @@ int co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
 int co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
                 size_t *stored, char *err, size_t errlen);
 
+/* Many batches (from any hosts) in one transaction: one INSERT of their
+ * (run, batch_seq) records and one COPY of the new ones' samples, so that
+ * a burst costs one commit. Each item gets its own status in rc (CO_DB_OK,
+ * CO_DB_DUP, CO_DB_LATER, CO_DB_REFUSED with err, or CO_DB_FAIL) and
+ * stored; a data error inside the group makes it fall back to one
+ * transaction per batch, so only the bad batch is refused. */
+#define CO_DB_GROUP_MAX 64
+typedef struct {
+    int64_t host_id;
+    const Parity__SampleBatch *batch;   /* borrowed */
+    int rc;
+    size_t stored;
+    char err[256];
+} co_db_batch_item_t;
+
+/* Returns CO_DB_FAIL when the database failed (then every item not
+ * settled before is CO_DB_FAIL), else CO_DB_OK. n <= CO_DB_GROUP_MAX. */
+int co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
+                  char *err, size_t errlen);
+
 /* Store the RunEnd and, in the same transaction, one verdict per
  * non-subject arm: vd_compare of its MEASURED samples against the subject
  * arm's, with the host's floor from its last floor_window calibration

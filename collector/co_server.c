@@ -65,6 +65,17 @@ struct co_server {
     int64_t next_beat_us;
     int64_t auth_logged_us;
     uint8_t reply[CO_REPLY_MAX];
+    /* SampleBatches waiting to be stored in one transaction (group
+     * commit); flushed before any other message is handled, so each
+     * peer's order is kept. Owned envelopes. */
+    struct {
+        Parity__Envelope *env;
+        s_peer_t *peer;
+        uint8_t rid[CO_RID_MAX];
+        size_t rid_len;
+    } group[CO_DB_GROUP_MAX];
+    size_t n_group;
+    co_db_batch_item_t items[CO_DB_GROUP_MAX];
     co_jobs_t *jobs;              /* NULL without cfg.conninfo */
     co_query_t *query;
 };
@@ -341,11 +352,20 @@ s_on_hello(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
     srv->c.deferred++;
 }
 
+static void s_result(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
+                     size_t rid_len, const Parity__Envelope *env, int rc,
+                     size_t stored, unsigned verdicts, const char *err);
+static void s_group_add(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
+                        size_t rid_len, Parity__Envelope **envp);
+
+/* A data message; takes *envp when it keeps it (a SampleBatch waiting for
+ * the group's commit). */
 static void
 s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
-          const Parity__Envelope *env)
+          Parity__Envelope **envp)
 {
-    char err[512], q[600];
+    const Parity__Envelope *env = *envp;
+    char err[512];
     int rc = CO_DB_FAIL;
     size_t stored = 0;
     unsigned verdicts = 0;
@@ -376,9 +396,8 @@ s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
                              sizeof err);
         break;
     case PARITY__ENVELOPE__BODY_SAMPLE_BATCH:
-        rc = co_db_batch(srv->db, p->host_id, env->sample_batch, &stored,
-                         err, sizeof err);
-        break;
+        s_group_add(srv, p, rid, rid_len, envp);
+        return;
     case PARITY__ENVELOPE__BODY_RUN_END:
         rc = co_db_run_end(srv->db, p->host_id, env->run_end,
                            srv->cfg.floor_window, srv->cfg.parity, &verdicts,
@@ -393,6 +412,16 @@ s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
     default:
         break;
     }
+    s_result(srv, p, rid, rid_len, env, rc, stored, verdicts, err);
+}
+
+/* Answer a stored (or not) data message: Ack, Error or silence. */
+static void
+s_result(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
+         const Parity__Envelope *env, int rc, size_t stored,
+         unsigned verdicts, const char *err)
+{
+    char q[600];
     switch (rc) {
     case CO_DB_OK:
         srv->c.samples_stored += stored;
@@ -436,6 +465,42 @@ s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
         s_db_lost(srv, err);
         break;
     }
+}
+
+/* Store every waiting SampleBatch in one transaction, then answer each. */
+static void
+s_group_flush(co_server_t *srv)
+{
+    char err[512] = "";
+    if (srv->n_group == 0)
+        return;
+    for (size_t k = 0; k < srv->n_group; k++) {
+        srv->items[k].host_id = srv->group[k].peer->host_id;
+        srv->items[k].batch = srv->group[k].env->sample_batch;
+    }
+    co_db_batches(srv->db, srv->items, srv->n_group, err, sizeof err);
+    for (size_t k = 0; k < srv->n_group; k++) {
+        co_db_batch_item_t *it = &srv->items[k];
+        s_result(srv, srv->group[k].peer, srv->group[k].rid,
+                 srv->group[k].rid_len, srv->group[k].env, it->rc,
+                 it->stored, 0, it->err);
+        pw_wire_free(&srv->group[k].env);
+    }
+    srv->n_group = 0;
+}
+
+static void
+s_group_add(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
+            size_t rid_len, Parity__Envelope **envp)
+{
+    if (srv->n_group == CO_DB_GROUP_MAX)
+        s_group_flush(srv);
+    size_t k = srv->n_group++;
+    srv->group[k].env = *envp;
+    srv->group[k].peer = p;
+    memcpy(srv->group[k].rid, rid, rid_len);
+    srv->group[k].rid_len = rid_len;
+    *envp = NULL;
 }
 
 static json_t *
@@ -569,6 +634,11 @@ s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
         s_bad(srv, p, r, rlen, rc, err, seq);
         return;
     }
+    /* Anything but a batch or a beat may depend on the waiting batches
+     * (a RunEnd) or report on them (stats): store them first. */
+    if (env->body_case != PARITY__ENVELOPE__BODY_SAMPLE_BATCH
+        && env->body_case != PARITY__ENVELOPE__BODY_HEARTBEAT)
+        s_group_flush(srv);
     switch (env->body_case) {
     case PARITY__ENVELOPE__BODY_HELLO:
         s_on_hello(srv, p, r, rlen, &env);
@@ -581,7 +651,7 @@ s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
         break;
     default:
         if (pw_wire_is_data(env->body_case))
-            s_on_data(srv, p, r, rlen, env);
+            s_on_data(srv, p, r, rlen, &env);
         else
             srv->c.unexpected++;
         break;
@@ -601,7 +671,7 @@ s_drain_router(co_server_t *srv)
         zmq_msg_init(&rid);
         if (zmq_msg_recv(&rid, srv->router, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&rid);
-            return;
+            break;
         }
         zmq_msg_init(&body);
         zmq_getsockopt(srv->router, ZMQ_RCVMORE, &more, &ml);
@@ -623,6 +693,7 @@ s_drain_router(co_server_t *srv)
         zmq_msg_close(&rid);
         zmq_msg_close(&body);
     }
+    s_group_flush(srv);
 }
 
 static void
@@ -957,6 +1028,8 @@ co_server_destroy(co_server_t **srvp)
     co_jobs_destroy(&srv->jobs);
     if (srv->ctx)
         zmq_ctx_term(srv->ctx);
+    for (size_t k = 0; k < srv->n_group; k++)
+        pw_wire_free(&srv->group[k].env);
     for (size_t i = 0; i < srv->n_peers; i++) {
         pw_wire_free(&srv->list[i]->pending_hello);
         free(srv->list[i]);
