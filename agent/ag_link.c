@@ -328,8 +328,14 @@ s_receive(ag_link_t *l, int64_t now)
     }
 }
 
-/* Send spooled seq; false when the socket would block. */
-static bool
+typedef enum {
+    S_SENT,
+    S_WOULD_BLOCK,   /* try again later */
+    S_GONE           /* no longer in the spool: never to be acked */
+} s_send_rc_t;
+
+/* Send spooled seq. */
+static s_send_rc_t
 s_send_seq(ag_link_t *l, uint64_t seq)
 {
     void *data = NULL;
@@ -337,16 +343,17 @@ s_send_seq(ag_link_t *l, uint64_t seq)
     char err[512];
     int rc = ag_spool_read(l->spool, seq, &data, &len, err, sizeof err);
     if (rc != AG_SPOOL_OK) {
-        /* Acked meanwhile (NOTFOUND) or moved aside (CORRUPT): skip it. */
+        /* Acked meanwhile (NOTFOUND) or moved aside (CORRUPT). */
         if (rc != AG_SPOOL_NOTFOUND)
             s_log(l, "spool_error", "%s", err);
-        return true;
+        return rc == AG_SPOOL_ERR ? S_WOULD_BLOCK : S_GONE;
     }
     bool sent = s_send(l, data, len);
     free(data);
-    if (sent)
-        S_COUNT(l, sent);
-    return sent;
+    if (!sent)
+        return S_WOULD_BLOCK;
+    S_COUNT(l, sent);
+    return S_SENT;
 }
 
 static void
@@ -359,10 +366,16 @@ s_pump(ag_link_t *l, int64_t now)
         s_log(l, "resend", "no ack for %d ms; resending %zu messages from "
               "seq %" PRIu64, AG_LINK_RESEND_MS, l->in_flight_count,
               l->in_flight[0]);
-        for (size_t i = 0; i < l->in_flight_count; i++) {
-            if (!s_send_seq(l, l->in_flight[i]))
+        for (size_t i = 0; i < l->in_flight_count; ) {
+            s_send_rc_t rc = s_send_seq(l, l->in_flight[i]);
+            if (rc == S_WOULD_BLOCK)
                 break;
+            if (rc == S_GONE) {
+                s_forget_in_flight(l, l->in_flight[i]);
+                continue;
+            }
             S_COUNT(l, resent);
+            i++;
         }
         l->last_progress_ms = now;
     }
@@ -373,12 +386,15 @@ s_pump(ag_link_t *l, int64_t now)
         if (n == 0)
             break;
         for (size_t i = 0; i < n; i++) {
-            if (!s_send_seq(l, seqs[i]))
+            s_send_rc_t rc = s_send_seq(l, seqs[i]);
+            if (rc == S_WOULD_BLOCK)
                 return;
+            l->last_sent = seqs[i];
+            if (rc == S_GONE)
+                continue;   /* never in flight: no ack will come */
             if (l->in_flight_count == 0)
                 l->last_progress_ms = now;   /* the resend clock starts */
             l->in_flight[l->in_flight_count++] = seqs[i];
-            l->last_sent = seqs[i];
         }
     }
 }

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -328,6 +329,45 @@ ok(w and 250 <= w[0] < 750, "the back-off was reset by the acked Hello "
    "(first wait %s ms)" % (w[0] if w else None))
 rc = stop_daemon(d)
 ok(rc == 0, "daemon exits 0")
+
+# --- 5: files damaged after the spool was opened are skipped -----------
+def spool_file(d, seq, envelope):
+    with open(os.path.join(d, "%020d.msg" % seq), "wb") as f:
+        f.write(b"PSPOOL1\n" + seq.to_bytes(8, "little")
+                + len(envelope).to_bytes(4, "little")
+                + (zlib.crc32(envelope) & 0xFFFFFFFF).to_bytes(4, "little")
+                + envelope)
+
+
+spool5 = os.path.join(root, "spool5")
+os.makedirs(spool5)
+for seq in range(1, 101):
+    cal = fb(1, b"cal-%d" % seq) + fb(2, struct.pack("<3d", 1.0, 2.0, 3.0)) \
+        + fv(3, 1)
+    spool_file(spool5, seq, fv(1, 1) + fv(2, seq) + fb(12, cal))
+peer = Peer(60, [])
+peer.proc.send_signal(signal.SIGSTOP)   # nothing acked until we say so
+d = daemon(peer, "spool5")
+time.sleep(1.0)
+for seq in range(1, 71):    # more than the in-flight window of 64
+    with open(os.path.join(spool5, "%020d.msg" % seq), "r+b") as f:
+        f.truncate(30)
+peer.proc.send_signal(signal.SIGCONT)
+got = lambda: {m.get("seq") for m in peer.messages()
+               if m["body"] == "calibration"}
+peer.wait(lambda: set(range(71, 101)) <= got(), 40)
+ok(set(range(71, 101)) <= got() and not (set(range(1, 71)) & got()),
+   "the 30 good messages are delivered past 70 files damaged after open "
+   "(%d of 30)" % len(set(range(71, 101)) & got()))
+left = sorted(x for x in os.listdir(spool5) if x.endswith(".msg"))
+ok(peer.wait(lambda: not [x for x in os.listdir(spool5)
+                          if x.endswith(".msg")], 10),
+   "the spool empties (%d left)" % len(left))
+ok(len(os.listdir(os.path.join(spool5, "corrupt"))) == 70,
+   "the damaged files are in corrupt/")
+rc = stop_daemon(d)
+ok(rc == 0, "daemon exits 0")
+peer.stop()
 
 shutil.rmtree(root, ignore_errors=True) if not os.environ.get("PARITY_KEEP") else print("# kept " + root)
 print("1..%d" % n)
