@@ -410,6 +410,62 @@ main(int argc, char **argv)
     ok(s_sql_long("SELECT count(*) FROM runs WHERE status = 'complete'") == 1,
        "and the runs table is still there");
 
+    /* ---- group commit: a burst of batches, good, duplicate and bad ---- */
+    long grouped = 0;
+    {
+        const char *run3 = "run-0003";
+        ok(s_send_run_start(s, ++seq, run3, "group") == 0
+           && cc_wait_ack(s, seq, 5000), "third run started");
+        static s_batch_t g_bad_text, g_nan;
+        g_bad_text = b[1];
+        for (size_t i = 0; i < g_bad_text.n; i++)
+            g_bad_text.ps[i] = &g_bad_text.s[i];
+        g_bad_text.s[3].error = "\xff\xfe not UTF-8";
+        g_nan = b[1];
+        for (size_t i = 0; i < g_nan.n; i++)
+            g_nan.ps[i] = &g_nan.s[i];
+        g_nan.s[0].wall_us = NAN;
+        uint64_t sa = ++seq, sb = ++seq, sc = ++seq, sd = ++seq, se = ++seq;
+        /* Back to back, no waiting: the collector sees one burst. */
+        s_send_batch(s, sa, run3, 0, &b[1]);
+        s_send_batch(s, sb, run3, 0, &b[1]);
+        s_send_batch(s, sc, run3, 1, &g_bad_text);
+        s_send_batch(s, sd, run3, 2, &b[2]);
+        s_send_batch(s, se, run3, 3, &g_nan);
+        int acks[5] = { 0 }, errs[5] = { 0 };
+        int64_t until_g = cc_now_ms() + 5000;
+        while (cc_now_ms() < until_g) {
+            Parity__Envelope *g = cc_recv(s, 500);
+            if (!g)
+                continue;
+            uint64_t which = g->body_case == PARITY__ENVELOPE__BODY_ACK
+                                 ? g->ack->seq
+                             : g->body_case == PARITY__ENVELOPE__BODY_ERROR
+                                 ? g->error->seq : 0;
+            if (which >= sa && which <= se) {
+                if (g->body_case == PARITY__ENVELOPE__BODY_ACK)
+                    acks[which - sa]++;
+                else if (g->error->code == 10)
+                    errs[which - sa]++;
+            }
+            pw_wire_free(&g);
+            if (acks[0] && acks[1] && errs[2] && acks[3] && errs[4])
+                break;
+        }
+        ok(acks[0] == 1 && acks[1] == 1 && acks[3] == 1,
+           "burst: the new batches and the duplicate are acked once each");
+        ok(errs[2] == 1 && acks[2] == 0,
+           "burst: invalid UTF-8 in an error text: Error{code 10, seq}");
+        ok(errs[4] == 1 && acks[4] == 0,
+           "burst: a NaN wall time: Error{code 10, seq}");
+        grouped = (long)(b[1].n + b[2].n);
+        ok(s_sql_long("SELECT count(*) FROM batches WHERE run = (SELECT id "
+                      "FROM runs WHERE run_uuid = 'run-0003')") == 2
+           && s_sql_long("SELECT count(*) FROM samples") == (long)total
+                                                           + grouped,
+           "burst: exactly batches 0 and 2 stored, once");
+    }
+
     /* ---- bad input from an authenticated peer ------------------------ */
     long parse0 = s_counter(s, "bad_parse");
     uint8_t junk[300];
@@ -495,8 +551,8 @@ main(int argc, char **argv)
     ok(e && e->reply->status == 0, "collector alive after 100 MB (ping)");
     pw_wire_free(&e);
     ok(s_counter(s, "disconnects") > disc0, "disconnects counter moved");
-    ok(s_sql_long("SELECT count(*) FROM samples") == (long)total
-       && s_sql_long("SELECT count(*) FROM batches") == 3,
+    ok(s_sql_long("SELECT count(*) FROM samples") == (long)total + grouped
+       && s_sql_long("SELECT count(*) FROM batches") == 5,
        "none of the bad input was stored");
     e = cc_request(s, 2, "launch-missiles", 3000);
     ok(e && e->reply->status == 2
@@ -540,7 +596,7 @@ main(int argc, char **argv)
     ok(s_counter(s, "peers") == 2,
        "not one of their messages reached the server loop (peers 2)");
     ok(s_sql_long("SELECT count(*) FROM hosts") == 2
-       && s_sql_long("SELECT count(*) FROM runs") == 1,
+       && s_sql_long("SELECT count(*) FROM runs") == 2,
        "nothing of theirs stored");
     ok(cc_log_has(logp, "event=auth_denied", zcert_public_txt(rogue)),
        "the denied key is logged");
@@ -623,7 +679,8 @@ main(int argc, char **argv)
     ok(cc_log_has(logp2, "event=db_up", want), "re-migration applies nothing "
        "(%s)", want);
     s_pg = PQconnectdb(s_conninfo);
-    ok(s_sql_long("SELECT count(*) FROM samples") == (long)total + 1
+    ok(s_sql_long("SELECT count(*) FROM samples") == (long)total + grouped
+                                                    + 1
        && s_sql_long("SELECT count(*) FROM schema_version") == version,
        "the data survived the restart");
     PQfinish(s_pg);
