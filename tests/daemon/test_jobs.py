@@ -345,6 +345,8 @@ for seq in range(1, 101):
     cal = fb(1, b"cal-%d" % seq) + fb(2, struct.pack("<3d", 1.0, 2.0, 3.0)) \
         + fv(3, 1)
     spool_file(spool5, seq, fv(1, 1) + fv(2, seq) + fb(12, cal))
+with open(os.path.join(spool5, "%020d.msg" % 200), "wb") as f:
+    f.write(b"not a spool file, but long enough for a header")
 peer = Peer(60, [])
 peer.proc.send_signal(signal.SIGSTOP)   # nothing acked until we say so
 d = daemon(peer, "spool5")
@@ -363,8 +365,15 @@ left = sorted(x for x in os.listdir(spool5) if x.endswith(".msg"))
 ok(peer.wait(lambda: not [x for x in os.listdir(spool5)
                           if x.endswith(".msg")], 10),
    "the spool empties (%d left)" % len(left))
-ok(len(os.listdir(os.path.join(spool5, "corrupt"))) == 70,
+ok(len(os.listdir(os.path.join(spool5, "corrupt"))) == 71,
    "the damaged files are in corrupt/")
+with open(os.path.join(root, "daemon-%d.log" % peer.port)) as f:
+    text = f.read()
+ok(re.search(r"event=spool_corrupt \S+/00000000000000000200\.msg: bad magic;"
+             r" moved to", text), "a bad file found at start is logged with "
+             "its name and reason")
+ok(re.search(r"event=spool_error \S+/00000000000000000001\.msg: truncated "
+             r"payload", text), "a file damaged later is logged when read")
 rc = stop_daemon(d)
 ok(rc == 0, "daemon exits 0")
 peer.stop()
