@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""test_jobs.py BUILD_DIR -- the daemon's job handling (TAP).
+"""test_protocol.py BUILD_DIR -- the daemon's side of the protocol (TAP).
 
 A real parity-agent daemon on 127.0.0.1 against daemon-peer (a minimal
 protocol peer; see tests/daemon/daemon_peer.c for why not the collector):
-suites only from --suites, refusals with reasons, one job at a time with
-a queue, JobCancel of a running and a queued job, variables passed as
-values, and SIGTERM during a job."""
+1. jobs: suites only from --suites, refusals with reasons, one job at a
+   time with a queue, JobCancel of a running and a queued job, variables
+   passed as values, a failing benchmark, progress;
+2. SIGTERM during a job;
+3. recovery of a spooled RunStart left without state file;
+4. reconnect back-off and its reset, silence after 5 heartbeats;
+5. spool files damaged before and after open."""
 import atexit
 import json
 import re
