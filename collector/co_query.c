@@ -394,7 +394,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         "  max(s.round) + 1 FROM samples s WHERE s.run = r.id AND "
         "  s.kind = 0), 0)) FROM runs r JOIN benchmarks b ON "
         "  b.id = r.benchmark_id WHERE r.job_id = j.job_uuid AND "
-        "  r.host_id = h.id ORDER BY r.started_at_us DESC LIMIT 1)::text, "
+        "  r.host_id = h.id ORDER BY r.id DESC LIMIT 1)::text, "
         "(SELECT CASE WHEN cardinality(j.only_benchmarks) > 0 THEN "
         "  cardinality(j.only_benchmarks) ELSE cardinality(s.benchmarks) "
         "  END FROM host_suites s WHERE s.host_id = h.id AND "
@@ -423,7 +423,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         "SELECT r.run_uuid, h.name, b.name, COALESCE(r.status, 'running'), "
         "r.started_at_us, r.ended_at_us FROM runs r JOIN hosts h ON "
         "h.id = r.host_id JOIN benchmarks b ON b.id = r.benchmark_id WHERE "
-        "r.job_id = $1 ORDER BY h.name, r.started_at_us", 1, p);
+        "r.job_id = $1 ORDER BY h.name, r.id", 1, p);
     if (!r)
         goto fail;
     for (int i = 0; i < PQntuples(r); i++)
@@ -574,8 +574,8 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
         "JOIN hosts h ON h.id = r.host_id JOIN verdicts v ON v.run = r.id "
         "JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
         "WHERE r.job_id = $1 "
-        "ORDER BY min(r.started_at_us) OVER (PARTITION BY b.name), b.name, "
-        "v.other_arm, h.name, h.id, r.started_at_us LIMIT $2::int", 2, pv);
+        "ORDER BY min(r.id) OVER (PARTITION BY b.name), b.name, "
+        "v.other_arm, h.name, h.id, r.id LIMIT $2::int", 2, pv);
     if (!r || !out)
         goto fail;
     for (int i = 0; i < PQntuples(r); i++) {

@@ -1,13 +1,163 @@
 #!/bin/sh
-# deploy/quickstart.sh -- the README's first command: install what is
-# missing, build, and run Parity's main job on this machine.
+# deploy/quickstart.sh -- the README's first command: Parity's main job on
+# this machine, end to end.
+#
+#   install what is missing, build, make keys (collector, agents alpha and
+#   beta, an admin client) under ./var/keys, start parity-collector with
+#   its own PostgreSQL under ./var/collector, start the two agents with
+#   the bundled suites (examples/suites), run the example suite on both
+#   through `parity run example --wait`, print the verdict table, and stop
+#   everything again. A second run reuses keys and data.
+#
+#   deploy/quickstart.sh          all of that
+#   deploy/quickstart.sh --keep   leave collector and agents running and
+#                                 say how to use and stop them
+#   deploy/quickstart.sh --stop   stop what --keep left running
+#
+# Environment: PARITY_QUICKSTART_VAR (default ./var), PARITY_QUICKSTART_PORT
+# (default: a free port), PARITY_QUICKSTART_BUILD (an existing meson build
+# dir: skip deploy/build.sh; the tests use it).
 set -eu
 cd "$(dirname "$0")/.."
-deploy/install.sh
-deploy/build.sh
-PARITY=build/collector/client/parity
+ROOT=$(pwd)
+VAR=${PARITY_QUICKSTART_VAR:-$ROOT/var}
+KEEP=0
+case "${1:-}" in
+    --keep) KEEP=1 ;;
+    --stop) ;;
+    "") ;;
+    *) echo "usage: deploy/quickstart.sh [--keep | --stop]" >&2; exit 2 ;;
+esac
 
+# stop_pid FILE: SIGTERM the process in FILE, wait up to 30 s for it.
+stop_pid() {
+    [ -f "$1" ] || return 0
+    pid=$(cat "$1")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        i=0
+        while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do
+            sleep 0.1; i=$((i + 1))
+        done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$1"
+}
+
+stop_all() {
+    stop_pid "$VAR/agents/alpha/agent.pid"
+    stop_pid "$VAR/agents/beta/agent.pid"
+    # The collector stops its PostgreSQL on SIGTERM.
+    stop_pid "$VAR/collector.pid"
+}
+
+if [ "${1:-}" = "--stop" ]; then
+    stop_all
+    echo "quickstart: stopped the collector, its PostgreSQL and both agents"
+    exit 0
+fi
+
+deploy/install.sh
+if [ -n "${PARITY_QUICKSTART_BUILD:-}" ]; then
+    BUILD=$PARITY_QUICKSTART_BUILD
+else
+    deploy/build.sh
+    BUILD=$ROOT/build
+fi
+PARITY=$BUILD/collector/client/parity
+COLLECTOR=$BUILD/collector/parity-collector
+AGENT=$BUILD/agent/parity-agent
+for exe in "$PARITY" "$COLLECTOR" "$AGENT"; do
+    [ -x "$exe" ] || { echo "quickstart: $exe was not built" >&2; exit 1; }
+done
+
+# A run left over from --keep (or a crash) would hold the data directory.
+stop_all
+
+mkdir -p "$VAR/keys" "$VAR/allow" "$VAR/admin" "$VAR/agents/alpha" \
+         "$VAR/agents/beta"
+# The postgres user (when we are root) must be able to reach var/collector.
+chmod 755 "$VAR"
+for name in collector alpha beta admin; do
+    if [ ! -f "$VAR/keys/${name}_secret" ]; then
+        "$PARITY" keygen "$name" --dir "$VAR/keys" --force >/dev/null
+    fi
+done
+cp "$VAR/keys/alpha" "$VAR/keys/beta" "$VAR/allow/"
+cp "$VAR/keys/admin" "$VAR/admin/"
+
+PORT=${PARITY_QUICKSTART_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+ENDPOINT=tcp://127.0.0.1:$PORT
+
+if [ $KEEP = 0 ]; then
+    trap 'stop_all; echo "quickstart: stopped the collector, its PostgreSQL and both agents (data kept in $VAR; run again to reuse it)"' EXIT
+    trap 'exit 130' INT TERM
+fi
+
+echo "quickstart: starting parity-collector on $ENDPOINT (PostgreSQL under $VAR/collector)"
+: >"$VAR/collector.log"
+"$COLLECTOR" --bind "$ENDPOINT" --key "$VAR/keys/collector_secret" \
+    --allow "$VAR/allow" --admin "$VAR/admin" --data-dir "$VAR/collector" \
+    >>"$VAR/collector.log" 2>&1 &
+echo $! >"$VAR/collector.pid"
+i=0
+until grep -q "event=listening" "$VAR/collector.log"; do
+    if ! kill -0 "$(cat "$VAR/collector.pid")" 2>/dev/null || [ $i -ge 600 ]; then
+        echo "quickstart: the collector did not start; its log:" >&2
+        tail -20 "$VAR/collector.log" >&2
+        exit 1
+    fi
+    sleep 0.1; i=$((i + 1))
+done
+
+for host in alpha beta; do
+    dir=$VAR/agents/$host
+    # Each agent in its own directory: the example suite's input file is a
+    # relative path (--var input=... below), so the two never share it.
+    (cd "$dir" && exec "$AGENT" --collector "$ENDPOINT" \
+        --collector-key "$VAR/keys/collector" --key "$VAR/keys/$host" \
+        --suites "$ROOT/examples/suites" --spool "$dir/spool" \
+        --name "$host" >>"$dir/agent.log" 2>&1) &
+    echo $! >"$dir/agent.pid"
+done
+echo "quickstart: started agents alpha and beta (suites from examples/suites)"
+
+PARITY_COLLECTOR=$ENDPOINT
+PARITY_COLLECTOR_KEY=$VAR/keys/collector
+PARITY_KEY=$VAR/keys/admin
+export PARITY_COLLECTOR PARITY_COLLECTOR_KEY PARITY_KEY
+
+# Both agents online (their Hello stored, calibration sent).
+i=0
+until "$PARITY" hosts --json 2>/dev/null | python3 -c '
+import json, sys
+h = {x["name"]: x for x in json.load(sys.stdin)["hosts"]}
+ok = all(h.get(n, {}).get("online") for n in ("alpha", "beta"))
+sys.exit(0 if ok else 1)'; do
+    if [ $i -ge 60 ]; then
+        echo "quickstart: the agents did not come online; their logs:" >&2
+        tail -5 "$VAR/agents/alpha/agent.log" "$VAR/agents/beta/agent.log" >&2
+        exit 1
+    fi
+    sleep 0.5; i=$((i + 1))
+done
 echo
-echo "== parity verdict on the seed paper's edit_distance samples (us)"
-$PARITY verdict --names prismio,cpp \
-    --a 566,568,576,690,722 --b 587,700,712,718,725
+"$PARITY" hosts
+echo
+echo "quickstart: parity run example --wait"
+status=0
+"$PARITY" run example --wait --var input=example-input.txt \
+    --tag source=quickstart || status=$?
+
+if [ $KEEP = 1 ]; then
+    cat <<EOF
+
+quickstart: still running. To use them from this shell:
+  export PARITY_COLLECTOR=$ENDPOINT
+  export PARITY_COLLECTOR_KEY=$VAR/keys/collector
+  export PARITY_KEY=$VAR/keys/admin
+  $PARITY verdicts --latest
+Stop everything with: deploy/quickstart.sh --stop
+EOF
+fi
+exit $status

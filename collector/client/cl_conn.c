@@ -44,6 +44,8 @@ typedef struct {
     const char *env;           /* PARITY_COLLECTOR */
     const char *file_key;      /* collector */
     char value[S_VALUE_MAX];
+    char raw[S_VALUE_MAX];     /* as written (before a config-relative
+                                  path was made absolute) */
     char source[S_VALUE_MAX + 64];
 } s_setting_t;
 
@@ -218,12 +220,14 @@ s_resolve(s_setting_t *s, const char *flag_value, s_config_t *cfg,
 {
     if (flag_value && *flag_value) {
         snprintf(s->value, sizeof s->value, "%s", flag_value);
+        snprintf(s->raw, sizeof s->raw, "%s", flag_value);
         snprintf(s->source, sizeof s->source, "%s", s->flag);
         return 0;
     }
     const char *e = getenv(s->env);
     if (e && *e) {
         snprintf(s->value, sizeof s->value, "%s", e);
+        snprintf(s->raw, sizeof s->raw, "%s", e);
         snprintf(s->source, sizeof s->source, "$%s", s->env);
         return 0;
     }
@@ -232,7 +236,8 @@ s_resolve(s_setting_t *s, const char *flag_value, s_config_t *cfg,
                     strcmp(s->file_key, "collector_key") == 0 ?
                     cfg->collector_key : cfg->key;
     if (cfg->exists && !cfg->error[0] && *v) {
-        if (is_path && v[0] != '/' && !(strlen(v) == 40))
+        snprintf(s->raw, sizeof s->raw, "%s", v);
+        if (is_path && v[0] != '/')
             snprintf(s->value, sizeof s->value, "%.2000s/%.2000s", cfg->dir, v);
         else
             snprintf(s->value, sizeof s->value, "%s", v);
@@ -265,12 +270,14 @@ s_all_zero(const byte *k)
     return true;
 }
 
-/* The collector's public key: a 40-character Z85 text or a zcert file. */
+/* The collector's public key: a zcert file or, when no such file exists,
+ * the 40-character Z85 text of the key itself. */
 static int
 s_load_collector_key(const s_setting_t *s, uint8_t out[32], char *err,
                      size_t errlen)
 {
-    if (strlen(s->value) == 40 && zmq_z85_decode(out, s->value))
+    if (access(s->value, F_OK) != 0 && strlen(s->raw) == 40 &&
+        zmq_z85_decode(out, s->raw))
         return 0;
     if (access(s->value, R_OK) != 0) {
         s_err(err, errlen, "collector key from %s: %s: %s", s->source,
@@ -359,11 +366,15 @@ cl_conn_open(const cl_conn_opts_t *o, int *code, char *err, size_t errlen)
         s_err(err, errlen, "out of memory");
         goto fail;
     }
-    set[0] = (s_setting_t){ "collector address", "--collector",
-                            "PARITY_COLLECTOR", "collector", "", "" };
-    set[1] = (s_setting_t){ "collector key", "--collector-key",
-                            "PARITY_COLLECTOR_KEY", "collector_key", "", "" };
-    set[2] = (s_setting_t){ "own key", "--key", "PARITY_KEY", "key", "", "" };
+    set[0] = (s_setting_t){ .name = "collector address",
+                            .flag = "--collector", .env = "PARITY_COLLECTOR",
+                            .file_key = "collector" };
+    set[1] = (s_setting_t){ .name = "collector key",
+                            .flag = "--collector-key",
+                            .env = "PARITY_COLLECTOR_KEY",
+                            .file_key = "collector_key" };
+    set[2] = (s_setting_t){ .name = "own key", .flag = "--key",
+                            .env = "PARITY_KEY", .file_key = "key" };
     rc = CL_CONN_CONFIG;
     if (s_resolve(&set[0], o->collector, cfg, false, err, errlen) ||
         s_resolve(&set[1], o->collector_key, cfg, true, err, errlen) ||

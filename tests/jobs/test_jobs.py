@@ -1,0 +1,623 @@
+#!/usr/bin/env python3
+"""test_jobs.py CASE BUILD_DIR -- jobs across the fleet (TAP).
+
+Real processes: parity-collector with its private PostgreSQL in a fresh
+temp dir, three parity-agent daemons (alpha, beta, gamma), keys from
+`parity keygen`, sockets on 127.0.0.1 only, and the `parity` client.
+
+  fleet    a job across three agents: every host's verdict stored and
+           shown, cross-host summary counts and geomean right, job tags
+           on every run, show/export; a client key on --allow but not
+           --admin, and an unknown key, can neither run, cancel nor
+           query; an agent stopped before a job and started later runs
+           it; an agent killed during a job shows `lost` and the job ends
+           with the other hosts' results; --expire; cancel; a wrong
+           collector key
+  client   every client setting error (missing, wrong, from flags, env or
+           client.yaml) and an unreachable collector; needs no collector
+"""
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else
+                        os.environ["PARITY_BUILD_DIR"])
+AGENT = os.path.join(BUILD, "agent", "parity-agent")
+COLLECTOR = os.path.join(BUILD, "collector", "parity-collector")
+PARITY = os.path.join(BUILD, "collector", "client", "parity")
+HEARTBEAT_MS = "200"   # offline after 5 beats: 1 s
+
+n_tests = 0
+n_failed = 0
+
+
+def ok(cond, what):
+    global n_tests, n_failed
+    n_tests += 1
+    what = " ".join(str(what).split())
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (n_tests, what),
+          flush=True)
+    if not cond:
+        n_failed += 1
+    return cond
+
+
+def diag(text):
+    for line in str(text).splitlines():
+        print("# " + line, flush=True)
+
+
+def bail(text):
+    print("Bail out! " + text, flush=True)
+    sys.exit(1)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def pg_bindir():
+    if os.environ.get("PARITY_PG_BINDIR"):
+        return os.environ["PARITY_PG_BINDIR"]
+    base = "/usr/lib/postgresql"
+    vs = sorted(os.listdir(base), key=int) if os.path.isdir(base) else []
+    return os.path.join(base, vs[-1], "bin") if vs else ""
+
+
+SUITE = """suite: fleet
+defaults:
+  runs: 6
+  warmup: 1
+benchmarks:
+  - name: sleepy
+    arms:
+      - name: fast
+        subject: true
+        command: [sleep, "0.01"]
+      - name: slow
+        command: [sleep, "0.04"]
+  - name: startup
+    arms:
+      - name: "true"
+        subject: true
+        command: [/bin/true]
+      - name: echo
+        command: [/bin/echo, hello]
+"""
+
+# Long enough to kill an agent in the middle: 40 rounds of 2 x 0.1 s.
+LONG_SUITE = """suite: long
+benchmarks:
+  - name: slowpoke
+    runs: 40
+    warmup: 0
+    arms:
+      - name: a
+        subject: true
+        command: [sleep, "0.1"]
+      - name: b
+        command: [sleep, "0.1"]
+"""
+
+
+class World:
+    def __init__(self):
+        self.root = tempfile.mkdtemp(prefix="parity-jobs-")
+        os.chmod(self.root, 0o755)   # the postgres user must reach data/pg
+        self.data = os.path.join(self.root, "data")
+        self.keys = os.path.join(self.root, "keys")
+        self.allow = os.path.join(self.root, "allow")
+        self.admin = os.path.join(self.root, "admin")
+        self.suites = os.path.join(self.root, "suites")
+        for d in (self.keys, self.allow, self.admin, self.suites):
+            os.makedirs(d)
+        with open(os.path.join(self.suites, "fleet.yaml"), "w") as f:
+            f.write(SUITE)
+        with open(os.path.join(self.suites, "long.yaml"), "w") as f:
+            f.write(LONG_SUITE)
+        self.port = free_port()
+        self.endpoint = "tcp://127.0.0.1:%d" % self.port
+        for name in ("collector", "alpha", "beta", "gamma", "admin",
+                     "stranger", "unknown", "impostor"):
+            self.keygen(name)
+        for name in ("alpha", "beta", "gamma", "stranger"):
+            shutil.copy(self.key(name), self.allow)
+        shutil.copy(self.key("admin"), self.admin)
+        self.collector = None
+        self.agents = {}
+        self.log = open(os.path.join(self.root, "collector.log"), "ab")
+
+    def key(self, name):
+        return os.path.join(self.keys, name)
+
+    def keygen(self, name):
+        r = subprocess.run([PARITY, "keygen", name, "--dir", self.keys],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            bail("parity keygen %s: %s" % (name, r.stderr))
+
+    def start_collector(self):
+        self.collector = subprocess.Popen(
+            [COLLECTOR, "--data-dir", self.data, "--bind", self.endpoint,
+             "--key", self.key("collector") + "_secret", "--allow",
+             self.allow, "--admin", self.admin, "--heartbeat-ms",
+             HEARTBEAT_MS], stdout=self.log, stderr=self.log)
+        end = time.time() + 60
+        while time.time() < end:
+            if self.collector.poll() is not None:
+                bail("parity-collector exited %d" % self.collector.returncode)
+            try:
+                socket.create_connection(("127.0.0.1", self.port),
+                                         timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        bail("parity-collector not listening after 60 s")
+
+    def start_agent(self, name):
+        home = os.path.join(self.root, "agent-" + name)
+        os.makedirs(home, exist_ok=True)
+        log = open(os.path.join(home, "agent.log"), "ab")
+        self.agents[name] = subprocess.Popen(
+            [AGENT, "--collector", self.endpoint, "--collector-key",
+             self.key("collector"), "--key", self.key(name), "--suites",
+             self.suites, "--spool", os.path.join(home, "spool"),
+             "--name", name, "--heartbeat-ms", HEARTBEAT_MS],
+            stdout=log, stderr=log, cwd=home)
+
+    def stop_agent(self, name, sig=signal.SIGTERM):
+        p = self.agents.pop(name, None)
+        if p and p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def parity(self, *args, key="admin", timeout=60, env=None):
+        e = dict(os.environ)
+        e.update({"PARITY_COLLECTOR": self.endpoint,
+                  "PARITY_COLLECTOR_KEY": self.key("collector"),
+                  "PARITY_KEY": self.key(key), "HOME": self.root})
+        e.pop("XDG_CONFIG_HOME", None)
+        if env:
+            e.update(env)
+        return subprocess.run([PARITY] + list(args), capture_output=True,
+                              text=True, timeout=timeout, env=e)
+
+    def pjson(self, *args, **kw):
+        r = self.parity(*args, **kw)
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            diag("parity %s: rc %d\n%s%s" % (" ".join(args), r.returncode,
+                                             r.stdout, r.stderr))
+            return None
+
+    def psql(self, sql):
+        r = subprocess.run(
+            [os.path.join(pg_bindir(), "psql"), "-X", "-A", "-t", "-q",
+             "-v", "ON_ERROR_STOP=1", "-h", os.path.join(self.data, "pg"),
+             "-U", "parity", "-d", "parity", "-c", sql],
+            capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            diag("psql: " + r.stderr)
+            return None
+        return r.stdout.strip()
+
+    def host_states(self):
+        h = self.pjson("hosts", "--json")
+        return {x["name"]: x["online"] for x in (h or {}).get("hosts", [])}
+
+    def wait_online(self, names, online, timeout=30):
+        end = time.time() + timeout
+        while time.time() < end:
+            st = self.host_states()
+            if all(st.get(n) is online for n in names):
+                return True
+            time.sleep(0.2)
+        return False
+
+    def job(self, job_id):
+        return self.pjson("jobs", "--json")  # unused helper kept simple
+
+    def job_state(self, job_id):
+        j = self.pjson("verdicts", job_id, "--json")
+        return j
+
+    def wait_job(self, job_id, timeout):
+        end = time.time() + timeout
+        v = None
+        while time.time() < end:
+            v = self.pjson("verdicts", job_id, "--json")
+            if v and v.get("state") != "active":
+                return v
+            time.sleep(0.3)
+        return v
+
+    def close(self, keep):
+        for n in list(self.agents):
+            self.stop_agent(n)
+        if self.collector and self.collector.poll() is None:
+            self.collector.send_signal(signal.SIGTERM)
+            try:
+                self.collector.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.collector.kill()
+                self.collector.wait()
+        self.log.close()
+        if keep:
+            diag("kept " + self.root)
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def host_map(v):
+    return {h["host"]: h for h in v.get("hosts", [])}
+
+
+def case_fleet():
+    w = World()
+    try:
+        w.start_collector()
+        for n in ("alpha", "beta", "gamma"):
+            w.start_agent(n)
+        ok(w.wait_online(["alpha", "beta", "gamma"], True),
+           "three agents are online in `parity hosts`")
+        hosts = w.pjson("hosts", "--json") or {"hosts": []}
+        ok(all("fleet" in h["suites"] and h["floor_us"] > 0
+               for h in hosts["hosts"]),
+           "every host lists suite fleet and has a floor")
+        r = w.parity("hosts")
+        ok(r.returncode == 0 and all(n in r.stdout for n in
+                                     ("alpha", "beta", "gamma", "online")),
+           "parity hosts prints a table of the three hosts")
+
+        # -- a job across three agents ----------------------------------
+        r = w.parity("run", "fleet", "--wait", "--tag", "commit=abc123",
+                     "--tag", "branch=main", "--label", "e2e", timeout=120)
+        ok(r.returncode == 0, "parity run fleet --wait exits 0 (%d: %s)" %
+           (r.returncode, r.stderr.strip()[-300:]))
+        ok("job " in r.stdout and "sleepy" in r.stdout and
+           "fast vs slow" in r.stdout and "summary" in r.stdout,
+           "--wait prints the verdict table")
+        ok("alpha" in r.stderr and "done" in r.stderr,
+           "--wait printed progress lines")
+        jobs = w.pjson("jobs", "--json") or {"jobs": [{}]}
+        job = jobs["jobs"][0].get("job", "?")
+        v = w.pjson("verdicts", job, "--json") or {}
+        cmps = v.get("comparisons", [])
+        ok(len(cmps) == 2, "two comparisons (sleepy, startup): %d" %
+           len(cmps))
+        ok(all(len(c["hosts"]) == 3 and all("verdict" in h
+                                             for h in c["hosts"])
+               for c in cmps), "every comparison has a verdict from each "
+           "of the three hosts")
+        stored = w.psql("SELECT count(*) FROM verdicts v JOIN runs r ON "
+                        "r.id = v.run WHERE r.job_id = '%s'" % job)
+        ok(stored == "6", "6 verdicts stored for the job (%s)" % stored)
+        for c in cmps:
+            outs = [h["verdict"]["outcome"] for h in c["hosts"]]
+            s = c["summary"]
+            ok(s["hosts"] == 3 and s["win"] == outs.count("win") and
+               s["parity"] == outs.count("parity") and
+               s["loss"] == outs.count("loss"),
+               "%s: summary counts %s match the hosts' outcomes %s" %
+               (c["benchmark"], (s["win"], s["parity"], s["loss"]), outs))
+            gm = math.exp(sum(math.log(h["verdict"]["ratio"])
+                              for h in c["hosts"]) / 3)
+            ok(abs(s["geomean_ratio"] - gm) < 1e-9 * gm,
+               "%s: geomean %.6f is the geometric mean of the ratios" %
+               (c["benchmark"], s["geomean_ratio"]))
+            if len(set(outs)) == 1:
+                want = "%s on all 3 hosts" % outs[0]
+            else:
+                want = "mixed: "
+            ok(s["consensus"].startswith(want), "%s: consensus \"%s\"" %
+               (c["benchmark"], s["consensus"]))
+        sleepy = [c for c in cmps if c["benchmark"] == "sleepy"]
+        ok(sleepy and sleepy[0]["summary"]["win"] == 3,
+           "sleep 0.01 against sleep 0.04 is a win on all 3 hosts")
+        untagged = w.psql("SELECT count(*) FROM runs WHERE job_id = '%s' "
+                          "AND NOT (tags @> '{\"commit\": \"abc123\", "
+                          "\"branch\": \"main\"}')" % job)
+        nruns = w.psql("SELECT count(*) FROM runs WHERE job_id = '%s'" % job)
+        ok(untagged == "0" and nruns == "6", "all %s runs keep the job's "
+           "tags (untagged: %s)" % (nruns, untagged))
+        run_id = cmps[0]["hosts"][0]["run_id"] if cmps else "?"
+        doc = w.pjson("show", run_id) or {}
+        b = (doc.get("benchmarks") or [{}])[0]
+        ok(doc.get("schema_version") == 3 and len(b.get("samples", [])) > 0
+           and b.get("verdict") and doc.get("floor", {}).get("floor_us")
+           and doc.get("tags", {}).get("commit") == "abc123",
+           "parity show RUN: a schema 3 results file with samples, "
+           "verdict, floor and the job's tags")
+        out = os.path.join(w.root, "export")
+        r = w.parity("export", job, "--out", out)
+        files = sorted(os.listdir(out)) if os.path.isdir(out) else []
+        ok(r.returncode == 0 and files == ["alpha.json", "beta.json",
+                                           "gamma.json"],
+           "parity export writes one results file per host: %s" % files)
+        if files:
+            with open(os.path.join(out, "alpha.json")) as f:
+                d = json.load(f)
+            ok(len(d["benchmarks"]) == 2 and len(d["run_ids"]) == 2,
+               "alpha.json holds both benchmarks of the job")
+        for fmt in ("--csv", "--markdown"):
+            r = w.parity("verdicts", job, fmt)
+            ok(r.returncode == 0 and "sleepy" in r.stdout,
+               "parity verdicts %s" % fmt)
+        r = w.parity("verdicts", "--latest")
+        ok(r.returncode == 0 and job in r.stdout,
+           "parity verdicts --latest shows job %s" % job)
+
+        # -- authorisation ---------------------------------------------
+        before = w.psql("SELECT count(*) FROM jobs")
+        for args in (("run", "fleet"), ("cancel", job), ("hosts",),
+                     ("verdicts", job), ("jobs",), ("show", run_id)):
+            r = w.parity(*args, key="stranger")
+            ok(r.returncode == 1 and "forbidden" in r.stderr,
+               "a key on --allow but not --admin: parity %s is forbidden "
+               "(%d: %s)" % (args[0], r.returncode, r.stderr.strip()))
+            r = w.parity(*args, key="unknown", env={"PARITY_TIMEOUT": "3"})
+            ok(r.returncode == 3 and "refused this client's key" in r.stderr,
+               "an unknown key: parity %s is refused at the handshake "
+               "(%d: %s)" % (args[0], r.returncode, r.stderr.strip()))
+        ok(w.psql("SELECT count(*) FROM jobs") == before,
+           "no job was created by them")
+        ok(w.psql("SELECT state FROM jobs WHERE job_uuid = '%s'" % job) ==
+           "ended", "and the job was not cancelled")
+        r = w.parity("hosts", env={"PARITY_TIMEOUT": "3",
+                                   "PARITY_COLLECTOR_KEY":
+                                   w.key("impostor")})
+        ok(r.returncode == 3 and "handshake" in r.stderr and
+           "collector key" in r.stderr,
+           "a wrong collector key: the handshake fails and the error says "
+           "so (%s)" % r.stderr.strip())
+
+        # -- an agent stopped before the job, started later -------------
+        w.stop_agent("gamma")
+        ok(w.wait_online(["gamma"], False), "gamma is offline after SIGTERM")
+        r = w.parity("run", "fleet", "--only", "sleepy", "--json")
+        reply = json.loads(r.stdout) if r.returncode == 0 else {}
+        job2 = reply.get("job", "?")
+        st = {h["host"]: h["state"] for h in reply.get("hosts", [])}
+        ok(st.get("gamma") == "queued", "the job is queued for offline "
+           "gamma: %s" % st)
+        time.sleep(3)
+        v = w.pjson("verdicts", job2, "--json") or {}
+        hm = host_map(v)
+        ok(v.get("state") == "active" and hm.get("alpha", {}).get("state")
+           == "done" and hm.get("gamma", {}).get("state") == "queued",
+           "alpha and beta are done, the job waits for gamma: %s" %
+           {k: x["state"] for k, x in hm.items()})
+        w.start_agent("gamma")
+        v = w.wait_job(job2, 60) or {}
+        hm = host_map(v)
+        ok(v.get("state") == "ended" and
+           all(hm.get(n, {}).get("state") == "done"
+               for n in ("alpha", "beta", "gamma")),
+           "gamma ran it when it came back; the job ended with 3 hosts "
+           "done: %s" % {k: x["state"] for k, x in hm.items()})
+        ok(len((v.get("comparisons") or [{}])[0].get("hosts", [])) == 3,
+           "and its verdict is in the table")
+
+        # -- an agent killed during the job -----------------------------
+        r = w.parity("run", "long", "--json")
+        job3 = (json.loads(r.stdout) if r.returncode == 0 else {}).get("job")
+        end = time.time() + 30
+        started = False
+        while time.time() < end and not started:
+            started = w.psql("SELECT count(*) FROM samples s JOIN runs r ON "
+                             "r.id = s.run JOIN hosts h ON h.id = r.host_id "
+                             "WHERE r.job_id = '%s' AND h.name = 'gamma'"
+                             % job3) not in (None, "0")
+            time.sleep(0.2)
+        ok(started, "gamma is in the middle of job %s" % job3)
+        w.stop_agent("gamma", signal.SIGKILL)
+        v = w.wait_job(job3, 60) or {}
+        hm = host_map(v)
+        ok(hm.get("gamma", {}).get("state") == "lost",
+           "killed gamma shows lost (%s: %s)" %
+           (hm.get("gamma", {}).get("state"),
+            hm.get("gamma", {}).get("reason")))
+        ok(v.get("state") == "ended" and
+           hm.get("alpha", {}).get("state") == "done" and
+           hm.get("beta", {}).get("state") == "done",
+           "the job ended with alpha and beta done")
+        c = (v.get("comparisons") or [{}])[0]
+        ok(sorted(h["host"] for h in c.get("hosts", [])
+                  if "verdict" in h) == ["alpha", "beta"] and
+           c.get("summary", {}).get("hosts") == 2,
+           "its verdicts are the other two hosts', summary over 2 hosts")
+        r = w.parity("verdicts", job3)
+        ok("gamma: lost" in r.stdout, "the table says gamma was lost")
+
+        # -- expiry and cancel -----------------------------------------
+        r = w.parity("run", "fleet", "--hosts", "gamma", "--expire", "1s",
+                     "--json")
+        job4 = (json.loads(r.stdout) if r.returncode == 0 else {}).get("job")
+        v = w.wait_job(job4, 20) or {}
+        ok(host_map(v).get("gamma", {}).get("state") == "expired" and
+           v.get("state") == "ended",
+           "a job for offline gamma with --expire 1s ends expired")
+        r = w.parity("run", "long", "--hosts", "alpha", "--json")
+        job5 = (json.loads(r.stdout) if r.returncode == 0 else {}).get("job")
+        time.sleep(1)
+        r = w.parity("cancel", job5)
+        ok(r.returncode == 0 and "cancelled on 1 host" in r.stdout,
+           "parity cancel JOB (%s)" % r.stdout.strip())
+        v = w.pjson("verdicts", job5, "--json") or {}
+        ok(v.get("state") == "cancelled" and
+           host_map(v).get("alpha", {}).get("state") == "cancelled",
+           "the job and alpha's part are cancelled")
+        end = time.time() + 20
+        status = None
+        while time.time() < end and status != "cancelled":
+            status = w.psql("SELECT status FROM runs WHERE job_id = '%s'" %
+                            job5)
+            time.sleep(0.2)
+        ok(status == "cancelled", "alpha stopped its run: stored status "
+           "%s" % status)
+        r = w.parity("jobs", "--active")
+        ok(r.returncode == 0 and "no active job" in r.stdout,
+           "parity jobs --active: nothing left (%s)" % r.stdout.strip())
+        r = w.parity("cancel", "nosuchjob")
+        ok(r.returncode == 1 and "no job" in r.stderr,
+           "cancel of an unknown job says so")
+        r = w.parity("run", "nosuite")
+        ok(r.returncode == 1 and "no host can run suite" in r.stderr,
+           "a suite no host has is refused (%s)" % r.stderr.strip())
+        r = w.parity("run", "fleet", "--hosts", "nobody")
+        ok(r.returncode == 1 and "no host is named" in r.stderr,
+           "an unknown host name is refused")
+    finally:
+        w.close(keep=n_failed > 0)
+
+
+def case_client():
+    root = tempfile.mkdtemp(prefix="parity-client-")
+    keys = os.path.join(root, "keys")
+    for n in ("collector", "me"):
+        subprocess.run([PARITY, "keygen", n, "--dir", keys],
+                       capture_output=True, timeout=30)
+    pub_only = os.path.join(root, "pubonly")
+    shutil.copy(os.path.join(keys, "me"), pub_only)
+    port = free_port()   # nothing listens there
+    home = os.path.join(root, "home")
+    os.makedirs(home)
+    cfg_dir = os.path.join(home, ".config", "parity")
+
+    def run(*args, env=None):
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith("PARITY_") and k != "XDG_CONFIG_HOME"}
+        e["HOME"] = home
+        e.update(env or {})
+        return subprocess.run([PARITY] + list(args), capture_output=True,
+                              text=True, timeout=30, env=e)
+
+    cfg_path = os.path.join(cfg_dir, "client.yaml")
+    r = run("hosts")
+    ok(r.returncode == 2 and "no collector address" in r.stderr and
+       "--collector" in r.stderr and "$PARITY_COLLECTOR" in r.stderr and
+       cfg_path + " does not exist" in r.stderr,
+       "no setting at all: names the setting and all three places (%s)" %
+       r.stderr.strip())
+    addr = "tcp://127.0.0.1:%d" % port
+    r = run("hosts", "--collector", addr)
+    ok(r.returncode == 2 and "no collector key" in r.stderr and
+       "--collector-key" in r.stderr and "PARITY_COLLECTOR_KEY" in r.stderr,
+       "no collector key: says where it looked")
+    r = run("hosts", env={"PARITY_COLLECTOR": addr,
+                          "PARITY_COLLECTOR_KEY": os.path.join(keys,
+                                                               "collector")})
+    ok(r.returncode == 2 and "no own key" in r.stderr and
+       "--key" in r.stderr and "$PARITY_KEY" in r.stderr,
+       "no own key: says where it looked")
+    good = ["--collector", addr, "--collector-key",
+            os.path.join(keys, "collector"), "--key", os.path.join(keys, "me")]
+    r = run("hosts", "--collector", "localhost", *good[2:])
+    ok(r.returncode == 2 and "collector address from --collector" in
+       r.stderr and "tcp://HOST:PORT" in r.stderr,
+       "a bad address names its source (%s)" % r.stderr.strip())
+    r = run("hosts", *good[:2], "--collector-key", "/nonexistent/key",
+            *good[4:])
+    ok(r.returncode == 2 and "collector key from --collector-key" in
+       r.stderr and "/nonexistent/key" in r.stderr,
+       "a missing collector key file names its source")
+    r = run("hosts", *good[:4], env={"PARITY_KEY": pub_only})
+    ok(r.returncode == 2 and "own key from $PARITY_KEY" in r.stderr and
+       "no secret key" in r.stderr,
+       "a public-only own key: says the secret is missing (%s)" %
+       r.stderr.strip())
+    notcert = os.path.join(root, "notcert")
+    with open(notcert, "w") as f:
+        f.write("hello\n")
+    r = run("hosts", *good[:4], "--key", notcert)
+    ok(r.returncode == 2 and "not a CURVE certificate" in r.stderr,
+       "a file that is no certificate is named")
+    r = run("hosts", *good, "--timeout", "1")
+    ok(r.returncode == 3 and "cannot connect" in r.stderr and addr in
+       r.stderr, "an unreachable collector: clear error after --timeout "
+       "(%s)" % r.stderr.strip())
+    # A key file whose path happens to be 40 Z85 characters is still a
+    # file; and the key's Z85 text itself is accepted too.
+    odd = "/tmp/pqk" + os.urandom(11).hex()
+    os.makedirs(odd)
+    shutil.copy(os.path.join(keys, "collector"), odd)
+    odd_key = os.path.join(odd, "collector")
+    r = run("hosts", *good[:2], "--collector-key", odd_key, *good[4:],
+            "--timeout", "1")
+    ok(len(odd_key) == 40 and r.returncode == 3 and "cannot connect" in
+       r.stderr, "a 40-character key path is read as a file (%s)" %
+       r.stderr.strip())
+    shutil.rmtree(odd, ignore_errors=True)
+    with open(os.path.join(keys, "collector")) as f:
+        z85 = [l.split('"')[1] for l in f if "public-key" in l][0]
+    r = run("hosts", *good[:2], "--collector-key", z85, *good[4:],
+            "--timeout", "1")
+    ok(r.returncode == 3 and "cannot connect" in r.stderr,
+       "the collector key as Z85 text is accepted")
+    r = run("hosts", *good, "--timeout", "zero")
+    ok(r.returncode == 2 and "--timeout" in r.stderr, "a bad --timeout")
+    # The config file, with paths relative to it.
+    os.makedirs(cfg_dir)
+    shutil.copy(os.path.join(keys, "collector"), cfg_dir)
+    shutil.copy(os.path.join(keys, "me"), cfg_dir)
+    shutil.copy(os.path.join(keys, "me_secret"), cfg_dir)
+    with open(cfg_path, "w") as f:
+        f.write("collector: %s\ncollector_key: collector\nkey: me\n" % addr)
+    t0 = time.time()
+    r = run("hosts", "--timeout", "1")
+    ok(r.returncode == 3 and "cannot connect" in r.stderr and
+       time.time() - t0 < 10,
+       "every setting from client.yaml (relative paths): it gets as far "
+       "as connecting")
+    with open(cfg_path, "w") as f:
+        f.write("collector: %s\ncolector_key: x\n" % addr)
+    r = run("hosts")
+    ok(r.returncode == 2 and "unknown key \"colector_key\"" in r.stderr and
+       cfg_path in r.stderr, "a typo in client.yaml is named with its line")
+    with open(cfg_path, "w") as f:
+        f.write("collector: [a, b\n")
+    r = run("hosts")
+    ok(r.returncode == 2 and "is not valid" in r.stderr,
+       "a broken client.yaml is named")
+    r = run("run")
+    ok(r.returncode == 2 and "which suite" in r.stderr, "run without SUITE")
+    r = run("run", "x", "--expire", "soon")
+    ok(r.returncode == 2 and "--expire" in r.stderr, "run --expire soon")
+    r = run("verdicts", "--json", "--csv")
+    ok(r.returncode == 2, "verdicts with two formats")
+    for verb in ("run", "verdicts", "hosts", "jobs", "cancel", "show",
+                 "export"):
+        r = run(verb, "--help")
+        ok(r.returncode == 0 and "usage: parity " + verb in r.stdout,
+           "parity %s --help" % verb)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def main():
+    case = sys.argv[1]
+    for exe in (PARITY,) + ((AGENT, COLLECTOR) if case == "fleet" else ()):
+        if not os.access(exe, os.X_OK):
+            bail("%s not built" % exe)
+    {"fleet": case_fleet, "client": case_client}[case]()
+    print("1..%d" % n_tests, flush=True)
+    sys.exit(1 if n_failed else 0)
+
+
+if __name__ == "__main__":
+    main()
