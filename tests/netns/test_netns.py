@@ -575,7 +575,10 @@ def phase_run_mode(w):
 
 
 def phase_daemon(w):
-    write_suite(w, "netns-job", 700, 1000, 1500)
+    # Few long rounds: at least 3 s of sleeping, so the run is still
+    # measuring when the link goes down, and little spawn overhead, so a
+    # loaded machine (or an ASan build) does not stretch it much.
+    write_suite(w, "netns-job", 60, 20000, 30000)
     daemons = {}
     for h in DAEMON_HOSTS:
         daemons[h] = w.spawn(h, [
@@ -611,6 +614,10 @@ def phase_daemon(w):
     got = w.wait_for("SELECT online FROM hosts WHERE id = %d" % d1, "f", 15)
     ok(got == "f", "d1: link down: the collector marks it offline after "
        "%.1f s" % (time.time() - down_at))
+    got = w.psql("SELECT string_agg(state, ',') FROM job_hosts WHERE "
+                 "host_id = %d" % d1)
+    ok(got == "lost", "d1: the collector counts its job lost while it is "
+       "offline (%s)" % got)
     d2 = host_id(w, "d2")
     ok(d2 is not None and
        w.psql("SELECT online FROM hosts WHERE id = %d" % d2) == "t",
@@ -624,7 +631,7 @@ def phase_daemon(w):
     for h in DAEMON_HOSTS:
         hid = host_id(w, h)
         got = w.wait_for("SELECT string_agg(state, ',') FROM job_hosts "
-                         "WHERE host_id = %d" % hid, "done", 30)
+                         "WHERE host_id = %d" % hid, "done", 45)
         ok(got == "done", "%s: its job ends done (%s)" % (h, got))
         row = w.rows("SELECT r.status, r.batches, r.samples, (SELECT "
                      "count(*) FROM batches b WHERE b.run = r.id), (SELECT "
