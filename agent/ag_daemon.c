@@ -258,6 +258,7 @@ struct ag_stream {
     int wake_fd;                       /* eventfd: something was spooled */
     pthread_mutex_t emit_lock;         /* seq order == spool order */
     char *job_id;
+    const Parity__JobOffer *job;       /* borrowed during a job's run */
 
     /* Called on the network thread for JobOffer / JobCancel. */
     void (*on_job_message)(void *ctx, const Parity__Envelope *env);
@@ -464,6 +465,12 @@ s_cb_run_start(void *ctx, const ag_run_start_t *st)
     parity__run_start__init(&rs);
     rs.run_id = s->run_id;
     rs.job_id = s->job_id ? s->job_id : "";
+    if (s->job) {
+        /* The job's tags and label go with each of its runs. */
+        rs.tags = s->job->tags;
+        rs.n_tags = s->job->n_tags;
+        rs.label = s->job->label;
+    }
     rs.suite = (char *)st->suite;
     rs.benchmark = (char *)st->benchmark;
     for (size_t i = 0; i < na; i++) {
@@ -1251,6 +1258,7 @@ s_run_job(s_daemon_t *d, s_job_t *job)
     ag_link_set_state(d->stream->link, "running", job->job_id);
     s_emit_job_status(d->stream, job->job_id, "running", NULL, NULL);
     ag_stream_set_job(d->stream, job->job_id);
+    d->stream->job = jo;
     ag_stream_callbacks(d->stream, NULL, &cb);
     if (s_stop_signal)
         ag_harness_cancel(d->harness, AG_RUN_INCOMPLETE);
@@ -1259,6 +1267,7 @@ s_run_job(s_daemon_t *d, s_job_t *job)
     int rc = ag_harness_run(d->harness, suite, &ho, &cb, err, sizeof err);
     char failed[S_ERR];
     snprintf(failed, sizeof failed, "%s", d->stream->job_failed);
+    d->stream->job = NULL;
     ag_stream_set_job(d->stream, NULL);
     pthread_mutex_lock(&d->lock);
     d->current[0] = 0;

@@ -13,7 +13,8 @@
  * seconds (or until SIGTERM).
  *
  * ACTION:
- *   offer:JOB:SUITE:RUNS[:NAME=VALUE...]  a JobOffer after Hello
+ *   offer:JOB:SUITE:RUNS[:NAME=VALUE...]  a JobOffer after Hello, with
+ *                                         label "label-JOB", tag job=JOB
  *   cancel-running:JOB                    JobCancel once JOB is running
  *   cancel-queued:JOB                     JobCancel once JOB is queued
  *   cancel-measuring:JOB                  JobCancel at JOB's first batch
@@ -78,6 +79,14 @@ s_offer(void *sock, const uint8_t *rid, size_t rid_len, char *spec)
     Parity__Var vars[S_MAX_VARS], *vp[S_MAX_VARS];
     jo.job_id = parts[0];
     jo.suite = parts[1];
+    char label[160];
+    snprintf(label, sizeof label, "label-%s", parts[0]);
+    jo.label = label;
+    Parity__Tag tag = PARITY__TAG__INIT, *tp = &tag;
+    tag.key = "job";
+    tag.value = parts[0];
+    jo.tags = &tp;
+    jo.n_tags = 1;
     jo.runs = (uint32_t)atoi(parts[2]);
     for (size_t i = 3; i < n; i++) {
         parity__var__init(&vars[i - 3]);
@@ -134,6 +143,9 @@ s_print(const Parity__Envelope *env)
         json_object_set_new(o, "run_id", json_string(env->run_start->run_id));
         json_object_set_new(o, "job_id", json_string(env->run_start->job_id));
         json_object_set_new(o, "runs", json_integer(env->run_start->runs));
+        json_object_set_new(o, "label", json_string(env->run_start->label));
+        json_object_set_new(o, "tag", json_string(
+            env->run_start->n_tags ? env->run_start->tags[0]->value : ""));
         break;
     case PARITY__ENVELOPE__BODY_RUN_END:
         json_object_set_new(o, "run_id", json_string(env->run_end->run_id));

@@ -211,6 +211,9 @@ ok(order == ["j1", "j5", "j6", "j7", "j11", "j9"], "one job at a time, in offer 
    "order (%s)" % order)
 ok(all(m.get("job_id") for m in runs.values()), "every RunStart names its "
    "job")
+ok(all(m["label"] == "label-" + m["job_id"] and m["tag"] == m["job_id"]
+       for m in runs.values()), "every RunStart carries its job's label and "
+   "tags")
 rc = stop_daemon(d)
 ok(rc == 0, "SIGTERM while idle: exit 0 (%d)" % rc)
 peer.stop()
