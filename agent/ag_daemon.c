@@ -1084,6 +1084,9 @@ ag_stream_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
     int code = ag_cli_session(suite, hopts, &c);
     double timeout = so->ack_timeout_s > 0 ? so->ack_timeout_s
                                            : AG_DAEMON_ACK_TIMEOUT_S;
+    /* Interrupted: the user wants out; what is not acked stays spooled. */
+    if (code == AG_EXIT_INTERRUPTED && timeout > 2.0)
+        timeout = 2.0;
     size_t left = ag_stream_drain(s, timeout);
     if (left > 0) {
         fprintf(stderr, "%s: %zu messages remain spooled in %s (not acked "

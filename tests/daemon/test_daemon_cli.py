@@ -159,6 +159,23 @@ ok(rc == 2 and "--collector-key is required with --collector" in err,
 rc, out, err = run(["run", suite, "--spool"])
 ok(rc == 2 and "--spool needs a value" in err, "run --spool without DIR")
 os.remove(os.path.join(SP, "%020d.msg" % 999999))
+# Ctrl-C of a streamed run: results as without --collector (exit 130),
+# and no 60 s wait for acks that cannot come.
+with open(os.path.join(root, "slow.yaml"), "w") as f:
+    f.write("suite: slow\nbenchmarks:\n  - name: b\n    runs: 1000\n"
+            "    arms:\n      - name: x\n        command: [/bin/sleep, "
+            "\"0.01\"]\n      - name: y\n        command: [/bin/sleep, "
+            "\"0.01\"]\n")
+p = subprocess.Popen([AGENT, "run", os.path.join(root, "slow.yaml")]
+                     + stream, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)
+time.sleep(1.5)
+t0 = time.time()
+p.send_signal(signal.SIGINT)
+out, err = p.communicate(timeout=30)
+ok(p.returncode == 130 and time.time() - t0 < 10 and "remain spooled" in err,
+   "SIGINT of run --collector: exit 130 within 10 s, saying what remains "
+   "spooled (%d, %.1f s)" % (p.returncode, time.time() - t0))
 rc, out, err = run(["run", suite] + stream + ["--ack-timeout", "1"])
 ok(rc == 3 and "remain spooled in" in err,
    "run with nobody to ack: exit 3 and how many remain spooled")
