@@ -223,8 +223,14 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
                      (char *const *)req->argv, envp);
     if (e != 0) {
         pid = -1;
-        snprintf(err, errlen, "posix_spawnp(%s): %s", req->argv[0],
-                 strerror(e));
+        /* glibc reports the child's failed chdir as the spawn's own error;
+         * say which it was. */
+        if (req->cwd && access(req->cwd, X_OK) != 0)
+            snprintf(err, errlen, "posix_spawnp(%s): chdir(%s): %s",
+                     req->argv[0], req->cwd, strerror(errno));
+        else
+            snprintf(err, errlen, "posix_spawnp(%s): %s", req->argv[0],
+                     strerror(e));
         goto done;
     }
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);

@@ -297,6 +297,60 @@ ok(doc["benchmarks"][0]["reason"] == 'arm "b" round 0: posix_spawnp('
    "a program that cannot start is an error sample naming the call",
    doc["benchmarks"][0].get("reason"))
 
+# --- hooks and working directories that fail -------------------------------
+p = suite("hooks.yaml", """
+suite: hooks
+benchmarks:
+  - name: badsetup
+    runs: 2
+    warmup: 0
+    arms:
+      - name: a
+        command: [/bin/true]
+        setup: [%(prog)s, stderr, "no input file", exit, "2"]
+        cleanup: [%(prog)s, append, %(log)s, cleaned-a]
+      - name: b
+        command: [/bin/true]
+        cleanup: [%(prog)s, append, %(log)s, cleaned-b]
+  - name: badprepare
+    runs: 2
+    warmup: 0
+    arms:
+      - {name: a, command: [/bin/true], prepare: "exit 5"}
+      - {name: b, command: [/bin/true]}
+  - name: badcwd
+    runs: 2
+    warmup: 0
+    arms:
+      - {name: a, command: [/bin/true], cwd: /nonexistent-parity-dir}
+      - {name: b, command: [/bin/true]}
+  - name: badout
+    runs: 2
+    warmup: 0
+    stdout: /nonexistent-parity-dir/out.txt
+    arms:
+      - {name: a, command: [/bin/true]}
+      - {name: b, command: [/bin/true]}
+""" % {"prog": q(PROG), "log": q(path("cleanup.log"))})
+r, doc = agent_run(p)
+bs = {b["name"]: b for b in doc["benchmarks"]}
+ok(r.returncode == 4 and
+   bs["badsetup"]["reason"] == 'setup of arm "a": exited with status 2, '
+   'expected 0' and bs["badsetup"]["stderr_tail"] == "no input file\n",
+   "a failing setup fails the benchmark with its stderr",
+   bs["badsetup"].get("reason"))
+ok(not os.path.exists(path("cleanup.log")),
+   "cleanup runs only for arms whose setup ran (none here)")
+ok(bs["badprepare"]["reason"] == 'prepare of arm "a": exited with status 5, '
+   'expected 0', "a failing prepare", bs["badprepare"].get("reason"))
+ok(bs["badcwd"]["reason"] == 'arm "a" round 0: posix_spawnp(/bin/true): '
+   'chdir(/nonexistent-parity-dir): No such file or directory',
+   "a missing cwd is named", bs["badcwd"].get("reason"))
+ok(bs["badout"]["reason"] == 'stdout: open(/nonexistent-parity-dir/'
+   'out.txt): No such file or directory' and
+   bs["badout"]["samples"] == [], "an unwritable stdout file fails before "
+   "any run", bs["badout"].get("reason"))
+
 # --- Ctrl-C: partial results with complete: false -------------------------
 p = suite("long.yaml", """
 suite: long
@@ -306,13 +360,17 @@ benchmarks:
     warmup: 0
     arms:
       - {name: a, command: [%(prog)s, sleep, "100000"]}
-      - {name: b, command: [%(prog)s, sleep, "100000"]}
+      # From its 4th run on, b takes 30 s: the interrupt lands in such a
+      # run, and only killing it ends the session quickly.
+      - name: b
+        shell: 'n=$(wc -l < %(count)s); echo x >> %(count)s; if [ "$n" -ge 3 ]; then exec sleep 30; else exec sleep 0.1; fi'
   - name: never
     runs: 2
     arms:
       - {name: a, command: [/bin/true]}
       - {name: b, command: [/bin/true]}
-""" % {"prog": q(PROG)})
+""" % {"prog": q(PROG), "count": path("count.txt")})
+open(path("count.txt"), "w").close()
 out = path("interrupted.json")
 proc = subprocess.Popen([AGENT, "run", p, "--export-json", out],
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -323,7 +381,9 @@ proc.send_signal(signal.SIGINT)
 so, se = proc.communicate(timeout=20)
 took = time.monotonic() - t0
 ok(proc.returncode == 130, "Ctrl-C exits 130", (proc.returncode, se))
-ok(took < 1.0, "and stops at once, killing the current run (%.2f s)" % took)
+# Finishing the current run would take up to 30 s; a loaded host may add
+# its own delay to the kill, hence 3 s.
+ok(took < 3.0, "and stops at once, killing the current run (%.2f s)" % took)
 doc = json.load(open(out)) if os.path.exists(out) else {}
 ok(doc.get("complete") is False, "results written with complete: false")
 bs = doc.get("benchmarks", [])
@@ -332,8 +392,9 @@ ok(len(bs) == 1 and bs[0]["status"] == "incomplete" and
    "the interrupted benchmark is incomplete; later ones never start",
    [(x["name"], x["status"]) for x in bs])
 m = samples(bs[0], "measured") if bs else []
-ok(len(m) >= 4 and all(s["wall_us"] > 9e4 for s in m),
-   "what was measured is kept (%d samples), the killed run is not" % len(m))
+ok(len(m) >= 4 and all(9e4 < s["wall_us"] < 5e6 for s in m),
+   "what was measured is kept (%d samples), the killed run is not" % len(m),
+   [(s["arm"], s["wall_us"]) for s in m])
 ok("incomplete: interrupted" in so, "the table says it is incomplete", so)
 
 # --- variables never reach a shell ----------------------------------------

@@ -229,7 +229,7 @@ main(int argc, char **argv)
     pthread_join(th, NULL);
     double took = (double)(t1.tv_sec - t0.tv_sec) +
                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    ok(rc == AG_HARNESS_STOPPED && took < 1.5,
+    ok(rc == AG_HARNESS_STOPPED && took < 3.0,
        "cancel stops the session promptly (%.2f s)", took);
     ok(r.ends == 1 && r.status[0] == AG_RUN_CANCELLED,
        "status cancelled, as asked");

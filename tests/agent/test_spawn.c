@@ -119,7 +119,8 @@ main(int argc, char **argv)
     const char *sleep50[] = { s_prog, "sleep", "50000", NULL };
     ok(s_run(sleep50, 0, &res, err, sizeof err) == AG_SPAWN_OK,
        "sleep 50 ms runs");
-    ok(res.wall_us >= 50000 && res.wall_us < 50000 + 40000,
+    /* The upper bound is loose: a loaded host wakes sleepers late. */
+    ok(res.wall_us >= 50000 && res.wall_us < 50000 + 1e6,
        "wall time covers the sleep (%.0f us)", res.wall_us);
     ok(res.user_us + res.sys_us < 20000, "sleeping costs little CPU");
     ok(res.exit_status == 0 && res.term_signal == 0 && !res.timed_out,
@@ -161,7 +162,7 @@ main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double took = (double)(t1.tv_sec - t0.tv_sec) +
                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    ok(took >= 0.2 && took < 2.0, "after the 0.2 s timeout (%.2f s)", took);
+    ok(took >= 0.2 && took < 5.0, "after the 0.2 s timeout (%.2f s)", took);
     FILE *f = fopen(pidfile, "r");
     int child = 0;
     if (f) {
@@ -203,7 +204,7 @@ main(int argc, char **argv)
     pthread_join(th, NULL);
     took = (double)(t1.tv_sec - t0.tv_sec) +
            (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    ok(rc == AG_SPAWN_CANCELLED && took < 2.0,
+    ok(rc == AG_SPAWN_CANCELLED && took < 5.0,
        "a cancel from another thread stops a hung run (%.2f s)", took);
     close(efd);
 
@@ -290,10 +291,9 @@ main(int argc, char **argv)
     ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_ERR,
        "a missing cwd fails the spawn");
     char want[600];
-    snprintf(want, sizeof want, "posix_spawnp(%s): No such file or directory",
-             s_prog);
-    ok_str(err, want, "and names the program (glibc reports the chdir "
-           "failure as the spawn's)");
+    snprintf(want, sizeof want, "posix_spawnp(%s): chdir(/nonexistent-dir): "
+             "No such file or directory", s_prog);
+    ok_str(err, want, "and names the directory");
 
     /* posix_spawn, not fork: a harness holding 512 MiB of touched memory
      * must start a run as fast as before. fork has to copy the page
