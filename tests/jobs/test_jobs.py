@@ -84,9 +84,9 @@ benchmarks:
     arms:
       - name: fast
         subject: true
-        command: [sleep, "0.01"]
+        command: [sleep, "0.02"]
       - name: slow
-        command: [sleep, "0.04"]
+        command: [sleep, "0.2"]
   - name: startup
     arms:
       - name: "true"
@@ -253,11 +253,21 @@ class World:
         if self.collector and self.collector.poll() is None:
             self.collector.send_signal(signal.SIGTERM)
             try:
-                self.collector.wait(timeout=30)
+                rc = self.collector.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.collector.kill()
-                self.collector.wait()
+                rc = self.collector.wait()
+            ok(rc == 0, "the collector exits 0 on SIGTERM (%d)" % rc)
         self.log.close()
+        # Sanitizer reports (an ASan build) of any of our processes.
+        reports = []
+        for dirpath, _, names in os.walk(self.root):
+            for n in names:
+                if n.endswith(".log"):
+                    with open(os.path.join(dirpath, n), "rb") as f:
+                        if b"Sanitizer" in f.read():
+                            reports.append(n)
+        ok(not reports, "no sanitizer report in the logs %s" % reports)
         if keep:
             diag("kept " + self.root)
         else:
@@ -329,7 +339,7 @@ def case_fleet():
                (c["benchmark"], s["consensus"]))
         sleepy = [c for c in cmps if c["benchmark"] == "sleepy"]
         ok(sleepy and sleepy[0]["summary"]["win"] == 3,
-           "sleep 0.01 against sleep 0.04 is a win on all 3 hosts")
+           "sleep 0.02 against sleep 0.2 is a win on all 3 hosts")
         untagged = w.psql("SELECT count(*) FROM runs WHERE job_id = '%s' "
                           "AND NOT (tags @> '{\"commit\": \"abc123\", "
                           "\"branch\": \"main\"}')" % job)

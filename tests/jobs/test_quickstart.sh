@@ -1,11 +1,13 @@
 #!/bin/sh
 # test_quickstart.sh BUILD_DIR -- deploy/quickstart.sh end to end (TAP):
 # twice in a row on one temp var dir (the second reuses keys and data),
-# checking what it prints and that it leaves nothing running.
+# and as root once more as an ordinary user, checking what it prints and
+# that it leaves nothing running.
 set -u
 BUILD=$(cd "$1" && pwd)
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 VAR=$(mktemp -d /tmp/parity-quickstart-XXXXXX)
+chmod 755 "$VAR"   # the ordinary-user pass lives below it
 n=0; failed=0
 ok() {   # ok STATUS DESCRIPTION
     n=$((n + 1))
@@ -14,10 +16,25 @@ ok() {   # ok STATUS DESCRIPTION
 }
 has() { grep -q -- "$1" "$VAR/out.txt"; }
 
-for pass in first second; do
+# As root, a third pass runs it as the ordinary user nobody (packages
+# already installed, no sudo) in a var dir of its own.
+passes="first second"
+if [ "$(id -u)" -eq 0 ] && command -v runuser >/dev/null 2>&1 &&
+   runuser -u nobody -- test -x "$BUILD/collector/client/parity"; then
+    passes="$passes ordinary-user"
+fi
+for pass in $passes; do
     start=$(date +%s)
-    PARITY_QUICKSTART_VAR=$VAR PARITY_QUICKSTART_BUILD=$BUILD \
-        timeout 170 "$SRC/deploy/quickstart.sh" >"$VAR/out.txt" 2>&1
+    qvar=$VAR
+    as=""
+    if [ "$pass" = ordinary-user ]; then
+        qvar=$VAR/user-var
+        mkdir -p "$qvar" && chown nobody "$qvar"
+        as="runuser -u nobody --"
+    fi
+    (cd /tmp && $as env PARITY_QUICKSTART_VAR=$qvar \
+        PARITY_QUICKSTART_BUILD=$BUILD \
+        timeout 170 "$SRC/deploy/quickstart.sh") >"$VAR/out.txt" 2>&1
     rc=$?
     took=$(( $(date +%s) - start ))
     ok $rc "$pass run exits 0 in ${took} s"
@@ -32,9 +49,9 @@ for pass in first second; do
     grep -E "^startup +true vs echo +parity [0-9.]+ +parity [0-9.]+ " "$VAR/out.txt" >/dev/null
     ok $? "$pass: the floor-decided startup is parity"
     has "quickstart: stopped the collector, its PostgreSQL and both agents"; ok $? "$pass: says everything stopped"
-    left=$(pgrep -f -- "--data-dir $VAR/collector|--spool $VAR/agents" | wc -l)
+    left=$(pgrep -f -- "--data-dir $qvar/collector|--spool $qvar/agents" | wc -l)
     [ "$left" -eq 0 ]; ok $? "$pass: no collector or agent left running ($left)"
-    [ ! -f "$VAR/collector/pg/postmaster.pid" ]; ok $? "$pass: PostgreSQL stopped"
+    [ ! -f "$qvar/collector/pg/postmaster.pid" ]; ok $? "$pass: PostgreSQL stopped"
 done
 [ -f "$VAR/keys/admin_secret" ] && [ -d "$VAR/collector/pg" ]
 ok $? "keys and data kept in the var dir for the next run"
