@@ -479,6 +479,7 @@ s_group_flush(co_server_t *srv)
         srv->items[k].batch = srv->group[k].env->sample_batch;
     }
     co_db_batches(srv->db, srv->items, srv->n_group, err, sizeof err);
+    srv->c.groups++;
     for (size_t k = 0; k < srv->n_group; k++) {
         co_db_batch_item_t *it = &srv->items[k];
         s_result(srv, srv->group[k].peer, srv->group[k].rid,
@@ -508,13 +509,14 @@ s_counters_json(const co_server_t *srv)
 {
     const co_counters_t *c = &srv->c;
     json_t *o = json_pack("{sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI"
-                          " sI sI sI sI sI sI}",
+                          " sI sI sI sI sI sI sI}",
         "received", (json_int_t)c->received,
         "acked", (json_int_t)c->acked,
         "duplicates", (json_int_t)c->duplicates,
         "deferred", (json_int_t)c->deferred,
         "refused", (json_int_t)c->refused,
         "samples_stored", (json_int_t)c->samples_stored,
+        "groups", (json_int_t)c->groups,
         "verdicts_stored", (json_int_t)c->verdicts_stored,
         "hellos", (json_int_t)c->hellos,
         "heartbeats_in", (json_int_t)c->heartbeats_in,

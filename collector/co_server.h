@@ -60,6 +60,7 @@ typedef struct {
     uint64_t deferred;         /* not acked: db down or dependency missing */
     uint64_t refused;          /* Error with seq: can never be stored */
     uint64_t samples_stored;
+    uint64_t groups;           /* transactions of SampleBatches (group commit) */
     uint64_t verdicts_stored;
     uint64_t hellos;
     uint64_t heartbeats_in;
