@@ -896,7 +896,11 @@ out:
 bool
 ag_stream_wanted(const ag_stream_opts_t *o)
 {
-    return o->collector != NULL;
+    /* Any stream option counts, so that one given without --collector
+     * is an error rather than silently ignored. */
+    return o->collector || o->collector_key || o->key || o->spool_dir
+        || o->name || o->spool_max_bytes || o->heartbeat_ms
+        || o->ack_timeout_s > 0;
 }
 
 int
@@ -958,6 +962,12 @@ ag_stream_open(const ag_stream_opts_t *o, char *err, size_t errlen)
     const char *missing = !o->collector ? "--collector"
                         : !o->collector_key ? "--collector-key"
                         : !o->key ? "--key" : !o->spool_dir ? "--spool" : NULL;
+    if (!o->collector) {
+        snprintf(err, errlen, "--collector is required with --collector-key, "
+                 "--key, --spool, --name, --spool-max, --heartbeat-ms and "
+                 "--ack-timeout");
+        return NULL;
+    }
     if (missing) {
         snprintf(err, errlen, "%s is required with --collector", missing);
         return NULL;

@@ -69,7 +69,8 @@ typedef struct {
 int ag_stream_take_args(int *argc, char **argv, ag_stream_opts_t *o,
                         char *err, size_t errlen);
 
-/* True when o names a collector (the other options are then required). */
+/* True when any stream option was given (ag_stream_open then checks that
+ * --collector and the other required ones are there). */
 bool ag_stream_wanted(const ag_stream_opts_t *o);
 
 /* Open the spool, load the keys, start the network thread, say Hello and

@@ -156,6 +156,10 @@ ok(rc == 3 and "is full" in err and "the run is refused" in err,
 rc, out, err = run(["run", suite, "--collector", "tcp://h:1"])
 ok(rc == 2 and "--collector-key is required with --collector" in err,
    "run --collector alone: %s" % err.strip())
+rc, out, err = run(["run", suite, "--spool", SP])
+ok(rc == 2 and "--collector is required with --collector-key, --key, "
+   "--spool" in err, "run --spool without --collector: %s"
+   % err.strip().replace(root, "T"))
 rc, out, err = run(["run", suite, "--spool"])
 ok(rc == 2 and "--spool needs a value" in err, "run --spool without DIR")
 os.remove(os.path.join(SP, "%020d.msg" % 999999))
