@@ -579,6 +579,20 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
                    strcmp(cur, "running") == 0 || strcmp(cur, "lost") == 0;
     if (!movable || strcmp(state, "queued") == 0)
         return CO_JOBS_OK;
+    if (final && strcmp(final, "done") == 0) {
+        r = s_q(j, "SELECT count(*) FROM runs WHERE job_id = $1 AND "
+                "host_id = $2 AND status IS NULL", 2, pf, PGRES_TUPLES_OK,
+                err, errlen);
+        if (!r)
+            return CO_JOBS_FAIL;
+        long open = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+        if (open > 0) {
+            s_err(err, errlen, "job_status done: %ld run(s) of job %.40s "
+                  "have no RunEnd stored yet", open, pf[0]);
+            return CO_JOBS_LATER;
+        }
+    }
     const char *p[] = { job, host, final ? final : "running",
                         st->reason ? st->reason : "", st->run_id ?
                         st->run_id : "", st->benchmark ? st->benchmark : "",

@@ -48,6 +48,8 @@
 /* Status codes, the same values as co_db's so the server acks alike. */
 enum {
     CO_JOBS_OK = 0,
+    CO_JOBS_LATER = 2,      /* depends on a message not stored yet: do
+                               not ack (co_db's CO_DB_LATER) */
     CO_JOBS_FAIL = -1,      /* database down or failed: do not ack */
     CO_JOBS_REFUSED = -2,   /* can never be stored: Error with seq */
     CO_JOBS_BADARGS = -3,   /* a request's arguments are wrong */
@@ -109,7 +111,10 @@ void co_jobs_agent_offline(co_jobs_t *jobs, const char *public_key,
 bool co_jobs_is_online(const co_jobs_t *jobs, const char *public_key);
 
 /* Store a JobStatus from a host (a data message: ack after CO_JOBS_OK).
- * Refused when the job was never given to that host. */
+ * Refused when the job was never given to that host. A `done` while one
+ * of the job's runs on that host has no stored RunEnd yet is
+ * CO_JOBS_LATER: the agent's in-order resend brings the RunEnd first, so
+ * a job never ends before its verdicts are stored. */
 int co_jobs_status(co_jobs_t *jobs, const char *public_key,
                    const Parity__JobStatus *st, int64_t now_us,
                    char *err, size_t errlen);
