@@ -16,12 +16,28 @@
 
 #include "config.h"
 
+/* The directory /proc and /sys are read under: "" for the machine, a
+ * fixture tree for tests (ag_env_collect_root). Per thread, so collecting
+ * stays thread-safe. */
+static _Thread_local const char *s_root = "";
+
+/* root + path into buf (sources in the output keep the plain path). */
+static const char *
+s_at(const char *path, char *buf, size_t cap)
+{
+    if (!*s_root)
+        return path;
+    snprintf(buf, cap, "%s%s", s_root, path);
+    return buf;
+}
+
 /* Bounded read of a small text file, trailing whitespace cut. Returns
  * buf, or NULL when the file cannot be read or is empty. */
 static char *
 s_read(const char *path, char *buf, size_t cap)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char full[4096];
+    int fd = open(s_at(path, full, sizeof full), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
     size_t got = 0;
@@ -90,7 +106,8 @@ s_warn(json_t *warnings, const char *code, const char *fmt, ...)
 static bool
 s_proc_line(const char *path, const char *key, char *out, size_t cap)
 {
-    FILE *f = fopen(path, "re");
+    char full[4096];
+    FILE *f = fopen(s_at(path, full, sizeof full), "re");
     char line[1024];
     bool found = false;
     size_t klen = strlen(key);
@@ -125,7 +142,8 @@ s_os_release(json_t *env)
     static const char *const paths[] = { "/etc/os-release",
                                          "/usr/lib/os-release" };
     for (size_t i = 0; i < 2; i++) {
-        FILE *f = fopen(paths[i], "re");
+        char full[4096];
+        FILE *f = fopen(s_at(paths[i], full, sizeof full), "re");
         char line[512];
         if (!f)
             continue;
@@ -158,7 +176,8 @@ s_cores(json_t *env)
     int cpus = 0;
     for (int cpu = 0; cpu < MAX; cpu++) {
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d", cpu);
-        if (access(path, F_OK) != 0)
+        char full[4096];
+        if (access(s_at(path, full, sizeof full), F_OK) != 0)
             break;
         snprintf(path, sizeof path,
                  "/sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
@@ -241,7 +260,8 @@ s_boost(json_t *env, json_t *warnings)
 static bool
 s_cgroup_path(const char *want, char *out, size_t cap)
 {
-    FILE *f = fopen("/proc/self/cgroup", "re");
+    char full[4096];
+    FILE *f = fopen(s_at("/proc/self/cgroup", full, sizeof full), "re");
     char line[1024];
     bool found = false;
     if (!f)
@@ -252,11 +272,21 @@ s_cgroup_path(const char *want, char *out, size_t cap)
         char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (!c2)
             continue;
+        *c1 = '\0';
         *c2 = '\0';
         const char *ctrls = c1 + 1, *path = c2 + 1;
-        bool match = want ? (strcmp(ctrls, want) == 0 ||
-                             strstr(ctrls, want) != NULL)
-                          : (strcmp(line, "0") == 0 && *ctrls == '\0');
+        bool match = false;
+        if (!want) {
+            match = strcmp(line, "0") == 0 && *ctrls == '\0';
+        } else {
+            /* "cpu,cpuacct": whole names only ("cpu" is not "cpuset"). */
+            size_t wl = strlen(want);
+            for (const char *p = ctrls; *p; p += strcspn(p, ",") +
+                                               (p[strcspn(p, ",")] ? 1 : 0))
+                if (strncmp(p, want, wl) == 0 &&
+                    (p[wl] == ',' || p[wl] == '\0'))
+                    match = true;
+        }
         if (match) {
             snprintf(out, cap, "%s", path);
             found = true;
@@ -341,7 +371,8 @@ static void
 s_power(json_t *env, json_t *warnings)
 {
     const char *dir = "/sys/class/power_supply";
-    DIR *d = opendir(dir);
+    char full[4096];
+    DIR *d = opendir(s_at(dir, full, sizeof full));
     struct dirent *e;
     bool any = false, mains_online = false, battery_discharging = false;
     char path[512], buf[64];
@@ -376,6 +407,9 @@ s_power(json_t *env, json_t *warnings)
         s_warn(warnings, "battery", "running on battery power");
 }
 
+static json_t *s_collect(const int *cpus, size_t ncpus, char *err,
+                         size_t errlen);
+
 const json_t *
 ag_env_value(const json_t *env, const char *key)
 {
@@ -385,6 +419,22 @@ ag_env_value(const json_t *env, const char *key)
 
 json_t *
 ag_env_collect(const int *cpus, size_t ncpus, char *err, size_t errlen)
+{
+    return ag_env_collect_root("", cpus, ncpus, err, errlen);
+}
+
+json_t *
+ag_env_collect_root(const char *root, const int *cpus, size_t ncpus,
+                    char *err, size_t errlen)
+{
+    s_root = root ? root : "";
+    json_t *env = s_collect(cpus, ncpus, err, errlen);
+    s_root = "";
+    return env;
+}
+
+static json_t *
+s_collect(const int *cpus, size_t ncpus, char *err, size_t errlen)
 {
     json_t *env = json_object();
     json_t *warnings = json_array();

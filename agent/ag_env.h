@@ -29,6 +29,13 @@
 json_t *ag_env_collect(const int *cpus, size_t ncpus, char *err,
                        size_t errlen);
 
+/* The same, reading every /proc and /sys file under root (a directory
+ * laid out like /, for tests; "" or NULL is the machine itself). uname,
+ * sysconf and the affinity still come from the running system; "source"
+ * names the plain path. */
+json_t *ag_env_collect_root(const char *root, const int *cpus, size_t ncpus,
+                            char *err, size_t errlen);
+
 /* The value of field key in env (borrowed), or NULL when absent. */
 const json_t *ag_env_value(const json_t *env, const char *key);
 
