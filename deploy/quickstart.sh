@@ -78,6 +78,12 @@ mkdir -p "$VAR/keys" "$VAR/allow" "$VAR/admin" "$VAR/agents/alpha" \
          "$VAR/agents/beta"
 # The postgres user (when we are root) must be able to reach var/collector.
 chmod 755 "$VAR"
+if [ "$(id -u)" -eq 0 ] && command -v runuser >/dev/null 2>&1 &&
+   id postgres >/dev/null 2>&1 && ! runuser -u postgres -- test -x "$VAR"; then
+    echo "quickstart: the postgres user cannot reach $VAR (a parent directory" \
+         "is not world-searchable); run with PARITY_QUICKSTART_VAR=/var/tmp/parity-quickstart" >&2
+    exit 1
+fi
 for name in collector alpha beta admin; do
     if [ ! -f "$VAR/keys/${name}_secret" ]; then
         "$PARITY" keygen "$name" --dir "$VAR/keys" --force >/dev/null

@@ -190,9 +190,16 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
     for (;;) {
         json_decref(job);
         job = NULL;
-        rc = cl_conn_request(c, "job", args, &job, NULL, err, sizeof err);
-        if (rc == CL_CONN_NOANSWER && ++misses < S_MAX_MISSES)
+        int status = 0;
+        rc = cl_conn_request(c, "job", args, &job, &status, err, sizeof err);
+        /* A collector restarting, or its database briefly away (status
+         * 5), is waited out for a few polls. */
+        if ((rc == CL_CONN_NOANSWER || (rc == CL_CONN_REPLY && status == 5))
+            && ++misses < S_MAX_MISSES) {
+            struct timespec pause = { 1, 0 };
+            nanosleep(&pause, NULL);
             continue;
+        }
         if (rc != CL_CONN_OK) {
             cl_out_error("run", "%s", err);
             rc = cl_conn_exit_code(rc);

@@ -53,6 +53,16 @@ for pass in $passes; do
     [ "$left" -eq 0 ]; ok $? "$pass: no collector or agent left running ($left)"
     [ ! -f "$qvar/collector/pg/postmaster.pid" ]; ok $? "$pass: PostgreSQL stopped"
 done
+if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
+    # A var dir the postgres user cannot reach is named, not a PostgreSQL
+    # error from deep inside the collector.
+    mkdir -m 700 "$VAR/private"
+    PARITY_QUICKSTART_VAR=$VAR/private/var PARITY_QUICKSTART_BUILD=$BUILD \
+        timeout 60 "$SRC/deploy/quickstart.sh" >"$VAR/out.txt" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && has "the postgres user cannot reach $VAR/private/var"
+    ok $? "a var dir postgres cannot reach is refused with a clear message"
+fi
 [ -f "$VAR/keys/admin_secret" ] && [ -d "$VAR/collector/pg" ]
 ok $? "keys and data kept in the var dir for the next run"
 echo "1..$n"
