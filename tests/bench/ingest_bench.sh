@@ -16,7 +16,7 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
     | tee /tmp/parity-ingest-last.txt
 python3 - /tmp/parity-ingest-last.txt <<'PY'
 import json, sys
-d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+d = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])
 def mark(ok): return "met" if ok else "NOT met"
 print("target >= 200,000 samples/s: %.0f  %s" % (d["ingest_per_s"], mark(d["ingest_per_s"] >= 200000)))
 print("target >= 60 %% of COPY: %.1f %%  %s" % (100 * d["ratio"], mark(d["ratio"] >= 0.6)))
