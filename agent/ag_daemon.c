@@ -1170,6 +1170,21 @@ s_daemon_job_message(void *ctx, const Parity__Envelope *env)
         return;
     }
     const Parity__JobOffer *jo = env->job_offer;
+    /* The same offer again (e.g. resent after a reconnect) must not run
+     * the job twice: say where it stands instead. */
+    pthread_mutex_lock(&d->lock);
+    const char *already = *jo->job_id && strcmp(d->current, jo->job_id) == 0
+                        ? "running" : NULL;
+    for (size_t i = 0; !already && i < d->queued; i++)
+        if (strcmp(d->queue[i].job_id, jo->job_id) == 0)
+            already = "queued";
+    pthread_mutex_unlock(&d->lock);
+    if (already) {
+        s_logf("job_duplicate", "job %s offered again; it is %s", jo->job_id,
+               already);
+        s_emit_job_status(d->stream, jo->job_id, already, NULL, NULL);
+        return;
+    }
     if (!s_find_suite(d->suites, d->suite_count, jo->suite, why,
                       sizeof why)) {
         s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);

@@ -163,6 +163,7 @@ peer = Peer(90, [
     "cancel-measuring:j5",
     "offer:j10:long:2000",
     "cancel-queued:j10",
+    "offer:j6:quick:2",
 ])
 d = daemon(peer, "spool1")
 done = peer.wait(lambda: ("done", "") in peer.statuses("j9"), 60)
@@ -194,8 +195,10 @@ ok(len(j5_runs) == 1 and ends.get(j5_runs[0], {}).get("status") == 3,
 ok(peer.statuses("j10") == [("queued", ""), ("cancelled", "cancelled "
    "before it started")], "JobCancel of a queued job drops it: %s"
    % peer.statuses("j10"))
-ok([s for s, _ in peer.statuses("j6")] == ["queued", "running", "done"],
-   "the job queued behind it runs after the cancel")
+ok([s for s, _ in peer.statuses("j6")] == ["queued", "queued", "running",
+                                           "done"],
+   "the job queued behind it runs after the cancel; offered twice, it is "
+   "queued once and runs once (%s)" % [s for s, _ in peer.statuses("j6")])
 ok([s for s, _ in peer.statuses("j7")] == ["queued", "running", "done"],
    "a job's variable is applied as a value (withvar, pause=0.002)")
 st = peer.statuses("j8")
