@@ -602,7 +602,14 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
                                   PQgetvalue(r, i, 7));
         if (!entry)
             goto fail;
-        if (!PQgetisnull(r, i, 5))
+        bool complete = !PQgetisnull(r, i, 7) &&
+                        strcmp(PQgetvalue(r, i, 7), "complete") == 0;
+        /* Only a complete run's verdict speaks for its host: a run cut
+         * short (lost agent, cancel) is listed but never counted. */
+        if (!complete)
+            json_object_set_new(entry, "error", json_string(
+                "the run did not complete"));
+        else if (!PQgetisnull(r, i, 5))
             json_object_set_new(entry, "verdict", s_json_col(r, i, 5));
         else
             json_object_set_new(entry, "error", json_string(

@@ -46,7 +46,9 @@ s_cell(char *buf, size_t len, const json_t *cmp, const json_t *host)
     }
     const json_t *v = json_object_get(e, "verdict");
     if (!json_is_object(v)) {
-        snprintf(buf, len, "no verdict");
+        const char *st = s_str(e, "status", "complete");
+        snprintf(buf, len, "%s", strcmp(st, "complete") == 0 ? "no verdict"
+                                                             : st);
         return;
     }
     snprintf(buf, len, "%s %.3f", s_str(v, "outcome", "?"),

@@ -455,6 +455,26 @@ def case_fleet():
         r = w.parity("verdicts", job3)
         ok("gamma: lost" in r.stdout, "the table says gamma was lost")
 
+        # gamma back: its run ends INCOMPLETE; it is listed, never counted.
+        w.start_agent("gamma")
+        end = time.time() + 30
+        st = None
+        while time.time() < end and st != "incomplete":
+            st = w.psql("SELECT r.status FROM runs r JOIN hosts h ON "
+                        "h.id = r.host_id WHERE r.job_id = '%s' AND "
+                        "h.name = 'gamma'" % job3)
+            time.sleep(0.2)
+        v = w.pjson("verdicts", job3, "--json") or {}
+        c = (v.get("comparisons") or [{}])[0]
+        g = [h for h in c.get("hosts", []) if h["host"] == "gamma"]
+        ok(st == "incomplete" and g and "verdict" not in g[0] and
+           c.get("summary", {}).get("hosts") == 2 and
+           host_map(v).get("gamma", {}).get("state") == "lost",
+           "restarted gamma's run is stored incomplete: listed, not "
+           "counted, gamma stays lost (%s)" % st)
+        w.stop_agent("gamma")
+        ok(w.wait_online(["gamma"], False), "gamma is offline again")
+
         # -- expiry and cancel -----------------------------------------
         r = w.parity("run", "fleet", "--hosts", "gamma", "--expire", "1s",
                      "--json")
