@@ -21,11 +21,12 @@ s_bench(FILE *f, const json_t *b)
     const char *subject = NULL;
     char e[256];
 
-    fprintf(f, "%s: %s (%lld runs, %lld warm-up)\n",
+    long long runs = json_integer_value(json_object_get(b, "runs"));
+    long long warm = json_integer_value(json_object_get(b, "warmup"));
+    fprintf(f, "%s: %s (%lld run%s, %lld warm-up%s)\n",
             json_string_value(json_object_get(b, "name")),
-            status ? status : "?",
-            (long long)json_integer_value(json_object_get(b, "runs")),
-            (long long)json_integer_value(json_object_get(b, "warmup")));
+            status ? status : "?", runs, runs == 1 ? "" : "s", warm,
+            warm == 1 ? "" : "s");
     for (i = 0; i < narms && i < 64; i++) {
         const json_t *arm = json_array_get(arms, i);
         const char *name = json_string_value(json_object_get(arm, "name"));

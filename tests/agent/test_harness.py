@@ -571,6 +571,12 @@ r = run([PARITY, "compare", "--runs", "3", "--", "/bin/true", "--",
 ok(r.returncode == 0 and "/bin/true#2" in r.stdout and "verdict:" in
    r.stdout, "the same command twice gets a #2 name; table printed",
    r.stdout)
+r = run([PARITY, "compare", "--runs", "1", "--warmup", "0", "--",
+         "/bin/true", "--", "/bin/echo"])
+ok(r.returncode == 0 and "compare: complete (1 run, 0 warm-ups)" in r.stdout
+   and "no verdict for /bin/true against /bin/echo: subject arm has 1 "
+   "sample: at least 2 a side" in r.stdout,
+   "one run: the table, and why there is no verdict", r.stdout)
 r = run([PARITY, "compare", "--runs", "2", "--", "/bin/true", "--", PROG,
          "exit", "1"])
 ok(r.returncode == 4 and "exited with status 1, expected 0" in r.stdout,
