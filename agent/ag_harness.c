@@ -25,6 +25,8 @@ extern char **environ;
 
 struct ag_harness {
     int cancel_fd;               /* eventfd: readable once cancelled */
+    int devnull;                 /* /dev/null, opened once: every run's
+                                    stdin and discarded stdout */
     atomic_int cancelled;        /* 0, or 1 + the ag_run_status_t asked */
 };
 
@@ -95,6 +97,13 @@ ag_harness_new(char *err, size_t errlen)
         free(h);
         return NULL;
     }
+    h->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (h->devnull < 0) {
+        snprintf(err, errlen, "open(/dev/null): %s", strerror(errno));
+        close(h->cancel_fd);
+        free(h);
+        return NULL;
+    }
     atomic_init(&h->cancelled, 0);
     return h;
 }
@@ -105,6 +114,7 @@ ag_harness_destroy(ag_harness_t **hp)
     if (!hp || !*hp)
         return;
     close((*hp)->cancel_fd);
+    close((*hp)->devnull);
     free(*hp);
     *hp = NULL;
 }
@@ -340,8 +350,9 @@ s_hook(s_run_t *r, size_t a, const ag_cmd_t *cmd, const char *what,
     req.argv = cmd->argv ? (const char *const *)cmd->argv : sh;
     req.envp = r->envp[a];
     req.cwd = r->b->arms[a].cwd;
-    req.stdout_fd = out_fd;
-    req.stderr_fd = r->err_is_scratch ? r->err_fd : -1;
+    req.stdin_fd = r->h->devnull;
+    req.stdout_fd = out_fd >= 0 ? out_fd : r->h->devnull;
+    req.stderr_fd = r->err_is_scratch ? r->err_fd : r->h->devnull;
     req.timeout_us = r->b->timeout_s * 1e6;
     req.cancel_fd = cancellable ? r->h->cancel_fd : -1;
     off_t mark = s_err_mark(r);
@@ -394,8 +405,9 @@ s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
     req.argv = r->argv[a];
     req.envp = r->envp[a];
     req.cwd = arm->cwd;
-    req.stdout_fd = r->out_fd;
-    req.stderr_fd = r->err_fd;
+    req.stdin_fd = r->h->devnull;
+    req.stdout_fd = r->out_fd >= 0 ? r->out_fd : r->h->devnull;
+    req.stderr_fd = r->err_fd >= 0 ? r->err_fd : r->h->devnull;
     req.cpus = r->b->cpus;
     req.cpu_count = r->b->cpu_count;
     req.timeout_us = r->b->timeout_s * 1e6;
@@ -452,6 +464,7 @@ s_calibrate_once(ag_harness_t *h, const char *noop, const int *cpus,
     ag_spawn_req_t req;
     ag_spawn_req_init(&req);
     req.argv = argv;
+    req.stdin_fd = req.stdout_fd = req.stderr_fd = h->devnull;
     req.cpus = cpus;
     req.cpu_count = ncpus;
     req.timeout_us = 10e6;

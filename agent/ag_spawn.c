@@ -257,13 +257,13 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
         goto reap;
     }
     if (w == 0) {
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
         /* Pinned to one CPU, that is where it ended; otherwise read it
-         * (about 25 us of /proc work per run on the development VM). */
+         * (about 25 us of /proc work per run on the development VM). A
+         * readable pidfd means the child has exited and, not reaped yet,
+         * is a zombie whose stat still holds its last CPU. */
         if (req->cpu_count == 1)
             res->cpu = req->cpus[0];
-        else if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0)
+        else
             res->cpu = s_last_cpu(pid);
         rc = AG_SPAWN_OK;
     } else if (w == 1) {

@@ -7,10 +7,11 @@
  * as fork's page-table copy would.
  *
  * The timed window ends when the child's pidfd becomes readable (the
- * child has exited); reading the CPU it ended on (/proc/PID/stat field
- * 39, read while the child is a zombie thanks to waitid(WNOWAIT)),
- * killing what is left of its process group and reaping it with wait4
- * all happen after the window.
+ * child has exited and, not yet reaped, is a zombie); reading the CPU it
+ * ended on (/proc/PID/stat field 39 of the zombie), killing what is left
+ * of its process group and reaping it with wait4 all happen after the
+ * window. The caller must not set SIGCHLD to SIG_IGN (children would be
+ * reaped by the kernel and wait4 would fail).
  *
  * CPU pinning: the calling thread's affinity is set to the requested CPUs
  * just before the start timestamp (the child inherits it through
