@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "pw_json.h"
@@ -27,6 +28,8 @@ struct co_query {
     int floor_window;
     char (*admins)[CO_JOBS_KEY_LEN + 1];   /* [CO_QUERY_MAX_ADMINS] */
     size_t n_admins;
+    char admin_dir[4096];          /* "" until co_query_load_admins */
+    struct timespec admin_mtime;   /* reloaded when it changes */
 };
 
 static void
@@ -72,11 +75,17 @@ int
 co_query_load_admins(co_query_t *q, const char *dir, char *err,
                      size_t errlen)
 {
+    struct stat st;
     DIR *d = opendir(dir);
-    if (!d) {
+    if (!d || fstat(dirfd(d), &st) != 0) {
         s_err(err, errlen, "opendir %s: %s", dir, strerror(errno));
+        if (d)
+            closedir(d);
         return -1;
     }
+    if (dir != q->admin_dir)
+        snprintf(q->admin_dir, sizeof q->admin_dir, "%s", dir);
+    q->admin_mtime = st.st_mtim;
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
@@ -878,6 +887,14 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
         s_err(res.err, sizeof res.err, "unknown command \"%.40s\"", cmd);
         goto out;
     }
+    /* Keys added to or removed from --admin count from the next request,
+     * as they do for the handshake (co_auth). */
+    struct stat st;
+    char lerr[256];
+    if (q->admin_dir[0] && stat(q->admin_dir, &st) == 0 &&
+        (st.st_mtim.tv_sec != q->admin_mtime.tv_sec ||
+         st.st_mtim.tv_nsec != q->admin_mtime.tv_nsec))
+        co_query_load_admins(q, q->admin_dir, lerr, sizeof lerr);
     if (!co_query_is_admin(q, key)) {
         res.status = CO_QUERY_FORBIDDEN;
         s_err(res.err, sizeof res.err, "forbidden: this client's key is "

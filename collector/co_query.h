@@ -56,7 +56,8 @@ void co_query_destroy(co_query_t **q);
 
 /* Load (again) the admin keys: every public certificate file of dir
  * (CZMQ zcert format, as `parity keygen` writes; *_secret files are
- * skipped). Returns the number loaded, or -1 with err. */
+ * skipped). Returns the number loaded, or -1 with err. The directory is
+ * remembered and re-read before a request when it has changed. */
 int co_query_load_admins(co_query_t *q, const char *dir, char *err,
                          size_t errlen);
 

@@ -389,6 +389,14 @@ def case_fleet():
            "no job was created by them")
         ok(w.psql("SELECT state FROM jobs WHERE job_uuid = '%s'" % job) ==
            "ended", "and the job was not cancelled")
+        shutil.copy(w.key("stranger"), w.admin)
+        r = w.parity("jobs", key="stranger")
+        ok(r.returncode == 0 and job in r.stdout,
+           "stranger's key copied into --admin: it may query at once")
+        os.unlink(os.path.join(w.admin, "stranger"))
+        r = w.parity("jobs", key="stranger")
+        ok(r.returncode == 1 and "forbidden" in r.stderr,
+           "and removed: forbidden again")
         r = w.parity("hosts", env={"PARITY_TIMEOUT": "3",
                                    "PARITY_COLLECTOR_KEY":
                                    w.key("impostor")})
