@@ -18,6 +18,7 @@
  *   cancel-running:JOB                    JobCancel once JOB is running
  *   cancel-queued:JOB                     JobCancel once JOB is queued
  *   cancel-measuring:JOB                  JobCancel at JOB's first batch
+ *   ack-none                              ack Hello only, never data
  */
 #include "pw_wire.h"
 
@@ -197,6 +198,10 @@ main(int argc, char **argv)
     }
     void *sock = zsock_resolve(router);
     bool offered = false, cancelled[S_MAX_ACTIONS] = { false };
+    bool ack_data = true;
+    for (int i = 4; i < argc; i++)
+        if (strcmp(argv[i], "ack-none") == 0)
+            ack_data = false;
     char current_job[128] = "";   /* job of the last RunStart */
     uint8_t rid[256];
     size_t rid_len = 0;
@@ -240,7 +245,7 @@ main(int argc, char **argv)
                 if (strncmp(argv[i], "offer:", 6) == 0)
                     s_offer(sock, rid, rid_len, argv[i] + 6);
             offered = true;
-        } else if (pw_wire_is_data(env->body_case)) {
+        } else if (pw_wire_is_data(env->body_case) && ack_data) {
             s_ack(sock, rid, rid_len, env->seq);
         }
         if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START)

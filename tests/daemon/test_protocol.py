@@ -388,6 +388,35 @@ rc = stop_daemon(d)
 ok(rc == 0, "daemon exits 0")
 peer.stop()
 
+# --- 6: at most 64 unacked in flight, resent in order after 5 s ------------
+spool6 = os.path.join(root, "spool6")
+os.makedirs(spool6)
+for seq in range(1, 101):
+    cal = fb(1, b"w-%d" % seq) + fb(2, struct.pack("<3d", 1.0, 2.0, 3.0)) \
+        + fv(3, 1)
+    spool_file(spool6, seq, fv(1, 1) + fv(2, seq) + fb(12, cal))
+peer = Peer(60, ["ack-none"])
+d = daemon(peer, "spool6")
+
+
+def cal_seqs():
+    return [m["seq"] for m in peer.messages() if m["body"] == "calibration"]
+
+
+peer.wait(lambda: len(cal_seqs()) >= 128, 20)
+seen = cal_seqs()
+ok(seen[:64] == list(range(1, 65)),
+   "the first 64 spooled messages are sent in seq order")
+ok(max(seen) == 64 if seen else False, "nothing beyond the window of 64 "
+   "is sent while none is acked (highest %s)" % (max(seen) if seen else None))
+ok(seen[64:128] == list(range(1, 65)), "with no ack for 5 s the 64 are "
+   "resent, in order")
+rc = stop_daemon(d)
+ok(rc == 0, "daemon exits 0")
+left = [x for x in os.listdir(spool6) if x.endswith(".msg")]
+ok(len(left) >= 100, "unacked messages stay in the spool (%d)" % len(left))
+peer.stop()
+
 shutil.rmtree(root, ignore_errors=True) if not os.environ.get("PARITY_KEEP") else print("# kept " + root)
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
