@@ -9,7 +9,8 @@ protocol peer; see tests/daemon/daemon_peer.c for why not the collector):
 2. SIGTERM during a job;
 3. recovery of a spooled RunStart left without state file;
 4. reconnect back-off and its reset, silence after 5 heartbeats;
-5. spool files damaged before and after open."""
+5. spool files damaged before and after open;
+6. the in-flight window of 64 and the in-order resend after 5 s."""
 import atexit
 import json
 import re
