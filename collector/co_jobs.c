@@ -574,9 +574,12 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
     snprintf(cur, sizeof cur, "%s", PQgetvalue(r, 0, 0));
     snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 1));
     PQclear(r);
-    /* queued/running/lost may still move; the other final states stay. */
-    bool movable = strcmp(cur, "queued") == 0 ||
-                   strcmp(cur, "running") == 0 || strcmp(cur, "lost") == 0;
+    /* queued/running may still move, and lost to a final state (late
+     * results); progress never revives a lost row: it may be a stale
+     * message of a dead process, resent from its spool. The other final
+     * states stay. */
+    bool open_row = strcmp(cur, "queued") == 0 || strcmp(cur, "running") == 0;
+    bool movable = open_row || (final && strcmp(cur, "lost") == 0);
     if (!movable || strcmp(state, "queued") == 0)
         return CO_JOBS_OK;
     if (final && strcmp(final, "done") == 0) {

@@ -18,7 +18,8 @@
  *   its runs ends INCOMPLETE, or when the host says Hello again (a new
  *   connection: the agent may have restarted). A later JobStatus of that
  *   job from that host still moves it to done/failed (late results are
- *   better than none).
+ *   better than none); progress does not (it may be a dead process's,
+ *   resent from its spool).
  * - A job ends (`ended`) when every row is final; `cancelled` when
  *   cancelled.
  *
