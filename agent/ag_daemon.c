@@ -171,13 +171,20 @@ s_scan_suites(const char *dir, s_suite_info_t **out, size_t *count,
                  strerror(errno));
         return -1;
     }
-    while ((de = readdir(d)) != NULL && nn < S_MAX_SUITES) {
+    while ((de = readdir(d)) != NULL) {
         size_t l = strlen(de->d_name);
         if (de->d_name[0] == '.')
             continue;
-        if ((l > 5 && strcmp(de->d_name + l - 5, ".yaml") == 0)
-            || (l > 4 && strcmp(de->d_name + l - 4, ".yml") == 0))
-            names[nn++] = strdup(de->d_name);
+        if (!(l > 5 && strcmp(de->d_name + l - 5, ".yaml") == 0)
+            && !(l > 4 && strcmp(de->d_name + l - 4, ".yml") == 0))
+            continue;
+        if (nn == S_MAX_SUITES) {
+            s_logf("suite_invalid", "%s: more than %d suite files; %s and "
+                   "the rest are not offered", dir, S_MAX_SUITES,
+                   de->d_name);
+            break;
+        }
+        names[nn++] = strdup(de->d_name);
     }
     closedir(d);
     qsort(names, nn, sizeof names[0], s_name_cmp);
