@@ -169,9 +169,11 @@ s_os_release(json_t *env)
 static void
 s_cores(json_t *env)
 {
-    enum { MAX = 4096 };
-    static long seen[MAX];
+    enum { MAX = 4096 };         /* CPUs looked at, at most */
+    long *seen = malloc(MAX * sizeof *seen);
     size_t nseen = 0;
+    if (!seen)
+        return;
     char path[128], buf[64];
     int cpus = 0;
     for (int cpu = 0; cpu < MAX; cpu++) {
@@ -201,6 +203,7 @@ s_cores(json_t *env)
         s_put(env, "physical_cores", json_integer((json_int_t)nseen),
               "/sys/devices/system/cpu/cpu*/topology/{core_id,"
               "physical_package_id}");
+    free(seen);
 }
 
 /* One CPU's frequency scaling, each field where cpufreq exposes it. */
@@ -298,7 +301,7 @@ s_cgroup_path(const char *want, char *out, size_t cap)
 }
 
 static void
-s_cgroup(json_t *env, json_t *warnings, long ncpus)
+s_cgroup(json_t *env, json_t *warnings)
 {
     char cg[512], path[1200], buf[128];
     /* cgroup v2: cpu.max is "max PERIOD" or "QUOTA PERIOD". */
@@ -364,7 +367,6 @@ s_cgroup(json_t *env, json_t *warnings, long ncpus)
                 s_put(env, "memory_limit_bytes", json_null(), path);
         }
     }
-    (void)ncpus;
 }
 
 static void
@@ -491,7 +493,7 @@ s_collect(const int *cpus, size_t ncpus, char *err, size_t errlen)
     s_boost(env, warnings);
     s_put_file(env, "isolated_cpus", "/sys/devices/system/cpu/isolated");
     s_put_file(env, "nohz_full_cpus", "/sys/devices/system/cpu/nohz_full");
-    s_cgroup(env, warnings, online);
+    s_cgroup(env, warnings);
 
     double l1, l5, l15;
     if (s_read("/proc/loadavg", buf, sizeof buf) &&
