@@ -897,8 +897,10 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
         co_query_load_admins(q, q->admin_dir, lerr, sizeof lerr);
     if (!co_query_is_admin(q, key)) {
         res.status = CO_QUERY_FORBIDDEN;
-        s_err(res.err, sizeof res.err, "forbidden: this client's key is "
-              "not in the collector's --admin directory");
+        s_err(res.err, sizeof res.err, "%s", q->admin_dir[0] ?
+              "forbidden: this client's key is not in the collector's "
+              "--admin directory" : "forbidden: the collector was started "
+              "without --admin, so no client may query or run jobs");
         goto out;
     }
     const char *text = req->args_json && *req->args_json ? req->args_json :
