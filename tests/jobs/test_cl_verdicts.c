@@ -1,0 +1,126 @@
+/* test_cl_verdicts.c -- the verdict table of `parity verdicts` and
+ * `parity run --wait` (cl_verdicts_print) on canned collector answers:
+ * host columns, a lost host, a failed run, the summary columns, the
+ * one-row-per-host layout past 8 hosts, CSV quoting, Markdown escaping. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_verdicts.h"
+#include "tap.h"
+
+static char *
+s_print(const json_t *body, cl_verdicts_format_t fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int rc = cl_verdicts_print(f, body, fmt);
+    fclose(f);
+    if (rc != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static json_t *
+s_verdict(const char *outcome, double ratio)
+{
+    return json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "outcome", outcome,
+                     "ratio", ratio, "best_ratio", ratio, "tolerance", 0.05,
+                     "noise", 0.01, "best_tolerance", 0.04, "floor_us", 25.0,
+                     "parity", 0.04);
+}
+
+static int
+s_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+int
+main(void)
+{
+    json_t *body = json_pack(
+        "{s:s,s:s,s:s,s:{s:s},s:s,"
+        " s:[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}],"
+        " s:[{s:s,s:s,s:s,s:[{s:s,s:s,s:s,s:o},{s:s,s:s,s:s,s:s}],"
+        "     s:{s:i,s:i,s:i,s:i,s:f,s:f,s:s}}]}",
+        "job", "0123456789ab", "suite", "demo", "state", "ended",
+        "tags", "commit", "abc", "label", "",
+        "hosts", "host", "alpha", "state", "done", "reason", "",
+                 "host", "beta", "state", "done", "reason", "",
+                 "host", "gamma", "state", "lost", "reason",
+                 "the agent went offline during the job",
+        "comparisons", "benchmark", "zip", "subject", "new", "other", "old|x",
+        "hosts", "host", "alpha", "run_id", "r1", "status", "complete",
+                 "verdict", s_verdict("loss", 1.162),
+                 "host", "beta", "run_id", "r2", "status", "incomplete",
+                 "error", "the run did not complete",
+        "summary", "hosts", 1, "win", 0, "parity", 0, "loss", 1,
+        "geomean_ratio", 1.162, "geomean_best_ratio", 1.162,
+        "consensus", "loss on the only host");
+    ok(body != NULL, "canned answer built");
+
+    char *t = s_print(body, CL_VERDICTS_TABLE);
+    ok(t && strstr(t, "job 0123456789ab  suite demo  ended  tags commit=abc"),
+       "table: header line with job, suite, state and tags");
+    ok(t && strstr(t, "benchmark") && strstr(t, "alpha") &&
+       strstr(t, "beta") && strstr(t, "gamma") && strstr(t, "geomean") &&
+       strstr(t, "summary"), "table: one column per host, then the summary");
+    ok(t && strstr(t, "loss 1.162"), "table: alpha's cell is outcome and "
+       "ratio");
+    ok(t && strstr(t, "incomplete"), "table: beta's cut-short run shows its "
+       "status");
+    ok(t && strstr(t, "lost"), "table: gamma without a run shows its state");
+    ok(t && strstr(t, "loss on the only host"), "table: the consensus");
+    ok(t && strstr(t, "gamma: lost: the agent went offline during the job"),
+       "table: a host that did not finish says why");
+    free(t);
+
+    t = s_print(body, CL_VERDICTS_CSV);
+    ok(t && s_lines(t) == 3, "csv: a header and one line per host entry "
+       "(%d lines)", t ? s_lines(t) : -1);
+    ok(t && strstr(t, "0123456789ab,zip,new,old|x,alpha,r1,loss,1.1619999999999999"),
+       "csv: alpha's line with the exact ratio");
+    ok(t && strstr(t, ",beta,r2,error,"), "csv: beta's line says error");
+    free(t);
+
+    t = s_print(body, CL_VERDICTS_MARKDOWN);
+    ok(t && strstr(t, "| benchmark | arms | alpha | beta | gamma | geomean "
+                      "| summary |") && strstr(t, "new vs old\\|x"),
+       "markdown: header row, and | in a name escaped");
+    free(t);
+
+    /* Nine hosts: one row per host instead of nine columns. */
+    json_t *hosts = json_object_get(body, "hosts");
+    json_t *entries = json_object_get(json_array_get(
+        json_object_get(body, "comparisons"), 0), "hosts");
+    for (int i = 0; i < 6; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "h%d", i);
+        json_array_append_new(hosts, json_pack("{s:s,s:s,s:s}", "host", name,
+                                               "state", "done", "reason", ""));
+        json_array_append_new(entries, json_pack("{s:s,s:s,s:s,s:o}", "host",
+                              name, "run_id", "r", "status", "complete",
+                              "verdict", s_verdict("parity", 1.0)));
+    }
+    t = s_print(body, CL_VERDICTS_TABLE);
+    ok(t && strstr(t, "host") && strstr(t, "outcome") && strstr(t, "h5") &&
+       !strstr(t, "  gamma  "), "9 hosts: one row per host entry");
+    ok(t && s_lines(t) >= 10, "9 hosts: 8 entry rows plus header lines (%d)",
+       t ? s_lines(t) : -1);
+    free(t);
+
+    t = s_print(body, CL_VERDICTS_JSON);
+    json_t *back = t ? json_loads(t, 0, NULL) : NULL;
+    ok(back && json_equal(back, body), "json: the answer, unchanged");
+    json_decref(back);
+    free(t);
+    json_decref(body);
+    return tap_done();
+}
