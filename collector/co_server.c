@@ -346,10 +346,17 @@ s_on_hello(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
         return;
     }
     /* Keep it until the database is back; the first data message then
-     * stores it. Bounded: one Hello per peer. */
+     * stores it. Bounded: one Hello per peer, of at most
+     * CO_SERVER_PENDING_HELLO_MAX bytes; a bigger one is forgotten and
+     * the connection treated as not greeted, so the agent's next data
+     * message gets Error 9 and it says Hello again. */
+    srv->c.deferred++;
+    if (pw_wire_packed_size(*envp) > CO_SERVER_PENDING_HELLO_MAX) {
+        p->hello_on_rid = false;
+        return;
+    }
     p->pending_hello = *envp;
     *envp = NULL;
-    srv->c.deferred++;
 }
 
 static void s_result(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
@@ -375,8 +382,9 @@ s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
               "data message before Hello on this connection", env->seq);
         return;
     }
-    if (p->host_id == 0 && p->pending_hello
-        && s_store_hello(srv, p, p->pending_hello->hello)) {
+    /* A Hello that arrived while the database was down is stored first
+     * (also for a host known from an earlier connection: it updates). */
+    if (p->pending_hello && s_store_hello(srv, p, p->pending_hello->hello)) {
         s_ack(srv, rid, rid_len, 0);
         s_jobs_online(srv, p, p->pending_hello->hello);
         pw_wire_free(&p->pending_hello);

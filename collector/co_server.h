@@ -29,6 +29,8 @@
 #define CO_SERVER_BURST 256
 /* Bad input from one peer is logged at most once per kind per this. */
 #define CO_SERVER_LOG_EVERY_US 10000000
+/* Largest Hello kept in memory while the database is down (per peer). */
+#define CO_SERVER_PENDING_HELLO_MAX (32u * 1024)
 /* Database reconnect back-off, microseconds. */
 #define CO_SERVER_DB_RETRY_MIN_US 250000
 #define CO_SERVER_DB_RETRY_MAX_US 8000000

@@ -618,6 +618,9 @@ main(int argc, char **argv)
     s_send_batch(s, pending, run2, 0, &b4);
     ok(!cc_wait_ack(s, pending, 1500), "database down: the batch is not "
        "acked");
+    void *late = cc_dealer(ctx, col.endpoint, agent2, col.public_key);
+    cc_hello(late, "late");
+    ok(!cc_wait_ack(late, 0, 700), "database down: a Hello is not acked");
     e = cc_request(s, 3, "ping", 3000);
     ok(e && e->reply->status == 0, "collector still answers while the "
        "database is down");
@@ -626,9 +629,41 @@ main(int argc, char **argv)
     bool acked = false;
     for (int i = 0; i < 20 && !acked; i++) {
         s_send_batch(s, pending, run2, 0, &b4);   /* the agent's resend */
-        acked = cc_wait_ack(s, pending, 1000);
+        for (int k = 0; k < 10 && !acked; k++) {
+            cc_beat(late);
+            acked = cc_wait_ack(s, pending, 100);
+        }
     }
     ok(acked, "after the database is back the resent batch is acked");
+    {
+        Parity__Envelope le;
+        Parity__Calibration lc = PARITY__CALIBRATION__INIT;
+        double lw[3] = { 500.5, 501.5, 502.5 };
+        lc.calibration_id = "cal-late";
+        lc.n_wall_us = 3;
+        lc.wall_us = lw;
+        lc.taken_at_us = cc_unix_us();
+        pw_wire_init(&le, 1);
+        pw_wire_set_body(&le, PARITY__ENVELOPE__BODY_CALIBRATION, &lc);
+        bool hello_acked = false, cal_acked = false;
+        for (int i = 0; i < 5 && !cal_acked; i++) {
+            cc_send(late, &le);
+            int64_t lu = cc_now_ms() + 1000;
+            while (cc_now_ms() < lu && !cal_acked) {
+                cc_beat(s);
+                Parity__Envelope *g = cc_recv(late, 100);
+                if (g && g->body_case == PARITY__ENVELOPE__BODY_ACK) {
+                    hello_acked |= g->ack->seq == 0;
+                    cal_acked |= g->ack->seq == 1;
+                }
+                pw_wire_free(&g);
+            }
+        }
+        tap_diag("late: hello_acked %d cal_acked %d", hello_acked, cal_acked);
+        ok(hello_acked && cal_acked, "the Hello kept while the database was "
+           "down is stored by the next data message: Ack{0}, then its Ack");
+    }
+    zmq_close(late);
     ok(cc_log_has(logp, "event=db_down", NULL)
        && cc_log_has(logp, "event=db_up", "migrations_applied=0"),
        "db_down and db_up are logged");
@@ -636,6 +671,9 @@ main(int argc, char **argv)
     ok(s_sql_long("SELECT count(*) FROM batches WHERE batch_seq = 0 AND "
                   "run = (SELECT id FROM runs WHERE run_uuid = 'run-0002')")
        == 1, "stored exactly once");
+    ok(s_sql_long("SELECT count(*) FROM hosts WHERE name = 'late'") == 1,
+       "the late Hello updated the host's stored name");
+
 
     /* ---- offline detection ---------------------------------------- */
     int offline0 = cc_log_count(logp, "event=offline",
