@@ -931,10 +931,19 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
         }
     }
     if (n_ids == 0) {
-        s_err(err, errlen, "no host can run suite \"%s\"%s", suite,
-              nh == 0 ? ": no agent has said Hello yet" :
-              json_array_size(skipped) ? " (parity hosts shows what each "
-              "listed)" : ": no host matches");
+        const json_t *first = json_array_get(skipped, 0);
+        if (first)
+            s_err(err, errlen, "no host can run suite \"%s\": %s %s "
+                  "(%zu host%s skipped; parity hosts shows what each "
+                  "listed)", suite,
+                  json_string_value(json_object_get(first, "host")),
+                  json_string_value(json_object_get(first, "reason")),
+                  json_array_size(skipped),
+                  json_array_size(skipped) == 1 ? "" : "s");
+        else
+            s_err(err, errlen, "no host can run suite \"%s\": %s", suite,
+                  nh == 0 ? "no agent has said Hello yet" :
+                  "no host matches");
         rc = CO_JOBS_BADARGS;
         goto done;
     }

@@ -373,6 +373,25 @@ def case_fleet():
         ok(r.returncode == 0 and job in r.stdout,
            "parity verdicts --latest shows job %s" % job)
 
+        # -- hosts picked by a tag of their Hello ----------------------
+        arch = os.uname().machine
+        r = w.parity("run", "fleet", "--hosts", "arch=" + arch, "--only",
+                     "startup", "--runs", "3", "--json")
+        reply = json.loads(r.stdout) if r.returncode == 0 else {}
+        ok(sorted(h["host"] for h in reply.get("hosts", [])) ==
+           ["alpha", "beta", "gamma"], "--hosts arch=%s picks the three "
+           "hosts by their Hello tag" % arch)
+        v = w.wait_job(reply.get("job", "?"), 60) or {}
+        ok(v.get("state") == "ended" and
+           [c["benchmark"] for c in v.get("comparisons", [])] == ["startup"],
+           "that job ran only --only startup and ended")
+        r = w.parity("run", "fleet", "--hosts", "arch=no-such-arch")
+        ok(r.returncode == 1 and "no host matches" in r.stderr,
+           "a tag no host has is refused (%s)" % r.stderr.strip())
+        r = w.parity("run", "fleet", "--only", "nosuchbench")
+        ok(r.returncode == 1 and "no benchmark" in r.stderr,
+           "--only a benchmark the suite lacks is refused")
+
         # -- authorisation ---------------------------------------------
         before = w.psql("SELECT count(*) FROM jobs")
         for args in (("run", "fleet"), ("cancel", job), ("hosts",),
