@@ -373,6 +373,13 @@ co_db_host_online(co_db_t *db, int64_t host_id, bool online, char *err,
     return rc;
 }
 
+int
+co_db_hosts_offline(co_db_t *db, char *err, size_t errlen)
+{
+    return s_exec(db, "UPDATE hosts SET online = false WHERE online", err,
+                  errlen);
+}
+
 /* ---- binary COPY ----------------------------------------------------- */
 
 static int

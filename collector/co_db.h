@@ -67,6 +67,9 @@ int co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
 int co_db_host_online(co_db_t *db, int64_t host_id, bool online,
                       char *err, size_t errlen);
 
+/* Mark every host offline: at start nobody is connected yet. */
+int co_db_hosts_offline(co_db_t *db, char *err, size_t errlen);
+
 int co_db_calibration(co_db_t *db, int64_t host_id,
                       const Parity__Calibration *c, char *err, size_t errlen);
 

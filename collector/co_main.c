@@ -248,6 +248,8 @@ main(int argc, char **argv)
     } else {
         int version = 0;
         co_db_schema_version(db, &version, err, sizeof err);
+        /* Whoever was online when we stopped is not connected now. */
+        co_db_hosts_offline(db, err, sizeof err);
         co_log(CO_LOG_INFO, "db_up", "migrations_applied=%d "
                "schema_version=%d", applied, version);
     }

@@ -521,6 +521,19 @@ main(int argc, char **argv)
     pw_wire_free(&e);
     ok(s_counter(s, "bad_version") == 1 && s_counter(s, "bad_unknown_body")
        == 1, "bad_version and bad_unknown_body counted");
+    ok(cc_log_count(logp, "kind=parse", zcert_public_txt(agent)) == 1,
+       "three parse errors within 10 s: logged once for this peer");
+    {
+        Parity__Envelope ue;
+        Parity__Ack ua = PARITY__ACK__INIT;
+        long unexpected0 = s_counter(s, "unexpected");
+        ua.seq = 5;
+        pw_wire_init(&ue, 0);
+        pw_wire_set_body(&ue, PARITY__ENVELOPE__BODY_ACK, &ua);
+        cc_send(s, &ue);
+        ok(s_counter(s, "unexpected") == unexpected0 + 1,
+           "an Ack sent to the collector: counted as unexpected, ignored");
+    }
 
     /* Data before Hello: a new connection with the same key. */
     {
@@ -692,6 +705,13 @@ main(int argc, char **argv)
        && s_sql_long("SELECT count(*) FROM hosts WHERE online") == 0,
        "a silent agent is marked offline");
 
+    /* A host still connected when the collector stops. */
+    void *last = cc_dealer(ctx, col.endpoint, agent2, col.public_key);
+    cc_hello(last, "connected-at-stop");
+    ok(cc_wait_ack(last, 0, 5000)
+       && s_sql_long("SELECT count(*) FROM hosts WHERE online") == 1,
+       "one host online before the stop");
+
     /* ---- SIGUSR1, SIGTERM: counters, exit 0, PostgreSQL stopped ------ */
     kill(col.pid, SIGUSR1);
     until = cc_now_ms() + 3000;
@@ -702,6 +722,7 @@ main(int argc, char **argv)
     PQfinish(s_pg);
     s_pg = NULL;
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
+    zmq_close(last);
     ok(cc_log_has(logp, "event=final_counters", "bad_parse=")
        && cc_log_has(logp, "event=pg_stopped", NULL),
        "final counters logged, PostgreSQL stopped");
@@ -717,6 +738,8 @@ main(int argc, char **argv)
     ok(cc_log_has(logp2, "event=db_up", want), "re-migration applies nothing "
        "(%s)", want);
     s_pg = PQconnectdb(s_conninfo);
+    ok(s_sql_long("SELECT count(*) FROM hosts WHERE online") == 0,
+       "at start every stored host is offline");
     ok(s_sql_long("SELECT count(*) FROM samples") == (long)total + grouped
                                                     + 1
        && s_sql_long("SELECT count(*) FROM schema_version") == version,
