@@ -117,9 +117,15 @@ s_first_bad(const double *x, size_t n)
 static void
 s_summarize_sorted(const double *s, size_t n, vd_summary_t *out)
 {
-    double sum = 0.0;
+    double sum = 0.0, mean;
     for (size_t i = 0; i < n; i++)
         sum += s[i];
+    mean = sum / (double)n;
+    if (!isfinite(sum)) {   /* samples near DBL_MAX: sum the parts */
+        mean = 0.0;
+        for (size_t i = 0; i < n; i++)
+            mean += s[i] / (double)n;
+    }
     out->n = n;
     out->min = s[0];
     out->max = s[n - 1];
@@ -127,7 +133,7 @@ s_summarize_sorted(const double *s, size_t n, vd_summary_t *out)
     out->median = vd_quantile_sorted(s, n, 0.5);
     out->q75 = vd_quantile_sorted(s, n, 0.75);
     out->iqr = out->q75 - out->q25;
-    out->mean = sum / (double)n;
+    out->mean = mean;
 }
 
 /* The timing-modes test on data already sorted (vd_compare's copies). */
@@ -224,6 +230,40 @@ s_check_params(const vd_params_t *p, char *err, size_t errlen)
     return VD_OK;
 }
 
+static bool
+s_finite_positive(double x)
+{
+    return isfinite(x) && x > 0.0;
+}
+
+/* A summary the rule can use: 2 or more samples, a finite minimum > 0, a
+ * finite median >= the minimum, a finite IQR. Summaries from vd_summarize
+ * always are; this guards ones read back from a file or a database.
+ * (Stricter order checks could refuse a real summary over one rounding
+ * of the type-7 interpolation.) */
+static int
+s_check_summary(const char *side, const vd_summary_t *s, char *err,
+                size_t errlen)
+{
+    if (s->n < 2) {
+        s_err(err, errlen, "%s arm has %zu sample%s: at least 2 a side",
+              side, s->n, s->n == 1 ? "" : "s");
+        return VD_ERR;
+    }
+    if (s->n > VD_MAX_SAMPLES) {
+        s_err(err, errlen, "%zu samples in one arm, more than the limit of "
+              "%u", s->n, VD_MAX_SAMPLES);
+        return VD_ERR;
+    }
+    if (!s_finite_positive(s->min) || !isfinite(s->median) ||
+        !(s->median >= s->min) || !isfinite(s->iqr)) {
+        s_err(err, errlen, "%s summary is not of samples > 0: min %g, "
+              "median %g, iqr %g", side, s->min, s->median, s->iqr);
+        return VD_ERR;
+    }
+    return VD_OK;
+}
+
 /* Leaves-upwards (+1), leaves-downwards (-1) or inside (0). The bounds
  * 1 + t and 1 / (1 + t) are symmetric in log space, so swapping the arms
  * mirrors the answer exactly. */
@@ -252,7 +292,9 @@ s_extra_runs(const vd_verdict_t *v)
     double need;
     unsigned extra = 0;
 
-    if (dist <= 0.0)
+    if (ra == 0.0 && rb == 0.0)
+        need = VD_FEW_RUNS;     /* no spread: more runs change nothing */
+    else if (dist <= 0.0)
         need = VD_MAX_EXTRA_RUNS;
     else
         need = ceil(4.0 * 0.8630 * (ra * ra + rb * rb) / (dist * dist));
@@ -264,10 +306,12 @@ s_extra_runs(const vd_verdict_t *v)
     return extra;
 }
 
-int
-vd_compare_summaries(const vd_summary_t *a, const vd_summary_t *b,
-                     const vd_params_t *params, vd_verdict_t *out,
-                     char *err, size_t errlen)
+/* The rule on two summaries already checked (vd_compare's own, or ones
+ * that passed s_check_summary). */
+static int
+s_compare_summaries(const vd_summary_t *a, const vd_summary_t *b,
+                    const vd_params_t *params, vd_verdict_t *out,
+                    char *err, size_t errlen)
 {
     vd_params_t defaults;
     vd_verdict_t v;
@@ -278,17 +322,12 @@ vd_compare_summaries(const vd_summary_t *a, const vd_summary_t *b,
     }
     if (s_check_params(params, err, errlen) != VD_OK)
         return VD_ERR;
-    if (a->n < 2 || b->n < 2) {
-        s_err(err, errlen, "%s arm has %zu sample%s: at least 2 a side",
-              a->n < 2 ? "subject" : "other", a->n < 2 ? a->n : b->n,
-              (a->n < 2 ? a->n : b->n) == 1 ? "" : "s");
-        return VD_ERR;
-    }
     memset(&v, 0, sizeof v);
     v.a = *a;
     v.b = *b;
-    v.parity = params->parity;
-    v.floor_us = params->floor_us;
+    /* + 0.0 turns -0.0 into 0.0, so "-0" never reaches a written form. */
+    v.parity = params->parity + 0.0;
+    v.floor_us = params->floor_us + 0.0;
     v.ratio = a->median / b->median;
     v.best_ratio = a->min / b->min;
 
@@ -306,6 +345,20 @@ vd_compare_summaries(const vd_summary_t *a, const vd_summary_t *b,
     if (floor_med > v.tolerance)
         v.tolerance = floor_med;
     v.best_tolerance = params->parity > floor_min ? params->parity : floor_min;
+
+    /* Samples that are each finite and > 0 can still be too far apart
+     * for doubles (1e300 against 1e-300, or a floor of 25 over 1e-320):
+     * a ratio of inf or 0 would be a made-up verdict, and JSON has no
+     * spelling for infinity. */
+    if (!s_finite_positive(v.ratio) || !s_finite_positive(v.best_ratio) ||
+        !isfinite(v.noise) || !isfinite(v.tolerance) ||
+        !isfinite(v.best_tolerance)) {
+        s_err(err, errlen, "samples out of range: medians %g and %g, "
+              "minimums %g and %g, floor %g give a ratio or tolerance "
+              "that is not a finite number > 0", a->median, b->median,
+              a->min, b->min, params->floor_us);
+        return VD_ERR;
+    }
 
     int med = s_leave(v.ratio, v.tolerance);
     int best = s_leave(v.best_ratio, v.best_tolerance);
@@ -327,6 +380,17 @@ vd_compare_summaries(const vd_summary_t *a, const vd_summary_t *b,
     v.extra_runs = s_extra_runs(&v);
     *out = v;
     return VD_OK;
+}
+
+int
+vd_compare_summaries(const vd_summary_t *a, const vd_summary_t *b,
+                     const vd_params_t *params, vd_verdict_t *out,
+                     char *err, size_t errlen)
+{
+    if (s_check_summary("subject", a, err, errlen) != VD_OK ||
+        s_check_summary("other", b, err, errlen) != VD_OK)
+        return VD_ERR;
+    return s_compare_summaries(a, b, params, out, err, errlen);
 }
 
 int
@@ -376,7 +440,7 @@ vd_compare(const double *a, size_t na, const double *b, size_t nb,
     s_sort(sb, nb);
     s_summarize_sorted(sa, na, &suma);
     s_summarize_sorted(sb, nb, &sumb);
-    if (vd_compare_summaries(&suma, &sumb, params, out, err, errlen) != VD_OK)
+    if (s_compare_summaries(&suma, &sumb, params, out, err, errlen) != VD_OK)
         goto done;
     if (s_timing_modes_sorted(sa, na))
         out->diagnostics |= VD_DIAG_MODES_A;
@@ -395,20 +459,22 @@ vd_floor(const double *cal, size_t n, double *floor_us, bool *is_default,
     double *s = NULL;
     size_t bad;
 
-    if (n < VD_FLOOR_MIN_SAMPLES) {
-        *floor_us = VD_DEFAULT_FLOOR_US;
-        *is_default = true;
-        return VD_OK;
-    }
     if (n > VD_MAX_SAMPLES) {
         s_err(err, errlen, "%zu calibration samples, more than the limit "
               "of %u", n, VD_MAX_SAMPLES);
         return VD_ERR;
     }
+    /* Checked even when there are too few to use: a bad sample is a bug
+     * in the measurement, never something to pass over silently. */
     if ((bad = s_first_bad(cal, n)) < n) {
         s_err(err, errlen, "calibration sample %zu is %g: samples must be "
               "finite and > 0", bad + 1, cal[bad]);
         return VD_ERR;
+    }
+    if (n < VD_FLOOR_MIN_SAMPLES) {
+        *floor_us = VD_DEFAULT_FLOOR_US;
+        *is_default = true;
+        return VD_OK;
     }
     if (!(s = malloc(n * sizeof *s))) {
         s_err(err, errlen, "out of memory for %zu samples", n);

@@ -103,20 +103,25 @@ int vd_summarize(const double *x, size_t n, vd_summary_t *out,
 /* Compare subject arm a against other arm b under params (NULL for the
  * defaults). Neither array is modified or kept. On VD_ERR out is
  * untouched and err says why (fewer than 2 samples, a bad sample, a bad
- * parameter). */
+ * parameter, or samples so far apart that a ratio or tolerance is not a
+ * finite number > 0, e.g. 1e300 against 1e-300). A parity or floor of
+ * -0.0 is recorded as 0.0. */
 int vd_compare(const double *a, size_t na, const double *b, size_t nb,
                const vd_params_t *params, vd_verdict_t *out,
                char *err, size_t errlen);
 
 /* The same comparison from two summaries already computed. Timing-mode
- * diagnostics need the samples, so they are not set here. */
+ * diagnostics need the samples, so they are not set here. A summary with
+ * n < 2, a minimum that is not finite and > 0, a median below it or a
+ * non-finite IQR is refused. */
 int vd_compare_summaries(const vd_summary_t *a, const vd_summary_t *b,
                          const vd_params_t *params, vd_verdict_t *out,
                          char *err, size_t errlen);
 
 /* A host's noise floor from its calibration samples: q(0.9) - q(0.1).
- * With fewer than VD_FLOOR_MIN_SAMPLES valid samples *floor_us is the
- * default and *is_default is set. Bad samples are an error. */
+ * With fewer than VD_FLOOR_MIN_SAMPLES samples *floor_us is the default
+ * and *is_default is set. A sample that is not finite and > 0 is an error
+ * however many there are. */
 int vd_floor(const double *cal, size_t n, double *floor_us, bool *is_default,
              char *err, size_t errlen);
 

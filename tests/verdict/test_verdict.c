@@ -135,6 +135,78 @@ test_errors(void)
     ok_str(err, "floor nan: must be a finite number >= 0", "message: %s", err);
 }
 
+/* Samples each valid but too far apart for doubles: refused, never an
+ * infinite or zero ratio; the mean of huge samples stays finite. */
+static void
+test_range(void)
+{
+    const double huge[] = {1e308, 1.7e308}, tiny[] = {1e-300, 2e-300};
+    const double denorm[] = {5e-324, 1e-323}, one[] = {1, 2};
+    vd_params_t p = {.parity = 0.04, .floor_us = 25};
+    vd_verdict_t v;
+    vd_summary_t s;
+    char err[256];
+
+    ok(vd_compare(huge, 2, tiny, 2, &p, &v, err, sizeof err) == VD_ERR,
+       "1e308 against 1e-300: refused");
+    ok_str(err, "samples out of range: medians 1.35e+308 and 1.5e-300, "
+           "minimums 1e+308 and 1e-300, floor 25 give a ratio or tolerance "
+           "that is not a finite number > 0", "message: %s", err);
+    ok(vd_compare(denorm, 2, one, 2, &p, &v, err, sizeof err) == VD_ERR,
+       "floor 25 over a denormal sample: refused (tolerance infinite)");
+    p.floor_us = 0;
+    ok(vd_compare(denorm, 2, huge, 2, &p, &v, err, sizeof err) == VD_ERR,
+       "denormal against 1e308: refused (ratio 0)");
+    ok(vd_compare(huge, 2, one, 2, &p, &v, err, sizeof err) == VD_OK &&
+       isfinite(v.a.mean) && fabs(v.a.mean - 1.35e308) < 1e293,
+       "the mean of samples near DBL_MAX is finite (%g)", v.a.mean);
+    ok(vd_summarize(huge, 2, &s, err, sizeof err) == VD_OK &&
+       isfinite(s.mean), "vd_summarize: same");
+
+    p.parity = -0.0;
+    p.floor_us = -0.0;
+    ok(vd_compare(one, 2, one, 2, &p, &v, err, sizeof err) == VD_OK &&
+       !signbit(v.parity) && !signbit(v.floor_us),
+       "parity and floor -0.0 are recorded as 0.0");
+    const double flat[] = {3, 3};
+    ok(vd_compare(flat, 2, flat, 2, &p, &v, err, sizeof err) == VD_OK &&
+       v.extra_runs == 3, "no spread, ratio on the edge: only the few-runs "
+       "minimum is suggested (%u), not the cap", v.extra_runs);
+}
+
+/* vd_compare_summaries guards summaries it did not compute. */
+static void
+test_summaries(void)
+{
+    const double a[] = {100, 101, 102, 103}, b[] = {110, 111, 112, 113};
+    vd_summary_t sa, sb, bad;
+    vd_verdict_t v, w;
+    char err[256];
+
+    ok(vd_summarize(a, 4, &sa, err, sizeof err) == VD_OK &&
+       vd_summarize(b, 4, &sb, err, sizeof err) == VD_OK &&
+       vd_compare_summaries(&sa, &sb, NULL, &v, err, sizeof err) == VD_OK &&
+       vd_compare(a, 4, b, 4, NULL, &w, err, sizeof err) == VD_OK &&
+       v.outcome == w.outcome && v.ratio == w.ratio &&
+       v.tolerance == w.tolerance, "summaries give vd_compare's verdict");
+    bad = sa;
+    bad.median = 0;
+    ok(vd_compare_summaries(&bad, &sb, NULL, &v, err, sizeof err) == VD_ERR,
+       "a summary with median 0 is refused");
+    ok_str(err, "subject summary is not of samples > 0: min 100, median 0, "
+           "iqr 1.5", "message: %s", err);
+    bad = sb;
+    bad.iqr = NAN;
+    ok(vd_compare_summaries(&sa, &bad, NULL, &v, err, sizeof err) == VD_ERR,
+       "a summary with a NaN IQR is refused");
+    bad.iqr = sb.iqr;
+    bad.n = 1;
+    ok(vd_compare_summaries(&sa, &bad, NULL, &v, err, sizeof err) == VD_ERR,
+       "a summary of 1 sample is refused");
+    ok_str(err, "other arm has 1 sample: at least 2 a side", "message: %s",
+           err);
+}
+
 static void
 test_quantiles(void)
 {
@@ -167,6 +239,8 @@ test_floor(void)
        "a zero calibration sample is an error");
     ok_str(err, "calibration sample 6 is 0: samples must be finite and > 0",
            "message: %s", err);
+    ok(vd_floor(cal, 50, &f, &dflt, err, sizeof err) == VD_ERR,
+       "a zero among too few calibration samples is still an error");
 }
 
 /* Properties over random arms: mirror, scale, order. */
@@ -280,6 +354,8 @@ main(void)
     test_smooth_loss();
     test_floor_dominates();
     test_errors();
+    test_range();
+    test_summaries();
     test_quantiles();
     test_floor();
     test_properties();
