@@ -674,8 +674,7 @@ cl_import_main(int argc, char **argv)
 
     vd_params_default(&o.params);
     if (cl_out_wants_help(argc, argv)) {
-        fputs(s_usage, stdout);
-        return CL_EXIT_OK;
+        return cl_out_help(S_VERB, s_usage);
     }
     optind = 0;
     opterr = 0;

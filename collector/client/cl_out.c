@@ -27,16 +27,24 @@ cl_out_us(char *buf, size_t len, double us)
     double a = fabs(us);
     if (!isfinite(us))
         snprintf(buf, len, "-");
-    else if (a < 1.0)
+    else if (a == 0.0)
+        snprintf(buf, len, "0");
+    else if (a < 1e-3)      /* below 1 ns: %.2f would print a false 0 */
+        snprintf(buf, len, "%.3g ns", us * 1e3);
+    else if (a < 0.1)
         snprintf(buf, len, "%.2f ns", us * 1e3);
+    else if (a < 1.0)
+        snprintf(buf, len, "%.1f ns", us * 1e3);
     else if (a < 10.0)
         snprintf(buf, len, "%.3f µs", us);
     else if (a < 1000.0)
         snprintf(buf, len, "%.1f µs", us);
     else if (a < 1e6)
         snprintf(buf, len, "%.3f ms", us / 1e3);
-    else
+    else if (a < 1e15)
         snprintf(buf, len, "%.3f s", us / 1e6);
+    else                    /* beyond 31 years: no screenful of digits */
+        snprintf(buf, len, "%.4g s", us / 1e6);
     return buf;
 }
 
@@ -124,8 +132,14 @@ struct cl_out_table {
     size_t cols;
     size_t rows;
     size_t cap;
-    char *cells;    /* rows * cols cells of CL_CELL_MAX bytes */
+    char **cells;   /* rows * cols copies, each its own allocation */
 };
+
+static const char *
+s_cell(const cl_out_table_t *t, size_t r, size_t c)
+{
+    return t->cells[r * t->cols + c];
+}
 
 cl_out_table_t *
 cl_out_table_new(size_t cols)
@@ -150,6 +164,8 @@ cl_out_table_destroy(cl_out_table_t **t)
 {
     if (!t || !*t)
         return;
+    for (size_t i = 0; i < (*t)->rows * (*t)->cols; i++)
+        free((*t)->cells[i]);
     free((*t)->cells);
     free(*t);
     *t = NULL;
@@ -158,20 +174,25 @@ cl_out_table_destroy(cl_out_table_t **t)
 int
 cl_out_table_add(cl_out_table_t *t, const char *const *cells)
 {
+    char **row;
     if (t->rows == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 8;
-        char *nc;
+        char **nc;
         if (cap > CL_TABLE_ROWS)
             cap = CL_TABLE_ROWS;
         if (t->rows == cap ||
-            !(nc = realloc(t->cells, cap * t->cols * CL_CELL_MAX)))
+            !(nc = realloc(t->cells, cap * t->cols * sizeof *nc)))
             return -1;
         t->cells = nc;
         t->cap = cap;
     }
+    row = t->cells + t->rows * t->cols;
     for (size_t c = 0; c < t->cols; c++)
-        snprintf(t->cells + (t->rows * t->cols + c) * CL_CELL_MAX,
-                 CL_CELL_MAX, "%s", cells[c] ? cells[c] : "");
+        if (!(row[c] = strdup(cells[c] ? cells[c] : ""))) {
+            while (c--)
+                free(row[c]);
+            return -1;
+        }
     t->rows++;
     return 0;
 }
@@ -193,13 +214,13 @@ cl_out_table_print(const cl_out_table_t *t, FILE *f)
 
     for (size_t r = 0; r < t->rows; r++)
         for (size_t c = 0; c < t->cols; c++) {
-            size_t w = s_width(t->cells + (r * t->cols + c) * CL_CELL_MAX);
+            size_t w = s_width(s_cell(t, r, c));
             if (w > width[c])
                 width[c] = w;
         }
     for (size_t r = 0; r < t->rows; r++) {
         for (size_t c = 0; c < t->cols; c++) {
-            const char *cell = t->cells + (r * t->cols + c) * CL_CELL_MAX;
+            const char *cell = s_cell(t, r, c);
             size_t pad = width[c] - s_width(cell);
             if (c)
                 fputs("  ", f);
@@ -280,6 +301,16 @@ cl_out_json(FILE *f, const json_t *j)
         rc = 0;
     free(text);
     return rc;
+}
+
+int
+cl_out_help(const char *verb, const char *usage)
+{
+    if (fputs(usage, stdout) < 0 || fflush(stdout) != 0) {
+        cl_out_error(verb, "writing the usage failed: %s", strerror(errno));
+        return CL_EXIT_SYSTEM;
+    }
+    return CL_EXIT_OK;
 }
 
 bool

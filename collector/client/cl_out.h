@@ -22,12 +22,14 @@
 #define CL_EXIT_USAGE   2   /* the command line is wrong */
 #define CL_EXIT_SYSTEM  3   /* out of memory, a write to stdout failed */
 
-/* Upper bound of one table cell, and of the columns of a table. */
+/* A size for the buffers verbs format one cell into (tables copy cells
+ * whole, whatever their length), and the most columns of a table. */
 #define CL_CELL_MAX     256
 #define CL_TABLE_COLS   12
-/* Upper bound of the rows of one table (a hyperfine file of 1000s of
- * commands is still printed; beyond this rows are refused). */
-#define CL_TABLE_ROWS   100000
+/* Upper bound of the rows of one table, the header included: the
+ * 100,000 commands a hyperfine file may hold and a header; beyond this
+ * rows are refused. */
+#define CL_TABLE_ROWS   100001
 
 /* Print "parity VERB: message" and a newline on stderr. */
 void cl_out_error(const char *verb, const char *fmt, ...)
@@ -55,8 +57,8 @@ typedef struct cl_out_table cl_out_table_t;
 
 cl_out_table_t *cl_out_table_new(size_t cols);
 void cl_out_table_destroy(cl_out_table_t **t);
-/* Add a row of exactly cols cells (copied, truncated to CL_CELL_MAX - 1
- * bytes). Returns 0, or -1 on out of memory or too many rows. */
+/* Add a row of exactly cols cells (each copied whole; NULL is empty).
+ * Returns 0, or -1 on out of memory or too many rows. */
 int cl_out_table_add(cl_out_table_t *t, const char *const *cells);
 /* Left-align column col too (the first always is). */
 void cl_out_table_left(cl_out_table_t *t, size_t col);
@@ -78,6 +80,11 @@ int cl_out_verdict(FILE *f, const char *subject, const char *other,
 /* Dump a JSON value compactly with exact doubles and a newline. Does not
  * take the reference. Returns 0 or -1 on a write or memory error. */
 int cl_out_json(FILE *f, const json_t *j);
+
+/* Print a verb's usage on stdout and flush it: CL_EXIT_OK, or
+ * CL_EXIT_SYSTEM after "parity VERB: writing the usage failed: <strerror>"
+ * when stdout is closed or full. */
+int cl_out_help(const char *verb, const char *usage);
 
 /* Look a long option name up: true when arg is exactly --help or -h,
  * used by every verb before its own parsing. */

@@ -713,8 +713,7 @@ cl_verdict_main(int argc, char **argv)
 
     vd_params_default(&o.params);
     if (cl_out_wants_help(argc, argv)) {
-        fputs(s_usage, stdout);
-        return CL_EXIT_OK;
+        return cl_out_help(S_VERB, s_usage);
     }
     optind = 0;     /* full reinitialisation of glibc's getopt */
     opterr = 0;     /* our own messages, pinned by tests */

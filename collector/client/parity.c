@@ -11,6 +11,7 @@
 #include "cl_verbs.h"
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,18 @@ s_usage(FILE *f)
     fprintf(f, "\nexit status: 0 done, 1 bad data (samples, batch line, "
                "file), 2 usage error,\n3 system error (memory, output). "
                "See docs/commands/README.md.\n");
+}
+
+/* Exit status after printing to stdout: a closed or full stdout is a
+ * system error, not a silent success. */
+static int
+s_flushed(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cl_out_error(NULL, "writing stdout: %s", strerror(errno));
+        return CL_EXIT_SYSTEM;
+    }
+    return CL_EXIT_OK;
 }
 
 static const s_verb_t *
@@ -69,11 +82,11 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         (strcmp(argv[1], "help") == 0 && argc == 2)) {
         s_usage(stdout);
-        return ferror(stdout) ? CL_EXIT_SYSTEM : CL_EXIT_OK;
+        return s_flushed();
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("parity %s\n", PARITY_VERSION);
-        return CL_EXIT_OK;
+        return s_flushed();
     }
     if (strcmp(argv[1], "help") == 0) {
         char help[] = "--help";

@@ -4,6 +4,7 @@
 #include "../tap.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void
 test_units(void)
@@ -15,6 +16,13 @@ test_units(void)
     ok_str(cl_out_us(buf, sizeof buf, 1500.0), "1.500 ms", "below 1 s in ms");
     ok_str(cl_out_us(buf, sizeof buf, 2.5e6), "2.500 s", "seconds");
     ok_str(cl_out_us(buf, sizeof buf, NAN), "-", "not finite: a dash");
+    ok_str(cl_out_us(buf, sizeof buf, 0.5), "500.0 ns", "500 ns, 4 figures");
+    ok_str(cl_out_us(buf, sizeof buf, 1e-20), "1e-17 ns",
+           "below 1 ns: not a false 0.00 ns");
+    ok_str(cl_out_us(buf, sizeof buf, 0.0), "0", "zero (an IQR, a floor)");
+    ok_str(cl_out_us(buf, sizeof buf, -0.0), "0", "minus zero is 0");
+    ok_str(cl_out_us(buf, sizeof buf, 1.35e308), "1.35e+302 s",
+           "beyond 31 years: %%g, not 300 digits");
     ok_str(cl_out_us(buf, 4, 566.0), "566", "truncated to the buffer");
 }
 
@@ -84,6 +92,24 @@ test_tables(void)
     cl_out_table_destroy(&t);
     cl_out_table_destroy(NULL);
     ok(1, "destroy accepts NULL");
+    /* Cells are copied whole: two long names differing only at the end
+     * stay two names (hyperfine commands, gbench template names). */
+    char longa[400], longb[400];
+    memset(longa, 'x', 399);
+    longa[399] = '\0';
+    memcpy(longb, longa, sizeof longb);
+    longa[398] = 'A';
+    longb[398] = 'B';
+    const char *la[] = {longa}, *lb[] = {longb};
+    t = cl_out_table_new(1);
+    ok(t && cl_out_table_add(t, la) == 0 && cl_out_table_add(t, lb) == 0,
+       "rows of 399-byte cells");
+    text = s_print(t);
+    ok(text && strlen(text) == 800 && text[398] == 'A' && text[798] == 'B',
+       "long cells printed whole, not cut at CL_CELL_MAX");
+    free(text);
+    cl_out_table_destroy(&t);
+
     ok(cl_out_table_new(0) == NULL && cl_out_table_new(CL_TABLE_COLS + 1) ==
        NULL, "0 or too many columns refused");
 
@@ -98,6 +124,8 @@ test_tables(void)
     }
     ok(added == CL_TABLE_ROWS && refused == 1, "rows bounded at %d (added %d)",
        CL_TABLE_ROWS, added);
+    ok(CL_TABLE_ROWS == 100001, "room for 100000 hyperfine commands and "
+       "the header");
     cl_out_table_destroy(&t);
 }
 
