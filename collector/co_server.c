@@ -310,13 +310,25 @@ s_jobs_online(co_server_t *srv, s_peer_t *p, const Parity__Hello *h)
 
 /* Store the peer's Hello; true when the host is known afterwards. */
 static bool
-s_store_hello(co_server_t *srv, s_peer_t *p, const Parity__Hello *h)
+s_store_hello(co_server_t *srv, s_peer_t *p, const Parity__Hello *h,
+              const uint8_t *rid, size_t rid_len)
 {
     char err[512], q[600];
     int64_t host_id = 0;
     if (!srv->db_up)
         return false;
     int rc = co_db_hello(srv->db, p->key, h, &host_id, err, sizeof err);
+    if (rc == CO_DB_REFUSED) {
+        /* Content the database can never take (e.g. a name that is not
+         * UTF-8): say so, and treat the connection as not greeted. */
+        srv->c.refused++;
+        co_log(CO_LOG_WARN, "refused", "peer=%s seq=0 why=%s", p->key,
+               co_log_quote(q, sizeof q, err));
+        s_error(srv, rid, rid_len, PW_WIRE_EFIELD, err, 0);
+        p->hello_on_rid = false;
+        pw_wire_free(&p->pending_hello);
+        return false;
+    }
     if (rc != CO_DB_OK) {
         co_log(CO_LOG_WARN, "hello_not_stored", "peer=%s why=%s", p->key,
                co_log_quote(q, sizeof q, err));
@@ -338,7 +350,7 @@ s_on_hello(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
     snprintf(p->name, sizeof p->name, "%s", h->agent_name ? h->agent_name
                                                           : "");
     pw_wire_free(&p->pending_hello);
-    if (s_store_hello(srv, p, h)) {
+    if (s_store_hello(srv, p, h, rid, rid_len)) {
         co_log(CO_LOG_INFO, "hello", "peer=%s host_id=%" PRId64 " name=%s",
                p->key, p->host_id, co_log_quote(q, sizeof q, p->name));
         s_ack(srv, rid, rid_len, 0);
@@ -350,6 +362,8 @@ s_on_hello(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
      * CO_SERVER_PENDING_HELLO_MAX bytes; a bigger one is forgotten and
      * the connection treated as not greeted, so the agent's next data
      * message gets Error 9 and it says Hello again. */
+    if (!p->hello_on_rid)
+        return;   /* refused for good */
     srv->c.deferred++;
     if (pw_wire_packed_size(*envp) > CO_SERVER_PENDING_HELLO_MAX) {
         p->hello_on_rid = false;
@@ -384,11 +398,14 @@ s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
     }
     /* A Hello that arrived while the database was down is stored first
      * (also for a host known from an earlier connection: it updates). */
-    if (p->pending_hello && s_store_hello(srv, p, p->pending_hello->hello)) {
+    if (p->pending_hello
+        && s_store_hello(srv, p, p->pending_hello->hello, rid, rid_len)) {
         s_ack(srv, rid, rid_len, 0);
         s_jobs_online(srv, p, p->pending_hello->hello);
         pw_wire_free(&p->pending_hello);
     }
+    if (!p->hello_on_rid)
+        return;   /* its Hello was just refused */
     if (!srv->db_up || p->host_id == 0) {
         srv->c.deferred++;
         return;   /* silence: the agent resends after 5 s */

@@ -547,6 +547,24 @@ main(int argc, char **argv)
         zmq_close(s2);
     }
 
+    /* A Hello the database can never store: refused, not kept. */
+    {
+        void *s3 = cc_dealer(ctx, col.endpoint, agent2, col.public_key);
+        cc_hello(s3, "bad\xff\xfename");
+        e = cc_recv(s3, 3000);
+        ok(e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+           && e->error->code == 10 && e->error->seq == 0,
+           "Hello with a name that is not UTF-8: Error{code 10, seq 0}");
+        pw_wire_free(&e);
+        s_send_batch(s3, ++seq, run, 51, &b[1]);
+        e = cc_recv(s3, 3000);
+        ok(e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+           && e->error->code == 9,
+           "and data after it on that connection: Error{code 9}");
+        pw_wire_free(&e);
+        zmq_close(s3);
+    }
+
     /* 100 MB in one frame: libzmq cuts that connection (ZMQ_MAXMSGSIZE). */
     long disc0 = s_counter(s, "disconnects");
     {
