@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "co_history.h"
 #include "config.h"
 #include "pw_json.h"
 #include "pw_results.h"
@@ -144,7 +145,7 @@ co_query_handles(const char *command)
          i++)
         if (strcmp(command, s_commands[i]) == 0)
             return true;
-    return false;
+    return co_history_handles(command);   /* history, regressions, report */
 }
 
 void
@@ -927,6 +928,9 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
         body = s_verdicts(q, args, &res);
     else if (strcmp(cmd, "show") == 0)
         body = s_show(q, args, &res);
+    else if (co_history_handles(cmd))
+        body = co_history_handle(q->jobs, cmd, args, &res.status, res.err,
+                                 sizeof res.err);
     if (res.status == CO_QUERY_OK && !body) {
         res.status = CO_QUERY_UNAVAILABLE;
         s_err(res.err, sizeof res.err, "out of memory");

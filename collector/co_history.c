@@ -1,0 +1,767 @@
+/* co_history.c -- see co_history.h. */
+#include "co_history.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "co_query.h"
+#include "pw_json.h"
+#include "vd_fleet.h"
+#include "vd_verdict.h"
+
+/* One answer's status and error line. */
+typedef struct {
+    co_jobs_t *jobs;
+    int status;
+    char *err;
+    size_t errlen;
+} s_ctx_t;
+
+static void
+s_fail(s_ctx_t *c, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+s_fail(s_ctx_t *c, int status, const char *fmt, ...)
+{
+    va_list ap;
+    c->status = status;
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Run one parameterised query; NULL with c's status set (the database
+ * is down or refused it). The caller PQclears the result. */
+static PGresult *
+s_q(s_ctx_t *c, const char *sql, int n, const char *const *p)
+{
+    char e[256];
+    PGconn *conn = co_jobs_conn(c->jobs, e, sizeof e);
+    if (!conn) {
+        s_fail(c, CO_QUERY_UNAVAILABLE, "database unavailable: %s", e);
+        return NULL;
+    }
+    PGresult *r = PQexecParams(conn, sql, n, NULL, p, NULL, NULL, 0);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        s_fail(c, CO_QUERY_UNAVAILABLE, "query failed: %s",
+               r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
+        char *nl = strchr(c->err, '\n');
+        if (nl)
+            *nl = '\0';
+        PQclear(r);
+        co_jobs_conn_check(c->jobs);
+        return NULL;
+    }
+    return r;
+}
+
+static json_int_t
+s_int(PGresult *r, int row, int col)
+{
+    return (json_int_t)strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static json_t *
+s_int_or_null(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? json_null() :
+           json_integer(s_int(r, row, col));
+}
+
+/* A JSON text column, parsed; null when NULL or unparsable. */
+static json_t *
+s_json_col(PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return json_null();
+    json_t *j = json_loads(PQgetvalue(r, row, col), JSON_DECODE_ANY, NULL);
+    return j ? j : json_null();
+}
+
+static const char *
+s_str(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+/* args "tags" as jsonb text for `tags @> $n` ({} when absent). Every
+ * value must be a string: a job's tags are. Caller frees the text. */
+static char *
+s_tags_arg(s_ctx_t *c, const json_t *args)
+{
+    const json_t *t = json_object_get(args, "tags");
+    if (!t)
+        return strdup("{}");
+    if (!json_is_object(t) || json_object_size(t) > CO_HISTORY_FILTERS_MAX) {
+        s_fail(c, CO_QUERY_BADARGS, "\"tags\" must be an object of at most "
+               "%d string values", CO_HISTORY_FILTERS_MAX);
+        return NULL;
+    }
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)t, k, v)
+        if (!json_is_string(v)) {
+            s_fail(c, CO_QUERY_BADARGS, "tag \"%.60s\" must be a string", k);
+            return NULL;
+        }
+    char *text = pw_json_dumps(t);
+    if (!text)
+        s_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+    return text;
+}
+
+/* An optional integer argument in lo..hi; dflt when absent. */
+static bool
+s_int_arg(s_ctx_t *c, const json_t *args, const char *key, json_int_t lo,
+          json_int_t hi, json_int_t dflt, json_int_t *out)
+{
+    const json_t *j = json_object_get(args, key);
+    if (!j) {
+        *out = dflt;
+        return true;
+    }
+    if (!json_is_integer(j) || json_integer_value(j) < lo ||
+        json_integer_value(j) > hi) {
+        s_fail(c, CO_QUERY_BADARGS, "\"%s\" must be an integer from %"
+               JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT, key, lo, hi);
+        return false;
+    }
+    *out = json_integer_value(j);
+    return true;
+}
+
+/* The vd_fleet summary of entries [{"verdict": {...}} | {"error"}]: only
+ * entries with a verdict count. NULL on out of memory. */
+static json_t *
+s_summary(const json_t *entries)
+{
+    size_t n = json_array_size(entries), k = 0;
+    vd_outcome_t *oc = calloc(n + 1, sizeof *oc);
+    double *ra = calloc(n + 1, sizeof *ra), *br = calloc(n + 1, sizeof *br);
+    json_t *out = NULL;
+    if (!oc || !ra || !br)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_object_get(json_array_get(entries, i), "verdict");
+        vd_verdict_t vd;
+        char e[256];
+        if (!json_is_object(v) ||
+            pw_verdict_from_json(v, &vd, e, sizeof e) != PW_OK ||
+            !(vd.ratio > 0) || !(vd.best_ratio > 0))
+            continue;
+        oc[k] = vd.outcome;
+        ra[k] = vd.ratio;
+        br[k] = vd.best_ratio;
+        k++;
+    }
+    vd_fleet_t f;
+    char e[256], sentence[256];
+    if (vd_fleet_summarize(oc, ra, br, k, &f, e, sizeof e) != VD_OK)
+        goto done;
+    vd_fleet_consensus(&f, sentence, sizeof sentence);
+    out = json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:s}",
+        "hosts", (json_int_t)f.hosts,
+        "win", (json_int_t)f.count[VD_WIN],
+        "parity", (json_int_t)f.count[VD_PARITY],
+        "loss", (json_int_t)f.count[VD_LOSS],
+        "geomean_ratio", f.geomean_ratio,
+        "geomean_best_ratio", f.geomean_best_ratio,
+        "consensus", sentence);
+done:
+    free(oc);
+    free(ra);
+    free(br);
+    return out;
+}
+
+/* One host's entry of a comparison, as `verdicts` writes it: only a
+ * complete run's verdict speaks for its host. */
+static json_t *
+s_entry(PGresult *r, int i, int c_host, int c_run, int c_status, int c_json,
+        int c_error)
+{
+    const char *status = PQgetisnull(r, i, c_status) ? "running" :
+                         PQgetvalue(r, i, c_status);
+    json_t *e = json_pack("{s:s,s:s,s:s}", "host", PQgetvalue(r, i, c_host),
+                          "run_id", PQgetvalue(r, i, c_run),
+                          "status", status);
+    if (!e)
+        return NULL;
+    if (strcmp(status, "complete") != 0)
+        json_object_set_new(e, "error", json_string(
+            "the run did not complete"));
+    else if (!PQgetisnull(r, i, c_json))
+        json_object_set_new(e, "verdict", s_json_col(r, i, c_json));
+    else
+        json_object_set_new(e, "error", json_string(
+            PQgetisnull(r, i, c_error) ? "no verdict" :
+            PQgetvalue(r, i, c_error)));
+    return e;
+}
+
+/* ---- history ------------------------------------------------------ */
+
+/* The rows' group: the job, or the run itself when no job asked for it
+ * (a prefix keeps a job id from ever equalling a run id). */
+#define S_GROUP_SQL \
+    "CASE WHEN r.job_id <> '' THEN 'j' || r.job_id ELSE 'r' || " \
+    "r.run_uuid END"
+
+static const char s_history_sql[] =
+    "WITH v AS ("
+    " SELECT b.suite, sa.name AS subject, v.other_name AS other,"
+    "  h.name AS host, h.id AS hid, r.id AS rid, r.run_uuid, r.job_id, "
+    S_GROUP_SQL " AS grp, r.started_at_us, r.tags, r.label, r.status,"
+    "  v.verdict_json, v.error"
+    " FROM benchmarks b JOIN runs r ON r.benchmark_id = b.id"
+    " JOIN verdicts v ON v.run = r.id JOIN hosts h ON h.id = r.host_id"
+    " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm"
+    " WHERE b.name = $1 AND ($2 = '' OR b.suite = $2)"
+    "  AND ($3 = '' OR v.other_name = $3)"
+    "  AND ($4::jsonb = '[]'::jsonb OR h.name IN"
+    "       (SELECT jsonb_array_elements_text($4::jsonb)))"
+    "  AND r.tags @> $5::jsonb),"
+    /* The newest $6 groups of each pair; shown oldest first. */
+    "g AS (SELECT suite, subject, other, grp, min(started_at_us) AS at_us,"
+    " row_number() OVER (PARTITION BY suite, subject, other"
+    "  ORDER BY min(started_at_us) DESC, grp DESC) AS rn"
+    " FROM v GROUP BY suite, subject, other, grp) "
+    "SELECT v.suite, v.subject, v.other, v.grp, g.at_us, v.job_id,"
+    " v.run_uuid, v.host, v.tags::text, v.label, v.status, v.verdict_json,"
+    " v.error "
+    "FROM v JOIN g USING (suite, subject, other, grp) WHERE g.rn <= $6::int "
+    "ORDER BY v.suite, v.subject, v.other, g.at_us, v.grp, v.host, v.hid,"
+    " v.rid LIMIT $7::int";
+
+/* Close one history row: its summary. */
+static int
+s_close_row(json_t *row)
+{
+    if (!row)
+        return 0;
+    json_t *s = s_summary(json_object_get(row, "hosts"));
+    return s ? json_object_set_new(row, "summary", s) : -1;
+}
+
+static json_t *
+s_history(s_ctx_t *c, const json_t *args)
+{
+    const char *bench = json_string_value(json_object_get(args,
+                                                          "benchmark"));
+    const json_t *js = json_object_get(args, "suite"),
+                 *jo = json_object_get(args, "other"),
+                 *jh = json_object_get(args, "hosts");
+    json_int_t limit;
+    char *tags = NULL, *hosts = NULL;
+    json_t *out = NULL, *pairs = json_array(), *pair = NULL, *row = NULL;
+    PGresult *r = NULL;
+    if (!bench || !*bench) {
+        s_fail(c, CO_QUERY_BADARGS, "\"benchmark\" (a benchmark's name) is "
+               "required");
+        goto fail;
+    }
+    if ((js && !json_is_string(js)) || (jo && !json_is_string(jo))) {
+        s_fail(c, CO_QUERY_BADARGS, "\"suite\" and \"other\" must be "
+               "strings");
+        goto fail;
+    }
+    if (jh && (!json_is_array(jh) ||
+               json_array_size(jh) > CO_HISTORY_FILTERS_MAX)) {
+        s_fail(c, CO_QUERY_BADARGS, "\"hosts\" must be an array of at most "
+               "%d host names", CO_HISTORY_FILTERS_MAX);
+        goto fail;
+    }
+    size_t hi;
+    json_t *hv;
+    json_array_foreach(jh, hi, hv)
+        if (!json_is_string(hv)) {
+            s_fail(c, CO_QUERY_BADARGS, "\"hosts\" must be host names");
+            goto fail;
+        }
+    if (!s_int_arg(c, args, "limit", 1, CO_HISTORY_LIMIT_MAX,
+                   CO_HISTORY_LIMIT_DEFAULT, &limit) ||
+        !(tags = s_tags_arg(c, args)))
+        goto fail;
+    hosts = jh ? pw_json_dumps(jh) : strdup("[]");
+    if (!hosts || !pairs)
+        goto oom;
+    const char *suite = js ? json_string_value(js) : "";
+    const char *other = jo ? json_string_value(jo) : "";
+
+    /* A name nobody stored is a typo more often than an empty history. */
+    const char *pb[] = { bench, suite, other };
+    r = s_q(c, "SELECT (SELECT count(*) FROM benchmarks b WHERE b.name = $1 "
+            "AND ($2 = '' OR b.suite = $2)), (SELECT count(*) FROM ("
+            "SELECT 1 FROM benchmarks b JOIN runs r ON r.benchmark_id = b.id "
+            "JOIN verdicts v ON v.run = r.id WHERE b.name = $1 AND "
+            "($2 = '' OR b.suite = $2) AND v.other_name = $3 LIMIT 1) x)",
+            3, pb);
+    if (!r)
+        goto fail;
+    bool known = s_int(r, 0, 0) > 0, arm_known = s_int(r, 0, 1) > 0;
+    PQclear(r);
+    r = NULL;
+    if (!known) {
+        s_fail(c, CO_QUERY_NOTFOUND, "no benchmark \"%.100s\"%s%.100s%s "
+               "(parity verdicts lists the benchmarks of a job)", bench,
+               *suite ? " in suite \"" : "", suite, *suite ? "\"" : "");
+        goto fail;
+    }
+    if (*other && !arm_known) {
+        s_fail(c, CO_QUERY_NOTFOUND, "benchmark \"%.100s\" has no verdict "
+               "against an arm \"%.100s\"", bench, other);
+        goto fail;
+    }
+
+    char lim[24], rows_max[24];
+    snprintf(lim, sizeof lim, "%" JSON_INTEGER_FORMAT, limit);
+    snprintf(rows_max, sizeof rows_max, "%d", CO_HISTORY_ROWS_MAX);
+    const char *p[] = { bench, suite, other, hosts, tags, lim, rows_max };
+    r = s_q(c, s_history_sql, 7, p);
+    if (!r)
+        goto fail;
+    int n = PQntuples(r);
+    for (int i = 0; i < n; i++) {
+        const char *su = PQgetvalue(r, i, 0), *subj = PQgetvalue(r, i, 1),
+                   *oth = PQgetvalue(r, i, 2), *grp = PQgetvalue(r, i, 3);
+        if (!pair || strcmp(s_str(pair, "suite"), su) != 0 ||
+            strcmp(s_str(pair, "subject"), subj) != 0 ||
+            strcmp(s_str(pair, "other"), oth) != 0) {
+            if (s_close_row(row) != 0)
+                goto oom;
+            row = NULL;
+            pair = json_pack("{s:s,s:s,s:s,s:[]}", "suite", su, "subject",
+                             subj, "other", oth, "rows");
+            if (!pair || json_array_append_new(pairs, pair) != 0)
+                goto oom;
+        }
+        if (!row || strcmp(s_str(row, "group"), grp) != 0) {
+            if (s_close_row(row) != 0)
+                goto oom;
+            const char *job = PQgetvalue(r, i, 5);
+            row = json_pack("{s:s,s:s,s:s,s:I,s:o,s:s,s:[]}", "group", grp,
+                            "job", job, "run_id", *job ? "" :
+                            PQgetvalue(r, i, 6),
+                            "at_us", s_int(r, i, 4),
+                            "tags", s_json_col(r, i, 8),
+                            "label", PQgetvalue(r, i, 9), "hosts");
+            if (!row || json_array_append_new(json_object_get(pair, "rows"),
+                                              row) != 0)
+                goto oom;
+        }
+        json_t *e = s_entry(r, i, 7, 6, 10, 11, 12);
+        if (!e)
+            goto oom;
+        /* One entry per host: a later run of the same host in the same
+         * job replaces the earlier one (rows come in run order). */
+        json_t *hl = json_object_get(row, "hosts");
+        size_t last = json_array_size(hl);
+        if (last > 0 && strcmp(s_str(json_array_get(hl, last - 1), "host"),
+                               PQgetvalue(r, i, 7)) == 0)
+            json_array_set_new(hl, last - 1, e);
+        else
+            json_array_append_new(hl, e);
+    }
+    if (s_close_row(row) != 0)
+        goto oom;
+    out = json_pack("{s:s,s:s,s:s,s:I,s:b,s:O}", "benchmark", bench,
+                    "suite", suite, "other", other, "limit", limit,
+                    "truncated", n >= CO_HISTORY_ROWS_MAX, "pairs", pairs);
+    if (!out)
+        goto oom;
+    goto done;
+oom:
+    s_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+fail:
+done:
+    PQclear(r);
+    free(tags);
+    free(hosts);
+    json_decref(pairs);
+    return out;
+}
+
+/* ---- regressions -------------------------------------------------- */
+
+/* Outcome order for "worse": a win that becomes parity or a loss, or
+ * parity that becomes a loss. */
+static int
+s_rank(const char *outcome)
+{
+    vd_outcome_t o;
+    if (vd_outcome_parse(outcome, &o) != VD_OK)
+        return -1;
+    return o == VD_WIN ? 0 : o == VD_PARITY ? 1 : 2;
+}
+
+static const char s_regressions_sql[] =
+    "WITH c AS ("
+    " SELECT b.suite, b.name AS benchmark, sa.name AS subject,"
+    "  v.other_name AS other, h.name AS host, h.id AS hid, r.id AS rid,"
+    "  r.run_uuid, r.job_id, " S_GROUP_SQL " AS grp, r.started_at_us,"
+    "  r.tags, v.outcome, v.ratio, v.best_ratio"
+    " FROM verdicts v JOIN runs r ON r.id = v.run"
+    " JOIN benchmarks b ON b.id = r.benchmark_id"
+    " JOIN hosts h ON h.id = r.host_id"
+    " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm"
+    " WHERE r.status = 'complete' AND v.outcome IS NOT NULL"
+    "  AND r.tags @> $1::jsonb),"
+    /* A host's last run of a pair within one job speaks for that job. */
+    "d AS (SELECT DISTINCT ON (suite, benchmark, subject, other, hid, grp) *"
+    " FROM c ORDER BY suite, benchmark, subject, other, hid, grp, rid DESC),"
+    "o AS (SELECT d.*, row_number() OVER w AS rn,"
+    " first_value(grp) OVER w AS newest_grp,"
+    " first_value(started_at_us) OVER w AS newest_at FROM d"
+    " WINDOW w AS (PARTITION BY suite, benchmark, subject, other, hid"
+    "  ORDER BY started_at_us DESC, rid DESC)),"
+    /* The suite's jobs that have such verdicts, newest first. */
+    "j AS (SELECT suite, grp, row_number() OVER (PARTITION BY suite"
+    " ORDER BY min(started_at_us) DESC, grp DESC) AS k"
+    " FROM d GROUP BY suite, grp) "
+    "SELECT o.suite, o.benchmark, o.subject, o.other, o.host, o.hid, o.rn,"
+    " o.job_id, o.run_uuid, o.started_at_us, o.tags::text, o.outcome,"
+    " o.ratio, o.best_ratio "
+    "FROM o JOIN j ON j.suite = o.suite AND j.grp = o.newest_grp "
+    "WHERE o.rn <= 2 AND ($2::int = 0 OR j.k <= $2::int)"
+    " AND o.newest_at >= $3::bigint "
+    "ORDER BY o.suite, o.benchmark, o.subject, o.other, o.host, o.hid, o.rn "
+    "LIMIT $4::int";
+
+static json_t *
+s_side(PGresult *r, int i)
+{
+    return json_pack("{s:s,s:s,s:I,s:o,s:s,s:f,s:f}",
+        "job", PQgetvalue(r, i, 7), "run_id", PQgetvalue(r, i, 8),
+        "started_at_us", s_int(r, i, 9), "tags", s_json_col(r, i, 10),
+        "outcome", PQgetvalue(r, i, 11),
+        "ratio", strtod(PQgetvalue(r, i, 12), NULL),
+        "best_ratio", strtod(PQgetvalue(r, i, 13), NULL));
+}
+
+static bool
+s_same_pair(PGresult *r, int a, int b)
+{
+    static const int cols[] = { 0, 1, 2, 3, 5 };
+    for (size_t k = 0; k < sizeof cols / sizeof *cols; k++)
+        if (strcmp(PQgetvalue(r, a, cols[k]), PQgetvalue(r, b, cols[k])) != 0)
+            return false;
+    return true;
+}
+
+static json_t *
+s_regressions(s_ctx_t *c, const json_t *args)
+{
+    json_int_t jobs = 0, since_us = 0;
+    char *tags = NULL;
+    json_t *out = NULL, *worse = json_array(), *better = json_array();
+    PGresult *r = NULL;
+    if (json_object_get(args, "jobs") && json_object_get(args, "since_us")) {
+        s_fail(c, CO_QUERY_BADARGS, "give \"jobs\" or \"since_us\", not "
+               "both");
+        goto fail;
+    }
+    if (!s_int_arg(c, args, "since_us", 1, CO_HISTORY_SINCE_MAX_US, 0,
+                   &since_us) ||
+        !s_int_arg(c, args, "jobs", 1, CO_HISTORY_JOBS_MAX,
+                   since_us ? 0 : 1, &jobs) ||
+        !(tags = s_tags_arg(c, args)))
+        goto fail;
+    if (!worse || !better)
+        goto oom;
+    char pj[24], ps[24], pl[24];
+    snprintf(pj, sizeof pj, "%" JSON_INTEGER_FORMAT, jobs);
+    snprintf(ps, sizeof ps, "%" PRId64, since_us ?
+             co_jobs_now_us() - (int64_t)since_us : INT64_MIN);
+    snprintf(pl, sizeof pl, "%d", 2 * CO_HISTORY_PAIRS_MAX);
+    const char *p[] = { tags, pj, ps, pl };
+    r = s_q(c, s_regressions_sql, 4, p);
+    if (!r)
+        goto fail;
+    int n = PQntuples(r);
+    json_int_t unchanged = 0, first = 0;
+    for (int i = 0; i < n; i++) {
+        /* Rows come per pair and host: rn 1 (newest), then rn 2. */
+        if (i + 1 >= n || !s_same_pair(r, i, i + 1) ||
+            strcmp(PQgetvalue(r, i + 1, 6), "2") != 0) {
+            first++;
+            continue;
+        }
+        int now_rank = s_rank(PQgetvalue(r, i, 11)),
+            was_rank = s_rank(PQgetvalue(r, i + 1, 11));
+        if (now_rank == was_rank || now_rank < 0 || was_rank < 0) {
+            unchanged++;
+            i++;
+            continue;
+        }
+        json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}",
+            "suite", PQgetvalue(r, i, 0), "benchmark", PQgetvalue(r, i, 1),
+            "subject", PQgetvalue(r, i, 2), "other", PQgetvalue(r, i, 3),
+            "host", PQgetvalue(r, i, 4),
+            "change", now_rank > was_rank ? "worse" : "better",
+            "before", s_side(r, i + 1), "after", s_side(r, i));
+        if (!e || json_array_append_new(now_rank > was_rank ? worse : better,
+                                        e) != 0)
+            goto oom;
+        i++;
+    }
+    json_t *jt = json_loads(tags, 0, NULL);
+    out = json_pack("{s:o,s:o,s:o,s:O,s:O,s:I,s:I,s:b}",
+                    "tags", jt ? jt : json_object(),
+                    "jobs", jobs ? json_integer(jobs) : json_null(),
+                    "since_us", since_us ? json_integer(since_us) :
+                    json_null(),
+                    "regressions", worse, "improvements", better,
+                    "unchanged", unchanged, "first", first,
+                    "truncated", n >= 2 * CO_HISTORY_PAIRS_MAX);
+    if (!out)
+        goto oom;
+    goto done;
+oom:
+    s_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+fail:
+done:
+    PQclear(r);
+    free(tags);
+    json_decref(worse);
+    json_decref(better);
+    return out;
+}
+
+/* ---- report ------------------------------------------------------- */
+
+/* An environment field's value (ag_env's {"value", "source"} shape). */
+static json_t *
+s_env_value(const json_t *env, const char *key)
+{
+    const json_t *f = json_object_get(env, key);
+    const json_t *v = json_is_object(f) ? json_object_get(f, "value") : f;
+    return v ? json_incref((json_t *)v) : json_null();
+}
+
+/* The job of args {"job": ID}, or the newest with {"latest": true} or
+ * neither: one row of the job's fields, or NULL with c set. */
+static PGresult *
+s_job_row(s_ctx_t *c, const json_t *args)
+{
+    const json_t *jj = json_object_get(args, "job");
+    if (jj && !json_is_string(jj)) {
+        s_fail(c, CO_QUERY_BADARGS, "\"job\" must be a string");
+        return NULL;
+    }
+    static const char cols[] =
+        "SELECT job_uuid, suite, state, label, tags::text, vars::text, runs,"
+        " created_at_us, ended_at_us FROM jobs ";
+    char sql[512];
+    const char *p[] = { json_string_value(jj) };
+    snprintf(sql, sizeof sql, "%s%s", cols, jj ? "WHERE job_uuid = $1" :
+             "ORDER BY created_at_us DESC, id DESC LIMIT 1");
+    PGresult *r = s_q(c, sql, jj ? 1 : 0, jj ? p : NULL);
+    if (r && PQntuples(r) != 1) {
+        if (jj)
+            s_fail(c, CO_QUERY_NOTFOUND, "no job \"%.40s\" (parity jobs "
+                   "lists them)", p[0]);
+        else
+            s_fail(c, CO_QUERY_NOTFOUND, "no job yet (parity run starts "
+                   "one)");
+        PQclear(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Summaries of one arm's measured samples into arm; the samples are
+ * the rows [from, to) of s. */
+static int
+s_arm_summary(json_t *arm, PGresult *s, int from, int to, double *buf)
+{
+    size_t n = 0;
+    for (int i = from; i < to; i++)
+        buf[n++] = strtod(PQgetvalue(s, i, 2), NULL);
+    vd_summary_t sum;
+    char e[256];
+    if (n == 0 || vd_summarize(buf, n, &sum, e, sizeof e) != VD_OK)
+        return json_object_set_new(arm, "summary", json_null());
+    json_t *j = pw_summary_to_json(&sum);
+    return j ? json_object_set_new(arm, "summary", j) : -1;
+}
+
+static json_t *
+s_report(s_ctx_t *c, const json_t *args)
+{
+    json_t *out = NULL, *hosts = json_array(), *runs = json_array();
+    PGresult *j = NULL, *r = NULL, *s = NULL;
+    double *buf = NULL;
+    if (!(j = s_job_row(c, args)))
+        goto fail;
+    if (!hosts || !runs)
+        goto oom;
+    const char *id = PQgetvalue(j, 0, 0);
+    const char *p[] = { id };
+
+    /* Each host's environment as its runs of this job saw it (the
+     * host's latest snapshot when it stored no run), and the floor its
+     * verdicts of this job used. */
+    r = s_q(c,
+        "SELECT h.name, jh.state, jh.reason,"
+        " COALESCE((SELECT e.environment_json FROM runs r JOIN environments"
+        "  e ON e.id = r.environment WHERE r.job_id = j.job_uuid AND"
+        "  r.host_id = h.id ORDER BY r.id DESC LIMIT 1),"
+        "  (SELECT e.environment_json FROM environments e WHERE"
+        "  e.host_id = h.id ORDER BY e.id DESC LIMIT 1)),"
+        " (SELECT json_build_object('floor_us', v.floor_us, 'floor_default',"
+        "  v.floor_is_default, 'floor_samples', v.floor_samples) FROM"
+        "  verdicts v JOIN runs r ON r.id = v.run WHERE r.job_id ="
+        "  j.job_uuid AND r.host_id = h.id ORDER BY v.id DESC LIMIT 1)::text"
+        " FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON"
+        " h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
+        1, p);
+    if (!r)
+        goto fail;
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *env = s_json_col(r, i, 3);
+        json_t *floor = s_json_col(r, i, 4);
+        json_t *warnings = json_object_get(env, "warnings");
+        json_t *h = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:O,s:O,s:O,"
+                              "s:o}",
+            "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
+            "reason", PQgetvalue(r, i, 2),
+            "cpu_model", s_env_value(env, "cpu_model"),
+            "kernel", s_env_value(env, "kernel"),
+            "arch", s_env_value(env, "arch"),
+            "logical_cpus", s_env_value(env, "logical_cpus"),
+            "floor_us", json_object_get(floor, "floor_us") ?
+                json_object_get(floor, "floor_us") : json_null(),
+            "floor_default", json_object_get(floor, "floor_default") ?
+                json_object_get(floor, "floor_default") : json_null(),
+            "floor_samples", json_object_get(floor, "floor_samples") ?
+                json_object_get(floor, "floor_samples") : json_null(),
+            "warnings", json_is_array(warnings) ? json_incref(warnings) :
+                json_array());
+        json_decref(env);
+        json_decref(floor);
+        if (!h || json_array_append_new(hosts, h) != 0)
+            goto oom;
+    }
+    PQclear(r);
+
+    /* Every run's arms, then their measured samples, both in run order:
+     * one pass merges them. */
+    r = s_q(c,
+        "SELECT r.id, r.run_uuid, h.name, b.name, COALESCE(r.status,"
+        " 'running'), COALESCE(r.reason, ''), r.runs, r.warmup, a.idx,"
+        " a.name, a.subject, (SELECT count(*) FROM samples s WHERE"
+        " s.run = r.id AND s.kind = 3 AND s.arm = a.idx)"
+        " FROM runs r JOIN hosts h ON h.id = r.host_id JOIN benchmarks b ON"
+        " b.id = r.benchmark_id JOIN arms a ON a.run = r.id"
+        " WHERE r.job_id = $1 ORDER BY r.id, a.idx", 1, p);
+    if (!r)
+        goto fail;
+    char lim[24];
+    snprintf(lim, sizeof lim, "%d", CO_HISTORY_SAMPLES_MAX + 1);
+    const char *ps[] = { id, lim };
+    s = s_q(c,
+        "SELECT s.run, s.arm, s.wall_us FROM runs r JOIN samples s ON"
+        " s.run = r.id WHERE r.job_id = $1 AND s.kind = 0 AND s.wall_us > 0"
+        " ORDER BY s.run, s.arm LIMIT $2::int", 2, ps);
+    if (!s)
+        goto fail;
+    int ns = PQntuples(s);
+    if (ns > CO_HISTORY_SAMPLES_MAX) {
+        s_fail(c, CO_QUERY_TOO_BIG, "job %.40s has more than %d measured "
+               "samples: parity export gives them all", id,
+               CO_HISTORY_SAMPLES_MAX);
+        goto fail;
+    }
+    buf = malloc(((size_t)ns + 1) * sizeof *buf);
+    if (!buf)
+        goto oom;
+    json_t *run = NULL;
+    int si = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        long long rid = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        int idx = atoi(PQgetvalue(r, i, 8));
+        if (!run || strcmp(s_str(run, "run_id"), PQgetvalue(r, i, 1)) != 0) {
+            run = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:[]}",
+                "run_id", PQgetvalue(r, i, 1), "host", PQgetvalue(r, i, 2),
+                "benchmark", PQgetvalue(r, i, 3),
+                "status", PQgetvalue(r, i, 4), "reason", PQgetvalue(r, i, 5),
+                "runs", s_int(r, i, 6), "warmup", s_int(r, i, 7), "arms");
+            if (!run || json_array_append_new(runs, run) != 0)
+                goto oom;
+        }
+        /* Skip samples of runs or arms that have no arms row. */
+        while (si < ns && (strtoll(PQgetvalue(s, si, 0), NULL, 10) < rid ||
+               (strtoll(PQgetvalue(s, si, 0), NULL, 10) == rid &&
+                atoi(PQgetvalue(s, si, 1)) < idx)))
+            si++;
+        int from = si;
+        while (si < ns && strtoll(PQgetvalue(s, si, 0), NULL, 10) == rid &&
+               atoi(PQgetvalue(s, si, 1)) == idx)
+            si++;
+        json_t *arm = json_pack("{s:s,s:b,s:I}", "name", PQgetvalue(r, i, 9),
+                                "subject", strcmp(PQgetvalue(r, i, 10),
+                                                  "t") == 0,
+                                "errors", s_int(r, i, 11));
+        if (!arm || json_array_append_new(json_object_get(run, "arms"),
+                                          arm) != 0 ||
+            s_arm_summary(arm, s, from, si, buf) != 0)
+            goto oom;
+    }
+    out = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:O,s:O}",
+        "job", id, "suite", PQgetvalue(j, 0, 1), "state", PQgetvalue(j, 0, 2),
+        "label", PQgetvalue(j, 0, 3), "tags", s_json_col(j, 0, 4),
+        "vars", s_json_col(j, 0, 5), "runs", s_int(j, 0, 6),
+        "created_at_us", s_int(j, 0, 7), "ended_at_us",
+        s_int_or_null(j, 0, 8), "hosts", hosts, "run_list", runs);
+    if (!out)
+        goto oom;
+    goto done;
+oom:
+    s_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+fail:
+done:
+    PQclear(j);
+    PQclear(r);
+    PQclear(s);
+    free(buf);
+    json_decref(hosts);
+    json_decref(runs);
+    return out;
+}
+
+/* ---- dispatch ----------------------------------------------------- */
+
+bool
+co_history_handles(const char *command)
+{
+    return command && (strcmp(command, "history") == 0 ||
+                       strcmp(command, "regressions") == 0 ||
+                       strcmp(command, "report") == 0);
+}
+
+json_t *
+co_history_handle(co_jobs_t *jobs, const char *command, const json_t *args,
+                  int *status, char *err, size_t errlen)
+{
+    s_ctx_t c = { jobs, CO_QUERY_OK, err, errlen };
+    json_t *body = NULL;
+    if (errlen)
+        err[0] = '\0';
+    if (strcmp(command, "history") == 0)
+        body = s_history(&c, args);
+    else if (strcmp(command, "regressions") == 0)
+        body = s_regressions(&c, args);
+    else if (strcmp(command, "report") == 0)
+        body = s_report(&c, args);
+    else
+        s_fail(&c, CO_QUERY_UNKNOWN, "unknown command \"%.40s\"", command);
+    if (!body && c.status == CO_QUERY_OK)
+        s_fail(&c, CO_QUERY_UNAVAILABLE, "out of memory");
+    *status = c.status;
+    return body;
+}
