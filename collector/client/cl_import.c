@@ -64,13 +64,18 @@ typedef struct {
 /* ---- files ----------------------------------------------------------- */
 
 /* Read and parse path. Returns the root (caller owns it) or NULL after
- * printing an error that names the file. */
+ * printing an error that names the file. The file is read here, not by
+ * json_loadf, so that a pipe or /proc file is bounded by S_FILE_MAX like
+ * a regular one and a read error is reported, not taken for the end of
+ * the file. */
 static json_t *
 s_load(const char *path)
 {
     json_error_t jerr;
     struct stat st;
     json_t *root = NULL;
+    char *text = NULL, *start;
+    size_t len = 0, cap = 0;
     FILE *f = fopen(path, "rb");
 
     if (!f) {
@@ -86,13 +91,93 @@ s_load(const char *path)
                      path, (long long)st.st_size, S_FILE_MAX);
         goto done;
     }
-    root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    for (;;) {
+        size_t got;
+        if (len == cap) {
+            size_t grown = cap ? cap * 2 : 1u << 16;
+            char *nt;
+            if (cap > S_FILE_MAX) {
+                cl_out_error(S_VERB, "%s: more than the limit of %u bytes",
+                             path, S_FILE_MAX);
+                goto done;
+            }
+            if (!(nt = realloc(text, grown))) {
+                cl_out_error(S_VERB, "%s: out of memory reading it", path);
+                goto done;
+            }
+            text = nt;
+            cap = grown;
+        }
+        got = fread(text + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                cl_out_error(S_VERB, "%s: reading: %s", path,
+                             strerror(errno));
+                goto done;
+            }
+            break;
+        }
+    }
+    if (len > S_FILE_MAX) {
+        cl_out_error(S_VERB, "%s: more than the limit of %u bytes", path,
+                     S_FILE_MAX);
+        goto done;
+    }
+    if (len == 0) {
+        cl_out_error(S_VERB, "%s: empty file, not JSON", path);
+        goto done;
+    }
+    /* A UTF-8 byte order mark, which RFC 8259 lets a parser ignore. */
+    start = text;
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        start += 3;
+        len -= 3;
+    }
+    if (memchr(start, '\0', len)) {
+        cl_out_error(S_VERB, "%s: a NUL byte at offset %zu: not JSON text",
+                     path, (size_t)((char *)memchr(start, '\0', len) - text));
+        goto done;
+    }
+    root = json_loadb(start, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         cl_out_error(S_VERB, "%s:%d:%d: not JSON: %s", path, jerr.line,
                      jerr.column, jerr.text);
 done:
+    free(text);
     fclose(f);
     return root;
+}
+
+/* A JSON string of text that may not be UTF-8 (a file name): invalid
+ * bytes become U+FFFD instead of failing the whole output. Caller owns
+ * the result; NULL on out of memory. */
+static json_t *
+s_json_text(const char *text)
+{
+    json_t *j = json_string(text);
+    char *fixed, *o;
+    size_t n = strlen(text);
+
+    if (j || !(fixed = malloc(3 * n + 1)))
+        return j;
+    o = fixed;
+    for (const unsigned char *p = (const unsigned char *)text; *p;) {
+        size_t k = cl_out_utf8_len(p);
+        if (k) {
+            memcpy(o, p, k);
+            o += k;
+            p += k;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            p++;
+        }
+    }
+    *o = '\0';
+    j = json_string(fixed);
+    free(fixed);
+    return j;
 }
 
 /* ---- arms ------------------------------------------------------------ */
@@ -206,6 +291,12 @@ s_hyperfine_arms(const char *path, const json_t *root, s_arm_t **out)
                              command, k, s);
                 goto fail;
             }
+            if (!isfinite(s * 1e6)) {
+                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
+                             "is %g s: too large for a run time", path, i,
+                             command, k, s);
+                goto fail;
+            }
             if (s_arm_push(&arms[i], s * 1e6)) {
                 cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): more than "
                              "%u times, or out of memory", path, i, command,
@@ -304,7 +395,7 @@ s_hyperfine(const char *path, const s_opts_t *o)
     }
     if (o->json) {
         if (json_object_set_new(out, "source", json_string("hyperfine")) ||
-            json_object_set_new(out, "file", json_string(path)) ||
+            json_object_set_new(out, "file", s_json_text(path)) ||
             json_object_set_new(out, "reference",
                                 json_string(arms[ref].name)) ||
             json_object_set_new(out, "floor_us",
@@ -465,6 +556,13 @@ s_gbench_load(const char *path, s_gbench_t *g)
                          json_number_value(real));
             return -1;
         }
+        if (!isfinite(json_number_value(real) * mult)) {
+            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+                         "is %g %s: too large for a time", path, i, name,
+                         json_number_value(real),
+                         unit ? json_string_value(unit) : "ns");
+            return -1;
+        }
         if (s_arm_push(arm, json_number_value(real) * mult)) {
             cl_out_error(S_VERB, "%s: \"%s\": more than %u repetitions, or "
                          "out of memory", path, run_name, VD_MAX_SAMPLES);
@@ -598,8 +696,8 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
     }
     if (o->json) {
         if (json_object_set_new(out, "source", json_string("gbench")) ||
-            json_object_set_new(out, "baseline", json_string(base_path)) ||
-            json_object_set_new(out, "contender", json_string(cont_path)) ||
+            json_object_set_new(out, "baseline", s_json_text(base_path)) ||
+            json_object_set_new(out, "contender", s_json_text(cont_path)) ||
             json_object_set_new(out, "floor_us",
                                 json_real(o->params.floor_us)) ||
             json_object_set_new(out, "parity", json_real(o->params.parity)) ||

@@ -50,6 +50,11 @@ int cl_out_parse_double(const char *s, double *out);
 int cl_out_parse_list(const char *s, size_t max, double **values,
                       size_t *n, char *err, size_t errlen);
 
+/* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when the bytes
+ * there are not one (a stray continuation byte, an overlong form, a
+ * surrogate, a sequence cut short). Never reads past a NUL. */
+size_t cl_out_utf8_len(const unsigned char *s);
+
 /* A text table, aligned when printed: left-aligned first column, the
  * others right-aligned. cl_out_table_new returns NULL on out of memory;
  * cl_out_table_destroy accepts NULL and clears the pointer. */

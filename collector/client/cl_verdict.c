@@ -22,6 +22,12 @@
 #define S_BLOCK         (1u << 20)
 /* Longest error text of one batch line, before escaping. */
 #define S_ERR_MAX       256
+/* Most commas a line of two arms of VD_MAX_SAMPLES can need (the arms'
+ * separators and those between the four keys, with room to spare). A
+ * longer list is refused before jansson, which would spend about 40
+ * bytes a value (1.4 GB on a 64 MiB line of "1,1,1..."). Only lines of
+ * at least 2 bytes a value beyond it are counted. */
+#define S_COMMAS_MAX    (2u * VD_MAX_SAMPLES + 8u)
 
 static const char s_usage[] =
     "usage: parity verdict --a LIST --b LIST [--floor-us F] [--parity P]\n"
@@ -93,11 +99,15 @@ s_single(const s_opts_t *o)
     if (o->names) {
         const char *comma = strchr(o->names, ',');
         size_t la = comma ? (size_t)(comma - o->names) : 0;
-        if (!comma || la == 0 || !comma[1] || strchr(comma + 1, ',') ||
-            la >= sizeof name_a || strlen(comma + 1) >= sizeof name_b) {
+        if (!comma || la == 0 || !comma[1] || strchr(comma + 1, ',')) {
             cl_out_error(S_VERB, "--names \"%s\": want two non-empty names "
                          "separated by one comma, e.g. --names new,old",
                          o->names);
+            goto done;
+        }
+        if (la >= sizeof name_a || strlen(comma + 1) >= sizeof name_b) {
+            cl_out_error(S_VERB, "--names: a name longer than %zu bytes",
+                         sizeof name_a - 1);
             goto done;
         }
         memcpy(name_a, o->names, la);
@@ -166,16 +176,17 @@ typedef struct {
     char *out;          /* S_BLOCK + room for one line's answer */
     size_t out_len;
     size_t out_cap;
-    int bad_lines;
-    int write_failed;
+    bool bad_lines;     /* any line answered with an error: exit 1 */
+    int write_errno;    /* errno of the first failed write, or 0 */
     bool fast;          /* use s_fast_line; off only to test jansson's path */
 } s_batch_t;
 
 static void
 s_flush(s_batch_t *bt)
 {
-    if (bt->out_len && fwrite(bt->out, 1, bt->out_len, stdout) != bt->out_len)
-        bt->write_failed = 1;
+    if (bt->out_len && fwrite(bt->out, 1, bt->out_len, stdout) != bt->out_len
+        && !bt->write_errno)
+        bt->write_errno = errno ? errno : EIO;
     bt->out_len = 0;
 }
 
@@ -188,24 +199,33 @@ s_out_room(s_batch_t *bt, size_t n)
     return bt->out_len + n <= bt->out_cap ? bt->out + bt->out_len : NULL;
 }
 
-/* {"line": N, "error": "..."} with the text escaped for JSON. */
+/* {"line": N, "error": "..."} with the text escaped for JSON. The text
+ * can quote the line (a key, jansson's "near '...'") and be cut by
+ * snprintf mid-character, so bytes that are not valid UTF-8 become
+ * U+FFFD: every output line stays valid JSON. */
 static void
 s_line_error(s_batch_t *bt, unsigned long long line, const char *text)
 {
     char *p = s_out_room(bt, 64 + 6 * S_ERR_MAX);
-    size_t k;
-    bt->bad_lines++;
+    size_t k, n;
+    bt->bad_lines = true;
     if (!p)
         return;
     k = (size_t)sprintf(p, "{\"line\":%llu,\"error\":\"", line);
-    for (const unsigned char *s = (const unsigned char *)text; *s; s++) {
+    for (const unsigned char *s = (const unsigned char *)text; *s; s += n) {
+        n = cl_out_utf8_len(s);
         if (*s == '"' || *s == '\\') {
             p[k++] = '\\';
             p[k++] = (char)*s;
         } else if (*s < 0x20) {
             k += (size_t)sprintf(p + k, "\\u%04x", *s);
+        } else if (n == 0) {
+            memcpy(p + k, "\\ufffd", 6);
+            k += 6;
+            n = 1;
         } else {
-            p[k++] = (char)*s;
+            memcpy(p + k, s, n);
+            k += n;
         }
     }
     memcpy(p + k, "\"}\n", 3);
@@ -302,11 +322,19 @@ s_parse_json_line(s_batch_t *bt, const char *text, size_t len, size_t *na,
                   size_t *nb, vd_params_t *p, char *err)
 {
     json_error_t jerr;
-    json_t *line = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    const char *key;
+    json_t *line;
+    const char *key, *nul;
     json_t *item;
     int rc = -1, got;
 
+    /* jansson words a NUL byte as "end of file expected near end of
+     * file", which sends a reader looking for the wrong thing. */
+    if ((nul = memchr(text, '\0', len))) {
+        snprintf(err, S_ERR_MAX, "a NUL byte at column %zu: not JSON text",
+                 (size_t)(nul - text) + 1);
+        return -1;
+    }
+    line = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!line) {
         snprintf(err, S_ERR_MAX, "not JSON: %s at column %d", jerr.text,
                  jerr.column);
@@ -555,12 +583,31 @@ s_batch_line(s_batch_t *bt, unsigned long long lineno, const char *text,
     char *o;
     int n;
 
+    /* A UTF-8 byte order mark before the first line (Windows tools
+     * write one): RFC 8259 lets a parser ignore it, and jansson's
+     * message would quote an invisible character. */
+    if (lineno == 1 && len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        text += 3;
+        len -= 3;
+    }
     for (i = 0; i < len; i++)
         if (text[i] != ' ' && text[i] != '\t' && text[i] != '\r')
             break;
     if (i == len) {
         s_line_error(bt, lineno, "empty line");
         return;
+    }
+    if (len / 2 > S_COMMAS_MAX) {
+        size_t commas = 0;
+        for (const char *c = text; (c = memchr(c, ',', len -
+                                              (size_t)(c - text))); c++)
+            commas++;
+        if (commas > S_COMMAS_MAX) {
+            snprintf(err, sizeof err, "%zu commas: more values than two "
+                     "arms of at most %u samples", commas, VD_MAX_SAMPLES);
+            s_line_error(bt, lineno, err);
+            return;
+        }
     }
     if (!(bt->fast && s_fast_line(bt, text, len, &na, &nb, &p)) &&
         s_parse_json_line(bt, text, len, &na, &nb, &p, err)) {
@@ -660,8 +707,10 @@ s_batch(const s_opts_t *o)
         len += got;
     }
     s_flush(&bt);
-    if (fflush(stdout) != 0 || bt.write_failed) {
-        cl_out_error(S_VERB, "writing stdout: %s", strerror(errno));
+    if (fflush(stdout) != 0 && !bt.write_errno)
+        bt.write_errno = errno ? errno : EIO;
+    if (bt.write_errno) {
+        cl_out_error(S_VERB, "writing stdout: %s", strerror(bt.write_errno));
         goto done;
     }
     rc = bt.bad_lines ? CL_EXIT_DATA : CL_EXIT_OK;

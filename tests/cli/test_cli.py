@@ -114,7 +114,14 @@ FILES = {
                        git("BM_err", 5.0),
                        git("BM_onlycont", 1.0), git("BM_onlycont", 1.1)),
     "gb-other.json": gb(git("BM_z", 1.0), git("BM_z", 1.1)),
+    "gb-hugetime.json": gb(git("BM_a", 1e303, unit="s")),
+    "nul.json": '{"results":[]}\0',
+    "dupkey.json": '{"results": [], "results": []}',
+    "deep.json": '{"results": ' + "[" * 3000 + "]" * 3000 + "}",
+    "hugetime.json": hf(hres("a", [0.001, 1e303]), hres("b", T3)),
+    "range.json": hf(hres("a", [1e300, 2e300]), hres("b", [1e-300, 2e-300])),
 }
+FILES["bom.json"] = "\ufeff" + FILES["hf-good.json"]
 
 LONG_SAMPLE = "1" * 65
 
@@ -195,6 +202,25 @@ CASES = [
      "parity verdict: --a: sample 2 is -6: samples must be finite and > 0"),
     (["verdict", "--a", "1e-400,1", "--b", "1,2"], "", 1, "",
      "--a: sample 1 is 0: samples must be finite and > 0"),
+    (["verdict", "--a", "1e300,2e300", "--b", "1e-300,2e-300"], "", 1, "",
+     "parity verdict: samples out of range: medians 1.5e+300 and 1.5e-300, "
+     "minimums 1e+300 and 1e-300, floor 25 give a ratio or tolerance that "
+     "is not a finite number > 0"),
+    (["verdict", "--a", "5e-324,1e-323", "--b", "1,2"], "", 1, "",
+     "parity verdict: samples out of range: medians 4.94066e-324 and 1.5, "
+     "minimums 4.94066e-324 and 1, floor 25 give a ratio or tolerance"),
+    (["verdict", "--a", "1e308,1.7e308", "--b", "1.1e308,1.6e308", "--json"],
+     "", 0, '"mean":1.35e+308', ""),
+    (["verdict", "--a", "1e308,1.7e308", "--b", "1.1e308,1.6e308"], "", 0,
+     "1e+302 s  1.35e+302 s  1.7e+302 s", ""),
+    (["verdict", "--a", "1e-20,2e-20", "--b", "1e-20,2e-20", "--floor-us",
+      "0"], "", 0, "1e-17 ns  1.5e-17 ns  2e-17 ns", ""),
+    (["verdict", "--a", "1,2", "--b", "1,2", "--parity", "-0", "--floor-us",
+      "-0"], "", 0, "  floor 0, parity 0\n", ""),
+    (["verdict", "--a", "1,2", "--b", "1,2", "--parity", "-0", "--json"],
+     "", 0, '"parity":0.0,', ""),
+    (["verdict", "--a", "1,2", "--b", "1,2", "--names", "x" * 256 + ",b"],
+     "", 2, "", "parity verdict: --names: a name longer than 255 bytes"),
     (["verdict", "--a", "566,568,576,690,722", "--b",
       "587,700,712,718,725", "--floor-us", "25"], "", 0,
      "verdict: a vs b: parity", ""),
@@ -257,6 +283,19 @@ CASES = [
      '"error":"unknown key \\"x\\"y\\" (known', ""),
     (["verdict", "--batch", "--floor-us", "x"], "", 2, "",
      'parity verdict: --floor-us "x": not a number'),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2]}\0\n', 1,
+     '{"line":1,"error":"a NUL byte at column 22: not JSON text"}', ""),
+    (["verdict", "--batch"], '\ufeff{"a":[1,2],"b":[1,2]}\n', 0,
+     '{"outcome":"parity"', ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2]}\n\ufeff{"a":[1,2]}\n', 1,
+     '{"line":2,"error":"not JSON: \'[\' or \'{\' expected near', ""),
+    (["verdict", "--batch"], '{"a":[1e300,2e300],"b":[1e-300,2e-300]}\n', 1,
+     '{"line":1,"error":"samples out of range: medians 1.5e+300 and '
+     '1.5e-300, minimums 1e+300 and 1e-300, floor 25 give a ratio or '
+     'tolerance that is not a finite number > 0"}', ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2],"x%s":1}\n' % ("é" * 40),
+     1, '{"line":1,"error":"unknown key \\"x%s\\ufffd\\" (known: a, b, '
+     'floor_us, parity)"}' % ("é" * 31), ""),
 
     # parity import: the command line
     (["import"], "", 2, "", "parity import: which format? hyperfine or "
@@ -292,8 +331,33 @@ CASES = [
      "parity import: @huge.json: 268435457 bytes, more than the limit of "
      "268435456"),
     (["import", "hyperfine", "@empty.json"], "", 1, "",
-     "parity import: @empty.json:1:0: not JSON: '[' or '{' expected near end "
-     "of file"),
+     "parity import: @empty.json: empty file, not JSON"),
+    (["import", "hyperfine", "/dev/null"], "", 1, "",
+     "parity import: /dev/null: empty file, not JSON"),
+    # /proc/self/mem opens, and reading offset 0 fails: a read error is
+    # reported, not taken for the end of the file.
+    (["import", "hyperfine", "/proc/self/mem"], "", 1, "",
+     "parity import: /proc/self/mem: reading: Input/output error"),
+    (["import", "hyperfine", "@nul.json"], "", 1, "",
+     "parity import: @nul.json: a NUL byte at offset 14: not JSON text"),
+    (["import", "hyperfine", "@bom.json"], "", 0,
+     "verdict: new vs old: win", ""),
+    (["import", "hyperfine", "@dupkey.json"], "", 1, "",
+     "parity import: @dupkey.json:1:25: not JSON: duplicate object key near "
+     "'\"results\"'"),
+    (["import", "hyperfine", "@deep.json"], "", 1, "",
+     "parity import: @deep.json:1:2060: not JSON: maximum parsing depth "
+     "reached near '['"),
+    (["import", "hyperfine", "@hugetime.json"], "", 1, "",
+     'parity import: @hugetime.json: results[0] ("a"): times[1] is 1e+303 '
+     "s: too large for a run time"),
+    (["import", "hyperfine", "@range.json"], "", 1, "",
+     'parity import: @range.json: "b": samples out of range: medians '
+     "1.5e-294 and 1.5e+306, minimums 1e-294 and 1e+306, floor 25 give a "
+     "ratio or tolerance that is not a finite number > 0"),
+    (["import", "gbench", "@gb-hugetime.json", "@gb-cont.json"], "", 1, "",
+     'parity import: @gb-hugetime.json: benchmarks[0] ("BM_a"): '
+     '"real_time" is 1e+303 s: too large for a time'),
     (["import", "hyperfine", "@text.json"], "", 1, "",
      "parity import: @text.json:1:4: not JSON: '[' or '{' expected near "
      "'this'"),
@@ -390,7 +454,7 @@ def expand(s, tmp):
 
 def table(tmp):
     for name, text in FILES.items():
-        with open(os.path.join(tmp, name), "w") as f:
+        with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
             f.write(text)
     with open(os.path.join(tmp, "huge.json"), "w") as f:
         f.truncate((256 << 20) + 1)     # sparse: no disk used
@@ -630,6 +694,17 @@ def batch_mixed_and_paths():
     ok(code == 1 and '"error":"\\"a\\" has 1048577 samples, more than the '
        'limit of 1048576"' in out, "batch: an arm over VD_MAX_SAMPLES", out)
 
+    # Beyond two arms' worth of values, refused before jansson spends
+    # about 40 bytes a value on it (1.4 GB for 64 MiB of "1,").
+    many = b'{"a":[' + b"1," * (2 * 1048576 + 9) + b'1],"b":[1,2]}\n'
+    code, out, _ = run(["verdict", "--batch"], many + b'{"a":[1,2],"b":[1,2]}')
+    ol = out.splitlines()
+    ok(code == 1 and len(ol) == 2 and
+       ol[0] == '{"line":1,"error":"2097163 commas: more values than two '
+       'arms of at most 1048576 samples"}' and '"outcome"' in ol[1],
+       "batch: a line of more values than two arms can hold is refused "
+       "cheaply", out[:300])
+
     long_line = b'{"a":[' + b"1," * (33 << 20) + b'1],"b":[1,2]}\n'
     code, out, _ = run(["verdict", "--batch"],
                        long_line + b'{"a":[1,2],"b":[1,2]}\n')
@@ -658,7 +733,35 @@ def system_errors():
                        stdout=full)
     ok(code == 3 and "parity import: writing the output failed (or out of "
        "memory)" in err, "import on /dev/full: exit 3", err)
+    for args, who in ((["--help"], "parity: writing stdout"),
+                      (["--version"], "parity: writing stdout"),
+                      (["verdict", "--help"],
+                       "parity verdict: writing the usage failed"),
+                      (["help", "import"],
+                       "parity import: writing the usage failed")):
+        code, _, err = run(args, stdout=full)
+        ok(code == 3 and who + ": No space left on device" in err,
+           "parity %s on /dev/full: exit 3, not a silent 0" % " ".join(args),
+           err)
     full.close()
+    # stdout and stdin closed (>&- and <&-), not merely full.
+    p = subprocess.run([PARITY, "verdict", "--batch"],
+                       input=b'{"a":[1,2],"b":[1,2]}\n',
+                       stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1),
+                       timeout=30)
+    ok(p.returncode == 3 and b"parity verdict: writing stdout: Bad file "
+       b"descriptor" in p.stderr, "--batch >&-: exit 3, EBADF named",
+       p.stderr)
+    p = subprocess.run([PARITY, "verdict", "--a", "1,2", "--b", "1,2"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       preexec_fn=lambda: os.close(1), timeout=30)
+    ok(p.returncode == 3 and b"parity verdict: writing the table failed" in
+       p.stderr, "verdict >&-: exit 3", p.stderr)
+    p = subprocess.run([PARITY, "verdict", "--batch"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, preexec_fn=lambda: os.close(0),
+                       timeout=30)
+    ok(p.returncode == 3 and b"parity verdict: reading stdin: Bad file "
+       b"descriptor" in p.stderr, "--batch <&-: exit 3", p.stderr)
     d = os.open("/", os.O_RDONLY)
     p = subprocess.run([PARITY, "verdict", "--batch"], stdin=d,
                        capture_output=True, timeout=30)
