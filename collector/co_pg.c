@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -32,6 +33,7 @@ struct co_pg {
     uid_t pg_uid;
     gid_t pg_gid;
     bool running;                    /* started or found running, not stopped */
+    int lock_fd;                     /* DATA_DIR/collector.lock, flock'ed */
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -247,8 +249,35 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
         s_err(err, errlen, "calloc co_pg: out of memory");
         return NULL;
     }
+    pg->lock_fd = -1;
     if (s_mkdir(data_dir, 0700, err, errlen) != 0)
         goto fail;
+    /* One collector per data dir: a second one would adopt the running
+     * server and stop it under the first one when it exits. */
+    char lock[PATH_MAX + 32];
+    snprintf(lock, sizeof lock, "%s/collector.lock", data_dir);
+    pg->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (pg->lock_fd < 0) {
+        s_err(err, errlen, "open %s: %s", lock, strerror(errno));
+        goto fail;
+    }
+    if (flock(pg->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = pread(pg->lock_fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        s_err(err, errlen, "data dir %s is in use by another "
+              "parity-collector (pid %s; %s is locked)", data_dir,
+              pid[0] ? pid : "?", lock);
+        goto fail;
+    }
+    char mine[32];
+    int mlen = snprintf(mine, sizeof mine, "%ld\n", (long)getpid());
+    if (ftruncate(pg->lock_fd, 0) != 0
+        || pwrite(pg->lock_fd, mine, (size_t)mlen, 0) != mlen) {
+        s_err(err, errlen, "write %s: %s", lock, strerror(errno));
+        goto fail;
+    }
     if (!realpath(data_dir, abs)) {
         s_err(err, errlen, "realpath %s: %s", data_dir, strerror(errno));
         goto fail;
@@ -337,6 +366,8 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
 fail_stop:
     co_pg_stop(pg, NULL, 0);
 fail:
+    if (pg->lock_fd >= 0)
+        close(pg->lock_fd);
     free(pg);
     return NULL;
 }
@@ -375,6 +406,8 @@ co_pg_destroy(co_pg_t **pg)
 {
     if (!pg || !*pg)
         return;
+    if ((*pg)->lock_fd >= 0)
+        close((*pg)->lock_fd);   /* releases the flock */
     free(*pg);
     *pg = NULL;
 }

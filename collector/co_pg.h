@@ -9,6 +9,9 @@
  * run as the `postgres` user (runuser) and DATA_DIR/pg is chowned to it;
  * DATA_DIR itself gets o+x so that user can reach it.
  *
+ * DATA_DIR/collector.lock (flock, holding the pid) keeps a second
+ * collector off the same data dir until co_pg_destroy().
+ *
  * Binaries: PARITY_PG_BINDIR if set, else the newest
  * /usr/lib/postgresql/N/bin, else `pg_config --bindir`. The tools' output
  * goes to DATA_DIR/pg.log. Functions return 0 or -1 and fill err.

@@ -723,12 +723,28 @@ main(int argc, char **argv)
        && s_sql_long("SELECT count(*) FROM hosts WHERE online") == 0,
        "a silent agent is marked offline");
 
+    /* A second collector on the same data dir is refused. */
+    {
+        char cmd[3000], log3[700];
+        snprintf(log3, sizeof log3, "%s.second", logp);
+        snprintf(cmd, sizeof cmd, "timeout 30 %s --bind tcp://127.0.0.1:0 "
+                 "--key %s --allow %s --data-dir %s 2>%s", exe, keyfile,
+                 allow, datadir, log3);
+        int st = system(cmd);
+        char want2[800];
+        snprintf(want2, sizeof want2, "data dir %s is in use by another "
+                 "parity-collector (pid %d;", datadir, (int)col.pid);
+        ok(WIFEXITED(st) && WEXITSTATUS(st) == 1
+           && cc_log_has(log3, "event=pg_failed", want2),
+           "a second collector on the same data dir: exit 1, names the pid");
+    }
+
     /* A host still connected when the collector stops. */
     void *last = cc_dealer(ctx, col.endpoint, agent2, col.public_key);
     cc_hello(last, "connected-at-stop");
     ok(cc_wait_ack(last, 0, 5000)
        && s_sql_long("SELECT count(*) FROM hosts WHERE online") == 1,
-       "one host online before the stop");
+       "one host online before the stop (the first collector unharmed)");
 
     /* ---- SIGUSR1, SIGTERM: counters, exit 0, PostgreSQL stopped ------ */
     kill(col.pid, SIGUSR1);
