@@ -787,6 +787,55 @@ def import_bounds(tmp):
     ok(code == 1 and "manybench.json: more than 100000 benchmarks" in err,
        "gbench: more than 100000 benchmarks in a file", err)
 
+    # The documented maximum of commands is printed, header and all.
+    path = os.path.join(tmp, "maxcommands.json")
+    with open(path, "w") as f:
+        f.write(hf(*[hres("c%d" % i, [0.001, 0.002]) for i in range(100000)]))
+    code, out, err = run(["import", "hyperfine", path])
+    ok(code == 0 and out.count("\nverdict: c") == 99999 and
+       "\nc99999 " in out, "hyperfine: 100000 commands, the limit, are all "
+       "judged (was exit 3: the table had no room for its header)", err)
+
+    # A pipe has no size to check: the read itself is bounded.
+    code, _, err = run(["import", "hyperfine", "/dev/stdin"],
+                       b" " * ((256 << 20) + 1))
+    ok(code == 1 and "parity import: /dev/stdin: more than the limit of "
+       "268435456 bytes" in err, "hyperfine: a pipe beyond 256 MiB is "
+       "refused, not read forever", err)
+
+    # Names are never cut: two long commands stay two rows.
+    path = os.path.join(tmp, "longnames.json")
+    la, lb = "x" * 300 + "A", "x" * 300 + "B"
+    with open(path, "w") as f:
+        f.write(hf(hres(la, T3), hres(lb, T3)))
+    code, out, err = run(["import", "hyperfine", path])
+    ok(code == 0 and ("\n%s " % la) in out and ("\n%s " % lb) in out,
+       "hyperfine: 301-byte command names printed whole in the table", out)
+    path = os.path.join(tmp, "gb-long.json")
+    with open(path, "w") as f:
+        f.write(gb(git(la, 1.0), git(la, 1.1), git(lb, 1.0), git(lb, 1.1)))
+    code, out, err = run(["import", "gbench", path, path])
+    ok(code == 0 and ("\n%s " % la) in out and ("\n%s " % lb) in out,
+       "gbench: long benchmark names printed whole", out)
+
+    # A file name that is not UTF-8 still gives JSON (U+FFFD in "file").
+    path = os.fsencode(tmp) + b"/r\xff.json"
+    with open(path, "w") as f:
+        f.write(FILES["hf-good.json"])
+    code, out, err = run(["import", "hyperfine", os.fsdecode(path), "--json"])
+    ok(code == 0 and json.loads(out or "{}").get("file", "").endswith(
+        "/r\ufffd.json"), "hyperfine --json: a non-UTF-8 file name is "
+       "written with U+FFFD, not refused as a write failure", out + err)
+    path = os.fsencode(tmp) + b"/g\xff.json"
+    with open(path, "w") as f:
+        f.write(FILES["gb-other.json"])
+    code, out, err = run(["import", "gbench", os.fsdecode(path),
+                          os.fsdecode(path), "--json"])
+    d = json.loads(out or "{}")
+    ok(code == 0 and d.get("baseline", "").endswith("/g\ufffd.json") and
+       d.get("contender") == d.get("baseline"),
+       "gbench --json: non-UTF-8 file names written with U+FFFD", out + err)
+
 
 def imports():
     ex = lambda name: os.path.join(EXAMPLES, name)
