@@ -389,6 +389,12 @@ co_pg_stop(co_pg_t *pg, char *err, size_t errlen)
 {
     if (!pg || !pg->running)
         return 0;
+    /* Stopped behind our back (pg_ctl stop by hand): nothing to do. */
+    const char *status_args[] = { "-D", pg->pg_dir, "status", NULL };
+    if (s_run(pg, "pg_ctl", status_args) == 3) {
+        pg->running = false;
+        return 0;
+    }
     const char *args[] = { "-D", pg->pg_dir, "-m", "fast", "-w", "-t",
                            CO_PG_WAIT_S, "stop", NULL };
     int rc = s_run(pg, "pg_ctl", args);
