@@ -1190,6 +1190,25 @@ co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
     vp.parity = parity;
     vp.floor_us = floor_us;
     vp.floor_is_default = is_default;
+    {
+        char fl[32], nused[16], win[16], until_s[24];
+        s_num(fl, sizeof fl, floor_us);
+        snprintf(nused, sizeof nused, "%d", used);
+        snprintf(win, sizeof win, "%d", floor_window);
+        snprintf(until_s, sizeof until_s, "%" PRId64, until);
+        const char *pf[] = { host, runid, fl, is_default ? "t" : "f", nused,
+                             win, until_s };
+        r = s_query(db, "INSERT INTO floors (host_id, run, floor_us, "
+                    "is_default, n_samples, window_size, until_us) VALUES "
+                    "($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run) DO "
+                    "NOTHING", 7, pf, PGRES_COMMAND_OK, &rc, err, errlen);
+        if (!r) {
+            PQclear(arms);
+            goto rollback;
+        }
+        PQclear(r);
+        r = NULL;
+    }
 
     r = s_query(db, "SELECT arm, wall_us FROM samples WHERE run = $1 AND "
                 "kind = 0 ORDER BY arm, batch_seq, idx", 1, pa,

@@ -403,6 +403,14 @@ main(int argc, char **argv)
         json_decref(j);
     }
     PQclear(r);
+    r = PQexec(s_pg, "SELECT floor_us, is_default, n_samples, window_size "
+               "FROM floors");
+    ok(PQntuples(r) == 1 && strtod(PQgetvalue(r, 0, 0), NULL) == floor_us
+       && strcmp(PQgetvalue(r, 0, 1), "f") == 0
+       && atoi(PQgetvalue(r, 0, 2)) == N_CAL + N_ROUND_CAL
+       && atoi(PQgetvalue(r, 0, 3)) == 1000,
+       "the floor is recorded in floors (window 1000)");
+    PQclear(r);
     r = PQexec(s_pg, "SELECT name FROM benchmarks");
     ok(PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), INJECT) == 0,
        "benchmark named %s stored verbatim", INJECT);
