@@ -5,13 +5,13 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,10 +41,18 @@ typedef struct {
     const char **argv[AG_SUITE_MAX_ARMS];   /* per arm, NULL-terminated */
     const char *shell_argv[AG_SUITE_MAX_ARMS][4];
     char **envp[AG_SUITE_MAX_ARMS];         /* environ + the arm's env */
+    char *path[AG_SUITE_MAX_ARMS];  /* argv[0] found in PATH once, so no
+                                       run searches it in its window;
+                                       NULL: posix_spawnp searches */
     char *versions[AG_SUITE_MAX_ARMS];
     int out_fd;                  /* -1: /dev/null */
-    int err_fd;                  /* scratch memfd or the user's file */
-    bool err_is_scratch;
+    int err_fd;                  /* the user's stderr file, or -1 */
+    /* The last AG_HARNESS_STDERR_TAIL bytes of a discarded stderr and of
+     * every hook's, however much is written: a pipe drained while the
+     * run goes on, not a file that grows. */
+    ag_capture_t cap;
+    bool cap_ok;
+    char cap_buf[AG_HARNESS_STDERR_TAIL];
     ag_run_status_t status;
     char reason[1024];
     char tail[AG_HARNESS_STDERR_TAIL + 1];
@@ -257,21 +265,28 @@ s_read_tail(int fd, off_t from, char *out, size_t cap)
     return true;
 }
 
-/* Empty the scratch stderr before a run; return the offset to read the
- * run's stderr from afterwards. */
+/* Where the run's stderr starts in the user's stderr file. */
 static off_t
 s_err_mark(s_run_t *r)
 {
     if (r->err_fd < 0)
         return 0;
-    if (r->err_is_scratch) {
-        /* Usually nothing was written: one lseek, no truncate. */
-        if (lseek(r->err_fd, 0, SEEK_CUR) > 0 && ftruncate(r->err_fd, 0) == 0)
-            lseek(r->err_fd, 0, SEEK_SET);
-        return 0;
-    }
     off_t o = lseek(r->err_fd, 0, SEEK_END);
     return o < 0 ? 0 : o;
+}
+
+/* The captured stderr as the failure's tail (a NUL shown as '.'). */
+static void
+s_tail_from_capture(s_run_t *r)
+{
+    size_t n = r->cap.len < sizeof r->tail - 1 ? r->cap.len
+                                               : sizeof r->tail - 1;
+    memcpy(r->tail, r->cap.buf, n);
+    r->tail[n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (r->tail[i] == '\0')
+            r->tail[i] = '.';
+    r->have_tail = n > 0;
 }
 
 static void
@@ -352,10 +367,10 @@ s_hook(s_run_t *r, size_t a, const ag_cmd_t *cmd, const char *what,
     req.cwd = r->b->arms[a].cwd;
     req.stdin_fd = r->h->devnull;
     req.stdout_fd = out_fd >= 0 ? out_fd : r->h->devnull;
-    req.stderr_fd = r->err_is_scratch ? r->err_fd : r->h->devnull;
+    req.stderr_fd = r->h->devnull;
+    req.stderr_capture = r->cap_ok ? &r->cap : NULL;
     req.timeout_us = r->b->timeout_s * 1e6;
     req.cancel_fd = cancellable ? r->h->cancel_fd : -1;
-    off_t mark = s_err_mark(r);
     int rc = ag_spawn_run(&req, &res, err, sizeof err);
     if (rc == AG_SPAWN_CANCELLED) {
         s_stop(r, s_cancel_status(r->h), "interrupted");
@@ -366,9 +381,8 @@ s_hook(s_run_t *r, size_t a, const ag_cmd_t *cmd, const char *what,
         return -1;
     }
     if (s_run_error(&res, 0, r->b->timeout_s, why, sizeof why)) {
-        if (r->err_is_scratch)
-            r->have_tail = s_read_tail(r->err_fd, mark, r->tail,
-                                       sizeof r->tail);
+        if (r->cap_ok)
+            s_tail_from_capture(r);
         s_fail(r, "%s of arm \"%s\": %s", what, r->b->arms[a].name, why);
         return -1;
     }
@@ -403,11 +417,14 @@ s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
         return -1;
     ag_spawn_req_init(&req);
     req.argv = r->argv[a];
+    req.path = r->path[a];
     req.envp = r->envp[a];
     req.cwd = arm->cwd;
     req.stdin_fd = r->h->devnull;
     req.stdout_fd = r->out_fd >= 0 ? r->out_fd : r->h->devnull;
     req.stderr_fd = r->err_fd >= 0 ? r->err_fd : r->h->devnull;
+    if (r->err_fd < 0 && r->cap_ok)
+        req.stderr_capture = &r->cap;
     req.cpus = r->b->cpus;
     req.cpu_count = r->b->cpu_count;
     req.timeout_us = r->b->timeout_s * 1e6;
@@ -440,6 +457,8 @@ s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
             if (r->err_fd >= 0)
                 r->have_tail = s_read_tail(r->err_fd, mark, r->tail,
                                            sizeof r->tail);
+            else if (req.stderr_capture)
+                s_tail_from_capture(r);
         }
     }
     if (s.kind == AG_SAMPLE_ERROR) {
@@ -484,26 +503,33 @@ s_run_free(s_run_t *r)
 {
     for (size_t i = 0; i < AG_SUITE_MAX_ARMS; i++) {
         free(r->envp[i]);
+        free(r->path[i]);
         free(r->versions[i]);
     }
+    if (r->cap_ok)
+        ag_capture_close(&r->cap);
     if (r->out_fd >= 0)
         close(r->out_fd);
     if (r->err_fd >= 0)
         close(r->err_fd);
 }
 
-/* The arm's `versions` output: each command's stdout and stderr. */
+/* The arm's `versions` output: each command's stdout and stderr, the
+ * first AG_HARNESS_VERSION_MAX bytes of them all. Read through a pipe
+ * that keeps only those, so `versions: [yes]` costs 16 KiB, not memory
+ * for 30 s of output. */
 static char *
 s_versions(s_run_t *r, size_t a)
 {
     const ag_arm_t *arm = &r->b->arms[a];
     size_t cap = AG_HARNESS_VERSION_MAX + 1, len = 0;
     char *out = calloc(1, cap);
+    char err[512];
     if (!out || arm->version_count == 0)
         return out;
-    int fd = memfd_create("parity-version", MFD_CLOEXEC);
-    if (fd < 0) {
-        snprintf(out, cap, "(memfd_create: %s)", strerror(errno));
+    ag_capture_t c;
+    if (ag_capture_open(&c, out, cap - 1, true, err, sizeof err) != 0) {
+        snprintf(out, cap, "(%s)", err);
         return out;
     }
     for (size_t v = 0; v < arm->version_count && len + 1 < cap; v++) {
@@ -511,33 +537,63 @@ s_versions(s_run_t *r, size_t a)
         const char *sh[4] = { "/bin/sh", "-c", cmd->shell, NULL };
         ag_spawn_req_t req;
         ag_spawn_result_t res;
-        char err[512] = "interrupted";
-        if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)
-            break;
+        snprintf(err, sizeof err, "interrupted");
         ag_spawn_req_init(&req);
         req.argv = cmd->argv ? (const char *const *)cmd->argv : sh;
         req.envp = r->envp[a];
         req.cwd = arm->cwd;
-        req.stdout_fd = fd;
-        req.stderr_fd = fd;
+        req.stdin_fd = r->h->devnull;
+        req.stdout_capture = req.stderr_capture = &c;
+        c.buf = out + len;
+        c.cap = cap - 1 - len;
         req.timeout_us = 30e6;
         req.cancel_fd = r->h->cancel_fd;
-        if (ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK) {
-            ssize_t n = pread(fd, out + len, cap - 1 - len, 0);
-            if (n > 0)
-                len += (size_t)n;
-        } else {
+        if (ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK)
+            len += c.len;
+        else
             len += (size_t)snprintf(out + len, cap - len, "(%s)\n", err);
-        }
         if (len >= cap)
             len = cap - 1;
     }
-    close(fd);
+    ag_capture_close(&c);
     out[len] = '\0';
     for (size_t i = 0; i < len; i++)
         if (out[i] == '\0')
             out[i] = '.';
     return out;
+}
+
+/* Every CPU of cpus: must be one this process may run on, or the first
+ * run would fail with sched_setaffinity's bare EINVAL. */
+static int
+s_check_cpus(const ag_bench_t *b, char *why, size_t len)
+{
+    cpu_set_t allowed;
+    if (b->cpu_count == 0 || sched_getaffinity(0, sizeof allowed,
+                                               &allowed) != 0)
+        return 0;
+    for (size_t i = 0; i < b->cpu_count; i++) {
+        if (b->cpus[i] < CPU_SETSIZE && CPU_ISSET(b->cpus[i], &allowed))
+            continue;
+        char list[256] = "";
+        size_t used = 0;
+        for (int c = 0; c < CPU_SETSIZE && used + 16 < sizeof list; c++) {
+            if (!CPU_ISSET(c, &allowed))
+                continue;
+            int e = c;
+            while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &allowed))
+                e++;
+            used += (size_t)(e > c ? snprintf(list + used, sizeof list - used,
+                                              "%s%d-%d", used ? "," : "", c, e)
+                                   : snprintf(list + used, sizeof list - used,
+                                              "%s%d", used ? "," : "", c));
+            c = e;
+        }
+        snprintf(why, len, "cpus: CPU %d is not one this agent may run on "
+                 "(it may use %s)", b->cpus[i], list);
+        return -1;
+    }
+    return 0;
 }
 
 static int
@@ -595,6 +651,9 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
         const ag_arm_t *arm = &b->arms[a];
         if (arm->cmd.argv) {
             r.argv[a] = (const char **)arm->cmd.argv;
+            char found[4096];
+            if (ag_spawn_resolve(arm->cmd.argv[0], found, sizeof found) == 0)
+                r.path[a] = strdup(found);   /* NULL: posix_spawnp then */
         } else {
             r.shell_argv[a][0] = "/bin/sh";
             r.shell_argv[a][1] = "-c";
@@ -607,16 +666,18 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
             s_fail(&r, "out of memory for the environment of arm \"%s\"",
                    arm->name);
     }
+    if (r.status == AG_RUN_COMPLETE && s_check_cpus(b, why, sizeof why) != 0)
+        s_fail(&r, "%s", why);
     if (r.status == AG_RUN_COMPLETE) {
         if (s_open_out(&b->out, &r.out_fd, why, sizeof why) != 0)
             s_fail(&r, "stdout: %s", why);
-        else if (b->err.kind == AG_OUT_FILE) {
-            if (s_open_out(&b->err, &r.err_fd, why, sizeof why) != 0)
-                s_fail(&r, "stderr: %s", why);
-        } else {
-            r.err_fd = memfd_create("parity-stderr", MFD_CLOEXEC);
-            r.err_is_scratch = r.err_fd >= 0;
-        }
+        else if (s_open_out(&b->err, &r.err_fd, why, sizeof why) != 0)
+            s_fail(&r, "stderr: %s", why);
+        else if (ag_capture_open(&r.cap, r.cap_buf, sizeof r.cap_buf, false,
+                                 why, sizeof why) != 0)
+            s_fail(&r, "%s", why);
+        else
+            r.cap_ok = true;
     }
     for (size_t a = 0; a < n; a++) {
         r.versions[a] = r.status == AG_RUN_COMPLETE ? s_versions(&r, a)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,6 +42,142 @@ static double
 s_tv_us(const struct timeval *tv)
 {
     return (double)tv->tv_sec * 1e6 + (double)tv->tv_usec;
+}
+
+int
+ag_capture_open(ag_capture_t *c, char *buf, size_t cap, bool keep_head,
+                char *err, size_t errlen)
+{
+    int fds[2];
+    memset(c, 0, sizeof *c);
+    c->read_fd = c->write_fd = -1;
+    if (!buf || cap == 0) {
+        snprintf(err, errlen, "ag_capture_open: no buffer");
+        return -1;
+    }
+    /* O_NONBLOCK on the read end only: pipe2's flag would also make the
+     * child's writes fail with EAGAIN when the pipe is full. */
+    if (pipe2(fds, O_CLOEXEC) != 0 ||
+        fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) {
+        snprintf(err, errlen, "pipe2: %s", strerror(errno));
+        return -1;
+    }
+    c->read_fd = fds[0];
+    c->write_fd = fds[1];
+    c->keep_head = keep_head;
+    c->buf = buf;
+    c->cap = cap;
+    return 0;
+}
+
+void
+ag_capture_close(ag_capture_t *c)
+{
+    if (c->read_fd >= 0)
+        close(c->read_fd);
+    if (c->write_fd >= 0)
+        close(c->write_fd);
+    c->read_fd = c->write_fd = -1;
+}
+
+/* Keep n more bytes of output: the head until buf is full, or a ring of
+ * the last cap bytes (put in order by s_capture_finish). */
+static void
+s_capture_take(ag_capture_t *c, const char *data, size_t n)
+{
+    if (c->keep_head) {
+        size_t room = c->cap - c->len;
+        size_t k = n < room ? n : room;
+        memcpy(c->buf + c->len, data, k);
+        c->len += k;
+        c->total += n;
+        return;
+    }
+    if (n >= c->cap) {
+        c->total += n - c->cap;
+        data += n - c->cap;
+        n = c->cap;
+    }
+    size_t w = (size_t)(c->total % c->cap);
+    size_t first = c->cap - w < n ? c->cap - w : n;
+    memcpy(c->buf + w, data, first);
+    memcpy(c->buf, data + first, n - first);
+    c->total += n;
+}
+
+/* Read what the pipe holds now, at most max_reads reads (a descendant
+ * that outlived the run may keep writing). keep false: throw it away. */
+static void
+s_capture_drain(ag_capture_t *c, int max_reads, bool keep)
+{
+    char chunk[16384];
+    for (int i = 0; i < max_reads; i++) {
+        ssize_t n = read(c->read_fd, chunk, sizeof chunk);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            return;
+        }
+        if (keep)
+            s_capture_take(c, chunk, (size_t)n);
+    }
+}
+
+static void
+s_reverse(char *p, size_t n)
+{
+    for (size_t i = 0; i < n / 2; i++) {
+        char t = p[i];
+        p[i] = p[n - 1 - i];
+        p[n - 1 - i] = t;
+    }
+}
+
+/* Put a tail ring in order: buf[0..len) is the last len bytes. */
+static void
+s_capture_finish(ag_capture_t *c)
+{
+    if (c->keep_head)
+        return;
+    if (c->total <= c->cap) {
+        c->len = (size_t)c->total;
+        return;
+    }
+    size_t start = (size_t)(c->total % c->cap);
+    s_reverse(c->buf, start);
+    s_reverse(c->buf + start, c->cap - start);
+    s_reverse(c->buf, c->cap);
+    c->len = c->cap;
+}
+
+int
+ag_spawn_resolve(const char *prog, char *out, size_t outlen)
+{
+    if (!prog || !*prog || strchr(prog, '/'))
+        return -1;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/bin:/usr/bin";   /* glibc's execvp default */
+    size_t plen = strlen(prog);
+    for (const char *p = path;; ) {
+        size_t dlen = strcspn(p, ":");
+        /* A relative entry ("" is the working directory) depends on the
+         * child's cwd: leave the search to posix_spawnp. */
+        if (dlen == 0 || p[0] != '/')
+            return -1;
+        if (dlen + 1 + plen + 1 <= outlen) {
+            struct stat st;
+            memcpy(out, p, dlen);
+            out[dlen] = '/';
+            memcpy(out + dlen + 1, prog, plen + 1);
+            if (stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+                access(out, X_OK) == 0)
+                return 0;
+        }
+        if (p[dlen] == '\0')
+            return -1;
+        p += dlen + 1;
+    }
 }
 
 /* Field 39 of /proc/PID/stat ("processor"): the CPU the task last ran on.
@@ -102,25 +239,41 @@ s_pin(const int *cpus, size_t n, cpu_set_t *saved, char *err, size_t errlen)
     return 0;
 }
 
-/* Wait for the child (pidfd readable), the deadline or a cancel.
+/* Wait for the child (pidfd readable), its timeout or a cancel, draining
+ * the captures meanwhile. The first poll's timeout is timeout_us itself
+ * (no clock read inside the window); later ones count from t0.
  * Returns 0 exited, 1 timed out, 2 cancelled, -1 error (errno). */
 static int
-s_wait(int pidfd, int cancel_fd, double deadline_us)
+s_wait(int pidfd, int cancel_fd, ag_capture_t *const caps[2], double t0,
+       double timeout_us)
 {
-    struct pollfd fds[2] = {
-        { .fd = pidfd, .events = POLLIN },
-        { .fd = cancel_fd, .events = POLLIN },
-    };
-    nfds_t nfds = cancel_fd >= 0 ? 2 : 1;
+    struct pollfd fds[4];
+    ag_capture_t *owner[4] = { NULL };
+    nfds_t nfds = 0;
+    fds[nfds++] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+    int cancel_at = -1;
+    if (cancel_fd >= 0) {
+        cancel_at = (int)nfds;
+        fds[nfds++] = (struct pollfd){ .fd = cancel_fd, .events = POLLIN };
+    }
+    for (int i = 0; i < 2; i++)
+        if (caps[i] && (i == 0 || caps[1] != caps[0])) {
+            owner[nfds] = caps[i];
+            fds[nfds++] = (struct pollfd){ .fd = caps[i]->read_fd,
+                                           .events = POLLIN };
+        }
+    bool first = true;
     for (;;) {
         int timeout_ms = -1;
-        if (deadline_us > 0) {
-            double left = deadline_us - s_now_us(CLOCK_MONOTONIC);
+        if (timeout_us > 0) {
+            double left = first ? timeout_us
+                                : t0 + timeout_us - s_now_us(CLOCK_MONOTONIC);
             if (left <= 0)
                 return 1;
             /* Round up so the poll never wakes before the deadline. */
             timeout_ms = left > 2e9 ? 2000000000 : (int)(left / 1e3) + 1;
         }
+        first = false;
         int r = poll(fds, nfds, timeout_ms);
         if (r < 0) {
             if (errno == EINTR)
@@ -129,9 +282,59 @@ s_wait(int pidfd, int cancel_fd, double deadline_us)
         }
         if (fds[0].revents)
             return 0;
-        if (nfds == 2 && fds[1].revents)
+        if (cancel_at >= 0 && fds[cancel_at].revents)
             return 2;
+        for (nfds_t i = 0; i < nfds; i++)
+            if (owner[i] && fds[i].revents)
+                s_capture_drain(owner[i], 4, true);
     }
+}
+
+/* Say why posix_spawn failed, with what errno alone does not tell: a
+ * missing or non-directory cwd (glibc reports the child's failed chdir
+ * as the spawn's own error), a directory or non-executable program. */
+static void
+s_spawn_error(const ag_spawn_req_t *req, const char *call, const char *prog,
+              int e, char *err, size_t errlen)
+{
+    struct stat st;
+    if (req->cwd) {
+        int ce = 0;
+        if (stat(req->cwd, &st) != 0)
+            ce = errno;
+        else if (!S_ISDIR(st.st_mode))
+            ce = ENOTDIR;
+        else if (access(req->cwd, X_OK) != 0)
+            ce = errno;
+        if (ce) {
+            snprintf(err, errlen, "%s(%s): chdir(%s): %s", call, prog,
+                     req->cwd, strerror(ce));
+            return;
+        }
+    }
+    const char *what = NULL;
+    if (e == EACCES && strchr(prog, '/') && (!req->cwd || prog[0] == '/') &&
+        stat(prog, &st) == 0)
+        what = S_ISDIR(st.st_mode) ? "is a directory"
+             : !S_ISREG(st.st_mode) ? "is not a regular file"
+             : "is not executable";
+    if (what)
+        snprintf(err, errlen, "%s(%s): %s (%s %s)", call, prog, strerror(e),
+                 prog, what);
+    else
+        snprintf(err, errlen, "%s(%s): %s", call, prog, strerror(e));
+}
+
+/* SIGKILL the child itself (through its pidfd: also when it left its
+ * process group) and its group. */
+static void
+s_kill_all(int pidfd, pid_t pid)
+{
+    if (pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    else
+        kill(pid, SIGKILL);
+    kill(-pid, SIGKILL);
 }
 
 int
@@ -162,14 +365,28 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     fa_ok = true;
     /* /dev/null is opened here, outside the timed window, so the child
      * only dup2()s before exec instead of resolving a path. */
-    if (req->stdin_fd < 0 || req->stdout_fd < 0 || req->stderr_fd < 0) {
+    if (req->stdin_fd < 0 || (req->stdout_fd < 0 && !req->stdout_capture) ||
+        (req->stderr_fd < 0 && !req->stderr_capture)) {
         devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (devnull < 0) {
             snprintf(err, errlen, "open(/dev/null): %s", strerror(errno));
             goto done;
         }
     }
-    const int fds[3] = { req->stdin_fd, req->stdout_fd, req->stderr_fd };
+    int fds[3] = { req->stdin_fd, req->stdout_fd, req->stderr_fd };
+    ag_capture_t *const caps[2] = { req->stdout_capture,
+                                    req->stderr_capture };
+    for (int i = 0; i < 2; i++)
+        if (caps[i]) {
+            fds[i + 1] = caps[i]->write_fd;
+            /* Start empty: drop what an escaped descendant of an earlier
+             * run may have written since. */
+            if (i == 0 || caps[1] != caps[0]) {
+                s_capture_drain(caps[i], 64, false);
+                caps[i]->len = 0;
+                caps[i]->total = 0;
+            }
+        }
     for (int i = 0; i < 3; i++) {
         e = posix_spawn_file_actions_adddup2(&fa, fds[i] >= 0 ? fds[i]
                                                               : devnull, i);
@@ -219,29 +436,26 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     res->start_unix_us = (int64_t)s_now_us(CLOCK_REALTIME);
     res->thread_cpu_before_us = s_now_us(CLOCK_THREAD_CPUTIME_ID);
     double t0 = s_now_us(CLOCK_MONOTONIC);
-    e = posix_spawnp(&pid, req->argv[0], &fa, &attr,
-                     (char *const *)req->argv, envp);
+    if (req->path)
+        e = posix_spawn(&pid, req->path, &fa, &attr,
+                        (char *const *)req->argv, envp);
+    else
+        e = posix_spawnp(&pid, req->argv[0], &fa, &attr,
+                         (char *const *)req->argv, envp);
     if (e != 0) {
         pid = -1;
-        /* glibc reports the child's failed chdir as the spawn's own error;
-         * say which it was. */
-        if (req->cwd && access(req->cwd, X_OK) != 0)
-            snprintf(err, errlen, "posix_spawnp(%s): chdir(%s): %s",
-                     req->argv[0], req->cwd, strerror(errno));
-        else
-            snprintf(err, errlen, "posix_spawnp(%s): %s", req->argv[0],
-                     strerror(e));
+        s_spawn_error(req, req->path ? "posix_spawn" : "posix_spawnp",
+                      req->path ? req->path : req->argv[0], e, err, errlen);
         goto done;
     }
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
         snprintf(err, errlen, "pidfd_open(%d): %s", (int)pid,
                  strerror(errno));
-        kill(-pid, SIGKILL);
+        s_kill_all(-1, pid);
         goto reap;
     }
-    double deadline = req->timeout_us > 0 ? t0 + req->timeout_us : 0;
-    int w = s_wait(pidfd, req->cancel_fd, deadline);
+    int w = s_wait(pidfd, req->cancel_fd, caps, t0, req->timeout_us);
     double t1 = s_now_us(CLOCK_MONOTONIC);
     res->thread_cpu_after_us = s_now_us(CLOCK_THREAD_CPUTIME_ID);
     res->wall_us = t1 - t0;
@@ -253,7 +467,7 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     if (w < 0) {
         snprintf(err, errlen, "poll(pidfd %d): %s", (int)pid,
                  strerror(errno));
-        kill(-pid, SIGKILL);
+        s_kill_all(pidfd, pid);
         goto reap;
     }
     if (w == 0) {
@@ -274,8 +488,18 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     }
     /* Whatever the command left running in its group goes too: it would
      * otherwise load the machine during the next run. The leader is not
-     * reaped yet, so the group id cannot have been reused. */
-    kill(-pid, SIGKILL);
+     * reaped yet, so the group id cannot have been reused. At a timeout
+     * or cancel the child itself is killed through its pidfd as well: a
+     * child that moved to another group would otherwise never end. */
+    if (w == 0)
+        kill(-pid, SIGKILL);
+    else
+        s_kill_all(pidfd, pid);
+    for (int i = 0; i < 2; i++)
+        if (caps[i] && (i == 0 || caps[1] != caps[0])) {
+            s_capture_drain(caps[i], 64, true);
+            s_capture_finish(caps[i]);
+        }
 
 reap:;
     int status = 0;

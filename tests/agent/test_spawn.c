@@ -295,6 +295,100 @@ main(int argc, char **argv)
              "No such file or directory", s_prog);
     ok_str(err, want, "and names the directory");
 
+    /* Clearer errors where errno alone is ambiguous. */
+    const char *dir[] = { "/tmp", NULL };
+    ok(s_run(dir, 0, &res, err, sizeof err) == AG_SPAWN_ERR, "a directory");
+    ok_str(err, "posix_spawnp(/tmp): Permission denied (/tmp is a "
+           "directory)", "is named a directory");
+    char plain[] = "/tmp/parity-spawn-plain-XXXXXX";
+    close(mkstemp(plain));
+    const char *nox[] = { plain, NULL };
+    ok(s_run(nox, 0, &res, err, sizeof err) == AG_SPAWN_ERR,
+       "a file without x");
+    snprintf(want, sizeof want, "posix_spawnp(%s): Permission denied (%s is "
+             "not executable)", plain, plain);
+    ok_str(err, want, "is named not executable");
+    ag_spawn_req_init(&req);
+    req.argv = sleep50;
+    req.cwd = plain;
+    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_ERR,
+       "a cwd that is a file fails the spawn");
+    snprintf(want, sizeof want, "posix_spawnp(%s): chdir(%s): Not a "
+             "directory", s_prog, plain);
+    ok_str(err, want, "and says it is not a directory");
+    unlink(plain);
+
+    /* PATH is searched once, before: the spawn gets the path. */
+    char found[4096];
+    ok(ag_spawn_resolve("sh", found, sizeof found) == 0 && found[0] == '/' &&
+       access(found, X_OK) == 0, "sh resolves in PATH (%s)", found);
+    ok(ag_spawn_resolve("./x", found, sizeof found) != 0 &&
+       ag_spawn_resolve("parity-no-such-program", found, sizeof found) != 0,
+       "a path with '/' or a missing program is left to posix_spawnp");
+    char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+    setenv("PATH", "bin:/usr/bin:/bin", 1);
+    ok(ag_spawn_resolve("sh", found, sizeof found) != 0,
+       "a relative PATH entry first is left to posix_spawnp");
+    setenv("PATH", "/tmp:/usr/bin:/bin", 1);   /* /tmp/sh is no file */
+    ok(ag_spawn_resolve("sh", found, sizeof found) == 0 &&
+       strncmp(found, "/tmp/", 5) != 0, "directories and misses skipped");
+    if (old_path) {
+        setenv("PATH", old_path, 1);
+        free(old_path);
+    }
+    ag_spawn_req_init(&req);
+    req.argv = ex;
+    req.path = s_prog;
+    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK &&
+       res.exit_status == 7, "req.path is what runs");
+
+    /* A child that leaves its process group is still killed at the
+     * timeout (through its pidfd); before, wait4 waited for ever. */
+    const char *leave[] = { s_prog, "leave-group", "hang", NULL };
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ok(s_run(leave, 200000, &res, err, sizeof err) == AG_SPAWN_OK &&
+       res.timed_out && res.term_signal == SIGKILL,
+       "a child out of its group is killed at the timeout");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    took = (double)(t1.tv_sec - t0.tv_sec) +
+           (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ok(took < 5.0, "and the run ends (%.2f s)", took);
+
+    /* Captures are bounded: 50 MB of stderr leaves the last 100 bytes. */
+    char tailbuf[100], headbuf[100];
+    ag_capture_t cap;
+    ok(ag_capture_open(&cap, tailbuf, sizeof tailbuf, false, err,
+                       sizeof err) == 0, "a tail capture opens");
+    const char *flood[] = { s_prog, "flood", "50000000", "exit", "1", NULL };
+    ag_spawn_req_init(&req);
+    req.argv = flood;
+    req.stderr_capture = &cap;
+    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK &&
+       res.exit_status == 1, "50 MB of stderr");
+    ok(cap.total == 50000004 && cap.len == sizeof tailbuf,
+       "all read (%llu), 100 kept (%zu)", (unsigned long long)cap.total,
+       cap.len);
+    ok(memcmp(tailbuf + 96, "END\n", 4) == 0 && tailbuf[95] == '\n' &&
+       tailbuf[94] == 'x', "the kept bytes are the last ones");
+    const char *small[] = { s_prog, "stderr", "short", NULL };
+    req.argv = small;
+    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK &&
+       cap.len == 6 && memcmp(tailbuf, "short\n", 6) == 0,
+       "the next run starts empty");
+    ag_capture_close(&cap);
+    ag_capture_close(&cap);
+    ok(ag_capture_open(&cap, headbuf, sizeof headbuf, true, err,
+                       sizeof err) == 0, "a head capture opens");
+    const char *fl_out[] = { s_prog, "flood-out", "5000000", NULL };
+    ag_spawn_req_init(&req);
+    req.argv = fl_out;
+    req.stdout_capture = req.stderr_capture = &cap;
+    ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK &&
+       cap.len == sizeof headbuf && cap.total == 5000004 &&
+       headbuf[0] == 'x' && headbuf[63] == '\n',
+       "stdout and stderr: the first 100 bytes kept of 5 MB");
+    ag_capture_close(&cap);
+
     /* posix_spawn, not fork: a harness holding 512 MiB of touched memory
      * must start a run as fast as before. fork has to copy the page
      * tables of that memory; it shows the check can fail. */

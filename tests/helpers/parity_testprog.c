@@ -16,6 +16,11 @@
  *   hang              wait forever
  *   hang-tree FILE    fork a child that writes its pid to FILE and waits
  *                     forever, then wait forever too
+ *   leave-group       move itself into its parent's process group (out
+ *                     of the one the harness made for it)
+ *   flood BYTES       write BYTES bytes of 'x' (a newline every 64) to
+ *                     stderr, ending with "END\n"
+ *   flood-out BYTES   the same on stdout
  *
  * Exit status 0 at the end of the operations; 100 on a usage error.
  */
@@ -106,6 +111,27 @@ main(int argc, char **argv)
                     len += (size_t)snprintf(list + len, sizeof list - len,
                                             "%s%d", len ? "," : "", c);
             s_append(arg, list);
+            i++;
+        } else if (strcmp(op, "leave-group") == 0) {
+            if (setpgid(0, getpgid(getppid())) != 0)
+                return s_usage("setpgid failed");
+        } else if ((strcmp(op, "flood") == 0 ||
+                    strcmp(op, "flood-out") == 0) && arg) {
+            int fd = op[5] ? 1 : 2;
+            long long left = atoll(arg);
+            char chunk[65536];
+            for (size_t k = 0; k < sizeof chunk; k++)
+                chunk[k] = k % 64 == 63 ? '\n' : 'x';
+            while (left > 0) {
+                size_t n = left < (long long)sizeof chunk ? (size_t)left
+                                                          : sizeof chunk;
+                ssize_t w = write(fd, chunk, n);
+                if (w <= 0)
+                    return s_usage("write failed");
+                left -= w;
+            }
+            if (write(fd, "END\n", 4) != 4)
+                return s_usage("write failed");
             i++;
         } else if (strcmp(op, "hang") == 0) {
             for (;;)
