@@ -238,6 +238,76 @@ r, doc = agent_run(p)
 ok(r.returncode == 0 and doc["benchmarks"][0]["status"] == "complete",
    "expect_exit: 3 accepts exit status 3", r.stderr)
 
+# --- bounded captures, CPUs not here, clear start errors --------------------
+def cpu_ranges(cpus):
+    out, c = [], sorted(cpus)
+    i = 0
+    while i < len(c):
+        j = i
+        while j + 1 < len(c) and c[j + 1] == c[j] + 1:
+            j += 1
+        out.append("%d-%d" % (c[i], c[j]) if j > i else "%d" % c[i])
+        i = j + 1
+    return ",".join(out)
+
+
+errfile = path("bounded.err")
+p = suite("bounded.yaml", """
+suite: bounded
+benchmarks:
+  - name: flood
+    runs: 2
+    warmup: 0
+    arms:
+      - name: a
+        command: [/bin/true]
+        versions: [[%(prog)s, flood-out, "3000000"]]
+      - name: b
+        command: [%(prog)s, flood, "20000000", stderr, "last words", exit, "1"]
+  - name: cpus
+    runs: 2
+    cpus: [1000]
+    arms:
+      - {name: a, command: [/bin/true]}
+      - {name: b, command: [/bin/true]}
+  - name: hooktail
+    runs: 2
+    stderr: %(errfile)s
+    arms:
+      - {name: a, command: [/bin/true],
+         setup: [%(prog)s, stderr, "setup says no", exit, "5"]}
+      - {name: b, command: [/bin/true]}
+  - name: isdir
+    runs: 2
+    arms:
+      - {name: a, command: [/tmp]}
+      - {name: b, command: [/bin/true]}
+""" % {"prog": q(PROG), "errfile": q(errfile)})
+r, doc = agent_run(p)
+bs = {b["name"]: b for b in doc["benchmarks"]} if doc else {}
+fl = bs.get("flood", {})
+tail = fl.get("stderr_tail") or ""
+ok(len(tail) == 2048 and tail.endswith("xxx\nEND\nlast words\n"),
+   "20 MB of stderr: the last 2048 bytes are the tail", (len(tail),
+                                                        tail[-40:]))
+vo = (fl.get("arms") or [{}])[0].get("version_output", "")
+ok(len(vo) == 16384 and vo.startswith("x" * 63 + "\n"),
+   "3 MB of versions output: the first 16384 bytes kept", len(vo))
+ok(bs.get("cpus", {}).get("reason") ==
+   "cpus: CPU 1000 is not one this agent may run on (it may use %s)"
+   % cpu_ranges(os.sched_getaffinity(0)) and
+   not samples(bs["cpus"], "error"),
+   "a CPU this agent may not use fails the benchmark before any run",
+   bs.get("cpus", {}).get("reason"))
+ok(bs.get("hooktail", {}).get("reason") ==
+   'setup of arm "a": exited with status 5, expected 0' and
+   bs["hooktail"].get("stderr_tail") == "setup says no\n",
+   "a hook's stderr tail also with stderr: FILE", bs.get("hooktail"))
+ok(bs.get("isdir", {}).get("reason") ==
+   'arm "a" warm-up 0: posix_spawnp(/tmp): Permission denied (/tmp is a '
+   'directory)', "a directory as the command says so",
+   bs.get("isdir", {}).get("reason"))
+
 p = suite("signal.yaml", """
 suite: sig
 benchmarks:
