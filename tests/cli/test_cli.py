@@ -602,6 +602,148 @@ def batch_against_python():
        "batch: default_floor exactly when the line has no floor_us")
 
 
+# --- the whole written form against Python, diagnostics included ----------
+
+DIAG_ORDER = ["timing_modes_subject", "timing_modes_other", "few_runs",
+              "wide_tolerance", "default_floor", "ratios_disagree"]
+
+
+def py_timing_modes(x):
+    """docs/verdict.md, "Timing modes", written again."""
+    s = sorted(x)
+    n = len(s)
+    if n < 4:
+        return False
+    widest, cut = -1.0, 0
+    for i in range(2, n - 1):
+        if s[i] - s[i - 1] > widest:
+            widest, cut = s[i] - s[i - 1], i
+    return (widest >= 0.05 * q7(s, 0.5) and widest > s[cut - 1] - s[0] and
+            widest > s[n - 1] - s[cut])
+
+
+def py_written_form(a, b, floor_us, parity, floor_given):
+    """verdict-rule.md plus docs/verdict.md's diagnostics and extra runs."""
+    v = reference_verdict(a, b, floor_us, parity)
+    sa, sb = sorted(a), sorted(b)
+    ra = (q7(sa, .75) - q7(sa, .25)) / q7(sa, .5)
+    rb = (q7(sb, .75) - q7(sb, .25)) / q7(sb, .5)
+
+    def leave(r, t):
+        return 1 if r > 1 + t else (-1 if r < 1 / (1 + t) else 0)
+    m = leave(v["ratio"], v["tolerance"])
+    k = leave(v["best_ratio"], v["best_tolerance"])
+    diags = {"timing_modes_subject": py_timing_modes(a),
+             "timing_modes_other": py_timing_modes(b),
+             "few_runs": min(len(a), len(b)) < 5,
+             "wide_tolerance": v["tolerance"] > 0.10,
+             "default_floor": not floor_given,
+             "ratios_disagree": (m != 0) != (k != 0) or (m != 0 and m != k)}
+    v["diagnostics"] = [d for d in DIAG_ORDER if diags[d]]
+    n = min(len(a), len(b))
+    dist = abs(abs(math.log(v["ratio"])) - math.log1p(v["tolerance"]))
+    if ra == 0 and rb == 0:
+        need = 5
+    elif dist <= 0:
+        need = 10000
+    else:
+        need = math.ceil(4.0 * 0.8630 * (ra * ra + rb * rb) / (dist * dist))
+    need = max(need, 5)
+    v["extra_runs"] = min(need - n, 10000) if need > n else 0
+    return v
+
+
+def rule_cases(rng, count):
+    """Random comparisons of every kind the rule distinguishes: smooth
+    clouds, two timing modes, a floor that dominates (arms of a few µs
+    against floors of 25-100 µs), few runs, zero spread."""
+    cases = []
+    for i in range(count):
+        kind = i % 5
+        na, nb = rng.randint(2, 15), rng.randint(2, 15)
+        centre = (rng.uniform(1.0, 60.0) if kind == 2
+                  else rng.choice([40.0, 600.0, 25000.0]))
+        shift = rng.choice([1.0, 1.0, 1.02, 1.08, 1.16, 1.5, 0.9, 0.7])
+        spread = rng.choice([0.0, 0.002, 0.01, 0.05, 0.2])
+
+        def arm(n, c):
+            if kind == 1:               # two modes, 25 % apart
+                return [round(c * rng.choice([1.0, 1.25]) *
+                              (1 + rng.uniform(0, 0.01)), 4)
+                        for _ in range(n)]
+            return [round(c * (1 + rng.uniform(-spread, spread)), 4)
+                    for _ in range(n)]
+        a, b = arm(na, centre * shift), arm(nb, centre)
+        line = {"a": a, "b": b}
+        if kind == 2:
+            line["floor_us"] = rng.choice([25, 50, 100])
+        elif rng.random() < 0.5:
+            line["floor_us"] = rng.choice([0, 3.5, 25])
+        if rng.random() < 0.3:
+            line["parity"] = rng.choice([0, 0.01, 0.04, 0.2])
+        cases.append(line)
+    return cases
+
+
+def rule_against_python():
+    rng = random.Random(4242)
+    cases = rule_cases(rng, 5000)
+    swapped = [dict(c, a=c["b"], b=c["a"]) for c in cases]
+    text = "".join(json.dumps(c) + "\n" for c in cases + swapped).encode()
+    code, out, err = run(["verdict", "--batch"], text)
+    got = [json.loads(x) for x in out.splitlines()]
+    ok(code == 0 and len(got) == 2 * len(cases),
+       "rule: 10000 lines (5000 and their mirrors) answered", err)
+    if len(got) != 2 * len(cases):
+        return
+    want = [py_written_form(c["a"], c["b"], float(c.get("floor_us", 25)),
+                            float(c.get("parity", 0.04)), "floor_us" in c)
+            for c in cases + swapped]
+    fields = ["ratio", "best_ratio", "tolerance", "noise", "best_tolerance",
+              "floor_us", "parity"]
+    bad = [i for i, (g, w) in enumerate(zip(got, want))
+           if g["outcome"] != w["outcome"] or
+           not all(close(g[k], w[k]) for k in fields)]
+    ok(not bad, "rule: every outcome and figure equals Python's",
+       "line %d: %s\nvs %s" % (bad[0] + 1, got[bad[0]], want[bad[0]])
+       if bad else "")
+    bad = [i for i, (g, w) in enumerate(zip(got, want))
+           if g["diagnostics"] != w["diagnostics"] or
+           g["extra_runs"] != w["extra_runs"]]
+    ok(not bad, "rule: diagnostics and extra_runs as docs/verdict.md "
+       "defines them (%d of %d differ)" % (len(bad), len(got)),
+       "line %d: %s\nvs %s" % (bad[0] + 1, got[bad[0]], want[bad[0]])
+       if bad else "")
+    mirror = {"win": "loss", "loss": "win", "parity": "parity"}
+    n = len(cases)
+    bad = [i for i in range(n)
+           if got[n + i]["outcome"] != mirror[got[i]["outcome"]] or
+           abs(got[n + i]["ratio"] * got[i]["ratio"] - 1) > 1e-12 or
+           abs(got[n + i]["best_ratio"] * got[i]["best_ratio"] - 1) > 1e-12 or
+           any(got[n + i][k] != got[i][k] for k in
+               ("tolerance", "best_tolerance", "noise"))]
+    ok(not bad, "rule: swapping the arms mirrors the outcome, reciprocal "
+       "ratios, identical tolerances", "case %d: %s\nvs %s" % (
+           bad[0] + 1, got[bad[0]], got[n + bad[0]]) if bad else "")
+    floor_cases = [g for c, g in zip(cases, got)
+                   if c.get("floor_us", 25) / min(q7(sorted(c["a"]), .5),
+                                                   q7(sorted(c["b"]), .5))
+                   > max(g["noise"], g["parity"])]
+    ok(len(floor_cases) > 300 and
+       all(g["tolerance"] > g["noise"] for g in floor_cases) and
+       {g["outcome"] for g in floor_cases} >= {"parity", "loss"},
+       "rule: %d floor-dominated cases, the floor sets their tolerance"
+       % len(floor_cases))
+    # Diagnostics sit beside the outcome: cases carrying each one still
+    # reach outcomes other than parity (the outcome above is the rule's
+    # alone, computed in Python without them).
+    for d in ("timing_modes_subject", "few_runs", "wide_tolerance",
+              "default_floor"):
+        outs = {g["outcome"] for g in got if d in g["diagnostics"]}
+        ok(len(outs) >= 2 and outs != {"parity"},
+           "rule: lines with %s reach %s" % (d, sorted(outs)))
+
+
 def batch_mixed_and_paths():
     good = '{"a":[566,568,576,690,722],"b":[587,700,712,718,725]}'
     mixed = [good, "nope", '{"a":[1],"b":[2,3]}', good.replace(" ", ""),
@@ -908,6 +1050,7 @@ def main():
         import_bounds(tmp)
     worked_example()
     batch_against_python()
+    rule_against_python()
     batch_mixed_and_paths()
     system_errors()
     imports()
