@@ -960,6 +960,39 @@ def import_bounds(tmp):
     ok(code == 0 and ("\n%s " % la) in out and ("\n%s " % lb) in out,
        "gbench: long benchmark names printed whole", out)
 
+    # time_unit: the same times written in ns, us, ms and s are one
+    # benchmark at ratio 1; older files (no run_type) skip aggregate_name.
+    units = {"ns": 1e6, "us": 1e3, "ms": 1.0, "s": 1e-3}
+    for unit, k in units.items():
+        path = os.path.join(tmp, "gb-%s.json" % unit)
+        with open(path, "w") as f:
+            f.write(gb(*[git("BM_u", t * k, unit=unit) for t in
+                         (2.0, 2.5, 3.0)]))
+    base = os.path.join(tmp, "gb-ms.json")
+    for unit in units:
+        code, out, err = run(["import", "gbench", base,
+                              os.path.join(tmp, "gb-%s.json" % unit),
+                              "--json"])
+        b = (json.loads(out or "{}").get("benchmarks") or [{}])[0]
+        v = b.get("verdict", {}).get("baseline", {})
+        ok(code == 0 and abs(v.get("ratio", 0) - 1) < 1e-12 and
+           v.get("other", {}).get("median") == 2500.0,
+           "gbench: time_unit %s converted to µs (2.5 ms = 2500 µs)" % unit,
+           out + err)
+    path = os.path.join(tmp, "gb-old.json")
+    with open(path, "w") as f:
+        f.write(gb({"name": "BM_o", "real_time": 10.0},
+                   {"name": "BM_o", "real_time": 11.0},
+                   {"name": "BM_o_mean", "aggregate_name": "mean",
+                    "real_time": 999.0},
+                   {"name": "BM_o", "real_time": 12.0}))
+    code, out, err = run(["import", "gbench", path, path, "--json"])
+    b = (json.loads(out or "{}").get("benchmarks") or [{}])
+    other = b[0].get("verdict", {}).get("baseline", {}).get("other", {})
+    ok(code == 0 and len(b) == 1 and other.get("n") == 3 and
+       other.get("max") == 0.012, "gbench: a file without run_type: "
+       "entries with aggregate_name skipped, ns by default", out + err)
+
     # A file name that is not UTF-8 still gives JSON (U+FFFD in "file").
     path = os.fsencode(tmp) + b"/r\xff.json"
     with open(path, "w") as f:
