@@ -21,7 +21,10 @@
     X(jobs,    "the latest jobs and their per-host states") \
     X(cancel,  "cancel a job") \
     X(show,    "one stored run in full, as a results file") \
-    X(export,  "write every host's results file of a job")
+    X(export,  "write every host's results file of a job") \
+    X(history, "one benchmark's verdicts over time, per job and host") \
+    X(regressions, "pairs whose outcome got worse since the previous job") \
+    X(report,  "one job as a Markdown or HTML report for people")
 
 #define CL_VERB_PROTOTYPE(name, summary) \
     int cl_##name##_main(int argc, char **argv);

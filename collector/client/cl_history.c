@@ -1,0 +1,429 @@
+/* cl_history.c -- `parity history BENCHMARK`: one benchmark's stored
+ * verdicts over time, one row per job, each host's own verdict and the
+ * cross-host summary of that job (the collector's `history` answer,
+ * docs/protocol.md 10.11). docs/commands/history.md. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cl_conn.h"
+#include "cl_out.h"
+#include "cl_verbs.h"
+
+/* Hosts shown as columns (when, job, tags, geomean and summary take the
+ * rest of CL_TABLE_COLS); more are shown one row per host. */
+#define S_HOST_COLUMNS (CL_TABLE_COLS - 5)
+/* Most distinct hosts one pair's rows may name (the collector's bound
+ * on --host filters is 256; a fleet without a filter may have more, and
+ * then the per-host rows are used, which need no list). */
+#define S_HOSTS_MAX 4096
+
+static const char *
+s_str(const json_t *o, const char *k, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s && *s ? s : dflt;
+}
+
+static void
+s_time(char *buf, size_t len, json_int_t us)
+{
+    time_t t = (time_t)(us / 1000000);
+    struct tm tm;
+    if (us <= 0 || !gmtime_r(&t, &tm) ||
+        strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm) == 0)
+        snprintf(buf, len, "-");
+}
+
+/* "commit=c1 branch=main [label]" of a row. */
+static void
+s_tags(char *buf, size_t len, const json_t *row)
+{
+    const char *k;
+    json_t *v;
+    buf[0] = '\0';
+    json_object_foreach(json_object_get(row, "tags"), k, v) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k,
+                 json_string_value(v) ? json_string_value(v) : "");
+    }
+    if (*s_str(row, "label", "")) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s[%s]", used ? " " : "",
+                 s_str(row, "label", ""));
+    }
+    if (!buf[0])
+        snprintf(buf, len, "-");
+}
+
+static const json_t *
+s_entry(const json_t *row, const char *host)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(row, "hosts"), i, e)
+        if (strcmp(s_str(e, "host", ""), host) == 0)
+            return e;
+    return NULL;
+}
+
+/* "loss 1.162", "no verdict", the run's state, or "-" without a run. */
+static void
+s_cell(char *buf, size_t len, const json_t *e)
+{
+    if (!e) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    const json_t *v = json_object_get(e, "verdict");
+    if (!json_is_object(v)) {
+        const char *st = s_str(e, "status", "complete");
+        snprintf(buf, len, "%s", strcmp(st, "complete") == 0 ? "no verdict"
+                                                             : st);
+        return;
+    }
+    snprintf(buf, len, "%s %.3f", s_str(v, "outcome", "?"),
+             json_number_value(json_object_get(v, "ratio")));
+}
+
+static void
+s_geomean(char *buf, size_t len, const json_t *sum)
+{
+    if (json_integer_value(json_object_get(sum, "hosts")) == 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.3f",
+                 json_number_value(json_object_get(sum, "geomean_ratio")));
+}
+
+static int
+s_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The distinct host names of a pair's rows, sorted, into names[max];
+ * returns how many, or max + 1 when there are more. */
+static size_t
+s_pair_hosts(const json_t *pair, const char **names, size_t max)
+{
+    size_t n = 0, i, k;
+    json_t *row, *e;
+    json_array_foreach(json_object_get(pair, "rows"), i, row)
+        json_array_foreach(json_object_get(row, "hosts"), k, e) {
+            const char *h = s_str(e, "host", "?");
+            size_t j = 0;
+            while (j < n && strcmp(names[j], h) != 0)
+                j++;
+            if (j < n)
+                continue;
+            if (n == max)
+                return max + 1;
+            names[n++] = h;
+        }
+    qsort(names, n, sizeof *names, s_cmp_str);
+    return n;
+}
+
+static int
+s_print_pair(FILE *f, const json_t *body, const json_t *pair,
+             const char **hosts)
+{
+    size_t nh = s_pair_hosts(pair, hosts, S_HOSTS_MAX);
+    bool columns = nh <= S_HOST_COLUMNS;
+    size_t ncols = columns ? 5 + nh : 7;
+    const char *head[CL_TABLE_COLS];
+    char cells[CL_TABLE_COLS][CL_CELL_MAX];
+    const char *row[CL_TABLE_COLS];
+    int rc = 0;
+
+    fprintf(f, "%s: %s vs %s  (suite %s)\n", s_str(body, "benchmark", "?"),
+            s_str(pair, "subject", "?"), s_str(pair, "other", "?"),
+            s_str(pair, "suite", "?"));
+    head[0] = "when";
+    head[1] = "job";
+    head[2] = "tags";
+    size_t c = 3;
+    if (columns) {
+        for (size_t h = 0; h < nh; h++)
+            head[c++] = hosts[h];
+    } else {
+        head[c++] = "host";
+        head[c++] = "outcome";
+    }
+    head[c++] = "geomean";
+    head[c++] = "summary";
+    cl_out_table_t *t = cl_out_table_new(ncols);
+    if (!t)
+        return -1;
+    cl_out_table_left(t, 2);
+    cl_out_table_left(t, ncols - 1);
+    rc |= cl_out_table_add(t, head);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(pair, "rows"), i, r) {
+        const json_t *sum = json_object_get(r, "summary");
+        const json_t *entries = json_object_get(r, "hosts");
+        size_t reps = columns ? 1 : json_array_size(entries);
+        for (size_t k = 0; k < reps; k++) {
+            s_time(cells[0], CL_CELL_MAX,
+                   json_integer_value(json_object_get(r, "at_us")));
+            snprintf(cells[1], CL_CELL_MAX, "%s", *s_str(r, "job", "") ?
+                     s_str(r, "job", "") : "(no job)");
+            s_tags(cells[2], CL_CELL_MAX, r);
+            c = 3;
+            if (columns) {
+                for (size_t h = 0; h < nh; h++, c++)
+                    s_cell(cells[c], CL_CELL_MAX, s_entry(r, hosts[h]));
+            } else {
+                const json_t *e = json_array_get(entries, k);
+                snprintf(cells[c++], CL_CELL_MAX, "%s", s_str(e, "host", "?"));
+                s_cell(cells[c++], CL_CELL_MAX, e);
+            }
+            s_geomean(cells[c++], CL_CELL_MAX, sum);
+            snprintf(cells[c++], CL_CELL_MAX, "%s",
+                     s_str(sum, "consensus", "no hosts"));
+            for (size_t q = 0; q < ncols; q++)
+                row[q] = cells[q];
+            rc |= cl_out_table_add(t, row);
+        }
+    }
+    rc |= cl_out_table_print(t, f);
+    cl_out_table_destroy(&t);
+    return rc;
+}
+
+static void
+s_csv_field(FILE *f, const char *s, bool last)
+{
+    if (strpbrk(s, ",\"\n")) {
+        fputc('"', f);
+        for (; *s; s++) {
+            if (*s == '"')
+                fputc('"', f);
+            fputc(*s, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(s, f);
+    }
+    fputc(last ? '\n' : ',', f);
+}
+
+static void
+s_num(char *buf, size_t len, const json_t *v, const char *key)
+{
+    const json_t *x = json_object_get(v, key);
+    if (json_is_number(x))
+        snprintf(buf, len, "%.17g", json_number_value(x));
+    else
+        buf[0] = '\0';
+}
+
+static int
+s_print_csv(FILE *f, const json_t *body)
+{
+    static const char *const head[] = {
+        "benchmark", "suite", "subject", "other", "at", "job", "tags",
+        "label", "host", "run_id", "outcome", "ratio", "best_ratio",
+        "tolerance", "consensus", "geomean_ratio" };
+    const size_t n = sizeof head / sizeof *head;
+    for (size_t i = 0; i < n; i++)
+        s_csv_field(f, head[i], i + 1 == n);
+    size_t i, k, h;
+    json_t *pair, *r, *e;
+    json_array_foreach(json_object_get(body, "pairs"), i, pair)
+        json_array_foreach(json_object_get(pair, "rows"), k, r) {
+            const json_t *sum = json_object_get(r, "summary");
+            char at[64], tags[CL_CELL_MAX], gm[32];
+            s_time(at, sizeof at,
+                   json_integer_value(json_object_get(r, "at_us")));
+            s_tags(tags, sizeof tags, r);
+            s_geomean(gm, sizeof gm, sum);
+            json_array_foreach(json_object_get(r, "hosts"), h, e) {
+                const json_t *v = json_object_get(e, "verdict");
+                char num[3][32];
+                s_num(num[0], sizeof num[0], v, "ratio");
+                s_num(num[1], sizeof num[1], v, "best_ratio");
+                s_num(num[2], sizeof num[2], v, "tolerance");
+                const char *row[] = {
+                    s_str(body, "benchmark", ""), s_str(pair, "suite", ""),
+                    s_str(pair, "subject", ""), s_str(pair, "other", ""),
+                    at, s_str(r, "job", ""), tags, s_str(r, "label", ""),
+                    s_str(e, "host", ""), s_str(e, "run_id", ""),
+                    json_is_object(v) ? s_str(v, "outcome", "") : "error",
+                    num[0], num[1], num[2], s_str(sum, "consensus", ""), gm };
+                for (size_t q = 0; q < n; q++)
+                    s_csv_field(f, row[q], q + 1 == n);
+            }
+        }
+    return ferror(f) ? -1 : 0;
+}
+
+static void
+s_usage(FILE *f)
+{
+    fprintf(f,
+"usage: parity history BENCHMARK [--arm OTHER] [--suite SUITE] [--host H]...\n"
+"                      [--tag KEY=VALUE]... [--limit N] [--json | --csv]\n"
+"                      [connection options]\n\n"
+"One benchmark's stored verdicts over time, oldest first: one row per job\n"
+"(or per run without a job) with its tags, each host's own outcome and\n"
+"ratio, and the cross-host summary. One table per subject-vs-other pair.\n\n"
+"  --arm OTHER    only the pair against arm OTHER (default: every pair)\n"
+"  --suite SUITE  only the benchmark of this suite (a name in two suites)\n"
+"  --host H       only host H's verdicts; may repeat\n"
+"  --tag K=V      only runs tagged K=V (e.g. branch=main); may repeat\n"
+"  --limit N      the newest N jobs per pair (default 50, at most 1000)\n"
+"  --json         the collector's answer\n"
+"  --csv          one line per job and host\n"
+"Connection options as in `parity hosts --help`.\n\n"
+"exit status: 0, 1 no such benchmark or arm (or not an admin key), 2 usage,\n"
+"3 no answer.\n");
+}
+
+static int
+s_add_pair(json_t *obj, const char *s)
+{
+    const char *eq = strchr(s, '=');
+    if (!eq || eq == s || eq - s >= 1024)
+        return -1;
+    char key[1024];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
+    return json_object_set_new(obj, key, json_string(eq + 1));
+}
+
+int
+cl_history_main(int argc, char **argv)
+{
+    cl_conn_opts_t co = { 0 };
+    char err[512];
+    const char *bench = NULL;
+    bool as_json = false, as_csv = false;
+    int rc = CL_EXIT_USAGE;
+    json_t *args = json_object(), *tags = json_object(),
+           *hosts = json_array(), *body = NULL;
+    const char **names = NULL;
+    if (cl_out_wants_help(argc, argv)) {
+        s_usage(stdout);
+        rc = CL_EXIT_OK;
+        goto done;
+    }
+    if (!args || !tags || !hosts) {
+        cl_out_error("history", "out of memory");
+        rc = CL_EXIT_SYSTEM;
+        goto done;
+    }
+    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
+        cl_out_error("history", "%s", err);
+        goto done;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes = strcmp(a, "--arm") == 0 || strcmp(a, "--suite") == 0 ||
+                     strcmp(a, "--host") == 0 || strcmp(a, "--tag") == 0 ||
+                     strcmp(a, "--limit") == 0;
+        if (takes && !v) {
+            cl_out_error("history", "%s needs a value", a);
+            goto done;
+        }
+        if (strcmp(a, "--json") == 0) {
+            as_json = true;
+        } else if (strcmp(a, "--csv") == 0) {
+            as_csv = true;
+        } else if (strcmp(a, "--arm") == 0 || strcmp(a, "--suite") == 0) {
+            json_object_set_new(args, a[2] == 'a' ? "other" : "suite",
+                                json_string(v));
+            i++;
+        } else if (strcmp(a, "--host") == 0) {
+            if (!*v || json_array_size(hosts) >= 256) {
+                cl_out_error("history", "--host \"%s\": want a host name "
+                             "(at most 256 of them)", v);
+                goto done;
+            }
+            json_array_append_new(hosts, json_string(v));
+            i++;
+        } else if (strcmp(a, "--tag") == 0) {
+            if (s_add_pair(tags, v) != 0 || json_object_size(tags) > 256) {
+                cl_out_error("history", "--tag \"%s\": want KEY=VALUE", v);
+                goto done;
+            }
+            i++;
+        } else if (strcmp(a, "--limit") == 0) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 1 || n > 1000) {
+                cl_out_error("history", "--limit \"%s\": want 1..1000", v);
+                goto done;
+            }
+            json_object_set_new(args, "limit", json_integer(n));
+            i++;
+        } else if (a[0] == '-' || bench) {
+            cl_out_error("history", "unexpected argument \"%s\" (parity "
+                         "history --help)", a);
+            goto done;
+        } else {
+            bench = a;
+        }
+    }
+    if (!bench) {
+        cl_out_error("history", "which benchmark? (parity history BENCHMARK; "
+                     "parity verdicts lists them)");
+        goto done;
+    }
+    if (as_json && as_csv) {
+        cl_out_error("history", "give one of --json, --csv");
+        goto done;
+    }
+    json_object_set_new(args, "benchmark", json_string(bench));
+    json_object_set(args, "tags", tags);
+    json_object_set(args, "hosts", hosts);
+    rc = cl_conn_ask("history", &co, "history", args, &body);
+    if (rc != CL_EXIT_OK)
+        goto done;
+    int w = 0;
+    if (as_json) {
+        w = cl_out_json(stdout, body);
+    } else if (as_csv) {
+        w = s_print_csv(stdout, body);
+    } else {
+        const json_t *pairs = json_object_get(body, "pairs");
+        names = calloc(S_HOSTS_MAX + 1, sizeof *names);
+        if (!names) {
+            cl_out_error("history", "out of memory");
+            rc = CL_EXIT_SYSTEM;
+            goto done;
+        }
+        size_t i;
+        json_t *pair;
+        json_array_foreach(pairs, i, pair) {
+            if (i)
+                fputc('\n', stdout);
+            w |= s_print_pair(stdout, body, pair, names);
+        }
+        if (json_array_size(pairs) == 0)
+            printf("(no verdicts of %s match: none stored yet, or the "
+                   "--host/--tag filters exclude them)\n", bench);
+        else
+            printf("ratio = subject median / other median on that host "
+                   "(below 1: the subject is faster);\neach verdict uses its "
+                   "host's own samples and noise floor; oldest first.\n");
+        if (json_is_true(json_object_get(body, "truncated")))
+            printf("(more verdicts than one answer holds: give --limit, "
+                   "--host or --tag)\n");
+    }
+    if (w != 0 || fflush(stdout) != 0) {
+        cl_out_error("history", "writing stdout failed");
+        rc = CL_EXIT_SYSTEM;
+    }
+done:
+    free(names);
+    json_decref(args);
+    json_decref(tags);
+    json_decref(hosts);
+    json_decref(body);
+    return rc;
+}
