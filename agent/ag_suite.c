@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
@@ -105,6 +106,22 @@ s_is_name(const char *s)
     return true;
 }
 
+/* A variable name in upper case, as in PARITY_VAR_<NAME>. */
+typedef struct {
+    char s[AG_SUITE_MAX_VAR_NAME + 1];
+} s_upper_t;
+
+static s_upper_t
+s_upper(const char *name)
+{
+    s_upper_t u;
+    size_t i;
+    for (i = 0; name[i] && i < AG_SUITE_MAX_VAR_NAME; i++)
+        u.s[i] = (char)toupper((unsigned char)name[i]);
+    u.s[i] = '\0';
+    return u;
+}
+
 /* A scalar node that holds no NUL byte (YAML's "\0" escape could). */
 static int
 s_want_scalar(s_ctx_t *c, const yaml_node_t *n, const char *what)
@@ -138,6 +155,10 @@ s_check_keys(s_ctx_t *c, yaml_node_t *n, const char *what,
         for (size_t i = 0; allowed[i]; i++)
             if (strcmp(s_scalar(k), allowed[i]) == 0)
                 known = true;
+        if (!known && strcmp(s_scalar(k), "<<") == 0)
+            return s_fail(c, k, "merge keys (<<) are not supported in %s: "
+                          "write the keys out (anchors and aliases are "
+                          "fine)", what);
         if (!known)
             return s_fail(c, k, "unknown key \"%s\" in %s (expected one of: "
                           "%s)", s_scalar(k), what, expected);
@@ -171,7 +192,10 @@ s_uint(s_ctx_t *c, yaml_node_t *n, const char *what, long lo, long hi,
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi)
+    /* Digits only (and '-' for a clear range message): strtol alone
+     * would take " 3" and "+3". */
+    if (!(isdigit((unsigned char)s[0]) || s[0] == '-') || *end || errno ||
+        v < lo || v > hi)
         return s_fail(c, n, "%s: expected an integer from %ld to %ld, "
                       "found \"%s\"", what, lo, hi, s);
     *out = v;
@@ -507,6 +531,8 @@ s_env(s_ctx_t *c, yaml_node_t *n, ag_arm_t *arm)
         own = (size_t)(n->data.mapping.pairs.top -
                        n->data.mapping.pairs.start);
     }
+    if (own > AG_SUITE_MAX_ENV)
+        return s_fail(c, n, "env: more than %d entries", AG_SUITE_MAX_ENV);
     arm->env = calloc(own + c->var_count + 1, sizeof *arm->env);
     if (!arm->env)
         return s_fail(c, n, "env: out of memory");
@@ -525,6 +551,12 @@ s_env(s_ctx_t *c, yaml_node_t *n, ag_arm_t *arm)
                        s_scalar(k)) == 0)
                 return s_fail(c, k, "duplicate key \"%s\" in env",
                               s_scalar(k));
+        for (size_t v = 0; v < c->var_count; v++)
+            if (strncmp(s_scalar(k), "PARITY_VAR_", 11) == 0 &&
+                strcasecmp(s_scalar(k) + 11, c->var_names[v]) == 0)
+                return s_fail(c, k, "env: \"%s\" is the variable %s's "
+                              "(give --var %s=VALUE instead)", s_scalar(k),
+                              c->var_names[v], c->var_names[v]);
         if (s_subst(c, s_node(c, p->value), "env", false, &value) !=
             AG_SUITE_OK)
             return AG_SUITE_ERR;
@@ -716,10 +748,19 @@ s_vars(s_ctx_t *c, yaml_node_t *n, const ag_var_t *vars, size_t nvars)
             return s_fail(c, k, "variables: \"%s\" is not a variable name "
                           "(letters, digits and _, not starting with a "
                           "digit)", s_scalar(k));
-        for (size_t j = 0; j < c->var_count; j++)
+        if (strlen(s_scalar(k)) > AG_SUITE_MAX_VAR_NAME)
+            return s_fail(c, k, "variables: a name longer than %d bytes",
+                          AG_SUITE_MAX_VAR_NAME);
+        for (size_t j = 0; j < c->var_count; j++) {
             if (strcmp(c->var_names[j], s_scalar(k)) == 0)
                 return s_fail(c, k, "duplicate key \"%s\" in variables",
                               s_scalar(k));
+            if (strcasecmp(c->var_names[j], s_scalar(k)) == 0)
+                return s_fail(c, k, "variables: \"%s\" and \"%s\" would "
+                              "both be PARITY_VAR_%s (names must differ in "
+                              "more than case)", c->var_names[j],
+                              s_scalar(k), s_upper(s_scalar(k)).s);
+        }
         if (s_want_scalar(c, v, "variables") != AG_SUITE_OK)
             return AG_SUITE_ERR;
         c->var_names[c->var_count] = strdup(s_scalar(k));
@@ -734,10 +775,20 @@ s_vars(s_ctx_t *c, yaml_node_t *n, const ag_var_t *vars, size_t nvars)
             return s_fail(c, NULL, "--var %s: not a variable name (letters, "
                           "digits and _, not starting with a digit)",
                           vars[i].name);
+        if (strlen(vars[i].name) > AG_SUITE_MAX_VAR_NAME)
+            return s_fail(c, NULL, "--var: a name longer than %d bytes",
+                          AG_SUITE_MAX_VAR_NAME);
         size_t j;
         for (j = 0; j < c->var_count; j++)
             if (strcmp(c->var_names[j], vars[i].name) == 0)
                 break;
+        for (size_t k = 0; j == c->var_count && k < c->var_count; k++)
+            if (strcasecmp(c->var_names[k], vars[i].name) == 0)
+                return s_fail(c, NULL, "--var %s: \"%s\" and \"%s\" would "
+                              "both be PARITY_VAR_%s (names must differ in "
+                              "more than case)", vars[i].name,
+                              c->var_names[k], vars[i].name,
+                              s_upper(vars[i].name).s);
         char *value = strdup(vars[i].value);
         if (!value)
             return s_fail(c, NULL, "--var: out of memory");

@@ -31,6 +31,8 @@
 #define AG_SUITE_MAX_WARMUP      10000
 #define AG_SUITE_MAX_ARGV        4096
 #define AG_SUITE_MAX_VARS        256
+#define AG_SUITE_MAX_VAR_NAME    100           /* bytes of a variable name */
+#define AG_SUITE_MAX_ENV         1024          /* env: entries of one arm */
 #define AG_SUITE_MAX_TIMEOUT_S   86400.0
 #define AG_SUITE_MAX_CPUS        1024          /* CPU numbers are < this */
 

@@ -42,7 +42,8 @@ typedef struct {
     int64_t host_id;              /* hosts.id, 0 until a Hello is stored */
     Parity__Envelope *pending_hello; /* Hello not stored yet (db down) */
     int64_t last_heard_us;        /* monotonic */
-    int64_t logged_us[PW_WIRE_ECOUNT]; /* last log line per bad kind */
+    int64_t bad_logged_us;        /* last bad_input log line (0: none) */
+    uint64_t bad_unlogged;        /* bad input since that line */
     char name[64];                /* claimed agent name, for logs */
 } s_peer_t;
 
@@ -189,14 +190,20 @@ s_bad(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
 {
     int64_t now = s_now_us();
     srv->c.bad[-code]++;
-    if (p->logged_us[-code] == 0
-        || now - p->logged_us[-code] >= CO_SERVER_LOG_EVERY_US) {
+    /* One line per peer per 10 s whatever the kind; the line says how
+     * many were not logged since the last one. Counters count all. */
+    if (p->bad_logged_us != 0
+        && now - p->bad_logged_us < CO_SERVER_LOG_EVERY_US) {
+        p->bad_unlogged++;
+    } else {
         char q[512];
-        p->logged_us[-code] = now;
+        p->bad_logged_us = now;
         co_log(CO_LOG_WARN, "bad_input",
-               "peer=%s kind=%s seq=%" PRIu64 " count=%" PRIu64 " why=%s",
+               "peer=%s kind=%s seq=%" PRIu64 " count=%" PRIu64
+               " not_logged_since=%" PRIu64 " why=%s",
                p->key, pw_wire_err_name(code), seq, srv->c.bad[-code],
-               co_log_quote(q, sizeof q, why));
+               p->bad_unlogged, co_log_quote(q, sizeof q, why));
+        p->bad_unlogged = 0;
     }
     s_error(srv, rid, rid_len, code, why, seq);
 }

@@ -208,6 +208,42 @@ static const bad_t s_bad[] = {
       "t.yaml:7:21: duplicate key \"A\" in env" },
     { "suite: s\nvariables: {a: 1, a: 2}\nbenchmarks: []\n",
       "t.yaml:2:19: duplicate key \"a\" in variables" },
+    /* x and X are both PARITY_VAR_X: a shell arm would see one value
+     * for both (it did, before this was refused). */
+    { "suite: s\nvariables: {x: one, X: two}\nbenchmarks: []\n",
+      "t.yaml:2:21: variables: \"x\" and \"X\" would both be PARITY_VAR_X "
+      "(names must differ in more than case)" },
+    { "suite: s\nvariables: {v: 1}\nbenchmarks:\n  - name: x\n    arms:\n"
+      "      - name: a\n        command: [a]\n"
+      "        env: {PARITY_VAR_V: 2}\n      - name: b\n",
+      "t.yaml:8:15: env: \"PARITY_VAR_V\" is the variable v's (give --var "
+      "v=VALUE instead)" },
+    { "suite: s\ndefaults: &d {runs: 2}\nbenchmarks:\n  - name: x\n"
+      "    <<: *d\n" ARMS2,
+      "t.yaml:5:5: merge keys (<<) are not supported in a benchmark: write "
+      "the keys out (anchors and aliases are fine)" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    runs: \" 3\"\n" ARMS2,
+      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found \" 3\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    runs: +3\n" ARMS2,
+      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found \"+3\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    runs: 1000000000000\n" ARMS2,
+      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found "
+      "\"1000000000000\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    timeout: -1\n" ARMS2,
+      "t.yaml:4:14: timeout: expected seconds above 0 and at most 86400, "
+      "found \"-1\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    cpus: [9999]\n" ARMS2,
+      "t.yaml:4:12: cpus: expected an integer from 0 to 1023, found "
+      "\"9999\"" },
+    { "suite: s\nbenchmarks:\n\t- name: x\n",
+      "t.yaml:3:1: YAML syntax: found character that cannot start any token "
+      "while scanning for the next token" },
+    { "suite: s\xff\n",
+      "t.yaml:1:1: YAML syntax: invalid leading UTF-8 octet" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+      "        command: [a]\n        env: {\"A=B\": 1}\n      - name: b\n",
+      "t.yaml:7:15: env: \"A=B\" is not a variable name (letters, digits and "
+      "_, not starting with a digit)" },
 };
 
 /* Messages about bounds, on files generated to pass them. */
@@ -276,6 +312,43 @@ s_bound_cases(void)
     n += (size_t)snprintf(buf + n, sizeof buf - n, "benchmarks: []\n");
     ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
     ok_str(err, "t.yaml:3:3: variables: more than 256", "257 variables");
+
+    /* 1025 env entries (the duplicate check is quadratic: 50,000 took
+     * 8 s before this bound) */
+    n = (size_t)snprintf(buf, sizeof buf, "suite: s\nbenchmarks:\n"
+                         "  - name: x\n    arms:\n      - name: a\n"
+                         "        command: [a]\n        env:\n");
+    for (int i = 0; i < 1025; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "          V%d: x\n",
+                              i);
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "      - name: b\n"
+                          "        command: [b]\n");
+    ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+    ok_str(err, "t.yaml:8:11: env: more than 1024 entries", "1025 env");
+
+    /* A variable name of 101 bytes */
+    char longname[102];
+    memset(longname, 'v', 101);
+    longname[101] = '\0';
+    n = (size_t)snprintf(buf, sizeof buf, "suite: s\nvariables:\n  %s: x\n"
+                         "benchmarks: []\n", longname);
+    ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+    ok_str(err, "t.yaml:3:3: variables: a name longer than 100 bytes",
+           "101-byte variable name");
+    ag_var_t longvar = { longname, "1" };
+    static const char y0[] = "suite: s\nbenchmarks:\n  - name: x\n" ARMS2;
+    ag_suite_load_buffer("t.yaml", y0, sizeof y0 - 1, &longvar, 1, &s, err,
+                         sizeof err);
+    ok_str(err, "t.yaml: --var: a name longer than 100 bytes",
+           "101-byte --var name");
+    ag_var_t upper = { "X", "2" };
+    static const char y1[] = "suite: s\nvariables: {x: 1}\nbenchmarks:\n"
+                             "  - name: x\n" ARMS2;
+    ag_suite_load_buffer("t.yaml", y1, sizeof y1 - 1, &upper, 1, &s, err,
+                         sizeof err);
+    ok_str(err, "t.yaml: --var X: \"x\" and \"X\" would both be "
+           "PARITY_VAR_X (names must differ in more than case)",
+           "--var X against variables: x");
 
     /* A file over 1 MiB */
     memset(buf, '#', (1u << 20) + 1);
