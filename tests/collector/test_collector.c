@@ -529,8 +529,8 @@ main(int argc, char **argv)
     pw_wire_free(&e);
     ok(s_counter(s, "bad_version") == 1 && s_counter(s, "bad_unknown_body")
        == 1, "bad_version and bad_unknown_body counted");
-    ok(cc_log_count(logp, "kind=parse", zcert_public_txt(agent)) == 1,
-       "three parse errors within 10 s: logged once for this peer");
+    ok(cc_log_count(logp, "event=bad_input", zcert_public_txt(agent)) == 1,
+       "six bad messages within 10 s: one bad_input line for this peer");
     {
         Parity__Envelope ue;
         Parity__Ack ua = PARITY__ACK__INIT;
