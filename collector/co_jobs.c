@@ -18,6 +18,13 @@
 typedef struct {
     char key[CO_JOBS_KEY_LEN + 1];
     int64_t host_id;
+    int64_t last_heard_us;
+    /* A running row found at this host's Hello: lost at confirm_by_us
+     * unless a Heartbeat names confirm_job first; confirm_by_us 0 when
+     * nothing waits. */
+    int64_t confirm_by_us;
+    char confirm_job[24];          /* the job's uuid */
+    char confirm_job_id[24];       /* its jobs.id */
 } s_online_t;
 
 struct co_jobs {
@@ -29,6 +36,8 @@ struct co_jobs {
     void (*log)(void *ctx, const char *event, const char *text);
     s_online_t *online;          /* [CO_JOBS_MAX_ONLINE] */
     size_t n_online;
+    int64_t confirm_us;
+    int64_t started_us;          /* first tick: for the restart grace */
 };
 
 static void
@@ -86,6 +95,8 @@ co_jobs_new(const co_jobs_opts_t *opts)
     j->ctx = opts->ctx;
     j->send = opts->send;
     j->log = opts->log;
+    j->confirm_us = opts->confirm_us > 0 ? opts->confirm_us :
+                    CO_JOBS_CONFIRM_US;
     return j;
 }
 
@@ -201,6 +212,13 @@ bool
 co_jobs_is_online(const co_jobs_t *j, const char *public_key)
 {
     return s_online_find(j, public_key) != NULL;
+}
+
+int64_t
+co_jobs_last_heard_us(const co_jobs_t *j, const char *public_key)
+{
+    const s_online_t *o = s_online_find(j, public_key);
+    return o ? o->last_heard_us : 0;
 }
 
 static int
@@ -493,18 +511,57 @@ co_jobs_agent_online(co_jobs_t *j, const char *public_key,
         o = &j->online[j->n_online++];
         snprintf(o->key, sizeof o->key, "%s", public_key);
     }
-    if (o)
+    if (o) {
         o->host_id = host_id;
+        o->last_heard_us = now_us;
+        o->confirm_by_us = 0;
+    }
     /* A Hello is a new connection: a job it was running may be gone with
-     * the old process. A later JobStatus of that job undoes this. */
-    s_mark_lost(j, host_id, NULL,
-                "the agent connected again (restarted?) during the job",
-                now_us);
-    s_dispatch(j, host_id, now_us);
+     * the old process, or still running (the collector restarted, the
+     * network was cut). A Heartbeat naming the job keeps the row; none
+     * within confirm_us makes it lost (co_jobs_tick). */
+    r = s_q(j, "SELECT j.job_uuid, j.id FROM job_hosts h JOIN jobs j ON "
+            "j.id = h.job WHERE h.host_id = $1 AND h.state = 'running' "
+            "ORDER BY h.offered_at_us DESC LIMIT 1", 1, pd, PGRES_TUPLES_OK,
+            err, errlen);
+    if (!r)
+        return CO_JOBS_FAIL;
+    bool running = PQntuples(r) == 1;
+    if (running && o) {
+        snprintf(o->confirm_job, sizeof o->confirm_job, "%s",
+                 PQgetvalue(r, 0, 0));
+        snprintf(o->confirm_job_id, sizeof o->confirm_job_id, "%s",
+                 PQgetvalue(r, 0, 1));
+        o->confirm_by_us = now_us + j->confirm_us;
+    }
+    PQclear(r);
+    if (running && !o)
+        s_mark_lost(j, host_id, NULL, "the agent connected again "
+                    "(restarted?) during the job", now_us);
+    if (!running)
+        s_dispatch(j, host_id, now_us);
     return CO_JOBS_OK;
 fail:
     s_rollback(j);
     return CO_JOBS_FAIL;
+}
+
+void
+co_jobs_heartbeat(co_jobs_t *j, const char *public_key,
+                  const Parity__Heartbeat *hb, int64_t now_us)
+{
+    s_online_t *o = s_online_find(j, public_key);
+    if (!o)
+        return;
+    o->last_heard_us = now_us;
+    if (o->confirm_by_us && hb && hb->state && hb->job_id &&
+        strcmp(hb->state, "running") == 0 &&
+        strcmp(hb->job_id, o->confirm_job) == 0) {
+        o->confirm_by_us = 0;
+        s_log(j, "job_confirmed", "job=%s host_id=%" PRId64 " (the agent "
+              "still runs it on its new connection)", o->confirm_job,
+              o->host_id);
+    }
 }
 
 void
@@ -674,12 +731,50 @@ co_jobs_run_start(co_jobs_t *j, const char *public_key,
     PQclear(r);
 }
 
+/* Running rows whose Hello found them and no Heartbeat confirmed in time
+ * become lost; after the restart grace, so do running rows of hosts that
+ * are not online at all. */
+static void
+s_check_running(co_jobs_t *j, int64_t now_us)
+{
+    for (size_t i = 0; i < j->n_online; i++) {
+        s_online_t *o = &j->online[i];
+        if (!o->confirm_by_us || now_us < o->confirm_by_us)
+            continue;
+        o->confirm_by_us = 0;
+        s_mark_lost(j, o->host_id, o->confirm_job_id, "the agent connected "
+                    "again and no longer runs the job (restarted?)", now_us);
+        s_dispatch(j, o->host_id, now_us);
+    }
+    if (!j->started_us)
+        j->started_us = now_us;
+    if (now_us - j->started_us < CO_JOBS_RESTART_GRACE_US)
+        return;
+    char err[256];
+    PGresult *r = s_q(j, "SELECT DISTINCT host_id FROM job_hosts WHERE "
+                      "state = 'running'", 0, NULL, PGRES_TUPLES_OK, err,
+                      sizeof err);
+    if (!r) {
+        s_log(j, "db_error", "op=tick error=\"%s\"", err);
+        return;
+    }
+    for (int i = 0; i < PQntuples(r) && i < CO_JOBS_MAX_HOSTS; i++) {
+        int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        if (!s_online_key(j, id))
+            s_mark_lost(j, id, NULL, "the agent went offline during the job "
+                        "(or did not come back after a collector restart)",
+                        now_us);
+    }
+    PQclear(r);
+}
+
 void
 co_jobs_tick(co_jobs_t *j, int64_t now_us)
 {
     char now[24], err[256];
     snprintf(now, sizeof now, "%" PRId64, now_us);
     const char *p[] = { now };
+    s_check_running(j, now_us);
     PGresult *r = s_q(j,
         "UPDATE job_hosts h SET state = 'expired', reason = 'the job "
         "expired before this host could start it', ended_at_us = $1, "

@@ -16,10 +16,15 @@
  *   `expired` and is never offered.
  * - A running row becomes `lost` when its host goes offline, when one of
  *   its runs ends INCOMPLETE, or when the host says Hello again (a new
- *   connection: the agent may have restarted). A later JobStatus of that
- *   job from that host still moves it to done/failed (late results are
- *   better than none); progress does not (it may be a dead process's,
- *   resent from its spool).
+ *   connection: the agent may have restarted) and no Heartbeat of the new
+ *   connection says it is still running that job within confirm_us (a
+ *   collector restart, or a network cut: the agent carried on). A running
+ *   row of a host that is not online (the collector restarted and the
+ *   agent never came back, or the database was down when it went) is lost
+ *   once the module has run for CO_JOBS_RESTART_GRACE_US. A later
+ *   JobStatus of that job from that host still moves it to done/failed
+ *   (late results are better than none); progress does not (it may be a
+ *   dead process's, resent from its spool).
  * - A job ends (`ended`) when every row is final; `cancelled` when
  *   cancelled.
  *
@@ -67,6 +72,12 @@ enum {
 #define CO_JOBS_MAX_TEXT 1024
 /* Z85 public key length. */
 #define CO_JOBS_KEY_LEN 40
+/* After a Hello, how long a running row waits for a Heartbeat saying the
+ * agent still runs its job, when opts.confirm_us is 0. */
+#define CO_JOBS_CONFIRM_US 5000000
+/* How long after start a running row of a host that never connected
+ * stays running (agents back off up to 16 s before reconnecting). */
+#define CO_JOBS_RESTART_GRACE_US 30000000
 
 typedef struct co_jobs co_jobs_t;
 
@@ -81,6 +92,10 @@ typedef struct {
      * host_lost, job_expired, job_ended, db_error), text key=value pairs.
      * May be NULL. */
     void (*log)(void *ctx, const char *event, const char *text);
+    /* How long a running row waits, after its host's Hello, for a
+     * Heartbeat that names its job (0: CO_JOBS_CONFIRM_US). The server
+     * passes its liveness timeout. */
+    int64_t confirm_us;
 } co_jobs_opts_t;
 
 /* A new module; does not connect yet (the first call does). Caller owns
@@ -110,6 +125,17 @@ void co_jobs_agent_offline(co_jobs_t *jobs, const char *public_key,
 
 /* True while the host is online as far as co_jobs knows. */
 bool co_jobs_is_online(const co_jobs_t *jobs, const char *public_key);
+
+/* A Heartbeat from the host on the connection of its stored Hello: it
+ * proves the agent alive now (last_seen of `hosts`) and, when it says
+ * `running` the job of the host's running row, that the row is not lost
+ * although the agent connected again. */
+void co_jobs_heartbeat(co_jobs_t *jobs, const char *public_key,
+                       const Parity__Heartbeat *hb, int64_t now_us);
+
+/* When the host was last heard by co_jobs (Hello or Heartbeat), 0 when
+ * it is not online. */
+int64_t co_jobs_last_heard_us(const co_jobs_t *jobs, const char *public_key);
 
 /* Store a JobStatus from a host (a data message: ack after CO_JOBS_OK).
  * Refused when the job was never given to that host. A `done` while one

@@ -275,6 +275,10 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         free(cal);
         PQclear(f);
         json_t *env = s_json_col(r, i, 6);
+        /* The database's last_seen moves with Hellos and data; an online
+         * host's Heartbeats are newer. */
+        int64_t seen = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+        int64_t heard = co_jobs_last_heard_us(q->jobs, key);
         json_t *warnings = json_object_get(env, "warnings");
         warnings = json_is_array(warnings) ? json_incref(warnings) :
                    json_array();
@@ -283,8 +287,7 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
             "name", PQgetvalue(r, i, 1),
             "public_key", key,
             "online", co_jobs_is_online(q->jobs, key),
-            "last_seen_us", (json_int_t)strtoll(PQgetvalue(r, i, 3), NULL,
-                                                10),
+            "last_seen_us", (json_int_t)(heard > seen ? heard : seen),
             "agent_version", PQgetvalue(r, i, 4),
             "tags", s_json_col(r, i, 5),
             "floor_us", floor_us,
@@ -408,7 +411,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         "(SELECT CASE WHEN cardinality(j.only_benchmarks) > 0 THEN "
         "  cardinality(j.only_benchmarks) ELSE cardinality(s.benchmarks) "
         "  END FROM host_suites s WHERE s.host_id = h.id AND "
-        "  s.name = j.suite) "
+        "  s.name = j.suite), h.public_key "
         "FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
         "h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
         1, p);
@@ -416,8 +419,9 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         goto fail;
     for (int i = 0; i < PQntuples(r); i++)
         json_array_append_new(hosts, json_pack(
-            "{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:o,s:o}",
+            "{s:s,s:s,s:b,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:o,s:o}",
             "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
+            "online", co_jobs_is_online(q->jobs, PQgetvalue(r, i, 11)),
             "reason", PQgetvalue(r, i, 2), "run_id", PQgetvalue(r, i, 3),
             "benchmark", PQgetvalue(r, i, 4),
             "round", (json_int_t)strtoll(PQgetvalue(r, i, 5), NULL, 10),

@@ -284,7 +284,9 @@ s_jobs_new(co_server_t *srv, char *err, size_t errlen)
 {
     if (!srv->cfg.conninfo)
         return 0;
-    co_jobs_opts_t o = { srv->cfg.conninfo, srv, s_jobs_send, s_jobs_log };
+    co_jobs_opts_t o = { srv->cfg.conninfo, srv, s_jobs_send, s_jobs_log,
+                         (int64_t)CO_MISSED_BEATS * srv->cfg.heartbeat_ms *
+                         1000 };
     srv->jobs = co_jobs_new(&o);
     srv->query = srv->jobs ? co_query_new(srv->jobs, srv->cfg.floor_window)
                            : NULL;
@@ -626,6 +628,46 @@ s_on_request(co_server_t *srv, const char *key, const uint8_t *rid,
     free(body);
 }
 
+/* Does this frame's Envelope hold a Request (field 30)? Only its
+ * top-level field tags are read, nothing is unpacked; a frame that does
+ * not scan is not one. */
+static bool
+s_is_request(const uint8_t *d, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        uint64_t tag = 0, v = 0;
+        for (int sh = 0; i < len && sh < 64; sh += 7) {
+            tag |= (uint64_t)(d[i] & 0x7f) << sh;
+            if (!(d[i++] & 0x80))
+                break;
+        }
+        if ((tag >> 3) == PARITY__ENVELOPE__BODY_REQUEST && (tag & 7) == 2)
+            return true;
+        switch (tag & 7) {
+        case 0:
+            while (i < len && (d[i++] & 0x80))
+                ;
+            break;
+        case 1: i += 8; break;
+        case 5: i += 4; break;
+        case 2:
+            for (int sh = 0; i < len && sh < 64; sh += 7) {
+                v |= (uint64_t)(d[i] & 0x7f) << sh;
+                if (!(d[i++] & 0x80))
+                    break;
+            }
+            if (v > len - i)
+                return false;
+            i += (size_t)v;
+            break;
+        default:
+            return false;
+        }
+    }
+    return false;
+}
+
 /* One message [rid][body] from the ROUTER. */
 static void
 s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
@@ -645,8 +687,12 @@ s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
     s_peer_t *p = s_peer(srv, key, true);
     if (!p)
         return;   /* more peers than CO_SERVER_MAX_PEERS: ignored */
-    if (p->rid_len != rlen || memcmp(p->rid, r, rlen) != 0) {
-        /* A new connection: it must say Hello again. */
+    /* A new connection must say Hello again; a Request (a client using
+     * this key too) is answered on its own connection and leaves the
+     * agent's alone. */
+    bool is_request = !extra && s_is_request(zmq_msg_data(body),
+                                             zmq_msg_size(body));
+    if (!is_request && (p->rid_len != rlen || memcmp(p->rid, r, rlen) != 0)) {
         memcpy(p->rid, r, rlen);
         p->rid_len = rlen;
         p->hello_on_rid = false;
@@ -679,6 +725,9 @@ s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
         break;
     case PARITY__ENVELOPE__BODY_HEARTBEAT:
         srv->c.heartbeats_in++;
+        if (srv->jobs && p->hello_on_rid && p->host_id)
+            co_jobs_heartbeat(srv->jobs, p->key, env->heartbeat,
+                              s_unix_us());
         break;
     case PARITY__ENVELOPE__BODY_REQUEST:
         s_on_request(srv, key, r, rlen, env->request);

@@ -18,9 +18,14 @@
 # (default: a free port), PARITY_QUICKSTART_BUILD (an existing meson build
 # dir: skip deploy/build.sh; the tests use it).
 set -eu
+CALLER=$(pwd)
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 VAR=${PARITY_QUICKSTART_VAR:-$ROOT/var}
+case $VAR in
+    /*) ;;
+    *) VAR=$CALLER/$VAR ;;   # the agents start from their own directories
+esac
 KEEP=0
 case "${1:-}" in
     --keep) KEEP=1 ;;
@@ -30,10 +35,13 @@ case "${1:-}" in
 esac
 
 # stop_pid FILE: SIGTERM the process in FILE, wait up to 30 s for it.
+# STOPPED counts the processes that were still running.
+STOPPED=0
 stop_pid() {
     [ -f "$1" ] || return 0
     pid=$(cat "$1")
     if kill -0 "$pid" 2>/dev/null; then
+        STOPPED=$((STOPPED + 1))
         kill -TERM "$pid" 2>/dev/null || true
         i=0
         while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do
@@ -51,15 +59,31 @@ stop_all() {
     stop_pid "$VAR/collector.pid"
 }
 
+# How to name this var dir again in a command we print.
+if [ -n "${PARITY_QUICKSTART_VAR:-}" ]; then
+    AGAIN="PARITY_QUICKSTART_VAR=$VAR $ROOT/deploy/quickstart.sh"
+else
+    AGAIN="$ROOT/deploy/quickstart.sh"
+fi
+
 if [ "${1:-}" = "--stop" ]; then
     stop_all
-    echo "quickstart: stopped the collector, its PostgreSQL and both agents"
+    if [ "$STOPPED" -eq 0 ]; then
+        echo "quickstart: nothing was running under $VAR (set" \
+             "PARITY_QUICKSTART_VAR to the var dir given to --keep)"
+    else
+        echo "quickstart: stopped the collector, its PostgreSQL and both" \
+             "agents under $VAR"
+    fi
     exit 0
 fi
 
 deploy/install.sh
 if [ -n "${PARITY_QUICKSTART_BUILD:-}" ]; then
-    BUILD=$PARITY_QUICKSTART_BUILD
+    # Absolute: the agents start from their own directories.
+    BUILD=$(cd "$CALLER" && cd "$PARITY_QUICKSTART_BUILD" && pwd) || {
+        echo "quickstart: PARITY_QUICKSTART_BUILD=$PARITY_QUICKSTART_BUILD" \
+             "is not a directory" >&2; exit 1; }
 else
     deploy/build.sh
     BUILD=$ROOT/build
@@ -110,7 +134,7 @@ i=0
 until grep -q "event=listening" "$VAR/collector.log"; do
     if ! kill -0 "$(cat "$VAR/collector.pid")" 2>/dev/null || [ $i -ge 600 ]; then
         echo "quickstart: the collector did not start; its log:" >&2
-        tail -20 "$VAR/collector.log" >&2
+        tail -n 20 "$VAR/collector.log" >&2
         exit 1
     fi
     sleep 0.1; i=$((i + 1))
@@ -142,7 +166,7 @@ ok = all(h.get(n, {}).get("online") for n in ("alpha", "beta"))
 sys.exit(0 if ok else 1)'; do
     if [ $i -ge 60 ]; then
         echo "quickstart: the agents did not come online; their logs:" >&2
-        tail -5 "$VAR/agents/alpha/agent.log" "$VAR/agents/beta/agent.log" >&2
+        tail -n 5 "$VAR/agents/alpha/agent.log" "$VAR/agents/beta/agent.log" >&2
         exit 1
     fi
     sleep 0.5; i=$((i + 1))
@@ -163,7 +187,10 @@ quickstart: still running. To use them from this shell:
   export PARITY_COLLECTOR_KEY=$VAR/keys/collector
   export PARITY_KEY=$VAR/keys/admin
   $PARITY verdicts --latest
-Stop everything with: deploy/quickstart.sh --stop
+  $PARITY run example --wait --var input=example-input.txt
+(both agents run on this machine: --var input=example-input.txt gives each
+its own input file in its directory; the suite's default is one shared path)
+Stop everything with: $AGAIN --stop
 EOF
 fi
 exit $status

@@ -98,9 +98,9 @@ static int
 s_add_pair(json_t *obj, const char *s)
 {
     const char *eq = strchr(s, '=');
-    if (!eq || eq == s)
+    char key[1025];   /* the collector's bound, 1024 bytes */
+    if (!eq || eq == s || (size_t)(eq - s) >= sizeof key)
         return -1;
-    char key[1024];
     snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
     return json_object_set_new(obj, key, json_string(eq + 1));
 }
@@ -156,6 +156,10 @@ s_progress(const json_t *job, char (*last)[512], size_t max, bool tty)
                 snprintf(line, sizeof line, "%-12s running  %s "
                          "(benchmark %lld/%lld)", s_str(h, "host", "?"),
                          bench, (long long)at, (long long)nb);
+        } else if (strcmp(state, "queued") == 0 &&
+                   json_is_false(json_object_get(h, "online"))) {
+            snprintf(line, sizeof line, "%-12s queued: offline, gets the job "
+                     "when it comes back", s_str(h, "host", "?"));
         } else {
             const char *why = s_str(h, "reason", "");
             snprintf(line, sizeof line, "%-12s %s%s%s", s_str(h, "host", "?"),
@@ -169,6 +173,45 @@ s_progress(const json_t *job, char (*last)[512], size_t max, bool tty)
     fflush(stderr);
 }
 
+/* Once: which hosts the job waits for because they are offline, and
+ * until when. True when it said so. */
+static bool
+s_tell_offline(const json_t *job, const char *job_id)
+{
+    char names[1024] = "";
+    size_t n = 0, i;
+    json_t *h;
+    json_array_foreach(json_object_get(job, "hosts"), i, h) {
+        if (strcmp(s_str(h, "state", ""), "queued") != 0 ||
+            !json_is_false(json_object_get(h, "online")))
+            continue;
+        size_t used = strlen(names);
+        if (used < sizeof names - 64)
+            snprintf(names + used, sizeof names - used, "%s%s",
+                     n ? ", " : "", s_str(h, "host", "?"));
+        n++;
+    }
+    if (n == 0)
+        return false;
+    json_int_t exp = json_integer_value(json_object_get(job,
+                                                        "expires_at_us"));
+    char until[128];
+    if (exp > 0) {
+        time_t t = (time_t)(exp / 1000000);
+        struct tm tm;
+        if (!gmtime_r(&t, &tm) ||
+            strftime(until, sizeof until, "until %Y-%m-%d %H:%M:%SZ (--expire)",
+                     &tm) == 0)
+            snprintf(until, sizeof until, "until it expires");
+    } else {
+        snprintf(until, sizeof until, "until they come back (no --expire)");
+    }
+    fprintf(stderr, "  waiting for %zu offline host%s: %s; the job waits "
+            "%s; Ctrl-C stops waiting, parity cancel %s stops the job\n", n,
+            n == 1 ? "" : "s", names, until, job_id);
+    return true;
+}
+
 static int
 s_wait(cl_conn_t *c, const char *job_id, bool as_json)
 {
@@ -176,7 +219,7 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
     json_t *args = json_pack("{s:s}", "job", job_id);
     json_t *job = NULL;
     int misses = 0, rc;
-    bool tty = isatty(STDERR_FILENO);
+    bool tty = isatty(STDERR_FILENO), told_offline = false;
     char (*last)[512] = calloc(S_MAX_HOSTS, sizeof *last);
     if (!args || !last) {
         json_decref(args);
@@ -195,11 +238,13 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
         /* A collector restarting, or its database briefly away (status
          * 5), is waited out for a few polls. */
         if ((rc == CL_CONN_NOANSWER || (rc == CL_CONN_REPLY && status == 5))
-            && ++misses < S_MAX_MISSES) {
+            && ++misses < S_MAX_MISSES && !s_interrupted) {
             struct timespec pause = { 1, 0 };
             nanosleep(&pause, NULL);
             continue;
         }
+        if (rc != CL_CONN_OK && s_interrupted)
+            goto stopped;
         if (rc != CL_CONN_OK) {
             cl_out_error("run", "%s", err);
             rc = cl_conn_exit_code(rc);
@@ -207,9 +252,12 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
         }
         misses = 0;
         s_progress(job, last, S_MAX_HOSTS, tty);
+        if (!told_offline)
+            told_offline = s_tell_offline(job, job_id);
         if (strcmp(s_str(job, "state", "active"), "active") != 0)
             break;
         if (s_interrupted) {
+stopped:
             cl_out_error("run", "stopped waiting; job %s goes on (parity "
                          "cancel %s stops it)", job_id, job_id);
             rc = CL_EXIT_SYSTEM;
@@ -338,8 +386,10 @@ cl_run_main(int argc, char **argv)
                              "as 90s, 10m, 2h, 1d (at most 30d)", v);
                 goto done;
             }
+            /* At least 1 us: 0 would mean never. */
+            json_int_t us = (json_int_t)(s * 1e6);
             json_object_set_new(args, "expire_us",
-                                json_integer((json_int_t)(s * 1e6)));
+                                json_integer(us > 0 ? us : 1));
             i++;
         } else if (a[0] == '-' || suite) {
             cl_out_error("run", "unexpected argument \"%s\" (parity run "
