@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ag_record.h"
@@ -115,6 +116,33 @@ s_harness_cpu(json_t *doc, const struct rusage *a, const struct rusage *b)
                                                     : 0.0));
 }
 
+/* Refuse an --export-json path that cannot be written before anything
+ * is measured, rather than lose a session's results to it at the end. */
+static int
+s_check_export(const char *prog, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "%s: --export-json %s: is a directory\n", prog, path);
+        return -1;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "%s: --export-json %s: cannot write in %s: %s\n",
+                prog, path, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int
 ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
                const ag_cli_opts_t *copts)
@@ -127,6 +155,9 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
     bool handlers = false;
     s_progress_t pg = { false };
 
+    if (copts->export_path && s_check_export(copts->prog,
+                                             copts->export_path) != 0)
+        return AG_EXIT_USAGE;
     ag_harness_t *h = ag_harness_new(err, sizeof err);
     if (!h) {
         fprintf(stderr, "%s: %s\n", copts->prog, err);
@@ -173,9 +204,9 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
         goto done;
     }
     s_harness_cpu(doc, &ru0, &ru1);
-    if (copts->export_path && s_write(copts->prog, copts->export_path,
-                                      doc) != 0)
-        goto done;
+    /* A file that cannot be written still leaves the results on stdout. */
+    bool export_failed = copts->export_path &&
+                         s_write(copts->prog, copts->export_path, doc) != 0;
     int out = copts->json ? cl_out_json(stdout, doc)
                           : ag_report_print(stdout, doc);
     if (out != 0 || fflush(stdout) != 0) {
@@ -183,7 +214,9 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
                 strerror(errno));
         goto done;
     }
-    if (!complete)
+    if (export_failed)
+        code = AG_EXIT_SYSTEM;
+    else if (!complete)
         code = AG_EXIT_INTERRUPTED;
     else if (ag_record_any_failed(rec))
         code = AG_EXIT_FAILED;

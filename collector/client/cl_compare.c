@@ -104,6 +104,11 @@ cl_compare_main(int argc, char **argv)
                          "after \"--\"", narms + 1);
             return AG_EXIT_USAGE;
         }
+        if (argv[start][0] == '\0') {
+            cl_out_error(S_VERB, "command %zu: the program name is empty",
+                         narms + 1);
+            return AG_EXIT_USAGE;
+        }
         if (narms >= AG_SUITE_MAX_ARMS) {
             cl_out_error(S_VERB, "more than %d commands", AG_SUITE_MAX_ARMS);
             return AG_EXIT_USAGE;

@@ -600,12 +600,31 @@ cases = [
      "parity compare: --warmup needs a value\n"),
     ([PARITY, "compare", "--fast", "--", "a", "--", "b"], 2,
      "parity compare: unknown option \"--fast\" (parity compare --help)\n"),
+    ([PARITY, "compare", "--", "", "--", "b"], 2,
+     "parity compare: command 1: the program name is empty\n"),
+    ([PARITY, "compare", "--export-json", TMP, "--", "a", "--", "b"], 2,
+     "parity compare: --export-json %s: is a directory\n" % TMP),
+    ([AGENT, "run", p, "--export-json", "/nonexistent-dir/x.json"], 2,
+     "parity-agent run: --export-json /nonexistent-dir/x.json: cannot "
+     "write in /nonexistent-dir: No such file or directory\n"),
 ]
 for args, code, msg in cases:
     r = run(args)
     ok(r.returncode == code and r.stderr == msg,
        "error: %s" % " ".join(a.replace(TMP, "$TMP") for a in args[1:]),
        "got %d %r" % (r.returncode, r.stderr))
+# A results file that fails only at the end: the results still reach
+# stdout and the exit status says the file was not written.
+if os.geteuid() == 0 and os.path.isdir("/proc"):
+    r = run([PARITY, "compare", "--runs", "2", "--warmup", "0",
+             "--export-json", "/proc/parity-x.json", "--", "/bin/true",
+             "--", "/bin/true"])
+    ok(r.returncode == 3 and "compare: complete" in r.stdout and
+       r.stderr == "parity compare: fopen(/proc/parity-x.json.tmp): No such "
+       "file or directory\n", "a failed --export-json keeps the table",
+       (r.returncode, r.stdout, r.stderr))
+else:
+    ok(True, "# SKIP needs root to pass the write check on /proc")
 for args in ([AGENT, "--help"], [AGENT, "run", "--help"],
              [PARITY, "compare", "--help"]):
     r = run(args)
