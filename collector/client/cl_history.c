@@ -158,6 +158,7 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
     cl_out_table_t *t = cl_out_table_new(ncols);
     if (!t)
         return -1;
+    cl_out_table_left(t, 1);
     cl_out_table_left(t, 2);
     cl_out_table_left(t, ncols - 1);
     rc |= cl_out_table_add(t, head);

@@ -207,8 +207,6 @@ s_header(FILE *f, s_fmt_t fmt, const json_t *rep)
               "th,td{border:1px solid #bbb;padding:0.25em 0.6em;"
               "text-align:left;vertical-align:top}\n"
               "th{background:#eee}\n"
-              "td.num{text-align:right;font-variant-numeric:tabular-nums}\n"
-              "p.note{color:#555}\n"
               "</style>\n</head>\n<body>\n", f);
         s_heading(f, fmt, 1, title);
     } else {
@@ -398,8 +396,9 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
         json_int_t extra = json_integer_value(json_object_get(v,
                                                               "extra_runs"));
         if (extra > 0)
-            s_textf(f, fmt, " About %" JSON_INTEGER_FORMAT " more runs a "
-                    "side could narrow the tolerance.", extra);
+            s_textf(f, fmt, " Note: about %" JSON_INTEGER_FORMAT " more "
+                    "run%s a side would be worth taking.", extra,
+                    extra == 1 ? "" : "s");
         s_para_close(f, fmt);
     }
 }
