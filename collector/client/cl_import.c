@@ -61,6 +61,10 @@ typedef struct {
     bool json;
 } s_opts_t;
 
+/* Set by any allocation that fails, after its message: the verb then
+ * exits CL_EXIT_SYSTEM, not CL_EXIT_DATA, whatever else went wrong. */
+static bool s_oom;
+
 /* ---- files ----------------------------------------------------------- */
 
 /* Read and parse path. Returns the root (caller owns it) or NULL after
@@ -103,6 +107,7 @@ s_load(const char *path)
             }
             if (!(nt = realloc(text, grown))) {
                 cl_out_error(S_VERB, "%s: out of memory reading it", path);
+                s_oom = true;
                 goto done;
             }
             text = nt;
@@ -140,9 +145,16 @@ s_load(const char *path)
         goto done;
     }
     root = json_loadb(start, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
+    /* jansson fails a malloc either with json_error_out_of_memory or,
+     * deep in the lexer, with no error text at all. */
+    if (!root && (json_error_code(&jerr) == json_error_out_of_memory ||
+                  !jerr.text[0])) {
+        cl_out_error(S_VERB, "%s: out of memory parsing it", path);
+        s_oom = true;
+    } else if (!root) {
         cl_out_error(S_VERB, "%s:%d:%d: not JSON: %s", path, jerr.line,
                      jerr.column, jerr.text);
+    }
 done:
     free(text);
     fclose(f);
@@ -192,15 +204,20 @@ typedef struct {
     const char *error_message;
 } s_arm_t;
 
+/* Append a sample: 0, -1 beyond VD_MAX_SAMPLES, or -2 out of memory
+ * (s_oom set). */
 static int
 s_arm_push(s_arm_t *arm, double us)
 {
+    if (arm->n >= VD_MAX_SAMPLES)
+        return -1;
     if (arm->n == arm->cap) {
         size_t cap = arm->cap ? arm->cap * 2 : 16;
-        double *grown;
-        if (arm->n >= VD_MAX_SAMPLES ||
-            !(grown = realloc(arm->us, cap * sizeof *grown)))
-            return -1;
+        double *grown = realloc(arm->us, cap * sizeof *grown);
+        if (!grown) {
+            s_oom = true;
+            return -2;
+        }
         arm->us = grown;
         arm->cap = cap;
     }
@@ -255,6 +272,7 @@ s_hyperfine_arms(const char *path, const json_t *root, s_arm_t **out)
     if (!(arms = calloc(count, sizeof *arms))) {
         cl_out_error(S_VERB, "%s: out of memory for %zu results", path,
                      count);
+        s_oom = true;
         return 0;
     }
     json_array_foreach(results, i, r) {
@@ -298,9 +316,12 @@ s_hyperfine_arms(const char *path, const json_t *root, s_arm_t **out)
                 goto fail;
             }
             if (s_arm_push(&arms[i], s * 1e6)) {
-                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): more than "
-                             "%u times, or out of memory", path, i, command,
-                             VD_MAX_SAMPLES);
+                if (s_oom)
+                    cl_out_error(S_VERB, "%s: out of memory", path);
+                else
+                    cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): more "
+                                 "than %u times", path, i, command,
+                                 VD_MAX_SAMPLES);
                 goto fail;
             }
         }
@@ -353,6 +374,7 @@ s_hyperfine(const char *path, const s_opts_t *o)
         !(names = calloc(count, sizeof *names)) ||
         (o->json && (!(out = json_object()) || !(list = json_array())))) {
         cl_out_error(S_VERB, "out of memory for %zu commands", count);
+        s_oom = true;
         goto done;
     }
     for (size_t i = 0; i < count; i++) {
@@ -411,6 +433,8 @@ s_hyperfine(const char *path, const s_opts_t *o)
 write_failed:
     cl_out_error(S_VERB, "writing the output failed (or out of memory)");
 done:
+    if (s_oom)
+        rc = CL_EXIT_SYSTEM;
     json_decref(list);
     json_decref(out);
     free(sums);
@@ -470,11 +494,17 @@ s_gbench_load(const char *path, s_gbench_t *g)
                      "\"benchmarks\" array", path);
         return -1;
     }
-    if (json_array_size(list) > (size_t)S_ENTRIES_MAX * 64 ||
-        !(g->index = json_object()) ||
+    if (json_array_size(list) > (size_t)S_ENTRIES_MAX * 64) {
+        cl_out_error(S_VERB, "%s: %zu benchmark entries, more than the "
+                     "limit of %zu", path, json_array_size(list),
+                     (size_t)S_ENTRIES_MAX * 64);
+        return -1;
+    }
+    if (!(g->index = json_object()) ||
         !(g->arms = calloc(json_array_size(list) + 1, sizeof *g->arms))) {
-        cl_out_error(S_VERB, "%s: %zu benchmark entries: too many, or out of "
-                     "memory", path, json_array_size(list));
+        cl_out_error(S_VERB, "%s: out of memory for %zu benchmark entries",
+                     path, json_array_size(list));
+        s_oom = true;
         return -1;
     }
     json_array_foreach(list, i, b) {
@@ -516,6 +546,7 @@ s_gbench_load(const char *path, s_gbench_t *g)
             if (json_object_set_new(g->index, run_name,
                                     json_integer((json_int_t)g->count))) {
                 cl_out_error(S_VERB, "%s: out of memory", path);
+                s_oom = true;
                 return -1;
             }
             g->arms[g->count].name = run_name;
@@ -564,8 +595,11 @@ s_gbench_load(const char *path, s_gbench_t *g)
             return -1;
         }
         if (s_arm_push(arm, json_number_value(real) * mult)) {
-            cl_out_error(S_VERB, "%s: \"%s\": more than %u repetitions, or "
-                         "out of memory", path, run_name, VD_MAX_SAMPLES);
+            if (s_oom)
+                cl_out_error(S_VERB, "%s: out of memory", path);
+            else
+                cl_out_error(S_VERB, "%s: \"%s\": more than %u "
+                             "repetitions", path, run_name, VD_MAX_SAMPLES);
             return -1;
         }
         iterations++;
@@ -725,6 +759,8 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
 write_failed:
     cl_out_error(S_VERB, "writing the output failed (or out of memory)");
 done:
+    if (s_oom)
+        rc = CL_EXIT_SYSTEM;
     cl_out_table_destroy(&t);
     json_decref(out);
     json_decref(list);

@@ -177,6 +177,7 @@ typedef struct {
     size_t out_len;
     size_t out_cap;
     bool bad_lines;     /* any line answered with an error: exit 1 */
+    bool oom;           /* a line failed for want of memory: exit 3 */
     int write_errno;    /* errno of the first failed write, or 0 */
     bool fast;          /* use s_fast_line; off only to test jansson's path */
 } s_batch_t;
@@ -251,7 +252,7 @@ s_grow(double **x, size_t *cap, size_t n)
 /* The arm under key from a parsed line into *x. */
 static int
 s_arm_from_json(const json_t *line, const char *key, double **x,
-                size_t *cap, size_t *n, char *err)
+                size_t *cap, size_t *n, bool *oom, char *err)
 {
     const json_t *arr = json_object_get(line, key), *item;
     size_t i;
@@ -278,6 +279,7 @@ s_arm_from_json(const json_t *line, const char *key, double **x,
     }
     if (s_grow(x, cap, *n)) {
         snprintf(err, S_ERR_MAX, "out of memory for %zu samples", *n);
+        *oom = true;
         return -1;
     }
     json_array_foreach(arr, i, item) {
@@ -335,6 +337,14 @@ s_parse_json_line(s_batch_t *bt, const char *text, size_t len, size_t *na,
         return -1;
     }
     line = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    /* jansson fails a malloc either with json_error_out_of_memory or,
+     * deep in the lexer, with no error text at all. */
+    if (!line && (json_error_code(&jerr) == json_error_out_of_memory ||
+                  !jerr.text[0])) {
+        snprintf(err, S_ERR_MAX, "out of memory parsing the line");
+        bt->oom = true;
+        return -1;
+    }
     if (!line) {
         snprintf(err, S_ERR_MAX, "not JSON: %s at column %d", jerr.text,
                  jerr.column);
@@ -353,8 +363,8 @@ s_parse_json_line(s_batch_t *bt, const char *text, size_t len, size_t *na,
             goto done;
         }
     }
-    if (s_arm_from_json(line, "a", &bt->a, &bt->cap_a, na, err) ||
-        s_arm_from_json(line, "b", &bt->b, &bt->cap_b, nb, err))
+    if (s_arm_from_json(line, "a", &bt->a, &bt->cap_a, na, &bt->oom, err) ||
+        s_arm_from_json(line, "b", &bt->b, &bt->cap_b, nb, &bt->oom, err))
         goto done;
     *p = bt->defaults;
     if ((got = s_param_from_json(line, "floor_us", &p->floor_us, err)) < 0)
@@ -713,7 +723,10 @@ s_batch(const s_opts_t *o)
         cl_out_error(S_VERB, "writing stdout: %s", strerror(bt.write_errno));
         goto done;
     }
-    rc = bt.bad_lines ? CL_EXIT_DATA : CL_EXIT_OK;
+    if (bt.oom)
+        cl_out_error(S_VERB, "out of memory answering a line (its error "
+                     "line says where)");
+    rc = bt.oom ? CL_EXIT_SYSTEM : bt.bad_lines ? CL_EXIT_DATA : CL_EXIT_OK;
 done:
     free(in);
     free(bt.out);
