@@ -708,9 +708,9 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
             snprintf(n, sizeof n, "%zu/%zu", b->n, c->n);
             cl_out_us(bm, sizeof bm, v.b.median);
             cl_out_us(cm, sizeof cm, v.a.median);
-            snprintf(r, sizeof r, "%.4f", v.ratio);
-            snprintf(br, sizeof br, "%.4f", v.best_ratio);
-            snprintf(tol, sizeof tol, "%.4f", v.tolerance);
+            cl_out_ratio(r, sizeof r, v.ratio);
+            cl_out_ratio(br, sizeof br, v.best_ratio);
+            cl_out_ratio(tol, sizeof tol, v.tolerance);
             const char *row[9] = {b->name, n, bm, cm, r, br, tol,
                                   vd_outcome_name(v.outcome), notes};
             if (cl_out_table_add(t, row))

@@ -48,6 +48,17 @@ cl_out_us(char *buf, size_t len, double us)
     return buf;
 }
 
+char *
+cl_out_ratio(char *buf, size_t len, double x)
+{
+    double a = fabs(x);
+    if (a == 0.0 || (a >= 1e-3 && a < 1e4))
+        snprintf(buf, len, "%.4f", x);
+    else                    /* 0.0000 would hide a ratio of 1e-5 */
+        snprintf(buf, len, "%.4g", x);
+    return buf;
+}
+
 int
 cl_out_parse_double(const char *s, double *out)
 {
@@ -297,10 +308,15 @@ cl_out_verdict(FILE *f, const char *subject, const char *other,
 
     fprintf(f, "verdict: %s vs %s: %s\n", subject, other,
             vd_outcome_name(v->outcome));
-    fprintf(f, "  ratio       %.4f  tolerance       %.4f  (noise %.4f)\n",
-            v->ratio, v->tolerance, v->noise);
-    fprintf(f, "  best_ratio  %.4f  best_tolerance  %.4f\n",
-            v->best_ratio, v->best_tolerance);
+    char r[32], t[32], n[32], br[32], bt[32];
+
+    cl_out_ratio(r, sizeof r, v->ratio);
+    cl_out_ratio(t, sizeof t, v->tolerance);
+    cl_out_ratio(n, sizeof n, v->noise);
+    cl_out_ratio(br, sizeof br, v->best_ratio);
+    cl_out_ratio(bt, sizeof bt, v->best_tolerance);
+    fprintf(f, "  ratio       %s  tolerance       %s  (noise %s)\n", r, t, n);
+    fprintf(f, "  best_ratio  %s  best_tolerance  %s\n", br, bt);
     fprintf(f, "  floor %s, parity %.4g\n",
             cl_out_us(floor, sizeof floor, v->floor_us), v->parity);
     for (unsigned i = 0; i < 32; i++) {

@@ -39,6 +39,11 @@ void cl_out_error(const char *verb, const char *fmt, ...)
  * "566.0 µs", "1.234 ms", "2.500 s". Writes at most len bytes; returns buf. */
 char *cl_out_us(char *buf, size_t len, double us);
 
+/* A ratio, tolerance or noise for a reader: "%.4f" (0.8090, 16.6667),
+ * or "%.4g" below 0.001 and from 10000 up (1e-05, 2.5e+20), where four
+ * decimals would read 0.0000 or run on. Returns buf. */
+char *cl_out_ratio(char *buf, size_t len, double x);
+
 /* Parse a whole string as a finite double (no trailing text). Returns 0
  * and sets *out, or -1. */
 int cl_out_parse_double(const char *s, double *out);

@@ -24,6 +24,14 @@ test_units(void)
     ok_str(cl_out_us(buf, sizeof buf, 1.35e308), "1.35e+302 s",
            "beyond 31 years: %%g, not 300 digits");
     ok_str(cl_out_us(buf, 4, 566.0), "566", "truncated to the buffer");
+    ok_str(cl_out_ratio(buf, sizeof buf, 0.80898876), "0.8090",
+           "ratio: four decimals");
+    ok_str(cl_out_ratio(buf, sizeof buf, 1e-5), "1e-05",
+           "ratio 1e-5: not 0.0000");
+    ok_str(cl_out_ratio(buf, sizeof buf, 2.5e20), "2.5e+20",
+           "tolerance 2.5e20: not 21 digits");
+    ok_str(cl_out_ratio(buf, sizeof buf, 16.666666), "16.6667",
+           "tolerance 16.67: four decimals");
 }
 
 static void
