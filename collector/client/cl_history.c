@@ -2,6 +2,8 @@
  * verdicts over time, one row per job, each host's own verdict and the
  * cross-host summary of that job (the collector's `history` answer,
  * docs/protocol.md 10.11). docs/commands/history.md. */
+#include "cl_history.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +162,8 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
         return -1;
     cl_out_table_left(t, 1);
     cl_out_table_left(t, 2);
+    if (!columns)
+        cl_out_table_left(t, 3);
     cl_out_table_left(t, ncols - 1);
     rc |= cl_out_table_add(t, head);
     size_t i;
@@ -263,6 +267,40 @@ s_print_csv(FILE *f, const json_t *body)
     return ferror(f) ? -1 : 0;
 }
 
+int
+cl_history_print(FILE *f, const json_t *body, cl_history_format_t format)
+{
+    if (format == CL_HISTORY_JSON)
+        return cl_out_json(f, body);
+    if (format == CL_HISTORY_CSV)
+        return s_print_csv(f, body);
+    const json_t *pairs = json_object_get(body, "pairs");
+    const char **names = calloc(S_HOSTS_MAX + 1, sizeof *names);
+    int rc = 0;
+    if (!names)
+        return -1;
+    size_t i;
+    json_t *pair;
+    json_array_foreach(pairs, i, pair) {
+        if (i)
+            fputc('\n', f);
+        rc |= s_print_pair(f, body, pair, names);
+    }
+    if (json_array_size(pairs) == 0)
+        fprintf(f, "(no verdicts of %s match: none stored yet, or the "
+                "--host/--tag filters exclude them)\n",
+                s_str(body, "benchmark", "?"));
+    else
+        fprintf(f, "ratio = subject median / other median on that host "
+                "(below 1: the subject is faster);\neach verdict uses its "
+                "host's own samples and noise floor; oldest first.\n");
+    if (json_is_true(json_object_get(body, "truncated")))
+        fprintf(f, "(more verdicts than one answer holds: give --limit, "
+                "--host or --tag)\n");
+    free(names);
+    return rc || ferror(f) ? -1 : 0;
+}
+
 static void
 s_usage(FILE *f)
 {
@@ -306,7 +344,6 @@ cl_history_main(int argc, char **argv)
     int rc = CL_EXIT_USAGE;
     json_t *args = json_object(), *tags = json_object(),
            *hosts = json_array(), *body = NULL;
-    const char **names = NULL;
     if (cl_out_wants_help(argc, argv)) {
         s_usage(stdout);
         rc = CL_EXIT_OK;
@@ -385,43 +422,13 @@ cl_history_main(int argc, char **argv)
     rc = cl_conn_ask("history", &co, "history", args, &body);
     if (rc != CL_EXIT_OK)
         goto done;
-    int w = 0;
-    if (as_json) {
-        w = cl_out_json(stdout, body);
-    } else if (as_csv) {
-        w = s_print_csv(stdout, body);
-    } else {
-        const json_t *pairs = json_object_get(body, "pairs");
-        names = calloc(S_HOSTS_MAX + 1, sizeof *names);
-        if (!names) {
-            cl_out_error("history", "out of memory");
-            rc = CL_EXIT_SYSTEM;
-            goto done;
-        }
-        size_t i;
-        json_t *pair;
-        json_array_foreach(pairs, i, pair) {
-            if (i)
-                fputc('\n', stdout);
-            w |= s_print_pair(stdout, body, pair, names);
-        }
-        if (json_array_size(pairs) == 0)
-            printf("(no verdicts of %s match: none stored yet, or the "
-                   "--host/--tag filters exclude them)\n", bench);
-        else
-            printf("ratio = subject median / other median on that host "
-                   "(below 1: the subject is faster);\neach verdict uses its "
-                   "host's own samples and noise floor; oldest first.\n");
-        if (json_is_true(json_object_get(body, "truncated")))
-            printf("(more verdicts than one answer holds: give --limit, "
-                   "--host or --tag)\n");
-    }
+    int w = cl_history_print(stdout, body, as_json ? CL_HISTORY_JSON :
+                             as_csv ? CL_HISTORY_CSV : CL_HISTORY_TABLE);
     if (w != 0 || fflush(stdout) != 0) {
         cl_out_error("history", "writing stdout failed");
         rc = CL_EXIT_SYSTEM;
     }
 done:
-    free(names);
     json_decref(args);
     json_decref(tags);
     json_decref(hosts);

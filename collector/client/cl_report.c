@@ -17,13 +17,17 @@
 #include <string.h>
 #include <time.h>
 
+#include "cl_report.h"
+
 #include "cl_conn.h"
 #include "cl_out.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
 #include "vd_verdict.h"
 
-typedef enum { S_MARKDOWN = 0, S_HTML } s_fmt_t;
+typedef cl_report_format_t s_fmt_t;
+#define S_MARKDOWN CL_REPORT_MARKDOWN
+#define S_HTML     CL_REPORT_HTML
 
 static const char *
 s_str(const json_t *o, const char *k, const char *dflt)
@@ -492,8 +496,9 @@ done:
     json_decref(order);
 }
 
-static int
-s_write(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
+int
+cl_report_write(FILE *f, cl_report_format_t fmt, const json_t *rep,
+                 const json_t *ver)
 {
     s_header(f, fmt, rep);
     s_hosts(f, fmt, rep);
@@ -600,7 +605,7 @@ cl_report_main(int argc, char **argv)
         rc = CL_EXIT_DATA;
         goto done;
     }
-    int w = s_write(f, fmt, rep, ver);
+    int w = cl_report_write(f, fmt, rep, ver);
     if (out) {
         w |= fclose(f) != 0 ? -1 : 0;
         f = NULL;

@@ -1,0 +1,247 @@
+/* test_cl_history.c -- the printers of `parity history` (cl_history_print)
+ * and `parity report` (cl_report_write) on canned collector answers, no
+ * collector: host columns and the per-host layout past 7 hosts, a row
+ * without a job, a host missing from a row, CSV quoting; the report's
+ * escaping of hostile names in HTML and Markdown, a host without a
+ * verdict, a run that did not complete, a default floor, diagnostics. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_history.h"
+#include "cl_report.h"
+#include "tap.h"
+
+static char *
+s_history(const json_t *body, cl_history_format_t fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int rc = cl_history_print(f, body, fmt);
+    fclose(f);
+    if (rc != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static char *
+s_report(const json_t *rep, const json_t *ver, cl_report_format_t fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int rc = cl_report_write(f, fmt, rep, ver);
+    fclose(f);
+    if (rc != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static json_t *
+s_verdict(const char *outcome, double ratio)
+{
+    return json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:[s],s:i}",
+                     "outcome", outcome, "ratio", ratio, "best_ratio", ratio,
+                     "tolerance", 0.05, "noise", 0.01, "best_tolerance", 0.04,
+                     "floor_us", 25.0, "parity", 0.04,
+                     "diagnostics", "few_runs", "extra_runs", 3);
+}
+
+static json_t *
+s_entry(const char *host, const char *outcome, double ratio)
+{
+    return json_pack("{s:s,s:s,s:s,s:o}", "host", host, "run_id", "r",
+                     "status", "complete", "verdict",
+                     s_verdict(outcome, ratio));
+}
+
+static json_t *
+s_summary(int hosts, const char *consensus)
+{
+    return json_pack("{s:i,s:i,s:i,s:i,s:f,s:f,s:s}", "hosts", hosts, "win",
+                     0, "parity", hosts, "loss", 0, "geomean_ratio", 1.0,
+                     "geomean_best_ratio", 1.0, "consensus", consensus);
+}
+
+static int
+s_count(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+static void
+s_history_tests(void)
+{
+    /* Two rows: a job on alpha and beta, then a run without a job on
+     * alpha only. */
+    json_t *row1 = json_pack("{s:s,s:s,s:I,s:{s:s},s:s,s:[o,o],s:o}",
+        "job", "0123456789ab", "run_id", "", "at_us",
+        (json_int_t)1796221290000000, "tags", "commit", "c,1", "label", "",
+        "hosts", s_entry("beta", "parity", 1.01),
+                 s_entry("alpha", "loss", 1.5),
+        "summary", s_summary(2, "mixed: loss on 1, parity on 1"));
+    json_t *row2 = json_pack("{s:s,s:s,s:I,s:{},s:s,s:[o],s:o}",
+        "job", "", "run_id", "run-x", "at_us",
+        (json_int_t)1796221300000000, "tags", "label", "adhoc",
+        "hosts", s_entry("alpha", "win", 0.5),
+        "summary", s_summary(1, "win on the only host"));
+    json_t *body = json_pack("{s:s,s:b,s:[{s:s,s:s,s:s,s:[o,o]}]}",
+        "benchmark", "zip", "truncated", 0, "pairs", "suite", "s",
+        "subject", "new", "other", "old", "rows", row1, row2);
+    char *t = s_history(body, CL_HISTORY_TABLE);
+    ok(t && strstr(t, "zip: new vs old  (suite s)\n"), "a title per pair");
+    const char *head = t ? strstr(t, "\nwhen ") : NULL;
+    ok(head && strstr(head, " job ") && strstr(head, " tags ") &&
+       strstr(head, " alpha ") < strstr(head, " beta ") &&
+       strstr(head, " beta ") < strstr(head, " geomean  summary\n"),
+       "columns: when, job, tags, the hosts in name order, summary");
+    ok(t && strstr(t, "(no job)") && strstr(t, "[adhoc]") &&
+       strstr(t, "win 0.500") && strstr(t, "  -  "),
+       "a run without a job is a row; a host not in it shows -");
+    ok(t && strstr(t, "commit=c,1") && strstr(t, "loss 1.500") &&
+       strstr(t, "parity 1.010"), "row 1's tags and both hosts' cells");
+    ok(t && strstr(t, "loss 1.500") < strstr(t, "win 0.500"),
+       "rows in the answer's order (oldest first)");
+    free(t);
+    t = s_history(body, CL_HISTORY_CSV);
+    ok(t && s_count(t, "\n") == 4 && strstr(t, ",\"commit=c,1\",") &&
+       strstr(t, ",run-x,") == NULL && strstr(t, ",win,0.5,"),
+       "CSV: a header and one line per job and host, quoted tags");
+    free(t);
+
+    /* Nine hosts: one line per job and host instead of columns. */
+    json_t *many = json_array();
+    char name[16];
+    for (int i = 0; i < 9; i++) {
+        snprintf(name, sizeof name, "h%d", i);
+        json_array_append_new(many, s_entry(name, "parity", 1.0));
+    }
+    json_t *row = json_pack("{s:s,s:s,s:I,s:{},s:s,s:o,s:o}", "job", "j1",
+        "run_id", "", "at_us", (json_int_t)1796221290000000, "tags",
+        "label", "", "hosts", many, "summary",
+        s_summary(9, "parity on all 9 hosts"));
+    json_t *wide = json_pack("{s:s,s:[{s:s,s:s,s:s,s:[o]}]}", "benchmark",
+        "zip", "pairs", "suite", "s", "subject", "a", "other", "b", "rows",
+        row);
+    t = s_history(wide, CL_HISTORY_TABLE);
+    ok(t && strstr(t, " host ") && strstr(t, " outcome ") &&
+       strstr(t, "  h0  ") != NULL && s_count(t, "parity on all 9") == 9,
+       "past 7 hosts: one line per host");
+    free(t);
+    json_t *empty = json_pack("{s:s,s:[]}", "benchmark", "zip", "pairs");
+    t = s_history(empty, CL_HISTORY_TABLE);
+    ok_str(t, "(no verdicts of zip match: none stored yet, or the "
+           "--host/--tag filters exclude them)\n", "no pairs says so");
+    free(t);
+    json_decref(body);
+    json_decref(wide);
+    json_decref(empty);
+}
+
+static void
+s_report_tests(void)
+{
+    const char *bench = "<script>alert(\"x\")</script>";
+    json_t *arm = json_pack("{s:s,s:b,s:i,s:{s:i,s:f,s:f,s:f,s:f,s:f,s:f,"
+                            "s:f}}", "name", "a'b&c*d", "subject", 1,
+                            "errors", 0, "summary", "n", 5, "min", 566.0,
+                            "q25", 568.0, "median", 576.0, "q75", 690.0,
+                            "max", 722.0, "iqr", 122.0, "mean", 624.4);
+    json_t *other = json_pack("{s:s,s:b,s:i,s:n}", "name", "old|x",
+                              "subject", 0, "errors", 2, "summary");
+    json_t *rep = json_pack(
+        "{s:s,s:s,s:s,s:s,s:{s:s},s:{},s:i,s:I,s:n,"
+        " s:[{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:f,s:b,s:i,s:[{s:s,s:s}]},"
+        "    {s:s,s:s,s:s,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:[]}],"
+        " s:[{s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:[o,o]},"
+        "    {s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:[]}]}",
+        "job", "0123456789ab", "suite", "s<1>", "state", "ended", "label",
+        "", "tags", "branch", "main`x`", "vars", "runs", 0,
+        "created_at_us", (json_int_t)1796221290000000, "ended_at_us",
+        "hosts",
+        "host", "h<1>", "state", "done", "reason", "", "cpu_model", "EPYC",
+        "kernel", "Linux #1 SMP_X", "arch", "x86_64", "logical_cpus", 2,
+        "floor_us", 25.0, "floor_default", 1, "floor_samples", 3,
+        "warnings", "code", "load", "message", "load <b>high</b>\nnow",
+        "host", "beta", "state", "lost", "reason", "agent went offline",
+        "cpu_model", "kernel", "arch", "logical_cpus", "floor_us",
+        "floor_default", "floor_samples", "warnings",
+        "run_list",
+        "run_id", "r1", "host", "h<1>", "benchmark", bench, "status",
+        "complete", "reason", "", "runs", 5, "warmup", 1, "arms", arm, other,
+        "run_id", "r2", "host", "beta", "benchmark", bench, "status",
+        "incomplete", "reason", "agent went offline", "runs", 5, "warmup", 1,
+        "arms");
+    json_t *ver = json_pack(
+        "{s:s,s:[{s:s,s:s,s:s,s:[o,{s:s,s:s,s:s,s:s}],s:o}]}",
+        "job", "0123456789ab", "comparisons", "benchmark", bench, "subject",
+        "a'b&c*d", "other", "old|x", "hosts", s_entry("h<1>", "loss", 1.25),
+        "host", "beta", "run_id", "r2", "status", "incomplete", "error",
+        "the run did not complete", "summary",
+        s_summary(1, "loss on the only host"));
+
+    char *h = s_report(rep, ver, CL_REPORT_HTML);
+    ok(h && strncmp(h, "<!DOCTYPE html>\n", 16) == 0 &&
+       strstr(h, "</body>\n</html>\n"), "HTML: one whole document");
+    ok(h && !strstr(h, "<script") && !strstr(h, "<b>") &&
+       strstr(h, "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;") &&
+       strstr(h, "a&#39;b&amp;c*d") && strstr(h, "h&lt;1&gt;") &&
+       strstr(h, "load &lt;b&gt;high&lt;/b&gt; now"),
+       "HTML: names, hosts and warnings escaped");
+    ok(h && s_count(h, "<table>") == 3 && s_count(h, "</table>") == 3 &&
+       strstr(h, "<style>") && !strstr(h, "http") && !strstr(h, "src=") &&
+       !strstr(h, "href"), "HTML: three tables, inline CSS, nothing "
+       "external");
+    free(h);
+
+    char *m = s_report(rep, ver, CL_REPORT_MARKDOWN);
+    ok(m && strncmp(m, "# Parity report: job 0123456789ab\n", 34) == 0,
+       "Markdown: the title");
+    ok(m && !strstr(m, "<script") &&
+       strstr(m, "&lt;script&gt;alert(\"x\")&lt;/script&gt;") &&
+       strstr(m, "a'b&amp;c\\*d") && strstr(m, "old\\|x") &&
+       strstr(m, "branch=main\\`x\\`") && strstr(m, "SMP\\_X") &&
+       strstr(m, "suite s&lt;1&gt;"), "Markdown: names escaped");
+    ok(m && strstr(m, "| h&lt;1&gt; | done | EPYC | Linux \\#1 SMP\\_X | "
+                      "x86\\_64 | 2 | 25.0 µs (default: too few "
+                      "calibration samples) | load: load &lt;b&gt;high"
+                      "&lt;/b&gt; now |\n"),
+       "Markdown: the host row, default floor, warning on one line");
+    ok(m && strstr(m, "| beta | lost: agent went offline | - | - | - | - | "
+                      "- | none |"), "a lost host's row");
+    ok(m && strstr(m, "| loss 1.250 | no verdict | 1.000 | loss on the "
+                      "only host |"), "the verdict table, a host without "
+       "a verdict");
+    ok(m && strstr(m, "| h&lt;1&gt; | a'b&amp;c\\*d (subject) | 5 | 566.0 µs "
+                      "| 576.0 µs | 722.0 µs | 122.0 µs | 0 |") &&
+       strstr(m, "| h&lt;1&gt; | old\\|x | 0 | - | - | - | - | 2 |"),
+       "arm summaries: n, min, median, max, IQR, errors; none without "
+       "samples");
+    ok(m && strstr(m, "beta: run r2 is incomplete: agent went offline.") &&
+       strstr(m, "beta, a'b&amp;c\\*d vs old\\|x: no verdict: the run did "
+                 "not complete"), "an incomplete run says why");
+    ok(m && strstr(m, "h&lt;1&gt;, a'b&amp;c\\*d vs old\\|x: loss, ratio "
+                      "1.2500 (tolerance 0.0500)") &&
+       strstr(m, "Note: fewer than") &&
+       strstr(m, "about 3 more runs a side would be worth taking"),
+       "the verdict in full with its diagnostics");
+    free(m);
+    json_decref(rep);
+    json_decref(ver);
+}
+
+int
+main(void)
+{
+    s_history_tests();
+    s_report_tests();
+    return tap_done();
+}
