@@ -294,9 +294,14 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
     snprintf(pg->conninfo, sizeof pg->conninfo,
              "host=%s dbname=parity user=parity", pg->pg_dir);
     if (s_find_bindir(pg->bindir, sizeof pg->bindir) != 0) {
-        s_err(err, errlen, "no PostgreSQL binaries: looked in "
-              "PARITY_PG_BINDIR, /usr/lib/postgresql/*/bin and "
-              "pg_config --bindir");
+        const char *env = getenv("PARITY_PG_BINDIR");
+        if (env && *env)
+            s_err(err, errlen, "no PostgreSQL binaries: PARITY_PG_BINDIR=%s "
+                  "has no executable initdb", env);
+        else
+            s_err(err, errlen, "no PostgreSQL binaries: looked in "
+                  "/usr/lib/postgresql/*/bin and pg_config --bindir "
+                  "(set PARITY_PG_BINDIR, or use --db)");
         goto fail;
     }
     if (geteuid() == 0) {

@@ -107,6 +107,11 @@ cfg "bad bind endpoint" 'event=server_failed why="--bind tcp://nonsense:x: zmq_b
 ok $(grep -q 'event=db_down' "$T/out"; echo $?) "an unreachable --db is a warning, not a failure"
 ok $(grep -q "$T/nowhere connect_timeout" "$T/out"; [ $? -ne 0 ]; echo $?) "the conninfo (it may hold a password) is not logged"
 
+LONG="$T/$(printf 'd%.0s' $(seq 1 90))"
+cfg "a data dir too long for the server's socket" "path longer than 80 characters (the server's socket path would not fit)" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --data-dir "$LONG"
+PARITY_PG_BINDIR=/nonexistent/bin "$COLLECTOR" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --data-dir "$T/data-nobin" >"$T/out" 2>&1; st=$?
+check "PARITY_PG_BINDIR without PostgreSQL" 1 'why="no PostgreSQL binaries: PARITY_PG_BINDIR=/nonexistent/bin has no executable initdb"' "$T/out"
+
 if [ "$(id -u)" -eq 0 ]; then
     mkdir -m 0700 "$T/closed"
     cfg "as root, a data dir the postgres user cannot reach" "the postgres user cannot reach it: $T/closed is mode 0700 (chmod o+x $T/closed, or choose another --data-dir)" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --data-dir "$T/closed/data"
