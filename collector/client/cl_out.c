@@ -252,14 +252,19 @@ cl_out_table_print(const cl_out_table_t *t, FILE *f)
                 width[c] = w;
         }
     for (size_t r = 0; r < t->rows; r++) {
-        for (size_t c = 0; c < t->cols; c++) {
+        /* Empty cells at the end of a row print nothing, not a run of
+         * trailing spaces (the gbench table's empty notes). */
+        size_t used = t->cols;
+        while (used > 1 && !*s_cell(t, r, used - 1))
+            used--;
+        for (size_t c = 0; c < used; c++) {
             const char *cell = s_cell(t, r, c);
             size_t pad = width[c] - s_width(cell);
             if (c)
                 fputs("  ", f);
             if (t->left & (1u << c)) {
                 fputs(cell, f);
-                if (c + 1 < t->cols)
+                if (c + 1 < used)
                     fprintf(f, "%*s", (int)pad, "");
             } else {
                 fprintf(f, "%*s%s", (int)pad, "", cell);

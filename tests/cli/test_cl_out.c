@@ -118,6 +118,16 @@ test_tables(void)
     free(text);
     cl_out_table_destroy(&t);
 
+    const char *h2[] = {"a", "notes"}, *r2[] = {"xyz", ""};
+    t = cl_out_table_new(2);
+    cl_out_table_left(t, 1);
+    ok(t && cl_out_table_add(t, h2) == 0 && cl_out_table_add(t, r2) == 0,
+       "a row ending in an empty cell");
+    text = s_print(t);
+    ok_str(text, "a    notes\nxyz\n", "no trailing spaces for empty end cells");
+    free(text);
+    cl_out_table_destroy(&t);
+
     ok(cl_out_table_new(0) == NULL && cl_out_table_new(CL_TABLE_COLS + 1) ==
        NULL, "0 or too many columns refused");
 

@@ -1117,6 +1117,41 @@ def imports():
        out)
 
 
+def docs_examples():
+    """The examples in docs/commands are the binary's output, byte for
+    byte, and every option of --help has a row in its page's table."""
+    import re
+    docs = os.path.join(SRC, "..", "..", "docs", "commands")
+    with open(os.path.join(docs, "verdict.md"), encoding="utf-8") as f:
+        vdoc = f.read()
+    with open(os.path.join(docs, "import.md"), encoding="utf-8") as f:
+        idoc = f.read()
+    m = re.search(r"\$ parity (verdict --a \S+ --b \S+ --floor-us 25)\n(.*?)```",
+                  vdoc, re.S)
+    code, out, err = run(m.group(1).split()) if m else (-1, "", "")
+    ok(m and code == 0 and out == m.group(2),
+       "docs/commands/verdict.md: the table example is the output",
+       out + err)
+    m = re.search(r"\$ parity import gbench (\S+) (\S+)\n(.*?)```", idoc, re.S)
+    if m:
+        p = subprocess.run([PARITY, "import", "gbench", m.group(1), m.group(2)],
+                           capture_output=True, cwd=os.path.join(SRC, "..", ".."),
+                           timeout=60)
+        got = (p.stdout + p.stderr).decode("utf-8", "replace")
+    ok(m and got == m.group(3),
+       "docs/commands/import.md: the gbench example is the output",
+       got if m else "no example found")
+    for verb, doc in (("verdict", vdoc), ("import", idoc)):
+        _, usage, _ = run([verb, "--help"])
+        helped = set(re.findall(r"--[a-z][a-z_-]*", usage))
+        documented = set(re.findall(r"^\| `(--[a-z][a-z-]*)", doc, re.M))
+        ok(helped - {"--help", "--benchmark_format", "--benchmark_out",
+                     "--benchmark_repetitions", "--export-json",
+                     "--command-name"} == documented,
+           "parity %s: the options of --help are the rows of its page" % verb,
+           "help: %s\ndocs: %s" % (sorted(helped), sorted(documented)))
+
+
 def main():
     if not PARITY or not os.access(PARITY, os.X_OK):
         print("Bail out! no parity binary at %r (set PARITY)" % PARITY)
@@ -1131,6 +1166,7 @@ def main():
     batch_mixed_and_paths()
     system_errors()
     imports()
+    docs_examples()
     print("1..%d" % count)
     return 1 if failed else 0
 
