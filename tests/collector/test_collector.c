@@ -786,10 +786,47 @@ main(int argc, char **argv)
                                                     + 1
        && s_sql_long("SELECT count(*) FROM schema_version") == version,
        "the data survived the restart");
+    long before_drain = s_sql_long("SELECT count(*) FROM batches");
     PQfinish(s_pg);
     s_pg = NULL;
-    ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "second SIGTERM: exit 0");
+
+    /* SIGTERM in the middle of a burst: whatever was acked is stored. */
+    void *d = cc_dealer(ctx, col.endpoint, agent, col.public_key);
+    cc_hello(d, "host-1");
+    ok(cc_wait_ack(d, 0, 5000) && s_send_run_start(d, ++seq, "run-drain",
+                                                   "drain") == 0
+       && cc_wait_ack(d, seq, 5000), "a run to drain");
+    uint64_t first = seq + 1;
+    for (unsigned k = 0; k < 40; k++)
+        s_send_batch(d, ++seq, "run-drain", k, &b[1]);
+    kill(col.pid, SIGTERM);
+    int drained = 0;
+    for (;;) {
+        Parity__Envelope *g = cc_recv(d, 1500);
+        if (!g)
+            break;
+        if (g->body_case == PARITY__ENVELOPE__BODY_ACK && g->ack->seq >= first)
+            drained++;
+        pw_wire_free(&g);
+    }
+    zmq_close(d);
+    ok(cc_collector_stop(&col, SIGTERM, 30000) == 0,
+       "SIGTERM during a burst: exit 0 (%d of 40 batches acked first)",
+       drained);
     ok(!s_pg_running(), "and its PostgreSQL is stopped again");
+    ok(s_pg_ctl("start") == 0, "(PostgreSQL started by the test to look)");
+    s_pg = PQconnectdb(s_conninfo);
+    long stored_drain = s_sql_long("SELECT count(*) FROM batches WHERE run = "
+                                   "(SELECT id FROM runs WHERE run_uuid = "
+                                   "'run-drain')");
+    ok(stored_drain >= drained && stored_drain <= 40
+       && s_sql_long("SELECT count(*) FROM batches") == before_drain
+                                                         + stored_drain,
+       "every acked batch is stored (%ld stored, %d acked)", stored_drain,
+       drained);
+    PQfinish(s_pg);
+    s_pg = NULL;
+    s_pg_ctl("stop");
 
     zmq_ctx_term(ctx);
     zcert_destroy(&server);
