@@ -95,8 +95,13 @@ vd_params_default(vd_params_t *p)
 double
 vd_quantile_sorted(const double *sorted, size_t n, double p)
 {
-    if (n == 1)
+    if (n == 0)
+        return NAN;
+    /* p outside [0, 1] (or NaN) would make (size_t)floor(h) undefined. */
+    if (n == 1 || !(p > 0.0))
         return sorted[0];
+    if (p >= 1.0)
+        return sorted[n - 1];
     double h = (double)(n - 1) * p;
     size_t lo = (size_t)floor(h);
     if (lo >= n - 1)

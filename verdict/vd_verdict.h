@@ -92,7 +92,8 @@ typedef struct {
 /* Fill p with the defaults (parity 0.04, floor 25 us, default flag set). */
 void vd_params_default(vd_params_t *p);
 
-/* Type-7 quantile of sorted[0..n-1] at p in [0, 1]. n >= 1. */
+/* Type-7 quantile of sorted[0..n-1] at p in [0, 1]; p below 0 (or NaN)
+ * gives the minimum, above 1 the maximum, n == 0 NaN. */
 double vd_quantile_sorted(const double *sorted, size_t n, double p);
 
 /* Summarise x[0..n-1] (not modified) into out. Fails on n == 0, n above

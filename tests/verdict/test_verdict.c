@@ -218,6 +218,10 @@ test_quantiles(void)
     ok(vd_quantile_sorted(x, 4, 1.0) == 4 && vd_quantile_sorted(x, 4, 0) == 1,
        "q0 and q1 are the extremes");
     ok(vd_quantile_sorted(x, 1, 0.5) == 1, "single sample");
+    ok(vd_quantile_sorted(x, 4, -0.5) == 1 && vd_quantile_sorted(x, 4, 7) == 4
+       && vd_quantile_sorted(x, 4, NAN) == 1,
+       "p outside [0, 1] or NaN: clamped, never an undefined cast");
+    ok(isnan(vd_quantile_sorted(x, 0, 0.5)), "no samples: NaN");
 }
 
 static void
