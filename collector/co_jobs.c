@@ -129,8 +129,9 @@ co_jobs_conn(co_jobs_t *j, char *err, size_t errlen)
     }
     j->conn = PQconnectdb(j->conninfo);
     if (!j->conn || PQstatus(j->conn) != CONNECTION_OK) {
-        s_err(err, errlen, "PQconnectdb: %s",
-              j->conn ? PQerrorMessage(j->conn) : "out of memory");
+        /* libpq's message has several lines: the first says it. */
+        const char *m = j->conn ? PQerrorMessage(j->conn) : "out of memory";
+        s_err(err, errlen, "PQconnectdb: %.*s", (int)strcspn(m, "\n"), m);
         if (j->conn)
             PQfinish(j->conn);
         j->conn = NULL;
@@ -862,8 +863,8 @@ s_check_list(const json_t *args, const char *name, size_t max, char *err,
         const json_t *v = json_array_get(a, i);
         if (!json_is_string(v) || json_string_length(v) == 0 ||
             json_string_length(v) > CO_JOBS_MAX_TEXT) {
-            s_err(err, errlen, "\"%s\"[%zu] must be a non-empty string",
-                  name, i);
+            s_err(err, errlen, "\"%s\"[%zu] must be a non-empty string of "
+                  "at most %d bytes", name, i, CO_JOBS_MAX_TEXT);
             return -1;
         }
     }
@@ -919,7 +920,8 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
     const char *suite = json_string_value(json_object_get(args, "suite"));
     if (!json_is_object(args) || !suite || !*suite ||
         strlen(suite) > CO_JOBS_MAX_TEXT) {
-        s_err(err, errlen, "\"suite\" must be a non-empty string");
+        s_err(err, errlen, "\"suite\" must be a non-empty string of at most "
+              "%d bytes", CO_JOBS_MAX_TEXT);
         return CO_JOBS_BADARGS;
     }
     if (s_check_list(args, "hosts", CO_JOBS_MAX_HOSTS, err, errlen) ||
@@ -930,13 +932,24 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
     const json_t *jruns = json_object_get(args, "runs");
     const json_t *jexp = json_object_get(args, "expire_us");
     const json_t *jlabel = json_object_get(args, "label");
-    if ((jruns && (!json_is_integer(jruns) || json_integer_value(jruns) < 0 ||
-                   json_integer_value(jruns) > 1000000)) ||
-        (jexp && (!json_is_integer(jexp) || json_integer_value(jexp) < 0)) ||
-        (jlabel && (!json_is_string(jlabel) ||
-                    json_string_length(jlabel) > CO_JOBS_MAX_TEXT))) {
-        s_err(err, errlen, "\"runs\" must be an integer 0..1000000, "
-              "\"expire_us\" an integer >= 0, \"label\" a string");
+    if (jruns && (!json_is_integer(jruns) || json_integer_value(jruns) < 0 ||
+                  json_integer_value(jruns) == 1 ||
+                  json_integer_value(jruns) > 1000000)) {
+        s_err(err, errlen, "\"runs\" must be 0 (the suite's) or an integer "
+              "2..1000000");
+        return CO_JOBS_BADARGS;
+    }
+    if (jexp && (!json_is_integer(jexp) || json_integer_value(jexp) < 0 ||
+                 json_integer_value(jexp) > CO_JOBS_MAX_EXPIRE_US)) {
+        s_err(err, errlen, "\"expire_us\" must be 0 (never) or an integer "
+              "of microseconds up to %lld (30 days)",
+              (long long)CO_JOBS_MAX_EXPIRE_US);
+        return CO_JOBS_BADARGS;
+    }
+    if (jlabel && (!json_is_string(jlabel) ||
+                   json_string_length(jlabel) > CO_JOBS_MAX_TEXT)) {
+        s_err(err, errlen, "\"label\" must be a string of at most %d bytes",
+              CO_JOBS_MAX_TEXT);
         return CO_JOBS_BADARGS;
     }
     const json_t *sel = json_object_get(args, "hosts");

@@ -70,6 +70,8 @@ enum {
 #define CO_JOBS_MAX_ITEMS 256
 /* Longest key or value of a tag or var, and of a label. */
 #define CO_JOBS_MAX_TEXT 1024
+/* Longest expire_us of a job: 30 days. */
+#define CO_JOBS_MAX_EXPIRE_US (30LL * 86400 * 1000000)
 /* Z85 public key length. */
 #define CO_JOBS_KEY_LEN 40
 /* After a Hello, how long a running row waits for a Heartbeat saying the

@@ -348,6 +348,13 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
         s_err(res->err, sizeof res->err, "\"job\" must be a string");
         return false;
     }
+    const json_t *latest = json_object_get(args, "latest");
+    if (latest && !json_is_true(latest)) {
+        res->status = CO_QUERY_BADARGS;
+        s_err(res->err, sizeof res->err, "\"latest\" must be true (or "
+              "give \"job\")");
+        return false;
+    }
     PGresult *r = s_q(q, res, "SELECT job_uuid FROM jobs ORDER BY "
                       "created_at_us DESC, id DESC LIMIT 1", 0, NULL);
     if (!r)
@@ -368,7 +375,7 @@ static json_t *
 s_job(co_query_t *q, const json_t *args, s_res_t *res)
 {
     char id[64];
-    if (!json_is_string(json_object_get(args, "job"))) {
+    if (!json_object_get(args, "job")) {
         res->status = CO_QUERY_BADARGS;
         s_err(res->err, sizeof res->err, "\"job\" (a job id) is required");
         return NULL;
@@ -467,8 +474,15 @@ static json_t *
 s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
 {
     const json_t *jl = json_object_get(args, "limit");
+    const json_t *ja = json_object_get(args, "active");
     json_int_t limit = json_is_integer(jl) ? json_integer_value(jl) : 50;
-    if (limit < 1 || limit > S_JOBS_LIMIT_MAX) {
+    if (ja && !json_is_boolean(ja)) {
+        res->status = CO_QUERY_BADARGS;
+        s_err(res->err, sizeof res->err, "\"active\" must be true or false");
+        return NULL;
+    }
+    if ((jl && !json_is_integer(jl)) || limit < 1 ||
+        limit > S_JOBS_LIMIT_MAX) {
         res->status = CO_QUERY_BADARGS;
         s_err(res->err, sizeof res->err, "\"limit\" must be 1..%d",
               S_JOBS_LIMIT_MAX);
@@ -481,9 +495,9 @@ s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
     PGresult *r = s_q(q, res,
         "SELECT j.job_uuid, j.suite, j.state, j.label, j.tags::text, "
         "j.created_at_us, j.ended_at_us, "
-        "(SELECT COALESCE(json_object_agg(s.state, s.n), '{}') FROM "
-        " (SELECT state, count(*) AS n FROM job_hosts WHERE job = j.id "
-        "  GROUP BY state) s)::text "
+        "(SELECT COALESCE(json_object_agg(s.state, s.n ORDER BY s.state), "
+        " '{}') FROM (SELECT state, count(*) AS n FROM job_hosts WHERE "
+        " job = j.id GROUP BY state) s)::text "
         "FROM jobs j WHERE $1 = 'f' OR j.state = 'active' "
         "ORDER BY j.created_at_us DESC, j.id DESC LIMIT $2::int", 2, p);
     if (!r)
@@ -665,7 +679,8 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     const char *run = json_string_value(json_object_get(args, "run"));
     if (!run) {
         res->status = CO_QUERY_BADARGS;
-        s_err(res->err, sizeof res->err, "\"run\" (a run id) is required");
+        s_err(res->err, sizeof res->err, "\"run\" (a run id, a string) is "
+              "required");
         return NULL;
     }
     const char *p[] = { run };
@@ -842,13 +857,25 @@ s_jobs_status(int rc)
     }
 }
 
+/* co_jobs' CO_JOBS_FAIL is the database (or memory): say so. */
+static void
+s_jobs_result(int rc, const char *err, s_res_t *res)
+{
+    res->status = s_jobs_status(rc);
+    if (res->status == CO_QUERY_UNAVAILABLE)
+        s_err(res->err, sizeof res->err, "database unavailable: %.400s", err);
+    else
+        s_err(res->err, sizeof res->err, "%s", err);
+}
+
 static json_t *
 s_run(co_query_t *q, const char *key, const json_t *args, s_res_t *res)
 {
     json_t *reply = NULL;
+    char err[S_ERR_MAX] = "";
     int rc = co_jobs_create(q->jobs, key, args, co_jobs_now_us(), &reply,
-                            res->err, sizeof res->err);
-    res->status = s_jobs_status(rc);
+                            err, sizeof err);
+    s_jobs_result(rc, err, res);
     return reply;
 }
 
@@ -858,23 +885,85 @@ s_cancel(co_query_t *q, const json_t *args, s_res_t *res)
     const char *job = json_string_value(json_object_get(args, "job"));
     if (!job) {
         res->status = CO_QUERY_BADARGS;
-        s_err(res->err, sizeof res->err, "\"job\" (a job id) is required");
+        s_err(res->err, sizeof res->err, "\"job\" (a job id, a string) is "
+              "required");
         return NULL;
     }
     json_t *reply = NULL;
-    int rc = co_jobs_cancel(q->jobs, job, co_jobs_now_us(), &reply,
-                            res->err, sizeof res->err);
-    res->status = s_jobs_status(rc);
+    char err[S_ERR_MAX] = "";
+    int rc = co_jobs_cancel(q->jobs, job, co_jobs_now_us(), &reply, err,
+                            sizeof err);
+    s_jobs_result(rc, err, res);
     return reply;
 }
 
 /* ---- dispatch ----------------------------------------------------- */
 
+/* An error line for the Reply: one line (libpq's messages have several),
+ * no tabs, no trailing space. NULL-safe copy; never NULL. */
 static char *
 s_dup(const char *s)
 {
     char *d = strdup(s);
-    return d ? d : (char *)protobuf_c_empty_string;
+    if (!d)
+        return (char *)protobuf_c_empty_string;
+    size_t o = 0;
+    for (size_t i = 0; d[i]; i++) {
+        char ch = d[i] == '\n' || d[i] == '\t' || d[i] == '\r' ? ' ' : d[i];
+        if (ch == ' ' && (o == 0 || d[o - 1] == ' '))
+            continue;
+        d[o++] = ch;
+    }
+    while (o > 0 && d[o - 1] == ' ')
+        o--;
+    d[o] = '\0';
+    return d;
+}
+
+/* The arguments each command of this module knows (space-separated); an
+ * unknown one is refused, so a typo ("tag" for "tags") never silently
+ * drops what the user asked for. */
+static const struct {
+    const char *command;
+    const char *known;
+} s_known_args[] = {
+    { "hosts", "" },
+    { "run", "suite hosts tags vars runs only label expire_us" },
+    { "job", "job" },
+    { "jobs", "active limit" },
+    { "cancel", "job" },
+    { "verdicts", "job latest" },
+    { "show", "run" },
+};
+
+static bool
+s_args_known(const char *cmd, const json_t *args, s_res_t *res)
+{
+    const char *known = NULL;
+    for (size_t i = 0; i < sizeof s_known_args / sizeof *s_known_args; i++)
+        if (strcmp(cmd, s_known_args[i].command) == 0)
+            known = s_known_args[i].known;
+    if (!known)
+        return true;
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)args, k, v) {
+        size_t n = strlen(k);
+        const char *p = known;
+        bool found = false;
+        while (!found && n > 0 && (p = strstr(p, k)) != NULL) {
+            found = (p == known || p[-1] == ' ') &&
+                    (p[n] == ' ' || p[n] == '\0');
+            p += n;
+        }
+        if (!found) {
+            res->status = CO_QUERY_BADARGS;
+            s_err(res->err, sizeof res->err, "unknown argument \"%.60s\" "
+                  "for %s (known: %s)", k, cmd, *known ? known : "none");
+            return false;
+        }
+    }
+    return true;
 }
 
 void
@@ -918,6 +1007,8 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
               "at most %d bytes", CO_QUERY_MAX_ARGS);
         goto out;
     }
+    if (!s_args_known(cmd, args, &res))
+        goto out;
     if (strcmp(cmd, "hosts") == 0)
         body = s_hosts(q, args, &res);
     else if (strcmp(cmd, "run") == 0)

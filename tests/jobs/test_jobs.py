@@ -13,6 +13,14 @@ temp dir, three parity-agent daemons (alpha, beta, gamma), keys from
            it; an agent killed during a job shows `lost` and the job ends
            with the other hosts' results; --expire; cancel; a wrong
            collector key
+  restart  malformed Requests (not JSON, wrong types, huge strings,
+           unknown commands and arguments, SQL in a job id) each get their
+           exact error and the collector lives on; a client using an
+           agent's key does not cut the agent off; `run --wait` names the
+           offline host it waits for; the collector killed (SIGKILL, then
+           SIGTERM) in the middle of a job and started again: the job
+           still ends with every host done and its verdict; the database
+           stopped under the collector: one-line status 5 answers
   client   every client setting error (missing, wrong, from flags, env or
            client.yaml) and an unreachable collector; needs no collector
 """
@@ -32,6 +40,7 @@ BUILD = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else
 AGENT = os.path.join(BUILD, "agent", "parity-agent")
 COLLECTOR = os.path.join(BUILD, "collector", "parity-collector")
 PARITY = os.path.join(BUILD, "collector", "client", "parity")
+REQUEST = os.path.join(BUILD, "tests", "jobs", "jobs-request")
 HEARTBEAT_MS = "200"   # offline after 5 beats: 1 s
 
 n_tests = 0
@@ -272,6 +281,20 @@ class World:
             diag("kept " + self.root)
         else:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def requests(w, lines, key="admin", timeout_ms=5000):
+    """Send (command, args_text) pairs with jobs-request; their answers
+    as (status, text) pairs (status "TIMEOUT" when none came)."""
+    text = "".join("%s\t%s\n" % (c, a) for c, a in lines)
+    r = subprocess.run([REQUEST, w.endpoint, w.key("collector"), w.key(key),
+                        str(timeout_ms)], input=text, capture_output=True,
+                       text=True, timeout=120)
+    out = []
+    for line in r.stdout.splitlines():
+        st, _, rest = line.partition("\t")
+        out.append((st, rest))
+    return out + [("MISSING", "")] * (len(lines) - len(out))
 
 
 def host_map(v):
@@ -544,6 +567,217 @@ def case_fleet():
         w.close(keep=n_failed > 0)
 
 
+def wait_samples(w, job, hosts, timeout=30):
+    """Until every one of hosts has stored samples of job."""
+    end = time.time() + timeout
+    while time.time() < end:
+        n = w.psql("SELECT count(DISTINCT h.name) FROM samples s JOIN runs r "
+                   "ON r.id = s.run JOIN hosts h ON h.id = r.host_id WHERE "
+                   "r.job_id = '%s'" % job)
+        if n == str(len(hosts)):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def restart_collector(w, sig):
+    w.collector.send_signal(sig)
+    try:
+        w.collector.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        w.collector.kill()
+        w.collector.wait()
+    w.start_collector()
+
+
+def case_restart():
+    w = World()
+    try:
+        w.start_collector()
+        for n in ("alpha", "beta"):
+            w.start_agent(n)
+        ok(w.wait_online(["alpha", "beta"], True), "alpha and beta online")
+
+        # -- a client using alpha's own key does not cut alpha off -------
+        # (alpha idle: only heartbeats, which never make it say Hello again)
+        time.sleep(1)
+        r = w.parity("hosts", key="alpha")
+        ok(r.returncode == 1 and "forbidden" in r.stderr,
+           "parity hosts with alpha's key is forbidden")
+        time.sleep(0.5)
+        try:
+            r = w.parity("run", "fleet", "--hosts", "alpha", "--only",
+                         "startup", "--runs", "3", "--wait", timeout=20)
+            rc, tail = r.returncode, r.stderr.strip()[-200:]
+        except subprocess.TimeoutExpired:
+            rc, tail = None, "no end within 20 s"
+        ok(rc == 0, "alpha still gets and runs a job after a client spoke "
+           "with its key (%s: %s)" % (rc, tail))
+        for j in (w.pjson("jobs", "--active", "--json") or {}).get("jobs", []):
+            w.parity("cancel", j["job"])
+
+        # -- malformed Requests: each its exact error --------------------
+        big = "A" * 60000
+        cases = [
+            ("hosts", "not json", "1", "args_json must be a JSON object of "
+             "at most 65536 bytes"),
+            ("hosts", "[1, 2]", "1", "args_json must be a JSON object"),
+            ("hosts", "{" + " " * 65536 + "}", "1",
+             "args_json must be a JSON object of at most 65536 bytes"),
+            ("hosts", '{"x": 1}', "1", 'unknown argument "x" for hosts '
+             "(known: none)"),
+            ("nosuch", "{}", "2", "unknown command"),
+            ("", "{}", "2", "unknown command"),
+            ("job", "{}", "1", '"job" (a job id) is required'),
+            ("job", '{"job": 5}', "1", '"job" must be a string'),
+            ("job", '{"job": "x\'; DROP TABLE jobs; --"}', "4",
+             'no job "x\'; DROP TABLE jobs; --" (parity jobs lists them)'),
+            ("job", '{"job": "%s"}' % big, "4", 'no job "%s" (parity jobs '
+             "lists them)" % big[:40]),
+            ("jobs", '{"limit": "5"}', "1", '"limit" must be 1..1000'),
+            ("jobs", '{"limit": 1e3}', "1", '"limit" must be 1..1000'),
+            ("jobs", '{"active": "yes"}', "1",
+             '"active" must be true or false'),
+            ("jobs", '{"actve": true}', "1", 'unknown argument "actve" for '
+             "jobs (known: active limit)"),
+            ("cancel", '{"job": 1}', "1",
+             '"job" (a job id, a string) is required'),
+            ("verdicts", '{"job": 7}', "1", '"job" must be a string'),
+            ("verdicts", '{"latest": "x"}', "1",
+             '"latest" must be true (or give "job")'),
+            ("show", '{"run": 3}', "1",
+             '"run" (a run id, a string) is required'),
+            ("show", '{"run": "%s"}' % ("\u00e9" * 100), "4",
+             'no run "%s" (parity verdicts --json names them)' %
+             ("\u00e9" * 30)),
+            ("run", "{}", "1",
+             '"suite" must be a non-empty string of at most 1024 bytes'),
+            ("run", '{"suite": "%s"}' % ("S" * 2000), "1",
+             '"suite" must be a non-empty string of at most 1024 bytes'),
+            ("run", '{"suite": "fleet", "hosts": "all"}', "1",
+             '"hosts" must be an array of at most 4096 strings'),
+            ("run", '{"suite": "fleet", "hosts": ["%s"]}' % ("h" * 2000),
+             "1", '"hosts"[0] must be a non-empty string of at most 1024 '
+             "bytes"),
+            ("run", '{"suite": "fleet", "tags": {"a": 1}}', "1",
+             '"tags": "a" must have a non-empty key and a string value of '
+             "at most 1024 bytes"),
+            ("run", '{"suite": "fleet", "runs": 1}', "1",
+             '"runs" must be 0 (the suite\'s) or an integer 2..1000000'),
+            ("run", '{"suite": "fleet", "runs": 2.5}', "1",
+             '"runs" must be 0 (the suite\'s) or an integer 2..1000000'),
+            ("run", '{"suite": "fleet", "expire_us": 9223372036854775807}',
+             "1", '"expire_us" must be 0 (never) or an integer of '
+             "microseconds up to 2592000000000 (30 days)"),
+            ("run", '{"suite": "fleet", "label": 5}', "1",
+             '"label" must be a string of at most 1024 bytes'),
+            ("run", '{"suite": "fleet", "tag": {"commit": "abc"}}', "1",
+             'unknown argument "tag" for run (known: suite hosts tags vars '
+             "runs only label expire_us)"),
+        ]
+        before = w.psql("SELECT count(*) FROM jobs")
+        got = requests(w, [(c, a) for c, a, _, _ in cases])
+        for (c, a, st, msg), (gst, gtext) in zip(cases, got):
+            ok(gst == st and gtext.startswith(msg),
+               "%s %s: status %s \"%s\" (got %s \"%s\")" %
+               (c or '""', a[:50], st, msg[:80], gst, gtext[:120]))
+        ok(w.psql("SELECT count(*) FROM jobs") == before,
+           "no malformed run created a job")
+        got = requests(w, [("ping", "")])
+        ok(got[0] == ("0", "{}"), "the collector is alive after them")
+        got = requests(w, [("hosts", "{}"), ("run", '{"suite": "fleet"}')],
+                       key="stranger")
+        ok(all(g == ("3", "forbidden: this client's key is not in the "
+                     "collector's --admin directory") for g in got),
+           "a non-admin key: forbidden, exact text: %s" % got)
+
+        # -- --wait says whom it waits for, and that they are offline ----
+        w.stop_agent("beta")
+        ok(w.wait_online(["beta"], False), "beta stopped")
+        p = subprocess.Popen([PARITY, "run", "fleet", "--only", "startup",
+                              "--runs", "3", "--wait", "--expire", "1h"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=dict(os.environ,
+                             PARITY_COLLECTOR=w.endpoint,
+                             PARITY_COLLECTOR_KEY=w.key("collector"),
+                             PARITY_KEY=w.key("admin")))
+        time.sleep(3)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        ok("beta         queued: offline, gets the job when it comes back"
+           in err and "waiting for 1 offline host: beta; the job waits "
+           "until 20" in err and "(--expire); Ctrl-C stops waiting, parity "
+           "cancel " in err, "run --wait names offline beta and until when "
+           "the job waits: %s" % err.strip()[-300:])
+        ok(p.returncode == 3 and "stopped waiting; job " in err,
+           "Ctrl-C stops waiting (exit 3), the job goes on")
+        jobs = w.pjson("jobs", "--active", "--json") or {"jobs": [{}]}
+        for j in jobs["jobs"]:
+            w.parity("cancel", j["job"])
+        w.start_agent("beta")
+        ok(w.wait_online(["beta"], True), "beta back")
+
+        # -- the collector restarted in the middle of a job --------------
+        for sig, name in ((signal.SIGKILL, "SIGKILL"),
+                          (signal.SIGTERM, "SIGTERM")):
+            env = dict(os.environ, PARITY_COLLECTOR=w.endpoint,
+                       PARITY_COLLECTOR_KEY=w.key("collector"),
+                       PARITY_KEY=w.key("admin"), PARITY_TIMEOUT="3")
+            p = subprocess.Popen([PARITY, "run", "long", "--wait", "--runs",
+                                  "25", "--json"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env)
+            time.sleep(1)
+            jobs = w.pjson("jobs", "--active", "--json") or {"jobs": [{}]}
+            job = (jobs["jobs"] or [{}])[0].get("job", "?")
+            ok(wait_samples(w, job, ["alpha", "beta"]),
+               "%s: both hosts are in the middle of job %s" % (name, job))
+            restart_collector(w, sig)
+            try:
+                out, err = p.communicate(timeout=90)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+            ok(p.returncode == 0, "%s: run --wait rode out the restart and "
+               "exits 0 (%s: %s)" % (name, p.returncode, err.strip()[-300:]))
+            v = w.pjson("verdicts", job, "--json") or {}
+            hm = host_map(v)
+            ok(v.get("state") == "ended" and
+               all(hm.get(n, {}).get("state") == "done"
+                   for n in ("alpha", "beta")),
+               "%s: the job ended with both hosts done: %s" %
+               (name, {k: (x["state"], x["reason"]) for k, x in hm.items()}))
+            c = (v.get("comparisons") or [{}])[0]
+            ok(sorted(h["host"] for h in c.get("hosts", [])
+                      if "verdict" in h) == ["alpha", "beta"] and
+               c.get("summary", {}).get("hosts") == 2,
+               "%s: and both hosts' verdicts are in its summary" % name)
+
+        # -- the database stopped under the collector --------------------
+        pg = os.path.join(w.data, "pg")
+        ctl = [os.path.join(pg_bindir(), "pg_ctl"), "stop", "-D", pg, "-m",
+               "fast", "-w"]
+        if os.getuid() == 0:
+            ctl = ["runuser", "-u", "postgres", "--"] + ctl
+        r = subprocess.run(ctl, capture_output=True, text=True, timeout=60)
+        ok(r.returncode == 0, "pg_ctl stop of the collector's cluster (%s)" %
+           r.stderr.strip())
+        got = requests(w, [("hosts", "{}"), ("jobs", "{}"),
+                           ("run", '{"suite": "fleet"}'),
+                           ("cancel", '{"job": "abc"}'),
+                           ("show", '{"run": "x"}'), ("ping", "")])
+        ok(all(g[0] == "5" and g[1].startswith("database unavailable: ")
+               and "  " not in g[1] for g in got[:5]),
+           "database down: every query is status 5, one line, 'database "
+           "unavailable: ...': %s" % got[:5])
+        ok(got[5] == ("0", "{}"), "and the collector is alive")
+        r = w.parity("hosts")
+        ok(r.returncode == 1 and r.stderr.count("\n") == 1 and
+           r.stderr.startswith("parity hosts: database unavailable: "),
+           "parity hosts: one line, exit 1 (%s)" % r.stderr.strip())
+    finally:
+        w.close(keep=n_failed > 0)
+
+
 def case_client():
     root = tempfile.mkdtemp(prefix="parity-client-")
     keys = os.path.join(root, "keys")
@@ -668,10 +902,12 @@ def case_client():
 
 def main():
     case = sys.argv[1]
-    for exe in (PARITY,) + ((AGENT, COLLECTOR) if case == "fleet" else ()):
+    for exe in (PARITY,) + ((AGENT, COLLECTOR, REQUEST)
+                            if case in ("fleet", "restart") else ()):
         if not os.access(exe, os.X_OK):
             bail("%s not built" % exe)
-    {"fleet": case_fleet, "client": case_client}[case]()
+    {"fleet": case_fleet, "client": case_client,
+     "restart": case_restart}[case]()
     print("1..%d" % n_tests, flush=True)
     sys.exit(1 if n_failed else 0)
 
