@@ -318,7 +318,11 @@ s_spawn_error(const ag_spawn_req_t *req, const char *call, const char *prog,
         what = S_ISDIR(st.st_mode) ? "is a directory"
              : !S_ISREG(st.st_mode) ? "is not a regular file"
              : "is not executable";
-    if (what)
+    if (e == ENOEXEC)
+        snprintf(err, errlen, "%s(%s): %s (neither a program for this "
+                 "machine nor a script starting with #!)", call, prog,
+                 strerror(e));
+    else if (what)
         snprintf(err, errlen, "%s(%s): %s (%s %s)", call, prog, strerror(e),
                  prog, what);
     else

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -308,6 +309,18 @@ main(int argc, char **argv)
     snprintf(want, sizeof want, "posix_spawnp(%s): Permission denied (%s is "
              "not executable)", plain, plain);
     ok_str(err, want, "is named not executable");
+    FILE *sf = fopen(plain, "w");
+    if (sf) {
+        fputs("echo no shebang\n", sf);
+        fclose(sf);
+    }
+    chmod(plain, 0755);
+    ok(s_run(nox, 0, &res, err, sizeof err) == AG_SPAWN_ERR,
+       "a script without #!");
+    snprintf(want, sizeof want, "posix_spawnp(%s): Exec format error "
+             "(neither a program for this machine nor a script starting "
+             "with #!)", plain);
+    ok_str(err, want, "says what exec wants");
     ag_spawn_req_init(&req);
     req.argv = sleep50;
     req.cwd = plain;
