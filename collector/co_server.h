@@ -1,13 +1,13 @@
 /* co_server.h -- the collector's network loop (docs/protocol.md).
  *
  * One ROUTER socket with CURVE (the collector is the server), a ZAP
- * handler (CZMQ zauth) admitting only the public certificates in the
- * allow-list directory, and a zmq_poll loop that handles each peer's
+ * handler (co_auth, polled in the same loop) admitting only the public
+ * certificates in the allow-list directory, and a zmq_poll loop that handles each peer's
  * messages in order, stores them through co_db and acks after commit.
  * Peers are keyed by their authenticated CURVE public key. The loop logs
  * events through co_log (one line each) and keeps the counters below.
  *
- * Single-threaded apart from zauth's actor. The server borrows the
+ * Single-threaded (libzmq's I/O threads aside). The server borrows the
  * co_db handle (the caller keeps ownership and destroys it after the
  * server).
  */
@@ -79,7 +79,8 @@ typedef struct {
 
 typedef struct co_server co_server_t;
 
-/* Load the key, start zauth on allow_dir, bind. Returns a new server the
+/* Load the key, start the ZAP handler on allow_dir, bind. Returns a new
+ * server the
  * caller owns, or NULL with err naming the failing call and argument. */
 co_server_t *co_server_new(const co_server_config_t *cfg, co_db_t *db,
                            char *err, size_t errlen);
@@ -104,7 +105,7 @@ const co_counters_t *co_server_counters(const co_server_t *srv);
  * srv. */
 const char *co_server_endpoint(const co_server_t *srv);
 
-/* Close sockets, stop zauth, free everything; NULL is fine. */
+/* Close sockets, stop the ZAP handler, free everything; NULL is fine. */
 void co_server_destroy(co_server_t **srv);
 
 #endif
