@@ -80,8 +80,8 @@ typedef struct {
 typedef struct co_server co_server_t;
 
 /* Load the key, start the ZAP handler on allow_dir, bind. Returns a new
- * server the
- * caller owns, or NULL with err naming the failing call and argument. */
+ * server the caller owns, or NULL with err naming the failing call and
+ * argument. */
 co_server_t *co_server_new(const co_server_config_t *cfg, co_db_t *db,
                            char *err, size_t errlen);
 
