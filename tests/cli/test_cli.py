@@ -285,6 +285,19 @@ CASES = [
      '"error":"unknown key \\"x\\"y\\" (known', ""),
     (["verdict", "--batch", "--floor-us", "x"], "", 2, "",
      'parity verdict: --floor-us "x": not a number'),
+    (["verdict", "--batch"], '{"a":[1e309,2],"b":[1,2]}\n', 1,
+     '{"line":1,"error":"not JSON: real number overflow near \'1e309\' at '
+     'column 11"}', ""),
+    (["verdict", "--batch"], '{"a":["5",2],"b":[1,2]}\n', 1,
+     '{"line":1,"error":"\\"a\\"[0] is not a number"}', ""),
+    (["verdict", "--batch"], '{"a":[-0.0,2],"b":[1,2]}\n', 1,
+     '{"line":1,"error":"\\"a\\"[0] is -0: samples must be finite and > '
+     '0"}', ""),
+    (["verdict", "--batch"], '{"a":[12345678901234567890123,2],"b":[1,2]}\n',
+     1, '{"line":1,"error":"not JSON: too big integer at column 29"}', ""),
+    (["verdict", "--batch"], '{"a":[1,2],"b":[1,2],"b":[1,2]}\n', 1,
+     '{"line":1,"error":"not JSON: duplicate object key near \'\\"b\\"\' at '
+     'column 24"}', ""),
     (["verdict", "--batch"], '{"a":[1,2],"b":[1,2]}\0\n', 1,
      '{"line":1,"error":"a NUL byte at column 22: not JSON text"}', ""),
     (["verdict", "--batch"], '\ufeff{"a":[1,2],"b":[1,2]}\n', 0,
