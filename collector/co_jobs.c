@@ -1016,7 +1016,7 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
         }
         if (*why) {
             if (by_name && !all) {
-                s_err(err, errlen, "host \"%s\" %s", name, why);
+                s_err(err, errlen, "host \"%s\": %s", name, why);
                 rc = CO_JOBS_BADARGS;
                 goto done;
             }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <yaml.h>
@@ -56,6 +57,7 @@ typedef struct {
     char path[S_PATH_MAX];
     char dir[S_PATH_MAX];
     char error[512];           /* a parse error, "" when fine */
+    bool unreadable;           /* error says why it cannot be read */
     char collector[S_VALUE_MAX];
     char collector_key[S_VALUE_MAX];
     char key[S_VALUE_MAX];
@@ -137,10 +139,22 @@ s_config_load(s_config_t *c)
         return;
     c->loaded = true;
     s_config_path(c);
-    FILE *f = fopen(c->path, "rb");
-    if (!f)
+    struct stat st;
+    if (stat(c->path, &st) != 0 && errno == ENOENT)
         return;
     c->exists = true;
+    if (stat(c->path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(c->error, sizeof c->error, "is a directory");
+        c->unreadable = true;
+        return;
+    }
+    FILE *f = fopen(c->path, "rb");
+    if (!f) {
+        snprintf(c->error, sizeof c->error, "cannot be read: %s",
+                 strerror(errno));
+        c->unreadable = true;
+        return;
+    }
     yaml_parser_t p;
     yaml_event_t ev;
     if (!yaml_parser_initialize(&p)) {
@@ -248,6 +262,8 @@ s_resolve(s_setting_t *s, const char *flag_value, s_config_t *cfg,
     char why[700];
     if (!cfg->exists)
         snprintf(why, sizeof why, "%.600s does not exist", cfg->path);
+    else if (cfg->unreadable)
+        snprintf(why, sizeof why, "%.300s %.300s", cfg->path, cfg->error);
     else if (cfg->error[0])
         snprintf(why, sizeof why, "%.300s is not valid: %.300s", cfg->path,
                  cfg->error);

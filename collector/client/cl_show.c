@@ -81,15 +81,24 @@ s_safe(char *out, size_t len, const char *in)
     out[i] = '\0';
 }
 
+/* Write doc to path; an existing file is kept (-1, err says so) unless
+ * force. */
 static int
-s_write(const char *path, const json_t *doc, char *err, size_t errlen)
+s_write(const char *path, const json_t *doc, bool force, char *err,
+        size_t errlen)
 {
     char *text = pw_json_dumps(doc);
     if (!text) {
         snprintf(err, errlen, "%.1500s: out of memory", path);
         return -1;
     }
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, force ? "w" : "wx");
+    if (!f && errno == EEXIST) {
+        snprintf(err, errlen, "%.1500s exists (an earlier export?); "
+                 "--force overwrites it", path);
+        free(text);
+        return -1;
+    }
     int rc = -1;
     if (!f) {
         snprintf(err, errlen, "%.1500s: %s", path, strerror(errno));
@@ -113,12 +122,15 @@ cl_export_main(int argc, char **argv)
     cl_conn_opts_t co = { 0 };
     char err[2048];
     const char *job = NULL, *out = NULL;
+    bool force = false;
     if (cl_out_wants_help(argc, argv)) {
-        printf("usage: parity export JOB --out DIR [connection options]\n\n"
+        printf("usage: parity export JOB --out DIR [--force] [connection "
+               "options]\n\n"
                "Write the results file of every host of JOB: DIR/HOST.json, "
                "one document per\nhost with one entry in \"benchmarks\" per "
-               "run (the shape of `parity show`).\nConnection options as in "
-               "`parity hosts --help`.\n");
+               "run (the shape of `parity show`).\nDIR is created if "
+               "missing; an existing HOST.json is kept unless --force.\n"
+               "Connection options as in `parity hosts --help`.\n");
         return CL_EXIT_OK;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
@@ -128,6 +140,8 @@ cl_export_main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
+        else if (strcmp(argv[i], "--force") == 0)
+            force = true;
         else if (argv[i][0] == '-' || job) {
             cl_out_error("export", "unexpected argument \"%s\" (parity "
                          "export --help)", argv[i]);
@@ -139,8 +153,13 @@ cl_export_main(int argc, char **argv)
         cl_out_error("export", "give JOB and --out DIR");
         return CL_EXIT_USAGE;
     }
+    struct stat st;
     if (mkdir(out, 0755) != 0 && errno != EEXIST) {
-        cl_out_error("export", "mkdir %s: %s", out, strerror(errno));
+        cl_out_error("export", "--out %s: mkdir: %s", out, strerror(errno));
+        return CL_EXIT_SYSTEM;
+    }
+    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        cl_out_error("export", "--out %s: not a directory", out);
         return CL_EXIT_SYSTEM;
     }
     int code;
@@ -197,7 +216,7 @@ cl_export_main(int argc, char **argv)
         char name[256], path[4096 + 300];
         s_safe(name, sizeof name, host);
         snprintf(path, sizeof path, "%s/%s.json", out, name);
-        if (s_write(path, doc, err, sizeof err) != 0) {
+        if (s_write(path, doc, force, err, sizeof err) != 0) {
             cl_out_error("export", "%s", err);
             rc = CL_EXIT_SYSTEM;
             goto done;

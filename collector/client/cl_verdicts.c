@@ -120,8 +120,10 @@ s_print_csv(FILE *f, const json_t *body)
     json_t *cmp, *e;
     json_array_foreach(json_object_get(body, "comparisons"), i, cmp) {
         const json_t *sum = json_object_get(cmp, "summary");
-        char gm[32];
-        s_geomean(gm, sizeof gm, sum);
+        char gm[32] = "";
+        if (json_integer_value(json_object_get(sum, "hosts")) > 0)
+            snprintf(gm, sizeof gm, "%.17g", json_number_value(
+                     json_object_get(sum, "geomean_ratio")));
         json_array_foreach(json_object_get(cmp, "hosts"), k, e) {
             const json_t *v = json_object_get(e, "verdict");
             char num[5][32];
@@ -177,9 +179,11 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
                      used ? " " : "", k, json_string_value(v) ?
                      json_string_value(v) : "");
         }
-        fprintf(f, "job %s  suite %s  %s%s%s\n", s_str(body, "job", "?"),
+        const char *label = s_str(body, "label", "");
+        fprintf(f, "job %s  suite %s  %s%s%s%s%s\n", s_str(body, "job", "?"),
                 s_str(body, "suite", "?"), s_str(body, "state", "?"),
-                *tags ? "  tags " : "", tags);
+                *tags ? "  tags " : "", tags, *label ? "  label " : "",
+                label);
     }
     head[0] = "benchmark";
     head[1] = "arms";
@@ -244,20 +248,32 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
     if (format == CL_VERDICTS_TABLE) {
         rc |= cl_out_table_print(t, f);
         if (json_array_size(cmps) == 0)
-            fprintf(f, "(no verdicts stored for this job yet)\n");
-        /* Hosts that have nothing to show say why. */
+            fprintf(f, "(no verdicts stored for this job%s)\n",
+                    strcmp(s_str(body, "state", ""), "active") == 0 ?
+                    " yet" : "");
+    }
+    if (format == CL_VERDICTS_TABLE || format == CL_VERDICTS_MARKDOWN) {
+        /* Hosts that did not finish say why (in Markdown as a list
+         * after a blank line, so a report keeps it). */
+        bool first = true;
         json_t *h;
         json_array_foreach(hosts, i, h) {
             const char *st = s_str(h, "state", "?");
-            if (strcmp(st, "done") != 0)
-                fprintf(f, "%s: %s%s%s\n", s_str(h, "host", "?"), st,
-                        *s_str(h, "reason", "") ? ": " : "",
-                        s_str(h, "reason", ""));
+            if (strcmp(st, "done") == 0)
+                continue;
+            if (format == CL_VERDICTS_MARKDOWN && first)
+                fputc('\n', f);
+            first = false;
+            fprintf(f, "%s%s: %s%s%s\n", format == CL_VERDICTS_MARKDOWN ?
+                    "- " : "", s_str(h, "host", "?"), st,
+                    *s_str(h, "reason", "") ? ": " : "",
+                    s_str(h, "reason", ""));
         }
+    }
+    if (format == CL_VERDICTS_TABLE && json_array_size(cmps) > 0)
         fprintf(f, "ratio = subject median / other median on that host "
                 "(below 1: the subject is faster);\neach verdict uses its "
                 "host's own samples and noise floor.\n");
-    }
     cl_out_table_destroy(&t);
     return rc || ferror(f) ? -1 : 0;
 }

@@ -88,13 +88,38 @@ main(void)
     ok(t && strstr(t, "0123456789ab,zip,new,old|x,alpha,r1,loss,1.1619999999999999"),
        "csv: alpha's line with the exact ratio");
     ok(t && strstr(t, ",beta,r2,error,"), "csv: beta's line says error");
+    ok(t && strstr(t, ",loss on the only host,1.1619999999999999\n"),
+       "csv: the geomean is exact too, not rounded to 3 places");
     free(t);
 
     t = s_print(body, CL_VERDICTS_MARKDOWN);
     ok(t && strstr(t, "| benchmark | arms | alpha | beta | gamma | geomean "
                       "| summary |") && strstr(t, "new vs old\\|x"),
        "markdown: header row, and | in a name escaped");
+    ok(t && strstr(t, "|\n\n- gamma: lost: the agent went offline during "
+                      "the job\n"),
+       "markdown: a host that did not finish is listed after the table");
     free(t);
+
+    /* A label goes into the header; a job without verdicts says so
+     * without "yet" once it is over. */
+    json_t *empty = json_pack("{s:s,s:s,s:s,s:{},s:s,s:[],s:[]}", "job",
+                              "0123456789ab", "suite", "demo", "state",
+                              "cancelled", "tags", "label", "nightly",
+                              "hosts", "comparisons");
+    t = s_print(empty, CL_VERDICTS_TABLE);
+    ok(t && strstr(t, "job 0123456789ab  suite demo  cancelled  label "
+                      "nightly\n") &&
+       strstr(t, "(no verdicts stored for this job)\n") &&
+       !strstr(t, "ratio ="), "table: label in the header, no verdicts of an "
+       "ended job without \"yet\" nor the ratio note");
+    free(t);
+    json_object_set_new(empty, "state", json_string("active"));
+    t = s_print(empty, CL_VERDICTS_TABLE);
+    ok(t && strstr(t, "(no verdicts stored for this job yet)\n"),
+       "table: an active job's are not stored \"yet\"");
+    free(t);
+    json_decref(empty);
 
     /* Nine hosts: one row per host instead of nine columns. */
     json_t *hosts = json_object_get(body, "hosts");

@@ -752,6 +752,42 @@ def case_restart():
                c.get("summary", {}).get("hosts") == 2,
                "%s: and both hosts' verdicts are in its summary" % name)
 
+        # -- what users hit after a job: exact texts ---------------------
+        r = w.parity("cancel", job)
+        ok(r.returncode == 0 and r.stdout == "job %s was already ended: "
+           "nothing to cancel\n" % job, "cancel of an ended job: %s" %
+           r.stdout.strip())
+        r = w.parity("show", "no-such-run")
+        ok(r.returncode == 1 and r.stderr == "parity show: no run "
+           "\"no-such-run\" (parity verdicts --json names them)\n",
+           "show of an unknown run: %s" % r.stderr.strip())
+        out = os.path.join(w.root, "export")
+        r1 = w.parity("export", job, "--out", out)
+        r2 = w.parity("export", job, "--out", out)
+        ok(r1.returncode == 0 and r2.returncode == 3 and r2.stderr ==
+           "parity export: %s/alpha.json exists (an earlier export?); "
+           "--force overwrites it\n" % out,
+           "export into a dir that has the files: refused (%s)" %
+           r2.stderr.strip())
+        r = w.parity("export", job, "--out", out, "--force")
+        ok(r.returncode == 0 and r.stdout.split() ==
+           [out + "/alpha.json", out + "/beta.json"],
+           "--force overwrites them and prints the paths")
+        r = w.parity("export", job, "--out", out + "/alpha.json")
+        ok(r.returncode == 3 and r.stderr == "parity export: --out "
+           "%s/alpha.json: not a directory\n" % out,
+           "--out a file: %s" % r.stderr.strip())
+        r = w.parity("run", "fleet", "--hosts", "alpha", "--only", "nope")
+        ok(r.returncode == 1 and r.stderr == "parity run: host \"alpha\": "
+           "its suite \"fleet\" has no benchmark \"nope\"\n",
+           "--only a benchmark alpha lacks: %s" % r.stderr.strip())
+        r = w.parity("verdicts", job, "--csv")
+        rows = r.stdout.splitlines()
+        ok(r.returncode == 0 and len(rows) == 3 and
+           all(len(x.split(",")) == 14 and "." in x.split(",")[-1] and
+               len(x.split(",")[-1]) > 6 for x in rows[1:]),
+           "verdicts --csv: two host lines with an unrounded geomean")
+
         # -- the database stopped under the collector --------------------
         pg = os.path.join(w.data, "pg")
         ctl = [os.path.join(pg_bindir(), "pg_ctl"), "stop", "-D", pg, "-m",
@@ -886,6 +922,23 @@ def case_client():
     r = run("hosts")
     ok(r.returncode == 2 and "is not valid" in r.stderr,
        "a broken client.yaml is named")
+    os.unlink(cfg_path)
+    os.makedirs(cfg_path)
+    r = run("hosts")
+    ok(r.returncode == 2 and r.stderr == "parity hosts: no collector address: "
+       "not given by --collector, $PARITY_COLLECTOR is not set, and %s is a "
+       "directory (see docs/client.md)\n" % cfg_path,
+       "client.yaml a directory: %s" % r.stderr.strip())
+    os.rmdir(cfg_path)
+    if os.getuid() != 0:
+        with open(cfg_path, "w") as f:
+            f.write("collector: %s\n" % addr)
+        os.chmod(cfg_path, 0)
+        r = run("hosts")
+        ok(r.returncode == 2 and "%s cannot be read: Permission denied" %
+           cfg_path in r.stderr, "client.yaml unreadable: %s" %
+           r.stderr.strip())
+        os.unlink(cfg_path)
     r = run("run")
     ok(r.returncode == 2 and "which suite" in r.stderr, "run without SUITE")
     r = run("run", "x", "--expire", "soon")
