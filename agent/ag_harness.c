@@ -25,6 +25,9 @@ extern char **environ;
 
 struct ag_harness {
     int cancel_fd;               /* eventfd: readable once cancelled */
+    int force_fd;                /* eventfd: readable once cancelled
+                                    twice; it also stops cleanup */
+    atomic_int cancels;          /* ag_harness_cancel() calls */
     int devnull;                 /* /dev/null, opened once: every run's
                                     stdin and discarded stdout */
     atomic_int cancelled;        /* 0, or 1 + the ag_run_status_t asked */
@@ -105,14 +108,19 @@ ag_harness_new(char *err, size_t errlen)
         free(h);
         return NULL;
     }
+    h->force_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     h->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (h->devnull < 0) {
-        snprintf(err, errlen, "open(/dev/null): %s", strerror(errno));
+    if (h->force_fd < 0 || h->devnull < 0) {
+        snprintf(err, errlen, "%s: %s", h->force_fd < 0 ? "eventfd"
+                 : "open(/dev/null)", strerror(errno));
         close(h->cancel_fd);
+        if (h->force_fd >= 0)
+            close(h->force_fd);
         free(h);
         return NULL;
     }
     atomic_init(&h->cancelled, 0);
+    atomic_init(&h->cancels, 0);
     return h;
 }
 
@@ -122,6 +130,7 @@ ag_harness_destroy(ag_harness_t **hp)
     if (!hp || !*hp)
         return;
     close((*hp)->cancel_fd);
+    close((*hp)->force_fd);
     close((*hp)->devnull);
     free(*hp);
     *hp = NULL;
@@ -137,6 +146,9 @@ ag_harness_cancel(ag_harness_t *h, ag_run_status_t status)
     atomic_compare_exchange_strong(&h->cancelled, &expected, want);
     uint64_t one = 1;
     ssize_t r = write(h->cancel_fd, &one, sizeof one);
+    /* A second cancel (Ctrl-C again) also stops a cleanup that hangs. */
+    if (atomic_fetch_add(&h->cancels, 1) >= 1)
+        r = write(h->force_fd, &one, sizeof one);
     (void)r;
 }
 
@@ -146,7 +158,10 @@ ag_harness_reset(ag_harness_t *h)
     uint64_t v;
     while (read(h->cancel_fd, &v, sizeof v) > 0)
         ;
+    while (read(h->force_fd, &v, sizeof v) > 0)
+        ;
     atomic_store(&h->cancelled, 0);
+    atomic_store(&h->cancels, 0);
 }
 
 static const char *const s_kind_names[AG_SAMPLE_KIND_COUNT] = {
@@ -370,7 +385,7 @@ s_hook(s_run_t *r, size_t a, const ag_cmd_t *cmd, const char *what,
     req.stderr_fd = r->h->devnull;
     req.stderr_capture = r->cap_ok ? &r->cap : NULL;
     req.timeout_us = r->b->timeout_s * 1e6;
-    req.cancel_fd = cancellable ? r->h->cancel_fd : -1;
+    req.cancel_fd = cancellable ? r->h->cancel_fd : r->h->force_fd;
     int rc = ag_spawn_run(&req, &res, err, sizeof err);
     if (rc == AG_SPAWN_CANCELLED) {
         s_stop(r, s_cancel_status(r->h), "interrupted");
@@ -758,9 +773,10 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
             cb->on_progress(cb->ctx, &pg);
         }
     }
-    /* Cleanup runs even after a failure or a Ctrl-C, but is not itself
-     * cancellable: it is what leaves the machine as it was. */
-    for (size_t a = 0; a < setup_done; a++)
+    /* Cleanup runs even after a failure or a Ctrl-C, and the first
+     * cancel does not stop it: it is what leaves the machine as it was.
+     * A second cancel does (s_hook with cancellable false). */
+    for (size_t a = 0; a < setup_done && atomic_load(&h->cancels) < 2; a++)
         s_hook(&r, a, &b->arms[a].cleanup, "cleanup", -1, false);
 
     ag_run_end_t end = {

@@ -190,7 +190,8 @@ int ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
 
 /* Ask the running (or next) ag_harness_run() to stop; status is
  * AG_RUN_INCOMPLETE (interrupted, e.g. Ctrl-C) or AG_RUN_CANCELLED (a
- * job cancel). Async-signal-safe and thread-safe. */
+ * job cancel). Cleanup hooks still run after the first call; a second
+ * call kills a running cleanup too. Async-signal-safe and thread-safe. */
 void ag_harness_cancel(ag_harness_t *h, ag_run_status_t status);
 
 /* Clear a previous cancel so h can run again. Not signal-safe. */

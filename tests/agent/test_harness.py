@@ -467,6 +467,44 @@ ok(len(m) >= 4 and all(9e4 < s["wall_us"] < 5e6 for s in m),
    [(s["arm"], s["wall_us"]) for s in m])
 ok("incomplete: interrupted" in so, "the table says it is incomplete", so)
 
+# Cleanup runs after Ctrl-C; a second Ctrl-C stops a cleanup that hangs.
+cleaned = path("cleaned.txt")
+for twice in (False, True):
+    p = suite("cleanup-%d.yaml" % twice, """
+suite: cleanup
+benchmarks:
+  - name: c
+    runs: 100
+    warmup: 0
+    arms:
+      - name: a
+        command: [%(prog)s, hang]
+        setup: [/bin/true]
+        cleanup: '%(sleep)s; echo cleaned >> %(cleaned)s'
+      - {name: b, command: [/bin/true]}
+""" % {"prog": q(PROG), "cleaned": cleaned,
+       "sleep": "sleep 30" if twice else "sleep 1"})
+    if os.path.exists(cleaned):
+        os.unlink(cleaned)
+    proc = subprocess.Popen([AGENT, "run", p], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    if twice:
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+    so, se = proc.communicate(timeout=40)
+    took = time.monotonic() - t0
+    if not twice:
+        ok(proc.returncode == 130 and os.path.exists(cleaned) and
+           took >= 1.0, "after one Ctrl-C the cleanup still runs to its "
+           "end (%.2f s)" % took, (proc.returncode, se))
+    else:
+        ok(proc.returncode == 130 and not os.path.exists(cleaned) and
+           took < 5.0, "a second Ctrl-C stops a hanging cleanup (%.2f s)"
+           % took, (proc.returncode, se))
+
 # --- variables never reach a shell ----------------------------------------
 argsout = path("args.txt")
 shellout = path("shell.txt")
