@@ -245,7 +245,11 @@ s_bool(s_ctx_t *c, yaml_node_t *n, const char *what, bool *out)
 typedef struct {
     char *buf;
     size_t len, cap;
+    bool too_long;       /* the bound, not memory, refused the growth */
 } s_buf_t;
+
+/* Bytes one string may have after its variables are substituted. */
+#define S_MAX_STRING ((size_t)AG_SUITE_MAX_FILE_BYTES * 4)
 
 static int
 s_buf_add(s_buf_t *b, const char *s, size_t n)
@@ -254,8 +258,10 @@ s_buf_add(s_buf_t *b, const char *s, size_t n)
         size_t cap = b->cap ? b->cap : 64;
         while (cap < b->len + n + 1)
             cap *= 2;
-        if (cap > AG_SUITE_MAX_FILE_BYTES * 4)
+        if (cap > S_MAX_STRING) {
+            b->too_long = true;
             return -1;
+        }
         char *p = realloc(b->buf, cap);
         if (!p)
             return -1;
@@ -344,7 +350,11 @@ s_subst(s_ctx_t *c, yaml_node_t *n, const char *what, bool for_shell,
     rc = AG_SUITE_OK;
     goto out;
 oom:
-    s_fail(c, n, "%s: out of memory", what);
+    if (b.too_long)
+        s_fail(c, n, "%s: longer than %zu bytes with its variables "
+               "substituted", what, S_MAX_STRING);
+    else
+        s_fail(c, n, "%s: out of memory", what);
 out:
     free(b.buf);
     return rc;

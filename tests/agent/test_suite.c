@@ -326,6 +326,18 @@ s_bound_cases(void)
     ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
     ok_str(err, "t.yaml:8:11: env: more than 1024 entries", "1025 env");
 
+    /* A string over 4 MiB once substituted: said so, not "out of memory" */
+    n = (size_t)snprintf(buf, sizeof buf, "suite: s\nvariables:\n  v: ");
+    memset(buf + n, 'x', 900000);
+    n += 900000;
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\nbenchmarks:\n"
+                          "  - name: x\n    arms:\n      - name: a\n"
+                          "        command: [a, \"${v}${v}${v}${v}${v}\"]\n"
+                          "      - name: b\n        command: [b]\n");
+    ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+    ok_str(err, "t.yaml:8:22: command: longer than 4194304 bytes with its "
+           "variables substituted", "a 4.5 MB argument");
+
     /* A variable name of 101 bytes */
     char longname[102];
     memset(longname, 'v', 101);
