@@ -43,13 +43,15 @@ s_usage(FILE *f)
 "  --only BENCH    run only these benchmarks (comma-separated, may repeat)\n"
 "  --label TEXT    a label kept with every run\n"
 "  --expire D      hosts that have not started it within D (30s, 10m, 2h,\n"
-"                  1d) never will\n"
+"                  1d; at most 30d) never will; without it the job waits\n"
+"                  for offline hosts until they come back\n"
 "  --wait          follow progress (host, benchmark, round n/N) and print\n"
 "                  the verdict table at the end\n"
 "  --json          print the collector's answer as JSON\n"
 "Connection options as in `parity hosts --help`.\n\n"
 "exit status: 0 job created (with --wait: every host done), 1 the collector\n"
-"refused it or a host did not finish, 2 usage, 3 no answer.\n");
+"refused it or a host did not finish, 2 usage, 3 no answer or --wait\n"
+"interrupted (the job goes on).\n");
 }
 
 /* "90", "90s", "10m", "2h", "1d" into seconds. */
