@@ -282,6 +282,12 @@ benchmarks:
     arms:
       - {name: a, command: [/tmp]}
       - {name: b, command: [/bin/true]}
+  - name: baderr
+    runs: 2
+    stderr: /nonexistent-parity-dir/err.txt
+    arms:
+      - {name: a, command: [/bin/true]}
+      - {name: b, command: [/bin/true]}
 """ % {"prog": q(PROG), "errfile": q(errfile)})
 r, doc = agent_run(p)
 bs = {b["name"]: b for b in doc["benchmarks"]} if doc else {}
@@ -307,6 +313,10 @@ ok(bs.get("isdir", {}).get("reason") ==
    'arm "a" warm-up 0: posix_spawnp(/tmp): Permission denied (/tmp is a '
    'directory)', "a directory as the command says so",
    bs.get("isdir", {}).get("reason"))
+ok(bs.get("baderr", {}).get("reason") ==
+   "stderr: open(/nonexistent-parity-dir/err.txt): No such file or "
+   "directory", "a stderr file that cannot be opened",
+   bs.get("baderr", {}).get("reason"))
 
 p = suite("signal.yaml", """
 suite: sig

@@ -258,6 +258,12 @@ main(int argc, char **argv)
        AG_HARNESS_ERR, "a missing calibration program");
     ok_str(err, "calibration program /nonexistent/noop: No such file or "
            "directory", "its message");
+    ag_harness_opts_t falsenoop = { .warmup = -1,
+                                    .noop_path = "/bin/false" };
+    ok(ag_harness_run(h, s, &falsenoop, &cb, err, sizeof err) ==
+       AG_HARNESS_ERR, "a calibration program that fails");
+    ok_str(err, "calibration program /bin/false exited with status 1 "
+           "(signal 0)", "its message");
     ag_harness_opts_t fewcal = { .warmup = 0, .runs = 1,
                                  .calibration_target = 5,
                                  .environment_json = "{}" };
