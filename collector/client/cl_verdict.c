@@ -596,7 +596,12 @@ s_batch_line(s_batch_t *bt, unsigned long long lineno, const char *text,
     /* A UTF-8 byte order mark before the first line (Windows tools
      * write one): RFC 8259 lets a parser ignore it, and jansson's
      * message would quote an invisible character. */
-    if (lineno == 1 && len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        if (lineno > 1) {
+            s_line_error(bt, lineno, "a byte order mark (U+FEFF) starts the "
+                         "line: only the first line may have one");
+            return;
+        }
         text += 3;
         len -= 3;
     }

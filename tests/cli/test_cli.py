@@ -303,7 +303,8 @@ CASES = [
     (["verdict", "--batch"], '\ufeff{"a":[1,2],"b":[1,2]}\n', 0,
      '{"outcome":"parity"', ""),
     (["verdict", "--batch"], '{"a":[1,2],"b":[1,2]}\n\ufeff{"a":[1,2]}\n', 1,
-     '{"line":2,"error":"not JSON: \'[\' or \'{\' expected near', ""),
+     '{"line":2,"error":"a byte order mark (U+FEFF) starts the line: only '
+     'the first line may have one"}', ""),
     (["verdict", "--batch"], '{"a":[1e300,2e300],"b":[1e-300,2e-300]}\n', 1,
      '{"line":1,"error":"samples out of range: medians 1.5e+300 and '
      '1.5e-300, minimums 1e+300 and 1e-300, floor 25 give a ratio or '
