@@ -350,6 +350,7 @@ s_hyperfine(const char *path, const s_opts_t *o)
     json_t *root = s_load(path), *out = NULL, *list = NULL;
     s_arm_t *arms = NULL;
     vd_summary_t *sums = NULL;
+    vd_verdict_t *verdicts = NULL;
     const char **names = NULL;
     size_t count = 0, ref = 0;
     int rc = CL_EXIT_DATA;
@@ -371,6 +372,7 @@ s_hyperfine(const char *path, const s_opts_t *o)
     }
     rc = CL_EXIT_SYSTEM;
     if (!(sums = calloc(count, sizeof *sums)) ||
+        !(verdicts = calloc(count, sizeof *verdicts)) ||
         !(names = calloc(count, sizeof *names)) ||
         (o->json && (!(out = json_object()) || !(list = json_array())))) {
         cl_out_error(S_VERB, "out of memory for %zu commands", count);
@@ -385,11 +387,20 @@ s_hyperfine(const char *path, const s_opts_t *o)
             goto done;
         }
     }
+    /* Every verdict before any output: a command that cannot be judged
+     * leaves stdout empty rather than half a table. */
+    for (size_t i = 0; i < count; i++)
+        if (i != ref && s_judge(&arms[i], &arms[ref], &o->params,
+                                &verdicts[i], err, sizeof err)) {
+            cl_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
+            rc = CL_EXIT_DATA;
+            goto done;
+        }
     if (!o->json && (cl_out_arms(stdout, names, sums, count) ||
                      printf("\nreference: %s\n", arms[ref].name) < 0))
         goto write_failed;
     for (size_t i = 0; i < count; i++) {
-        vd_verdict_t v;
+        const vd_verdict_t *v = &verdicts[i];
         json_t *entry = NULL, *keyed = NULL;
         if (o->json) {
             entry = json_pack("{s:s, s:o}", "command", arms[i].name,
@@ -399,19 +410,14 @@ s_hyperfine(const char *path, const s_opts_t *o)
         }
         if (i == ref)
             continue;
-        if (s_judge(&arms[i], &arms[ref], &o->params, &v, err, sizeof err)) {
-            cl_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
-            rc = CL_EXIT_DATA;
-            goto done;
-        }
         if (o->json) {
             keyed = json_object();
             if (!keyed || json_object_set_new(entry, "verdict", keyed) ||
                 json_object_set_new(keyed, arms[ref].name,
-                                    pw_verdict_to_json(&v, 0)))
+                                    pw_verdict_to_json(v, 0)))
                 goto write_failed;
         } else if (putchar('\n') == EOF ||
-                   cl_out_verdict(stdout, arms[i].name, arms[ref].name, &v)) {
+                   cl_out_verdict(stdout, arms[i].name, arms[ref].name, v)) {
             goto write_failed;
         }
     }
@@ -438,6 +444,7 @@ done:
     json_decref(list);
     json_decref(out);
     free(sums);
+    free(verdicts);
     free(names);
     s_arms_free(arms, count);
     json_decref(root);

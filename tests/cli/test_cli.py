@@ -946,6 +946,13 @@ def import_bounds(tmp):
     ok(code == 1 and "manybench.json: more than 100000 benchmarks" in err,
        "gbench: more than 100000 benchmarks in a file", err)
 
+    # A command that cannot be judged leaves stdout empty, not half a
+    # table followed by an error.
+    code, out, err = run(["import", "hyperfine",
+                          os.path.join(tmp, "range.json")])
+    ok(code == 1 and out == "" and "samples out of range" in err,
+       "hyperfine: every verdict before any output", out + err)
+
     # The documented maximum of commands is printed, header and all.
     path = os.path.join(tmp, "maxcommands.json")
     with open(path, "w") as f:
