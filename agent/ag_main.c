@@ -63,6 +63,23 @@ s_usage(FILE *f)
         "See docs/agent.md and docs/suites.md.\n");
 }
 
+/* Usage on stdout for --help; AG_EXIT_SYSTEM when it could not be
+ * written (a full disk, a closed pipe), said on stderr. */
+static int
+s_help(const char *prog, bool with_daemon)
+{
+    s_usage(stdout);
+    if (with_daemon) {
+        fputc('\n', stdout);
+        ag_daemon_usage(stdout);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: write to stdout failed\n", prog);
+        return AG_EXIT_SYSTEM;
+    }
+    return AG_EXIT_OK;
+}
+
 static int
 s_run_main(int argc, char **argv)
 {
@@ -144,8 +161,7 @@ s_run_main(int argc, char **argv)
             copts.json = true;
             break;
         case 'h':
-            s_usage(stdout);
-            return AG_EXIT_OK;
+            return s_help(prog, false);
         case ':':
             fprintf(stderr, "%s: option %s needs a value\n", prog,
                     argv[optind - 1]);
@@ -240,8 +256,7 @@ s_env_main(int argc, char **argv)
             json = true;
         } else if (strcmp(argv[i], "--help") == 0 ||
                    strcmp(argv[i], "-h") == 0) {
-            s_usage(stdout);
-            return AG_EXIT_OK;
+            return s_help(prog, false);
         } else {
             fprintf(stderr, "%s: unknown argument \"%s\" (parity-agent "
                     "--help)\n", prog, argv[i]);
@@ -270,14 +285,14 @@ main(int argc, char **argv)
         return AG_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        s_usage(stdout);
-        fputc('\n', stdout);
-        ag_daemon_usage(stdout);
-        return AG_EXIT_OK;
-    }
+        strcmp(argv[1], "help") == 0)
+        return s_help("parity-agent", true);
     if (strcmp(argv[1], "--version") == 0) {
         printf("parity-agent %s\n", PARITY_VERSION);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "parity-agent: write to stdout failed\n");
+            return AG_EXIT_SYSTEM;
+        }
         return AG_EXIT_OK;
     }
     if (strcmp(argv[1], "run") == 0)

@@ -60,6 +60,10 @@ cl_compare_main(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(s_usage, stdout);
+            if (fflush(stdout) != 0 || ferror(stdout)) {
+                cl_out_error(S_VERB, "write to stdout failed");
+                return AG_EXIT_SYSTEM;
+            }
             return CL_EXIT_OK;
         }
         if (strcmp(a, "--json") == 0) {

@@ -684,6 +684,29 @@ for args in ([AGENT, "--help"], [AGENT, "run", "--help"],
     r = run(args)
     ok(r.returncode == 0 and "usage:" in r.stdout and "exit status" in
        r.stdout, "%s prints usage" % " ".join(args[1:]))
+# stdout that cannot be written (a full disk): said, exit 3, never 0.
+if os.path.exists("/dev/full"):
+    full_cases = [
+        ([AGENT, "--help"], "parity-agent: write to stdout failed\n"),
+        ([AGENT, "--version"], "parity-agent: write to stdout failed\n"),
+        ([AGENT, "run", "--help"],
+         "parity-agent run: write to stdout failed\n"),
+        ([AGENT, "env"], "parity-agent env: write to stdout failed\n"),
+        ([AGENT, "env", "--help"],
+         "parity-agent env: write to stdout failed\n"),
+        ([PARITY, "compare", "--help"],
+         "parity compare: write to stdout failed\n"),
+        ([PARITY, "compare", "--runs", "2", "--warmup", "0", "--",
+          "/bin/true", "--", "/bin/true"],
+         "parity compare: write to stdout: No space left on device\n"),
+    ]
+    for args, msg in full_cases:
+        with open("/dev/full", "w") as full:
+            r = subprocess.run(args, stdout=full, stderr=subprocess.PIPE,
+                               text=True, timeout=60)
+        ok(r.returncode == 3 and r.stderr == msg,
+           "stdout on /dev/full: %s" % " ".join(args[1:3]),
+           (r.returncode, r.stderr))
 r = run([AGENT, "--version"])
 ok(r.returncode == 0 and r.stdout.startswith("parity-agent "), "--version")
 
