@@ -66,6 +66,30 @@ if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
 fi
 [ -f "$VAR/keys/admin_secret" ] && [ -d "$VAR/collector/pg" ]
 ok $? "keys and data kept in the var dir for the next run"
+
+# --keep (with a build dir relative to the caller's directory), then
+# --stop twice: what each says, and nothing left running.
+(cd "$BUILD/.." && PARITY_QUICKSTART_VAR=$VAR \
+    PARITY_QUICKSTART_BUILD=$(basename "$BUILD") \
+    timeout 170 "$SRC/deploy/quickstart.sh" --keep) >"$VAR/out.txt" 2>&1
+ok $? "--keep run exits 0 (relative PARITY_QUICKSTART_BUILD)"
+has "quickstart: still running. To use them from this shell:"
+ok $? "--keep says they are still running"
+has "parity run example --wait --var input=example-input.txt$"
+ok $? "--keep prints a run command that works with both agents on one machine"
+has "^Stop everything with: PARITY_QUICKSTART_VAR=$VAR $SRC/deploy/quickstart.sh --stop$"
+ok $? "--keep's stop command names this var dir"
+left=$(pgrep -f -- "--data-dir $VAR/collector|--spool $VAR/agents" | wc -l)
+[ "$left" -eq 3 ]; ok $? "--keep left the collector and both agents running ($left)"
+PARITY_QUICKSTART_VAR=$VAR "$SRC/deploy/quickstart.sh" --stop >"$VAR/out.txt" 2>&1
+[ "$(cat "$VAR/out.txt")" = "quickstart: stopped the collector, its PostgreSQL and both agents under $VAR" ]
+ok $? "--stop says what it stopped: $(cat "$VAR/out.txt")"
+left=$(pgrep -f -- "--data-dir $VAR/collector|--spool $VAR/agents" | wc -l)
+[ "$left" -eq 0 ] && [ ! -f "$VAR/collector/pg/postmaster.pid" ]
+ok $? "--stop: nothing left running, PostgreSQL stopped ($left)"
+PARITY_QUICKSTART_VAR=$VAR "$SRC/deploy/quickstart.sh" --stop >"$VAR/out.txt" 2>&1
+has "^quickstart: nothing was running under $VAR (set PARITY_QUICKSTART_VAR to the var dir given to --keep)$"
+ok $? "--stop again: nothing was running, says so"
 echo "1..$n"
 if [ $failed -eq 0 ]; then rm -rf "$VAR"; else echo "# kept $VAR"; fi
 [ $failed -eq 0 ]
