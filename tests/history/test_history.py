@@ -7,15 +7,15 @@ parity-agent daemons (alpha, beta), the `parity` client, 127.0.0.1 only.
 
   fleet   suite "hist" run as jobs tagged commit=c1, c2, c3, c4; its
           benchmark "grows" has a subject arm whose sleep is the
-          variable ${delay}: the same as the other arm at c1, c2, c4
-          (parity) and twice as long at c3 (loss); "steady" never
-          changes. Then: history lists the jobs in order with every
-          host's outcome; regressions exits 0 with c1, c2 only, and 1
-          at c3 naming exactly grows on both hosts (parity -> loss); c4
-          is an improvement; report (Markdown, HTML) of a job holds every
-          host's verdict and shows a benchmark called
-          <script>alert(1)</script> verbatim. Every error message of
-          the three verbs is pinned.
+          variable ${delay}: the same as the other arm at c1 and c2
+          (parity), twice as long at c3 (loss), a third at c4 (win);
+          "steady" is always a win. Then: history lists the jobs in
+          order with every host's outcome; regressions exits 0 with c1,
+          c2 only, and 1 at c3 naming exactly grows on both hosts
+          (parity -> loss); c4 is an improvement; report (Markdown,
+          HTML) of a job holds every host's verdict and shows a
+          benchmark called <script>alert(1)</script> verbatim. Every
+          error message of the three verbs is pinned.
 """
 import json
 import os
@@ -29,15 +29,20 @@ import test_jobs as tj  # noqa: E402  (World, ok, diag, bail)
 
 ok, diag = tj.ok, tj.diag
 
-# Sleeps long enough that a loaded host's jitter stays well inside the
-# 4 % parity; "grows" doubles at c3.
+# "grows": the subject sleeps ${delay} against 0.15 s. Equal at c1 and
+# c2 (parity: 0.15 s is long enough that a loaded host's spawn jitter of
+# a few ms stays inside the 4 % parity), twice as long at c3 (loss),
+# a third at c4 (win). "steady" is a win by a factor of three every
+# time: unchanged, however noisy the host (two equal sleeps of 30 ms were
+# seen to give a loss on a loaded ASan run).
+SAME = "0.15"
+SLOW = "0.3"
 FAST = "0.05"
-SLOW = "0.1"
 HIST_SUITE = """suite: hist
 variables:
   delay: "%s"
 defaults:
-  runs: 5
+  runs: 7
   warmup: 1
 benchmarks:
   - name: grows
@@ -48,13 +53,14 @@ benchmarks:
       - name: old
         command: [sleep, "%s"]
   - name: steady
+    runs: 5
     arms:
       - name: "a|b"
         subject: true
-        command: [sleep, "0.03"]
+        command: [sleep, "0.02"]
       - name: base
-        command: [sleep, "0.03"]
-""" % (FAST, FAST)
+        command: [sleep, "0.06"]
+""" % (SAME, SAME)
 
 ESC_NAME = "<script>alert(1)</script>"
 ESC_SUITE = """suite: esc
@@ -121,9 +127,9 @@ def case_fleet():
 
         jobs = {}
         jobs["c1"] = run_job(w, "hist", "--tag", "commit=c1", "--tag",
-                             "phase=early", "--var", "delay=" + FAST)
+                             "phase=early", "--var", "delay=" + SAME)
         jobs["c2"] = run_job(w, "hist", "--tag", "commit=c2", "--tag",
-                             "phase=early", "--var", "delay=" + FAST)
+                             "phase=early", "--var", "delay=" + SAME)
         r = w.parity("regressions")
         ok(r.returncode == 0 and "0 regressed" in r.stdout and
            "4 unchanged" in r.stdout,
@@ -280,10 +286,13 @@ def case_fleet():
         ok(sorted((x["host"], x["change"], x["before"]["outcome"],
                    x["after"]["outcome"]) for x in g.get("improvements",
                                                           [])) ==
-           [("alpha", "better", "loss", "parity"),
-            ("beta", "better", "loss", "parity")] and
+           [("alpha", "better", "loss", "win"),
+            ("beta", "better", "loss", "win")] and
            g.get("regressions") == [],
-           "c4: grows is an improvement on both hosts, nothing regressed")
+           "c4: grows is an improvement (loss -> win) on both hosts, nothing "
+           "regressed (%s)" % [(x["benchmark"], x["host"], x["change"])
+                             for x in g.get("regressions", []) +
+                             g.get("improvements", [])])
         r = w.parity("regressions")
         ok(r.returncode == 0 and "improvements (2):" in r.stdout,
            "an improvement alone exits 0")
@@ -332,8 +341,8 @@ def report_checks(w, jobs, errors):
        md.count("loss ") >= 2 and "loss on all 2 hosts" in md,
        "report of c3: every host's environment and verdict, the summary")
     ok("| arm | n | min | median | max | IQR |" in md and
-       re.search(r"^\| alpha \| new \(subject\) \| 5 \|", md, re.M) and
-       "a\\|b" in md, "report of c3: arm summaries per host (n 5), pipes "
+       re.search(r"^\| alpha \| new \(subject\) \| 7 \|", md, re.M) and
+       "a\\|b" in md, "report of c3: arm summaries per host (n 7), pipes "
        "escaped")
     path = os.path.join(w.root, "esc.html")
     r = w.parity("report", jobs["esc"], "--html", "--out", path)
