@@ -19,8 +19,10 @@ temp dir, three parity-agent daemons (alpha, beta, gamma), keys from
            agent's key does not cut the agent off; `run --wait` names the
            offline host it waits for; the collector killed (SIGKILL, then
            SIGTERM) in the middle of a job and started again: the job
-           still ends with every host done and its verdict; the database
-           stopped under the collector: one-line status 5 answers
+           still ends with every host done and its verdict; an agent
+           that never comes back after a restart is lost after 30 s and
+           the job ends; the database stopped under the collector:
+           one-line status 5 answers
   client   every client setting error (missing, wrong, from flags, env or
            client.yaml) and an unreachable collector; needs no collector
 """
@@ -787,6 +789,26 @@ def case_restart():
            all(len(x.split(",")) == 14 and "." in x.split(",")[-1] and
                len(x.split(",")[-1]) > 6 for x in rows[1:]),
            "verdicts --csv: two host lines with an unrounded geomean")
+
+        # -- an agent that never comes back after a collector restart ----
+        r = w.parity("run", "long", "--hosts", "alpha", "--json")
+        job = (json.loads(r.stdout) if r.returncode == 0 else {}).get("job")
+        ok(wait_samples(w, job, ["alpha"]), "alpha is in the middle of job "
+           "%s" % job)
+        w.collector.send_signal(signal.SIGTERM)
+        w.collector.wait(timeout=30)
+        w.stop_agent("alpha", signal.SIGKILL)
+        t0 = time.time()
+        w.start_collector()
+        v = w.wait_job(job, 60) or {}
+        a = host_map(v).get("alpha", {})
+        ok(v.get("state") == "ended" and a.get("state") == "lost" and
+           a.get("reason") == "the agent went offline during the job (or "
+           "did not come back after a collector restart)" and
+           time.time() - t0 < 45,
+           "alpha never back: lost about 30 s after the restart, the job "
+           "ends (%s: %s after %.0f s)" % (a.get("state"), a.get("reason"),
+                                           time.time() - t0))
 
         # -- the database stopped under the collector --------------------
         pg = os.path.join(w.data, "pg")
