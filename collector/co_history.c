@@ -651,6 +651,9 @@ s_report(s_ctx_t *c, const json_t *args)
 
     /* Every run's arms, then their measured samples, both in run order:
      * one pass merges them. */
+    char arms_lim[24];
+    snprintf(arms_lim, sizeof arms_lim, "%d", CO_HISTORY_ARMS_MAX + 1);
+    const char *pa[] = { id, arms_lim };
     r = s_q(c,
         "SELECT r.id, r.run_uuid, h.name, b.name, COALESCE(r.status,"
         " 'running'), COALESCE(r.reason, ''), r.runs, r.warmup, a.idx,"
@@ -658,9 +661,14 @@ s_report(s_ctx_t *c, const json_t *args)
         " s.run = r.id AND s.kind = 3 AND s.arm = a.idx)"
         " FROM runs r JOIN hosts h ON h.id = r.host_id JOIN benchmarks b ON"
         " b.id = r.benchmark_id JOIN arms a ON a.run = r.id"
-        " WHERE r.job_id = $1 ORDER BY r.id, a.idx", 1, p);
+        " WHERE r.job_id = $1 ORDER BY r.id, a.idx LIMIT $2::int", 2, pa);
     if (!r)
         goto fail;
+    if (PQntuples(r) > CO_HISTORY_ARMS_MAX) {
+        s_fail(c, CO_QUERY_TOO_BIG, "job %.40s has more than %d runs and "
+               "arms: parity export gives them all", id, CO_HISTORY_ARMS_MAX);
+        goto fail;
+    }
     char lim[24];
     snprintf(lim, sizeof lim, "%d", CO_HISTORY_SAMPLES_MAX + 1);
     const char *ps[] = { id, lim };

@@ -42,6 +42,9 @@
 /* report: most measured samples summarised in one answer (32 MiB of
  * doubles); a larger job is CO_QUERY_TOO_BIG. */
 #define CO_HISTORY_SAMPLES_MAX   4000000
+/* report: most (run, arm) rows; a larger job is CO_QUERY_TOO_BIG too
+ * (its answer would not fit in one frame anyway). */
+#define CO_HISTORY_ARMS_MAX      200000
 /* Most tags and hosts one request may filter by. */
 #define CO_HISTORY_FILTERS_MAX   256
 
