@@ -934,6 +934,22 @@ def case_client():
        time.time() - t0 < 10,
        "every setting from client.yaml (relative paths): it gets as far "
        "as connecting")
+    # Flags beat the environment, which beats the file.
+    with open(cfg_path, "w") as f:
+        f.write("collector: localhost\ncollector_key: collector\nkey: me\n")
+    r = run("hosts", "--timeout", "1",
+            env={"PARITY_COLLECTOR": "tcp://127.0.0.1:%d" % port})
+    ok(r.returncode == 3 and "cannot connect" in r.stderr,
+       "$PARITY_COLLECTOR wins over client.yaml (%s)" % r.stderr.strip())
+    r = run("hosts", "--timeout", "1", "--collector", addr,
+            env={"PARITY_COLLECTOR": "localhost"})
+    ok(r.returncode == 3 and "cannot connect" in r.stderr,
+       "--collector wins over $PARITY_COLLECTOR (%s)" % r.stderr.strip())
+    r = run("hosts")
+    ok(r.returncode == 2 and r.stderr == "parity hosts: collector address "
+       "from %s (collector): \"localhost\" is not tcp://HOST:PORT\n" %
+       cfg_path, "a bad address in client.yaml names the file and key (%s)"
+       % r.stderr.strip())
     with open(cfg_path, "w") as f:
         f.write("collector: %s\ncolector_key: x\n" % addr)
     r = run("hosts")
