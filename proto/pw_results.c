@@ -7,6 +7,57 @@
 
 #include "pw_json.h"
 
+/* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when it is not
+ * one. Never reads past a NUL (a NUL is no continuation byte). */
+static size_t
+s_utf8_len(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xC2 && s[0] <= 0xDF)
+        return (s[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+        if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 ||
+            (s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))
+            return 0;
+        return 3;
+    }
+    if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+        if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 ||
+            (s[3] & 0xC0) != 0x80 || (s[0] == 0xF0 && s[1] < 0x90) ||
+            (s[0] == 0xF4 && s[1] >= 0x90))
+            return 0;
+        return 4;
+    }
+    return 0;
+}
+
+/* A JSON string of text that may hold any bytes (a command line, a path,
+ * a program's output): valid UTF-8 is kept, each other byte becomes '?'.
+ * jansson refuses invalid UTF-8, which would otherwise lose the field or
+ * the whole document. NULL only when out of memory. */
+static json_t *
+s_text(const char *text)
+{
+    json_t *j = json_string(text);
+    if (j)
+        return j;
+    char *copy = strdup(text);
+    if (!copy)
+        return NULL;
+    for (unsigned char *p = (unsigned char *)copy; *p;) {
+        size_t n = s_utf8_len(p);
+        if (n == 0) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+    j = json_string(copy);
+    free(copy);
+    return j;
+}
+
 static const char *const s_kind_names[PW_SAMPLE_KIND_COUNT] = {
     "measured", "warmup", "calibration", "error" };
 
@@ -32,10 +83,12 @@ pw_results_new(const char *tool, const char *tool_version, const char *suite,
                const char *suite_file, json_t *environment,
                int64_t started_at_us)
 {
-    json_t *doc = json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:I,s:n,s:o,s:o}",
+    json_t *doc = json_pack("{s:i,s:s,s:s,s:o,s:o?,s:b,s:I,s:n,s:o,s:o}",
                             "schema_version", PW_SCHEMA_VERSION,
                             "tool", tool, "tool_version", tool_version,
-                            "suite", suite, "suite_file", suite_file,
+                            "suite", s_text(suite),
+                            "suite_file", suite_file ? s_text(suite_file)
+                                                     : NULL,
                             "complete", 0,
                             "started_at_us", (json_int_t)started_at_us,
                             "ended_at_us",
@@ -58,8 +111,8 @@ json_t *
 pw_results_add_benchmark(json_t *doc, const char *name, unsigned runs,
                          unsigned warmup, int64_t started_at_us)
 {
-    json_t *b = json_pack("{s:s,s:s,s:n,s:n,s:i,s:i,s:I,s:n,s:o,s:o,s:o}",
-                          "name", name, "status", "incomplete",
+    json_t *b = json_pack("{s:o,s:s,s:n,s:n,s:i,s:i,s:I,s:n,s:o,s:o,s:o}",
+                          "name", s_text(name), "status", "incomplete",
                           "reason", "stderr_tail",
                           "runs", (int)runs, "warmup", (int)warmup,
                           "started_at_us", (json_int_t)started_at_us,
@@ -76,18 +129,18 @@ pw_results_add_arm(json_t *bench, const char *name, bool subject,
                    const char *const *argv, const char *shell,
                    const char *version_output)
 {
-    json_t *arm = json_pack("{s:s,s:b,s:s}", "name", name, "subject",
-                            subject, "version_output",
-                            version_output ? version_output : "");
+    json_t *arm = json_pack("{s:o,s:b,s:o}", "name", s_text(name),
+                            "subject", subject, "version_output",
+                            s_text(version_output ? version_output : ""));
     if (!arm)
         return PW_RESULTS_ERR;
     if (argv) {
         json_t *a = json_array();
         for (size_t i = 0; argv[i]; i++)
-            json_array_append_new(a, json_string(argv[i]));
+            json_array_append_new(a, s_text(argv[i]));
         json_object_set_new(arm, "command", a);
     } else {
-        json_object_set_new(arm, "shell", json_string(shell ? shell : ""));
+        json_object_set_new(arm, "shell", s_text(shell ? shell : ""));
     }
     return json_array_append_new(json_object_get(bench, "arms"), arm) == 0
            ? PW_RESULTS_OK : PW_RESULTS_ERR;
@@ -116,9 +169,9 @@ pw_results_set_order(json_t *bench, const unsigned *order, size_t rounds,
 int
 pw_results_add_sample(json_t *bench, const pw_sample_t *s)
 {
-    json_t *o = json_pack("{s:s,s:s?,s:i,s:i,s:f,s:f,s:f,s:I,s:i,s:i,s:I}",
+    json_t *o = json_pack("{s:s,s:o?,s:i,s:i,s:f,s:f,s:f,s:I,s:i,s:i,s:I}",
                           "kind", pw_sample_kind_name(s->kind),
-                          "arm", s->arm,
+                          "arm", s->arm ? s_text(s->arm) : NULL,
                           "round", (int)s->round,
                           "position", (int)s->position,
                           "wall_us", s->wall_us,
@@ -133,7 +186,7 @@ pw_results_add_sample(json_t *bench, const pw_sample_t *s)
     json_object_set_new(o, "cpu", s->cpu >= 0 ? json_integer(s->cpu)
                                                : json_null());
     if (s->error)
-        json_object_set_new(o, "error", json_string(s->error));
+        json_object_set_new(o, "error", s_text(s->error));
     return json_array_append_new(json_object_get(bench, "samples"), o) == 0
            ? PW_RESULTS_OK : PW_RESULTS_ERR;
 }
@@ -145,19 +198,10 @@ pw_results_end_benchmark(json_t *bench, const char *status,
 {
     json_object_set_new(bench, "status", json_string(status));
     json_object_set_new(bench, "reason",
-                        reason ? json_string(reason) : json_null());
-    /* A stderr tail is arbitrary bytes; jansson wants UTF-8. */
-    json_t *tail = stderr_tail ? json_string(stderr_tail) : NULL;
-    if (stderr_tail && !tail) {
-        char *copy = strdup(stderr_tail);
-        if (copy) {
-            for (char *p = copy; *p; p++)
-                if ((unsigned char)*p >= 0x80)
-                    *p = '?';
-            tail = json_string(copy);
-            free(copy);
-        }
-    }
+                        reason ? s_text(reason) : json_null());
+    /* A stderr tail is arbitrary bytes (and may start inside a UTF-8
+     * sequence, being a tail). */
+    json_t *tail = stderr_tail ? s_text(stderr_tail) : NULL;
     json_object_set_new(bench, "stderr_tail", tail ? tail : json_null());
     json_object_set_new(bench, "ended_at_us",
                         json_integer((json_int_t)ended_at_us));
@@ -308,7 +352,7 @@ s_finish_bench(json_t *b, const vd_params_t *params, char *err,
     json_object_set_new(b, "summary", summary);
     json_object_set_new(b, "verdict", verdict);
     summary = verdict = NULL;
-    json_object_set_new(b, "verdict_error", why[0] ? json_string(why)
+    json_object_set_new(b, "verdict_error", why[0] ? s_text(why)
                                                    : json_null());
     rc = PW_RESULTS_OK;
 done:

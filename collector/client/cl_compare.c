@@ -136,6 +136,18 @@ cl_compare_main(int argc, char **argv)
         if (len > S_NAME_MAX)
             len = S_NAME_MAX;
         names[a][len] = '\0';
+        /* The name keys the summary and the verdict in the results file,
+         * which is UTF-8: a byte that is not (a raw argv may hold any) is
+         * made '?' here, before the "#2" of a repeat, so two commands
+         * never share a name; the cut at 64 bytes may split a sequence
+         * too. */
+        for (size_t k = 0; k < len;) {
+            size_t u = cl_out_utf8_len((const unsigned char *)names[a] + k);
+            if (u == 0 || k + u > len)
+                names[a][k++] = '?';
+            else
+                k += u;
+        }
         unsigned same = 1;
         for (size_t b = 0; b < a; b++)
             if (strncmp(names[b], names[a], len) == 0 &&

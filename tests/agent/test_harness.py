@@ -748,6 +748,40 @@ r = run([PARITY, "compare", "--runs", "2", "--", "/bin/true", "--", PROG,
 ok(r.returncode == 4 and "exited with status 1, expected 0" in r.stdout,
    "a failing command: exit 4 and the reason", (r.returncode, r.stdout))
 
+# Arguments that are not UTF-8: arms named with '?', still told apart.
+r = subprocess.run([os.fsencode(PARITY), b"compare", b"--runs", b"2",
+                    b"--warmup", b"0", b"--json", b"--", b"/bin/echo",
+                    b"\xff", b"--", b"/bin/echo", b"\xfe"],
+                   capture_output=True, timeout=60)
+try:
+    j = json.loads(r.stdout)
+except ValueError:
+    j = {}
+b = (j.get("benchmarks") or [{}])[0]
+ok(r.returncode == 0 and [a["name"] for a in b.get("arms", [])] ==
+   ["/bin/echo ?", "/bin/echo ?#2"] and
+   sorted(b.get("summary", {})) == ["/bin/echo ?", "/bin/echo ?#2"] and
+   b["summary"]["/bin/echo ?"]["n"] == 2,
+   "argv bytes that are not UTF-8: '?' in names, each arm its own",
+   (r.returncode, r.stderr, b.get("arms")))
+p = suite("badver.yaml", """
+suite: badver
+benchmarks:
+  - name: b
+    runs: 2
+    warmup: 0
+    arms:
+      - name: a
+        command: [/bin/true]
+        versions: ["printf 'v1 \\\\377\\\\376 end'"]
+      - {name: c, command: [/bin/true]}
+""")
+r, doc = agent_run(p)
+ok(r.returncode == 0 and doc["benchmarks"][0]["status"] == "complete" and
+   doc["benchmarks"][0]["arms"][0]["version_output"] == "v1 ?? end",
+   "versions output that is not UTF-8 is kept with '?' (it stopped the "
+   "run before)", (r.returncode, r.stdout))
+
 # --- the progress line: on a terminal only -------------------------------------
 import pty
 import select

@@ -144,6 +144,36 @@ main(void)
     ok_str(err, "results: benchmarks[0].samples[0]: expected kind and "
            "wall_us", "its message");
     json_decref(bad);
+    /* Bytes that are not UTF-8 (a raw argv, a path, a program's output)
+     * become '?', valid sequences stay; nothing is refused or lost. */
+    json_t *raw = pw_results_new("test", "0", "s", "x\xff.yaml", NULL, 1);
+    ok(raw != NULL, "a suite file path that is not UTF-8");
+    ok_str(json_string_value(json_object_get(raw, "suite_file")), "x?.yaml",
+           "is kept with '?'");
+    json_t *rb = pw_results_add_benchmark(raw, "b\xc3", 2, 0, 1);
+    const char *rargv[] = { "prog\xff", "\xc3\xa9t\xc3\xa9", NULL };
+    ok(rb && pw_results_add_arm(rb, "a\xfe", true, rargv, NULL,
+                                "v1 \xff\xfe end \xe2\x82") ==
+       PW_RESULTS_OK, "an arm with bytes that are not UTF-8");
+    json_t *rarm = json_array_get(json_object_get(rb, "arms"), 0);
+    ok_str(json_string_value(json_object_get(rarm, "name")), "a?",
+           "its name");
+    ok_str(json_string_value(json_object_get(rarm, "version_output")),
+           "v1 ?? end ??", "its version output (a cut sequence too)");
+    ok_str(json_string_value(json_array_get(json_object_get(rarm, "command"),
+                                            1)), "\xc3\xa9t\xc3\xa9",
+           "valid UTF-8 stays as it is");
+    pw_sample_t re = { .kind = PW_SAMPLE_ERROR, .arm = "a\xfe",
+                       .wall_us = 1, .cpu = -1,
+                       .error = "posix_spawnp(prog\xff): No such file" };
+    ok(pw_results_add_sample(rb, &re) == PW_RESULTS_OK, "a sample");
+    json_t *rs = json_array_get(json_object_get(rb, "samples"), 0);
+    ok_str(json_string_value(json_object_get(rs, "error")),
+           "posix_spawnp(prog?): No such file", "its error text");
+    ok_str(json_string_value(json_object_get(rb, "name")), "b?",
+           "the benchmark name");
+    json_decref(raw);
+
     pw_sample_kind_t k;
     ok(pw_sample_kind_parse("calibration", &k) == PW_RESULTS_OK &&
        k == PW_SAMPLE_CALIBRATION &&
