@@ -548,9 +548,15 @@ s_env_value(const json_t *env, const char *key)
 static PGresult *
 s_job_row(s_ctx_t *c, const json_t *args)
 {
-    const json_t *jj = json_object_get(args, "job");
-    if (jj && !json_is_string(jj)) {
-        s_fail(c, CO_QUERY_BADARGS, "\"job\" must be a string");
+    const json_t *jj = json_object_get(args, "job"),
+                 *jl = json_object_get(args, "latest");
+    if ((jj && !json_is_string(jj)) || (jl && !json_is_boolean(jl))) {
+        s_fail(c, CO_QUERY_BADARGS, "\"job\" must be a string and "
+               "\"latest\" true or false");
+        return NULL;
+    }
+    if (jj && json_is_true(jl)) {
+        s_fail(c, CO_QUERY_BADARGS, "give \"job\" or \"latest\", not both");
         return NULL;
     }
     static const char cols[] =
@@ -744,6 +750,46 @@ done:
 
 /* ---- dispatch ----------------------------------------------------- */
 
+/* The arguments each command reads: any other is a typo the client
+ * should hear about (as co_query does for its commands). */
+static const struct {
+    const char *command;
+    const char *const known[8];
+} s_known[] = {
+    { "history", { "benchmark", "suite", "other", "hosts", "tags", "limit",
+                   NULL } },
+    { "regressions", { "tags", "jobs", "since_us", NULL } },
+    { "report", { "job", "latest", NULL } },
+};
+
+static bool
+s_args_known(s_ctx_t *c, const char *command, const json_t *args)
+{
+    for (size_t i = 0; i < sizeof s_known / sizeof *s_known; i++) {
+        if (strcmp(command, s_known[i].command) != 0)
+            continue;
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)args, k, v) {
+            size_t a = 0;
+            while (s_known[i].known[a] && strcmp(s_known[i].known[a], k) != 0)
+                a++;
+            if (s_known[i].known[a])
+                continue;
+            char list[256] = "";
+            for (a = 0; s_known[i].known[a]; a++) {
+                size_t used = strlen(list);
+                snprintf(list + used, sizeof list - used, "%s%s",
+                         a ? " " : "", s_known[i].known[a]);
+            }
+            s_fail(c, CO_QUERY_BADARGS, "unknown argument \"%.60s\" for %s "
+                   "(known: %s)", k, command, list);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool
 co_history_handles(const char *command)
 {
@@ -760,7 +806,9 @@ co_history_handle(co_jobs_t *jobs, const char *command, const json_t *args,
     json_t *body = NULL;
     if (errlen)
         err[0] = '\0';
-    if (strcmp(command, "history") == 0)
+    if (!s_args_known(&c, command, args))
+        ;
+    else if (strcmp(command, "history") == 0)
         body = s_history(&c, args);
     else if (strcmp(command, "regressions") == 0)
         body = s_regressions(&c, args);

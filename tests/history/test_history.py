@@ -307,6 +307,7 @@ def case_fleet():
                "%s: exit %d, %s (got %d: %s)" % (" ".join(args), code, msg,
                                                  r.returncode,
                                                  r.stderr.strip()))
+        raw_checks(w)
         for verb in ("history", "regressions", "report"):
             r = w.parity(verb, "--help")
             ok(r.returncode == 0 and "usage: parity " + verb in r.stdout,
@@ -321,6 +322,48 @@ def case_fleet():
            "history from a non-admin key is forbidden")
     finally:
         w.close(keep=tj.n_failed > 0)
+
+
+def raw_checks(w):
+    """The collector's own argument checks (docs/protocol.md 10.11-10.13),
+    with raw Requests the client never sends."""
+    cases = [
+        ("history", '{}', "1", '"benchmark" (a benchmark\'s name) is '
+         'required'),
+        ("history", '{"benchmark": "grows", "colour": 1}', "1",
+         'unknown argument "colour" for history (known: benchmark suite '
+         'other hosts tags limit)'),
+        ("history", '{"benchmark": "grows", "limit": 1001}', "1",
+         '"limit" must be an integer from 1 to 1000'),
+        ("history", '{"benchmark": "grows", "tags": {"commit": 1}}', "1",
+         'tag "commit" must be a string'),
+        ("history", '{"benchmark": "grows", "hosts": "alpha"}', "1",
+         '"hosts" must be an array of at most 256 host names'),
+        ("history", '{"benchmark": "grows", "other": 3}', "1",
+         '"suite" and "other" must be strings'),
+        ("regressions", '{"jobs": 1, "since_us": 5}', "1",
+         'give "jobs" or "since_us", not both'),
+        ("regressions", '{"since_us": 0}', "1",
+         '"since_us" must be an integer from 1 to 31622400000000'),
+        ("regressions", '{"jobs": 1001}', "1",
+         '"jobs" must be an integer from 1 to 1000'),
+        ("regressions", '{"tags": []}', "1",
+         '"tags" must be an object of at most 256 string values'),
+        ("report", '{"job": "x", "latest": true}', "1",
+         'give "job" or "latest", not both'),
+        ("report", '{"latest": "yes"}', "1",
+         '"job" must be a string and "latest" true or false'),
+        ("report", '{"run": "x"}', "1",
+         'unknown argument "run" for report (known: job latest)'),
+    ]
+    got = tj.requests(w, [(c, a) for c, a, _, _ in cases])
+    for (c, a, st, msg), (gst, gmsg) in zip(cases, got):
+        ok(gst == st and gmsg == msg, "%s %s: status %s %s (got %s %s)" %
+           (c, a, st, msg, gst, gmsg))
+    got = tj.requests(w, [("history", '{"benchmark": "grows", "limit": 2}')])
+    body = json.loads(got[0][1]) if got[0][0] == "0" else {}
+    ok(len(pair(body, "old")["rows"]) == 2 and body.get("limit") == 2,
+       "a raw history request with limit 2: two rows")
 
 
 def report_checks(w, jobs, errors):
