@@ -561,11 +561,16 @@ s_versions(s_run_t *r, size_t a)
         req.stdout_capture = req.stderr_capture = &c;
         c.buf = out + len;
         c.cap = cap - 1 - len;
-        req.timeout_us = 30e6;
+        /* The benchmark's timeout, at most 30 s: a version is quick. */
+        req.timeout_us = r->b->timeout_s < 30 ? r->b->timeout_s * 1e6 : 30e6;
         req.cancel_fd = r->h->cancel_fd;
-        if (ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK)
+        if (ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_OK) {
             len += c.len;
-        else
+            if (res.timed_out && len + 1 < cap)
+                len += (size_t)snprintf(out + len, cap - len,
+                                        "(timed out after %g s)\n",
+                                        req.timeout_us / 1e6);
+        } else
             len += (size_t)snprintf(out + len, cap - len, "(%s)\n", err);
         if (len >= cap)
             len = cap - 1;

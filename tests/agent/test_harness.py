@@ -282,6 +282,13 @@ benchmarks:
     arms:
       - {name: a, command: [/tmp]}
       - {name: b, command: [/bin/true]}
+  - name: slowver
+    runs: 2
+    timeout: 0.3
+    arms:
+      - {name: a, command: [/bin/true],
+         versions: ["echo v2; exec sleep 5"]}
+      - {name: b, command: [/bin/true]}
   - name: baderr
     runs: 2
     stderr: /nonexistent-parity-dir/err.txt
@@ -313,6 +320,10 @@ ok(bs.get("isdir", {}).get("reason") ==
    'arm "a" warm-up 0: posix_spawnp(/tmp): Permission denied (/tmp is a '
    'directory)', "a directory as the command says so",
    bs.get("isdir", {}).get("reason"))
+ok(bs.get("slowver", {}).get("arms", [{}])[0].get("version_output") ==
+   "v2\n(timed out after 0.3 s)\n",
+   "a versions command past its timeout says so",
+   bs.get("slowver", {}).get("arms"))
 ok(bs.get("baderr", {}).get("reason") ==
    "stderr: open(/nonexistent-parity-dir/err.txt): No such file or "
    "directory", "a stderr file that cannot be opened",
