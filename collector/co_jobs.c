@@ -149,6 +149,27 @@ co_jobs_conn_check(co_jobs_t *j)
     }
 }
 
+int
+co_jobs_conn_ready(co_jobs_t *j, char *err, size_t errlen)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        PGconn *c = co_jobs_conn(j, err, errlen);
+        if (!c)
+            return -1;
+        PGresult *r = PQexec(c, "SELECT 1");
+        bool fine = r && PQresultStatus(r) == PGRES_TUPLES_OK;
+        if (!fine) {
+            const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
+            s_err(err, errlen, "%.*s", (int)strcspn(m, "\n"), m);
+        }
+        PQclear(r);
+        if (fine)
+            return 0;
+        co_jobs_conn_check(j);
+    }
+    return -1;
+}
+
 /* Run one parameterised statement expecting `want`; NULL with err (and
  * the failing statement's first words) otherwise. Caller PQclears. */
 static PGresult *

@@ -114,6 +114,12 @@ PGconn *co_jobs_conn(co_jobs_t *jobs, char *err, size_t errlen);
  * left the connection bad); the next co_jobs_conn reconnects. */
 void co_jobs_conn_check(co_jobs_t *jobs);
 
+/* Make sure the connection works now (a trivial query), reconnecting
+ * once when the server went away since its last use (a database
+ * restart): the first request after it then succeeds. 0, or -1 with err
+ * when the database is down. */
+int co_jobs_conn_ready(co_jobs_t *jobs, char *err, size_t errlen);
+
 /* A host's Hello was stored (the host row exists): remember its suites,
  * mark it online, mark a running row lost (new connection), and offer it
  * its oldest queued job. */

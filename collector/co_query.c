@@ -180,8 +180,8 @@ s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
     PGresult *r = PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
         res->status = CO_QUERY_UNAVAILABLE;
-        s_err(res->err, sizeof res->err, "query failed: %s",
-              r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+        s_err(res->err, sizeof res->err, "database unavailable: query "
+              "failed: %s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
         char *nl = strchr(res->err, '\n');
         if (nl)
             *nl = '\0';
@@ -1009,6 +1009,14 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     }
     if (!s_args_known(cmd, args, &res))
         goto out;
+    /* A database restarted since the last request: reconnect now rather
+     * than fail this one. */
+    char derr[S_ERR_MAX - 64];
+    if (co_jobs_conn_ready(q->jobs, derr, sizeof derr) != 0) {
+        res.status = CO_QUERY_UNAVAILABLE;
+        s_err(res.err, sizeof res.err, "database unavailable: %s", derr);
+        goto out;
+    }
     if (strcmp(cmd, "hosts") == 0)
         body = s_hosts(q, args, &res);
     else if (strcmp(cmd, "run") == 0)

@@ -832,6 +832,15 @@ def case_restart():
         ok(r.returncode == 1 and r.stderr.count("\n") == 1 and
            r.stderr.startswith("parity hosts: database unavailable: "),
            "parity hosts: one line, exit 1 (%s)" % r.stderr.strip())
+        ctl[ctl.index("stop")] = "start"
+        ctl += ["-l", os.path.join(w.root, "pg-restart.log")]
+        if os.getuid() == 0:
+            os.chmod(w.root, 0o777)   # the postgres user writes that log
+        r = subprocess.run(ctl, capture_output=True, text=True, timeout=60)
+        got = requests(w, [("hosts", "{}")])
+        ok(r.returncode == 0 and got[0][0] == "0",
+           "the database started again: the very next query is answered "
+           "(%s)" % (got[0][1][:100],))
     finally:
         w.close(keep=n_failed > 0)
 
