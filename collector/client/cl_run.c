@@ -364,7 +364,8 @@ cl_run_main(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--tag") == 0 || strcmp(a, "--var") == 0) {
             if (s_add_pair(a[2] == 't' ? tags : vars, v) != 0) {
-                cl_out_error("run", "%s \"%s\": want KEY=VALUE", a, v);
+                cl_out_error("run", "%s \"%.60s\": want KEY=VALUE (a "
+                             "non-empty KEY of at most 1024 bytes)", a, v);
                 goto done;
             }
             i++;

@@ -990,6 +990,20 @@ def case_client():
     ok(r.returncode == 2 and "which suite" in r.stderr, "run without SUITE")
     r = run("run", "x", "--expire", "soon")
     ok(r.returncode == 2 and "--expire" in r.stderr, "run --expire soon")
+    for args, msg in (
+            (("--tag", "nokey"), '--tag "nokey": want KEY=VALUE (a non-empty '
+             "KEY of at most 1024 bytes)"),
+            (("--var", "k" * 1100 + "=v"), '--var "%s": want KEY=VALUE (a '
+             "non-empty KEY of at most 1024 bytes)" % ("k" * 60)),
+            (("--runs", "1"), '--runs "1": want a whole number from 2 to '
+             "1000000"),
+            (("--expire", "31d"), '--expire "31d": want a duration such as '
+             "90s, 10m, 2h, 1d (at most 30d)"),
+            (("--hosts", "a,,b"), '--hosts "a,,b": want NAME,NAME,..., all '
+             "or KEY=VALUE")):
+        r = run("run", "x", *args)
+        ok(r.returncode == 2 and r.stderr == "parity run: %s\n" % msg,
+           "run %s: %s" % (args[0], r.stderr.strip()[:120]))
     r = run("verdicts", "--json", "--csv")
     ok(r.returncode == 2, "verdicts with two formats")
     for verb in ("run", "verdicts", "hosts", "jobs", "cancel", "show",
