@@ -630,11 +630,12 @@ s_on_request(co_server_t *srv, const char *key, const uint8_t *rid,
 
 /* Does this frame's Envelope hold a Request (field 30)? Only its
  * top-level field tags are read, nothing is unpacked; a frame that does
- * not scan is not one. */
+ * not scan is not one. As in unpacking, the last body field wins. */
 static bool
 s_is_request(const uint8_t *d, size_t len)
 {
     size_t i = 0;
+    bool request = false;
     while (i < len) {
         uint64_t tag = 0, v = 0;
         for (int sh = 0; i < len && sh < 64; sh += 7) {
@@ -642,8 +643,9 @@ s_is_request(const uint8_t *d, size_t len)
             if (!(d[i++] & 0x80))
                 break;
         }
-        if ((tag >> 3) == PARITY__ENVELOPE__BODY_REQUEST && (tag & 7) == 2)
-            return true;
+        if ((tag >> 3) >= PARITY__ENVELOPE__BODY_HELLO)
+            request = (tag >> 3) == PARITY__ENVELOPE__BODY_REQUEST &&
+                      (tag & 7) == 2;
         switch (tag & 7) {
         case 0:
             while (i < len && (d[i++] & 0x80))
@@ -665,7 +667,7 @@ s_is_request(const uint8_t *d, size_t len)
             return false;
         }
     }
-    return false;
+    return request;
 }
 
 /* One message [rid][body] from the ROUTER. */
