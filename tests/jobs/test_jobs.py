@@ -21,7 +21,8 @@ temp dir, three parity-agent daemons (alpha, beta, gamma), keys from
            SIGTERM) in the middle of a job and started again: the job
            still ends with every host done and its verdict; an agent
            that never comes back after a restart is lost after 30 s and
-           the job ends; the database stopped under the collector:
+           the job ends; an agent restarted at once, and a (fake) agent
+           whose new connection beats idle, are lost; the database stopped under the collector:
            one-line status 5 answers
   client   every client setting error (missing, wrong, from flags, env or
            client.yaml) and an unreachable collector; needs no collector
@@ -790,6 +791,27 @@ def case_restart():
                len(x.split(",")[-1]) > 6 for x in rows[1:]),
            "verdicts --csv: two host lines with an unrounded geomean")
 
+        # -- an agent restarted at once (before it could look offline) ---
+        r = w.parity("run", "long", "--hosts", "alpha", "--json")
+        job = (json.loads(r.stdout) if r.returncode == 0 else {}).get("job")
+        ok(wait_samples(w, job, ["alpha"]), "alpha is in the middle of job "
+           "%s" % job)
+        w.stop_agent("alpha", signal.SIGKILL)
+        w.start_agent("alpha")
+        v = w.wait_job(job, 30) or {}
+        a = host_map(v).get("alpha", {})
+        # Its spool tells of the cut run (RunEnd INCOMPLETE), or no
+        # Heartbeat names the job within 5 intervals: lost either way.
+        ok(v.get("state") == "ended" and a.get("state") == "lost" and
+           (a.get("reason", "").endswith("ended incomplete: agent restarted "
+                                         "during run") or
+            a.get("reason") == "the agent connected again and no longer "
+            "runs the job (restarted?)"),
+           "alpha killed and restarted at once: its new process does not "
+           "run the job, so it is lost (%s: %s)" % (a.get("state"),
+                                                    a.get("reason")))
+        ok(w.wait_online(["alpha"], True), "alpha online again")
+
         # -- an agent that never comes back after a collector restart ----
         r = w.parity("run", "long", "--hosts", "alpha", "--json")
         job = (json.loads(r.stdout) if r.returncode == 0 else {}).get("job")
@@ -809,6 +831,28 @@ def case_restart():
            "alpha never back: lost about 30 s after the restart, the job "
            "ends (%s: %s after %.0f s)" % (a.get("state"), a.get("reason"),
                                            time.time() - t0))
+
+        # -- a Hello, and no Heartbeat naming the job: lost in 5 beats ----
+        fake = subprocess.Popen([REQUEST, "--agent", w.endpoint,
+                                 w.key("collector"), w.key("stranger"),
+                                 "fake", "fakesuite"], stdout=subprocess.PIPE,
+                                text=True)
+        ok(w.wait_online(["fake"], True), "a fake agent listing fakesuite")
+        r = w.parity("run", "fakesuite", "--json")
+        job = (json.loads(r.stdout) if r.returncode == 0 else {}).get("job")
+        lines = [fake.stdout.readline().strip() for _ in range(2)]
+        t0 = time.time()
+        v = w.wait_job(job, 10) or {}
+        a = host_map(v).get("fake", {})
+        ok(lines == ["offer %s" % job, "again"] and
+           a.get("state") == "lost" and a.get("reason") == "the agent "
+           "connected again and no longer runs the job (restarted?)" and
+           time.time() - t0 < 5,
+           "it took the job, connected again and beat idle: lost within 5 "
+           "heartbeat intervals (%s, %s: %s after %.1f s)" %
+           (lines, a.get("state"), a.get("reason"), time.time() - t0))
+        fake.kill()
+        fake.wait()
 
         # -- the database stopped under the collector --------------------
         pg = os.path.join(w.data, "pg")
