@@ -16,6 +16,12 @@
  * Authorisation: only keys loaded from the --admin directory may send
  * these; anyone else gets CO_QUERY_FORBIDDEN and nothing happens.
  *
+ * Arguments: a command's unknown argument, a value of the wrong type or
+ * out of range is CO_QUERY_BADARGS naming it, before anything is read or
+ * written. Each request first checks the database connection
+ * (co_jobs_conn_ready): down is CO_QUERY_UNAVAILABLE, "database
+ * unavailable: ..."; every error text is one line.
+ *
  * The module borrows a co_jobs_t (its database connection, and the job
  * operations); it keeps only the admin keys. Nothing here prints.
  */
