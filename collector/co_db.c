@@ -25,6 +25,7 @@ typedef struct {
     char uuid[CO_DB_UUID_MAX];
     int64_t id;
     int64_t host_id;
+    size_t n_arms;                 /* arms stored with its RunStart */
 } s_run_ref_t;
 
 struct co_db {
@@ -281,6 +282,26 @@ s_str(const char *s)
     return s ? s : "";
 }
 
+/* environment_json is empty or the text of one JSON object (readers such
+ * as the hosts and show requests parse it). Returns 0, or -1 with err. */
+static int
+s_check_environment(const char *what, const char *text, char *err,
+                    size_t errlen)
+{
+    json_error_t je;
+    if (!text || !text[0])
+        return 0;
+    json_t *j = json_loads(text, 0, &je);
+    bool object = json_is_object(j);
+    json_decref(j);
+    if (!object) {
+        s_err(err, errlen, "%s: environment_json is not a JSON object (%s)",
+              what, j ? "another JSON value" : je.text);
+        return -1;
+    }
+    return 0;
+}
+
 int
 co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
             int64_t *host_id, char *err, size_t errlen)
@@ -294,6 +315,11 @@ co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
     if (!tags) {
         s_err(err, errlen, "hello: tags to JSON: out of memory");
         return CO_DB_FAIL;
+    }
+    if (s_check_environment("hello", h->environment_json, err, errlen)
+        != 0) {
+        free(tags);
+        return CO_DB_REFUSED;
     }
     if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
         goto done;
@@ -500,6 +526,10 @@ co_db_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
     char host[24], taken[24], n[24];
     PGresult *r;
 
+    if (c->n_wall_us == 0) {
+        s_err(err, errlen, "calibration %s: no samples", c->calibration_id);
+        return CO_DB_REFUSED;
+    }
     for (size_t i = 0; i < c->n_wall_us; i++)
         if (!isfinite(c->wall_us[i]) || c->wall_us[i] <= 0) {
             s_err(err, errlen, "calibration %s: sample %zu is %g (must be "
@@ -557,7 +587,7 @@ rollback:
  * CO_DB_LATER when unknown, CO_DB_REFUSED when another host's. */
 static int
 s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
-             char *err, size_t errlen)
+             size_t *n_arms, char *err, size_t errlen)
 {
     int rc;
     size_t len = strlen(uuid);
@@ -567,10 +597,13 @@ s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
             if (db->runs[i].host_id != host_id)
                 goto other;
             *run = db->runs[i].id;
+            if (n_arms)
+                *n_arms = db->runs[i].n_arms;
             return CO_DB_OK;
         }
     const char *p[] = { uuid };
-    PGresult *r = s_query(db, "SELECT id, host_id FROM runs WHERE "
+    PGresult *r = s_query(db, "SELECT id, host_id, (SELECT count(*) FROM "
+                          "arms WHERE arms.run = runs.id) FROM runs WHERE "
                           "run_uuid = $1", 1, p, PGRES_TUPLES_OK, &rc, err,
                           errlen);
     if (!r)
@@ -582,16 +615,20 @@ s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
     }
     int64_t id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     int64_t owner = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    size_t arms = (size_t)strtoull(PQgetvalue(r, 0, 2), NULL, 10);
     PQclear(r);
     if (len < CO_DB_UUID_MAX) {
         s_run_ref_t *slot = &db->runs[db->runs_next++ % CO_DB_RUN_CACHE];
         memcpy(slot->uuid, uuid, len + 1);
         slot->id = id;
         slot->host_id = owner;
+        slot->n_arms = arms;
     }
     if (owner != host_id)
         goto other;
     *run = id;
+    if (n_arms)
+        *n_arms = arms;
     return CO_DB_OK;
 other:
     s_err(err, errlen, "run %s belongs to another host", uuid);
@@ -609,7 +646,7 @@ co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
     char *tags = NULL;
     PGresult *r;
 
-    rc = s_run_lookup(db, host_id, rs->run_id, &run, err, errlen);
+    rc = s_run_lookup(db, host_id, rs->run_id, &run, NULL, err, errlen);
     if (rc == CO_DB_OK)
         return CO_DB_DUP;
     if (rc != CO_DB_LATER)
@@ -618,12 +655,23 @@ co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
         s_err(err, errlen, "run_start %s: no arms", rs->run_id);
         return CO_DB_REFUSED;
     }
-    for (size_t i = 0; i < rs->n_arms; i++)
+    for (size_t i = 0; i < rs->n_arms; i++) {
         if (!rs->arms[i]->name || !rs->arms[i]->name[0]) {
             s_err(err, errlen, "run_start %s: arm %zu has no name",
                   rs->run_id, i);
             return CO_DB_REFUSED;
         }
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(rs->arms[k]->name, rs->arms[i]->name) == 0) {
+                s_err(err, errlen, "run_start %s: arms %zu and %zu are both "
+                      "named \"%.64s\"", rs->run_id, k, i,
+                      rs->arms[i]->name);
+                return CO_DB_REFUSED;
+            }
+    }
+    if (s_check_environment("run_start", rs->environment_json, err,
+                            errlen) != 0)
+        return CO_DB_REFUSED;
     if (!(tags = s_tags_json(rs->tags, rs->n_tags))) {
         s_err(err, errlen, "run_start: tags to JSON: out of memory");
         return CO_DB_FAIL;
@@ -704,6 +752,48 @@ done:
     return rc;
 }
 
+/* A batch's samples can be stored as they are: times finite and not
+ * negative, a known kind, an arm of the run (any for CALIBRATION, whose
+ * arm is meaningless), round and position that fit the int columns.
+ * Returns 0, or -1 with err naming the first bad sample. */
+static int
+s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
+                size_t errlen)
+{
+    for (size_t i = 0; i < b->n_samples; i++) {
+        const Parity__Sample *s = b->samples[i];
+        if (!isfinite(s->wall_us) || !isfinite(s->user_us)
+            || !isfinite(s->sys_us)) {
+            s_err(err, errlen, "batch %s/%u: sample %zu has a time that is "
+                  "not finite", b->run_id, b->batch_seq, i);
+            return -1;
+        }
+        if (s->wall_us < 0 || s->user_us < 0 || s->sys_us < 0) {
+            s_err(err, errlen, "batch %s/%u: sample %zu has a negative time",
+                  b->run_id, b->batch_seq, i);
+            return -1;
+        }
+        if ((int)s->kind < 0 || (int)s->kind > PARITY__SAMPLE_KIND__ERROR) {
+            s_err(err, errlen, "batch %s/%u: sample %zu has unknown kind %d",
+                  b->run_id, b->batch_seq, i, (int)s->kind);
+            return -1;
+        }
+        if (s->kind != PARITY__SAMPLE_KIND__CALIBRATION && s->arm >= n_arms) {
+            s_err(err, errlen, "batch %s/%u: sample %zu names arm %u (the "
+                  "run has %zu arms)", b->run_id, b->batch_seq, i, s->arm,
+                  n_arms);
+            return -1;
+        }
+        if (s->round > INT32_MAX || s->position > INT32_MAX) {
+            s_err(err, errlen, "batch %s/%u: sample %zu has round or "
+                  "position above %d", b->run_id, b->batch_seq, i,
+                  INT32_MAX);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int
 co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
             size_t *stored, char *err, size_t errlen)
@@ -715,17 +805,14 @@ co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
     size_t need = 64;
 
     *stored = 0;
-    rc = s_run_lookup(db, host_id, b->run_id, &run, err, errlen);
+    size_t n_arms = 0;
+    rc = s_run_lookup(db, host_id, b->run_id, &run, &n_arms, err, errlen);
     if (rc != CO_DB_OK)
         return rc;
+    if (s_check_samples(b, n_arms, err, errlen) != 0)
+        return CO_DB_REFUSED;
     for (size_t i = 0; i < b->n_samples; i++) {
         const Parity__Sample *s = b->samples[i];
-        if (!isfinite(s->wall_us) || !isfinite(s->user_us)
-            || !isfinite(s->sys_us)) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has a time that is "
-                  "not finite", b->run_id, b->batch_seq, i);
-            return CO_DB_REFUSED;
-        }
         /* 15 fields of at most 8 bytes plus lengths, and the error text. */
         need += 2 + 15 * 12 + (s->error ? strlen(s->error) : 0);
     }
@@ -848,27 +935,23 @@ co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
     for (size_t k = 0; k < n; k++) {
         co_db_batch_item_t *it = &items[k];
         const Parity__SampleBatch *b = it->batch;
-        it->rc = s_run_lookup(db, it->host_id, b->run_id, &runs[k], it->err,
-                              sizeof it->err);
+        size_t n_arms = 0;
+        it->rc = s_run_lookup(db, it->host_id, b->run_id, &runs[k], &n_arms,
+                              it->err, sizeof it->err);
         if (it->rc == CO_DB_FAIL) {
             s_err(err, errlen, "%s", it->err);
             goto fail_all;
         }
         if (it->rc != CO_DB_OK)
             continue;
-        for (size_t i = 0; i < b->n_samples && it->rc == CO_DB_OK; i++) {
+        if (s_check_samples(b, n_arms, it->err, sizeof it->err) != 0) {
+            it->rc = CO_DB_REFUSED;
+            continue;
+        }
+        for (size_t i = 0; i < b->n_samples; i++) {
             const Parity__Sample *x = b->samples[i];
-            if (!isfinite(x->wall_us) || !isfinite(x->user_us)
-                || !isfinite(x->sys_us)) {
-                s_err(it->err, sizeof it->err, "batch %s/%u: sample %zu has "
-                      "a time that is not finite", b->run_id, b->batch_seq,
-                      i);
-                it->rc = CO_DB_REFUSED;
-            }
             need += 2 + 15 * 12 + (x->error ? strlen(x->error) : 0);
         }
-        if (it->rc != CO_DB_OK)
-            continue;
         want[k] = true;
         cand++;
         lr += (size_t)snprintf(a_run + lr, sizeof a_run - lr, "%s%" PRId64,
@@ -1119,7 +1202,7 @@ co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
               (int)re->status);
         return CO_DB_REFUSED;
     }
-    rc = s_run_lookup(db, host_id, re->run_id, &run, err, errlen);
+    rc = s_run_lookup(db, host_id, re->run_id, &run, NULL, err, errlen);
     if (rc != CO_DB_OK)
         return rc;
     snprintf(runid, sizeof runid, "%" PRId64, run);

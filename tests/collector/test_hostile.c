@@ -1,0 +1,481 @@
+/* test_hostile.c -- parity-collector against hostile but authenticated
+ * peers, over real CURVE sockets on 127.0.0.1 with its private
+ * PostgreSQL: another host's run ids, a stolen name, content the wire
+ * bounds let through but the database must never hold (arms that do not
+ * exist, times that are not times, environments that are not JSON),
+ * incomplete runs. Every refusal is an Error{10, seq} naming the problem,
+ * nothing of it is stored, and the collector stays up.
+ *
+ *   test-hostile PATH/TO/parity-collector
+ */
+#include <libpq-fe.h>
+#include <math.h>
+
+#include <jansson.h>
+
+#include "co_client.h"
+#include "tap.h"
+
+static PGconn *s_pg;
+
+static long
+s_sql_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static long
+s_sql_long(const char *fmt, ...)
+{
+    char sql[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    PGresult *r = PQexec(s_pg, sql);
+    long v = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        v = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    else
+        tap_diag("sql %s: %s", sql, PQerrorMessage(s_pg));
+    PQclear(r);
+    return v;
+}
+
+static long
+s_counter(void *s, const char *name)
+{
+    static uint64_t id = 100;
+    Parity__Envelope *e = cc_request(s, ++id, "stats", 3000);
+    json_t *j = NULL;
+    if (e && e->reply->status == 0)
+        j = json_loads(e->reply->body_json, 0, NULL);
+    pw_wire_free(&e);
+    long v = j ? (long)json_integer_value(json_object_get(j, name)) : -1;
+    json_decref(j);
+    return v;
+}
+
+/* The answer to data message seq: 1 Ack, 0 silence, -1 Error (its
+ * message copied to msg, its code to *code). */
+static int
+s_answer(void *s, uint64_t seq, int timeout_ms, char *msg, size_t len,
+         unsigned *code)
+{
+    int64_t until = cc_now_ms() + timeout_ms;
+    if (msg && len)
+        msg[0] = '\0';
+    for (;;) {
+        int64_t left = until - cc_now_ms();
+        if (left <= 0)
+            return 0;
+        Parity__Envelope *e = cc_recv(s, (int)left);
+        if (!e)
+            return 0;
+        int rc = 2;
+        if (e->body_case == PARITY__ENVELOPE__BODY_ACK && e->ack->seq == seq)
+            rc = 1;
+        else if (e->body_case == PARITY__ENVELOPE__BODY_ERROR
+                 && e->error->seq == seq) {
+            rc = -1;
+            if (msg && len)
+                snprintf(msg, len, "%s", e->error->message);
+            if (code)
+                *code = e->error->code;
+        }
+        pw_wire_free(&e);
+        if (rc != 2)
+            return rc;
+    }
+}
+
+/* Refused with Error{code} whose message contains want. */
+static bool
+s_refused(void *s, uint64_t seq, unsigned code, const char *want)
+{
+    char msg[512];
+    unsigned got = 0;
+    int rc = s_answer(s, seq, 5000, msg, sizeof msg, &got);
+    if (rc != -1 || got != code || !strstr(msg, want)) {
+        tap_diag("seq %" PRIu64 ": answer %d code %u message \"%s\" (want "
+                 "code %u \"%s\")", seq, rc, got, msg, code, want);
+        return false;
+    }
+    return true;
+}
+
+/* Packed by protobuf-c itself, not pw_wire_pack: a hostile peer does not
+ * keep to the bounds pw_wire_pack enforces. */
+static int
+s_send_body(void *s, uint64_t seq, Parity__Envelope__BodyCase kind,
+            void *body)
+{
+    Parity__Envelope env;
+    pw_wire_init(&env, seq);
+    pw_wire_set_body(&env, kind, body);
+    size_t len = parity__envelope__get_packed_size(&env);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf)
+        return -1;
+    parity__envelope__pack(&env, buf);
+    int rc = cc_send_raw(s, buf, len);
+    free(buf);
+    return rc;
+}
+
+#define MAX_ARMS 70
+static Parity__Arm s_arm[MAX_ARMS];
+static Parity__Arm *s_arms[MAX_ARMS];
+static char s_arm_name[MAX_ARMS][16];
+
+/* A RunStart with n arms named a0, a1 ... (arm 0 the subject). */
+static int
+s_run_start(void *s, uint64_t seq, const char *run, const char *bench,
+            size_t n, const char *env_json)
+{
+    Parity__RunStart rs = PARITY__RUN_START__INIT;
+    for (size_t i = 0; i < n; i++) {
+        parity__arm__init(&s_arm[i]);
+        snprintf(s_arm_name[i], sizeof s_arm_name[i], "a%zu", i);
+        s_arm[i].name = s_arm_name[i];
+        s_arm[i].subject = i == 0;
+        s_arm[i].shell = "true";
+        s_arms[i] = &s_arm[i];
+    }
+    rs.run_id = (char *)run;
+    rs.suite = "hostile";
+    rs.benchmark = (char *)bench;
+    rs.n_arms = n;
+    rs.arms = s_arms;
+    rs.runs = 3;
+    rs.started_at_us = cc_unix_us();
+    rs.environment_json = (char *)env_json;
+    return s_send_body(s, seq, PARITY__ENVELOPE__BODY_RUN_START, &rs);
+}
+
+static Parity__Sample s_smp[16];
+static Parity__Sample *s_psmp[16];
+
+/* A batch of n MEASURED samples alternating arms 0 and 1; sample `bad`
+ * (n or more: none) gets arm bad_arm, kind bad_kind and wall bad_wall. */
+static int
+s_batch(void *s, uint64_t seq, const char *run, unsigned batch_seq, size_t n,
+        size_t bad, unsigned bad_arm, int bad_kind, double bad_wall)
+{
+    Parity__SampleBatch b = PARITY__SAMPLE_BATCH__INIT;
+    for (size_t i = 0; i < n; i++) {
+        parity__sample__init(&s_smp[i]);
+        s_smp[i].arm = (unsigned)(i % 2);
+        s_smp[i].round = (unsigned)(i / 2);
+        s_smp[i].position = (unsigned)(i % 2);
+        s_smp[i].wall_us = 1000.0 + (double)i;
+        s_smp[i].cpu = -1;
+        if (i == bad) {
+            s_smp[i].arm = bad_arm;
+            s_smp[i].kind = (Parity__SampleKind)bad_kind;
+            s_smp[i].wall_us = bad_wall;
+        }
+        s_psmp[i] = &s_smp[i];
+    }
+    b.run_id = (char *)run;
+    b.batch_seq = batch_seq;
+    b.n_samples = n;
+    b.samples = s_psmp;
+    return s_send_body(s, seq, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b);
+}
+
+static int
+s_run_end(void *s, uint64_t seq, const char *run, unsigned batches,
+          uint64_t samples)
+{
+    Parity__RunEnd re = PARITY__RUN_END__INIT;
+    re.run_id = (char *)run;
+    re.batches = batches;
+    re.samples = samples;
+    re.ended_at_us = cc_unix_us();
+    return s_send_body(s, seq, PARITY__ENVELOPE__BODY_RUN_END, &re);
+}
+
+static int
+s_calibration(void *s, uint64_t seq, const char *id, size_t n)
+{
+    static double w[70000];
+    Parity__Calibration c = PARITY__CALIBRATION__INIT;
+    for (size_t i = 0; i < n; i++)
+        w[i] = 500.0 + (double)(i % 40);
+    c.calibration_id = (char *)id;
+    c.n_wall_us = n;
+    c.wall_us = w;
+    c.taken_at_us = cc_unix_us();
+    return s_send_body(s, seq, PARITY__ENVELOPE__BODY_CALIBRATION, &c);
+}
+
+static int
+s_hello_env(void *s, const char *name, const char *env_json)
+{
+    Parity__Hello h = PARITY__HELLO__INIT;
+    h.agent_name = (char *)name;
+    h.agent_version = "test";
+    h.environment_json = (char *)env_json;
+    return s_send_body(s, 0, PARITY__ENVELOPE__BODY_HELLO, &h);
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test-hostile PATH/TO/parity-collector\n");
+        return 2;
+    }
+    char dir[] = "/tmp/parity-hostile-XXXXXX";
+    char path[300], keyfile[200], allow[200], datadir[200], logp[200];
+    char conninfo[400];
+    cc_collector_t col;
+
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    chmod(dir, 0711);   /* as root the server runs as postgres */
+    snprintf(allow, sizeof allow, "%s/allow", dir);
+    snprintf(datadir, sizeof datadir, "%s/data", dir);
+    snprintf(logp, sizeof logp, "%s/collector.log", dir);
+    mkdir(allow, 0755);
+    zcert_t *server = zcert_new(), *a = zcert_new(), *b = zcert_new();
+    zcert_t *c = zcert_new();
+    snprintf(keyfile, sizeof keyfile, "%s/collector", dir);
+    zcert_save(server, keyfile);
+    snprintf(keyfile, sizeof keyfile, "%s/collector_secret", dir);
+    const char *names[] = { "a", "b", "c" };
+    zcert_t *certs[] = { a, b, c };
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", allow, names[i]);
+        zcert_save_public(certs[i], path);
+    }
+    char *cargv[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
+                      keyfile, "--allow", allow, "--data-dir", datadir,
+                      "--heartbeat-ms", "500", NULL };
+    if (!ok(cc_collector_start(&col, cargv, logp, 60000) == 0,
+            "collector starts")) {
+        printf("Bail out! collector did not start\n");
+        return 1;
+    }
+    snprintf(conninfo, sizeof conninfo,
+             "host=%s/pg dbname=parity user=parity", datadir);
+    s_pg = PQconnectdb(conninfo);
+    void *ctx = zmq_ctx_new();
+    void *sa = cc_dealer(ctx, col.endpoint, a, col.public_key);
+    void *sb = cc_dealer(ctx, col.endpoint, b, col.public_key);
+    uint64_t seq = 0;
+    char msg[512];
+
+    /* ---- identity is the key ----------------------------------------- */
+    ok(cc_hello(sa, "alpha") == 0 && cc_wait_ack(sa, 0, 5000)
+       && cc_hello(sb, "alpha") == 0 && cc_wait_ack(sb, 0, 5000),
+       "two keys both claiming the name alpha are both greeted");
+    ok(s_sql_long("SELECT count(DISTINCT public_key) FROM hosts WHERE name "
+                  "= 'alpha'") == 2
+       && s_sql_long("SELECT count(*) FROM hosts WHERE public_key = '%s'",
+                     zcert_public_txt(a)) == 1,
+       "a name is a claim: two hosts, each keyed by its own public key");
+    ok(s_run_start(sa, ++seq, "run-a", "bench", 2, "{\"os\":\"a\"}") == 0
+       && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1, "A's RunStart acked");
+    long refused0 = s_counter(sa, "refused");
+    ok(s_run_start(sb, ++seq, "run-a", "stolen", 2, "") == 0
+       && s_refused(sb, seq, 10, "run run-a belongs to another host"),
+       "B replaying A's run id: Error 10 \"belongs to another host\"");
+    ok(s_batch(sb, ++seq, "run-a", 0, 4, 99, 0, 0, 0) == 0
+       && s_refused(sb, seq, 10, "belongs to another host")
+       && s_run_end(sb, ++seq, "run-a", 0, 0) == 0
+       && s_refused(sb, seq, 10, "belongs to another host"),
+       "B's SampleBatch and RunEnd for A's run: refused the same way");
+    ok(s_sql_long("SELECT count(*) FROM runs r JOIN hosts h ON h.id = "
+                  "r.host_id JOIN benchmarks b ON b.id = r.benchmark_id "
+                  "WHERE run_uuid = 'run-a' AND h.public_key = '%s' AND "
+                  "b.name = 'bench' AND r.status IS NULL",
+                  zcert_public_txt(a)) == 1
+       && s_sql_long("SELECT count(*) FROM batches") == 0,
+       "A's run is untouched: its host, benchmark, no batch, not ended");
+    ok(s_counter(sa, "refused") == refused0 + 3, "refused counter +3");
+    long dup0 = s_counter(sa, "duplicates");
+    ok(s_run_start(sa, ++seq, "run-a", "other-content", 3, "") == 0
+       && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
+       && s_counter(sa, "duplicates") == dup0 + 1
+       && s_sql_long("SELECT count(*) FROM arms a JOIN runs r ON r.id = "
+                     "a.run WHERE run_uuid = 'run-a'") == 2
+       && s_sql_long("SELECT count(*) FROM benchmarks WHERE name = "
+                     "'other-content'") == 0,
+       "the same run id with other content: acked as a duplicate, the "
+       "first copy wins (2 arms, its benchmark)");
+
+    /* ---- RunStart content ------------------------------------------- */
+    long limit0 = s_counter(sa, "bad_limit");
+    ok(s_run_start(sa, ++seq, "run-65", "b", 65, "") == 0
+       && s_refused(sa, seq, 7, "65 arms")
+       && s_counter(sa, "bad_limit") == limit0 + 1,
+       "RunStart with 65 arms: Error 7, bad_limit +1");
+    s_arm_name[1][0] = '\0';
+    {
+        Parity__RunStart rs = PARITY__RUN_START__INIT;
+        parity__arm__init(&s_arm[0]);
+        parity__arm__init(&s_arm[1]);
+        s_arm[0].name = "x";
+        s_arm[1].name = "";
+        s_arms[0] = &s_arm[0];
+        s_arms[1] = &s_arm[1];
+        rs.run_id = "run-noname";
+        rs.n_arms = 2;
+        rs.arms = s_arms;
+        ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_RUN_START, &rs) == 0
+           && s_refused(sa, seq, 10, "run_start run-noname: arm 1 has no "
+                        "name"), "an arm without a name: Error 10");
+        s_arm[1].name = "x";
+        rs.run_id = "run-twice";
+        ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_RUN_START, &rs) == 0
+           && s_refused(sa, seq, 10, "run_start run-twice: arms 0 and 1 are "
+                        "both named \"x\""),
+           "two arms with the same name: Error 10");
+        rs.run_id = "run-noarms";
+        rs.n_arms = 0;
+        ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_RUN_START, &rs) == 0
+           && s_refused(sa, seq, 10, "run_start run-noarms: no arms"),
+           "no arms at all: Error 10");
+    }
+    ok(s_run_start(sa, ++seq, "run-env", "b", 2, "not json {") == 0
+       && s_refused(sa, seq, 10, "run_start: environment_json is not a JSON "
+                    "object"), "an environment that is not JSON: Error 10");
+    {
+        size_t big = 3u << 20;
+        char *huge = malloc(big + 1);
+        memset(huge, 'x', big);
+        huge[big] = '\0';
+        ok(s_run_start(sa, ++seq, "run-huge", "b", 2, huge) == 0
+           && s_refused(sa, seq, 10, "environment_json is not a JSON object"),
+           "3 MiB of text as environment: Error 10");
+        free(huge);
+    }
+    ok(s_run_start(sa, ++seq, "run-arr", "b", 2, "[1,2]") == 0
+       && s_refused(sa, seq, 10, "is not a JSON object (another JSON value)"),
+       "an environment that is a JSON array: Error 10");
+    ok(s_sql_long("SELECT count(*) FROM runs WHERE run_uuid <> 'run-a'") == 0
+       && s_sql_long("SELECT count(*) FROM environments WHERE "
+                     "environment_json NOT LIKE '{%%'") == 0,
+       "none of the refused runs or environments is stored");
+
+    /* ---- SampleBatch content ----------------------------------------- */
+    ok(s_batch(sa, ++seq, "run-a", 0, 4, 2, 999, 0, 1000.0) == 0
+       && s_refused(sa, seq, 10, "batch run-a/0: sample 2 names arm 999 (the "
+                    "run has 2 arms)"), "a sample of arm 999: Error 10");
+    ok(s_batch(sa, ++seq, "run-a", 0, 4, 1, 1, 0, NAN) == 0
+       && s_refused(sa, seq, 10, "batch run-a/0: sample 1 has a time that is "
+                    "not finite")
+       && s_batch(sa, ++seq, "run-a", 0, 4, 1, 1, 0, INFINITY) == 0
+       && s_refused(sa, seq, 10, "not finite"),
+       "NaN and infinite wall_us: Error 10");
+    ok(s_batch(sa, ++seq, "run-a", 0, 4, 3, 1, 0, -5.0) == 0
+       && s_refused(sa, seq, 10, "batch run-a/0: sample 3 has a negative "
+                    "time"), "a negative wall_us: Error 10");
+    ok(s_batch(sa, ++seq, "run-a", 0, 4, 0, 0, 9, 1000.0) == 0
+       && s_refused(sa, seq, 10, "batch run-a/0: sample 0 has unknown kind "
+                    "9"), "a sample kind this version does not know: "
+       "Error 10");
+    ok(s_batch(sa, ++seq, "run-a", 0, 4, 0, 999, PARITY__SAMPLE_KIND__CALIBRATION,
+               500.0) == 0 && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1,
+       "a CALIBRATION sample's arm is meaningless: any is stored");
+    ok(s_sql_long("SELECT count(*) FROM batches") == 1
+       && s_sql_long("SELECT count(*) FROM samples") == 4,
+       "only the good batch is stored (1 batch, 4 samples)");
+
+    /* The same checks when batches arrive together (one transaction for
+     * the group, the bad one alone refused). */
+    {
+        uint64_t first = seq + 1;
+        s_batch(sa, ++seq, "run-a", 1, 4, 99, 0, 0, 0);
+        uint64_t bad = ++seq;
+        s_batch(sa, bad, "run-a", 2, 4, 1, 7, 0, 1000.0);
+        s_batch(sa, ++seq, "run-a", 3, 4, 99, 0, 0, 0);
+        int r1 = s_answer(sa, first, 5000, NULL, 0, NULL);
+        ok(r1 == 1 && s_refused(sa, bad, 10, "names arm 7")
+           && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1,
+           "three batches in a burst: the one with arm 7 refused, the "
+           "others acked");
+    }
+
+    /* ---- RunEnd before its batches ------------------------------------ */
+    long deferred0 = s_counter(sa, "deferred");
+    uint64_t end = ++seq;
+    ok(s_run_end(sa, end, "run-a", 6, 24) == 0
+       && s_answer(sa, end, 1500, NULL, 0, NULL) == 0
+       && s_counter(sa, "deferred") > deferred0
+       && s_sql_long("SELECT count(*) FROM runs WHERE status IS NULL AND "
+                     "run_uuid = 'run-a'") == 1,
+       "RunEnd claiming 6 batches with 0, 1, 3 stored (2 refused, 4, 5 "
+       "never sent): no answer, run not ended, deferred moved");
+    ok(s_batch(sa, ++seq, "run-a", 2, 4, 99, 0, 0, 0) == 0
+       && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
+       && s_batch(sa, ++seq, "run-a", 4, 4, 99, 0, 0, 0) == 0
+       && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
+       && s_run_end(sa, end, "run-a", 6, 24) == 0
+       && s_answer(sa, end, 1500, NULL, 0, NULL) == 0,
+       "with batch 5 still missing the resent RunEnd is still not acked");
+    ok(s_batch(sa, ++seq, "run-a", 5, 4, 99, 0, 0, 0) == 0
+       && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
+       && s_run_end(sa, end, "run-a", 6, 24) == 0
+       && s_answer(sa, end, 5000, NULL, 0, NULL) == 1
+       && s_sql_long("SELECT count(*) FROM runs WHERE status = 'complete' "
+                     "AND run_uuid = 'run-a' AND batches = 6") == 1
+       && s_sql_long("SELECT count(*) FROM samples") == 24,
+       "the gap filled, the resent RunEnd is acked: 6 batches, 24 samples");
+
+    /* ---- Calibration bounds ----------------------------------------- */
+    ok(s_calibration(sa, ++seq, "cal-0", 0) == 0
+       && s_refused(sa, seq, 10, "calibration cal-0: no samples"),
+       "a Calibration with 0 samples: Error 10");
+    limit0 = s_counter(sa, "bad_limit");
+    ok(s_calibration(sa, ++seq, "cal-big", 65537) == 0
+       && s_refused(sa, seq, 7, "65537")
+       && s_counter(sa, "bad_limit") == limit0 + 1,
+       "a Calibration with 65537 samples: Error 7, bad_limit +1");
+    ok(s_calibration(sa, ++seq, "cal-max", 65536) == 0
+       && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
+       && s_sql_long("SELECT count(*) FROM calibrations") == 1
+       && s_sql_long("SELECT count(*) FROM calibration_samples") == 65536,
+       "65536 samples (the bound) are stored");
+
+    /* ---- a Hello that cannot be stored -------------------------------- */
+    {
+        void *sc = cc_dealer(ctx, col.endpoint, c, col.public_key);
+        ok(s_hello_env(sc, "gamma", "{\"os\": ") == 0
+           && s_refused(sc, 0, 10, "hello: environment_json is not a JSON "
+                        "object")
+           && s_sql_long("SELECT count(*) FROM hosts WHERE name = 'gamma'")
+              == 0, "a Hello whose environment is not JSON: Error 10, no "
+           "host stored");
+        ok(s_calibration(sc, 1, "cal-c", 3) == 0
+           && s_refused(sc, 1, 9, ""),
+           "and the connection counts as not greeted (Error 9)");
+        ok(cc_hello(sc, "gamma") == 0 && cc_wait_ack(sc, 0, 5000),
+           "a good Hello afterwards is stored");
+        zmq_close(sc);
+    }
+
+    /* ---- a key in --allow only is not a client ------------------------ */
+    Parity__Envelope *e = cc_request(sa, 7, "hosts", 3000);
+    ok(e && e->reply->status == 3
+       && strstr(e->reply->error, "forbidden"),
+       "an agent's key asking for hosts: status 3 forbidden");
+    pw_wire_free(&e);
+    snprintf(msg, sizeof msg, "%s", "");
+    ok(s_counter(sa, "received") > 0, "collector alive after all of it");
+    zmq_close(sa);
+    zmq_close(sb);
+    zmq_ctx_term(ctx);
+    PQfinish(s_pg);
+    ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
+    zcert_destroy(&server);
+    zcert_destroy(&a);
+    zcert_destroy(&b);
+    zcert_destroy(&c);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (tap_failed_ == 0 && system(cmd) != 0)
+        tap_diag("could not remove %s", dir);
+    return tap_done();
+}
