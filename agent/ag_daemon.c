@@ -443,8 +443,11 @@ s_cb_calibration(void *ctx, const double *wall_us, size_t n,
 {
     ag_stream_t *s = ctx;
     char err[S_ERR];
-    if (s_emit_calibration(s, wall_us, n, taken_at_us, err, sizeof err)
-        != AG_SPOOL_OK) {
+    /* The harness reports its session-start calibration even when the
+     * rounds alone reach the target (n == 0): nothing to send, and the
+     * collector refuses a Calibration without samples. */
+    if (n > 0 && s_emit_calibration(s, wall_us, n, taken_at_us, err,
+                                    sizeof err) != AG_SPOOL_OK) {
         s_logf("spool_error", "calibration: %s", err);
         snprintf(s->stop_reason, sizeof s->stop_reason, "%s", err);
         return -1;

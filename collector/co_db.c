@@ -19,6 +19,10 @@
 
 /* Recently used runs (uuid -> id, host), so that a batch costs no lookup. */
 #define CO_DB_RUN_CACHE 64
+/* Seconds a connect may take unless the conninfo says otherwise: under
+ * the 5 heartbeat intervals after which agents give up on a silent
+ * collector (2 is the least libpq honours). */
+#define CO_DB_CONNECT_TIMEOUT "2"
 #define CO_DB_UUID_MAX  128
 
 typedef struct {
@@ -122,7 +126,13 @@ co_db_connect(co_db_t *db, char *err, size_t errlen)
 {
     co_db_disconnect(db);
     memset(db->runs, 0, sizeof db->runs);
-    db->conn = PQconnectdb(db->conninfo);
+    /* The connect runs on the collector's only loop: a server that takes
+     * the TCP connection and never answers would stall every peer (and
+     * the CURVE handshakes) for minutes. connect_timeout comes first so
+     * that one in the user's conninfo wins. */
+    const char *const keys[] = { "connect_timeout", "dbname", NULL };
+    const char *const vals[] = { CO_DB_CONNECT_TIMEOUT, db->conninfo, NULL };
+    db->conn = PQconnectdbParams(keys, vals, 1);
     if (PQstatus(db->conn) != CONNECTION_OK) {
         /* Not the conninfo itself: it may hold a password. */
         s_err(err, errlen, "PQconnectdb: %s", PQerrorMessage(db->conn));

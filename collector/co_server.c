@@ -1052,6 +1052,13 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
            "allowed_keys=%zu heartbeat_ms=%d db_up=%d",
            srv->endpoint, srv->public_key, co_auth_key_count(srv->auth),
            srv->cfg.heartbeat_ms, srv->db_up);
+    if (co_auth_key_count(srv->auth) == 0) {
+        char q[600];
+        co_log(CO_LOG_WARN, "no_keys", "why=%s",
+               co_log_quote(q, sizeof q, "no public certificate in --allow "
+                            "(or --admin): every agent and client is "
+                            "refused until one is added"));
+    }
     srv->next_beat_us = s_now_us() + (int64_t)srv->cfg.heartbeat_ms * 1000;
     while (!*stop) {
         zmq_pollitem_t items[] = {

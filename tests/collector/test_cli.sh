@@ -107,6 +107,21 @@ cfg "bad bind endpoint" 'event=server_failed why="--bind tcp://nonsense:x: zmq_b
 ok $(grep -q 'event=db_down' "$T/out"; echo $?) "an unreachable --db is a warning, not a failure"
 ok $(grep -q "$T/nowhere connect_timeout" "$T/out"; [ $? -ne 0 ]; echo $?) "the conninfo (it may hold a password) is not logged"
 
+# A --db server that takes the connection and never answers: the connect
+# gives up after 2 s (the loop must not hang for minutes) and the collector
+# listens without its database.
+python3 "$(dirname "$0")/mute_server.py" 12 >"$T/mute.port" &
+mute=$!
+i=0; while [ ! -s "$T/mute.port" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+timeout 7 "$COLLECTOR" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --db "host=127.0.0.1 port=$(cat "$T/mute.port") dbname=x" >"$T/out" 2>&1; st=$?
+check "a --db server that never answers: db_down after the 2 s connect timeout" 124 'timeout expired' "$T/out"
+ok $(grep -q 'event=listening' "$T/out"; echo $?) "and the collector listens without its database"
+kill "$mute" 2>/dev/null; wait "$mute" 2>/dev/null
+
+mkdir "$T/empty-allow"
+timeout 3 "$COLLECTOR" --bind tcp://127.0.0.1:0 --key "$K" --allow "$T/empty-allow" --db "$NODB" >"$T/out" 2>&1; st=$?
+check "an empty --allow dir: a warning at start (it keeps running)" 124 'level=warn event=no_keys why="no public certificate in --allow (or --admin): every agent and client is refused until one is added"' "$T/out"
+
 LONG="$T/$(printf 'd%.0s' $(seq 1 90))"
 cfg "a data dir too long for the server's socket" "path longer than 80 characters (the server's socket path would not fit)" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --data-dir "$LONG"
 PARITY_PG_BINDIR=/nonexistent/bin "$COLLECTOR" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --data-dir "$T/data-nobin" >"$T/out" 2>&1; st=$?

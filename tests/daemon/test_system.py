@@ -444,8 +444,16 @@ def case_agent_kill(w):
     distinct = w.psql("SELECT count(DISTINCT (run, batch_seq, idx)) FROM "
                       "samples")
     ok(distinct == f[3], "no sample stored twice")
-    ok(w.psql("SELECT count(*) FROM calibrations") not in (None, "0", "1"),
-       "the restarted daemon's start-up calibration is stored too")
+    # The killed `run` calibrated in its 600 rounds (no session-start
+    # runs: nothing to send); the daemon calibrates after its Hello (100
+    # no-op runs), maybe after the spool above drained.
+    got = w.wait_for("SELECT count(*) FROM calibrations WHERE n_samples "
+                     "= 100", "1", 30)
+    ok(got == "1" and w.psql("SELECT count(*) FROM calibrations") == "1",
+       "the restarted daemon's start-up calibration is stored too, and "
+       "it is the only Calibration (%s)" % got)
+    ok("no samples" not in w.log_tail(100000),
+       "no Calibration without samples was sent (none refused)")
     daemon.send_signal(signal.SIGTERM)
     try:
         daemon.wait(timeout=30)
