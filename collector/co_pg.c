@@ -353,7 +353,21 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
         goto fail;
 
     const char *status_args[] = { "-D", pg->pg_dir, "status", NULL };
-    if (s_run(pg, "pg_ctl", status_args) != 0) {
+    bool up = s_run(pg, "pg_ctl", status_args) == 0;
+    /* A server said to be running is adopted once it answers. One that
+     * is still dying (its postmaster killed a moment ago, its children
+     * not yet gone) never will: wait until it answers or is gone, then
+     * start a new one. */
+    for (int i = 0; up && i < 10 * atoi(CO_PG_WAIT_S); i++) {
+        char ci[CO_PG_PATH_MAX + 64];
+        snprintf(ci, sizeof ci, "host=%s dbname=postgres user=parity",
+                 pg->pg_dir);
+        if (PQping(ci) == PQPING_OK)
+            break;
+        usleep(100000);
+        up = s_run(pg, "pg_ctl", status_args) == 0;
+    }
+    if (!up) {
         const char *start_args[] = { "-D", pg->pg_dir, "-l", pg->log_path,
                                      "-w", "-t", CO_PG_WAIT_S, "start",
                                      NULL };

@@ -468,7 +468,43 @@ main(int argc, char **argv)
     zmq_close(sb);
     zmq_ctx_term(ctx);
     PQfinish(s_pg);
+
+    /* kill -9 of the collector and of its PostgreSQL at once, and a start
+     * straight away: the old server is still dying (postmaster.pid left
+     * behind); the new collector waits for it to go and starts its own. */
+    {
+        char pidfile[300];
+        long pgpid = 0;
+        snprintf(pidfile, sizeof pidfile, "%s/pg/postmaster.pid", datadir);
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &pgpid) != 1)
+                pgpid = 0;
+            fclose(f);
+        }
+        kill(col.pid, SIGKILL);
+        if (pgpid > 0)
+            kill((pid_t)pgpid, SIGKILL);
+        cc_collector_stop(&col, SIGKILL, 5000);
+        snprintf(logp, sizeof logp, "%s/collector2.log", dir);
+        ok(pgpid > 0 && cc_collector_start(&col, cargv, logp, 90000) == 0
+           && cc_log_has(logp, "event=db_up", "migrations_applied=0"),
+           "after kill -9 of the collector and its server, a new start "
+           "comes up on the same data dir");
+        s_pg = PQconnectdb(conninfo);
+        ok(s_sql_long("SELECT count(*) FROM samples") == 24
+           && s_sql_long("SELECT count(*) FROM runs WHERE status = "
+                         "'complete'") == 1,
+           "everything committed before the kill is there");
+        PQfinish(s_pg);
+    }
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
+    {
+        char pidfile[300];
+        snprintf(pidfile, sizeof pidfile, "%s/pg/postmaster.pid", datadir);
+        ok(access(pidfile, F_OK) != 0, "and its PostgreSQL is stopped "
+           "(no postmaster.pid)");
+    }
     zcert_destroy(&server);
     zcert_destroy(&a);
     zcert_destroy(&b);
