@@ -486,6 +486,9 @@ main(int argc, char **argv)
         if (pgpid > 0)
             kill((pid_t)pgpid, SIGKILL);
         cc_collector_stop(&col, SIGKILL, 5000);
+        ok(!cc_log_has(logp, "runtime error", NULL)
+           && !cc_log_has(logp, "Sanitizer", NULL),
+           "no sanitizer report in the collector's log (ASan/UBSan builds)");
         snprintf(logp, sizeof logp, "%s/collector2.log", dir);
         ok(pgpid > 0 && cc_collector_start(&col, cargv, logp, 90000) == 0
            && cc_log_has(logp, "event=db_up", "migrations_applied=0"),
