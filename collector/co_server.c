@@ -988,6 +988,14 @@ int
 co_server_check(const co_server_config_t *cfg, char *err, size_t errlen)
 {
     struct stat st;
+    /* Only the form: whether the address binds is known at bind time,
+     * but a typo should not wait for a new cluster's initdb to be told. */
+    if (!cfg->bind || strncmp(cfg->bind, "tcp://", 6) != 0
+        || !strchr(cfg->bind + 6, ':')) {
+        s_err(err, errlen, "--bind %s: want tcp://HOST:PORT (e.g. "
+              "tcp://*:5555)", cfg->bind ? cfg->bind : "");
+        return -1;
+    }
     zcert_t *cert = zcert_load(cfg->key_path);
     if (!cert) {
         s_err(err, errlen, "--key %s: cannot read a CURVE certificate "
