@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #define S_RUN_STATE   "run"      /* spool state file of the open run */
-#define S_MAX_SUITES  256
+#define S_MAX_SUITES  PW_WIRE_MAX_SUITES   /* what one Hello may list */
 #define S_ERR         512
 
 /* Set by SIGTERM/SIGINT in daemon mode; read by the run-end callback so
@@ -179,7 +179,7 @@ s_scan_suites(const char *dir, s_suite_info_t **out, size_t *count,
             && !(l > 4 && strcmp(de->d_name + l - 4, ".yml") == 0))
             continue;
         if (nn == S_MAX_SUITES) {
-            s_logf("suite_invalid", "%s: more than %d suite files; %s and "
+            s_logf("suite_invalid", "%s: more than %u suite files; %s and "
                    "the rest are not offered", dir, S_MAX_SUITES,
                    de->d_name);
             break;

@@ -140,10 +140,27 @@ s_check(const Parity__Envelope *env, char *err, size_t errlen)
             return PW_WIRE_EFIELD;
         }
         break;
+    case PARITY__ENVELOPE__BODY_HELLO:
+        if (env->hello->n_suites > PW_WIRE_MAX_SUITES) {
+            s_err(err, errlen, "hello: %zu suites (at most %u)",
+                  env->hello->n_suites, PW_WIRE_MAX_SUITES);
+            return PW_WIRE_ELIMIT;
+        }
+        if (env->hello->n_tags > PW_WIRE_MAX_TAGS) {
+            s_err(err, errlen, "hello: %zu tags (at most %u)",
+                  env->hello->n_tags, PW_WIRE_MAX_TAGS);
+            return PW_WIRE_ELIMIT;
+        }
+        break;
     case PARITY__ENVELOPE__BODY_RUN_START:
         if (env->run_start->n_arms > PW_WIRE_MAX_ARMS) {
             s_err(err, errlen, "run_start: %zu arms (at most %u)",
                   env->run_start->n_arms, PW_WIRE_MAX_ARMS);
+            return PW_WIRE_ELIMIT;
+        }
+        if (env->run_start->n_tags > PW_WIRE_MAX_TAGS) {
+            s_err(err, errlen, "run_start: %zu tags (at most %u)",
+                  env->run_start->n_tags, PW_WIRE_MAX_TAGS);
             return PW_WIRE_ELIMIT;
         }
         if (!env->run_start->run_id || !env->run_start->run_id[0]) {

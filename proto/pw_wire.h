@@ -30,6 +30,12 @@
 #define PW_WIRE_MAX_CALIBRATION 65536u
 /* Most arms in one RunStart. */
 #define PW_WIRE_MAX_ARMS       64u
+/* Most suites in one Hello: the collector stores each with its own
+ * statement on its only loop, so a Hello of 4 MiB of one-letter suites
+ * would stall every peer for seconds. */
+#define PW_WIRE_MAX_SUITES     256u
+/* Most tags in one Hello or RunStart (a job has at most 256). */
+#define PW_WIRE_MAX_TAGS       256u
 
 /* Status codes. The negated value of an error code is the Error.code the
  * collector sends back (docs/protocol.md, "Errors"). Keep the list and

@@ -456,6 +456,37 @@ main(int argc, char **argv)
         zmq_close(sc);
     }
 
+    /* ---- a Hello listing more suites than it may ---------------------- */
+    {
+        static Parity__SuiteInfo si[257];
+        static Parity__SuiteInfo *psi[257];
+        static char nm[257][8];
+        for (int i = 0; i < 257; i++) {
+            parity__suite_info__init(&si[i]);
+            snprintf(nm[i], sizeof nm[i], "s%d", i);
+            si[i].name = nm[i];
+            psi[i] = &si[i];
+        }
+        Parity__Hello h = PARITY__HELLO__INIT;
+        h.agent_name = "many";
+        h.suites = psi;
+        h.n_suites = 257;
+        void *sc = cc_dealer(ctx, col.endpoint, c, col.public_key);
+        long limit1 = s_counter(sa, "bad_limit");
+        ok(s_send_body(sc, 0, PARITY__ENVELOPE__BODY_HELLO, &h) == 0
+           && s_refused(sc, 0, 7, "hello: 257 suites (at most 256)")
+           && s_counter(sa, "bad_limit") == limit1 + 1
+           && s_sql_long("SELECT count(*) FROM hosts WHERE name = 'many'")
+              == 0, "a Hello with 257 suites: Error 7, bad_limit +1, not "
+           "stored");
+        h.n_suites = 256;
+        ok(s_send_body(sc, 0, PARITY__ENVELOPE__BODY_HELLO, &h) == 0
+           && cc_wait_ack(sc, 0, 5000)
+           && s_sql_long("SELECT count(*) FROM hosts WHERE name = 'many'")
+              == 1, "256 suites (the bound) are stored");
+        zmq_close(sc);
+    }
+
     /* ---- a key in --allow only is not a client ------------------------ */
     Parity__Envelope *e = cc_request(sa, 7, "hosts", 3000);
     ok(e && e->reply->status == 3

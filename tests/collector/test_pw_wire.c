@@ -66,6 +66,43 @@ main(void)
     ok(s_pack_batch(1, 0, &buf, &len) == PW_WIRE_ESEQ,
        "pack refuses a data message with seq 0");
 
+    {
+        /* Hello: 256 suites pack, 257 do not, and nor do 257 tags. */
+        static Parity__SuiteInfo si[257];
+        static Parity__SuiteInfo *psi[257];
+        static Parity__Tag tg[257];
+        static Parity__Tag *ptg[257];
+        for (int i = 0; i < 257; i++) {
+            parity__suite_info__init(&si[i]);
+            si[i].name = "s";
+            psi[i] = &si[i];
+            parity__tag__init(&tg[i]);
+            ptg[i] = &tg[i];
+        }
+        Parity__Envelope he;
+        Parity__Hello h = PARITY__HELLO__INIT;
+        h.suites = psi;
+        h.n_suites = 256;
+        pw_wire_init(&he, 0);
+        pw_wire_set_body(&he, PARITY__ENVELOPE__BODY_HELLO, &h);
+        uint8_t *hb = NULL;
+        size_t hl = 0;
+        ok(pw_wire_pack_alloc(&he, &hb, &hl, err, sizeof err) == PW_WIRE_OK,
+           "a Hello with 256 suites packs");
+        free(hb);
+        h.n_suites = 257;
+        ok(pw_wire_pack_alloc(&he, &hb, &hl, err, sizeof err)
+           == PW_WIRE_ELIMIT && strstr(err, "hello: 257 suites (at most "
+                                       "256)"),
+           "257 suites: limit (%s)", err);
+        h.n_suites = 1;
+        h.tags = ptg;
+        h.n_tags = 257;
+        ok(pw_wire_pack_alloc(&he, &hb, &hl, err, sizeof err)
+           == PW_WIRE_ELIMIT && strstr(err, "hello: 257 tags (at most 256)"),
+           "257 tags: limit (%s)", err);
+    }
+
     uint8_t garbage[64];
     for (size_t i = 0; i < sizeof garbage; i++)
         garbage[i] = (uint8_t)(0xff - i);
