@@ -59,7 +59,8 @@ int co_db_schema_version(co_db_t *db, int *version, char *err,
                          size_t errlen);
 
 /* Insert or update the host with this authenticated public key from a
- * Hello; *host_id gets its id. Marks it online. */
+ * Hello; *host_id gets its id. Marks it online. CO_DB_REFUSED when its
+ * environment_json is neither empty nor a JSON object. */
 int co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
                 int64_t *host_id, char *err, size_t errlen);
 
@@ -70,13 +71,20 @@ int co_db_host_online(co_db_t *db, int64_t host_id, bool online,
 /* Mark every host offline: at start nobody is connected yet. */
 int co_db_hosts_offline(co_db_t *db, char *err, size_t errlen);
 
+/* CO_DB_REFUSED without samples or with one that is not finite and > 0. */
 int co_db_calibration(co_db_t *db, int64_t host_id,
                       const Parity__Calibration *c, char *err, size_t errlen);
 
+/* CO_DB_REFUSED for another host's run id, no arms, an arm without a
+ * name or with an earlier arm's name, an environment that is not a JSON
+ * object; CO_DB_DUP for this host's run id stored before (unchanged). */
 int co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
                     char *err, size_t errlen);
 
-/* Store a batch; *stored gets the samples written (0 for a duplicate). */
+/* Store a batch; *stored gets the samples written (0 for a duplicate).
+ * CO_DB_REFUSED (nothing stored) when a sample has a time that is not
+ * finite or is negative, an unknown kind, an arm the run does not have
+ * (CALIBRATION samples excepted), or round/position above INT32_MAX. */
 int co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
                 size_t *stored, char *err, size_t errlen);
 
