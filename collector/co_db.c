@@ -22,7 +22,6 @@
 /* Seconds a connect may take unless the conninfo says otherwise: under
  * the 5 heartbeat intervals after which agents give up on a silent
  * collector (2 is the least libpq honours). */
-#define CO_DB_CONNECT_TIMEOUT "2"
 #define CO_DB_UUID_MAX  128
 
 typedef struct {

@@ -33,6 +33,10 @@ enum {
     CO_DB_FAIL = -1,
 };
 
+/* Seconds a connect may take unless the conninfo says otherwise: every
+ * connection of the collector is made on its only loop. */
+#define CO_DB_CONNECT_TIMEOUT "2"
+
 /* Default size of the calibration window behind a host's floor. */
 #define CO_DB_FLOOR_WINDOW 1000
 /* Upper bound of that window (and of --floor-window). */

@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "co_db.h"
 #include "pw_wire.h"
 
 /* Bound of the loops that expire or hand out rows one by one. */
@@ -127,7 +128,12 @@ co_jobs_conn(co_jobs_t *j, char *err, size_t errlen)
         PQfinish(j->conn);
         j->conn = NULL;
     }
-    j->conn = PQconnectdb(j->conninfo);
+    /* The same bound as co_db's connection: a server that takes the TCP
+     * connection and never answers must not stall the loop for minutes.
+     * connect_timeout comes first so that one in the conninfo wins. */
+    const char *const keys[] = { "connect_timeout", "dbname", NULL };
+    const char *const vals[] = { CO_DB_CONNECT_TIMEOUT, j->conninfo, NULL };
+    j->conn = PQconnectdbParams(keys, vals, 1);
     if (!j->conn || PQstatus(j->conn) != CONNECTION_OK) {
         /* libpq's message has several lines: the first says it. */
         const char *m = j->conn ? PQerrorMessage(j->conn) : "out of memory";
