@@ -135,50 +135,6 @@ s_int_arg(s_ctx_t *c, const json_t *args, const char *key, json_int_t lo,
     return true;
 }
 
-/* The vd_fleet summary of entries [{"verdict": {...}} | {"error"}]: only
- * entries with a verdict count. NULL on out of memory. */
-static json_t *
-s_summary(const json_t *entries)
-{
-    size_t n = json_array_size(entries), k = 0;
-    vd_outcome_t *oc = calloc(n + 1, sizeof *oc);
-    double *ra = calloc(n + 1, sizeof *ra), *br = calloc(n + 1, sizeof *br);
-    json_t *out = NULL;
-    if (!oc || !ra || !br)
-        goto done;
-    for (size_t i = 0; i < n; i++) {
-        json_t *v = json_object_get(json_array_get(entries, i), "verdict");
-        vd_verdict_t vd;
-        char e[256];
-        if (!json_is_object(v) ||
-            pw_verdict_from_json(v, &vd, e, sizeof e) != PW_OK ||
-            !(vd.ratio > 0) || !(vd.best_ratio > 0))
-            continue;
-        oc[k] = vd.outcome;
-        ra[k] = vd.ratio;
-        br[k] = vd.best_ratio;
-        k++;
-    }
-    vd_fleet_t f;
-    char e[256], sentence[256];
-    if (vd_fleet_summarize(oc, ra, br, k, &f, e, sizeof e) != VD_OK)
-        goto done;
-    vd_fleet_consensus(&f, sentence, sizeof sentence);
-    out = json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:s}",
-        "hosts", (json_int_t)f.hosts,
-        "win", (json_int_t)f.count[VD_WIN],
-        "parity", (json_int_t)f.count[VD_PARITY],
-        "loss", (json_int_t)f.count[VD_LOSS],
-        "geomean_ratio", f.geomean_ratio,
-        "geomean_best_ratio", f.geomean_best_ratio,
-        "consensus", sentence);
-done:
-    free(oc);
-    free(ra);
-    free(br);
-    return out;
-}
-
 /* One host's entry of a comparison, as `verdicts` writes it: only a
  * complete run's verdict speaks for its host. */
 static json_t *
@@ -244,7 +200,7 @@ s_close_row(json_t *row)
 {
     if (!row)
         return 0;
-    json_t *s = s_summary(json_object_get(row, "hosts"));
+    json_t *s = co_query_summary(json_object_get(row, "hosts"));
     return s ? json_object_set_new(row, "summary", s) : -1;
 }
 

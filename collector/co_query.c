@@ -519,19 +519,18 @@ s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
 
 /* ---- verdicts ----------------------------------------------------- */
 
-/* Close one comparison: the vd_fleet summary of its hosts' verdicts. */
-static int
-s_summarize(json_t *cmp)
+/* See co_query.h: shared by `verdicts` here and co_history's rows. */
+json_t *
+co_query_summary(const json_t *entries)
 {
-    json_t *hosts = json_object_get(cmp, "hosts");
-    size_t n = json_array_size(hosts), k = 0;
+    size_t n = json_array_size(entries), k = 0;
     vd_outcome_t *oc = calloc(n + 1, sizeof *oc);
     double *ra = calloc(n + 1, sizeof *ra), *br = calloc(n + 1, sizeof *br);
-    int rc = -1;
+    json_t *out = NULL;
     if (!oc || !ra || !br)
         goto done;
     for (size_t i = 0; i < n; i++) {
-        json_t *v = json_object_get(json_array_get(hosts, i), "verdict");
+        json_t *v = json_object_get(json_array_get(entries, i), "verdict");
         vd_verdict_t vd;
         char e[256];
         if (!json_is_object(v) ||
@@ -548,21 +547,30 @@ s_summarize(json_t *cmp)
     if (vd_fleet_summarize(oc, ra, br, k, &f, e, sizeof e) != VD_OK)
         goto done;
     vd_fleet_consensus(&f, sentence, sizeof sentence);
-    json_object_set_new(cmp, "summary", json_pack(
-        "{s:I,s:I,s:I,s:I,s:f,s:f,s:s}",
+    out = json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:s}",
         "hosts", (json_int_t)f.hosts,
         "win", (json_int_t)f.count[VD_WIN],
         "parity", (json_int_t)f.count[VD_PARITY],
         "loss", (json_int_t)f.count[VD_LOSS],
         "geomean_ratio", f.geomean_ratio,
         "geomean_best_ratio", f.geomean_best_ratio,
-        "consensus", sentence));
-    rc = 0;
+        "consensus", sentence);
 done:
     free(oc);
     free(ra);
     free(br);
-    return rc;
+    return out;
+}
+
+/* Close one comparison: the vd_fleet summary of its hosts' verdicts. */
+static int
+s_summarize(json_t *cmp)
+{
+    json_t *s = co_query_summary(json_object_get(cmp, "hosts"));
+    if (!s)
+        return -1;
+    json_object_set_new(cmp, "summary", s);
+    return 0;
 }
 
 static json_t *

@@ -86,4 +86,11 @@ void co_query_handle(co_query_t *q, const char *public_key,
 
 void co_query_reply_clear(Parity__Reply *reply);
 
+/* The cross-host summary of one comparison's entries, each
+ * {"verdict": {written form}, ...} or {"error": ...}: only entries with a
+ * verdict count. {"hosts", "win", "parity", "loss", "geomean_ratio",
+ * "geomean_best_ratio", "consensus"} from vd_fleet. entries is borrowed;
+ * the caller owns the result; NULL on out of memory. */
+json_t *co_query_summary(const json_t *entries);
+
 #endif
