@@ -123,7 +123,7 @@ s_send_body(void *s, uint64_t seq, Parity__Envelope__BodyCase kind,
 #define MAX_ARMS 70
 static Parity__Arm s_arm[MAX_ARMS];
 static Parity__Arm *s_arms[MAX_ARMS];
-static char s_arm_name[MAX_ARMS][16];
+static char s_arm_name[MAX_ARMS][24];  /* "a" and any size_t */
 
 /* A RunStart with n arms named a0, a1 ... (arm 0 the subject). */
 static int
