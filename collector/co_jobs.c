@@ -1063,6 +1063,18 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
                 rc = CO_JOBS_BADARGS;
                 goto done;
             }
+            /* A host is its key; the name is only what it says in Hello.
+             * Two keys saying the same name must not both get a job
+             * meant for one machine. */
+            if (json_integer_value(v) > 1) {
+                s_err(err, errlen, "host name \"%s\" is claimed by %"
+                      JSON_INTEGER_FORMAT " hosts with different keys "
+                      "(parity hosts lists them): select by tag, or take "
+                      "the other keys off the allow-list", k,
+                      json_integer_value(v));
+                rc = CO_JOBS_BADARGS;
+                goto done;
+            }
         }
     }
     if (n_ids == 0) {

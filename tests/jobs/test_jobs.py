@@ -566,6 +566,31 @@ def case_fleet():
         r = w.parity("run", "fleet", "--hosts", "nobody")
         ok(r.returncode == 1 and "no host is named" in r.stderr,
            "an unknown host name is refused")
+
+        # -- a second key that calls itself "alpha" ----------------------
+        w.keygen("twin")
+        shutil.copy(w.key("twin"), w.allow)
+        home = os.path.join(w.root, "agent-twin")
+        os.makedirs(home, exist_ok=True)
+        w.agents["twin"] = subprocess.Popen(
+            [AGENT, "--collector", w.endpoint, "--collector-key",
+             w.key("collector"), "--key", w.key("twin"), "--suites",
+             w.suites, "--spool", os.path.join(home, "spool"),
+             "--name", "alpha", "--heartbeat-ms", HEARTBEAT_MS],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=home)
+        end = time.time() + 30
+        n = "0"
+        while time.time() < end and n != "2":
+            n = w.psql("SELECT count(*) FROM hosts WHERE name = 'alpha'")
+            time.sleep(0.2)
+        ok(n == "2", "a second key saying \"alpha\" is a second host "
+           "(%s rows)" % n)
+        r = w.parity("run", "fleet", "--hosts", "alpha")
+        ok(r.returncode == 1 and 'host name "alpha" is claimed by 2 hosts '
+           'with different keys (parity hosts lists them): select by tag, '
+           'or take the other keys off the allow-list' in r.stderr,
+           "a name two keys claim is refused: %s" % r.stderr.strip())
+        w.stop_agent("twin")
     finally:
         w.close(keep=n_failed > 0)
 
