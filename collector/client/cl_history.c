@@ -201,23 +201,6 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
 }
 
 static void
-s_csv_field(FILE *f, const char *s, bool last)
-{
-    if (strpbrk(s, ",\"\n")) {
-        fputc('"', f);
-        for (; *s; s++) {
-            if (*s == '"')
-                fputc('"', f);
-            fputc(*s, f);
-        }
-        fputc('"', f);
-    } else {
-        fputs(s, f);
-    }
-    fputc(last ? '\n' : ',', f);
-}
-
-static void
 s_num(char *buf, size_t len, const json_t *v, const char *key)
 {
     const json_t *x = json_object_get(v, key);
@@ -236,7 +219,7 @@ s_print_csv(FILE *f, const json_t *body)
         "tolerance", "consensus", "geomean_ratio" };
     const size_t n = sizeof head / sizeof *head;
     for (size_t i = 0; i < n; i++)
-        s_csv_field(f, head[i], i + 1 == n);
+        cl_out_csv_field(f, head[i], i + 1 == n);
     size_t i, k, h;
     json_t *pair, *r, *e;
     json_array_foreach(json_object_get(body, "pairs"), i, pair)
@@ -261,7 +244,7 @@ s_print_csv(FILE *f, const json_t *body)
                     json_is_object(v) ? s_str(v, "outcome", "") : "error",
                     num[0], num[1], num[2], s_str(sum, "consensus", ""), gm };
                 for (size_t q = 0; q < n; q++)
-                    s_csv_field(f, row[q], q + 1 == n);
+                    cl_out_csv_field(f, row[q], q + 1 == n);
             }
         }
     return ferror(f) ? -1 : 0;

@@ -367,3 +367,20 @@ cl_out_wants_help(int argc, char **argv)
     }
     return false;
 }
+
+void
+cl_out_csv_field(FILE *f, const char *s, bool last)
+{
+    if (strpbrk(s, ",\"\n")) {
+        fputc('"', f);
+        for (; *s; s++) {
+            if (*s == '"')
+                fputc('"', f);
+            fputc(*s, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(s, f);
+    }
+    fputc(last ? '\n' : ',', f);
+}

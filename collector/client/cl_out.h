@@ -91,6 +91,11 @@ int cl_out_verdict(FILE *f, const char *subject, const char *other,
  * take the reference. Returns 0 or -1 on a write or memory error. */
 int cl_out_json(FILE *f, const json_t *j);
 
+/* One CSV field of s then ',' (or '\n' when last), quoted as RFC 4180
+ * says when s holds a comma, a quote or a newline. Errors show in
+ * ferror(f). */
+void cl_out_csv_field(FILE *f, const char *s, bool last);
+
 /* Print a verb's usage on stdout and flush it: CL_EXIT_OK, or
  * CL_EXIT_SYSTEM after "parity VERB: writing the usage failed: <strerror>"
  * when stdout is closed or full. */

@@ -89,23 +89,6 @@ s_print_markdown_row(FILE *f, const char *const *cells, size_t n)
     return ferror(f) ? -1 : 0;
 }
 
-static void
-s_csv_field(FILE *f, const char *s, bool last)
-{
-    if (strpbrk(s, ",\"\n")) {
-        fputc('"', f);
-        for (; *s; s++) {
-            if (*s == '"')
-                fputc('"', f);
-            fputc(*s, f);
-        }
-        fputc('"', f);
-    } else {
-        fputs(s, f);
-    }
-    fputc(last ? '\n' : ',', f);
-}
-
 static int
 s_print_csv(FILE *f, const json_t *body)
 {
@@ -115,7 +98,7 @@ s_print_csv(FILE *f, const json_t *body)
         "consensus", "geomean_ratio" };
     const size_t n = sizeof head / sizeof *head;
     for (size_t i = 0; i < n; i++)
-        s_csv_field(f, head[i], i + 1 == n);
+        cl_out_csv_field(f, head[i], i + 1 == n);
     size_t i, k;
     json_t *cmp, *e;
     json_array_foreach(json_object_get(body, "comparisons"), i, cmp) {
@@ -145,7 +128,7 @@ s_print_csv(FILE *f, const json_t *body)
                 num[0], num[1], num[2], num[3], num[4],
                 s_str(sum, "consensus", ""), gm };
             for (size_t c = 0; c < n; c++)
-                s_csv_field(f, row[c], c + 1 == n);
+                cl_out_csv_field(f, row[c], c + 1 == n);
         }
     }
     return ferror(f) ? -1 : 0;
