@@ -803,6 +803,38 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
     return 0;
 }
 
+/* Append one batch's samples as COPY rows. */
+static void
+s_copy_rows(co_db_t *db, int64_t run, const Parity__SampleBatch *b)
+{
+    for (size_t i = 0; i < b->n_samples; i++) {
+        const Parity__Sample *s = b->samples[i];
+        const char *e = s_str(s->error);
+        s_put_i16(db, 16);
+        s_field_i64(db, run);
+        s_field_i32(db, (int32_t)b->batch_seq);
+        s_field_i32(db, (int32_t)i);
+        s_field_i16(db, (int16_t)s->kind);
+        s_field_i32(db, (int32_t)s->arm);
+        s_field_i32(db, (int32_t)s->round);
+        s_field_i32(db, (int32_t)s->position);
+        s_field_f64(db, s->wall_us);
+        s_field_f64(db, s->user_us);
+        s_field_f64(db, s->sys_us);
+        s_field_i64(db, s->maxrss_kb);
+        s_field_i32(db, s->exit_status);
+        s_field_i32(db, s->term_signal);
+        s_field_i32(db, s->cpu);
+        s_field_i64(db, s->start_unix_us);
+        s_field_text(db, e, strlen(e));
+    }
+}
+
+static const char s_copy_samples_sql[] =
+    "COPY samples (run, batch_seq, idx, kind, arm, round, position, "
+    "wall_us, user_us, sys_us, maxrss_kb, exit_status, term_signal, cpu, "
+    "start_unix_us, error) FROM STDIN (FORMAT binary)";
+
 int
 co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
             size_t *stored, char *err, size_t errlen)
@@ -849,32 +881,8 @@ co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
             goto rollback;
         }
         s_copy_begin(db);
-        for (size_t i = 0; i < b->n_samples; i++) {
-            const Parity__Sample *s = b->samples[i];
-            const char *e = s_str(s->error);
-            s_put_i16(db, 16);
-            s_field_i64(db, run);
-            s_field_i32(db, (int32_t)b->batch_seq);
-            s_field_i32(db, (int32_t)i);
-            s_field_i16(db, (int16_t)s->kind);
-            s_field_i32(db, (int32_t)s->arm);
-            s_field_i32(db, (int32_t)s->round);
-            s_field_i32(db, (int32_t)s->position);
-            s_field_f64(db, s->wall_us);
-            s_field_f64(db, s->user_us);
-            s_field_f64(db, s->sys_us);
-            s_field_i64(db, s->maxrss_kb);
-            s_field_i32(db, s->exit_status);
-            s_field_i32(db, s->term_signal);
-            s_field_i32(db, s->cpu);
-            s_field_i64(db, s->start_unix_us);
-            s_field_text(db, e, strlen(e));
-        }
-        rc = s_copy_send(db, "COPY samples (run, batch_seq, idx, kind, arm, "
-                         "round, position, wall_us, user_us, sys_us, "
-                         "maxrss_kb, exit_status, term_signal, cpu, "
-                         "start_unix_us, error) FROM STDIN (FORMAT binary)",
-                         err, errlen);
+        s_copy_rows(db, run, b);
+        rc = s_copy_send(db, s_copy_samples_sql, err, errlen);
         if (rc != CO_DB_OK)
             goto rollback;
     }
@@ -887,37 +895,6 @@ rollback:
     return rc;
 }
 
-/* Append one batch's samples as COPY rows. */
-static void
-s_copy_rows(co_db_t *db, int64_t run, const Parity__SampleBatch *b)
-{
-    for (size_t i = 0; i < b->n_samples; i++) {
-        const Parity__Sample *s = b->samples[i];
-        const char *e = s_str(s->error);
-        s_put_i16(db, 16);
-        s_field_i64(db, run);
-        s_field_i32(db, (int32_t)b->batch_seq);
-        s_field_i32(db, (int32_t)i);
-        s_field_i16(db, (int16_t)s->kind);
-        s_field_i32(db, (int32_t)s->arm);
-        s_field_i32(db, (int32_t)s->round);
-        s_field_i32(db, (int32_t)s->position);
-        s_field_f64(db, s->wall_us);
-        s_field_f64(db, s->user_us);
-        s_field_f64(db, s->sys_us);
-        s_field_i64(db, s->maxrss_kb);
-        s_field_i32(db, s->exit_status);
-        s_field_i32(db, s->term_signal);
-        s_field_i32(db, s->cpu);
-        s_field_i64(db, s->start_unix_us);
-        s_field_text(db, e, strlen(e));
-    }
-}
-
-static const char s_copy_samples_sql[] =
-    "COPY samples (run, batch_seq, idx, kind, arm, round, position, "
-    "wall_us, user_us, sys_us, maxrss_kb, exit_status, term_signal, cpu, "
-    "start_unix_us, error) FROM STDIN (FORMAT binary)";
 
 int
 co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
