@@ -791,19 +791,6 @@ static const struct option s_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int
-s_number_opt(const char *opt, const char *arg, double *out)
-{
-    if (cl_out_parse_double(arg, out) != 0) {
-        cl_out_error(S_VERB, "%s \"%s\": not a number", opt, arg);
-        return -1;
-    }
-    if (*out < 0.0) {
-        cl_out_error(S_VERB, "%s %s: must be >= 0", opt, arg);
-        return -1;
-    }
-    return 0;
-}
 
 int
 cl_import_main(int argc, char **argv)
@@ -824,12 +811,14 @@ cl_import_main(int argc, char **argv)
         case S_OPT_REF: o.reference = optarg; break;
         case S_OPT_JSON: o.json = true; break;
         case S_OPT_FLOOR:
-            if (s_number_opt("--floor-us", optarg, &o.params.floor_us))
+            if (cl_out_nonneg_opt(S_VERB, "--floor-us", optarg,
+                                  &o.params.floor_us))
                 return CL_EXIT_USAGE;
             floor_set = true;
             break;
         case S_OPT_PARITY:
-            if (s_number_opt("--parity", optarg, &o.params.parity))
+            if (cl_out_nonneg_opt(S_VERB, "--parity", optarg,
+                                  &o.params.parity))
                 return CL_EXIT_USAGE;
             break;
         case ':':

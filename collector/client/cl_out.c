@@ -384,3 +384,18 @@ cl_out_csv_field(FILE *f, const char *s, bool last)
     }
     fputc(last ? '\n' : ',', f);
 }
+
+int
+cl_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
+                  double *out)
+{
+    if (cl_out_parse_double(arg, out) != 0) {
+        cl_out_error(verb, "%s \"%s\": not a number", opt, arg);
+        return -1;
+    }
+    if (*out < 0.0) {
+        cl_out_error(verb, "%s %s: must be >= 0", opt, arg);
+        return -1;
+    }
+    return 0;
+}

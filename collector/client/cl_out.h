@@ -48,6 +48,12 @@ char *cl_out_ratio(char *buf, size_t len, double x);
  * and sets *out, or -1. */
 int cl_out_parse_double(const char *s, double *out);
 
+/* Parse the value of option opt (e.g. "--floor-us") as a finite number
+ * >= 0 into *out; on failure print verb's error ("--floor-us \"x\": not a
+ * number", "--parity -1: must be >= 0") and return -1. */
+int cl_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
+                      double *out);
+
 /* Parse a comma-separated list of numbers ("566,568, 576") into a new
  * array the caller frees. At most max values. Returns 0, or -1 with a
  * reason in err ("sample 3 is \"x\": not a number"). Values are not
