@@ -1,0 +1,1426 @@
+/* fleet_load.c -- the fleet load benchmark (issue 8, part 4): many CURVE
+ * agents, some streaming runs, and an admin client querying, against a
+ * running parity-collector on 127.0.0.1. tests/bench/fleet_load.sh starts
+ * the collector, loads its history and runs this.
+ *
+ *   fleet-load keygen DIR N
+ *       DIR/collector{,_secret}, DIR/admin/admin (public), DIR/secret/
+ *       admin_secret, DIR/allow/aNNNN (public), DIR/secret/aNNNN_secret,
+ *       DIR/agent_keys.txt ("INDEX\tNAME\tZ85" per agent). Keys already
+ *       there are kept: a cached history names its hosts by these keys.
+ *   fleet-load run --endpoint tcp://127.0.0.1:PORT --keys DIR
+ *       [--agents 1000] [--streamers 100] [--duration 300]
+ *       [--heartbeat-ms 1000] [--rounds 200] [--batch-ms 1000]
+ *       [--job-every 60] [--collector-pid PID] [--collector-log FILE]
+ *
+ * One process, one ZeroMQ context, one poll loop over every socket.
+ * Agents (names fl-0000 ...) say Hello with the suite "fleet" (bench0..3)
+ * and tag role=stream|idle, beat every --heartbeat-ms, and behave as the
+ * protocol asks an agent to (docs/protocol.md sections 5 and 6): at most
+ * 64 unacked data messages, resend all of them when no Ack came for 5 s
+ * and after a reconnect, and reconnect (new socket, Hello) after 5 silent
+ * heartbeat intervals with back-off 0.5 s doubling to 16 s times
+ * [0.5, 1.5). The first --streamers agents stream runs back to back:
+ * RunStart, SampleBatches of at most 512 samples one every --batch-ms,
+ * RunEnd with the right counts, a Calibration of 100 samples every 20
+ * runs; they take JobOffers (JobStatus running, one run with the job id,
+ * JobStatus done). The admin client loops over hosts, verdicts, history
+ * and regressions, asks `stats` every 10 s and creates a job for every
+ * streamer (`run`, hosts ["role=stream"], only bench0) every --job-every
+ * seconds.
+ *
+ * Measured from the end of the connect ramp to --duration later:
+ *  - ack latency of every data message, first send to its Ack;
+ *  - verdict latency: RunEnd sent to its Ack (the collector acks a RunEnd
+ *    only after the transaction holding the run's verdicts committed);
+ *  - each request's time; hosts_ms etc. are medians, *_max_ms maxima;
+ *  - false_offline: agents the collector called offline while they were
+ *    alive: distinct names in the collector's `event=offline` log lines
+ *    written during the load, together with the greeted agents a `hosts`
+ *    reply said were not online;
+ *  - lost_jobs: host rows of the jobs this run created that ended `lost`
+ *    (the `jobs` request at the end);
+ *  - heartbeats_missed: collector Heartbeats an agent should have had
+ *    (one per interval while greeted) and did not get; silence_max_ms the
+ *    longest any agent heard nothing at all;
+ *  - collector RSS from /proc/PID/status (VmHWM, VmRSS).
+ * The last line is one JSON object. Bounded: every count, wait and
+ * duration has a cap; only loopback endpoints are accepted.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <czmq.h>
+#include <jansson.h>
+#include <zmq.h>
+
+#include "pw_wire.h"
+
+#define FL_AGENTS_MAX     5000
+#define FL_WINDOW         64       /* unacked data messages per agent */
+#define FL_RESEND_MS      5000     /* no Ack for this long: resend all */
+#define FL_SILENT_BEATS   5        /* heartbeat intervals before reconnect */
+#define FL_BACKOFF_MIN_MS 500
+#define FL_BACKOFF_MAX_MS 16000
+#define FL_BATCH          512
+#define FL_CAL_SAMPLES    100
+#define FL_CAL_EVERY_RUNS 20
+#define FL_BENCHMARKS     4
+#define FL_LAT_MAX        (20u << 20)  /* latencies kept per kind */
+#define FL_REQ_TIMEOUT_MS 120000
+#define FL_RAMP_MAX_MS    120000
+#define FL_DRAIN_MS       30000
+#define FL_STATS_EVERY_MS 10000
+#define FL_NAMES_MAX      64
+
+/* ---- time ---------------------------------------------------------- */
+
+static int64_t
+fl_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static double
+fl_now_ms_f(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int64_t
+fl_unix_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- latency samples ------------------------------------------------ */
+
+/* A growable array of milliseconds, at most FL_LAT_MAX kept (dropped
+ * counts the rest; the maximum still sees them). */
+typedef struct {
+    float *ms;
+    size_t n, cap, dropped;
+    double max;
+} fl_lat_t;
+
+static void
+fl_lat_add(fl_lat_t *l, double ms)
+{
+    if (ms > l->max)
+        l->max = ms;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4096;
+        float *p = cap <= FL_LAT_MAX ? realloc(l->ms, cap * sizeof *p) : NULL;
+        if (!p) {
+            l->dropped++;
+            return;
+        }
+        l->ms = p;
+        l->cap = cap;
+    }
+    l->ms[l->n++] = (float)ms;
+}
+
+static int
+fl_cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void
+fl_lat_sort(fl_lat_t *l)
+{
+    if (l->n)
+        qsort(l->ms, l->n, sizeof *l->ms, fl_cmp_float);
+}
+
+/* Quantile q of a sorted array; NAN when empty. */
+static double
+fl_lat_q(const fl_lat_t *l, double q)
+{
+    if (!l->n)
+        return NAN;
+    size_t i = (size_t)ceil(q * (double)l->n);
+    i = i ? i - 1 : 0;
+    return l->ms[i < l->n ? i : l->n - 1];
+}
+
+/* A JSON number, or null for NAN. */
+static void
+fl_json_num(FILE *f, const char *key, double x, const char *sep)
+{
+    if (isnan(x))
+        fprintf(f, "\"%s\":null%s", key, sep);
+    else
+        fprintf(f, "\"%s\":%.3f%s", key, x, sep);
+}
+
+/* ---- agents --------------------------------------------------------- */
+
+enum { FL_K_OTHER, FL_K_RUN_END };
+
+typedef struct {
+    uint64_t seq;
+    double first_ms;        /* first send */
+    uint8_t *buf;
+    size_t len;
+    int kind;
+} fl_msg_t;
+
+enum { FL_RUN_IDLE, FL_RUN_BATCHES, FL_RUN_DONE };
+
+typedef struct {
+    int index;
+    char name[32];
+    zcert_t *cert;
+    void *sock;               /* NULL while waiting to reconnect */
+    bool streamer;
+    bool greeted;             /* Ack{0} on this connection */
+    int64_t greeted_at_ms;
+    int64_t connected_ms;
+    int64_t last_heard_ms;    /* any frame from the collector */
+    int64_t next_beat_ms;
+    int64_t reconnect_at_ms;
+    int backoff_ms;
+    uint64_t beats_in;        /* collector Heartbeats while measuring */
+    int64_t beat_expect_from_ms; /* greeted and measuring since */
+    uint64_t beats_expected;
+    /* data */
+    uint64_t seq;
+    fl_msg_t win[FL_WINDOW];
+    int nwin;
+    int64_t last_progress_ms; /* last Ack, or last resend */
+    /* streaming */
+    int run_state;
+    unsigned runs_done;
+    char run_id[64];
+    unsigned batch_seq, nbatches;
+    uint64_t run_samples;
+    int64_t next_send_ms;
+    char job_id[32];          /* the job of the current run, or "" */
+    char job_next[32];        /* offered, not started */
+    bool job_done_pending;    /* JobStatus done still to send */
+} fl_agent_t;
+
+typedef struct {
+    const char *endpoint;
+    const char *keys;
+    int agents, streamers, duration_s, heartbeat_ms, rounds, batch_ms;
+    int job_every_s;
+    pid_t collector_pid;
+    const char *collector_log;
+} fl_opts_t;
+
+typedef struct {
+    fl_lat_t ack, verdict;
+    uint64_t data_sent, acked, resends, reconnects, refused, no_hello;
+    uint64_t send_failed, unexpected;
+    uint64_t samples_sent;
+    uint64_t hello_acks;
+    int64_t silence_max_ms;
+    bool measuring;
+    int64_t measure_from_ms, measure_until_ms;
+} fl_stats_t;
+
+static fl_stats_t S;
+static fl_opts_t O;
+static void *s_ctx;
+static char s_server_key[41];
+static uint8_t s_server_key_bin[32];
+static volatile sig_atomic_t s_stop;
+
+static void
+fl_on_signal(int sig)
+{
+    (void)sig;
+    s_stop = 1;
+}
+
+static void *
+fl_socket(zcert_t *cert)
+{
+    void *s = zmq_socket(s_ctx, ZMQ_DEALER);
+    if (!s)
+        return NULL;
+    int linger = 0, sndhwm = 1000, rcvhwm = 1000;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(s, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm);
+    zmq_setsockopt(s, ZMQ_RCVHWM, &rcvhwm, sizeof rcvhwm);
+    zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, s_server_key_bin, 32);
+    zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, zcert_public_key(cert), 32);
+    zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, zcert_secret_key(cert), 32);
+    if (zmq_connect(s, O.endpoint) != 0) {
+        zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int
+fl_send_env(void *s, const Parity__Envelope *env, uint8_t **keep,
+            size_t *keep_len)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (pw_wire_pack_alloc(env, &buf, &len, NULL, 0) != PW_WIRE_OK)
+        return -1;
+    int rc = s ? zmq_send(s, buf, len, ZMQ_DONTWAIT) : -1;
+    if (rc < 0)
+        S.send_failed++;
+    if (keep) {
+        *keep = buf;
+        *keep_len = len;
+    } else {
+        free(buf);
+    }
+    return 0;
+}
+
+static void
+fl_hello(fl_agent_t *a)
+{
+    Parity__Envelope env;
+    Parity__Hello h = PARITY__HELLO__INIT;
+    Parity__SuiteInfo si = PARITY__SUITE_INFO__INIT;
+    Parity__SuiteInfo *sis[] = { &si };
+    Parity__Tag t0 = PARITY__TAG__INIT, t1 = PARITY__TAG__INIT;
+    Parity__Tag *tags[] = { &t0, &t1 };
+    char *bench[FL_BENCHMARKS] = { "bench0", "bench1", "bench2", "bench3" };
+    char fp[41];
+    zmq_z85_encode(fp, zcert_public_key(a->cert), 32);
+    si.name = "fleet";
+    si.n_benchmarks = FL_BENCHMARKS;
+    si.benchmarks = bench;
+    si.digest = "0000000000000000000000000000000000000000000000000000000000f1ee70";
+    t0.key = "role";
+    t0.value = a->streamer ? "stream" : "idle";
+    t1.key = "arch";
+    t1.value = "x86_64";
+    h.agent_name = a->name;
+    h.agent_version = "fleet-load";
+    h.key_fingerprint = fp;
+    h.environment_json = "{\"cpu_model\":\"fleet-load CPU\",\"kernel\":"
+                         "\"6.1.0\",\"arch\":\"x86_64\",\"logical_cpus\":2}";
+    h.n_suites = 1;
+    h.suites = sis;
+    h.n_tags = 2;
+    h.tags = tags;
+    h.boot_id = "fleet-load";
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_HELLO, &h);
+    fl_send_env(a->sock, &env, NULL, NULL);
+}
+
+static void
+fl_connect(fl_agent_t *a, int64_t now)
+{
+    a->sock = fl_socket(a->cert);
+    a->greeted = false;
+    a->connected_ms = now;
+    a->last_heard_ms = now;
+    a->next_beat_ms = now + O.heartbeat_ms;
+    a->reconnect_at_ms = 0;
+    if (a->sock)
+        fl_hello(a);
+}
+
+/* Close the socket after 5 silent intervals; reconnect after back-off. */
+static void
+fl_give_up(fl_agent_t *a, int64_t now)
+{
+    if (a->sock)
+        zmq_close(a->sock);
+    a->sock = NULL;
+    a->greeted = false;
+    if (S.measuring)
+        S.reconnects++;
+    if (a->beat_expect_from_ms) {
+        a->beats_expected += (uint64_t)((now - a->beat_expect_from_ms)
+                                        / O.heartbeat_ms);
+        a->beat_expect_from_ms = 0;
+    }
+    double f = 0.5 + (double)rand() / ((double)RAND_MAX + 1.0);
+    a->reconnect_at_ms = now + (int64_t)(a->backoff_ms * f);
+    a->backoff_ms = a->backoff_ms * 2 > FL_BACKOFF_MAX_MS
+                        ? FL_BACKOFF_MAX_MS : a->backoff_ms * 2;
+}
+
+/* Send a data message, keep it for resend. With a full window the
+ * caller must not call this. */
+static void
+fl_send_data(fl_agent_t *a, Parity__Envelope *env, int kind)
+{
+    fl_msg_t *m = &a->win[a->nwin];
+    m->seq = env->seq;
+    m->kind = kind;
+    m->first_ms = fl_now_ms_f();
+    if (fl_send_env(a->greeted ? a->sock : NULL, env, &m->buf, &m->len) != 0)
+        return;
+    if (!a->greeted)
+        S.send_failed--;   /* not a failure: sent after the Hello's Ack */
+    if (a->nwin == 0)
+        a->last_progress_ms = fl_now_ms();
+    a->nwin++;
+    S.data_sent++;
+}
+
+static void
+fl_resend_all(fl_agent_t *a, int64_t now)
+{
+    for (int i = 0; i < a->nwin && a->sock; i++) {
+        if (zmq_send(a->sock, a->win[i].buf, a->win[i].len, ZMQ_DONTWAIT) < 0)
+            S.send_failed++;
+        S.resends++;
+    }
+    a->last_progress_ms = now;
+}
+
+static void
+fl_job_status(fl_agent_t *a, const char *job, const char *state)
+{
+    Parity__Envelope env;
+    Parity__JobStatus js = PARITY__JOB_STATUS__INIT;
+    js.job_id = (char *)job;
+    js.state = (char *)state;
+    js.run_id = a->run_id;
+    js.benchmark = "bench0";
+    pw_wire_init(&env, ++a->seq);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_STATUS, &js);
+    fl_send_data(a, &env, FL_K_OTHER);
+}
+
+static void
+fl_calibration(fl_agent_t *a)
+{
+    Parity__Envelope env;
+    Parity__Calibration c = PARITY__CALIBRATION__INIT;
+    double wall[FL_CAL_SAMPLES];
+    char id[80];
+    for (int i = 0; i < FL_CAL_SAMPLES; i++)
+        wall[i] = 30.0 + (double)((i * 37 + a->index) % 100) / 10.0;
+    snprintf(id, sizeof id, "fl-cal-%d-%u-%lld", a->index, a->runs_done,
+             (long long)fl_unix_us());
+    c.calibration_id = id;
+    c.n_wall_us = FL_CAL_SAMPLES;
+    c.wall_us = wall;
+    c.taken_at_us = fl_unix_us();
+    pw_wire_init(&env, ++a->seq);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_CALIBRATION, &c);
+    fl_send_data(a, &env, FL_K_OTHER);
+}
+
+static void
+fl_run_start(fl_agent_t *a)
+{
+    Parity__Envelope env;
+    Parity__RunStart rs = PARITY__RUN_START__INIT;
+    Parity__Arm a0 = PARITY__ARM__INIT, a1 = PARITY__ARM__INIT;
+    Parity__Arm *arms[] = { &a0, &a1 };
+    char *argv[] = { "/bin/true" };
+    snprintf(a->run_id, sizeof a->run_id, "fl-run-%d-%u-%lld", a->index,
+             a->runs_done, (long long)fl_unix_us());
+    a0.name = "new";
+    a0.subject = 1;
+    a0.n_argv = 1;
+    a0.argv = argv;
+    a1.name = "old";
+    a1.n_argv = 1;
+    a1.argv = argv;
+    rs.run_id = a->run_id;
+    rs.job_id = a->job_id;
+    rs.suite = "fleet";
+    rs.benchmark = a->job_id[0] ? "bench0"
+                                : (char *[]){ "bench0", "bench1", "bench2",
+                                              "bench3" }[a->runs_done % 4];
+    rs.n_arms = 2;
+    rs.arms = arms;
+    rs.started_at_us = fl_unix_us();
+    rs.runs = (uint32_t)O.rounds;
+    rs.environment_json = "";
+    pw_wire_init(&env, ++a->seq);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_START, &rs);
+    fl_send_data(a, &env, FL_K_OTHER);
+    a->batch_seq = 0;
+    a->nbatches = (unsigned)((O.rounds * 3 + FL_BATCH - 1) / FL_BATCH);
+    a->run_samples = 0;
+    a->run_state = FL_RUN_BATCHES;
+}
+
+/* Batch b of the current run: samples k = b*512 .. of rounds*3; sample k
+ * is round k/3, position k%3: the round's calibration no-op, then arms
+ * "new" and "old". */
+static void
+fl_batch(fl_agent_t *a)
+{
+    static Parity__Sample smp[FL_BATCH];
+    static Parity__Sample *ps[FL_BATCH];
+    Parity__Envelope env;
+    Parity__SampleBatch sb = PARITY__SAMPLE_BATCH__INIT;
+    unsigned total = (unsigned)O.rounds * 3, first = a->batch_seq * FL_BATCH;
+    unsigned n = total - first < FL_BATCH ? total - first : FL_BATCH;
+    int64_t t = fl_unix_us();
+    for (unsigned i = 0; i < n; i++) {
+        unsigned k = first + i;
+        parity__sample__init(&smp[i]);
+        smp[i].kind = k % 3 == 0 ? PARITY__SAMPLE_KIND__CALIBRATION
+                                 : PARITY__SAMPLE_KIND__MEASURED;
+        smp[i].arm = k % 3 == 2 ? 1 : 0;
+        smp[i].round = k / 3;
+        smp[i].position = k % 3;
+        smp[i].wall_us = k % 3 == 0 ? 30.0 + (double)(k % 97) / 10.0
+                                    : 1000.0 + (double)((k * 13 + a->index)
+                                                        % 101) / 10.0;
+        smp[i].user_us = 300.0;
+        smp[i].sys_us = 100.0;
+        smp[i].maxrss_kb = 2048;
+        smp[i].cpu = (int32_t)(k % 2);
+        smp[i].start_unix_us = t - (int64_t)(n - i) * 1000;
+        smp[i].error = "";
+        ps[i] = &smp[i];
+    }
+    sb.run_id = a->run_id;
+    sb.batch_seq = a->batch_seq;
+    sb.n_samples = n;
+    sb.samples = ps;
+    pw_wire_init(&env, ++a->seq);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &sb);
+    fl_send_data(a, &env, FL_K_OTHER);
+    a->batch_seq++;
+    a->run_samples += n;
+    S.samples_sent += n;
+}
+
+static void
+fl_run_end(fl_agent_t *a)
+{
+    Parity__Envelope env;
+    Parity__RunEnd re = PARITY__RUN_END__INIT;
+    re.run_id = a->run_id;
+    re.status = PARITY__RUN_STATUS__COMPLETE;
+    re.reason = "";
+    re.batches = a->batch_seq;
+    re.samples = a->run_samples;
+    re.ended_at_us = fl_unix_us();
+    pw_wire_init(&env, ++a->seq);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_END, &re);
+    fl_send_data(a, &env, FL_K_RUN_END);
+    a->runs_done++;
+    a->run_state = FL_RUN_IDLE;
+}
+
+/* One streaming step when due and the window has room. */
+static void
+fl_stream(fl_agent_t *a, int64_t now, bool streaming)
+{
+    if (!a->streamer || !a->greeted || now < a->next_send_ms
+        || a->nwin > FL_WINDOW - 6)
+        return;
+    if (a->run_state == FL_RUN_IDLE) {
+        if (a->job_done_pending) {
+            fl_job_status(a, a->job_id, "done");
+            a->job_done_pending = false;
+            a->job_id[0] = '\0';
+        }
+        if (!streaming)
+            return;
+        if (a->runs_done % FL_CAL_EVERY_RUNS == 0)
+            fl_calibration(a);
+        if (a->job_next[0]) {
+            snprintf(a->job_id, sizeof a->job_id, "%s", a->job_next);
+            a->job_next[0] = '\0';
+            fl_job_status(a, a->job_id, "running");
+        }
+        fl_run_start(a);
+        fl_batch(a);
+    } else if (a->batch_seq < a->nbatches) {
+        fl_batch(a);
+    } else {
+        fl_run_end(a);
+        if (a->job_id[0])
+            a->job_done_pending = true;
+        return;   /* the next run starts at once */
+    }
+    a->next_send_ms = now + O.batch_ms;
+}
+
+static void
+fl_on_ack(fl_agent_t *a, uint64_t seq, double now_f)
+{
+    if (seq == 0) {
+        if (!a->greeted) {
+            a->greeted = true;
+            a->greeted_at_ms = (int64_t)now_f;
+            a->backoff_ms = FL_BACKOFF_MIN_MS;
+            S.hello_acks++;
+            if (S.measuring)
+                a->beat_expect_from_ms = (int64_t)now_f;
+            fl_resend_all(a, (int64_t)now_f);
+        }
+        return;
+    }
+    for (int i = 0; i < a->nwin; i++) {
+        if (a->win[i].seq != seq)
+            continue;
+        double ms = now_f - a->win[i].first_ms;
+        if (S.measuring) {
+            fl_lat_add(&S.ack, ms);
+            if (a->win[i].kind == FL_K_RUN_END)
+                fl_lat_add(&S.verdict, ms);
+        }
+        S.acked++;
+        free(a->win[i].buf);
+        memmove(&a->win[i], &a->win[i + 1],
+                (size_t)(a->nwin - i - 1) * sizeof a->win[0]);
+        a->nwin--;
+        a->last_progress_ms = (int64_t)now_f;
+        return;
+    }
+    /* An Ack of a message resent and acked before: nothing to do. */
+}
+
+static void
+fl_on_error(fl_agent_t *a, const Parity__Error *e, int64_t now)
+{
+    if (e->code == 9) {            /* data before Hello: greet again */
+        S.no_hello++;
+        a->greeted = false;
+        fl_hello(a);
+        return;
+    }
+    if (e->seq == 0)
+        return;
+    S.refused++;
+    if (S.refused <= 5)
+        fprintf(stderr, "fleet-load: %s: Error %u seq %llu: %s\n", a->name,
+                e->code, (unsigned long long)e->seq,
+                e->message ? e->message : "");
+    for (int i = 0; i < a->nwin; i++)
+        if (a->win[i].seq == e->seq) {
+            free(a->win[i].buf);
+            memmove(&a->win[i], &a->win[i + 1],
+                    (size_t)(a->nwin - i - 1) * sizeof a->win[0]);
+            a->nwin--;
+            a->last_progress_ms = now;
+            return;
+        }
+}
+
+static void
+fl_agent_read(fl_agent_t *a)
+{
+    for (int i = 0; i < 256 && a->sock; i++) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, a->sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&m);
+            return;
+        }
+        double now_f = fl_now_ms_f();
+        int64_t now = (int64_t)now_f;
+        if (a->greeted && now - a->last_heard_ms > S.silence_max_ms
+            && S.measuring)
+            S.silence_max_ms = now - a->last_heard_ms;
+        a->last_heard_ms = now;
+        Parity__Envelope *env = NULL;
+        if (pw_wire_unpack(zmq_msg_data(&m), zmq_msg_size(&m), 0, &env,
+                           NULL, NULL, 0) == PW_WIRE_OK) {
+            switch (env->body_case) {
+            case PARITY__ENVELOPE__BODY_HEARTBEAT:
+                if (S.measuring && a->beat_expect_from_ms)
+                    a->beats_in++;
+                break;
+            case PARITY__ENVELOPE__BODY_ACK:
+                fl_on_ack(a, env->ack->seq, now_f);
+                break;
+            case PARITY__ENVELOPE__BODY_ERROR:
+                fl_on_error(a, env->error, now);
+                break;
+            case PARITY__ENVELOPE__BODY_JOB_OFFER:
+                if (a->streamer && !a->job_next[0])
+                    snprintf(a->job_next, sizeof a->job_next, "%s",
+                             env->job_offer->job_id);
+                else
+                    fl_job_status(a, env->job_offer->job_id, "refused");
+                break;
+            case PARITY__ENVELOPE__BODY_JOB_CANCEL:
+                if (strcmp(a->job_next, env->job_cancel->job_id) == 0) {
+                    fl_job_status(a, a->job_next, "cancelled");
+                    a->job_next[0] = '\0';
+                }
+                break;
+            default:
+                S.unexpected++;
+                break;
+            }
+        }
+        pw_wire_free(&env);
+        zmq_msg_close(&m);
+    }
+}
+
+/* Timers of one agent: reconnect, heartbeat, silence, resend, stream. */
+static void
+fl_agent_tick(fl_agent_t *a, int64_t now, bool streaming)
+{
+    if (!a->sock) {
+        if (a->reconnect_at_ms && now >= a->reconnect_at_ms)
+            fl_connect(a, now);
+        return;
+    }
+    if (now >= a->next_beat_ms) {
+        uint8_t hb[160];
+        size_t len;
+        bool running = a->job_id[0] != '\0';
+        if (pw_wire_pack_heartbeat(fl_unix_us(), (uint32_t)a->nwin,
+                                   running ? "running" : "idle",
+                                   running ? a->job_id : "", hb, sizeof hb,
+                                   &len) == PW_WIRE_OK
+            && zmq_send(a->sock, hb, len, ZMQ_DONTWAIT) < 0)
+            S.send_failed++;
+        a->next_beat_ms += O.heartbeat_ms;
+        if (a->next_beat_ms <= now)
+            a->next_beat_ms = now + O.heartbeat_ms;
+    }
+    if (now - a->last_heard_ms >= (int64_t)FL_SILENT_BEATS * O.heartbeat_ms) {
+        fl_give_up(a, now);
+        return;
+    }
+    if (a->greeted && a->nwin > 0
+        && now - a->last_progress_ms >= FL_RESEND_MS)
+        fl_resend_all(a, now);
+    fl_stream(a, now, streaming);
+}
+
+/* ---- admin client --------------------------------------------------- */
+
+typedef struct {
+    const char *command;
+    fl_lat_t lat;
+    uint64_t errors, timeouts;
+    char last_error[200];
+} fl_cmd_t;
+
+enum { FL_C_HOSTS, FL_C_VERDICTS, FL_C_HISTORY, FL_C_REGRESSIONS,
+       FL_C_STATS, FL_C_RUN, FL_C_JOBS, FL_C_COUNT };
+
+static fl_cmd_t s_cmd[FL_C_COUNT] = {
+    { .command = "hosts" }, { .command = "verdicts" },
+    { .command = "history" }, { .command = "regressions" },
+    { .command = "stats" }, { .command = "run" }, { .command = "jobs" },
+};
+
+typedef struct {
+    void *sock;
+    uint64_t next_id;
+    uint64_t pending_id;      /* 0: none */
+    int pending_cmd;
+    double sent_ms;
+    int loop_pos;
+    int64_t next_job_ms, next_stats_ms;
+    char jobs[256][16];       /* jobs created (ids) */
+    int njobs;
+    double loop_max_ms;       /* from stats, NAN when it has none */
+    char loop_key[128];
+    uint64_t false_offline_hosts;
+    bool *offline_seen;       /* per agent, from hosts replies */
+    int lost, done, active_rows, other_rows;
+} fl_admin_t;
+
+static fl_admin_t A;
+
+static void
+fl_admin_send(int cmd, const char *args)
+{
+    Parity__Envelope env;
+    Parity__Request r = PARITY__REQUEST__INIT;
+    r.request_id = ++A.next_id;
+    r.command = (char *)s_cmd[cmd].command;
+    r.args_json = (char *)args;
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REQUEST, &r);
+    fl_send_env(A.sock, &env, NULL, NULL);
+    A.pending_id = r.request_id;
+    A.pending_cmd = cmd;
+    A.sent_ms = fl_now_ms_f();
+}
+
+/* A number in a stats body whose key says loop and max (loop_max_ms,
+ * loop_gap_max_ms, {"loop": {"max_ms": ...}}): the longest gap between
+ * polls. NAN when there is none. */
+static double
+fl_find_loop_max(json_t *j, const char *path, char *key_out, size_t keylen)
+{
+    const char *k;
+    json_t *v;
+    if (!json_is_object(j))
+        return NAN;
+    json_object_foreach(j, k, v) {
+        char full[128];
+        snprintf(full, sizeof full, "%s%s%s", path, *path ? "." : "", k);
+        if (json_is_number(v) && strstr(full, "loop") && strstr(full, "max")) {
+            snprintf(key_out, keylen, "%s", full);
+            return json_number_value(v);
+        }
+        if (json_is_object(v)) {
+            double x = fl_find_loop_max(v, full, key_out, keylen);
+            if (!isnan(x))
+                return x;
+        }
+    }
+    return NAN;
+}
+
+static void
+fl_on_hosts(json_t *body, fl_agent_t *ag, double sent_ms)
+{
+    json_t *hosts = json_object_get(body, "hosts"), *h;
+    size_t i;
+    json_array_foreach(hosts, i, h) {
+        const char *name = json_string_value(json_object_get(h, "name"));
+        int idx;
+        if (!name || sscanf(name, "fl-%d", &idx) != 1 || idx < 0
+            || idx >= O.agents)
+            continue;
+        fl_agent_t *a = &ag[idx];
+        /* Greeted well before the request and still greeted: alive. */
+        if (json_is_false(json_object_get(h, "online")) && a->greeted
+            && a->greeted_at_ms + 2 * O.heartbeat_ms < (int64_t)sent_ms
+            && !A.offline_seen[idx]) {
+            A.offline_seen[idx] = true;
+            A.false_offline_hosts++;
+        }
+    }
+}
+
+static void
+fl_on_jobs(json_t *body)
+{
+    json_t *jobs = json_object_get(body, "jobs"), *j;
+    size_t i;
+    A.lost = A.done = A.active_rows = A.other_rows = 0;
+    json_array_foreach(jobs, i, j) {
+        const char *id = json_string_value(json_object_get(j, "job"));
+        bool ours = false;
+        for (int k = 0; id && k < A.njobs; k++)
+            ours |= strcmp(A.jobs[k], id) == 0;
+        if (!ours)
+            continue;
+        const char *st;
+        json_t *n;
+        json_object_foreach(json_object_get(j, "hosts"), st, n) {
+            int c = (int)json_integer_value(n);
+            if (strcmp(st, "lost") == 0)
+                A.lost += c;
+            else if (strcmp(st, "done") == 0)
+                A.done += c;
+            else if (strcmp(st, "running") == 0 || strcmp(st, "queued") == 0)
+                A.active_rows += c;
+            else
+                A.other_rows += c;
+        }
+    }
+}
+
+static void
+fl_admin_read(fl_agent_t *ag)
+{
+    for (int i = 0; i < 64; i++) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, A.sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&m);
+            return;
+        }
+        double now = fl_now_ms_f();
+        Parity__Envelope *env = NULL;
+        if (pw_wire_unpack(zmq_msg_data(&m), zmq_msg_size(&m), 0, &env,
+                           NULL, NULL, 0) == PW_WIRE_OK
+            && env->body_case == PARITY__ENVELOPE__BODY_REPLY
+            && env->reply->request_id == A.pending_id) {
+            fl_cmd_t *c = &s_cmd[A.pending_cmd];
+            if (S.measuring)
+                fl_lat_add(&c->lat, now - A.sent_ms);
+            json_t *body = NULL;
+            if (env->reply->status != 0) {
+                c->errors++;
+                snprintf(c->last_error, sizeof c->last_error, "%d %s",
+                         env->reply->status,
+                         env->reply->error ? env->reply->error : "");
+            } else {
+                body = json_loads(env->reply->body_json, 0, NULL);
+            }
+            if (body && A.pending_cmd == FL_C_HOSTS)
+                fl_on_hosts(body, ag, A.sent_ms);
+            else if (body && A.pending_cmd == FL_C_STATS) {
+                char key[128] = "";
+                double x = fl_find_loop_max(body, "", key, sizeof key);
+                if (!isnan(x) && (isnan(A.loop_max_ms) || x > A.loop_max_ms)) {
+                    A.loop_max_ms = x;
+                    snprintf(A.loop_key, sizeof A.loop_key, "%s", key);
+                }
+            } else if (body && A.pending_cmd == FL_C_RUN && A.njobs < 256) {
+                const char *id = json_string_value(json_object_get(body,
+                                                                   "job"));
+                if (id)
+                    snprintf(A.jobs[A.njobs++], sizeof A.jobs[0], "%s", id);
+            } else if (body && A.pending_cmd == FL_C_JOBS)
+                fl_on_jobs(body);
+            json_decref(body);
+            A.pending_id = 0;
+        }
+        pw_wire_free(&env);
+        zmq_msg_close(&m);
+    }
+}
+
+/* Next admin request when none is pending: a job when due, stats when
+ * due, else the next of hosts, verdicts, history, regressions. */
+static void
+fl_admin_tick(int64_t now, bool loop)
+{
+    if (A.pending_id) {
+        if (fl_now_ms_f() - A.sent_ms > FL_REQ_TIMEOUT_MS) {
+            s_cmd[A.pending_cmd].timeouts++;
+            if (S.measuring)
+                fl_lat_add(&s_cmd[A.pending_cmd].lat, FL_REQ_TIMEOUT_MS);
+            A.pending_id = 0;
+        }
+        return;
+    }
+    if (!loop)
+        return;
+    if (O.job_every_s > 0 && now >= A.next_job_ms && O.streamers > 0) {
+        A.next_job_ms = now + (int64_t)O.job_every_s * 1000;
+        fl_admin_send(FL_C_RUN, "{\"suite\":\"fleet\",\"hosts\":"
+                      "[\"role=stream\"],\"only\":[\"bench0\"],"
+                      "\"tags\":{\"branch\":\"fleet-load\"},"
+                      "\"label\":\"fleet-load\"}");
+        return;
+    }
+    if (now >= A.next_stats_ms) {
+        A.next_stats_ms = now + FL_STATS_EVERY_MS;
+        fl_admin_send(FL_C_STATS, "{}");
+        return;
+    }
+    switch (A.loop_pos++ % 4) {
+    case 0: fl_admin_send(FL_C_HOSTS, "{}"); break;
+    case 1: fl_admin_send(FL_C_VERDICTS, "{}"); break;
+    case 2: fl_admin_send(FL_C_HISTORY, "{\"benchmark\":\"bench0\","
+                          "\"suite\":\"fleet\",\"limit\":50}"); break;
+    default: fl_admin_send(FL_C_REGRESSIONS, "{\"since_us\":"
+                           "31622400000000}"); break;
+    }
+}
+
+/* Wait for the pending request (up to timeout), reading agents too. */
+static void fl_pump(fl_agent_t *ag, int ms, bool streaming, bool admin_loop);
+
+static void
+fl_admin_sync(fl_agent_t *ag, int cmd, const char *args, int timeout_ms)
+{
+    int64_t until = fl_now_ms() + timeout_ms;
+    while (A.pending_id && fl_now_ms() < until)
+        fl_pump(ag, 50, false, false);
+    A.pending_id = 0;
+    fl_admin_send(cmd, args);
+    while (A.pending_id && fl_now_ms() < until)
+        fl_pump(ag, 50, false, false);
+    if (A.pending_id) {
+        s_cmd[cmd].timeouts++;
+        A.pending_id = 0;
+    }
+}
+
+/* ---- the poll loop -------------------------------------------------- */
+
+static zmq_pollitem_t *s_items;
+static int *s_item_agent;      /* agent index of each item, -1 the admin */
+
+static void
+fl_pump(fl_agent_t *ag, int ms, bool streaming, bool admin_loop)
+{
+    int n = 0;
+    for (int i = 0; i < O.agents; i++)
+        if (ag[i].sock) {
+            s_items[n] = (zmq_pollitem_t){ ag[i].sock, 0, ZMQ_POLLIN, 0 };
+            s_item_agent[n++] = i;
+        }
+    s_items[n] = (zmq_pollitem_t){ A.sock, 0, ZMQ_POLLIN, 0 };
+    s_item_agent[n++] = -1;
+    int rc = zmq_poll(s_items, n, ms);
+    if (rc > 0)
+        for (int i = 0; i < n; i++) {
+            if (!(s_items[i].revents & ZMQ_POLLIN))
+                continue;
+            if (s_item_agent[i] < 0)
+                fl_admin_read(ag);
+            else
+                fl_agent_read(&ag[s_item_agent[i]]);
+        }
+    int64_t now = fl_now_ms();
+    for (int i = 0; i < O.agents; i++)
+        fl_agent_tick(&ag[i], now, streaming);
+    fl_admin_tick(now, admin_loop);
+}
+
+/* ---- /proc and the collector's log ---------------------------------- */
+
+static long
+fl_proc_kb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    long kb = -1;
+    size_t fl = strlen(field);
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, fl) == 0 && line[fl] == ':') {
+            kb = atol(line + fl + 1);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+static long
+fl_file_size(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Distinct agent names in `event=offline` lines between two offsets of
+ * the collector's log. */
+static int
+fl_log_offline(const char *path, long from, long to, bool *seen)
+{
+    char line[8192];
+    int n = 0;
+    FILE *f = path && from >= 0 ? fopen(path, "r") : NULL;
+    if (!f)
+        return -1;
+    fseek(f, from, SEEK_SET);
+    while (ftell(f) < to && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "event=offline");
+        const char *nm = p ? strstr(p, "name=fl-") : NULL;
+        int idx;
+        if (nm && sscanf(nm + 8, "%d", &idx) == 1 && idx >= 0
+            && idx < O.agents && !seen[idx]) {
+            seen[idx] = true;
+            n++;
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+/* ---- keygen --------------------------------------------------------- */
+
+static int
+fl_mkdir(const char *p)
+{
+    return mkdir(p, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static int
+fl_keygen(const char *dir, int n)
+{
+    char p[1024], q[1024];
+    snprintf(p, sizeof p, "%s/allow", dir);
+    snprintf(q, sizeof q, "%s/secret", dir);
+    if (fl_mkdir(dir) || fl_mkdir(p) || fl_mkdir(q)) {
+        fprintf(stderr, "fleet-load keygen: mkdir under %s: %s\n", dir,
+                strerror(errno));
+        return 1;
+    }
+    snprintf(p, sizeof p, "%s/admin", dir);
+    fl_mkdir(p);
+    snprintf(p, sizeof p, "%s/collector_secret", dir);
+    if (access(p, R_OK) != 0) {
+        zcert_t *c = zcert_new();
+        snprintf(p, sizeof p, "%s/collector", dir);
+        zcert_save(c, p);
+        zcert_destroy(&c);
+    }
+    snprintf(p, sizeof p, "%s/secret/admin_secret", dir);
+    if (access(p, R_OK) != 0) {
+        zcert_t *c = zcert_new();
+        zcert_save_secret(c, p);
+        snprintf(p, sizeof p, "%s/admin/admin", dir);
+        zcert_save_public(c, p);
+        zcert_destroy(&c);
+    }
+    snprintf(p, sizeof p, "%s/agent_keys.txt", dir);
+    FILE *list = fopen(p, "w");
+    if (!list)
+        return 1;
+    for (int i = 0; i < n; i++) {
+        zcert_t *c;
+        snprintf(q, sizeof q, "%s/secret/a%04d_secret", dir, i);
+        if (access(q, R_OK) == 0) {
+            c = zcert_load(q);
+        } else {
+            c = zcert_new();
+            zcert_save_secret(c, q);
+            snprintf(q, sizeof q, "%s/allow/a%04d", dir, i);
+            zcert_save_public(c, q);
+        }
+        if (!c) {
+            fprintf(stderr, "fleet-load keygen: cannot load %s\n", q);
+            fclose(list);
+            return 1;
+        }
+        fprintf(list, "%d\tfl-%04d\t%s\n", i, i, zcert_public_txt(c));
+        zcert_destroy(&c);
+    }
+    return fclose(list) == 0 ? 0 : 1;
+}
+
+/* ---- main ----------------------------------------------------------- */
+
+static int
+fl_usage(void)
+{
+    fprintf(stderr,
+        "usage: fleet-load keygen DIR N\n"
+        "       fleet-load run --endpoint tcp://127.0.0.1:PORT --keys DIR\n"
+        "              [--agents N] [--streamers N] [--duration S]\n"
+        "              [--heartbeat-ms N] [--rounds N] [--batch-ms N]\n"
+        "              [--job-every S] [--collector-pid PID]\n"
+        "              [--collector-log FILE]\n");
+    return 2;
+}
+
+static bool
+fl_int_opt(const char *name, const char *val, const char *want, int lo,
+           int hi, int *out)
+{
+    if (strcmp(name, want) != 0)
+        return false;
+    char *end;
+    long v = strtol(val, &end, 10);
+    if (*end || v < lo || v > hi) {
+        fprintf(stderr, "fleet-load: %s %s: want %d..%d\n", name, val, lo,
+                hi);
+        exit(2);
+    }
+    *out = (int)v;
+    return true;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc == 4 && strcmp(argv[1], "keygen") == 0) {
+        int n = atoi(argv[3]);
+        if (n < 1 || n > FL_AGENTS_MAX)
+            return fl_usage();
+        return fl_keygen(argv[2], n);
+    }
+    if (argc < 2 || strcmp(argv[1], "run") != 0)
+        return fl_usage();
+    O = (fl_opts_t){ .agents = 1000, .streamers = 100, .duration_s = 300,
+                     .heartbeat_ms = 1000, .rounds = 200, .batch_ms = 1000,
+                     .job_every_s = 60 };
+    int pid = 0;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (strcmp(k, "--endpoint") == 0)
+            O.endpoint = v;
+        else if (strcmp(k, "--keys") == 0)
+            O.keys = v;
+        else if (strcmp(k, "--collector-log") == 0)
+            O.collector_log = v;
+        else if (fl_int_opt(k, v, "--agents", 1, FL_AGENTS_MAX, &O.agents)
+                 || fl_int_opt(k, v, "--streamers", 0, FL_AGENTS_MAX,
+                               &O.streamers)
+                 || fl_int_opt(k, v, "--duration", 1, 3600, &O.duration_s)
+                 || fl_int_opt(k, v, "--heartbeat-ms", 10, 60000,
+                               &O.heartbeat_ms)
+                 || fl_int_opt(k, v, "--rounds", 1, 100000, &O.rounds)
+                 || fl_int_opt(k, v, "--batch-ms", 1, 60000, &O.batch_ms)
+                 || fl_int_opt(k, v, "--job-every", 0, 3600, &O.job_every_s)
+                 || fl_int_opt(k, v, "--collector-pid", 0, 1 << 30, &pid))
+            ;
+        else
+            return fl_usage();
+    }
+    O.collector_pid = pid;
+    if (!O.endpoint || !O.keys)
+        return fl_usage();
+    /* Loopback only: this program floods what it connects to. */
+    if (strncmp(O.endpoint, "tcp://127.0.0.1:", 16) != 0) {
+        fprintf(stderr, "fleet-load: --endpoint must be tcp://127.0.0.1:PORT"
+                "\n");
+        return 2;
+    }
+    if (O.streamers > O.agents)
+        O.streamers = O.agents;
+    signal(SIGINT, fl_on_signal);
+    signal(SIGTERM, fl_on_signal);
+    srand((unsigned)getpid());
+
+    /* Two descriptors per socket (the TCP connection and its mailbox). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/collector", O.keys);
+    zcert_t *server = zcert_load(path);
+    if (!server) {
+        fprintf(stderr, "fleet-load: cannot load %s\n", path);
+        return 1;
+    }
+    snprintf(s_server_key, sizeof s_server_key, "%s",
+             zcert_public_txt(server));
+    memcpy(s_server_key_bin, zcert_public_key(server), 32);
+    zcert_destroy(&server);
+
+    fl_agent_t *ag = calloc((size_t)O.agents, sizeof *ag);
+    A.offline_seen = calloc((size_t)O.agents, sizeof *A.offline_seen);
+    bool *log_seen = calloc((size_t)O.agents, sizeof *log_seen);
+    s_items = calloc((size_t)O.agents + 1, sizeof *s_items);
+    s_item_agent = calloc((size_t)O.agents + 1, sizeof *s_item_agent);
+    if (!ag || !A.offline_seen || !log_seen || !s_items || !s_item_agent)
+        return 1;
+    for (int i = 0; i < O.agents; i++) {
+        snprintf(path, sizeof path, "%s/secret/a%04d_secret", O.keys, i);
+        ag[i].cert = zcert_load(path);
+        if (!ag[i].cert) {
+            fprintf(stderr, "fleet-load: cannot load %s (fleet-load keygen "
+                    "%s %d first)\n", path, O.keys, O.agents);
+            return 1;
+        }
+        ag[i].index = i;
+        ag[i].streamer = i < O.streamers;
+        ag[i].backoff_ms = FL_BACKOFF_MIN_MS;
+        snprintf(ag[i].name, sizeof ag[i].name, "fl-%04d", i);
+    }
+    A.loop_max_ms = NAN;
+
+    s_ctx = zmq_ctx_new();
+    zmq_ctx_set(s_ctx, ZMQ_MAX_SOCKETS, O.agents + 64);
+    zmq_ctx_set(s_ctx, ZMQ_IO_THREADS, 1);
+    snprintf(path, sizeof path, "%s/secret/admin_secret", O.keys);
+    zcert_t *admin = zcert_load(path);
+    if (!admin) {
+        fprintf(stderr, "fleet-load: cannot load %s\n", path);
+        return 1;
+    }
+    A.sock = fl_socket(admin);
+    if (!A.sock) {
+        fprintf(stderr, "fleet-load: admin socket: %s\n", zmq_strerror(errno));
+        return 1;
+    }
+
+    long rss_before = fl_proc_kb(O.collector_pid, "VmRSS");
+    long log_from = fl_file_size(O.collector_log);
+
+    /* Ramp: 50 agents every 100 ms, until all are greeted (bounded). */
+    int64_t t0 = fl_now_ms();
+    int started = 0;
+    while (!s_stop && fl_now_ms() - t0 < FL_RAMP_MAX_MS) {
+        int64_t now = fl_now_ms();
+        for (int k = 0; k < 50 && started < O.agents; k++)
+            fl_connect(&ag[started++], now);
+        fl_pump(ag, 100, false, false);
+        if (started == O.agents && S.hello_acks >= (uint64_t)O.agents)
+            break;
+    }
+    int64_t ramp_ms = fl_now_ms() - t0;
+    int greeted = 0;
+    for (int i = 0; i < O.agents; i++)
+        greeted += ag[i].greeted;
+    /* Let the greeted fleet beat a little before memory is read. */
+    for (int64_t u = fl_now_ms() + 2 * O.heartbeat_ms; fl_now_ms() < u;)
+        fl_pump(ag, 50, false, false);
+    long rss_fleet = fl_proc_kb(O.collector_pid, "VmRSS");
+    printf("fleet-load: %d agents connected, %d greeted in %.1f s; collector"
+           " RSS %ld kB before, %ld kB with the fleet\n", started, greeted,
+           (double)ramp_ms / 1e3, rss_before, rss_fleet);
+    fflush(stdout);
+
+    /* Measure. */
+    S.measuring = true;
+    S.measure_from_ms = fl_now_ms();
+    S.measure_until_ms = S.measure_from_ms + (int64_t)O.duration_s * 1000;
+    for (int i = 0; i < O.agents; i++) {
+        ag[i].next_send_ms = S.measure_from_ms + (i * 37) % O.batch_ms;
+        if (ag[i].greeted)
+            ag[i].beat_expect_from_ms = S.measure_from_ms;
+    }
+    A.next_job_ms = S.measure_from_ms + 5000;
+    A.next_stats_ms = S.measure_from_ms;
+    int64_t next_report = S.measure_from_ms + 30000;
+    while (!s_stop && fl_now_ms() < S.measure_until_ms) {
+        fl_pump(ag, 20, true, true);
+        if (fl_now_ms() >= next_report) {
+            next_report += 30000;
+            printf("fleet-load: %4.0f s: %llu acks, %llu data sent, %llu "
+                   "reconnects, %zu RunEnd acks\n",
+                   (double)(fl_now_ms() - S.measure_from_ms) / 1e3,
+                   (unsigned long long)S.acked,
+                   (unsigned long long)S.data_sent,
+                   (unsigned long long)S.reconnects, S.verdict.n);
+            fflush(stdout);
+        }
+    }
+    int64_t measured_ms = fl_now_ms() - S.measure_from_ms;
+    long log_to = fl_file_size(O.collector_log);
+    for (int i = 0; i < O.agents; i++) {
+        fl_agent_t *a = &ag[i];
+        if (a->beat_expect_from_ms)
+            a->beats_expected += (uint64_t)((fl_now_ms()
+                                             - a->beat_expect_from_ms)
+                                            / O.heartbeat_ms);
+        a->beat_expect_from_ms = 0;
+    }
+    S.measuring = false;
+
+    /* Drain: runs in progress finish and jobs say done, no new run
+     * starts; their acks come. Bounded by FL_DRAIN_MS. */
+    int64_t drain_until = fl_now_ms() + FL_DRAIN_MS;
+    for (;;) {
+        int busy = 0;
+        for (int i = 0; i < O.agents; i++)
+            busy += ag[i].nwin > 0 || ag[i].run_state != FL_RUN_IDLE
+                    || ag[i].job_done_pending;
+        if (!busy || fl_now_ms() >= drain_until || s_stop)
+            break;
+        fl_pump(ag, 50, false, false);
+    }
+    int unacked = 0;
+    for (int i = 0; i < O.agents; i++)
+        unacked += ag[i].nwin;
+    fl_admin_sync(ag, FL_C_JOBS, "{\"limit\":1000}", 30000);
+    fl_admin_sync(ag, FL_C_STATS, "{}", 30000);
+    long hwm = fl_proc_kb(O.collector_pid, "VmHWM");
+    long rss_end = fl_proc_kb(O.collector_pid, "VmRSS");
+    int false_offline_log = fl_log_offline(O.collector_log, log_from, log_to,
+                                           log_seen);
+    int false_offline = 0;
+    for (int i = 0; i < O.agents; i++)
+        false_offline += log_seen[i] || A.offline_seen[i];
+    uint64_t beats_expected = 0, beats_in = 0, missed = 0;
+    for (int i = 0; i < O.agents; i++) {
+        beats_expected += ag[i].beats_expected;
+        beats_in += ag[i].beats_in;
+        /* One interval of slack per agent: the window's edges. */
+        if (ag[i].beats_expected > ag[i].beats_in + 1)
+            missed += ag[i].beats_expected - ag[i].beats_in - 1;
+    }
+    for (int c = 0; c < FL_C_COUNT; c++)
+        fl_lat_sort(&s_cmd[c].lat);
+    fl_lat_sort(&S.ack);
+    fl_lat_sort(&S.verdict);
+    for (int c = 0; c < FL_C_COUNT; c++)
+        if (s_cmd[c].lat.n || s_cmd[c].errors || s_cmd[c].timeouts)
+            printf("fleet-load: %-11s n %zu  p50 %.1f ms  p99 %.1f ms  max "
+                   "%.1f ms  errors %llu timeouts %llu%s%s\n",
+                   s_cmd[c].command, s_cmd[c].lat.n,
+                   fl_lat_q(&s_cmd[c].lat, 0.5), fl_lat_q(&s_cmd[c].lat, 0.99),
+                   s_cmd[c].lat.max, (unsigned long long)s_cmd[c].errors,
+                   (unsigned long long)s_cmd[c].timeouts,
+                   s_cmd[c].errors ? "  last: " : "", s_cmd[c].last_error);
+    printf("fleet-load: acks n %zu p50 %.1f ms p99 %.1f ms max %.1f ms; "
+           "RunEnd acks n %zu p99 %.1f ms; stats loop field %s\n", S.ack.n,
+           fl_lat_q(&S.ack, 0.5), fl_lat_q(&S.ack, 0.99), S.ack.max,
+           S.verdict.n, fl_lat_q(&S.verdict, 0.99),
+           A.loop_key[0] ? A.loop_key : "(none)");
+
+    FILE *o = stdout;
+    fprintf(o, "{\"agents\":%d,\"agents_greeted\":%d,\"streamers\":%d,"
+            "\"duration_s\":%.1f,\"ramp_s\":%.1f,", O.agents, greeted,
+            O.streamers, (double)measured_ms / 1e3, (double)ramp_ms / 1e3);
+    fprintf(o, "\"false_offline\":%d,\"false_offline_log\":%d,"
+            "\"false_offline_hosts\":%llu,", false_offline, false_offline_log,
+            (unsigned long long)A.false_offline_hosts);
+    fprintf(o, "\"lost_jobs\":%d,\"jobs_created\":%d,\"job_hosts_done\":%d,"
+            "\"job_hosts_unfinished\":%d,", A.lost, A.njobs, A.done,
+            A.active_rows);
+    fl_json_num(o, "ack_p50_ms", fl_lat_q(&S.ack, 0.5), ",");
+    fl_json_num(o, "ack_p99_ms", fl_lat_q(&S.ack, 0.99), ",");
+    fl_json_num(o, "ack_max_ms", S.ack.n ? S.ack.max : NAN, ",");
+    fl_json_num(o, "verdict_p50_ms", fl_lat_q(&S.verdict, 0.5), ",");
+    fl_json_num(o, "verdict_p99_ms", fl_lat_q(&S.verdict, 0.99), ",");
+    fl_json_num(o, "verdict_max_ms", S.verdict.n ? S.verdict.max : NAN, ",");
+    static const char *const key[FL_C_COUNT] = {
+        "hosts", "verdicts", "history", "regressions", "stats", "run", "jobs"
+    };
+    for (int c = 0; c < FL_C_RUN; c++) {
+        char k[64];
+        snprintf(k, sizeof k, "%s_ms", key[c]);
+        fl_json_num(o, k, fl_lat_q(&s_cmd[c].lat, 0.5), ",");
+        snprintf(k, sizeof k, "%s_max_ms", key[c]);
+        fl_json_num(o, k, s_cmd[c].lat.n ? s_cmd[c].lat.max : NAN, ",");
+        fprintf(o, "\"%s_n\":%zu,\"%s_errors\":%llu,", key[c],
+                s_cmd[c].lat.n, key[c],
+                (unsigned long long)(s_cmd[c].errors + s_cmd[c].timeouts));
+    }
+    fl_json_num(o, "collector_rss_mb", hwm >= 0 ? hwm / 1024.0 : NAN, ",");
+    fl_json_num(o, "collector_rss_end_mb",
+                rss_end >= 0 ? rss_end / 1024.0 : NAN, ",");
+    fl_json_num(o, "rss_kib_per_agent",
+                rss_before >= 0 && rss_fleet >= 0 && greeted
+                    ? (double)(rss_fleet - rss_before) / greeted : NAN, ",");
+    fl_json_num(o, "loop_max_ms", A.loop_max_ms, ",");
+    fprintf(o, "\"loop_field\":\"%s\",", A.loop_key);
+    fprintf(o, "\"reconnects\":%llu,\"heartbeats_missed\":%llu,"
+            "\"heartbeats_expected\":%llu,\"heartbeats_in\":%llu,"
+            "\"silence_max_ms\":%lld,", (unsigned long long)S.reconnects,
+            (unsigned long long)missed, (unsigned long long)beats_expected,
+            (unsigned long long)beats_in, (long long)S.silence_max_ms);
+    fprintf(o, "\"data_sent\":%llu,\"acked\":%llu,\"resends\":%llu,"
+            "\"unacked_at_end\":%d,\"refused\":%llu,\"send_failed\":%llu,"
+            "\"samples_sent\":%llu,\"samples_per_s\":%.0f,"
+            "\"run_ends_acked\":%zu}\n",
+            (unsigned long long)S.data_sent, (unsigned long long)S.acked,
+            (unsigned long long)S.resends, unacked,
+            (unsigned long long)S.refused,
+            (unsigned long long)S.send_failed,
+            (unsigned long long)S.samples_sent,
+            measured_ms > 0 ? (double)S.samples_sent * 1e3 / measured_ms : 0,
+            S.verdict.n);
+    fflush(o);
+
+    for (int i = 0; i < O.agents; i++) {
+        if (ag[i].sock)
+            zmq_close(ag[i].sock);
+        for (int k = 0; k < ag[i].nwin; k++)
+            free(ag[i].win[k].buf);
+        zcert_destroy(&ag[i].cert);
+    }
+    zmq_close(A.sock);
+    zcert_destroy(&admin);
+    zmq_ctx_term(s_ctx);
+    for (int c = 0; c < FL_C_COUNT; c++)
+        free(s_cmd[c].lat.ms);
+    free(S.ack.ms);
+    free(S.verdict.ms);
+    free(ag);
+    free(A.offline_seen);
+    free(log_seen);
+    free(s_items);
+    free(s_item_agent);
+    return 0;
+}

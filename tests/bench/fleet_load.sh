@@ -1,0 +1,264 @@
+#!/bin/sh
+# fleet_load.sh BUILD_DIR [options] -- the fleet load benchmark (issue 8).
+# Not a registered test; bounded in time and count; loopback only.
+#
+# Starts BUILD_DIR/collector/parity-collector with its private PostgreSQL
+# in a temp dir holding a year of history, then runs tests/bench/
+# fleet_load.c (fleet-load) against it: --agents CURVE agents heartbeating,
+# --streamers of them streaming runs, an admin client looping over hosts,
+# verdicts, history and regressions, a job every --job-every s; for
+# --duration s. Its last line is one JSON object (fields: fleet_load.c's
+# header), plus history_samples (count(*) of samples before the load),
+# load_s (bulk load), start_s (collector start: its migrations included)
+# and build.
+#
+#   verdict_p99_ms is RunEnd sent -> its Ack: the collector acks a RunEnd
+#   only after the transaction that stored the run's verdicts committed
+#   (docs/protocol.md section 4), so the Ack is the moment the verdict is
+#   stored.
+#
+# History: "a year of nightly jobs on 50 hosts" (tests/bench/
+# fleet_history.sql), bulk-loaded with psql into the schema of migrations
+# 001..005 (the collector before issue 8): the collector is started once
+# on an empty data dir (it makes the cluster), stopped, the schema is
+# replaced by 001..005 and loaded, and the collector is started again: a
+# newer collector migrates the history on that start as it would a real
+# database (partitions, summaries: whatever its migrations do). The 50
+# history hosts are the first 50 agents' keys, i.e. streamers with a year
+# behind them.
+#
+# The soft fd limit is raised to the hard limit for the collector and the
+# load (1,000 connections do not fit in 1,024 descriptors).
+#
+# Options:
+#   --agents N (1000) --streamers N (100) --duration S (300)
+#   --history-samples N (20000000): rounds per history run are chosen to
+#       reach at least N (365 nights x 50 hosts x 4 benchmarks x 3 per round)
+#   --reuse-db DIR: keep the keys and the loaded cluster (before the
+#       collector's first start) in DIR and copy it from there next time
+#   --compare OTHER_BUILD_DIR: the same load against OTHER's collector in
+#       the same run (after this one); prints BUILD/OTHER ratios and puts
+#       OTHER's figures under "compare" and the ratios under "ratio"
+#   --tool-build DIR: where fleet-load is built (default BUILD_DIR when its
+#       tree has it, else build-bench of this checkout)
+#   --heartbeat-ms N (1000) --rounds N (200) --batch-ms N (1000)
+#   --job-every S (60) --keep (keep the temp dirs)
+set -eu
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+[ $# -ge 1 ] || { sed -n '2,45p' "$0" >&2; exit 2; }
+BUILD=$(cd "$1" && pwd)
+shift
+AGENTS=1000 STREAMERS=100 DURATION=300 HIST=20000000 REUSE="" COMPARE=""
+TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 JOB_EVERY=60 KEEP=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --agents) AGENTS=$2; shift 2 ;;
+    --streamers) STREAMERS=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --history-samples) HIST=$2; shift 2 ;;
+    --reuse-db) REUSE=$2; shift 2 ;;
+    --compare) COMPARE=$(cd "$2" && pwd); shift 2 ;;
+    --tool-build) TOOL=$2; shift 2 ;;
+    --heartbeat-ms) HB=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --batch-ms) BATCH_MS=$2; shift 2 ;;
+    --job-every) JOB_EVERY=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    *) echo "fleet_load.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+for v in "$AGENTS" "$STREAMERS" "$DURATION" "$HIST" "$HB" "$ROUNDS" \
+         "$BATCH_MS" "$JOB_EVERY"; do
+    case "$v" in ''|*[!0-9]*) echo "fleet_load.sh: not a number: $v" >&2
+                              exit 2 ;; esac
+done
+[ "$DURATION" -le 3600 ] || { echo "fleet_load.sh: --duration <= 3600" >&2; exit 2; }
+[ "$HIST" -le 200000000 ] || { echo "fleet_load.sh: --history-samples <= 2e8" >&2; exit 2; }
+
+# The load program: built from this checkout.
+if [ -z "$TOOL" ]; then
+    if ninja -C "$BUILD" -t query tests/bench/fleet-load >/dev/null 2>&1; then
+        TOOL=$BUILD
+    else
+        TOOL=$ROOT/build-bench
+    fi
+fi
+[ -f "$TOOL/build.ninja" ] || meson setup "$TOOL" >/dev/null
+ninja -C "$TOOL" -j1 tests/bench/fleet-load >/dev/null
+FL=$TOOL/tests/bench/fleet-load
+ninja -C "$BUILD" -j1 collector/parity-collector >/dev/null
+[ -z "$COMPARE" ] || ninja -C "$COMPARE" -j1 collector/parity-collector >/dev/null
+
+PGBIN=${PARITY_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
+AS_PG=""
+[ "$(id -u)" -ne 0 ] || AS_PG="runuser -u postgres --"
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+# Rounds per history run: 365 nights x 50 hosts x 4 benchmarks x 3.
+HIST_ROUNDS=$(( (HIST + 218999) / 219000 ))
+[ "$HIST_ROUNDS" -ge 2 ] || HIST_ROUNDS=2
+NKEYS=$AGENTS
+[ "$NKEYS" -ge 50 ] || NKEYS=50
+
+log() { echo "fleet_load: $*"; }
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_collector EXE DATA KEYS PORT LOG: sets CPID; waits (<= 30 min: a
+# migration of 20 M rows) for its "event=listening" line.
+start_collector() {
+    "$1" --bind "tcp://127.0.0.1:$4" --key "$3/collector_secret" \
+        --allow "$3/allow" --admin "$3/admin" --data-dir "$2" \
+        --heartbeat-ms "$HB" --log-level info 2>>"$5" &
+    CPID=$!
+    i=0
+    while ! grep -q "event=listening" "$5" 2>/dev/null; do
+        kill -0 "$CPID" 2>/dev/null || { log "collector exited, see $5"; tail -5 "$5"; exit 1; }
+        i=$((i + 1))
+        [ "$i" -lt 18000 ] || { log "collector not listening after 30 min"; exit 1; }
+        sleep 0.1
+    done
+}
+
+# stop_collector: SIGTERM (it stops its server too), 120 s, then SIGKILL.
+stop_collector() {
+    kill -TERM "$CPID" 2>/dev/null || true
+    i=0
+    while kill -0 "$CPID" 2>/dev/null && [ "$i" -lt 1200 ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+    kill -KILL "$CPID" 2>/dev/null || true
+    wait "$CPID" 2>/dev/null || true
+}
+
+# psql_q DATA ARGS...: psql on DATA's private cluster.
+psql_q() {
+    d=$1
+    shift
+    "$PGBIN/psql" -X -A -t -q -v ON_ERROR_STOP=1 -h "$d/pg" -U parity -d parity "$@"
+}
+
+# elapsed T0: seconds since T0 (date +%s.%N), one decimal.
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# load_history DATA KEYS: the year of history into a fresh cluster.
+load_history() {
+    data=$1 keys=$2
+    port=$(free_port)
+    start_collector "$COLLECTOR" "$data" "$keys" "$port" "$data.first.log"
+    stop_collector
+    $AS_PG "$PGBIN/pg_ctl" -D "$data/pg" -l "$data/pg.log" -w -t 120 start >/dev/null
+    t0=$(date +%s.%N)
+    {
+        echo "DROP SCHEMA public CASCADE; CREATE SCHEMA public;"
+        for f in "$ROOT"/collector/migrations/00[1-5]_*.sql; do cat "$f"; echo; done
+        echo "CREATE TABLE schema_version (version integer PRIMARY KEY,"
+        echo "  name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());"
+        for f in "$ROOT"/collector/migrations/00[1-5]_*.sql; do
+            b=$(basename "$f")
+            echo "INSERT INTO schema_version (version, name) VALUES (${b%%_*}, '$b');"
+        done
+    } | psql_q "$data" -1 -f - >/dev/null
+    psql_q "$data" -v keys="$keys/agent_keys.txt" -v hosts=50 -v days=365 \
+        -v benchmarks=4 -v rounds="$HIST_ROUNDS" \
+        -f "$ROOT/tests/bench/fleet_history.sql" >/dev/null
+    psql_q "$data" -c "VACUUM ANALYZE" >/dev/null
+    LOAD_S=$(elapsed "$t0")
+    $AS_PG "$PGBIN/pg_ctl" -D "$data/pg" -m fast -w -t 120 stop >/dev/null
+}
+
+# run_one BUILD_DIR OUT_JSON: one whole measurement.
+run_one() {
+    COLLECTOR=$1/collector/parity-collector
+    W=$(mktemp -d /tmp/parity-fleet-XXXXXX)
+    chmod 0755 "$W"   # the postgres user must reach DATA/pg
+    KEYS=$W/keys
+    [ -z "$REUSE" ] || { mkdir -p "$REUSE"; chmod 0755 "$REUSE"; KEYS=$REUSE/keys; }
+    "$FL" keygen "$KEYS" "$NKEYS"
+    LOAD_S=null
+    BASE=${REUSE:+$REUSE/base-r$HIST_ROUNDS}
+    if [ -n "$BASE" ] && [ -d "$BASE/pg" ]; then
+        t0=$(date +%s.%N)
+        cp -a "$BASE" "$W/data"
+        # The socket directory is the cluster's own path.
+        sed -i "s|^unix_socket_directories = .*|unix_socket_directories = '$W/data/pg'|" \
+            "$W/data/pg/postgresql.conf"
+        log "history copied from $BASE in $(elapsed "$t0") s"
+    else
+        log "bulk-loading history ($HIST_ROUNDS rounds per run) ..."
+        load_history "$W/data" "$KEYS"
+        log "history loaded in $LOAD_S s"
+        if [ -n "$BASE" ]; then
+            rm -rf "$BASE.tmp"
+            cp -a "$W/data" "$BASE.tmp"
+            mv "$BASE.tmp" "$BASE"
+        fi
+    fi
+    port=$(free_port)
+    clog=$W/collector.log
+    t0=$(date +%s.%N)
+    start_collector "$COLLECTOR" "$W/data" "$KEYS" "$port" "$clog"
+    START_S=$(elapsed "$t0")
+    NSAMPLES=$(psql_q "$W/data" -c "SELECT count(*) FROM samples")
+    log "$COLLECTOR: listening after $START_S s, $NSAMPLES history samples"
+    set +e
+    "$FL" run --endpoint "tcp://127.0.0.1:$port" --keys "$KEYS" \
+        --agents "$AGENTS" --streamers "$STREAMERS" --duration "$DURATION" \
+        --heartbeat-ms "$HB" --rounds "$ROUNDS" --batch-ms "$BATCH_MS" \
+        --job-every "$JOB_EVERY" --collector-pid "$CPID" \
+        --collector-log "$clog" | tee "$W/out.txt"
+    set -e
+    stop_collector
+    python3 - "$W/out.txt" "$2" "$NSAMPLES" "$LOAD_S" "$START_S" "$1" <<'PY'
+import json, sys
+lines = [l for l in open(sys.argv[1]) if l.startswith("{")]
+d = json.loads(lines[-1]) if lines else {"error": "fleet-load printed no JSON"}
+d["history_samples"] = int(sys.argv[3])
+d["load_s"] = None if sys.argv[4] == "null" else round(float(sys.argv[4]), 1)
+d["start_s"] = round(float(sys.argv[5]), 1)
+d["build"] = sys.argv[6]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    if [ "$KEEP" = 1 ]; then log "kept $W"; else rm -rf "$W"; fi
+}
+
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+OUT=$(mktemp /tmp/parity-fleet-result-XXXXXX)
+run_one "$BUILD" "$OUT.a"
+if [ -n "$COMPARE" ]; then
+    run_one "$COMPARE" "$OUT.b"
+else
+    echo '{}' > "$OUT.b"
+fi
+python3 - "$OUT.a" "$OUT.b" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+b = json.load(open(sys.argv[2]))
+if b:
+    ratio = {}
+    for k, v in a.items():
+        w = b.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) \
+                and isinstance(w, (int, float)) and w:
+            ratio[k] = round(v / w, 3)
+    print("ratio %s / %s: %s" % (a["build"], b["build"], " ".join(
+        "%s=%s" % (k, ratio[k]) for k in ("ack_p50_ms", "ack_p99_ms",
+        "ack_max_ms", "verdict_p99_ms", "hosts_ms", "regressions_ms",
+        "history_ms", "verdicts_ms", "collector_rss_mb", "reconnects",
+        "heartbeats_missed", "samples_per_s") if k in ratio)))
+    a["compare"] = b
+    a["ratio"] = ratio
+targets = [("false_offline", 0, "=="), ("lost_jobs", 0, "=="),
+           ("ack_p99_ms", 100, "<="), ("ack_max_ms", 1000, "<="),
+           ("verdict_p99_ms", 50, "<="), ("hosts_ms", 100, "<="),
+           ("regressions_ms", 2000, "<="), ("loop_max_ms", 100, "<=")]
+for k, t, op in targets:
+    v = a.get(k)
+    ok = v is not None and (v == t if op == "==" else v <= t)
+    print("target %s %s %s: %s  %s" % (k, op, t, v, "met" if ok else "NOT met"))
+print(json.dumps(a))
+PY
+rm -f "$OUT" "$OUT.a" "$OUT.b"
