@@ -1,7 +1,9 @@
 /* pw_wire.c -- Envelope framing; see pw_wire.h and docs/protocol.md. */
 #include "pw_wire.h"
 
+#include <stdalign.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 static const char *const s_err_names[PW_WIRE_ECOUNT] = {
     "ok", "empty", "too_big", "parse", "version", "no_body",
     "unknown_body", "limit", "seq", "no_hello", "field", "store", "nomem",
+    "budget",
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -180,6 +183,252 @@ s_check(const Parity__Envelope *env, char *err, size_t errlen)
     return PW_WIRE_OK;
 }
 
+/* ---- Reading the wire format without unpacking ----------------------
+ * The same limits as protobuf-c 1.4's parser, so that what scans here
+ * is what it would scan: a tag is at most 5 bytes and its field number is
+ * not 0, a varint at most 10 bytes, a length prefix at most 5 bytes and
+ * within the frame; wire types 0, 1, 2 and 5 only (no groups). */
+
+/* One field as the scanner sees it. */
+typedef struct {
+    uint32_t number;        /* field number */
+    unsigned wire;          /* wire type: 0, 1, 2 or 5 */
+    uint64_t varint;        /* wire type 0: its value */
+    const uint8_t *data;    /* wire type 2: its bytes */
+    size_t len;             /* wire type 2: how many */
+} s_field_t;
+
+static bool
+s_varint(const uint8_t *d, size_t len, size_t *at, unsigned max_bytes,
+         uint64_t *out)
+{
+    uint64_t v = 0;
+    for (unsigned n = 0; n < max_bytes && *at < len; n++) {
+        uint8_t b = d[(*at)++];
+        v |= (uint64_t)(b & 0x7f) << (7 * n);
+        if (!(b & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The field at d[*at..len); *at moves past it. false: it does not scan. */
+static bool
+s_next_field(const uint8_t *d, size_t len, size_t *at, s_field_t *f)
+{
+    uint64_t tag, n;
+    if (!s_varint(d, len, at, 5, &tag) || (tag >> 3) == 0
+        || (tag >> 3) > UINT32_MAX)
+        return false;
+    f->number = (uint32_t)(tag >> 3);
+    f->wire = (unsigned)(tag & 7);
+    switch (f->wire) {
+    case 0:
+        return s_varint(d, len, at, 10, &f->varint);
+    case 1:
+    case 5:
+        n = f->wire == 1 ? 8 : 4;
+        if (n > len - *at)
+            return false;
+        *at += n;
+        return true;
+    case 2:
+        if (!s_varint(d, len, at, 5, &n) || n > len - *at)
+            return false;
+        f->data = d + *at;
+        f->len = (size_t)n;
+        *at += (size_t)n;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The repeated fields with a documented bound (docs/protocol.md section
+ * 7), by the body that holds them; s_check says the same after unpack. */
+typedef struct {
+    Parity__Envelope__BodyCase body;
+    uint32_t number;        /* field number inside the body */
+    bool doubles;           /* repeated double: packed runs count len/8 */
+    unsigned max;
+    const char *what;       /* as s_check names it */
+} s_bound_t;
+
+static const s_bound_t s_bounds[] = {
+    { PARITY__ENVELOPE__BODY_SAMPLE_BATCH, 3, false, PW_WIRE_MAX_BATCH,
+      "samples" },
+    { PARITY__ENVELOPE__BODY_CALIBRATION, 2, true, PW_WIRE_MAX_CALIBRATION,
+      "samples" },
+    { PARITY__ENVELOPE__BODY_HELLO, 5, false, PW_WIRE_MAX_SUITES,
+      "suites" },
+    { PARITY__ENVELOPE__BODY_HELLO, 6, false, PW_WIRE_MAX_TAGS, "tags" },
+    { PARITY__ENVELOPE__BODY_RUN_START, 5, false, PW_WIRE_MAX_ARMS,
+      "arms" },
+    { PARITY__ENVELOPE__BODY_RUN_START, 6, false, PW_WIRE_MAX_TAGS,
+      "tags" },
+};
+#define S_NBOUNDS (sizeof s_bounds / sizeof s_bounds[0])
+
+/* Entries of field b->number in one encoded body. A part that does not
+ * scan ends the count: unpacking will refuse the frame anyway. */
+static size_t
+s_count(const uint8_t *d, size_t len, const s_bound_t *b)
+{
+    size_t at = 0, n = 0;
+    s_field_t f;
+    while (at < len && s_next_field(d, len, &at, &f)) {
+        if (f.number != b->number)
+            continue;
+        if (b->doubles && f.wire == 2)
+            n += f.len / 8;
+        else
+            n++;
+    }
+    return n;
+}
+
+static bool
+s_is_body_field(uint32_t number)
+{
+    return number >= PARITY__ENVELOPE__BODY_HELLO
+        && number <= PARITY__ENVELOPE__BODY_REPLY
+        && strcmp(pw_wire_body_name((Parity__Envelope__BodyCase)number),
+                  "?") != 0;
+}
+
+/* Walk the Envelope's top level: the last body field and seq, as
+ * protobuf-c keeps them. With counts (S_NBOUNDS entries), also count the
+ * bounded fields of the body that wins: protobuf-c 1.4 frees a oneof
+ * member when another body field follows, even a copy of the same field
+ * (it does not merge them), so only the last body field's entries count. */
+static int
+s_walk(const uint8_t *buf, size_t len, int *body_out, uint64_t *seq_out,
+       size_t *counts)
+{
+    size_t at = 0;
+    int body = 0;
+    uint64_t seq = 0;
+    s_field_t f;
+
+    while (at < len) {
+        if (!s_next_field(buf, len, &at, &f))
+            return PW_WIRE_EPARSE;
+        if (f.number == 1 || f.number == 2) {
+            if (f.wire != 0)
+                return PW_WIRE_EPARSE;
+            if (f.number == 2)
+                seq = f.varint;
+            continue;
+        }
+        if (!s_is_body_field(f.number))
+            continue;
+        if (f.wire != 2)
+            return PW_WIRE_EPARSE;
+        if (counts)
+            memset(counts, 0, S_NBOUNDS * sizeof *counts);
+        body = (int)f.number;
+        for (size_t k = 0; counts && k < S_NBOUNDS; k++)
+            if ((int)s_bounds[k].body == body)
+                counts[k] += s_count(f.data, f.len, &s_bounds[k]);
+    }
+    *body_out = body;
+    *seq_out = seq;
+    return PW_WIRE_OK;
+}
+
+int
+pw_wire_peek(const uint8_t *buf, size_t len, int *body_case, uint64_t *seq)
+{
+    int body = 0;
+    uint64_t s = 0;
+    int rc = s_walk(buf, len, &body, &s, NULL);
+    if (body_case)
+        *body_case = rc == PW_WIRE_OK ? body : 0;
+    if (seq)
+        *seq = rc == PW_WIRE_OK ? s : 0;
+    return rc;
+}
+
+/* Refuse a frame whose winning body has more entries in a bounded field
+ * than allowed, before unpacking allocates one of them. *seq_out gets the
+ * frame's seq when its top level scans. A frame that does not scan passes:
+ * protobuf-c says parse. */
+static int
+s_prescan(const uint8_t *buf, size_t len, uint64_t *seq_out, char *err,
+          size_t errlen)
+{
+    size_t counts[S_NBOUNDS] = { 0 };
+    int body = 0;
+    if (s_walk(buf, len, &body, seq_out, counts) != PW_WIRE_OK)
+        return PW_WIRE_OK;
+    for (size_t k = 0; k < S_NBOUNDS; k++) {
+        if ((int)s_bounds[k].body != body || counts[k] <= s_bounds[k].max)
+            continue;
+        s_err(err, errlen, "%s: %zu %s (at most %u)",
+              pw_wire_body_name(s_bounds[k].body), counts[k],
+              s_bounds[k].what, s_bounds[k].max);
+        return PW_WIRE_ELIMIT;
+    }
+    return PW_WIRE_OK;
+}
+
+/* ---- The decode budget -------------------------------------------------
+ * protobuf-c takes every byte of an unpack from this allocator. Each block
+ * carries a header with its size so that frees (protobuf-c frees its scan
+ * tables, and a field given twice) give the budget back: the budget bounds
+ * the bytes held at any moment. */
+
+#define S_HDR alignof(max_align_t)
+
+typedef struct {
+    size_t held;            /* bytes held now, headers included */
+    bool over;              /* an allocation was refused for the budget */
+    bool nomem;             /* malloc itself failed */
+} s_budget_t;
+
+static void *
+s_budget_alloc(void *data, size_t size)
+{
+    s_budget_t *b = data;
+    if (!b || size > PW_WIRE_DECODE_BUDGET - S_HDR
+        || b->held + S_HDR + size > PW_WIRE_DECODE_BUDGET) {
+        if (b)
+            b->over = true;
+        return NULL;
+    }
+    unsigned char *p = malloc(S_HDR + size);
+    if (!p) {
+        b->nomem = true;
+        return NULL;
+    }
+    memcpy(p, &size, sizeof size);
+    b->held += S_HDR + size;
+    return p + S_HDR;
+}
+
+/* data is NULL after the unpack (pw_wire_free): nothing left to count. */
+static void
+s_budget_free(void *data, void *ptr)
+{
+    s_budget_t *b = data;
+    if (!ptr)
+        return;
+    unsigned char *p = (unsigned char *)ptr - S_HDR;
+    if (b) {
+        size_t size;
+        memcpy(&size, p, sizeof size);
+        b->held -= S_HDR + size;
+    }
+    free(p);
+}
+
+/* Frees what pw_wire_unpack made; it never allocates. */
+static ProtobufCAllocator s_free_allocator = {
+    .alloc = s_budget_alloc, .free = s_budget_free, .allocator_data = NULL,
+};
+
 size_t
 pw_wire_packed_size(const Parity__Envelope *env)
 {
@@ -229,6 +478,37 @@ pw_wire_pack_alloc(const Parity__Envelope *env, uint8_t **out, size_t *len,
     return PW_WIRE_OK;
 }
 
+/* Why protobuf-c gave up: the budget, malloc, or the bytes themselves. */
+static int
+s_unpack_failed(const uint8_t *buf, size_t len, const s_budget_t *budget,
+                uint64_t *seq_out, char *err, size_t errlen)
+{
+    int body = 0;
+    uint64_t seq = 0;
+    if (budget->over || budget->nomem) {
+        /* The top level scanned (protobuf-c got to allocating): name it. */
+        (void)pw_wire_peek(buf, len, &body, &seq);
+        if (seq_out)
+            *seq_out = seq;
+    }
+    if (budget->over) {
+        s_err(err, errlen, "unpack: decoding a %zu-byte %s frame needs more "
+              "than %u bytes of memory (the decode budget)", len,
+              pw_wire_body_name((Parity__Envelope__BodyCase)body),
+              PW_WIRE_DECODE_BUDGET);
+        return PW_WIRE_EBUDGET;
+    }
+    if (budget->nomem) {
+        s_err(err, errlen, "unpack: out of memory decoding a %zu-byte %s "
+              "frame", len,
+              pw_wire_body_name((Parity__Envelope__BodyCase)body));
+        return PW_WIRE_ENOMEM;
+    }
+    s_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
+          "(garbage or truncated)", len);
+    return PW_WIRE_EPARSE;
+}
+
 int
 pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
                Parity__Envelope **out, uint64_t *seq_out,
@@ -251,11 +531,20 @@ pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
               max);
         return PW_WIRE_ETOOBIG;
     }
-    env = parity__envelope__unpack(NULL, len, buf);
+    rc = s_prescan(buf, len, seq_out ? seq_out : &(uint64_t){ 0 }, err,
+                   errlen);
+    if (rc != PW_WIRE_OK)
+        return rc;
+    s_budget_t budget = { 0 };
+    ProtobufCAllocator alloc = {
+        .alloc = s_budget_alloc, .free = s_budget_free,
+        .allocator_data = &budget,
+    };
+    env = parity__envelope__unpack(&alloc, len, buf);
     if (!env) {
-        s_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
-              "(garbage or truncated)", len);
-        return PW_WIRE_EPARSE;
+        if (seq_out)
+            *seq_out = 0;
+        return s_unpack_failed(buf, len, &budget, seq_out, err, errlen);
     }
     if (seq_out)
         *seq_out = env->seq;
@@ -278,7 +567,7 @@ pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
     *out = env;
     return PW_WIRE_OK;
 fail:
-    parity__envelope__free_unpacked(env, NULL);
+    parity__envelope__free_unpacked(env, &s_free_allocator);
     return rc;
 }
 
@@ -287,7 +576,7 @@ pw_wire_free(Parity__Envelope **env)
 {
     if (!env || !*env)
         return;
-    parity__envelope__free_unpacked(*env, NULL);
+    parity__envelope__free_unpacked(*env, &s_free_allocator);
     *env = NULL;
 }
 

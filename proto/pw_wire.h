@@ -36,6 +36,17 @@
 #define PW_WIRE_MAX_SUITES     256u
 /* Most tags in one Hello or RunStart (a job has at most 256). */
 #define PW_WIRE_MAX_TAGS       256u
+/* Most bytes one pw_wire_unpack may hold while it decodes (every
+ * allocation protobuf-c makes, plus 16 bytes of bookkeeping each): 16 MiB,
+ * four times the frame bound. Decoding can cost far more than the frame:
+ * an empty Sample is 2 bytes on the wire and ~150 in memory, so 4 MiB of
+ * them would take ~300 MiB. The largest legal messages need at most
+ * 10 MiB: a RunStart of 64 arms of 4096 empty argv each (the agent's
+ * own bounds) with the rest of the frame in strings; a SampleBatch of 512
+ * samples, a Hello of 256 suites of 256 benchmarks, a Calibration of
+ * 65536 samples or a 4 MiB Reply need less. tests/collector/
+ * test_pw_budget.c decodes each of them. */
+#define PW_WIRE_DECODE_BUDGET  (16u << 20)
 
 /* Status codes. The negated value of an error code is the Error.code the
  * collector sends back (docs/protocol.md, "Errors"). Keep the list and
@@ -54,12 +65,14 @@ enum {
     PW_WIRE_EFIELD    = -10, /* a required field is empty (e.g. run_id) */
     PW_WIRE_ESTORE    = -11, /* collector could not store it (db down) */
     PW_WIRE_ENOMEM    = -12,
-    PW_WIRE_ECOUNT    = 13   /* sentinel: number of codes incl. OK */
+    PW_WIRE_EBUDGET   = -13, /* decoding needs more than
+                              * PW_WIRE_DECODE_BUDGET bytes */
+    PW_WIRE_ECOUNT    = 14   /* sentinel: number of codes incl. OK */
 };
 
 /* Short machine name of a status code ("ok", "empty", "too_big", "parse",
  * "version", "no_body", "unknown_body", "limit", "seq", "no_hello",
- * "field", "store", "nomem"); "?" for anything else. */
+ * "field", "store", "nomem", "budget"); "?" for anything else. */
 const char *pw_wire_err_name(int code);
 
 /* Machine name of a body kind: "hello", "heartbeat", "calibration", ...;
@@ -97,13 +110,32 @@ int pw_wire_pack_alloc(const Parity__Envelope *env, uint8_t **out,
 
 /* Unpack buf[0..len) into a new Envelope and check it: size (max, 0 means
  * PW_WIRE_MAX_FRAME), protobuf syntax, version, body present and known,
- * bounds, seq > 0 on data messages, required ids present. On PW_WIRE_OK
- * the caller owns *out and frees it with pw_wire_free(); on error *out is
- * NULL. When the frame parsed but failed a later check, *seq_out (may be
- * NULL) gets its seq so that an Error can name it. */
+ * bounds, seq > 0 on data messages, required ids present. The bounded
+ * repeated fields (samples, calibration samples, suites, arms, tags) are
+ * counted on the wire first, so that a frame above one is refused
+ * (PW_WIRE_ELIMIT) before anything is allocated; the decode itself holds
+ * at most PW_WIRE_DECODE_BUDGET bytes (PW_WIRE_EBUDGET beyond). On
+ * PW_WIRE_OK the caller owns *out and frees it with pw_wire_free() (never
+ * with protobuf-c's own free: the allocations carry a header); on error
+ * *out is NULL. When the frame's top level scanned but a later check
+ * failed, *seq_out (may be NULL) gets its seq so that an Error can name
+ * it. */
 int pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
                    Parity__Envelope **out, uint64_t *seq_out,
                    char *err, size_t errlen);
+
+/* Read the top level of an Envelope frame without unpacking it: the body
+ * kind into *body_case (the number of the last body field, as unpacking
+ * keeps the last one: a PARITY__ENVELOPE__BODY_* value, 0 when there is
+ * none) and Envelope.seq into *seq (the last one, 0 when absent); either
+ * may be NULL. Nothing inside the body is read or checked, and nothing is
+ * allocated: a network thread can route a frame by it. PW_WIRE_OK, or
+ * PW_WIRE_EPARSE when the top level does not scan (a truncated varint or
+ * length, a wire type protobuf does not have, a known field with the
+ * wrong wire type); then *body_case and *seq are 0. An empty frame scans:
+ * no body, seq 0. */
+int pw_wire_peek(const uint8_t *buf, size_t len, int *body_case,
+                 uint64_t *seq);
 
 /* Free an Envelope from pw_wire_unpack and clear the pointer; NULL ok. */
 void pw_wire_free(Parity__Envelope **env);

@@ -1,4 +1,5 @@
 /* test_pw_wire.c -- Envelope framing: round trips, every rejection code. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,157 @@ s_pack_batch(size_t n, uint64_t seq, uint8_t **buf, size_t *len)
     free(s);
     free(ps);
     return rc;
+}
+
+/* Pack a minimal valid Envelope of each body kind with the given seq. */
+static size_t
+s_pack_kind(Parity__Envelope__BodyCase kind, uint64_t seq, uint8_t *buf,
+            size_t cap)
+{
+    Parity__Envelope env;
+    Parity__Hello hello = PARITY__HELLO__INIT;
+    Parity__Heartbeat hb = PARITY__HEARTBEAT__INIT;
+    Parity__Calibration cal = PARITY__CALIBRATION__INIT;
+    Parity__RunStart rs = PARITY__RUN_START__INIT;
+    Parity__SampleBatch sb = PARITY__SAMPLE_BATCH__INIT;
+    Parity__RunEnd re = PARITY__RUN_END__INIT;
+    Parity__Ack ack = PARITY__ACK__INIT;
+    Parity__Error er = PARITY__ERROR__INIT;
+    Parity__JobOffer jo = PARITY__JOB_OFFER__INIT;
+    Parity__JobCancel jc = PARITY__JOB_CANCEL__INIT;
+    Parity__JobStatus js = PARITY__JOB_STATUS__INIT;
+    Parity__Request rq = PARITY__REQUEST__INIT;
+    Parity__Reply rp = PARITY__REPLY__INIT;
+    void *bodies[] = {
+        [PARITY__ENVELOPE__BODY_HELLO] = &hello,
+        [PARITY__ENVELOPE__BODY_HEARTBEAT] = &hb,
+        [PARITY__ENVELOPE__BODY_CALIBRATION] = &cal,
+        [PARITY__ENVELOPE__BODY_RUN_START] = &rs,
+        [PARITY__ENVELOPE__BODY_SAMPLE_BATCH] = &sb,
+        [PARITY__ENVELOPE__BODY_RUN_END] = &re,
+        [PARITY__ENVELOPE__BODY_ACK] = &ack,
+        [PARITY__ENVELOPE__BODY_ERROR] = &er,
+        [PARITY__ENVELOPE__BODY_JOB_OFFER] = &jo,
+        [PARITY__ENVELOPE__BODY_JOB_CANCEL] = &jc,
+        [PARITY__ENVELOPE__BODY_JOB_STATUS] = &js,
+        [PARITY__ENVELOPE__BODY_REQUEST] = &rq,
+        [PARITY__ENVELOPE__BODY_REPLY] = &rp,
+    };
+    size_t len = 0;
+    hello.agent_name = "alpha";
+    cal.calibration_id = "cal-1";
+    rs.run_id = sb.run_id = re.run_id = "run-1";
+    rq.command = "ping";
+    pw_wire_init(&env, seq);
+    pw_wire_set_body(&env, kind, bodies[kind]);
+    if (pw_wire_pack(&env, buf, cap, &len, NULL, 0) != PW_WIRE_OK)
+        return 0;
+    return len;
+}
+
+/* Does peek say what unpack says about frame f? */
+static bool
+s_peek_agrees(const uint8_t *f, size_t len)
+{
+    int body = -1;
+    uint64_t seq = 1;
+    Parity__Envelope *env = NULL;
+    int prc = pw_wire_peek(f, len, &body, &seq);
+    int urc = pw_wire_unpack(f, len, 0, &env, NULL, NULL, 0);
+    bool agree = urc == PW_WIRE_OK
+        ? prc == PW_WIRE_OK && body == (int)env->body_case
+          && seq == env->seq
+        : prc != PW_WIRE_EPARSE || urc == PW_WIRE_EPARSE;
+    pw_wire_free(&env);
+    return agree && (prc == PW_WIRE_OK || (body == 0 && seq == 0));
+}
+
+/* pw_wire_peek against pw_wire_unpack: every kind, last body wins,
+ * truncation at every byte, and the frames that do not scan. */
+static void
+s_peek(void)
+{
+    static const Parity__Envelope__BodyCase kinds[] = {
+        PARITY__ENVELOPE__BODY_HELLO, PARITY__ENVELOPE__BODY_HEARTBEAT,
+        PARITY__ENVELOPE__BODY_CALIBRATION, PARITY__ENVELOPE__BODY_RUN_START,
+        PARITY__ENVELOPE__BODY_SAMPLE_BATCH, PARITY__ENVELOPE__BODY_RUN_END,
+        PARITY__ENVELOPE__BODY_ACK, PARITY__ENVELOPE__BODY_ERROR,
+        PARITY__ENVELOPE__BODY_JOB_OFFER, PARITY__ENVELOPE__BODY_JOB_CANCEL,
+        PARITY__ENVELOPE__BODY_JOB_STATUS, PARITY__ENVELOPE__BODY_REQUEST,
+        PARITY__ENVELOPE__BODY_REPLY,
+    };
+    uint8_t a[256], b[256], both[512];
+    /* Also a varint longer than protobuf's 10 bytes. */
+    uint8_t long_varint[12] = { 0x10 };
+    memset(long_varint + 1, 0xff, 10);
+    int body;
+    uint64_t seq;
+
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        uint64_t want_seq = pw_wire_is_data(kinds[k]) ? 300 + k : 0;
+        size_t len = s_pack_kind(kinds[k], want_seq, a, sizeof a);
+        body = -1;
+        seq = 1;
+        int rc = pw_wire_peek(a, len, &body, &seq);
+        ok(len > 0 && rc == PW_WIRE_OK && body == (int)kinds[k]
+           && seq == want_seq && s_peek_agrees(a, len),
+           "peek %s: body %d seq %llu",
+           pw_wire_body_name(kinds[k]), body, (unsigned long long)seq);
+    }
+
+    /* Two Envelopes back to back are one whose later fields win. */
+    size_t la = s_pack_kind(PARITY__ENVELOPE__BODY_SAMPLE_BATCH, 41, a,
+                            sizeof a);
+    size_t lb = s_pack_kind(PARITY__ENVELOPE__BODY_REQUEST, 0, b, sizeof b);
+    memcpy(both, a, la);
+    memcpy(both + la, b, lb);
+    int rc = pw_wire_peek(both, la + lb, &body, &seq);
+    ok(rc == PW_WIRE_OK && body == PARITY__ENVELOPE__BODY_REQUEST && seq == 41
+       && s_peek_agrees(both, la + lb),
+       "batch then request: request wins, seq 41 stays (body %d)", body);
+    memcpy(both, b, lb);
+    memcpy(both + lb, a, la);
+    rc = pw_wire_peek(both, la + lb, &body, &seq);
+    ok(rc == PW_WIRE_OK && body == PARITY__ENVELOPE__BODY_SAMPLE_BATCH && seq == 41
+       && s_peek_agrees(both, la + lb),
+       "request then batch: batch wins (body %d)", body);
+
+    /* Every prefix: peek agrees with unpack, and some do not scan. */
+    size_t cuts = 0, agreed = 0;
+    for (size_t n = 0; n <= la + lb; n++) {
+        cuts += pw_wire_peek(both, n, &body, &seq) == PW_WIRE_EPARSE;
+        agreed += s_peek_agrees(both, n);
+    }
+    ok(agreed == la + lb + 1 && cuts > 0 && cuts < la + lb,
+       "every prefix of a 2-envelope frame: peek agrees with unpack "
+       "(%zu of %zu, %zu do not scan)", agreed, la + lb + 1, cuts);
+
+    static const struct { const char *name; uint8_t f[8]; size_t len; }
+    bad[] = {
+        { "seq without its varint", { 0x10 }, 1 },
+        { "an unterminated varint", { 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                  0xff }, 8 },
+        { "body longer than the frame", { 0x72, 0x05, 0x0a }, 3 },
+        { "body with a varint wire type", { 0x70, 0x01 }, 2 },
+        { "version as a string", { 0x0a, 0x00 }, 2 },
+        { "a group", { 0x0b, 0x0c }, 2 },
+        { "field number 0", { 0x00, 0x01 }, 2 },
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        body = -1;
+        seq = 1;
+        ok(pw_wire_peek(bad[k].f, bad[k].len, &body, &seq) == PW_WIRE_EPARSE
+           && body == 0 && seq == 0 && s_peek_agrees(bad[k].f, bad[k].len),
+           "peek refuses %s: parse", bad[k].name);
+    }
+    ok(pw_wire_peek(long_varint, sizeof long_varint, &body, &seq)
+       == PW_WIRE_EPARSE && s_peek_agrees(long_varint, sizeof long_varint),
+       "peek refuses a varint of 11 bytes: parse");
+    uint8_t skip[] = { 0x98, 0x06, 0x01, 0x10, 0x09 };
+    ok(pw_wire_peek(skip, sizeof skip, &body, &seq) == PW_WIRE_OK
+       && body == 0 && seq == 9, "peek skips an unknown field 99");
+    ok(pw_wire_peek(skip, 0, NULL, NULL) == PW_WIRE_OK,
+       "peek: an empty frame scans, outputs may be NULL");
 }
 
 int
@@ -141,9 +293,12 @@ main(void)
 
     ok_str(pw_wire_err_name(PW_WIRE_EPARSE), "parse", "err name");
     ok_str(pw_wire_err_name(-100), "?", "err name out of range");
+    ok_str(pw_wire_err_name(PW_WIRE_EBUDGET), "budget", "budget's name");
+    ok_str(pw_wire_err_name(-PW_WIRE_ECOUNT), "?", "err name: sentinel");
     ok_str(pw_wire_body_name(PARITY__ENVELOPE__BODY_RUN_END), "run_end",
            "body name");
     ok(pw_wire_is_data(PARITY__ENVELOPE__BODY_SAMPLE_BATCH)
        && !pw_wire_is_data(PARITY__ENVELOPE__BODY_HELLO), "is_data");
+    s_peek();
     return tap_done();
 }
