@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -36,6 +37,10 @@ struct co_db {
     PGconn *conn;
     s_run_ref_t runs[CO_DB_RUN_CACHE];
     size_t runs_next;              /* round-robin slot to overwrite */
+    /* The calibration window of the floor kept on a host's row when a
+     * Calibration arrives (co_db_set_floor_window; the last
+     * co_db_run_end's otherwise). 1..CO_DB_FLOOR_WINDOW_MAX. */
+    int floor_window;
     /* Growable COPY buffer, reused: bounded by one batch (512 samples of
      * at most ~100 bytes plus error texts, themselves bounded by the
      * 4 MiB frame). */
@@ -90,7 +95,23 @@ co_db_new(const char *conninfo)
         free(db);
         return NULL;
     }
+    db->floor_window = CO_DB_FLOOR_WINDOW;
     return db;
+}
+
+void
+co_db_set_floor_window(co_db_t *db, int window)
+{
+    if (window >= 1 && window <= CO_DB_FLOOR_WINDOW_MAX)
+        db->floor_window = window;
+}
+
+static int64_t
+s_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 void
@@ -527,6 +548,44 @@ s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
 
 /* ---- calibrations ------------------------------------------------------ */
 
+/* host_calibration (006): every calibration sample of a host, from
+ * Calibration messages and the rounds' CALIBRATION samples, read by the
+ * floor through its (host_id, taken_at_us) index. */
+static const char s_copy_cal_sql[] =
+    "COPY host_calibration (host_id, taken_at_us, wall_us) FROM STDIN "
+    "(FORMAT binary)";
+
+/* One host_calibration row (3 fields, 38 bytes: callers reserve more). */
+static void
+s_cal_row(co_db_t *db, int64_t host_id, int64_t taken_at_us, double wall_us)
+{
+    s_put_i16(db, 3);
+    s_field_i64(db, host_id);
+    s_field_i64(db, taken_at_us);
+    s_field_f64(db, wall_us);
+}
+
+/* Append a batch's CALIBRATION samples with wall_us > 0 (those the floor
+ * used from `samples` before 006) as host_calibration rows; returns how
+ * many. They fit in the space reserved for the batch's sample rows. */
+static size_t
+s_copy_cal_rows(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->n_samples; i++) {
+        const Parity__Sample *x = b->samples[i];
+        if (x->kind != PARITY__SAMPLE_KIND__CALIBRATION || !(x->wall_us > 0))
+            continue;
+        s_cal_row(db, host_id, x->start_unix_us, x->wall_us);
+        n++;
+    }
+    return n;
+}
+
+static int s_host_floor_refresh(co_db_t *db, int64_t host_id,
+                                int64_t until_us, int window, char *err,
+                                size_t errlen);
+
 int
 co_db_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
                   char *err, size_t errlen)
@@ -583,6 +642,20 @@ co_db_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
                      "idx, taken_at_us, wall_us) FROM STDIN (FORMAT binary)",
                      err, errlen);
     if (rc != CO_DB_OK)
+        goto rollback;
+    /* The same samples where the floor reads them (006). */
+    s_copy_begin(db);
+    for (size_t i = 0; i < c->n_wall_us; i++)
+        s_cal_row(db, host_id, c->taken_at_us, c->wall_us[i]);
+    if ((rc = s_copy_send(db, s_copy_cal_sql, err, errlen)) != CO_DB_OK)
+        goto rollback;
+    /* The host's row shows the floor from its window ending now (or at
+     * this calibration, when the agent's clock is ahead). */
+    int64_t until = s_now_us();
+    if (c->taken_at_us > until)
+        until = c->taken_at_us;
+    if ((rc = s_host_floor_refresh(db, host_id, until, db->floor_window,
+                                   err, errlen)) != CO_DB_OK)
         goto rollback;
     return s_exec(db, "COMMIT", err, errlen);
 rollback:
@@ -885,6 +958,10 @@ co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
         rc = s_copy_send(db, s_copy_samples_sql, err, errlen);
         if (rc != CO_DB_OK)
             goto rollback;
+        s_copy_begin(db);
+        if (s_copy_cal_rows(db, host_id, b) > 0 &&
+            (rc = s_copy_send(db, s_copy_cal_sql, err, errlen)) != CO_DB_OK)
+            goto rollback;
     }
     rc = s_exec(db, "COMMIT", err, errlen);
     if (rc == CO_DB_OK)
@@ -992,6 +1069,14 @@ co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
         rc = s_copy_send(db, s_copy_samples_sql, err, errlen);
         if (rc != CO_DB_OK)
             goto rollback;
+        s_copy_begin(db);
+        size_t cal = 0;
+        for (size_t k = 0; k < n; k++)
+            if (fresh[k])
+                cal += s_copy_cal_rows(db, items[k].host_id, items[k].batch);
+        if (cal > 0 &&
+            (rc = s_copy_send(db, s_copy_cal_sql, err, errlen)) != CO_DB_OK)
+            goto rollback;
     }
     if ((rc = s_exec(db, "COMMIT", err, errlen)) != CO_DB_OK)
         goto rollback;
@@ -1064,7 +1149,8 @@ s_doubles(PGresult *r, int col, size_t *n)
 
 /* The host's floor from its calibration samples taken up to until_us,
  * newest first, at most window: Calibration messages and the rounds'
- * CALIBRATION samples alike. */
+ * CALIBRATION samples alike, both in host_calibration (006), read by an
+ * index scan of (host_id, taken_at_us) that stops after window rows. */
 static int
 s_host_floor(co_db_t *db, int64_t host_id, int64_t until_us, int window,
              double *floor_us, bool *is_default, int *used, char *err,
@@ -1077,15 +1163,9 @@ s_host_floor(co_db_t *db, int64_t host_id, int64_t until_us, int window,
     snprintf(lim, sizeof lim, "%d", window);
     const char *p[] = { host, until, lim };
     PGresult *r = s_query(db,
-        "SELECT wall_us FROM ("
-        " SELECT wall_us, taken_at_us AS t FROM calibration_samples"
-        "  WHERE host_id = $1 AND taken_at_us <= $2"
-        " UNION ALL"
-        " SELECT s.wall_us, s.start_unix_us FROM samples s JOIN runs r"
-        "  ON s.run = r.id WHERE r.host_id = $1 AND s.kind = 2"
-        "  AND s.start_unix_us <= $2 AND s.wall_us > 0"
-        ") c ORDER BY t DESC LIMIT $3", 3, p, PGRES_TUPLES_OK, &rc, err,
-        errlen);
+        "SELECT wall_us FROM host_calibration WHERE host_id = $1 AND "
+        "taken_at_us <= $2 ORDER BY taken_at_us DESC LIMIT $3", 3, p,
+        PGRES_TUPLES_OK, &rc, err, errlen);
     if (!r)
         return rc;
     size_t n = 0;
@@ -1104,6 +1184,47 @@ s_host_floor(co_db_t *db, int64_t host_id, int64_t until_us, int window,
     *used = (int)n;
     free(cal);
     return CO_DB_OK;
+}
+
+static void s_num(char *buf, size_t len, double x);
+
+/* Keep a floor on the host's row (what `parity hosts` shows), unless the
+ * row holds one whose window ends later (a RunEnd resent from a spool
+ * must not put an old floor back). */
+static int
+s_host_floor_save(co_db_t *db, int64_t host_id, double floor_us,
+                  bool is_default, int used, int64_t at_us, char *err,
+                  size_t errlen)
+{
+    int rc;
+    char host[24], fl[32], nused[16], at[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    s_num(fl, sizeof fl, floor_us);
+    snprintf(nused, sizeof nused, "%d", used);
+    snprintf(at, sizeof at, "%" PRId64, at_us);
+    const char *p[] = { host, fl, is_default ? "t" : "f", nused, at };
+    PGresult *r = s_query(db, "UPDATE hosts SET floor_us = $2, "
+                          "floor_is_default = $3, floor_samples = $4, "
+                          "floor_at_us = $5 WHERE id = $1 AND (floor_at_us "
+                          "IS NULL OR floor_at_us <= $5)", 5, p,
+                          PGRES_COMMAND_OK, &rc, err, errlen);
+    PQclear(r);
+    return rc;
+}
+
+static int
+s_host_floor_refresh(co_db_t *db, int64_t host_id, int64_t until_us,
+                     int window, char *err, size_t errlen)
+{
+    double floor_us;
+    bool is_default;
+    int used = 0;
+    int rc = s_host_floor(db, host_id, until_us, window, &floor_us,
+                          &is_default, &used, err, errlen);
+    if (rc != CO_DB_OK)
+        return rc;
+    return s_host_floor_save(db, host_id, floor_us, is_default, used,
+                             until_us, err, errlen);
 }
 
 static void
@@ -1169,6 +1290,190 @@ s_store_verdict(co_db_t *db, const char *runid, const char *host,
     return rc;
 }
 
+/* How far before its RunStart's started_at_us a run's samples may start
+ * and still be found by the pruned read: the agent's clock stepping back
+ * (NTP) during a run. A run whose samples are not all inside is read
+ * again without the bound, so the margin only saves time. */
+#define S_PRUNE_MARGIN_US (24LL * 3600 * 1000000)
+
+/* The run's samples as run_end needs them: MEASURED wall_us grouped by
+ * arm in arm order (arm_of[i] is x[i]'s arm) and ERROR counts per arm
+ * (errors has narms slots). Partitions before the run's start are
+ * pruned when every sample of its batches (expected) is found that way.
+ * Caller frees x and arm_of. */
+static int
+s_run_samples(co_db_t *db, const char *runid, int64_t started_at_us,
+              long long expected, size_t narms, double **x, size_t **arm_of,
+              size_t *n, int64_t *errors, char *err, size_t errlen)
+{
+    int rc;
+    char lo[24];
+    int64_t bound = started_at_us > INT64_MIN + S_PRUNE_MARGIN_US ?
+                    started_at_us - S_PRUNE_MARGIN_US : INT64_MIN;
+    snprintf(lo, sizeof lo, "%" PRId64, bound);
+    const char *p[] = { runid, lo };
+    PGresult *r = s_query(db, "SELECT arm, wall_us, kind FROM samples WHERE "
+                          "run = $1 AND start_unix_us >= $2 ORDER BY arm, "
+                          "batch_seq, idx", 2, p, PGRES_TUPLES_OK, &rc, err,
+                          errlen);
+    if (r && PQntuples(r) != expected) {
+        PQclear(r);
+        r = s_query(db, "SELECT arm, wall_us, kind FROM samples WHERE "
+                    "run = $1 ORDER BY arm, batch_seq, idx", 1, p,
+                    PGRES_TUPLES_OK, &rc, err, errlen);
+    }
+    if (!r)
+        return rc;
+    size_t rows = (size_t)PQntuples(r), k = 0;
+    *x = malloc((rows ? rows : 1) * sizeof **x);
+    *arm_of = malloc((rows ? rows : 1) * sizeof **arm_of);
+    if (!*x || !*arm_of) {
+        s_err(err, errlen, "run_end: out of memory for %zu samples", rows);
+        PQclear(r);
+        return CO_DB_FAIL;
+    }
+    for (size_t i = 0; i < rows; i++) {
+        int kind = atoi(PQgetvalue(r, (int)i, 2));
+        size_t arm = strtoul(PQgetvalue(r, (int)i, 0), NULL, 10);
+        if (kind == PARITY__SAMPLE_KIND__ERROR && arm < narms)
+            errors[arm]++;
+        if (kind != PARITY__SAMPLE_KIND__MEASURED)
+            continue;
+        (*x)[k] = strtod(PQgetvalue(r, (int)i, 1), NULL);
+        (*arm_of)[k++] = arm;
+    }
+    *n = k;
+    PQclear(r);
+    return CO_DB_OK;
+}
+
+/* The run's summary of one arm (run_summaries, 006): vd_summarize of its
+ * MEASURED samples with wall_us > 0 (x[off..off+len)), NULLs when there
+ * are none or too many; errors its ERROR samples. buf has len slots. */
+static int
+s_store_summary(co_db_t *db, const char *runid, size_t arm, const double *x,
+                size_t len, int64_t errors, double *buf, char *err,
+                size_t errlen)
+{
+    int rc;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        if (x[i] > 0)
+            buf[n++] = x[i];
+    vd_summary_t sum;
+    char verr[128], a[24], nn[24], ne[24], v[7][32];
+    bool have = n > 0 && vd_summarize(buf, n, &sum, verr, sizeof verr) ==
+                VD_OK;
+    snprintf(a, sizeof a, "%zu", arm);
+    snprintf(nn, sizeof nn, "%zu", n);
+    snprintf(ne, sizeof ne, "%" PRId64, errors);
+    if (have) {
+        const double vals[7] = { sum.min, sum.q25, sum.median, sum.q75,
+                                 sum.max, sum.iqr, sum.mean };
+        for (int i = 0; i < 7; i++)
+            s_num(v[i], sizeof v[i], vals[i]);
+    }
+    const char *p[] = { runid, a, nn, have ? v[0] : NULL, have ? v[1] : NULL,
+                        have ? v[2] : NULL, have ? v[3] : NULL,
+                        have ? v[4] : NULL, have ? v[5] : NULL,
+                        have ? v[6] : NULL, ne };
+    PGresult *r = s_query(db,
+        "INSERT INTO run_summaries (run, arm, n, min, q25, median, q75, max, "
+        "iqr, mean, errors) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+        "$11) ON CONFLICT (run, arm) DO UPDATE SET n = EXCLUDED.n, min = "
+        "EXCLUDED.min, q25 = EXCLUDED.q25, median = EXCLUDED.median, q75 = "
+        "EXCLUDED.q75, max = EXCLUDED.max, iqr = EXCLUDED.iqr, mean = "
+        "EXCLUDED.mean, errors = EXCLUDED.errors", 11, p, PGRES_COMMAND_OK,
+        &rc, err, errlen);
+    PQclear(r);
+    return rc;
+}
+
+/* The floor of a run's verdicts: from the host's window ending at the
+ * run's end, recorded in floors and (when newer) on the host's row. */
+static int
+s_run_floor(co_db_t *db, int64_t host_id, const char *runid, int64_t until,
+            int floor_window, vd_params_t *vp, int *used, char *err,
+            size_t errlen)
+{
+    int rc;
+    double floor_us;
+    bool is_default;
+    rc = s_host_floor(db, host_id, until, floor_window, &floor_us,
+                      &is_default, used, err, errlen);
+    if (rc != CO_DB_OK)
+        return rc;
+    vp->floor_us = floor_us;
+    vp->floor_is_default = is_default;
+    char host[24], fl[32], nused[16], win[16], until_s[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    s_num(fl, sizeof fl, floor_us);
+    snprintf(nused, sizeof nused, "%d", *used);
+    snprintf(win, sizeof win, "%d", floor_window);
+    snprintf(until_s, sizeof until_s, "%" PRId64, until);
+    const char *pf[] = { host, runid, fl, is_default ? "t" : "f", nused,
+                         win, until_s };
+    PGresult *r = s_query(db, "INSERT INTO floors (host_id, run, floor_us, "
+                          "is_default, n_samples, window_size, until_us) "
+                          "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT "
+                          "(run) DO NOTHING", 7, pf, PGRES_COMMAND_OK, &rc,
+                          err, errlen);
+    PQclear(r);
+    if (rc != CO_DB_OK)
+        return rc;
+    /* A run without an end time has until INT64_MAX: the row's window
+     * ends now, so that a later calibration still replaces it. */
+    int64_t now = s_now_us();
+    return s_host_floor_save(db, host_id, floor_us, is_default, *used,
+                             until < now ? until : now, err, errlen);
+}
+
+/* Verdicts of every non-subject arm against the subject, and every arm's
+ * summary, from the run's samples x (grouped by arm, see s_run_samples). */
+static int
+s_run_verdicts(co_db_t *db, const char *runid, const char *host,
+               PGresult *arms, size_t subject, const double *x,
+               const size_t *arm_of, size_t n, const int64_t *errors,
+               const vd_params_t *vp, int used, unsigned *verdicts,
+               char *err, size_t errlen)
+{
+    size_t narms = (size_t)PQntuples(arms);
+    size_t a_off = 0, a_n = 0;
+    int rc = CO_DB_OK;
+    double *buf = malloc((n ? n : 1) * sizeof *buf);
+    if (!buf) {
+        s_err(err, errlen, "run_end: out of memory for %zu samples", n);
+        return CO_DB_FAIL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (arm_of[i] == subject) {
+            if (a_n == 0)
+                a_off = i;
+            a_n++;
+        }
+    for (size_t k = 0; k < narms && rc == CO_DB_OK; k++) {
+        /* Rows are ordered by arm: each arm is one contiguous slice. */
+        size_t b_off = 0, b_n = 0;
+        for (size_t i = 0; i < n; i++)
+            if (arm_of[i] == k) {
+                if (b_n == 0)
+                    b_off = i;
+                b_n++;
+            }
+        rc = s_store_summary(db, runid, k, x + b_off, b_n, errors[k], buf,
+                             err, errlen);
+        if (rc != CO_DB_OK || k == subject)
+            continue;
+        rc = s_store_verdict(db, runid, host, subject, k,
+                             PQgetvalue(arms, (int)k, 1), x + a_off, a_n,
+                             x + b_off, b_n, vp, used, err, errlen);
+        if (rc == CO_DB_OK)
+            (*verdicts)++;
+    }
+    free(buf);
+    return rc;
+}
+
 int
 co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
               int floor_window, double parity, unsigned *verdicts,
@@ -1178,9 +1483,10 @@ co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
     int64_t run = 0;
     char runid[24], host[24], batches[16], samples[24], ended[24];
     const char *status = s_status_name(re->status);
-    PGresult *r = NULL;
+    PGresult *r = NULL, *arms = NULL;
     double *x = NULL;
     size_t *arm_of = NULL;
+    int64_t *errors = NULL;
 
     *verdicts = 0;
     if (!status) {
@@ -1188,6 +1494,7 @@ co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
               (int)re->status);
         return CO_DB_REFUSED;
     }
+    co_db_set_floor_window(db, floor_window);
     rc = s_run_lookup(db, host_id, re->run_id, &run, NULL, err, errlen);
     if (rc != CO_DB_OK)
         return rc;
@@ -1199,15 +1506,26 @@ co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
 
     if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
         return rc;
-    /* All batches 0..batches-1 stored? Otherwise wait for the resend. */
+    /* All batches 0..batches-1 stored? Otherwise wait for the resend.
+     * The samples of all its batches: what the pruned read must find. */
     const char *pc[] = { runid, batches };
-    r = s_query(db, "SELECT (SELECT status FROM runs WHERE id = $1), "
-                "(SELECT count(*) FROM batches WHERE run = $1 AND "
-                "batch_seq < $2)", 2, pc, PGRES_TUPLES_OK, &rc, err, errlen);
+    r = s_query(db, "SELECT status, started_at_us, (SELECT count(*) FROM "
+                "batches WHERE run = $1 AND batch_seq < $2), (SELECT "
+                "COALESCE(sum(n_samples), 0) FROM batches WHERE run = $1) "
+                "FROM runs WHERE id = $1", 2, pc, PGRES_TUPLES_OK, &rc, err,
+                errlen);
     if (!r)
         goto rollback;
+    if (PQntuples(r) != 1) {   /* deleted behind the run cache's back */
+        PQclear(r);
+        s_rollback(db);
+        s_err(err, errlen, "run %s: no RunStart stored", re->run_id);
+        return CO_DB_LATER;
+    }
     bool ended_before = !PQgetisnull(r, 0, 0);
-    long have = strtol(PQgetvalue(r, 0, 1), NULL, 10);
+    int64_t started = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    long have = strtol(PQgetvalue(r, 0, 2), NULL, 10);
+    long long expected = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
     PQclear(r);
     r = NULL;
     if (ended_before) {
@@ -1228,102 +1546,42 @@ co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
     if (!r)
         goto rollback;
     PQclear(r);
+    r = NULL;
 
     /* Arms, and the subject (the arm flagged so, else arm 0). */
     const char *pa[] = { runid };
-    r = s_query(db, "SELECT idx, name, subject FROM arms WHERE run = $1 "
-                "ORDER BY idx", 1, pa, PGRES_TUPLES_OK, &rc, err, errlen);
-    if (!r)
+    arms = s_query(db, "SELECT idx, name, subject FROM arms WHERE run = $1 "
+                   "ORDER BY idx", 1, pa, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!arms)
         goto rollback;
-    size_t narms = (size_t)PQntuples(r), subject = 0;
+    size_t narms = (size_t)PQntuples(arms), subject = 0;
     for (size_t i = 0; i < narms; i++)
-        if (strcmp(PQgetvalue(r, (int)i, 2), "t") == 0) {
+        if (strcmp(PQgetvalue(arms, (int)i, 2), "t") == 0) {
             subject = i;
             break;
         }
-    PGresult *arms = r;
-    r = NULL;
 
-    double floor_us;
-    bool is_default;
-    int used = 0;
-    int64_t until = re->ended_at_us > 0 ? re->ended_at_us : INT64_MAX;
-    rc = s_host_floor(db, host_id, until, floor_window, &floor_us,
-                      &is_default, &used, err, errlen);
-    if (rc != CO_DB_OK) {
-        PQclear(arms);
-        goto rollback;
-    }
     vd_params_t vp;
     vd_params_default(&vp);
     vp.parity = parity;
-    vp.floor_us = floor_us;
-    vp.floor_is_default = is_default;
-    {
-        char fl[32], nused[16], win[16], until_s[24];
-        s_num(fl, sizeof fl, floor_us);
-        snprintf(nused, sizeof nused, "%d", used);
-        snprintf(win, sizeof win, "%d", floor_window);
-        snprintf(until_s, sizeof until_s, "%" PRId64, until);
-        const char *pf[] = { host, runid, fl, is_default ? "t" : "f", nused,
-                             win, until_s };
-        r = s_query(db, "INSERT INTO floors (host_id, run, floor_us, "
-                    "is_default, n_samples, window_size, until_us) VALUES "
-                    "($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run) DO "
-                    "NOTHING", 7, pf, PGRES_COMMAND_OK, &rc, err, errlen);
-        if (!r) {
-            PQclear(arms);
-            goto rollback;
-        }
-        PQclear(r);
-        r = NULL;
-    }
-
-    r = s_query(db, "SELECT arm, wall_us FROM samples WHERE run = $1 AND "
-                "kind = 0 ORDER BY arm, batch_seq, idx", 1, pa,
-                PGRES_TUPLES_OK, &rc, err, errlen);
-    if (!r) {
-        PQclear(arms);
+    int used = 0;
+    int64_t until = re->ended_at_us > 0 ? re->ended_at_us : INT64_MAX;
+    rc = s_run_floor(db, host_id, runid, until, floor_window, &vp, &used,
+                     err, errlen);
+    if (rc != CO_DB_OK)
         goto rollback;
-    }
-    /* Rows are ordered by arm: each arm is one contiguous slice. */
     size_t n = 0;
-    x = s_doubles(r, 1, &n);
-    arm_of = malloc((n ? n : 1) * sizeof *arm_of);
-    if (!x || !arm_of) {
-        s_err(err, errlen, "run_end: out of memory for %zu samples", n);
+    if (!(errors = calloc(narms ? narms : 1, sizeof *errors))) {
+        s_err(err, errlen, "run_end: out of memory");
         rc = CO_DB_FAIL;
-        PQclear(arms);
         goto rollback;
     }
-    for (size_t i = 0; i < n; i++)
-        arm_of[i] = strtoul(PQgetvalue(r, (int)i, 0), NULL, 10);
-    PQclear(r);
-    r = NULL;
-    size_t a_off = 0, a_n = 0;
-    for (size_t i = 0; i < n; i++)
-        if (arm_of[i] == subject) {
-            if (a_n == 0)
-                a_off = i;
-            a_n++;
-        }
-    for (size_t k = 0; k < narms && rc == CO_DB_OK; k++) {
-        if (k == subject)
-            continue;
-        size_t b_off = 0, b_n = 0;
-        for (size_t i = 0; i < n; i++)
-            if (arm_of[i] == k) {
-                if (b_n == 0)
-                    b_off = i;
-                b_n++;
-            }
-        rc = s_store_verdict(db, runid, host, subject, k,
-                             PQgetvalue(arms, (int)k, 1), x + a_off, a_n,
-                             x + b_off, b_n, &vp, used, err, errlen);
-        if (rc == CO_DB_OK)
-            (*verdicts)++;
-    }
-    PQclear(arms);
+    rc = s_run_samples(db, runid, started, expected, narms, &x, &arm_of, &n,
+                       errors, err, errlen);
+    if (rc != CO_DB_OK)
+        goto rollback;
+    rc = s_run_verdicts(db, runid, host, arms, subject, x, arm_of, n, errors,
+                        &vp, used, verdicts, err, errlen);
     if (rc != CO_DB_OK)
         goto rollback;
     rc = s_exec(db, "COMMIT", err, errlen);
@@ -1335,7 +1593,186 @@ rollback:
     *verdicts = 0;
     s_rollback(db);
 done:
+    PQclear(arms);
     free(x);
     free(arm_of);
+    free(errors);
+    return rc;
+}
+
+/* ---- partitions and retention ----------------------------------------- */
+
+/* Seconds a partition change may wait for its lock: it needs samples
+ * briefly to itself, and must never queue ingest behind a long query. */
+#define S_PARTITION_LOCK_TIMEOUT "'5s'"
+
+/* The first microsecond of the UTC month holding t_us, moved by
+ * months; *year and *month (1..12) name it. */
+static int64_t
+s_month_start(int64_t t_us, int months, int *year, int *month)
+{
+    time_t t = (time_t)(t_us / 1000000 - (t_us % 1000000 < 0 ? 1 : 0));
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    long m = (long)tm.tm_year * 12 + tm.tm_mon + months;
+    struct tm first = { .tm_year = (int)(m / 12), .tm_mon = (int)(m % 12),
+                        .tm_mday = 1 };
+    *year = first.tm_year + 1900;
+    *month = first.tm_mon + 1;
+    return (int64_t)timegm(&first) * 1000000;
+}
+
+/* Make samples_pYYYYMM for [lo, hi) unless it exists. Rows of that range
+ * in samples_default (an agent whose clock ran ahead) would make CREATE
+ * fail, so they move into the new partition in the same transaction. */
+static int
+s_partition_make(co_db_t *db, int year, int month, int64_t lo, int64_t hi,
+                 char *err, size_t errlen)
+{
+    int rc;
+    char name[32], los[24], his[24], sql[256];
+    snprintf(name, sizeof name, "samples_p%04d%02d", year, month);
+    snprintf(los, sizeof los, "%" PRId64, lo);
+    snprintf(his, sizeof his, "%" PRId64, hi);
+    const char *pn[] = { name };
+    PGresult *r = s_query(db, "SELECT 1 FROM pg_inherits i JOIN pg_class c "
+                          "ON c.oid = i.inhrelid WHERE i.inhparent = "
+                          "'samples'::regclass AND c.relname = $1", 1, pn,
+                          PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        return rc;
+    bool exists = PQntuples(r) > 0;
+    PQclear(r);
+    if (exists)
+        return CO_DB_OK;
+    if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
+        return rc;
+    if ((rc = s_exec(db, "SET LOCAL lock_timeout = " S_PARTITION_LOCK_TIMEOUT,
+                     err, errlen)) != CO_DB_OK)
+        goto rollback;
+    if ((rc = s_exec(db, "CREATE TEMP TABLE samples_moving (LIKE samples) "
+                     "ON COMMIT DROP", err, errlen)) != CO_DB_OK)
+        goto rollback;
+    const char *pr[] = { los, his };
+    r = s_query(db, "WITH m AS (DELETE FROM samples_default WHERE "
+                "start_unix_us >= $1 AND start_unix_us < $2 RETURNING *) "
+                "INSERT INTO samples_moving SELECT * FROM m", 2, pr,
+                PGRES_COMMAND_OK, &rc, err, errlen);
+    if (!r)
+        goto rollback;
+    PQclear(r);
+    /* Numbers formatted here, not user text: DDL takes no parameters. */
+    snprintf(sql, sizeof sql, "CREATE TABLE %s PARTITION OF samples FOR "
+             "VALUES FROM (%s) TO (%s)", name, los, his);
+    if ((rc = s_exec(db, sql, err, errlen)) != CO_DB_OK)
+        goto rollback;
+    if ((rc = s_exec(db, "INSERT INTO samples SELECT * FROM samples_moving",
+                     err, errlen)) != CO_DB_OK)
+        goto rollback;
+    return s_exec(db, "COMMIT", err, errlen);
+rollback:
+    s_rollback(db);
+    return rc;
+}
+
+int
+co_db_partitions_ensure(co_db_t *db, int64_t now_us, int months_ahead,
+                        char *err, size_t errlen)
+{
+    int rc = CO_DB_OK;
+    if (months_ahead < 0 || months_ahead > CO_DB_MONTHS_AHEAD_MAX) {
+        s_err(err, errlen, "partitions: %d months ahead (0..%d)",
+              months_ahead, CO_DB_MONTHS_AHEAD_MAX);
+        return CO_DB_REFUSED;
+    }
+    if (!co_db_connected(db)) {
+        s_err(err, errlen, "partitions: not connected");
+        return CO_DB_FAIL;
+    }
+    for (int k = 0; k <= months_ahead && rc == CO_DB_OK; k++) {
+        int year, month, y2, m2;
+        int64_t lo = s_month_start(now_us, k, &year, &month);
+        int64_t hi = s_month_start(now_us, k + 1, &y2, &m2);
+        rc = s_partition_make(db, year, month, lo, hi, err, errlen);
+    }
+    return rc;
+}
+
+/* Drop one partition (its name from the catalogue, quoted by the server). */
+static int
+s_partition_drop(co_db_t *db, const char *name, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
+        return rc;
+    if ((rc = s_exec(db, "SET LOCAL lock_timeout = " S_PARTITION_LOCK_TIMEOUT,
+                     err, errlen)) != CO_DB_OK)
+        goto rollback;
+    const char *p[] = { name };
+    PGresult *r = s_query(db, "SELECT format('DROP TABLE %I', $1::text)", 1,
+                          p, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        goto rollback;
+    char sql[256];
+    snprintf(sql, sizeof sql, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if ((rc = s_exec(db, sql, err, errlen)) != CO_DB_OK)
+        goto rollback;
+    return s_exec(db, "COMMIT", err, errlen);
+rollback:
+    s_rollback(db);
+    return rc;
+}
+
+int
+co_db_retention(co_db_t *db, int64_t keep_us, int64_t now_us, int *dropped,
+                char *err, size_t errlen)
+{
+    int rc;
+    char cut[24];
+    *dropped = 0;
+    if (keep_us <= 0 || now_us <= 0) {
+        s_err(err, errlen, "retention: keep %" PRId64 " us and now %" PRId64
+              " us must be > 0", keep_us, now_us);
+        return CO_DB_REFUSED;
+    }
+    if (!co_db_connected(db)) {
+        s_err(err, errlen, "retention: not connected");
+        return CO_DB_FAIL;
+    }
+    int64_t cutoff = now_us > INT64_MIN + keep_us ? now_us - keep_us :
+                     INT64_MIN;
+    snprintf(cut, sizeof cut, "%" PRId64, cutoff);
+    /* The upper bound is the partition's own (the catalogue's), not its
+     * name: a partition made by hand is judged by what it may hold. */
+    const char *p[] = { cut };
+    PGresult *r = s_query(db,
+        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = "
+        "i.inhrelid WHERE i.inhparent = 'samples'::regclass AND "
+        "pg_get_expr(c.relpartbound, c.oid) LIKE 'FOR VALUES FROM%' AND "
+        "substring(pg_get_expr(c.relpartbound, c.oid) FROM "
+        "'TO \\(''?(-?[0-9]+)''?\\)')::bigint <= $1::bigint ORDER BY 1", 1,
+        p, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        return rc;
+    for (int i = 0; i < PQntuples(r) && rc == CO_DB_OK; i++) {
+        rc = s_partition_drop(db, PQgetvalue(r, i, 0), err, errlen);
+        if (rc == CO_DB_OK)
+            (*dropped)++;
+    }
+    PQclear(r);
+    if (rc != CO_DB_OK)
+        return rc;
+    /* Rows the default partition holds for old runs (an agent clock far
+     * off): a recent run's samples stay, whatever their clock said. */
+    r = s_query(db, "DELETE FROM samples_default d USING runs r WHERE "
+                "r.id = d.run AND d.start_unix_us < $1 AND r.started_at_us "
+                "< $1", 1, p, PGRES_COMMAND_OK, &rc, err, errlen);
+    if (!r)
+        return rc;
+    PQclear(r);
+    r = s_query(db, "DELETE FROM host_calibration WHERE taken_at_us < $1", 1,
+                p, PGRES_COMMAND_OK, &rc, err, errlen);
+    PQclear(r);
     return rc;
 }

@@ -121,4 +121,36 @@ int co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
                   int floor_window, double parity, unsigned *verdicts,
                   char *err, size_t errlen);
 
+/* The calibration window (1..CO_DB_FLOOR_WINDOW_MAX; others ignored) of
+ * the floor kept on a host's row when a Calibration is stored: the
+ * collector's --floor-window. Until set, CO_DB_FLOOR_WINDOW, then the
+ * last co_db_run_end's. Each Calibration and each RunEnd writes hosts'
+ * floor_us, floor_is_default, floor_samples and floor_at_us (the end of
+ * the window), never replacing one whose window ends later. */
+void co_db_set_floor_window(co_db_t *db, int window);
+
+/* Most months co_db_partitions_ensure makes ahead. */
+#define CO_DB_MONTHS_AHEAD_MAX 24
+
+/* Make the monthly partitions of samples (samples_pYYYYMM, UTC months of
+ * start_unix_us) for the month of now_us and the months_ahead after it
+ * (0..CO_DB_MONTHS_AHEAD_MAX, else CO_DB_REFUSED), each that is missing
+ * in its own transaction; one that exists is left alone, so a second call
+ * changes nothing. Rows of a new month already in samples_default (an
+ * agent clock ahead) move into it. Each creation waits at most 5 s for
+ * its lock on samples (CO_DB_FAIL then; call again later). */
+int co_db_partitions_ensure(co_db_t *db, int64_t now_us, int months_ahead,
+                            char *err, size_t errlen);
+
+/* Retention of raw samples: drop every partition of samples whose upper
+ * bound is at or before now_us - keep_us, delete the rows of
+ * samples_default older than that of runs started before it, and the
+ * host_calibration rows taken before it. Runs, arms, batches,
+ * run_summaries, verdicts, floors and calibration_samples are kept.
+ * *dropped gets the partitions dropped (also when a later step fails).
+ * CO_DB_REFUSED when keep_us or now_us is not > 0. Each drop waits at
+ * most 5 s for its lock. */
+int co_db_retention(co_db_t *db, int64_t keep_us, int64_t now_us,
+                    int *dropped, char *err, size_t errlen);
+
 #endif

@@ -536,8 +536,33 @@ s_job_row(s_ctx_t *c, const json_t *args)
     return r;
 }
 
+/* Column of the arms query where the run_summaries row starts: a flag
+ * (the row exists), then n, min, q25, median, q75, max, iqr, mean. */
+#define S_SUM_COL 12
+
+/* The arm's summary from its run_summaries row (006: written at RunEnd
+ * with vd_summarize, the same statistic as below); 1 when the run has
+ * none (not ended), 0 when set, -1 out of memory. */
+static int
+s_arm_stored_summary(json_t *arm, PGresult *r, int i)
+{
+    if (strcmp(PQgetvalue(r, i, S_SUM_COL), "t") != 0)
+        return 1;
+    if (PQgetisnull(r, i, S_SUM_COL + 2))
+        return json_object_set_new(arm, "summary", json_null());
+    double v[7];
+    for (int k = 0; k < 7; k++)
+        v[k] = strtod(PQgetvalue(r, i, S_SUM_COL + 2 + k), NULL);
+    vd_summary_t sum = { .n = (size_t)s_int(r, i, S_SUM_COL + 1),
+                         .min = v[0], .q25 = v[1], .median = v[2],
+                         .q75 = v[3], .max = v[4], .iqr = v[5],
+                         .mean = v[6] };
+    json_t *j = pw_summary_to_json(&sum);
+    return j ? json_object_set_new(arm, "summary", j) : -1;
+}
+
 /* Summaries of one arm's measured samples into arm; the samples are
- * the rows [from, to) of s. */
+ * the rows [from, to) of s. For runs without stored summaries. */
 static int
 s_arm_summary(json_t *arm, PGresult *s, int from, int to, double *buf)
 {
@@ -611,18 +636,23 @@ s_report(s_ctx_t *c, const json_t *args)
     }
     PQclear(r);
 
-    /* Every run's arms, then their measured samples, both in run order:
-     * one pass merges them. */
+    /* Every run's arms with their stored summaries, then the measured
+     * samples of the runs that have none yet (still running, or never
+     * ended), both in run order: one pass merges them. The raw samples
+     * of an ended run may be gone (retention); its summary never is. */
     char arms_lim[24];
     snprintf(arms_lim, sizeof arms_lim, "%d", CO_HISTORY_ARMS_MAX + 1);
     const char *pa[] = { id, arms_lim };
     r = s_q(c,
         "SELECT r.id, r.run_uuid, h.name, b.name, COALESCE(r.status,"
         " 'running'), COALESCE(r.reason, ''), r.runs, r.warmup, a.idx,"
-        " a.name, a.subject, (SELECT count(*) FROM samples s WHERE"
-        " s.run = r.id AND s.kind = 3 AND s.arm = a.idx)"
+        " a.name, a.subject, COALESCE(rs.errors, (SELECT count(*) FROM"
+        " samples s WHERE s.run = r.id AND s.kind = 3 AND s.arm = a.idx)),"
+        " rs.run IS NOT NULL, rs.n, rs.min, rs.q25, rs.median, rs.q75,"
+        " rs.max, rs.iqr, rs.mean"
         " FROM runs r JOIN hosts h ON h.id = r.host_id JOIN benchmarks b ON"
         " b.id = r.benchmark_id JOIN arms a ON a.run = r.id"
+        " LEFT JOIN run_summaries rs ON rs.run = r.id AND rs.arm = a.idx"
         " WHERE r.job_id = $1 ORDER BY r.id, a.idx LIMIT $2::int", 2, pa);
     if (!r)
         goto fail;
@@ -637,6 +667,7 @@ s_report(s_ctx_t *c, const json_t *args)
     s = s_q(c,
         "SELECT s.run, s.arm, s.wall_us FROM runs r JOIN samples s ON"
         " s.run = r.id WHERE r.job_id = $1 AND s.kind = 0 AND s.wall_us > 0"
+        " AND NOT EXISTS (SELECT 1 FROM run_summaries x WHERE x.run = r.id)"
         " ORDER BY s.run, s.arm LIMIT $2::int", 2, ps);
     if (!s)
         goto fail;
@@ -678,8 +709,11 @@ s_report(s_ctx_t *c, const json_t *args)
                                                   "t") == 0,
                                 "errors", s_int(r, i, 11));
         if (!arm || json_array_append_new(json_object_get(run, "arms"),
-                                          arm) != 0 ||
-            s_arm_summary(arm, s, from, si, buf) != 0)
+                                          arm) != 0)
+            goto oom;
+        int stored = s_arm_stored_summary(arm, r, i);
+        if (stored < 0 || (stored > 0 &&
+                           s_arm_summary(arm, s, from, si, buf) != 0))
             goto oom;
     }
     out = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:O,s:O}",

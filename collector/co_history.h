@@ -13,7 +13,9 @@
  *                worse or better
  *   report       what `parity report` adds to `verdicts`: the job, each
  *                host's environment and floor, and every run's arm
- *                summaries (vd_summarize of its measured samples)
+ *                summaries (vd_summarize of its measured samples: the
+ *                run_summaries row written at RunEnd, from the samples
+ *                themselves only for a run that has none yet)
  *
  * Hosts never pool samples: every verdict here is one host's as stored.
  * Every answer is bounded (limits below, documented in the protocol);
@@ -40,7 +42,8 @@
 #define CO_HISTORY_SINCE_MAX_US  (366LL * 86400 * 1000000)
 #define CO_HISTORY_PAIRS_MAX     100000
 /* report: most measured samples summarised in one answer (32 MiB of
- * doubles); a larger job is CO_QUERY_TOO_BIG. */
+ * doubles), counting only runs without stored summaries; a larger job
+ * is CO_QUERY_TOO_BIG. */
 #define CO_HISTORY_SAMPLES_MAX   4000000
 /* report: most (run, arm) rows; a larger job is CO_QUERY_TOO_BIG too
  * (its answer would not fit in one frame anyway). */

@@ -222,11 +222,17 @@ s_env_value(const json_t *env, const char *key)
 
 /* ---- hosts -------------------------------------------------------- */
 
+/* One query for every host: the floor is the one kept on the host's row
+ * (co_db writes it at each Calibration and RunEnd, 006), and online and
+ * last_seen are the database's, which the collector keeps current. */
 static json_t *
 s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
 {
     (void)args;
     json_t *out = json_array();
+    char dflt[32];
+    snprintf(dflt, sizeof dflt, "%.17g", VD_DEFAULT_FLOOR_US);
+    const char *p[] = { dflt };
     PGresult *r = s_q(q, res,
         "SELECT h.id, h.name, h.public_key, "
         "(extract(epoch FROM h.last_seen) * 1000000)::bigint, "
@@ -236,63 +242,30 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         "(SELECT max(c.taken_at_us) FROM calibrations c WHERE "
         " c.host_id = h.id), "
         "(SELECT COALESCE(json_agg(s.name ORDER BY s.name), '[]') FROM "
-        " host_suites s WHERE s.host_id = h.id)::text "
-        "FROM hosts h ORDER BY h.name, h.id", 0, NULL);
+        " host_suites s WHERE s.host_id = h.id)::text, "
+        "h.online, COALESCE(h.floor_us, $1::float8), "
+        "COALESCE(h.floor_is_default, true), COALESCE(h.floor_samples, 0) "
+        "FROM hosts h ORDER BY h.name, h.id", 1, p);
     if (!r || !out)
         goto fail;
-    char win[16], now[24];
-    snprintf(win, sizeof win, "%d", q->floor_window);
-    snprintf(now, sizeof now, "%" PRId64, co_jobs_now_us());
     for (int i = 0; i < PQntuples(r); i++) {
-        const char *key = PQgetvalue(r, i, 2);
-        const char *pf[] = { PQgetvalue(r, i, 0), now, win };
-        /* The same window co_db uses for a run's verdicts, ending now. */
-        PGresult *f = s_q(q, res,
-            "SELECT wall_us FROM ("
-            " SELECT wall_us, taken_at_us AS t FROM calibration_samples"
-            "  WHERE host_id = $1 AND taken_at_us <= $2"
-            " UNION ALL"
-            " SELECT s.wall_us, s.start_unix_us FROM samples s JOIN runs r"
-            "  ON s.run = r.id WHERE r.host_id = $1 AND s.kind = 2"
-            "  AND s.start_unix_us <= $2 AND s.wall_us > 0"
-            ") c ORDER BY t DESC LIMIT $3", 3, pf);
-        if (!f)
-            goto fail;
-        size_t n = (size_t)PQntuples(f);
-        double *cal = malloc((n + 1) * sizeof *cal);
-        double floor_us = VD_DEFAULT_FLOOR_US;
-        bool is_default = true;
-        char e[256];
-        if (cal) {
-            for (size_t k = 0; k < n; k++)
-                cal[k] = strtod(PQgetvalue(f, (int)k, 0), NULL);
-            if (vd_floor(cal, n, &floor_us, &is_default, e, sizeof e) !=
-                VD_OK) {
-                floor_us = VD_DEFAULT_FLOOR_US;
-                is_default = true;
-            }
-        }
-        free(cal);
-        PQclear(f);
         json_t *env = s_json_col(r, i, 6);
-        /* The database's last_seen moves with Hellos and data; an online
-         * host's Heartbeats are newer. */
-        int64_t seen = strtoll(PQgetvalue(r, i, 3), NULL, 10);
-        int64_t heard = co_jobs_last_heard_us(q->jobs, key);
         json_t *warnings = json_object_get(env, "warnings");
         warnings = json_is_array(warnings) ? json_incref(warnings) :
                    json_array();
         json_t *h = json_pack("{s:s,s:s,s:b,s:I,s:s,s:o,s:f,s:b,s:I,s:o,"
                               "s:o,s:o,s:o,s:o,s:o,s:o}",
             "name", PQgetvalue(r, i, 1),
-            "public_key", key,
-            "online", co_jobs_is_online(q->jobs, key),
-            "last_seen_us", (json_int_t)(heard > seen ? heard : seen),
+            "public_key", PQgetvalue(r, i, 2),
+            "online", strcmp(PQgetvalue(r, i, 9), "t") == 0,
+            "last_seen_us", (json_int_t)strtoll(PQgetvalue(r, i, 3), NULL,
+                                                10),
             "agent_version", PQgetvalue(r, i, 4),
             "tags", s_json_col(r, i, 5),
-            "floor_us", floor_us,
-            "floor_default", is_default,
-            "floor_samples", (json_int_t)n,
+            "floor_us", strtod(PQgetvalue(r, i, 10), NULL),
+            "floor_default", strcmp(PQgetvalue(r, i, 11), "t") == 0,
+            "floor_samples", (json_int_t)strtoll(PQgetvalue(r, i, 12), NULL,
+                                                 10),
             "calibrated_at_us", s_int_or_null(r, i, 7),
             "cpu_model", s_env_value(env, "cpu_model"),
             "kernel", s_env_value(env, "kernel"),
@@ -418,7 +391,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         "(SELECT CASE WHEN cardinality(j.only_benchmarks) > 0 THEN "
         "  cardinality(j.only_benchmarks) ELSE cardinality(s.benchmarks) "
         "  END FROM host_suites s WHERE s.host_id = h.id AND "
-        "  s.name = j.suite), h.public_key "
+        "  s.name = j.suite), h.online "
         "FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
         "h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
         1, p);
@@ -428,7 +401,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         json_array_append_new(hosts, json_pack(
             "{s:s,s:s,s:b,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:o,s:o}",
             "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
-            "online", co_jobs_is_online(q->jobs, PQgetvalue(r, i, 11)),
+            "online", strcmp(PQgetvalue(r, i, 11), "t") == 0,
             "reason", PQgetvalue(r, i, 2), "run_id", PQgetvalue(r, i, 3),
             "benchmark", PQgetvalue(r, i, 4),
             "round", (json_int_t)strtoll(PQgetvalue(r, i, 5), NULL, 10),
