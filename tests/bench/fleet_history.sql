@@ -42,7 +42,7 @@ CREATE TEMP TABLE fl_p AS SELECT
 INSERT INTO hosts (public_key, name, agent_version, key_claimed, tags,
                    online, first_seen, last_hello, last_seen)
 SELECT k.public_key, k.name, 'history', k.public_key,
-       '{"role": "stream", "arch": "x86_64"}', false,
+       '{"arch": "x86_64"}', false,
        now() - make_interval(days => p.days + 1), now() - interval '1 day',
        now() - interval '1 day'
 FROM fl_keys k, fl_p p WHERE k.idx < p.hosts ORDER BY k.idx;

@@ -12,6 +12,7 @@
  *       [--agents 1000] [--streamers 100] [--duration 300]
  *       [--heartbeat-ms 1000] [--rounds 200] [--batch-ms 1000]
  *       [--job-every 60] [--collector-pid PID] [--collector-log FILE]
+ *       [--queries 1]  (0: no hosts/verdicts/history/regressions loop)
  *
  * One process, one ZeroMQ context, one poll loop over every socket.
  * Agents (names fl-0000 ...) say Hello with the suite "fleet" (bench0..3)
@@ -224,6 +225,7 @@ typedef struct {
     const char *keys;
     int agents, streamers, duration_s, heartbeat_ms, rounds, batch_ms;
     int job_every_s;
+    int queries;              /* 0: the admin loop asks only stats */
     pid_t collector_pid;
     const char *collector_log;
 } fl_opts_t;
@@ -919,6 +921,8 @@ fl_admin_tick(int64_t now, bool loop)
         fl_admin_send(FL_C_STATS, "{}");
         return;
     }
+    if (!O.queries)
+        return;
     switch (A.loop_pos++ % 4) {
     case 0: fl_admin_send(FL_C_HOSTS, "{}"); break;
     case 1: fl_admin_send(FL_C_VERDICTS, "{}"); break;
@@ -1007,10 +1011,12 @@ fl_file_size(const char *path)
     return path && stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
-/* Distinct agent names in `event=offline` lines between two offsets of
- * the collector's log. */
+/* Distinct agents in `event=offline` lines between two offsets of the
+ * collector's log, named by peer=KEY (keys[i] agent i's Z85 key) or by
+ * name=fl-NNNN / name="fl-NNNN". */
 static int
-fl_log_offline(const char *path, long from, long to, bool *seen)
+fl_log_offline(const char *path, long from, long to, char (*keys)[41],
+               bool *seen)
 {
     char line[8192];
     int n = 0;
@@ -1020,10 +1026,20 @@ fl_log_offline(const char *path, long from, long to, bool *seen)
     fseek(f, from, SEEK_SET);
     while (ftell(f) < to && fgets(line, sizeof line, f)) {
         const char *p = strstr(line, "event=offline");
-        const char *nm = p ? strstr(p, "name=fl-") : NULL;
-        int idx;
-        if (nm && sscanf(nm + 8, "%d", &idx) == 1 && idx >= 0
-            && idx < O.agents && !seen[idx]) {
+        if (!p)
+            continue;
+        int idx = -1;
+        const char *nm = strstr(p, " name=");
+        if (nm) {
+            nm += 6 + (nm[6] == '"');
+            if (strncmp(nm, "fl-", 3) != 0 || sscanf(nm + 3, "%d", &idx) != 1)
+                idx = -1;
+        }
+        const char *pk = strstr(p, " peer=");
+        for (int i = 0; idx < 0 && pk && i < O.agents; i++)
+            if (strncmp(pk + 6, keys[i], 40) == 0)
+                idx = i;
+        if (idx >= 0 && idx < O.agents && !seen[idx]) {
             seen[idx] = true;
             n++;
         }
@@ -1105,7 +1121,7 @@ fl_usage(void)
         "              [--agents N] [--streamers N] [--duration S]\n"
         "              [--heartbeat-ms N] [--rounds N] [--batch-ms N]\n"
         "              [--job-every S] [--collector-pid PID]\n"
-        "              [--collector-log FILE]\n");
+        "              [--collector-log FILE] [--queries 0|1]\n");
     return 2;
 }
 
@@ -1139,7 +1155,7 @@ main(int argc, char **argv)
         return fl_usage();
     O = (fl_opts_t){ .agents = 1000, .streamers = 100, .duration_s = 300,
                      .heartbeat_ms = 1000, .rounds = 200, .batch_ms = 1000,
-                     .job_every_s = 60 };
+                     .job_every_s = 60, .queries = 1 };
     int pid = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
@@ -1158,6 +1174,7 @@ main(int argc, char **argv)
                  || fl_int_opt(k, v, "--rounds", 1, 100000, &O.rounds)
                  || fl_int_opt(k, v, "--batch-ms", 1, 60000, &O.batch_ms)
                  || fl_int_opt(k, v, "--job-every", 0, 3600, &O.job_every_s)
+                 || fl_int_opt(k, v, "--queries", 0, 1, &O.queries)
                  || fl_int_opt(k, v, "--collector-pid", 0, 1 << 30, &pid))
             ;
         else
@@ -1316,8 +1333,13 @@ main(int argc, char **argv)
     fl_admin_sync(ag, FL_C_STATS, "{}", 30000);
     long hwm = fl_proc_kb(O.collector_pid, "VmHWM");
     long rss_end = fl_proc_kb(O.collector_pid, "VmRSS");
-    int false_offline_log = fl_log_offline(O.collector_log, log_from, log_to,
-                                           log_seen);
+    char (*keys)[41] = calloc((size_t)O.agents, sizeof *keys);
+    for (int i = 0; keys && i < O.agents; i++)
+        zmq_z85_encode(keys[i], zcert_public_key(ag[i].cert), 32);
+    int false_offline_log = keys ? fl_log_offline(O.collector_log, log_from,
+                                                  log_to, keys, log_seen)
+                                 : -1;
+    free(keys);
     int false_offline = 0;
     for (int i = 0; i < O.agents; i++)
         false_offline += log_seen[i] || A.offline_seen[i];
