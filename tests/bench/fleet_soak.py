@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""fleet_soak.py BUILD_DIR [--duration S] [--agents N] [--kill-every S]
+[--pg-stop-at S] [--pg-stop-for S] [--job-every S] [--keep]
+
+The soak of issue 8 (part 5), run by tests/bench/soak.sh. Real processes on
+127.0.0.1 only: parity-collector with its private PostgreSQL in a temp dir,
+--agents (20) parity-agent daemons with their own keys, suites and spools,
+and the `parity` client creating a job for every host every --job-every
+(15) s for --duration (600) s. Meanwhile the collector is killed with
+SIGKILL and started again (same data dir: it adopts the running server)
+every --kill-every (120) s, and PostgreSQL is stopped (pg_ctl stop -m fast
+as its owner) at --pg-stop-at (300) s for --pg-stop-for (20) s, then
+started again.
+
+At the end job creation stops, the agents finish their runs and their
+spools drain (bounded: 300 s), and every sample is accounted for against
+the agents' own counts: each agent's log line `event=run_end run=ID
+batches=B samples=N` (the RunEnd it spooled) against the stored run and
+count(*) of its rows in samples; no (run, batch_seq, idx) twice; every
+stored run is one an agent reported; every run has its RunEnd stored.
+
+Last line: one JSON object: runs, samples_expected, samples_stored,
+duplicates, missing, extra, runs_missing, runs_without_end,
+runs_unknown, kills, pg_stops, jobs_created, spools_left, ok.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SUITE = """suite: soak
+defaults:
+  runs: 30
+  warmup: 1
+  timeout: 30
+benchmarks:
+  - name: sleepy
+    arms:
+      - name: short
+        subject: true
+        command: [sleep, "0.01"]
+      - name: long
+        command: [sleep, "0.02"]
+  - name: startup
+    arms:
+      - name: "true"
+        subject: true
+        command: [/bin/true]
+      - name: echo
+        command: [/bin/echo, soak]
+"""
+
+
+def opt(name, default):
+    if name in sys.argv:
+        i = sys.argv.index(name)
+        v = int(sys.argv[i + 1])
+        if v < 0 or v > 86400:
+            sys.exit("fleet_soak: %s %d out of range" % (name, v))
+        return v
+    return default
+
+
+BUILD = os.path.abspath(sys.argv[1])
+DURATION = opt("--duration", 600)
+NAGENTS = opt("--agents", 20)
+KILL_EVERY = opt("--kill-every", 120)
+PG_STOP_AT = opt("--pg-stop-at", DURATION // 2)
+PG_STOP_FOR = opt("--pg-stop-for", 20)
+JOB_EVERY = opt("--job-every", 15)
+KEEP = "--keep" in sys.argv
+DRAIN_S = 300
+if NAGENTS < 1 or NAGENTS > 200:
+    sys.exit("fleet_soak: --agents 1..200")
+
+AGENT = os.path.join(BUILD, "agent", "parity-agent")
+COLLECTOR = os.path.join(BUILD, "collector", "parity-collector")
+PARITY = os.path.join(BUILD, "collector", "client", "parity")
+
+
+def pg_bindir():
+    env = os.environ.get("PARITY_PG_BINDIR")
+    if env:
+        return env
+    vs = sorted(int(v) for v in os.listdir("/usr/lib/postgresql")
+                if v.isdigit())
+    return "/usr/lib/postgresql/%d/bin" % vs[-1]
+
+
+PGBIN = pg_bindir()
+AS_PG = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+
+
+def say(text):
+    print("soak: %6.0f s  %s" % (time.time() - T0, text), flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Soak:
+    def __init__(self):
+        self.root = tempfile.mkdtemp(prefix="parity-soak-")
+        os.chmod(self.root, 0o755)   # the postgres user must reach data/pg
+        self.data = os.path.join(self.root, "data")
+        self.keys = os.path.join(self.root, "keys")
+        self.allow = os.path.join(self.root, "allow")
+        self.admin = os.path.join(self.root, "admin")
+        self.suites = os.path.join(self.root, "suites")
+        for d in (self.keys, self.allow, self.admin, self.suites):
+            os.makedirs(d)
+        with open(os.path.join(self.suites, "soak.yaml"), "w") as f:
+            f.write(SUITE)
+        self.port = free_port()
+        self.endpoint = "tcp://127.0.0.1:%d" % self.port
+        self.names = ["soak-%02d" % i for i in range(NAGENTS)]
+        for n in ["collector", "admin"] + self.names:
+            r = subprocess.run([PARITY, "keygen", n, "--dir", self.keys],
+                               capture_output=True, text=True, timeout=30)
+            if r.returncode != 0:
+                sys.exit("fleet_soak: parity keygen %s: %s" % (n, r.stderr))
+        for n in self.names:
+            shutil.copy(os.path.join(self.keys, n), self.allow)
+        shutil.copy(os.path.join(self.keys, "admin"), self.admin)
+        self.log = open(os.path.join(self.root, "collector.log"), "ab")
+        self.collector = None
+        self.agents = {}
+        self.kills = 0
+        self.pg_stops = 0
+        self.jobs = 0
+        self.job_failures = 0
+
+    def start_collector(self, timeout=120):
+        self.collector = subprocess.Popen(
+            [COLLECTOR, "--data-dir", self.data, "--bind", self.endpoint,
+             "--key", os.path.join(self.keys, "collector_secret"),
+             "--allow", self.allow, "--admin", self.admin],
+            stdout=self.log, stderr=self.log)
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.collector.poll() is not None:
+                sys.exit("fleet_soak: parity-collector exited %d, see %s" %
+                         (self.collector.returncode,
+                          os.path.join(self.root, "collector.log")))
+            try:
+                socket.create_connection(("127.0.0.1", self.port),
+                                         timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        sys.exit("fleet_soak: parity-collector not listening after %d s" %
+                 timeout)
+
+    def kill_collector(self):
+        self.collector.send_signal(signal.SIGKILL)
+        self.collector.wait(timeout=30)
+        self.kills += 1
+
+    def stop_collector(self):
+        if self.collector and self.collector.poll() is None:
+            self.collector.send_signal(signal.SIGTERM)
+            try:
+                self.collector.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.collector.kill()
+                self.collector.wait()
+
+    def start_agent(self, name):
+        home = os.path.join(self.root, "agent-" + name)
+        os.makedirs(home, exist_ok=True)
+        log = open(os.path.join(home, "agent.log"), "ab")
+        self.agents[name] = subprocess.Popen(
+            [AGENT, "--collector", self.endpoint, "--collector-key",
+             os.path.join(self.keys, "collector"), "--key",
+             os.path.join(self.keys, name), "--suites", self.suites,
+             "--spool", os.path.join(home, "spool"), "--name", name],
+            stdout=log, stderr=log, cwd=home)
+
+    def stop_agents(self):
+        for p in self.agents.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.agents.values():
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def pg_ctl(self, *args):
+        return subprocess.run(
+            AS_PG + [os.path.join(PGBIN, "pg_ctl"), "-D",
+                     os.path.join(self.data, "pg")] + list(args),
+            capture_output=True, text=True, timeout=120)
+
+    def psql(self, sql):
+        r = subprocess.run(
+            [os.path.join(PGBIN, "psql"), "-X", "-A", "-t", "-q", "-F", "\t",
+             "-v", "ON_ERROR_STOP=1", "-h", os.path.join(self.data, "pg"),
+             "-U", "parity", "-d", "parity", "-c", sql],
+            capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError("psql: " + r.stderr.strip())
+        return r.stdout
+
+    def parity(self, *args, timeout=30):
+        e = dict(os.environ)
+        e.update({"PARITY_COLLECTOR": self.endpoint,
+                  "PARITY_COLLECTOR_KEY": os.path.join(self.keys,
+                                                       "collector"),
+                  "PARITY_KEY": os.path.join(self.keys, "admin"),
+                  "HOME": self.root})
+        e.pop("XDG_CONFIG_HOME", None)
+        try:
+            return subprocess.run([PARITY] + list(args), capture_output=True,
+                                  text=True, timeout=timeout, env=e)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def create_job(self):
+        r = self.parity("run", "soak", "--hosts", "all", "--label", "soak",
+                        "--json", "--timeout", "5")
+        if r is not None and r.returncode == 0:
+            self.jobs += 1
+        else:
+            self.job_failures += 1
+
+    def agent_log(self, name):
+        path = os.path.join(self.root, "agent-" + name, "agent.log")
+        with open(path, errors="replace") as f:
+            return f.read()
+
+    def spool_left(self):
+        n = 0
+        for name in self.names:
+            d = os.path.join(self.root, "agent-" + name, "spool")
+            if os.path.isdir(d):
+                n += sum(1 for f in os.listdir(d) if f.endswith(".msg"))
+        return n
+
+    def open_runs(self):
+        """Runs an agent started and has not ended (by its log)."""
+        n = 0
+        for name in self.names:
+            text = self.agent_log(name)
+            started = set(re.findall(r"event=run_start run=(\S+)", text))
+            ended = set(re.findall(r"event=run_end run=(\S+)", text))
+            n += len(started - ended)
+        return n
+
+
+def account(s):
+    """The agents' RunEnd counts against the database."""
+    expected = {}   # run id -> (agent, samples, batches)
+    twice = 0
+    for name in s.names:
+        for m in re.finditer(r"event=run_end run=(\S+) status=(\S+) "
+                             r"batches=(\d+) samples=(\d+)",
+                             s.agent_log(name)):
+            rid = m.group(1).strip('"')
+            if rid in expected:
+                twice += 1   # a second RunEnd of one run: first kept
+                continue
+            expected[rid] = (name, int(m.group(4)), int(m.group(3)))
+    stored = {}
+    for line in s.psql(
+            "SELECT r.run_uuid, coalesce(r.status, ''), "
+            "coalesce(r.samples, -1), (SELECT count(*) FROM samples s "
+            "WHERE s.run = r.id) FROM runs r").splitlines():
+        rid, status, claimed, count = line.split("\t")
+        stored[rid] = (status, int(claimed), int(count))
+    dups = int(s.psql(
+        "SELECT count(*) FROM (SELECT run, batch_seq, idx FROM samples "
+        "GROUP BY run, batch_seq, idx HAVING count(*) > 1) d").strip())
+    dup_rows = int(s.psql(
+        "SELECT coalesce(sum(c - 1), 0) FROM (SELECT count(*) AS c FROM "
+        "samples GROUP BY run, batch_seq, idx HAVING count(*) > 1) d")
+        .strip())
+    res = {"runs": len(expected), "samples_expected": 0,
+           "samples_stored": 0, "duplicates": dups,
+           "duplicate_rows": dup_rows, "missing": 0, "extra": 0,
+           "runs_missing": 0, "runs_without_end": 0, "runs_unknown": 0,
+           "runend_mismatch": 0, "second_run_ends": twice}
+    for rid, (agent, n, _) in expected.items():
+        res["samples_expected"] += n
+        st = stored.get(rid)
+        if st is None:
+            res["runs_missing"] += 1
+            res["missing"] += n
+            continue
+        status, claimed, count = st
+        res["samples_stored"] += count
+        if status == "":
+            res["runs_without_end"] += 1
+        if claimed != n:
+            res["runend_mismatch"] += 1
+        if count < n:
+            res["missing"] += n - count
+        elif count > n:
+            res["extra"] += count - n
+    res["runs_unknown"] = sum(1 for rid in stored if rid not in expected)
+    return res
+
+
+def main():
+    global T0
+    T0 = time.time()
+    s = Soak()
+    say("dir %s, %d agents, %d s, kill -9 every %d s, PostgreSQL stopped "
+        "at %d s for %d s" % (s.root, NAGENTS, DURATION, KILL_EVERY,
+                              PG_STOP_AT, PG_STOP_FOR))
+    s.start_collector()
+    for n in s.names:
+        s.start_agent(n)
+    time.sleep(3)
+    T0 = time.time()
+    next_kill = KILL_EVERY if KILL_EVERY > 0 else DURATION + 1
+    pg_stopped_at = None
+    pg_done = PG_STOP_FOR == 0
+    next_job = 0
+    try:
+        while True:
+            t = time.time() - T0
+            if t >= DURATION:
+                break
+            if t >= next_job:
+                s.create_job()
+                next_job = t + JOB_EVERY
+            if t >= next_kill:
+                s.kill_collector()
+                s.start_collector()
+                say("collector killed (-9) and started again (%d)" % s.kills)
+                next_kill += KILL_EVERY
+            if not pg_done and pg_stopped_at is None and t >= PG_STOP_AT:
+                r = s.pg_ctl("-m", "fast", "-w", "-t", "60", "stop")
+                if r.returncode == 0:
+                    s.pg_stops += 1
+                    pg_stopped_at = t
+                    say("PostgreSQL stopped")
+                else:
+                    say("pg_ctl stop failed: %s" % r.stderr.strip())
+                    pg_done = True
+            if pg_stopped_at is not None and t >= pg_stopped_at + PG_STOP_FOR:
+                r = s.pg_ctl("-l", os.path.join(s.data, "pg.log"), "-w",
+                             "-t", "60", "start")
+                st = s.pg_ctl("status")
+                say("PostgreSQL started again (%s)" %
+                    ("running" if st.returncode == 0 else
+                     "NOT running: " + r.stderr.strip()))
+                pg_stopped_at = None
+                pg_done = True
+            for n, p in s.agents.items():
+                if p.poll() is not None:
+                    say("agent %s exited %d; started again" % (n, p.returncode))
+                    s.start_agent(n)
+            time.sleep(0.5)
+        if pg_stopped_at is not None:
+            s.pg_ctl("-l", os.path.join(s.data, "pg.log"), "-w", "-t", "60",
+                     "start")
+        say("load stopped: %d jobs created (%d refused or unanswered); "
+            "draining" % (s.jobs, s.job_failures))
+        end = time.time() + DRAIN_S
+        quiet = 0
+        while time.time() < end and quiet < 3:
+            left, open_runs = s.spool_left(), s.open_runs()
+            quiet = quiet + 1 if left == 0 and open_runs == 0 else 0
+            time.sleep(2)
+        left = s.spool_left()
+        say("drained: %d spooled messages left, %d runs open" %
+            (left, s.open_runs()))
+        res = account(s)
+    finally:
+        s.stop_agents()
+        s.stop_collector()
+        s.log.close()
+    res.update({"kills": s.kills, "pg_stops": s.pg_stops,
+                "jobs_created": s.jobs, "spools_left": left})
+    res["ok"] = (res["duplicates"] == 0 and res["missing"] == 0 and
+                 res["extra"] == 0 and res["runs_missing"] == 0 and
+                 res["runs_without_end"] == 0 and res["runs_unknown"] == 0
+                 and res["runend_mismatch"] == 0 and left == 0 and
+                 res["runs"] > 0)
+    if KEEP or not res["ok"]:
+        say("kept %s" % s.root)
+    else:
+        shutil.rmtree(s.root, ignore_errors=True)
+    print(json.dumps(res), flush=True)
+    return 0 if res["ok"] else 1
+
+
+T0 = time.time()
+if __name__ == "__main__":
+    sys.exit(main())
