@@ -13,6 +13,7 @@
  *       [--heartbeat-ms 1000] [--rounds 200] [--batch-ms 1000]
  *       [--job-every 60] [--collector-pid PID] [--collector-log FILE]
  *       [--queries 1]  (0: no hosts/verdicts/history/regressions loop)
+ *       [--batch-samples 128]
  *
  * One process, one ZeroMQ context, one poll loop over every socket.
  * Agents (names fl-0000 ...) say Hello with the suite "fleet" (bench0..3)
@@ -22,7 +23,9 @@
  * and after a reconnect, and reconnect (new socket, Hello) after 5 silent
  * heartbeat intervals with back-off 0.5 s doubling to 16 s times
  * [0.5, 1.5). The first --streamers agents stream runs back to back:
- * RunStart, SampleBatches of at most 512 samples one every --batch-ms,
+ * RunStart, SampleBatches of --batch-samples (at most 512) one every
+ * --batch-ms (an agent flushes a batch once it is 1 s old: a benchmark of
+ * ~10 ms per process makes ~100 samples a second),
  * RunEnd with the right counts, a Calibration of 100 samples every 20
  * runs; they take JobOffers (JobStatus running, one run with the job id,
  * JobStatus done). The admin client loops over hosts, verdicts, history
@@ -224,6 +227,7 @@ typedef struct {
     const char *endpoint;
     const char *keys;
     int agents, streamers, duration_s, heartbeat_ms, rounds, batch_ms;
+    int batch_samples;        /* samples per SampleBatch, <= 512 */
     int job_every_s;
     int queries;              /* 0: the admin loop asks only stats */
     pid_t collector_pid;
@@ -460,7 +464,8 @@ fl_run_start(fl_agent_t *a)
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_START, &rs);
     fl_send_data(a, &env, FL_K_OTHER);
     a->batch_seq = 0;
-    a->nbatches = (unsigned)((O.rounds * 3 + FL_BATCH - 1) / FL_BATCH);
+    a->nbatches = (unsigned)((O.rounds * 3 + O.batch_samples - 1)
+                             / O.batch_samples);
     a->run_samples = 0;
     a->run_state = FL_RUN_BATCHES;
 }
@@ -475,8 +480,10 @@ fl_batch(fl_agent_t *a)
     static Parity__Sample *ps[FL_BATCH];
     Parity__Envelope env;
     Parity__SampleBatch sb = PARITY__SAMPLE_BATCH__INIT;
-    unsigned total = (unsigned)O.rounds * 3, first = a->batch_seq * FL_BATCH;
-    unsigned n = total - first < FL_BATCH ? total - first : FL_BATCH;
+    unsigned total = (unsigned)O.rounds * 3;
+    unsigned first = a->batch_seq * (unsigned)O.batch_samples;
+    unsigned per = (unsigned)O.batch_samples;
+    unsigned n = total - first < per ? total - first : per;
     int64_t t = fl_unix_us();
     for (unsigned i = 0; i < n; i++) {
         unsigned k = first + i;
@@ -1121,7 +1128,8 @@ fl_usage(void)
         "              [--agents N] [--streamers N] [--duration S]\n"
         "              [--heartbeat-ms N] [--rounds N] [--batch-ms N]\n"
         "              [--job-every S] [--collector-pid PID]\n"
-        "              [--collector-log FILE] [--queries 0|1]\n");
+        "              [--collector-log FILE] [--queries 0|1]\n"
+        "              [--batch-samples N]\n");
     return 2;
 }
 
@@ -1155,7 +1163,8 @@ main(int argc, char **argv)
         return fl_usage();
     O = (fl_opts_t){ .agents = 1000, .streamers = 100, .duration_s = 300,
                      .heartbeat_ms = 1000, .rounds = 200, .batch_ms = 1000,
-                     .job_every_s = 60, .queries = 1 };
+                     .job_every_s = 60, .queries = 1,
+                     .batch_samples = 128 };
     int pid = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
@@ -1175,6 +1184,8 @@ main(int argc, char **argv)
                  || fl_int_opt(k, v, "--batch-ms", 1, 60000, &O.batch_ms)
                  || fl_int_opt(k, v, "--job-every", 0, 3600, &O.job_every_s)
                  || fl_int_opt(k, v, "--queries", 0, 1, &O.queries)
+                 || fl_int_opt(k, v, "--batch-samples", 1, FL_BATCH,
+                               &O.batch_samples)
                  || fl_int_opt(k, v, "--collector-pid", 0, 1 << 30, &pid))
             ;
         else

@@ -42,7 +42,12 @@
 #   --tool-build DIR: where fleet-load is built (default BUILD_DIR when its
 #       tree has it, else build-bench of this checkout)
 #   --heartbeat-ms N (1000) --rounds N (200) --batch-ms N (1000)
+#   --batch-samples N (128, at most 512): a streamer sends one batch of N
+#       samples every --batch-ms; a run is --rounds x 3 samples (the
+#       round's calibration no-op and one sample per arm), then RunEnd
 #   --job-every S (60) --keep (keep the temp dirs)
+#   --queries 0: the admin client asks only stats, run and jobs (no hosts,
+#       verdicts, history, regressions loop): ingest and liveness alone
 set -eu
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -50,7 +55,7 @@ ROOT=$(pwd)
 BUILD=$(cd "$1" && pwd)
 shift
 AGENTS=1000 STREAMERS=100 DURATION=300 HIST=20000000 REUSE="" COMPARE=""
-TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 JOB_EVERY=60 KEEP=0
+TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 BATCH_SAMPLES=128 JOB_EVERY=60 KEEP=0 QUERIES=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --agents) AGENTS=$2; shift 2 ;;
@@ -63,13 +68,15 @@ while [ $# -gt 0 ]; do
     --heartbeat-ms) HB=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --batch-ms) BATCH_MS=$2; shift 2 ;;
+    --batch-samples) BATCH_SAMPLES=$2; shift 2 ;;
     --job-every) JOB_EVERY=$2; shift 2 ;;
+    --queries) QUERIES=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     *) echo "fleet_load.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
 for v in "$AGENTS" "$STREAMERS" "$DURATION" "$HIST" "$HB" "$ROUNDS" \
-         "$BATCH_MS" "$JOB_EVERY"; do
+         "$BATCH_MS" "$BATCH_SAMPLES" "$JOB_EVERY" "$QUERIES"; do
     case "$v" in ''|*[!0-9]*) echo "fleet_load.sh: not a number: $v" >&2
                               exit 2 ;; esac
 done
@@ -208,7 +215,8 @@ run_one() {
     "$FL" run --endpoint "tcp://127.0.0.1:$port" --keys "$KEYS" \
         --agents "$AGENTS" --streamers "$STREAMERS" --duration "$DURATION" \
         --heartbeat-ms "$HB" --rounds "$ROUNDS" --batch-ms "$BATCH_MS" \
-        --job-every "$JOB_EVERY" --collector-pid "$CPID" \
+        --batch-samples "$BATCH_SAMPLES" \
+        --job-every "$JOB_EVERY" --queries "$QUERIES" --collector-pid "$CPID" \
         --collector-log "$clog" | tee "$W/out.txt"
     set -e
     stop_collector
