@@ -31,10 +31,20 @@ struct ag_link {
     bool hello_pending;        /* Hello not yet handed to libzmq */
     int64_t hello_sent_ms;
 
-    uint64_t in_flight[AG_LINK_WINDOW];   /* sent, unacked, in seq order */
+    struct {
+        uint64_t seq;
+        bool resent;           /* sent again on this connection */
+        uint64_t epoch;        /* resend_epoch when first sent */
+    } in_flight[AG_LINK_WINDOW];          /* sent, unacked, in seq order */
     size_t in_flight_count;
     uint64_t last_sent;        /* highest seq sent on this connection */
-    int64_t last_progress_ms;  /* last ack, or last full resend */
+    /* Resends when acks are late (ag_link.h): the next one is due at
+     * resend_at_ms; resend_wait_ms is the wait before jitter, doubled by
+     * each silent resend; resend_burst is how many of the oldest go. */
+    int64_t resend_at_ms;
+    unsigned resend_wait_ms;
+    size_t resend_burst;
+    uint64_t resend_epoch;     /* resends so far on this link */
 
     int64_t last_heard_ms;
     int64_t next_heartbeat_ms;
@@ -82,14 +92,31 @@ s_log(ag_link_t *l, const char *event, const char *fmt, ...)
     l->opts.log(l->opts.ctx, event, buf);
 }
 
-/* Random factor in [0.5, 1.5) from a xorshift64 generator. */
+/* Random number in [0, 1) from a xorshift64 generator. */
 static double
-s_jitter(ag_link_t *l)
+s_random(ag_link_t *l)
 {
     l->rng ^= l->rng << 13;
     l->rng ^= l->rng >> 7;
     l->rng ^= l->rng << 17;
-    return 0.5 + (double)(l->rng >> 11) / (double)(1ull << 53);
+    return (double)(l->rng >> 11) / (double)(1ull << 53);
+}
+
+/* Random factor in [0.5, 1.5): the reconnect back-off's jitter. */
+static double
+s_jitter(ag_link_t *l)
+{
+    return 0.5 + s_random(l);
+}
+
+/* The next resend is due resend_wait_ms times [1, 1.5) from now: never
+ * sooner than the wait (a collector that acks within 5 s sees no copy),
+ * and agents that went silent together do not resend together. */
+static void
+s_resend_timer(ag_link_t *l, int64_t now)
+{
+    l->resend_at_ms = now + (int64_t)(l->resend_wait_ms
+                                      * (1.0 + 0.5 * s_random(l)));
 }
 
 static void
@@ -205,17 +232,37 @@ s_schedule_reconnect(ag_link_t *l, int64_t now, const char *why)
     S_COUNT(l, reconnects);
 }
 
-static void
-s_forget_in_flight(ag_link_t *l, uint64_t seq)
+/* Drop seq from the in-flight window. Returns whether it was there;
+ * then *resent says whether it had been sent again, and *stale whether it
+ * was first sent before the latest resend, so went through a silence
+ * (either may be NULL). */
+static bool
+s_forget_in_flight(ag_link_t *l, uint64_t seq, bool *resent, bool *stale)
 {
     for (size_t i = 0; i < l->in_flight_count; i++) {
-        if (l->in_flight[i] == seq) {
+        if (l->in_flight[i].seq == seq) {
+            if (resent)
+                *resent = l->in_flight[i].resent;
+            if (stale)
+                *stale = l->in_flight[i].epoch != l->resend_epoch;
             memmove(l->in_flight + i, l->in_flight + i + 1,
                     (l->in_flight_count - i - 1) * sizeof l->in_flight[0]);
             l->in_flight_count--;
-            return;
+            return true;
         }
     }
+    return false;
+}
+
+/* Is anything in flight that went through a silence (see above)? */
+static bool
+s_any_stale(const ag_link_t *l)
+{
+    for (size_t i = 0; i < l->in_flight_count; i++)
+        if (l->in_flight[i].resent
+            || l->in_flight[i].epoch != l->resend_epoch)
+            return true;
+    return false;
 }
 
 static void
@@ -228,11 +275,26 @@ s_on_ack(ag_link_t *l, uint64_t seq, int64_t now)
                   "spooled", ag_spool_count(l->spool));
         l->ready = true;
         l->backoff_ms = AG_LINK_BACKOFF_MIN_MS;
-        l->last_progress_ms = now;
         return;
     }
-    s_forget_in_flight(l, seq);
-    l->last_progress_ms = now;
+    /* Any Ack restarts the resend clock. An Ack of a message that had
+     * been in flight through a silence, sent once, says the collector
+     * answers what it got, only late: the wait is 5 s again, one copy at
+     * most next time. An Ack of a resent copy says it stores again what it
+     * had been silent about (its database was down): the rest of that may
+     * be lost too, so twice as many go after only 1 s of silence. An Ack
+     * of a message sent since the latest resend says neither. Once nothing
+     * from before the silence is in flight, all is as before it. */
+    bool resent = false, stale = false;
+    if (s_forget_in_flight(l, seq, &resent, &stale) && resent) {
+        l->resend_burst = l->resend_burst * 2 > AG_LINK_WINDOW
+                        ? AG_LINK_WINDOW : l->resend_burst * 2;
+        l->resend_wait_ms = AG_LINK_RESEND_RESUME_MS;
+    } else if (stale || !s_any_stale(l)) {
+        l->resend_burst = 1;
+        l->resend_wait_ms = AG_LINK_RESEND_MS;
+    }
+    s_resend_timer(l, now);
     int rc = ag_spool_remove(l->spool, seq, err, sizeof err);
     if (rc == AG_SPOOL_OK)
         S_COUNT(l, acked);
@@ -269,7 +331,7 @@ s_on_error(ag_link_t *l, const Parity__Error *e, const Parity__Envelope *env,
     s_log(l, "refused", "collector refused seq %" PRIu64 " (code %u): %s; "
           "removed from the spool", e->seq, e->code,
           e->message ? e->message : "");
-    s_forget_in_flight(l, e->seq);
+    s_forget_in_flight(l, e->seq, NULL, NULL);
     if (ag_spool_remove(l->spool, e->seq, err, sizeof err) == AG_SPOOL_OK)
         S_COUNT(l, refused);
 }
@@ -356,29 +418,44 @@ s_send_seq(ag_link_t *l, uint64_t seq)
     return S_SENT;
 }
 
+/* No Ack for the resend wait: resend the resend_burst oldest unacked
+ * messages, in order; then double the wait (to AG_LINK_RESEND_MAX_MS) and
+ * go back to one copy, since the collector is silent again. */
+static void
+s_resend(ag_link_t *l, int64_t now)
+{
+    size_t sent = 0;
+    uint64_t first = l->in_flight[0].seq;
+    for (size_t i = 0; i < l->in_flight_count && sent < l->resend_burst; ) {
+        s_send_rc_t rc = s_send_seq(l, l->in_flight[i].seq);
+        if (rc == S_WOULD_BLOCK)
+            break;
+        if (rc == S_GONE) {
+            s_forget_in_flight(l, l->in_flight[i].seq, NULL, NULL);
+            continue;
+        }
+        l->in_flight[i].resent = true;
+        S_COUNT(l, resent);
+        sent++;
+        i++;
+    }
+    s_log(l, "resend", "no ack for %u ms; resent %zu of %zu unacked from "
+          "seq %" PRIu64, l->resend_wait_ms, sent, l->in_flight_count,
+          first);
+    l->resend_wait_ms = l->resend_wait_ms * 2 > AG_LINK_RESEND_MAX_MS
+                      ? AG_LINK_RESEND_MAX_MS : l->resend_wait_ms * 2;
+    l->resend_burst = 1;
+    l->resend_epoch++;
+    s_resend_timer(l, now);
+}
+
 static void
 s_pump(ag_link_t *l, int64_t now)
 {
     if (!l->ready)
         return;
-    if (l->in_flight_count > 0 && now - l->last_progress_ms
-        >= AG_LINK_RESEND_MS) {
-        s_log(l, "resend", "no ack for %d ms; resending %zu messages from "
-              "seq %" PRIu64, AG_LINK_RESEND_MS, l->in_flight_count,
-              l->in_flight[0]);
-        for (size_t i = 0; i < l->in_flight_count; ) {
-            s_send_rc_t rc = s_send_seq(l, l->in_flight[i]);
-            if (rc == S_WOULD_BLOCK)
-                break;
-            if (rc == S_GONE) {
-                s_forget_in_flight(l, l->in_flight[i]);
-                continue;
-            }
-            S_COUNT(l, resent);
-            i++;
-        }
-        l->last_progress_ms = now;
-    }
+    if (l->in_flight_count > 0 && now >= l->resend_at_ms)
+        s_resend(l, now);
     while (l->in_flight_count < AG_LINK_WINDOW) {
         uint64_t seqs[AG_LINK_WINDOW];
         size_t n = ag_spool_list(l->spool, l->last_sent, seqs,
@@ -392,9 +469,15 @@ s_pump(ag_link_t *l, int64_t now)
             l->last_sent = seqs[i];
             if (rc == S_GONE)
                 continue;   /* never in flight: no ack will come */
-            if (l->in_flight_count == 0)
-                l->last_progress_ms = now;   /* the resend clock starts */
-            l->in_flight[l->in_flight_count++] = seqs[i];
+            if (l->in_flight_count == 0) {
+                /* The resend clock starts, from the first wait. */
+                l->resend_wait_ms = AG_LINK_RESEND_MS;
+                l->resend_burst = 1;
+                s_resend_timer(l, now);
+            }
+            l->in_flight[l->in_flight_count].seq = seqs[i];
+            l->in_flight[l->in_flight_count].epoch = l->resend_epoch;
+            l->in_flight[l->in_flight_count++].resent = false;
         }
     }
 }
@@ -416,6 +499,8 @@ ag_link_new(const ag_link_opts_t *opts, ag_spool_t *spool, char *err,
     l->heartbeat_ms = opts->heartbeat_ms ? opts->heartbeat_ms
                                          : AG_LINK_DEFAULT_HEARTBEAT_MS;
     l->backoff_ms = AG_LINK_BACKOFF_MIN_MS;
+    l->resend_wait_ms = AG_LINK_RESEND_MS;
+    l->resend_burst = 1;
     l->rng = (uint64_t)s_unix_us() ^ ((uint64_t)getpid() << 32) ^ 0x9E37u;
     snprintf(l->state, sizeof l->state, "idle");
     if (!opts->endpoint || strncmp(opts->endpoint, "tcp://", 6) != 0) {
@@ -527,9 +612,8 @@ ag_link_tick(ag_link_t *l, int wait_ms, int wake_fd, bool *woken)
                      + (int64_t)AG_LINK_LIVENESS * l->heartbeat_ms;
         if (gone < due)
             due = gone;
-        if (l->ready && l->in_flight_count > 0
-            && l->last_progress_ms + AG_LINK_RESEND_MS < due)
-            due = l->last_progress_ms + AG_LINK_RESEND_MS;
+        if (l->ready && l->in_flight_count > 0 && l->resend_at_ms < due)
+            due = l->resend_at_ms;
     } else if (l->reconnect_at_ms < due) {
         due = l->reconnect_at_ms;
     }

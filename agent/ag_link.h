@@ -6,8 +6,18 @@
  * the spool only: the link sends spooled messages in seq order, at most
  * AG_LINK_WINDOW unacked at a time, removes each from the spool when its
  * Ack (or a refusing Error with its seq) arrives, and resends every
- * unacked one, in order, after a reconnect or when no Ack came for
- * AG_LINK_RESEND_MS. Heartbeats every heartbeat_ms; after
+ * unacked one, in order, after a reconnect. When no Ack comes for the
+ * resend wait (AG_LINK_RESEND_MS, doubling after each resend to
+ * AG_LINK_RESEND_MAX_MS; each wait times a random factor in [1, 1.5)) it
+ * resends only the oldest unacked message. An Ack of a message sent once
+ * sets the wait back to AG_LINK_RESEND_MS (the collector was slow, not
+ * losing them); each Ack of a resent copy doubles how many of the oldest
+ * go at the next resend, after only AG_LINK_RESEND_RESUME_MS (the
+ * collector stores again what it had been silent about, so the rest is
+ * likely lost too). A stalled collector so gets a few copies per stall,
+ * not the whole window every 5 s (docs/protocol.md section 5), and a
+ * window the collector dropped comes back in 1, 2, 4, 16, 64 ... copies
+ * a second apart. Heartbeats every heartbeat_ms; after
  * AG_LINK_LIVENESS intervals of silence the socket is closed and a new
  * one made after a capped exponential back-off with jitter (0.5 s
  * doubling to 16 s, times a factor in [0.5, 1.5)).
@@ -37,6 +47,8 @@
 
 #define AG_LINK_WINDOW          64      /* unacked data messages in flight */
 #define AG_LINK_RESEND_MS       5000    /* no Ack this long: resend */
+#define AG_LINK_RESEND_MAX_MS   60000   /* the resend wait's cap */
+#define AG_LINK_RESEND_RESUME_MS 1000   /* the wait after a copy's Ack */
 #define AG_LINK_LIVENESS        5       /* silent intervals: peer gone */
 #define AG_LINK_BACKOFF_MIN_MS  500
 #define AG_LINK_BACKOFF_MAX_MS  16000

@@ -19,6 +19,16 @@
  *   cancel-queued:JOB                     JobCancel once JOB is queued
  *   cancel-measuring:JOB                  JobCancel at JOB's first batch
  *   ack-none                              ack Hello only, never data
+ *   ack-hold:SECONDS                      a collector stalled that long:
+ *                                         data acks (duplicates too, as
+ *                                         the collector acks them) are
+ *                                         held until SECONDS after start,
+ *                                         then sent in order; prompt after
+ *   ack-drop:SECONDS                      a collector whose database is
+ *                                         down that long: data arriving
+ *                                         before then is never acked
+ *
+ * Each line has "ms": milliseconds since the peer started.
  */
 #include "pw_wire.h"
 
@@ -117,10 +127,13 @@ s_cancel(void *sock, const uint8_t *rid, size_t rid_len, const char *job)
     s_send(sock, rid, rid_len, &env);
 }
 
+static int64_t s_start_ms;
+
 static void
 s_print(const Parity__Envelope *env)
 {
     json_t *o = json_object();
+    json_object_set_new(o, "ms", json_integer(zclock_mono() - s_start_ms));
     json_object_set_new(o, "body", json_string(pw_wire_body_name(
                                                    env->body_case)));
     json_object_set_new(o, "seq", json_integer((json_int_t)env->seq));
@@ -199,9 +212,19 @@ main(int argc, char **argv)
     void *sock = zsock_resolve(router);
     bool offered = false, cancelled[S_MAX_ACTIONS] = { false };
     bool ack_data = true;
-    for (int i = 4; i < argc; i++)
+    s_start_ms = zclock_mono();
+    int64_t hold_until = 0, drop_until = 0;
+    /* Held acks, in the order their messages came. */
+    static uint64_t held[1 << 16];
+    size_t n_held = 0;
+    for (int i = 4; i < argc; i++) {
         if (strcmp(argv[i], "ack-none") == 0)
             ack_data = false;
+        if (strncmp(argv[i], "ack-hold:", 9) == 0)
+            hold_until = s_start_ms + (int64_t)atoi(argv[i] + 9) * 1000;
+        if (strncmp(argv[i], "ack-drop:", 9) == 0)
+            drop_until = s_start_ms + (int64_t)atoi(argv[i] + 9) * 1000;
+    }
     char current_job[128] = "";   /* job of the last RunStart */
     uint8_t rid[256];
     size_t rid_len = 0;
@@ -218,6 +241,11 @@ main(int argc, char **argv)
                 zmq_send(sock, hb, hl, ZMQ_DONTWAIT);
             }
             next_hb = zclock_mono() + 200;
+        }
+        if (n_held > 0 && zclock_mono() >= hold_until) {
+            for (size_t i = 0; i < n_held; i++)
+                s_ack(sock, rid, rid_len, held[i]);
+            n_held = 0;
         }
         zmq_pollitem_t it = { sock, 0, ZMQ_POLLIN, 0 };
         if (zmq_poll(&it, 1, 100) <= 0)
@@ -245,7 +273,12 @@ main(int argc, char **argv)
                 if (strncmp(argv[i], "offer:", 6) == 0)
                     s_offer(sock, rid, rid_len, argv[i] + 6);
             offered = true;
-        } else if (pw_wire_is_data(env->body_case) && ack_data) {
+        } else if (pw_wire_is_data(env->body_case) && ack_data
+                   && zclock_mono() < hold_until) {
+            if (n_held < sizeof held / sizeof held[0])
+                held[n_held++] = env->seq;
+        } else if (pw_wire_is_data(env->body_case) && ack_data
+                   && zclock_mono() >= drop_until) {
             s_ack(sock, rid, rid_len, env->seq);
         }
         if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START)

@@ -10,7 +10,10 @@ protocol peer; see tests/daemon/daemon_peer.c for why not the collector):
 3. recovery of a spooled RunStart left without state file;
 4. reconnect back-off and its reset, silence after 5 heartbeats;
 5. spool files damaged before and after open;
-6. the in-flight window of 64 and the in-order resend after 5 s."""
+6. the in-flight window of 64, and resends that back off while acks are
+   late (only the oldest, 5 s then 10 s ...), then everything delivered;
+7. a window the peer dropped comes back in growing bursts, a second
+   apart, each message resent once."""
 import atexit
 import json
 import re
@@ -389,33 +392,101 @@ rc = stop_daemon(d)
 ok(rc == 0, "daemon exits 0")
 peer.stop()
 
-# --- 6: at most 64 unacked in flight, resent in order after 5 s ------------
+# --- 6: at most 64 unacked in flight; late acks: resends back off -------
+# The peer holds every data ack for 25 s (a stalled collector), then sends
+# them in order. The agent must resend only the oldest message, at growing
+# intervals (5 s, then 10 s, each times [1, 1.5)), not the whole window
+# every 5 s (which would be 64 x 4 copies here), and deliver all 100
+# exactly once (besides those few copies) once acks flow.
+HOLD_MS = 25000
 spool6 = os.path.join(root, "spool6")
 os.makedirs(spool6)
 for seq in range(1, 101):
     cal = fb(1, b"w-%d" % seq) + fb(2, struct.pack("<3d", 1.0, 2.0, 3.0)) \
         + fv(3, 1)
     spool_file(spool6, seq, fv(1, 1) + fv(2, seq) + fb(12, cal))
-peer = Peer(60, ["ack-none"])
+peer = Peer(60, ["ack-hold:%d" % (HOLD_MS // 1000)])
 d = daemon(peer, "spool6")
 
 
-def cal_seqs():
-    return [m["seq"] for m in peer.messages() if m["body"] == "calibration"]
+def cals():
+    return [m for m in peer.messages() if m["body"] == "calibration"]
 
 
-peer.wait(lambda: len(cal_seqs()) >= 128, 20)
-seen = cal_seqs()
+def spooled():
+    return [x for x in os.listdir(spool6) if x.endswith(".msg")]
+
+
+peer.wait(lambda: any(m["ms"] >= HOLD_MS for m in peer.messages()),
+          HOLD_MS / 1000 + 5)
+held = [m for m in cals() if m["ms"] < HOLD_MS]
+seen = [m["seq"] for m in held]
 ok(seen[:64] == list(range(1, 65)),
    "the first 64 spooled messages are sent in seq order")
 ok(max(seen) == 64 if seen else False, "nothing beyond the window of 64 "
    "is sent while none is acked (highest %s)" % (max(seen) if seen else None))
-ok(seen[64:128] == list(range(1, 65)), "with no ack for 5 s the 64 are "
-   "resent, in order")
+resent = held[64:]
+ok(2 <= len(resent) <= 3 and all(m["seq"] == 1 for m in resent),
+   "while acks are late only the oldest is resent: %s"
+   % [(m["seq"], m["ms"]) for m in resent])
+gaps = []
+if len(resent) >= 2:
+    gaps = [resent[0]["ms"] - held[0]["ms"], resent[1]["ms"] - resent[0]["ms"]]
+ok(len(gaps) == 2 and gaps[0] >= 4900 and gaps[1] > gaps[0] * 1.3,
+   "the resend wait grows: %s ms (5 s then 10 s, times [1, 1.5))" % gaps)
+ok(peer.wait(lambda: not spooled(), 15),
+   "once acks flow every message is acked and leaves the spool (%d left)"
+   % len(spooled()))
+counts = {}
+for m in cals():
+    counts[m["seq"]] = counts.get(m["seq"], 0) + 1
+# (the daemon's own Calibration at start comes after the spooled ones)
+ok(set(range(1, 101)) <= set(counts)
+   and all(c == 1 for q, c in counts.items() if q != 1)
+   and counts[1] == 1 + len(resent),
+   "all 100 arrived, every message once besides the %d copies of seq 1 (copies: "
+   "%s, missing: %s)" % (len(resent),
+                         {q: c for q, c in counts.items() if c > 1},
+                         sorted(set(range(1, 101)) - set(counts))))
 rc = stop_daemon(d)
 ok(rc == 0, "daemon exits 0")
-left = [x for x in os.listdir(spool6) if x.endswith(".msg")]
-ok(len(left) >= 100, "unacked messages stay in the spool (%d)" % len(left))
+peer.stop()
+
+# --- 7: a dropped window comes back quickly once acks resume -------------
+# The peer never acks what arrives in its first 4 s (a collector whose
+# database is down: silence, nothing stored). The oldest message is
+# resent after 5 s and acked; then the agent resends 2, 4, 16, then the
+# rest, a second or so apart (one at a time every 5 s would take 5 min):
+# each lost message once, nothing else twice.
+DROP_MS = 4000
+spool7 = os.path.join(root, "spool7")
+os.makedirs(spool7)
+for seq in range(1, 101):
+    cal = fb(1, b"d-%d" % seq) + fb(2, struct.pack("<3d", 1.0, 2.0, 3.0)) \
+        + fv(3, 1)
+    spool_file(spool7, seq, fv(1, 1) + fv(2, seq) + fb(12, cal))
+peer = Peer(60, ["ack-drop:%d" % (DROP_MS // 1000)])
+d = daemon(peer, "spool7")
+emptied = peer.wait(lambda: not [x for x in os.listdir(spool7)
+                                 if x.endswith(".msg")], 30)
+msgs = [m for m in peer.messages() if m["body"] == "calibration"]
+counts = {}
+for m in msgs:
+    counts[m["seq"]] = counts.get(m["seq"], 0) + 1
+first_ack = min([m["ms"] for m in msgs if m["ms"] >= DROP_MS] or [0])
+last = max([m["ms"] for m in msgs] or [0])
+ok(emptied, "after the drop every message is acked and leaves the spool")
+ok(first_ack >= 5000 and last - first_ack < 15000,
+   "the first copy came after 5 s (%d ms) and the window was back %d ms "
+   "later" % (first_ack, last - first_ack))
+ok(all(counts.get(q) == 2 for q in range(2, 65))
+   and all(counts.get(q) == 1 for q in range(65, 101))
+   and counts.get(1) == 2,
+   "each dropped message was sent again once, the others once: %s"
+   % sorted({(q, c) for q, c in counts.items()
+             if c != (2 if q <= 64 else 1)}))
+rc = stop_daemon(d)
+ok(rc == 0, "daemon exits 0")
 peer.stop()
 
 shutil.rmtree(root, ignore_errors=True) if not os.environ.get("PARITY_KEEP") else print("# kept " + root)
