@@ -355,8 +355,11 @@ fl_give_up(fl_agent_t *a, int64_t now)
         zmq_close(a->sock);
     a->sock = NULL;
     a->greeted = false;
-    if (S.measuring)
+    if (S.measuring) {
         S.reconnects++;
+        if (now - a->last_heard_ms > S.silence_max_ms)
+            S.silence_max_ms = now - a->last_heard_ms;
+    }
     if (a->beat_expect_from_ms) {
         a->beats_expected += (uint64_t)((now - a->beat_expect_from_ms)
                                         / O.heartbeat_ms);
