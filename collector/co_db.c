@@ -973,6 +973,20 @@ rollback:
 }
 
 
+/* The calibration samples of the group's new batches into
+ * host_calibration, one COPY (none when they have none). */
+static int
+s_copy_cal_group(co_db_t *db, const co_db_batch_item_t *items,
+                 const bool *fresh, size_t n, char *err, size_t errlen)
+{
+    size_t cal = 0;
+    s_copy_begin(db);
+    for (size_t k = 0; k < n; k++)
+        if (fresh[k])
+            cal += s_copy_cal_rows(db, items[k].host_id, items[k].batch);
+    return cal > 0 ? s_copy_send(db, s_copy_cal_sql, err, errlen) : CO_DB_OK;
+}
+
 int
 co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
               size_t errlen)
@@ -1069,13 +1083,8 @@ co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
         rc = s_copy_send(db, s_copy_samples_sql, err, errlen);
         if (rc != CO_DB_OK)
             goto rollback;
-        s_copy_begin(db);
-        size_t cal = 0;
-        for (size_t k = 0; k < n; k++)
-            if (fresh[k])
-                cal += s_copy_cal_rows(db, items[k].host_id, items[k].batch);
-        if (cal > 0 &&
-            (rc = s_copy_send(db, s_copy_cal_sql, err, errlen)) != CO_DB_OK)
+        if ((rc = s_copy_cal_group(db, items, fresh, n, err, errlen)) !=
+            CO_DB_OK)
             goto rollback;
     }
     if ((rc = s_exec(db, "COMMIT", err, errlen)) != CO_DB_OK)
@@ -1474,6 +1483,45 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
     return rc;
 }
 
+/* Inside run_end's transaction: CO_DB_OK when the run has not ended yet
+ * and batches 0..re->batches-1 are stored (else CO_DB_DUP or CO_DB_LATER,
+ * or CO_DB_FAIL). *started gets its started_at_us, *expected the samples
+ * of all its batches: what the pruned read must find. */
+static int
+s_run_end_ready(co_db_t *db, const Parity__RunEnd *re, const char *runid,
+                const char *batches, int64_t *started, long long *expected,
+                char *err, size_t errlen)
+{
+    int rc;
+    const char *pc[] = { runid, batches };
+    PGresult *r = s_query(db, "SELECT status, started_at_us, (SELECT "
+                          "count(*) FROM batches WHERE run = $1 AND "
+                          "batch_seq < $2), (SELECT COALESCE(sum(n_samples), "
+                          "0) FROM batches WHERE run = $1) FROM runs WHERE "
+                          "id = $1", 2, pc, PGRES_TUPLES_OK, &rc, err,
+                          errlen);
+    if (!r)
+        return rc;
+    if (PQntuples(r) != 1) {   /* deleted behind the run cache's back */
+        PQclear(r);
+        s_err(err, errlen, "run %s: no RunStart stored", re->run_id);
+        return CO_DB_LATER;
+    }
+    bool ended_before = !PQgetisnull(r, 0, 0);
+    *started = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    long have = strtol(PQgetvalue(r, 0, 2), NULL, 10);
+    *expected = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
+    PQclear(r);
+    if (ended_before)
+        return CO_DB_DUP;
+    if (have < (long)re->batches) {
+        s_err(err, errlen, "run_end %s: %ld of %u batches stored",
+              re->run_id, have, re->batches);
+        return CO_DB_LATER;
+    }
+    return CO_DB_OK;
+}
+
 int
 co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
               int floor_window, double parity, unsigned *verdicts,
@@ -1506,37 +1554,13 @@ co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
 
     if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
         return rc;
-    /* All batches 0..batches-1 stored? Otherwise wait for the resend.
-     * The samples of all its batches: what the pruned read must find. */
-    const char *pc[] = { runid, batches };
-    r = s_query(db, "SELECT status, started_at_us, (SELECT count(*) FROM "
-                "batches WHERE run = $1 AND batch_seq < $2), (SELECT "
-                "COALESCE(sum(n_samples), 0) FROM batches WHERE run = $1) "
-                "FROM runs WHERE id = $1", 2, pc, PGRES_TUPLES_OK, &rc, err,
-                errlen);
-    if (!r)
-        goto rollback;
-    if (PQntuples(r) != 1) {   /* deleted behind the run cache's back */
-        PQclear(r);
+    int64_t started = 0;
+    long long expected = 0;
+    rc = s_run_end_ready(db, re, runid, batches, &started, &expected, err,
+                         errlen);
+    if (rc != CO_DB_OK) {
         s_rollback(db);
-        s_err(err, errlen, "run %s: no RunStart stored", re->run_id);
-        return CO_DB_LATER;
-    }
-    bool ended_before = !PQgetisnull(r, 0, 0);
-    int64_t started = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-    long have = strtol(PQgetvalue(r, 0, 2), NULL, 10);
-    long long expected = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
-    PQclear(r);
-    r = NULL;
-    if (ended_before) {
-        s_rollback(db);
-        return CO_DB_DUP;
-    }
-    if (have < (long)re->batches) {
-        s_err(err, errlen, "run_end %s: %ld of %u batches stored",
-              re->run_id, have, re->batches);
-        s_rollback(db);
-        return CO_DB_LATER;
+        return rc;
     }
     const char *pu[] = { runid, status, s_str(re->reason), batches, samples,
                          ended };
