@@ -39,6 +39,7 @@ struct co_jobs {
     size_t n_online;
     int64_t confirm_us;
     int64_t started_us;          /* first tick: for the restart grace */
+    int statement_timeout_ms;    /* 0: the server's default */
 };
 
 static void
@@ -98,6 +99,8 @@ co_jobs_new(const co_jobs_opts_t *opts)
     j->log = opts->log;
     j->confirm_us = opts->confirm_us > 0 ? opts->confirm_us :
                     CO_JOBS_CONFIRM_US;
+    j->statement_timeout_ms = opts->statement_timeout_ms > 0 ?
+                              opts->statement_timeout_ms : 0;
     return j;
 }
 
@@ -115,6 +118,29 @@ co_jobs_destroy(co_jobs_t **jobs)
     *jobs = NULL;
 }
 
+/* Session settings of a new (or reset) connection; on failure the
+ * connection is dropped. */
+static int
+s_settings(co_jobs_t *j, char *err, size_t errlen)
+{
+    if (j->statement_timeout_ms <= 0)
+        return 0;
+    char sql[64];
+    snprintf(sql, sizeof sql, "SET statement_timeout = %d",
+             j->statement_timeout_ms);
+    PGresult *r = PQexec(j->conn, sql);
+    bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (ok)
+        return 0;
+    const char *m = PQerrorMessage(j->conn);
+    s_err(err, errlen, "SET statement_timeout: %.*s", (int)strcspn(m, "\n"),
+          m);
+    PQfinish(j->conn);
+    j->conn = NULL;
+    return -1;
+}
+
 PGconn *
 co_jobs_conn(co_jobs_t *j, char *err, size_t errlen)
 {
@@ -124,7 +150,7 @@ co_jobs_conn(co_jobs_t *j, char *err, size_t errlen)
         /* A broken connection: try to reset it once, then start over. */
         PQreset(j->conn);
         if (PQstatus(j->conn) == CONNECTION_OK)
-            return j->conn;
+            return s_settings(j, err, errlen) == 0 ? j->conn : NULL;
         PQfinish(j->conn);
         j->conn = NULL;
     }
@@ -143,7 +169,15 @@ co_jobs_conn(co_jobs_t *j, char *err, size_t errlen)
         j->conn = NULL;
         return NULL;
     }
+    if (s_settings(j, err, errlen) != 0)
+        return NULL;
     return j->conn;
+}
+
+int
+co_jobs_statement_timeout_ms(const co_jobs_t *j)
+{
+    return j->statement_timeout_ms;
 }
 
 void

@@ -98,6 +98,11 @@ typedef struct {
      * Heartbeat that names its job (0: CO_JOBS_CONFIRM_US). The server
      * passes its liveness timeout. */
     int64_t confirm_us;
+    /* statement_timeout set on every connection the module makes, in
+     * ms (0: the server's default). Query workers pass --query-timeout:
+     * a client query must end with a clear error rather than hold its
+     * worker for hours. */
+    int statement_timeout_ms;
 } co_jobs_opts_t;
 
 /* A new module; does not connect yet (the first call does). Caller owns
@@ -180,6 +185,9 @@ int co_jobs_create(co_jobs_t *jobs, const char *requested_by,
  * get a JobCancel. *reply as for co_jobs_create ({"job", "cancelled"}). */
 int co_jobs_cancel(co_jobs_t *jobs, const char *job_id, int64_t now_us,
                    json_t **reply, char *err, size_t errlen);
+
+/* The statement_timeout the module's connections use, ms (0: none). */
+int co_jobs_statement_timeout_ms(const co_jobs_t *jobs);
 
 /* Unix time now in microseconds. */
 int64_t co_jobs_now_us(void);

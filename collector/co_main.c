@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "co_db.h"
 #include "co_log.h"
 #include "co_pg.h"
+#include "co_qpool.h"
 #include "co_server.h"
 #include "vd_verdict.h"
 
@@ -66,13 +68,19 @@ s_usage(FILE *f)
 "  --floor-window N     calibration samples behind a host's floor,\n"
 "                       100..%d (default %d)\n"
 "  --parity X           flat tolerance of verdicts, 0..1 (default %.2f)\n"
+"  --query-timeout T    longest a client query may run, 1s..1d (default\n"
+"                       30s); then the client gets an error\n"
+"  --keep-samples T     drop raw samples older than T, e.g. 365d (default:\n"
+"                       keep all); summaries and verdicts are kept\n"
+"  --query-workers N    threads answering client queries, 1..16 (default %d)\n"
 "  --log-level LEVEL    debug, info, warn or error (default info)\n"
 "  --help               this text\n"
 "  --version            print the version\n"
 "\n"
 "Signals: SIGTERM/SIGINT drain and exit 0; SIGUSR1 logs the counters.\n"
 "Exit codes: 0 clean stop, 1 runtime failure, 2 usage error.\n",
-        CO_DB_FLOOR_WINDOW_MAX, CO_DB_FLOOR_WINDOW, VD_DEFAULT_PARITY);
+        CO_DB_FLOOR_WINDOW_MAX, CO_DB_FLOOR_WINDOW, VD_DEFAULT_PARITY,
+        CO_QPOOL_WORKERS);
 }
 
 static int s_usage_error(const char *fmt, ...)
@@ -102,6 +110,49 @@ s_parse_long(const char *s, long lo, long hi, long *out)
     return true;
 }
 
+/* A duration: a whole number with a unit, ms, s, m, h or d (a bare
+ * number is seconds), between lo_us and hi_us. */
+static bool
+s_parse_duration(const char *s, int64_t lo_us, int64_t hi_us, int64_t *out)
+{
+    static const struct { const char *unit; int64_t us; } units[] = {
+        { "ms", 1000 }, { "s", 1000000 }, { "", 1000000 },
+        { "m", 60000000 }, { "h", 3600000000LL }, { "d", 86400000000LL },
+    };
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v < 0 || *s == '-' || *s == '+')
+        return false;
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+        if (strcmp(end, units[i].unit) != 0)
+            continue;
+        if (v > hi_us / units[i].us)
+            return false;
+        int64_t us = (int64_t)v * units[i].us;
+        if (us < lo_us)
+            return false;
+        *out = us;
+        return true;
+    }
+    return false;
+}
+
+/* Many agents mean many sockets: take the hard limit of open files
+ * (1,100 idle TCP connections exhausted a soft limit of 1,024). */
+static void
+s_raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        co_log(CO_LOG_INFO, "fd_limit", "soft=%llu was=%llu",
+               (unsigned long long)rl.rlim_cur, (unsigned long long)was);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -116,6 +167,9 @@ main(int argc, char **argv)
         { "floor-window", required_argument, NULL, 'F' },
         { "parity", required_argument, NULL, 'P' },
         { "log-level", required_argument, NULL, 'L' },
+        { "query-timeout", required_argument, NULL, 'T' },
+        { "keep-samples", required_argument, NULL, 'K' },
+        { "query-workers", required_argument, NULL, 'W' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -132,6 +186,7 @@ main(int argc, char **argv)
     cfg.heartbeat_ms = 1000;
     cfg.floor_window = CO_DB_FLOOR_WINDOW;
     cfg.parity = VD_DEFAULT_PARITY;
+    cfg.query_timeout_ms = 30000;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -163,6 +218,27 @@ main(int argc, char **argv)
             cfg.parity = x;
             break;
         }
+        case 'T': {
+            int64_t us;
+            if (!s_parse_duration(optarg, 1000000, 86400000000LL, &us))
+                return s_usage_error("--query-timeout %s: want a duration "
+                                     "from 1s to 1d, e.g. 30s or 5m", optarg);
+            cfg.query_timeout_ms = (int)(us / 1000);
+            break;
+        }
+        case 'K':
+            if (!s_parse_duration(optarg, 86400000000LL,
+                                  100LL * 365 * 86400000000LL,
+                                  &cfg.keep_samples_us))
+                return s_usage_error("--keep-samples %s: want a duration "
+                                     "from 1d to 36500d, e.g. 365d", optarg);
+            break;
+        case 'W':
+            if (!s_parse_long(optarg, 1, 16, &v))
+                return s_usage_error("--query-workers %s: want a whole "
+                                     "number from 1 to 16", optarg);
+            cfg.query_workers = (int)v;
+            break;
         case 'L':
             if (strcmp(optarg, "debug") == 0) co_log_set_level(CO_LOG_DEBUG);
             else if (strcmp(optarg, "info") == 0) co_log_set_level(CO_LOG_INFO);
@@ -213,6 +289,7 @@ main(int argc, char **argv)
 
     co_log(CO_LOG_INFO, "start", "version=%s pid=%ld", PARITY_VERSION,
            (long)getpid());
+    s_raise_fd_limit();
     /* Fail on a bad key or allow-list before a cluster is created. */
     if (co_server_check(&cfg, err, sizeof err) != 0) {
         co_log(CO_LOG_ERROR, "config_failed", "why=%s",

@@ -1,6 +1,7 @@
 /* co_server.c -- the network loop; see co_server.h and docs/protocol.md. */
 #include "co_server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,34 +19,38 @@
 #include <zmq.h>
 
 #include "co_auth.h"
-#include "co_jobs.h"
+#include "co_lat.h"
 #include "co_log.h"
+#include "co_out.h"
+#include "co_qpool.h"
 #include "co_query.h"
+#include "co_store.h"
 
 #define CO_MONITOR_ENDPOINT "inproc://co-server-monitor"
-/* Open addressing table of peers: twice the most peers, a power of 2. */
-#define CO_PEER_SLOTS (2 * CO_SERVER_MAX_PEERS)
-#define CO_RID_MAX 256
-/* Beats a peer may miss before it is offline (docs/protocol.md, 6). */
-#define CO_MISSED_BEATS 5
-/* A reply frame: Ack, Error with a one-line message, Heartbeat, Reply. */
+#define CO_RID_MAX CO_QUEUE_RID_MAX
+/* A reply frame the loop packs itself: Error, Heartbeat, ping's Reply. */
 #define CO_REPLY_MAX 8192
-/* Global rate limit of handshake-failure log lines. */
+/* Global rate limit of handshake-failure and refusal log lines. */
 #define CO_AUTH_LOG_EVERY_US 1000000
+/* Results taken from the workers per wake-up before sockets are read
+ * again (each is one send). */
+#define CO_OUT_BURST 1024
 
-/* One authenticated peer (a host or a client), at most ~1 KiB. */
+/* What the loop knows of one authenticated peer (a host or a client). */
 typedef struct {
     char key[41];                 /* Z85 public key from ZAP */
     uint8_t rid[CO_RID_MAX];      /* routing id of the connection that */
-    size_t rid_len;               /*   spoke last */
-    bool hello_on_rid;            /* a Hello arrived on that connection */
+    size_t rid_len;               /*   sent the last non-Request frame */
     bool online;
-    int64_t host_id;              /* hosts.id, 0 until a Hello is stored */
-    Parity__Envelope *pending_hello; /* Hello not stored yet (db down) */
-    int64_t last_heard_us;        /* monotonic */
-    int64_t bad_logged_us;        /* last bad_input log line (0: none) */
-    uint64_t bad_unlogged;        /* bad input since that line */
-    char name[64];                /* claimed agent name, for logs */
+    int64_t last_heard_us;        /* monotonic, stamped on arrival */
+    /* Frames handed to the writer and not finished yet: their count,
+     * bytes and seqs (a resend of one of them is dropped). */
+    uint32_t inflight;
+    size_t inflight_bytes;
+    uint64_t seqs[CO_SERVER_PEER_INFLIGHT];
+    uint32_t n_seqs;
+    bool beat_queued;             /* a Heartbeat of it waits for the writer */
+    int64_t drop_logged_us;       /* last queue_full line for it */
 } s_peer_t;
 
 struct co_server {
@@ -53,32 +59,22 @@ struct co_server {
     void *ctx;
     void *router;
     void *monitor;
+    void *results;                /* PULL of co_out */
     co_auth_t *auth;
+    co_store_t *store;
+    co_qpool_t *pool;             /* NULL without cfg.conninfo */
     char endpoint[256];
     char public_key[41];
-    s_peer_t *slots[CO_PEER_SLOTS];
-    s_peer_t *list[CO_SERVER_MAX_PEERS];
-    size_t n_peers;
-    co_counters_t c;
-    bool db_up;
-    int64_t db_retry_at_us;
-    int64_t db_backoff_us;
+    zhashx_t *peers;              /* key -> s_peer_t (owned) */
+    co_counters_t c;              /* the loop's own counters */
+    co_counters_t total;          /* c + the writer's, for readers */
     int64_t next_beat_us;
     int64_t auth_logged_us;
+    int64_t refuse_logged_us;
+    co_lat_t loop_lat;            /* time between two polls, working */
+    co_lat_t store_lat;           /* frame read -> writer finished */
+    co_lat_t query_lat;           /* Request read -> answered */
     uint8_t reply[CO_REPLY_MAX];
-    /* SampleBatches waiting to be stored in one transaction (group
-     * commit); flushed before any other message is handled, so each
-     * peer's order is kept. Owned envelopes. */
-    struct {
-        Parity__Envelope *env;
-        s_peer_t *peer;
-        uint8_t rid[CO_RID_MAX];
-        size_t rid_len;
-    } group[CO_DB_GROUP_MAX];
-    size_t n_group;
-    co_db_batch_item_t items[CO_DB_GROUP_MAX];
-    co_jobs_t *jobs;              /* NULL without cfg.conninfo */
-    co_query_t *query;
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -113,33 +109,35 @@ s_unix_us(void)
 
 /* ---- peers ------------------------------------------------------------ */
 
-static uint32_t
-s_hash(const char *key)
+static void
+s_peer_free(void **item)
 {
-    uint32_t h = 2166136261u;
-    for (; *key; key++)
-        h = (h ^ (uint8_t)*key) * 16777619u;
-    return h;
+    free(*item);
+    *item = NULL;
 }
 
-/* The peer for key, created when create is set and there is room. */
+/* The peer for key, made when there is room; NULL (counted, logged at
+ * most once a second) when the table is full. */
 static s_peer_t *
-s_peer(co_server_t *srv, const char *key, bool create)
+s_peer(co_server_t *srv, const char *key)
 {
-    uint32_t i = s_hash(key) & (CO_PEER_SLOTS - 1);
-    while (srv->slots[i]) {
-        if (strcmp(srv->slots[i]->key, key) == 0)
-            return srv->slots[i];
-        i = (i + 1) & (CO_PEER_SLOTS - 1);
+    s_peer_t *p = zhashx_lookup(srv->peers, key);
+    if (p)
+        return p;
+    if (zhashx_size(srv->peers) >= CO_SERVER_MAX_PEERS
+        || !(p = calloc(1, sizeof *p))) {
+        int64_t now = s_now_us();
+        srv->c.peers_refused++;
+        if (now - srv->refuse_logged_us >= CO_AUTH_LOG_EVERY_US) {
+            srv->refuse_logged_us = now;
+            co_log(CO_LOG_WARN, "peer_refused", "peer=%s peers=%zu max=%d "
+                   "count=%" PRIu64, key, zhashx_size(srv->peers),
+                   CO_SERVER_MAX_PEERS, srv->c.peers_refused);
+        }
+        return NULL;
     }
-    if (!create || srv->n_peers >= CO_SERVER_MAX_PEERS)
-        return NULL;
-    s_peer_t *p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
     snprintf(p->key, sizeof p->key, "%s", key);
-    srv->slots[i] = p;
-    srv->list[srv->n_peers++] = p;
+    zhashx_insert(srv->peers, key, p);
     return p;
 }
 
@@ -147,7 +145,7 @@ s_peer(co_server_t *srv, const char *key, bool create)
 
 static void
 s_send(co_server_t *srv, const uint8_t *rid, size_t rid_len,
-       const uint8_t *buf, size_t len)
+       const void *buf, size_t len)
 {
     /* Never block the loop on one slow peer: a full queue drops the reply
      * and the peer's retry rules recover (docs/protocol.md, 4). */
@@ -157,594 +155,242 @@ s_send(co_server_t *srv, const uint8_t *rid, size_t rid_len,
 }
 
 static void
-s_ack(co_server_t *srv, const uint8_t *rid, size_t rid_len, uint64_t seq)
-{
-    size_t len;
-    if (pw_wire_pack_ack(seq, srv->reply, sizeof srv->reply, &len)
-        == PW_WIRE_OK) {
-        s_send(srv, rid, rid_len, srv->reply, len);
-        srv->c.acked++;
-    }
-}
-
-static void
 s_error(co_server_t *srv, const uint8_t *rid, size_t rid_len, int code,
         const char *msg, uint64_t seq)
 {
-    char line[1024];
     size_t len;
-    /* Bound the text so the reply always fits. */
-    snprintf(line, sizeof line, "%s", msg);
-    if (pw_wire_pack_error(code, line, seq, srv->reply, sizeof srv->reply,
+    if (pw_wire_pack_error(code, msg, seq, srv->reply, sizeof srv->reply,
                            &len) == PW_WIRE_OK) {
         s_send(srv, rid, rid_len, srv->reply, len);
         srv->c.errors_sent++;
     }
 }
 
-/* ---- bad input ---------------------------------------------------------- */
+/* ---- routing frames ------------------------------------------------------ */
 
-static void
-s_bad(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
-      int code, const char *why, uint64_t seq)
-{
-    int64_t now = s_now_us();
-    srv->c.bad[-code]++;
-    /* One line per peer per 10 s whatever the kind; the line says how
-     * many were not logged since the last one. Counters count all. */
-    if (p->bad_logged_us != 0
-        && now - p->bad_logged_us < CO_SERVER_LOG_EVERY_US) {
-        p->bad_unlogged++;
-    } else {
-        char q[512];
-        p->bad_logged_us = now;
-        co_log(CO_LOG_WARN, "bad_input",
-               "peer=%s kind=%s seq=%" PRIu64 " count=%" PRIu64
-               " not_logged_since=%" PRIu64 " why=%s",
-               p->key, pw_wire_err_name(code), seq, srv->c.bad[-code],
-               p->bad_unlogged, co_log_quote(q, sizeof q, why));
-        p->bad_unlogged = 0;
-    }
-    s_error(srv, rid, rid_len, code, why, seq);
-}
-
-/* ---- database state ------------------------------------------------------ */
-
-static void
-s_db_lost(co_server_t *srv, const char *why)
-{
-    char q[512];
-    srv->c.db_failures++;
-    if (co_db_connected(srv->db))
-        return;
-    if (srv->db_up)
-        co_log(CO_LOG_ERROR, "db_down", "why=%s",
-               co_log_quote(q, sizeof q, why));
-    srv->db_up = false;
-    if (srv->db_backoff_us == 0)
-        srv->db_backoff_us = CO_SERVER_DB_RETRY_MIN_US;
-    srv->db_retry_at_us = s_now_us() + srv->db_backoff_us;
-}
-
-static void
-s_db_try(co_server_t *srv)
-{
-    char err[512], q[600];
-    int applied = 0;
-    if (srv->db_up || s_now_us() < srv->db_retry_at_us)
-        return;
-    if (co_db_connect(srv->db, err, sizeof err) == CO_DB_OK
-        && co_db_migrate(srv->db, &applied, err, sizeof err) == CO_DB_OK) {
-        srv->db_up = true;
-        srv->db_backoff_us = 0;
-        srv->c.db_reconnects++;
-        co_log(CO_LOG_INFO, "db_up", "migrations_applied=%d", applied);
-        return;
-    }
-    co_db_disconnect(srv->db);
-    srv->db_backoff_us = srv->db_backoff_us ? srv->db_backoff_us * 2
-                                            : CO_SERVER_DB_RETRY_MIN_US;
-    if (srv->db_backoff_us > CO_SERVER_DB_RETRY_MAX_US)
-        srv->db_backoff_us = CO_SERVER_DB_RETRY_MAX_US;
-    srv->db_retry_at_us = s_now_us() + srv->db_backoff_us;
-    co_log(CO_LOG_WARN, "db_retry", "in_ms=%" PRId64 " why=%s",
-           srv->db_backoff_us / 1000, co_log_quote(q, sizeof q, err));
-}
-
-/* ---- jobs (co_jobs, co_query) ---------------------------------------------- */
-
-/* co_jobs' send callback: to the connection the host spoke on last. */
-static int
-s_jobs_send(void *ctx, const char *key, const Parity__Envelope *env)
-{
-    co_server_t *srv = ctx;
-    s_peer_t *p = s_peer(srv, key, false);
-    uint8_t *buf = NULL;
-    size_t len;
-    if (!p || !p->online || !p->hello_on_rid || p->rid_len == 0)
-        return -1;
-    if (pw_wire_pack_alloc(env, &buf, &len, NULL, 0) != PW_WIRE_OK)
-        return -1;
-    uint64_t dropped = srv->c.sends_dropped;
-    s_send(srv, p->rid, p->rid_len, buf, len);
-    free(buf);
-    return srv->c.sends_dropped == dropped ? 0 : -1;
-}
-
-static void
-s_jobs_log(void *ctx, const char *event, const char *text)
-{
-    (void)ctx;
-    co_log(strcmp(event, "db_error") == 0 ? CO_LOG_WARN : CO_LOG_INFO,
-           event, "%s", text);
-}
-
-static int
-s_jobs_new(co_server_t *srv, char *err, size_t errlen)
-{
-    if (!srv->cfg.conninfo)
-        return 0;
-    co_jobs_opts_t o = { srv->cfg.conninfo, srv, s_jobs_send, s_jobs_log,
-                         (int64_t)CO_MISSED_BEATS * srv->cfg.heartbeat_ms *
-                         1000 };
-    srv->jobs = co_jobs_new(&o);
-    srv->query = srv->jobs ? co_query_new(srv->jobs, srv->cfg.floor_window)
-                           : NULL;
-    if (!srv->query) {
-        s_err(err, errlen, "co_jobs/co_query: out of memory");
-        return -1;
-    }
-    if (!srv->cfg.admin_dir)
-        return 0;
-    int n = co_query_load_admins(srv->query, srv->cfg.admin_dir, err, errlen);
-    if (n < 0 || co_auth_add_dir(srv->auth, srv->cfg.admin_dir, err,
-                                 errlen) != 0)
-        return -1;
-    co_log(CO_LOG_INFO, "admins", "dir=%s keys=%d", srv->cfg.admin_dir, n);
-    return 0;
-}
-
-/* A host's Hello is stored: co_jobs offers it work. */
-static void
-s_jobs_online(co_server_t *srv, s_peer_t *p, const Parity__Hello *h)
-{
-    char err[512], q[600];
-    if (srv->jobs && co_jobs_agent_online(srv->jobs, p->key, h, s_unix_us(),
-                                          err, sizeof err) != CO_JOBS_OK)
-        co_log(CO_LOG_WARN, "jobs_online_failed", "peer=%s why=%s", p->key,
-               co_log_quote(q, sizeof q, err));
-}
-
-/* ---- message handlers ------------------------------------------------------ */
-
-/* Store the peer's Hello; true when the host is known afterwards. */
 static bool
-s_store_hello(co_server_t *srv, s_peer_t *p, const Parity__Hello *h,
-              const uint8_t *rid, size_t rid_len)
+s_seq_waiting(const s_peer_t *p, uint64_t seq)
 {
-    char err[512], q[600];
-    int64_t host_id = 0;
-    if (!srv->db_up)
-        return false;
-    int rc = co_db_hello(srv->db, p->key, h, &host_id, err, sizeof err);
-    if (rc == CO_DB_REFUSED) {
-        /* Content the database can never take (e.g. a name that is not
-         * UTF-8): say so, and treat the connection as not greeted. */
-        srv->c.refused++;
-        co_log(CO_LOG_WARN, "refused", "peer=%s seq=0 why=%s", p->key,
-               co_log_quote(q, sizeof q, err));
-        s_error(srv, rid, rid_len, PW_WIRE_EFIELD, err, 0);
-        p->hello_on_rid = false;
-        pw_wire_free(&p->pending_hello);
-        return false;
-    }
-    if (rc != CO_DB_OK) {
-        co_log(CO_LOG_WARN, "hello_not_stored", "peer=%s why=%s", p->key,
-               co_log_quote(q, sizeof q, err));
-        s_db_lost(srv, err);
-        return false;
-    }
-    p->host_id = host_id;
-    return true;
+    for (uint32_t i = 0; i < p->n_seqs; i++)
+        if (p->seqs[i] == seq)
+            return true;
+    return false;
 }
 
+/* A frame from p that the writer must see (Hello, data, Heartbeat):
+ * queue it within the peer's and the writer's bounds. */
 static void
-s_on_hello(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
-           Parity__Envelope **envp)
+s_to_store(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rlen,
+           zmq_msg_t *body, int body_case, uint64_t seq, int64_t now)
 {
-    Parity__Hello *h = (*envp)->hello;
-    char q[200];
-    srv->c.hellos++;
-    p->hello_on_rid = true;
-    snprintf(p->name, sizeof p->name, "%s", h->agent_name ? h->agent_name
-                                                          : "");
-    pw_wire_free(&p->pending_hello);
-    if (s_store_hello(srv, p, h, rid, rid_len)) {
-        co_log(CO_LOG_INFO, "hello", "peer=%s host_id=%" PRId64 " name=%s",
-               p->key, p->host_id, co_log_quote(q, sizeof q, p->name));
-        s_ack(srv, rid, rid_len, 0);
-        s_jobs_online(srv, p, h);
+    size_t size = zmq_msg_size(body);
+    bool beat = body_case == PARITY__ENVELOPE__BODY_HEARTBEAT;
+    /* Its liveness is already stamped: a second Heartbeat while one
+     * still waits tells the writer nothing new. */
+    if (beat && p->beat_queued)
+        return;
+    /* Still waiting or being stored: an agent's resend after a slow
+     * ack. Storing it twice would change nothing but the queue's size. */
+    if (seq != 0 && !beat && s_seq_waiting(p, seq)) {
+        srv->c.dup_dropped++;
         return;
     }
-    /* Keep it until the database is back; the first data message then
-     * stores it. Bounded: one Hello per peer, of at most
-     * CO_SERVER_PENDING_HELLO_MAX bytes; a bigger one is forgotten and
-     * the connection treated as not greeted, so the agent's next data
-     * message gets Error 9 and it says Hello again. */
-    if (!p->hello_on_rid)
-        return;   /* refused for good */
-    srv->c.deferred++;
-    if (pw_wire_packed_size(*envp) > CO_SERVER_PENDING_HELLO_MAX) {
-        p->hello_on_rid = false;
-        return;
-    }
-    p->pending_hello = *envp;
-    *envp = NULL;
-}
-
-static void s_result(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
-                     size_t rid_len, const Parity__Envelope *env, int rc,
-                     size_t stored, unsigned verdicts, const char *err);
-static void s_group_add(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
-                        size_t rid_len, Parity__Envelope **envp);
-
-/* A data message; takes *envp when it keeps it (a SampleBatch waiting for
- * the group's commit). */
-static void
-s_on_data(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
-          Parity__Envelope **envp)
-{
-    const Parity__Envelope *env = *envp;
-    char err[512];
-    int rc = CO_DB_FAIL;
-    size_t stored = 0;
-    unsigned verdicts = 0;
-
-    if (!p->hello_on_rid) {
-        s_bad(srv, p, rid, rid_len, PW_WIRE_ENOHELLO,
-              "data message before Hello on this connection", env->seq);
-        return;
-    }
-    /* A Hello that arrived while the database was down is stored first
-     * (also for a host known from an earlier connection: it updates). */
-    if (p->pending_hello
-        && s_store_hello(srv, p, p->pending_hello->hello, rid, rid_len)) {
-        s_ack(srv, rid, rid_len, 0);
-        s_jobs_online(srv, p, p->pending_hello->hello);
-        pw_wire_free(&p->pending_hello);
-    }
-    if (!p->hello_on_rid)
-        return;   /* its Hello was just refused */
-    if (!srv->db_up || p->host_id == 0) {
-        srv->c.deferred++;
-        return;   /* silence: the agent resends after 5 s */
-    }
-    err[0] = '\0';
-    switch (env->body_case) {
-    case PARITY__ENVELOPE__BODY_CALIBRATION:
-        rc = co_db_calibration(srv->db, p->host_id, env->calibration, err,
-                               sizeof err);
-        break;
-    case PARITY__ENVELOPE__BODY_RUN_START:
-        rc = co_db_run_start(srv->db, p->host_id, env->run_start, err,
-                             sizeof err);
-        break;
-    case PARITY__ENVELOPE__BODY_SAMPLE_BATCH:
-        s_group_add(srv, p, rid, rid_len, envp);
-        return;
-    case PARITY__ENVELOPE__BODY_RUN_END:
-        rc = co_db_run_end(srv->db, p->host_id, env->run_end,
-                           srv->cfg.floor_window, srv->cfg.parity, &verdicts,
-                           err, sizeof err);
-        break;
-    case PARITY__ENVELOPE__BODY_JOB_STATUS:
-        /* co_jobs' codes are co_db's: ack, refuse or stay silent alike. */
-        rc = srv->jobs ? co_jobs_status(srv->jobs, p->key, env->job_status,
-                                        s_unix_us(), err, sizeof err)
-                       : CO_DB_OK;
-        break;
-    default:
-        break;
-    }
-    s_result(srv, p, rid, rid_len, env, rc, stored, verdicts, err);
-}
-
-/* Answer a stored (or not) data message: Ack, Error or silence. */
-static void
-s_result(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rid_len,
-         const Parity__Envelope *env, int rc, size_t stored,
-         unsigned verdicts, const char *err)
-{
-    char q[600];
-    switch (rc) {
-    case CO_DB_OK:
-        srv->c.samples_stored += stored;
-        srv->c.verdicts_stored += verdicts;
-        s_ack(srv, rid, rid_len, env->seq);
-        if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START) {
-            co_log(CO_LOG_INFO, "run_start", "peer=%s run=%s", p->key,
-                   co_log_quote(q, sizeof q, env->run_start->run_id));
-            if (srv->jobs)
-                co_jobs_run_start(srv->jobs, p->key, env->run_start);
+    co_queue_item_t *it = NULL;
+    if (p->inflight < CO_SERVER_PEER_INFLIGHT
+        && p->inflight_bytes + size <= CO_SERVER_PEER_BYTES)
+        it = co_queue_item_new(CO_ITEM_FRAME);
+    if (it) {
+        snprintf(it->key, sizeof it->key, "%s", p->key);
+        memcpy(it->rid, rid, rlen);
+        it->rid_len = rlen;
+        zmq_msg_move(&it->frame, body);
+        it->body_case = body_case;
+        it->seq = seq;
+        it->arrived_us = now;
+        it->bytes = size;
+        if (co_store_push(srv->store, &it) == 0) {
+            p->inflight++;
+            p->inflight_bytes += size;
+            if (beat)
+                p->beat_queued = true;
+            else if (seq != 0 && p->n_seqs < CO_SERVER_PEER_INFLIGHT)
+                p->seqs[p->n_seqs++] = seq;
+            return;
         }
-        else if (env->body_case == PARITY__ENVELOPE__BODY_RUN_END) {
-            co_log(CO_LOG_INFO, "run_end", "peer=%s run=%s verdicts=%u",
-                   p->key, co_log_quote(q, sizeof q, env->run_end->run_id),
-                   verdicts);
-            if (srv->jobs)
-                co_jobs_run_end(srv->jobs, p->key, env->run_end,
-                                s_unix_us());
-        }
-        break;
-    case CO_DB_DUP:
-        srv->c.duplicates++;
-        s_ack(srv, rid, rid_len, env->seq);
-        break;
-    case CO_DB_LATER:
-        srv->c.deferred++;
-        co_log(CO_LOG_DEBUG, "deferred", "peer=%s seq=%" PRIu64 " why=%s",
-               p->key, env->seq, co_log_quote(q, sizeof q, err));
-        break;
-    case CO_DB_REFUSED:
-        srv->c.refused++;
-        co_log(CO_LOG_WARN, "refused", "peer=%s seq=%" PRIu64 " why=%s",
-               p->key, env->seq, co_log_quote(q, sizeof q, err));
-        s_error(srv, rid, rid_len, PW_WIRE_EFIELD, err, env->seq);
-        break;
-    default:
-        srv->c.deferred++;
-        srv->c.bad[-PW_WIRE_ESTORE]++;
-        co_log(CO_LOG_WARN, "store_failed", "peer=%s seq=%" PRIu64 " why=%s",
-               p->key, env->seq, co_log_quote(q, sizeof q, err));
-        s_db_lost(srv, err);
-        break;
+        co_queue_item_free(&it);
+    }
+    /* Dropped: the agent resends what is not acked (with back-off). */
+    srv->c.queue_dropped++;
+    if (now - p->drop_logged_us >= CO_SERVER_LOG_EVERY_US) {
+        p->drop_logged_us = now;
+        co_log(CO_LOG_WARN, "queue_full", "peer=%s inflight=%u bytes=%zu "
+               "count=%" PRIu64, p->key, p->inflight, p->inflight_bytes,
+               srv->c.queue_dropped);
     }
 }
 
-/* Store every waiting SampleBatch in one transaction, then answer each. */
-static void
-s_group_flush(co_server_t *srv)
-{
-    char err[512] = "";
-    if (srv->n_group == 0)
-        return;
-    for (size_t k = 0; k < srv->n_group; k++) {
-        srv->items[k].host_id = srv->group[k].peer->host_id;
-        srv->items[k].batch = srv->group[k].env->sample_batch;
-    }
-    co_db_batches(srv->db, srv->items, srv->n_group, err, sizeof err);
-    srv->c.groups++;
-    for (size_t k = 0; k < srv->n_group; k++) {
-        co_db_batch_item_t *it = &srv->items[k];
-        s_result(srv, srv->group[k].peer, srv->group[k].rid,
-                 srv->group[k].rid_len, srv->group[k].env, it->rc,
-                 it->stored, 0, it->err);
-        pw_wire_free(&srv->group[k].env);
-    }
-    srv->n_group = 0;
-}
+/* `ping` and `stats` are the loop's own; everything else a worker's. */
+static json_t *s_stats_json(co_server_t *srv);
 
 static void
-s_group_add(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
-            size_t rid_len, Parity__Envelope **envp)
-{
-    if (srv->n_group == CO_DB_GROUP_MAX)
-        s_group_flush(srv);
-    size_t k = srv->n_group++;
-    srv->group[k].env = *envp;
-    srv->group[k].peer = p;
-    memcpy(srv->group[k].rid, rid, rid_len);
-    srv->group[k].rid_len = rid_len;
-    *envp = NULL;
-}
-
-static json_t *
-s_counters_json(const co_server_t *srv)
-{
-    const co_counters_t *c = &srv->c;
-    json_t *o = json_pack("{sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI"
-                          " sI sI sI sI sI sI sI}",
-        "received", (json_int_t)c->received,
-        "acked", (json_int_t)c->acked,
-        "duplicates", (json_int_t)c->duplicates,
-        "deferred", (json_int_t)c->deferred,
-        "refused", (json_int_t)c->refused,
-        "samples_stored", (json_int_t)c->samples_stored,
-        "groups", (json_int_t)c->groups,
-        "verdicts_stored", (json_int_t)c->verdicts_stored,
-        "hellos", (json_int_t)c->hellos,
-        "heartbeats_in", (json_int_t)c->heartbeats_in,
-        "requests", (json_int_t)c->requests,
-        "errors_sent", (json_int_t)c->errors_sent,
-        "sends_dropped", (json_int_t)c->sends_dropped,
-        "offline", (json_int_t)c->offline,
-        "accepted", (json_int_t)c->accepted,
-        "auth_failed", (json_int_t)c->auth_failed,
-        "disconnects", (json_int_t)c->disconnects,
-        "db_failures", (json_int_t)c->db_failures,
-        "db_reconnects", (json_int_t)c->db_reconnects,
-        "frames", (json_int_t)c->frames,
-        "unexpected", (json_int_t)c->unexpected,
-        "peers", (json_int_t)srv->n_peers,
-        "db_up", (json_int_t)srv->db_up);
-    for (int k = 1; o && k < PW_WIRE_ECOUNT; k++) {
-        char name[48];
-        snprintf(name, sizeof name, "bad_%s", pw_wire_err_name(-k));
-        json_object_set_new(o, name, json_integer((json_int_t)c->bad[k]));
-    }
-    return o;
-}
-
-/* A jobs/query command (co_query): its Reply may be large, so it is
- * packed into its own buffer. */
-static void
-s_on_query(co_server_t *srv, const char *key, const uint8_t *rid,
-           size_t rid_len, const Parity__Request *req)
-{
-    Parity__Envelope env;
-    Parity__Reply rep;
-    uint8_t *buf = NULL;
-    size_t len;
-    co_query_handle(srv->query, key, req, &rep);
-    pw_wire_init(&env, 0);
-    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REPLY, &rep);
-    if (pw_wire_pack_alloc(&env, &buf, &len, NULL, 0) == PW_WIRE_OK)
-        s_send(srv, rid, rid_len, buf, len);
-    free(buf);
-    co_query_reply_clear(&rep);
-}
-
-static void
-s_on_request(co_server_t *srv, const char *key, const uint8_t *rid,
-             size_t rid_len, const Parity__Request *req)
+s_reply_here(co_server_t *srv, const uint8_t *rid, size_t rlen,
+             const Parity__Request *req)
 {
     Parity__Envelope env;
     Parity__Reply rep = PARITY__REPLY__INIT;
     char *body = NULL;
+    uint8_t *buf = NULL;
     size_t len;
-
-    srv->c.requests++;
     rep.request_id = req->request_id;
-    if (srv->query && co_query_handles(req->command)) {
-        s_on_query(srv, key, rid, rid_len, req);
-        return;
-    }
-    if (req->command && strcmp(req->command, "ping") == 0) {
+    if (strcmp(req->command, "ping") == 0) {
         rep.body_json = "{}";
-    } else if (req->command && strcmp(req->command, "stats") == 0) {
-        json_t *o = s_counters_json(srv);
+    } else {
+        json_t *o = s_stats_json(srv);
         body = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         rep.body_json = body ? body : "{}";
-    } else {
-        rep.status = 2;
-        rep.error = "unknown command";
     }
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REPLY, &rep);
+    if (pw_wire_pack_alloc(&env, &buf, &len, NULL, 0) == PW_WIRE_OK)
+        s_send(srv, rid, rlen, buf, len);
+    free(buf);
+    free(body);
+}
+
+/* A Reply the loop makes itself when a Request cannot be queued. */
+static void
+s_reply_status(co_server_t *srv, const uint8_t *rid, size_t rlen,
+               uint64_t request_id, int status, const char *error)
+{
+    Parity__Envelope env;
+    Parity__Reply rep = PARITY__REPLY__INIT;
+    size_t len;
+    rep.request_id = request_id;
+    rep.status = status;
+    rep.error = (char *)error;
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REPLY, &rep);
     if (pw_wire_pack(&env, srv->reply, sizeof srv->reply, &len, NULL, 0)
         == PW_WIRE_OK)
-        s_send(srv, rid, rid_len, srv->reply, len);
-    free(body);
+        s_send(srv, rid, rlen, srv->reply, len);
 }
 
-/* Does this frame's Envelope hold a Request (field 30)? Only its
- * top-level field tags are read, nothing is unpacked; a frame that does
- * not scan is not one. As in unpacking, the last body field wins. */
-static bool
-s_is_request(const uint8_t *d, size_t len)
+/* A Request: decoded here only to read its command (small frames), then
+ * answered here, by the writer (jobs) or by a query worker. */
+static void
+s_on_request(co_server_t *srv, const char *key, const uint8_t *rid,
+             size_t rlen, zmq_msg_t *body, int64_t now)
 {
-    size_t i = 0;
-    bool request = false;
-    while (i < len) {
-        uint64_t tag = 0, v = 0;
-        for (int sh = 0; i < len && sh < 64; sh += 7) {
-            tag |= (uint64_t)(d[i] & 0x7f) << sh;
-            if (!(d[i++] & 0x80))
-                break;
+    Parity__Envelope *env = NULL;
+    uint64_t seq = 0, request_id = 0;
+    char err[256];
+    const char *cmd = "";
+    srv->c.requests++;
+    if (zmq_msg_size(body) <= CO_SERVER_ROUTE_DECODE_MAX) {
+        int rc = pw_wire_unpack(zmq_msg_data(body), zmq_msg_size(body),
+                                PW_WIRE_MAX_FRAME, &env, &seq, err,
+                                sizeof err);
+        if (rc != PW_WIRE_OK) {
+            s_error(srv, rid, rlen, rc, err, seq);
+            return;
         }
-        if ((tag >> 3) >= PARITY__ENVELOPE__BODY_HELLO)
-            request = (tag >> 3) == PARITY__ENVELOPE__BODY_REQUEST &&
-                      (tag & 7) == 2;
-        switch (tag & 7) {
-        case 0:
-            while (i < len && (d[i++] & 0x80))
-                ;
-            break;
-        case 1: i += 8; break;
-        case 5: i += 4; break;
-        case 2:
-            for (int sh = 0; i < len && sh < 64; sh += 7) {
-                v |= (uint64_t)(d[i] & 0x7f) << sh;
-                if (!(d[i++] & 0x80))
-                    break;
-            }
-            if (v > len - i)
-                return false;
-            i += (size_t)v;
-            break;
-        default:
-            return false;
+        cmd = env->request->command ? env->request->command : "";
+        request_id = env->request->request_id;
+        if (strcmp(cmd, "ping") == 0 || strcmp(cmd, "stats") == 0) {
+            s_reply_here(srv, rid, rlen, env->request);
+            pw_wire_free(&env);
+            return;
         }
     }
-    return request;
+    bool jobs = strcmp(cmd, "run") == 0 || strcmp(cmd, "cancel") == 0;
+    bool known = co_query_handles(cmd) || !env;   /* !env: not decoded */
+    pw_wire_free(&env);
+    if (!srv->pool || !known) {
+        s_reply_status(srv, rid, rlen, request_id, CO_QUERY_UNKNOWN,
+                       "unknown command");
+        return;
+    }
+    co_queue_item_t *it = co_queue_item_new(CO_ITEM_REQUEST);
+    if (it) {
+        snprintf(it->key, sizeof it->key, "%s", key);
+        memcpy(it->rid, rid, rlen);
+        it->rid_len = rlen;
+        zmq_msg_move(&it->frame, body);
+        it->arrived_us = now;
+        it->bytes = zmq_msg_size(&it->frame);
+        it->seq = request_id;
+        if ((jobs ? co_store_push(srv->store, &it)
+                  : co_qpool_push(srv->pool, &it)) == 0)
+            return;
+        co_queue_item_free(&it);
+    }
+    srv->c.busy++;
+    s_reply_status(srv, rid, rlen, request_id, CO_QUERY_UNAVAILABLE,
+                   "collector busy: too many requests waiting; try again");
 }
 
 /* One message [rid][body] from the ROUTER. */
 static void
 s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
 {
-    char err[512];
     const char *key = zmq_msg_gets(body, "User-Id");
     const uint8_t *r = zmq_msg_data(rid);
     size_t rlen = zmq_msg_size(rid);
-    Parity__Envelope *env = NULL;
+    int body_case = 0;
     uint64_t seq = 0;
+    int64_t now = s_now_us();
 
     /* No User-Id means ZAP did not vouch for the peer: cannot happen with
      * CURVE and our handler; drop without a word if it ever does. */
     if (!key || strlen(key) != 40 || rlen > CO_RID_MAX)
         return;
     srv->c.received++;
-    s_peer_t *p = s_peer(srv, key, true);
+    s_peer_t *p = s_peer(srv, key);
     if (!p)
-        return;   /* more peers than CO_SERVER_MAX_PEERS: ignored */
-    /* A new connection must say Hello again; a Request (a client using
-     * this key too) is answered on its own connection and leaves the
-     * agent's alone. */
-    bool is_request = !extra && s_is_request(zmq_msg_data(body),
-                                             zmq_msg_size(body));
-    if (!is_request && (p->rid_len != rlen || memcmp(p->rid, r, rlen) != 0)) {
-        memcpy(p->rid, r, rlen);
-        p->rid_len = rlen;
-        p->hello_on_rid = false;
-    }
-    p->last_heard_us = s_now_us();
+        return;
+    p->last_heard_us = now;
     if (!p->online) {
         p->online = true;
         co_log(CO_LOG_INFO, "online", "peer=%s", p->key);
     }
     if (extra) {
         srv->c.frames++;
-        s_bad(srv, p, r, rlen, PW_WIRE_EPARSE,
-              "more than one frame in a message", 0);
+        srv->c.bad[-PW_WIRE_EPARSE]++;
+        s_error(srv, r, rlen, PW_WIRE_EPARSE,
+                "more than one frame in a message", 0);
         return;
     }
-    int rc = pw_wire_unpack(zmq_msg_data(body), zmq_msg_size(body),
-                            PW_WIRE_MAX_FRAME, &env, &seq, err, sizeof err);
-    if (rc != PW_WIRE_OK) {
-        s_bad(srv, p, r, rlen, rc, err, seq);
+    /* A frame that does not scan goes to the writer, whose decode says
+     * what is wrong with it. */
+    if (pw_wire_peek(zmq_msg_data(body), zmq_msg_size(body), &body_case,
+                     &seq) != PW_WIRE_OK)
+        body_case = 0;
+    srv->c.kinds[body_case >= 0 && body_case < 32 ? body_case : 0]++;
+    if (body_case == PARITY__ENVELOPE__BODY_REQUEST) {
+        /* A client using this key too is answered on its own connection
+         * and leaves the agent's alone. */
+        s_on_request(srv, key, r, rlen, body, now);
         return;
     }
-    /* Anything but a batch or a beat may depend on the waiting batches
-     * (a RunEnd) or report on them (stats): store them first. */
-    if (env->body_case != PARITY__ENVELOPE__BODY_SAMPLE_BATCH
-        && env->body_case != PARITY__ENVELOPE__BODY_HEARTBEAT)
-        s_group_flush(srv);
-    switch (env->body_case) {
-    case PARITY__ENVELOPE__BODY_HELLO:
-        s_on_hello(srv, p, r, rlen, &env);
-        break;
-    case PARITY__ENVELOPE__BODY_HEARTBEAT:
+    /* What only a collector sends (Ack, Error, JobOffer, Reply...) is
+     * well-formed but not for us: counted and ignored here. */
+    if (body_case == PARITY__ENVELOPE__BODY_ACK
+        || body_case == PARITY__ENVELOPE__BODY_ERROR
+        || body_case == PARITY__ENVELOPE__BODY_JOB_OFFER
+        || body_case == PARITY__ENVELOPE__BODY_JOB_CANCEL
+        || body_case == PARITY__ENVELOPE__BODY_REPLY) {
+        srv->c.unexpected++;
+        return;
+    }
+    memcpy(p->rid, r, rlen);
+    p->rid_len = rlen;
+    if (body_case == PARITY__ENVELOPE__BODY_HEARTBEAT)
         srv->c.heartbeats_in++;
-        if (srv->jobs && p->hello_on_rid && p->host_id)
-            co_jobs_heartbeat(srv->jobs, p->key, env->heartbeat,
-                              s_unix_us());
-        break;
-    case PARITY__ENVELOPE__BODY_REQUEST:
-        s_on_request(srv, key, r, rlen, env->request);
-        break;
-    default:
-        if (pw_wire_is_data(env->body_case))
-            s_on_data(srv, p, r, rlen, &env);
-        else
-            srv->c.unexpected++;
-        break;
-    }
-    pw_wire_free(&env);
+    s_to_store(srv, p, r, rlen, body, body_case, seq, now);
 }
 
-/* Read everything waiting on the ROUTER, at most CO_SERVER_BURST. */
+/* Read what waits on the ROUTER, at most CO_SERVER_BURST messages. */
 static void
 s_drain_router(co_server_t *srv)
 {
@@ -778,9 +424,46 @@ s_drain_router(co_server_t *srv)
         zmq_msg_close(&rid);
         zmq_msg_close(&body);
     }
-    s_group_flush(srv);
 }
 
+/* Answers from the writer and the workers: send, and settle the bounds. */
+static void
+s_drain_results(co_server_t *srv, int burst)
+{
+    for (int i = 0; i < burst; i++) {
+        co_out_hdr_t h;
+        zmq_msg_t rid, body;
+        int rc = co_out_recv(srv->results, &h, &rid, &body);
+        if (rc == 0 && (h.flags & CO_OUT_SEND) && zmq_msg_size(&rid) > 0)
+            s_send(srv, zmq_msg_data(&rid), zmq_msg_size(&rid),
+                   zmq_msg_data(&body), zmq_msg_size(&body));
+        if (rc == 0 && (h.flags & CO_OUT_DONE)) {
+            h.key[sizeof h.key - 1] = '\0';
+            s_peer_t *p = zhashx_lookup(srv->peers, h.key);
+            int64_t now = s_now_us();
+            bool request = h.kind == CO_ITEM_REQUEST;
+            co_lat_add(request ? &srv->query_lat : &srv->store_lat, now,
+                       now - h.arrived_us);
+            if (!request && p && p->inflight > 0
+                && h.bytes <= p->inflight_bytes) {
+                p->inflight--;
+                p->inflight_bytes -= h.bytes;
+                if (h.body_case == PARITY__ENVELOPE__BODY_HEARTBEAT)
+                    p->beat_queued = false;
+                else
+                    for (uint32_t k = 0; k < p->n_seqs; k++)
+                        if (p->seqs[k] == h.seq) {
+                            p->seqs[k] = p->seqs[--p->n_seqs];
+                            break;
+                        }
+            }
+        }
+        zmq_msg_close(&rid);
+        zmq_msg_close(&body);
+        if (rc != 0)
+            return;
+    }
+}
 static void
 s_drain_monitor(co_server_t *srv)
 {
@@ -842,7 +525,8 @@ s_drain_auth(co_server_t *srv)
     }
 }
 
-/* Heartbeat every peer heard recently; mark silent ones offline. */
+/* Heartbeat every peer heard recently; tell the writer about silent
+ * ones; forget peers idle for long. */
 static void
 s_beat(co_server_t *srv)
 {
@@ -852,37 +536,211 @@ s_beat(co_server_t *srv)
     if (now < srv->next_beat_us)
         return;
     srv->next_beat_us = now + interval;
-    if (srv->jobs && srv->db_up)
-        co_jobs_tick(srv->jobs, s_unix_us());   /* expiry, job ends */
     if (pw_wire_pack_heartbeat(s_unix_us(), 0, "idle", "", srv->reply,
                                sizeof srv->reply, &len) != PW_WIRE_OK)
         return;
-    for (size_t i = 0; i < srv->n_peers; i++) {
-        s_peer_t *p = srv->list[i];
-        if (!p->online)
-            continue;
-        if (now - p->last_heard_us > CO_MISSED_BEATS * interval) {
-            char err[256], q[200];
-            p->online = false;
-            p->hello_on_rid = false;
-            p->rid_len = 0;
-            pw_wire_free(&p->pending_hello);
-            srv->c.offline++;
-            co_log(CO_LOG_INFO, "offline", "peer=%s name=%s", p->key,
-                   co_log_quote(q, sizeof q, p->name));
-            if (srv->jobs && p->host_id)
-                co_jobs_agent_offline(srv->jobs, p->key, s_unix_us());
-            if (p->host_id && srv->db_up
-                && co_db_host_online(srv->db, p->host_id, false, err,
-                                     sizeof err) == CO_DB_FAIL)
-                s_db_lost(srv, err);
+    zlistx_t *evict = NULL;
+    for (s_peer_t *p = zhashx_first(srv->peers); p;
+         p = zhashx_next(srv->peers)) {
+        if (!p->online) {
+            if (p->inflight == 0
+                && now - p->last_heard_us > CO_SERVER_PEER_IDLE_US) {
+                if (!evict)
+                    evict = zlistx_new();
+                if (evict)
+                    zlistx_add_end(evict, p->key);
+            }
             continue;
         }
-        s_send(srv, p->rid, p->rid_len, srv->reply, len);
+        if (now - p->last_heard_us > CO_SERVER_MISSED_BEATS * interval) {
+            p->online = false;
+            p->rid_len = 0;
+            srv->c.offline++;
+            co_log(CO_LOG_INFO, "offline", "peer=%s", p->key);
+            co_queue_item_t *it = co_queue_item_new(CO_ITEM_OFFLINE);
+            if (it) {
+                snprintf(it->key, sizeof it->key, "%s", p->key);
+                if (co_store_push(srv->store, &it) != 0)
+                    co_queue_item_free(&it);
+            }
+            continue;
+        }
+        if (p->rid_len > 0)
+            s_send(srv, p->rid, p->rid_len, srv->reply, len);
     }
+    /* zlistx_add_end copied nothing: the keys live in the peers, which
+     * are deleted only here, after the walk. */
+    for (char *k = evict ? zlistx_first(evict) : NULL; k;
+         k = zlistx_next(evict)) {
+        zhashx_delete(srv->peers, k);
+        srv->c.peers_evicted++;
+    }
+    zlistx_destroy(&evict);
+}
+
+/* ---- stats ---------------------------------------------------------------- */
+
+static void
+s_total(co_server_t *srv, bool *db_up)
+{
+    co_counters_t w;
+    co_store_counters(srv->store, &w, db_up);   /* also once stopped */
+    const uint64_t *a = (const uint64_t *)&srv->c;
+    const uint64_t *b = (const uint64_t *)&w;
+    uint64_t *t = (uint64_t *)&srv->total;
+    /* Every field is a uint64_t and each is counted by one side only,
+     * so the sum is each side's value. */
+    for (size_t i = 0; i < sizeof srv->total / sizeof *t; i++)
+        t[i] = a[i] + b[i];
+}
+
+static size_t
+s_fds_open(void)
+{
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n > 3 ? n - 3 : 0;   /* ".", ".." and the DIR's own */
+}
+
+static void
+s_lat_json(json_t *o, const char *name, const co_lat_t *l, int64_t now)
+{
+    int64_t q, mx;
+    uint64_t n;
+    char k[64];
+    co_lat_read(l, now, 0.99, &q, &mx, &n);
+    snprintf(k, sizeof k, "%s_p99_ms", name);
+    json_object_set_new(o, k, json_real((double)q / 1000.0));
+    snprintf(k, sizeof k, "%s_max_ms", name);
+    json_object_set_new(o, k, json_real((double)mx / 1000.0));
+    snprintf(k, sizeof k, "%s_count", name);
+    json_object_set_new(o, k, json_integer((json_int_t)n));
+}
+
+static json_t *
+s_counters_json(co_server_t *srv)
+{
+    bool db_up = false;
+    s_total(srv, &db_up);
+    const co_counters_t *c = &srv->total;
+    json_t *o = json_pack("{sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI sI"
+                          " sI sI sI sI sI sI sI}",
+        "received", (json_int_t)c->received,
+        "acked", (json_int_t)c->acked,
+        "duplicates", (json_int_t)c->duplicates,
+        "deferred", (json_int_t)c->deferred,
+        "refused", (json_int_t)c->refused,
+        "samples_stored", (json_int_t)c->samples_stored,
+        "groups", (json_int_t)c->groups,
+        "verdicts_stored", (json_int_t)c->verdicts_stored,
+        "hellos", (json_int_t)c->hellos,
+        "heartbeats_in", (json_int_t)c->heartbeats_in,
+        "requests", (json_int_t)c->requests,
+        "errors_sent", (json_int_t)c->errors_sent,
+        "sends_dropped", (json_int_t)c->sends_dropped,
+        "offline", (json_int_t)c->offline,
+        "accepted", (json_int_t)c->accepted,
+        "auth_failed", (json_int_t)c->auth_failed,
+        "disconnects", (json_int_t)c->disconnects,
+        "db_failures", (json_int_t)c->db_failures,
+        "db_reconnects", (json_int_t)c->db_reconnects,
+        "frames", (json_int_t)c->frames,
+        "unexpected", (json_int_t)c->unexpected,
+        "peers", (json_int_t)zhashx_size(srv->peers),
+        "db_up", (json_int_t)db_up);
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "dup_dropped", json_integer((json_int_t)c->dup_dropped));
+    json_object_set_new(o, "queue_dropped", json_integer((json_int_t)c->queue_dropped));
+    json_object_set_new(o, "busy", json_integer((json_int_t)c->busy));
+    json_object_set_new(o, "peers_refused", json_integer((json_int_t)c->peers_refused));
+    json_object_set_new(o, "peers_evicted", json_integer((json_int_t)c->peers_evicted));
+    for (int k = 1; k < PW_WIRE_ECOUNT; k++) {
+        char name[48];
+        snprintf(name, sizeof name, "bad_%s", pw_wire_err_name(-k));
+        json_object_set_new(o, name, json_integer((json_int_t)c->bad[k]));
+    }
+    return o;
+}
+
+/* stats: the counters, and how the loop and its queues are doing. */
+static json_t *
+s_stats_json(co_server_t *srv)
+{
+    json_t *o = s_counters_json(srv);
+    if (!o)
+        return NULL;
+    int64_t now = s_now_us();
+    size_t items = 0, bytes = 0, waiting = 0;
+    int busy = 0;
+    struct rlimit rl;
+    s_lat_json(o, "loop", &srv->loop_lat, now);
+    s_lat_json(o, "store", &srv->store_lat, now);
+    s_lat_json(o, "query", &srv->query_lat, now);
+    co_store_depth(srv->store, &items, &bytes);
+    json_object_set_new(o, "store_queue", json_integer((json_int_t)items));
+    json_object_set_new(o, "store_queue_bytes", json_integer((json_int_t)bytes));
+    if (srv->pool)
+        co_qpool_depth(srv->pool, &waiting, &busy);
+    json_object_set_new(o, "query_queue", json_integer((json_int_t)waiting));
+    json_object_set_new(o, "query_busy", json_integer(busy));
+    json_object_set_new(o, "fds_open", json_integer((json_int_t)s_fds_open()));
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        json_object_set_new(o, "fds_limit", json_integer(
+            rl.rlim_cur == RLIM_INFINITY ? -1 : (json_int_t)rl.rlim_cur));
+    json_t *kinds = json_object();
+    for (int k = 0; kinds && k < 32; k++) {
+        const char *name = k ? pw_wire_body_name((Parity__Envelope__BodyCase)k)
+                              : "unknown";
+        if (srv->total.kinds[k] && name)
+            json_object_set_new(kinds, name,
+                                json_integer((json_int_t)srv->total.kinds[k]));
+    }
+    json_object_set_new(o, "kinds", kinds);
+    return o;
 }
 
 /* ---- life cycle --------------------------------------------------------- */
+
+/* The results socket first (workers connect to it), then the writer
+ * and the query workers; admin keys are admitted at the handshake. */
+static int
+s_workers_new(co_server_t *srv, char *err, size_t errlen)
+{
+    int hwm = CO_OUT_HWM, linger = 0;
+    srv->results = zmq_socket(srv->ctx, ZMQ_PULL);
+    if (!srv->results
+        || zmq_setsockopt(srv->results, ZMQ_RCVHWM, &hwm, sizeof hwm)
+        || zmq_setsockopt(srv->results, ZMQ_LINGER, &linger, sizeof linger)
+        || zmq_bind(srv->results, CO_OUT_ENDPOINT) != 0) {
+        s_err(err, errlen, "zmq_bind(%s): %s", CO_OUT_ENDPOINT,
+              zmq_strerror(errno));
+        return -1;
+    }
+    srv->store = co_store_new(&srv->cfg, srv->db, srv->ctx, err, errlen);
+    if (!srv->store)
+        return -1;
+    if (srv->cfg.conninfo) {
+        int n = srv->cfg.query_workers > 0 ? srv->cfg.query_workers
+                                           : CO_QPOOL_WORKERS;
+        srv->pool = co_qpool_new(&srv->cfg, srv->ctx, n, err, errlen);
+        if (!srv->pool)
+            return -1;
+    }
+    if (!srv->cfg.admin_dir)
+        return 0;
+    size_t before = co_auth_key_count(srv->auth);
+    if (co_auth_add_dir(srv->auth, srv->cfg.admin_dir, err, errlen) != 0)
+        return -1;
+    co_log(CO_LOG_INFO, "admins", "dir=%s keys=%zu", srv->cfg.admin_dir,
+           co_auth_key_count(srv->auth) - before);
+    return 0;
+}
 
 co_server_t *
 co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
@@ -901,7 +759,12 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
     if (srv->cfg.floor_window <= 0)
         srv->cfg.floor_window = CO_DB_FLOOR_WINDOW;
     srv->db = db;
-    srv->db_up = co_db_connected(db);
+    srv->peers = zhashx_new();
+    if (!srv->peers) {
+        s_err(err, errlen, "zhashx_new: out of memory");
+        goto fail;
+    }
+    zhashx_set_destructor(srv->peers, s_peer_free);
 
     cert = zcert_load(cfg->key_path);
     if (!cert) {
@@ -928,7 +791,7 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
     srv->auth = co_auth_new(srv->ctx, cfg->allow_dir, err, errlen);
     if (!srv->auth)
         goto fail;
-    if (s_jobs_new(srv, err, errlen) != 0)
+    if (s_workers_new(srv, err, errlen) != 0)
         goto fail;
 
     srv->router = zmq_socket(srv->ctx, ZMQ_ROUTER);
@@ -1027,13 +890,14 @@ co_server_endpoint(const co_server_t *srv)
 }
 
 const co_counters_t *
-co_server_counters(const co_server_t *srv)
+co_server_counters(co_server_t *srv)
 {
-    return &srv->c;
+    s_total(srv, NULL);
+    return &srv->total;
 }
 
 void
-co_server_log_counters(const co_server_t *srv, const char *event)
+co_server_log_counters(co_server_t *srv, const char *event)
 {
     json_t *o = s_counters_json(srv);
     char line[CO_LOG_LINE_MAX - 128];
@@ -1052,6 +916,17 @@ co_server_log_counters(const co_server_t *srv, const char *event)
     co_log(CO_LOG_INFO, event, "%s", line);
 }
 
+/* Stop the writer and the workers, then send what they answered last. */
+static void
+s_drain_workers(co_server_t *srv)
+{
+    if (srv->store)
+        co_store_stop(srv->store);
+    co_qpool_destroy(&srv->pool);
+    if (srv->results)
+        s_drain_results(srv, INT32_MAX);
+}
+
 int
 co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
               volatile sig_atomic_t *dump)
@@ -1059,7 +934,7 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
     co_log(CO_LOG_INFO, "listening", "endpoint=%s public_key=%s "
            "allowed_keys=%zu heartbeat_ms=%d db_up=%d",
            srv->endpoint, srv->public_key, co_auth_key_count(srv->auth),
-           srv->cfg.heartbeat_ms, srv->db_up);
+           srv->cfg.heartbeat_ms, co_db_connected(srv->db));
     if (co_auth_key_count(srv->auth) == 0) {
         char q[600];
         co_log(CO_LOG_WARN, "no_keys", "why=%s",
@@ -1073,11 +948,9 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
             { srv->router, 0, ZMQ_POLLIN, 0 },
             { co_auth_socket(srv->auth), 0, ZMQ_POLLIN, 0 },
             { srv->monitor, 0, ZMQ_POLLIN, 0 },
+            { srv->results, 0, ZMQ_POLLIN, 0 },
         };
-        int64_t now = s_now_us();
-        int64_t wait = srv->next_beat_us - now;
-        if (!srv->db_up && srv->db_retry_at_us - now < wait)
-            wait = srv->db_retry_at_us - now;
+        int64_t wait = srv->next_beat_us - s_now_us();
         if (wait < 0)
             wait = 0;
         /* Poll at least every 100 ms so a signal is seen promptly even if
@@ -1085,9 +958,11 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
         long ms = (long)(wait / 1000);
         if (ms > 100)
             ms = 100;
-        int rc = zmq_poll(items, 3, ms);
+        int rc = zmq_poll(items, 4, ms);
+        int64_t woke = s_now_us();
         if (rc < 0 && errno != EINTR) {
             co_log(CO_LOG_ERROR, "poll_failed", "errno=%d", errno);
+            s_drain_workers(srv);
             return -1;
         }
         if (dump && *dump) {
@@ -1095,16 +970,21 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
             co_server_log_counters(srv, "counters");
         }
         if (rc > 0) {
+            /* Handshakes first: a new agent never waits behind frames. */
             if (items[1].revents & ZMQ_POLLIN)
                 s_drain_auth(srv);
             if (items[2].revents & ZMQ_POLLIN)
                 s_drain_monitor(srv);
+            if (items[3].revents & ZMQ_POLLIN)
+                s_drain_results(srv, CO_OUT_BURST);
             if (items[0].revents & ZMQ_POLLIN)
                 s_drain_router(srv);
         }
-        s_db_try(srv);
         s_beat(srv);
+        int64_t done = s_now_us();
+        co_lat_add(&srv->loop_lat, done, done - woke);
     }
+    s_drain_workers(srv);
     return 0;
 }
 
@@ -1114,6 +994,7 @@ co_server_destroy(co_server_t **srvp)
     if (!srvp || !*srvp)
         return;
     co_server_t *srv = *srvp;
+    s_drain_workers(srv);
     if (srv->router) {
         /* Give acks already queued a moment to leave (drain). */
         int linger = 1000;
@@ -1123,17 +1004,13 @@ co_server_destroy(co_server_t **srvp)
     }
     if (srv->monitor)
         zmq_close(srv->monitor);
+    if (srv->results)
+        zmq_close(srv->results);
     co_auth_destroy(&srv->auth);
-    co_query_destroy(&srv->query);
-    co_jobs_destroy(&srv->jobs);
+    co_store_destroy(&srv->store);
     if (srv->ctx)
         zmq_ctx_term(srv->ctx);
-    for (size_t k = 0; k < srv->n_group; k++)
-        pw_wire_free(&srv->group[k].env);
-    for (size_t i = 0; i < srv->n_peers; i++) {
-        pw_wire_free(&srv->list[i]->pending_hello);
-        free(srv->list[i]);
-    }
+    zhashx_destroy(&srv->peers);
     free(srv);
     *srvp = NULL;
 }

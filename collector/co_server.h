@@ -1,15 +1,26 @@
-/* co_server.h -- the collector's network loop (docs/protocol.md).
+/* co_server.h -- the collector's network loop (docs/protocol.md,
+ * docs/architecture.md).
  *
  * One ROUTER socket with CURVE (the collector is the server), a ZAP
  * handler (co_auth, polled in the same loop) admitting only the public
- * certificates in the allow-list directory, and a zmq_poll loop that handles each peer's
- * messages in order, stores them through co_db and acks after commit.
- * Peers are keyed by their authenticated CURVE public key. The loop logs
- * events through co_log (one line each) and keeps the counters below.
+ * certificates in the allow-list and admin directories, and a zmq_poll
+ * loop that reads sockets and nothing else: it never waits for
+ * PostgreSQL. Frames are routed, not decoded (pw_wire_peek): agents'
+ * messages go to the writer thread (co_store), client Requests to the
+ * query workers (co_qpool; `run` and `cancel` to the writer, which owns
+ * jobs), `ping` and `stats` are answered here. Their answers come back
+ * over an inproc PULL (co_out) and leave through the ROUTER.
  *
- * Single-threaded (libzmq's I/O threads aside). The server borrows the
- * co_db handle (the caller keeps ownership and destroys it after the
- * server).
+ * The loop owns liveness: a peer's last frame is stamped when it is
+ * read, Heartbeats go out every interval, and a peer silent for
+ * CO_SERVER_MISSED_BEATS intervals is offline (the writer is told).
+ * Everything it holds is bounded: peers (idle ones evicted), each peer's
+ * frames waiting for the writer (count and bytes), the writer's and the
+ * workers' queues. A data frame whose seq is still waiting or being
+ * stored is a resend: dropped, not queued twice.
+ *
+ * The server borrows the co_db handle, which the writer uses (the
+ * caller keeps ownership and destroys it after the server).
  */
 #ifndef CO_SERVER_H
 #define CO_SERVER_H
@@ -21,8 +32,20 @@
 #include "co_db.h"
 #include "pw_wire.h"
 
-/* Most peers kept in memory at once; a Hello from one more is dropped. */
-#define CO_SERVER_MAX_PEERS 4096
+/* Most peers kept in memory at once; a frame from one more is dropped,
+ * counted (peers_refused) and logged at most once a second. Offline
+ * peers are evicted after CO_SERVER_PEER_IDLE_US. */
+#define CO_SERVER_MAX_PEERS 16384
+#define CO_SERVER_PEER_IDLE_US (60LL * 1000000)
+/* Frames of one peer waiting for (or being stored by) the writer, at
+ * most: the agent's window is 64 messages, a frame at most 4 MiB. */
+#define CO_SERVER_PEER_INFLIGHT 128
+#define CO_SERVER_PEER_BYTES (32u * 1024 * 1024)
+/* Beats a peer may miss before it is offline (docs/protocol.md, 6). */
+#define CO_SERVER_MISSED_BEATS 5
+/* Largest Request frame the loop decodes to route it (args_json is at
+ * most 64 KiB); a larger one goes to a query worker, which refuses it. */
+#define CO_SERVER_ROUTE_DECODE_MAX (128u * 1024)
 /* High-water marks of the ROUTER, in messages, both directions. */
 #define CO_SERVER_HWM 1000
 /* Messages handled per wake-up before timers are looked at again. */
@@ -48,6 +71,14 @@ typedef struct {
      * of allow_dir and admin_dir. */
     const char *conninfo;
     const char *admin_dir;
+    /* statement_timeout of the query workers' connections, ms
+     * (--query-timeout; 0: none). */
+    int query_timeout_ms;
+    /* --keep-samples: samples partitions older than this are dropped
+     * (0: keep all). */
+    int64_t keep_samples_us;
+    /* Query worker threads (0: CO_QPOOL_WORKERS). */
+    int query_workers;
 } co_server_config_t;
 
 /* Counters. Invariant: every frame received is counted once in received
@@ -75,6 +106,12 @@ typedef struct {
     uint64_t disconnects;
     uint64_t db_failures;
     uint64_t db_reconnects;
+    uint64_t dup_dropped;      /* a resend of a frame still being stored */
+    uint64_t queue_dropped;    /* a peer's or the writer's bound was full */
+    uint64_t busy;             /* Requests answered "busy": queue full */
+    uint64_t peers_refused;    /* frames from peers beyond MAX_PEERS */
+    uint64_t peers_evicted;
+    uint64_t kinds[32];        /* frames by Envelope body case (<32) */
 } co_counters_t;
 
 typedef struct co_server co_server_t;
@@ -92,14 +129,17 @@ int co_server_check(const co_server_config_t *cfg, char *err, size_t errlen);
 
 /* Run until *stop is set (by a signal handler). When *dump is set the
  * counters are logged and *dump cleared. Returns 0 after a clean drain:
- * the message being handled is finished, its ack sent. */
+ * the writer finished the message it was storing and the waiting
+ * batches, and their acks were sent; frames still queued are dropped
+ * (agents resend them). */
 int co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
                   volatile sig_atomic_t *dump);
 
 /* Log the counters as one "event=counters" line. */
-void co_server_log_counters(const co_server_t *srv, const char *event);
+void co_server_log_counters(co_server_t *srv, const char *event);
 
-const co_counters_t *co_server_counters(const co_server_t *srv);
+/* The loop's and the writer's counters added up (a snapshot). */
+const co_counters_t *co_server_counters(co_server_t *srv);
 
 /* The endpoint actually bound (after port 0: the real port); owned by
  * srv. */

@@ -1,0 +1,875 @@
+/* co_store.c -- the writer thread; see co_store.h. */
+#include "co_store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <czmq.h>
+#include <jansson.h>
+
+#include "co_jobs.h"
+#include "co_log.h"
+#include "co_out.h"
+#include "co_query.h"
+
+/* Hosts whose last_seen is written at the next tick, at most. */
+#define S_HEARD_MAX 16384
+
+/* What the writer knows of one peer (a host or a client key). */
+typedef struct {
+    char key[41];
+    uint8_t rid[CO_QUEUE_RID_MAX]; /* connection that spoke last */
+    size_t rid_len;
+    bool hello_on_rid;             /* a Hello arrived on that connection */
+    int64_t host_id;               /* hosts.id, 0 until a Hello is stored */
+    Parity__Envelope *pending_hello; /* Hello not stored yet (db down) */
+    char name[64];                 /* claimed agent name, for logs */
+    bool heard;                    /* in heard[] since the last tick */
+    int64_t bad_logged_us;         /* last bad_input line (0: none) */
+    uint64_t bad_unlogged;         /* bad input since that line */
+} s_peer_t;
+
+/* A SampleBatch waiting for the group's commit. */
+typedef struct {
+    co_queue_item_t *item;
+    Parity__Envelope *env;
+    s_peer_t *peer;
+} s_waiting_t;
+
+struct co_store {
+    co_server_config_t cfg;
+    co_db_t *db;
+    void *out;                     /* PUSH to the loop (this thread's) */
+    void *ctx;
+    co_queue_t *in;
+    pthread_t thread;
+    bool started;
+    atomic_int stop;               /* set by co_store_destroy */
+    zhashx_t *peers;               /* key -> s_peer_t (owned) */
+    co_counters_t c;               /* the fields this thread owns */
+    pthread_mutex_t snap_lock;
+    co_counters_t snap;            /* c as of the last publish */
+    bool snap_db_up;
+    bool db_up;
+    int64_t db_retry_at_us, db_backoff_us;
+    int64_t next_tick_us, next_maintain_us;
+    s_waiting_t group[CO_DB_GROUP_MAX];
+    size_t n_group;
+    co_db_batch_item_t items[CO_DB_GROUP_MAX];
+    co_jobs_t *jobs;               /* NULL without cfg.conninfo */
+    co_query_t *query;             /* run and cancel only */
+    int64_t *heard;                /* [S_HEARD_MAX] host ids */
+    size_t n_heard;
+};
+
+static int64_t
+s_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- answers to the loop ------------------------------------------------ */
+
+/* Counters for stats: published before every answer, so a peer that
+ * asks for stats after an answer sees what led to it. */
+static void
+s_publish(co_store_t *st)
+{
+    pthread_mutex_lock(&st->snap_lock);
+    st->snap = st->c;
+    st->snap_db_up = st->db_up;
+    pthread_mutex_unlock(&st->snap_lock);
+}
+
+/* Send buf (a packed Envelope) to rid through the loop. */
+static void
+s_out(co_store_t *st, const uint8_t *rid, size_t rid_len, const void *buf,
+      size_t len)
+{
+    co_out_hdr_t h;
+    s_publish(st);
+    memset(&h, 0, sizeof h);
+    h.flags = CO_OUT_SEND;
+    if (co_out_send(st->out, &h, rid, rid_len, buf, len) != 0)
+        st->c.sends_dropped++;
+}
+
+/* Tell the loop that item is finished (exactly once per item taken). */
+static void
+s_done(co_store_t *st, const co_queue_item_t *item)
+{
+    co_out_hdr_t h;
+    s_publish(st);
+    memset(&h, 0, sizeof h);
+    h.flags = CO_OUT_DONE;
+    snprintf(h.key, sizeof h.key, "%s", item->key);
+    h.seq = item->seq;
+    h.bytes = item->bytes;
+    h.arrived_us = item->arrived_us;
+    h.kind = (int)item->kind;
+    h.body_case = item->body_case;
+    co_out_send(st->out, &h, NULL, 0, NULL, 0);
+}
+
+static void
+s_ack(co_store_t *st, const uint8_t *rid, size_t rid_len, uint64_t seq)
+{
+    uint8_t buf[64];
+    size_t len;
+    if (pw_wire_pack_ack(seq, buf, sizeof buf, &len) == PW_WIRE_OK) {
+        s_out(st, rid, rid_len, buf, len);
+        st->c.acked++;
+    }
+}
+
+static void
+s_error(co_store_t *st, const uint8_t *rid, size_t rid_len, int code,
+        const char *msg, uint64_t seq)
+{
+    uint8_t buf[2048];
+    char line[1024];
+    size_t len;
+    snprintf(line, sizeof line, "%s", msg);   /* so the reply fits */
+    if (pw_wire_pack_error(code, line, seq, buf, sizeof buf, &len)
+        == PW_WIRE_OK) {
+        s_out(st, rid, rid_len, buf, len);
+        st->c.errors_sent++;
+    }
+}
+
+/* Bad input from a peer: counted, answered, and logged at most once
+ * per peer per CO_SERVER_LOG_EVERY_US whatever the kind; the line says
+ * how many were not logged since the last one. */
+static void
+s_bad(co_store_t *st, s_peer_t *p, int code, const char *why, uint64_t seq)
+{
+    int64_t now = s_now_us();
+    st->c.bad[-code]++;
+    if (p->bad_logged_us != 0
+        && now - p->bad_logged_us < CO_SERVER_LOG_EVERY_US) {
+        p->bad_unlogged++;
+    } else {
+        char q[512];
+        p->bad_logged_us = now;
+        co_log(CO_LOG_WARN, "bad_input",
+               "peer=%s kind=%s seq=%" PRIu64 " count=%" PRIu64
+               " not_logged_since=%" PRIu64 " why=%s",
+               p->key, pw_wire_err_name(code), seq, st->c.bad[-code],
+               p->bad_unlogged, co_log_quote(q, sizeof q, why));
+        p->bad_unlogged = 0;
+    }
+    s_error(st, p->rid, p->rid_len, code, why, seq);
+}
+
+/* ---- peers ---------------------------------------------------------------- */
+
+static void
+s_peer_free(void **item)
+{
+    s_peer_t *p = *item;
+    if (!p)
+        return;
+    pw_wire_free(&p->pending_hello);
+    free(p);
+    *item = NULL;
+}
+
+static s_peer_t *
+s_peer(co_store_t *st, const char *key)
+{
+    s_peer_t *p = zhashx_lookup(st->peers, key);
+    if (p)
+        return p;
+    p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    snprintf(p->key, sizeof p->key, "%s", key);
+    if (zhashx_insert(st->peers, key, p) != 0) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* ---- database state ---------------------------------------------------- */
+
+static void
+s_db_lost(co_store_t *st, const char *why)
+{
+    char q[512];
+    st->c.db_failures++;
+    if (co_db_connected(st->db))
+        return;
+    if (st->db_up)
+        co_log(CO_LOG_ERROR, "db_down", "why=%s",
+               co_log_quote(q, sizeof q, why));
+    st->db_up = false;
+    if (st->db_backoff_us == 0)
+        st->db_backoff_us = CO_SERVER_DB_RETRY_MIN_US;
+    st->db_retry_at_us = s_now_us() + st->db_backoff_us;
+}
+
+static void
+s_db_try(co_store_t *st)
+{
+    char err[512], q[600];
+    int applied = 0;
+    if (st->db_up || s_now_us() < st->db_retry_at_us)
+        return;
+    if (co_db_connect(st->db, err, sizeof err) == CO_DB_OK
+        && co_db_migrate(st->db, &applied, err, sizeof err) == CO_DB_OK) {
+        st->db_up = true;
+        st->db_backoff_us = 0;
+        st->c.db_reconnects++;
+        st->next_maintain_us = 0;
+        co_log(CO_LOG_INFO, "db_up", "migrations_applied=%d", applied);
+        return;
+    }
+    co_db_disconnect(st->db);
+    st->db_backoff_us = st->db_backoff_us ? st->db_backoff_us * 2
+                                          : CO_SERVER_DB_RETRY_MIN_US;
+    if (st->db_backoff_us > CO_SERVER_DB_RETRY_MAX_US)
+        st->db_backoff_us = CO_SERVER_DB_RETRY_MAX_US;
+    st->db_retry_at_us = s_now_us() + st->db_backoff_us;
+    co_log(CO_LOG_WARN, "db_retry", "in_ms=%" PRId64 " why=%s",
+           st->db_backoff_us / 1000, co_log_quote(q, sizeof q, err));
+}
+
+/* ---- jobs -------------------------------------------------------------- */
+
+/* co_jobs' send callback: to the connection the host spoke on last. */
+static int
+s_jobs_send(void *ctx, const char *key, const Parity__Envelope *env)
+{
+    co_store_t *st = ctx;
+    s_peer_t *p = zhashx_lookup(st->peers, key);
+    uint8_t *buf = NULL;
+    size_t len;
+    if (!p || !p->hello_on_rid || p->rid_len == 0)
+        return -1;
+    if (pw_wire_pack_alloc(env, &buf, &len, NULL, 0) != PW_WIRE_OK)
+        return -1;
+    uint64_t dropped = st->c.sends_dropped;
+    s_out(st, p->rid, p->rid_len, buf, len);
+    free(buf);
+    return st->c.sends_dropped == dropped ? 0 : -1;
+}
+
+static void
+s_jobs_log(void *ctx, const char *event, const char *text)
+{
+    (void)ctx;
+    co_log(strcmp(event, "db_error") == 0 ? CO_LOG_WARN : CO_LOG_INFO,
+           event, "%s", text);
+}
+
+static int
+s_jobs_new(co_store_t *st, char *err, size_t errlen)
+{
+    if (!st->cfg.conninfo)
+        return 0;
+    co_jobs_opts_t o = { st->cfg.conninfo, st, s_jobs_send, s_jobs_log,
+                         (int64_t)CO_SERVER_MISSED_BEATS *
+                         st->cfg.heartbeat_ms * 1000,
+                         st->cfg.query_timeout_ms };
+    st->jobs = co_jobs_new(&o);
+    st->query = st->jobs ? co_query_new(st->jobs, st->cfg.floor_window)
+                         : NULL;
+    if (!st->query) {
+        snprintf(err, errlen, "co_jobs/co_query: out of memory");
+        return -1;
+    }
+    if (st->cfg.admin_dir
+        && co_query_load_admins(st->query, st->cfg.admin_dir, err,
+                                errlen) < 0)
+        return -1;
+    return 0;
+}
+
+/* A host's Hello is stored: co_jobs offers it work. */
+static void
+s_jobs_online(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
+{
+    char err[512], q[600];
+    if (st->jobs && co_jobs_agent_online(st->jobs, p->key, h,
+                                         co_jobs_now_us(), err, sizeof err)
+                    != CO_JOBS_OK)
+        co_log(CO_LOG_WARN, "jobs_online_failed", "peer=%s why=%s", p->key,
+               co_log_quote(q, sizeof q, err));
+}
+
+/* Remember that the host was heard, for the next last_seen write. */
+static void
+s_heard(co_store_t *st, s_peer_t *p)
+{
+    if (p->heard || p->host_id == 0 || st->n_heard >= S_HEARD_MAX)
+        return;
+    p->heard = true;
+    st->heard[st->n_heard++] = p->host_id;
+}
+
+/* ---- message handlers ---------------------------------------------------- */
+
+/* Store the peer's Hello; true when the host is known afterwards. */
+static bool
+s_store_hello(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
+{
+    char err[512], q[600];
+    int64_t host_id = 0;
+    if (!st->db_up)
+        return false;
+    int rc = co_db_hello(st->db, p->key, h, &host_id, err, sizeof err);
+    if (rc == CO_DB_REFUSED) {
+        /* Content the database can never take (e.g. a name that is not
+         * UTF-8): say so, and treat the connection as not greeted. */
+        st->c.refused++;
+        co_log(CO_LOG_WARN, "refused", "peer=%s seq=0 why=%s", p->key,
+               co_log_quote(q, sizeof q, err));
+        s_error(st, p->rid, p->rid_len, PW_WIRE_EFIELD, err, 0);
+        p->hello_on_rid = false;
+        pw_wire_free(&p->pending_hello);
+        return false;
+    }
+    if (rc != CO_DB_OK) {
+        co_log(CO_LOG_WARN, "hello_not_stored", "peer=%s why=%s", p->key,
+               co_log_quote(q, sizeof q, err));
+        s_db_lost(st, err);
+        return false;
+    }
+    p->host_id = host_id;
+    return true;
+}
+
+static void
+s_on_hello(co_store_t *st, s_peer_t *p, Parity__Envelope **envp)
+{
+    Parity__Hello *h = (*envp)->hello;
+    char q[200];
+    st->c.hellos++;
+    p->hello_on_rid = true;
+    snprintf(p->name, sizeof p->name, "%s", h->agent_name ? h->agent_name
+                                                          : "");
+    pw_wire_free(&p->pending_hello);
+    if (s_store_hello(st, p, h)) {
+        co_log(CO_LOG_INFO, "hello", "peer=%s host_id=%" PRId64 " name=%s",
+               p->key, p->host_id, co_log_quote(q, sizeof q, p->name));
+        s_ack(st, p->rid, p->rid_len, 0);
+        s_jobs_online(st, p, h);
+        return;
+    }
+    /* Kept until the database is back; the first data message then
+     * stores it. Bounded: one Hello per peer, of at most
+     * CO_SERVER_PENDING_HELLO_MAX bytes; a bigger one is forgotten and
+     * the connection treated as not greeted, so the agent's next data
+     * message gets Error 9 and it says Hello again. */
+    if (!p->hello_on_rid)
+        return;   /* refused for good */
+    st->c.deferred++;
+    if (pw_wire_packed_size(*envp) > CO_SERVER_PENDING_HELLO_MAX) {
+        p->hello_on_rid = false;
+        return;
+    }
+    p->pending_hello = *envp;
+    *envp = NULL;
+}
+
+/* Answer a stored (or not) data message: Ack, Error or silence. */
+static void
+s_result(co_store_t *st, s_peer_t *p, const Parity__Envelope *env, int rc,
+         size_t stored, unsigned verdicts, const char *err)
+{
+    char q[600];
+    switch (rc) {
+    case CO_DB_OK:
+        st->c.samples_stored += stored;
+        st->c.verdicts_stored += verdicts;
+        s_ack(st, p->rid, p->rid_len, env->seq);
+        if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START) {
+            co_log(CO_LOG_INFO, "run_start", "peer=%s run=%s", p->key,
+                   co_log_quote(q, sizeof q, env->run_start->run_id));
+            if (st->jobs)
+                co_jobs_run_start(st->jobs, p->key, env->run_start);
+        } else if (env->body_case == PARITY__ENVELOPE__BODY_RUN_END) {
+            co_log(CO_LOG_INFO, "run_end", "peer=%s run=%s verdicts=%u",
+                   p->key, co_log_quote(q, sizeof q, env->run_end->run_id),
+                   verdicts);
+            if (st->jobs)
+                co_jobs_run_end(st->jobs, p->key, env->run_end,
+                                co_jobs_now_us());
+        }
+        break;
+    case CO_DB_DUP:
+        st->c.duplicates++;
+        s_ack(st, p->rid, p->rid_len, env->seq);
+        break;
+    case CO_DB_LATER:
+        st->c.deferred++;
+        co_log(CO_LOG_DEBUG, "deferred", "peer=%s seq=%" PRIu64 " why=%s",
+               p->key, env->seq, co_log_quote(q, sizeof q, err));
+        break;
+    case CO_DB_REFUSED:
+        st->c.refused++;
+        co_log(CO_LOG_WARN, "refused", "peer=%s seq=%" PRIu64 " why=%s",
+               p->key, env->seq, co_log_quote(q, sizeof q, err));
+        s_error(st, p->rid, p->rid_len, PW_WIRE_EFIELD, err, env->seq);
+        break;
+    default:
+        st->c.deferred++;
+        st->c.bad[-PW_WIRE_ESTORE]++;
+        co_log(CO_LOG_WARN, "store_failed", "peer=%s seq=%" PRIu64 " why=%s",
+               p->key, env->seq, co_log_quote(q, sizeof q, err));
+        s_db_lost(st, err);
+        break;
+    }
+}
+
+/* Store every waiting SampleBatch in one transaction, then answer each
+ * and mark its item done. */
+static void
+s_group_flush(co_store_t *st)
+{
+    char err[512] = "";
+    if (st->n_group == 0)
+        return;
+    for (size_t k = 0; k < st->n_group; k++) {
+        st->items[k].host_id = st->group[k].peer->host_id;
+        st->items[k].batch = st->group[k].env->sample_batch;
+    }
+    co_db_batches(st->db, st->items, st->n_group, err, sizeof err);
+    st->c.groups++;
+    for (size_t k = 0; k < st->n_group; k++) {
+        co_db_batch_item_t *it = &st->items[k];
+        s_result(st, st->group[k].peer, st->group[k].env, it->rc,
+                 it->stored, 0, it->err);
+        s_done(st, st->group[k].item);
+        pw_wire_free(&st->group[k].env);
+        co_queue_item_free(&st->group[k].item);
+    }
+    st->n_group = 0;
+}
+
+/* Keep a batch for the group's commit; takes *envp and *itemp. */
+static void
+s_group_add(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
+            Parity__Envelope **envp)
+{
+    if (st->n_group == CO_DB_GROUP_MAX)
+        s_group_flush(st);
+    s_waiting_t *w = &st->group[st->n_group++];
+    w->item = *itemp;
+    w->env = *envp;
+    w->peer = p;
+    *itemp = NULL;
+    *envp = NULL;
+}
+
+/* A data message. Takes *itemp and *envp when it keeps them (a
+ * SampleBatch waiting for the group's commit). */
+static void
+s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
+          Parity__Envelope **envp)
+{
+    const Parity__Envelope *env = *envp;
+    char err[512];
+    int rc = CO_DB_FAIL;
+    unsigned verdicts = 0;
+
+    if (!p->hello_on_rid) {
+        s_bad(st, p, PW_WIRE_ENOHELLO,
+              "data message before Hello on this connection", env->seq);
+        return;
+    }
+    /* A Hello that arrived while the database was down is stored first
+     * (also for a host known from an earlier connection: it updates). */
+    if (p->pending_hello && s_store_hello(st, p, p->pending_hello->hello)) {
+        s_ack(st, p->rid, p->rid_len, 0);
+        s_jobs_online(st, p, p->pending_hello->hello);
+        pw_wire_free(&p->pending_hello);
+    }
+    if (!p->hello_on_rid)
+        return;   /* its Hello was just refused */
+    if (!st->db_up || p->host_id == 0) {
+        st->c.deferred++;
+        return;   /* silence: the agent resends */
+    }
+    s_heard(st, p);
+    err[0] = '\0';
+    switch (env->body_case) {
+    case PARITY__ENVELOPE__BODY_CALIBRATION:
+        rc = co_db_calibration(st->db, p->host_id, env->calibration, err,
+                               sizeof err);
+        break;
+    case PARITY__ENVELOPE__BODY_RUN_START:
+        rc = co_db_run_start(st->db, p->host_id, env->run_start, err,
+                             sizeof err);
+        break;
+    case PARITY__ENVELOPE__BODY_SAMPLE_BATCH:
+        s_group_add(st, p, itemp, envp);
+        return;
+    case PARITY__ENVELOPE__BODY_RUN_END:
+        rc = co_db_run_end(st->db, p->host_id, env->run_end,
+                           st->cfg.floor_window, st->cfg.parity, &verdicts,
+                           err, sizeof err);
+        break;
+    case PARITY__ENVELOPE__BODY_JOB_STATUS:
+        /* co_jobs' codes are co_db's: ack, refuse or stay silent alike. */
+        rc = st->jobs ? co_jobs_status(st->jobs, p->key, env->job_status,
+                                       co_jobs_now_us(), err, sizeof err)
+                      : CO_DB_OK;
+        break;
+    default:
+        break;
+    }
+    s_result(st, p, env, rc, 0, verdicts, err);
+}
+
+/* A Request the loop gave to the writer (run, cancel): job changes stay
+ * on the thread that owns co_jobs. */
+static void
+s_on_request(co_store_t *st, const co_queue_item_t *item,
+             const Parity__Request *req)
+{
+    Parity__Envelope env;
+    Parity__Reply rep;
+    uint8_t *buf = NULL;
+    size_t len;
+    if (!st->query) {
+        Parity__Reply r0 = PARITY__REPLY__INIT;
+        rep = r0;
+        rep.request_id = req->request_id;
+        rep.status = CO_QUERY_UNKNOWN;
+        rep.error = "unknown command";
+        pw_wire_init(&env, 0);
+        pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REPLY, &rep);
+        if (pw_wire_pack_alloc(&env, &buf, &len, NULL, 0) == PW_WIRE_OK)
+            s_out(st, item->rid, item->rid_len, buf, len);
+        free(buf);
+        return;
+    }
+    co_query_handle(st->query, item->key, req, &rep);
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REPLY, &rep);
+    if (pw_wire_pack_alloc(&env, &buf, &len, NULL, 0) == PW_WIRE_OK)
+        s_out(st, item->rid, item->rid_len, buf, len);
+    free(buf);
+    co_query_reply_clear(&rep);
+}
+
+/* The loop says the peer went silent. */
+static void
+s_on_offline(co_store_t *st, const char *key)
+{
+    char err[256];
+    s_peer_t *p = zhashx_lookup(st->peers, key);
+    if (!p)
+        return;
+    int64_t host_id = p->host_id;
+    /* Forget the peer: a new connection must say Hello again, and the
+     * table stays bounded by the peers that are alive. */
+    zhashx_delete(st->peers, key);
+    if (st->jobs && host_id)
+        co_jobs_agent_offline(st->jobs, key, co_jobs_now_us());
+    if (host_id && st->db_up
+        && co_db_host_online(st->db, host_id, false, err, sizeof err)
+           == CO_DB_FAIL)
+        s_db_lost(st, err);
+}
+
+/* A frame from a peer: decode (within pw_wire's budget) and handle.
+ * Takes *itemp when a batch keeps it for the group's commit. */
+static void
+s_on_frame(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp)
+{
+    co_queue_item_t *item = *itemp;
+    Parity__Envelope *env = NULL;
+    uint64_t seq = 0;
+    char err[512];
+
+    /* A new connection must say Hello again. */
+    if (p->rid_len != item->rid_len
+        || memcmp(p->rid, item->rid, item->rid_len) != 0) {
+        memcpy(p->rid, item->rid, item->rid_len);
+        p->rid_len = item->rid_len;
+        p->hello_on_rid = false;
+    }
+    int rc = pw_wire_unpack(zmq_msg_data(&item->frame),
+                            zmq_msg_size(&item->frame), PW_WIRE_MAX_FRAME,
+                            &env, &seq, err, sizeof err);
+    if (rc != PW_WIRE_OK) {
+        s_bad(st, p, rc, err, seq);
+        return;
+    }
+    /* Anything but a batch or a beat may depend on the waiting batches
+     * (a RunEnd): store them first. */
+    if (env->body_case != PARITY__ENVELOPE__BODY_SAMPLE_BATCH
+        && env->body_case != PARITY__ENVELOPE__BODY_HEARTBEAT)
+        s_group_flush(st);
+    switch (env->body_case) {
+    case PARITY__ENVELOPE__BODY_HELLO:
+        s_on_hello(st, p, &env);
+        break;
+    case PARITY__ENVELOPE__BODY_HEARTBEAT:
+        if (st->jobs && p->hello_on_rid && p->host_id)
+            co_jobs_heartbeat(st->jobs, p->key, env->heartbeat,
+                              co_jobs_now_us());
+        s_heard(st, p);
+        break;
+    default:
+        if (pw_wire_is_data(env->body_case))
+            s_on_data(st, p, itemp, &env);
+        else
+            st->c.unexpected++;
+        break;
+    }
+    pw_wire_free(&env);
+}
+
+/* One item from the loop; frees it, or the group keeps it. */
+static void
+s_handle(co_store_t *st, co_queue_item_t **itemp)
+{
+    co_queue_item_t *item = *itemp;
+    if (item->kind == CO_ITEM_OFFLINE) {
+        s_group_flush(st);     /* its batches first, in order */
+        s_on_offline(st, item->key);
+        co_queue_item_free(itemp);
+        return;
+    }
+    if (item->kind == CO_ITEM_REQUEST) {
+        Parity__Envelope *env = NULL;
+        uint64_t seq;
+        char err[256];
+        if (pw_wire_unpack(zmq_msg_data(&item->frame),
+                           zmq_msg_size(&item->frame), PW_WIRE_MAX_FRAME,
+                           &env, &seq, err, sizeof err) == PW_WIRE_OK
+            && env->body_case == PARITY__ENVELOPE__BODY_REQUEST)
+            s_on_request(st, item, env->request);
+        pw_wire_free(&env);
+    } else {
+        s_peer_t *p = s_peer(st, item->key);
+        if (p)
+            s_on_frame(st, p, itemp);
+    }
+    if (*itemp) {
+        s_done(st, *itemp);
+        co_queue_item_free(itemp);
+    }
+}
+
+/* Write last_seen of the hosts heard since the last tick: one statement
+ * however many, so 1,000 agents' heartbeats cost one UPDATE a second. */
+static void
+s_flush_heard(co_store_t *st)
+{
+    char err[256];
+    if (st->n_heard == 0 || !st->jobs)
+        return;
+    PGconn *c = co_jobs_conn(st->jobs, err, sizeof err);
+    if (c) {
+        size_t cap = st->n_heard * 21 + 3, n = 0;
+        char *arr = malloc(cap);
+        if (arr) {
+            arr[n++] = '{';
+            for (size_t i = 0; i < st->n_heard; i++)
+                n += (size_t)snprintf(arr + n, cap - n, "%s%" PRId64,
+                                      i ? "," : "", st->heard[i]);
+            snprintf(arr + n, cap - n, "}");
+            const char *pv[] = { arr };
+            PGresult *r = PQexecParams(c, "UPDATE hosts SET last_seen = "
+                                       "now() WHERE id = ANY($1::bigint[])",
+                                       1, NULL, pv, NULL, NULL, 0);
+            if (PQresultStatus(r) != PGRES_COMMAND_OK)
+                co_jobs_conn_check(st->jobs);
+            PQclear(r);
+            free(arr);
+        }
+    }
+    st->n_heard = 0;
+    for (s_peer_t *p = zhashx_first(st->peers); p;
+         p = zhashx_next(st->peers))
+        p->heard = false;
+}
+
+/* Partitions ahead of time, and retention (--keep-samples): hourly,
+ * and at once after a (re)connect. A failure is logged and tried again
+ * at the next hour; ingest goes on (the default partition takes rows). */
+static void
+s_maintain(co_store_t *st, int64_t now)
+{
+    char err[512], q[600];
+    int dropped = 0;
+    if (!st->db_up || now < st->next_maintain_us)
+        return;
+    st->next_maintain_us = now + CO_STORE_MAINTAIN_EVERY_US;
+    int rc = co_db_partitions_ensure(st->db, co_jobs_now_us(),
+                                     CO_STORE_MONTHS_AHEAD, err, sizeof err);
+    if (rc != CO_DB_OK) {
+        co_log(CO_LOG_WARN, "partitions_failed", "why=%s",
+               co_log_quote(q, sizeof q, err));
+        if (rc == CO_DB_FAIL)
+            s_db_lost(st, err);
+        return;
+    }
+    if (st->cfg.keep_samples_us <= 0)
+        return;
+    rc = co_db_retention(st->db, st->cfg.keep_samples_us, co_jobs_now_us(),
+                         &dropped, err, sizeof err);
+    if (rc != CO_DB_OK) {
+        co_log(CO_LOG_WARN, "retention_failed", "why=%s",
+               co_log_quote(q, sizeof q, err));
+        if (rc == CO_DB_FAIL)
+            s_db_lost(st, err);
+    } else if (dropped > 0) {
+        co_log(CO_LOG_INFO, "retention", "partitions_dropped=%d keep_days="
+               "%" PRId64, dropped, (int64_t)(st->cfg.keep_samples_us / 86400000000LL));
+    }
+}
+
+/* The periodic work: job tick and last_seen every heartbeat interval. */
+static void
+s_timers(co_store_t *st)
+{
+    int64_t now = s_now_us();
+    s_maintain(st, now);
+    if (now < st->next_tick_us)
+        return;
+    st->next_tick_us = now + (int64_t)st->cfg.heartbeat_ms * 1000;
+    if (!st->db_up)
+        return;
+    if (st->jobs)
+        co_jobs_tick(st->jobs, co_jobs_now_us());   /* expiry, job ends */
+    s_flush_heard(st);
+}
+
+static void *
+s_thread(void *arg)
+{
+    co_store_t *st = arg;
+    while (!st->stop) {
+        int64_t now = s_now_us();
+        int64_t wait = st->next_tick_us - now;
+        if (!st->db_up && st->db_retry_at_us - now < wait)
+            wait = st->db_retry_at_us - now;
+        if (wait > 100000)
+            wait = 100000;
+        if (wait < 0)
+            wait = 0;
+        co_queue_item_t *it = co_queue_pop(st->in, wait);
+        for (int n = 0; it; ) {
+            s_handle(st, &it);
+            if (++n >= CO_STORE_BURST || st->stop)
+                break;
+            it = co_queue_pop(st->in, 0);
+        }
+        s_group_flush(st);
+        s_db_try(st);
+        s_timers(st);
+        s_publish(st);
+    }
+    s_group_flush(st);
+    s_publish(st);
+    return NULL;
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+co_store_t *
+co_store_new(const co_server_config_t *cfg, co_db_t *db, void *ctx,
+             char *err, size_t errlen)
+{
+    co_store_t *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(err, errlen, "calloc co_store: out of memory");
+        return NULL;
+    }
+    st->cfg = *cfg;
+    st->db = db;
+    st->ctx = ctx;
+    st->db_up = co_db_connected(db);
+    co_db_set_floor_window(db, cfg->floor_window);
+    pthread_mutex_init(&st->snap_lock, NULL);
+    st->in = co_queue_new(CO_STORE_QUEUE_ITEMS, CO_STORE_QUEUE_BYTES);
+    st->peers = zhashx_new();
+    st->heard = calloc(S_HEARD_MAX, sizeof *st->heard);
+    if (!st->in || !st->peers || !st->heard) {
+        snprintf(err, errlen, "co_store: out of memory");
+        goto fail;
+    }
+    zhashx_set_destructor(st->peers, s_peer_free);
+    if (s_jobs_new(st, err, errlen) != 0)
+        goto fail;
+    st->out = co_out_connect(ctx, err, errlen);
+    if (!st->out)
+        goto fail;
+    s_publish(st);
+    if (pthread_create(&st->thread, NULL, s_thread, st) != 0) {
+        snprintf(err, errlen, "pthread_create(writer): %s", strerror(errno));
+        goto fail;
+    }
+    st->started = true;
+    return st;
+fail:
+    co_store_destroy(&st);
+    return NULL;
+}
+
+int
+co_store_push(co_store_t *st, co_queue_item_t **item)
+{
+    return co_queue_push(st->in, item, (*item)->kind == CO_ITEM_OFFLINE);
+}
+
+void
+co_store_depth(co_store_t *st, size_t *items, size_t *bytes)
+{
+    co_queue_depth(st->in, items, bytes);
+}
+
+void
+co_store_counters(co_store_t *st, co_counters_t *out, bool *db_up)
+{
+    pthread_mutex_lock(&st->snap_lock);
+    *out = st->snap;
+    if (db_up)
+        *db_up = st->snap_db_up;
+    pthread_mutex_unlock(&st->snap_lock);
+}
+
+void
+co_store_stop(co_store_t *st)
+{
+    if (!st->started)
+        return;
+    st->stop = 1;
+    co_queue_close(st->in);
+    pthread_join(st->thread, NULL);
+    st->started = false;
+}
+
+void
+co_store_destroy(co_store_t **stp)
+{
+    if (!stp || !*stp)
+        return;
+    co_store_t *st = *stp;
+    co_store_stop(st);
+    if (st->out)
+        zmq_close(st->out);
+    co_query_destroy(&st->query);
+    co_jobs_destroy(&st->jobs);
+    zhashx_destroy(&st->peers);
+    co_queue_destroy(&st->in);
+    free(st->heard);
+    pthread_mutex_destroy(&st->snap_lock);
+    free(st);
+    *stp = NULL;
+}

@@ -1,0 +1,73 @@
+/* co_store.h -- the collector's writer: everything agents send that
+ * touches PostgreSQL, on its own thread (docs/architecture.md).
+ *
+ * The network loop (co_server) reads frames and hands them over through
+ * a bounded co_queue; this thread decodes each (within pw_wire's
+ * budget), stores it through co_db on its own connection (SampleBatches
+ * of many peers in one transaction: group commit), and hands the Ack,
+ * Error or JobOffer back through co_out. An Ack still follows COMMIT.
+ * It also owns co_jobs (jobs and per-host job states, on a second
+ * connection), answers the job-changing Requests (`run`, `cancel`), runs
+ * the periodic work (job tick, hosts' last_seen, partitions, retention)
+ * and reconnects with back-off when the database goes away. Every item
+ * taken from the queue is answered with CO_OUT_DONE, whatever happened
+ * to it.
+ *
+ * Per peer, messages are handled in the order the loop queued them.
+ * Liveness is not decided here: the loop sends CO_ITEM_OFFLINE.
+ *
+ * The store borrows the co_db handle (connected or not; the caller
+ * keeps ownership and destroys it after co_store_destroy) and the ZeroMQ
+ * context. co_store_counters is safe from any thread.
+ */
+#ifndef CO_STORE_H
+#define CO_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "co_db.h"
+#include "co_queue.h"
+#include "co_server.h"
+
+/* Items waiting for the writer at most, and their bytes (frames are at
+ * most 4 MiB; a full window of 64 batches from each of 1,000 agents is
+ * ~2 GB, so the bound is on bytes, and agents resend what was dropped). */
+#define CO_STORE_QUEUE_ITEMS 65536
+#define CO_STORE_QUEUE_BYTES (256u * 1024 * 1024)
+/* Items handled before timers are looked at again. */
+#define CO_STORE_BURST 256
+/* Partitions made ahead, and how often partitions and retention are
+ * looked at. */
+#define CO_STORE_MONTHS_AHEAD 2
+#define CO_STORE_MAINTAIN_EVERY_US (3600LL * 1000000)
+
+typedef struct co_store co_store_t;
+
+/* A new writer for cfg (copied; only conninfo, admin_dir, heartbeat_ms,
+ * floor_window, parity, keep_samples_us are read), borrowing db and ctx.
+ * Starts its thread. Caller owns it; NULL with err. */
+co_store_t *co_store_new(const co_server_config_t *cfg, co_db_t *db,
+                         void *ctx, char *err, size_t errlen);
+
+/* Hand over *item (CO_ITEM_FRAME, CO_ITEM_OFFLINE or a CO_ITEM_REQUEST
+ * for run/cancel). 0 and *item NULL, or -1 when the queue is full (the
+ * caller keeps *item). OFFLINE items are always taken. */
+int co_store_push(co_store_t *st, co_queue_item_t **item);
+
+/* Items and bytes waiting. */
+void co_store_depth(co_store_t *st, size_t *items, size_t *bytes);
+
+/* A copy of the writer's counters (the fields it owns; the others 0). */
+void co_store_counters(co_store_t *st, co_counters_t *out, bool *db_up);
+
+/* Stop the thread: the item being handled is finished (its Ack sent),
+ * the waiting batches stored; items still queued are dropped (agents
+ * resend them). co_store_counters still answers afterwards. Idempotent. */
+void co_store_stop(co_store_t *st);
+
+/* co_store_stop, then free; NULL is fine. */
+void co_store_destroy(co_store_t **st);
+
+#endif
