@@ -46,6 +46,12 @@ s_q(s_ctx_t *c, const char *sql, int n, const char *const *p)
         return NULL;
     }
     PGresult *r = PQexecParams(conn, sql, n, NULL, p, NULL, NULL, 0);
+    if (co_jobs_timed_out(r)) {
+        s_fail(c, CO_QUERY_TIMEOUT, CO_QUERY_TIMEOUT_FMT,
+               co_jobs_statement_timeout_ms(c->jobs) / 1000.0);
+        PQclear(r);
+        return NULL;
+    }
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
         s_fail(c, CO_QUERY_UNAVAILABLE, "query failed: %s",
                r ? PQresultErrorMessage(r) : PQerrorMessage(conn));

@@ -180,6 +180,13 @@ co_jobs_statement_timeout_ms(const co_jobs_t *j)
     return j->statement_timeout_ms;
 }
 
+bool
+co_jobs_timed_out(const PGresult *r)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    return state && strcmp(state, "57014") == 0;
+}
+
 void
 co_jobs_conn_check(co_jobs_t *j)
 {

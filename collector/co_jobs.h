@@ -189,6 +189,10 @@ int co_jobs_cancel(co_jobs_t *jobs, const char *job_id, int64_t now_us,
 /* The statement_timeout the module's connections use, ms (0: none). */
 int co_jobs_statement_timeout_ms(const co_jobs_t *jobs);
 
+/* True when r failed because its statement ran past the connection's
+ * statement_timeout (SQLSTATE 57014, query_canceled). */
+bool co_jobs_timed_out(const PGresult *r);
+
 /* Unix time now in microseconds. */
 int64_t co_jobs_now_us(void);
 

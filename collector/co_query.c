@@ -178,6 +178,13 @@ s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
         return NULL;
     }
     PGresult *r = PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);
+    if (co_jobs_timed_out(r)) {
+        res->status = CO_QUERY_TIMEOUT;
+        s_err(res->err, sizeof res->err, CO_QUERY_TIMEOUT_FMT,
+              co_jobs_statement_timeout_ms(q->jobs) / 1000.0);
+        PQclear(r);
+        return NULL;
+    }
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
         res->status = CO_QUERY_UNAVAILABLE;
         s_err(res->err, sizeof res->err, "database unavailable: query "

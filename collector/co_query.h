@@ -43,7 +43,13 @@ enum {
     CO_QUERY_NOTFOUND = 4,     /* no such job or run */
     CO_QUERY_UNAVAILABLE = 5,  /* the database is down: try again */
     CO_QUERY_TOO_BIG = 6,      /* the answer does not fit in one frame */
+    CO_QUERY_TIMEOUT = 7,      /* ran past --query-timeout: cancelled */
 };
+
+/* The error line of a query cancelled by the statement timeout. */
+#define CO_QUERY_TIMEOUT_FMT "query timed out: it ran longer than the " \
+    "collector's --query-timeout of %.3g s and was cancelled (ask for " \
+    "less, or raise --query-timeout)"
 
 /* Most admin keys, and the largest args_json accepted. */
 #define CO_QUERY_MAX_ADMINS 4096
