@@ -160,7 +160,13 @@ load_history() {
     $AS_PG "$PGBIN/pg_ctl" -D "$data/pg" -l "$data/pg.log" -w -t 120 start >/dev/null
     t0=$(date +%s.%N)
     {
-        echo "DROP SCHEMA public CASCADE; CREATE SCHEMA public;"
+        echo "SET client_min_messages = warning;"
+        # Every schema the collector made, not only public.
+        echo "DO \$\$ DECLARE s text; BEGIN FOR s IN SELECT nspname FROM"
+        echo "  pg_namespace WHERE nspname NOT IN ('pg_catalog',"
+        echo "  'information_schema') AND nspname NOT LIKE 'pg\\_%' LOOP"
+        echo "  EXECUTE format('DROP SCHEMA %I CASCADE', s); END LOOP; END \$\$;"
+        echo "CREATE SCHEMA public;"
         for f in "$ROOT"/collector/migrations/00[1-5]_*.sql; do cat "$f"; echo; done
         echo "CREATE TABLE schema_version (version integer PRIMARY KEY,"
         echo "  name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());"
@@ -188,11 +194,21 @@ run_one() {
     LOAD_S=null
     BASE=${REUSE:+$REUSE/base-r$HIST_ROUNDS}
     if [ -n "$BASE" ] && [ -d "$BASE/pg" ]; then
+        # This build's own server settings (what it appends to
+        # postgresql.conf at initdb) replace the cached cluster's: a
+        # collector may want more connections than the one that made it.
+        start_collector "$COLLECTOR" "$W/fresh" "$KEYS" "$(free_port)" "$W/fresh.log"
+        stop_collector
         t0=$(date +%s.%N)
         cp -a "$BASE" "$W/data"
+        conf=$W/data/pg/postgresql.conf
+        sed -i '/^# parity-collector/,$d' "$conf"
+        sed -n '/^# parity-collector/,$p' "$W/fresh/pg/postgresql.conf" >> "$conf"
+        [ ! -f "$W/fresh/pg/postgresql.auto.conf" ] ||
+            cp "$W/fresh/pg/postgresql.auto.conf" "$W/data/pg/"
         # The socket directory is the cluster's own path.
-        sed -i "s|^unix_socket_directories = .*|unix_socket_directories = '$W/data/pg'|" \
-            "$W/data/pg/postgresql.conf"
+        sed -i "s|^unix_socket_directories = .*|unix_socket_directories = '$W/data/pg'|" "$conf"
+        rm -rf "$W/fresh"
         log "history copied from $BASE in $(elapsed "$t0") s"
     else
         log "bulk-loading history ($HIST_ROUNDS rounds per run) ..."
