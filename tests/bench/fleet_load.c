@@ -785,6 +785,11 @@ fl_find_loop_max(json_t *j, const char *path, char *key_out, size_t keylen)
     json_t *v;
     if (!json_is_object(j))
         return NAN;
+    v = json_object_get(j, "loop_max_ms");   /* the collector's name */
+    if (!*path && json_is_number(v)) {
+        snprintf(key_out, keylen, "loop_max_ms");
+        return json_number_value(v);
+    }
     json_object_foreach(j, k, v) {
         char full[128];
         snprintf(full, sizeof full, "%s%s%s", path, *path ? "." : "", k);
