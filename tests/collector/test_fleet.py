@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""test_fleet.py fleet BUILD_DIR REQUEST -- the collector's threads under a slow
+database (TAP; issue 8 part 6).
+
+Real processes, as tests/jobs (whose World fixture this imports): a
+parity-collector with its private PostgreSQL in a fresh temp dir, three
+`parity-agent run` processes streaming to it, the `parity` client,
+psql over the cluster's Unix socket, 127.0.0.1 only. REQUEST is a
+jobs-request (tests/jobs/jobs_request.c) that this test keeps open to
+poll `stats` through a second client.
+
+  slow query   --heartbeat-ms 200, three agents stream a ~10 s run. psql
+               holds ACCESS EXCLUSIVE on `verdicts` for 5 s and `parity
+               regressions` (which reads it) waits for it: it is answered
+               after >= 4 s, while `acked` in stats keeps rising, samples
+               rows grow, nobody is called offline and the loop's longest
+               gap stays under 1 s. Every sample of the three results
+               files is stored once.
+  timeout      the collector restarted with --query-timeout 2s; psql
+               holds `jobs` for 6 s: `parity jobs` exits 1 within ~4 s
+               with the exact `query timed out` line, a raw Request gets
+               status 7; after the lock goes the same command works.
+
+The lock for the slow query is on `verdicts`, not `jobs`: the writer
+thread's job tick runs `UPDATE job_hosts ... FROM jobs` every heartbeat,
+so an ACCESS EXCLUSIVE lock on `jobs` stalls the writer itself (and so
+every Ack) for as long as it is held. `verdicts` is written only at a
+RunEnd, which none of the agents reaches while the lock is held.
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "jobs"))
+import test_jobs as tj  # noqa: E402  (World, ok, diag, bail)
+
+ok, diag = tj.ok, tj.diag
+# meson gives the built REQUEST relative to the build dir.
+REQUEST = (os.path.join(tj.BUILD, sys.argv[3]) if len(sys.argv) > 3 else
+           tj.REQUEST)
+
+AGENTS = ("alpha", "beta", "gamma")
+# One benchmark, so one run and one RunEnd per agent, at the very end:
+# 120 rounds of two 30 ms sleeps and the harness's no-op is ~8-10 s of
+# streaming (a batch at least every second: AG_DAEMON_FLUSH_MS).
+STREAM_SUITE = """suite: stream
+benchmarks:
+  - name: trickle
+    runs: 120
+    warmup: 2
+    arms:
+      - name: a
+        subject: true
+        command: [sleep, "0.03"]
+      - name: b
+        command: [sleep, "0.03"]
+"""
+LOCK_S = 5
+TIMEOUT_LINE = ("parity jobs: query timed out: it ran longer than the "
+                "collector's --query-timeout of 2 s and was cancelled (ask "
+                "for less, or raise --query-timeout)")
+
+
+class Fleet(tj.World):
+    """tests/jobs' World with collector flags of this test's choosing."""
+
+    def start_collector(self, *extra):
+        self.collector = subprocess.Popen(
+            [tj.COLLECTOR, "--data-dir", self.data, "--bind", self.endpoint,
+             "--key", self.key("collector") + "_secret", "--allow",
+             self.allow, "--admin", self.admin, "--heartbeat-ms", "200"]
+            + list(extra), stdout=self.log, stderr=self.log)
+        end = time.time() + 60
+        while time.time() < end:
+            if self.collector.poll() is not None:
+                tj.bail("parity-collector exited %d" %
+                        self.collector.returncode)
+            if "event=listening" in self.log_text():
+                return
+            time.sleep(0.1)
+        tj.bail("parity-collector not listening after 60 s")
+
+    def stop_collector(self):
+        self.collector.terminate()
+        try:
+            rc = self.collector.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.collector.kill()
+            rc = self.collector.wait()
+        self.collector = None
+        return rc
+
+    def log_text(self):
+        self.log.flush()
+        with open(os.path.join(self.root, "collector.log"), "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def start_run(self, name):
+        home = os.path.join(self.root, "agent-" + name)
+        os.makedirs(home, exist_ok=True)
+        log = open(os.path.join(home, "agent.log"), "ab")
+        self.agents[name] = subprocess.Popen(
+            [tj.AGENT, "run", os.path.join(self.suites, "stream.yaml"),
+             "--out", os.path.join(home, "results.json"),
+             "--collector", self.endpoint, "--collector-key",
+             self.key("collector"), "--key", self.key(name) + "_secret",
+             "--spool", os.path.join(home, "spool"), "--name", name,
+             "--heartbeat-ms", "200"],
+            stdout=log, stderr=log, cwd=home)
+
+    def hold_lock(self, table, seconds):
+        """psql holding ACCESS EXCLUSIVE on table for seconds, in the
+        background; returns the Popen once the lock is granted (None if it
+        never was within 10 s)."""
+        p = subprocess.Popen(
+            [os.path.join(tj.pg_bindir(), "psql"), "-X", "-q", "-v",
+             "ON_ERROR_STOP=1", "-h", os.path.join(self.data, "pg"), "-U",
+             "parity", "-d", "parity", "-c",
+             "BEGIN; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE; SELECT "
+             "pg_sleep(%d); COMMIT;" % (table, seconds)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        end = time.time() + 10
+        while time.time() < end and p.poll() is None:
+            if self.locks(table, True) == 1:
+                return p
+            time.sleep(0.05)
+        diag("the lock on %s was not granted: %s" % (table, p.poll()))
+        return None
+
+    def locks(self, table, granted):
+        """How many AccessExclusive (granted) or waiting (not granted)
+        locks are on table."""
+        text = self.psql(
+            "SELECT count(*) FROM pg_locks WHERE relation = '%s'::regclass "
+            "AND %s" % (table, "granted AND mode = 'AccessExclusiveLock'"
+                        if granted else "NOT granted"))
+        return int(text) if text else -1
+
+
+class Stats:
+    """One jobs-request kept open: `stats` answered by the loop itself,
+    through a client of its own."""
+
+    def __init__(self, w):
+        self.p = subprocess.Popen(
+            [REQUEST, w.endpoint, w.key("collector"), w.key("admin"),
+             "3000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True)
+
+    def get(self):
+        """The stats body as a dict, or None (each answer within 3 s:
+        jobs-request prints TIMEOUT then)."""
+        try:
+            self.p.stdin.write("stats\t{}\n")
+            self.p.stdin.flush()
+            line = self.p.stdout.readline()
+        except (OSError, ValueError):
+            return None
+        st, _, body = line.rstrip("\n").partition("\t")
+        if st != "0":
+            diag("stats: %s" % line.strip())
+            return None
+        return json.loads(body)
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+
+
+def results_samples(w, name):
+    path = os.path.join(w.root, "agent-" + name, "results.json")
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        diag("%s: %s" % (path, e))
+        return None
+    return sorted(s["wall_us"] for b in d["benchmarks"] for s in b["samples"])
+
+
+def stored_samples(w, name):
+    text = w.psql("SELECT s.wall_us FROM samples s JOIN runs r ON r.id = "
+                  "s.run JOIN hosts h ON h.id = r.host_id WHERE h.name = "
+                  "'%s' ORDER BY s.wall_us" % name)
+    return [float(x) for x in text.split()] if text else []
+
+
+def public_key(w, name):
+    with open(w.key(name)) as f:
+        for line in f:
+            k, _, v = line.strip().partition(" = ")
+            if k == "public-key":
+                return v.strip('"')
+    return None
+
+
+def count(w, sql):
+    text = w.psql(sql)
+    return int(text) if text else -1
+
+
+def case_slow_query(w):
+    with open(os.path.join(w.suites, "stream.yaml"), "w") as f:
+        f.write(STREAM_SUITE)
+    w.start_collector()
+    for n in AGENTS:
+        w.start_run(n)
+    # Streaming has begun on all three when each has a batch stored.
+    end = time.time() + 30
+    while time.time() < end:
+        if count(w, "SELECT count(DISTINCT r.host_id) FROM batches b JOIN "
+                 "runs r ON r.id = b.run") == 3:
+            break
+        time.sleep(0.2)
+    if not ok(time.time() < end, "the three agents are streaming batches"):
+        return
+    ok(count(w, "SELECT count(*) FROM verdicts") == 0 and
+       all(p.poll() is None for p in w.agents.values()),
+       "no run has ended yet (the lock comes before any RunEnd)")
+
+    stats = Stats(w)
+    try:
+        s0 = stats.get() or {}
+        samples0 = count(w, "SELECT count(*) FROM samples")
+        locker = w.hold_lock("verdicts", LOCK_S)
+        if not ok(locker is not None, "psql holds ACCESS EXCLUSIVE on "
+                  "verdicts for %d s" % LOCK_S):
+            return
+        t0 = time.time()
+        query = subprocess.Popen(
+            [tj.PARITY, "regressions"], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, PARITY_COLLECTOR=w.endpoint,
+                     PARITY_COLLECTOR_KEY=w.key("collector"),
+                     PARITY_KEY=w.key("admin"), HOME=w.root))
+        polls, waiting = [], 0
+        while query.poll() is None and time.time() - t0 < 20:
+            s = stats.get()
+            if s:
+                polls.append((time.time() - t0, s["acked"],
+                              s.get("loop_max_ms", -1)))
+            if waiting == 0:
+                waiting = w.locks("verdicts", False)
+            time.sleep(0.5)
+        if query.poll() is None:
+            query.kill()
+        out, err = query.communicate(timeout=10)
+        took = time.time() - t0
+        samples1 = count(w, "SELECT count(*) FROM samples")
+        ok(locker.wait(timeout=10) == 0, "the lock holder ran its %d s "
+           "and committed (%s)" % (LOCK_S, locker.stderr.read().strip()))
+        ok(waiting >= 1, "while it waited, pg_locks showed a query waiting "
+           "for verdicts (%d)" % waiting)
+        ok(query.returncode == 0 and "0 regressed" in out and took >= 4.0,
+           "parity regressions, blocked by the lock, is answered after "
+           "%.1f s (>= 4 s) and exits 0 (%d %s)" %
+           (took, query.returncode, err.strip()))
+        acked = [a for _, a, _ in polls]
+        rises = sum(1 for x, y in zip(acked, acked[1:]) if y > x)
+        gap, last_rise = 0.0, polls[0][0] if polls else 0.0
+        for (t, a, _), (_, b, _) in zip(polls[1:], polls):
+            if a > b:
+                gap, last_rise = max(gap, t - last_rise), t
+        if polls:
+            gap = max(gap, polls[-1][0] - last_rise)
+        ok(len(polls) >= 7 and s0.get("acked", -1) >= 0 and
+           acked[-1] > s0["acked"] and rises >= 3 and gap <= 2.5,
+           "stats answered %d times in the wait; acked rose %d times, "
+           "%s -> %s, longest stretch without a new ack %.1f s (<= 2.5)" %
+           (len(polls), rises, s0.get("acked"), acked[-1] if acked else None,
+            gap))
+        ok(samples1 > samples0 >= 0, "samples rows grew during the wait "
+           "(%d -> %d)" % (samples0, samples1))
+        # The old collector's loop did the database work itself: a query
+        # stuck for 5 s was a 5 s gap of the loop (and 25 missed beats).
+        # 1 s is a generous bound for a loop that never waits.
+        loop_max = max((m for _, _, m in polls), default=-1)
+        ok(0 <= loop_max < 1000, "stats loop_max_ms stayed under 1000 "
+           "(%s)" % loop_max)
+
+        # The agents finish; every sample of every results file stored.
+        end = time.time() + 60
+        for n, p in w.agents.items():
+            try:
+                rc = p.wait(timeout=max(1, end - time.time()))
+            except subprocess.TimeoutExpired:
+                rc = None
+            ok(rc == 0, "%s's run exits 0 (%s)" % (n, rc))
+        for n in AGENTS:
+            want = results_samples(w, n)
+            got = []
+            end = time.time() + 15
+            while time.time() < end:
+                got = stored_samples(w, n)
+                if want is not None and len(got) >= len(want):
+                    break
+                time.sleep(0.3)
+            ok(want and got == want, "%s: %d samples stored, its results "
+               "file has %s, the same wall_us" %
+               (n, len(got), len(want) if want is not None else None))
+            ok(count(w, "SELECT count(DISTINCT (s.run, s.batch_seq, s.idx))"
+                     " FROM samples s JOIN runs r ON r.id = s.run JOIN hosts"
+                     " h ON h.id = r.host_id WHERE h.name = '%s'" % n)
+               == len(got), "%s: no sample stored twice" % n)
+        # The stats client itself goes offline once it stops polling (it
+        # sends no Heartbeats): only the agents' keys count here.
+        log = w.log_text().splitlines()
+        for n in AGENTS:
+            pk = public_key(w, n)
+            peer = "peer=%s " % pk
+            ok(pk and any("event=hello" in l and peer in l for l in log) and
+               not any("event=offline" in l and peer in l for l in log),
+               "%s: its Hello is logged and no event=offline names it" % n)
+        s = stats.get() or {}
+        ok(0 <= s.get("loop_max_ms", -1) < 1000 and s.get("acked", 0) > 0 and
+           s.get("queue_dropped") == 0 and s.get("dup_dropped") == 0,
+           "final stats: loop_max_ms %s, acked %s, nothing dropped from a "
+           "queue (%s) or as a resend (%s)" %
+           (s.get("loop_max_ms"), s.get("acked"), s.get("queue_dropped"),
+            s.get("dup_dropped")))
+    finally:
+        stats.close()
+
+
+def case_timeout(w):
+    rc = w.stop_collector()
+    ok(rc == 0, "the collector exits 0 on SIGTERM (%d)" % rc)
+    w.start_collector("--query-timeout", "2s")
+    r = w.parity("jobs")
+    ok(r.returncode == 0, "parity jobs works before the lock (%d %s)" %
+       (r.returncode, r.stderr.strip()))
+    locker = w.hold_lock("jobs", 6)
+    if not ok(locker is not None, "psql holds ACCESS EXCLUSIVE on jobs "
+              "for 6 s"):
+        return
+    raw = []
+    t = threading.Thread(target=lambda: raw.extend(
+        tj.requests(w, [("jobs", "{}")], timeout_ms=5000)))
+    t.start()
+    t0 = time.time()
+    r = w.parity("jobs", timeout=20)
+    took = time.time() - t0
+    t.join(timeout=20)
+    lines = r.stderr.strip().splitlines()
+    ok(r.returncode == 1 and lines == [TIMEOUT_LINE] and r.stdout == "",
+       "parity jobs exits 1 with the query-timeout line (%d: %s)" %
+       (r.returncode, r.stderr.strip()))
+    ok(1.9 <= took <= 4.0, "it was answered after %.1f s (the 2 s timeout, "
+       "not the 6 s lock)" % took)
+    ok(raw[:1] == [("7", TIMEOUT_LINE[len("parity jobs: "):])],
+       "a raw Request in the same wait: status 7, the same text (%s)" % raw)
+    ok(locker.poll() is None, "the lock was still held then")
+    ok(locker.wait(timeout=15) == 0, "the lock holder committed")
+    # Two workers by default: three more queries use both connections.
+    got = [w.parity("jobs") for _ in range(3)]
+    ok(all(g.returncode == 0 and g.stderr == "" for g in got),
+       "after the lock, parity jobs works again, 3 times (%s)" %
+       [(g.returncode, g.stderr.strip()) for g in got])
+
+
+def main():
+    for exe in (tj.PARITY, tj.AGENT, tj.COLLECTOR, REQUEST):
+        if not os.access(exe, os.X_OK):
+            tj.bail("%s not built" % exe)
+    w = Fleet()
+    try:
+        case_slow_query(w)
+        case_timeout(w)
+    finally:
+        w.close(keep=tj.n_failed > 0)
+    print("1..%d" % tj.n_tests, flush=True)
+    sys.exit(1 if tj.n_failed else 0)
+
+
+if __name__ == "__main__":
+    main()
