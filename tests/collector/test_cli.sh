@@ -73,6 +73,9 @@ K="$T/keys/coll_secret"
 A="$T/allow"
 "$COLLECTOR" --help >"$T/out" 2>&1; st=$?
 check "--help" 0 "usage: parity-collector --bind ENDPOINT --key FILE --allow DIR" "$T/out"
+for flag in "--query-timeout T" "--keep-samples T" "--query-workers N"; do
+    ok $(grep -q -- "^  $flag  " "$T/out"; echo $?) "--help lists $flag"
+done
 "$COLLECTOR" --version >"$T/out" 2>&1; st=$?
 check "--version" 0 "parity-collector " "$T/out"
 
@@ -89,6 +92,18 @@ usage "--heartbeat-ms range" "--heartbeat-ms 5: want a whole number of ms from 1
 usage "--floor-window range" "--floor-window 99: want a whole number from 100 to 1000000" --floor-window 99
 usage "--parity range" "--parity 2: want a number from 0 to 1" --parity 2
 usage "--log-level" "--log-level loud: want debug, info, warn or error" --log-level loud
+usage "--query-timeout 0" "--query-timeout 0: want a duration from 1s to 1d, e.g. 30s or 5m" --query-timeout 0
+usage "--query-timeout unknown unit" "--query-timeout 2x: want a duration from 1s to 1d, e.g. 30s or 5m" --query-timeout 2x
+usage "--query-timeout over 1d" "--query-timeout 2d: want a duration from 1s to 1d, e.g. 30s or 5m" --query-timeout 2d
+usage "--query-timeout under 1s" "--query-timeout 999ms: want a duration from 1s to 1d, e.g. 30s or 5m" --query-timeout 999ms
+usage "--query-timeout negative" "--query-timeout -5s: want a duration from 1s to 1d, e.g. 30s or 5m" --query-timeout -5s
+usage "--keep-samples under 1d" "--keep-samples 12h: want a duration from 1d to 36500d, e.g. 365d" --keep-samples 12h
+usage "--keep-samples not a number" "--keep-samples abc: want a duration from 1d to 36500d, e.g. 365d" --keep-samples abc
+usage "--keep-samples over 36500d" "--keep-samples 36501d: want a duration from 1d to 36500d, e.g. 365d" --keep-samples 36501d
+usage "--query-workers 0" "--query-workers 0: want a whole number from 1 to 16" --query-workers 0
+usage "--query-workers 17" "--query-workers 17: want a whole number from 1 to 16" --query-workers 17
+# The edges are accepted: parsing goes on to the next complaint.
+usage "--query-timeout 1s/1d, 86400, 1000ms, --keep-samples 1d/36500d, --query-workers 1/16 accepted" "--bind ENDPOINT is required" --query-timeout 1s --query-timeout 1d --query-timeout 86400 --query-timeout 1000ms --keep-samples 1d --keep-samples 36500d --query-workers 1 --query-workers 16 --key "$K" --allow "$A"
 usage "unknown option" "unknown or incomplete option --frobnicate" --frobnicate
 usage "option without its value" "unknown or incomplete option --bind" --bind
 usage "stray argument" "unexpected argument extra" --bind tcp://127.0.0.1:0 extra
