@@ -4,7 +4,10 @@
  * bounds let through but the database must never hold (arms that do not
  * exist, times that are not times, environments that are not JSON),
  * incomplete runs. Every refusal is an Error{10, seq} naming the problem,
- * nothing of it is stored, and the collector stays up.
+ * nothing of it is stored, and the collector stays up. After a restart:
+ * a ~4 MiB frame of 2 M empty samples is Error 7 with the collector's
+ * peak RSS up by less than 64 MiB, and 20 copies of one batch queued
+ * behind a busy writer are stored once (dup_dropped).
  *
  *   test-hostile PATH/TO/parity-collector
  */
@@ -215,6 +218,149 @@ s_hello_env(void *s, const char *name, const char *env_json)
     h.agent_version = "test";
     h.environment_json = (char *)env_json;
     return s_send_body(s, 0, PARITY__ENVELOPE__BODY_HELLO, &h);
+}
+
+/* The collector's peak resident set (VmHWM) in KiB, -1 when unreadable. */
+static long
+s_vmhwm_kb(pid_t pid)
+{
+    char path[64], line[256];
+    long kb = -1;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+static size_t
+s_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    do {
+        p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    return n;
+}
+
+/* An Envelope{version 1, seq, sample_batch{run_id, n empty samples}}
+ * written byte by byte (no encoder would make it): field 14 of the
+ * Envelope, and `1a 00` (field 3, samples, length 0) n times. Caller
+ * frees; *len is its size. */
+static uint8_t *
+s_empty_samples_frame(uint64_t seq, const char *run, size_t n, size_t *len)
+{
+    size_t rl = strlen(run), body = 2 + rl + 2 * n;
+    uint8_t *f = malloc(body + 32), *p = f;
+    if (!f)
+        return NULL;
+    *p++ = 0x08;                       /* version = 1 */
+    *p++ = 0x01;
+    *p++ = 0x10;                       /* seq */
+    p += s_varint(p, seq);
+    *p++ = 0x72;                       /* sample_batch = 14, bytes */
+    p += s_varint(p, body);
+    *p++ = 0x0a;                       /* run_id = 1 */
+    *p++ = (uint8_t)rl;
+    memcpy(p, run, rl);
+    p += rl;
+    for (size_t i = 0; i < n; i++) {
+        *p++ = 0x1a;                   /* samples = 3, empty */
+        *p++ = 0x00;
+    }
+    *len = (size_t)(p - f);
+    return f;
+}
+
+/* Issue 8: the threaded collector under a frame that would cost hundreds
+ * of MiB decoded, and under an agent's resends of one frame while the
+ * writer is busy (a fresh collector: its VmHWM is a clean baseline). */
+static void
+s_threads_checks(cc_collector_t *col, zcert_t *cert)
+{
+    void *ctx = zmq_ctx_new();
+    void *s = cc_dealer(ctx, col->endpoint, cert, col->public_key);
+    uint64_t seq = 1000;
+    char msg[512];
+    unsigned code = 0;
+
+    ok(cc_hello(s, "alpha") == 0 && cc_wait_ack(s, 0, 5000)
+       && s_run_start(s, ++seq, "run-t", "threads", 2, "") == 0
+       && s_answer(s, seq, 5000, NULL, 0, NULL) == 1,
+       "threads: Hello and RunStart run-t acked");
+
+    /* ~4 MiB of 2,000,000 empty samples: decoded they would be 2 M
+     * Parity__Sample structs (~250 MiB). Counted on the wire first
+     * (docs/protocol.md section 7): Error 7, within the memory budget. */
+    size_t len = 0;
+    uint8_t *frame = s_empty_samples_frame(++seq, "run-t", 2000000, &len);
+    long limit0 = s_counter(s, "bad_limit");
+    long batches0 = s_sql_long("SELECT count(*) FROM batches");
+    long hwm0 = s_vmhwm_kb(col->pid);
+    ok(frame && len > (3u << 20) + (3u << 18) && len < PW_WIRE_MAX_FRAME,
+       "the frame of empty samples is %zu bytes (~4 MiB, under the 4 MiB "
+       "bound)", len);
+    int64_t t0 = cc_now_ms();
+    int rc = frame ? cc_send_raw(s, frame, len) : -1;
+    free(frame);
+    int ans = rc == 0 ? s_answer(s, seq, 10000, msg, sizeof msg, &code) : 0;
+    ok(ans == -1 && code == 7
+       && strcmp(msg, "sample_batch: 2000000 samples (at most 512)") == 0,
+       "2 M empty samples: Error 7 \"sample_batch: 2000000 samples (at "
+       "most 512)\" after %" PRId64 " ms (answer %d code %u \"%s\")",
+       cc_now_ms() - t0, ans, code, msg);
+    long hwm1 = s_vmhwm_kb(col->pid);
+    ok(hwm0 > 0 && hwm1 >= hwm0 && hwm1 - hwm0 < 64 * 1024,
+       "the collector's VmHWM grew by %ld KiB (< 64 MiB; %ld -> %ld)",
+       hwm1 - hwm0, hwm0, hwm1);
+    ok(s_counter(s, "bad_limit") == limit0 + 1
+       && s_sql_long("SELECT count(*) FROM batches") == batches0,
+       "bad_limit +1, no batch stored");
+    Parity__Envelope *e = cc_request(s, 9001, "ping", 3000);
+    ok(e && e->reply->status == 0, "and the collector still answers ping");
+    pw_wire_free(&e);
+
+    /* Resends: one SampleBatch sent 20 times back to back behind a
+     * Calibration of 65,536 samples (the writer is busy storing it).
+     * Each copy is either dropped while its first copy waits
+     * (dup_dropped) or acked again once stored (duplicates); one row. */
+    long dd0 = s_counter(s, "dup_dropped"), dup0 = s_counter(s, "duplicates");
+    uint64_t cal = ++seq, data = ++seq;
+    ok(s_calibration(s, cal, "cal-busy", 65536) == 0,
+       "a Calibration of 65536 samples sent");
+    int sent = 0;
+    for (int i = 0; i < 20; i++)
+        sent += s_batch(s, data, "run-t", 0, 8, 99, 0, 0, 0) == 0;
+    int acks = 0, cal_acked = 0;
+    for (;;) {
+        Parity__Envelope *in = cc_recv(s, 2000);
+        if (!in)
+            break;
+        if (in->body_case == PARITY__ENVELOPE__BODY_ACK) {
+            acks += in->ack->seq == data;
+            cal_acked += in->ack->seq == cal;
+        }
+        pw_wire_free(&in);
+    }
+    long dd = s_counter(s, "dup_dropped") - dd0;
+    long dup = s_counter(s, "duplicates") - dup0;
+    ok(sent == 20 && cal_acked == 1 && acks >= 1,
+       "20 copies sent; the Calibration and the batch acked (%d acks of "
+       "the batch)", acks);
+    ok(dd >= 1 && dd + dup == 19 && acks == 1 + dup,
+       "19 resends: dup_dropped +%ld (>= 1) and duplicates +%ld, one Ack "
+       "each for the first copy and the duplicates (%d)", dd, dup, acks);
+    ok(s_sql_long("SELECT count(*) FROM batches b JOIN runs r ON r.id = "
+                  "b.run WHERE r.run_uuid = 'run-t'") == 1
+       && s_sql_long("SELECT count(*) FROM samples s JOIN runs r ON r.id = "
+                     "s.run WHERE r.run_uuid = 'run-t'") == 8,
+       "exactly one batch row of run-t, with its 8 samples");
+    zmq_close(s);
+    zmq_ctx_term(ctx);
 }
 
 int
@@ -530,6 +676,7 @@ main(int argc, char **argv)
            && s_sql_long("SELECT count(*) FROM runs WHERE status = "
                          "'complete'") == 1,
            "everything committed before the kill is there");
+        s_threads_checks(&col, a);
         PQfinish(s_pg);
     }
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
