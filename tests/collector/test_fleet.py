@@ -9,7 +9,7 @@ psql over the cluster's Unix socket, 127.0.0.1 only. REQUEST is a
 jobs-request (tests/jobs/jobs_request.c) that this test keeps open to
 poll `stats` through a second client.
 
-  slow query   --heartbeat-ms 200, three agents stream a ~10 s run. psql
+  slow query   --heartbeat-ms 200, three agents stream a ~12 s run. psql
                holds ACCESS EXCLUSIVE on `verdicts` for 5 s and `parity
                regressions` (which reads it) waits for it: it is answered
                after >= 4 s, while `acked` in stats keeps rising, samples
@@ -46,12 +46,13 @@ REQUEST = (os.path.join(tj.BUILD, sys.argv[3]) if len(sys.argv) > 3 else
 
 AGENTS = ("alpha", "beta", "gamma")
 # One benchmark, so one run and one RunEnd per agent, at the very end:
-# 120 rounds of two 30 ms sleeps and the harness's no-op is ~8-10 s of
-# streaming (a batch at least every second: AG_DAEMON_FLUSH_MS).
+# 160 rounds of two 30 ms sleeps and the harness's no-op is ~11-13 s of
+# streaming (a batch at least every second: AG_DAEMON_FLUSH_MS), so the
+# 5 s lock, taken ~2 s in, ends well before any RunEnd.
 STREAM_SUITE = """suite: stream
 benchmarks:
   - name: trickle
-    runs: 120
+    runs: 160
     warmup: 2
     arms:
       - name: a
@@ -242,7 +243,7 @@ def case_slow_query(w):
             env=dict(os.environ, PARITY_COLLECTOR=w.endpoint,
                      PARITY_COLLECTOR_KEY=w.key("collector"),
                      PARITY_KEY=w.key("admin"), HOME=w.root))
-        polls, in_lock, waiting = [], [], 0
+        polls, in_lock, waiting, streaming = [], [], 0, False
         while query.poll() is None and time.time() - t0 < 20:
             s = stats.get()
             if s:
@@ -250,6 +251,7 @@ def case_slow_query(w):
                               s.get("loop_max_ms", -1)))
             if locker.poll() is None:   # rows committed under the lock
                 in_lock.append(count(w, "SELECT count(*) FROM samples"))
+                streaming = all(p.poll() is None for p in w.agents.values())
             if waiting == 0:
                 waiting = w.locks("verdicts", False)
             time.sleep(0.5)
@@ -259,6 +261,8 @@ def case_slow_query(w):
         took = time.time() - t0
         ok(locker.wait(timeout=10) == 0, "the lock holder ran its %d s "
            "and committed (%s)" % (LOCK_S, locker.stderr.read().strip()))
+        ok(streaming, "the three agents were still running at the last "
+           "look under the lock")
         ok(waiting >= 1, "while it waited, pg_locks showed a query waiting "
            "for verdicts (%d)" % waiting)
         ok(query.returncode == 0 and "0 regressed" in out and took >= 4.0,
