@@ -46,6 +46,7 @@ struct co_db {
      * 4 MiB frame). */
     char *copy;
     size_t copy_len, copy_cap;
+    const co_db_run_cache_t *run_cache;  /* next run_end's samples */
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -1310,12 +1311,69 @@ s_store_verdict(co_db_t *db, const char *runid, const char *host,
  * (errors has narms slots). Partitions before the run's start are
  * pruned when every sample of its batches (expected) is found that way.
  * Caller frees x and arm_of. */
+void
+co_db_set_run_samples(co_db_t *db, const co_db_run_cache_t *cache)
+{
+    db->run_cache = cache;
+}
+
+/* s_run_samples from the writer's copy (co_db_set_run_samples): false
+ * when it cannot stand for the stored rows. A counting sort by arm keeps
+ * each arm's samples in their stored order. */
+static bool
+s_run_samples_cached(co_db_t *db, long long expected, size_t narms,
+                     double **x, size_t **arm_of, size_t *n, int64_t *errors)
+{
+    const co_db_run_cache_t *c = db->run_cache;
+    if (!c || expected < 0 || c->n != (size_t)expected)
+        return false;
+    size_t *start = calloc(narms + 1, sizeof *start), m = 0;
+    if (!start)
+        return false;
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->kind[i] != PARITY__SAMPLE_KIND__MEASURED)
+            continue;
+        if (c->arm[i] < 0 || (size_t)c->arm[i] >= narms) {
+            free(start);
+            return false;
+        }
+        start[c->arm[i] + 1]++;
+        m++;
+    }
+    for (size_t a = 0; a < narms; a++)
+        start[a + 1] += start[a];
+    *x = malloc((m ? m : 1) * sizeof **x);
+    *arm_of = malloc((m ? m : 1) * sizeof **arm_of);
+    if (!*x || !*arm_of) {
+        free(*x);
+        free(*arm_of);
+        *x = NULL;
+        *arm_of = NULL;
+        free(start);
+        return false;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        size_t arm = (size_t)c->arm[i];
+        if (c->kind[i] == PARITY__SAMPLE_KIND__ERROR && arm < narms)
+            errors[arm]++;
+        if (c->kind[i] != PARITY__SAMPLE_KIND__MEASURED)
+            continue;
+        (*x)[start[arm]] = c->wall_us[i];
+        (*arm_of)[start[arm]++] = arm;
+    }
+    *n = m;
+    free(start);
+    return true;
+}
+
 static int
 s_run_samples(co_db_t *db, const char *runid, int64_t started_at_us,
               long long expected, size_t narms, double **x, size_t **arm_of,
               size_t *n, int64_t *errors, char *err, size_t errlen)
 {
     int rc;
+    if (s_run_samples_cached(db, expected, narms, x, arm_of, n, errors))
+        return CO_DB_OK;
     char lo[24];
     int64_t bound = started_at_us > INT64_MIN + S_PRUNE_MARGIN_US ?
                     started_at_us - S_PRUNE_MARGIN_US : INT64_MIN;
@@ -1522,10 +1580,10 @@ s_run_end_ready(co_db_t *db, const Parity__RunEnd *re, const char *runid,
     return CO_DB_OK;
 }
 
-int
-co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
-              int floor_window, double parity, unsigned *verdicts,
-              char *err, size_t errlen)
+static int
+s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
+          int floor_window, double parity, unsigned *verdicts, char *err,
+          size_t errlen)
 {
     int rc;
     int64_t run = 0;
@@ -1621,6 +1679,17 @@ done:
     free(x);
     free(arm_of);
     free(errors);
+    return rc;
+}
+
+int
+co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
+              int floor_window, double parity, unsigned *verdicts,
+              char *err, size_t errlen)
+{
+    int rc = s_run_end(db, host_id, re, floor_window, parity, verdicts, err,
+                       errlen);
+    db->run_cache = NULL;
     return rc;
 }
 

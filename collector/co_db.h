@@ -117,6 +117,21 @@ int co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
  * arm's, with the host's floor from its last floor_window calibration
  * samples taken up to the run's end, and parity. CO_DB_LATER while some of
  * batches 0..re->batches-1 are not stored. *verdicts gets the count. */
+/* A run's samples as the writer stored them (every kind), borrowed: the
+ * next co_db_run_end uses them instead of reading the run's rows back
+ * when their count is exactly that of the run's stored batches (so it
+ * holds every stored sample once); otherwise, or with NULL, it reads
+ * them. Reading them back scans every page written while the run lasted
+ * (BRIN cannot tell interleaved runs apart): ~40 ms a RunEnd under a
+ * fleet's load. Cleared by co_db_run_end. */
+typedef struct {
+    const int32_t *arm;
+    const double *wall_us;
+    const uint8_t *kind;
+    size_t n;
+} co_db_run_cache_t;
+void co_db_set_run_samples(co_db_t *db, const co_db_run_cache_t *cache);
+
 int co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
                   int floor_window, double parity, unsigned *verdicts,
                   char *err, size_t errlen);

@@ -18,6 +18,7 @@
 #include "co_log.h"
 #include "co_out.h"
 #include "co_query.h"
+#include "co_runs.h"
 
 /* Hosts whose last_seen is written at the next tick, at most. */
 #define S_HEARD_MAX 16384
@@ -65,6 +66,7 @@ struct co_store {
     co_db_batch_item_t items[CO_DB_GROUP_MAX];
     co_jobs_t *jobs;               /* NULL without cfg.conninfo */
     co_query_t *query;             /* run and cancel only */
+    co_runs_t *runs;               /* samples of runs in progress */
     int64_t *heard;                /* [S_HEARD_MAX] host ids */
     size_t n_heard;
 };
@@ -448,6 +450,8 @@ s_group_flush(co_store_t *st)
     st->c.groups++;
     for (size_t k = 0; k < st->n_group; k++) {
         co_db_batch_item_t *it = &st->items[k];
+        if (it->rc == CO_DB_OK && it->stored > 0)
+            co_runs_add(st->runs, it->host_id, it->batch);
         s_result(st, st->group[k].peer, st->group[k].env, it->rc,
                  it->stored, 0, it->err);
         s_done(st, st->group[k].item);
@@ -516,9 +520,13 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
         s_group_add(st, p, itemp, envp);
         return;
     case PARITY__ENVELOPE__BODY_RUN_END:
+        co_db_set_run_samples(st->db, co_runs_get(st->runs, p->host_id,
+                                                  env->run_end->run_id));
         rc = co_db_run_end(st->db, p->host_id, env->run_end,
                            st->cfg.floor_window, st->cfg.parity, &verdicts,
                            err, sizeof err);
+        if (rc == CO_DB_OK || rc == CO_DB_DUP || rc == CO_DB_REFUSED)
+            co_runs_forget(st->runs, p->host_id, env->run_end->run_id);
         break;
     case PARITY__ENVELOPE__BODY_JOB_STATUS:
         /* co_jobs' codes are co_db's: ack, refuse or stay silent alike. */
@@ -800,7 +808,8 @@ co_store_new(const co_server_config_t *cfg, co_db_t *db, void *ctx,
     st->in = co_queue_new(CO_STORE_QUEUE_ITEMS, CO_STORE_QUEUE_BYTES);
     st->peers = zhashx_new();
     st->heard = calloc(S_HEARD_MAX, sizeof *st->heard);
-    if (!st->in || !st->peers || !st->heard) {
+    st->runs = co_runs_new(CO_RUNS_MAX_SAMPLES);
+    if (!st->in || !st->peers || !st->heard || !st->runs) {
         snprintf(err, errlen, "co_store: out of memory");
         goto fail;
     }
@@ -869,6 +878,7 @@ co_store_destroy(co_store_t **stp)
     zhashx_destroy(&st->peers);
     co_queue_destroy(&st->in);
     free(st->heard);
+    co_runs_destroy(&st->runs);
     pthread_mutex_destroy(&st->snap_lock);
     free(st);
     *stp = NULL;
