@@ -306,6 +306,7 @@ main(int argc, char **argv)
         co_log(CO_LOG_INFO, "pg_ready", "data_dir=%s socket_dir=%s",
                data_dir, co_pg_socket_dir(pg));
         db_conninfo = co_pg_conninfo(pg);
+        cfg.private_db = true;
     }
     db = co_db_new(db_conninfo);
     if (!db) {

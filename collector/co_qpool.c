@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "co_jobs.h"
 #include "co_log.h"
@@ -20,6 +23,8 @@ typedef struct {
     void *out;             /* this worker's PUSH to the loop */
     co_jobs_t *jobs;       /* its connection */
     co_query_t *query;
+    bool renice;           /* cfg.private_db */
+    int niced_pid;         /* the server process reniced last */
 } s_worker_t;
 
 struct co_qpool {
@@ -34,6 +39,22 @@ s_log(void *ctx, const char *event, const char *text)
 {
     (void)ctx;
     co_log(CO_LOG_WARN, event, "%s", text);
+}
+
+/* The server process of this worker's connection at CO_QPOOL_NICE, once
+ * per connection (best effort: a failure only costs latency). */
+static void
+s_renice_backend(s_worker_t *w)
+{
+    char err[256];
+    PGconn *c = co_jobs_conn(w->jobs, err, sizeof err);
+    int pid = c ? PQbackendPID(c) : 0;
+    if (pid <= 0 || pid == w->niced_pid)
+        return;
+    w->niced_pid = pid;
+    if (setpriority(PRIO_PROCESS, (id_t)pid, CO_QPOOL_NICE) != 0)
+        co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d", pid,
+               errno);
 }
 
 static void
@@ -52,6 +73,8 @@ s_answer(s_worker_t *w, const co_queue_item_t *item)
                        zmq_msg_size((zmq_msg_t *)&item->frame),
                        PW_WIRE_MAX_FRAME, &env, &seq, err, sizeof err)
         == PW_WIRE_OK && env->body_case == PARITY__ENVELOPE__BODY_REQUEST) {
+        if (w->renice)
+            s_renice_backend(w);
         co_query_handle(w->query, item->key, env->request, &rep);
         pw_wire_init(&out, 0);
         pw_wire_set_body(&out, PARITY__ENVELOPE__BODY_REPLY, &rep);
@@ -77,6 +100,9 @@ s_thread(void *arg)
 {
     s_worker_t *w = arg;
     co_queue_item_t *item;
+    /* On Linux a thread has its own nice value. */
+    if (w->renice)
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), CO_QPOOL_NICE);
     for (;;) {
         item = co_queue_pop(w->pool->in, 1000000);
         /* Closed: the Request being answered was finished; waiting ones
@@ -105,6 +131,7 @@ s_worker_init(s_worker_t *w, co_qpool_t *pool, const co_server_config_t *cfg,
     co_jobs_opts_t o = { cfg->conninfo, w, NULL, s_log, 0,
                          cfg->query_timeout_ms };
     w->pool = pool;
+    w->renice = cfg->private_db;
     w->jobs = co_jobs_new(&o);
     w->query = w->jobs ? co_query_new(w->jobs, cfg->floor_window) : NULL;
     if (!w->query) {

@@ -9,6 +9,13 @@
  *
  * `run` and `cancel` are not for the pool: they change jobs, which the
  * writer owns. The pool's co_jobs instances are only connections.
+ *
+ * Priority: acks are latency, queries are throughput. With the private
+ * cluster (cfg.private_db) each worker thread and the server process
+ * serving its connection run at nice CO_QPOOL_NICE, so that on a small
+ * machine a history-wide query takes the CPU the writer leaves rather
+ * than delaying acks (measured in docs/performance.md). An external
+ * database's processes are never touched.
  */
 #ifndef CO_QPOOL_H
 #define CO_QPOOL_H
@@ -21,6 +28,7 @@
 /* Workers, and Requests waiting for one at most (a client sends one at
  * a time; more waiting than this is a flood, answered "busy"). */
 #define CO_QPOOL_WORKERS 2
+#define CO_QPOOL_NICE 10
 #define CO_QPOOL_QUEUE_ITEMS 256
 #define CO_QPOOL_QUEUE_BYTES (16u * 1024 * 1024)
 

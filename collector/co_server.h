@@ -26,6 +26,7 @@
 #define CO_SERVER_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +80,10 @@ typedef struct {
     int64_t keep_samples_us;
     /* Query worker threads (0: CO_QPOOL_WORKERS). */
     int query_workers;
+    /* The database is the collector's private cluster on this machine:
+     * the query workers then lower their own and their server
+     * processes' CPU priority (co_qpool.h says why). */
+    bool private_db;
 } co_server_config_t;
 
 /* Counters. Invariant: every frame received is counted once in received
