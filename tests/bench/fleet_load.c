@@ -750,6 +750,9 @@ typedef struct {
     char jobs[256][16];       /* jobs created (ids) */
     int njobs;
     double loop_max_ms;       /* from stats, NAN when it has none */
+    /* The collector's own view, when its stats has it (the worst of the
+     * minutes seen): frame read to writer finished. */
+    double store_p99_ms, store_max_ms, queue_dropped, dup_dropped;
     char loop_key[128];
     uint64_t false_offline_hosts;
     bool *offline_seen;       /* per agent, from hosts replies */
@@ -773,6 +776,16 @@ fl_admin_send(int cmd, const char *args)
     A.pending_timed = false;
     A.pending_cmd = cmd;
     A.sent_ms = fl_now_ms_f();
+}
+
+/* *out = max(*out, stats[key]) when the stats body has that number. */
+static void
+fl_stat_max(json_t *stats, const char *key, double *out)
+{
+    json_t *v = json_object_get(stats, key);
+    if (json_is_number(v)
+        && (isnan(*out) || json_number_value(v) > *out))
+        *out = json_number_value(v);
 }
 
 /* A number in a stats body whose key says loop and max (loop_max_ms,
@@ -894,6 +907,10 @@ fl_admin_read(fl_agent_t *ag)
                     A.loop_max_ms = x;
                     snprintf(A.loop_key, sizeof A.loop_key, "%s", key);
                 }
+                fl_stat_max(body, "store_p99_ms", &A.store_p99_ms);
+                fl_stat_max(body, "store_max_ms", &A.store_max_ms);
+                fl_stat_max(body, "queue_dropped", &A.queue_dropped);
+                fl_stat_max(body, "dup_dropped", &A.dup_dropped);
             } else if (body && A.pending_cmd == FL_C_RUN && A.njobs < 256) {
                 const char *id = json_string_value(json_object_get(body,
                                                                    "job"));
@@ -1255,6 +1272,7 @@ main(int argc, char **argv)
         snprintf(ag[i].name, sizeof ag[i].name, "fl-%04d", i);
     }
     A.loop_max_ms = NAN;
+    A.store_p99_ms = A.store_max_ms = A.queue_dropped = A.dup_dropped = NAN;
 
     s_ctx = zmq_ctx_new();
     zmq_ctx_set(s_ctx, ZMQ_MAX_SOCKETS, O.agents + 64);
@@ -1431,6 +1449,10 @@ main(int argc, char **argv)
                 rss_before >= 0 && rss_fleet >= 0 && greeted
                     ? (double)(rss_fleet - rss_before) / greeted : NAN, ",");
     fl_json_num(o, "loop_max_ms", A.loop_max_ms, ",");
+    fl_json_num(o, "collector_store_p99_ms", A.store_p99_ms, ",");
+    fl_json_num(o, "collector_store_max_ms", A.store_max_ms, ",");
+    fl_json_num(o, "collector_queue_dropped", A.queue_dropped, ",");
+    fl_json_num(o, "collector_dup_dropped", A.dup_dropped, ",");
     fprintf(o, "\"loop_field\":\"%s\",", A.loop_key);
     fprintf(o, "\"reconnects\":%llu,\"heartbeats_missed\":%llu,"
             "\"heartbeats_expected\":%llu,\"heartbeats_in\":%llu,"
