@@ -47,6 +47,7 @@ struct co_db {
     char *copy;
     size_t copy_len, copy_cap;
     const co_db_run_cache_t *run_cache;  /* next run_end's samples */
+    bool outer;                    /* co_db_begin's transaction is open */
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -122,6 +123,8 @@ co_db_disconnect(co_db_t *db)
         PQfinish(db->conn);
         db->conn = NULL;
     }
+    if (db)
+        db->outer = false;
 }
 
 void
@@ -178,6 +181,13 @@ co_db_connect(co_db_t *db, char *err, size_t errlen)
 static int
 s_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
 {
+    /* Inside co_db_begin's transaction each store function's own
+     * transaction is a savepoint: a refused message is undone alone, and
+     * the whole burst costs one COMMIT. */
+    if (db->outer && strcmp(sql, "BEGIN") == 0)
+        sql = "SAVEPOINT co_msg";
+    else if (db->outer && strcmp(sql, "COMMIT") == 0)
+        sql = "RELEASE SAVEPOINT co_msg";
     PGresult *r = PQexec(db->conn, sql);
     int rc = CO_DB_OK;
     if (PQresultStatus(r) != PGRES_COMMAND_OK
@@ -190,8 +200,45 @@ s_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
 static void
 s_rollback(co_db_t *db)
 {
-    if (db->conn && PQstatus(db->conn) == CONNECTION_OK)
+    if (!db->conn || PQstatus(db->conn) != CONNECTION_OK)
+        return;
+    if (db->outer) {
+        PQclear(PQexec(db->conn, "ROLLBACK TO SAVEPOINT co_msg"));
+        PQclear(PQexec(db->conn, "RELEASE SAVEPOINT co_msg"));
+    } else {
         PQclear(PQexec(db->conn, "ROLLBACK"));
+    }
+}
+
+int
+co_db_begin(co_db_t *db, char *err, size_t errlen)
+{
+    if (db->outer)
+        return CO_DB_OK;
+    int rc = s_exec(db, "BEGIN", err, errlen);
+    db->outer = rc == CO_DB_OK;
+    return rc;
+}
+
+int
+co_db_commit(co_db_t *db, char *err, size_t errlen)
+{
+    if (!db->outer)
+        return CO_DB_OK;
+    db->outer = false;
+    int rc = s_exec(db, "COMMIT", err, errlen);
+    if (rc != CO_DB_OK)
+        s_rollback(db);
+    return rc;
+}
+
+void
+co_db_abort(co_db_t *db)
+{
+    if (!db->outer)
+        return;
+    db->outer = false;
+    s_rollback(db);
 }
 
 /* Parameterised statement; returns the result (caller clears) or NULL

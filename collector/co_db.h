@@ -117,6 +117,18 @@ int co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
  * arm's, with the host's floor from its last floor_window calibration
  * samples taken up to the run's end, and parity. CO_DB_LATER while some of
  * batches 0..re->batches-1 are not stored. *verdicts gets the count. */
+/* One transaction around many messages (the writer's burst): until
+ * co_db_commit, each store function's own transaction is a savepoint in
+ * it, so one refused message is undone alone and the burst costs one
+ * COMMIT (one WAL flush). What a store function said CO_DB_OK or
+ * CO_DB_DUP about is durable only after co_db_commit returns CO_DB_OK:
+ * ack nothing before. A failed commit rolls everything back
+ * (CO_DB_FAIL). co_db_abort rolls back. Migrations, partitions and
+ * retention must not run inside. */
+int co_db_begin(co_db_t *db, char *err, size_t errlen);
+int co_db_commit(co_db_t *db, char *err, size_t errlen);
+void co_db_abort(co_db_t *db);
+
 /* A run's samples as the writer stored them (every kind), borrowed: the
  * next co_db_run_end uses them instead of reading the run's rows back
  * when their count is exactly that of the run's stored batches (so it

@@ -6,6 +6,19 @@
 #include <stdio.h>
 #include <string.h>
 
+void
+co_out_hdr_done(co_out_hdr_t *h, const co_queue_item_t *item)
+{
+    memset(h, 0, sizeof *h);
+    h->flags = CO_OUT_DONE;
+    snprintf(h->key, sizeof h->key, "%s", item->key);
+    h->seq = item->seq;
+    h->bytes = item->bytes;
+    h->arrived_us = item->arrived_us;
+    h->kind = (int)item->kind;
+    h->body_case = item->body_case;
+}
+
 void *
 co_out_connect(void *ctx, char *err, size_t errlen)
 {

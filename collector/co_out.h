@@ -19,6 +19,8 @@
 
 #include <zmq.h>
 
+#include "co_queue.h"
+
 #define CO_OUT_ENDPOINT "inproc://co-out"
 /* Messages the loop's PULL may hold; a worker's send waits beyond it
  * (the worker waits, never the loop). */
@@ -38,6 +40,9 @@ typedef struct {
     int kind;            /* the finished item's co_item_kind_t */
     int body_case;       /* and its body case */
 } co_out_hdr_t;
+
+/* Fill h as the CO_OUT_DONE of item (flags: CO_OUT_DONE only). */
+void co_out_hdr_done(co_out_hdr_t *h, const co_queue_item_t *item);
 
 /* A PUSH socket of ctx connected to CO_OUT_ENDPOINT; NULL with err. */
 void *co_out_connect(void *ctx, char *err, size_t errlen);

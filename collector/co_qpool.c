@@ -83,13 +83,9 @@ s_answer(s_worker_t *w, const co_queue_item_t *item)
         co_query_reply_clear(&rep);
     }
     pw_wire_free(&env);
-    h.flags |= CO_OUT_DONE;
-    snprintf(h.key, sizeof h.key, "%s", item->key);
-    h.seq = item->seq;
-    h.bytes = item->bytes;
-    h.arrived_us = item->arrived_us;
-    h.kind = (int)item->kind;
-    h.body_case = item->body_case;
+    uint32_t send = h.flags & CO_OUT_SEND;
+    co_out_hdr_done(&h, item);
+    h.flags |= send;
     co_out_send(w->out, &h, item->rid, buf ? item->rid_len : 0, buf,
                 buf ? len : 0);
     free(buf);

@@ -35,6 +35,8 @@ typedef struct {
     bool heard;                    /* in heard[] since the last tick */
     int64_t bad_logged_us;         /* last bad_input line (0: none) */
     uint64_t bad_unlogged;         /* bad input since that line */
+    int64_t refused_logged_us;     /* the same for `refused` lines */
+    uint64_t refused_unlogged;
 } s_peer_t;
 
 /* A SampleBatch waiting for the group's commit. */
@@ -43,6 +45,18 @@ typedef struct {
     Parity__Envelope *env;
     s_peer_t *peer;
 } s_waiting_t;
+
+/* A message stored (or refused, or found a duplicate) inside the open
+ * transaction, waiting for its COMMIT to be answered. Owns item and env. */
+typedef struct {
+    co_queue_item_t *item;
+    Parity__Envelope *env;
+    s_peer_t *peer;                /* peers are deleted only between bursts */
+    int rc;
+    size_t stored;
+    unsigned verdicts;
+    char err[256];
+} s_pending_t;
 
 struct co_store {
     co_server_config_t cfg;
@@ -67,6 +81,11 @@ struct co_store {
     co_jobs_t *jobs;               /* NULL without cfg.conninfo */
     co_query_t *query;             /* run and cancel only */
     co_runs_t *runs;               /* samples of runs in progress */
+    /* The burst's transaction (co_db_begin): what was stored in it is
+     * answered only after its COMMIT. */
+    bool txn_open;
+    s_pending_t pending[CO_STORE_PENDING_MAX];
+    size_t n_pending;
     int64_t *heard;                /* [S_HEARD_MAX] host ids */
     size_t n_heard;
 };
@@ -111,14 +130,7 @@ s_done(co_store_t *st, const co_queue_item_t *item)
 {
     co_out_hdr_t h;
     s_publish(st);
-    memset(&h, 0, sizeof h);
-    h.flags = CO_OUT_DONE;
-    snprintf(h.key, sizeof h.key, "%s", item->key);
-    h.seq = item->seq;
-    h.bytes = item->bytes;
-    h.arrived_us = item->arrived_us;
-    h.kind = (int)item->kind;
-    h.body_case = item->body_case;
+    co_out_hdr_done(&h, item);
     co_out_send(st->out, &h, NULL, 0, NULL, 0);
 }
 
@@ -151,17 +163,26 @@ s_error(co_store_t *st, const uint8_t *rid, size_t rid_len, int code,
 /* Bad input from a peer: counted, answered, and logged at most once
  * per peer per CO_SERVER_LOG_EVERY_US whatever the kind; the line says
  * how many were not logged since the last one. */
+/* True when a warning line of this kind may be written now (then its
+ * clock restarts); false counts one more not logged. */
+static bool
+s_may_log(int64_t *logged_us, uint64_t *unlogged)
+{
+    int64_t now = s_now_us();
+    if (*logged_us != 0 && now - *logged_us < CO_SERVER_LOG_EVERY_US) {
+        (*unlogged)++;
+        return false;
+    }
+    *logged_us = now;
+    return true;
+}
+
 static void
 s_bad(co_store_t *st, s_peer_t *p, int code, const char *why, uint64_t seq)
 {
-    int64_t now = s_now_us();
     st->c.bad[-code]++;
-    if (p->bad_logged_us != 0
-        && now - p->bad_logged_us < CO_SERVER_LOG_EVERY_US) {
-        p->bad_unlogged++;
-    } else {
+    if (s_may_log(&p->bad_logged_us, &p->bad_unlogged)) {
         char q[512];
-        p->bad_logged_us = now;
         co_log(CO_LOG_WARN, "bad_input",
                "peer=%s kind=%s seq=%" PRIu64 " count=%" PRIu64
                " not_logged_since=%" PRIu64 " why=%s",
@@ -321,6 +342,8 @@ s_heard(co_store_t *st, s_peer_t *p)
 
 /* ---- message handlers ---------------------------------------------------- */
 
+static void s_txn_commit(co_store_t *st);
+
 /* Store the peer's Hello; true when the host is known afterwards. */
 static bool
 s_store_hello(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
@@ -356,6 +379,7 @@ s_on_hello(co_store_t *st, s_peer_t *p, Parity__Envelope **envp)
 {
     Parity__Hello *h = (*envp)->hello;
     char q[200];
+    s_txn_commit(st);    /* co_jobs reads on its own connection */
     st->c.hellos++;
     p->hello_on_rid = true;
     snprintf(p->name, sizeof p->name, "%s", h->agent_name ? h->agent_name
@@ -420,8 +444,16 @@ s_result(co_store_t *st, s_peer_t *p, const Parity__Envelope *env, int rc,
         break;
     case CO_DB_REFUSED:
         st->c.refused++;
-        co_log(CO_LOG_WARN, "refused", "peer=%s seq=%" PRIu64 " why=%s",
-               p->key, env->seq, co_log_quote(q, sizeof q, err));
+        /* Counted always, logged at most once per peer per 10 s (with
+         * bad_input): a peer sending refusable content in a loop must
+         * not fill the log. */
+        if (s_may_log(&p->refused_logged_us, &p->refused_unlogged)) {
+            co_log(CO_LOG_WARN, "refused", "peer=%s seq=%" PRIu64
+                   " count=%" PRIu64 " not_logged_since=%" PRIu64 " why=%s",
+                   p->key, env->seq, st->c.refused, p->refused_unlogged,
+                   co_log_quote(q, sizeof q, err));
+            p->refused_unlogged = 0;
+        }
         s_error(st, p->rid, p->rid_len, PW_WIRE_EFIELD, err, env->seq);
         break;
     default:
@@ -434,29 +466,108 @@ s_result(co_store_t *st, s_peer_t *p, const Parity__Envelope *env, int rc,
     }
 }
 
-/* Store every waiting SampleBatch in one transaction, then answer each
- * and mark its item done. */
+/* ---- the burst's transaction ---------------------------------------- */
+
+/* Open the burst's transaction if it is not; false when it cannot be. */
+static bool
+s_txn_begin(co_store_t *st)
+{
+    char err[512];
+    if (st->txn_open)
+        return true;
+    if (co_db_begin(st->db, err, sizeof err) != CO_DB_OK) {
+        s_db_lost(st, err);
+        return false;
+    }
+    st->txn_open = true;
+    return true;
+}
+
+/* COMMIT the burst's transaction, then answer every message stored in
+ * it: acks only now, when it is durable; a failed COMMIT stored nothing,
+ * so what would have been acked is not (the agents resend). */
+static void
+s_txn_commit(co_store_t *st)
+{
+    char err[512] = "";
+    bool ok = true;
+    /* Messages may wait without a transaction: its BEGIN failed. */
+    if (st->txn_open) {
+        st->txn_open = false;
+        ok = co_db_commit(st->db, err, sizeof err) == CO_DB_OK;
+        if (!ok)
+            s_db_lost(st, err);
+    }
+    for (size_t k = 0; k < st->n_pending; k++) {
+        s_pending_t *w = &st->pending[k];
+        int rc = w->rc;
+        if (!ok && (rc == CO_DB_OK || rc == CO_DB_DUP)) {
+            rc = CO_DB_FAIL;
+            snprintf(w->err, sizeof w->err, "%s", err);
+        }
+        if (rc == CO_DB_OK && w->env->body_case ==
+            PARITY__ENVELOPE__BODY_SAMPLE_BATCH && w->stored > 0)
+            co_runs_add(st->runs, w->peer->host_id, w->env->sample_batch);
+        if ((rc == CO_DB_OK || rc == CO_DB_DUP || rc == CO_DB_REFUSED)
+            && w->env->body_case == PARITY__ENVELOPE__BODY_RUN_END)
+            co_runs_forget(st->runs, w->peer->host_id,
+                           w->env->run_end->run_id);
+        s_result(st, w->peer, w->env, rc, w->stored, w->verdicts, w->err);
+        s_done(st, w->item);
+        pw_wire_free(&w->env);
+        co_queue_item_free(&w->item);
+    }
+    st->n_pending = 0;
+}
+
+/* Keep a message's outcome for the COMMIT; takes *itemp and *envp. */
+static void
+s_defer(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
+        Parity__Envelope **envp, int rc, size_t stored, unsigned verdicts,
+        const char *err)
+{
+    if (st->n_pending == CO_STORE_PENDING_MAX)
+        s_txn_commit(st);    /* cannot happen mid-group: groups are 64 */
+    s_pending_t *w = &st->pending[st->n_pending++];
+    w->item = *itemp;
+    w->env = *envp;
+    w->peer = p;
+    w->rc = rc;
+    w->stored = stored;
+    w->verdicts = verdicts;
+    snprintf(w->err, sizeof w->err, "%s", err ? err : "");
+    *itemp = NULL;
+    *envp = NULL;
+}
+
+/* Store every waiting SampleBatch (one INSERT, one COPY) inside the
+ * burst's transaction; each is answered at its COMMIT. */
 static void
 s_group_flush(co_store_t *st)
 {
     char err[512] = "";
     if (st->n_group == 0)
         return;
+    if (st->n_pending + st->n_group > CO_STORE_PENDING_MAX)
+        s_txn_commit(st);
     for (size_t k = 0; k < st->n_group; k++) {
         st->items[k].host_id = st->group[k].peer->host_id;
         st->items[k].batch = st->group[k].env->sample_batch;
     }
-    co_db_batches(st->db, st->items, st->n_group, err, sizeof err);
+    if (s_txn_begin(st))
+        co_db_batches(st->db, st->items, st->n_group, err, sizeof err);
+    else
+        for (size_t k = 0; k < st->n_group; k++) {
+            st->items[k].rc = CO_DB_FAIL;
+            st->items[k].stored = 0;
+            snprintf(st->items[k].err, sizeof st->items[k].err, "%s",
+                     "database down");
+        }
     st->c.groups++;
     for (size_t k = 0; k < st->n_group; k++) {
         co_db_batch_item_t *it = &st->items[k];
-        if (it->rc == CO_DB_OK && it->stored > 0)
-            co_runs_add(st->runs, it->host_id, it->batch);
-        s_result(st, st->group[k].peer, st->group[k].env, it->rc,
-                 it->stored, 0, it->err);
-        s_done(st, st->group[k].item);
-        pw_wire_free(&st->group[k].env);
-        co_queue_item_free(&st->group[k].item);
+        s_defer(st, st->group[k].peer, &st->group[k].item,
+                &st->group[k].env, it->rc, it->stored, 0, it->err);
     }
     st->n_group = 0;
 }
@@ -494,10 +605,13 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
     }
     /* A Hello that arrived while the database was down is stored first
      * (also for a host known from an earlier connection: it updates). */
-    if (p->pending_hello && s_store_hello(st, p, p->pending_hello->hello)) {
-        s_ack(st, p->rid, p->rid_len, 0);
-        s_jobs_online(st, p, p->pending_hello->hello);
-        pw_wire_free(&p->pending_hello);
+    if (p->pending_hello) {
+        s_txn_commit(st);    /* co_jobs reads on its own connection */
+        if (s_store_hello(st, p, p->pending_hello->hello)) {
+            s_ack(st, p->rid, p->rid_len, 0);
+            s_jobs_online(st, p, p->pending_hello->hello);
+            pw_wire_free(&p->pending_hello);
+        }
     }
     if (!p->hello_on_rid)
         return;   /* its Hello was just refused */
@@ -508,32 +622,38 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
     s_heard(st, p);
     err[0] = '\0';
     switch (env->body_case) {
-    case PARITY__ENVELOPE__BODY_CALIBRATION:
-        rc = co_db_calibration(st->db, p->host_id, env->calibration, err,
-                               sizeof err);
-        break;
-    case PARITY__ENVELOPE__BODY_RUN_START:
-        rc = co_db_run_start(st->db, p->host_id, env->run_start, err,
-                             sizeof err);
-        break;
     case PARITY__ENVELOPE__BODY_SAMPLE_BATCH:
         s_group_add(st, p, itemp, envp);
         return;
-    case PARITY__ENVELOPE__BODY_RUN_END:
-        co_db_set_run_samples(st->db, co_runs_get(st->runs, p->host_id,
-                                                  env->run_end->run_id));
-        rc = co_db_run_end(st->db, p->host_id, env->run_end,
-                           st->cfg.floor_window, st->cfg.parity, &verdicts,
-                           err, sizeof err);
-        if (rc == CO_DB_OK || rc == CO_DB_DUP || rc == CO_DB_REFUSED)
-            co_runs_forget(st->runs, p->host_id, env->run_end->run_id);
-        break;
     case PARITY__ENVELOPE__BODY_JOB_STATUS:
-        /* co_jobs' codes are co_db's: ack, refuse or stay silent alike. */
+        /* co_jobs reads the runs on its own connection: what the burst
+         * stored must be committed first. Its codes are co_db's. */
+        s_txn_commit(st);
         rc = st->jobs ? co_jobs_status(st->jobs, p->key, env->job_status,
                                        co_jobs_now_us(), err, sizeof err)
                       : CO_DB_OK;
-        break;
+        s_result(st, p, env, rc, 0, 0, err);
+        return;
+    case PARITY__ENVELOPE__BODY_CALIBRATION:
+    case PARITY__ENVELOPE__BODY_RUN_START:
+    case PARITY__ENVELOPE__BODY_RUN_END:
+        if (!s_txn_begin(st)) {
+            snprintf(err, sizeof err, "database down");
+        } else if (env->body_case == PARITY__ENVELOPE__BODY_CALIBRATION) {
+            rc = co_db_calibration(st->db, p->host_id, env->calibration,
+                                   err, sizeof err);
+        } else if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START) {
+            rc = co_db_run_start(st->db, p->host_id, env->run_start, err,
+                                 sizeof err);
+        } else {
+            co_db_set_run_samples(st->db, co_runs_get(st->runs, p->host_id,
+                                                      env->run_end->run_id));
+            rc = co_db_run_end(st->db, p->host_id, env->run_end,
+                               st->cfg.floor_window, st->cfg.parity,
+                               &verdicts, err, sizeof err);
+        }
+        s_defer(st, p, itemp, envp, rc, 0, verdicts, err);
+        return;
     default:
         break;
     }
@@ -648,12 +768,15 @@ s_handle(co_store_t *st, co_queue_item_t **itemp)
     co_queue_item_t *item = *itemp;
     if (item->kind == CO_ITEM_OFFLINE) {
         s_group_flush(st);     /* its batches first, in order */
+        s_txn_commit(st);      /* then the peer may be forgotten */
         s_on_offline(st, item->key);
         co_queue_item_free(itemp);
         return;
     }
     if (item->kind == CO_ITEM_REQUEST) {
         Parity__Envelope *env = NULL;
+        s_group_flush(st);
+        s_txn_commit(st);      /* co_jobs works on its own connection */
         uint64_t seq;
         char err[256];
         if (pw_wire_unpack(zmq_msg_data(&item->frame),
@@ -779,11 +902,13 @@ s_thread(void *arg)
             it = co_queue_pop(st->in, 0);
         }
         s_group_flush(st);
+        s_txn_commit(st);
         s_db_try(st);
         s_timers(st);
         s_publish(st);
     }
     s_group_flush(st);
+    s_txn_commit(st);
     s_publish(st);
     return NULL;
 }

@@ -36,6 +36,8 @@
  * ~2 GB, so the bound is on bytes, and agents resend what was dropped). */
 #define CO_STORE_QUEUE_ITEMS 65536
 #define CO_STORE_QUEUE_BYTES (256u * 1024 * 1024)
+/* Messages answered after one COMMIT at most (the burst's transaction). */
+#define CO_STORE_PENDING_MAX 512
 /* Items handled before timers are looked at again. */
 #define CO_STORE_BURST 256
 /* Partitions made ahead, and how often partitions and retention are
