@@ -503,7 +503,9 @@ s_txn_commit(co_store_t *st)
         int rc = w->rc;
         if (!ok && (rc == CO_DB_OK || rc == CO_DB_DUP)) {
             rc = CO_DB_FAIL;
-            snprintf(w->err, sizeof w->err, "%s", err);
+            /* Cut to the slot on purpose: the line is logged, no more. */
+            snprintf(w->err, sizeof w->err, "%.*s",
+                     (int)sizeof w->err - 1, err);
         }
         if (rc == CO_DB_OK && w->env->body_case ==
             PARITY__ENVELOPE__BODY_SAMPLE_BATCH && w->stored > 0)
@@ -535,7 +537,8 @@ s_defer(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
     w->rc = rc;
     w->stored = stored;
     w->verdicts = verdicts;
-    snprintf(w->err, sizeof w->err, "%s", err ? err : "");
+    snprintf(w->err, sizeof w->err, "%.*s", (int)sizeof w->err - 1,
+             err ? err : "");
     *itemp = NULL;
     *envp = NULL;
 }
