@@ -514,8 +514,11 @@ s_txn_commit(co_store_t *st)
             && w->env->body_case == PARITY__ENVELOPE__BODY_RUN_END)
             co_runs_forget(st->runs, w->peer->host_id,
                            w->env->run_end->run_id);
-        s_result(st, w->peer, w->env, rc, w->stored, w->verdicts, w->err);
+        /* DONE before the Ack: the loop must not see the agent's resend
+         * after an Ack while the seq still counts as being stored (it
+         * would drop the resend instead of acking it again). */
         s_done(st, w->item);
+        s_result(st, w->peer, w->env, rc, w->stored, w->verdicts, w->err);
         pw_wire_free(&w->env);
         co_queue_item_free(&w->item);
     }
@@ -664,7 +667,8 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
 }
 
 /* A Request the loop gave to the writer (run, cancel): job changes stay
- * on the thread that owns co_jobs. */
+ * on the thread that owns co_jobs. The loop sends these only when there
+ * is a database, so st->query exists. */
 static void
 s_on_request(co_store_t *st, const co_queue_item_t *item,
              const Parity__Request *req)
@@ -673,19 +677,6 @@ s_on_request(co_store_t *st, const co_queue_item_t *item,
     Parity__Reply rep;
     uint8_t *buf = NULL;
     size_t len;
-    if (!st->query) {
-        Parity__Reply r0 = PARITY__REPLY__INIT;
-        rep = r0;
-        rep.request_id = req->request_id;
-        rep.status = CO_QUERY_UNKNOWN;
-        rep.error = "unknown command";
-        pw_wire_init(&env, 0);
-        pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REPLY, &rep);
-        if (pw_wire_pack_alloc(&env, &buf, &len, NULL, 0) == PW_WIRE_OK)
-            s_out(st, item->rid, item->rid_len, buf, len);
-        free(buf);
-        return;
-    }
     co_query_handle(st->query, item->key, req, &rep);
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REPLY, &rep);
