@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "co_floors.h"
 #include "co_migrations.h"
 #include "pw_json.h"
 #include "vd_verdict.h"
@@ -48,6 +49,11 @@ struct co_db {
     size_t copy_len, copy_cap;
     const co_db_run_cache_t *run_cache;  /* next run_end's samples */
     bool outer;                    /* co_db_begin's transaction is open */
+    /* The newest calibration rows of the hosts this connection stores
+     * for (co_floors.h): a RunEnd's floor without reading them back.
+     * Forgotten whenever what this connection wrote may be undone. NULL
+     * when out of memory: the floor is then always read. */
+    co_floors_t *floors;
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -73,6 +79,7 @@ s_fail(co_db_t *db, PGresult *r, const char *what, char *err, size_t errlen)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     s_err(err, errlen, "%s: %s", what, PQerrorMessage(db->conn));
+    co_floors_clear(db->floors);   /* what it wrote is about to be undone */
     if (state && (strncmp(state, "22", 2) == 0
                   || strncmp(state, "23", 2) == 0))
         return CO_DB_REFUSED;
@@ -98,6 +105,7 @@ co_db_new(const char *conninfo)
         return NULL;
     }
     db->floor_window = CO_DB_FLOOR_WINDOW;
+    db->floors = co_floors_new(CO_DB_FLOOR_WINDOW);
     return db;
 }
 
@@ -107,6 +115,7 @@ co_db_set_floor_window(co_db_t *db, int window)
     if (window >= 1 && window <= CO_DB_FLOOR_WINDOW_MAX)
         db->floor_window = window;
 }
+
 
 static int64_t
 s_now_us(void)
@@ -123,8 +132,10 @@ co_db_disconnect(co_db_t *db)
         PQfinish(db->conn);
         db->conn = NULL;
     }
-    if (db)
+    if (db) {
         db->outer = false;
+        co_floors_clear(db->floors);
+    }
 }
 
 void
@@ -133,6 +144,7 @@ co_db_destroy(co_db_t **db)
     if (!db || !*db)
         return;
     co_db_disconnect(*db);
+    co_floors_destroy(&(*db)->floors);
     free((*db)->conninfo);
     free((*db)->copy);
     free(*db);
@@ -200,6 +212,7 @@ s_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
 static void
 s_rollback(co_db_t *db)
 {
+    co_floors_clear(db->floors);   /* rows held may be undone */
     if (!db->conn || PQstatus(db->conn) != CONNECTION_OK)
         return;
     if (db->outer) {
@@ -453,6 +466,9 @@ co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
     rc = s_exec(db, "COMMIT", err, errlen);
     if (rc != CO_DB_OK)
         *host_id = 0;
+    /* Its calibration rows may have been stored through another
+     * collector since this one held them. */
+    co_floors_forget(db->floors, *host_id);
     goto done;
 rollback:
     *host_id = 0;
@@ -470,6 +486,7 @@ co_db_host_online(co_db_t *db, int64_t host_id, bool online, char *err,
     char id[24];
     snprintf(id, sizeof id, "%" PRId64, host_id);
     const char *p[] = { id, online ? "true" : "false" };
+    co_floors_forget(db->floors, host_id);   /* co_db_hello says why */
     PGresult *r = s_query(db, "UPDATE hosts SET online = $2::boolean, "
                           "last_seen = now() WHERE id = $1", 2, p,
                           PGRES_COMMAND_OK, &rc, err, errlen);
@@ -580,6 +597,7 @@ s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
     if (PQputCopyData(db->conn, db->copy, (int)db->copy_len) != 1
         || PQputCopyEnd(db->conn, NULL) != 1) {
         s_err(err, errlen, "PQputCopyData: %s", PQerrorMessage(db->conn));
+        co_floors_clear(db->floors);
         /* Collect the result so the connection is usable again. */
         while ((r = PQgetResult(db->conn)) != NULL)
             PQclear(r);
@@ -611,6 +629,8 @@ s_cal_row(co_db_t *db, int64_t host_id, int64_t taken_at_us, double wall_us)
     s_field_i64(db, host_id);
     s_field_i64(db, taken_at_us);
     s_field_f64(db, wall_us);
+    /* Held from now: a failed COPY or a rollback forgets every host. */
+    co_floors_add(db->floors, host_id, taken_at_us, wall_us);
 }
 
 /* Append a batch's CALIBRATION samples with wall_us > 0 (those the floor
@@ -1204,17 +1224,62 @@ s_doubles(PGresult *r, int col, size_t *n)
     return x;
 }
 
-/* The host's floor from its calibration samples taken up to until_us,
- * newest first, at most window: Calibration messages and the rounds'
- * CALIBRATION samples alike, both in host_calibration (006), read by an
- * index scan of (host_id, taken_at_us) that stops after window rows. */
+/* Hold the host's newest rows (co_floors): one read when the host is
+ * first needed on this connection, then kept as they are stored. */
 static int
-s_host_floor(co_db_t *db, int64_t host_id, int64_t until_us, int window,
-             double *floor_us, bool *is_default, int *used, char *err,
-             size_t errlen)
+s_floor_load(co_db_t *db, int64_t host_id, char *err, size_t errlen)
+{
+    int rc;
+    char host[24], lim[16];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    snprintf(lim, sizeof lim, "%d", co_floors_window_size(db->floors));
+    const char *p[] = { host, lim };
+    PGresult *r = s_query(db,
+        "SELECT taken_at_us, wall_us FROM host_calibration WHERE host_id = "
+        "$1 ORDER BY taken_at_us DESC LIMIT $2", 2, p, PGRES_TUPLES_OK, &rc,
+        err, errlen);
+    if (!r)
+        return rc;
+    size_t n = (size_t)PQntuples(r);
+    int64_t *t = malloc((n ? n : 1) * sizeof *t);
+    double *w = malloc((n ? n : 1) * sizeof *w);
+    if (t && w) {
+        for (size_t i = 0; i < n; i++) {
+            t[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
+            w[i] = strtod(PQgetvalue(r, (int)i, 1), NULL);
+        }
+        co_floors_load(db->floors, host_id, t, w, n);   /* else: read */
+    }
+    free(t);
+    free(w);
+    PQclear(r);
+    return CO_DB_OK;
+}
+
+/* The host's calibration samples taken up to until_us, newest first, at
+ * most window: Calibration messages and the rounds' CALIBRATION samples
+ * alike, both in host_calibration (006). From the rows held (co_floors)
+ * when they can say, else by an index scan of (host_id, taken_at_us)
+ * that stops after window rows. *cal is the caller's to free. */
+static int
+s_host_calibration(co_db_t *db, int64_t host_id, int64_t until_us,
+                   int window, double **cal, size_t *n, char *err,
+                   size_t errlen)
 {
     int rc;
     char host[24], until[24], lim[16];
+    *cal = NULL;
+    if (db->floors) {
+        co_floors_set_window(db->floors, window);
+        if (!co_floors_known(db->floors, host_id)
+            && (rc = s_floor_load(db, host_id, err, errlen)) != CO_DB_OK)
+            return rc;
+        *cal = malloc((size_t)window * sizeof **cal);
+        if (*cal && co_floors_window(db->floors, host_id, until_us, *cal, n))
+            return CO_DB_OK;
+        free(*cal);
+        *cal = NULL;
+    }
     snprintf(host, sizeof host, "%" PRId64, host_id);
     snprintf(until, sizeof until, "%" PRId64, until_us);
     snprintf(lim, sizeof lim, "%d", window);
@@ -1225,13 +1290,27 @@ s_host_floor(co_db_t *db, int64_t host_id, int64_t until_us, int window,
         PGRES_TUPLES_OK, &rc, err, errlen);
     if (!r)
         return rc;
-    size_t n = 0;
-    double *cal = s_doubles(r, 0, &n);
+    *cal = s_doubles(r, 0, n);
     PQclear(r);
-    if (!cal) {
+    if (!*cal) {
         s_err(err, errlen, "floor: out of memory");
         return CO_DB_FAIL;
     }
+    return CO_DB_OK;
+}
+
+/* The host's floor from its calibration window ending at until_us. */
+static int
+s_host_floor(co_db_t *db, int64_t host_id, int64_t until_us, int window,
+             double *floor_us, bool *is_default, int *used, char *err,
+             size_t errlen)
+{
+    size_t n = 0;
+    double *cal = NULL;
+    int rc = s_host_calibration(db, host_id, until_us, window, &cal, &n, err,
+                                errlen);
+    if (rc != CO_DB_OK)
+        return rc;
     char verr[256];
     if (vd_floor(cal, n, floor_us, is_default, verr, sizeof verr) != VD_OK) {
         /* A stored bad sample must not block the run: use the default. */
@@ -1914,5 +1993,6 @@ co_db_retention(co_db_t *db, int64_t keep_us, int64_t now_us, int *dropped,
     r = s_query(db, "DELETE FROM host_calibration WHERE taken_at_us < $1", 1,
                 p, PGRES_COMMAND_OK, &rc, err, errlen);
     PQclear(r);
+    co_floors_clear(db->floors);
     return rc;
 }

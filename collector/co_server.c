@@ -665,6 +665,15 @@ s_counters_json(co_server_t *srv)
         snprintf(name, sizeof name, "bad_%s", pw_wire_err_name(-k));
         json_object_set_new(o, name, json_integer((json_int_t)c->bad[k]));
     }
+    /* Where the writer's time went: the first thing to look at when
+     * acks are late. */
+    for (int k = 0; k < CO_STEP_COUNT; k++) {
+        char name[48];
+        snprintf(name, sizeof name, "store_%s_ms", co_step_name((co_step_t)k));
+        json_object_set_new(o, name,
+                            json_integer((json_int_t)(c->step_us[k] / 1000)));
+    }
+    json_object_set_new(o, "slow_steps", json_integer((json_int_t)c->slow_steps));
     return o;
 }
 

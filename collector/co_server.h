@@ -86,6 +86,14 @@ typedef struct {
     bool private_db;
 } co_server_config_t;
 
+/* Where the writer's time goes (co_store), microseconds summed. */
+typedef enum {
+    CO_STEP_BATCHES, CO_STEP_RUN_START, CO_STEP_RUN_END,
+    CO_STEP_CALIBRATION, CO_STEP_JOB_STATUS, CO_STEP_HELLO,
+    CO_STEP_COMMIT, CO_STEP_REQUEST, CO_STEP_OFFLINE, CO_STEP_TICK,
+    CO_STEP_HEARD, CO_STEP_MAINTAIN, CO_STEP_COUNT
+} co_step_t;
+
 /* Counters. Invariant: every frame received is counted once in received
  * and, when it was dropped, once in exactly one bad[] kind. */
 typedef struct {
@@ -117,6 +125,8 @@ typedef struct {
     uint64_t peers_refused;    /* frames from peers beyond MAX_PEERS */
     uint64_t peers_evicted;
     uint64_t kinds[32];        /* frames by Envelope body case (<32) */
+    uint64_t step_us[CO_STEP_COUNT]; /* writer time per step */
+    uint64_t slow_steps;       /* steps over CO_STORE_SLOW_US */
 } co_counters_t;
 
 typedef struct co_server co_server_t;

@@ -88,7 +88,20 @@ struct co_store {
     size_t n_pending;
     int64_t *heard;                /* [S_HEARD_MAX] host ids */
     size_t n_heard;
+    int64_t slow_logged_us;        /* last slow_store line */
+    uint64_t slow_unlogged;
 };
+
+static const char *const s_step_names[CO_STEP_COUNT] = {
+    "batches", "run_start", "run_end", "calibration", "job_status",
+    "hello", "commit", "request", "offline", "tick", "heard", "maintain",
+};
+
+const char *
+co_step_name(co_step_t step)
+{
+    return step < CO_STEP_COUNT ? s_step_names[step] : "unknown";
+}
 
 static int64_t
 s_now_us(void)
@@ -96,6 +109,28 @@ s_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static bool s_may_log(int64_t *logged_us, uint64_t *unlogged);
+
+/* A step of the writer that began at t0 has ended: count its time, and
+ * say so when it was slow (an operator's first question when acks are
+ * late is what the writer was doing). Lines are rate-limited. */
+static void
+s_step(co_store_t *st, co_step_t step, int64_t t0)
+{
+    int64_t us = s_now_us() - t0;
+    st->c.step_us[step] += (uint64_t)us;
+    if (us < CO_STORE_SLOW_US)
+        return;
+    st->c.slow_steps++;
+    if (s_may_log(&st->slow_logged_us, &st->slow_unlogged))
+    {
+        co_log(CO_LOG_WARN, "slow_store", "step=%s ms=%" PRId64
+               " not_logged_since=%" PRIu64, co_step_name(step), us / 1000,
+               st->slow_unlogged);
+        st->slow_unlogged = 0;
+    }
 }
 
 /* ---- answers to the loop ------------------------------------------------ */
@@ -385,13 +420,17 @@ s_on_hello(co_store_t *st, s_peer_t *p, Parity__Envelope **envp)
     snprintf(p->name, sizeof p->name, "%s", h->agent_name ? h->agent_name
                                                           : "");
     pw_wire_free(&p->pending_hello);
-    if (s_store_hello(st, p, h)) {
+    int64_t t0 = s_now_us();
+    bool stored = s_store_hello(st, p, h);
+    if (stored) {
         co_log(CO_LOG_INFO, "hello", "peer=%s host_id=%" PRId64 " name=%s",
                p->key, p->host_id, co_log_quote(q, sizeof q, p->name));
         s_ack(st, p->rid, p->rid_len, 0);
         s_jobs_online(st, p, h);
-        return;
     }
+    s_step(st, CO_STEP_HELLO, t0);
+    if (stored)
+        return;
     /* Kept until the database is back; the first data message then
      * stores it. Bounded: one Hello per peer, of at most
      * CO_SERVER_PENDING_HELLO_MAX bytes; a bigger one is forgotten and
@@ -493,8 +532,10 @@ s_txn_commit(co_store_t *st)
     bool ok = true;
     /* Messages may wait without a transaction: its BEGIN failed. */
     if (st->txn_open) {
+        int64_t t0 = s_now_us();
         st->txn_open = false;
         ok = co_db_commit(st->db, err, sizeof err) == CO_DB_OK;
+        s_step(st, CO_STEP_COMMIT, t0);
         if (!ok)
             s_db_lost(st, err);
     }
@@ -560,9 +601,11 @@ s_group_flush(co_store_t *st)
         st->items[k].host_id = st->group[k].peer->host_id;
         st->items[k].batch = st->group[k].env->sample_batch;
     }
-    if (s_txn_begin(st))
+    int64_t t0 = s_now_us();
+    if (s_txn_begin(st)) {
         co_db_batches(st->db, st->items, st->n_group, err, sizeof err);
-    else
+        s_step(st, CO_STEP_BATCHES, t0);
+    } else
         for (size_t k = 0; k < st->n_group; k++) {
             st->items[k].rc = CO_DB_FAIL;
             st->items[k].stored = 0;
@@ -603,6 +646,7 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
     char err[512];
     int rc = CO_DB_FAIL;
     unsigned verdicts = 0;
+    int64_t t0;
 
     if (!p->hello_on_rid) {
         s_bad(st, p, PW_WIRE_ENOHELLO,
@@ -635,28 +679,34 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
         /* co_jobs reads the runs on its own connection: what the burst
          * stored must be committed first. Its codes are co_db's. */
         s_txn_commit(st);
+        t0 = s_now_us();
         rc = st->jobs ? co_jobs_status(st->jobs, p->key, env->job_status,
                                        co_jobs_now_us(), err, sizeof err)
                       : CO_DB_OK;
+        s_step(st, CO_STEP_JOB_STATUS, t0);
         s_result(st, p, env, rc, 0, 0, err);
         return;
     case PARITY__ENVELOPE__BODY_CALIBRATION:
     case PARITY__ENVELOPE__BODY_RUN_START:
     case PARITY__ENVELOPE__BODY_RUN_END:
+        t0 = s_now_us();
         if (!s_txn_begin(st)) {
             snprintf(err, sizeof err, "database down");
         } else if (env->body_case == PARITY__ENVELOPE__BODY_CALIBRATION) {
             rc = co_db_calibration(st->db, p->host_id, env->calibration,
                                    err, sizeof err);
+            s_step(st, CO_STEP_CALIBRATION, t0);
         } else if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START) {
             rc = co_db_run_start(st->db, p->host_id, env->run_start, err,
                                  sizeof err);
+            s_step(st, CO_STEP_RUN_START, t0);
         } else {
             co_db_set_run_samples(st->db, co_runs_get(st->runs, p->host_id,
                                                       env->run_end->run_id));
             rc = co_db_run_end(st->db, p->host_id, env->run_end,
                                st->cfg.floor_window, st->cfg.parity,
                                &verdicts, err, sizeof err);
+            s_step(st, CO_STEP_RUN_END, t0);
         }
         s_defer(st, p, itemp, envp, rc, 0, verdicts, err);
         return;
@@ -677,7 +727,9 @@ s_on_request(co_store_t *st, const co_queue_item_t *item,
     Parity__Reply rep;
     uint8_t *buf = NULL;
     size_t len;
+    int64_t t0 = s_now_us();
     co_query_handle(st->query, item->key, req, &rep);
+    s_step(st, CO_STEP_REQUEST, t0);
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REPLY, &rep);
     if (pw_wire_pack_alloc(&env, &buf, &len, NULL, 0) == PW_WIRE_OK)
@@ -695,6 +747,7 @@ s_on_offline(co_store_t *st, const char *key)
     if (!p)
         return;
     int64_t host_id = p->host_id;
+    int64_t t0 = s_now_us();
     /* Forget the peer: a new connection must say Hello again, and the
      * table stays bounded by the peers that are alive. */
     zhashx_delete(st->peers, key);
@@ -704,6 +757,7 @@ s_on_offline(co_store_t *st, const char *key)
         && co_db_host_online(st->db, host_id, false, err, sizeof err)
            == CO_DB_FAIL)
         s_db_lost(st, err);
+    s_step(st, CO_STEP_OFFLINE, t0);
 }
 
 /* A frame from a peer: decode (within pw_wire's budget) and handle.
@@ -864,7 +918,10 @@ static void
 s_timers(co_store_t *st)
 {
     int64_t now = s_now_us();
-    s_maintain(st, now);
+    if (st->db_up && now >= st->next_maintain_us) {
+        s_maintain(st, now);
+        s_step(st, CO_STEP_MAINTAIN, now);
+    }
     if (now < st->next_tick_us)
         return;
     st->next_tick_us = now + (int64_t)st->cfg.heartbeat_ms * 1000;
@@ -872,7 +929,10 @@ s_timers(co_store_t *st)
         return;
     if (st->jobs)
         co_jobs_tick(st->jobs, co_jobs_now_us());   /* expiry, job ends */
+    s_step(st, CO_STEP_TICK, now);
+    now = s_now_us();
     s_flush_heard(st);
+    s_step(st, CO_STEP_HEARD, now);
 }
 
 static void *
@@ -889,9 +949,14 @@ s_thread(void *arg)
         if (wait < 0)
             wait = 0;
         co_queue_item_t *it = co_queue_pop(st->in, wait);
+        int64_t burst_us = s_now_us();
         for (int n = 0; it; ) {
             s_handle(st, &it);
             if (++n >= CO_STORE_BURST || st->stop)
+                break;
+            /* What the burst stored waits for its COMMIT: a long one
+             * would make every Ack in it late. */
+            if (s_now_us() - burst_us >= CO_STORE_TXN_US)
                 break;
             it = co_queue_pop(st->in, 0);
         }

@@ -45,7 +45,18 @@
 #define CO_STORE_MONTHS_AHEAD 2
 #define CO_STORE_MAINTAIN_EVERY_US (3600LL * 1000000)
 
+/* A step of the writer slower than this is logged (event=slow_store). */
+#define CO_STORE_SLOW_US 250000
+/* A burst ends (its batches are stored and its transaction committed)
+ * once it has taken this long: what it stored waits for that COMMIT to
+ * be acked, so this bounds the latency that grouping adds (a COMMIT per
+ * message is slower still). */
+#define CO_STORE_TXN_US 20000
+
 typedef struct co_store co_store_t;
+
+/* The step's name in stats and logs ("run_end"). */
+const char *co_step_name(co_step_t step);
 
 /* A new writer for cfg (copied; only conninfo, admin_dir, heartbeat_ms,
  * floor_window, parity, keep_samples_us are read), borrowing db and ctx.

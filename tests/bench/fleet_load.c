@@ -52,6 +52,7 @@
  * duration has a cap; only loopback endpoints are accepted.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -103,6 +104,15 @@ fl_now_ms_f(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Wall-clock seconds, to line a slow Ack up with the collector's log. */
+static double
+fl_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int64_t
@@ -230,6 +240,8 @@ typedef struct {
     int batch_samples;        /* samples per SampleBatch, <= 512 */
     int job_every_s;
     int queries;              /* 0: the admin loop asks only stats */
+    int slow_ms;              /* >0: each Ack later than this to slow */
+    FILE *slow;               /* --slow-log */
     pid_t collector_pid;
     const char *collector_log;
 } fl_opts_t;
@@ -592,6 +604,11 @@ fl_on_ack(fl_agent_t *a, uint64_t seq, double now_f)
             continue;
         double ms = now_f - a->win[i].first_ms;
         if (S.measuring) {
+            if (O.slow && O.slow_ms > 0 && ms > O.slow_ms)
+                fprintf(O.slow, "slow_ack wall=%.3f agent=%d seq=%" PRIu64
+                        " kind=%s ms=%.1f\n", fl_wall_s(), a->index, seq,
+                        a->win[i].kind == FL_K_RUN_END ? "run_end" : "other",
+                        ms);
             fl_lat_add(&S.ack, ms);
             if (a->win[i].kind == FL_K_RUN_END)
                 fl_lat_add(&S.verdict, ms);
@@ -1156,7 +1173,7 @@ fl_usage(void)
         "              [--heartbeat-ms N] [--rounds N] [--batch-ms N]\n"
         "              [--job-every S] [--collector-pid PID]\n"
         "              [--collector-log FILE] [--queries 0|1]\n"
-        "              [--batch-samples N]\n");
+              "              [--batch-samples N] [--slow-ms N --slow-log FILE]\n");
     return 2;
 }
 
@@ -1201,6 +1218,15 @@ main(int argc, char **argv)
             O.keys = v;
         else if (strcmp(k, "--collector-log") == 0)
             O.collector_log = v;
+        else if (strcmp(k, "--slow-log") == 0) {
+            if (O.slow)
+                fclose(O.slow);
+            O.slow = fopen(v, "w");
+            if (!O.slow) {
+                fprintf(stderr, "fleet-load: %s: %s\n", v, strerror(errno));
+                return 2;
+            }
+        }
         else if (fl_int_opt(k, v, "--agents", 1, FL_AGENTS_MAX, &O.agents)
                  || fl_int_opt(k, v, "--streamers", 0, FL_AGENTS_MAX,
                                &O.streamers)
@@ -1211,6 +1237,7 @@ main(int argc, char **argv)
                  || fl_int_opt(k, v, "--batch-ms", 1, 60000, &O.batch_ms)
                  || fl_int_opt(k, v, "--job-every", 0, 3600, &O.job_every_s)
                  || fl_int_opt(k, v, "--queries", 0, 1, &O.queries)
+                 || fl_int_opt(k, v, "--slow-ms", 0, 60000, &O.slow_ms)
                  || fl_int_opt(k, v, "--batch-samples", 1, FL_BATCH,
                                &O.batch_samples)
                  || fl_int_opt(k, v, "--collector-pid", 0, 1 << 30, &pid))

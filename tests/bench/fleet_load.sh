@@ -46,6 +46,9 @@
 #       samples every --batch-ms; a run is --rounds x 3 samples (the
 #       round's calibration no-op and one sample per arm), then RunEnd
 #   --job-every S (60) --keep (keep the temp dirs)
+#   --slow-ms N: fleet-load writes each Ack later than N ms to
+#       slow_acks.txt in the temp dir (with --keep), to line up with the
+#       collector's log
 #   --queries 0: the admin client asks only stats, run and jobs (no hosts,
 #       verdicts, history, regressions loop): ingest and liveness alone
 set -eu
@@ -55,7 +58,7 @@ ROOT=$(pwd)
 BUILD=$(cd "$1" && pwd)
 shift
 AGENTS=1000 STREAMERS=100 DURATION=300 HIST=20000000 REUSE="" COMPARE=""
-TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 BATCH_SAMPLES=128 JOB_EVERY=60 KEEP=0 QUERIES=1
+TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 BATCH_SAMPLES=128 JOB_EVERY=60 KEEP=0 QUERIES=1 SLOW=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --agents) AGENTS=$2; shift 2 ;;
@@ -71,12 +74,13 @@ while [ $# -gt 0 ]; do
     --batch-samples) BATCH_SAMPLES=$2; shift 2 ;;
     --job-every) JOB_EVERY=$2; shift 2 ;;
     --queries) QUERIES=$2; shift 2 ;;
+    --slow-ms) SLOW=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     *) echo "fleet_load.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
 for v in "$AGENTS" "$STREAMERS" "$DURATION" "$HIST" "$HB" "$ROUNDS" \
-         "$BATCH_MS" "$BATCH_SAMPLES" "$JOB_EVERY" "$QUERIES"; do
+         "$BATCH_MS" "$BATCH_SAMPLES" "$JOB_EVERY" "$QUERIES" "$SLOW"; do
     case "$v" in ''|*[!0-9]*) echo "fleet_load.sh: not a number: $v" >&2
                               exit 2 ;; esac
 done
@@ -233,6 +237,7 @@ run_one() {
         --heartbeat-ms "$HB" --rounds "$ROUNDS" --batch-ms "$BATCH_MS" \
         --batch-samples "$BATCH_SAMPLES" \
         --job-every "$JOB_EVERY" --queries "$QUERIES" --collector-pid "$CPID" \
+        --slow-ms "$SLOW" --slow-log "$W/slow_acks.txt" \
         --collector-log "$clog" | tee "$W/out.txt"
     set -e
     stop_collector

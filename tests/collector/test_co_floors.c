@@ -1,0 +1,180 @@
+/* test_co_floors.c -- co_floors: the held calibration window gives the
+ * same rows as the database's "newest `window` taken at or before the
+ * run's end", or says it cannot; it never answers wrongly. Checked
+ * against a plain list of every row, with rows added in order, out of
+ * order, and ends before the newest rows. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "co_floors.h"
+#include "tap.h"
+
+#define MAXROWS 4000
+
+typedef struct {
+    int64_t t;
+    double w;
+} row_t;
+
+static row_t s_all[MAXROWS];
+static size_t s_nall;
+
+static int
+s_cmp_desc(const void *a, const void *b)
+{
+    const row_t *x = a, *y = b;
+    return (x->t < y->t) - (x->t > y->t);
+}
+
+static int
+s_cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* What the database would give: the newest `window` rows with t <=
+ * until, as sorted values. Taken times are distinct here. */
+static size_t
+s_expect(int window, int64_t until, double *out)
+{
+    row_t *c = malloc(s_nall * sizeof *c + 1);
+    memcpy(c, s_all, s_nall * sizeof *c);
+    qsort(c, s_nall, sizeof *c, s_cmp_desc);
+    size_t n = 0;
+    for (size_t i = 0; i < s_nall && n < (size_t)window; i++)
+        if (c[i].t <= until)
+            out[n++] = c[i].w;
+    free(c);
+    qsort(out, n, sizeof *out, s_cmp_d);
+    return n;
+}
+
+/* One random history: load the first rows as the database would give
+ * them, add the rest (mostly in order), ask for random ends. Returns
+ * the number of wrong answers; *answered counts the held answers. */
+static int
+s_trial(unsigned seed, int window, int *answered, int *asked)
+{
+    srand(seed);
+    int wrong = 0;
+    co_floors_t *f = co_floors_new(window);
+    s_nall = 0;
+    size_t first = (size_t)(rand() % (2 * window));
+    int64_t t = 1000;
+    for (size_t i = 0; i < first; i++) {
+        t += 1 + rand() % 50;
+        s_all[s_nall++] = (row_t){ t, 100.0 + rand() % 1000 };
+    }
+    /* The database's answer to the load: newest `window` rows. */
+    double *vals = malloc(MAXROWS * sizeof *vals);
+    double *got = malloc(MAXROWS * sizeof *got);
+    row_t *c = malloc(MAXROWS * sizeof *c);
+    memcpy(c, s_all, s_nall * sizeof *c);
+    qsort(c, s_nall, sizeof *c, s_cmp_desc);
+    size_t nl = s_nall < (size_t)window ? s_nall : (size_t)window;
+    int64_t *lt = malloc((nl + 1) * sizeof *lt);
+    for (size_t i = 0; i < nl; i++) {
+        lt[i] = c[i].t;
+        vals[i] = c[i].w;
+    }
+    co_floors_load(f, 7, lt, vals, nl);
+    for (int step = 0; step < 3 * window && s_nall < MAXROWS; step++) {
+        int64_t at;
+        if (rand() % 10 == 0)   /* a resent, older row */
+            at = 500 + rand() % (int)(t - 500);
+        else
+            at = (t += 1 + rand() % 50);
+        bool dup = false;
+        for (size_t i = 0; i < s_nall; i++)
+            dup = dup || s_all[i].t == at;
+        if (dup)
+            continue;
+        double w = 100.0 + rand() % 1000 + (double)step / 7.0;
+        s_all[s_nall++] = (row_t){ at, w };
+        co_floors_add(f, 7, at, w);
+        int64_t until = rand() % 3 ? INT64_MAX : 500 + rand() % (int)(t - 499);
+        size_t n = 0;
+        (*asked)++;
+        if (!co_floors_window(f, 7, until, got, &n))
+            continue;
+        (*answered)++;
+        size_t ne = s_expect(window, until, vals);
+        qsort(got, n, sizeof *got, s_cmp_d);
+        if (n != ne || memcmp(got, vals, n * sizeof *got) != 0)
+            wrong++;
+    }
+    free(lt);
+    free(c);
+    free(vals);
+    free(got);
+    co_floors_destroy(&f);
+    return wrong;
+}
+
+int
+main(void)
+{
+    co_floors_t *f = co_floors_new(4);
+    double out[8];
+    size_t n = 99;
+    ok(f != NULL, "new");
+    ok(!co_floors_known(f, 1), "an unknown host is not held");
+    ok(!co_floors_window(f, 1, INT64_MAX, out, &n),
+       "an unknown host cannot answer");
+    co_floors_add(f, 1, 10, 1.0);
+    ok(!co_floors_known(f, 1), "adding to an unknown host holds nothing");
+
+    /* Two rows: all of the host's, so any end can be answered. */
+    int64_t t2[] = { 20, 10 };
+    double w2[] = { 2.0, 1.0 };
+    ok(co_floors_load(f, 1, t2, w2, 2), "load 2 of a window of 4");
+    ok(co_floors_window(f, 1, 15, out, &n) && n == 1 && out[0] == 1.0,
+       "complete rows answer an end between them");
+    co_floors_add(f, 1, 30, 3.0);
+    co_floors_add(f, 1, 40, 4.0);
+    co_floors_add(f, 1, 50, 5.0);   /* 10 leaves the window */
+    ok(co_floors_window(f, 1, INT64_MAX, out, &n) && n == 4
+       && out[0] == 2.0 && out[3] == 5.0, "window keeps the newest 4");
+    ok(!co_floors_window(f, 1, 45, out, &n),
+       "an end before the newest row cannot be answered once rows left");
+    co_floors_add(f, 1, 5, 0.5);    /* older than all held: not newest */
+    ok(co_floors_window(f, 1, INT64_MAX, out, &n) && n == 4
+       && out[0] == 2.0, "an old resent row does not enter a full window");
+    co_floors_add(f, 1, 35, 3.5);   /* out of order, among the newest */
+    ok(co_floors_window(f, 1, INT64_MAX, out, &n) && n == 4
+       && out[0] == 3.0 && out[1] == 3.5 && out[2] == 4.0,
+       "an out-of-order row goes in its place");
+    co_floors_set_window(f, 8);
+    ok(!co_floors_known(f, 1), "a new window forgets every host");
+    ok(co_floors_load(f, 2, t2, w2, 2), "load again");
+    co_floors_forget(f, 2);
+    ok(!co_floors_known(f, 2), "forget");
+    ok(co_floors_load(f, 3, NULL, NULL, 0), "a host without rows");
+    ok(co_floors_window(f, 3, INT64_MAX, out, &n) && n == 0,
+       "answers: no rows");
+    co_floors_clear(f);
+    ok(!co_floors_known(f, 3), "clear");
+    int64_t t9[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    double w9[9] = { 0 };
+    ok(!co_floors_load(f, 4, t9, w9, 9), "more rows than the window: no");
+
+    /* Bounded: a new host beyond the bound takes the least recent. */
+    for (int64_t h = 1; h <= CO_FLOORS_MAX_HOSTS + 1; h++)
+        co_floors_load(f, h, t2, w2, 2);
+    ok(!co_floors_known(f, 1) && co_floors_known(f, CO_FLOORS_MAX_HOSTS + 1)
+       && co_floors_known(f, 2), "the least recently used host is evicted");
+    co_floors_destroy(&f);
+    ok(f == NULL, "destroy clears the pointer");
+
+    /* Random histories against the plain list. */
+    int wrong = 0, answered = 0, asked = 0;
+    for (unsigned seed = 1; seed <= 60; seed++)
+        wrong += s_trial(seed, seed % 3 ? 100 : 1000, &answered, &asked);
+    ok(wrong == 0, "random histories: %d wrong of %d answered", wrong,
+       answered);
+    ok(answered > asked * 6 / 10,
+       "and most asks are answered from memory (%d of %d)", answered, asked);
+    return tap_done();
+}
