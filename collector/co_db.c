@@ -20,7 +20,7 @@
 #include "vd_verdict.h"
 
 /* Recently used runs (uuid -> id, host), so that a batch costs no lookup. */
-#define CO_DB_RUN_CACHE 64
+#define CO_DB_RUN_CACHE 1024
 /* Seconds a connect may take unless the conninfo says otherwise: under
  * the 5 heartbeat intervals after which agents give up on a silent
  * collector (2 is the least libpq honours). */
@@ -59,6 +59,17 @@ struct co_db {
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* What this connection holds about rows it wrote (run ids, calibration
+ * windows) is forgotten whenever they may be undone: a failed statement,
+ * a rollback, a failed COMMIT, a lost connection. Rows a later COMMIT
+ * loses would otherwise be used as if stored. */
+static void
+s_forget_written(co_db_t *db)
+{
+    co_floors_clear(db->floors);
+    memset(db->runs, 0, sizeof db->runs);
+}
+
 static void
 s_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -79,7 +90,7 @@ s_fail(co_db_t *db, PGresult *r, const char *what, char *err, size_t errlen)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     s_err(err, errlen, "%s: %s", what, PQerrorMessage(db->conn));
-    co_floors_clear(db->floors);   /* what it wrote is about to be undone */
+    s_forget_written(db);   /* what it wrote is about to be undone */
     if (state && (strncmp(state, "22", 2) == 0
                   || strncmp(state, "23", 2) == 0))
         return CO_DB_REFUSED;
@@ -134,7 +145,7 @@ co_db_disconnect(co_db_t *db)
     }
     if (db) {
         db->outer = false;
-        co_floors_clear(db->floors);
+        s_forget_written(db);
     }
 }
 
@@ -212,7 +223,7 @@ s_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
 static void
 s_rollback(co_db_t *db)
 {
-    co_floors_clear(db->floors);   /* rows held may be undone */
+    s_forget_written(db);   /* rows held may be undone */
     if (!db->conn || PQstatus(db->conn) != CONNECTION_OK)
         return;
     if (db->outer) {
@@ -597,7 +608,7 @@ s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
     if (PQputCopyData(db->conn, db->copy, (int)db->copy_len) != 1
         || PQputCopyEnd(db->conn, NULL) != 1) {
         s_err(err, errlen, "PQputCopyData: %s", PQerrorMessage(db->conn));
-        co_floors_clear(db->floors);
+        s_forget_written(db);
         /* Collect the result so the connection is usable again. */
         while ((r = PQgetResult(db->conn)) != NULL)
             PQclear(r);
@@ -733,6 +744,39 @@ rollback:
 
 /* ---- runs ------------------------------------------------------------ */
 
+/* Remember a stored run's id (s_forget_written drops them all). */
+static void
+s_run_ref_keep(co_db_t *db, const char *uuid, int64_t id, int64_t host_id,
+               size_t n_arms)
+{
+    size_t len = strlen(uuid);
+    if (len >= CO_DB_UUID_MAX)
+        return;
+    s_run_ref_t *slot = &db->runs[db->runs_next++ % CO_DB_RUN_CACHE];
+    memcpy(slot->uuid, uuid, len + 1);
+    slot->id = id;
+    slot->host_id = host_id;
+    slot->n_arms = n_arms;
+}
+
+/* s_run_lookup from the remembered runs only: CO_DB_LATER when the run
+ * is not remembered (it may still be stored). */
+static int
+s_run_cached(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
+             char *err, size_t errlen)
+{
+    for (size_t i = 0; i < CO_DB_RUN_CACHE; i++)
+        if (db->runs[i].id && strcmp(db->runs[i].uuid, uuid) == 0) {
+            if (db->runs[i].host_id != host_id) {
+                s_err(err, errlen, "run %s belongs to another host", uuid);
+                return CO_DB_REFUSED;
+            }
+            *run = db->runs[i].id;
+            return CO_DB_OK;
+        }
+    return CO_DB_LATER;
+}
+
 /* The run with this uuid: CO_DB_OK with *run set when it is this host's,
  * CO_DB_LATER when unknown, CO_DB_REFUSED when another host's. */
 static int
@@ -740,7 +784,6 @@ s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
              size_t *n_arms, char *err, size_t errlen)
 {
     int rc;
-    size_t len = strlen(uuid);
 
     for (size_t i = 0; i < CO_DB_RUN_CACHE; i++)
         if (db->runs[i].id && strcmp(db->runs[i].uuid, uuid) == 0) {
@@ -767,13 +810,7 @@ s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
     int64_t owner = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
     size_t arms = (size_t)strtoull(PQgetvalue(r, 0, 2), NULL, 10);
     PQclear(r);
-    if (len < CO_DB_UUID_MAX) {
-        s_run_ref_t *slot = &db->runs[db->runs_next++ % CO_DB_RUN_CACHE];
-        memcpy(slot->uuid, uuid, len + 1);
-        slot->id = id;
-        slot->host_id = owner;
-        slot->n_arms = arms;
-    }
+    s_run_ref_keep(db, uuid, id, owner, arms);
     if (owner != host_id)
         goto other;
     *run = id;
@@ -783,6 +820,65 @@ s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
 other:
     s_err(err, errlen, "run %s belongs to another host", uuid);
     return CO_DB_REFUSED;
+}
+
+/* Every arm of a run in one INSERT (a statement per arm was a round trip
+ * per arm for each run). Arms are at most PW_WIRE_MAX_ARMS. */
+static int
+s_run_arms(co_db_t *db, const char *runid, const Parity__RunStart *rs,
+           char *err, size_t errlen)
+{
+    enum { COLS = 7 };
+    size_t n = rs->n_arms;
+    int rc = CO_DB_FAIL;
+    const char **p = calloc(n * COLS, sizeof *p);
+    char **argv_s = calloc(n, sizeof *argv_s);
+    char (*idx)[24] = calloc(n, sizeof *idx);
+    /* "($1, ..., ARRAY(...), $6, $7)," per arm: under 160 bytes each. */
+    char *sql = malloc(128 + n * 160);
+    if (!p || !argv_s || !idx || !sql) {
+        s_err(err, errlen, "run_start: out of memory for %zu arms", n);
+        goto done;
+    }
+    size_t len = (size_t)sprintf(sql, "INSERT INTO arms (run, idx, name, "
+                                 "subject, argv, shell, version_output) "
+                                 "VALUES ");
+    for (size_t i = 0; i < n; i++) {
+        const Parity__Arm *a = rs->arms[i];
+        json_t *argv = json_array();
+        for (size_t k = 0; argv && k < a->n_argv; k++)
+            json_array_append_new(argv, json_string(s_str(a->argv[k])));
+        argv_s[i] = argv ? json_dumps(argv, JSON_COMPACT) : NULL;
+        json_decref(argv);
+        if (!argv_s[i]) {
+            s_err(err, errlen, "run_start: argv to JSON: out of memory "
+                  "or not UTF-8");
+            rc = CO_DB_REFUSED;
+            goto done;
+        }
+        snprintf(idx[i], sizeof idx[i], "%zu", i);
+        const char *row[COLS] = { runid, idx[i], a->name,
+                                  a->subject ? "t" : "f", argv_s[i],
+                                  s_str(a->shell), s_str(a->version_output) };
+        memcpy(&p[i * COLS], row, sizeof row);
+        size_t b = i * COLS;
+        len += (size_t)sprintf(sql + len, "%s($%zu, $%zu, $%zu, $%zu, "
+                               "ARRAY(SELECT json_array_elements_text($%zu"
+                               "::json)), $%zu, $%zu)", i ? ", " : "",
+                               b + 1, b + 2, b + 3, b + 4, b + 5, b + 6,
+                               b + 7);
+    }
+    PGresult *r = s_query(db, sql, (int)(n * COLS), p, PGRES_COMMAND_OK,
+                          &rc, err, errlen);
+    PQclear(r);
+done:
+    for (size_t i = 0; argv_s && i < n; i++)
+        free(argv_s[i]);
+    free(argv_s);
+    free(p);
+    free(idx);
+    free(sql);
+    return rc;
 }
 
 int
@@ -796,7 +892,9 @@ co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
     char *tags = NULL;
     PGresult *r;
 
-    rc = s_run_lookup(db, host_id, rs->run_id, &run, NULL, err, errlen);
+    /* A resend of a run this connection stored; others are found by the
+     * INSERT's conflict below, which saves a look-up per new run. */
+    rc = s_run_cached(db, host_id, rs->run_id, &run, err, errlen);
     if (rc == CO_DB_OK)
         return CO_DB_DUP;
     if (rc != CO_DB_LATER)
@@ -860,40 +958,27 @@ co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
     r = s_query(db, "INSERT INTO runs (run_uuid, host_id, benchmark_id, "
                 "job_id, label, tags, runs, warmup, started_at_us, "
                 "environment) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, "
-                "$9, $10) RETURNING id", 10, p, PGRES_TUPLES_OK, &rc, err,
-                errlen);
+                "$9, $10) ON CONFLICT (run_uuid) DO NOTHING RETURNING id", 10,
+                p, PGRES_TUPLES_OK, &rc, err, errlen);
     if (!r)
         goto rollback;
+    if (PQntuples(r) == 0) {
+        /* Stored before: a resend (this host's) or another host's id. */
+        PQclear(r);
+        s_rollback(db);
+        rc = s_run_lookup(db, host_id, rs->run_id, &run, NULL, err, errlen);
+        rc = rc == CO_DB_OK ? CO_DB_DUP : rc;
+        goto done;
+    }
     snprintf(runid, sizeof runid, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
-    for (size_t i = 0; i < rs->n_arms; i++) {
-        const Parity__Arm *a = rs->arms[i];
-        char idx[24];
-        json_t *argv = json_array();
-        for (size_t k = 0; argv && k < a->n_argv; k++)
-            json_array_append_new(argv, json_string(s_str(a->argv[k])));
-        char *argv_s = argv ? json_dumps(argv, JSON_COMPACT) : NULL;
-        json_decref(argv);
-        if (!argv_s) {
-            s_err(err, errlen, "run_start: argv to JSON: out of memory "
-                  "or not UTF-8");
-            rc = CO_DB_REFUSED;
-            goto rollback;
-        }
-        snprintf(idx, sizeof idx, "%zu", i);
-        const char *pa[] = { runid, idx, a->name, a->subject ? "t" : "f",
-                             argv_s, s_str(a->shell),
-                             s_str(a->version_output) };
-        r = s_query(db, "INSERT INTO arms (run, idx, name, subject, argv, "
-                    "shell, version_output) VALUES ($1, $2, $3, $4, "
-                    "ARRAY(SELECT json_array_elements_text($5::json)), $6, "
-                    "$7)", 7, pa, PGRES_COMMAND_OK, &rc, err, errlen);
-        free(argv_s);
-        if (!r)
-            goto rollback;
-        PQclear(r);
-    }
+    if ((rc = s_run_arms(db, runid, rs, err, errlen)) != CO_DB_OK)
+        goto rollback;
     rc = s_exec(db, "COMMIT", err, errlen);
+    /* Its batches need not look the run up (the first one did). */
+    if (rc == CO_DB_OK)
+        s_run_ref_keep(db, rs->run_id, strtoll(runid, NULL, 10), host_id,
+                       rs->n_arms);
     goto done;
 rollback:
     s_rollback(db);
@@ -1370,60 +1455,59 @@ s_num(char *buf, size_t len, double x)
         snprintf(buf, len, "%.17g", x);
 }
 
-static int
-s_store_verdict(co_db_t *db, const char *runid, const char *host,
-                size_t subject, size_t other, const char *other_name,
-                const double *a, size_t na, const double *b, size_t nb,
-                const vd_params_t *vp, int floor_samples, char *err,
-                size_t errlen)
-{
-    vd_verdict_t v;
-    char verr[256];
+/* One verdicts row's parameters, as text: the strings the row points
+ * at live in the struct. */
+#define S_VERDICT_COLS 21
+typedef struct {
     char sa[24], oa[24], nsub[24], noth[24], fs[16], diag[16], extra[16];
     char ratio[32], best[32], tol[32], noise[32], btol[32], fl[32], par[32];
     char json[PW_VERDICT_TEXT_MAX];
-    const char *outcome = NULL, *json_p = NULL, *error = NULL;
-    int rc;
+    char error[256];
+    const char *p[S_VERDICT_COLS];
+} s_verdict_row_t;
 
-    snprintf(sa, sizeof sa, "%zu", subject);
-    snprintf(oa, sizeof oa, "%zu", other);
-    snprintf(nsub, sizeof nsub, "%zu", na);
-    snprintf(noth, sizeof noth, "%zu", nb);
-    snprintf(fs, sizeof fs, "%d", floor_samples);
-    s_num(fl, sizeof fl, vp->floor_us);
-    s_num(par, sizeof par, vp->parity);
+static void
+s_verdict_row(s_verdict_row_t *w, const char *runid, const char *host,
+              size_t subject, size_t other, const char *other_name,
+              const double *a, size_t na, const double *b, size_t nb,
+              const vd_params_t *vp, int floor_samples)
+{
+    vd_verdict_t v;
+    const char *outcome = NULL, *json_p = NULL, *error = NULL;
+
+    snprintf(w->sa, sizeof w->sa, "%zu", subject);
+    snprintf(w->oa, sizeof w->oa, "%zu", other);
+    snprintf(w->nsub, sizeof w->nsub, "%zu", na);
+    snprintf(w->noth, sizeof w->noth, "%zu", nb);
+    snprintf(w->fs, sizeof w->fs, "%d", floor_samples);
+    s_num(w->fl, sizeof w->fl, vp->floor_us);
+    s_num(w->par, sizeof w->par, vp->parity);
     const char *pr = NULL, *pb = NULL, *pt = NULL, *pn = NULL, *pbt = NULL;
-    if (vd_compare(a, na, b, nb, vp, &v, verr, sizeof verr) == VD_OK) {
+    if (vd_compare(a, na, b, nb, vp, &v, w->error, sizeof w->error)
+        == VD_OK) {
         outcome = vd_outcome_name(v.outcome);
-        s_num(ratio, sizeof ratio, v.ratio);
-        s_num(best, sizeof best, v.best_ratio);
-        s_num(tol, sizeof tol, v.tolerance);
-        s_num(noise, sizeof noise, v.noise);
-        s_num(btol, sizeof btol, v.best_tolerance);
-        pr = ratio; pb = best; pt = tol; pn = noise; pbt = btol;
-        snprintf(diag, sizeof diag, "%u", v.diagnostics);
-        snprintf(extra, sizeof extra, "%u", v.extra_runs);
-        if (pw_verdict_write(json, sizeof json, &v, PW_VERDICT_SUMMARIES) >= 0)
-            json_p = json;
+        s_num(w->ratio, sizeof w->ratio, v.ratio);
+        s_num(w->best, sizeof w->best, v.best_ratio);
+        s_num(w->tol, sizeof w->tol, v.tolerance);
+        s_num(w->noise, sizeof w->noise, v.noise);
+        s_num(w->btol, sizeof w->btol, v.best_tolerance);
+        pr = w->ratio; pb = w->best; pt = w->tol; pn = w->noise;
+        pbt = w->btol;
+        snprintf(w->diag, sizeof w->diag, "%u", v.diagnostics);
+        snprintf(w->extra, sizeof w->extra, "%u", v.extra_runs);
+        if (pw_verdict_write(w->json, sizeof w->json, &v,
+                             PW_VERDICT_SUMMARIES) >= 0)
+            json_p = w->json;
     } else {
-        error = verr;
-        snprintf(diag, sizeof diag, "0");
-        snprintf(extra, sizeof extra, "0");
+        error = w->error;
+        snprintf(w->diag, sizeof w->diag, "0");
+        snprintf(w->extra, sizeof w->extra, "0");
     }
-    const char *p[] = { runid, host, sa, oa, other_name, outcome, pr, pb, pt,
-                        pn, pbt, fl, vp->floor_is_default ? "t" : "f", fs,
-                        par, diag, extra, nsub, noth, json_p, error };
-    PGresult *r = s_query(db,
-        "INSERT INTO verdicts (run, host_id, subject_arm, other_arm, "
-        "other_name, outcome, ratio, best_ratio, tolerance, noise, "
-        "best_tolerance, floor_us, floor_is_default, floor_samples, parity, "
-        "diagnostics, extra_runs, n_subject, n_other, verdict_json, error) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-        "$14, $15, $16, $17, $18, $19, $20, $21) "
-        "ON CONFLICT (run, other_arm) DO NOTHING", 21, p, PGRES_COMMAND_OK,
-        &rc, err, errlen);
-    PQclear(r);
-    return rc;
+    const char *p[S_VERDICT_COLS] = {
+        runid, host, w->sa, w->oa, other_name, outcome, pr, pb, pt, pn, pbt,
+        w->fl, vp->floor_is_default ? "t" : "f", w->fs, w->par, w->diag,
+        w->extra, w->nsub, w->noth, json_p, error };
+    memcpy(w->p, p, sizeof p);
 }
 
 /* How far before its RunStart's started_at_us a run's samples may start
@@ -1543,42 +1627,98 @@ s_run_samples(co_db_t *db, const char *runid, int64_t started_at_us,
 /* The run's summary of one arm (run_summaries, 006): vd_summarize of its
  * MEASURED samples with wall_us > 0 (x[off..off+len)), NULLs when there
  * are none or too many; errors its ERROR samples. buf has len slots. */
-static int
-s_store_summary(co_db_t *db, const char *runid, size_t arm, const double *x,
-                size_t len, int64_t errors, double *buf, char *err,
-                size_t errlen)
+#define S_SUMMARY_COLS 11
+typedef struct {
+    char a[24], nn[24], ne[24], v[7][32];
+    const char *p[S_SUMMARY_COLS];
+} s_summary_row_t;
+
+static void
+s_summary_row(s_summary_row_t *w, const char *runid, size_t arm,
+              const double *x, size_t len, int64_t errors, double *buf)
 {
-    int rc;
     size_t n = 0;
     for (size_t i = 0; i < len; i++)
         if (x[i] > 0)
             buf[n++] = x[i];
     vd_summary_t sum;
-    char verr[128], a[24], nn[24], ne[24], v[7][32];
+    char verr[128];
     bool have = n > 0 && vd_summarize(buf, n, &sum, verr, sizeof verr) ==
                 VD_OK;
-    snprintf(a, sizeof a, "%zu", arm);
-    snprintf(nn, sizeof nn, "%zu", n);
-    snprintf(ne, sizeof ne, "%" PRId64, errors);
+    snprintf(w->a, sizeof w->a, "%zu", arm);
+    snprintf(w->nn, sizeof w->nn, "%zu", n);
+    snprintf(w->ne, sizeof w->ne, "%" PRId64, errors);
     if (have) {
         const double vals[7] = { sum.min, sum.q25, sum.median, sum.q75,
                                  sum.max, sum.iqr, sum.mean };
         for (int i = 0; i < 7; i++)
-            s_num(v[i], sizeof v[i], vals[i]);
+            s_num(w->v[i], sizeof w->v[i], vals[i]);
     }
-    const char *p[] = { runid, a, nn, have ? v[0] : NULL, have ? v[1] : NULL,
-                        have ? v[2] : NULL, have ? v[3] : NULL,
-                        have ? v[4] : NULL, have ? v[5] : NULL,
-                        have ? v[6] : NULL, ne };
-    PGresult *r = s_query(db,
-        "INSERT INTO run_summaries (run, arm, n, min, q25, median, q75, max, "
-        "iqr, mean, errors) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
-        "$11) ON CONFLICT (run, arm) DO UPDATE SET n = EXCLUDED.n, min = "
-        "EXCLUDED.min, q25 = EXCLUDED.q25, median = EXCLUDED.median, q75 = "
-        "EXCLUDED.q75, max = EXCLUDED.max, iqr = EXCLUDED.iqr, mean = "
-        "EXCLUDED.mean, errors = EXCLUDED.errors", 11, p, PGRES_COMMAND_OK,
-        &rc, err, errlen);
+    const char *p[S_SUMMARY_COLS] = {
+        runid, w->a, w->nn, have ? w->v[0] : NULL, have ? w->v[1] : NULL,
+        have ? w->v[2] : NULL, have ? w->v[3] : NULL, have ? w->v[4] : NULL,
+        have ? w->v[5] : NULL, have ? w->v[6] : NULL, w->ne };
+    memcpy(w->p, p, sizeof p);
+}
+
+/* "($k, ..., $k+cols-1)" for row i of a multi-row VALUES. */
+static size_t
+s_values_row(char *sql, size_t i, size_t first, size_t cols)
+{
+    size_t len = (size_t)sprintf(sql, "%s(", i ? ", " : "");
+    for (size_t c = 0; c < cols; c++)
+        len += (size_t)sprintf(sql + len, "%s$%zu", c ? ", " : "",
+                               first + c + 1);
+    sql[len++] = ')';
+    sql[len] = '\0';
+    return len;
+}
+
+/* Every summary and every verdict of a run in one statement (one round
+ * trip, where a statement per row was one each). */
+static int
+s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
+                s_verdict_row_t *ver, size_t nv, char *err, size_t errlen)
+{
+    int rc = CO_DB_FAIL;
+    size_t np = ns * S_SUMMARY_COLS + nv * S_VERDICT_COLS;
+    const char **p = malloc((np ? np : 1) * sizeof *p);
+    /* Under 8 bytes a parameter, plus the fixed text. */
+    char *sql = malloc(1024 + np * 8);
+    if (!p || !sql) {
+        s_err(err, errlen, "run_end: out of memory for %zu results", np);
+        goto done;
+    }
+    size_t len = 0, k = 0;
+    len += (size_t)sprintf(sql + len, "%s", nv ? "WITH s AS (" : "");
+    len += (size_t)sprintf(sql + len, "INSERT INTO run_summaries (run, arm, "
+        "n, min, q25, median, q75, max, iqr, mean, errors) VALUES ");
+    for (size_t i = 0; i < ns; i++, k += S_SUMMARY_COLS) {
+        len += s_values_row(sql + len, i, k, S_SUMMARY_COLS);
+        memcpy(&p[k], sum[i].p, sizeof sum[i].p);
+    }
+    len += (size_t)sprintf(sql + len, " ON CONFLICT (run, arm) DO UPDATE "
+        "SET n = EXCLUDED.n, min = EXCLUDED.min, q25 = EXCLUDED.q25, median "
+        "= EXCLUDED.median, q75 = EXCLUDED.q75, max = EXCLUDED.max, iqr = "
+        "EXCLUDED.iqr, mean = EXCLUDED.mean, errors = EXCLUDED.errors");
+    if (nv) {
+        len += (size_t)sprintf(sql + len, ") INSERT INTO verdicts (run, "
+            "host_id, subject_arm, other_arm, other_name, outcome, ratio, "
+            "best_ratio, tolerance, noise, best_tolerance, floor_us, "
+            "floor_is_default, floor_samples, parity, diagnostics, "
+            "extra_runs, n_subject, n_other, verdict_json, error) VALUES ");
+        for (size_t i = 0; i < nv; i++, k += S_VERDICT_COLS) {
+            len += s_values_row(sql + len, i, k, S_VERDICT_COLS);
+            memcpy(&p[k], ver[i].p, sizeof ver[i].p);
+        }
+        sprintf(sql + len, " ON CONFLICT (run, other_arm) DO NOTHING");
+    }
+    PGresult *r = s_query(db, sql, (int)np, p, PGRES_COMMAND_OK, &rc, err,
+                          errlen);
     PQclear(r);
+done:
+    free(p);
+    free(sql);
     return rc;
 }
 
@@ -1604,21 +1744,25 @@ s_run_floor(co_db_t *db, int64_t host_id, const char *runid, int64_t until,
     snprintf(nused, sizeof nused, "%d", *used);
     snprintf(win, sizeof win, "%d", floor_window);
     snprintf(until_s, sizeof until_s, "%" PRId64, until);
-    const char *pf[] = { host, runid, fl, is_default ? "t" : "f", nused,
-                         win, until_s };
-    PGresult *r = s_query(db, "INSERT INTO floors (host_id, run, floor_us, "
-                          "is_default, n_samples, window_size, until_us) "
-                          "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT "
-                          "(run) DO NOTHING", 7, pf, PGRES_COMMAND_OK, &rc,
-                          err, errlen);
-    PQclear(r);
-    if (rc != CO_DB_OK)
-        return rc;
     /* A run without an end time has until INT64_MAX: the row's window
      * ends now, so that a later calibration still replaces it. */
     int64_t now = s_now_us();
-    return s_host_floor_save(db, host_id, floor_us, is_default, *used,
-                             until < now ? until : now, err, errlen);
+    char at[24];
+    snprintf(at, sizeof at, "%" PRId64, until < now ? until : now);
+    const char *pf[] = { host, runid, fl, is_default ? "t" : "f", nused,
+                         win, until_s, at };
+    /* The run's floor, and the host's row (s_host_floor_save's rule), in
+     * one round trip. */
+    PGresult *r = s_query(db, "WITH f AS (INSERT INTO floors (host_id, run, "
+                          "floor_us, is_default, n_samples, window_size, "
+                          "until_us) VALUES ($1, $2, $3, $4, $5, $6, $7) ON "
+                          "CONFLICT (run) DO NOTHING) UPDATE hosts SET "
+                          "floor_us = $3, floor_is_default = $4, "
+                          "floor_samples = $5, floor_at_us = $8 WHERE id = "
+                          "$1 AND (floor_at_us IS NULL OR floor_at_us <= $8)",
+                          8, pf, PGRES_COMMAND_OK, &rc, err, errlen);
+    PQclear(r);
+    return rc;
 }
 
 /* Verdicts of every non-subject arm against the subject, and every arm's
@@ -1631,12 +1775,14 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
                char *err, size_t errlen)
 {
     size_t narms = (size_t)PQntuples(arms);
-    size_t a_off = 0, a_n = 0;
-    int rc = CO_DB_OK;
+    size_t a_off = 0, a_n = 0, nv = 0;
+    int rc = CO_DB_FAIL;
     double *buf = malloc((n ? n : 1) * sizeof *buf);
-    if (!buf) {
+    s_summary_row_t *sum = calloc(narms ? narms : 1, sizeof *sum);
+    s_verdict_row_t *ver = calloc(narms ? narms : 1, sizeof *ver);
+    if (!buf || !sum || !ver) {
         s_err(err, errlen, "run_end: out of memory for %zu samples", n);
-        return CO_DB_FAIL;
+        goto done;
     }
     for (size_t i = 0; i < n; i++)
         if (arm_of[i] == subject) {
@@ -1644,7 +1790,7 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
                 a_off = i;
             a_n++;
         }
-    for (size_t k = 0; k < narms && rc == CO_DB_OK; k++) {
+    for (size_t k = 0; k < narms; k++) {
         /* Rows are ordered by arm: each arm is one contiguous slice. */
         size_t b_off = 0, b_n = 0;
         for (size_t i = 0; i < n; i++)
@@ -1653,17 +1799,20 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
                     b_off = i;
                 b_n++;
             }
-        rc = s_store_summary(db, runid, k, x + b_off, b_n, errors[k], buf,
-                             err, errlen);
-        if (rc != CO_DB_OK || k == subject)
-            continue;
-        rc = s_store_verdict(db, runid, host, subject, k,
-                             PQgetvalue(arms, (int)k, 1), x + a_off, a_n,
-                             x + b_off, b_n, vp, used, err, errlen);
-        if (rc == CO_DB_OK)
-            (*verdicts)++;
+        s_summary_row(&sum[k], runid, k, x + b_off, b_n, errors[k], buf);
+        if (k != subject)
+            s_verdict_row(&ver[nv++], runid, host, subject, k,
+                          PQgetvalue(arms, (int)k, 1), x + a_off, a_n,
+                          x + b_off, b_n, vp, used);
     }
+    rc = narms ? s_store_results(db, sum, narms, ver, nv, err, errlen)
+               : CO_DB_OK;
+    if (rc == CO_DB_OK)
+        *verdicts = (unsigned)nv;
+done:
     free(buf);
+    free(sum);
+    free(ver);
     return rc;
 }
 
