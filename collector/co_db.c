@@ -49,6 +49,9 @@ struct co_db {
     size_t copy_len, copy_cap;
     const co_db_run_cache_t *run_cache;  /* next run_end's samples */
     bool outer;                    /* co_db_begin's transaction is open */
+    /* Its BEGIN is not sent yet: it goes with the first statement (the
+     * first message's SAVEPOINT in the same round trip). */
+    bool begin_pending;
     /* The newest calibration rows of the hosts this connection stores
      * for (co_floors.h): a RunEnd's floor without reading them back.
      * Forgotten whenever what this connection wrote may be undone. NULL
@@ -145,6 +148,7 @@ co_db_disconnect(co_db_t *db)
     }
     if (db) {
         db->outer = false;
+        db->begin_pending = false;
         s_forget_written(db);
     }
 }
@@ -201,16 +205,37 @@ co_db_connect(co_db_t *db, char *err, size_t errlen)
     return CO_DB_OK;
 }
 
+/* Send co_db_begin's BEGIN if it is still waiting for a statement. */
+static int
+s_begin_flush(co_db_t *db, char *err, size_t errlen)
+{
+    if (!db->begin_pending)
+        return CO_DB_OK;
+    db->begin_pending = false;
+    PGresult *r = PQexec(db->conn, "BEGIN");
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK
+             ? CO_DB_OK : s_fail(db, r, "BEGIN", err, errlen);
+    PQclear(r);
+    if (rc != CO_DB_OK)
+        db->outer = false;
+    return rc;
+}
+
 static int
 s_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
 {
     /* Inside co_db_begin's transaction each store function's own
      * transaction is a savepoint: a refused message is undone alone, and
      * the whole burst costs one COMMIT. */
-    if (db->outer && strcmp(sql, "BEGIN") == 0)
-        sql = "SAVEPOINT co_msg";
-    else if (db->outer && strcmp(sql, "COMMIT") == 0)
+    if (db->outer && strcmp(sql, "BEGIN") == 0) {
+        sql = db->begin_pending ? "BEGIN; SAVEPOINT co_msg"
+                                : "SAVEPOINT co_msg";
+        db->begin_pending = false;
+    } else if (db->outer && strcmp(sql, "COMMIT") == 0) {
         sql = "RELEASE SAVEPOINT co_msg";
+    } else if (s_begin_flush(db, err, errlen) != CO_DB_OK) {
+        return CO_DB_FAIL;
+    }
     PGresult *r = PQexec(db->conn, sql);
     int rc = CO_DB_OK;
     if (PQresultStatus(r) != PGRES_COMMAND_OK
@@ -226,9 +251,11 @@ s_rollback(co_db_t *db)
     s_forget_written(db);   /* rows held may be undone */
     if (!db->conn || PQstatus(db->conn) != CONNECTION_OK)
         return;
+    if (db->outer && db->begin_pending)
+        return;   /* nothing was sent */
     if (db->outer) {
-        PQclear(PQexec(db->conn, "ROLLBACK TO SAVEPOINT co_msg"));
-        PQclear(PQexec(db->conn, "RELEASE SAVEPOINT co_msg"));
+        PQclear(PQexec(db->conn, "ROLLBACK TO SAVEPOINT co_msg; "
+                       "RELEASE SAVEPOINT co_msg"));
     } else {
         PQclear(PQexec(db->conn, "ROLLBACK"));
     }
@@ -239,9 +266,13 @@ co_db_begin(co_db_t *db, char *err, size_t errlen)
 {
     if (db->outer)
         return CO_DB_OK;
-    int rc = s_exec(db, "BEGIN", err, errlen);
-    db->outer = rc == CO_DB_OK;
-    return rc;
+    if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
+        s_err(err, errlen, "BEGIN: not connected");
+        return CO_DB_FAIL;
+    }
+    db->outer = true;
+    db->begin_pending = true;
+    return CO_DB_OK;
 }
 
 int
@@ -250,6 +281,10 @@ co_db_commit(co_db_t *db, char *err, size_t errlen)
     if (!db->outer)
         return CO_DB_OK;
     db->outer = false;
+    if (db->begin_pending) {
+        db->begin_pending = false;   /* nothing was sent */
+        return CO_DB_OK;
+    }
     int rc = s_exec(db, "COMMIT", err, errlen);
     if (rc != CO_DB_OK)
         s_rollback(db);
@@ -262,6 +297,11 @@ co_db_abort(co_db_t *db)
     if (!db->outer)
         return;
     db->outer = false;
+    if (db->begin_pending) {
+        db->begin_pending = false;   /* nothing was sent */
+        s_forget_written(db);
+        return;
+    }
     s_rollback(db);
 }
 
@@ -271,6 +311,8 @@ static PGresult *
 s_query(co_db_t *db, const char *sql, int n, const char *const *params,
         ExecStatusType want, int *rc, char *err, size_t errlen)
 {
+    if ((*rc = s_begin_flush(db, err, errlen)) != CO_DB_OK)
+        return NULL;
     PGresult *r = PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != want) {
         *rc = s_fail(db, r, sql, err, errlen);
@@ -598,6 +640,9 @@ static int
 s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
 {
     s_put_i16(db, -1);   /* trailer; reserved by the callers */
+    int brc = s_begin_flush(db, err, errlen);
+    if (brc != CO_DB_OK)
+        return brc;
     PGresult *r = PQexec(db->conn, sql);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         int rc = s_fail(db, r, sql, err, errlen);
