@@ -1,0 +1,99 @@
+/* vd_change.h -- change points in a series of runs: E-Divisive means
+ * (Matteson and James 2014, as Apache Otava runs it) with a significance
+ * test, then Parity's own filters: a magnitude that must clear the
+ * host's noise and floor, and the verdict rule (vd_compare) of the runs
+ * after a change against the runs before it.
+ *
+ * A series is one (suite, benchmark, subject arm, other arm, host,
+ * variables): one point per run, oldest first, each point that run's
+ * summary of one arm (or of the ratio subject/other). docs/regressions.md
+ * documents every parameter and the measured detection quality.
+ *
+ * Pure computation: no I/O, no globals, deterministic for the same input
+ * and parameters (a permutation test, if any, seeds its own generator
+ * from params.seed). Never prints or exits.
+ */
+#ifndef VD_CHANGE_H
+#define VD_CHANGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vd_verdict.h"
+
+/* One run's point: its summary (vd_summarize of the arm's measured
+ * samples; for a ratio series, the ratio of the two arms' medians in
+ * median, and min/q25/q75/max as NaN when unknown). */
+typedef struct {
+    double median;
+    double min, q25, q75, max;
+    size_t n;            /* samples behind it (0: unknown) */
+} vd_point_t;
+
+typedef struct {
+    /* Significance: a split is kept when its p-value is at most this. */
+    double max_p_value;
+    /* Points looked at, newest last: the detection window. */
+    size_t window;
+    /* Smallest relative step |after/before - 1| reported at all. */
+    double min_relative;
+    /* The host's floor (us): a step smaller than this absolute amount is
+     * never reported (0: none). For ratio series, 0. */
+    double floor_us;
+    /* The rule's parameters (parity, ...) for the verdict of after vs
+     * before; floor_us above is copied into them. */
+    vd_params_t rule;
+    /* Permutations of a permutation test, if the implementation uses
+     * one (0: its default), and the seed of its generator. */
+    unsigned permutations;
+    uint64_t seed;
+    /* Smallest segment on each side of a change, in points (>= 1): also
+     * the fewest runs after a change before it can be reported. */
+    size_t min_segment;
+    /* Parity's robustness filters (vd_change_params_default: true):
+     * the medians after a change must clear the quartiles of the medians
+     * before it (and the other way round), and, when every point of both
+     * sides has a known min, the runs' minimums must step the same way
+     * (the verdict rule's best-run ratio). This is what keeps timing
+     * modes, whose medians jump between two clusters while the minimums
+     * stay put, from being reported. False: Otava's plain t-test. */
+    bool robust;
+} vd_change_params_t;
+
+/* Upper bound on params.window: the work space is window^2 doubles
+ * (8 MiB at 1,000). */
+#define VD_CHANGE_MAX_WINDOW 1000
+
+/* Parity's defaults (documented in docs/regressions.md). The significance
+ * test is Student's t-test, so permutations and seed are unused (0). */
+void vd_change_params_default(vd_change_params_t *p);
+/* Apache Otava's defaults (window 50, p 0.001, no magnitude filter),
+ * for the comparison in tests/bench. */
+void vd_change_params_otava(vd_change_params_t *p);
+
+typedef struct {
+    size_t index;        /* the first point after the change */
+    double before;       /* median of the segment's medians before it */
+    double after;        /* ... and after it */
+    double magnitude;    /* after / before */
+    double p_value;
+    /* vd_compare of the points after (their medians as samples) against
+     * the points before, with params.rule: VD_WIN/VD_LOSS/VD_PARITY as
+     * the rule says. A change whose outcome is parity is still returned,
+     * with within_noise true: kept, but marked. */
+    vd_outcome_t outcome;
+    bool within_noise;
+} vd_change_t;
+
+/* The change points of x[0..n) (only its last params->window points are
+ * looked at; indexes are still into x). Writes at most max_out to out,
+ * oldest first, and their count to *n_out. Returns VD_OK, or an error
+ * code from vd_verdict.h with err set (bad parameters, NaN medians, out
+ * of memory). Cost: O(window^2) per level of splitting; window 200 must
+ * take under 5 ms on one core. */
+int vd_change_find(const vd_point_t *x, size_t n,
+                   const vd_change_params_t *params, vd_change_t *out,
+                   size_t max_out, size_t *n_out, char *err, size_t errlen);
+
+#endif
