@@ -1,0 +1,19 @@
+#!/bin/sh
+# changepoints.sh BUILD_DIR [changepoints options] -- detection quality of
+# the change-point library (issue 9): BUILD_DIR/tests/bench/changepoints
+# on generated series, Parity's defaults against Otava's defaults and a
+# verdict against the previous run, in the same run. Bounded: ~1 minute
+# of one core at the defaults (100 step series a cell, 50 noise series a
+# row). Not a registered test; the figures and this command go to
+# docs/regressions.md. The last line of its output is one JSON object.
+#
+#   tests/bench/changepoints.sh build-cp
+#   tests/bench/changepoints.sh build-cp --max-p 0.001 --parity-only
+set -eu
+[ $# -ge 1 ] || { sed -n '2,10p' "$0" >&2; exit 2; }
+BUILD=$1
+shift
+BIN="$BUILD/tests/bench/changepoints"
+[ -x "$BIN" ] || { echo "changepoints.sh: no $BIN (ninja -C $BUILD tests/bench/changepoints)" >&2; exit 2; }
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?') $(uname -m), load $(cut -d' ' -f1 /proc/loadavg)"
+exec timeout 300 "$BIN" "$@"
