@@ -2,7 +2,9 @@
 # deploy/install.sh -- install every Debian package that Parity's build,
 # tests, benchmarks and quickstart need. Idempotent: it asks apt only for
 # what dpkg says is missing, so a second run (or an ordinary user with
-# everything present) installs nothing and needs no privileges.
+# everything present) installs nothing and needs no privileges. chromium
+# is for tests/cli/test_site.py, which renders `parity report --site` in
+# it headless (the test is skipped without it).
 set -eu
 
 PACKAGES="
@@ -26,6 +28,7 @@ iproute2
 procps
 util-linux
 python3
+chromium
 "
 
 missing=""

@@ -2,14 +2,20 @@
  * [--out FILE]`: one job for humans, as one self-contained document:
  * the job, every host's environment and floor, the per-host verdict
  * table with the cross-host summary, then per benchmark each host's arm
- * summaries and the verdicts' diagnostics. Two collector answers:
- * `report` (docs/protocol.md 10.13) and `verdicts` (10.8) of the same
- * job. docs/commands/report.md.
+ * summaries, a box plot per run (HTML) and the verdicts' diagnostics.
+ * Two collector answers: `report` (docs/protocol.md 10.13) and
+ * `verdicts` (10.8) of the same job. docs/commands/report.md.
+ *
+ * `parity report --site DIR` asks four answers instead (hosts, the latest
+ * job's verdicts, regressions with change points, series) and hands them
+ * to cl_site; the run box plots of both come from cl_report_boxplot.
  *
  * Every text that came from a suite, a host or a user is escaped for the
  * format (s_text): a benchmark named <script> is shown, never run. The
  * HTML is one file with inline CSS and no external resource. */
 #include <errno.h>
+#include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,9 +27,15 @@
 
 #include "cl_conn.h"
 #include "cl_out.h"
+#include "cl_site.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
 #include "vd_verdict.h"
+
+/* cl_site.c is linked into `parity`; a program that links this file
+ * without it (tests/history's test-cl-history, which prints documents
+ * only) still links, and --site there says it has no site writer. */
+#pragma weak cl_site_write
 
 typedef cl_report_format_t s_fmt_t;
 #define S_MARKDOWN CL_REPORT_MARKDOWN
@@ -407,6 +419,278 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
     }
 }
 
+/* --- box plots --------------------------------------------------------- */
+
+/* Geometry of a box plot, in SVG user units: names left of S_BOX_X0, the
+ * values between S_BOX_X0 and S_BOX_X1, a ratio's value right of it. */
+#define S_BOX_W      780
+#define S_BOX_X0     170.0
+#define S_BOX_X1     680.0
+#define S_BOX_ROW    24.0
+#define S_BOX_TOP    24.0
+#define S_BOX_AXIS   18.0
+/* Longest arm name shown beside its box (the hover text has it whole). */
+#define S_BOX_LABEL  24
+
+const char *
+cl_report_outcome_colour(const char *outcome)
+{
+    if (outcome && strcmp(outcome, "win") == 0)
+        return "#2e7d32";
+    if (outcome && strcmp(outcome, "loss") == 0)
+        return "#c62828";
+    if (outcome && strcmp(outcome, "parity") == 0)
+        return "#757575";
+    return "#bdbdbd";
+}
+
+static const char *
+s_outcome_class(const char *outcome)
+{
+    if (outcome && (strcmp(outcome, "win") == 0 ||
+                    strcmp(outcome, "loss") == 0 ||
+                    strcmp(outcome, "parity") == 0))
+        return outcome;
+    return "none";
+}
+
+/* At most max characters of s (whole UTF-8 sequences), "…" when cut. */
+static void
+s_label(char *buf, size_t len, const char *s, size_t max)
+{
+    size_t at = 0, chars = 0;
+    while (s[at] && chars < max) {
+        size_t l = cl_out_utf8_len((const unsigned char *)s + at);
+        at += l ? l : 1;
+        chars++;
+    }
+    snprintf(buf, len, "%.*s%s", (int)at, s, s[at] ? "\u2026" : "");
+}
+
+static double
+s_box_x(double v, double lo, double hi)
+{
+    return S_BOX_X0 + (v - lo) / (hi - lo) * (S_BOX_X1 - S_BOX_X0);
+}
+
+static void
+s_box_arm(FILE *f, const cl_report_arm_t *a, double y, double lo, double hi)
+{
+    char label[128], v[5][32];
+    s_label(label, sizeof label, a->name ? a->name : "?", S_BOX_LABEL);
+    fprintf(f, "<g class=\"arm %s\"><title>", a->subject ? "subject" :
+            "other");
+    s_text(f, S_HTML, a->name ? a->name : "?");
+    if (!a->has_summary) {
+        fputs(a->subject ? " (subject)" : "", f);
+        fputs(": no measured samples</title>", f);
+    } else {
+        cl_out_us(v[0], sizeof v[0], a->min_us);
+        cl_out_us(v[1], sizeof v[1], a->q25_us);
+        cl_out_us(v[2], sizeof v[2], a->median_us);
+        cl_out_us(v[3], sizeof v[3], a->q75_us);
+        cl_out_us(v[4], sizeof v[4], a->max_us);
+        fprintf(f, "%s: n %ld, min %s, q25 %s, median %s, q75 %s, max %s"
+                "</title>", a->subject ? " (subject)" : "", a->n, v[0],
+                v[1], v[2], v[3], v[4]);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+            "font-size=\"12\">", S_BOX_X0 - 8, y + 4);
+    s_text(f, S_HTML, label);
+    fputs("</text>", f);
+    if (!a->has_summary) {
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
+                "fill=\"#777\">no samples</text></g>\n", S_BOX_X0, y + 4);
+        return;
+    }
+    const char *fill = a->subject ? "#bbdefb" : "#e1bee7";
+    double xq25 = s_box_x(a->q25_us, lo, hi), xq75 = s_box_x(a->q75_us, lo,
+                                                              hi);
+    fprintf(f, "<line class=\"whisker\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
+            "y2=\"%.1f\" stroke=\"#555\"/>", s_box_x(a->min_us, lo, hi),
+            s_box_x(a->max_us, lo, hi), y, y);
+    fprintf(f, "<rect class=\"iqr\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+            "height=\"16\" fill=\"%s\" stroke=\"#37474f\"/>", xq25, y - 8,
+            xq75 - xq25 > 1 ? xq75 - xq25 : 1, fill);
+    fprintf(f, "<line class=\"median\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
+            "y2=\"%.1f\" stroke=\"#000\" stroke-width=\"2\"/></g>\n",
+            s_box_x(a->median_us, lo, hi), s_box_x(a->median_us, lo, hi),
+            y - 8, y + 8);
+}
+
+/* A ratio on a log axis centred on 1, half-width lw (natural log). */
+static double
+s_ratio_x(double r, double lw)
+{
+    double mid = (S_BOX_X0 + S_BOX_X1) / 2;
+    return mid + log(r) / lw * (S_BOX_X1 - S_BOX_X0) / 2;
+}
+
+static void
+s_box_ratio(FILE *f, const cl_report_ratio_t *r, double y, double lw)
+{
+    char label[128], other[96];
+    s_label(other, sizeof other, r->other ? r->other : "?", S_BOX_LABEL - 3);
+    snprintf(label, sizeof label, "vs %s", other);
+    const char *cls = s_outcome_class(r->outcome);
+    double t = r->tolerance;
+    fprintf(f, "<g class=\"ratio-row %s\"><title>ratio vs ", cls);
+    s_text(f, S_HTML, r->other ? r->other : "?");
+    fprintf(f, " %.4f, tolerance %.4f (parity between %.4f and %.4f): %s"
+            "</title>", r->ratio, t, 1 / (1 + t), 1 + t, cls);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+            "font-size=\"12\">", S_BOX_X0 - 8, y + 4);
+    s_text(f, S_HTML, label);
+    fputs("</text>", f);
+    double xlo = s_ratio_x(1 / (1 + t), lw), xhi = s_ratio_x(1 + t, lw);
+    fprintf(f, "<rect class=\"tol\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+            "height=\"14\" fill=\"#e0e0e0\"/>", xlo, y - 7,
+            xhi - xlo > 1 ? xhi - xlo : 1);
+    fprintf(f, "<line class=\"one\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
+            "y2=\"%.1f\" stroke=\"#616161\" stroke-dasharray=\"3 2\"/>",
+            s_ratio_x(1, lw), s_ratio_x(1, lw), y - 10, y + 10);
+    fprintf(f, "<circle class=\"ratio %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
+            "fill=\"%s\"/>", cls, s_ratio_x(r->ratio, lw), y,
+            cl_report_outcome_colour(r->outcome));
+    fprintf(f, "<text class=\"%s\" x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
+            "fill=\"%s\">%.3f %s</text></g>\n", cls, S_BOX_X1 + 8, y + 4,
+            cl_report_outcome_colour(r->outcome), r->ratio, cls);
+}
+
+int
+cl_report_boxplot(FILE *f, const char *caption, const cl_report_arm_t *arms,
+                  size_t narms, const cl_report_ratio_t *ratios,
+                  size_t nratios)
+{
+    size_t na = narms < CL_REPORT_BOX_ARMS ? narms : CL_REPORT_BOX_ARMS;
+    size_t nr = 0;
+    double lo = 0, hi = 0, lw = log(1.02);
+    bool any = false;
+    for (size_t i = 0; i < na; i++) {
+        if (!arms[i].has_summary)
+            continue;
+        lo = any && lo < arms[i].min_us ? lo : arms[i].min_us;
+        hi = any && hi > arms[i].max_us ? hi : arms[i].max_us;
+        any = true;
+    }
+    if (!(hi > lo)) {
+        /* One value, or none: an axis around it that still has a width. */
+        hi = lo + (lo > 0 ? lo * 0.01 : 1);
+    }
+    double pad = (hi - lo) * 0.04;
+    lo -= pad;
+    hi += pad;
+    /* Only ratios that can be drawn on a log axis: a verdict's. */
+    for (size_t i = 0; i < nratios && nr < CL_REPORT_BOX_ARMS; i++) {
+        const cl_report_ratio_t *r = &ratios[i];
+        if (!(r->ratio > 0) || !(r->tolerance >= 0) || !isfinite(r->ratio))
+            continue;
+        double w = fabs(log(r->ratio)) > log(1 + r->tolerance) ?
+                   fabs(log(r->ratio)) : log(1 + r->tolerance);
+        if (w * 1.25 > lw)
+            lw = w * 1.25;
+        nr++;
+    }
+    double h = S_BOX_TOP + S_BOX_ROW * (double)na + S_BOX_AXIS +
+               S_BOX_ROW * (double)nr + 6;
+    fprintf(f, "<svg class=\"boxplot\" data-arms=\"%zu\" data-ratios=\"%zu\" "
+            "viewBox=\"0 0 %d %.0f\" width=\"%d\" height=\"%.0f\" "
+            "role=\"img\" font-family=\"sans-serif\"><title>", na, nr,
+            S_BOX_W, h, S_BOX_W, h);
+    s_text(f, S_HTML, caption ? caption : "");
+    fputs("</title><text x=\"4\" y=\"15\" font-size=\"12\" "
+          "font-weight=\"bold\">", f);
+    s_text(f, S_HTML, caption ? caption : "");
+    if (narms > na || nratios > CL_REPORT_BOX_ARMS)
+        fprintf(f, " (first %d arms and ratios shown)", CL_REPORT_BOX_ARMS);
+    fputs("</text>\n", f);
+    for (size_t i = 0; i < na; i++)
+        s_box_arm(f, &arms[i], S_BOX_TOP + S_BOX_ROW * ((double)i + 0.5), lo,
+                  hi);
+    double ay = S_BOX_TOP + S_BOX_ROW * (double)na + 12;
+    if (any) {
+        char a[32], m[32], b[32];
+        cl_out_us(a, sizeof a, lo);
+        cl_out_us(m, sizeof m, (lo + hi) / 2);
+        cl_out_us(b, sizeof b, hi);
+        fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#555\">"
+                "<text x=\"%.1f\" y=\"%.1f\">%s</text>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>"
+                "</g>\n", S_BOX_X0, ay, a, (S_BOX_X0 + S_BOX_X1) / 2, ay, m,
+                S_BOX_X1, ay, b);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < nratios && k < nr; i++) {
+        const cl_report_ratio_t *r = &ratios[i];
+        if (!(r->ratio > 0) || !(r->tolerance >= 0) || !isfinite(r->ratio))
+            continue;
+        s_box_ratio(f, r, ay + 6 + S_BOX_ROW * ((double)k + 0.5), lw);
+        k++;
+    }
+    fputs("</svg>\n", f);
+    return ferror(f) ? -1 : 0;
+}
+
+/* An arm of the report's run_list for the box plot. */
+static void
+s_arm_of(cl_report_arm_t *a, const json_t *arm)
+{
+    const json_t *s = json_object_get(arm, "summary");
+    memset(a, 0, sizeof *a);
+    a->name = s_str(arm, "name", "?");
+    a->subject = json_is_true(json_object_get(arm, "subject"));
+    a->has_summary = json_is_object(s);
+    if (!a->has_summary)
+        return;
+    a->n = (long)json_integer_value(json_object_get(s, "n"));
+    a->min_us = json_number_value(json_object_get(s, "min"));
+    a->q25_us = json_number_value(json_object_get(s, "q25"));
+    a->median_us = json_number_value(json_object_get(s, "median"));
+    a->q75_us = json_number_value(json_object_get(s, "q75"));
+    a->max_us = json_number_value(json_object_get(s, "max"));
+}
+
+/* --html: one box plot per run of bench, its arms and the verdicts of
+ * that run (the verdicts answer's entries with its run id). */
+static void
+s_run_plots(FILE *f, const json_t *rep, const json_t *ver, const char *bench)
+{
+    size_t k, i, a;
+    json_t *run, *cmp, *arm;
+    json_array_foreach(json_object_get(rep, "run_list"), k, run) {
+        if (strcmp(s_str(run, "benchmark", ""), bench) != 0)
+            continue;
+        cl_report_arm_t arms[CL_REPORT_BOX_ARMS];
+        cl_report_ratio_t ratios[CL_REPORT_BOX_ARMS];
+        size_t na = 0, nr = 0;
+        json_array_foreach(json_object_get(run, "arms"), a, arm)
+            if (na < CL_REPORT_BOX_ARMS)
+                s_arm_of(&arms[na++], arm);
+        json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
+            if (strcmp(s_str(cmp, "benchmark", ""), bench) != 0)
+                continue;
+            const json_t *e = s_entry(cmp, s_str(run, "host", ""));
+            const json_t *v = json_object_get(e, "verdict");
+            if (!json_is_object(v) || nr >= CL_REPORT_BOX_ARMS ||
+                strcmp(s_str(e, "run_id", ""), s_str(run, "run_id", "")) != 0)
+                continue;
+            ratios[nr++] = (cl_report_ratio_t){
+                .other = s_str(cmp, "other", "?"),
+                .ratio = json_number_value(json_object_get(v, "ratio")),
+                .tolerance = json_number_value(json_object_get(v,
+                                                               "tolerance")),
+                .outcome = s_str(v, "outcome", NULL) };
+        }
+        char caption[512];
+        snprintf(caption, sizeof caption, "%s, run %s", s_str(run, "host",
+                 "?"), s_str(run, "run_id", "?"));
+        fputs("<div class=\"plot\">", f);
+        cl_report_boxplot(f, caption, arms, na, ratios, nr);
+        fputs("</div>\n", f);
+    }
+}
+
 /* Per benchmark, in the order of the verdict table (then any benchmark
  * that has runs but no verdict): every host's arm summaries. */
 static void
@@ -476,6 +760,8 @@ s_benchmarks(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
             }
         }
         s_table_close(f, fmt);
+        if (fmt == S_HTML)
+            s_run_plots(f, rep, ver, bench);
         json_array_foreach(runs, k, run) {
             if (strcmp(s_str(run, "benchmark", ""), bench) != 0)
                 continue;
@@ -513,23 +799,405 @@ cl_report_write(FILE *f, cl_report_format_t fmt, const json_t *rep,
     return ferror(f) ? -1 : 0;
 }
 
+/* --- the verb ----------------------------------------------------------- */
+
+/* Longest --since: the collector's bound for `regressions`, 366 days. */
+#define S_SINCE_MAX_S (366.0 * 86400)
+
+/* "90", "90s", "10m", "2h", "3d", "2w" into microseconds; -1 when not
+ * one or beyond S_SINCE_MAX_S. */
+static int
+s_duration_us(const char *s, json_int_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0))
+        return -1;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        ;
+    else if (strcmp(end, "m") == 0)
+        v *= 60;
+    else if (strcmp(end, "h") == 0)
+        v *= 3600;
+    else if (strcmp(end, "d") == 0)
+        v *= 86400;
+    else if (strcmp(end, "w") == 0)
+        v *= 7 * 86400;
+    else
+        return -1;
+    if (v > S_SINCE_MAX_S || v * 1e6 < 1)
+        return -1;
+    *out = (json_int_t)(v * 1e6);
+    return 0;
+}
+
+/* One request of --site on the open connection: CL_EXIT_OK with *body,
+ * or the exit code after printing why (the command named), except for
+ * an error Reply of status expected, which the caller handles. *status
+ * is the Reply's status when the collector answered with an error. */
+static int
+s_site_ask(cl_conn_t *c, const char *command, const json_t *args,
+           json_t **body, int *status, int expected)
+{
+    char err[512];
+    *status = 0;
+    int st = cl_conn_request(c, command, args, body, status, err,
+                             sizeof err);
+    if (st == CL_CONN_OK)
+        return CL_EXIT_OK;
+    if (st == CL_CONN_REPLY && *status == 2 && strcmp(command, "series") == 0)
+        cl_out_error("report", "the collector does not answer \"series\" "
+                     "(it predates parity report --site): upgrade the "
+                     "collector");
+    else if (!(st == CL_CONN_REPLY && expected && *status == expected))
+        cl_out_error("report", "%s: %s", command, err);
+    return st == CL_CONN_REPLY ? CL_EXIT_DATA : cl_conn_exit_code(st);
+}
+
+/* Runs per series the site asks for: what one history plot draws. */
+#define S_SITE_RUNS 200
+
+/* The series of the site, in two passes so that no answer outgrows a
+ * frame (docs/protocol.md 10.14): every series with its newest 2 runs,
+ * to learn the benchmarks, then each benchmark's series in full.
+ * CL_EXIT_OK with *out = {"series": [...], "truncated": b}. */
+static int
+s_site_series(cl_conn_t *c, const json_t *filter, json_t **out)
+{
+    json_t *list = NULL, *args = json_deep_copy(filter), *all = NULL,
+           *seen = json_object();
+    int status, rc = CL_EXIT_SYSTEM;
+    size_t i, k;
+    json_t *ser;
+    *out = NULL;
+    if (!args || !seen || json_object_set_new(args, "runs",
+                                              json_integer(2)) != 0)
+        goto oom;
+    rc = s_site_ask(c, "series", args, &list, &status, 0);
+    if (rc != CL_EXIT_OK)
+        goto done;
+    all = json_pack("{s:[],s:b}", "series", "truncated",
+                    json_is_true(json_object_get(list, "truncated")));
+    if (!all)
+        goto oom;
+    json_array_foreach(json_object_get(list, "series"), i, ser) {
+        char key[2048];
+        snprintf(key, sizeof key, "%s\x1f%s", s_str(ser, "suite", ""),
+                 s_str(ser, "benchmark", ""));
+        if (json_object_get(seen, key) ||
+            json_object_size(seen) >= CL_SITE_MAX_PAGES)
+            continue;
+        json_t *one = NULL, *x;
+        json_object_set_new(seen, key, json_true());
+        json_object_set_new(args, "suite", json_string(s_str(ser, "suite",
+                                                             "")));
+        json_object_set_new(args, "benchmark", json_string(
+            s_str(ser, "benchmark", "")));
+        json_object_set_new(args, "runs", json_integer(S_SITE_RUNS));
+        rc = s_site_ask(c, "series", args, &one, &status, 0);
+        if (rc != CL_EXIT_OK)
+            goto done;
+        json_array_foreach(json_object_get(one, "series"), k, x)
+            json_array_append(json_object_get(all, "series"), x);
+        if (json_is_true(json_object_get(one, "truncated")))
+            json_object_set_new(all, "truncated", json_true());
+        json_decref(one);
+    }
+    *out = all;
+    all = NULL;
+    rc = CL_EXIT_OK;
+    goto done;
+oom:
+    cl_out_error("report", "out of memory asking for the series");
+    rc = CL_EXIT_SYSTEM;
+done:
+    json_decref(list);
+    json_decref(args);
+    json_decref(all);
+    json_decref(seen);
+    return rc;
+}
+
+/* The change points of a `regressions` answer: its "change_points"
+ * object (docs/protocol.md 10.12), or the answer itself when it has
+ * "open" at the top. NULL from a collector without change points. */
+static const json_t *
+s_change_points(const json_t *regs)
+{
+    const json_t *cp = json_object_get(regs, "change_points");
+    if (json_is_array(json_object_get(cp, "open")))
+        return cp;
+    if (json_is_array(json_object_get(regs, "open")))
+        return regs;
+    return NULL;
+}
+
+/* --site: ask hosts, the latest job's verdicts, the change points and
+ * the series (since_us and tags filter the last two), assemble the
+ * document of cl_site.h and write it. */
+static int
+s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
+       json_t *tags)
+{
+    char err[1024];
+    int code = 0, status = 0, rc;
+    json_t *hosts = NULL, *latest = NULL, *regs = NULL, *series = NULL,
+           *args = NULL, *doc = NULL;
+    const json_t *cps;
+    cl_conn_t *c = cl_conn_open(co, &code, err, sizeof err);
+    if (!c) {
+        cl_out_error("report", "%s", err);
+        return cl_conn_exit_code(code);
+    }
+    rc = s_site_ask(c, "hosts", NULL, &hosts, &status, 0);
+    if (rc != CL_EXIT_OK)
+        goto done;
+    args = json_pack("{s:b}", "latest", 1);
+    rc = s_site_ask(c, "verdicts", args, &latest, &status, 4);
+    if (rc != CL_EXIT_OK && status == 4) {
+        latest = json_null();     /* no job yet: the site says so */
+        rc = CL_EXIT_OK;
+    } else if (rc != CL_EXIT_OK) {
+        goto done;
+    }
+    json_decref(args);
+    args = json_pack("{s:O}", "tags", tags);
+    if (args && since_us > 0)
+        json_object_set_new(args, "since_us", json_integer(since_us));
+    rc = s_site_ask(c, "regressions", args, &regs, &status, 0);
+    if (rc != CL_EXIT_OK)
+        goto done;
+    cps = s_change_points(regs);
+    if (!cps) {
+        cl_out_error("report", "the collector's regressions answer has no "
+                     "change points (\"change_points\"; it predates parity "
+                     "report --site): upgrade the collector");
+        rc = CL_EXIT_DATA;
+        goto done;
+    }
+    rc = s_site_series(c, args, &series);
+    if (rc != CL_EXIT_OK)
+        goto done;
+    doc = json_pack("{s:I,s:O,s:O,s:O,s:O}", "generated_at_us",
+                    (json_int_t)time(NULL) * 1000000, "hosts", hosts,
+                    "latest", latest, "regressions", cps, "series", series);
+    if (!doc) {
+        cl_out_error("report", "out of memory assembling the site");
+        rc = CL_EXIT_SYSTEM;
+        goto done;
+    }
+    if (!cl_site_write) {
+        cl_out_error("report", "--site: this program was built without the "
+                     "site writer (cl_site.c)");
+        rc = CL_EXIT_SYSTEM;
+    } else if (cl_site_write(doc, dir, err, sizeof err) != 0) {
+        cl_out_error("report", "--site: %s", err);
+        rc = CL_EXIT_DATA;
+    }
+done:
+    json_decref(args);
+    json_decref(hosts);
+    json_decref(latest);
+    json_decref(regs);
+    json_decref(series);
+    json_decref(doc);
+    cl_conn_destroy(&c);
+    return rc;
+}
+
 static void
 s_usage(FILE *f)
 {
     fprintf(f,
 "usage: parity report JOB | --latest [--markdown | --html] [--out FILE]\n"
+"                     [connection options]\n"
+"       parity report --site DIR [--since DURATION] [--tag KEY=VALUE]...\n"
 "                     [connection options]\n\n"
 "One job as a document for people: suite and tags, each host's environment\n"
 "(CPU, kernel, floor, warnings), the per-host verdict table with the\n"
 "cross-host summary, and per benchmark each host's arm summaries (n, min,\n"
-"median, max, IQR) and the verdicts' diagnostics.\n\n"
+"median, max, IQR), a box plot per run (--html) and the verdicts'\n"
+"diagnostics.\n\n"
 "  --latest    the newest job\n"
 "  --markdown  Markdown (the default)\n"
-"  --html      one HTML file, inline CSS, no external resources\n"
-"  --out FILE  write there instead of stdout\n"
+"  --html      one HTML file, inline CSS and SVG, no external resources\n"
+"  --out FILE  write there instead of stdout\n\n"
+"--site DIR writes a static site (no script, opens from file://): an\n"
+"overview of hosts, open regressions and the latest job's verdicts, and a\n"
+"page per benchmark with each host's history plot and box plots of its\n"
+"newest runs. DIR is created, or must be empty or an earlier site.\n"
+"  --since D   change points and runs of the last D (90s, 10m, 2h, 3d, 2w)\n"
+"  --tag K=V   only runs tagged K=V; may repeat\n"
 "Connection options as in `parity hosts --help`.\n\n"
-"exit status: 0, 1 no such job (or not an admin key) or FILE cannot be\n"
+"exit status: 0, 1 no such job (or not an admin key) or FILE/DIR cannot be\n"
 "written, 2 usage, 3 no answer.\n");
+}
+
+enum {
+    S_OPT_MARKDOWN = 1, S_OPT_HTML, S_OPT_LATEST, S_OPT_OUT, S_OPT_SITE,
+    S_OPT_SINCE, S_OPT_TAG,
+};
+
+static const struct option s_options[] = {
+    { "markdown", no_argument, NULL, S_OPT_MARKDOWN },
+    { "html", no_argument, NULL, S_OPT_HTML },
+    { "latest", no_argument, NULL, S_OPT_LATEST },
+    { "out", required_argument, NULL, S_OPT_OUT },
+    { "site", required_argument, NULL, S_OPT_SITE },
+    { "since", required_argument, NULL, S_OPT_SINCE },
+    { "tag", required_argument, NULL, S_OPT_TAG },
+    { NULL, 0, NULL, 0 },
+};
+
+/* The options of report; the connection's are taken out before. */
+typedef struct {
+    const char *job, *out, *site;
+    bool latest;
+    int formats;
+    s_fmt_t fmt;
+    json_int_t since_us;
+    json_t *tags;              /* owned; {} when no --tag */
+} s_opts_t;
+
+/* Parse argv into o. CL_EXIT_OK, or CL_EXIT_USAGE after the error. */
+static int
+s_parse(int argc, char **argv, s_opts_t *o)
+{
+    int c;
+    optind = 0;     /* full reinitialisation of glibc's getopt */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", s_options, NULL)) != -1) {
+        switch (c) {
+        case S_OPT_MARKDOWN: o->fmt = S_MARKDOWN; o->formats++; break;
+        case S_OPT_HTML: o->fmt = S_HTML; o->formats++; break;
+        case S_OPT_LATEST: o->latest = true; break;
+        case S_OPT_OUT:
+            if (!*optarg) {
+                cl_out_error("report", "--out needs a file name");
+                return CL_EXIT_USAGE;
+            }
+            o->out = optarg;
+            break;
+        case S_OPT_SITE:
+            if (!*optarg) {
+                cl_out_error("report", "--site needs a directory");
+                return CL_EXIT_USAGE;
+            }
+            o->site = optarg;
+            break;
+        case S_OPT_SINCE:
+            if (s_duration_us(optarg, &o->since_us) != 0) {
+                cl_out_error("report", "--since \"%s\": want a duration "
+                             "up to 366d (90s, 10m, 2h, 3d, 2w)", optarg);
+                return CL_EXIT_USAGE;
+            }
+            break;
+        case S_OPT_TAG: {
+            const char *eq = strchr(optarg, '=');
+            char key[256];
+            if (!eq || eq == optarg || eq - optarg >= (long)sizeof key) {
+                cl_out_error("report", "--tag \"%s\": want KEY=VALUE",
+                             optarg);
+                return CL_EXIT_USAGE;
+            }
+            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
+            json_object_set_new(o->tags, key, json_string(eq + 1));
+            break;
+        }
+        case ':':
+            if (optopt == S_OPT_OUT)
+                cl_out_error("report", "--out needs a file name");
+            else
+                cl_out_error("report", "%s needs a value", argv[optind - 1]);
+            return CL_EXIT_USAGE;
+        default:
+            cl_out_error("report", "unexpected argument \"%s\" (parity "
+                         "report --help)", argv[optind - 1]);
+            return CL_EXIT_USAGE;
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (o->job) {
+            cl_out_error("report", "unexpected argument \"%s\" (parity "
+                         "report --help)", argv[i]);
+            return CL_EXIT_USAGE;
+        }
+        o->job = argv[i];
+    }
+    return CL_EXIT_OK;
+}
+
+/* Which combinations make sense: one format, one job, --site alone. */
+static int
+s_check(const s_opts_t *o)
+{
+    if (o->site && (o->job || o->latest || o->formats || o->out)) {
+        cl_out_error("report", "--site writes a whole site: give it without "
+                     "JOB, --latest, --markdown, --html or --out");
+        return CL_EXIT_USAGE;
+    }
+    if (!o->site && (o->since_us > 0 || json_object_size(o->tags) > 0)) {
+        cl_out_error("report", "--since and --tag go with --site");
+        return CL_EXIT_USAGE;
+    }
+    if (o->site)
+        return CL_EXIT_OK;
+    if (o->formats > 1) {
+        cl_out_error("report", "give one of --markdown, --html");
+        return CL_EXIT_USAGE;
+    }
+    if (o->job && o->latest) {
+        cl_out_error("report", "give JOB or --latest, not both");
+        return CL_EXIT_USAGE;
+    }
+    if (!o->job && !o->latest) {
+        cl_out_error("report", "which job? (give JOB or --latest)");
+        return CL_EXIT_USAGE;
+    }
+    return CL_EXIT_OK;
+}
+
+/* One job's document: `report`, then `verdicts` of the same job. */
+static int
+s_document(const cl_conn_opts_t *co, const s_opts_t *o)
+{
+    json_t *args, *rep = NULL, *ver = NULL;
+    FILE *f = NULL;
+    int rc;
+    args = o->job ? json_pack("{s:s}", "job", o->job) :
+                    json_pack("{s:b}", "latest", 1);
+    rc = cl_conn_ask("report", co, "report", args, &rep);
+    if (rc != CL_EXIT_OK)
+        goto done;
+    /* The verdicts of exactly the job the report is of, even when a new
+     * job started in between (--latest). */
+    json_decref(args);
+    args = json_pack("{s:s}", "job", s_str(rep, "job", ""));
+    rc = cl_conn_ask("report", co, "verdicts", args, &ver);
+    if (rc != CL_EXIT_OK)
+        goto done;
+    f = o->out ? fopen(o->out, "w") : stdout;
+    if (!f) {
+        cl_out_error("report", "--out %s: %s", o->out, strerror(errno));
+        rc = CL_EXIT_DATA;
+        goto done;
+    }
+    int w = cl_report_write(f, o->fmt, rep, ver);
+    if (o->out)
+        w |= fclose(f) != 0 ? -1 : 0;
+    else
+        w |= fflush(stdout) != 0 ? -1 : 0;
+    if (w != 0) {
+        cl_out_error("report", "writing %s failed", o->out ? o->out :
+                     "stdout");
+        rc = o->out ? CL_EXIT_DATA : CL_EXIT_SYSTEM;
+    }
+done:
+    json_decref(args);
+    json_decref(rep);
+    json_decref(ver);
+    return rc;
 }
 
 int
@@ -537,88 +1205,25 @@ cl_report_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
     char err[512];
-    const char *job = NULL, *out = NULL;
-    bool latest = false;
-    int formats = 0, rc = CL_EXIT_USAGE;
-    s_fmt_t fmt = S_MARKDOWN;
-    json_t *args = NULL, *rep = NULL, *ver = NULL;
-    FILE *f = NULL;
+    s_opts_t o = { .fmt = S_MARKDOWN, .tags = json_object() };
+    int rc;
     if (cl_out_wants_help(argc, argv)) {
+        json_decref(o.tags);
         s_usage(stdout);
         return CL_EXIT_OK;
     }
+    if (!o.tags) {
+        cl_out_error("report", "out of memory");
+        return CL_EXIT_SYSTEM;
+    }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
         cl_out_error("report", "%s", err);
-        return CL_EXIT_USAGE;
+        rc = CL_EXIT_USAGE;
+    } else if ((rc = s_parse(argc, argv, &o)) == CL_EXIT_OK &&
+               (rc = s_check(&o)) == CL_EXIT_OK) {
+        rc = o.site ? s_site(&co, o.site, o.since_us, o.tags) :
+                      s_document(&co, &o);
     }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--markdown") == 0) {
-            fmt = S_MARKDOWN;
-            formats++;
-        } else if (strcmp(a, "--html") == 0) {
-            fmt = S_HTML;
-            formats++;
-        } else if (strcmp(a, "--latest") == 0) {
-            latest = true;
-        } else if (strcmp(a, "--out") == 0) {
-            if (i + 1 >= argc || !*argv[i + 1]) {
-                cl_out_error("report", "--out needs a file name");
-                return CL_EXIT_USAGE;
-            }
-            out = argv[++i];
-        } else if (a[0] == '-' || job) {
-            cl_out_error("report", "unexpected argument \"%s\" (parity "
-                         "report --help)", a);
-            return CL_EXIT_USAGE;
-        } else {
-            job = a;
-        }
-    }
-    if (formats > 1) {
-        cl_out_error("report", "give one of --markdown, --html");
-        return CL_EXIT_USAGE;
-    }
-    if (job && latest) {
-        cl_out_error("report", "give JOB or --latest, not both");
-        return CL_EXIT_USAGE;
-    }
-    if (!job && !latest) {
-        cl_out_error("report", "which job? (give JOB or --latest)");
-        return CL_EXIT_USAGE;
-    }
-    args = job ? json_pack("{s:s}", "job", job) :
-                 json_pack("{s:b}", "latest", 1);
-    rc = cl_conn_ask("report", &co, "report", args, &rep);
-    if (rc != CL_EXIT_OK)
-        goto done;
-    /* The verdicts of exactly the job the report is of, even when a new
-     * job started in between (--latest). */
-    json_decref(args);
-    args = json_pack("{s:s}", "job", s_str(rep, "job", ""));
-    rc = cl_conn_ask("report", &co, "verdicts", args, &ver);
-    if (rc != CL_EXIT_OK)
-        goto done;
-    f = out ? fopen(out, "w") : stdout;
-    if (!f) {
-        cl_out_error("report", "--out %s: %s", out, strerror(errno));
-        rc = CL_EXIT_DATA;
-        goto done;
-    }
-    int w = cl_report_write(f, fmt, rep, ver);
-    if (out) {
-        w |= fclose(f) != 0 ? -1 : 0;
-        f = NULL;
-    } else {
-        w |= fflush(stdout) != 0 ? -1 : 0;
-    }
-    if (w != 0) {
-        cl_out_error("report", "writing %s failed", out ? out : "stdout");
-        rc = out ? CL_EXIT_DATA : CL_EXIT_SYSTEM;
-    }
-done:
-    json_decref(args);
-    json_decref(rep);
-    json_decref(ver);
+    json_decref(o.tags);
     return rc;
 }

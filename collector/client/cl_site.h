@@ -1,0 +1,49 @@
+/* cl_site.h -- the static site of `parity report --site DIR`
+ * (docs/commands/report.md): HTML pages with inline CSS and SVG plots,
+ * no script, no server, nothing loaded from the network, readable from
+ * file://.
+ *
+ *   index.html          hosts (online, floor, warnings), open and acked
+ *                       change points (regressions first, worst first),
+ *                       the latest job's verdicts per host, coloured by
+ *                       outcome, and the list of benchmark pages;
+ *   bench-NNNN-NAME.html per benchmark: per series (host, arm pair,
+ *                       variables) the history plot (cl_svg.h) and the
+ *                       box plots of its newest runs (cl_report.h);
+ *   .parity-site        the marker that DIR holds a site of ours.
+ *
+ * The document is what the client assembles from four collector answers:
+ *   {"generated_at_us": N,
+ *    "hosts":       the `hosts` body (docs/protocol.md 10.7),
+ *    "latest":      the `verdicts` body of the newest job (10.8) or null,
+ *    "regressions": {"open": [CP...], "acked": [CP...], "truncated": b},
+ *    "series":      {"series": [SERIES...], "truncated": b}}
+ * with CP and SERIES the change-point and series objects of the
+ * collector's `regressions` and `series` answers.
+ */
+#ifndef CL_SITE_H
+#define CL_SITE_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+/* The file whose presence says DIR holds a site this command wrote, so
+ * rewriting it (and deleting its old bench-*.html pages) is safe. */
+#define CL_SITE_MARKER ".parity-site"
+/* Newest runs of a series that get a box plot on its page. */
+#define CL_SITE_BOX_RUNS 5
+/* Most rows of one table of change points on the overview. */
+#define CL_SITE_MAX_ROWS 500
+/* Most benchmark pages; series of further benchmarks are left out and
+ * the overview says so. */
+#define CL_SITE_MAX_PAGES 10000
+
+/* Write the site of doc (borrowed) into dir: created when missing (its
+ * parent must exist); an existing dir must be empty or hold
+ * CL_SITE_MARKER. Each page is written beside its name and renamed into
+ * place. Returns 0, or -1 with err naming the failing call and path (or
+ * why dir is refused). Never prints. */
+int cl_site_write(const json_t *doc, const char *dir, char *err,
+                  size_t errlen);
+
+#endif

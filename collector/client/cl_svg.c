@@ -1,0 +1,436 @@
+/* cl_svg.c -- the history plot of one series (cl_svg.h).
+ *
+ * Geometry is fixed and in SVG user units; the browser scales the whole
+ * plot (viewBox, width 100 %), so no coordinate depends on the page. The
+ * x axis is the run's position, not its time: runs of one commit a day
+ * apart and a burst of runs in an hour get the same room. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cl_svg.h"
+
+#include "cl_out.h"
+#include "cl_report.h"
+
+#define S_W     960.0
+#define S_ML    96.0    /* left margin: the y axis' labels */
+#define S_MR    16.0
+#define S_PT0   34.0    /* times panel, top and bottom */
+#define S_PT1   234.0
+#define S_PR0   262.0   /* ratio panel */
+#define S_PR1   342.0
+#define S_H     372.0
+#define S_SUBJECT_COLOUR "#1565c0"
+#define S_OTHER_COLOUR   "#8e24aa"
+#define S_ANN_COLOUR     "#ef6c00"
+/* Hover text of one run: time, ids, tags and both arms' numbers. */
+#define S_HOVER_MAX 1536
+
+typedef struct {
+    const json_t *runs;   /* the series' runs, borrowed */
+    size_t first;         /* index of the first run drawn */
+    size_t n;             /* runs drawn */
+    double lo, hi;        /* time axis, microseconds */
+    double lw;            /* ratio axis half-width, natural log */
+} s_plot_t;
+
+static const char *
+s_str(const json_t *o, const char *k, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s && *s ? s : dflt;
+}
+
+void
+cl_svg_text(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        case '\n': case '\r': fputc(' ', f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static void
+s_date(char *buf, size_t len, json_int_t us)
+{
+    time_t t = (time_t)(us / 1000000);
+    struct tm tm;
+    if (us <= 0 || !gmtime_r(&t, &tm) ||
+        strftime(buf, len, "%Y-%m-%d %H:%M", &tm) == 0)
+        snprintf(buf, len, "-");
+}
+
+static double
+s_x(const s_plot_t *p, double i)
+{
+    return S_ML + (i + 0.5) * (S_W - S_ML - S_MR) / (double)p->n;
+}
+
+/* The x of the boundary before drawn run i (a change point's place). */
+static double
+s_xb(const s_plot_t *p, double i)
+{
+    return S_ML + i * (S_W - S_ML - S_MR) / (double)p->n;
+}
+
+static double
+s_y(const s_plot_t *p, double us)
+{
+    return S_PT1 - (us - p->lo) / (p->hi - p->lo) * (S_PT1 - S_PT0);
+}
+
+static double
+s_yr(const s_plot_t *p, double ratio)
+{
+    return (S_PR0 + S_PR1) / 2 - log(ratio) / p->lw * (S_PR1 - S_PR0) / 2;
+}
+
+static const json_t *
+s_run(const s_plot_t *p, size_t i)
+{
+    return json_array_get(p->runs, p->first + i);
+}
+
+static double
+s_num(const json_t *o, const char *k)
+{
+    return json_number_value(json_object_get(o, k));
+}
+
+/* Axis ranges over the drawn runs: times from every min and max, the
+ * ratio's half-width from every ratio and tolerance (at least 5 %). */
+static void
+s_ranges(s_plot_t *p)
+{
+    bool any = false;
+    p->lw = log(1.05);
+    for (size_t i = 0; i < p->n; i++) {
+        const json_t *r = s_run(p, i);
+        static const char *const arm[] = { "subject", "other" };
+        for (size_t a = 0; a < 2; a++) {
+            const json_t *s = json_object_get(r, arm[a]);
+            if (!json_is_object(s))
+                continue;
+            double mn = s_num(s, "min"), mx = s_num(s, "max");
+            p->lo = any && p->lo < mn ? p->lo : mn;
+            p->hi = any && p->hi > mx ? p->hi : mx;
+            any = true;
+        }
+        double ratio = s_num(r, "ratio"), t = s_num(r, "tolerance");
+        if (ratio > 0 && isfinite(ratio) && fabs(log(ratio)) * 1.2 > p->lw)
+            p->lw = fabs(log(ratio)) * 1.2;
+        if (t > 0 && isfinite(t) && log(1 + t) * 1.2 > p->lw)
+            p->lw = log(1 + t) * 1.2;
+    }
+    if (!(p->hi > p->lo))
+        p->hi = p->lo + (p->lo > 0 ? p->lo * 0.01 : 1);
+    double pad = (p->hi - p->lo) * 0.05;
+    p->lo -= pad;
+    p->hi += pad;
+}
+
+/* "k=v k=v" of a tags object into buf, "no tags" when empty. */
+static void
+s_tags(char *buf, size_t len, const json_t *tags)
+{
+    const char *k;
+    json_t *v;
+    buf[0] = '\0';
+    json_object_foreach((json_t *)tags, k, v) {
+        size_t used = strlen(buf);
+        if (used + 1 >= len)
+            break;
+        snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k,
+                 json_string_value(v) ? json_string_value(v) : "");
+    }
+    if (!buf[0])
+        snprintf(buf, len, "no tags");
+}
+
+static void
+s_arm_text(char *buf, size_t len, const char *name, const json_t *s)
+{
+    char md[32], mn[32], mx[32];
+    if (!json_is_object(s)) {
+        snprintf(buf, len, "%s: no samples", name);
+        return;
+    }
+    cl_out_us(md, sizeof md, s_num(s, "median"));
+    cl_out_us(mn, sizeof mn, s_num(s, "min"));
+    cl_out_us(mx, sizeof mx, s_num(s, "max"));
+    snprintf(buf, len, "%s median %s (min %s, max %s, n %" JSON_INTEGER_FORMAT
+             ")", name, md, mn, mx, json_integer_value(json_object_get(s,
+                                                                       "n")));
+}
+
+/* The hover text of run r: when, which run and job, its tags, both arms
+ * and its verdict. */
+static void
+s_hover(char *buf, size_t len, const json_t *series, const json_t *r)
+{
+    char when[32], tags[512], sub[256], oth[256], ver[128];
+    s_date(when, sizeof when, json_integer_value(json_object_get(r,
+                                                                 "time_us")));
+    s_tags(tags, sizeof tags, json_object_get(r, "tags"));
+    s_arm_text(sub, sizeof sub, s_str(series, "subject", "subject"),
+               json_object_get(r, "subject"));
+    s_arm_text(oth, sizeof oth, s_str(series, "other", "other"),
+               json_object_get(r, "other"));
+    if (json_is_number(json_object_get(r, "ratio")))
+        snprintf(ver, sizeof ver, "ratio %.4f (tolerance %.4f): %s",
+                 s_num(r, "ratio"), s_num(r, "tolerance"),
+                 s_str(r, "outcome", "no verdict"));
+    else
+        snprintf(ver, sizeof ver, "no verdict");
+    snprintf(buf, len, "%s, run %s%s%s; %s; %s; %s; %s", when,
+             s_str(r, "run", "?"), *s_str(r, "job", "") ? ", job " : "",
+             s_str(r, "job", ""), tags, sub, oth, ver);
+}
+
+/* One arm's band (min-max), median line and points. */
+static void
+s_arm(FILE *f, const s_plot_t *p, const char *arm, const char *colour)
+{
+    size_t i;
+    fprintf(f, "<g class=\"series-arm %s\" pointer-events=\"none\">", arm);
+    fprintf(f, "<polygon class=\"band %s\" fill=\"%s\" fill-opacity=\"0.15\""
+            " stroke=\"none\" points=\"", arm, colour);
+    for (i = 0; i < p->n; i++) {
+        const json_t *s = json_object_get(s_run(p, i), arm);
+        if (json_is_object(s))
+            fprintf(f, "%.1f,%.1f ", s_x(p, (double)i),
+                    s_y(p, s_num(s, "max")));
+    }
+    for (i = p->n; i-- > 0;) {
+        const json_t *s = json_object_get(s_run(p, i), arm);
+        if (json_is_object(s))
+            fprintf(f, "%.1f,%.1f ", s_x(p, (double)i),
+                    s_y(p, s_num(s, "min")));
+    }
+    fprintf(f, "\"/>\n<polyline class=\"median %s\" fill=\"none\" "
+            "stroke=\"%s\" stroke-width=\"1.5\" points=\"", arm, colour);
+    for (i = 0; i < p->n; i++) {
+        const json_t *s = json_object_get(s_run(p, i), arm);
+        if (json_is_object(s))
+            fprintf(f, "%.1f,%.1f ", s_x(p, (double)i),
+                    s_y(p, s_num(s, "median")));
+    }
+    fputs("\"/>\n", f);
+    for (i = 0; i < p->n; i++) {
+        const json_t *s = json_object_get(s_run(p, i), arm);
+        if (json_is_object(s))
+            fprintf(f, "<circle class=\"pt %s\" cx=\"%.1f\" cy=\"%.1f\" "
+                    "r=\"3\" fill=\"%s\"/>\n", arm, s_x(p, (double)i),
+                    s_y(p, s_num(s, "median")), colour);
+    }
+    fputs("</g>\n", f);
+}
+
+/* The ratio panel: each run's tolerance band around 1, the line at 1,
+ * a point per run with a ratio, coloured by its outcome. */
+static void
+s_ratio(FILE *f, const s_plot_t *p)
+{
+    size_t i;
+    fprintf(f, "<g class=\"series-ratio\" pointer-events=\"none\">"
+            "<polygon class=\"tol\" "
+            "fill=\"#e0e0e0\" stroke=\"none\" points=\"");
+    for (i = 0; i < p->n; i++) {
+        const json_t *t = json_object_get(s_run(p, i), "tolerance");
+        if (json_is_number(t) && json_number_value(t) >= 0)
+            fprintf(f, "%.1f,%.1f ", s_x(p, (double)i),
+                    s_yr(p, 1 + json_number_value(t)));
+    }
+    for (i = p->n; i-- > 0;) {
+        const json_t *t = json_object_get(s_run(p, i), "tolerance");
+        if (json_is_number(t) && json_number_value(t) >= 0)
+            fprintf(f, "%.1f,%.1f ", s_x(p, (double)i),
+                    s_yr(p, 1 / (1 + json_number_value(t))));
+    }
+    fprintf(f, "\"/>\n<line class=\"one\" x1=\"%.1f\" x2=\"%.1f\" "
+            "y1=\"%.1f\" y2=\"%.1f\" stroke=\"#616161\" "
+            "stroke-dasharray=\"3 2\"/>\n", S_ML, S_W - S_MR, s_yr(p, 1),
+            s_yr(p, 1));
+    for (i = 0; i < p->n; i++) {
+        const json_t *r = s_run(p, i);
+        double ratio = s_num(r, "ratio");
+        if (!json_is_number(json_object_get(r, "ratio")) || !(ratio > 0) ||
+            !isfinite(ratio))
+            continue;
+        const char *o = s_str(r, "outcome", "none");
+        fprintf(f, "<circle class=\"pt ratio %s\" cx=\"%.1f\" cy=\"%.1f\" "
+                "r=\"3.5\" fill=\"%s\"/>\n", o, s_x(p, (double)i),
+                s_yr(p, ratio), cl_report_outcome_colour(o));
+    }
+    fputs("</g>\n", f);
+}
+
+/* One column per run under the points, the height of both panels, that
+ * holds the run's hover text: hovering anywhere in it, a point or not,
+ * tells the run (the points ignore the pointer). Its text once per run,
+ * not per point, keeps a 200-run plot about 150 KB. */
+static void
+s_hits(FILE *f, const s_plot_t *p, const json_t *series)
+{
+    double w = (S_W - S_ML - S_MR) / (double)p->n;
+    fputs("<g class=\"hits\">", f);
+    for (size_t i = 0; i < p->n; i++) {
+        char hover[S_HOVER_MAX];
+        s_hover(hover, sizeof hover, series, s_run(p, i));
+        fprintf(f, "<rect class=\"hit\" x=\"%.1f\" y=\"%.1f\" "
+                "width=\"%.2f\" height=\"%.1f\" fill=\"none\" "
+                "pointer-events=\"all\"><title>", s_xb(p, (double)i), S_PT0,
+                w, S_PR1 - S_PT0);
+        cl_svg_text(f, hover);
+        fputs("</title></rect>\n", f);
+    }
+    fputs("</g>\n", f);
+}
+
+/* Change points and annotations: a vertical line at the boundary before
+ * the run they name, when that run is drawn. */
+static void
+s_marks(FILE *f, const s_plot_t *p, const json_t *series)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(series, "annotations"), i, m) {
+        json_int_t at = json_integer_value(json_object_get(m, "index"));
+        if (at < (json_int_t)p->first || at >= (json_int_t)(p->first + p->n))
+            continue;
+        double x = s_xb(p, (double)(at - (json_int_t)p->first));
+        fprintf(f, "<g class=\"ann-mark\"><title>");
+        cl_svg_text(f, s_str(m, "kind", "change"));
+        fputs(" change: ", f);
+        cl_svg_text(f, s_str(m, "text", ""));
+        fprintf(f, "</title><line class=\"ann %s\" x1=\"%.1f\" x2=\"%.1f\" "
+                "y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
+                "stroke-dasharray=\"1 3\"/><polygon points=\"%.1f,%.1f "
+                "%.1f,%.1f %.1f,%.1f\" fill=\"%s\"/></g>\n",
+                s_str(m, "kind", "change"), x, x, S_PT0, S_PR1, S_ANN_COLOUR,
+                x - 5, S_PT0 - 8, x + 5, S_PT0 - 8, x, S_PT0, S_ANN_COLOUR);
+    }
+    json_array_foreach(json_object_get(series, "change_points"), i, m) {
+        json_int_t at = json_integer_value(json_object_get(m, "index"));
+        if (at < (json_int_t)p->first || at >= (json_int_t)(p->first + p->n))
+            continue;
+        double x = s_xb(p, (double)(at - (json_int_t)p->first));
+        const char *o = s_str(m, "outcome", "none");
+        bool noise = json_is_true(json_object_get(m, "within_noise"));
+        char before[512], after[512];
+        s_tags(before, sizeof before, json_object_get(
+            json_array_get(p->runs, (size_t)at - (at > 0)), "tags"));
+        s_tags(after, sizeof after, json_object_get(
+            json_array_get(p->runs, (size_t)at), "tags"));
+        fprintf(f, "<g class=\"cp-mark\"><title>change point %"
+                JSON_INTEGER_FORMAT " (%s x%.4f): %s%s; before: ",
+                json_integer_value(json_object_get(m, "id")),
+                s_str(m, "metric", "ratio"), s_num(m, "magnitude"), o,
+                noise ? ", within noise" : "");
+        cl_svg_text(f, before);
+        fputs("; after: ", f);
+        cl_svg_text(f, after);
+        fprintf(f, "</title><line class=\"cp %s%s\" x1=\"%.1f\" x2=\"%.1f\" "
+                "y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>"
+                "</g>\n", o, noise ? " noise" : "", x, x, S_PT0, S_PR1,
+                cl_report_outcome_colour(o),
+                noise ? " stroke-dasharray=\"5 4\"" : "");
+    }
+}
+
+static void
+s_axes(FILE *f, const s_plot_t *p)
+{
+    char lo[32], mid[32], hi[32], d0[32], d1[32];
+    cl_out_us(lo, sizeof lo, p->lo);
+    cl_out_us(mid, sizeof mid, (p->lo + p->hi) / 2);
+    cl_out_us(hi, sizeof hi, p->hi);
+    fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#555\" "
+            "text-anchor=\"end\">"
+            "<text x=\"%.1f\" y=\"%.1f\">%s</text>"
+            "<text x=\"%.1f\" y=\"%.1f\">%s</text>"
+            "<text x=\"%.1f\" y=\"%.1f\">%s</text>"
+            "<text x=\"%.1f\" y=\"%.1f\">%.3f</text>"
+            "<text x=\"%.1f\" y=\"%.1f\">ratio 1</text>"
+            "<text x=\"%.1f\" y=\"%.1f\">%.3f</text></g>\n",
+            S_ML - 6, S_PT1, lo, S_ML - 6, (S_PT0 + S_PT1) / 2 + 4, mid,
+            S_ML - 6, S_PT0 + 8, hi, S_ML - 6, S_PR0 + 8, exp(p->lw),
+            S_ML - 6, (S_PR0 + S_PR1) / 2 + 4, S_ML - 6, S_PR1,
+            exp(-p->lw));
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+            "fill=\"none\" stroke=\"#bbb\"/><rect x=\"%.1f\" y=\"%.1f\" "
+            "width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#bbb\"/>\n",
+            S_ML, S_PT0, S_W - S_ML - S_MR, S_PT1 - S_PT0, S_ML, S_PR0,
+            S_W - S_ML - S_MR, S_PR1 - S_PR0);
+    s_date(d0, sizeof d0, json_integer_value(json_object_get(s_run(p, 0),
+                                                             "time_us")));
+    s_date(d1, sizeof d1, json_integer_value(json_object_get(
+        s_run(p, p->n - 1), "time_us")));
+    fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#555\">"
+            "<text x=\"%.1f\" y=\"%.1f\">%s</text>"
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%zu run%s, "
+            "oldest left</text>"
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text></g>\n",
+            S_ML, S_PR1 + 18, d0, (S_ML + S_W - S_MR) / 2, S_PR1 + 18, p->n,
+            p->n == 1 ? "" : "s", S_W - S_MR, S_PR1 + 18, d1);
+}
+
+static void
+s_legend(FILE *f, const json_t *series)
+{
+    fprintf(f, "<g class=\"legend\" font-size=\"12\">"
+            "<rect x=\"%.1f\" y=\"8\" width=\"14\" height=\"10\" fill=\"%s\" "
+            "fill-opacity=\"0.4\"/><text x=\"%.1f\" y=\"17\">",
+            S_ML, S_SUBJECT_COLOUR, S_ML + 18);
+    cl_svg_text(f, s_str(series, "subject", "subject"));
+    fprintf(f, " (subject): median, min-max</text>"
+            "<rect x=\"%.1f\" y=\"8\" width=\"14\" height=\"10\" fill=\"%s\" "
+            "fill-opacity=\"0.4\"/><text x=\"%.1f\" y=\"17\">",
+            S_ML + 330, S_OTHER_COLOUR, S_ML + 348);
+    cl_svg_text(f, s_str(series, "other", "other"));
+    fprintf(f, "</text><text x=\"%.1f\" y=\"17\" text-anchor=\"end\" "
+            "fill=\"#555\">solid line: change point; dotted: environment "
+            "change</text></g>\n", S_W - S_MR);
+}
+
+int
+cl_svg_history(FILE *f, const json_t *series, size_t max_points,
+               size_t *shown)
+{
+    s_plot_t p = { .runs = json_object_get(series, "runs") };
+    size_t total = json_array_size(p.runs);
+    if (max_points == 0 || max_points > CL_SVG_MAX_POINTS)
+        max_points = CL_SVG_MAX_POINTS;
+    p.n = total < max_points ? total : max_points;
+    p.first = total - p.n;
+    if (shown)
+        *shown = p.n;
+    fprintf(f, "<svg class=\"history\" data-runs=\"%zu\" data-shown=\"%zu\" "
+            "viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" "
+            "preserveAspectRatio=\"xMinYMin meet\" role=\"img\" "
+            "font-family=\"sans-serif\">\n", total, p.n, S_W, S_H);
+    if (p.n == 0) {
+        fputs("<text x=\"10\" y=\"30\">no runs</text></svg>\n", f);
+        return ferror(f) ? -1 : 0;
+    }
+    s_ranges(&p);
+    s_legend(f, series);
+    s_axes(f, &p);
+    s_hits(f, &p, series);
+    s_arm(f, &p, "other", S_OTHER_COLOUR);
+    s_arm(f, &p, "subject", S_SUBJECT_COLOUR);
+    s_ratio(f, &p);
+    s_marks(f, &p, series);
+    fputs("</svg>\n", f);
+    return ferror(f) ? -1 : 0;
+}
