@@ -52,6 +52,7 @@ struct co_db {
     /* Its BEGIN is not sent yet: it goes with the first statement (the
      * first message's SAVEPOINT in the same round trip). */
     bool begin_pending;
+    int64_t last_run_end;          /* runs.id of the last RunEnd stored */
     /* The newest calibration rows of the hosts this connection stores
      * for (co_floors.h): a RunEnd's floor without reading them back.
      * Forgotten whenever what this connection wrote may be undone. NULL
@@ -1000,11 +1001,14 @@ co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
     const char *p[] = { rs->run_id, host, bench, s_str(rs->job_id),
                         s_str(rs->label), tags, runs, warmup, started,
                         envid[0] ? envid : NULL };
+    /* The job's variables make the run's series (007). */
     r = s_query(db, "INSERT INTO runs (run_uuid, host_id, benchmark_id, "
                 "job_id, label, tags, runs, warmup, started_at_us, "
-                "environment) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, "
-                "$9, $10) ON CONFLICT (run_uuid) DO NOTHING RETURNING id", 10,
-                p, PGRES_TUPLES_OK, &rc, err, errlen);
+                "environment, vars) VALUES ($1, $2, $3, $4, $5, $6::jsonb, "
+                "$7, $8, $9, $10, COALESCE((SELECT vars FROM jobs WHERE "
+                "job_uuid = $4 AND $4 <> ''), '{}')) ON CONFLICT (run_uuid) "
+                "DO NOTHING RETURNING id", 10, p, PGRES_TUPLES_OK, &rc, err,
+                errlen);
     if (!r)
         goto rollback;
     if (PQntuples(r) == 0) {
@@ -2002,13 +2006,24 @@ done:
     return rc;
 }
 
+int64_t
+co_db_last_run_end(const co_db_t *db)
+{
+    return db->last_run_end;
+}
+
 int
 co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
               int floor_window, double parity, unsigned *verdicts,
               char *err, size_t errlen)
 {
+    int64_t run = 0;
+    db->last_run_end = 0;
     int rc = s_run_end(db, host_id, re, floor_window, parity, verdicts, err,
                        errlen);
+    if (rc == CO_DB_OK
+        && s_run_cached(db, host_id, re->run_id, &run, NULL, 0) == CO_DB_OK)
+        db->last_run_end = run;
     db->run_cache = NULL;
     return rc;
 }

@@ -112,11 +112,6 @@ typedef struct {
 int co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
                   char *err, size_t errlen);
 
-/* Store the RunEnd and, in the same transaction, one verdict per
- * non-subject arm: vd_compare of its MEASURED samples against the subject
- * arm's, with the host's floor from its last floor_window calibration
- * samples taken up to the run's end, and parity. CO_DB_LATER while some of
- * batches 0..re->batches-1 are not stored. *verdicts gets the count. */
 /* One transaction around many messages (the writer's burst): until
  * co_db_commit, each store function's own transaction is a savepoint in
  * it, so one refused message is undone alone and the burst costs one
@@ -144,6 +139,15 @@ typedef struct {
 } co_db_run_cache_t;
 void co_db_set_run_samples(co_db_t *db, const co_db_run_cache_t *cache);
 
+/* runs.id of the run the last co_db_run_end stored (0: it stored
+ * none, or the run is no longer remembered). */
+int64_t co_db_last_run_end(const co_db_t *db);
+
+/* Store the RunEnd and, in the same transaction, one verdict per
+ * non-subject arm: vd_compare of its MEASURED samples against the subject
+ * arm's, with the host's floor from its last floor_window calibration
+ * samples taken up to the run's end, and parity. CO_DB_LATER while some of
+ * batches 0..re->batches-1 are not stored. *verdicts gets the count. */
 int co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
                   int floor_window, double parity, unsigned *verdicts,
                   char *err, size_t errlen);

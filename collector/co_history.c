@@ -7,139 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "co_changes.h"
 #include "co_query.h"
+#include "co_reply.h"
 #include "pw_json.h"
 #include "vd_fleet.h"
 #include "vd_verdict.h"
-
-/* One answer's status and error line. */
-typedef struct {
-    co_jobs_t *jobs;
-    int status;
-    char *err;
-    size_t errlen;
-} s_ctx_t;
-
-static void
-s_fail(s_ctx_t *c, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_fail(s_ctx_t *c, int status, const char *fmt, ...)
-{
-    va_list ap;
-    c->status = status;
-    va_start(ap, fmt);
-    vsnprintf(c->err, c->errlen, fmt, ap);
-    va_end(ap);
-}
-
-/* Run one parameterised query; NULL with c's status set (the database
- * is down or refused it). The caller PQclears the result. */
-static PGresult *
-s_q(s_ctx_t *c, const char *sql, int n, const char *const *p)
-{
-    char e[256];
-    PGconn *conn = co_jobs_conn(c->jobs, e, sizeof e);
-    if (!conn) {
-        s_fail(c, CO_QUERY_UNAVAILABLE, "database unavailable: %s", e);
-        return NULL;
-    }
-    PGresult *r = PQexecParams(conn, sql, n, NULL, p, NULL, NULL, 0);
-    if (co_jobs_timed_out(r)) {
-        s_fail(c, CO_QUERY_TIMEOUT, CO_QUERY_TIMEOUT_FMT,
-               co_jobs_statement_timeout_ms(c->jobs) / 1000.0);
-        PQclear(r);
-        return NULL;
-    }
-    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-        s_fail(c, CO_QUERY_UNAVAILABLE, "query failed: %s",
-               r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
-        char *nl = strchr(c->err, '\n');
-        if (nl)
-            *nl = '\0';
-        PQclear(r);
-        co_jobs_conn_check(c->jobs);
-        return NULL;
-    }
-    return r;
-}
-
-static json_int_t
-s_int(PGresult *r, int row, int col)
-{
-    return (json_int_t)strtoll(PQgetvalue(r, row, col), NULL, 10);
-}
-
-static json_t *
-s_int_or_null(PGresult *r, int row, int col)
-{
-    return PQgetisnull(r, row, col) ? json_null() :
-           json_integer(s_int(r, row, col));
-}
-
-/* A JSON text column, parsed; null when NULL or unparsable. */
-static json_t *
-s_json_col(PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col))
-        return json_null();
-    json_t *j = json_loads(PQgetvalue(r, row, col), JSON_DECODE_ANY, NULL);
-    return j ? j : json_null();
-}
-
-static const char *
-s_str(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
-
-/* args "tags" as jsonb text for `tags @> $n` ({} when absent). Every
- * value must be a string: a job's tags are. Caller frees the text. */
-static char *
-s_tags_arg(s_ctx_t *c, const json_t *args)
-{
-    const json_t *t = json_object_get(args, "tags");
-    if (!t)
-        return strdup("{}");
-    if (!json_is_object(t) || json_object_size(t) > CO_HISTORY_FILTERS_MAX) {
-        s_fail(c, CO_QUERY_BADARGS, "\"tags\" must be an object of at most "
-               "%d string values", CO_HISTORY_FILTERS_MAX);
-        return NULL;
-    }
-    const char *k;
-    const json_t *v;
-    json_object_foreach((json_t *)t, k, v)
-        if (!json_is_string(v)) {
-            s_fail(c, CO_QUERY_BADARGS, "tag \"%.60s\" must be a string", k);
-            return NULL;
-        }
-    char *text = pw_json_dumps(t);
-    if (!text)
-        s_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
-    return text;
-}
-
-/* An optional integer argument in lo..hi; dflt when absent. */
-static bool
-s_int_arg(s_ctx_t *c, const json_t *args, const char *key, json_int_t lo,
-          json_int_t hi, json_int_t dflt, json_int_t *out)
-{
-    const json_t *j = json_object_get(args, key);
-    if (!j) {
-        *out = dflt;
-        return true;
-    }
-    if (!json_is_integer(j) || json_integer_value(j) < lo ||
-        json_integer_value(j) > hi) {
-        s_fail(c, CO_QUERY_BADARGS, "\"%s\" must be an integer from %"
-               JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT, key, lo, hi);
-        return false;
-    }
-    *out = json_integer_value(j);
-    return true;
-}
 
 /* One host's entry of a comparison, as `verdicts` writes it: only a
  * complete run's verdict speaks for its host. */
@@ -158,7 +31,7 @@ s_entry(PGresult *r, int i, int c_host, int c_run, int c_status, int c_json,
         json_object_set_new(e, "error", json_string(
             "the run did not complete"));
     else if (!PQgetisnull(r, i, c_json))
-        json_object_set_new(e, "verdict", s_json_col(r, i, c_json));
+        json_object_set_new(e, "verdict", co_reply_json_col(r, i, c_json));
     else
         json_object_set_new(e, "error", json_string(
             PQgetisnull(r, i, c_error) ? "no verdict" :
@@ -211,7 +84,7 @@ s_close_row(json_t *row)
 }
 
 static json_t *
-s_history(s_ctx_t *c, const json_t *args)
+s_history(co_reply_t *c, const json_t *args)
 {
     const char *bench = json_string_value(json_object_get(args,
                                                           "benchmark"));
@@ -223,18 +96,18 @@ s_history(s_ctx_t *c, const json_t *args)
     json_t *out = NULL, *pairs = json_array(), *pair = NULL, *row = NULL;
     PGresult *r = NULL;
     if (!bench || !*bench) {
-        s_fail(c, CO_QUERY_BADARGS, "\"benchmark\" (a benchmark's name) is "
+        co_reply_fail(c, CO_QUERY_BADARGS, "\"benchmark\" (a benchmark's name) is "
                "required");
         goto fail;
     }
     if ((js && !json_is_string(js)) || (jo && !json_is_string(jo))) {
-        s_fail(c, CO_QUERY_BADARGS, "\"suite\" and \"other\" must be "
+        co_reply_fail(c, CO_QUERY_BADARGS, "\"suite\" and \"other\" must be "
                "strings");
         goto fail;
     }
     if (jh && (!json_is_array(jh) ||
                json_array_size(jh) > CO_HISTORY_FILTERS_MAX)) {
-        s_fail(c, CO_QUERY_BADARGS, "\"hosts\" must be an array of at most "
+        co_reply_fail(c, CO_QUERY_BADARGS, "\"hosts\" must be an array of at most "
                "%d host names", CO_HISTORY_FILTERS_MAX);
         goto fail;
     }
@@ -242,12 +115,12 @@ s_history(s_ctx_t *c, const json_t *args)
     json_t *hv;
     json_array_foreach(jh, hi, hv)
         if (!json_is_string(hv)) {
-            s_fail(c, CO_QUERY_BADARGS, "\"hosts\" must be host names");
+            co_reply_fail(c, CO_QUERY_BADARGS, "\"hosts\" must be host names");
             goto fail;
         }
-    if (!s_int_arg(c, args, "limit", 1, CO_HISTORY_LIMIT_MAX,
+    if (!co_reply_int_arg(c, args, "limit", 1, CO_HISTORY_LIMIT_MAX,
                    CO_HISTORY_LIMIT_DEFAULT, &limit) ||
-        !(tags = s_tags_arg(c, args)))
+        !(tags = co_reply_tags_arg(c, args)))
         goto fail;
     hosts = jh ? pw_json_dumps(jh) : strdup("[]");
     if (!hosts || !pairs)
@@ -257,7 +130,7 @@ s_history(s_ctx_t *c, const json_t *args)
 
     /* A name nobody stored is a typo more often than an empty history. */
     const char *pb[] = { bench, suite, other };
-    r = s_q(c, "SELECT (SELECT count(*) FROM benchmarks b WHERE b.name = $1 "
+    r = co_reply_q(c, "SELECT (SELECT count(*) FROM benchmarks b WHERE b.name = $1 "
             "AND ($2 = '' OR b.suite = $2)), (SELECT count(*) FROM ("
             "SELECT 1 FROM benchmarks b JOIN runs r ON r.benchmark_id = b.id "
             "JOIN verdicts v ON v.run = r.id WHERE b.name = $1 AND "
@@ -265,17 +138,17 @@ s_history(s_ctx_t *c, const json_t *args)
             3, pb);
     if (!r)
         goto fail;
-    bool known = s_int(r, 0, 0) > 0, arm_known = s_int(r, 0, 1) > 0;
+    bool known = co_reply_int(r, 0, 0) > 0, arm_known = co_reply_int(r, 0, 1) > 0;
     PQclear(r);
     r = NULL;
     if (!known) {
-        s_fail(c, CO_QUERY_NOTFOUND, "no benchmark \"%.100s\"%s%.100s%s "
+        co_reply_fail(c, CO_QUERY_NOTFOUND, "no benchmark \"%.100s\"%s%.100s%s "
                "(parity verdicts lists the benchmarks of a job)", bench,
                *suite ? " in suite \"" : "", suite, *suite ? "\"" : "");
         goto fail;
     }
     if (*other && !arm_known) {
-        s_fail(c, CO_QUERY_NOTFOUND, "benchmark \"%.100s\" has no verdict "
+        co_reply_fail(c, CO_QUERY_NOTFOUND, "benchmark \"%.100s\" has no verdict "
                "against an arm \"%.100s\"", bench, other);
         goto fail;
     }
@@ -284,16 +157,16 @@ s_history(s_ctx_t *c, const json_t *args)
     snprintf(lim, sizeof lim, "%" JSON_INTEGER_FORMAT, limit);
     snprintf(rows_max, sizeof rows_max, "%d", CO_HISTORY_ROWS_MAX);
     const char *p[] = { bench, suite, other, hosts, tags, lim, rows_max };
-    r = s_q(c, s_history_sql, 7, p);
+    r = co_reply_q(c, s_history_sql, 7, p);
     if (!r)
         goto fail;
     int n = PQntuples(r);
     for (int i = 0; i < n; i++) {
         const char *su = PQgetvalue(r, i, 0), *subj = PQgetvalue(r, i, 1),
                    *oth = PQgetvalue(r, i, 2), *grp = PQgetvalue(r, i, 3);
-        if (!pair || strcmp(s_str(pair, "suite"), su) != 0 ||
-            strcmp(s_str(pair, "subject"), subj) != 0 ||
-            strcmp(s_str(pair, "other"), oth) != 0) {
+        if (!pair || strcmp(co_reply_str(pair, "suite"), su) != 0 ||
+            strcmp(co_reply_str(pair, "subject"), subj) != 0 ||
+            strcmp(co_reply_str(pair, "other"), oth) != 0) {
             if (s_close_row(row) != 0)
                 goto oom;
             row = NULL;
@@ -302,15 +175,15 @@ s_history(s_ctx_t *c, const json_t *args)
             if (!pair || json_array_append_new(pairs, pair) != 0)
                 goto oom;
         }
-        if (!row || strcmp(s_str(row, "group"), grp) != 0) {
+        if (!row || strcmp(co_reply_str(row, "group"), grp) != 0) {
             if (s_close_row(row) != 0)
                 goto oom;
             const char *job = PQgetvalue(r, i, 5);
             row = json_pack("{s:s,s:s,s:s,s:I,s:o,s:s,s:[]}", "group", grp,
                             "job", job, "run_id", *job ? "" :
                             PQgetvalue(r, i, 6),
-                            "at_us", s_int(r, i, 4),
-                            "tags", s_json_col(r, i, 8),
+                            "at_us", co_reply_int(r, i, 4),
+                            "tags", co_reply_json_col(r, i, 8),
                             "label", PQgetvalue(r, i, 9), "hosts");
             if (!row || json_array_append_new(json_object_get(pair, "rows"),
                                               row) != 0)
@@ -323,7 +196,7 @@ s_history(s_ctx_t *c, const json_t *args)
          * job replaces the earlier one (rows come in run order). */
         json_t *hl = json_object_get(row, "hosts");
         size_t last = json_array_size(hl);
-        if (last > 0 && strcmp(s_str(json_array_get(hl, last - 1), "host"),
+        if (last > 0 && strcmp(co_reply_str(json_array_get(hl, last - 1), "host"),
                                PQgetvalue(r, i, 7)) == 0)
             json_array_set_new(hl, last - 1, e);
         else
@@ -338,7 +211,7 @@ s_history(s_ctx_t *c, const json_t *args)
         goto oom;
     goto done;
 oom:
-    s_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+    co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
 fail:
 done:
     PQclear(r);
@@ -366,32 +239,35 @@ static const char s_regressions_sql[] =
     " SELECT b.suite, b.name AS benchmark, sa.name AS subject,"
     "  v.other_name AS other, h.name AS host, h.id AS hid, r.id AS rid,"
     "  r.run_uuid, r.job_id, " S_GROUP_SQL " AS grp, r.started_at_us,"
-    "  r.tags, v.outcome, v.ratio, v.best_ratio"
+    "  r.tags, v.outcome, v.ratio, v.best_ratio, r.vars::text AS vars"
     " FROM verdicts v JOIN runs r ON r.id = v.run"
     " JOIN benchmarks b ON b.id = r.benchmark_id"
     " JOIN hosts h ON h.id = r.host_id"
     " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm"
     " WHERE r.status = 'complete' AND v.outcome IS NOT NULL"
-    "  AND r.tags @> $1::jsonb),"
-    /* A host's last run of a pair within one job speaks for that job. */
-    "d AS (SELECT DISTINCT ON (suite, benchmark, subject, other, hid, grp) *"
-    " FROM c ORDER BY suite, benchmark, subject, other, hid, grp, rid DESC),"
+    "  AND r.tags @> $1::jsonb AND ($5::text = '' OR h.name = $5)),"
+    /* A host's last run of a pair within one job speaks for that job;
+     * the job's variables are part of the series (007). */
+    "d AS (SELECT DISTINCT ON (suite, benchmark, subject, other, hid, vars,"
+    " grp) * FROM c ORDER BY suite, benchmark, subject, other, hid, vars,"
+    " grp, rid DESC),"
     "o AS (SELECT d.*, row_number() OVER w AS rn,"
     " first_value(grp) OVER w AS newest_grp,"
     " first_value(started_at_us) OVER w AS newest_at FROM d"
-    " WINDOW w AS (PARTITION BY suite, benchmark, subject, other, hid"
-    "  ORDER BY started_at_us DESC, rid DESC)),"
+    " WINDOW w AS (PARTITION BY suite, benchmark, subject, other, hid,"
+    "  vars ORDER BY started_at_us DESC, rid DESC)),"
     /* The suite's jobs that have such verdicts, newest first. */
     "j AS (SELECT suite, grp, row_number() OVER (PARTITION BY suite"
     " ORDER BY min(started_at_us) DESC, grp DESC) AS k"
     " FROM d GROUP BY suite, grp) "
     "SELECT o.suite, o.benchmark, o.subject, o.other, o.host, o.hid, o.rn,"
     " o.job_id, o.run_uuid, o.started_at_us, o.tags::text, o.outcome,"
-    " o.ratio, o.best_ratio "
+    " o.ratio, o.best_ratio, o.vars "
     "FROM o JOIN j ON j.suite = o.suite AND j.grp = o.newest_grp "
     "WHERE o.rn <= 2 AND ($2::int = 0 OR j.k <= $2::int)"
     " AND o.newest_at >= $3::bigint "
-    "ORDER BY o.suite, o.benchmark, o.subject, o.other, o.host, o.hid, o.rn "
+    "ORDER BY o.suite, o.benchmark, o.subject, o.other, o.host, o.hid,"
+    " o.vars, o.rn "
     "LIMIT $4::int";
 
 static json_t *
@@ -399,7 +275,7 @@ s_side(PGresult *r, int i)
 {
     return json_pack("{s:s,s:s,s:I,s:o,s:s,s:f,s:f}",
         "job", PQgetvalue(r, i, 7), "run_id", PQgetvalue(r, i, 8),
-        "started_at_us", s_int(r, i, 9), "tags", s_json_col(r, i, 10),
+        "started_at_us", co_reply_int(r, i, 9), "tags", co_reply_json_col(r, i, 10),
         "outcome", PQgetvalue(r, i, 11),
         "ratio", strtod(PQgetvalue(r, i, 12), NULL),
         "best_ratio", strtod(PQgetvalue(r, i, 13), NULL));
@@ -408,7 +284,7 @@ s_side(PGresult *r, int i)
 static bool
 s_same_pair(PGresult *r, int a, int b)
 {
-    static const int cols[] = { 0, 1, 2, 3, 5 };
+    static const int cols[] = { 0, 1, 2, 3, 5, 14 };
     for (size_t k = 0; k < sizeof cols / sizeof *cols; k++)
         if (strcmp(PQgetvalue(r, a, cols[k]), PQgetvalue(r, b, cols[k])) != 0)
             return false;
@@ -416,22 +292,29 @@ s_same_pair(PGresult *r, int a, int b)
 }
 
 static json_t *
-s_regressions(s_ctx_t *c, const json_t *args)
+s_regressions(co_reply_t *c, const json_t *args)
 {
     json_int_t jobs = 0, since_us = 0;
     char *tags = NULL;
     json_t *out = NULL, *worse = json_array(), *better = json_array();
+    json_t *cps = NULL;
+    const char *host = json_string_value(json_object_get(args, "host"));
     PGresult *r = NULL;
+    if (json_object_get(args, "host") && (!host || strlen(host) > 200)) {
+        co_reply_fail(c, CO_QUERY_BADARGS, "\"host\" must be a host name "
+                      "of at most 200 bytes");
+        goto fail;
+    }
     if (json_object_get(args, "jobs") && json_object_get(args, "since_us")) {
-        s_fail(c, CO_QUERY_BADARGS, "give \"jobs\" or \"since_us\", not "
+        co_reply_fail(c, CO_QUERY_BADARGS, "give \"jobs\" or \"since_us\", not "
                "both");
         goto fail;
     }
-    if (!s_int_arg(c, args, "since_us", 1, CO_HISTORY_SINCE_MAX_US, 0,
+    if (!co_reply_int_arg(c, args, "since_us", 1, CO_HISTORY_SINCE_MAX_US, 0,
                    &since_us) ||
-        !s_int_arg(c, args, "jobs", 1, CO_HISTORY_JOBS_MAX,
+        !co_reply_int_arg(c, args, "jobs", 1, CO_HISTORY_JOBS_MAX,
                    since_us ? 0 : 1, &jobs) ||
-        !(tags = s_tags_arg(c, args)))
+        !(tags = co_reply_tags_arg(c, args)))
         goto fail;
     if (!worse || !better)
         goto oom;
@@ -440,8 +323,8 @@ s_regressions(s_ctx_t *c, const json_t *args)
     snprintf(ps, sizeof ps, "%" PRId64, since_us ?
              co_jobs_now_us() - (int64_t)since_us : INT64_MIN);
     snprintf(pl, sizeof pl, "%d", 2 * CO_HISTORY_PAIRS_MAX);
-    const char *p[] = { tags, pj, ps, pl };
-    r = s_q(c, s_regressions_sql, 4, p);
+    const char *p[] = { tags, pj, ps, pl, host ? host : "" };
+    r = co_reply_q(c, s_regressions_sql, 5, p);
     if (!r)
         goto fail;
     int n = PQntuples(r);
@@ -460,10 +343,10 @@ s_regressions(s_ctx_t *c, const json_t *args)
             i++;
             continue;
         }
-        json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}",
+        json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:o,s:o}",
             "suite", PQgetvalue(r, i, 0), "benchmark", PQgetvalue(r, i, 1),
             "subject", PQgetvalue(r, i, 2), "other", PQgetvalue(r, i, 3),
-            "host", PQgetvalue(r, i, 4),
+            "host", PQgetvalue(r, i, 4), "vars", co_reply_json_col(r, i, 14),
             "change", now_rank > was_rank ? "worse" : "better",
             "before", s_side(r, i + 1), "after", s_side(r, i));
         if (!e || json_array_append_new(now_rank > was_rank ? worse : better,
@@ -471,26 +354,34 @@ s_regressions(s_ctx_t *c, const json_t *args)
             goto oom;
         i++;
     }
+    /* The change points (co_detect) of the same runs: what the exit
+     * status and the first table of `parity regressions` are about. */
+    cps = co_changes_list(c, tags, host, since_us ? co_jobs_now_us() -
+                          (int64_t)since_us : INT64_MIN);
+    if (!cps)
+        goto fail;
     json_t *jt = json_loads(tags, 0, NULL);
-    out = json_pack("{s:o,s:o,s:o,s:O,s:O,s:I,s:I,s:b}",
+    out = json_pack("{s:o,s:o,s:o,s:O,s:O,s:I,s:I,s:b,s:O}",
                     "tags", jt ? jt : json_object(),
                     "jobs", jobs ? json_integer(jobs) : json_null(),
                     "since_us", since_us ? json_integer(since_us) :
                     json_null(),
                     "regressions", worse, "improvements", better,
                     "unchanged", unchanged, "first", first,
-                    "truncated", n >= 2 * CO_HISTORY_PAIRS_MAX);
+                    "truncated", n >= 2 * CO_HISTORY_PAIRS_MAX,
+                    "change_points", cps);
     if (!out)
         goto oom;
     goto done;
 oom:
-    s_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+    co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
 fail:
 done:
     PQclear(r);
     free(tags);
     json_decref(worse);
     json_decref(better);
+    json_decref(cps);
     return out;
 }
 
@@ -508,17 +399,17 @@ s_env_value(const json_t *env, const char *key)
 /* The job of args {"job": ID}, or the newest with {"latest": true} or
  * neither: one row of the job's fields, or NULL with c set. */
 static PGresult *
-s_job_row(s_ctx_t *c, const json_t *args)
+s_job_row(co_reply_t *c, const json_t *args)
 {
     const json_t *jj = json_object_get(args, "job"),
                  *jl = json_object_get(args, "latest");
     if ((jj && !json_is_string(jj)) || (jl && !json_is_boolean(jl))) {
-        s_fail(c, CO_QUERY_BADARGS, "\"job\" must be a string and "
+        co_reply_fail(c, CO_QUERY_BADARGS, "\"job\" must be a string and "
                "\"latest\" true or false");
         return NULL;
     }
     if (jj && json_is_true(jl)) {
-        s_fail(c, CO_QUERY_BADARGS, "give \"job\" or \"latest\", not both");
+        co_reply_fail(c, CO_QUERY_BADARGS, "give \"job\" or \"latest\", not both");
         return NULL;
     }
     static const char cols[] =
@@ -528,13 +419,13 @@ s_job_row(s_ctx_t *c, const json_t *args)
     const char *p[] = { json_string_value(jj) };
     snprintf(sql, sizeof sql, "%s%s", cols, jj ? "WHERE job_uuid = $1" :
              "ORDER BY created_at_us DESC, id DESC LIMIT 1");
-    PGresult *r = s_q(c, sql, jj ? 1 : 0, jj ? p : NULL);
+    PGresult *r = co_reply_q(c, sql, jj ? 1 : 0, jj ? p : NULL);
     if (r && PQntuples(r) != 1) {
         if (jj)
-            s_fail(c, CO_QUERY_NOTFOUND, "no job \"%.40s\" (parity jobs "
+            co_reply_fail(c, CO_QUERY_NOTFOUND, "no job \"%.40s\" (parity jobs "
                    "lists them)", p[0]);
         else
-            s_fail(c, CO_QUERY_NOTFOUND, "no job yet (parity run starts "
+            co_reply_fail(c, CO_QUERY_NOTFOUND, "no job yet (parity run starts "
                    "one)");
         PQclear(r);
         return NULL;
@@ -559,7 +450,7 @@ s_arm_stored_summary(json_t *arm, PGresult *r, int i)
     double v[7];
     for (int k = 0; k < 7; k++)
         v[k] = strtod(PQgetvalue(r, i, S_SUM_COL + 2 + k), NULL);
-    vd_summary_t sum = { .n = (size_t)s_int(r, i, S_SUM_COL + 1),
+    vd_summary_t sum = { .n = (size_t)co_reply_int(r, i, S_SUM_COL + 1),
                          .min = v[0], .q25 = v[1], .median = v[2],
                          .q75 = v[3], .max = v[4], .iqr = v[5],
                          .mean = v[6] };
@@ -584,7 +475,7 @@ s_arm_summary(json_t *arm, PGresult *s, int from, int to, double *buf)
 }
 
 static json_t *
-s_report(s_ctx_t *c, const json_t *args)
+s_report(co_reply_t *c, const json_t *args)
 {
     json_t *out = NULL, *hosts = json_array(), *runs = json_array();
     PGresult *j = NULL, *r = NULL, *s = NULL;
@@ -599,7 +490,7 @@ s_report(s_ctx_t *c, const json_t *args)
     /* Each host's environment as its runs of this job saw it (the
      * host's latest snapshot when it stored no run), and the floor its
      * verdicts of this job used. */
-    r = s_q(c,
+    r = co_reply_q(c,
         "SELECT h.name, jh.state, jh.reason,"
         " COALESCE((SELECT e.environment_json FROM runs r JOIN environments"
         "  e ON e.id = r.environment WHERE r.job_id = j.job_uuid AND"
@@ -616,8 +507,8 @@ s_report(s_ctx_t *c, const json_t *args)
     if (!r)
         goto fail;
     for (int i = 0; i < PQntuples(r); i++) {
-        json_t *env = s_json_col(r, i, 3);
-        json_t *floor = s_json_col(r, i, 4);
+        json_t *env = co_reply_json_col(r, i, 3);
+        json_t *floor = co_reply_json_col(r, i, 4);
         json_t *warnings = json_object_get(env, "warnings");
         json_t *h = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:O,s:O,s:O,"
                               "s:o}",
@@ -649,7 +540,7 @@ s_report(s_ctx_t *c, const json_t *args)
     char arms_lim[24];
     snprintf(arms_lim, sizeof arms_lim, "%d", CO_HISTORY_ARMS_MAX + 1);
     const char *pa[] = { id, arms_lim };
-    r = s_q(c,
+    r = co_reply_q(c,
         "SELECT r.id, r.run_uuid, h.name, b.name, COALESCE(r.status,"
         " 'running'), COALESCE(r.reason, ''), r.runs, r.warmup, a.idx,"
         " a.name, a.subject, COALESCE(rs.errors, (SELECT count(*) FROM"
@@ -663,14 +554,14 @@ s_report(s_ctx_t *c, const json_t *args)
     if (!r)
         goto fail;
     if (PQntuples(r) > CO_HISTORY_ARMS_MAX) {
-        s_fail(c, CO_QUERY_TOO_BIG, "job %.40s has more than %d runs and "
+        co_reply_fail(c, CO_QUERY_TOO_BIG, "job %.40s has more than %d runs and "
                "arms: parity export gives them all", id, CO_HISTORY_ARMS_MAX);
         goto fail;
     }
     char lim[24];
     snprintf(lim, sizeof lim, "%d", CO_HISTORY_SAMPLES_MAX + 1);
     const char *ps[] = { id, lim };
-    s = s_q(c,
+    s = co_reply_q(c,
         "SELECT s.run, s.arm, s.wall_us FROM runs r JOIN samples s ON"
         " s.run = r.id WHERE r.job_id = $1 AND s.kind = 0 AND s.wall_us > 0"
         " AND NOT EXISTS (SELECT 1 FROM run_summaries x WHERE x.run = r.id)"
@@ -679,7 +570,7 @@ s_report(s_ctx_t *c, const json_t *args)
         goto fail;
     int ns = PQntuples(s);
     if (ns > CO_HISTORY_SAMPLES_MAX) {
-        s_fail(c, CO_QUERY_TOO_BIG, "job %.40s has more than %d measured "
+        co_reply_fail(c, CO_QUERY_TOO_BIG, "job %.40s has more than %d measured "
                "samples: parity export gives them all", id,
                CO_HISTORY_SAMPLES_MAX);
         goto fail;
@@ -692,12 +583,12 @@ s_report(s_ctx_t *c, const json_t *args)
     for (int i = 0; i < PQntuples(r); i++) {
         long long rid = strtoll(PQgetvalue(r, i, 0), NULL, 10);
         int idx = atoi(PQgetvalue(r, i, 8));
-        if (!run || strcmp(s_str(run, "run_id"), PQgetvalue(r, i, 1)) != 0) {
+        if (!run || strcmp(co_reply_str(run, "run_id"), PQgetvalue(r, i, 1)) != 0) {
             run = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:[]}",
                 "run_id", PQgetvalue(r, i, 1), "host", PQgetvalue(r, i, 2),
                 "benchmark", PQgetvalue(r, i, 3),
                 "status", PQgetvalue(r, i, 4), "reason", PQgetvalue(r, i, 5),
-                "runs", s_int(r, i, 6), "warmup", s_int(r, i, 7), "arms");
+                "runs", co_reply_int(r, i, 6), "warmup", co_reply_int(r, i, 7), "arms");
             if (!run || json_array_append_new(runs, run) != 0)
                 goto oom;
         }
@@ -713,7 +604,7 @@ s_report(s_ctx_t *c, const json_t *args)
         json_t *arm = json_pack("{s:s,s:b,s:I}", "name", PQgetvalue(r, i, 9),
                                 "subject", strcmp(PQgetvalue(r, i, 10),
                                                   "t") == 0,
-                                "errors", s_int(r, i, 11));
+                                "errors", co_reply_int(r, i, 11));
         if (!arm || json_array_append_new(json_object_get(run, "arms"),
                                           arm) != 0)
             goto oom;
@@ -724,15 +615,15 @@ s_report(s_ctx_t *c, const json_t *args)
     }
     out = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:O,s:O}",
         "job", id, "suite", PQgetvalue(j, 0, 1), "state", PQgetvalue(j, 0, 2),
-        "label", PQgetvalue(j, 0, 3), "tags", s_json_col(j, 0, 4),
-        "vars", s_json_col(j, 0, 5), "runs", s_int(j, 0, 6),
-        "created_at_us", s_int(j, 0, 7), "ended_at_us",
-        s_int_or_null(j, 0, 8), "hosts", hosts, "run_list", runs);
+        "label", PQgetvalue(j, 0, 3), "tags", co_reply_json_col(j, 0, 4),
+        "vars", co_reply_json_col(j, 0, 5), "runs", co_reply_int(j, 0, 6),
+        "created_at_us", co_reply_int(j, 0, 7), "ended_at_us",
+        co_reply_int_or_null(j, 0, 8), "hosts", hosts, "run_list", runs);
     if (!out)
         goto oom;
     goto done;
 oom:
-    s_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+    co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
 fail:
 done:
     PQclear(j);
@@ -754,12 +645,12 @@ static const struct {
 } s_known[] = {
     { "history", { "benchmark", "suite", "other", "hosts", "tags", "limit",
                    NULL } },
-    { "regressions", { "tags", "jobs", "since_us", NULL } },
+    { "regressions", { "tags", "jobs", "since_us", "host", NULL } },
     { "report", { "job", "latest", NULL } },
 };
 
 static bool
-s_args_known(s_ctx_t *c, const char *command, const json_t *args)
+s_args_known(co_reply_t *c, const char *command, const json_t *args)
 {
     for (size_t i = 0; i < sizeof s_known / sizeof *s_known; i++) {
         if (strcmp(command, s_known[i].command) != 0)
@@ -778,7 +669,7 @@ s_args_known(s_ctx_t *c, const char *command, const json_t *args)
                 snprintf(list + used, sizeof list - used, "%s%s",
                          a ? " " : "", s_known[i].known[a]);
             }
-            s_fail(c, CO_QUERY_BADARGS, "unknown argument \"%.60s\" for %s "
+            co_reply_fail(c, CO_QUERY_BADARGS, "unknown argument \"%.60s\" for %s "
                    "(known: %s)", k, command, list);
             return false;
         }
@@ -798,7 +689,7 @@ json_t *
 co_history_handle(co_jobs_t *jobs, const char *command, const json_t *args,
                   int *status, char *err, size_t errlen)
 {
-    s_ctx_t c = { jobs, CO_QUERY_OK, err, errlen };
+    co_reply_t c = { jobs, CO_QUERY_OK, err, errlen };
     json_t *body = NULL;
     if (errlen)
         err[0] = '\0';
@@ -811,9 +702,9 @@ co_history_handle(co_jobs_t *jobs, const char *command, const json_t *args,
     else if (strcmp(command, "report") == 0)
         body = s_report(&c, args);
     else
-        s_fail(&c, CO_QUERY_UNKNOWN, "unknown command \"%.40s\"", command);
+        co_reply_fail(&c, CO_QUERY_UNKNOWN, "unknown command \"%.40s\"", command);
     if (!body && c.status == CO_QUERY_OK)
-        s_fail(&c, CO_QUERY_UNAVAILABLE, "out of memory");
+        co_reply_fail(&c, CO_QUERY_UNAVAILABLE, "out of memory");
     *status = c.status;
     return body;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "co_changes.h"
 #include "co_history.h"
 #include "config.h"
 #include "pw_json.h"
@@ -145,7 +146,8 @@ co_query_handles(const char *command)
          i++)
         if (strcmp(command, s_commands[i]) == 0)
             return true;
-    return co_history_handles(command);   /* history, regressions, report */
+    /* history, regressions, report; series, ack, unack */
+    return co_history_handles(command) || co_changes_handles(command);
 }
 
 void
@@ -922,6 +924,9 @@ static const struct {
     { "cancel", "job" },
     { "verdicts", "job latest" },
     { "show", "run" },
+    { "series", "suite benchmark host tags since_us runs" },
+    { "ack", "id note" },
+    { "unack", "id" },
 };
 
 static bool
@@ -1021,6 +1026,9 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
         body = s_show(q, args, &res);
     else if (co_history_handles(cmd))
         body = co_history_handle(q->jobs, cmd, args, &res.status, res.err,
+                                 sizeof res.err);
+    else if (co_changes_handles(cmd))
+        body = co_changes_handle(q->jobs, cmd, args, &res.status, res.err,
                                  sizeof res.err);
     if (res.status == CO_QUERY_OK && !body) {
         res.status = CO_QUERY_UNAVAILABLE;

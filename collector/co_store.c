@@ -14,6 +14,7 @@
 #include <czmq.h>
 #include <jansson.h>
 
+#include "co_detect.h"
 #include "co_jobs.h"
 #include "co_log.h"
 #include "co_out.h"
@@ -55,6 +56,7 @@ typedef struct {
     int rc;
     size_t stored;
     unsigned verdicts;
+    int64_t run;                   /* a stored RunEnd's runs.id, or 0 */
     char err[256];
 } s_pending_t;
 
@@ -81,6 +83,7 @@ struct co_store {
     co_jobs_t *jobs;               /* NULL without cfg.conninfo */
     co_query_t *query;             /* run and cancel only */
     co_runs_t *runs;               /* samples of runs in progress */
+    co_detect_t *detect;           /* change points; NULL without db */
     /* The burst's transaction (co_db_begin): what was stored in it is
      * answered only after its COMMIT. */
     bool txn_open;
@@ -555,6 +558,9 @@ s_txn_commit(co_store_t *st)
             && w->env->body_case == PARITY__ENVELOPE__BODY_RUN_END)
             co_runs_forget(st->runs, w->peer->host_id,
                            w->env->run_end->run_id);
+        /* Committed: its series may have changed (co_detect). */
+        if (rc == CO_DB_OK && w->run)
+            co_detect_push(st->detect, w->run);
         /* DONE before the Ack: the loop must not see the agent's resend
          * after an Ack while the seq still counts as being stored (it
          * would drop the resend instead of acking it again). */
@@ -581,6 +587,7 @@ s_defer(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
     w->rc = rc;
     w->stored = stored;
     w->verdicts = verdicts;
+    w->run = 0;
     snprintf(w->err, sizeof w->err, "%.*s", (int)sizeof w->err - 1,
              err ? err : "");
     *itemp = NULL;
@@ -707,6 +714,10 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
                                st->cfg.floor_window, st->cfg.parity,
                                &verdicts, err, sizeof err);
             s_step(st, CO_STEP_RUN_END, t0);
+            s_defer(st, p, itemp, envp, rc, 0, verdicts, err);
+            if (rc == CO_DB_OK)
+                st->pending[st->n_pending - 1].run = co_db_last_run_end(st->db);
+            return;
         }
         s_defer(st, p, itemp, envp, rc, 0, verdicts, err);
         return;
@@ -1000,6 +1011,10 @@ co_store_new(const co_server_config_t *cfg, co_db_t *db, void *ctx,
     zhashx_set_destructor(st->peers, s_peer_free);
     if (s_jobs_new(st, err, errlen) != 0)
         goto fail;
+    if (cfg->conninfo && cfg->conninfo[0]
+        && !(st->detect = co_detect_new(cfg->conninfo, cfg->parity, err,
+                                        errlen)))
+        goto fail;
     st->out = co_out_connect(ctx, err, errlen);
     if (!st->out)
         goto fail;
@@ -1055,6 +1070,7 @@ co_store_destroy(co_store_t **stp)
         return;
     co_store_t *st = *stp;
     co_store_stop(st);
+    co_detect_destroy(&st->detect);
     if (st->out)
         zmq_close(st->out);
     co_query_destroy(&st->query);

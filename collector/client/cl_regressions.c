@@ -1,9 +1,14 @@
-/* cl_regressions.c -- `parity regressions`: per benchmark, arm pair and
- * host, the newest verdict against the one before it; the pairs whose
- * outcome got worse (exit 1, for CI) or better (the collector's
- * `regressions` answer, docs/protocol.md 10.12).
- * docs/commands/regressions.md. */
+/* cl_regressions.c -- `parity regressions`: the open change points of
+ * each series (found by the collector as runs are stored, issue 9),
+ * regressions first and worst first, with the hosts that show the same
+ * step (exit 1 while a regression is open, for CI); beside them, per
+ * benchmark, arm pair and host, the newest verdict against the one
+ * before it. `regressions ack ID --note T` and `unack ID` mark a change
+ * point as known. The collector's `regressions`, `ack` and `unack`
+ * answers: docs/protocol.md 10.12, 10.15. docs/commands/regressions.md. */
 #include <errno.h>
+#include <getopt.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +93,94 @@ s_tagtext(char *buf, size_t len, const json_t *tags)
         snprintf(buf, len, "-");
 }
 
+/* "commit=abc" of a side's tags: the commit tag alone when it has one. */
+static void
+s_range_end(char *buf, size_t len, const json_t *side)
+{
+    const json_t *tags = json_object_get(side, "tags");
+    const char *commit = json_string_value(json_object_get(tags, "commit"));
+    if (commit)
+        snprintf(buf, len, "%s", commit);
+    else
+        s_tagtext(buf, len, tags);
+}
+
+/* The change points table: id, what, where, how much, since when. */
+static int
+s_print_changes(FILE *f, const char *title, const json_t *list)
+{
+    if (json_array_size(list) == 0)
+        return 0;
+    fprintf(f, "%s (%zu):\n", title, json_array_size(list));
+    enum { COLS = 9 };
+    cl_out_table_t *t = cl_out_table_new(COLS);
+    if (!t)
+        return -1;
+    static const char *const head[COLS] = { "id", "benchmark", "arms",
+        "host", "metric", "change", "verdict", "between", "hosts" };
+    for (size_t c = 1; c < COLS; c++)
+        if (c != 5)
+            cl_out_table_left(t, c);
+    int rc = cl_out_table_add(t, head);
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e) {
+        char cells[COLS][CL_CELL_MAX], from[CL_CELL_MAX], to[CL_CELL_MAX];
+        double m = json_number_value(json_object_get(e, "magnitude"));
+        snprintf(cells[0], CL_CELL_MAX, "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(e, "id")));
+        snprintf(cells[1], CL_CELL_MAX, "%s", s_str(e, "benchmark", "?"));
+        snprintf(cells[2], CL_CELL_MAX, "%s vs %s", s_str(e, "subject", "?"),
+                 s_str(e, "other", "?"));
+        snprintf(cells[3], CL_CELL_MAX, "%s", s_str(e, "host", "?"));
+        snprintf(cells[4], CL_CELL_MAX, "%s", s_str(e, "metric", "?"));
+        snprintf(cells[5], CL_CELL_MAX, "%+.1f%%", (m - 1.0) * 100.0);
+        snprintf(cells[6], CL_CELL_MAX, "%s%s", s_str(e, "outcome", "?"),
+                 json_is_true(json_object_get(e, "within_noise"))
+                 ? " (within noise)" : "");
+        s_range_end(from, sizeof from, json_object_get(e, "before"));
+        s_range_end(to, sizeof to, json_object_get(e, "after"));
+        snprintf(cells[7], CL_CELL_MAX, "%.100s .. %.100s", from, to);
+        snprintf(cells[8], CL_CELL_MAX, "%" JSON_INTEGER_FORMAT " of %"
+                 JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(e, "hosts_with_step")),
+                 json_integer_value(json_object_get(e, "hosts_total")));
+        const char *row[COLS];
+        for (size_t c = 0; c < COLS; c++)
+            row[c] = cells[c];
+        rc |= cl_out_table_add(t, row);
+    }
+    rc |= cl_out_table_print(t, f);
+    cl_out_table_destroy(&t);
+    /* What changed on the host at each step, and why acked ones are. */
+    json_array_foreach(list, i, e) {
+        size_t k;
+        json_t *note;
+        json_array_foreach(json_object_get(e, "annotations"), k, note)
+            fprintf(f, "  %" JSON_INTEGER_FORMAT ": %s\n",
+                    json_integer_value(json_object_get(e, "id")),
+                    json_string_value(note) ? json_string_value(note) : "");
+        const json_t *ack = json_object_get(e, "ack");
+        if (json_is_object(ack))
+            fprintf(f, "  %" JSON_INTEGER_FORMAT ": acked: %s\n",
+                    json_integer_value(json_object_get(e, "id")),
+                    s_str(ack, "note", ""));
+    }
+    return rc;
+}
+
+/* Open change points that are regressions. */
+static size_t
+s_open_regressions(const json_t *body)
+{
+    size_t n = 0, i;
+    json_t *e;
+    json_array_foreach(json_object_get(json_object_get(body,
+                       "change_points"), "open"), i, e)
+        n += json_is_true(json_object_get(e, "regression"));
+    return n;
+}
+
 static int
 s_print_list(FILE *f, const char *title, const json_t *list)
 {
@@ -132,20 +225,198 @@ s_usage(FILE *f)
 {
     fprintf(f,
 "usage: parity regressions [--since DURATION | --jobs N] [--tag KEY=VALUE]...\n"
-"                          [--json] [connection options]\n\n"
-"Per benchmark, arm pair and host: the newest stored verdict against the one\n"
-"before it (the previous job of the same suite that host ran it in, among\n"
-"runs carrying every --tag). Lists the pairs whose outcome got worse (win to\n"
-"parity, parity to loss, win to loss) and those that got better.\n\n"
+"                          [--host NAME] [--json] [connection options]\n"
+"       parity regressions ack ID --note TEXT [connection options]\n"
+"       parity regressions unack ID [connection options]\n\n"
+"The open change points of every series (benchmark, arm pair, host and\n"
+"variables), found as runs are stored: regressions first, worst first, with\n"
+"the commit range, the verdict of the runs after against the runs before,\n"
+"how many hosts show the same step, and what changed on the host. Acked\n"
+"change points are listed apart. Beside them: per benchmark, arm pair and\n"
+"host, the newest verdict against the previous job's (worse, better).\n\n"
+"  --since D       change points after D ago, and pairs whose newest verdict\n"
+"                  is younger than D (90s, 10m, 2h, 3d, 2w; at most 366d)\n"
 "  --jobs N        pairs whose newest verdict is from the suite's N newest\n"
-"                  jobs (default 1: the latest job of each suite)\n"
-"  --since D       pairs whose newest verdict is younger than D (90s, 10m,\n"
-"                  2h, 3d, 2w; at most 366d)\n"
+"                  jobs (default 1)\n"
 "  --tag K=V       only runs tagged K=V (e.g. branch=main); may repeat\n"
+"  --host NAME     only this host\n"
 "  --json          the collector's answer\n"
+"  ack ID --note T mark change point ID as known (it no longer fails)\n"
+"  unack ID        undo that\n"
 "Connection options as in `parity hosts --help`.\n\n"
-"exit status: 0 nothing got worse, 1 something regressed, 2 usage, 3 no\n"
+"exit status: 0 no open regression, 1 a regression is open, 2 usage, 3 no\n"
 "answer, 4 the collector answered with an error (e.g. not an admin key).\n");
+}
+
+/* `regressions ack ID --note T` and `regressions unack ID`. */
+static int
+s_ack_main(int argc, char **argv, cl_conn_opts_t *co, bool ack)
+{
+    const char *verb = ack ? "regressions ack" : "regressions unack";
+    const char *note = NULL, *id_text = NULL;
+    static const struct option opts[] = {
+        { "note", required_argument, NULL, 'n' }, { NULL, 0, NULL, 0 } };
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        if (c == 'n' && ack) {
+            note = optarg;
+        } else {
+            cl_out_error(verb, c == ':' ? "%s needs a value" :
+                         "unexpected option %s (parity regressions --help)",
+                         argv[optind - 1]);
+            return CL_EXIT_USAGE;
+        }
+    }
+    if (optind + 1 != argc) {
+        cl_out_error(verb, "give one change point id (parity regressions "
+                     "lists them)");
+        return CL_EXIT_USAGE;
+    }
+    id_text = argv[optind];
+    char *end;
+    errno = 0;
+    long long id = strtoll(id_text, &end, 10);
+    if (*end || end == id_text || errno || id < 1) {
+        cl_out_error(verb, "\"%s\" is not a change point id", id_text);
+        return CL_EXIT_USAGE;
+    }
+    if (ack && (!note || !*note)) {
+        cl_out_error(verb, "--note TEXT is required: say why the change is "
+                     "known");
+        return CL_EXIT_USAGE;
+    }
+    json_t *args = json_pack("{s:I}", "id", (json_int_t)id), *body = NULL;
+    if (!args || (ack && json_object_set_new(args, "note",
+                                             json_string(note)) != 0)) {
+        json_decref(args);
+        cl_out_error(verb, "out of memory or --note is not UTF-8");
+        return ack ? CL_EXIT_USAGE : CL_EXIT_SYSTEM;
+    }
+    int rc = cl_conn_ask(verb, co, ack ? "ack" : "unack", args, &body);
+    json_decref(args);
+    if (rc == CL_EXIT_DATA)
+        return S_EXIT_REPLY;
+    if (rc != CL_EXIT_OK)
+        return rc;
+    printf("change point %lld %s\n", id, ack ? "acked" : "open again");
+    json_decref(body);
+    return fflush(stdout) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+}
+
+/* The options of the listing; args gets what the collector reads. */
+static int
+s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json)
+{
+    enum { O_SINCE = 256, O_JOBS, O_TAG, O_HOST, O_JSON };
+    static const struct option opts[] = {
+        { "since", required_argument, NULL, O_SINCE },
+        { "jobs", required_argument, NULL, O_JOBS },
+        { "tag", required_argument, NULL, O_TAG },
+        { "host", required_argument, NULL, O_HOST },
+        { "json", no_argument, NULL, O_JSON }, { NULL, 0, NULL, 0 } };
+    bool since = false, jobs = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        const char *v = optarg;
+        double sec;
+        char *end;
+        long n;
+        switch (c) {
+        case O_JSON:
+            *as_json = true;
+            break;
+        case O_SINCE:
+            if (s_duration(v, &sec) != 0) {
+                cl_out_error("regressions", "--since \"%s\": want a duration "
+                             "such as 90s, 10m, 2h, 3d, 2w (at most 366d)", v);
+                return -1;
+            }
+            json_object_set_new(args, "since_us",
+                                json_integer((json_int_t)(sec * 1e6)));
+            since = true;
+            break;
+        case O_JOBS:
+            n = strtol(v, &end, 10);
+            if (*end || end == v || n < 1 || n > 1000) {
+                cl_out_error("regressions", "--jobs \"%s\": want 1..1000", v);
+                return -1;
+            }
+            json_object_set_new(args, "jobs", json_integer(n));
+            jobs = true;
+            break;
+        case O_TAG:
+            if (s_add_pair(tags, v) != 0 || json_object_size(tags) > 256) {
+                cl_out_error("regressions", "--tag \"%s\": want KEY=VALUE",
+                             v);
+                return -1;
+            }
+            break;
+        case O_HOST:
+            if (!*v || strlen(v) > 200) {
+                cl_out_error("regressions", "--host \"%.60s\": want a host "
+                             "name of 1..200 bytes", v);
+                return -1;
+            }
+            json_object_set_new(args, "host", json_string(v));
+            break;
+        case ':':
+            cl_out_error("regressions", "%s needs a value", argv[optind - 1]);
+            return -1;
+        default:
+            cl_out_error("regressions", "unexpected argument \"%s\" (parity "
+                         "regressions --help)", argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        cl_out_error("regressions", "unexpected argument \"%s\" (parity "
+                     "regressions --help)", argv[optind]);
+        return -1;
+    }
+    if (since && jobs) {
+        cl_out_error("regressions", "give --since or --jobs, not both");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+s_print(const json_t *body)
+{
+    const json_t *cps = json_object_get(body, "change_points"),
+                 *worse = json_object_get(body, "regressions"),
+                 *better = json_object_get(body, "improvements");
+    int w = s_print_changes(stdout, "change points", json_object_get(cps,
+                                                                    "open"));
+    if (json_array_size(json_object_get(cps, "acked")))
+        fputc('\n', stdout);
+    w |= s_print_changes(stdout, "acked", json_object_get(cps, "acked"));
+    if (json_array_size(worse) || json_array_size(better))
+        fputc('\n', stdout);
+    w |= s_print_list(stdout, "verdict worse than the previous job's", worse);
+    if (json_array_size(worse) && json_array_size(better))
+        fputc('\n', stdout);
+    w |= s_print_list(stdout, "verdict better than the previous job's",
+                      better);
+    printf("%zu open regressions, %zu other open change points, %zu acked; "
+           "against the previous job: %zu worse, %zu better, %"
+           JSON_INTEGER_FORMAT " unchanged, %" JSON_INTEGER_FORMAT " with no "
+           "earlier verdict\n", s_open_regressions(body),
+           json_array_size(json_object_get(cps, "open")) -
+           s_open_regressions(body),
+           json_array_size(json_object_get(cps, "acked")),
+           json_array_size(worse), json_array_size(better),
+           json_integer_value(json_object_get(body, "unchanged")),
+           json_integer_value(json_object_get(body, "first")));
+    if (json_is_true(json_object_get(body, "truncated")) ||
+        json_is_true(json_object_get(cps, "truncated")))
+        printf("(more than one answer holds: give --tag, --host or "
+               "--since)\n");
+    return w;
 }
 
 int
@@ -153,7 +424,7 @@ cl_regressions_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
     char err[512];
-    bool as_json = false, since = false, jobs = false;
+    bool as_json = false;
     int rc = CL_EXIT_USAGE;
     json_t *args = json_object(), *tags = json_object(), *body = NULL;
     if (cl_out_wants_help(argc, argv)) {
@@ -170,55 +441,13 @@ cl_regressions_main(int argc, char **argv)
         cl_out_error("regressions", "%s", err);
         goto done;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = strcmp(a, "--since") == 0 || strcmp(a, "--jobs") == 0 ||
-                     strcmp(a, "--tag") == 0;
-        if (takes && !v) {
-            cl_out_error("regressions", "%s needs a value", a);
-            goto done;
-        }
-        if (strcmp(a, "--json") == 0) {
-            as_json = true;
-        } else if (strcmp(a, "--since") == 0) {
-            double s;
-            if (s_duration(v, &s) != 0) {
-                cl_out_error("regressions", "--since \"%s\": want a duration "
-                             "such as 90s, 10m, 2h, 3d, 2w (at most 366d)", v);
-                goto done;
-            }
-            json_object_set_new(args, "since_us",
-                                json_integer((json_int_t)(s * 1e6)));
-            since = true;
-            i++;
-        } else if (strcmp(a, "--jobs") == 0) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || end == v || n < 1 || n > 1000) {
-                cl_out_error("regressions", "--jobs \"%s\": want 1..1000", v);
-                goto done;
-            }
-            json_object_set_new(args, "jobs", json_integer(n));
-            jobs = true;
-            i++;
-        } else if (strcmp(a, "--tag") == 0) {
-            if (s_add_pair(tags, v) != 0 || json_object_size(tags) > 256) {
-                cl_out_error("regressions", "--tag \"%s\": want KEY=VALUE",
-                             v);
-                goto done;
-            }
-            i++;
-        } else {
-            cl_out_error("regressions", "unexpected argument \"%s\" (parity "
-                         "regressions --help)", a);
-            goto done;
-        }
-    }
-    if (since && jobs) {
-        cl_out_error("regressions", "give --since or --jobs, not both");
+    if (argc > 1 && (strcmp(argv[1], "ack") == 0 ||
+                     strcmp(argv[1], "unack") == 0)) {
+        rc = s_ack_main(argc - 1, argv + 1, &co, argv[1][0] == 'a');
         goto done;
     }
+    if (s_list_opts(argc, argv, args, tags, &as_json) != 0)
+        goto done;
     json_object_set(args, "tags", tags);
     rc = cl_conn_ask("regressions", &co, "regressions", args, &body);
     if (rc != CL_EXIT_OK) {
@@ -226,31 +455,13 @@ cl_regressions_main(int argc, char **argv)
             rc = S_EXIT_REPLY;
         goto done;
     }
-    const json_t *worse = json_object_get(body, "regressions"),
-                 *better = json_object_get(body, "improvements");
-    int w = 0;
-    if (as_json) {
-        w = cl_out_json(stdout, body);
-    } else {
-        w |= s_print_list(stdout, "regressions", worse);
-        if (json_array_size(worse) && json_array_size(better))
-            fputc('\n', stdout);
-        w |= s_print_list(stdout, "improvements", better);
-        printf("%zu regressed, %zu improved, %" JSON_INTEGER_FORMAT
-               " unchanged, %" JSON_INTEGER_FORMAT " with no earlier "
-               "verdict\n", json_array_size(worse), json_array_size(better),
-               json_integer_value(json_object_get(body, "unchanged")),
-               json_integer_value(json_object_get(body, "first")));
-        if (json_is_true(json_object_get(body, "truncated")))
-            printf("(more pairs than one answer holds: give --tag or "
-                   "--jobs)\n");
-    }
+    int w = as_json ? cl_out_json(stdout, body) : s_print(body);
     if (w != 0 || fflush(stdout) != 0) {
         cl_out_error("regressions", "writing stdout failed");
         rc = CL_EXIT_SYSTEM;
         goto done;
     }
-    rc = json_array_size(worse) ? S_REGRESSED : CL_EXIT_OK;
+    rc = s_open_regressions(body) ? S_REGRESSED : CL_EXIT_OK;
 done:
     json_decref(args);
     json_decref(tags);

@@ -1,0 +1,485 @@
+/* co_changes.c -- see co_changes.h. */
+#include "co_changes.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "co_query.h"
+#include "pw_json.h"
+
+/* Rows one `series` answer reads at most (then "truncated"). */
+#define S_SERIES_ROWS_MAX 200000
+
+bool
+co_changes_handles(const char *command)
+{
+    return command && (strcmp(command, "series") == 0 ||
+                       strcmp(command, "ack") == 0 ||
+                       strcmp(command, "unack") == 0);
+}
+
+static double
+s_dbl(PGresult *r, int row, int col)
+{
+    return strtod(PQgetvalue(r, row, col), NULL);
+}
+
+static json_t *
+s_dbl_or_null(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? json_null()
+                                    : json_real(s_dbl(r, row, col));
+}
+
+static json_t *
+s_str_or_null(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? json_null()
+                                    : json_string(PQgetvalue(r, row, col));
+}
+
+/* A string argument of at most max bytes; dflt when absent. */
+static bool
+s_str_arg(co_reply_t *c, const json_t *args, const char *key, size_t max,
+          const char *dflt, const char **out)
+{
+    const json_t *j = json_object_get(args, key);
+    if (!j) {
+        *out = dflt;
+        return true;
+    }
+    if (!json_is_string(j) || strlen(json_string_value(j)) > max) {
+        co_reply_fail(c, CO_QUERY_BADARGS, "\"%s\" must be a string of at "
+                      "most %zu bytes", key, max);
+        return false;
+    }
+    *out = json_string_value(j);
+    return true;
+}
+
+/* ---- regressions: the change points -------------------------------- */
+
+/* Hosts counted with a step: change points of the same series on other
+ * hosts whose first run after the step is of the same job, or has the
+ * same commit tag; and the hosts that ran that job or commit at all. */
+static const char s_list_sql[] =
+    "SELECT cp.id, b.suite, b.name, h.name, cp.subject, cp.other, "
+    "cp.vars::text, cp.metric, cp.magnitude, cp.p_value, cp.outcome, "
+    "cp.within_noise, cp.regression, rb.run_uuid, rb.started_at_us, "
+    "rb.tags::text, ra.run_uuid, ra.started_at_us, ra.tags::text, "
+    "to_json(cp.annotations)::text, cp.ack_note, cp.acked_at_us, "
+    "(SELECT count(DISTINCT c2.host_id) FROM change_points c2 JOIN runs r2 "
+    " ON r2.id = c2.after_run WHERE c2.benchmark_id = cp.benchmark_id AND "
+    " c2.subject = cp.subject AND c2.other = cp.other AND c2.vars = cp.vars "
+    " AND c2.metric = cp.metric AND c2.outcome = cp.outcome AND "
+    " (c2.id = cp.id OR (ra.job_id <> '' AND r2.job_id = ra.job_id) OR "
+    "  (ra.tags ? 'commit' AND r2.tags->>'commit' = ra.tags->>'commit'))), "
+    "(SELECT count(DISTINCT r3.host_id) FROM runs r3 WHERE r3.benchmark_id "
+    " = cp.benchmark_id AND r3.vars = cp.vars AND (r3.id = ra.id OR "
+    " (ra.job_id <> '' AND r3.job_id = ra.job_id) OR (ra.tags ? 'commit' "
+    " AND r3.tags->>'commit' = ra.tags->>'commit'))) "
+    "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
+    "JOIN hosts h ON h.id = cp.host_id JOIN runs rb ON rb.id = "
+    "cp.before_run JOIN runs ra ON ra.id = cp.after_run "
+    "WHERE ra.tags @> $1::jsonb AND ($2 = '' OR h.name = $2) AND "
+    "ra.started_at_us >= $3 "
+    "ORDER BY cp.regression DESC, cp.within_noise, abs(ln(greatest("
+    "cp.magnitude, 1e-300))) DESC, cp.id LIMIT $4";
+
+static json_t *
+s_side(PGresult *r, int i, int col)
+{
+    return json_pack("{s:s,s:I,s:o}", "run", PQgetvalue(r, i, col),
+                     "time_us", co_reply_int(r, i, col + 1),
+                     "tags", co_reply_json_col(r, i, col + 2));
+}
+
+static json_t *
+s_change_point(PGresult *r, int i)
+{
+    json_t *ack = PQgetisnull(r, i, 21) ? json_null() :
+        json_pack("{s:s,s:I}", "note", PQgetvalue(r, i, 20),
+                  "at_us", co_reply_int(r, i, 21));
+    json_t *notes = co_reply_json_col(r, i, 19);
+    return json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:f,s:f,s:s,s:b,"
+                     "s:b,s:o,s:o,s:I,s:I,s:o,s:o}",
+        "id", co_reply_int(r, i, 0), "suite", PQgetvalue(r, i, 1),
+        "benchmark", PQgetvalue(r, i, 2), "host", PQgetvalue(r, i, 3),
+        "subject", PQgetvalue(r, i, 4), "other", PQgetvalue(r, i, 5),
+        "vars", co_reply_json_col(r, i, 6), "metric", PQgetvalue(r, i, 7),
+        "magnitude", s_dbl(r, i, 8), "p_value", s_dbl(r, i, 9),
+        "outcome", PQgetvalue(r, i, 10),
+        "within_noise", strcmp(PQgetvalue(r, i, 11), "t") == 0,
+        "regression", strcmp(PQgetvalue(r, i, 12), "t") == 0,
+        "before", s_side(r, i, 13), "after", s_side(r, i, 16),
+        "hosts_with_step", co_reply_int(r, i, 22),
+        "hosts_total", co_reply_int(r, i, 23),
+        "annotations", json_is_array(notes) ? notes : json_array(),
+        "ack", ack);
+}
+
+json_t *
+co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
+                int64_t since_us)
+{
+    char since[24], lim[16];
+    snprintf(since, sizeof since, "%" PRId64, since_us);
+    snprintf(lim, sizeof lim, "%d", CO_CHANGES_LIST_MAX + 1);
+    const char *p[] = { tags_json, host ? host : "", since, lim };
+    PGresult *r = co_reply_q(c, s_list_sql, 4, p);
+    if (!r)
+        return NULL;
+    json_t *open = json_array(), *acked = json_array(), *out = NULL;
+    int n = PQntuples(r);
+    for (int i = 0; open && acked && i < n && i < CO_CHANGES_LIST_MAX; i++) {
+        json_t *cp = s_change_point(r, i);
+        if (!cp || json_array_append_new(PQgetisnull(r, i, 21) ? open : acked,
+                                         cp) != 0)
+            goto done;
+    }
+    out = json_pack("{s:O,s:O,s:b}", "open", open, "acked", acked,
+                    "truncated", n > CO_CHANGES_LIST_MAX);
+done:
+    if (!out)
+        co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+    json_decref(open);
+    json_decref(acked);
+    PQclear(r);
+    return out;
+}
+
+/* ---- ack, unack ----------------------------------------------------- */
+
+static json_t *
+s_ack(co_reply_t *c, const json_t *args, bool ack)
+{
+    json_int_t id = 0;
+    const char *note = NULL;
+    char sid[24], at[24];
+    if (!json_object_get(args, "id")) {
+        co_reply_fail(c, CO_QUERY_BADARGS, "\"id\" is required: a change "
+                      "point's id (parity regressions lists them)");
+        return NULL;
+    }
+    if (!co_reply_int_arg(c, args, "id", 1, INT64_MAX, 0, &id))
+        return NULL;
+    if (ack && (!s_str_arg(c, args, "note", CO_CHANGES_NOTE_MAX, "", &note)
+                || !note[0])) {
+        if (c->status == CO_QUERY_OK)
+            co_reply_fail(c, CO_QUERY_BADARGS, "\"note\" is required: say "
+                          "why the change is known");
+        return NULL;
+    }
+    snprintf(sid, sizeof sid, "%" JSON_INTEGER_FORMAT, id);
+    snprintf(at, sizeof at, "%" PRId64, co_jobs_now_us());
+    const char *p[] = { sid, note, at };
+    PGresult *r = ack
+        ? co_reply_q(c, "UPDATE change_points SET ack_note = $2, acked_at_us "
+                     "= $3 WHERE id = $1 RETURNING id", 3, p)
+        : co_reply_q(c, "UPDATE change_points SET ack_note = NULL, "
+                     "acked_at_us = NULL WHERE id = $1 RETURNING id", 1, p);
+    if (!r)
+        return NULL;
+    bool found = PQntuples(r) == 1;
+    PQclear(r);
+    if (!found) {
+        co_reply_fail(c, CO_QUERY_NOTFOUND, "no change point %s", sid);
+        return NULL;
+    }
+    return json_pack("{s:I,s:b,s:o}", "id", id, "acked", ack, "note",
+                     ack ? json_string(note) : json_null());
+}
+
+/* ---- series --------------------------------------------------------- */
+
+static const char s_series_sql[] =
+    "WITH p AS (SELECT r.id, r.run_uuid, r.benchmark_id, r.host_id, r.vars, "
+    " r.job_id, r.tags, r.started_at_us, r.environment, sa.name AS subject, "
+    " oa.name AS other, v.ratio, v.outcome, v.tolerance, v.subject_arm, "
+    " v.other_arm, md5(sa.argv::text || sa.shell || oa.argv::text || "
+    " oa.shell) AS def, md5(sa.version_output || oa.version_output) AS ver, "
+    " row_number() OVER (PARTITION BY r.benchmark_id, r.host_id, r.vars, "
+    " sa.name, oa.name ORDER BY r.started_at_us DESC, r.id DESC) AS rn "
+    " FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id "
+    " JOIN hosts h ON h.id = r.host_id JOIN verdicts v ON v.run = r.id "
+    " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
+    " JOIN arms oa ON oa.run = r.id AND oa.idx = v.other_arm "
+    " WHERE r.status = 'complete' AND ($1 = '' OR b.suite = $1) AND "
+    " ($2 = '' OR b.name = $2) AND ($3 = '' OR h.name = $3) AND "
+    " r.tags @> $4::jsonb AND r.started_at_us >= $5) "
+    "SELECT b.suite, b.name, h.name, p.vars::text, p.subject, p.other, "
+    " p.run_uuid, p.started_at_us, p.job_id, p.tags::text, "
+    " ss.n, ss.min, ss.q25, ss.median, ss.q75, ss.max, "
+    " so.n, so.min, so.q25, so.median, so.q75, so.max, "
+    " p.ratio, p.outcome, p.tolerance, p.environment, p.def, p.ver, "
+    " e.environment_json "
+    "FROM p JOIN benchmarks b ON b.id = p.benchmark_id "
+    "JOIN hosts h ON h.id = p.host_id "
+    "LEFT JOIN run_summaries ss ON ss.run = p.id AND ss.arm = p.subject_arm "
+    "LEFT JOIN run_summaries so ON so.run = p.id AND so.arm = p.other_arm "
+    "LEFT JOIN environments e ON e.id = p.environment "
+    "WHERE p.rn <= $6 "
+    "ORDER BY b.suite, b.name, h.name, p.vars::text, p.subject, p.other, "
+    " p.started_at_us, p.id LIMIT $7";
+
+static const char s_series_cp_sql[] =
+    "SELECT b.suite, b.name, h.name, cp.vars::text, cp.subject, cp.other, "
+    " ra.run_uuid, cp.id, cp.metric, cp.magnitude, cp.outcome, "
+    " cp.within_noise, cp.regression "
+    "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
+    "JOIN hosts h ON h.id = cp.host_id JOIN runs ra ON ra.id = cp.after_run "
+    "WHERE ($1 = '' OR b.suite = $1) AND ($2 = '' OR b.name = $2) AND "
+    " ($3 = '' OR h.name = $3) AND ra.started_at_us >= $4 "
+    "ORDER BY cp.id LIMIT 20000";
+
+static json_t *
+s_summary(PGresult *r, int i, int col)
+{
+    if (PQgetisnull(r, i, col + 3))
+        return json_null();
+    return json_pack("{s:I,s:o,s:o,s:o,s:o,s:o}",
+                     "n", co_reply_int(r, i, col),
+                     "min", s_dbl_or_null(r, i, col + 1),
+                     "q25", s_dbl_or_null(r, i, col + 2),
+                     "median", s_dbl_or_null(r, i, col + 3),
+                     "q75", s_dbl_or_null(r, i, col + 4),
+                     "max", s_dbl_or_null(r, i, col + 5));
+}
+
+/* The fields of a host's environment whose change is worth a note, and
+ * the kind of note: the agent's version is the agent's, the rest the
+ * host's. */
+static const struct {
+    const char *key, *kind;
+} s_env_fields[] = {
+    { "kernel", "environment" }, { "cpu_model", "environment" },
+    { "microcode", "environment" }, { "governor", "environment" },
+    { "turbo", "environment" }, { "agent_version", "agent" },
+};
+
+static void
+s_env_field(const json_t *env, const char *key, char *out, size_t len)
+{
+    const json_t *f = json_object_get(env, key);
+    const json_t *v = json_is_object(f) ? json_object_get(f, "value") : f;
+    out[0] = '\0';
+    if (json_is_string(v)) {
+        snprintf(out, len, "%s", json_string_value(v));
+    } else if (v && !json_is_null(v)) {
+        char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        snprintf(out, len, "%s", d ? d : "");
+        free(d);
+    }
+}
+
+static int
+s_annotate(json_t *notes, json_int_t index, const char *kind,
+           const char *text)
+{
+    return json_array_append_new(notes, json_pack("{s:I,s:s,s:s}", "index",
+                                                  index, "kind", kind,
+                                                  "text", text));
+}
+
+/* What changed between row i-1 and row i of one series. */
+static int
+s_annotations(PGresult *r, int i, json_int_t index, json_t *notes)
+{
+    if (strcmp(PQgetvalue(r, i, 26), PQgetvalue(r, i - 1, 26)) != 0
+        && s_annotate(notes, index, "arm", "the arms' commands changed"))
+        return -1;
+    if (strcmp(PQgetvalue(r, i, 27), PQgetvalue(r, i - 1, 27)) != 0
+        && s_annotate(notes, index, "arm", "the arms' versions output "
+                      "changed"))
+        return -1;
+    if (strcmp(PQgetvalue(r, i, 25), PQgetvalue(r, i - 1, 25)) == 0
+        || PQgetisnull(r, i, 28) || PQgetisnull(r, i - 1, 28))
+        return 0;
+    json_t *a = json_loads(PQgetvalue(r, i - 1, 28), 0, NULL);
+    json_t *b = json_loads(PQgetvalue(r, i, 28), 0, NULL);
+    int rc = 0;
+    for (size_t k = 0; a && b && rc == 0 &&
+         k < sizeof s_env_fields / sizeof *s_env_fields; k++) {
+        char va[80], vb[80], text[200];
+        s_env_field(a, s_env_fields[k].key, va, sizeof va);
+        s_env_field(b, s_env_fields[k].key, vb, sizeof vb);
+        if (strcmp(va, vb) == 0)
+            continue;
+        snprintf(text, sizeof text, "%s %s -> %s", s_env_fields[k].key,
+                 va[0] ? va : "(none)", vb[0] ? vb : "(none)");
+        rc = s_annotate(notes, index, s_env_fields[k].kind, text);
+    }
+    json_decref(a);
+    json_decref(b);
+    return rc;
+}
+
+static bool
+s_same_series(PGresult *r, int i, int j)
+{
+    for (int k = 0; k < 6; k++)
+        if (strcmp(PQgetvalue(r, i, k), PQgetvalue(r, j, k)) != 0)
+            return false;
+    return true;
+}
+
+static json_t *
+s_run(PGresult *r, int i)
+{
+    return json_pack("{s:s,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:o}",
+                     "run", PQgetvalue(r, i, 6),
+                     "time_us", co_reply_int(r, i, 7),
+                     "job", PQgetvalue(r, i, 8),
+                     "tags", co_reply_json_col(r, i, 9),
+                     "subject", s_summary(r, i, 10),
+                     "other", s_summary(r, i, 16),
+                     "ratio", s_dbl_or_null(r, i, 22),
+                     "outcome", s_str_or_null(r, i, 23),
+                     "tolerance", s_dbl_or_null(r, i, 24));
+}
+
+/* Put each change point (cps rows) on its series: "index" is the
+ * position of its first run after the change. */
+static int
+s_place_change_points(json_t *series, PGresult *cps)
+{
+    size_t k;
+    json_t *s;
+    json_array_foreach(series, k, s) {
+        json_t *runs = json_object_get(s, "runs"), *list = json_array();
+        if (!list || json_object_set_new(s, "change_points", list) != 0)
+            return -1;
+        for (int i = 0; i < PQntuples(cps); i++) {
+            if (strcmp(PQgetvalue(cps, i, 0), co_reply_str(s, "suite")) ||
+                strcmp(PQgetvalue(cps, i, 1), co_reply_str(s, "benchmark")) ||
+                strcmp(PQgetvalue(cps, i, 2), co_reply_str(s, "host")) ||
+                strcmp(PQgetvalue(cps, i, 3), co_reply_str(s, "vars_key")) ||
+                strcmp(PQgetvalue(cps, i, 4), co_reply_str(s, "subject")) ||
+                strcmp(PQgetvalue(cps, i, 5), co_reply_str(s, "other")))
+                continue;
+            size_t at;
+            json_t *run;
+            json_array_foreach(runs, at, run) {
+                if (strcmp(co_reply_str(run, "run"), PQgetvalue(cps, i, 6)))
+                    continue;
+                if (json_array_append_new(list, json_pack(
+                        "{s:I,s:I,s:s,s:f,s:s,s:b,s:b}", "index",
+                        (json_int_t)at, "id", co_reply_int(cps, i, 7),
+                        "metric", PQgetvalue(cps, i, 8),
+                        "magnitude", s_dbl(cps, i, 9),
+                        "outcome", PQgetvalue(cps, i, 10),
+                        "within_noise", !strcmp(PQgetvalue(cps, i, 11), "t"),
+                        "regression", !strcmp(PQgetvalue(cps, i, 12), "t"))))
+                    return -1;
+                break;
+            }
+        }
+        json_object_del(s, "vars_key");
+    }
+    return 0;
+}
+
+/* The series of rows r, grouped (rows come ordered by series, oldest
+ * run first). */
+static json_t *
+s_series_list(PGresult *r)
+{
+    json_t *list = json_array(), *cur = NULL;
+    int n = PQntuples(r);
+    for (int i = 0; list && i < n && i < S_SERIES_ROWS_MAX; i++) {
+        if (!cur || !s_same_series(r, i, i - 1)) {
+            if (json_array_size(list) >= CO_CHANGES_SERIES_MAX)
+                break;
+            cur = json_pack("{s:s,s:s,s:s,s:o,s:s,s:s,s:s,s:[],s:[]}",
+                            "suite", PQgetvalue(r, i, 0),
+                            "benchmark", PQgetvalue(r, i, 1),
+                            "host", PQgetvalue(r, i, 2),
+                            "vars", co_reply_json_col(r, i, 3),
+                            "vars_key", PQgetvalue(r, i, 3),
+                            "subject", PQgetvalue(r, i, 4),
+                            "other", PQgetvalue(r, i, 5),
+                            "runs", "annotations");
+            if (!cur || json_array_append_new(list, cur) != 0)
+                goto oom;
+        }
+        json_t *runs = json_object_get(cur, "runs");
+        json_int_t index = (json_int_t)json_array_size(runs);
+        if (json_array_append_new(runs, s_run(r, i)) != 0)
+            goto oom;
+        if (index > 0 && s_annotations(r, i, index, json_object_get(
+                cur, "annotations")) != 0)
+            goto oom;
+    }
+    return list;
+oom:
+    json_decref(list);
+    return NULL;
+}
+
+static json_t *
+s_series(co_reply_t *c, const json_t *args)
+{
+    const char *suite, *bench, *host;
+    json_int_t since = 0, runs = 0;
+    char *tags = NULL;
+    json_t *out = NULL, *list = NULL;
+    PGresult *r = NULL, *cps = NULL;
+    if (!s_str_arg(c, args, "suite", 200, "", &suite) ||
+        !s_str_arg(c, args, "benchmark", 200, "", &bench) ||
+        !s_str_arg(c, args, "host", 200, "", &host) ||
+        !co_reply_int_arg(c, args, "since_us", 1, INT64_MAX / 2, 0, &since) ||
+        !co_reply_int_arg(c, args, "runs", 2, CO_CHANGES_RUNS_MAX,
+                          CO_CHANGES_RUNS_DEFAULT, &runs) ||
+        !(tags = co_reply_tags_arg(c, args)))
+        goto done;
+    char ps[24], pr[16], pl[16];
+    snprintf(ps, sizeof ps, "%" PRId64, since ? co_jobs_now_us() -
+             (int64_t)since : INT64_MIN);
+    snprintf(pr, sizeof pr, "%" JSON_INTEGER_FORMAT, runs);
+    snprintf(pl, sizeof pl, "%d", S_SERIES_ROWS_MAX + 1);
+    const char *p[] = { suite, bench, host, tags, ps, pr, pl };
+    const char *pc[] = { suite, bench, host, ps };
+    if (!(r = co_reply_q(c, s_series_sql, 7, p)) ||
+        !(cps = co_reply_q(c, s_series_cp_sql, 4, pc)))
+        goto done;
+    if (!(list = s_series_list(r)) || s_place_change_points(list, cps) != 0)
+        goto oom;
+    out = json_pack("{s:O,s:b}", "series", list, "truncated",
+                    PQntuples(r) > S_SERIES_ROWS_MAX ||
+                    json_array_size(list) >= CO_CHANGES_SERIES_MAX);
+    if (out)
+        goto done;
+oom:
+    co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+done:
+    PQclear(r);
+    PQclear(cps);
+    free(tags);
+    json_decref(list);
+    return out;
+}
+
+json_t *
+co_changes_handle(co_jobs_t *jobs, const char *command, const json_t *args,
+                  int *status, char *err, size_t errlen)
+{
+    co_reply_t c = { jobs, CO_QUERY_OK, err, errlen };
+    json_t *body = NULL;
+    if (errlen)
+        err[0] = '\0';
+    if (strcmp(command, "series") == 0)
+        body = s_series(&c, args);
+    else if (strcmp(command, "ack") == 0)
+        body = s_ack(&c, args, true);
+    else if (strcmp(command, "unack") == 0)
+        body = s_ack(&c, args, false);
+    else
+        co_reply_fail(&c, CO_QUERY_UNKNOWN, "unknown command \"%.40s\"",
+                      command);
+    if (!body && c.status == CO_QUERY_OK)
+        co_reply_fail(&c, CO_QUERY_UNAVAILABLE, "out of memory");
+    *status = c.status;
+    return body;
+}

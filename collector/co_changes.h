@@ -1,0 +1,54 @@
+/* co_changes.h -- the collector's answers about change points (issue 9;
+ * docs/protocol.md 10.12, 10.14-10.16 are the reference of arguments and
+ * bodies):
+ *
+ *   series   per (suite, benchmark, host, variables, subject, other):
+ *            the newest runs (each arm's summary, the run's verdict),
+ *            the change points found in them, and what changed on the
+ *            host between consecutive runs (environment, arms, agent)
+ *   ack      mark a change point as known, with a note
+ *   unack    undo that
+ *
+ * and the change-point half of `regressions` (co_changes_list), which
+ * co_history adds to its answer. Change points are found by co_detect as
+ * runs are stored; nothing here computes them. Every answer is bounded;
+ * every query is parameterised; nothing here prints.
+ */
+#ifndef CO_CHANGES_H
+#define CO_CHANGES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "co_jobs.h"
+#include "co_reply.h"
+
+/* series: runs per series, default and most; series per answer. */
+#define CO_CHANGES_RUNS_DEFAULT 200
+#define CO_CHANGES_RUNS_MAX     1000
+#define CO_CHANGES_SERIES_MAX   2000
+/* regressions: change points listed at most (then "truncated"). */
+#define CO_CHANGES_LIST_MAX     1000
+/* ack: the note's length at most. */
+#define CO_CHANGES_NOTE_MAX     1000
+
+/* True for "series", "ack" and "unack" (co_query checks their
+ * argument names). */
+bool co_changes_handles(const char *command);
+
+/* Answer command (args borrowed) on jobs' connection. The reply body
+ * (caller owns) with *status CO_QUERY_OK, or NULL with *status and err. */
+json_t *co_changes_handle(co_jobs_t *jobs, const char *command,
+                          const json_t *args, int *status, char *err,
+                          size_t errlen);
+
+/* The change points of runs whose tags contain tags_json, on host (""
+ * for all), whose first run after the change started at or after
+ * since_us: {"open": [...], "acked": [...], "truncated": bool}, open
+ * ones regressions first and worst first. NULL with c's status set. */
+json_t *co_changes_list(co_reply_t *c, const char *tags_json,
+                        const char *host, int64_t since_us);
+
+#endif

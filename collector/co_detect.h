@@ -1,0 +1,60 @@
+/* co_detect.h -- change points found as runs are stored (issue 9;
+ * docs/regressions.md).
+ *
+ * After the writer commits a RunEnd it hands the run's id here. A
+ * thread with its own database connection then looks at each series the
+ * run belongs to -- (benchmark, subject arm, other arm, host, the job's
+ * variables), metrics 'ratio', 'subject' and 'other' -- reads the
+ * series' newest points (run_summaries, never samples), runs
+ * vd_change_find on them, and stores what it finds in change_points with
+ * its annotations (environment, arm definition and versions changes
+ * between the runs on each side). Incremental: one series' window per
+ * stored run, never a recompute of history.
+ *
+ * The writer never waits for it: co_detect_push drops the id when the
+ * queue is full (counted); the series is looked at again with its next
+ * run. co_detect_series is the work itself, for tests and benchmarks.
+ */
+#ifndef CO_DETECT_H
+#define CO_DETECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "vd_change.h"
+
+/* Runs waiting at most; points read per series (the window). */
+#define CO_DETECT_QUEUE 4096
+#define CO_DETECT_WINDOW_MAX 1000
+
+typedef struct co_detect co_detect_t;
+
+typedef struct {
+    uint64_t runs;        /* runs looked at */
+    uint64_t found;       /* change points stored */
+    uint64_t dropped;     /* runs not looked at: the queue was full */
+    uint64_t failed;      /* database errors (logged) */
+} co_detect_counters_t;
+
+/* Connect to conninfo (copied) and start the thread; parity is the
+ * verdict rule's parity. Caller owns the result; NULL with err. */
+co_detect_t *co_detect_new(const char *conninfo, double parity, char *err,
+                           size_t errlen);
+
+/* Look at run's series soon. Never blocks. */
+void co_detect_push(co_detect_t *d, int64_t run);
+
+void co_detect_counters(co_detect_t *d, co_detect_counters_t *out);
+
+/* Stop the thread (runs still queued are dropped), close, free; NULL is
+ * fine. */
+void co_detect_destroy(co_detect_t **d);
+
+/* The work for one run on connection c: every series it is in. *found
+ * gets the change points stored. Returns 0, or -1 with err. */
+int co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
+                  int *found, char *err, size_t errlen);
+
+#endif

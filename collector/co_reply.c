@@ -1,0 +1,129 @@
+/* co_reply.c -- see co_reply.h. */
+#include "co_reply.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "co_query.h"
+#include "pw_json.h"
+
+
+void
+co_reply_fail(co_reply_t *c, int status, const char *fmt, ...)
+{
+    va_list ap;
+    c->status = status;
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Run one parameterised query; NULL with c's status set (the database
+ * is down or refused it). The caller PQclears the result. */
+PGresult *
+co_reply_q(co_reply_t *c, const char *sql, int n, const char *const *p)
+{
+    char e[256];
+    PGconn *conn = co_jobs_conn(c->jobs, e, sizeof e);
+    if (!conn) {
+        co_reply_fail(c, CO_QUERY_UNAVAILABLE, "database unavailable: %s", e);
+        return NULL;
+    }
+    PGresult *r = PQexecParams(conn, sql, n, NULL, p, NULL, NULL, 0);
+    if (co_jobs_timed_out(r)) {
+        co_reply_fail(c, CO_QUERY_TIMEOUT, CO_QUERY_TIMEOUT_FMT,
+               co_jobs_statement_timeout_ms(c->jobs) / 1000.0);
+        PQclear(r);
+        return NULL;
+    }
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        co_reply_fail(c, CO_QUERY_UNAVAILABLE, "query failed: %s",
+               r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
+        char *nl = strchr(c->err, '\n');
+        if (nl)
+            *nl = '\0';
+        PQclear(r);
+        co_jobs_conn_check(c->jobs);
+        return NULL;
+    }
+    return r;
+}
+
+json_int_t
+co_reply_int(PGresult *r, int row, int col)
+{
+    return (json_int_t)strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+json_t *
+co_reply_int_or_null(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? json_null() :
+           json_integer(co_reply_int(r, row, col));
+}
+
+/* A JSON text column, parsed; null when NULL or unparsable. */
+json_t *
+co_reply_json_col(PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return json_null();
+    json_t *j = json_loads(PQgetvalue(r, row, col), JSON_DECODE_ANY, NULL);
+    return j ? j : json_null();
+}
+
+const char *
+co_reply_str(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+/* args "tags" as jsonb text for `tags @> $n` ({} when absent). Every
+ * value must be a string: a job's tags are. Caller frees the text. */
+char *
+co_reply_tags_arg(co_reply_t *c, const json_t *args)
+{
+    const json_t *t = json_object_get(args, "tags");
+    if (!t)
+        return strdup("{}");
+    if (!json_is_object(t) || json_object_size(t) > CO_REPLY_FILTERS_MAX) {
+        co_reply_fail(c, CO_QUERY_BADARGS, "\"tags\" must be an object of at most "
+               "%d string values", CO_REPLY_FILTERS_MAX);
+        return NULL;
+    }
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)t, k, v)
+        if (!json_is_string(v)) {
+            co_reply_fail(c, CO_QUERY_BADARGS, "tag \"%.60s\" must be a string", k);
+            return NULL;
+        }
+    char *text = pw_json_dumps(t);
+    if (!text)
+        co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+    return text;
+}
+
+/* An optional integer argument in lo..hi; dflt when absent. */
+bool
+co_reply_int_arg(co_reply_t *c, const json_t *args, const char *key, json_int_t lo,
+          json_int_t hi, json_int_t dflt, json_int_t *out)
+{
+    const json_t *j = json_object_get(args, key);
+    if (!j) {
+        *out = dflt;
+        return true;
+    }
+    if (!json_is_integer(j) || json_integer_value(j) < lo ||
+        json_integer_value(j) > hi) {
+        co_reply_fail(c, CO_QUERY_BADARGS, "\"%s\" must be an integer from %"
+               JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT, key, lo, hi);
+        return false;
+    }
+    *out = json_integer_value(j);
+    return true;
+}
+

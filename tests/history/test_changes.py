@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""test_changes.py CASE BUILD_DIR -- change points over time (TAP).
+
+Real processes, as tests/jobs (whose World fixture this imports): a
+parity-collector with its private PostgreSQL, two parity-agent daemons
+(alpha, beta), the `parity` client, 127.0.0.1 only.
+
+  changes  suite "cp": benchmark "step" has a subject arm that sleeps
+           as long as a file says (the "build" under test) against an
+           arm that sleeps 0.06 s. Jobs tagged commit=k1..k12 run with
+           the file at 0.06 s for k1..k6 and 0.12 s for k7..k12: the
+           collector finds the step on both hosts as runs are stored,
+           between k6 and k7, a regression of about 2x, "2 of 2" hosts,
+           and `parity regressions` exits 1 until it is acked. Then a
+           job with another value of the suite's variable is its own
+           series (no change point from it), and every error message of
+           ack and unack is pinned. The `series` request shows the
+           runs, the change point's index and no annotation (nothing
+           changed on the hosts).
+"""
+import json
+import os
+import sys
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "jobs"))
+import test_jobs as tj  # noqa: E402  (World, ok, diag, bail)
+
+ok, diag = tj.ok, tj.diag
+HOSTS = ("alpha", "beta")
+BEFORE, AFTER = "0.06", "0.12"
+SUITE = """suite: cp
+variables:
+  size: "1"
+defaults:
+  runs: 5
+  warmup: 1
+benchmarks:
+  - name: step
+    arms:
+      - name: new
+        subject: true
+        command: [sh, -c, "sleep $(cat %s) ; : ${size}"]
+      - name: old
+        command: [sh, -c, "sleep 0.06 ; : ${size}"]
+"""
+
+
+def run_job(w, *extra):
+    r = w.parity("run", "cp", "--wait", *extra, timeout=120)
+    return r.returncode == 0 or diag(r.stderr[-300:])
+
+
+def wait_change_points(w, n, timeout=30):
+    """The open change points once at least n are stored (detection runs
+    on its own thread after each RunEnd's COMMIT)."""
+    body = {}
+    for _ in range(timeout * 4):
+        body = w.pjson("regressions", "--json") or {}
+        if len(body.get("change_points", {}).get("open", [])) >= n:
+            break
+        tj.time.sleep(0.25)
+    return body
+
+
+def case_changes():
+    w = tj.World()
+    try:
+        delay = os.path.join(w.root, "delay")
+        with open(os.path.join(w.suites, "cp.yaml"), "w") as f:
+            f.write(SUITE % delay)
+        with open(delay, "w") as f:
+            f.write(BEFORE)
+        w.start_collector()
+        for n in HOSTS:
+            w.start_agent(n)
+        if not ok(w.wait_online(list(HOSTS), True),
+                  "alpha and beta are online"):
+            return
+        good = 0
+        for k in range(1, 13):
+            if k == 7:
+                with open(delay, "w") as f:
+                    f.write(AFTER)
+            good += bool(run_job(w, "--tag", "commit=k%d" % k))
+        ok(good == 12, "12 jobs ran (%d)" % good)
+
+        body = wait_change_points(w, 2)
+        cps = body.get("change_points", {}).get("open", [])
+        regs = [c for c in cps if c["regression"]]
+        ok(sorted({c["host"] for c in regs}) == list(HOSTS),
+           "a regression on both hosts (%s)" %
+           [(c["host"], c["metric"], c["magnitude"]) for c in cps])
+        ok(all(c["before"]["tags"].get("commit") == "k6" and
+               c["after"]["tags"].get("commit") == "k7" for c in regs) and
+           regs, "each between k6 and k7 (%s)" %
+           [(c["before"]["tags"], c["after"]["tags"]) for c in regs])
+        ok(all(c["outcome"] == "loss" and not c["within_noise"] and
+               c["metric"] in ("ratio", "subject") and
+               1.5 < c["magnitude"] < 2.6 for c in regs) and regs,
+           "each a loss beyond the noise of about 2x (%s)" %
+           [c["magnitude"] for c in regs])
+        ok(all(c["hosts_with_step"] == 2 and c["hosts_total"] == 2
+               for c in regs) and regs,
+           "each says 2 of 2 hosts stepped (%s)" %
+           [(c["hosts_with_step"], c["hosts_total"]) for c in regs])
+        ok(all(c["annotations"] == [] and c["ack"] is None and
+               c["benchmark"] == "step" and c["subject"] == "new" and
+               c["other"] == "old" and c["vars"] == {} for c in regs) and
+           regs, "no annotation (nothing changed on the hosts), not acked")
+        r = w.parity("regressions")
+        ok(r.returncode == 1 and r.stdout.startswith("change points (") and
+           "k6 .. k7" in r.stdout and "2 of 2" in r.stdout,
+           "the table: exit 1, the commit range, 2 of 2 (%d)" %
+           r.returncode) or diag(r.stdout + r.stderr)
+        r = w.parity("regressions", "--host", "alpha", "--json")
+        one = json.loads(r.stdout) if r.returncode in (0, 1) else {}
+        ok({c["host"] for c in one.get("change_points", {}).get("open", [])}
+           == {"alpha"}, "--host alpha lists alpha's alone")
+
+        # ack every regression: exit 0, listed apart; unack one: exit 1.
+        acked = 0
+        for c in regs:
+            r = w.parity("regressions", "ack", str(c["id"]), "--note",
+                         "known: the new sleep")
+            acked += r.returncode == 0 and r.stdout.strip() == \
+                "change point %d acked" % c["id"]
+        ok(acked == len(regs), "ack each regression (%d)" % acked)
+        r = w.parity("regressions")
+        g = w.pjson("regressions", "--json") or {}
+        ok(r.returncode == 0 and len(g["change_points"]["acked"]) ==
+           len(regs) and all(a["ack"]["note"] == "known: the new sleep"
+                             for a in g["change_points"]["acked"]),
+           "acked: exit 0, listed apart with the note (%d)" % r.returncode)
+        r = w.parity("regressions", "unack", str(regs[0]["id"]))
+        ok(r.returncode == 0 and "open again" in r.stdout, "unack")
+        ok(w.parity("regressions").returncode == 1,
+           "an unacked regression fails again")
+
+        # Another value of the suite's variable is another series.
+        with open(delay, "w") as f:
+            f.write(BEFORE)
+        ok(run_job(w, "--tag", "commit=k13", "--var", "size=2"),
+           "a job with size=2")
+        tj.time.sleep(2)
+        g = w.pjson("regressions", "--json") or {}
+        allcps = g["change_points"]["open"] + g["change_points"]["acked"]
+        ok(all(c["vars"] == {} for c in allcps) and
+           len(allcps) == len(cps), "size=2's faster run is no step of "
+           "the size=1 series (%d change points)" % len(allcps))
+
+        # series: the runs, the change point's place.
+        ans = tj.requests(w, [("series", json.dumps(
+            {"benchmark": "step", "host": "alpha"}))])
+        st, text = ans[0]
+        s = json.loads(text) if st == "0" else {}
+        lst = s.get("series", [])
+        main = [x for x in lst if x["vars"] == {}]
+        ok(len(lst) == 2 and len(main) == 1 and len(main[0]["runs"]) == 12,
+           "series: alpha's size=1 and size=2 series, 12 runs in the "
+           "first (%s)" % [(x["vars"], len(x["runs"])) for x in lst])
+        idx = [c["index"] for c in main[0]["change_points"]] if main else []
+        ok(main and 6 in idx and
+           main[0]["runs"][6]["tags"].get("commit") == "k7" and
+           main[0]["runs"][0]["subject"]["n"] == 5 and
+           main[0]["runs"][0]["outcome"] in ("win", "parity", "loss"),
+           "series: the change point at the first run after it, k7 (%s)"
+           % idx)
+
+        # Errors, pinned.
+        for args, code, want in [
+            (("regressions", "ack", "1"), 2, "parity regressions ack: --note "
+             "TEXT is required: say why the change is known"),
+            (("regressions", "ack", "x1", "--note", "n"), 2,
+             'parity regressions ack: "x1" is not a change point id'),
+            (("regressions", "unack"), 2, "parity regressions unack: give "
+             "one change point id (parity regressions lists them)"),
+            (("regressions", "ack", "999999", "--note", "n"), 4,
+             "parity regressions ack: no change point 999999"),
+            (("regressions", "--host", ""), 2, 'parity regressions: --host '
+             '"": want a host name of 1..200 bytes'),
+        ]:
+            r = w.parity(*args)
+            ok(r.returncode == code and r.stderr.strip() == want,
+               "%s: %d %s" % (" ".join(args), r.returncode,
+                              r.stderr.strip()))
+        ans = tj.requests(w, [("ack", '{"id": 1}'), ("series",
+                                                    '{"runs": 1}')])
+        ok(ans[0] == ("1", '"note" is required: say why the change is '
+                      'known') and ans[1] == ("1", '"runs" must be an '
+                                              'integer from 2 to 1000'),
+           "request errors: %s" % ans)
+    finally:
+        w.close(keep=False)
+
+
+def main():
+    for exe in (tj.PARITY, tj.AGENT, tj.COLLECTOR, tj.REQUEST):
+        if not os.access(exe, os.X_OK):
+            tj.bail("%s not built" % exe)
+    {"changes": case_changes}[sys.argv[1]]()
+    print("1..%d" % tj.n_tests, flush=True)
+    sys.exit(1 if tj.n_failed else 0)
+
+
+if __name__ == "__main__":
+    main()
