@@ -674,6 +674,10 @@ s_counters_json(co_server_t *srv)
                             json_integer((json_int_t)(c->step_us[k] / 1000)));
     }
     json_object_set_new(o, "slow_steps", json_integer((json_int_t)c->slow_steps));
+    json_object_set_new(o, "detect_runs", json_integer((json_int_t)c->detect_runs));
+    json_object_set_new(o, "change_points", json_integer((json_int_t)c->change_points));
+    json_object_set_new(o, "detect_dropped", json_integer((json_int_t)c->detect_dropped));
+    json_object_set_new(o, "detect_failed", json_integer((json_int_t)c->detect_failed));
     return o;
 }
 

@@ -127,6 +127,10 @@ typedef struct {
     uint64_t kinds[32];        /* frames by Envelope body case (<32) */
     uint64_t step_us[CO_STEP_COUNT]; /* writer time per step */
     uint64_t slow_steps;       /* steps over CO_STORE_SLOW_US */
+    uint64_t detect_runs;      /* runs looked at for change points */
+    uint64_t change_points;    /* change points stored */
+    uint64_t detect_dropped;   /* runs not looked at: its ring was full */
+    uint64_t detect_failed;
 } co_counters_t;
 
 typedef struct co_server co_server_t;

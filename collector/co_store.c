@@ -1045,11 +1045,17 @@ co_store_depth(co_store_t *st, size_t *items, size_t *bytes)
 void
 co_store_counters(co_store_t *st, co_counters_t *out, bool *db_up)
 {
+    co_detect_counters_t d;
     pthread_mutex_lock(&st->snap_lock);
     *out = st->snap;
     if (db_up)
         *db_up = st->snap_db_up;
     pthread_mutex_unlock(&st->snap_lock);
+    co_detect_counters(st->detect, &d);   /* its own lock */
+    out->detect_runs = d.runs;
+    out->change_points = d.found;
+    out->detect_dropped = d.dropped;
+    out->detect_failed = d.failed;
 }
 
 void
