@@ -51,13 +51,17 @@ typedef struct {
     /* Smallest segment on each side of a change, in points (>= 1): also
      * the fewest runs after a change before it can be reported. */
     size_t min_segment;
-    /* Parity's robustness filters (vd_change_params_default: true):
+    /* Parity's additions to Otava (vd_change_params_default: true):
      * the medians after a change must clear the quartiles of the medians
-     * before it (and the other way round), and, when every point of both
+     * before it (and the other way round); when every point of both
      * sides has a known min, the runs' minimums must step the same way
-     * (the verdict rule's best-run ratio). This is what keeps timing
-     * modes, whose medians jump between two clusters while the minimums
-     * stay put, from being reported. False: Otava's plain t-test. */
+     * and by at least half as much (the verdict rule's best-run ratio),
+     * which is what keeps timing modes, whose medians jump between two
+     * clusters while the minimums stay put, from being reported; a bump
+     * (a change undone a few runs later) is tested on its own; and a
+     * change's p-value is also taken on equal sides next to it, so a
+     * step too recent to report cannot erase the ones before it. False:
+     * Otava's plain split, t-test and merge. */
     bool robust;
 } vd_change_params_t;
 

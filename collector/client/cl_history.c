@@ -1,7 +1,9 @@
 /* cl_history.c -- `parity history BENCHMARK`: one benchmark's stored
  * verdicts over time, one row per job, each host's own verdict and the
  * cross-host summary of that job (the collector's `history` answer,
- * docs/protocol.md 10.11). docs/commands/history.md. */
+ * docs/protocol.md 10.11), then each series' change points and what
+ * changed on its host (the `series` answer, 10.14, kept in the body
+ * under "series"). docs/commands/history.md. */
 #include "cl_history.h"
 
 #include <stdbool.h>
@@ -210,13 +212,105 @@ s_num(char *buf, size_t len, const json_t *v, const char *key)
         buf[0] = '\0';
 }
 
+/* "ratio +79.1% loss (regression)" of a change point. */
+static void
+s_change_text(char *buf, size_t len, const json_t *cp)
+{
+    double m = json_number_value(json_object_get(cp, "magnitude"));
+    snprintf(buf, len, "%s %+.1f%% %s%s", s_str(cp, "metric", "?"),
+             (m - 1.0) * 100.0, s_str(cp, "outcome", "?"),
+             json_is_true(json_object_get(cp, "regression")) ? " (regression)"
+             : json_is_true(json_object_get(cp, "within_noise"))
+             ? " (within noise)" : "");
+}
+
+/* Append text to notes[run] ("; " between). */
+static void
+s_note_add(json_t *notes, const char *run, const char *text)
+{
+    const char *was = json_string_value(json_object_get(notes, run));
+    char buf[CL_CELL_MAX];
+    snprintf(buf, sizeof buf, "%s%s%s", was ? was : "", was ? "; " : "",
+             text);
+    json_object_set_new(notes, run, json_string(buf));
+}
+
+/* Run id -> what happened at that run: its series' change points and
+ * the host's changes (the "series" the body was given). Caller owns. */
+static json_t *
+s_run_notes(const json_t *body)
+{
+    json_t *notes = json_object();
+    size_t i, k;
+    json_t *s, *x;
+    json_array_foreach(json_object_get(body, "series"), i, s) {
+        const json_t *runs = json_object_get(s, "runs");
+        json_array_foreach(json_object_get(s, "change_points"), k, x) {
+            char text[CL_CELL_MAX];
+            const json_t *run = json_array_get(runs, (size_t)
+                json_integer_value(json_object_get(x, "index")));
+            s_change_text(text, sizeof text, x);
+            if (notes && run)
+                s_note_add(notes, s_str(run, "run", ""), text);
+        }
+        json_array_foreach(json_object_get(s, "annotations"), k, x) {
+            const json_t *run = json_array_get(runs, (size_t)
+                json_integer_value(json_object_get(x, "index")));
+            if (notes && run)
+                s_note_add(notes, s_str(run, "run", ""),
+                           s_str(x, "text", ""));
+        }
+    }
+    return notes;
+}
+
+/* Under the tables: per series, its change points and the changes on
+ * its host, at the run (job tags) where each happened. */
+static int
+s_print_changes(FILE *f, const json_t *body)
+{
+    size_t i, k;
+    json_t *s, *x;
+    bool any = false;
+    json_array_foreach(json_object_get(body, "series"), i, s) {
+        const json_t *runs = json_object_get(s, "runs");
+        if (!json_array_size(json_object_get(s, "change_points")) &&
+            !json_array_size(json_object_get(s, "annotations")))
+            continue;
+        char *vars = json_dumps(json_object_get(s, "vars"), JSON_COMPACT |
+                                JSON_SORT_KEYS);
+        fprintf(f, "%s%s, %s vs %s%s%s:\n", any ? "" : "\nchanges:\n",
+                s_str(s, "host", "?"), s_str(s, "subject", "?"),
+                s_str(s, "other", "?"), vars && strcmp(vars, "{}") ? " " : "",
+                vars && strcmp(vars, "{}") ? vars : "");
+        free(vars);
+        any = true;
+        for (int pass = 0; pass < 2; pass++)
+            json_array_foreach(json_object_get(s, pass ? "annotations" :
+                                               "change_points"), k, x) {
+                char text[CL_CELL_MAX], tags[CL_CELL_MAX];
+                const json_t *run = json_array_get(runs, (size_t)
+                    json_integer_value(json_object_get(x, "index")));
+                if (pass)
+                    snprintf(text, sizeof text, "%s", s_str(x, "text", ""));
+                else
+                    s_change_text(text, sizeof text, x);
+                s_tags(tags, sizeof tags, run);
+                fprintf(f, "  %s at %s%s\n", text, tags, pass ? "" :
+                        " (first run after the change)");
+            }
+    }
+    return ferror(f) ? -1 : 0;
+}
+
 static int
 s_print_csv(FILE *f, const json_t *body)
 {
     static const char *const head[] = {
         "benchmark", "suite", "subject", "other", "at", "job", "tags",
         "label", "host", "run_id", "outcome", "ratio", "best_ratio",
-        "tolerance", "consensus", "geomean_ratio" };
+        "tolerance", "consensus", "geomean_ratio", "changes" };
+    json_t *notes = s_run_notes(body);
     const size_t n = sizeof head / sizeof *head;
     for (size_t i = 0; i < n; i++)
         cl_out_csv_field(f, head[i], i + 1 == n);
@@ -242,11 +336,13 @@ s_print_csv(FILE *f, const json_t *body)
                     at, s_str(r, "job", ""), tags, s_str(r, "label", ""),
                     s_str(e, "host", ""), s_str(e, "run_id", ""),
                     json_is_object(v) ? s_str(v, "outcome", "") : "error",
-                    num[0], num[1], num[2], s_str(sum, "consensus", ""), gm };
+                    num[0], num[1], num[2], s_str(sum, "consensus", ""), gm,
+                    s_str(notes, s_str(e, "run_id", ""), "") };
                 for (size_t q = 0; q < n; q++)
                     cl_out_csv_field(f, row[q], q + 1 == n);
             }
         }
+    json_decref(notes);
     return ferror(f) ? -1 : 0;
 }
 
@@ -280,6 +376,7 @@ cl_history_print(FILE *f, const json_t *body, cl_history_format_t format)
     if (json_is_true(json_object_get(body, "truncated")))
         fprintf(f, "(more verdicts than one answer holds: give --limit, "
                 "--host or --tag)\n");
+    rc |= s_print_changes(f, body);
     free(names);
     return rc || ferror(f) ? -1 : 0;
 }
@@ -293,7 +390,10 @@ s_usage(FILE *f)
 "                      [connection options]\n\n"
 "One benchmark's stored verdicts over time, oldest first: one row per job\n"
 "(or per run without a job) with its tags, each host's own outcome and\n"
-"ratio, and the cross-host summary. One table per subject-vs-other pair.\n\n"
+"ratio, and the cross-host summary. One table per subject-vs-other pair.\n"
+"Then, per series (host, arms, job variables), its change points and what\n"
+"changed on the host (kernel, CPU, governor, arms, agent), at the job\n"
+"where each happened (`changes` in --csv, `series` in --json).\n\n"
 "  --arm OTHER    only the pair against arm OTHER (default: every pair)\n"
 "  --suite SUITE  only the benchmark of this suite (a name in two suites)\n"
 "  --host H       only host H's verdicts; may repeat\n"
@@ -405,6 +505,32 @@ cl_history_main(int argc, char **argv)
     rc = cl_conn_ask("history", &co, "history", args, &body);
     if (rc != CL_EXIT_OK)
         goto done;
+    /* The same benchmark's series: change points and annotations. */
+    json_t *sargs = json_pack("{s:s,s:O}", "benchmark", bench, "tags", tags),
+           *series = NULL;
+    if (sargs && json_object_get(args, "suite"))
+        json_object_set(sargs, "suite", json_object_get(args, "suite"));
+    if (sargs && json_array_size(hosts) == 1)
+        json_object_set(sargs, "host", json_array_get(hosts, 0));
+    rc = sargs ? cl_conn_ask("history", &co, "series", sargs, &series)
+               : CL_EXIT_SYSTEM;
+    json_decref(sargs);
+    if (rc != CL_EXIT_OK)
+        goto done;
+    /* --host H (several): only their series. */
+    json_t *keep = json_array(), *one;
+    size_t si, hi;
+    json_array_foreach(json_object_get(series, "series"), si, one) {
+        bool want = json_array_size(hosts) == 0;
+        json_t *h;
+        json_array_foreach(hosts, hi, h)
+            want = want || strcmp(json_string_value(h),
+                                  s_str(one, "host", "")) == 0;
+        if (keep && want)
+            json_array_append(keep, one);
+    }
+    json_object_set_new(body, "series", keep ? keep : json_array());
+    json_decref(series);
     int w = cl_history_print(stdout, body, as_json ? CL_HISTORY_JSON :
                              as_csv ? CL_HISTORY_CSV : CL_HISTORY_TABLE);
     if (w != 0 || fflush(stdout) != 0) {

@@ -119,6 +119,27 @@ def case_changes():
         ok({c["host"] for c in one.get("change_points", {}).get("open", [])}
            == {"alpha"}, "--host alpha lists alpha's alone")
 
+        # history shows each series' change points at the job of the
+        # first run after the step (table, CSV column, JSON series).
+        r = w.parity("history", "step")
+        ok(r.returncode == 0 and "\nchanges:\n" in r.stdout and
+           all("%s, new vs old:" % h in r.stdout for h in HOSTS) and
+           "(regression) at commit=k7 (first run after the change)" in
+           r.stdout, "history step: the change points under the table") \
+            or diag(r.stdout[-800:])
+        r = w.parity("history", "step", "--csv", "--host", "alpha")
+        lines = r.stdout.splitlines()
+        k7 = [x for x in lines if "commit=k7" in x]
+        ok(r.returncode == 0 and lines and lines[0].endswith(
+           ",geomean_ratio,changes") and len(k7) == 1 and
+           "(regression)" in k7[0] and
+           all("(regression)" not in x for x in lines if x not in k7),
+           "--csv: the changes column on k7's row alone (%s)" % k7)
+        h = w.pjson("history", "step", "--json", "--host", "beta") or {}
+        ok([x["host"] for x in h.get("series", [])] == ["beta"] and
+           h["series"][0]["change_points"],
+           "--json: the series of the asked host, with change points")
+
         # ack every regression: exit 0, listed apart; unack one: exit 1.
         acked = 0
         for c in regs:
