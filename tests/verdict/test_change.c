@@ -265,6 +265,42 @@ test_max_out_and_determinism(void)
        "ratio series (min NaN): three changes (%zu)", m);
 }
 
+/* A regression fixed 10 runs later, and a square wave of 6-run steps
+ * whose newest step is too recent to report (2 runs): both fully found. */
+static void
+test_bump_and_wave(void)
+{
+    sg_spec_t s;
+    vd_change_t c[40];
+    size_t n = 0;
+    char err[256] = "";
+
+    sg_spec_default(&s, 0.005);
+    sg_series(7, &s, 200, s_pts);
+    for (size_t i = 100; i < 110; i++) {
+        s_pts[i].median *= 1.10;
+        s_pts[i].min *= 1.10;
+    }
+    ok(s_find(200, NULL, c, &n, err, sizeof err) == VD_OK && n == 2,
+       "10-run bump: two changes (%zu)", n);
+    if (n == 2)
+        ok(c[0].index + 1 >= 100 && c[0].index <= 101 &&
+           c[1].index + 1 >= 110 && c[1].index <= 111 &&
+           c[0].outcome == VD_LOSS && c[1].outcome == VD_WIN,
+           "at 100 (loss) and 110 (win): %zu %zu", c[0].index, c[1].index);
+
+    sg_spec_default(&s, 0.002);
+    sg_series(3, &s, 200, s_pts);
+    for (size_t i = 0; i < 200; i++)
+        if ((i / 6) % 2) {
+            s_pts[i].median *= 1.10;
+            s_pts[i].min *= 1.10;
+        }
+    ok(vd_change_find(s_pts, 200, NULL, c, 40, &n, err, sizeof err) ==
+       VD_OK && n == 32, "square wave, 6-run steps, last step 2 runs old: "
+       "all 32 changes (%zu)", n);
+}
+
 static void
 test_errors(void)
 {
@@ -340,6 +376,7 @@ main(void)
     test_within_noise();
     test_window_offsets();
     test_max_out_and_determinism();
+    test_bump_and_wave();
     test_errors();
     return tap_done();
 }
