@@ -91,11 +91,16 @@ typedef struct {
 } vd_change_t;
 
 /* The change points of x[0..n) (only its last params->window points are
- * looked at; indexes are still into x). Writes at most max_out to out,
- * oldest first, and their count to *n_out. Returns VD_OK, or an error
- * code from vd_verdict.h with err set (bad parameters, NaN medians, out
- * of memory). Cost: O(window^2) per level of splitting; window 200 must
- * take under 5 ms on one core. */
+ * looked at; indexes are still into x). params NULL: the defaults.
+ * Writes at most max_out to out, oldest first, and their count to
+ * *n_out; with more than max_out changes the newest max_out are written.
+ * Fewer than 2 * min_segment points: no change, VD_OK. Reads median
+ * (required: finite and > 0) and min (used when finite and > 0 on every
+ * point of both sides of a change; NaN for unknown) of each point; q25,
+ * q75, max and n are not read. Neither x nor params is kept. Returns
+ * VD_OK, or VD_ERR with *n_out = 0 and err set (bad parameters, a median
+ * that is not finite and > 0, out of memory). Cost: O(window^2) per
+ * level of splitting; ~0.2 ms at window 200 (docs/regressions.md). */
 int vd_change_find(const vd_point_t *x, size_t n,
                    const vd_change_params_t *params, vd_change_t *out,
                    size_t max_out, size_t *n_out, char *err, size_t errlen);
