@@ -194,11 +194,13 @@ co_db_connect(co_db_t *db, char *err, size_t errlen)
     /* Quiet NOTICEs (e.g. "relation exists, skipping") would go to stderr
      * and break the one-line-per-event log. */
     PQsetNoticeProcessor(db->conn, s_quiet, NULL);
-    PGresult *r = PQexec(db->conn, "SET synchronous_commit = on");
+    /* jit off: co_jobs says why. */
+    PGresult *r = PQexec(db->conn, "SET synchronous_commit = on; "
+                         "SET jit = off");
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     if (!ok) {
-        s_err(err, errlen, "SET synchronous_commit: %s",
+        s_err(err, errlen, "SET synchronous_commit, jit: %s",
               PQerrorMessage(db->conn));
         co_db_disconnect(db);
         return CO_DB_FAIL;

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -27,6 +30,7 @@ static const char *const s_env_keys[] = {
 struct co_detect {
     char *conninfo;
     double parity;
+    bool renice;          /* the private cluster: lower our priority */
     PGconn *conn;
     pthread_t thread;
     bool started;
@@ -375,8 +379,13 @@ s_connect(co_detect_t *d)
         d->conn = NULL;
         return false;
     }
-    /* Detection is background work: it must never hold locks long. */
-    PQclear(PQexec(d->conn, "SET statement_timeout = '10s'"));
+    /* Detection is background work: it must never hold locks long, and
+     * on the private cluster its server process yields the CPU to the
+     * writer's and to queries (as co_qpool's do, further). */
+    PQclear(PQexec(d->conn, "SET statement_timeout = '10s'; SET jit = off"));
+    if (d->renice && PQbackendPID(d->conn) > 0)
+        setpriority(PRIO_PROCESS, (id_t)PQbackendPID(d->conn),
+                    CO_DETECT_NICE);
     return true;
 }
 
@@ -384,6 +393,8 @@ static void *
 s_thread(void *arg)
 {
     co_detect_t *d = arg;
+    if (d->renice)
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), CO_DETECT_NICE);
     vd_change_params_t params;
     vd_change_params_default(&params);
     params.rule.parity = d->parity;
@@ -421,7 +432,8 @@ s_thread(void *arg)
 }
 
 co_detect_t *
-co_detect_new(const char *conninfo, double parity, char *err, size_t errlen)
+co_detect_new(const char *conninfo, double parity, bool renice, char *err,
+              size_t errlen)
 {
     co_detect_t *d = calloc(1, sizeof *d);
     if (!d || !(d->conninfo = strdup(conninfo ? conninfo : ""))) {
@@ -430,6 +442,7 @@ co_detect_new(const char *conninfo, double parity, char *err, size_t errlen)
         return NULL;
     }
     d->parity = parity;
+    d->renice = renice;
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->wake, NULL);
     if (pthread_create(&d->thread, NULL, s_thread, d) != 0) {

@@ -38,10 +38,17 @@ typedef struct {
     uint64_t failed;      /* database errors (logged) */
 } co_detect_counters_t;
 
+/* The thread's and its server process's nice value when the database
+ * is the collector's private cluster: detection is the least urgent
+ * work there is (query workers run at 10). */
+#define CO_DETECT_NICE 15
+
 /* Connect to conninfo (copied) and start the thread; parity is the
- * verdict rule's parity. Caller owns the result; NULL with err. */
-co_detect_t *co_detect_new(const char *conninfo, double parity, char *err,
-                           size_t errlen);
+ * verdict rule's parity; renice: lower the thread's and its server
+ * process's priority (the private cluster). Caller owns the result;
+ * NULL with err. */
+co_detect_t *co_detect_new(const char *conninfo, double parity, bool renice,
+                           char *err, size_t errlen);
 
 /* Look at run's series soon. Never blocks. */
 void co_detect_push(co_detect_t *d, int64_t run);

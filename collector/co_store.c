@@ -1012,8 +1012,8 @@ co_store_new(const co_server_config_t *cfg, co_db_t *db, void *ctx,
     if (s_jobs_new(st, err, errlen) != 0)
         goto fail;
     if (cfg->conninfo && cfg->conninfo[0]
-        && !(st->detect = co_detect_new(cfg->conninfo, cfg->parity, err,
-                                        errlen)))
+        && !(st->detect = co_detect_new(cfg->conninfo, cfg->parity,
+                                        cfg->private_db, err, errlen)))
         goto fail;
     st->out = co_out_connect(ctx, err, errlen);
     if (!st->out)

@@ -370,14 +370,14 @@ def case_migrate(w, db, fx):
        "the old floor query gives alpha's floor %r" % (floor_before,))
 
     r = tool("migrate", w.data)
-    ok(r.returncode == 0 and r.stdout.strip() == "applied 1",
-       "storage-tool migrate applies one migration (%r)" % r.stdout)
+    ok(r.returncode == 0 and r.stdout.strip() == "applied 2",
+       "storage-tool migrate applies 006 and 007 (%r)" % r.stdout)
     after = checksums(db, columns)
     bad = [t for t in OLD_TABLES if before[t] != after[t]]
     ok(not bad, "every row of every old table survived (count and md5 of "
        "its columns): differ %s" % bad)
-    ok(db.one("SELECT max(version) FROM schema_version;") == "6",
-       "schema_version is 6")
+    ok(db.one("SELECT max(version) FROM schema_version;") == "7",
+       "schema_version is 7")
     ok(db.one("SELECT relkind FROM pg_class WHERE relname = 'samples';")
        == "p", "samples is a partitioned table")
     parts = [r[0] for r in db.run(
