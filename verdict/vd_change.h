@@ -24,7 +24,11 @@
 
 /* One run's point: its summary (vd_summarize of the arm's measured
  * samples; for a ratio series, the ratio of the two arms' medians in
- * median, and min/q25/q75/max as NaN when unknown). */
+ * median, and min/q25/q75/max as NaN when unknown). vd_change_find reads
+ * median and min only. For a ratio series, min may hold the ratio of the
+ * arms' minimums (the verdict's best-run ratio): then timing modes are
+ * filtered there as on an arm's series; with NaN only the quartile
+ * filter guards against them. */
 typedef struct {
     double median;
     double min, q25, q75, max;
