@@ -25,10 +25,11 @@
 /* One run's point: its summary (vd_summarize of the arm's measured
  * samples; for a ratio series, the ratio of the two arms' medians in
  * median, and min/q25/q75/max as NaN when unknown). vd_change_find reads
- * median and min only. For a ratio series, min may hold the ratio of the
- * arms' minimums (the verdict's best-run ratio): then timing modes are
- * filtered there as on an arm's series; with NaN only the quartile
- * filter guards against them. */
+ * median and min only. For a ratio series, put the ratio of the arms'
+ * minimums (the verdict's best-run ratio) in min: timing modes are then
+ * filtered as on an arm's series. With NaN only the quartile filter
+ * guards against them, which does not stop sticky spells of one mode
+ * (docs/regressions.md: 440 reports against 1). */
 typedef struct {
     double median;
     double min, q25, q75, max;
