@@ -1108,6 +1108,8 @@ s_parse(int argc, char **argv, s_opts_t *o)
         case ':':
             if (optopt == S_OPT_OUT)
                 cl_out_error("report", "--out needs a file name");
+            else if (optopt == S_OPT_SITE)
+                cl_out_error("report", "--site needs a directory");
             else
                 cl_out_error("report", "%s needs a value", argv[optind - 1]);
             return CL_EXIT_USAGE;
