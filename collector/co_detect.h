@@ -59,6 +59,11 @@ void co_detect_counters(co_detect_t *d, co_detect_counters_t *out);
  * fine. */
 void co_detect_destroy(co_detect_t **d);
 
+/* Session settings for a connection co_detect_run uses: a statement
+ * timeout (10 s), no JIT, and generic plans for its prepared statements
+ * (planning the series query costs 40 times running it). */
+void co_detect_session(PGconn *c);
+
 /* The work for one run on connection c: every series it is in. *found
  * gets the change points stored. Returns 0, or -1 with err. */
 int co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,

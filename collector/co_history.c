@@ -61,11 +61,18 @@ static const char s_history_sql[] =
     "  AND ($4::jsonb = '[]'::jsonb OR h.name IN"
     "       (SELECT jsonb_array_elements_text($4::jsonb)))"
     "  AND r.tags @> $5::jsonb),"
+    /* With "by": TAG ($8), a group's place is the creation of the first
+     * job whose tags gave TAG its value (a commit re-run later stays in
+     * the commit's place); else when its first run started. */
+    "g0 AS (SELECT suite, subject, other, grp, min(started_at_us) AS t,"
+    " min(tags->>$8) AS tagv FROM v GROUP BY suite, subject, other, grp),"
+    "g1 AS (SELECT g0.*, CASE WHEN $8 = '' OR tagv IS NULL THEN t ELSE"
+    " COALESCE((SELECT min(j.created_at_us) FROM jobs j WHERE"
+    "  j.tags->>$8 = g0.tagv), t) END AS at_us FROM g0),"
     /* The newest $6 groups of each pair; shown oldest first. */
-    "g AS (SELECT suite, subject, other, grp, min(started_at_us) AS at_us,"
+    "g AS (SELECT suite, subject, other, grp, at_us,"
     " row_number() OVER (PARTITION BY suite, subject, other"
-    "  ORDER BY min(started_at_us) DESC, grp DESC) AS rn"
-    " FROM v GROUP BY suite, subject, other, grp) "
+    "  ORDER BY at_us DESC, grp DESC) AS rn FROM g1) "
     "SELECT v.suite, v.subject, v.other, v.grp, g.at_us, v.job_id,"
     " v.run_uuid, v.host, v.tags::text, v.label, v.status, v.verdict_json,"
     " v.error "
@@ -118,6 +125,13 @@ s_history(co_reply_t *c, const json_t *args)
             co_reply_fail(c, CO_QUERY_BADARGS, "\"hosts\" must be host names");
             goto fail;
         }
+    const json_t *jb = json_object_get(args, "by");
+    const char *by = jb ? json_string_value(jb) : "";
+    if (jb && (!by || strlen(by) > 200)) {
+        co_reply_fail(c, CO_QUERY_BADARGS, "\"by\" must be a tag name of at "
+                      "most 200 bytes (\"\": run time)");
+        goto fail;
+    }
     if (!co_reply_int_arg(c, args, "limit", 1, CO_HISTORY_LIMIT_MAX,
                    CO_HISTORY_LIMIT_DEFAULT, &limit) ||
         !(tags = co_reply_tags_arg(c, args)))
@@ -156,8 +170,9 @@ s_history(co_reply_t *c, const json_t *args)
     char lim[24], rows_max[24];
     snprintf(lim, sizeof lim, "%" JSON_INTEGER_FORMAT, limit);
     snprintf(rows_max, sizeof rows_max, "%d", CO_HISTORY_ROWS_MAX);
-    const char *p[] = { bench, suite, other, hosts, tags, lim, rows_max };
-    r = co_reply_q(c, s_history_sql, 7, p);
+    const char *p[] = { bench, suite, other, hosts, tags, lim, rows_max,
+                        by };
+    r = co_reply_q(c, s_history_sql, 8, p);
     if (!r)
         goto fail;
     int n = PQntuples(r);
@@ -644,7 +659,7 @@ static const struct {
     const char *const known[8];
 } s_known[] = {
     { "history", { "benchmark", "suite", "other", "hosts", "tags", "limit",
-                   NULL } },
+                   "by", NULL } },
     { "regressions", { "tags", "jobs", "since_us", "host", NULL } },
     { "report", { "job", "latest", NULL } },
 };

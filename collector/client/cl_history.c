@@ -386,7 +386,8 @@ s_usage(FILE *f)
 {
     fprintf(f,
 "usage: parity history BENCHMARK [--arm OTHER] [--suite SUITE] [--host H]...\n"
-"                      [--tag KEY=VALUE]... [--limit N] [--json | --csv]\n"
+"                      [--tag KEY=VALUE]... [--limit N] [--by time|TAG]\n"
+"                      [--json | --csv]\n"
 "                      [connection options]\n\n"
 "One benchmark's stored verdicts over time, oldest first: one row per job\n"
 "(or per run without a job) with its tags, each host's own outcome and\n"
@@ -399,6 +400,9 @@ s_usage(FILE *f)
 "  --host H       only host H's verdicts; may repeat\n"
 "  --tag K=V      only runs tagged K=V (e.g. branch=main); may repeat\n"
 "  --limit N      the newest N jobs per pair (default 50, at most 1000)\n"
+"  --by TAG       order jobs by TAG's value in job order (e.g. --by commit:\n"
+"                 a commit re-run later stays where its first job put it);\n"
+"                 --by time (the default): when each job's first run began\n"
 "  --json         the collector's answer\n"
 "  --csv          one line per job and host\n"
 "Connection options as in `parity hosts --help`.\n\n"
@@ -446,7 +450,7 @@ cl_history_main(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes = strcmp(a, "--arm") == 0 || strcmp(a, "--suite") == 0 ||
                      strcmp(a, "--host") == 0 || strcmp(a, "--tag") == 0 ||
-                     strcmp(a, "--limit") == 0;
+                     strcmp(a, "--limit") == 0 || strcmp(a, "--by") == 0;
         if (takes && !v) {
             cl_out_error("history", "%s needs a value", a);
             goto done;
@@ -472,6 +476,16 @@ cl_history_main(int argc, char **argv)
                 cl_out_error("history", "--tag \"%s\": want KEY=VALUE", v);
                 goto done;
             }
+            i++;
+        } else if (strcmp(a, "--by") == 0) {
+            if (strlen(v) > 200) {
+                cl_out_error("history", "--by \"%.60s...\": want a tag name "
+                             "of at most 200 bytes", v);
+                goto done;
+            }
+            /* "time" is the default order; anything else is a tag. */
+            json_object_set_new(args, "by", json_string(
+                strcmp(v, "time") == 0 ? "" : v));
             i++;
         } else if (strcmp(a, "--limit") == 0) {
             char *end;

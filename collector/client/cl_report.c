@@ -32,11 +32,6 @@
 #include "pw_json.h"
 #include "vd_verdict.h"
 
-/* cl_site.c is linked into `parity`; a program that links this file
- * without it (tests/history's test-cl-history, which prints documents
- * only) still links, and --site there says it has no site writer. */
-#pragma weak cl_site_write
-
 typedef cl_report_format_t s_fmt_t;
 #define S_MARKDOWN CL_REPORT_MARKDOWN
 #define S_HTML     CL_REPORT_HTML
@@ -987,11 +982,7 @@ s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
         rc = CL_EXIT_SYSTEM;
         goto done;
     }
-    if (!cl_site_write) {
-        cl_out_error("report", "--site: this program was built without the "
-                     "site writer (cl_site.c)");
-        rc = CL_EXIT_SYSTEM;
-    } else if (cl_site_write(doc, dir, err, sizeof err) != 0) {
+    if (cl_site_write(doc, dir, err, sizeof err) != 0) {
         cl_out_error("report", "--site: %s", err);
         rc = CL_EXIT_DATA;
     }

@@ -189,6 +189,24 @@ def case_changes():
            "series: the change point at the first run after it, k7 (%s)"
            % idx)
 
+        # The static site, from this collector: the regressions on the
+        # overview, and the step's page with its change-point lines.
+        site = os.path.join(w.root, "site")
+        r = w.parity("report", "--site", site, timeout=120)
+        index = os.path.join(site, "index.html")
+        html = open(index).read() if os.path.exists(index) else ""
+        pages = [n for n in os.listdir(site) if n.startswith("bench-")] \
+            if os.path.isdir(site) else []
+        page = open(os.path.join(site, pages[0])).read() if pages else ""
+        ok(r.returncode == 0 and html.count('<tr class="cp">') >= 2 and
+           'class="loss"' in html and len(pages) == 1 and
+           page.count('class="cp loss') >= 2,
+           "report --site: the overview lists the open regressions, the "
+           "step's page marks them (%d %s; pages %s)" %
+           (r.returncode, r.stderr.strip()[-200:], pages))
+        ok("http://" not in html + page and "https://" not in html + page,
+           "the site names no external URL")
+
         # Errors, pinned.
         for args, code, want in [
             (("regressions", "ack", "1"), 2, "parity regressions ack: --note "
@@ -213,7 +231,7 @@ def case_changes():
                                               'integer from 2 to 1000'),
            "request errors: %s" % ans)
     finally:
-        w.close(keep=False)
+        w.close(keep=tj.n_failed > 0)
 
 
 def main():

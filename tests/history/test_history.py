@@ -288,6 +288,24 @@ def case_fleet():
            [(x["benchmark"], x["host"], x["change"])
             for x in g.get("regressions", []) + g.get("improvements", [])])
 
+        # c1 again, later: by time it is last; --by commit keeps it in
+        # c1's place (job order of the commit tag's first job).
+        run_job(w, "hist", "--tag", "commit=c1", "--var", "delay=" + SAME)
+        order = [x["tags"].get("commit") for x in pair(
+            w.pjson("history", "grows", "--json") or {}, "old")["rows"]]
+        by = [x["tags"].get("commit") for x in pair(
+            w.pjson("history", "grows", "--by", "commit", "--json") or {},
+            "old")["rows"]]
+        ok(order == ["c1", "c2", "c3", "c4", "c1"] and
+           by == ["c1", "c1", "c2", "c3", "c4"],
+           "--by commit: the re-run of c1 next to c1 (%s; by time %s)" %
+           (by, order))
+        errors += [
+            (("history", "grows", "--by", "x" * 201), 2, 'parity history: '
+             '--by "' + "x" * 60 + '...": want a tag name of at most 200 '
+             'bytes'),
+        ]
+
         # -- report -----------------------------------------------------
         jobs["esc"] = run_job(w, "esc", "--tag", "commit=c4")
         report_checks(w, jobs, errors)
@@ -323,7 +341,7 @@ def raw_checks(w):
          'required'),
         ("history", '{"benchmark": "grows", "colour": 1}', "1",
          'unknown argument "colour" for history (known: benchmark suite '
-         'other hosts tags limit)'),
+         'other hosts tags limit by)'),
         ("history", '{"benchmark": "grows", "limit": 1001}', "1",
          '"limit" must be an integer from 1 to 1000'),
         ("history", '{"benchmark": "grows", "tags": {"commit": 1}}', "1",
