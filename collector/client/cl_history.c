@@ -410,16 +410,6 @@ s_usage(FILE *f)
 "3 no answer.\n");
 }
 
-static int
-s_add_pair(json_t *obj, const char *s)
-{
-    const char *eq = strchr(s, '=');
-    if (!eq || eq == s || eq - s >= 1024)
-        return -1;
-    char key[1024];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
-    return json_object_set_new(obj, key, json_string(eq + 1));
-}
 
 int
 cl_history_main(int argc, char **argv)
@@ -472,7 +462,7 @@ cl_history_main(int argc, char **argv)
             json_array_append_new(hosts, json_string(v));
             i++;
         } else if (strcmp(a, "--tag") == 0) {
-            if (s_add_pair(tags, v) != 0 || json_object_size(tags) > 256) {
+            if (cl_out_key_value(tags, v) != 0 || json_object_size(tags) > 256) {
                 cl_out_error("history", "--tag \"%s\": want KEY=VALUE", v);
                 goto done;
             }

@@ -399,3 +399,40 @@ cl_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
     }
     return 0;
 }
+
+int
+cl_out_duration(const char *s, double max_s, double *out_s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0))
+        return -1;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        ;
+    else if (strcmp(end, "m") == 0)
+        v *= 60;
+    else if (strcmp(end, "h") == 0)
+        v *= 3600;
+    else if (strcmp(end, "d") == 0)
+        v *= 86400;
+    else if (strcmp(end, "w") == 0)
+        v *= 7 * 86400;
+    else
+        return -1;
+    if (v > max_s || v * 1e6 < 1)
+        return -1;
+    *out_s = v;
+    return 0;
+}
+
+int
+cl_out_key_value(json_t *obj, const char *s)
+{
+    const char *eq = strchr(s, '=');
+    char key[1025];   /* the collector's bound, 1024 bytes */
+    if (!eq || eq == s || (size_t)(eq - s) >= sizeof key)
+        return -1;
+    snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
+    return json_object_set_new(obj, key, json_string(eq + 1));
+}

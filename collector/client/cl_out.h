@@ -111,4 +111,13 @@ int cl_out_help(const char *verb, const char *usage);
  * used by every verb before its own parsing. */
 bool cl_out_wants_help(int argc, char **argv);
 
+/* "90", "90s", "10m", "2h", "3d", "2w" (no unit: seconds) into *out_s:
+ * 0, or -1 when s is not one or is beyond max_s or under 1 us. The
+ * verbs' --since and --expire share it. */
+int cl_out_duration(const char *s, double max_s, double *out_s);
+
+/* "KEY=VALUE" into obj[KEY] (KEY 1..1024 bytes, VALUE may be empty):
+ * 0, or -1 when s is not one. --tag and --var share it. */
+int cl_out_key_value(json_t *obj, const char *s);
+
 #endif

@@ -32,43 +32,7 @@ s_str(const json_t *o, const char *k, const char *dflt)
     return s && *s ? s : dflt;
 }
 
-/* "90", "90s", "10m", "2h", "3d", "2w" into seconds; -1 when not one. */
-static int
-s_duration(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !(v > 0))
-        return -1;
-    if (*end == '\0' || strcmp(end, "s") == 0)
-        ;
-    else if (strcmp(end, "m") == 0)
-        v *= 60;
-    else if (strcmp(end, "h") == 0)
-        v *= 3600;
-    else if (strcmp(end, "d") == 0)
-        v *= 86400;
-    else if (strcmp(end, "w") == 0)
-        v *= 7 * 86400;
-    else
-        return -1;
-    if (v > S_SINCE_MAX_S || v * 1e6 < 1)
-        return -1;
-    *out = v;
-    return 0;
-}
 
-static int
-s_add_pair(json_t *obj, const char *s)
-{
-    const char *eq = strchr(s, '=');
-    if (!eq || eq == s || eq - s >= 1024)
-        return -1;
-    char key[1024];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
-    return json_object_set_new(obj, key, json_string(eq + 1));
-}
 
 /* "parity 1.002" of one side. */
 static void
@@ -330,7 +294,7 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json)
             *as_json = true;
             break;
         case O_SINCE:
-            if (s_duration(v, &sec) != 0) {
+            if (cl_out_duration(v, S_SINCE_MAX_S, &sec) != 0) {
                 cl_out_error("regressions", "--since \"%s\": want a duration "
                              "such as 90s, 10m, 2h, 3d, 2w (at most 366d)", v);
                 return -1;
@@ -349,7 +313,7 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json)
             jobs = true;
             break;
         case O_TAG:
-            if (s_add_pair(tags, v) != 0 || json_object_size(tags) > 256) {
+            if (cl_out_key_value(tags, v) != 0 || json_object_size(tags) > 256) {
                 cl_out_error("regressions", "--tag \"%s\": want KEY=VALUE",
                              v);
                 return -1;

@@ -799,33 +799,6 @@ cl_report_write(FILE *f, cl_report_format_t fmt, const json_t *rep,
 /* Longest --since: the collector's bound for `regressions`, 366 days. */
 #define S_SINCE_MAX_S (366.0 * 86400)
 
-/* "90", "90s", "10m", "2h", "3d", "2w" into microseconds; -1 when not
- * one or beyond S_SINCE_MAX_S. */
-static int
-s_duration_us(const char *s, json_int_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !(v > 0))
-        return -1;
-    if (*end == '\0' || strcmp(end, "s") == 0)
-        ;
-    else if (strcmp(end, "m") == 0)
-        v *= 60;
-    else if (strcmp(end, "h") == 0)
-        v *= 3600;
-    else if (strcmp(end, "d") == 0)
-        v *= 86400;
-    else if (strcmp(end, "w") == 0)
-        v *= 7 * 86400;
-    else
-        return -1;
-    if (v > S_SINCE_MAX_S || v * 1e6 < 1)
-        return -1;
-    *out = (json_int_t)(v * 1e6);
-    return 0;
-}
 
 /* One request of --site on the open connection: CL_EXIT_OK with *body,
  * or the exit code after printing why (the command named), except for
@@ -1077,25 +1050,23 @@ s_parse(int argc, char **argv, s_opts_t *o)
             }
             o->site = optarg;
             break;
-        case S_OPT_SINCE:
-            if (s_duration_us(optarg, &o->since_us) != 0) {
+        case S_OPT_SINCE: {
+            double sec;
+            if (cl_out_duration(optarg, S_SINCE_MAX_S, &sec) != 0) {
                 cl_out_error("report", "--since \"%s\": want a duration "
                              "up to 366d (90s, 10m, 2h, 3d, 2w)", optarg);
                 return CL_EXIT_USAGE;
             }
+            o->since_us = (json_int_t)(sec * 1e6);
             break;
-        case S_OPT_TAG: {
-            const char *eq = strchr(optarg, '=');
-            char key[256];
-            if (!eq || eq == optarg || eq - optarg >= (long)sizeof key) {
+        }
+        case S_OPT_TAG:
+            if (cl_out_key_value(o->tags, optarg) != 0) {
                 cl_out_error("report", "--tag \"%s\": want KEY=VALUE",
                              optarg);
                 return CL_EXIT_USAGE;
             }
-            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
-            json_object_set_new(o->tags, key, json_string(eq + 1));
             break;
-        }
         case ':':
             if (optopt == S_OPT_OUT)
                 cl_out_error("report", "--out needs a file name");

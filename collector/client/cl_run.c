@@ -54,30 +54,6 @@ s_usage(FILE *f)
 "interrupted (the job goes on).\n");
 }
 
-/* "90", "90s", "10m", "2h", "1d" into seconds. */
-static int
-s_duration(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !(v > 0))
-        return -1;
-    if (*end == '\0' || strcmp(end, "s") == 0)
-        ;
-    else if (strcmp(end, "m") == 0)
-        v *= 60;
-    else if (strcmp(end, "h") == 0)
-        v *= 3600;
-    else if (strcmp(end, "d") == 0)
-        v *= 86400;
-    else
-        return -1;
-    if (v > S_EXPIRE_MAX_S)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 /* Append the comma-separated items of s to arr; -1 on an empty item. */
 static int
@@ -96,16 +72,6 @@ s_add_list(json_t *arr, const char *s)
     }
 }
 
-static int
-s_add_pair(json_t *obj, const char *s)
-{
-    const char *eq = strchr(s, '=');
-    char key[1025];   /* the collector's bound, 1024 bytes */
-    if (!eq || eq == s || (size_t)(eq - s) >= sizeof key)
-        return -1;
-    snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
-    return json_object_set_new(obj, key, json_string(eq + 1));
-}
 
 static volatile sig_atomic_t s_interrupted;
 
@@ -363,7 +329,7 @@ cl_run_main(int argc, char **argv)
             }
             i++;
         } else if (strcmp(a, "--tag") == 0 || strcmp(a, "--var") == 0) {
-            if (s_add_pair(a[2] == 't' ? tags : vars, v) != 0) {
+            if (cl_out_key_value(a[2] == 't' ? tags : vars, v) != 0) {
                 cl_out_error("run", "%s \"%.60s\": want KEY=VALUE (a "
                              "non-empty KEY of at most 1024 bytes)", a, v);
                 goto done;
@@ -384,7 +350,7 @@ cl_run_main(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--expire") == 0) {
             double s;
-            if (s_duration(v, &s) != 0) {
+            if (cl_out_duration(v, S_EXPIRE_MAX_S, &s) != 0) {
                 cl_out_error("run", "--expire \"%s\": want a duration such "
                              "as 90s, 10m, 2h, 1d (at most 30d)", v);
                 goto done;
