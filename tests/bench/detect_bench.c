@@ -8,7 +8,8 @@
  * does after each RunEnd's COMMIT) on N (default 500, at most 100000)
  * complete runs drawn at random (setseed(S)), with
  * vd_change_params_default, one at a time on one connection, and times
- * each call. The named peer, measured on the same runs beside each call
+ * each call, in the detection thread's session (co_detect_session). The
+ * named peer, measured on the same runs beside each call
  * (which of the two goes first alternates): the part that cannot be avoided, i.e. reading the run's series
  * window (the same SELECT as co_detect.c's s_series, copied here) and
  * vd_change_find on its three metrics. The difference is what
@@ -39,7 +40,8 @@
 #define S_TARGET_MS    5.0
 
 /* co_detect.c's s_series query, for one (run, subject, other): the
- * window of points the detection reads. Kept in step by hand. */
+ * window of points the detection reads, prepared once as co_detect
+ * does. Kept in step by hand. */
 static const char s_window_sql[] =
     "SELECT r.id, ss.median, ss.min, ss.q25, ss.q75, ss.max, ss.n, "
     "so.median, so.min, so.q25, so.q75, so.max, so.n FROM runs r "
@@ -121,8 +123,8 @@ s_peer(PGconn *c, const char *id, const vd_change_params_t *params,
         const char *pw[] = { PQgetvalue(info, 0, 0), PQgetvalue(info, 0, 1),
                              PQgetvalue(info, 0, 2), PQgetvalue(info, 0, 5),
                              o, PQgetvalue(info, 0, 3), lim };
-        PGresult *r = PQexecParams(c, s_window_sql, 7, NULL, pw, NULL, NULL,
-                                   0);
+        PGresult *r = PQexecPrepared(c, "detect_bench_window", 7, pw, NULL,
+                                     NULL, 0);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
             snprintf(err, errlen, "window of run %s: %s", id,
                      PQerrorMessage(c));
@@ -212,6 +214,18 @@ main(int argc, char **argv)
         PQfinish(c);
         return 1;
     }
+    /* The detection thread's session (timeout, no JIT, generic plans);
+     * the peer's window query prepared once, as co_detect's is. */
+    co_detect_session(c);
+    PGresult *prep = PQprepare(c, "detect_bench_window", s_window_sql, 7,
+                               NULL);
+    if (PQresultStatus(prep) != PGRES_COMMAND_OK) {
+        fprintf(stderr, "detect-bench: PQprepare: %s", PQerrorMessage(c));
+        PQclear(prep);
+        PQfinish(c);
+        return 1;
+    }
+    PQclear(prep);
     char sseed[32], slimit[24], err[512];
     snprintf(sseed, sizeof sseed, "%.6f", seed);
     snprintf(slimit, sizeof slimit, "%ld", runs);
