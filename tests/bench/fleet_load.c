@@ -237,6 +237,7 @@ typedef struct {
     const char *endpoint;
     const char *keys;
     int agents, streamers, duration_s, heartbeat_ms, rounds, batch_ms;
+    int herd;   /* --phase batch: every streamer's runs in step */
     int batch_samples;        /* samples per SampleBatch, <= 512 */
     int job_every_s;
     int queries;              /* 0: the admin loop asks only stats */
@@ -1173,7 +1174,8 @@ fl_usage(void)
         "              [--heartbeat-ms N] [--rounds N] [--batch-ms N]\n"
         "              [--job-every S] [--collector-pid PID]\n"
         "              [--collector-log FILE] [--queries 0|1]\n"
-              "              [--batch-samples N] [--slow-ms N --slow-log FILE]\n");
+              "              [--batch-samples N] [--slow-ms N --slow-log FILE]\n"
+        "              [--phase run|batch]\n");
     return 2;
 }
 
@@ -1226,6 +1228,11 @@ main(int argc, char **argv)
                 fprintf(stderr, "fleet-load: %s: %s\n", v, strerror(errno));
                 return 2;
             }
+        }
+        else if (strcmp(k, "--phase") == 0) {
+            if (strcmp(v, "run") != 0 && strcmp(v, "batch") != 0)
+                return fl_usage();
+            O.herd = strcmp(v, "batch") == 0;
         }
         else if (fl_int_opt(k, v, "--agents", 1, FL_AGENTS_MAX, &O.agents)
                  || fl_int_opt(k, v, "--streamers", 0, FL_AGENTS_MAX,
@@ -1348,7 +1355,19 @@ main(int argc, char **argv)
     S.measure_from_ms = fl_now_ms();
     S.measure_until_ms = S.measure_from_ms + (int64_t)O.duration_s * 1000;
     for (int i = 0; i < O.agents; i++) {
-        ag[i].next_send_ms = S.measure_from_ms + (i * 37) % O.batch_ms;
+        /* Independent hosts do not finish runs together: by default a
+         * streamer starts at its own point of a run's period (batches
+         * plus RunEnd), so RunEnds arrive spread over it. --phase batch
+         * starts every run within one batch interval: 100 RunEnds at
+         * once, every run (the herd a job offered to all streamers at
+         * the same instant would make). */
+        int64_t span = O.batch_ms;
+        if (!O.herd)
+            span = (int64_t)O.batch_ms
+                   * ((O.rounds * 3 + O.batch_samples - 1) / O.batch_samples
+                      + 1);
+        ag[i].next_send_ms = S.measure_from_ms
+                             + (int64_t)i * span / (O.streamers + 1) % span;
         if (ag[i].greeted)
             ag[i].beat_expect_from_ms = S.measure_from_ms;
     }
@@ -1442,8 +1461,9 @@ main(int argc, char **argv)
 
     FILE *o = stdout;
     fprintf(o, "{\"agents\":%d,\"agents_greeted\":%d,\"streamers\":%d,"
-            "\"duration_s\":%.1f,\"ramp_s\":%.1f,", O.agents, greeted,
-            O.streamers, (double)measured_ms / 1e3, (double)ramp_ms / 1e3);
+            "\"phase\":\"%s\",\"duration_s\":%.1f,\"ramp_s\":%.1f,",
+            O.agents, greeted, O.streamers, O.herd ? "batch" : "run",
+            (double)measured_ms / 1e3, (double)ramp_ms / 1e3);
     fprintf(o, "\"false_offline\":%d,\"false_offline_log\":%d,"
             "\"false_offline_hosts\":%llu,", false_offline, false_offline_log,
             (unsigned long long)A.false_offline_hosts);

@@ -49,16 +49,19 @@
 #   --slow-ms N: fleet-load writes each Ack later than N ms to
 #       slow_acks.txt in the temp dir (with --keep), to line up with the
 #       collector's log
+#   --phase run|batch: run (default) starts each streamer at its own point
+#       of a run's period, as independent hosts are; batch starts all runs
+#       within one batch interval, so 100 RunEnds arrive together every run
 #   --queries 0: the admin client asks only stats, run and jobs (no hosts,
 #       verdicts, history, regressions loop): ingest and liveness alone
 set -eu
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
-[ $# -ge 1 ] || { sed -n '2,45p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,48p' "$0" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd)
 shift
 AGENTS=1000 STREAMERS=100 DURATION=300 HIST=20000000 REUSE="" COMPARE=""
-TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 BATCH_SAMPLES=128 JOB_EVERY=60 KEEP=0 QUERIES=1 SLOW=0
+TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 BATCH_SAMPLES=128 JOB_EVERY=60 KEEP=0 QUERIES=1 SLOW=0 PHASE=run
 while [ $# -gt 0 ]; do
     case "$1" in
     --agents) AGENTS=$2; shift 2 ;;
@@ -75,6 +78,7 @@ while [ $# -gt 0 ]; do
     --job-every) JOB_EVERY=$2; shift 2 ;;
     --queries) QUERIES=$2; shift 2 ;;
     --slow-ms) SLOW=$2; shift 2 ;;
+    --phase) PHASE=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     *) echo "fleet_load.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -237,7 +241,7 @@ run_one() {
         --heartbeat-ms "$HB" --rounds "$ROUNDS" --batch-ms "$BATCH_MS" \
         --batch-samples "$BATCH_SAMPLES" \
         --job-every "$JOB_EVERY" --queries "$QUERIES" --collector-pid "$CPID" \
-        --slow-ms "$SLOW" --slow-log "$W/slow_acks.txt" \
+        --phase "$PHASE" --slow-ms "$SLOW" --slow-log "$W/slow_acks.txt" \
         --collector-log "$clog" | tee "$W/out.txt"
     set -e
     stop_collector
