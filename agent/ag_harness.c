@@ -184,32 +184,51 @@ ag_run_status_name(ag_run_status_t s)
 static char s_noop[4096 + 64];
 static pthread_once_t s_noop_once = PTHREAD_ONCE_INIT;
 
+static bool
+s_noop_at(const char *path)
+{
+    if (strlen(path) >= sizeof s_noop || access(path, X_OK) != 0)
+        return false;
+    snprintf(s_noop, sizeof s_noop, "%s", path);
+    return true;
+}
+
+/* A program running from the build tree (its /proc/self/exe under
+ * PARITY_BUILD_DIR) takes the build tree's parity-noop first, so tests
+ * never calibrate with an installed copy of another version; an installed
+ * program takes PARITY_LIBEXEC_DIR's (/usr/libexec/parity), never the
+ * build tree it was made in. */
 static void
 s_find_noop(void)
 {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    bool in_build_tree = false;
     if (n > 0) {
         exe[n] = '\0';
+        size_t blen = strlen(PARITY_BUILD_DIR);
+        in_build_tree = strncmp(exe, PARITY_BUILD_DIR, blen) == 0 &&
+                        exe[blen] == '/';
+    }
+    if (in_build_tree && s_noop_at(PARITY_BUILD_DIR "/agent/parity-noop"))
+        return;
+    if (n > 0) {
         char *dir = dirname(exe);
-        /* Beside the program when installed; from collector/client/ or
-         * tests/ in the build tree. */
+        /* Beside the program (a copied or relocated build); from
+         * collector/client/ or tests/ in a moved build tree. */
         const char *cands[] = { "/parity-noop", "/../../agent/parity-noop",
                                 "/../agent/parity-noop" };
         for (size_t i = 0; i < 3; i++) {
             char path[4096 + 64];
             snprintf(path, sizeof path, "%s%s", dir, cands[i]);
-            if (strlen(path) < sizeof s_noop && access(path, X_OK) == 0) {
-                snprintf(s_noop, sizeof s_noop, "%s", path);
+            if (s_noop_at(path))
                 return;
-            }
         }
     }
-    if (access(PARITY_BUILD_DIR "/agent/parity-noop", X_OK) == 0) {
-        snprintf(s_noop, sizeof s_noop, "%s",
-                 PARITY_BUILD_DIR "/agent/parity-noop");
+    if (s_noop_at(PARITY_LIBEXEC_DIR "/parity-noop"))
         return;
-    }
+    if (s_noop_at(PARITY_BUILD_DIR "/agent/parity-noop"))
+        return;
     snprintf(s_noop, sizeof s_noop, "/bin/true");
 }
 

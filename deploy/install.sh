@@ -5,6 +5,8 @@
 # everything present) installs nothing and needs no privileges. chromium
 # is for tests/cli/test_site.py, which renders `parity report --site` in
 # it headless (the test is skipped without it).
+# pandoc makes the man pages from docs/ at build time; dpkg-dev
+# (dpkg-shlibdeps) and man-db are for deploy/package.sh and its test.
 set -eu
 
 PACKAGES="
@@ -29,6 +31,9 @@ procps
 util-linux
 python3
 chromium
+pandoc
+dpkg-dev
+man-db
 "
 
 missing=""
