@@ -2,8 +2,10 @@
  * docs/spool.md. */
 #include "ag_daemon.h"
 
+#include "ag_config.h"
 #include "ag_env.h"
 #include "ag_link.h"
+#include "ag_notify.h"
 #include "ag_spawn.h"
 #include "ag_spool.h"
 #include "ag_suite.h"
@@ -263,6 +265,7 @@ struct ag_stream {
     bool net_started;
     atomic_bool stop;
     int wake_fd;                       /* eventfd: something was spooled */
+    char collector[256];               /* --collector, for STATUS= */
     pthread_mutex_t emit_lock;         /* seq order == spool order */
     char *job_id;
     const Parity__JobOffer *job;       /* borrowed during a job's run */
@@ -800,6 +803,17 @@ s_on_link_message(void *ctx, const Parity__Envelope *env)
                pw_wire_body_name(env->body_case));
 }
 
+/* STATUS= for `systemctl status` (daemon mode, ag_notify.h). */
+static void
+s_notify_status(ag_stream_t *s)
+{
+    ag_link_stats_t st;
+    ag_link_stats(s->link, &st);
+    ag_notify_status("%s %s, %zu messages spooled",
+                     st.ready ? "connected to" : "connecting to",
+                     s->collector, ag_spool_count(s->spool));
+}
+
 static void *
 s_net_main(void *arg)
 {
@@ -807,6 +821,11 @@ s_net_main(void *arg)
     while (!atomic_load(&s->stop)) {
         bool woken = false;
         ag_link_tick(s->link, 200, s->wake_fd, &woken);
+        /* Pings come from this thread, not the job loop: a job runs for
+         * as long as its suite says, while this loop turns every 200 ms
+         * and stops turning only when the agent is stuck. */
+        if (ag_notify_tick())
+            s_notify_status(s);
         if (woken) {
             uint64_t v;
             if (read(s->wake_fd, &v, sizeof v) < 0) {
@@ -994,6 +1013,7 @@ ag_stream_open(const ag_stream_opts_t *o, char *err, size_t errlen)
         return NULL;
     }
     pthread_mutex_init(&s->emit_lock, NULL);
+    snprintf(s->collector, sizeof s->collector, "%s", o->collector);
     s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->wake_fd < 0) {
         snprintf(err, errlen, "eventfd: %s", strerror(errno));
@@ -1365,7 +1385,7 @@ ag_daemon_usage(FILE *f)
     fprintf(f,
 "usage: parity-agent --collector tcp://HOST:PORT --collector-key FILE\n"
 "                    --key FILE --suites DIR --spool DIR [--name NAME]\n"
-"                    [--spool-max MB] [--heartbeat-ms N]\n"
+"                    [--spool-max MB] [--heartbeat-ms N] [--config FILE]\n"
 "\n"
 "Daemon mode: connect to the collector (CURVE, the collector's public key\n"
 "pinned), say hello, calibrate this host's noise floor, then run the jobs\n"
@@ -1381,7 +1401,16 @@ ag_daemon_usage(FILE *f)
 "  --name NAME           the name shown for this host (default: hostname)\n"
 "  --spool-max MB        bound on the spool (default 256); when full, new\n"
 "                        runs are refused until the collector acks\n"
-"  --heartbeat-ms N      heartbeat interval (default 1000)\n"
+"  --heartbeat-ms N      heartbeat interval (default 1000)\n");
+    fprintf(f,
+"  --config FILE         options from FILE (YAML, KEY: VALUE; the keys are\n"
+"                        the options above without --); default\n"
+"                        %s/agent.yaml when it exists.\n"
+"                        Flags win over the file.\n", ag_config_dir());
+    fprintf(f,
+"\n"
+"Under systemd (Type=notify) it says READY=1 once calibrated, STATUS=\n"
+"(connected or not, messages spooled), STOPPING=1, and pings WatchdogSec=.\n"
 "\n"
 "SIGTERM or SIGINT: stop the current run (RunEnd INCOMPLETE \"agent\n"
 "stopped\"), try for 2 s to deliver the spool, exit 0; what is not acked\n"
@@ -1401,6 +1430,80 @@ ag_daemon_usage(FILE *f)
 "See docs/agent.md (Daemon mode) and docs/spool.md.\n");
 }
 
+/* The keys of agent.yaml: the daemon's long options that take a value
+ * (--ack-timeout is run mode's, --config the file's own). */
+static const char *const s_config_keys[] = {
+    "collector", "collector-key", "key", "suites", "spool", "name",
+    "spool-max", "heartbeat-ms", NULL,
+};
+
+/* The file's entries into *fo, each checked by the flag's own parser,
+ * whose error is prefixed with FILE:LINE. */
+static int
+s_config_opts(const ag_config_t *conf, ag_stream_opts_t *fo, char *err,
+              size_t errlen)
+{
+    for (size_t i = 0; i < ag_config_count(conf); i++) {
+        const ag_config_entry_t *e = ag_config_entry(conf, i);
+        char flag[64], where[600], why[S_ERR];
+        snprintf(flag, sizeof flag, "--%s", e->key);
+        char *mini[] = { (char *)"parity-agent", flag, (char *)e->value,
+                         NULL };
+        int n = 3;
+        if (strcmp(e->key, "suites") == 0) {
+            fo->suites_dir = e->value;
+        } else if (ag_stream_take_args(&n, mini, fo, why, sizeof why) != 0) {
+            ag_config_where(conf, e, where, sizeof where);
+            snprintf(err, errlen, "%.250s: %.250s", where, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The daemon's options: flags from args (a copy of argv the strings of
+ * *o then point into), then the configuration file (--config FILE, else
+ * SYSCONFDIR/parity/agent.yaml if it exists) for what the flags left
+ * unset. *conf owns the file's strings. */
+static int
+s_daemon_options(int argc, char **args, ag_stream_opts_t *o,
+                 ag_config_t **conf, char *err, size_t errlen)
+{
+    const char *path = NULL;
+    char def[512];
+    ag_stream_opts_t fo = { 0 };
+    int n = argc;
+    if (ag_config_take_arg(&n, args, &path, err, errlen) != AG_CONFIG_OK
+        || ag_stream_take_args(&n, args, o, err, errlen) != 0)
+        return -1;
+    for (int i = 1; i < n; i++) {
+        if (strcmp(args[i], "--suites") == 0 && i + 1 < n) {
+            o->suites_dir = args[++i];
+        } else {
+            snprintf(err, errlen, "unknown argument \"%s\"%s", args[i],
+                     strcmp(args[i], "--suites") == 0 ? " (needs a DIR)"
+                                                       : "");
+            return -1;
+        }
+    }
+    snprintf(def, sizeof def, "%s/agent.yaml", ag_config_dir());
+    if (ag_config_load(path ? path : def, s_config_keys, path != NULL, conf,
+                       err, errlen) != AG_CONFIG_OK
+        || s_config_opts(*conf, &fo, err, errlen) != 0)
+        return -1;
+#define S_UNSET_TAKE(field) do { if (!o->field) o->field = fo.field; } while (0)
+    S_UNSET_TAKE(collector);
+    S_UNSET_TAKE(collector_key);
+    S_UNSET_TAKE(key);
+    S_UNSET_TAKE(suites_dir);
+    S_UNSET_TAKE(spool_dir);
+    S_UNSET_TAKE(name);
+    S_UNSET_TAKE(spool_max_bytes);
+    S_UNSET_TAKE(heartbeat_ms);
+#undef S_UNSET_TAKE
+    return 0;
+}
+
 int
 ag_daemon_main(int argc, char **argv)
 {
@@ -1408,6 +1511,7 @@ ag_daemon_main(int argc, char **argv)
     char err[S_ERR];
     int code = AG_DAEMON_EXIT_FAIL;
     s_daemon_t d = { 0 };
+    ag_config_t *conf = NULL;
     pthread_mutex_init(&d.lock, NULL);
 
     for (int i = 1; i < argc; i++) {
@@ -1416,23 +1520,12 @@ ag_daemon_main(int argc, char **argv)
             return AG_DAEMON_EXIT_OK;
         }
     }
-    int n = argc;
     char **args = calloc((size_t)argc + 1, sizeof *args);
     if (!args)
         return AG_DAEMON_EXIT_FAIL;
     memcpy(args, argv, (size_t)argc * sizeof *args);
-    if (ag_stream_take_args(&n, args, &o, err, sizeof err) != 0)
+    if (s_daemon_options(argc, args, &o, &conf, err, sizeof err) != 0)
         goto usage;
-    for (int i = 1; i < n; i++) {
-        if (strcmp(args[i], "--suites") == 0 && i + 1 < n) {
-            o.suites_dir = args[++i];
-        } else {
-            snprintf(err, sizeof err, "unknown argument \"%s\"%s", args[i],
-                     strcmp(args[i], "--suites") == 0 ? " (needs a DIR)"
-                                                       : "");
-            goto usage;
-        }
-    }
     if (!o.collector || !o.collector_key || !o.key || !o.spool_dir
         || !o.suites_dir) {
         snprintf(err, sizeof err, "%s is required",
@@ -1467,6 +1560,14 @@ ag_daemon_main(int argc, char **argv)
            o.spool_dir, o.suites_dir, d.suite_count);
     if (s_calibrate(d.stream, err, sizeof err) != 0 && !s_stop_signal)
         s_logf("calibration_failed", "%s", err);
+    /* Ready without waiting for the collector: the spool holds what is
+     * measured while it is away, and `systemctl start` must not hang
+     * on another host. STATUS= says whether it is connected. */
+    if (!s_stop_signal && ag_notify_ready("calibrated; connecting to %s, "
+                                          "%zu suites", o.collector,
+                                          d.suite_count) < 0)
+        s_logf("notify_failed", "READY=1 could not be sent to "
+               "NOTIFY_SOCKET");
 
     while (!s_stop_signal) {
         s_job_t job = { 0 };
@@ -1490,6 +1591,8 @@ ag_daemon_main(int argc, char **argv)
     }
     s_logf("stop", "signal %d: delivering the spool (%zu messages) for up "
            "to 2 s", (int)s_stop_signal, ag_spool_count(d.stream->spool));
+    ag_notify_stopping("stopping: delivering %zu spooled messages",
+                       ag_spool_count(d.stream->spool));
     size_t left = ag_stream_drain(d.stream, 2.0);
     s_logf("stopped", "%zu messages left in the spool for the next start",
            left);
@@ -1510,6 +1613,7 @@ out:
         free(d.queue[i].bytes);
     pthread_mutex_unlock(&d.lock);
     s_suite_infos_free(d.suites, d.suite_count);
+    ag_config_destroy(&conf);
     free(args);
     return code;
 }

@@ -17,6 +17,8 @@
 
 #include <czmq.h>
 
+#include "ag_config.h"
+#include "ag_notify.h"
 #include "config.h"
 #include "co_db.h"
 #include "co_log.h"
@@ -74,13 +76,17 @@ s_usage(FILE *f)
 "                       keep all); summaries and verdicts are kept\n"
 "  --query-workers N    threads answering client queries, 1..16 (default %d)\n"
 "  --log-level LEVEL    debug, info, warn or error (default info)\n"
+"  --config FILE        options from FILE (YAML, KEY: VALUE; the keys are\n"
+"                       the options above without --); default\n"
+"                       %s/collector.yaml when it exists.\n"
+"                       Flags win over the file.\n"
 "  --help               this text\n"
 "  --version            print the version\n"
 "\n"
 "Signals: SIGTERM/SIGINT drain and exit 0; SIGUSR1 logs the counters.\n"
 "Exit codes: 0 clean stop, 1 runtime failure, 2 usage error.\n",
         CO_DB_FLOOR_WINDOW_MAX, CO_DB_FLOOR_WINDOW, VD_DEFAULT_PARITY,
-        CO_QPOOL_WORKERS);
+        CO_QPOOL_WORKERS, ag_config_dir());
 }
 
 static int s_usage_error(const char *fmt, ...)
@@ -153,127 +159,233 @@ s_raise_fd_limit(void)
                (unsigned long long)rl.rlim_cur, (unsigned long long)was);
 }
 
+/* What the options set; strings point into argv or the config file. */
+typedef struct {
+    co_server_config_t cfg;
+    const char *db_conninfo;
+    const char *data_dir;
+} s_settings_t;
+
+static const struct option s_opts[] = {
+    { "bind", required_argument, NULL, 'b' },
+    { "key", required_argument, NULL, 'k' },
+    { "allow", required_argument, NULL, 'a' },
+    { "admin", required_argument, NULL, 'A' },
+    { "db", required_argument, NULL, 'd' },
+    { "data-dir", required_argument, NULL, 'D' },
+    { "heartbeat-ms", required_argument, NULL, 'H' },
+    { "floor-window", required_argument, NULL, 'F' },
+    { "parity", required_argument, NULL, 'P' },
+    { "log-level", required_argument, NULL, 'L' },
+    { "query-timeout", required_argument, NULL, 'T' },
+    { "keep-samples", required_argument, NULL, 'K' },
+    { "query-workers", required_argument, NULL, 'W' },
+    { "config", required_argument, NULL, 'c' },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+};
+#define S_NOPTS (sizeof s_opts / sizeof s_opts[0] - 1)
+
+/* One option with its value, from the command line or the config file.
+ * Returns 0, or -1 with the option's error in err. */
+static int
+s_option(int c, const char *arg, s_settings_t *st, char *err, size_t errlen)
+{
+    co_server_config_t *cfg = &st->cfg;
+    long v;
+    switch (c) {
+    case 'b': cfg->bind = arg; break;
+    case 'k': cfg->key_path = arg; break;
+    case 'a': cfg->allow_dir = arg; break;
+    case 'A': cfg->admin_dir = arg; break;
+    case 'd': st->db_conninfo = arg; break;
+    case 'D': st->data_dir = arg; break;
+    case 'H':
+        if (!s_parse_long(arg, 10, 60000, &v))
+            goto bad;
+        cfg->heartbeat_ms = (int)v;
+        break;
+    case 'F':
+        if (!s_parse_long(arg, VD_FLOOR_MIN_SAMPLES, CO_DB_FLOOR_WINDOW_MAX,
+                          &v))
+            goto bad;
+        cfg->floor_window = (int)v;
+        break;
+    case 'P': {
+        char *end;
+        double x = strtod(arg, &end);
+        if (end == arg || *end || !(x >= 0 && x <= 1))
+            goto bad;
+        cfg->parity = x;
+        break;
+    }
+    case 'T': {
+        int64_t us;
+        if (!s_parse_duration(arg, 1000000, 86400000000LL, &us))
+            goto bad;
+        cfg->query_timeout_ms = (int)(us / 1000);
+        break;
+    }
+    case 'K':
+        if (!s_parse_duration(arg, 86400000000LL, 100LL * 365 * 86400000000LL,
+                              &cfg->keep_samples_us))
+            goto bad;
+        break;
+    case 'W':
+        if (!s_parse_long(arg, 1, 16, &v))
+            goto bad;
+        cfg->query_workers = (int)v;
+        break;
+    case 'L':
+        if (strcmp(arg, "debug") == 0) co_log_set_level(CO_LOG_DEBUG);
+        else if (strcmp(arg, "info") == 0) co_log_set_level(CO_LOG_INFO);
+        else if (strcmp(arg, "warn") == 0) co_log_set_level(CO_LOG_WARN);
+        else if (strcmp(arg, "error") == 0) co_log_set_level(CO_LOG_ERROR);
+        else
+            goto bad;
+        break;
+    default:
+        snprintf(err, errlen, "unknown option %c", c);
+        return -1;
+    }
+    return 0;
+bad:
+    /* The message names what the option wants, the same for a flag and
+     * for its key in the config file. */
+    switch (c) {
+    case 'H': snprintf(err, errlen, "--heartbeat-ms %s: want a whole number "
+                       "of ms from 10 to 60000", arg); break;
+    case 'F': snprintf(err, errlen, "--floor-window %s: want a whole number "
+                       "from 100 to 1000000", arg); break;
+    case 'P': snprintf(err, errlen, "--parity %s: want a number from 0 to 1",
+                       arg); break;
+    case 'T': snprintf(err, errlen, "--query-timeout %s: want a duration "
+                       "from 1s to 1d, e.g. 30s or 5m", arg); break;
+    case 'K': snprintf(err, errlen, "--keep-samples %s: want a duration "
+                       "from 1d to 36500d, e.g. 365d", arg); break;
+    case 'W': snprintf(err, errlen, "--query-workers %s: want a whole "
+                       "number from 1 to 16", arg); break;
+    default: snprintf(err, errlen, "--log-level %s: want debug, info, warn "
+                      "or error", arg); break;
+    }
+    return -1;
+}
+
+/* The config file's entries for the options the command line did not
+ * give (given[] is indexed by the option's letter): flags win over the
+ * file. An error is prefixed with FILE:LINE. */
+static int
+s_config_apply(const ag_config_t *conf, const bool given[128],
+               s_settings_t *st, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < ag_config_count(conf); i++) {
+        const ag_config_entry_t *e = ag_config_entry(conf, i);
+        char where[600], why[600];
+        int c = 0;
+        for (size_t k = 0; k < S_NOPTS && !c; k++)
+            if (strcmp(s_opts[k].name, e->key) == 0)
+                c = s_opts[k].val;
+        if (given[c & 127])
+            continue;
+        if (s_option(c, e->value, st, why, sizeof why) != 0) {
+            ag_config_where(conf, e, where, sizeof where);
+            snprintf(err, errlen, "%.400s: %.700s", where, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The command line, then the config file (--config FILE, else
+ * SYSCONFDIR/parity/collector.yaml when it exists), then the checks.
+ * Returns -1 to go on, else the exit code (--help, --version, a usage
+ * error, said here). *conf owns the file's strings. */
+static int
+s_settings(int argc, char **argv, s_settings_t *st, ag_config_t **conf)
+{
+    /* The file's keys: every option that takes a value but --config. */
+    const char *keys[S_NOPTS + 1];
+    size_t nkeys = 0;
+    bool given[128] = { false };
+    const char *config = NULL;
+    char path[512], err[1200];
+    int c;
+
+    for (size_t k = 0; k < S_NOPTS; k++)
+        if (s_opts[k].has_arg == required_argument && s_opts[k].val != 'c')
+            keys[nkeys++] = s_opts[k].name;
+    keys[nkeys] = NULL;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", s_opts, NULL)) != -1) {
+        if (c == 'h') {
+            s_usage(stdout);
+            return 0;
+        }
+        if (c == 'V') {
+            printf("parity-collector %s\n", PARITY_VERSION);
+            return 0;
+        }
+        if (c == 'c') {
+            config = optarg;
+            continue;
+        }
+        if (c == '?' || c == ':')
+            return s_usage_error("unknown or incomplete option %s",
+                                 argv[optind - 1]);
+        if (s_option(c, optarg, st, err, sizeof err) != 0)
+            return s_usage_error("%s", err);
+        given[c & 127] = true;
+    }
+    if (optind < argc)
+        return s_usage_error("unexpected argument %s", argv[optind]);
+    snprintf(path, sizeof path, "%s/collector.yaml", ag_config_dir());
+    if (ag_config_load(config ? config : path, keys, config != NULL, conf,
+                       err, sizeof err) != AG_CONFIG_OK
+        || s_config_apply(*conf, given, st, err, sizeof err) != 0)
+        return s_usage_error("%s", err);
+    if (!st->cfg.bind)
+        return s_usage_error("%s", "--bind ENDPOINT is required");
+    if (!st->cfg.key_path)
+        return s_usage_error("%s", "--key FILE is required");
+    if (!st->cfg.allow_dir)
+        return s_usage_error("%s", "--allow DIR is required");
+    if (st->db_conninfo && st->data_dir)
+        return s_usage_error("%s", "--db and --data-dir exclude each other");
+    if (!st->db_conninfo && !st->data_dir) {
+        st->data_dir = getenv("PARITY_DATA_DIR");
+        if (!st->data_dir || !*st->data_dir)
+            st->data_dir = "parity-data";
+    }
+    return -1;
+}
+
 int
 main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        { "bind", required_argument, NULL, 'b' },
-        { "key", required_argument, NULL, 'k' },
-        { "allow", required_argument, NULL, 'a' },
-        { "admin", required_argument, NULL, 'A' },
-        { "db", required_argument, NULL, 'd' },
-        { "data-dir", required_argument, NULL, 'D' },
-        { "heartbeat-ms", required_argument, NULL, 'H' },
-        { "floor-window", required_argument, NULL, 'F' },
-        { "parity", required_argument, NULL, 'P' },
-        { "log-level", required_argument, NULL, 'L' },
-        { "query-timeout", required_argument, NULL, 'T' },
-        { "keep-samples", required_argument, NULL, 'K' },
-        { "query-workers", required_argument, NULL, 'W' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
-    };
-    co_server_config_t cfg = { 0 };
-    const char *db_conninfo = NULL, *data_dir = NULL;
+    s_settings_t st = { .cfg = {
+        .heartbeat_ms = 1000,
+        .floor_window = CO_DB_FLOOR_WINDOW,
+        .parity = VD_DEFAULT_PARITY,
+        .query_timeout_ms = 30000,
+    } };
+    co_server_config_t cfg;
+    const char *db_conninfo, *data_dir;
     char err[1024], q[1100];
-    int c, status = 1;
-    long v;
+    int status = 1;
+    ag_config_t *conf = NULL;
     co_pg_t *pg = NULL;
     co_db_t *db = NULL;
     co_server_t *srv = NULL;
 
-    cfg.heartbeat_ms = 1000;
-    cfg.floor_window = CO_DB_FLOOR_WINDOW;
-    cfg.parity = VD_DEFAULT_PARITY;
-    cfg.query_timeout_ms = 30000;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 'b': cfg.bind = optarg; break;
-        case 'k': cfg.key_path = optarg; break;
-        case 'a': cfg.allow_dir = optarg; break;
-        case 'A': cfg.admin_dir = optarg; break;
-        case 'd': db_conninfo = optarg; break;
-        case 'D': data_dir = optarg; break;
-        case 'H':
-            if (!s_parse_long(optarg, 10, 60000, &v))
-                return s_usage_error("--heartbeat-ms %s: want a whole "
-                                     "number of ms from 10 to 60000", optarg);
-            cfg.heartbeat_ms = (int)v;
-            break;
-        case 'F':
-            if (!s_parse_long(optarg, VD_FLOOR_MIN_SAMPLES,
-                              CO_DB_FLOOR_WINDOW_MAX, &v))
-                return s_usage_error("--floor-window %s: want a whole "
-                                     "number from 100 to 1000000", optarg);
-            cfg.floor_window = (int)v;
-            break;
-        case 'P': {
-            char *end;
-            double x = strtod(optarg, &end);
-            if (end == optarg || *end || !(x >= 0 && x <= 1))
-                return s_usage_error("--parity %s: want a number from 0 "
-                                     "to 1", optarg);
-            cfg.parity = x;
-            break;
-        }
-        case 'T': {
-            int64_t us;
-            if (!s_parse_duration(optarg, 1000000, 86400000000LL, &us))
-                return s_usage_error("--query-timeout %s: want a duration "
-                                     "from 1s to 1d, e.g. 30s or 5m", optarg);
-            cfg.query_timeout_ms = (int)(us / 1000);
-            break;
-        }
-        case 'K':
-            if (!s_parse_duration(optarg, 86400000000LL,
-                                  100LL * 365 * 86400000000LL,
-                                  &cfg.keep_samples_us))
-                return s_usage_error("--keep-samples %s: want a duration "
-                                     "from 1d to 36500d, e.g. 365d", optarg);
-            break;
-        case 'W':
-            if (!s_parse_long(optarg, 1, 16, &v))
-                return s_usage_error("--query-workers %s: want a whole "
-                                     "number from 1 to 16", optarg);
-            cfg.query_workers = (int)v;
-            break;
-        case 'L':
-            if (strcmp(optarg, "debug") == 0) co_log_set_level(CO_LOG_DEBUG);
-            else if (strcmp(optarg, "info") == 0) co_log_set_level(CO_LOG_INFO);
-            else if (strcmp(optarg, "warn") == 0) co_log_set_level(CO_LOG_WARN);
-            else if (strcmp(optarg, "error") == 0) co_log_set_level(CO_LOG_ERROR);
-            else
-                return s_usage_error("--log-level %s: want debug, info, "
-                                     "warn or error", optarg);
-            break;
-        case 'h':
-            s_usage(stdout);
-            return 0;
-        case 'V':
-            printf("parity-collector %s\n", PARITY_VERSION);
-            return 0;
-        default:
-            return s_usage_error("unknown or incomplete option %s",
-                                 argv[optind - 1]);
-        }
+    int early = s_settings(argc, argv, &st, &conf);
+    if (early >= 0) {
+        ag_config_destroy(&conf);
+        return early;
     }
-    if (optind < argc)
-        return s_usage_error("unexpected argument %s", argv[optind]);
-    if (!cfg.bind)
-        return s_usage_error("%s", "--bind ENDPOINT is required");
-    if (!cfg.key_path)
-        return s_usage_error("%s", "--key FILE is required");
-    if (!cfg.allow_dir)
-        return s_usage_error("%s", "--allow DIR is required");
-    if (db_conninfo && data_dir)
-        return s_usage_error("%s", "--db and --data-dir exclude each other");
-    if (!db_conninfo && !data_dir) {
-        data_dir = getenv("PARITY_DATA_DIR");
-        if (!data_dir || !*data_dir)
-            data_dir = "parity-data";
-    }
+    cfg = st.cfg;
+    db_conninfo = st.db_conninfo;
+    data_dir = st.data_dir;
 
     /* Our handlers, not CZMQ's: SIGTERM must drain, not just interrupt. */
     zsys_handler_set(NULL);
@@ -338,6 +450,11 @@ main(int argc, char **argv)
                co_log_quote(q, sizeof q, err));
         goto done;
     }
+    /* Bound, and the writer started: ready. co_server_run's loop sends
+     * STATUS=, the watchdog's pings and STOPPING=1 (ag_notify.h). */
+    if (ag_notify_ready("listening on %s", co_server_endpoint(srv)) < 0)
+        co_log(CO_LOG_WARN, "notify_failed", "why=\"READY=1 could not be "
+               "sent to NOTIFY_SOCKET\"");
     if (co_server_run(srv, &s_stop, &s_dump) == 0)
         status = 0;
     co_server_log_counters(srv, "final_counters");
@@ -354,6 +471,7 @@ done:
         }
     }
     co_pg_destroy(&pg);
+    ag_config_destroy(&conf);
     co_log(CO_LOG_INFO, "exit", "status=%d", status);
     return status;
 }

@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <zmq.h>
 
+#include "ag_notify.h"
 #include "co_auth.h"
 #include "co_lat.h"
 #include "co_log.h"
@@ -578,6 +579,24 @@ s_beat(co_server_t *srv)
     zlistx_destroy(&evict);
 }
 
+/* STATUS= for `systemctl status` (ag_notify.h), every few seconds:
+ * walking the peers is fine at that pace. */
+static void
+s_notify_status(co_server_t *srv)
+{
+    size_t online = 0, items = 0, bytes = 0, waiting = 0;
+    int busy = 0;
+    for (s_peer_t *p = zhashx_first(srv->peers); p;
+         p = zhashx_next(srv->peers))
+        online += p->online;
+    co_store_depth(srv->store, &items, &bytes);
+    if (srv->pool)
+        co_qpool_depth(srv->pool, &waiting, &busy);
+    ag_notify_status("%zu peers online, store queue %zu (%zu KiB), "
+                     "query queue %zu", online, items, bytes / 1024,
+                     waiting);
+}
+
 /* ---- stats ---------------------------------------------------------------- */
 
 static void
@@ -994,9 +1013,12 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
                 s_drain_router(srv);
         }
         s_beat(srv);
+        if (ag_notify_tick())   /* systemd: watchdog ping, STATUS= */
+            s_notify_status(srv);
         int64_t done = s_now_us();
         co_lat_add(&srv->loop_lat, done, done - woke);
     }
+    ag_notify_stopping("stopping: storing what the writer holds");
     s_drain_workers(srv);
     return 0;
 }

@@ -24,6 +24,7 @@ libpq-dev
 postgresql
 libjansson-dev
 libyaml-dev
+libsystemd-dev
 hyperfine
 jq
 iproute2
