@@ -1734,8 +1734,8 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
     int rc = CO_DB_FAIL;
     size_t np = ns * S_SUMMARY_COLS + nv * S_VERDICT_COLS;
     const char **p = malloc((np ? np : 1) * sizeof *p);
-    /* Under 8 bytes a parameter, plus the fixed text. */
-    char *sql = malloc(1024 + np * 8);
+    /* Under 8 bytes a parameter, plus the fixed text (about 1,000). */
+    char *sql = malloc(2048 + np * 8);
     if (!p || !sql) {
         s_err(err, errlen, "run_end: out of memory for %zu results", np);
         goto done;
@@ -1753,7 +1753,7 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
         "= EXCLUDED.median, q75 = EXCLUDED.q75, max = EXCLUDED.max, iqr = "
         "EXCLUDED.iqr, mean = EXCLUDED.mean, errors = EXCLUDED.errors");
     if (nv) {
-        len += (size_t)sprintf(sql + len, ") INSERT INTO verdicts (run, "
+        len += (size_t)sprintf(sql + len, "), v AS (INSERT INTO verdicts (run, "
             "host_id, subject_arm, other_arm, other_name, outcome, ratio, "
             "best_ratio, tolerance, noise, best_tolerance, floor_us, "
             "floor_is_default, floor_samples, parity, diagnostics, "
@@ -1762,7 +1762,13 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
             len += s_values_row(sql + len, i, k, S_VERDICT_COLS);
             memcpy(&p[k], ver[i].p, sizeof ver[i].p);
         }
-        sprintf(sql + len, " ON CONFLICT (run, other_arm) DO NOTHING");
+        /* The verdicts' series (008), for `regressions`: added once. */
+        sprintf(sql + len, " ON CONFLICT (run, other_arm) DO NOTHING "
+            "RETURNING run, subject_arm, other_name) INSERT INTO series "
+            "(benchmark_id, host_id, vars, subject, other) SELECT "
+            "r.benchmark_id, r.host_id, r.vars, sa.name, v.other_name FROM v "
+            "JOIN runs r ON r.id = v.run JOIN arms sa ON sa.run = v.run AND "
+            "sa.idx = v.subject_arm ON CONFLICT DO NOTHING");
     }
     PGresult *r = s_query(db, sql, (int)np, p, PGRES_COMMAND_OK, &rc, err,
                           errlen);

@@ -249,41 +249,46 @@ s_rank(const char *outcome)
     return o == VD_WIN ? 0 : o == VD_PARITY ? 1 : 2;
 }
 
+/* Each series' (008) newest verdict run and the newest of an earlier
+ * job (group), each through runs_series: a read per series, not a window
+ * over every verdict in the history. A host's newest run of a pair
+ * within one job speaks for that job. $2 keeps the series whose newest
+ * job is one of the suite's $2 newest among the series' newest jobs. */
+#define S_SIDE_SQL(extra) \
+    " SELECT r.id AS rid, r.run_uuid, r.job_id, " S_GROUP_SQL " AS grp," \
+    "  r.started_at_us, r.tags, v.outcome, v.ratio, v.best_ratio" \
+    " FROM runs r JOIN verdicts v ON v.run = r.id AND v.other_name = s.other" \
+    " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm" \
+    "  AND sa.name = s.subject" \
+    " WHERE r.benchmark_id = s.benchmark_id AND r.host_id = s.host_id" \
+    "  AND r.vars = s.vars AND r.status = 'complete'" \
+    "  AND v.outcome IS NOT NULL AND r.tags @> $1::jsonb" extra \
+    " ORDER BY r.started_at_us DESC, r.id DESC LIMIT 1"
+
 static const char s_regressions_sql[] =
-    "WITH c AS ("
-    " SELECT b.suite, b.name AS benchmark, sa.name AS subject,"
-    "  v.other_name AS other, h.name AS host, h.id AS hid, r.id AS rid,"
-    "  r.run_uuid, r.job_id, " S_GROUP_SQL " AS grp, r.started_at_us,"
-    "  r.tags, v.outcome, v.ratio, v.best_ratio, r.vars::text AS vars"
-    " FROM verdicts v JOIN runs r ON r.id = v.run"
-    " JOIN benchmarks b ON b.id = r.benchmark_id"
-    " JOIN hosts h ON h.id = r.host_id"
-    " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm"
-    " WHERE r.status = 'complete' AND v.outcome IS NOT NULL"
-    "  AND r.tags @> $1::jsonb AND ($5::text = '' OR h.name = $5)),"
-    /* A host's last run of a pair within one job speaks for that job;
-     * the job's variables are part of the series (007). */
-    "d AS (SELECT DISTINCT ON (suite, benchmark, subject, other, hid, vars,"
-    " grp) * FROM c ORDER BY suite, benchmark, subject, other, hid, vars,"
-    " grp, rid DESC),"
-    "o AS (SELECT d.*, row_number() OVER w AS rn,"
-    " first_value(grp) OVER w AS newest_grp,"
-    " first_value(started_at_us) OVER w AS newest_at FROM d"
-    " WINDOW w AS (PARTITION BY suite, benchmark, subject, other, hid,"
-    "  vars ORDER BY started_at_us DESC, rid DESC)),"
-    /* The suite's jobs that have such verdicts, newest first. */
+    "WITH s AS ("
+    " SELECT se.*, b.suite, b.name AS benchmark, h.name AS host"
+    " FROM series se JOIN benchmarks b ON b.id = se.benchmark_id"
+    " JOIN hosts h ON h.id = se.host_id"
+    " WHERE $5::text = '' OR h.name = $5),"
+    "n AS (SELECT s.*, t.* FROM s CROSS JOIN LATERAL (" S_SIDE_SQL("") ") t"
+    " WHERE t.started_at_us >= $3::bigint),"
     "j AS (SELECT suite, grp, row_number() OVER (PARTITION BY suite"
     " ORDER BY min(started_at_us) DESC, grp DESC) AS k"
-    " FROM d GROUP BY suite, grp) "
-    "SELECT o.suite, o.benchmark, o.subject, o.other, o.host, o.hid, o.rn,"
-    " o.job_id, o.run_uuid, o.started_at_us, o.tags::text, o.outcome,"
-    " o.ratio, o.best_ratio, o.vars "
-    "FROM o JOIN j ON j.suite = o.suite AND j.grp = o.newest_grp "
-    "WHERE o.rn <= 2 AND ($2::int = 0 OR j.k <= $2::int)"
-    " AND o.newest_at >= $3::bigint "
-    "ORDER BY o.suite, o.benchmark, o.subject, o.other, o.host, o.hid,"
-    " o.vars, o.rn "
-    "LIMIT $4::int";
+    " FROM n GROUP BY suite, grp),"
+    "o AS (SELECT n.* FROM n JOIN j ON j.suite = n.suite AND j.grp = n.grp"
+    " WHERE $2::int = 0 OR j.k <= $2::int ORDER BY n.suite, n.benchmark,"
+    " n.subject, n.other, n.host, n.host_id, n.vars::text LIMIT $4::int),"
+    "p AS (SELECT o.suite, o.benchmark, o.subject, o.other, o.host,"
+    " o.host_id, 1 AS rn, o.job_id, o.run_uuid, o.started_at_us,"
+    " o.tags::text AS tags, o.outcome, o.ratio, o.best_ratio,"
+    " o.vars::text AS vars FROM o UNION ALL"
+    " SELECT s.suite, s.benchmark, s.subject, s.other, s.host, s.host_id, 2,"
+    " t.job_id, t.run_uuid, t.started_at_us, t.tags::text, t.outcome,"
+    " t.ratio, t.best_ratio, s.vars::text FROM o s CROSS JOIN LATERAL ("
+    S_SIDE_SQL(" AND " S_GROUP_SQL " <> s.grp") ") t) "
+    "SELECT * FROM p ORDER BY suite, benchmark, subject, other, host,"
+    " host_id, vars, rn";
 
 static json_t *
 s_side(PGresult *r, int i)
@@ -337,14 +342,15 @@ s_regressions(co_reply_t *c, const json_t *args)
     snprintf(pj, sizeof pj, "%" JSON_INTEGER_FORMAT, jobs);
     snprintf(ps, sizeof ps, "%" PRId64, since_us ?
              co_jobs_now_us() - (int64_t)since_us : INT64_MIN);
-    snprintf(pl, sizeof pl, "%d", 2 * CO_HISTORY_PAIRS_MAX);
+    snprintf(pl, sizeof pl, "%d", CO_HISTORY_PAIRS_MAX);
     const char *p[] = { tags, pj, ps, pl, host ? host : "" };
     r = co_reply_q(c, s_regressions_sql, 5, p);
     if (!r)
         goto fail;
     int n = PQntuples(r);
-    json_int_t unchanged = 0, first = 0;
+    json_int_t unchanged = 0, first = 0, pairs = 0;
     for (int i = 0; i < n; i++) {
+        pairs++;
         /* Rows come per pair and host: rn 1 (newest), then rn 2. */
         if (i + 1 >= n || !s_same_pair(r, i, i + 1) ||
             strcmp(PQgetvalue(r, i + 1, 6), "2") != 0) {
@@ -383,7 +389,7 @@ s_regressions(co_reply_t *c, const json_t *args)
                     json_null(),
                     "regressions", worse, "improvements", better,
                     "unchanged", unchanged, "first", first,
-                    "truncated", n >= 2 * CO_HISTORY_PAIRS_MAX,
+                    "truncated", pairs >= CO_HISTORY_PAIRS_MAX,
                     "change_points", cps);
     if (!out)
         goto oom;

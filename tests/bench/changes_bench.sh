@@ -30,7 +30,10 @@
 # vd_change_find alone (detect_bench.c).
 #
 # Options:
-#   --series N (10000): benchmarks = N / 100 (10 hosts x 10 variable sets)
+#   --series N (10000): benchmarks = N / (10 hosts x --varsets)
+#   --varsets N (10, 1..100): variable sets per benchmark and host; the
+#       site's target shape is --series 1000 --varsets 1 (100 benchmarks x
+#       10 hosts)
 #   --runs N (200): nights, i.e. complete runs per series (20..1000)
 #   --detect-runs N (500)
 #   --reuse-db DIR: keep the keys and the loaded cluster (stopped) in DIR
@@ -43,13 +46,14 @@
 set -eu
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
-[ $# -ge 1 ] || { sed -n '2,40p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,43p' "$0" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd)
 shift
-SERIES=10000 RUNS=200 DETECT_RUNS=500 REUSE="" COMPARE="" KEEP=0
+SERIES=10000 VARSETS=10 RUNS=200 DETECT_RUNS=500 REUSE="" COMPARE="" KEEP=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --series) SERIES=$2; shift 2 ;;
+    --varsets) VARSETS=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
     --detect-runs) DETECT_RUNS=$2; shift 2 ;;
     --reuse-db) REUSE=$2; shift 2 ;;
@@ -58,11 +62,13 @@ while [ $# -gt 0 ]; do
     *) echo "changes_bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-for v in "$SERIES" "$RUNS" "$DETECT_RUNS"; do
+for v in "$SERIES" "$VARSETS" "$RUNS" "$DETECT_RUNS"; do
     case "$v" in ''|*[!0-9]*) echo "changes_bench.sh: not a number: $v" >&2
                               exit 2 ;; esac
 done
-HOSTS=10 VARSETS=10
+HOSTS=10
+[ "$VARSETS" -ge 1 ] && [ "$VARSETS" -le 100 ] ||
+    { echo "changes_bench.sh: --varsets 1..100" >&2; exit 2; }
 BENCHES=$(( SERIES / (HOSTS * VARSETS) ))
 [ "$BENCHES" -ge 1 ] && [ "$BENCHES" -le 1000 ] ||
     { echo "changes_bench.sh: --series 100..100000" >&2; exit 2; }
@@ -157,7 +163,7 @@ export PARITY_TIMEOUT=300
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores; $SERIES series" \
      "($BENCHES benchmarks x $HOSTS hosts x $VARSETS variable sets) x $RUNS runs"
 LOAD_S=null
-BASE=${REUSE:+$REUSE/base-s$SERIES-r$RUNS}
+BASE=${REUSE:+$REUSE/base-s$SERIES-v$VARSETS-r$RUNS}
 if [ -n "$BASE" ] && [ -d "$BASE/pg" ]; then
     # This build's own server settings replace the cached cluster's (as
     # fleet_load.sh does).

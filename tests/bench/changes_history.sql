@@ -207,6 +207,13 @@ LATERAL (SELECT CASE metric WHEN 'ratio' THEN 1.0
                 AS bv) x
 ORDER BY s.b, s.v, h, metric;
 
+-- The verdicts' series (migration 008), as the writer adds them.
+INSERT INTO series (benchmark_id, host_id, vars, subject, other)
+SELECT DISTINCT r.benchmark_id, r.host_id, r.vars, sa.name, v.other_name
+FROM verdicts v JOIN runs r ON r.id = v.run
+JOIN arms sa ON sa.run = v.run AND sa.idx = v.subject_arm
+ON CONFLICT DO NOTHING;
+
 SET session_replication_role = origin;
 ANALYZE;
 SELECT (SELECT count(*) FROM runs) AS runs,

@@ -370,14 +370,19 @@ def case_migrate(w, db, fx):
        "the old floor query gives alpha's floor %r" % (floor_before,))
 
     r = tool("migrate", w.data)
-    ok(r.returncode == 0 and r.stdout.strip() == "applied 2",
-       "storage-tool migrate applies 006 and 007 (%r)" % r.stdout)
+    ok(r.returncode == 0 and r.stdout.strip() == "applied 3",
+       "storage-tool migrate applies 006, 007 and 008 (%r)" % r.stdout)
     after = checksums(db, columns)
     bad = [t for t in OLD_TABLES if before[t] != after[t]]
     ok(not bad, "every row of every old table survived (count and md5 of "
        "its columns): differ %s" % bad)
-    ok(db.one("SELECT max(version) FROM schema_version;") == "7",
-       "schema_version is 7")
+    ok(db.one("SELECT max(version) FROM schema_version;") == "8",
+       "schema_version is 8")
+    series = sorted(tuple(r) for r in db.run(
+        "SELECT benchmark_id, host_id, vars::text, other FROM series;"))
+    ok(series == sorted((str(b), str(h), "{}", "old") for h in fx.hosts
+                        for b in (1, 2)),
+       "008 lists each old verdict's series once: %r" % series)
     ok(db.one("SELECT relkind FROM pg_class WHERE relname = 'samples';")
        == "p", "samples is a partitioned table")
     parts = [r[0] for r in db.run(
