@@ -50,9 +50,8 @@ s_entry(PGresult *r, int i, int c_host, int c_run, int c_status, int c_json,
 static const char s_history_sql[] =
     "WITH v AS ("
     " SELECT b.suite, sa.name AS subject, v.other_name AS other,"
-    "  h.name AS host, h.id AS hid, r.id AS rid, r.run_uuid, r.job_id, "
-    S_GROUP_SQL " AS grp, r.started_at_us, r.tags, r.label, r.status,"
-    "  v.verdict_json, v.error"
+    "  h.name AS host, h.id AS hid, r.id AS rid, v.other_arm, "
+    S_GROUP_SQL " AS grp, r.started_at_us, r.tags"
     " FROM benchmarks b JOIN runs r ON r.benchmark_id = b.id"
     " JOIN verdicts v ON v.run = r.id JOIN hosts h ON h.id = r.host_id"
     " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm"
@@ -73,10 +72,15 @@ static const char s_history_sql[] =
     "g AS (SELECT suite, subject, other, grp, at_us,"
     " row_number() OVER (PARTITION BY suite, subject, other"
     "  ORDER BY at_us DESC, grp DESC) AS rn FROM g1) "
-    "SELECT v.suite, v.subject, v.other, v.grp, g.at_us, v.job_id,"
-    " v.run_uuid, v.host, v.tags::text, v.label, v.status, v.verdict_json,"
-    " v.error "
-    "FROM v JOIN g USING (suite, subject, other, grp) WHERE g.rn <= $6::int "
+    /* The verdicts' text only for the rows shown: v holds every run of
+     * the benchmark in the history, a year of a fleet. */
+    "SELECT v.suite, v.subject, v.other, v.grp, g.at_us, r.job_id,"
+    " r.run_uuid, v.host, v.tags::text, r.label, r.status, x.verdict_json,"
+    " x.error "
+    "FROM v JOIN g USING (suite, subject, other, grp)"
+    " JOIN runs r ON r.id = v.rid"
+    " JOIN verdicts x ON x.run = v.rid AND x.other_arm = v.other_arm"
+    " WHERE g.rn <= $6::int "
     "ORDER BY v.suite, v.subject, v.other, g.at_us, v.grp, v.host, v.hid,"
     " v.rid LIMIT $7::int";
 
