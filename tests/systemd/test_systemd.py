@@ -1,0 +1,676 @@
+#!/usr/bin/env python3
+"""test_systemd.py CASE BUILD_DIR -- the daemons under a service manager
+and their configuration files (TAP). PID 1 is not systemd on these
+machines, so the test plays its part: it listens on a NOTIFY_SOCKET
+(AF_UNIX datagrams, the sender's pid from SCM_CREDENTIALS, as systemd
+checks NotifyAccess=main) and sets WATCHDOG_USEC and WATCHDOG_PID.
+
+Cases (one meson test each):
+
+  units             systemd-analyze verify on both built units (ExecStart
+                    pointed at the built binaries) says nothing, and does
+                    complain about a misspelled copy; the settings the
+                    daemons rely on are there; the sysusers.d file makes
+                    the user (systemd-sysusers --root). SKIP without
+                    systemd-analyze.
+  notify-agent      parity-agent against daemon-peer: READY=1 once
+                    calibrated, no ping before it, WATCHDOG=1 every half
+                    WATCHDOG_USEC, STATUS= connected and spooled,
+                    STOPPING=1 at SIGTERM; with WATCHDOG_PID naming
+                    another process: no pings, STATUS= "connecting to"
+  notify-collector  parity-collector with its private PostgreSQL: READY=1
+                    once listening, pings, STATUS= peers online going
+                    from 0 to 1 when an agent connects, STOPPING=1
+  config            both daemons' config files: file over defaults, flags
+                    over file, and every error message (unknown key,
+                    bad value, missing file, ...) pinned; the shipped
+                    examples' keys, uncommented, are all accepted
+
+Environment: PARITY_PG_BINDIR (as tests/daemon/test_system.py).
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CASE = sys.argv[1]
+BUILD = os.path.abspath(sys.argv[2])
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+AGENT = os.path.join(BUILD, "agent", "parity-agent")
+COLLECTOR = os.path.join(BUILD, "collector", "parity-collector")
+KEYGEN = os.path.join(BUILD, "tests", "daemon", "daemon-keygen")
+PEER = os.path.join(BUILD, "tests", "daemon", "daemon-peer")
+# WATCHDOG_USEC given to the daemons: pings are due every second.
+WATCHDOG_USEC = 2000000
+
+n_tests = 0
+n_failed = 0
+children = []
+
+
+def ok(cond, what):
+    global n_tests, n_failed
+    n_tests += 1
+    what = " ".join(str(what).split())
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (n_tests, what),
+          flush=True)
+    if not cond:
+        n_failed += 1
+    return cond
+
+
+def diag(text):
+    for line in str(text).splitlines():
+        print("# " + line, flush=True)
+
+
+def bail(text):
+    print("Bail out! " + text, flush=True)
+    cleanup()
+    sys.exit(1)
+
+
+def cleanup():
+    for p in children:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(cond, timeout, step=0.1):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
+def keygen(path):
+    subprocess.run([KEYGEN, path], check=True, capture_output=True,
+                   timeout=30)
+    return path
+
+
+class Notify:
+    """The service manager's end: every datagram with its sender's pid
+    and the time it arrived."""
+
+    def __init__(self, root):
+        self.path = os.path.join(root, "notify")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.sock.bind(self.path)
+        self.sock.settimeout(0.2)
+        self.lock = threading.Lock()
+        self.msgs = []        # (monotonic time, pid, {KEY: VALUE})
+        self.stop = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        size = socket.CMSG_SPACE(struct.calcsize("iII"))
+        while not self.stop:
+            try:
+                data, anc, _, _ = self.sock.recvmsg(4096, size)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            pid = None
+            for level, kind, cdata in anc:
+                if level == socket.SOL_SOCKET and \
+                        kind == socket.SCM_CREDENTIALS:
+                    pid = struct.unpack("iII", cdata[:12])[0]
+            fields = {}
+            for line in data.decode(errors="replace").split("\n"):
+                if "=" in line:
+                    k, v = line.split("=", 1)
+                    fields[k] = v
+            with self.lock:
+                self.msgs.append((time.monotonic(), pid, fields))
+
+    def of(self, pid):
+        with self.lock:
+            return [m for m in self.msgs if m[1] == pid]
+
+    def first(self, pid, key, value=None, after=0.0):
+        for t, _, f in self.of(pid):
+            if t >= after and key in f and (value is None
+                                            or value(f[key])):
+                return t, f
+        return None
+
+    def times(self, pid, key):
+        return [t for t, _, f in self.of(pid) if key in f]
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+def notify_env(notify, watchdog_pid=None):
+    env = dict(os.environ)
+    env["NOTIFY_SOCKET"] = notify.path
+    env["WATCHDOG_USEC"] = str(WATCHDOG_USEC)
+    if watchdog_pid is not None:
+        env["WATCHDOG_PID"] = str(watchdog_pid)
+    return env
+
+
+def spawn(cmd, env, log, own_watchdog_pid=True):
+    """Start cmd; with own_watchdog_pid, WATCHDOG_PID is its own pid (as
+    systemd sets it): the shell exports its pid, then execs cmd in
+    place."""
+    if own_watchdog_pid:
+        cmd = ["/bin/sh", "-c", 'WATCHDOG_PID=$$; export WATCHDOG_PID; '
+               'exec "$@"', "sh"] + cmd
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
+    children.append(p)
+    return p
+
+
+def check_watchdog(notify, pid, ready_t, who):
+    """Pings start after READY=1, never before, about once a second."""
+    ok(not [t for t in notify.times(pid, "WATCHDOG") if t < ready_t],
+       "%s: no WATCHDOG=1 before READY=1 (it would arm the watchdog "
+       "during start-up)" % who)
+    ok(wait_for(lambda: len([t for t in notify.times(pid, "WATCHDOG")
+                             if t > ready_t]) >= 4, 10),
+       "%s: WATCHDOG=1 pings arrive after READY=1" % who)
+    pings = [t for t in notify.times(pid, "WATCHDOG") if t > ready_t]
+    gaps = [b - a for a, b in zip(pings, pings[1:])]
+    diag("%s: gaps between pings: %s" % (
+        who, " ".join("%.2f" % g for g in gaps)))
+    half = WATCHDOG_USEC / 2e6
+    ok(gaps and all(0.8 * half <= g <= 1.6 * half for g in gaps),
+       "%s: pings every half of WATCHDOG_USEC (%.1f s; gaps %.2f..%.2f s)"
+       % (who, half, min(gaps or [0]), max(gaps or [0])))
+
+
+def stop_and_check(notify, proc, who):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = proc.wait()
+    ok(rc == 0, "%s: SIGTERM: exit 0 (got %s)" % (who, rc))
+    stopping = notify.first(proc.pid, "STOPPING", lambda v: v == "1")
+    ok(stopping is not None and "stopping" in stopping[1].get("STATUS", ""),
+       "%s: STOPPING=1 with a STATUS= at SIGTERM (%s)" % (
+           who, stopping[1] if stopping else "none"))
+
+
+# ------------------------------------------------------------------ units
+
+def case_units():
+    analyze = shutil.which("systemd-analyze")
+    if not analyze:
+        print("1..0 # SKIP systemd-analyze is not installed")
+        sys.exit(0)
+    root = tempfile.mkdtemp(prefix="parity-units-")
+    binaries = {"parity-agent": AGENT, "parity-collector": COLLECTOR}
+    for name, binary in binaries.items():
+        built = os.path.join(BUILD, "deploy", "systemd", name + ".service")
+        if not ok(os.path.exists(built), "%s.service is built" % name):
+            continue
+        with open(built) as f:
+            text = f.read()
+        # The installed path does not exist here: point at the build.
+        text, n = re.subn(r"^ExecStart=\S+/%s " % name,
+                          "ExecStart=%s " % binary, text, flags=re.M)
+        ok(n == 1, "%s: one ExecStart= of %s" % (name, name))
+        unit = os.path.join(root, name + ".service")
+        with open(unit, "w") as f:
+            f.write(text)
+        # --man=no: the man pages are installed with the package, not
+        # on this machine's MANPATH.
+        r = subprocess.run([analyze, "verify", "--man=no", unit],
+                           capture_output=True, text=True, timeout=60)
+        out = (r.stdout + r.stderr).strip()
+        ok(r.returncode == 0 and not out,
+           "systemd-analyze verify %s.service: no complaint" % name)
+        if out:
+            diag(out)
+        settings = dict(line.split("=", 1) for line in text.splitlines()
+                        if "=" in line and not line.startswith("#"))
+        want = {"Type": "notify", "NotifyAccess": "main",
+                "User": "parity", "Restart": "on-failure",
+                "WatchdogSec": "30s", "StateDirectory": name,
+                "ConfigurationDirectory": "parity",
+                "ProtectSystem": "strict", "NoNewPrivileges": "yes",
+                "PrivateTmp": "yes", "RestartPreventExitStatus": "2"}
+        wrong = {k: settings.get(k) for k, v in want.items()
+                 if settings.get(k) != v}
+        ok(not wrong, "%s: %s" % (name, wrong or
+                                  "Type=notify, User=parity, watchdog, "
+                                  "state dir, hardening"))
+        ok(settings.get("ExecStart", "").endswith(
+            "--config %s/%s.yaml" % (conf_dir(binary),
+                                     name.replace("parity-", ""))),
+           "%s: ExecStart reads the default config file" % name)
+        # A misspelled directive must be reported: the check above can
+        # fail.
+        bad = os.path.join(root, "bad-" + name + ".service")
+        with open(bad, "w") as f:
+            f.write(text.replace("ProtectSystem=strict",
+                                 "ProtectSystem=strict\nProtectSytem=yes"))
+        r = subprocess.run([analyze, "verify", "--man=no", bad],
+                           capture_output=True, text=True, timeout=60)
+        ok("ProtectSytem" in r.stdout + r.stderr,
+           "systemd-analyze verify names a misspelled key in a copy of "
+           "%s.service" % name)
+    sysusers = shutil.which("systemd-sysusers")
+    src = os.path.join(SOURCE, "deploy", "systemd", "parity.sysusers")
+    if not sysusers:
+        ok(True, "# SKIP systemd-sysusers is not installed")
+    else:
+        sysroot = os.path.join(root, "sysroot")
+        os.makedirs(os.path.join(sysroot, "etc"))
+        r = subprocess.run([sysusers, "--root=" + sysroot, src],
+                           capture_output=True, text=True, timeout=60)
+        passwd = open(os.path.join(sysroot, "etc", "passwd")).read() \
+            if os.path.exists(os.path.join(sysroot, "etc", "passwd")) \
+            else ""
+        line = [x for x in passwd.splitlines() if x.startswith("parity:")]
+        ok(r.returncode == 0 and line and line[0].endswith("nologin"),
+           "parity.sysusers makes user parity without a login shell "
+           "(%s)" % (line or r.stderr.strip()))
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def conf_dir(binary):
+    """The default config directory a daemon names in its --help."""
+    r = subprocess.run([binary, "--help"], capture_output=True, text=True,
+                       timeout=30)
+    m = re.search(r"(\S+)/(agent|collector)\.yaml when it exists",
+                  r.stdout)
+    return m.group(1) if m else "?"
+
+
+# ----------------------------------------------------------- notify-agent
+
+def case_notify_agent():
+    root = tempfile.mkdtemp(prefix="parity-notify-agent-")
+    keys = os.path.join(root, "keys")
+    suites = os.path.join(root, "suites")
+    os.makedirs(keys)
+    os.makedirs(suites)
+    keygen(os.path.join(keys, "agent"))
+    keygen(os.path.join(keys, "peer"))
+    port = free_port()
+    endpoint = "tcp://127.0.0.1:%d" % port
+    peer = subprocess.Popen([PEER, endpoint, os.path.join(keys, "peer"),
+                             "120"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    children.append(peer)
+    notify = Notify(root)
+
+    def agent_cmd(ep, spool):
+        return [AGENT, "--collector", ep, "--collector-key",
+                os.path.join(keys, "peer"), "--key",
+                os.path.join(keys, "agent"), "--suites", suites,
+                "--spool", os.path.join(root, spool), "--heartbeat-ms",
+                "200"]
+
+    log_path = os.path.join(root, "agent.log")
+    log = open(log_path, "w")
+    agent = spawn(agent_cmd(endpoint, "spool"), notify_env(notify), log)
+    ready = None
+    if wait_for(lambda: notify.first(agent.pid, "READY") or
+                agent.poll() is not None, 30):
+        ready = notify.first(agent.pid, "READY", lambda v: v == "1")
+    ok(ready is not None, "agent: READY=1 from the agent's own pid")
+    if not ready:
+        diag(open(log_path).read())
+        bail("no READY=1")
+    ok("calibrated" in ready[1].get("STATUS", ""),
+       "agent: READY=1 comes with STATUS=%s" % ready[1].get("STATUS"))
+    with open(log_path) as f:
+        ok("event=calibration " in f.read(),
+           "agent: READY=1 after the start-up calibration")
+    want = "connected to %s, 0 messages spooled" % endpoint
+    ok(wait_for(lambda: notify.first(agent.pid, "STATUS",
+                                     lambda v: v == want), 15),
+       "agent: STATUS=%s once the peer acked Hello and the "
+       "calibration" % want)
+    check_watchdog(notify, agent.pid, ready[0], "agent")
+    stop_and_check(notify, agent, "agent")
+
+    # WATCHDOG_PID names another process (a child that inherited the
+    # variables): no pings; and no collector there: "connecting to".
+    dead = "tcp://127.0.0.1:%d" % free_port()
+    other = spawn(agent_cmd(dead, "spool2"), notify_env(notify, 1), log,
+                  own_watchdog_pid=False)
+    ok(wait_for(lambda: notify.first(other.pid, "READY"), 30),
+       "agent without a collector: READY=1 all the same (the spool "
+       "holds what it measures)")
+    want = "connecting to %s," % dead
+    ok(wait_for(lambda: notify.first(other.pid, "STATUS",
+                                     lambda v: v.startswith(want)), 10),
+       "agent: STATUS=%s... while not connected" % want)
+    time.sleep(2.5)
+    ok(not notify.times(other.pid, "WATCHDOG"),
+       "agent: no WATCHDOG=1 when WATCHDOG_PID is another process's")
+    stop_and_check(notify, other, "agent (no collector)")
+    peer.send_signal(signal.SIGTERM)
+    peer.wait(timeout=10)
+    notify.close()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+# ------------------------------------------------------- notify-collector
+
+def case_notify_collector():
+    root = tempfile.mkdtemp(prefix="parity-notify-collector-")
+    os.chmod(root, 0o755)   # the postgres user must reach DATA/pg (root)
+    keys = os.path.join(root, "keys")
+    allow = os.path.join(root, "allow")
+    suites = os.path.join(root, "suites")
+    for d in (keys, allow, suites):
+        os.makedirs(d)
+    keygen(os.path.join(keys, "collector"))
+    keygen(os.path.join(keys, "agent"))
+    shutil.copy(os.path.join(keys, "agent"), allow)
+    port = free_port()
+    endpoint = "tcp://127.0.0.1:%d" % port
+    notify = Notify(root)
+    log_path = os.path.join(root, "collector.log")
+    log = open(log_path, "w")
+    col = spawn([COLLECTOR, "--data-dir", os.path.join(root, "data"),
+                 "--bind", endpoint, "--key",
+                 os.path.join(keys, "collector_secret"), "--allow", allow,
+                 "--heartbeat-ms", "500"], notify_env(notify), log)
+    wait_for(lambda: notify.first(col.pid, "READY") or
+             col.poll() is not None, 120)
+    ready = notify.first(col.pid, "READY", lambda v: v == "1")
+    ok(ready is not None, "collector: READY=1 from the collector's pid")
+    if not ready:
+        diag(open(log_path).read()[-3000:])
+        bail("no READY=1")
+    ok(ready[1].get("STATUS") == "listening on %s" % endpoint,
+       "collector: READY=1 with STATUS=%s" % ready[1].get("STATUS"))
+    with open(log_path) as f:
+        text = f.read()
+    ok("event=db_up" in text and "event=pg_ready" in text,
+       "collector: READY=1 after its PostgreSQL and the migrations")
+    ok(wait_for(lambda: notify.first(col.pid, "STATUS", lambda v:
+                                     v.startswith("0 peers online, "
+                                                  "store queue ")), 10),
+       "collector: STATUS=0 peers online, store queue ...")
+    agent_log = open(os.path.join(root, "agent.log"), "w")
+    agent = spawn([AGENT, "--collector", endpoint, "--collector-key",
+                   os.path.join(keys, "collector"), "--key",
+                   os.path.join(keys, "agent"), "--suites", suites,
+                   "--spool", os.path.join(root, "spool"),
+                   "--heartbeat-ms", "200"], dict(os.environ), agent_log,
+                  own_watchdog_pid=False)
+    got = wait_for(lambda: notify.first(col.pid, "STATUS", lambda v:
+                                        v.startswith("1 peers online, ")),
+                   20)
+    ok(got, "collector: STATUS=1 peers online, ... once an agent "
+       "connected")
+    check_watchdog(notify, col.pid, ready[0], "collector")
+    others = [m for m in notify.msgs if m[1] != col.pid]
+    diag("messages from other processes (the private PostgreSQL "
+         "inherits NOTIFY_SOCKET; NotifyAccess=main ignores them): %d"
+         % len(others))
+    agent.send_signal(signal.SIGTERM)
+    agent.wait(timeout=30)
+    stop_and_check(notify, col, "collector")
+    notify.close()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ config
+
+def run(cmd, timeout=30):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def first_line(text):
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def run_until(cmd, pattern, log_path, timeout=30):
+    """Start a daemon, wait for a log line matching pattern, stop it.
+    Returns the match (or None) and the log."""
+    log = open(log_path, "w")
+    p = subprocess.Popen(cmd, stdout=log, stderr=log)
+    children.append(p)
+    found = [None]
+
+    def seen():
+        with open(log_path) as f:
+            found[0] = re.search(pattern, f.read())
+        return found[0] is not None or p.poll() is not None
+    wait_for(seen, timeout)
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    with open(log_path) as f:
+        return found[0], f.read()
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def config_errors(prog, root, flag_cases, file_cases):
+    """Each flag_case (other args, key, value, line in the file): the
+    key with that value at that line gives the flag's own message, after
+    FILE:LINE. file_cases: (text, expected message after "prog: ")."""
+    for base, key, value, lineno in flag_cases:
+        rc, _, err = run([prog] + base + ["--" + key, value])
+        flag_msg = first_line(err)
+        path = write(os.path.join(root, "bad-%s.yaml" % key),
+                     "# bad value\n" * (lineno - 1) +
+                     "%s: %s\n" % (key, value))
+        rc2, _, err2 = run([prog, "--config", path] + base)
+        name = os.path.basename(prog)
+        want = flag_msg.replace("%s: " % name,
+                                "%s: %s:%d: " % (name, path, lineno), 1)
+        ok(rc == 2 and rc2 == 2 and first_line(err2) == want,
+           "%s: %s: %s in the file: the flag's message after FILE:LINE "
+           "(%s)" % (name, key, value, first_line(err2)))
+    for text, want in file_cases:
+        path = write(os.path.join(root, "case.yaml"), text)
+        rc, _, err = run([prog, "--config", path])
+        got = first_line(err)
+        want = want.replace("FILE", path)
+        ok(rc == 2 and got == "%s: %s" % (os.path.basename(prog), want),
+           "%s: %r -> %s (got %s)" % (os.path.basename(prog), text, want,
+                                      got))
+
+
+def uncommented(example):
+    """The shipped example with every "#key: value" line uncommented."""
+    with open(example) as f:
+        lines = f.read().splitlines()
+    out = [re.sub(r"^#([a-z-]+: )", r"\1", x) for x in lines]
+    return "\n".join(out) + "\n", sum(1 for a, b in zip(lines, out)
+                                      if a != b)
+
+
+def case_config():
+    root = tempfile.mkdtemp(prefix="parity-config-")
+    keys = os.path.join(root, "keys")
+    allow = os.path.join(root, "allow")
+    suites = os.path.join(root, "suites")
+    for d in (keys, allow, suites):
+        os.makedirs(d)
+    keygen(os.path.join(keys, "collector"))
+    keygen(os.path.join(keys, "agent"))
+    secret = os.path.join(keys, "collector_secret")
+    port = free_port()
+    # A database that is not there: the collector waits for it, bound
+    # and logging its settings, which is all this case needs.
+    nodb = "host=%s/nodb dbname=x connect_timeout=1" % root
+    conf = write(os.path.join(root, "collector.yaml"),
+                 "# the collector\nbind: tcp://127.0.0.1:%d\n"
+                 "heartbeat-ms: 700\nkey: %s\nallow: %s\ndb: %s\n"
+                 % (port, secret, allow, nodb))
+    listening = r"event=listening endpoint=(\S+) .* heartbeat_ms=(\d+)"
+    m, log = run_until([COLLECTOR, "--config", conf], listening,
+                       os.path.join(root, "c1.log"))
+    ok(m and m.group(1) == "tcp://127.0.0.1:%d" % port
+       and m.group(2) == "700",
+       "collector: the file's bind and heartbeat-ms win over the "
+       "defaults (%s)" % (m.group(0) if m else log[-300:]))
+    m, log = run_until([COLLECTOR, "--config", conf, "--heartbeat-ms",
+                        "900"], listening, os.path.join(root, "c2.log"))
+    ok(m and m.group(2) == "900" and m.group(1).endswith(":%d" % port),
+       "collector: --heartbeat-ms 900 wins over the file's 700, bind "
+       "still the file's (%s)" % (m.group(0) if m else log[-300:]))
+    # Without the key in the file: the default.
+    conf2 = write(os.path.join(root, "collector2.yaml"),
+                  "bind: tcp://127.0.0.1:%d\nkey: %s\nallow: %s\n"
+                  "db: %s\n" % (port, secret, allow, nodb))
+    m, log = run_until([COLLECTOR, "--config", conf2], listening,
+                       os.path.join(root, "c3.log"))
+    ok(m and m.group(2) == "1000",
+       "collector: heartbeat-ms not in the file: the default 1000 (%s)"
+       % (m.group(0) if m else log[-300:]))
+    default = os.path.join(conf_dir(COLLECTOR), "collector.yaml")
+    if os.path.exists(default):
+        ok(True, "# SKIP %s exists on this machine" % default)
+    else:
+        m, log = run_until([COLLECTOR, "--bind", "tcp://127.0.0.1:%d" % port,
+                            "--key", secret, "--allow", allow, "--db",
+                            nodb], listening, os.path.join(root, "c4.log"))
+        ok(m is not None, "collector: no --config and no %s: flags and "
+           "defaults are enough" % default)
+    config_errors(COLLECTOR, root, [
+        (["--bind", "x"], "heartbeat-ms", "5", 3),
+        (["--bind", "x"], "parity", "2", 1),
+        (["--bind", "x"], "keep-samples", "1h", 2),
+        ([], "log-level", "loud", 4),
+    ], [
+        ("bind: a\nbogus: 1\n", 'FILE:2: unknown key "bogus"'),
+        ("bind: a\nconfig: other.yaml\n", 'FILE:2: unknown key "config"'),
+        ("help: 1\n", 'FILE:1: unknown key "help"'),
+        ("bind: [a, b]\n", "FILE:1: bind: want one value, not a list or "
+         "a mapping"),
+        ("bind:\n", "FILE:1: bind: no value (comment the line out to "
+         "keep the default)"),
+        ("bind: a\n\nbind: b\n", "FILE:3: bind given twice (first at "
+         "line 1)"),
+        ("- bind\n", "FILE:1: want a mapping of option: value"),
+        ("bind: a\n  key: : b\n", "FILE:2: mapping values are not allowed "
+         "in this context"),
+        ("# nothing but comments\n", "--bind ENDPOINT is required"),
+    ])
+    missing = os.path.join(root, "none.yaml")
+    rc, _, err = run([COLLECTOR, "--config", missing])
+    ok(rc == 2 and first_line(err) == "parity-collector: config file %s: "
+       "No such file or directory" % missing,
+       "collector: a missing --config FILE is an error: %s"
+       % first_line(err))
+    rc, _, err = run([COLLECTOR, "--bind", "x", "--config"])
+    ok(rc == 2 and first_line(err) == "parity-collector: unknown or "
+       "incomplete option --config", "collector: --config without FILE: %s"
+       % first_line(err))
+    text, n = uncommented(os.path.join(SOURCE, "deploy", "etc",
+                                       "collector.yaml"))
+    path = write(os.path.join(root, "example-collector.yaml"), text)
+    rc, _, err = run([COLLECTOR, "--config", path])
+    # db and data-dir exclude each other, which is checked after every
+    # key was read and its value accepted.
+    ok(n == 13 and rc == 2 and first_line(err) == "parity-collector: --db "
+       "and --data-dir exclude each other",
+       "collector: the example's %d keys, uncommented, are all accepted "
+       "(%s)" % (n, first_line(err)))
+
+    # The agent: the file's collector and name, --name over the file.
+    aconf = write(os.path.join(root, "agent.yaml"),
+                  "collector: tcp://127.0.0.1:%d\ncollector-key: %s\n"
+                  "key: %s\nsuites: %s\nspool: %s\nname: from-file\n"
+                  "heartbeat-ms: 200\n"
+                  % (free_port(), os.path.join(keys, "collector"),
+                     os.path.join(keys, "agent"), suites,
+                     os.path.join(root, "spool")))
+    hello = r"event=hello name=(\S+)"
+    m, log = run_until([AGENT, "--config", aconf], hello,
+                       os.path.join(root, "a1.log"))
+    ok(m and m.group(1) == "from-file" and "collector=tcp://127.0.0.1:"
+       in log, "agent: the file's name and collector over the defaults "
+       "(%s)" % (m.group(0) if m else log[-300:]))
+    m, log = run_until([AGENT, "--config", aconf, "--name", "from-flag"],
+                       hello, os.path.join(root, "a2.log"))
+    ok(m and m.group(1) == "from-flag",
+       "agent: --name wins over the file (%s)"
+       % (m.group(0) if m else log[-300:]))
+    config_errors(AGENT, root, [
+        (["--collector", "x"], "spool-max", "0", 2),
+        (["--collector", "x"], "heartbeat-ms", "70000", 1),
+    ], [
+        ("collector: x\nbind: y\n", 'FILE:2: unknown key "bind"'),
+        ("ack-timeout: 5\n", 'FILE:1: unknown key "ack-timeout"'),
+        ("name: {a: 1}\n", "FILE:1: name: want one value, not a list or "
+         "a mapping"),
+        ("collector: ~\n", "FILE:1: collector: no value (comment the line "
+         "out to keep the default)"),
+        ("collector: x\n", "--collector-key is required"),
+    ])
+    rc, _, err = run([AGENT, "--config", missing])
+    ok(rc == 2 and first_line(err) == "parity-agent: config file %s: No "
+       "such file or directory" % missing,
+       "agent: a missing --config FILE is an error: %s" % first_line(err))
+    rc, _, err = run([AGENT, "--collector", "x", "--config"])
+    ok(rc == 2 and first_line(err) == "parity-agent: --config needs a FILE",
+       "agent: --config without FILE: %s" % first_line(err))
+    text, n = uncommented(os.path.join(SOURCE, "deploy", "etc",
+                                       "agent.yaml"))
+    path = write(os.path.join(root, "example-agent.yaml"), text)
+    rc, _, err = run([AGENT, "--config", path])
+    # Every key accepted: what fails is a path of the example (its suites
+    # directory or its key files), which this machine does not have.
+    ok(n == 8 and rc == 2 and path not in err and "required" not in err
+       and "/etc/parity/suites" in err + str(os.path.isdir(
+           "/etc/parity/suites")),
+       "agent: the example's %d keys, uncommented, are all accepted (%s)"
+       % (n, first_line(err)))
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def main():
+    cases = {"units": case_units, "notify-agent": case_notify_agent,
+             "notify-collector": case_notify_collector,
+             "config": case_config}
+    if CASE not in cases:
+        bail("unknown case %s" % CASE)
+    try:
+        cases[CASE]()
+    finally:
+        cleanup()
+    print("1..%d" % n_tests)
+    sys.exit(1 if n_failed else 0)
+
+
+if __name__ == "__main__":
+    main()
