@@ -11,6 +11,9 @@
 
 /* Rows one `series` answer reads at most (then "truncated"). */
 #define S_SERIES_ROWS_MAX 200000
+/* Bytes of series one answer carries at most: under a frame's body
+ * (CO_QUERY_MAX_BODY), leaving a tenth for escapes and the rest. */
+#define S_SERIES_BYTES_MAX (CO_QUERY_MAX_BODY / 10 * 9)
 
 bool
 co_changes_handles(const char *command)
@@ -429,6 +432,25 @@ oom:
     return NULL;
 }
 
+/* Whole series from the front while the answer fits one frame (with
+ * room for the reply's own fields and escapes): a request that asks for
+ * too much gets "truncated", not an error. True when some were cut. */
+static bool
+s_fit_frame(json_t *list)
+{
+    size_t total = 0, i, n = json_array_size(list);
+    for (i = 0; i < n; i++) {
+        size_t one = json_dumpb(json_array_get(list, i), NULL, 0,
+                                JSON_COMPACT) + 1;
+        if (total + one > S_SERIES_BYTES_MAX)
+            break;
+        total += one;
+    }
+    for (size_t k = n; k > i; k--)
+        json_array_remove(list, k - 1);
+    return i < n;
+}
+
 static json_t *
 s_series(co_reply_t *c, const json_t *args)
 {
@@ -457,8 +479,9 @@ s_series(co_reply_t *c, const json_t *args)
         goto done;
     if (!(list = s_series_list(r)) || s_place_change_points(list, cps) != 0)
         goto oom;
+    bool cut = s_fit_frame(list);
     out = json_pack("{s:O,s:b}", "series", list, "truncated",
-                    PQntuples(r) > S_SERIES_ROWS_MAX ||
+                    cut || PQntuples(r) > S_SERIES_ROWS_MAX ||
                     json_array_size(list) >= CO_CHANGES_SERIES_MAX);
     if (out)
         goto done;

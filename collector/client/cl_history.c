@@ -411,6 +411,88 @@ s_usage(FILE *f)
 }
 
 
+/* The hosts of a history answer (its rows' entries), once each. */
+static json_t *
+s_history_hosts(const json_t *body)
+{
+    json_t *names = json_object(), *out = json_array(), *pair, *row, *e;
+    size_t i, k, h;
+    const char *name;
+    json_t *v;
+    json_array_foreach(json_object_get(body, "pairs"), i, pair)
+        json_array_foreach(json_object_get(pair, "rows"), k, row)
+            json_array_foreach(json_object_get(row, "hosts"), h, e)
+                if (names)
+                    json_object_set_new(names, s_str(e, "host", ""),
+                                        json_true());
+    json_object_foreach(names, name, v)
+        if (out && *name)
+            json_array_append_new(out, json_string(name));
+    json_decref(names);
+    return out;
+}
+
+/* The benchmark's series for the rows shown: each series' newest
+ * limit + 1 runs (a mark needs the run before). When one answer cannot
+ * hold them all ("truncated"), one request per host of the history. */
+static int
+s_ask_series(const cl_conn_opts_t *co, const char *bench, const json_t *args,
+             const json_t *hosts, const json_t *body, json_int_t limit,
+             json_t **out)
+{
+    json_t *sargs = json_pack("{s:s,s:O,s:I}", "benchmark", bench, "tags",
+                              json_object_get(args, "tags"), "runs",
+                              limit < 1000 ? limit + 1 : 1000);
+    json_t *all = NULL, *each = NULL, *h;
+    size_t i;
+    int rc = CL_EXIT_SYSTEM;
+    *out = NULL;
+    if (!sargs) {
+        cl_out_error("history", "out of memory");
+        goto done;
+    }
+    if (json_object_get(args, "suite"))
+        json_object_set(sargs, "suite", json_object_get(args, "suite"));
+    if (json_array_size(hosts) == 1)
+        json_object_set(sargs, "host", json_array_get(hosts, 0));
+    rc = cl_conn_ask("history", co, "series", sargs, &all);
+    if (rc != CL_EXIT_OK || json_array_size(hosts) == 1 ||
+        !json_is_true(json_object_get(all, "truncated")))
+        goto done;
+    json_t *list = json_array();
+    each = s_history_hosts(body);
+    if (!list || !each) {
+        json_decref(list);
+        cl_out_error("history", "out of memory");
+        rc = CL_EXIT_SYSTEM;
+        goto done;
+    }
+    json_object_set_new(all, "series", list);
+    json_object_set_new(all, "truncated", json_false());
+    json_array_foreach(each, i, h) {
+        json_t *one = NULL, *x;
+        size_t k;
+        json_object_set(sargs, "host", h);
+        rc = cl_conn_ask("history", co, "series", sargs, &one);
+        if (rc != CL_EXIT_OK)
+            goto done;
+        json_array_foreach(json_object_get(one, "series"), k, x)
+            json_array_append(list, x);
+        if (json_is_true(json_object_get(one, "truncated")))
+            json_object_set_new(all, "truncated", json_true());
+        json_decref(one);
+    }
+done:
+    if (rc == CL_EXIT_OK) {
+        *out = all;
+        all = NULL;
+    }
+    json_decref(all);
+    json_decref(each);
+    json_decref(sargs);
+    return rc;
+}
+
 int
 cl_history_main(int argc, char **argv)
 {
@@ -510,15 +592,10 @@ cl_history_main(int argc, char **argv)
     if (rc != CL_EXIT_OK)
         goto done;
     /* The same benchmark's series: change points and annotations. */
-    json_t *sargs = json_pack("{s:s,s:O}", "benchmark", bench, "tags", tags),
-           *series = NULL;
-    if (sargs && json_object_get(args, "suite"))
-        json_object_set(sargs, "suite", json_object_get(args, "suite"));
-    if (sargs && json_array_size(hosts) == 1)
-        json_object_set(sargs, "host", json_array_get(hosts, 0));
-    rc = sargs ? cl_conn_ask("history", &co, "series", sargs, &series)
-               : CL_EXIT_SYSTEM;
-    json_decref(sargs);
+    json_t *series = NULL;
+    json_int_t limit = json_integer_value(json_object_get(args, "limit"));
+    rc = s_ask_series(&co, bench, args, hosts, body, limit ? limit : 50,
+                      &series);
     if (rc != CL_EXIT_OK)
         goto done;
     /* --host H (several): only their series. */

@@ -826,23 +826,59 @@ s_site_ask(cl_conn_t *c, const char *command, const json_t *args,
 /* Runs per series the site asks for: what one history plot draws. */
 #define S_SITE_RUNS 200
 
+/* The answer of one `series` request appended to all's "series"; when
+ * one answer cannot hold it ("truncated") and args name no host, one
+ * request per host of the hosts answer instead. */
+static int
+s_site_series_of(cl_conn_t *c, json_t *args, const json_t *hosts,
+                 json_t *all)
+{
+    json_t *one = NULL, *x;
+    int status;
+    size_t i;
+    int rc = s_site_ask(c, "series", args, &one, &status, 0);
+    if (rc != CL_EXIT_OK)
+        return rc;
+    bool cut = json_is_true(json_object_get(one, "truncated"));
+    if (cut && hosts && !json_object_get(args, "host")) {
+        json_decref(one);
+        json_array_foreach(json_object_get(hosts, "hosts"), i, x) {
+            json_object_set_new(args, "host", json_string(s_str(x, "name",
+                                                                "")));
+            rc = s_site_series_of(c, args, NULL, all);
+            if (rc != CL_EXIT_OK)
+                break;
+        }
+        json_object_del(args, "host");
+        return rc;
+    }
+    json_array_foreach(json_object_get(one, "series"), i, x)
+        json_array_append(json_object_get(all, "series"), x);
+    if (cut)
+        json_object_set_new(all, "truncated", json_true());
+    json_decref(one);
+    return CL_EXIT_OK;
+}
+
 /* The series of the site, in two passes so that no answer outgrows a
  * frame (docs/protocol.md 10.14): every series with its newest 2 runs,
- * to learn the benchmarks, then each benchmark's series in full.
+ * to learn the benchmarks, then each benchmark's series in full; either
+ * per host when one answer cannot hold it.
  * CL_EXIT_OK with *out = {"series": [...], "truncated": b}. */
 static int
-s_site_series(cl_conn_t *c, const json_t *filter, json_t **out)
+s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
+              json_t **out)
 {
-    json_t *list = NULL, *args = json_deep_copy(filter), *all = NULL,
-           *seen = json_object();
-    int status, rc = CL_EXIT_SYSTEM;
-    size_t i, k;
+    json_t *list = json_pack("{s:[],s:b}", "series", "truncated", 0),
+           *args = json_deep_copy(filter), *all = NULL, *seen = json_object();
+    int rc = CL_EXIT_SYSTEM;
+    size_t i;
     json_t *ser;
     *out = NULL;
-    if (!args || !seen || json_object_set_new(args, "runs",
-                                              json_integer(2)) != 0)
+    if (!list || !args || !seen || json_object_set_new(args, "runs",
+                                                       json_integer(2)) != 0)
         goto oom;
-    rc = s_site_ask(c, "series", args, &list, &status, 0);
+    rc = s_site_series_of(c, args, hosts, list);
     if (rc != CL_EXIT_OK)
         goto done;
     all = json_pack("{s:[],s:b}", "series", "truncated",
@@ -856,21 +892,15 @@ s_site_series(cl_conn_t *c, const json_t *filter, json_t **out)
         if (json_object_get(seen, key) ||
             json_object_size(seen) >= CL_SITE_MAX_PAGES)
             continue;
-        json_t *one = NULL, *x;
         json_object_set_new(seen, key, json_true());
         json_object_set_new(args, "suite", json_string(s_str(ser, "suite",
                                                              "")));
         json_object_set_new(args, "benchmark", json_string(
             s_str(ser, "benchmark", "")));
         json_object_set_new(args, "runs", json_integer(S_SITE_RUNS));
-        rc = s_site_ask(c, "series", args, &one, &status, 0);
+        rc = s_site_series_of(c, args, hosts, all);
         if (rc != CL_EXIT_OK)
             goto done;
-        json_array_foreach(json_object_get(one, "series"), k, x)
-            json_array_append(json_object_get(all, "series"), x);
-        if (json_is_true(json_object_get(one, "truncated")))
-            json_object_set_new(all, "truncated", json_true());
-        json_decref(one);
     }
     *out = all;
     all = NULL;
@@ -944,7 +974,7 @@ s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
         rc = CL_EXIT_DATA;
         goto done;
     }
-    rc = s_site_series(c, args, &series);
+    rc = s_site_series(c, args, hosts, &series);
     if (rc != CL_EXIT_OK)
         goto done;
     doc = json_pack("{s:I,s:O,s:O,s:O,s:O}", "generated_at_us",
