@@ -2,7 +2,7 @@
 # deploy/package.sh -- build the Debian packages parity, parity-agent and
 # parity-collector from this checkout.
 #
-#   deploy/package.sh [--build-dir DIR] [OUTDIR]
+#   deploy/package.sh [--build-dir DIR] [--stage DIR] [OUTDIR]
 #
 # It configures (once) and builds a meson build directory for /usr
 # (default build-pkg/ in the checkout; reused, so a second run only builds
@@ -30,21 +30,28 @@
 # restarts a running daemon, a removal stops and disables it.
 #
 # A file a package lists that the build did not stage, or a staged file
-# no package lists, stops the script with a message naming it. It takes
-# no lock: on a shared machine run it under the build lock.
+# no package lists, stops the script with a message naming it. --stage
+# DIR packages an existing `meson install --destdir` tree instead of
+# building (DIR is copied, not changed). It takes no lock: on a shared
+# machine run it under the build lock.
 set -eu
 umask 022
 
-usage="usage: deploy/package.sh [--build-dir DIR] [OUTDIR]"
+usage="usage: deploy/package.sh [--build-dir DIR] [--stage DIR] [OUTDIR]"
 src=$(cd "$(dirname "$0")/.." && pwd)
 build="$src/build-pkg"
 out=""
+from_stage=""
 while [ $# -gt 0 ]; do
     case $1 in
         --build-dir)
             [ $# -ge 2 ] || { echo "package: --build-dir needs a directory" >&2; exit 2; }
             build=$2; shift 2 ;;
         --build-dir=*) build=${1#--build-dir=}; shift ;;
+        --stage)
+            [ $# -ge 2 ] || { echo "package: --stage needs a directory" >&2; exit 2; }
+            [ -d "$2" ] || { echo "package: --stage $2: not a directory" >&2; exit 2; }
+            from_stage=$(cd "$2" && pwd); shift 2 ;;
         -h|--help) echo "$usage"; exit 0 ;;
         -*) echo "package: unknown option $1 ($usage)" >&2; exit 2 ;;
         *)
@@ -70,27 +77,33 @@ debversion="$version-1"
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 
 # --- build and stage --------------------------------------------------------
-setup_args="--prefix=/usr --buildtype=debugoptimized -Dtests=false -Db_sanitize=none"
-if [ -f "$build/build.ninja" ]; then
-    # shellcheck disable=SC2086
-    meson setup --reconfigure $setup_args "$build" "$src" >"$build/package-setup.log" 2>&1 ||
-        { cat "$build/package-setup.log" >&2; echo "package: meson setup failed" >&2; exit 1; }
-else
-    # shellcheck disable=SC2086
-    meson setup $setup_args "$build" "$src" >"$build/package-setup.log" 2>&1 ||
-        { cat "$build/package-setup.log" >&2; echo "package: meson setup failed" >&2; exit 1; }
-fi
-ninja -C "$build" >"$build/package-ninja.log" 2>&1 ||
-    { tail -n 40 "$build/package-ninja.log" >&2; echo "package: build failed (log: $build/package-ninja.log)" >&2; exit 1; }
-
 stage="$build/stage"
 rm -rf "$stage"
-meson install -C "$build" --destdir "$stage" --strip --no-rebuild --quiet \
-    >"$build/package-install.log" 2>&1 ||
-    { cat "$build/package-install.log" >&2; echo "package: meson install failed" >&2; exit 1; }
+if [ -n "$from_stage" ]; then
+    cp -a "$from_stage" "$stage"
+else
+    setup_args="--prefix=/usr --buildtype=debugoptimized -Dtests=false -Db_sanitize=none"
+    if [ -f "$build/build.ninja" ]; then
+        # shellcheck disable=SC2086
+        meson setup --reconfigure $setup_args "$build" "$src" >"$build/package-setup.log" 2>&1 ||
+            { cat "$build/package-setup.log" >&2; echo "package: meson setup failed" >&2; exit 1; }
+    else
+        # shellcheck disable=SC2086
+        meson setup $setup_args "$build" "$src" >"$build/package-setup.log" 2>&1 ||
+            { cat "$build/package-setup.log" >&2; echo "package: meson setup failed" >&2; exit 1; }
+    fi
+    ninja -C "$build" >"$build/package-ninja.log" 2>&1 ||
+        { tail -n 40 "$build/package-ninja.log" >&2; echo "package: build failed (log: $build/package-ninja.log)" >&2; exit 1; }
+
+    meson install -C "$build" --destdir "$stage" --strip --no-rebuild --quiet \
+        >"$build/package-install.log" 2>&1 ||
+        { cat "$build/package-install.log" >&2; echo "package: meson install failed" >&2; exit 1; }
+fi
 # Debian's man pages are gzipped (-n: no name or time, the same bytes
 # every build).
-find "$stage/usr/share/man" -type f -name '*.[1-9]' -exec gzip -9nf {} +
+if [ -d "$stage/usr/share/man" ]; then
+    find "$stage/usr/share/man" -type f -name '*.[1-9]' -exec gzip -9nf {} +
+fi
 
 # --- share the staged files out ------------------------------------------------
 # Package roots live in $debdir/debian/NAME, where dpkg-shlibdeps expects
@@ -218,7 +231,7 @@ if [ "\${1:-}" = configure ]; then
        command -v systemd-sysusers >/dev/null 2>&1; then
         systemd-sysusers "$sysusers"
     elif ! getent passwd parity >/dev/null; then
-        adduser --system --group --quiet --home /var/lib/parity \\
+        adduser --system --group --quiet --home /nonexistent \\
             --no-create-home parity
     fi
     # Services only under systemd as PID 1. A first install starts
@@ -251,8 +264,9 @@ exit 0
 EOF
     cat >"$root/DEBIAN/postrm" <<EOF
 #!/bin/sh
-# postrm of $1 (deploy/package.sh). The parity user and /var/lib/parity
-# (spool, keys, the collector's database) are kept, even on purge.
+# postrm of $1 (deploy/package.sh). The parity user and what the
+# daemon keeps in /var/lib (spool, keys, the collector's database) are
+# kept, even on purge.
 set -eu
 if [ -d /run/systemd/system ]; then
     systemctl daemon-reload >/dev/null 2>&1 || true

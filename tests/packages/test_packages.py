@@ -7,7 +7,10 @@ removed on this machine, emitting TAP.
      $PKG_BUILD_DIR (so a second run only builds what changed); its
      time is printed. Its command-line errors are pinned first.
   2. The packages' control data: versions, library dependencies from
-     dpkg-shlibdeps, postgresql for the collector, the conffiles.
+     dpkg-shlibdeps, postgresql for the collector, the conffiles. The
+     packages unpacked into one tree and packaged again with --stage
+     give the same files; a listed file missing from that tree, or a
+     file no package lists, is an error naming it.
   3. `apt-get install ./parity_*.deb ./parity-agent_*.deb
      ./parity-collector_*.deb` (any copy already installed is purged
      first), then every file where Debian expects it, the parity system
@@ -18,7 +21,12 @@ removed on this machine, emitting TAP.
      /usr/libexec/parity/parity-noop (seen by swapping in a no-op that
      counts its runs), while the build tree's parity-agent
      ($PARITY_AGENT_BUILD) still calibrates with the build tree's;
-     `man -w` finds every page; bash completes a verb.
+     `man -w` finds every page; bash completes a verb. The daemons as
+     their installed units start them (ExecStart=, --config
+     /etc/parity/NAME.yaml): an unknown key in the installed config
+     names the file and line; the collector from its config file with
+     its private PostgreSQL, the agent's `run --collector` acked, and
+     `parity hosts` showing the agent's host.
   5. `apt-get remove`: the programs are gone, the edited conffile stays;
      `apt-get purge`: every file the packages had is gone.
 
@@ -29,7 +37,9 @@ import glob
 import json
 import os
 import re
+import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -61,6 +71,13 @@ def ok(cond, name, diag=None):
                 print("# " + line)
     sys.stdout.flush()
     return cond
+
+
+def skip(name, reason):
+    global count
+    count += 1
+    print("ok %d - %s # SKIP %s" % (count, name, reason))
+    sys.stdout.flush()
 
 
 def run(cmd, timeout=600, **kw):
@@ -103,9 +120,9 @@ def check_errors(tmp):
     cases = [
         (["--build-dir"], 2, "package: --build-dir needs a directory"),
         (["--fast"], 2, "package: unknown option --fast (usage: "
-                        "deploy/package.sh [--build-dir DIR] [OUTDIR])"),
+                        "deploy/package.sh [--build-dir DIR] [--stage DIR] [OUTDIR])"),
         (["a", "b"], 2, "package: one OUTDIR only (usage: "
-                        "deploy/package.sh [--build-dir DIR] [OUTDIR])"),
+                        "deploy/package.sh [--build-dir DIR] [--stage DIR] [OUTDIR])"),
     ]
     for args, code, msg in cases:
         r = run(["sh", PACKAGE_SH] + args)
@@ -127,6 +144,77 @@ def check_errors(tmp):
     ok(r.returncode == 1 and r.stderr.strip() ==
        "package: dpkg-deb not found: run deploy/install.sh",
        "package.sh without dpkg-deb: exit 1, names it",
+       "exit %d, stderr %r" % (r.returncode, r.stderr))
+
+
+def deb_files(deb):
+    """The paths of a .deb's files and links (not directories)."""
+    r = run(["dpkg-deb", "-c", deb])
+    out = []
+    for line in r.stdout.splitlines():
+        f = line.split(None, 5)
+        if len(f) == 6 and not f[0].startswith("d"):
+            out.append(f[5].split(" -> ")[0].lstrip("."))
+    return sorted(out)
+
+
+def check_stage(tmp, debs):
+    """--stage: the three packages unpacked again are a staging tree that
+    gives the same packages; one listed file missing, or one file no
+    package lists, is an error naming it."""
+    stage = os.path.join(tmp, "stage")
+    for pkg in PACKAGES:
+        subprocess.run(["dpkg-deb", "-x", debs[pkg], stage], check=True)
+    # What package.sh adds itself, not meson install.
+    for pkg in PACKAGES:
+        os.remove(os.path.join(stage, "usr/share/doc", pkg, "copyright"))
+    work = os.path.join(tmp, "stage-work")
+    out = os.path.join(tmp, "stage-debs")
+    r = run(["sh", PACKAGE_SH, "--stage", stage, "--build-dir", work, out],
+            timeout=300)
+    again = {p: glob.glob(os.path.join(out, "%s_*.deb" % p))
+             for p in PACKAGES}
+    same = r.returncode == 0 and all(
+        len(again[p]) == 1 and deb_files(again[p][0]) == deb_files(debs[p])
+        for p in PACKAGES)
+    ok(same, "package.sh --stage: the packages unpacked give the same "
+       "packages", r.stdout + r.stderr)
+
+    os.remove(os.path.join(stage, "etc/parity/agent.yaml"))
+    r = run(["sh", PACKAGE_SH, "--stage", stage, "--build-dir", work, out],
+            timeout=300)
+    want = ("package: parity-agent: etc/parity/agent.yaml is not in the "
+            "meson install staging dir %s/stage (not installed by the "
+            "build?)" % work)
+    ok(r.returncode == 1 and r.stderr.strip() == want,
+       "a listed file missing: exit 1, " + want.replace(work, "WORK"),
+       "exit %d, stderr %r" % (r.returncode, r.stderr))
+    with open(os.path.join(stage, "etc/parity/agent.yaml"), "w") as f:
+        f.write("# agent\n")
+
+    with open(os.path.join(stage, "usr/bin/parity-stray"), "w") as f:
+        f.write("")
+    os.makedirs(os.path.join(stage, "usr/share/stray"))
+    with open(os.path.join(stage, "usr/share/stray/x"), "w") as f:
+        f.write("")
+    r = run(["sh", PACKAGE_SH, "--stage", stage, "--build-dir", work, out],
+            timeout=300)
+    want = ("package: staged but in no package (add them to "
+            "deploy/package.sh):\n  usr/bin/parity-stray\n"
+            "  usr/share/stray/x")
+    ok(r.returncode == 1 and r.stderr.strip() == want,
+       "files no package lists: exit 1, each named",
+       "exit %d, stderr %r" % (r.returncode, r.stderr))
+
+    r = run(["sh", PACKAGE_SH, "--stage", os.path.join(tmp, "none"), out])
+    want = "package: --stage %s: not a directory" % os.path.join(tmp, "none")
+    ok(r.returncode == 2 and r.stderr.strip() == want,
+       "--stage NOTDIR: exit 2, 'package: --stage NOTDIR: not a directory'",
+       "exit %d, stderr %r" % (r.returncode, r.stderr))
+    r = run(["sh", PACKAGE_SH, "--stage"])
+    ok(r.returncode == 2 and
+       r.stderr.strip() == "package: --stage needs a directory",
+       "--stage: exit 2, 'package: --stage needs a directory'",
        "exit %d, stderr %r" % (r.returncode, r.stderr))
 
 
@@ -272,7 +360,8 @@ def check_programs(tmp):
                "the build tree's parity-agent still calibrates with the "
                "build tree's parity-noop", r.stderr)
         else:
-            ok(True, "# SKIP no build-tree parity-agent given")
+            skip("the build tree's parity-agent calibrates with its own "
+                 "parity-noop", "no build-tree parity-agent given")
     finally:
         shutil.copy2(saved, NOOP)
     r = run(["dpkg", "--verify", "parity-agent"])
@@ -315,12 +404,157 @@ def check_programs(tmp):
            "bash completes 'parity comp' to compare and 'compare --r' to "
            "--runs", r.stdout + r.stderr)
     else:
-        ok(True, "# SKIP bash-completion is not installed")
+        skip("bash completion", "bash-completion is not installed")
     if shutil.which("zsh"):
         r = run(["zsh", "-n", "/usr/share/zsh/vendor-completions/_parity"])
         ok(r.returncode == 0, "_parity parses in zsh", r.stderr)
     else:
-        ok(True, "# SKIP zsh is not installed")
+        skip("_parity parses in zsh", "zsh is not installed")
+
+
+def free_port():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def exec_start(name):
+    """The command line of the installed unit's ExecStart= (what systemd
+    would run, without its sandbox), or None."""
+    for d in ("/lib/systemd/system/", "/usr/lib/systemd/system/"):
+        try:
+            with open(d + name + ".service") as f:
+                for line in f:
+                    if line.startswith("ExecStart="):
+                        return shlex.split(line[len("ExecStart="):].strip())
+        except OSError:
+            pass
+    return None
+
+
+def check_fleet(tmp):
+    """The installed daemons as their installed units start them (their
+    ExecStart=, so with /etc/parity/NAME.yaml): an unknown key in each
+    config file stops its daemon naming the file and line; the collector
+    from its config file, its private PostgreSQL from the installed
+    postgresql; the installed agent's run streamed to it; the installed
+    client asking it for its hosts."""
+    saved = {}
+    for name in ("agent", "collector"):
+        path = "/etc/parity/%s.yaml" % name
+        with open(path) as f:
+            saved[path] = f.read()
+    try:
+        for name in ("agent", "collector"):
+            path = "/etc/parity/%s.yaml" % name
+            with open(path, "a") as f:
+                f.write("colour: red\n")
+            line = len(saved[path].splitlines()) + 1
+            cmd = exec_start("parity-" + name)
+            if not ok(cmd and cmd[0] == "/usr/bin/parity-" + name,
+                      "the parity-%s unit starts /usr/bin/parity-%s"
+                      % (name, name), cmd):
+                return
+            r = run(cmd, timeout=30)
+            want = 'parity-%s: %s:%d: unknown key "colour"' % (name, path,
+                                                                line)
+            ok(r.returncode == 2 and
+               r.stderr.splitlines()[:1] == [want],
+               "/usr/bin/parity-%s reads the installed %s: %s" % (
+                   name, path, want),
+               "exit %d, stderr %r" % (r.returncode, r.stderr))
+            with open(path, "w") as f:
+                f.write(saved[path])
+
+        root = os.path.join(tmp, "fleet")
+        keys, allow, admin = (os.path.join(root, d)
+                              for d in ("keys", "allow", "admin"))
+        for d in (keys, allow, admin):
+            os.makedirs(d)
+        os.chmod(tmp, 0o755)     # the postgres user must reach DATA/pg
+        os.chmod(root, 0o755)
+        for name in ("collector", "agent", "admin"):
+            r = run(["/usr/bin/parity", "keygen", name, "--dir", keys],
+                    timeout=30)
+            if not ok(r.returncode == 0, "/usr/bin/parity keygen %s" % name,
+                      r.stdout + r.stderr):
+                return
+        shutil.copy(os.path.join(keys, "agent"), allow)
+        shutil.copy(os.path.join(keys, "admin"), admin)
+        port = free_port()
+        endpoint = "tcp://127.0.0.1:%d" % port
+        with open("/etc/parity/collector.yaml", "a") as f:
+            f.write("bind: %s\nkey: %s\nallow: %s\nadmin: %s\n"
+                    "data-dir: %s\n" % (
+                        "tcp://127.0.0.1:%d" % port,
+                        os.path.join(keys, "collector_secret"), allow,
+                        admin, os.path.join(root, "data")))
+        log_path = os.path.join(root, "collector.log")
+        log = open(log_path, "ab")
+        collector = subprocess.Popen(exec_start("parity-collector"),
+                                     stdout=log, stderr=log)
+        try:
+            up = False
+            end = time.monotonic() + 90
+            while time.monotonic() < end and collector.poll() is None:
+                try:
+                    socket.create_connection(("127.0.0.1", port),
+                                             timeout=0.2).close()
+                    up = True
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            with open(log_path, errors="replace") as f:
+                tail = f.read()[-3000:]
+            if not ok(up, "/usr/bin/parity-collector as its unit starts it, "
+                      "from /etc/parity/collector.yaml, listens", tail):
+                return
+            suite = os.path.join(tmp, "true.yaml")
+            r = run(["/usr/bin/parity-agent", "run", suite, "--runs", "3",
+                     "--warmup", "0", "--collector", endpoint,
+                     "--collector-key", os.path.join(keys, "collector"),
+                     "--key", os.path.join(keys, "agent"),
+                     "--spool", os.path.join(root, "spool"),
+                     "--name", "package-test", "--ack-timeout", "60"],
+                    timeout=120, cwd=tmp)
+            ok(r.returncode == 0,
+               "/usr/bin/parity-agent run --collector: every message acked",
+               "exit %d\n%s%s" % (r.returncode, r.stdout[-1500:], r.stderr))
+            env = dict(os.environ, PARITY_COLLECTOR=endpoint,
+                       PARITY_COLLECTOR_KEY=os.path.join(keys, "collector"),
+                       PARITY_KEY=os.path.join(keys, "admin"),
+                       XDG_CONFIG_HOME=os.path.join(root, "config"))
+            r = run(["/usr/bin/parity", "hosts", "--json"], timeout=60,
+                    env=env)
+            names = []
+            try:
+                doc = json.loads(r.stdout)
+                hosts = doc.get("hosts", doc) if isinstance(doc, dict) \
+                    else doc
+                names = [h.get("name") for h in hosts]
+            except (ValueError, AttributeError, TypeError):
+                pass
+            ok(r.returncode == 0 and "package-test" in names,
+               "/usr/bin/parity hosts: the collector stored the agent's "
+               "host", r.stdout[-1500:] + r.stderr)
+        finally:
+            if collector.poll() is None:
+                collector.terminate()
+                try:
+                    collector.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    collector.kill()
+                    collector.wait()
+            log.close()
+            ok(collector.returncode == 0,
+               "parity-collector stops on SIGTERM with status 0",
+               "status %s" % collector.returncode)
+    finally:
+        for path, text in saved.items():
+            with open(path, "w") as f:
+                f.write(text)
 
 
 def main():
@@ -355,6 +589,7 @@ def main():
             print("1..%d" % count)
             return 1
         check_control(debs)
+        check_stage(tmp, debs)
 
         r = purge_all()
         if r is not None:
@@ -379,9 +614,11 @@ def main():
                not daemon_pids("/usr/bin/parity-collector"),
                "PID 1 is not systemd: no daemon was started")
         else:
-            ok(True, "# SKIP PID 1 is systemd here")
+            skip("no daemon started without systemd", "PID 1 is systemd")
         print("# at %.1f s" % (time.monotonic() - started))
         check_programs(tmp)
+        print("# at %.1f s" % (time.monotonic() - started))
+        check_fleet(tmp)
 
         # remove: programs gone, an edited conffile kept; purge: all gone.
         with open("/etc/parity/agent.yaml", "a") as f:
