@@ -6,7 +6,8 @@
 # is for tests/cli/test_site.py, which renders `parity report --site` in
 # it headless (the test is skipped without it).
 # pandoc makes the man pages from docs/ at build time; dpkg-dev
-# (dpkg-shlibdeps) and man-db are for deploy/package.sh and its test.
+# (dpkg-shlibdeps), man-db, bash-completion and zsh are for
+# deploy/package.sh and its test (tests/packages).
 set -eu
 
 PACKAGES="
@@ -35,6 +36,8 @@ chromium
 pandoc
 dpkg-dev
 man-db
+bash-completion
+zsh
 "
 
 missing=""
