@@ -21,6 +21,13 @@ Cases (one meson test each):
   notify-collector  parity-collector with its private PostgreSQL: READY=1
                     once listening, pings, STATUS= peers online going
                     from 0 to 1 when an agent connects, STOPPING=1
+  collector-syscalls
+                    every system call parity-collector, initdb and its
+                    PostgreSQL make (strace -f -c) through a start, an
+                    agent's Hello and calibration, and a stop is in the
+                    unit's SystemCallFilter=@system-service (expanded by
+                    systemd-analyze syscall-filter); SKIP without strace
+                    or systemd-analyze
   config            both daemons' config files: file over defaults, flags
                     over file, and every error message (unknown key,
                     bad value, missing file, ...) pinned; the shipped
@@ -440,6 +447,117 @@ def case_notify_collector():
     shutil.rmtree(root, ignore_errors=True)
 
 
+# ----------------------------------------------------- collector-syscalls
+
+def syscall_set(analyze, group):
+    """group expanded to system call names by systemd-analyze."""
+    out = subprocess.run([analyze, "syscall-filter"], capture_output=True,
+                         text=True, timeout=30).stdout
+    groups, cur = {}, None
+    for line in out.splitlines():
+        if line.startswith("@"):
+            cur = line.split()[0]
+            groups[cur] = []
+        elif cur and line.strip() and not line.strip().startswith("#"):
+            groups[cur].append(line.split()[0])
+    names, todo, seen = set(), [group], set()
+    while todo:
+        g = todo.pop()
+        for x in groups.get(g, []):
+            if x.startswith("@"):
+                if x not in seen:
+                    seen.add(x)
+                    todo.append(x)
+            else:
+                names.add(x)
+    return names
+
+
+def case_collector_syscalls():
+    analyze, strace = shutil.which("systemd-analyze"), shutil.which("strace")
+    if not analyze or not strace:
+        print("1..0 # SKIP needs systemd-analyze and strace")
+        sys.exit(0)
+    ldd = subprocess.run(["ldd", COLLECTOR], capture_output=True,
+                         text=True, timeout=30).stdout
+    if "libasan" in ldd or "libtsan" in ldd:
+        # The sanitizer runtimes make calls of their own; the packaged
+        # collector has none of them.
+        print("1..0 # SKIP a sanitized build")
+        sys.exit(0)
+    unit = os.path.join(BUILD, "deploy", "systemd",
+                        "parity-collector.service")
+    with open(unit) as f:
+        filt = re.search(r"^SystemCallFilter=(\S+)$", f.read(), re.M)
+    ok(filt is not None, "the collector's unit has one SystemCallFilter= "
+       "group (%s)" % (filt.group(1) if filt else None))
+    allowed = syscall_set(analyze, filt.group(1) if filt else "@x")
+    root = tempfile.mkdtemp(prefix="parity-syscalls-")
+    os.chmod(root, 0o755)
+    keys, allow, suites = (os.path.join(root, d) for d in
+                           ("keys", "allow", "suites"))
+    for d in (keys, allow, suites):
+        os.makedirs(d)
+    keygen(os.path.join(keys, "collector"))
+    keygen(os.path.join(keys, "agent"))
+    shutil.copy(os.path.join(keys, "agent"), allow)
+    port = free_port()
+    endpoint = "tcp://127.0.0.1:%d" % port
+    summary = os.path.join(root, "strace.txt")
+    log_path = os.path.join(root, "collector.log")
+    log = open(log_path, "w")
+    tracer = spawn([strace, "-f", "-c", "-o", summary, COLLECTOR,
+                    "--data-dir", os.path.join(root, "data"), "--bind",
+                    endpoint, "--key", os.path.join(keys, "collector_secret"),
+                    "--allow", allow], dict(os.environ), log,
+                   own_watchdog_pid=False)
+
+    def logged(word):
+        with open(log_path) as f:
+            return ("event=%s " % word) in f.read()
+    if not wait_for(lambda: logged("listening") or tracer.poll() is not None,
+                    150):
+        bail("collector not listening under strace")
+    agent_log = open(os.path.join(root, "agent.log"), "w")
+    agent = spawn([AGENT, "--collector", endpoint, "--collector-key",
+                   os.path.join(keys, "collector"), "--key",
+                   os.path.join(keys, "agent"), "--suites", suites,
+                   "--spool", os.path.join(root, "spool")],
+                  dict(os.environ), agent_log, own_watchdog_pid=False)
+    spool = os.path.join(root, "spool")
+    agent_log_path = os.path.join(root, "agent.log")
+
+    def calibration_acked():
+        # Spooled (the agent logs it after), then acked once stored: the
+        # spool is empty again.
+        with open(agent_log_path) as f:
+            if "event=calibration " not in f.read():
+                return False
+        return not [x for x in os.listdir(spool) if x.endswith(".msg")]
+    stored = wait_for(calibration_acked, 60)
+    ok(stored, "an agent's Hello and calibration stored under strace")
+    agent.send_signal(signal.SIGTERM)
+    agent.wait(timeout=30)
+    # strace's child is the collector: SIGTERM it, as systemd would.
+    with open("/proc/%d/task/%d/children" % (tracer.pid, tracer.pid)) as f:
+        collector_pid = int(f.read().split()[0])
+    os.kill(collector_pid, signal.SIGTERM)
+    tracer.wait(timeout=120)
+    used = []
+    with open(summary) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 5 and parts[0][0].isdigit() \
+                    and parts[-1] != "total":
+                used.append(parts[-1])
+    diag("%d distinct system calls" % len(used))
+    outside = sorted(set(used) - allowed)
+    ok(len(used) > 30 and not outside,
+       "every system call of the collector and its PostgreSQL is in %s "
+       "(outside: %s)" % (filt.group(1) if filt else "?", outside))
+    shutil.rmtree(root, ignore_errors=True)
+
+
 # ------------------------------------------------------------------ config
 
 def run(cmd, timeout=30):
@@ -661,6 +779,7 @@ def case_config():
 def main():
     cases = {"units": case_units, "notify-agent": case_notify_agent,
              "notify-collector": case_notify_collector,
+             "collector-syscalls": case_collector_syscalls,
              "config": case_config}
     if CASE not in cases:
         bail("unknown case %s" % CASE)
