@@ -64,6 +64,13 @@ s_str_arg(co_reply_t *c, const json_t *args, const char *key, size_t max,
 
 /* ---- regressions: the change points -------------------------------- */
 
+/* The same step seen through another metric: `ratio` and `subject` both
+ * move when the subject does (one host's noise may hide it from one of
+ * them); `other` is the other arm's own. */
+#define S_SAME_SIDE \
+    "(c2.metric = cp.metric OR (c2.metric <> 'other' AND " \
+    "cp.metric <> 'other'))"
+
 /* Hosts counted with a step: change points of the same series on other
  * hosts whose first run after the step is of the same job, or has the
  * same commit tag; and the hosts that ran that job or commit at all. */
@@ -80,11 +87,11 @@ static const char s_list_sql[] =
     " r2.job_id = ra.job_id AND r2.job_id <> '' AND c2.benchmark_id = "
     " cp.benchmark_id AND "
     " c2.subject = cp.subject AND c2.other = cp.other AND c2.vars = cp.vars "
-    " AND c2.metric = cp.metric AND c2.outcome = cp.outcome) "
+    " AND " S_SAME_SIDE " AND c2.outcome = cp.outcome) "
     " WHEN ra.tags ? 'commit' THEN (SELECT count(DISTINCT c2.host_id) FROM "
     " change_points c2 JOIN runs r2 ON r2.id = c2.after_run WHERE "
     " c2.benchmark_id = cp.benchmark_id AND c2.subject = cp.subject AND "
-    " c2.other = cp.other AND c2.vars = cp.vars AND c2.metric = cp.metric "
+    " c2.other = cp.other AND c2.vars = cp.vars AND " S_SAME_SIDE
     " AND c2.outcome = cp.outcome AND r2.tags->>'commit' = "
     " ra.tags->>'commit') ELSE 1 END, "
     "CASE WHEN ra.job_id <> '' THEN (SELECT count(DISTINCT r3.host_id) FROM "

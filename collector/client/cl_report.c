@@ -862,29 +862,26 @@ s_site_series_of(cl_conn_t *c, json_t *args, const json_t *hosts,
 
 /* The series of the site, in two passes so that no answer outgrows a
  * frame (docs/protocol.md 10.14): every series with its newest 2 runs,
- * to learn the benchmarks, then each benchmark's series in full; either
- * per host when one answer cannot hold it.
- * CL_EXIT_OK with *out = {"series": [...], "truncated": b}. */
+ * to learn the benchmarks, then each benchmark's series in full, written
+ * as its page before the next is asked (the client holds one benchmark's
+ * series, not the fleet's); either per host when one answer cannot hold
+ * it. */
 static int
 s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
-              json_t **out)
+              cl_site_t *site)
 {
     json_t *list = json_pack("{s:[],s:b}", "series", "truncated", 0),
-           *args = json_deep_copy(filter), *all = NULL, *seen = json_object();
+           *args = json_deep_copy(filter), *one = NULL, *seen = json_object();
     int rc = CL_EXIT_SYSTEM;
     size_t i;
     json_t *ser;
-    *out = NULL;
+    char err[1024];
     if (!list || !args || !seen || json_object_set_new(args, "runs",
                                                        json_integer(2)) != 0)
         goto oom;
     rc = s_site_series_of(c, args, hosts, list);
     if (rc != CL_EXIT_OK)
         goto done;
-    all = json_pack("{s:[],s:b}", "series", "truncated",
-                    json_is_true(json_object_get(list, "truncated")));
-    if (!all)
-        goto oom;
     json_array_foreach(json_object_get(list, "series"), i, ser) {
         char key[2048];
         snprintf(key, sizeof key, "%s\x1f%s", s_str(ser, "suite", ""),
@@ -898,12 +895,22 @@ s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
         json_object_set_new(args, "benchmark", json_string(
             s_str(ser, "benchmark", "")));
         json_object_set_new(args, "runs", json_integer(S_SITE_RUNS));
-        rc = s_site_series_of(c, args, hosts, all);
+        if (!(one = json_pack("{s:[],s:b}", "series", "truncated", 0)))
+            goto oom;
+        rc = s_site_series_of(c, args, hosts, one);
         if (rc != CL_EXIT_OK)
             goto done;
+        if (cl_site_add(site, json_object_get(one, "series"),
+                        json_is_true(json_object_get(one, "truncated")) ||
+                        json_is_true(json_object_get(list, "truncated")),
+                        err, sizeof err) != 0) {
+            cl_out_error("report", "--site: %s", err);
+            rc = CL_EXIT_DATA;
+            goto done;
+        }
+        json_decref(one);
+        one = NULL;
     }
-    *out = all;
-    all = NULL;
     rc = CL_EXIT_OK;
     goto done;
 oom:
@@ -912,7 +919,7 @@ oom:
 done:
     json_decref(list);
     json_decref(args);
-    json_decref(all);
+    json_decref(one);
     json_decref(seen);
     return rc;
 }
@@ -940,8 +947,9 @@ s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
 {
     char err[1024];
     int code = 0, status = 0, rc;
-    json_t *hosts = NULL, *latest = NULL, *regs = NULL, *series = NULL,
-           *args = NULL, *doc = NULL;
+    json_t *hosts = NULL, *latest = NULL, *regs = NULL, *args = NULL,
+           *doc = NULL;
+    cl_site_t *site = NULL;
     const json_t *cps;
     cl_conn_t *c = cl_conn_open(co, &code, err, sizeof err);
     if (!c) {
@@ -974,27 +982,30 @@ s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
         rc = CL_EXIT_DATA;
         goto done;
     }
-    rc = s_site_series(c, args, hosts, &series);
-    if (rc != CL_EXIT_OK)
-        goto done;
-    doc = json_pack("{s:I,s:O,s:O,s:O,s:O}", "generated_at_us",
+    doc = json_pack("{s:I,s:O,s:O,s:O}", "generated_at_us",
                     (json_int_t)time(NULL) * 1000000, "hosts", hosts,
-                    "latest", latest, "regressions", cps, "series", series);
+                    "latest", latest, "regressions", cps);
     if (!doc) {
         cl_out_error("report", "out of memory assembling the site");
         rc = CL_EXIT_SYSTEM;
         goto done;
     }
-    if (cl_site_write(doc, dir, err, sizeof err) != 0) {
+    if (!(site = cl_site_begin(doc, dir, err, sizeof err))) {
+        cl_out_error("report", "--site: %s", err);
+        rc = CL_EXIT_DATA;
+        goto done;
+    }
+    rc = s_site_series(c, args, hosts, site);
+    if (rc == CL_EXIT_OK && cl_site_end(&site, err, sizeof err) != 0) {
         cl_out_error("report", "--site: %s", err);
         rc = CL_EXIT_DATA;
     }
 done:
+    cl_site_end(&site, NULL, 0);
     json_decref(args);
     json_decref(hosts);
     json_decref(latest);
     json_decref(regs);
-    json_decref(series);
     json_decref(doc);
     cl_conn_destroy(&c);
     return rc;

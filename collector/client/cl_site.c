@@ -45,12 +45,18 @@ static const char s_css[] =
     "svg.boxplot{max-width:100%;height:auto;display:block}\n"
     "nav a{margin-right:1em}\n";
 
-typedef struct {
-    const json_t *doc;    /* borrowed */
-    json_t *pages;        /* [{"suite", "benchmark", "file", "series": []}] */
+/* The pages keep their series only until the page is written; then
+ * "count" says how many it had. */
+struct cl_site {
+    json_t *doc;          /* the caller's, one reference */
+    char dir[S_PATH_MAX];
+    json_t *pages;        /* [{"suite", "benchmark", "file", "series": [],
+                             "count"}] */
     json_t *by_key;       /* "suite\x1fbenchmark" -> index into pages */
     size_t dropped;       /* series beyond CL_SITE_MAX_PAGES benchmarks */
-} s_site_t;
+    bool truncated;       /* some answer left series out */
+};
+typedef struct cl_site s_site_t;
 
 static const char *
 s_str(const json_t *o, const char *k, const char *dflt)
@@ -200,16 +206,11 @@ s_close(FILE *f, const char *dir, const char *name, const char *tmp,
 /* Group the series by (suite, benchmark), in the order they come, and
  * name each group's page. */
 static int
-s_group(s_site_t *s)
+s_group(s_site_t *s, const json_t *series)
 {
     size_t i;
     json_t *ser;
-    s->pages = json_array();
-    s->by_key = json_object();
-    if (!s->pages || !s->by_key)
-        return -1;
-    json_array_foreach(json_object_get(json_object_get(s->doc, "series"),
-                                       "series"), i, ser) {
+    json_array_foreach(series, i, ser) {
         char key[2048];
         snprintf(key, sizeof key, "%s\x1f%s", s_str(ser, "suite", ""),
                  s_str(ser, "benchmark", ""));
@@ -233,9 +234,9 @@ s_group(s_site_t *s)
             safe[k] = '\0';
             snprintf(file, sizeof file, "bench-%04zu-%s.html", n + 1, safe);
             if (json_array_append_new(s->pages, json_pack(
-                    "{s:s,s:s,s:s,s:[]}", "suite", s_str(ser, "suite", ""),
-                    "benchmark", s_str(ser, "benchmark", ""), "file", file,
-                    "series")) != 0 ||
+                    "{s:s,s:s,s:s,s:[],s:i}", "suite", s_str(ser, "suite",
+                    ""), "benchmark", s_str(ser, "benchmark", ""), "file",
+                    file, "series", "count", 0)) != 0 ||
                 json_object_set_new(s->by_key, key, json_integer(
                     (json_int_t)n)) != 0)
                 return -1;
@@ -669,8 +670,7 @@ s_bench_list(FILE *f, const s_site_t *s)
     size_t i;
     json_t *page;
     fprintf(f, "<h2>Benchmarks (%zu)</h2>\n", json_array_size(s->pages));
-    if (json_is_true(json_object_get(json_object_get(s->doc, "series"),
-                                     "truncated")))
+    if (s->truncated)
         fputs("<p class=\"capped\">The collector held more series than one "
               "answer carries: some are missing (give --since or --tag)."
               "</p>\n", f);
@@ -680,14 +680,14 @@ s_bench_list(FILE *f, const s_site_t *s)
                 CL_SITE_MAX_PAGES);
     fputs("<ul class=\"benchmarks\">\n", f);
     json_array_foreach(s->pages, i, page) {
-        size_t n = json_array_size(json_object_get(page, "series"));
+        json_int_t n = json_integer_value(json_object_get(page, "count"));
         fprintf(f, "<li><a href=\"%s\">", s_str(page, "file", ""));
         if (*s_str(page, "suite", "")) {
             cl_svg_text(f, s_str(page, "suite", ""));
             fputs(" / ", f);
         }
         cl_svg_text(f, s_str(page, "benchmark", "?"));
-        fprintf(f, "</a> (%zu series)</li>\n", n);
+        fprintf(f, "</a> (%" JSON_INTEGER_FORMAT " series)</li>\n", n);
     }
     fputs("</ul>\n", f);
 }
@@ -722,44 +722,100 @@ s_index(const s_site_t *s, const char *dir, char *err, size_t errlen)
     return s_close(f, dir, "index.html", tmp, err, errlen);
 }
 
-int
-cl_site_write(const json_t *doc, const char *dir, char *err, size_t errlen)
+cl_site_t *
+cl_site_begin(json_t *doc, const char *dir, char *err, size_t errlen)
 {
-    s_site_t s = { .doc = doc };
     char tmp[S_PATH_MAX];
-    int rc = -1;
+    s_site_t *s = NULL;
     if (strlen(dir) > S_PATH_MAX - 128) {
         snprintf(err, errlen, "%.64s...: directory name too long", dir);
-        return -1;
+        return NULL;
     }
     if (!json_is_object(doc)) {
         snprintf(err, errlen, "the site's document is not a JSON object");
-        return -1;
+        return NULL;
     }
     if (s_prepare(dir, err, errlen) != 0)
-        return -1;
+        return NULL;
     /* The marker first: a site left half written can be written again. */
     FILE *m = s_open(dir, CL_SITE_MARKER, tmp, sizeof tmp, err, errlen);
     if (!m)
-        return -1;
+        return NULL;
     fputs("written by parity report --site; this directory may be "
           "rewritten by it\n", m);
     if (s_close(m, dir, CL_SITE_MARKER, tmp, err, errlen) != 0)
-        return -1;
-    if (s_group(&s) != 0) {
-        snprintf(err, errlen, "out of memory grouping the series");
-        goto done;
+        return NULL;
+    if (!(s = calloc(1, sizeof *s)) || !(s->pages = json_array()) ||
+        !(s->by_key = json_object())) {
+        snprintf(err, errlen, "out of memory starting the site");
+        goto fail;
     }
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    s->doc = json_incref(doc);
+    s->truncated = json_is_true(json_object_get(json_object_get(doc,
+                                                "series"), "truncated"));
+    return s;
+fail:
+    if (s) {
+        json_decref(s->pages);
+        json_decref(s->by_key);
+    }
+    free(s);
+    return NULL;
+}
+
+int
+cl_site_add(cl_site_t *s, const json_t *series, bool truncated, char *err,
+            size_t errlen)
+{
     size_t i;
     json_t *page;
-    json_array_foreach(s.pages, i, page)
-        if (s_bench_page(&s, page, dir, err, errlen) != 0)
-            goto done;
-    if (s_index(&s, dir, err, errlen) != 0)
-        goto done;
-    rc = 0;
-done:
-    json_decref(s.pages);
-    json_decref(s.by_key);
+    s->truncated = s->truncated || truncated;
+    if (s_group(s, series) != 0) {
+        snprintf(err, errlen, "out of memory grouping the series");
+        return -1;
+    }
+    json_array_foreach(s->pages, i, page) {
+        json_t *list = json_object_get(page, "series");
+        size_t n = json_array_size(list);
+        if (n == 0)
+            continue;
+        if (s_bench_page(s, page, s->dir, err, errlen) != 0)
+            return -1;
+        json_object_set_new(page, "count", json_integer(json_integer_value(
+            json_object_get(page, "count")) + (json_int_t)n));
+        json_array_clear(list);
+    }
+    return 0;
+}
+
+int
+cl_site_end(cl_site_t **sp, char *err, size_t errlen)
+{
+    s_site_t *s = sp ? *sp : NULL;
+    int rc = -1;
+    if (!s)
+        return 0;
+    *sp = NULL;
+    if (err)
+        rc = s_index(s, s->dir, err, errlen);
+    json_decref(s->doc);
+    json_decref(s->pages);
+    json_decref(s->by_key);
+    free(s);
     return rc;
+}
+
+int
+cl_site_write(const json_t *doc, const char *dir, char *err, size_t errlen)
+{
+    cl_site_t *s = cl_site_begin((json_t *)doc, dir, err, errlen);
+    if (!s)
+        return -1;
+    if (cl_site_add(s, json_object_get(json_object_get(doc, "series"),
+                                       "series"), false, err, errlen) != 0) {
+        cl_site_end(&s, NULL, 0);
+        return -1;
+    }
+    return cl_site_end(&s, err, errlen);
 }

@@ -24,6 +24,7 @@
 #ifndef CL_SITE_H
 #define CL_SITE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <jansson.h>
 
@@ -37,6 +38,26 @@
 /* Most benchmark pages; series of further benchmarks are left out and
  * the overview says so. */
 #define CL_SITE_MAX_PAGES 10000
+
+/* A site written one benchmark at a time, so that the client holds one
+ * benchmark's series, not the fleet's:
+ *   cl_site_begin   prepares dir (as cl_site_write) and keeps a reference
+ *                   to doc, whose "series" may be absent (its "truncated"
+ *                   is read when present); NULL with err on failure;
+ *   cl_site_add     writes the page of each benchmark of series (an array
+ *                   of SERIES, borrowed; give each benchmark's series in
+ *                   one call: a second call rewrites its page); truncated
+ *                   says an answer left series out; 0 or -1 with err;
+ *   cl_site_end     writes index.html (unless err is NULL: then it only
+ *                   frees, after a failure) and frees *s, setting it to
+ *                   NULL; 0 or -1 with err.
+ * Nothing here prints. */
+typedef struct cl_site cl_site_t;
+cl_site_t *cl_site_begin(json_t *doc, const char *dir, char *err,
+                         size_t errlen);
+int cl_site_add(cl_site_t *s, const json_t *series, bool truncated,
+                char *err, size_t errlen);
+int cl_site_end(cl_site_t **s, char *err, size_t errlen);
 
 /* Write the site of doc (borrowed) into dir: created when missing (its
  * parent must exist); an existing dir must be empty or hold
