@@ -21,7 +21,8 @@ removed on this machine, emitting TAP.
      /usr/libexec/parity/parity-noop (seen by swapping in a no-op that
      counts its runs), while the build tree's parity-agent
      ($PARITY_AGENT_BUILD) still calibrates with the build tree's;
-     `man -w` finds every page; bash completes a verb. The daemons as
+     `man -w` finds every page; bash, and an interactive zsh (zpty)
+     with Debian's fpath, complete a verb, an option and an agent verb. The daemons as
      their installed units start them (ExecStart=, --config
      /etc/parity/NAME.yaml): an unknown key in the installed config
      names the file and line; the collector from its config file with
@@ -113,6 +114,27 @@ def daemon_pids(exe):
         except OSError:
             pass
     return pids
+
+
+# Drives an interactive zsh through zpty: compinit with the installed
+# fpath (/usr/share/zsh/vendor-completions), three lines completed with
+# TAB, then erased with ^U (never run), the screen printed.
+ZSH_COMPLETE = r"""
+zmodload zsh/zpty
+zpty -b z zsh -f -i
+zpty -w z "autoload -Uz compinit && compinit -u -D; PS1='> '; setopt nobeep"
+sleep 2
+for line in 'parity comp' 'parity compare --ru' 'parity-agent r'; do
+  zpty -w -n z "$line"$'\t'
+  sleep 2
+  zpty -w -n z $'\x15'
+  sleep 1
+done
+out=""
+while zpty -r -t z chunk; do out+=$chunk; done
+zpty -d z
+print -r -- "$out"
+"""
 
 
 def check_errors(tmp):
@@ -408,6 +430,23 @@ def check_programs(tmp):
     if shutil.which("zsh"):
         r = run(["zsh", "-n", "/usr/share/zsh/vendor-completions/_parity"])
         ok(r.returncode == 0, "_parity parses in zsh", r.stderr)
+        # An interactive zsh (zpty) with Debian's fpath, as a person types:
+        # TAB after "parity comp", "parity compare --ru", "parity-agent r".
+        script = os.path.join(tmp, "complete.zsh")
+        with open(script, "w") as f:
+            f.write(ZSH_COMPLETE)
+        empty = os.path.join(tmp, "zsh-cwd")   # no file to complete to
+        os.makedirs(empty)
+        r = run(["zsh", "-f", script], timeout=60, cwd=empty,
+                env=dict(os.environ, PATH="/usr/bin:/bin", HOME=empty))
+        screen = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "",
+                        r.stdout.replace("\r", ""))
+        # A completed word ends with a space; the typed text never does.
+        ok(all(w in screen for w in ("parity compare ",
+                                     "parity compare --runs ",
+                                     "parity-agent run ")),
+           "zsh completes 'parity comp' to compare, 'compare --ru' to "
+           "--runs and 'parity-agent r' to run", screen[-1500:])
     else:
         skip("_parity parses in zsh", "zsh is not installed")
 
