@@ -9,7 +9,8 @@ Cases (one meson test each):
 
   units             systemd-analyze verify on both built units (ExecStart
                     pointed at the built binaries) says nothing, and does
-                    complain about a misspelled copy; the settings the
+                    complain about a misspelled copy; the drop-in
+                    example of docs/operations.md verifies; the settings the
                     daemons rely on are there; the sysusers.d file makes
                     the user (systemd-sysusers --root). SKIP without
                     systemd-analyze.
@@ -285,6 +286,23 @@ def case_units():
         ok("ProtectSytem" in r.stdout + r.stderr,
            "systemd-analyze verify names a misspelled key in a copy of "
            "%s.service" % name)
+    # The drop-in docs/operations.md shows, beside the agent's unit
+    # (verify reads NAME.service.d/ next to the unit).
+    with open(os.path.join(SOURCE, "docs", "operations.md")) as f:
+        blocks = re.findall(r"^```ini\n(.*?)^```", f.read(), re.M | re.S)
+    dropin = os.path.join(root, "parity-agent.service.d")
+    os.makedirs(dropin)
+    with open(os.path.join(dropin, "override.conf"), "w") as f:
+        f.write(blocks[0] if blocks else "")
+    r = subprocess.run([analyze, "verify", "--man=no",
+                        os.path.join(root, "parity-agent.service")],
+                       capture_output=True, text=True, timeout=60)
+    out = (r.stdout + r.stderr).strip()
+    ok(len(blocks) == 1 and "RestrictRealtime=no" in blocks[0]
+       and r.returncode == 0 and not out,
+       "the drop-in of docs/operations.md verifies with the agent's unit")
+    if out:
+        diag(out)
     sysusers = shutil.which("systemd-sysusers")
     src = os.path.join(SOURCE, "deploy", "systemd", "parity.sysusers")
     if not sysusers:
