@@ -218,6 +218,22 @@ control() {
         xargs md5sum) >"$root/DEBIAN/md5sums"
 }
 
+# How postinst makes the parity user: systemd-sysusers with the shipped
+# sysusers.d file when there is one, else (or without systemd-sysusers)
+# adduser.
+add_user='adduser --system --group --quiet --home /nonexistent --no-create-home parity'
+if [ -n "$sysusers" ]; then
+    make_user="if [ -f $sysusers ] && command -v systemd-sysusers >/dev/null 2>&1; then
+        systemd-sysusers $sysusers
+    elif ! getent passwd parity >/dev/null; then
+        $add_user
+    fi"
+else
+    make_user="if ! getent passwd parity >/dev/null; then
+        $add_user
+    fi"
+fi
+
 # scripts PKG UNIT: the daemon's postinst, prerm and postrm.
 scripts() {
     root="$debdir/debian/$1"
@@ -227,13 +243,7 @@ scripts() {
 set -eu
 if [ "\${1:-}" = configure ]; then
     # The system user the unit runs as.
-    if [ -n "$sysusers" ] && [ -f "$sysusers" ] &&
-       command -v systemd-sysusers >/dev/null 2>&1; then
-        systemd-sysusers "$sysusers"
-    elif ! getent passwd parity >/dev/null; then
-        adduser --system --group --quiet --home /nonexistent \\
-            --no-create-home parity
-    fi
+    $make_user
     # Services only under systemd as PID 1. A first install starts
     # nothing: the daemon needs its keys and /etc/parity first
     # (docs/operations.md); an upgrade restarts it if it was running.

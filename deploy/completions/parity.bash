@@ -5,6 +5,9 @@
 # here: the verbs are read from `parity --help` (the table of
 # collector/client/cl_verbs.h) and a command's options from its own
 # --help, so the completion never lags behind the programs.
+# COMPREPLY=($(compgen ...)) is bash-completion's own idiom: the words
+# are verbs and options, never with spaces.
+# shellcheck disable=SC2207
 
 # The --options a command's help names, one per line.
 _parity_help_options()
