@@ -1,0 +1,372 @@
+/* fz_pq.c -- an in-memory stand-in for libpq, for the frame target.
+ *
+ * co_db.c is linked against this file instead of libpq, so a fuzzed
+ * frame runs through the collector's real storage code (validation,
+ * JSON checks, parameters, the binary COPY buffers, the run and floor
+ * caches) without a server. Only the functions co_db.c calls exist.
+ *
+ * Every statement succeeds. Its answer is chosen from the SQL text, so
+ * that co_db sees one consistent database: a run (id 1) of host 1 with
+ * S_ARMS arms that has not ended, every batch new, every other
+ * statement one row of "1"s. What a real server would refuse (bad
+ * UTF-8, a constraint) is not modelled: the target reaches what co_db
+ * does before and around the server, not the server.
+ *
+ * The COPY data co_db streams is parsed as PostgreSQL's binary COPY
+ * format (header, tuples of length-prefixed fields, trailer) and the
+ * process aborts when it is malformed: a wrong length or count in the
+ * buffer co_db builds by hand would make the server refuse every batch.
+ */
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fz_pq.h"
+
+/* Arms of the one run the fake database holds (as many as a RunStart
+ * may have is not needed: samples naming more are refused before). */
+#define S_ARMS 8
+/* Rows and columns of one answer, at most. */
+#define S_ROWS_MAX 128
+#define S_COLS_MAX 8
+#define S_CELL_MAX 24
+
+struct pg_conn {
+    bool in_copy;
+    char *copy;          /* the COPY data streamed so far */
+    size_t copy_len;
+    int results_left;    /* PQgetResult answers after PQputCopyEnd */
+};
+
+struct pg_result {
+    ExecStatusType status;
+    int rows, cols;
+    bool null[S_ROWS_MAX][S_COLS_MAX];
+    char cell[S_ROWS_MAX][S_COLS_MAX][S_CELL_MAX];
+};
+
+static struct pg_conn s_conn;
+static long long s_samples_stored;
+
+void
+fz_pq_reset(void)
+{
+    free(s_conn.copy);
+    memset(&s_conn, 0, sizeof s_conn);
+    s_samples_stored = 0;
+}
+
+static PGresult *
+s_result(ExecStatusType status, int rows, int cols)
+{
+    PGresult *r = calloc(1, sizeof *r);
+    if (!r)
+        abort();
+    r->status = status;
+    r->rows = rows;
+    r->cols = cols;
+    for (int i = 0; i < rows; i++)
+        for (int k = 0; k < cols; k++)
+            snprintf(r->cell[i][k], S_CELL_MAX, "1");
+    return r;
+}
+
+/* "{1,2,3}" (a parameter co_db builds for unnest) into out[]. */
+static int
+s_int_array(const char *text, long long *out, int max)
+{
+    int n = 0;
+    if (!text || *text++ != '{')
+        abort();   /* co_db always sends an array literal here */
+    while (*text && *text != '}' && n < max) {
+        char *end;
+        out[n++] = strtoll(text, &end, 10);
+        text = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+/* The statement after a WITH's common table expressions (whose own
+ * RETURNING does not make the statement return rows); sql itself when
+ * it has none. */
+static const char *
+s_main_statement(const char *sql)
+{
+    if (strncmp(sql, "WITH ", 5) != 0)
+        return sql;
+    const char *p = sql + 5;
+    for (;;) {
+        int depth = 0;
+        p = strchr(p, '(');      /* name AS ( ... ) */
+        if (!p)
+            abort();
+        do {
+            depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+            if (!*p++)
+                abort();
+        } while (depth > 0);
+        while (*p == ' ')
+            p++;
+        if (*p != ',')
+            return p;
+        p++;
+    }
+}
+
+/* The answer to one statement (parameters may be NULL). */
+static PGresult *
+s_answer(const char *sql, int n, const char *const *params)
+{
+    PGresult *r;
+    if (strncmp(sql, "COPY", 4) == 0) {
+        s_conn.in_copy = true;
+        s_conn.copy_len = 0;
+        return s_result(PGRES_COPY_IN, 0, 0);
+    }
+    if (strstr(sql, "unnest(") && strstr(sql, "INSERT INTO batches")) {
+        /* Every batch is new: echo (run, batch_seq) of each. */
+        long long run[S_ROWS_MAX], seq[S_ROWS_MAX], cnt[S_ROWS_MAX];
+        if (n < 3)
+            abort();
+        int rows = s_int_array(params[0], run, S_ROWS_MAX);
+        if (s_int_array(params[1], seq, S_ROWS_MAX) != rows
+            || s_int_array(params[2], cnt, S_ROWS_MAX) != rows)
+            abort();   /* the three arrays must line up */
+        r = s_result(PGRES_TUPLES_OK, rows, 2);
+        for (int i = 0; i < rows; i++) {
+            snprintf(r->cell[i][0], S_CELL_MAX, "%lld", run[i]);
+            snprintf(r->cell[i][1], S_CELL_MAX, "%lld", seq[i]);
+            s_samples_stored += cnt[i];
+        }
+        return r;
+    }
+    if (strstr(sql, "FROM runs WHERE run_uuid")) {
+        /* The run: id 1, host 1, S_ARMS arms. */
+        r = s_result(PGRES_TUPLES_OK, 1, 3);
+        snprintf(r->cell[0][2], S_CELL_MAX, "%d", S_ARMS);
+        return r;
+    }
+    if (strstr(sql, "SELECT status, started_at_us")) {
+        /* Not ended, every batch stored, the samples stored so far. */
+        r = s_result(PGRES_TUPLES_OK, 1, 4);
+        r->null[0][0] = true;
+        r->cell[0][0][0] = '\0';
+        snprintf(r->cell[0][2], S_CELL_MAX, "%u", UINT32_MAX);
+        snprintf(r->cell[0][3], S_CELL_MAX, "%lld", s_samples_stored);
+        return r;
+    }
+    if (strstr(sql, "FROM arms WHERE run")) {
+        r = s_result(PGRES_TUPLES_OK, S_ARMS, 3);
+        for (int i = 0; i < S_ARMS; i++) {
+            snprintf(r->cell[i][0], S_CELL_MAX, "%d", i);
+            snprintf(r->cell[i][1], S_CELL_MAX, "arm%d", i);
+            snprintf(r->cell[i][2], S_CELL_MAX, "%s", i == 0 ? "t" : "f");
+        }
+        return r;
+    }
+    const char *main = s_main_statement(sql);
+    if (strncmp(main, "SELECT", 6) == 0 || strstr(main, "RETURNING"))
+        return s_result(PGRES_TUPLES_OK, 1, S_COLS_MAX);
+    return s_result(PGRES_COMMAND_OK, 0, 0);
+}
+
+/* Parse PostgreSQL's binary COPY stream; abort when it is malformed. */
+static void
+s_copy_check(const unsigned char *p, size_t len)
+{
+    static const char sig[] = "PGCOPY\n\377\r\n";
+    size_t off = 19;
+    int fields = -1;
+    if (len < 19 + 2 || memcmp(p, sig, 11) != 0)
+        abort();
+    uint32_t ext = (uint32_t)p[15] << 24 | (uint32_t)p[16] << 16
+                   | (uint32_t)p[17] << 8 | p[18];
+    off += ext;
+    for (;;) {
+        if (off + 2 > len)
+            abort();   /* no trailer */
+        int16_t count = (int16_t)(p[off] << 8 | p[off + 1]);
+        off += 2;
+        if (count == -1)
+            break;
+        if (count <= 0 || (fields >= 0 && count != fields))
+            abort();   /* every tuple of one COPY has the same fields */
+        fields = count;
+        for (int f = 0; f < count; f++) {
+            if (off + 4 > len)
+                abort();
+            int32_t flen = (int32_t)((uint32_t)p[off] << 24
+                                     | (uint32_t)p[off + 1] << 16
+                                     | (uint32_t)p[off + 2] << 8
+                                     | p[off + 3]);
+            off += 4;
+            if (flen < -1 || (flen > 0 && (size_t)flen > len - off))
+                abort();
+            if (flen > 0)
+                off += (size_t)flen;
+        }
+    }
+    if (off != len)
+        abort();   /* bytes after the trailer */
+}
+
+/* ---- the libpq functions co_db.c calls --------------------------------- */
+
+PGconn *
+PQconnectdbParams(const char *const *keywords, const char *const *values,
+                  int expand_dbname)
+{
+    (void)keywords;
+    (void)values;
+    (void)expand_dbname;
+    return &s_conn;
+}
+
+PGconn *
+PQconnectdb(const char *conninfo)
+{
+    (void)conninfo;
+    return &s_conn;
+}
+
+void
+PQfinish(PGconn *conn)
+{
+    (void)conn;
+}
+
+ConnStatusType
+PQstatus(const PGconn *conn)
+{
+    return conn ? CONNECTION_OK : CONNECTION_BAD;
+}
+
+char *
+PQerrorMessage(const PGconn *conn)
+{
+    (void)conn;
+    return "fz_pq: no error";
+}
+
+PQnoticeProcessor
+PQsetNoticeProcessor(PGconn *conn, PQnoticeProcessor proc, void *arg)
+{
+    (void)conn;
+    (void)proc;
+    (void)arg;
+    return NULL;
+}
+
+PGresult *
+PQexec(PGconn *conn, const char *query)
+{
+    if (conn->in_copy)
+        abort();   /* a statement while a COPY is open */
+    return s_answer(query, 0, NULL);
+}
+
+PGresult *
+PQexecParams(PGconn *conn, const char *command, int nParams,
+             const Oid *paramTypes, const char *const *paramValues,
+             const int *paramLengths, const int *paramFormats,
+             int resultFormat)
+{
+    (void)paramTypes;
+    (void)paramLengths;
+    (void)paramFormats;
+    (void)resultFormat;
+    if (conn->in_copy)
+        abort();
+    /* Text parameters are C strings: read each whole, as libpq does. */
+    for (int i = 0; i < nParams; i++)
+        if (paramValues[i])
+            (void)strlen(paramValues[i]);
+    return s_answer(command, nParams, paramValues);
+}
+
+int
+PQputCopyData(PGconn *conn, const char *buffer, int nbytes)
+{
+    if (!conn->in_copy || nbytes < 0)
+        abort();
+    char *grown = realloc(conn->copy, conn->copy_len + (size_t)nbytes + 1);
+    if (!grown)
+        abort();
+    memcpy(grown + conn->copy_len, buffer, (size_t)nbytes);
+    conn->copy = grown;
+    conn->copy_len += (size_t)nbytes;
+    return 1;
+}
+
+int
+PQputCopyEnd(PGconn *conn, const char *errormsg)
+{
+    if (!conn->in_copy)
+        abort();
+    if (!errormsg)
+        s_copy_check((const unsigned char *)conn->copy, conn->copy_len);
+    conn->in_copy = false;
+    conn->results_left = 1;
+    return 1;
+}
+
+PGresult *
+PQgetResult(PGconn *conn)
+{
+    if (conn->results_left == 0)
+        return NULL;
+    conn->results_left--;
+    return s_result(PGRES_COMMAND_OK, 0, 0);
+}
+
+ExecStatusType
+PQresultStatus(const PGresult *res)
+{
+    return res ? res->status : PGRES_FATAL_ERROR;
+}
+
+char *
+PQresultErrorField(const PGresult *res, int fieldcode)
+{
+    (void)res;
+    (void)fieldcode;
+    return NULL;
+}
+
+int
+PQntuples(const PGresult *res)
+{
+    return res ? res->rows : 0;
+}
+
+char *
+PQgetvalue(const PGresult *res, int row, int col)
+{
+    if (!res || row < 0 || row >= res->rows || col < 0 || col >= res->cols)
+        abort();   /* libpq would return NULL: co_db must not ask */
+    return (char *)res->cell[row][col];
+}
+
+int
+PQgetisnull(const PGresult *res, int row, int col)
+{
+    if (!res || row < 0 || row >= res->rows || col < 0 || col >= res->cols)
+        abort();
+    return res->null[row][col];
+}
+
+char *
+PQcmdTuples(PGresult *res)
+{
+    (void)res;
+    return "1";
+}
+
+void
+PQclear(PGresult *res)
+{
+    free(res);
+}
