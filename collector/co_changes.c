@@ -235,13 +235,19 @@ static const char s_series_sql[] =
     " ss.n, ss.min, ss.q25, ss.median, ss.q75, ss.max, "
     " so.n, so.min, so.q25, so.median, so.q75, so.max, "
     " p.ratio, p.outcome, p.tolerance, p.environment, p.def, p.ver, "
-    " e.environment_json "
+    /* The snapshot's text only beside a change of environment, where
+     * s_annotations reads it: it is kilobytes a run otherwise. */
+    " CASE WHEN p.environment IS DISTINCT FROM lag(p.environment) OVER w "
+    "  OR p.environment IS DISTINCT FROM lead(p.environment) OVER w "
+    "  THEN e.environment_json END "
     "FROM p JOIN benchmarks b ON b.id = p.benchmark_id "
     "JOIN hosts h ON h.id = p.host_id "
     "LEFT JOIN run_summaries ss ON ss.run = p.id AND ss.arm = p.subject_arm "
     "LEFT JOIN run_summaries so ON so.run = p.id AND so.arm = p.other_arm "
     "LEFT JOIN environments e ON e.id = p.environment "
     "WHERE p.rn <= $6 "
+    "WINDOW w AS (PARTITION BY p.benchmark_id, p.host_id, p.vars, "
+    " p.subject, p.other ORDER BY p.started_at_us, p.id) "
     "ORDER BY b.suite, b.name, h.name, p.vars::text, p.subject, p.other, "
     " p.started_at_us, p.id LIMIT $7";
 

@@ -562,12 +562,9 @@ s_no_answer(const cl_conn_t *c, const s_seen_t *seen, char *err,
 }
 
 int
-cl_conn_request(cl_conn_t *c, const char *command, const json_t *args,
-                json_t **body, int *status, char *err, size_t errlen)
+cl_conn_send(cl_conn_t *c, const char *command, const json_t *args,
+             uint64_t *id_out, char *err, size_t errlen)
 {
-    *body = NULL;
-    if (status)
-        *status = 0;
     char *args_txt = args ? pw_json_dumps(args) : strdup("{}");
     if (!args_txt) {
         s_err(err, errlen, "out of memory");
@@ -595,6 +592,17 @@ cl_conn_request(cl_conn_t *c, const char *command, const json_t *args,
               zmq_strerror(errno));
         return CL_CONN_SYSTEM;
     }
+    *id_out = id;
+    return CL_CONN_OK;
+}
+
+int
+cl_conn_wait(cl_conn_t *c, uint64_t id, json_t **body, int *status,
+             char *err, size_t errlen)
+{
+    *body = NULL;
+    if (status)
+        *status = 0;
     s_seen_t seen = { 0 };
     double deadline = s_now() + c->timeout_s;
     for (;;) {
@@ -662,6 +670,19 @@ cl_conn_request(cl_conn_t *c, const char *command, const json_t *args,
         }
         return CL_CONN_OK;
     }
+}
+
+int
+cl_conn_request(cl_conn_t *c, const char *command, const json_t *args,
+                json_t **body, int *status, char *err, size_t errlen)
+{
+    uint64_t id;
+    *body = NULL;
+    if (status)
+        *status = 0;
+    int rc = cl_conn_send(c, command, args, &id, err, errlen);
+    return rc == CL_CONN_OK ? cl_conn_wait(c, id, body, status, err, errlen)
+                            : rc;
 }
 
 int

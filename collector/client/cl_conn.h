@@ -28,6 +28,7 @@
 #define CL_CONN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 
 /* Status codes. */
@@ -77,6 +78,15 @@ const char *cl_conn_address(const cl_conn_t *c);
  */
 int cl_conn_request(cl_conn_t *c, const char *command, const json_t *args,
                     json_t **body, int *status, char *err, size_t errlen);
+
+/* cl_conn_request in two halves, so that a caller can work while the
+ * collector answers: send (CL_CONN_OK with *id), then wait for that id's
+ * Reply as cl_conn_request does. A Reply to another id that arrives
+ * meanwhile is dropped: keep one request outstanding per connection. */
+int cl_conn_send(cl_conn_t *c, const char *command, const json_t *args,
+                 uint64_t *id, char *err, size_t errlen);
+int cl_conn_wait(cl_conn_t *c, uint64_t id, json_t **body, int *status,
+                 char *err, size_t errlen);
 
 /* For a verb: open with o, ask once, close. Prints any error as
  * "parity VERB: ..." and returns the verb's exit code (CL_EXIT_OK with

@@ -800,18 +800,17 @@ cl_report_write(FILE *f, cl_report_format_t fmt, const json_t *rep,
 #define S_SINCE_MAX_S (366.0 * 86400)
 
 
-/* One request of --site on the open connection: CL_EXIT_OK with *body,
- * or the exit code after printing why (the command named), except for
- * an error Reply of status expected, which the caller handles. *status
- * is the Reply's status when the collector answered with an error. */
+/* The answer to request id of --site: CL_EXIT_OK with *body, or the
+ * exit code after printing why (the command named), except for an error
+ * Reply of status expected, which the caller handles. *status is the
+ * Reply's status when the collector answered with an error. */
 static int
-s_site_ask(cl_conn_t *c, const char *command, const json_t *args,
-           json_t **body, int *status, int expected)
+s_site_wait(cl_conn_t *c, uint64_t id, const char *command, json_t **body,
+            int *status, int expected)
 {
     char err[512];
     *status = 0;
-    int st = cl_conn_request(c, command, args, body, status, err,
-                             sizeof err);
+    int st = cl_conn_wait(c, id, body, status, err, sizeof err);
     if (st == CL_CONN_OK)
         return CL_EXIT_OK;
     if (st == CL_CONN_REPLY && *status == 2 && strcmp(command, "series") == 0)
@@ -823,29 +822,56 @@ s_site_ask(cl_conn_t *c, const char *command, const json_t *args,
     return st == CL_CONN_REPLY ? CL_EXIT_DATA : cl_conn_exit_code(st);
 }
 
+/* Send one request of --site: CL_EXIT_OK with *id, or the exit code
+ * after printing why. */
+static int
+s_site_send(cl_conn_t *c, const char *command, const json_t *args,
+            uint64_t *id)
+{
+    char err[512];
+    int st = cl_conn_send(c, command, args, id, err, sizeof err);
+    if (st == CL_CONN_OK)
+        return CL_EXIT_OK;
+    cl_out_error("report", "%s: %s", command, err);
+    return cl_conn_exit_code(st);
+}
+
+/* One request of --site on the open connection (s_site_wait's answer). */
+static int
+s_site_ask(cl_conn_t *c, const char *command, const json_t *args,
+           json_t **body, int *status, int expected)
+{
+    uint64_t id;
+    *body = NULL;
+    *status = 0;
+    int rc = s_site_send(c, command, args, &id);
+    return rc == CL_EXIT_OK ? s_site_wait(c, id, command, body, status,
+                                          expected) : rc;
+}
+
 /* Runs per series the site asks for: what one history plot draws. */
 #define S_SITE_RUNS 200
 
-/* The answer of one `series` request appended to all's "series"; when
- * one answer cannot hold it ("truncated") and args name no host, one
- * request per host of the hosts answer instead. */
+/* Append answer one (taken) of a `series` request with args to all's
+ * "series"; when it could not hold everything ("truncated") and args
+ * name no host, ask once per host of the hosts answer instead. */
 static int
-s_site_series_of(cl_conn_t *c, json_t *args, const json_t *hosts,
-                 json_t *all)
+s_site_series_add(cl_conn_t *c, json_t *args, const json_t *hosts,
+                  json_t *one, json_t *all)
 {
-    json_t *one = NULL, *x;
-    int status;
+    json_t *x;
     size_t i;
-    int rc = s_site_ask(c, "series", args, &one, &status, 0);
-    if (rc != CL_EXIT_OK)
-        return rc;
+    int rc = CL_EXIT_OK, status;
     bool cut = json_is_true(json_object_get(one, "truncated"));
     if (cut && hosts && !json_object_get(args, "host")) {
         json_decref(one);
         json_array_foreach(json_object_get(hosts, "hosts"), i, x) {
             json_object_set_new(args, "host", json_string(s_str(x, "name",
                                                                 "")));
-            rc = s_site_series_of(c, args, NULL, all);
+            if ((rc = s_site_ask(c, "series", args, &one, &status, 0)) !=
+                CL_EXIT_OK)
+                break;
+            rc = s_site_series_add(c, args, NULL, one, all);
             if (rc != CL_EXIT_OK)
                 break;
         }
@@ -860,27 +886,41 @@ s_site_series_of(cl_conn_t *c, json_t *args, const json_t *hosts,
     return CL_EXIT_OK;
 }
 
+/* The `series` arguments of benchmark k of list (its first series of
+ * that benchmark). */
+static void
+s_site_bench_args(json_t *args, const json_t *first)
+{
+    json_object_set_new(args, "suite", json_string(s_str(first, "suite",
+                                                         "")));
+    json_object_set_new(args, "benchmark", json_string(
+        s_str(first, "benchmark", "")));
+    json_object_set_new(args, "runs", json_integer(S_SITE_RUNS));
+}
+
 /* The series of the site, in two passes so that no answer outgrows a
  * frame (docs/protocol.md 10.14): every series with its newest 2 runs,
  * to learn the benchmarks, then each benchmark's series in full, written
- * as its page before the next is asked (the client holds one benchmark's
- * series, not the fleet's); either per host when one answer cannot hold
- * it. */
+ * as its page (the client holds one benchmark's series, not the
+ * fleet's), either per host when one answer cannot hold it. The next
+ * benchmark is asked for before a page is drawn, so that the collector
+ * answers while the client draws. */
 static int
 s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
               cl_site_t *site)
 {
     json_t *list = json_pack("{s:[],s:b}", "series", "truncated", 0),
-           *args = json_deep_copy(filter), *one = NULL, *seen = json_object();
-    int rc = CL_EXIT_SYSTEM;
+           *args = json_deep_copy(filter), *one = NULL, *seen = json_object(),
+           *firsts = json_array(), *ans = NULL, *ser;
+    int rc = CL_EXIT_SYSTEM, status;
     size_t i;
-    json_t *ser;
+    uint64_t id = 0;
     char err[1024];
-    if (!list || !args || !seen || json_object_set_new(args, "runs",
-                                                       json_integer(2)) != 0)
+    if (!list || !args || !seen || !firsts ||
+        json_object_set_new(args, "runs", json_integer(2)) != 0)
         goto oom;
-    rc = s_site_series_of(c, args, hosts, list);
-    if (rc != CL_EXIT_OK)
+    if ((rc = s_site_ask(c, "series", args, &ans, &status, 0)) != CL_EXIT_OK
+        || (rc = s_site_series_add(c, args, hosts, ans, list)) != CL_EXIT_OK)
         goto done;
     json_array_foreach(json_object_get(list, "series"), i, ser) {
         char key[2048];
@@ -890,19 +930,35 @@ s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
             json_object_size(seen) >= CL_SITE_MAX_PAGES)
             continue;
         json_object_set_new(seen, key, json_true());
-        json_object_set_new(args, "suite", json_string(s_str(ser, "suite",
-                                                             "")));
-        json_object_set_new(args, "benchmark", json_string(
-            s_str(ser, "benchmark", "")));
-        json_object_set_new(args, "runs", json_integer(S_SITE_RUNS));
-        if (!(one = json_pack("{s:[],s:b}", "series", "truncated", 0)))
-            goto oom;
-        rc = s_site_series_of(c, args, hosts, one);
-        if (rc != CL_EXIT_OK)
+        json_array_append(firsts, ser);
+    }
+    bool cut_all = json_is_true(json_object_get(list, "truncated"));
+    json_decref(list);
+    list = NULL;
+    size_t n = json_array_size(firsts);
+    if (n > 0) {
+        s_site_bench_args(args, json_array_get(firsts, 0));
+        if ((rc = s_site_send(c, "series", args, &id)) != CL_EXIT_OK)
             goto done;
-        if (cl_site_add(site, json_object_get(one, "series"),
-                        json_is_true(json_object_get(one, "truncated")) ||
-                        json_is_true(json_object_get(list, "truncated")),
+    }
+    for (i = 0; i < n; i++) {
+        if ((rc = s_site_wait(c, id, "series", &ans, &status, 0)) !=
+            CL_EXIT_OK)
+            goto done;
+        if (!(one = json_pack("{s:[],s:b}", "series", "truncated", 0))) {
+            json_decref(ans);
+            goto oom;
+        }
+        s_site_bench_args(args, json_array_get(firsts, i));
+        if ((rc = s_site_series_add(c, args, hosts, ans, one)) != CL_EXIT_OK)
+            goto done;
+        if (i + 1 < n) {
+            s_site_bench_args(args, json_array_get(firsts, i + 1));
+            if ((rc = s_site_send(c, "series", args, &id)) != CL_EXIT_OK)
+                goto done;
+        }
+        if (cl_site_add(site, json_object_get(one, "series"), cut_all ||
+                        json_is_true(json_object_get(one, "truncated")),
                         err, sizeof err) != 0) {
             cl_out_error("report", "--site: %s", err);
             rc = CL_EXIT_DATA;
@@ -921,6 +977,7 @@ done:
     json_decref(args);
     json_decref(one);
     json_decref(seen);
+    json_decref(firsts);
     return rc;
 }
 

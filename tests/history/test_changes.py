@@ -52,13 +52,18 @@ def run_job(w, *extra):
     return r.returncode == 0 or diag(r.stderr[-300:])
 
 
-def wait_change_points(w, n, timeout=30):
-    """The open change points once at least n are stored (detection runs
-    on its own thread after each RunEnd's COMMIT)."""
+def wait_change_points(w, n, timeout=90, hosts=()):
+    """The open change points once at least n are stored, and a
+    regression on each of hosts (detection runs on its own thread, at a
+    low priority, after each RunEnd's COMMIT: on a loaded machine it
+    trails the jobs by many seconds)."""
     body = {}
-    for _ in range(timeout * 4):
+    end = tj.time.time() + timeout
+    while tj.time.time() < end:
         body = w.pjson("regressions", "--json") or {}
-        if len(body.get("change_points", {}).get("open", [])) >= n:
+        cps = body.get("change_points", {}).get("open", [])
+        seen = {c["host"] for c in cps if c["regression"]}
+        if len(cps) >= n and all(h in seen for h in hosts):
             break
         tj.time.sleep(0.25)
     return body
@@ -86,7 +91,7 @@ def case_changes():
             good += bool(run_job(w, "--tag", "commit=k%d" % k))
         ok(good == 12, "12 jobs ran (%d)" % good)
 
-        body = wait_change_points(w, 2)
+        body = wait_change_points(w, 2, hosts=HOSTS)
         cps = body.get("change_points", {}).get("open", [])
         regs = [c for c in cps if c["regression"]]
         ok(sorted({c["host"] for c in regs}) == list(HOSTS),
