@@ -8,6 +8,8 @@
 # pandoc makes the man pages from docs/ at build time; dpkg-dev
 # (dpkg-shlibdeps), man-db, bash-completion and zsh are for
 # deploy/package.sh and its test (tests/packages).
+# clang and libclang-rt-14-dev (libFuzzer, the sanitizer runtimes) build
+# tests/fuzz; llvm puts llvm-symbolizer on PATH for the findings' stacks.
 set -eu
 
 PACKAGES="
@@ -38,6 +40,9 @@ dpkg-dev
 man-db
 bash-completion
 zsh
+clang
+libclang-rt-14-dev
+llvm
 "
 
 missing=""
