@@ -7,6 +7,8 @@
 #   deploy/test.sh            everything
 #   PARITY_TEST_SANITIZE=0    skip the ASan+UBSan pass
 #   PARITY_TEST_TSAN=0        skip the TSan pass (suite `threads`)
+#   PARITY_TEST_FUZZ=0        skip the libFuzzer pass (tests/fuzz)
+#   PARITY_FUZZ_SECONDS=N     seconds per fuzz target (default 30)
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -87,6 +89,29 @@ if [ "${PARITY_TEST_TSAN:-1}" != 0 ]; then
     TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$ROOT/tests/tsan.supp" \
     PARITY_TEST_ARGS="--suite threads" \
         run_suite build-tsan
+fi
+
+# Fuzzing (issue 11): every libFuzzer target of tests/fuzz for
+# PARITY_FUZZ_SECONDS (30) in a clang build of the targets alone; each
+# target is one check (tests/fuzz/run.sh prints TAP).
+if [ "${PARITY_TEST_FUZZ:-1}" != 0 ]; then
+    echo "test: libFuzzer targets, ${PARITY_FUZZ_SECONDS:-30} s each (build-fuzz)"
+    if (export CC=clang; setup build-fuzz -Dfuzz=true) \
+        && ninja -C build-fuzz fuzz >build-fuzz/ninja.log 2>&1; then
+        tests/fuzz/run.sh build-fuzz "${PARITY_FUZZ_SECONDS:-30}" \
+            | tee build-fuzz/fuzz.tap
+        p=$(grep -c '^ok ' build-fuzz/fuzz.tap)
+        f=$(grep -c '^not ok ' build-fuzz/fuzz.tap)
+        plan=$(sed -n 's/^1\.\.//p' build-fuzz/fuzz.tap)
+        # run.sh cut short (no plan, or fewer lines than it): one failure.
+        [ -n "$plan" ] && [ $((p + f)) -eq "$plan" ] || f=$((f + 1))
+        passed=$((passed + p)); failed=$((failed + f))
+        [ "$f" -eq 0 ] || status=1
+    else
+        [ -f build-fuzz/ninja.log ] && cat build-fuzz/ninja.log
+        echo "test: the fuzz build (build-fuzz) failed"
+        failed=$((failed + 1)); status=1
+    fi
 fi
 
 [ $failed -gt 0 ] && status=1
