@@ -29,7 +29,7 @@
 /* Arms of the one run the fake database holds (as many as a RunStart
  * may have is not needed: samples naming more are refused before). */
 #define S_ARMS 8
-/* Rows and columns of one answer, at most. */
+/* Rows of an echoed answer, and columns of a default one. */
 #define S_ROWS_MAX 128
 #define S_COLS_MAX 8
 #define S_CELL_MAX 24
@@ -41,11 +41,17 @@ struct pg_conn {
     int results_left;    /* PQgetResult answers after PQputCopyEnd */
 };
 
+/* rows x cols cells, each a string and a null flag, in one allocation:
+ * a statement costs one malloc, as most of co_db's answers are tiny. */
+typedef struct {
+    bool null;
+    char text[S_CELL_MAX];
+} s_cell_t;
+
 struct pg_result {
     ExecStatusType status;
     int rows, cols;
-    bool null[S_ROWS_MAX][S_COLS_MAX];
-    char cell[S_ROWS_MAX][S_COLS_MAX][S_CELL_MAX];
+    s_cell_t cell[];
 };
 
 static struct pg_conn s_conn;
@@ -62,16 +68,27 @@ fz_pq_reset(void)
 static PGresult *
 s_result(ExecStatusType status, int rows, int cols)
 {
-    PGresult *r = calloc(1, sizeof *r);
+    PGresult *r = malloc(sizeof *r + (size_t)(rows * cols) * sizeof
+                         (s_cell_t));
     if (!r)
         abort();
     r->status = status;
     r->rows = rows;
     r->cols = cols;
-    for (int i = 0; i < rows; i++)
-        for (int k = 0; k < cols; k++)
-            snprintf(r->cell[i][k], S_CELL_MAX, "1");
+    for (int i = 0; i < rows * cols; i++) {
+        r->cell[i].null = false;
+        memcpy(r->cell[i].text, "1", 2);
+    }
     return r;
+}
+
+/* Cell (row, col) of r, which must exist. */
+static s_cell_t *
+s_cell(const PGresult *r, int row, int col)
+{
+    if (!r || row < 0 || row >= r->rows || col < 0 || col >= r->cols)
+        abort();   /* libpq would return NULL: co_db must not ask */
+    return (s_cell_t *)&r->cell[row * r->cols + col];
 }
 
 /* "{1,2,3}" (a parameter co_db builds for unnest) into out[]. */
@@ -137,8 +154,8 @@ s_answer(const char *sql, int n, const char *const *params)
             abort();   /* the three arrays must line up */
         r = s_result(PGRES_TUPLES_OK, rows, 2);
         for (int i = 0; i < rows; i++) {
-            snprintf(r->cell[i][0], S_CELL_MAX, "%lld", run[i]);
-            snprintf(r->cell[i][1], S_CELL_MAX, "%lld", seq[i]);
+            snprintf(s_cell(r, i, 0)->text, S_CELL_MAX, "%lld", run[i]);
+            snprintf(s_cell(r, i, 1)->text, S_CELL_MAX, "%lld", seq[i]);
             s_samples_stored += cnt[i];
         }
         return r;
@@ -146,24 +163,24 @@ s_answer(const char *sql, int n, const char *const *params)
     if (strstr(sql, "FROM runs WHERE run_uuid")) {
         /* The run: id 1, host 1, S_ARMS arms. */
         r = s_result(PGRES_TUPLES_OK, 1, 3);
-        snprintf(r->cell[0][2], S_CELL_MAX, "%d", S_ARMS);
+        snprintf(s_cell(r, 0, 2)->text, S_CELL_MAX, "%d", S_ARMS);
         return r;
     }
     if (strstr(sql, "SELECT status, started_at_us")) {
         /* Not ended, every batch stored, the samples stored so far. */
         r = s_result(PGRES_TUPLES_OK, 1, 4);
-        r->null[0][0] = true;
-        r->cell[0][0][0] = '\0';
-        snprintf(r->cell[0][2], S_CELL_MAX, "%u", UINT32_MAX);
-        snprintf(r->cell[0][3], S_CELL_MAX, "%lld", s_samples_stored);
+        s_cell(r, 0, 0)->null = true;
+        s_cell(r, 0, 0)->text[0] = '\0';
+        snprintf(s_cell(r, 0, 2)->text, S_CELL_MAX, "%u", UINT32_MAX);
+        snprintf(s_cell(r, 0, 3)->text, S_CELL_MAX, "%lld", s_samples_stored);
         return r;
     }
     if (strstr(sql, "FROM arms WHERE run")) {
         r = s_result(PGRES_TUPLES_OK, S_ARMS, 3);
         for (int i = 0; i < S_ARMS; i++) {
-            snprintf(r->cell[i][0], S_CELL_MAX, "%d", i);
-            snprintf(r->cell[i][1], S_CELL_MAX, "arm%d", i);
-            snprintf(r->cell[i][2], S_CELL_MAX, "%s", i == 0 ? "t" : "f");
+            snprintf(s_cell(r, i, 0)->text, S_CELL_MAX, "%d", i);
+            snprintf(s_cell(r, i, 1)->text, S_CELL_MAX, "arm%d", i);
+            snprintf(s_cell(r, i, 2)->text, S_CELL_MAX, "%s", i == 0 ? "t" : "f");
         }
         return r;
     }
@@ -345,17 +362,13 @@ PQntuples(const PGresult *res)
 char *
 PQgetvalue(const PGresult *res, int row, int col)
 {
-    if (!res || row < 0 || row >= res->rows || col < 0 || col >= res->cols)
-        abort();   /* libpq would return NULL: co_db must not ask */
-    return (char *)res->cell[row][col];
+    return s_cell(res, row, col)->text;
 }
 
 int
 PQgetisnull(const PGresult *res, int row, int col)
 {
-    if (!res || row < 0 || row >= res->rows || col < 0 || col >= res->cols)
-        abort();
-    return res->null[row][col];
+    return s_cell(res, row, col)->null;
 }
 
 char *

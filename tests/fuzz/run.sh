@@ -2,9 +2,9 @@
 # tests/fuzz/run.sh BUILD_DIR [SECONDS] -- run every libFuzzer target of
 # BUILD_DIR (configured with CC=clang -Dfuzz=true) for SECONDS each
 # (default 30), one after the other. Prints TAP, one check per target
-# ("ok N - frame: 30 s, 412345 execs, cov 1234 ft 5678"), and exits 1
-# when a target found something (a crash, a leak, UB, a timeout, an
-# out-of-memory) or a saved regression input fails again.
+# ("ok N - frame: 30 s, 412345 execs, cov 1234 of 6789 edges, ft 5678"),
+# and exits 1 when a target found something (a crash, a leak, UB, a
+# timeout, an out-of-memory) or a saved regression input fails again.
 #
 # Each target first replays tests/fuzz/regressions/TARGET/* (every past
 # finding), then fuzzes from its seeds (corpus/TARGET) with its
@@ -68,8 +68,13 @@ for t in $TARGETS; do
         -artifact_prefix="$FINDINGS/$t/" ${FUZZ_ARGS:-} >"$log" 2>&1
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    # cov: edges reached, of the edges instrumented (the target's own
+    # compiled code; the Debian libraries under it are not counted).
     cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1 |
           sed 's/cov: \([0-9]*\) ft: \([0-9]*\)/cov \1 ft \2/')
+    edges=$(sed -n 's/.*(\([0-9]*\) inline 8-bit counters).*/\1/p' "$log" |
+            head -1)
+    [ -n "$cov" ] && [ -n "$edges" ] && cov="${cov% ft*} of $edges edges, ft ${cov#* ft }"
     what="$t: $SECONDS_EACH s, ${execs:-?} execs, ${cov:-no coverage line}"
     if [ $rc -ne 0 ]; then
         grep -v '^#[0-9]' "$log" | tail -60
