@@ -520,10 +520,13 @@ s_versions(s_ctx_t *c, yaml_node_t *n, ag_arm_t *arm)
     if (!arm->versions)
         return s_fail(c, n, "versions: out of memory");
     for (size_t i = 0; i < count; i++) {
+        /* Counted before it is filled: a command refused half-way (an argv
+         * whose second element is a mapping) still holds memory that
+         * ag_suite_destroy frees; a zeroed ag_cmd_t frees nothing. */
+        arm->version_count = i + 1;
         if (s_cmd(c, s_node(c, n->data.sequence.items.start[i]), "versions",
                   &arm->versions[i]) != AG_SUITE_OK)
             return AG_SUITE_ERR;
-        arm->version_count = i + 1;
     }
     return AG_SUITE_OK;
 }

@@ -244,6 +244,11 @@ static const bad_t s_bad[] = {
       "        command: [a]\n        env: {\"A=B\": 1}\n      - name: b\n",
       "t.yaml:7:15: env: \"A=B\" is not a variable name (letters, digits and "
       "_, not starting with a digit)" },
+    /* Issue 11: a versions: argv whose second element is refused leaked
+     * the argv and its first string (the ASan build's LeakSanitizer
+     * fails this program then). */
+    { "suite: s\nbenchmarks:\n  - name: x\n    versions: [[ok, {k: v}]]\n"
+      ARMS2, "t.yaml:4:21: versions: expected a string, found a mapping" },
 };
 
 /* Messages about bounds, on files generated to pass them. */
