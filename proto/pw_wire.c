@@ -353,15 +353,17 @@ pw_wire_peek(const uint8_t *buf, size_t len, int *body_case, uint64_t *seq)
 
 /* Refuse a frame whose winning body has more entries in a bounded field
  * than allowed, before unpacking allocates one of them. *seq_out gets the
- * frame's seq when its top level scans. A frame that does not scan passes:
- * protobuf-c says parse. */
+ * frame's seq when its top level scans; *scanned whether it did. A frame
+ * that does not scan passes: protobuf-c says parse, and pw_wire_unpack
+ * refuses it if protobuf-c does not. */
 static int
-s_prescan(const uint8_t *buf, size_t len, uint64_t *seq_out, char *err,
-          size_t errlen)
+s_prescan(const uint8_t *buf, size_t len, uint64_t *seq_out, bool *scanned,
+          char *err, size_t errlen)
 {
     size_t counts[S_NBOUNDS] = { 0 };
     int body = 0;
-    if (s_walk(buf, len, &body, seq_out, counts) != PW_WIRE_OK)
+    *scanned = s_walk(buf, len, &body, seq_out, counts) == PW_WIRE_OK;
+    if (!*scanned)
         return PW_WIRE_OK;
     for (size_t k = 0; k < S_NBOUNDS; k++) {
         if ((int)s_bounds[k].body != body || counts[k] <= s_bounds[k].max)
@@ -531,8 +533,9 @@ pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
               max);
         return PW_WIRE_ETOOBIG;
     }
-    rc = s_prescan(buf, len, seq_out ? seq_out : &(uint64_t){ 0 }, err,
-                   errlen);
+    bool scanned = false;
+    rc = s_prescan(buf, len, seq_out ? seq_out : &(uint64_t){ 0 }, &scanned,
+                   err, errlen);
     if (rc != PW_WIRE_OK)
         return rc;
     s_budget_t budget = { 0 };
@@ -545,6 +548,16 @@ pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
         if (seq_out)
             *seq_out = 0;
         return s_unpack_failed(buf, len, &budget, seq_out, err, errlen);
+    }
+    /* protobuf-c 1.4 decodes an over-long tag (82 00) as field number 0
+     * and accepts the frame, where pw_wire_peek (the loop's routing) and
+     * the bounds' prescan see a frame that does not scan: refuse it, so
+     * that peek and unpack always agree (tests/fuzz, issue 11). */
+    if (!scanned) {
+        s_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
+              "(field number 0, or a field protobuf does not have)", len);
+        rc = PW_WIRE_EPARSE;
+        goto fail;
     }
     if (seq_out)
         *seq_out = env->seq;

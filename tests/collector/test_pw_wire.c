@@ -181,6 +181,15 @@ s_peek(void)
        && body == 0 && seq == 9, "peek skips an unknown field 99");
     ok(pw_wire_peek(skip, 0, NULL, NULL) == PW_WIRE_OK,
        "peek: an empty frame scans, outputs may be NULL");
+    /* tests/fuzz found it (issue 11): protobuf-c reads the over-long tag
+     * 82 00 as field 0 and accepts the frame, peek does not scan it. */
+    uint8_t overlong[] = { 0x08, 0x01, 0x82, 0x00, 0x00, 0x5a, 0x00 };
+    Parity__Envelope *env = NULL;
+    ok(pw_wire_peek(overlong, sizeof overlong, &body, &seq) == PW_WIRE_EPARSE
+       && pw_wire_unpack(overlong, sizeof overlong, 0, &env, NULL, NULL, 0)
+          == PW_WIRE_EPARSE && env == NULL
+       && s_peek_agrees(overlong, sizeof overlong),
+       "an over-long tag (82 00, field 0): unpack refuses it as peek does");
 }
 
 int

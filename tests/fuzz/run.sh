@@ -59,12 +59,15 @@ for t in $TARGETS; do
         work="$SCRATCH/corpus-$t"
     fi
     mkdir -p "$work"
-    # -close_fd_mask=2: the import verb writes its errors to stderr;
-    # libFuzzer keeps its own output and the sanitizers' reports.
+    # The import verb writes its errors to stderr: -close_fd_mask=2 there
+    # (libFuzzer keeps its own output and the sanitizers' reports). The
+    # other targets keep stderr for their own reason for aborting.
+    quiet=""
+    [ "$t" = import ] && quiet="-close_fd_mask=2"
     # shellcheck disable=SC2086
     "$exe" "$work" "$HERE/corpus/$t" -dict="$HERE/$t.dict" \
         -max_total_time="$SECONDS_EACH" -timeout=30 -rss_limit_mb=2048 \
-        -close_fd_mask=2 -print_final_stats=1 \
+        $quiet -print_final_stats=1 \
         -artifact_prefix="$FINDINGS/$t/" ${FUZZ_ARGS:-} >"$log" 2>&1
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
