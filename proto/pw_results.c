@@ -436,6 +436,16 @@ pw_results_check(const json_t *doc, char *err, size_t errlen)
                      "arms and samples", i);
             return PW_RESULTS_ERR;
         }
+        /* pw_results_finish looks samples up by arm name (strcmp) and
+         * keys summaries and verdicts by it: a nameless arm would crash
+         * it (issue 11, fuzzing 2). */
+        json_t *arm;
+        json_array_foreach(json_object_get(b, "arms"), j, arm)
+            if (!json_is_string(json_object_get(arm, "name"))) {
+                snprintf(err, errlen, "results: benchmarks[%zu].arms[%zu]: "
+                         "expected an object with a name (a string)", i, j);
+                return PW_RESULTS_ERR;
+            }
         json_array_foreach(json_object_get(b, "samples"), j, s) {
             pw_sample_kind_t k;
             if (pw_sample_kind_parse(json_string_value(

@@ -144,6 +144,27 @@ main(void)
     ok_str(err, "results: benchmarks[0].samples[0]: expected kind and "
            "wall_us", "its message");
     json_decref(bad);
+    /* Issue 11, fuzzing 2: an arm without a name passed the check and
+     * pw_results_finish then crashed in strcmp(name, NULL). */
+    static const char *const nameless[] = {
+        "[{\"name\": \"a\"}, {\"subject\": true}]",
+        "[{\"name\": \"a\"}, {\"name\": 7}]",
+        "[{\"name\": \"a\"}, \"b\"]",
+    };
+    for (size_t i = 0; i < sizeof nameless / sizeof nameless[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"schema_version\": 3, \"suite\": "
+                 "\"s\", \"tool\": \"t\", \"complete\": true, "
+                 "\"benchmarks\": [{\"name\": \"x\", \"arms\": %s, "
+                 "\"samples\": [{\"kind\": \"measured\", \"arm\": "
+                 "\"a\", \"wall_us\": 1}]}]}", nameless[i]);
+        bad = json_loads(text, 0, NULL);
+        ok(bad && pw_results_check(bad, err, sizeof err) == PW_RESULTS_ERR,
+           "an arm without a string name is refused (%s)", nameless[i]);
+        ok_str(err, "results: benchmarks[0].arms[1]: expected an object "
+               "with a name (a string)", "its message names the arm");
+        json_decref(bad);
+    }
     /* Bytes that are not UTF-8 (a raw argv, a path, a program's output)
      * become '?', valid sequences stay; nothing is refused or lost. */
     json_t *raw = pw_results_new("test", "0", "s", "x\xff.yaml", NULL, 1);
