@@ -894,6 +894,63 @@ s_suite(s_ctx_t *c, const ag_var_t *vars, size_t nvars, ag_suite_t *suite)
     return AG_SUITE_OK;
 }
 
+/* Flow collections ([ ] and { }) one suite may nest. A real suite needs
+ * three or four (versions: [[prog, --version]] inside an arm inside
+ * arms: [...]). libyaml's scanner keeps one possible simple key per
+ * open flow level and walks all of them for every token, so its time
+ * grows with depth times tokens: 40,000 levels took 8 s, 200,000 over a
+ * minute, and the daemon scans its suites directory at start. */
+#define S_MAX_FLOW_DEPTH 64
+
+/* Refuse text nested deeper than S_MAX_FLOW_DEPTH before it is loaded.
+ * This pass uses libyaml's own scanner, token by token, so quoted
+ * scalars, comments and plain scalars such as "a[1]" count exactly as
+ * the loader will see them, and it stops at the first token too deep:
+ * its cost is bounded by S_MAX_FLOW_DEPTH per token. A syntax error
+ * ends the pass; the loader then reports it in its usual words. */
+static int
+s_check_depth(const char *name, const char *text, size_t len, char *err,
+              size_t errlen)
+{
+    yaml_parser_t parser;
+    yaml_token_t token;
+    int depth = 0, rc = AG_SUITE_OK;
+    bool done = false;
+
+    if (!yaml_parser_initialize(&parser)) {
+        snprintf(err, errlen, "%s: yaml_parser_initialize failed", name);
+        return AG_SUITE_ERR;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    while (!done && yaml_parser_scan(&parser, &token)) {
+        switch (token.type) {
+        case YAML_FLOW_SEQUENCE_START_TOKEN:
+        case YAML_FLOW_MAPPING_START_TOKEN:
+            if (++depth > S_MAX_FLOW_DEPTH) {
+                snprintf(err, errlen, "%s:%zu:%zu: more than %d levels of "
+                         "[ ] and { } nesting", name,
+                         token.start_mark.line + 1,
+                         token.start_mark.column + 1, S_MAX_FLOW_DEPTH);
+                rc = AG_SUITE_ERR;
+                done = true;
+            }
+            break;
+        case YAML_FLOW_SEQUENCE_END_TOKEN:
+        case YAML_FLOW_MAPPING_END_TOKEN:
+            depth--;
+            break;
+        case YAML_STREAM_END_TOKEN:
+            done = true;
+            break;
+        default:
+            break;
+        }
+        yaml_token_delete(&token);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
 int
 ag_suite_load_buffer(const char *name, const char *text, size_t len,
                      const ag_var_t *vars, size_t var_count,
@@ -912,6 +969,8 @@ ag_suite_load_buffer(const char *name, const char *text, size_t len,
                  AG_SUITE_MAX_FILE_BYTES);
         return AG_SUITE_ERR;
     }
+    if (s_check_depth(name, text, len, err, errlen) != AG_SUITE_OK)
+        return AG_SUITE_ERR;
     if (!yaml_parser_initialize(&parser)) {
         snprintf(err, errlen, "%s: yaml_parser_initialize failed", name);
         return AG_SUITE_ERR;

@@ -1,7 +1,10 @@
 /* test_suite.c -- ag_suite: what a valid file turns into, and every error
  * message a suite file can produce, pinned with its line and column. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ag_suite.h"
 #include "tap.h"
@@ -383,6 +386,74 @@ s_bound_cases(void)
     ok(s == NULL, "no suite after any of them");
 }
 
+static double
+s_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Issue 11, fuzzing 3: libyaml's scanner is quadratic in flow nesting
+ * (200,000 '[' ran for over a minute), so deep nesting is refused before
+ * the file is loaded, and quickly. */
+static void
+s_depth_cases(void)
+{
+    static char buf[1 << 20];
+    ag_suite_t *s = NULL;
+    char err[1024] = "", path[] = "/tmp/parity-test-suite-XXXXXX";
+    size_t n = 200000;
+
+    memset(buf, '[', n);
+    int fd = mkstemp(path);
+    ok(fd >= 0 && write(fd, buf, n) == (ssize_t)n && close(fd) == 0,
+       "a suite file of 200,000 '['");
+    double t0 = s_now();
+    int rc = ag_suite_load(path, NULL, 0, &s, err, sizeof err);
+    double took = s_now() - t0;
+    unlink(path);
+    char want[256];
+    snprintf(want, sizeof want, "%s:1:65: more than 64 levels of [ ] and "
+             "{ } nesting", path);
+    ok(rc == AG_SUITE_ERR && s == NULL, "is refused");
+    ok_str(err, want, "its message names the file, line and column");
+    ok(took < 0.5, "in well under a second (%.3f s)", took);
+
+    /* 64 levels are the bound, mixing [ and {: the 65th is refused, and
+     * 64 reach the suite's own checks. */
+    for (int levels = 64; levels <= 65; levels++) {
+        n = (size_t)snprintf(buf, sizeof buf, "suite: s\nbenchmarks:\n  - ");
+        for (int i = 0; i < levels; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, i % 2 ? "[" :
+                                  "{k: ");
+        for (int i = levels - 1; i >= 0; i--)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, i % 2 ? "]" : "}");
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "\n");
+        ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err,
+                             sizeof err);
+        ok_str(err, levels == 64 ? "t.yaml:3:6: unknown key \"k\" in a "
+               "benchmark (expected one of: name, arms, runs, warmup, "
+               "timeout, stdout, stderr, expect_exit, cpus, versions)" :
+               "t.yaml:3:165: more than 64 levels of [ ] and { } nesting",
+               "%d levels of [ and {", levels);
+    }
+
+    /* Brackets in quoted and plain scalars and in comments are text. */
+    char deep[101];
+    memset(deep, '[', 100);
+    deep[100] = '\0';
+    n = (size_t)snprintf(buf, sizeof buf, "suite: \"%s\" # %s\n"
+                         "benchmarks:\n  - name: x\n    arms:\n"
+                         "      - {name: a, command: ['%s']}\n"
+                         "      - name: b\n        shell: echo a%s\n",
+                         deep, deep, deep, deep);
+    rc = ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+    ok(rc == AG_SUITE_OK, "'[' in quoted and plain scalars and comments "
+       "does not count (%s)", rc == AG_SUITE_OK ? "" : err);
+    ag_suite_destroy(&s);
+}
+
 static void
 s_bad_cases(void)
 {
@@ -525,6 +596,7 @@ main(void)
 {
     s_bad_cases();
     s_bound_cases();
+    s_depth_cases();
     s_good();
     s_vars();
     return tap_done();
