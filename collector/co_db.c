@@ -16,6 +16,7 @@
 
 #include "co_floors.h"
 #include "co_migrations.h"
+#include "pw_buf.h"
 #include "pw_json.h"
 #include "vd_verdict.h"
 
@@ -25,6 +26,15 @@
  * the 5 heartbeat intervals after which agents give up on a silent
  * collector (2 is the least libpq honours). */
 #define CO_DB_UUID_MAX  128
+/* Most bytes of one COPY's data. One message needs far less: a batch of
+ * 512 samples at most ~190 bytes each plus its error texts (inside the
+ * 4 MiB frame), or a Calibration of 65536 samples of 62 bytes (4 MiB).
+ * A group of batches above it is refused as a whole and then stored one
+ * batch at a time (co_db_batches). */
+#define S_COPY_MAX      (64u << 20)
+/* Most bytes of one SQL statement's text built by appending: the arms of
+ * a run (64) or a run's summaries and verdicts, a few kB each. */
+#define S_SQL_MAX       (1u << 20)
 
 typedef struct {
     char uuid[CO_DB_UUID_MAX];
@@ -42,11 +52,9 @@ struct co_db {
      * Calibration arrives (co_db_set_floor_window; the last
      * co_db_run_end's otherwise). 1..CO_DB_FLOOR_WINDOW_MAX. */
     int floor_window;
-    /* Growable COPY buffer, reused: bounded by one batch (512 samples of
-     * at most ~100 bytes plus error texts, themselves bounded by the
-     * 4 MiB frame). */
-    char *copy;
-    size_t copy_len, copy_cap;
+    /* COPY data, reused: at most S_COPY_MAX bytes, checked on every
+     * append (a failed append is sticky; s_copy_send reports it). */
+    pw_buf_t copy;
     const co_db_run_cache_t *run_cache;  /* next run_end's samples */
     bool outer;                    /* co_db_begin's transaction is open */
     /* Its BEGIN is not sent yet: it goes with the first statement (the
@@ -121,6 +129,7 @@ co_db_new(const char *conninfo)
     }
     db->floor_window = CO_DB_FLOOR_WINDOW;
     db->floors = co_floors_new(CO_DB_FLOOR_WINDOW);
+    pw_buf_init(&db->copy, S_COPY_MAX);
     return db;
 }
 
@@ -162,7 +171,7 @@ co_db_destroy(co_db_t **db)
     co_db_disconnect(*db);
     co_floors_destroy(&(*db)->floors);
     free((*db)->conninfo);
-    free((*db)->copy);
+    pw_buf_free(&(*db)->copy);
     free(*db);
     *db = NULL;
 }
@@ -559,27 +568,12 @@ co_db_hosts_offline(co_db_t *db, char *err, size_t errlen)
 
 /* ---- binary COPY ----------------------------------------------------- */
 
-static int
-s_copy_reserve(co_db_t *db, size_t more)
-{
-    if (db->copy_len + more <= db->copy_cap)
-        return 0;
-    size_t cap = db->copy_cap ? db->copy_cap : 65536;
-    while (cap < db->copy_len + more)
-        cap *= 2;
-    char *p = realloc(db->copy, cap);
-    if (!p)
-        return -1;
-    db->copy = p;
-    db->copy_cap = cap;
-    return 0;
-}
-
+/* Append to the COPY data. A failure (above S_COPY_MAX, or out of
+ * memory) sticks to the buffer and s_copy_send reports it. */
 static void
 s_put(co_db_t *db, const void *p, size_t n)
 {
-    memcpy(db->copy + db->copy_len, p, n);
-    db->copy_len += n;
+    (void)pw_buf_add(&db->copy, p, n);
 }
 
 static void
@@ -632,7 +626,7 @@ static void
 s_copy_begin(co_db_t *db)
 {
     static const char sig[] = "PGCOPY\n\377\r\n";
-    db->copy_len = 0;
+    pw_buf_reset(&db->copy);
     s_put(db, sig, 11);
     s_put_i32(db, 0);   /* flags */
     s_put_i32(db, 0);   /* header extension length */
@@ -642,7 +636,15 @@ s_copy_begin(co_db_t *db)
 static int
 s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
 {
-    s_put_i16(db, -1);   /* trailer; reserved by the callers */
+    s_put_i16(db, -1);   /* trailer */
+    int bst = pw_buf_status(&db->copy);
+    if (bst != PW_BUF_OK) {
+        /* Nothing was sent. Too big is the message's size (a group is
+         * then stored one batch at a time); out of memory may pass. */
+        s_err(err, errlen, "COPY data: %s (at most %u bytes)",
+              pw_buf_strerror(bst), S_COPY_MAX);
+        return bst == PW_BUF_TOOBIG ? CO_DB_REFUSED : CO_DB_FAIL;
+    }
     int brc = s_begin_flush(db, err, errlen);
     if (brc != CO_DB_OK)
         return brc;
@@ -653,7 +655,8 @@ s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
         return rc;
     }
     PQclear(r);
-    if (PQputCopyData(db->conn, db->copy, (int)db->copy_len) != 1
+    if (PQputCopyData(db->conn, pw_buf_data(&db->copy),
+                      (int)db->copy.len) != 1
         || PQputCopyEnd(db->conn, NULL) != 1) {
         s_err(err, errlen, "PQputCopyData: %s", PQerrorMessage(db->conn));
         s_forget_written(db);
@@ -750,12 +753,6 @@ co_db_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
     }
     int64_t cal = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
-    /* 5 fields of at most 8 bytes plus lengths, per sample. */
-    if (s_copy_reserve(db, 64 + c->n_wall_us * 64) != 0) {
-        s_err(err, errlen, "calibration: out of memory");
-        rc = CO_DB_FAIL;
-        goto rollback;
-    }
     s_copy_begin(db);
     for (size_t i = 0; i < c->n_wall_us; i++) {
         s_put_i16(db, 5);
@@ -882,15 +879,14 @@ s_run_arms(co_db_t *db, const char *runid, const Parity__RunStart *rs,
     const char **p = calloc(n * COLS, sizeof *p);
     char **argv_s = calloc(n, sizeof *argv_s);
     char (*idx)[24] = calloc(n, sizeof *idx);
-    /* "($1, ..., ARRAY(...), $6, $7)," per arm: under 160 bytes each. */
-    char *sql = malloc(128 + n * 160);
-    if (!p || !argv_s || !idx || !sql) {
+    pw_buf_t sql;
+    pw_buf_init(&sql, S_SQL_MAX);
+    if (!p || !argv_s || !idx) {
         s_err(err, errlen, "run_start: out of memory for %zu arms", n);
         goto done;
     }
-    size_t len = (size_t)sprintf(sql, "INSERT INTO arms (run, idx, name, "
-                                 "subject, argv, shell, version_output) "
-                                 "VALUES ");
+    pw_buf_adds(&sql, "INSERT INTO arms (run, idx, name, subject, argv, "
+                "shell, version_output) VALUES ");
     for (size_t i = 0; i < n; i++) {
         const Parity__Arm *a = rs->arms[i];
         json_t *argv = json_array();
@@ -910,14 +906,18 @@ s_run_arms(co_db_t *db, const char *runid, const Parity__RunStart *rs,
                                   s_str(a->shell), s_str(a->version_output) };
         memcpy(&p[i * COLS], row, sizeof row);
         size_t b = i * COLS;
-        len += (size_t)sprintf(sql + len, "%s($%zu, $%zu, $%zu, $%zu, "
-                               "ARRAY(SELECT json_array_elements_text($%zu"
-                               "::json)), $%zu, $%zu)", i ? ", " : "",
-                               b + 1, b + 2, b + 3, b + 4, b + 5, b + 6,
-                               b + 7);
+        pw_buf_printf(&sql, "%s($%zu, $%zu, $%zu, $%zu, ARRAY(SELECT "
+                      "json_array_elements_text($%zu::json)), $%zu, $%zu)",
+                      i ? ", " : "", b + 1, b + 2, b + 3, b + 4, b + 5,
+                      b + 6, b + 7);
     }
-    PGresult *r = s_query(db, sql, (int)(n * COLS), p, PGRES_COMMAND_OK,
-                          &rc, err, errlen);
+    if (pw_buf_status(&sql) != PW_BUF_OK) {
+        s_err(err, errlen, "run_start: arms statement: %s",
+              pw_buf_strerror(pw_buf_status(&sql)));
+        goto done;
+    }
+    PGresult *r = s_query(db, pw_buf_data(&sql), (int)(n * COLS), p,
+                          PGRES_COMMAND_OK, &rc, err, errlen);
     PQclear(r);
 done:
     for (size_t i = 0; argv_s && i < n; i++)
@@ -925,7 +925,7 @@ done:
     free(argv_s);
     free(p);
     free(idx);
-    free(sql);
+    pw_buf_free(&sql);
     return rc;
 }
 
@@ -1120,7 +1120,6 @@ co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
     int64_t run = 0;
     char runs[24], seq[16], n[16];
     PGresult *r;
-    size_t need = 64;
 
     *stored = 0;
     size_t n_arms = 0;
@@ -1129,11 +1128,6 @@ co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
         return rc;
     if (s_check_samples(b, n_arms, err, errlen) != 0)
         return CO_DB_REFUSED;
-    for (size_t i = 0; i < b->n_samples; i++) {
-        const Parity__Sample *s = b->samples[i];
-        /* 15 fields of at most 8 bytes plus lengths, and the error text. */
-        need += 2 + 15 * 12 + (s->error ? strlen(s->error) : 0);
-    }
     snprintf(runs, sizeof runs, "%" PRId64, run);
     snprintf(seq, sizeof seq, "%u", b->batch_seq);
     snprintf(n, sizeof n, "%zu", b->n_samples);
@@ -1152,11 +1146,6 @@ co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
     }
     PQclear(r);
     if (b->n_samples > 0) {
-        if (s_copy_reserve(db, need) != 0) {
-            s_err(err, errlen, "batch: out of memory for %zu bytes", need);
-            rc = CO_DB_FAIL;
-            goto rollback;
-        }
         s_copy_begin(db);
         s_copy_rows(db, run, b);
         rc = s_copy_send(db, s_copy_samples_sql, err, errlen);
@@ -1191,16 +1180,15 @@ s_copy_cal_group(co_db_t *db, const co_db_batch_item_t *items,
     return cal > 0 ? s_copy_send(db, s_copy_cal_sql, err, errlen) : CO_DB_OK;
 }
 
-int
-co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
-              size_t errlen)
+/* co_db_batches with the three int arrays' text (run, batch_seq,
+ * n_samples) in keys[0..2], which the caller frees. */
+static int
+s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
+          pw_buf_t *keys, char *err, size_t errlen)
 {
     int64_t runs[CO_DB_GROUP_MAX];
     bool want[CO_DB_GROUP_MAX] = { false };
-    /* Three int arrays as text: at most 64 numbers of 20 digits each. */
-    char a_run[CO_DB_GROUP_MAX * 22 + 3], a_seq[CO_DB_GROUP_MAX * 12 + 3];
-    char a_n[CO_DB_GROUP_MAX * 12 + 3];
-    size_t lr = 0, ls = 0, ln = 0, cand = 0, need = 64;
+    size_t cand = 0;
     int rc;
 
     if (n > CO_DB_GROUP_MAX) {
@@ -1229,31 +1217,30 @@ co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
             it->rc = CO_DB_REFUSED;
             continue;
         }
-        for (size_t i = 0; i < b->n_samples; i++) {
-            const Parity__Sample *x = b->samples[i];
-            need += 2 + 15 * 12 + (x->error ? strlen(x->error) : 0);
-        }
         want[k] = true;
         cand++;
-        lr += (size_t)snprintf(a_run + lr, sizeof a_run - lr, "%s%" PRId64,
-                               lr ? "," : "{", runs[k]);
-        ls += (size_t)snprintf(a_seq + ls, sizeof a_seq - ls, "%s%u",
-                               ls ? "," : "{", b->batch_seq);
-        ln += (size_t)snprintf(a_n + ln, sizeof a_n - ln, "%s%zu",
-                               ln ? "," : "{", b->n_samples);
+        /* "{1,2,3" until closed below; a failure sticks to the text. */
+        pw_buf_printf(&keys[0], "%s%" PRId64, keys[0].len ? "," : "{",
+                      runs[k]);
+        pw_buf_printf(&keys[1], "%s%u", keys[1].len ? "," : "{",
+                      b->batch_seq);
+        pw_buf_printf(&keys[2], "%s%zu", keys[2].len ? "," : "{",
+                      b->n_samples);
     }
     if (cand == 0)
         return CO_DB_OK;
-    snprintf(a_run + lr, sizeof a_run - lr, "}");
-    snprintf(a_seq + ls, sizeof a_seq - ls, "}");
-    snprintf(a_n + ln, sizeof a_n - ln, "}");
-    if (s_copy_reserve(db, need) != 0) {
-        s_err(err, errlen, "batches: out of memory for %zu bytes", need);
-        goto fail_all;
-    }
+    for (int a = 0; a < 3; a++)
+        (void)pw_buf_adds(&keys[a], "}");
+    for (int a = 0; a < 3; a++)
+        if (pw_buf_status(&keys[a]) != PW_BUF_OK) {
+            s_err(err, errlen, "batches: keys: %s",
+                  pw_buf_strerror(pw_buf_status(&keys[a])));
+            goto fail_all;
+        }
     if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
         goto fail_all;
-    const char *p[] = { a_run, a_seq, a_n };
+    const char *p[] = { pw_buf_data(&keys[0]), pw_buf_data(&keys[1]),
+                        pw_buf_data(&keys[2]) };
     PGresult *r = s_query(db, "INSERT INTO batches (run, batch_seq, "
                           "n_samples) SELECT * FROM unnest($1::bigint[], "
                           "$2::integer[], $3::integer[]) ON CONFLICT (run, "
@@ -1330,6 +1317,20 @@ fail_all:
                      err ? err : "");
         }
     return CO_DB_FAIL;
+}
+
+int
+co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
+              size_t errlen)
+{
+    /* At most 64 numbers of 20 digits and a comma each, per array. */
+    pw_buf_t keys[3];
+    for (int a = 0; a < 3; a++)
+        pw_buf_init(&keys[a], CO_DB_GROUP_MAX * 21 + 3);
+    int rc = s_batches(db, items, n, keys, err, errlen);
+    for (int a = 0; a < 3; a++)
+        pw_buf_free(&keys[a]);
+    return rc;
 }
 
 /* ---- run end and verdicts --------------------------------------------- */
@@ -1713,16 +1714,13 @@ s_summary_row(s_summary_row_t *w, const char *runid, size_t arm,
 }
 
 /* "($k, ..., $k+cols-1)" for row i of a multi-row VALUES. */
-static size_t
-s_values_row(char *sql, size_t i, size_t first, size_t cols)
+static void
+s_values_row(pw_buf_t *sql, size_t i, size_t first, size_t cols)
 {
-    size_t len = (size_t)sprintf(sql, "%s(", i ? ", " : "");
+    pw_buf_adds(sql, i ? ", (" : "(");
     for (size_t c = 0; c < cols; c++)
-        len += (size_t)sprintf(sql + len, "%s$%zu", c ? ", " : "",
-                               first + c + 1);
-    sql[len++] = ')';
-    sql[len] = '\0';
-    return len;
+        pw_buf_printf(sql, "%s$%zu", c ? ", " : "", first + c + 1);
+    pw_buf_adds(sql, ")");
 }
 
 /* Every summary and every verdict of a run in one statement (one round
@@ -1734,48 +1732,53 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
     int rc = CO_DB_FAIL;
     size_t np = ns * S_SUMMARY_COLS + nv * S_VERDICT_COLS;
     const char **p = malloc((np ? np : 1) * sizeof *p);
-    /* Under 8 bytes a parameter, plus the fixed text (about 1,000). */
-    char *sql = malloc(2048 + np * 8);
-    if (!p || !sql) {
+    pw_buf_t sql;
+    pw_buf_init(&sql, S_SQL_MAX);
+    if (!p) {
         s_err(err, errlen, "run_end: out of memory for %zu results", np);
         goto done;
     }
-    size_t len = 0, k = 0;
-    len += (size_t)sprintf(sql + len, "%s", nv ? "WITH s AS (" : "");
-    len += (size_t)sprintf(sql + len, "INSERT INTO run_summaries (run, arm, "
+    size_t k = 0;
+    pw_buf_adds(&sql, nv ? "WITH s AS (" : "");
+    pw_buf_adds(&sql, "INSERT INTO run_summaries (run, arm, "
         "n, min, q25, median, q75, max, iqr, mean, errors) VALUES ");
     for (size_t i = 0; i < ns; i++, k += S_SUMMARY_COLS) {
-        len += s_values_row(sql + len, i, k, S_SUMMARY_COLS);
+        s_values_row(&sql, i, k, S_SUMMARY_COLS);
         memcpy(&p[k], sum[i].p, sizeof sum[i].p);
     }
-    len += (size_t)sprintf(sql + len, " ON CONFLICT (run, arm) DO UPDATE "
+    pw_buf_adds(&sql, " ON CONFLICT (run, arm) DO UPDATE "
         "SET n = EXCLUDED.n, min = EXCLUDED.min, q25 = EXCLUDED.q25, median "
         "= EXCLUDED.median, q75 = EXCLUDED.q75, max = EXCLUDED.max, iqr = "
         "EXCLUDED.iqr, mean = EXCLUDED.mean, errors = EXCLUDED.errors");
     if (nv) {
-        len += (size_t)sprintf(sql + len, "), v AS (INSERT INTO verdicts (run, "
+        pw_buf_adds(&sql, "), v AS (INSERT INTO verdicts (run, "
             "host_id, subject_arm, other_arm, other_name, outcome, ratio, "
             "best_ratio, tolerance, noise, best_tolerance, floor_us, "
             "floor_is_default, floor_samples, parity, diagnostics, "
             "extra_runs, n_subject, n_other, verdict_json, error) VALUES ");
         for (size_t i = 0; i < nv; i++, k += S_VERDICT_COLS) {
-            len += s_values_row(sql + len, i, k, S_VERDICT_COLS);
+            s_values_row(&sql, i, k, S_VERDICT_COLS);
             memcpy(&p[k], ver[i].p, sizeof ver[i].p);
         }
         /* The verdicts' series (008), for `regressions`: added once. */
-        sprintf(sql + len, " ON CONFLICT (run, other_arm) DO NOTHING "
+        pw_buf_adds(&sql, " ON CONFLICT (run, other_arm) DO NOTHING "
             "RETURNING run, subject_arm, other_name) INSERT INTO series "
             "(benchmark_id, host_id, vars, subject, other) SELECT "
             "r.benchmark_id, r.host_id, r.vars, sa.name, v.other_name FROM v "
             "JOIN runs r ON r.id = v.run JOIN arms sa ON sa.run = v.run AND "
             "sa.idx = v.subject_arm ON CONFLICT DO NOTHING");
     }
-    PGresult *r = s_query(db, sql, (int)np, p, PGRES_COMMAND_OK, &rc, err,
-                          errlen);
+    if (pw_buf_status(&sql) != PW_BUF_OK) {
+        s_err(err, errlen, "run_end: results statement: %s",
+              pw_buf_strerror(pw_buf_status(&sql)));
+        goto done;
+    }
+    PGresult *r = s_query(db, pw_buf_data(&sql), (int)np, p,
+                          PGRES_COMMAND_OK, &rc, err, errlen);
     PQclear(r);
 done:
     free(p);
-    free(sql);
+    pw_buf_free(&sql);
     return rc;
 }
 
