@@ -29,8 +29,8 @@ FINDINGS="$BUILD/fuzz-findings"
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/parity-fuzz.XXXXXX") || exit 1
 trap 'rm -rf "$SCRATCH"' EXIT INT TERM
 
-# Sanitizer settings: UB aborts with a stack; the known leak of issue 11
-# (ag_suite's versions:) is suppressed by name, nothing else.
+# Sanitizer settings: UB aborts with a stack; lsan.supp lists known
+# leaks by function, each with its issue (none today).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export LSAN_OPTIONS="suppressions=$HERE/lsan.supp:print_suppressions=0"
