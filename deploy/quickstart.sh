@@ -15,7 +15,8 @@
 #   deploy/quickstart.sh --stop   stop what --keep left running
 #
 # Environment: PARITY_QUICKSTART_VAR (default ./var), PARITY_QUICKSTART_PORT
-# (default: a free port), PARITY_QUICKSTART_BUILD (an existing meson build
+# (default: the port of the last run, kept in VAR/port, or a free one; the
+# client's settings for it are in VAR/client.yaml), PARITY_QUICKSTART_BUILD (an existing meson build
 # dir: skip deploy/build.sh; the tests use it).
 set -eu
 CALLER=$(pwd)
@@ -116,8 +117,35 @@ done
 cp "$VAR/keys/alpha" "$VAR/keys/beta" "$VAR/allow/"
 cp "$VAR/keys/admin" "$VAR/admin/"
 
-PORT=${PARITY_QUICKSTART_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+# One port per var dir: the first run picks a free one and keeps it in
+# $VAR/port, so that the settings it prints, and $VAR/client.yaml, stay
+# valid from one run to the next.
+if [ -n "${PARITY_QUICKSTART_PORT:-}" ]; then
+    PORT=$PARITY_QUICKSTART_PORT
+elif [ -s "$VAR/port" ]; then
+    PORT=$(cat "$VAR/port")
+else
+    PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+fi
+case $PORT in
+    ''|*[!0-9]*) echo "quickstart: port \"$PORT\" (from ${PARITY_QUICKSTART_PORT:+PARITY_QUICKSTART_PORT}${PARITY_QUICKSTART_PORT:-$VAR/port}) is not a number" >&2
+                 exit 1 ;;
+esac
+if ! python3 -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1])))' "$PORT" 2>/dev/null; then
+    echo "quickstart: port $PORT on 127.0.0.1 is in use (kept in $VAR/port from an earlier run): stop what listens there, or remove $VAR/port to pick another" >&2
+    exit 1
+fi
+echo "$PORT" >"$VAR/port"
 ENDPOINT=tcp://127.0.0.1:$PORT
+# The client's settings, for `parity` from any shell: copy or link it to
+# ~/.config/parity/client.yaml (absolute paths: a relative one would be
+# read relative to the link's directory).
+cat >"$VAR/client.yaml" <<EOF
+# Written by deploy/quickstart.sh: the collector it starts and its admin key.
+collector: $ENDPOINT
+collector_key: $VAR/keys/collector
+key: $VAR/keys/admin
+EOF
 
 if [ $KEEP = 0 ]; then
     trap 'stop_all; echo "quickstart: stopped the collector, its PostgreSQL and both agents (data kept in $VAR; run again to reuse it)"' EXIT
@@ -190,6 +218,9 @@ quickstart: still running. To use them from this shell:
   $PARITY run example --wait --var input=example-input.txt
 (both agents run on this machine: --var input=example-input.txt gives each
 its own input file in its directory; the suite's default is one shared path)
+or, from any shell, with the settings file this run wrote (the same port
+and keys every run):
+  mkdir -p ~/.config/parity && ln -sf $VAR/client.yaml ~/.config/parity/client.yaml
 Stop everything with: $AGAIN --stop
 EOF
 fi

@@ -38,6 +38,13 @@ for pass in $passes; do
     rc=$?
     took=$(( $(date +%s) - start ))
     ok $rc "$pass run exits 0 in ${took} s"
+    case $pass in
+        first) port1=$(cat "$VAR/port" 2>/dev/null) ;;
+        second) [ -n "$port1" ] && [ "$(cat "$VAR/port")" = "$port1" ]
+                ok $? "second run reuses the first run's port ($port1)"
+                grep -qx "collector: tcp://127.0.0.1:$port1" "$VAR/client.yaml"
+                ok $? "client.yaml names that port" ;;
+    esac
     [ $rc -eq 0 ] || sed 's/^/# /' "$VAR/out.txt" | tail -40
     has "alpha .*online" && has "beta .*online"; ok $? "$pass: both agents online in parity hosts"
     has "running .*compress"; ok $? "$pass: progress lines name host and benchmark"
@@ -81,6 +88,10 @@ has "^Stop everything with: PARITY_QUICKSTART_VAR=$VAR $SRC/deploy/quickstart.sh
 ok $? "--keep's stop command names this var dir"
 left=$(pgrep -f -- "--data-dir $VAR/collector|--spool $VAR/agents" | wc -l)
 [ "$left" -eq 3 ]; ok $? "--keep left the collector and both agents running ($left)"
+# The settings file alone (no PARITY_* in the environment) reaches it.
+mkdir -p "$VAR/xdg/parity" && ln -sf "$VAR/client.yaml" "$VAR/xdg/parity/client.yaml"
+env -u PARITY_COLLECTOR -u PARITY_COLLECTOR_KEY -u PARITY_KEY     XDG_CONFIG_HOME="$VAR/xdg" "$BUILD/collector/client/parity" hosts     >"$VAR/hosts.txt" 2>&1 && grep -q "alpha .*online" "$VAR/hosts.txt"
+ok $? "parity with the client.yaml the quickstart wrote, and nothing else, lists the hosts"
 PARITY_QUICKSTART_VAR=$VAR "$SRC/deploy/quickstart.sh" --stop >"$VAR/out.txt" 2>&1
 [ "$(cat "$VAR/out.txt")" = "quickstart: stopped the collector, its PostgreSQL and both agents under $VAR" ]
 ok $? "--stop says what it stopped: $(cat "$VAR/out.txt")"
@@ -90,6 +101,16 @@ ok $? "--stop: nothing left running, PostgreSQL stopped ($left)"
 PARITY_QUICKSTART_VAR=$VAR "$SRC/deploy/quickstart.sh" --stop >"$VAR/out.txt" 2>&1
 has "^quickstart: nothing was running under $VAR (set PARITY_QUICKSTART_VAR to the var dir given to --keep)$"
 ok $? "--stop again: nothing was running, says so"
+# The kept port taken by something else: named, with what to do.
+port=$(cat "$VAR/port")
+python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(30)' "$port" &
+holder=$!
+sleep 0.5
+PARITY_QUICKSTART_VAR=$VAR PARITY_QUICKSTART_BUILD=$BUILD     timeout 60 "$SRC/deploy/quickstart.sh" >"$VAR/out.txt" 2>&1
+rc=$?
+kill $holder 2>/dev/null; wait $holder 2>/dev/null
+[ $rc -ne 0 ] && has "^quickstart: port $port on 127.0.0.1 is in use (kept in $VAR/port from an earlier run): stop what listens there, or remove $VAR/port to pick another$"
+ok $? "a kept port in use is refused, naming the port and what to do"
 echo "1..$n"
 if [ $failed -eq 0 ]; then rm -rf "$VAR"; else echo "# kept $VAR"; fi
 [ $failed -eq 0 ]
