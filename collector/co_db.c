@@ -632,6 +632,37 @@ s_copy_begin(co_db_t *db)
     s_put_i32(db, 0);   /* header extension length */
 }
 
+/* Most results collected after a COPY: one is expected. */
+#define S_COPY_RESULTS_MAX 8
+
+/* Collect the results after a COPY was ended, so that the connection is
+ * usable again; the first failure goes to rc (when rc is CO_DB_OK). A
+ * server still in COPY-IN answers PGRES_COPY_IN again and again: it is
+ * told once more that the copy failed, and after S_COPY_RESULTS_MAX
+ * results the connection is closed rather than spun on. */
+static int
+s_copy_results(co_db_t *db, const char *sql, int rc, char *err,
+               size_t errlen)
+{
+    PGresult *r;
+    int n = 0;
+    while ((r = PQgetResult(db->conn)) != NULL) {
+        ExecStatusType st = PQresultStatus(r);
+        if (st != PGRES_COMMAND_OK && rc == CO_DB_OK)
+            rc = st == PGRES_COPY_IN ? CO_DB_FAIL
+                                     : s_fail(db, r, sql, err, errlen);
+        PQclear(r);
+        if (st == PGRES_COPY_IN)
+            (void)PQputCopyEnd(db->conn, "parity: COPY abandoned");
+        if (++n >= S_COPY_RESULTS_MAX) {
+            s_err(err, errlen, "%s: the server did not end the COPY", sql);
+            co_db_disconnect(db);
+            return CO_DB_FAIL;
+        }
+    }
+    return rc;
+}
+
 /* Run a COPY ... FROM STDIN (FORMAT binary) with the buffer built. */
 static int
 s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
@@ -656,22 +687,20 @@ s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
     }
     PQclear(r);
     if (PQputCopyData(db->conn, pw_buf_data(&db->copy),
-                      (int)db->copy.len) != 1
-        || PQputCopyEnd(db->conn, NULL) != 1) {
+                      (int)db->copy.len) != 1) {
         s_err(err, errlen, "PQputCopyData: %s", PQerrorMessage(db->conn));
         s_forget_written(db);
-        /* Collect the result so the connection is usable again. */
-        while ((r = PQgetResult(db->conn)) != NULL)
-            PQclear(r);
-        return CO_DB_FAIL;
+        /* The server stays in COPY-IN until the copy ends: end it as
+         * failed (it rolls the rows back), then collect the results. */
+        (void)PQputCopyEnd(db->conn, "parity: COPY data not sent");
+        return s_copy_results(db, sql, CO_DB_FAIL, NULL, 0);
     }
-    int rc = CO_DB_OK;
-    while ((r = PQgetResult(db->conn)) != NULL) {
-        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == CO_DB_OK)
-            rc = s_fail(db, r, sql, err, errlen);
-        PQclear(r);
+    if (PQputCopyEnd(db->conn, NULL) != 1) {
+        s_err(err, errlen, "PQputCopyEnd: %s", PQerrorMessage(db->conn));
+        s_forget_written(db);
+        return s_copy_results(db, sql, CO_DB_FAIL, NULL, 0);
     }
-    return rc;
+    return s_copy_results(db, sql, CO_DB_OK, err, errlen);
 }
 
 /* ---- calibrations ------------------------------------------------------ */
