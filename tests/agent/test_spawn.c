@@ -439,13 +439,15 @@ main(int argc, char **argv)
             spawn_after = again;
         double rs = spawn_after / spawn_before, rf = fork_after / fork_before;
         /* On a quiet host rs is 1.0 +- 0.1; a loaded one has moved it to
-         * 3 while fork's went to 20..100, so the bound is relative. A
-         * quiet run on the 2-core VM has also given rf 5.0 (rs 0.98): the
-         * bound is 3, still far above what memory does to posix_spawn. */
+         * 3 while fork's went to 20..100, so the bound is relative. The
+         * 2-core VM has given rf 5.0 (rs 0.98) quiet and 1.8 to 2.7 (rs
+         * 0.46 to 0.97) with a CI run and three builds beside it, where
+         * fork's own "before" is slowed too: fork must slow twice as much
+         * as posix_spawn. A harness that forked would give rf = rs. */
         tap_diag("512 MiB in the harness: spawn median %.0f -> %.0f us "
                  "(x%.2f), fork+exec %.0f -> %.0f us (x%.2f)", spawn_before,
                  spawn_after, rs, fork_before, fork_after, rf);
-        ok(rf > 3 * rs && rf > 3, "fork+exec slows with the harness's memory "
+        ok(rf > 2 * rs && rf > 1.5, "fork+exec slows with the harness's memory "
            "(x%.1f), posix_spawn does not (x%.2f)", rf, rs);
         munmap(big, big_len);
     } else {
