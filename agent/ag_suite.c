@@ -50,6 +50,7 @@ typedef struct {
     char **var_names;            /* the variables in effect */
     char **var_values;
     size_t var_count;
+    size_t copied;               /* bytes of strings copied so far */
 } s_ctx_t;
 
 static int s_fail(s_ctx_t *c, const yaml_node_t *n, const char *fmt, ...)
@@ -251,6 +252,25 @@ typedef struct {
 /* Bytes one string may have after its variables are substituted. */
 #define S_MAX_STRING ((size_t)AG_SUITE_MAX_FILE_BYTES * 4)
 
+/* Bytes of strings one suite may copy in all: substituted strings, env
+ * entries (each arm gets every variable as PARITY_VAR_*) and names.
+ * Aliases let a 200 KB file repeat a 4 MiB string thousands of times
+ * (one reached 257 MB, another asked for 16 GB); a real suite copies a
+ * few kilobytes. */
+#define S_MAX_COPIED (S_MAX_STRING * 4)
+
+/* Count bytes the suite is about to keep; refuse past S_MAX_COPIED. */
+static int
+s_account(s_ctx_t *c, const yaml_node_t *n, const char *what, size_t bytes)
+{
+    if (bytes > S_MAX_COPIED - c->copied)
+        return s_fail(c, n, "%s: the suite's strings come to more than %zu "
+                      "bytes with variables substituted and aliases "
+                      "expanded", what, S_MAX_COPIED);
+    c->copied += bytes;
+    return AG_SUITE_OK;
+}
+
 static int
 s_buf_add(s_buf_t *b, const char *s, size_t n)
 {
@@ -345,6 +365,8 @@ s_subst(s_ctx_t *c, yaml_node_t *n, const char *what, bool for_shell,
     }
     if (!b.buf && s_buf_add(&b, "", 0) != 0)
         goto oom;
+    if (s_account(c, n, what, b.len + 1) != AG_SUITE_OK)
+        goto out;
     *out = b.buf;
     b.buf = NULL;
     rc = AG_SUITE_OK;
@@ -532,9 +554,9 @@ s_versions(s_ctx_t *c, yaml_node_t *n, ag_arm_t *arm)
 }
 
 /* env: the arm's own KEY: VALUE pairs, then PARITY_VAR_* for every
- * variable in effect. */
+ * variable in effect. arm_node names the arm in messages about those. */
 static int
-s_env(s_ctx_t *c, yaml_node_t *n, ag_arm_t *arm)
+s_env(s_ctx_t *c, yaml_node_t *n, const yaml_node_t *arm_node, ag_arm_t *arm)
 {
     size_t own = 0;
     if (n) {
@@ -581,6 +603,8 @@ s_env(s_ctx_t *c, yaml_node_t *n, ag_arm_t *arm)
             return s_fail(c, n, "env: out of memory");
         }
         arm->env_count++;
+        if (s_account(c, k, "env", (size_t)r + 1) != AG_SUITE_OK)
+            return AG_SUITE_ERR;
     }
     for (size_t v = 0; v < c->var_count; v++) {
         char upper[128];
@@ -588,12 +612,15 @@ s_env(s_ctx_t *c, yaml_node_t *n, ag_arm_t *arm)
         for (i = 0; c->var_names[v][i] && i + 1 < sizeof upper; i++)
             upper[i] = (char)toupper((unsigned char)c->var_names[v][i]);
         upper[i] = '\0';
-        if (asprintf(&arm->env[arm->env_count], "PARITY_VAR_%s=%s", upper,
-                     c->var_values[v]) < 0) {
+        int r = asprintf(&arm->env[arm->env_count], "PARITY_VAR_%s=%s",
+                         upper, c->var_values[v]);
+        if (r < 0) {
             arm->env[arm->env_count] = NULL;
             return s_fail(c, n, "env: out of memory");
         }
         arm->env_count++;
+        if (s_account(c, arm_node, "env", (size_t)r + 1) != AG_SUITE_OK)
+            return AG_SUITE_ERR;
     }
     return AG_SUITE_OK;
 }
@@ -614,6 +641,8 @@ s_arm(s_ctx_t *c, yaml_node_t *n, ag_arm_t *arm, yaml_node_t *versions)
         return AG_SUITE_ERR;
     if (v->data.scalar.length == 0)
         return s_fail(c, v, "name: expected a non-empty arm name");
+    if (s_account(c, v, "name", v->data.scalar.length + 1) != AG_SUITE_OK)
+        return AG_SUITE_ERR;
     if (!(arm->name = strdup(s_scalar(v))))
         return s_fail(c, v, "name: out of memory");
     if ((v = s_get(c, n, "subject")) &&
@@ -639,7 +668,7 @@ s_arm(s_ctx_t *c, yaml_node_t *n, ag_arm_t *arm, yaml_node_t *versions)
     if ((v = s_get(c, n, "cwd")) &&
         s_subst(c, v, "cwd", false, &arm->cwd) != AG_SUITE_OK)
         return AG_SUITE_ERR;
-    if (s_env(c, s_get(c, n, "env"), arm) != AG_SUITE_OK)
+    if (s_env(c, s_get(c, n, "env"), n, arm) != AG_SUITE_OK)
         return AG_SUITE_ERR;
     static const char *const hooks[] = { "setup", "cleanup", "prepare",
                                          "conclude" };
@@ -675,6 +704,8 @@ s_bench(s_ctx_t *c, yaml_node_t *n, const s_settings_t *defaults,
         return AG_SUITE_ERR;
     if (v->data.scalar.length == 0)
         return s_fail(c, v, "name: expected a non-empty benchmark name");
+    if (s_account(c, v, "name", v->data.scalar.length + 1) != AG_SUITE_OK)
+        return AG_SUITE_ERR;
     if (!(b->name = strdup(s_scalar(v))))
         return s_fail(c, v, "name: out of memory");
 

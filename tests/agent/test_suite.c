@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "ag_suite.h"
 #include "tap.h"
@@ -454,6 +456,79 @@ s_depth_cases(void)
     ag_suite_destroy(&s);
 }
 
+/* Issue 11, fuzzing 4: aliases repeat substituted strings. This 200 KB
+ * suite asks for 256 benchmarks x 16 arms x a 4 MB argv, 16 GB: it is
+ * refused at 16 MiB of strings in all. The load runs in a child, so
+ * its peak memory can be read and a runaway one killed by alarm(). */
+static void
+s_alias_bomb(void)
+{
+    static char buf[1 << 20];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "suite: s\nvariables:\n"
+                                "  v: ");
+    memset(buf + n, 'x', 200000);
+    n += 200000;
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\nbenchmarks:\n"
+                          "  - name: b0\n    arms: &arms\n"
+                          "      - {name: a0, command: &c [p");
+    for (int i = 0; i < 20; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, ", \"${v}\"");
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "]}\n");
+    for (int i = 1; i < 16; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n,
+                              "      - {name: a%d, command: *c}\n", i);
+    for (int i = 1; i < 256; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n,
+                              "  - {name: b%d, arms: *arms}\n", i);
+    ok(n > 200000 && n < 220000, "an alias bomb of %zu bytes", n);
+
+    int pipefd[2];
+    if (pipe(pipefd) != 0) {
+        ok(0, "pipe");
+        return;
+    }
+    double t0 = s_now();
+    pid_t pid = fork();
+    if (pid == 0) {
+        char err[1024] = "";
+        ag_suite_t *s = NULL;
+        alarm(20);
+#ifndef __SANITIZE_ADDRESS__
+        /* Without the bound the load asks for 16 GB: a 1 GiB address
+         * space makes it fail early instead of pressing on the machine.
+         * (ASan reserves terabytes of shadow memory, so not there.) */
+        struct rlimit lim = { 1ul << 30, 1ul << 30 };
+        setrlimit(RLIMIT_AS, &lim);
+#endif
+        close(pipefd[0]);
+        ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err, sizeof err);
+        ssize_t w = write(pipefd[1], err, strlen(err));
+        (void)w;
+        ag_suite_destroy(&s);
+        _exit(0);
+    }
+    close(pipefd[1]);
+    char err[1024] = "";
+    size_t got = 0;
+    ssize_t r;
+    while ((r = read(pipefd[0], err + got, sizeof err - 1 - got)) > 0)
+        got += (size_t)r;
+    err[got] = '\0';
+    close(pipefd[0]);
+    int status = 0;
+    struct rusage ru;
+    pid_t w = wait4(pid, &status, 0, &ru);
+    double took = s_now() - t0;
+    ok(w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+       "the load ends by itself (status %#x)", (unsigned)status);
+    ok_str(err, "t.yaml:10:9: env: the suite's strings come to more "
+           "than 16777216 bytes with variables substituted and aliases "
+           "expanded", "it is refused, naming the 16 MiB bound");
+    ok(took < 5.0, "quickly (%.2f s)", took);
+    ok(ru.ru_maxrss < 256 * 1024, "with bounded memory (peak %ld KiB)",
+       ru.ru_maxrss);
+}
+
 static void
 s_bad_cases(void)
 {
@@ -597,6 +672,7 @@ main(void)
     s_bad_cases();
     s_bound_cases();
     s_depth_cases();
+    s_alias_bomb();
     s_good();
     s_vars();
     return tap_done();
