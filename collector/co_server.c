@@ -51,6 +51,10 @@ typedef struct {
     uint64_t seqs[CO_SERVER_PEER_INFLIGHT];
     uint32_t n_seqs;
     bool beat_queued;             /* a Heartbeat of it waits for the writer */
+    /* It sent a Hello: an agent, which the collector heartbeats. A
+     * client never says Hello and often is gone after its answer, so a
+     * Heartbeat to it would only be dropped and counted. */
+    bool said_hello;
     int64_t drop_logged_us;       /* last queue_full line for it */
 } s_peer_t;
 
@@ -386,6 +390,8 @@ s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
     }
     memcpy(p->rid, r, rlen);
     p->rid_len = rlen;
+    if (body_case == PARITY__ENVELOPE__BODY_HELLO)
+        p->said_hello = true;
     if (body_case == PARITY__ENVELOPE__BODY_HEARTBEAT)
         srv->c.heartbeats_in++;
     s_to_store(srv, p, r, rlen, body, body_case, seq, now);
@@ -566,7 +572,7 @@ s_beat(co_server_t *srv)
             }
             continue;
         }
-        if (p->rid_len > 0)
+        if (p->rid_len > 0 && p->said_hello)
             s_send(srv, p->rid, p->rid_len, srv->reply, len);
     }
     /* zlistx_add_end copied nothing: the keys live in the peers, which

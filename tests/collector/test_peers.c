@@ -1,0 +1,130 @@
+/* test_peers.c -- parity-collector and raw CURVE peers (issue 11):
+ * Heartbeats go to agents only (a client that never said Hello is not
+ * heartbeated, and nothing is counted as dropped for it). */
+#include <libpq-fe.h>
+#include <jansson.h>
+
+#include "co_client.h"
+#include "tap.h"
+
+static long
+s_counter(void *s, const char *name)
+{
+    static uint64_t id = 100;
+    Parity__Envelope *e = cc_request(s, ++id, "stats", 3000);
+    json_t *j = NULL;
+    if (e && e->reply->status == 0)
+        j = json_loads(e->reply->body_json, 0, NULL);
+    pw_wire_free(&e);
+    long v = j ? (long)json_integer_value(json_object_get(j, name)) : -1;
+    json_decref(j);
+    return v;
+}
+
+/* Heartbeats received on s within ms (other messages skipped), beating
+ * every 100 ms like an agent (cc_recv hides Heartbeats, so not it). */
+static int
+s_beats(void *s, int ms)
+{
+    int n = 0;
+    int64_t until = cc_now_ms() + ms;
+    for (int64_t left; (left = until - cc_now_ms()) > 0;) {
+        cc_beat(s);
+        zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, left < 100 ? (long)left : 100) <= 0)
+            continue;
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        Parity__Envelope *e = NULL;
+        if (zmq_msg_recv(&m, s, ZMQ_DONTWAIT) >= 0
+            && pw_wire_unpack(zmq_msg_data(&m), zmq_msg_size(&m), 0, &e,
+                              NULL, NULL, 0) == PW_WIRE_OK)
+            n += e->body_case == PARITY__ENVELOPE__BODY_HEARTBEAT;
+        pw_wire_free(&e);
+        zmq_msg_close(&m);
+    }
+    return n;
+}
+
+/* A client (no Hello) that sends a Heartbeat and goes away is not
+ * heartbeated: sends_dropped does not grow, while the agent (Hello)
+ * keeps getting its Heartbeats. */
+static void
+s_client_beats(void *ctx, cc_collector_t *col, void *agent, zcert_t *c)
+{
+    long dropped0 = s_counter(agent, "sends_dropped");
+    void *cl = cc_dealer(ctx, col->endpoint, c, col->public_key);
+    /* A first Request waits out the CURVE handshake (a DEALER drops a
+     * DONTWAIT send before it is connected). */
+    long hb0 = s_counter(cl, "heartbeats_in");
+    cc_beat(cl);
+    /* Answered on the client's connection after its Heartbeat was read. */
+    long hb1 = s_counter(cl, "heartbeats_in");
+    ok(hb1 > hb0, "the client's Heartbeat arrived (%ld -> %ld)", hb0, hb1);
+    zmq_close(cl);
+    /* 200 ms beats: 6 intervals, before the client is taken offline. */
+    int beats = s_beats(agent, 1200);
+    long dropped = s_counter(agent, "sends_dropped");
+    ok(beats >= 3, "the agent (Hello) gets its Heartbeats (%d in 1.2 s)",
+       beats);
+    ok(dropped0 >= 0 && dropped == dropped0,
+       "a client without Hello is not heartbeated: sends_dropped %ld -> "
+       "%ld", dropped0, dropped);
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test-peers PATH/TO/parity-collector\n");
+        return 2;
+    }
+    char dir[] = "/tmp/parity-peers-XXXXXX";
+    char path[300], keyfile[200], allow[200], datadir[200], logp[200];
+    cc_collector_t col;
+
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    chmod(dir, 0711);   /* as root the server runs as postgres */
+    snprintf(allow, sizeof allow, "%s/allow", dir);
+    snprintf(datadir, sizeof datadir, "%s/data", dir);
+    snprintf(logp, sizeof logp, "%s/collector.log", dir);
+    mkdir(allow, 0755);
+    zcert_t *server = zcert_new(), *a = zcert_new(), *c = zcert_new();
+    snprintf(keyfile, sizeof keyfile, "%s/collector", dir);
+    zcert_save(server, keyfile);
+    snprintf(keyfile, sizeof keyfile, "%s/collector_secret", dir);
+    snprintf(path, sizeof path, "%s/a", allow);
+    zcert_save_public(a, path);
+    snprintf(path, sizeof path, "%s/c", allow);
+    zcert_save_public(c, path);
+    char *cargv[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
+                      keyfile, "--allow", allow, "--data-dir", datadir,
+                      "--heartbeat-ms", "200", NULL };
+    if (!ok(cc_collector_start(&col, cargv, logp, 60000) == 0,
+            "collector starts")) {
+        printf("Bail out! collector did not start\n");
+        return 1;
+    }
+    void *ctx = zmq_ctx_new();
+    void *sa = cc_dealer(ctx, col.endpoint, a, col.public_key);
+    ok(cc_hello(sa, "alpha") == 0 && cc_wait_ack(sa, 0, 5000),
+       "the agent is greeted");
+    s_client_beats(ctx, &col, sa, c);
+    zmq_close(sa);
+    zmq_ctx_term(ctx);
+    ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
+    ok(!cc_log_has(logp, "runtime error", NULL)
+       && !cc_log_has(logp, "Sanitizer", NULL),
+       "no sanitizer report in the collector's log");
+    zcert_destroy(&server);
+    zcert_destroy(&a);
+    zcert_destroy(&c);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (tap_failed_ == 0 && system(cmd) != 0)
+        tap_diag("could not remove %s", dir);
+    return tap_done();
+}
