@@ -103,7 +103,9 @@ def case_changes():
            [(c["before"]["tags"], c["after"]["tags"]) for c in regs])
         ok(all(c["outcome"] == "loss" and not c["within_noise"] and
                c["metric"] in ("ratio", "subject") and
-               1.5 < c["magnitude"] < 2.6 for c in regs) and regs,
+               # 60 -> 120 ms of sleep, plus each run's start-up, which
+               # a loaded machine stretches (1.49 seen in CI's ASan pass)
+               1.3 < c["magnitude"] < 2.6 for c in regs) and regs,
            "each a loss beyond the noise of about 2x (%s)" %
            [c["magnitude"] for c in regs])
         ok(all(c["hosts_with_step"] == 2 and c["hosts_total"] == 2
