@@ -311,6 +311,34 @@ s_check(const unsigned char *buf, size_t n, uint64_t seq, uint32_t *len)
     return NULL;
 }
 
+/* fsync the directory holding dir, so a directory just made survives a
+ * power cut: the messages fsync'd into it would be lost with it. */
+static int
+s_fsync_parent(const char *dir, char *err, size_t errlen)
+{
+    char parent[S_PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", dir);
+    size_t len = strlen(parent);
+    while (len > 1 && parent[len - 1] == '/')
+        parent[--len] = '\0';
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else
+        slash[slash == parent ? 1 : 0] = '\0';
+    int rc = AG_SPOOL_ERR;
+    int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        s_err(err, errlen, "open %s: %s", parent, strerror(errno));
+    else if (fsync(fd) != 0)
+        s_err(err, errlen, "fsync %s: %s", parent, strerror(errno));
+    else
+        rc = AG_SPOOL_OK;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 /* Move a bad file into DIR/corrupt/ and remember why. */
 static void
 s_quarantine(ag_spool_t *sp, const char *name, const char *reason)
@@ -472,7 +500,10 @@ ag_spool_open(const char *dir, const ag_spool_limits_t *limits,
               S_PATH_MAX - 64);
         return AG_SPOOL_ERR;
     }
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    if (mkdir(dir, 0700) == 0) {
+        if (s_fsync_parent(dir, err, errlen) != AG_SPOOL_OK)
+            return AG_SPOOL_ERR;
+    } else if (errno != EEXIST) {
         s_err(err, errlen, "mkdir %s: %s", dir, strerror(errno));
         return AG_SPOOL_ERR;
     }

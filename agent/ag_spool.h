@@ -48,7 +48,10 @@
 #define AG_SPOOL_DEFAULT_MAX_BYTES  (256ull << 20)   /* --spool-max 256 */
 #define AG_SPOOL_DEFAULT_MAX_MESSAGES 100000u
 #define AG_SPOOL_SEQ_LEASE          1024u
-/* Problems kept for ag_spool_problem(); older ones are forgotten. */
+/* Problems kept for ag_spool_problem(): the first ones; later ones are
+ * not kept (their files are still moved aside). The first ones say the
+ * most, and forgetting old ones would free strings whose pointers
+ * ag_spool_problem() has handed out ("valid until destroyed"). */
 #define AG_SPOOL_MAX_PROBLEMS       64u
 
 typedef struct ag_spool ag_spool_t;

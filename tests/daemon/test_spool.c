@@ -339,6 +339,61 @@ test_state(void)
     ag_spool_destroy(&sp);
 }
 
+/* More bad files than AG_SPOOL_MAX_PROBLEMS: the first 64 problems are
+ * kept (ag_spool.h: pointers handed out stay valid), every file is still
+ * moved aside. */
+static void
+test_problem_bound(void)
+{
+    char dir[300], err[512], name[64];
+    ag_spool_t *sp = NULL;
+    snprintf(dir, sizeof dir, "%s/many-bad", root);
+    ok(mkdir(dir, 0700) == 0, "a spool directory for 70 bad files");
+    for (int i = 0; i < 70; i++) {
+        snprintf(name, sizeof name, "%020d.msg", 1000 + i);
+        s_write_raw(dir, name, "garbage garbage garbage garbage!", 32);
+    }
+    ok(ag_spool_open(dir, NULL, &sp, err, sizeof err) == AG_SPOOL_OK,
+       "it opens");
+    if (!sp)
+        return;
+    size_t np = ag_spool_problem_count(sp);
+    ok(np == AG_SPOOL_MAX_PROBLEMS && np == 64, "64 problems kept (%zu)",
+       np);
+    const char *first = ag_spool_problem(sp, 0);
+    ok(first && strstr(first, "bad magic"), "the first one stays (%s)",
+       first ? first : "(null)");
+    ok(ag_spool_problem(sp, 64) == NULL, "no 65th");
+    int moved = 0;
+    for (int i = 0; i < 70; i++) {
+        char rel[80];
+        snprintf(rel, sizeof rel, "corrupt/%020d.msg", 1000 + i);
+        moved += s_exists(dir, rel);
+    }
+    ok(moved == 70, "all 70 files moved aside (%d)", moved);
+    ag_spool_destroy(&sp);
+}
+
+/* A directory made by open is fsync'd into its parent: the parent is
+ * found for a relative name and one with a trailing slash too. */
+static void
+test_mkdir_names(void)
+{
+    char err[512], cwd[4096];
+    ag_spool_t *sp = NULL;
+    if (!getcwd(cwd, sizeof cwd) || chdir(root) != 0) {
+        ok(0, "chdir %s", root);
+        return;
+    }
+    ok(ag_spool_open("relative-spool", NULL, &sp, err, sizeof err) ==
+       AG_SPOOL_OK, "a relative directory name (%s)", sp ? "" : err);
+    ag_spool_destroy(&sp);
+    ok(ag_spool_open("trailing-spool/", NULL, &sp, err, sizeof err) ==
+       AG_SPOOL_OK, "a name with a trailing slash (%s)", sp ? "" : err);
+    ag_spool_destroy(&sp);
+    ok(chdir(cwd) == 0, "back to %s", cwd);
+}
+
 static void
 test_open_errors(void)
 {
@@ -368,6 +423,8 @@ main(void)
     test_bounds();
     test_corrupt();
     test_state();
+    test_problem_bound();
+    test_mkdir_names();
     test_open_errors();
     s_rmtree(root);
     return tap_done();
