@@ -446,6 +446,14 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     else
         e = posix_spawnp(&pid, req->argv[0], &fa, &attr,
                          (char *const *)req->argv, envp);
+    /* The child has inherited the pinning: give the CPU back now, or this
+     * thread competes with the benchmark on it all through the timed
+     * window (it polls and drains the child's stderr there). The one
+     * syscall falls inside every run's wall time, calibration's too. */
+    if (pinned) {
+        sched_setaffinity(0, sizeof saved_affinity, &saved_affinity);
+        pinned = false;
+    }
     if (e != 0) {
         pid = -1;
         s_spawn_error(req, req->path ? "posix_spawn" : "posix_spawnp",
@@ -464,10 +472,6 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     res->thread_cpu_after_us = s_now_us(CLOCK_THREAD_CPUTIME_ID);
     res->wall_us = t1 - t0;
 
-    if (pinned) {
-        sched_setaffinity(0, sizeof saved_affinity, &saved_affinity);
-        pinned = false;
-    }
     if (w < 0) {
         snprintf(err, errlen, "poll(pidfd %d): %s", (int)pid,
                  strerror(errno));

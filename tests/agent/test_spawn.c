@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -84,6 +85,30 @@ s_median_fork(int n)
     }
     qsort(t, (size_t)n, sizeof *t, s_cmp);
     return t[n / 2];
+}
+
+/* A harness thread: runs a pinned /bin/sleep 0.5, after saying its tid. */
+typedef struct {
+    int cpu;
+    volatile pid_t tid;
+    int rc;
+} s_pinned_t;
+
+static void *
+s_pinned_run(void *arg)
+{
+    s_pinned_t *p = arg;
+    const char *argv[] = { "/bin/sleep", "0.5", NULL };
+    ag_spawn_req_t req;
+    ag_spawn_result_t res;
+    char err[256];
+    ag_spawn_req_init(&req);
+    req.argv = argv;
+    req.cpus = &p->cpu;
+    req.cpu_count = 1;
+    __atomic_store_n(&p->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    p->rc = ag_spawn_run(&req, &res, err, sizeof err);
+    return NULL;
 }
 
 static void *
@@ -284,6 +309,21 @@ main(int argc, char **argv)
     cpu_set_t after;
     sched_getaffinity(0, sizeof after, &after);
     ok(CPU_EQUAL(&mine, &after), "the caller's affinity is restored");
+    /* Issue 11: the child inherits the pinning at posix_spawn, so the
+     * harness thread gives the CPU back right then, not after the timed
+     * window in which it drains stderr and polls. */
+    s_pinned_t pin = { .cpu = last };
+    pthread_t pth;
+    pthread_create(&pth, NULL, s_pinned_run, &pin);
+    usleep(250000);
+    cpu_set_t during;
+    CPU_ZERO(&during);
+    pid_t tid = __atomic_load_n(&pin.tid, __ATOMIC_SEQ_CST);
+    int got = tid > 0 ? sched_getaffinity(tid, sizeof during, &during) : -1;
+    pthread_join(pth, NULL);
+    ok(pin.rc == AG_SPAWN_OK && got == 0 && CPU_EQUAL(&mine, &during),
+       "while a pinned child runs, the harness thread may run on all %d "
+       "CPUs again (%d)", CPU_COUNT(&mine), CPU_COUNT(&during));
     int bad[1] = { 5000 };
     req.cpus = bad;
     ok(ag_spawn_run(&req, &res, err, sizeof err) == AG_SPAWN_ERR,
