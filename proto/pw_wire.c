@@ -351,6 +351,43 @@ pw_wire_peek(const uint8_t *buf, size_t len, int *body_case, uint64_t *seq)
     return rc;
 }
 
+/* Deepest message nesting s_nul_field follows: parity.proto nests at
+ * most three deep (Envelope, SampleBatch, Sample). */
+#define S_NEST_MAX 8
+
+/* The name of the first string field in buf (a message of descriptor d)
+ * that holds U+0000, or NULL. protobuf-c's strings end at their first
+ * NUL, so "a\0b" would be stored as "a" and two names could merge:
+ * such a frame is refused (Error 10) instead. Walks nested messages on
+ * the wire by their descriptors; what does not scan is left to the
+ * decode. */
+static const char *
+s_nul_field(const ProtobufCMessageDescriptor *d, const uint8_t *buf,
+            size_t len, int depth)
+{
+    size_t at = 0;
+    s_field_t f;
+    if (depth > S_NEST_MAX)
+        return NULL;
+    while (at < len && s_next_field(buf, len, &at, &f)) {
+        if (f.wire != 2)
+            continue;
+        const ProtobufCFieldDescriptor *fd =
+            protobuf_c_message_descriptor_get_field(d, f.number);
+        if (!fd)
+            continue;
+        if (fd->type == PROTOBUF_C_TYPE_STRING && memchr(f.data, 0, f.len))
+            return fd->name;
+        if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+            const char *name = s_nul_field(fd->descriptor, f.data, f.len,
+                                           depth + 1);
+            if (name)
+                return name;
+        }
+    }
+    return NULL;
+}
+
 /* Refuse a frame whose winning body has more entries in a bounded field
  * than allowed, before unpacking allocates one of them. *seq_out gets the
  * frame's seq when its top level scans; *scanned whether it did. A frame
@@ -572,6 +609,14 @@ pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
         s_err(err, errlen, "unpack: unknown body (field %u)",
               env->base.unknown_fields[0].tag);
         rc = PW_WIRE_EUNKNOWN;
+        goto fail;
+    }
+    const char *nul = s_nul_field(&parity__envelope__descriptor, buf, len,
+                                  0);
+    if (nul) {
+        s_err(err, errlen, "%s: text field %s holds U+0000 (NUL)",
+              pw_wire_body_name(env->body_case), nul);
+        rc = PW_WIRE_EFIELD;
         goto fail;
     }
     rc = s_check(env, err, errlen);

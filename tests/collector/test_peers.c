@@ -72,6 +72,33 @@ s_client_beats(void *ctx, cc_collector_t *col, void *agent, zcert_t *c)
        "%ld", dropped0, dropped);
 }
 
+/* A Hello whose agent_name holds U+0000, from a raw peer: Error 10
+ * naming the field, and no host row (issue 11). */
+static void
+s_nul_hello(void *s)
+{
+    Parity__Envelope env;
+    Parity__Hello h = PARITY__HELLO__INIT;
+    uint8_t buf[512];
+    size_t len;
+    h.agent_name = "nul\001" "x";
+    h.agent_version = "test";
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_HELLO, &h);
+    if (pw_wire_pack(&env, buf, sizeof buf, &len, NULL, 0) != PW_WIRE_OK)
+        return;
+    *((uint8_t *)memmem(buf, len, "nul\001", 4) + 3) = 0;
+    cc_send_raw(s, buf, len);
+    Parity__Envelope *e = cc_recv(s, 5000);
+    ok(e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+       && e->error->code == 10
+       && strstr(e->error->message, "agent_name holds U+0000"),
+       "Hello with agent_name \"nul\\0x\": Error 10 naming the field "
+       "(%s)", e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+               ? e->error->message : "no Error");
+    pw_wire_free(&e);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -113,6 +140,7 @@ main(int argc, char **argv)
     ok(cc_hello(sa, "alpha") == 0 && cc_wait_ack(sa, 0, 5000),
        "the agent is greeted");
     s_client_beats(ctx, &col, sa, c);
+    s_nul_hello(sa);
     zmq_close(sa);
     zmq_ctx_term(ctx);
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");

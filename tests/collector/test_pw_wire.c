@@ -192,6 +192,51 @@ s_peek(void)
        "an over-long tag (82 00, field 0): unpack refuses it as peek does");
 }
 
+/* U+0000 inside any text field, at any depth, is refused (Error 10):
+ * protobuf-c would cut the string there (issue 11). */
+static void
+s_nul(void)
+{
+    char err[256];
+    Parity__Envelope env, *out = NULL;
+    Parity__Hello h = PARITY__HELLO__INIT;
+    Parity__Tag tag = PARITY__TAG__INIT, *tags[] = { &tag };
+    uint8_t buf[512];
+    size_t len;
+
+    h.agent_name = "a\001" "b";   /* patched to "a\0b" on the wire */
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_HELLO, &h);
+    ok(pw_wire_pack(&env, buf, sizeof buf, &len, NULL, 0) == PW_WIRE_OK,
+       "pack a Hello");
+    uint8_t *x = (uint8_t *)memmem(buf, len, "a\x01", 2) + 1;
+    *x = 0;
+    ok(pw_wire_unpack(buf, len, 0, &out, NULL, err, sizeof err)
+       == PW_WIRE_EFIELD, "agent_name \"a\\0b\": field (Error 10)");
+    ok_str(err, "hello: text field agent_name holds U+0000 (NUL)",
+           "the error names the field");
+    pw_wire_free(&out);
+    *x = 'z';
+    ok(pw_wire_unpack(buf, len, 0, &out, NULL, err, sizeof err)
+       == PW_WIRE_OK, "the same Hello without the NUL unpacks");
+    pw_wire_free(&out);
+
+    h.agent_name = "a";
+    tag.key = "k";
+    tag.value = "v\x01";
+    h.tags = tags;
+    h.n_tags = 1;
+    ok(pw_wire_pack(&env, buf, sizeof buf, &len, NULL, 0) == PW_WIRE_OK,
+       "pack a Hello with a tag");
+    x = (uint8_t *)memmem(buf, len, "v\x01", 2) + 1;
+    *x = 0;
+    ok(pw_wire_unpack(buf, len, 0, &out, NULL, err, sizeof err)
+       == PW_WIRE_EFIELD, "a NUL in a nested tag value: field");
+    ok_str(err, "hello: text field value holds U+0000 (NUL)",
+           "named by its field");
+    pw_wire_free(&out);
+}
+
 int
 main(void)
 {
@@ -309,5 +354,6 @@ main(void)
     ok(pw_wire_is_data(PARITY__ENVELOPE__BODY_SAMPLE_BATCH)
        && !pw_wire_is_data(PARITY__ENVELOPE__BODY_HELLO), "is_data");
     s_peek();
+    s_nul();
     return tap_done();
 }
