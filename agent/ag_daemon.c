@@ -36,7 +36,11 @@
 
 /* Set by SIGTERM/SIGINT in daemon mode; read by the run-end callback so
  * the stopped run's RunEnd says why. */
-static volatile sig_atomic_t s_stop_signal;
+/* Atomic, not volatile sig_atomic_t: the handler runs on whichever
+ * thread takes the signal (often the network thread) while the main
+ * thread reads it, and only an atomic makes that cross-thread hand-over
+ * defined (TSan reported it). Lock-free, so async-signal-safe. */
+static _Atomic int s_stop_signal;
 
 /* ---------------------------------------------------------------- log */
 
@@ -1159,7 +1163,7 @@ typedef struct {
     char current[128];              /* job running now, "" when idle */
 } s_daemon_t;
 
-static ag_harness_t *volatile s_signal_harness;
+static ag_harness_t *_Atomic s_signal_harness;   /* as s_stop_signal */
 
 static void
 s_on_signal(int sig)
