@@ -79,11 +79,12 @@ if [ "${PARITY_TEST_SANITIZE:-1}" != 0 ]; then
         run_suite build-asan
 fi
 
-# The collector is threaded (network loop, writer, query workers): the
-# tests that drive it run once more under ThreadSanitizer. A data race
-# makes the collector exit 66, which those tests see.
+# The collector (network loop, writer, query workers) and the agent
+# daemon (network thread, harness, signals, spool lock) are threaded: the
+# tests that drive them run once more under ThreadSanitizer. A data race
+# makes the daemon exit 66, which those tests see.
 if [ "${PARITY_TEST_TSAN:-1}" != 0 ]; then
-    echo "test: the collector's thread tests under TSan (build-tsan)"
+    echo "test: the collector's and the agent's thread tests under TSan (build-tsan)"
     setup build-tsan -Db_sanitize=thread -Db_lundef=false \
         || { failed=$((failed + 1)); status=1; }
     TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$ROOT/tests/tsan.supp" \
