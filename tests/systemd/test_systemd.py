@@ -289,7 +289,9 @@ def case_units():
     # The drop-in docs/operations.md shows, beside the agent's unit
     # (verify reads NAME.service.d/ next to the unit).
     with open(os.path.join(SOURCE, "docs", "operations.md")) as f:
-        blocks = re.findall(r"^```ini\n(.*?)^```", f.read(), re.M | re.S)
+        blocks = [b for b in re.findall(r"^```ini\n(.*?)^```", f.read(),
+                                        re.M | re.S)
+                  if b.startswith("[Service]")]
     dropin = os.path.join(root, "parity-agent.service.d")
     os.makedirs(dropin)
     with open(os.path.join(dropin, "override.conf"), "w") as f:
