@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <czmq.h>
+#include <jansson.h>
 #include <zmq.h>
 
 #include "pw_wire.h"
@@ -210,6 +211,21 @@ cc_request(void *s, uint64_t id, const char *command, int timeout_ms)
             return e;
         pw_wire_free(&e);
     }
+}
+
+/* One integer of the collector's `stats` answer, or -1. */
+static inline long
+cc_stat(void *s, const char *name)
+{
+    static uint64_t id = 100;
+    Parity__Envelope *e = cc_request(s, ++id, "stats", 3000);
+    json_t *j = NULL;
+    if (e && e->reply->status == 0)
+        j = json_loads(e->reply->body_json, 0, NULL);
+    pw_wire_free(&e);
+    long v = j ? (long)json_integer_value(json_object_get(j, name)) : -1;
+    json_decref(j);
+    return v;
 }
 
 /* ---- the collector process ------------------------------------------- */

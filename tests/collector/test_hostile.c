@@ -42,20 +42,6 @@ s_sql_long(const char *fmt, ...)
     return v;
 }
 
-static long
-s_counter(void *s, const char *name)
-{
-    static uint64_t id = 100;
-    Parity__Envelope *e = cc_request(s, ++id, "stats", 3000);
-    json_t *j = NULL;
-    if (e && e->reply->status == 0)
-        j = json_loads(e->reply->body_json, 0, NULL);
-    pw_wire_free(&e);
-    long v = j ? (long)json_integer_value(json_object_get(j, name)) : -1;
-    json_decref(j);
-    return v;
-}
-
 /* The answer to data message seq: 1 Ack, 0 silence, -1 Error (its
  * message copied to msg, its code to *code). */
 static int
@@ -298,7 +284,7 @@ s_threads_checks(cc_collector_t *col, zcert_t *cert)
      * (docs/protocol.md section 7): Error 7, within the memory budget. */
     size_t len = 0;
     uint8_t *frame = s_empty_samples_frame(++seq, "run-t", 2000000, &len);
-    long limit0 = s_counter(s, "bad_limit");
+    long limit0 = cc_stat(s, "bad_limit");
     long batches0 = s_sql_long("SELECT count(*) FROM batches");
     long hwm0 = s_vmhwm_kb(col->pid);
     ok(frame && len > (3u << 20) + (3u << 18) && len < PW_WIRE_MAX_FRAME,
@@ -317,7 +303,7 @@ s_threads_checks(cc_collector_t *col, zcert_t *cert)
     ok(hwm0 > 0 && hwm1 >= hwm0 && hwm1 - hwm0 < 64 * 1024,
        "the collector's VmHWM grew by %ld KiB (< 64 MiB; %ld -> %ld)",
        hwm1 - hwm0, hwm0, hwm1);
-    ok(s_counter(s, "bad_limit") == limit0 + 1
+    ok(cc_stat(s, "bad_limit") == limit0 + 1
        && s_sql_long("SELECT count(*) FROM batches") == batches0,
        "bad_limit +1, no batch stored");
     Parity__Envelope *e = cc_request(s, 9001, "ping", 3000);
@@ -328,7 +314,7 @@ s_threads_checks(cc_collector_t *col, zcert_t *cert)
      * Calibration of 65,536 samples (the writer is busy storing it).
      * Each copy is either dropped while its first copy waits
      * (dup_dropped) or acked again once stored (duplicates); one row. */
-    long dd0 = s_counter(s, "dup_dropped"), dup0 = s_counter(s, "duplicates");
+    long dd0 = cc_stat(s, "dup_dropped"), dup0 = cc_stat(s, "duplicates");
     uint64_t cal = ++seq, data = ++seq;
     ok(s_calibration(s, cal, "cal-busy", 65536) == 0,
        "a Calibration of 65536 samples sent");
@@ -346,8 +332,8 @@ s_threads_checks(cc_collector_t *col, zcert_t *cert)
         }
         pw_wire_free(&in);
     }
-    long dd = s_counter(s, "dup_dropped") - dd0;
-    long dup = s_counter(s, "duplicates") - dup0;
+    long dd = cc_stat(s, "dup_dropped") - dd0;
+    long dup = cc_stat(s, "duplicates") - dup0;
     ok(sent == 20 && cal_acked == 1 && acks >= 1,
        "20 copies sent; the Calibration and the batch acked (%d acks of "
        "the batch)", acks);
@@ -423,7 +409,7 @@ main(int argc, char **argv)
        "a name is a claim: two hosts, each keyed by its own public key");
     ok(s_run_start(sa, ++seq, "run-a", "bench", 2, "{\"os\":\"a\"}") == 0
        && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1, "A's RunStart acked");
-    long refused0 = s_counter(sa, "refused");
+    long refused0 = cc_stat(sa, "refused");
     ok(s_run_start(sb, ++seq, "run-a", "stolen", 2, "") == 0
        && s_refused(sb, seq, 10, "run run-a belongs to another host"),
        "B replaying A's run id: Error 10 \"belongs to another host\"");
@@ -439,11 +425,11 @@ main(int argc, char **argv)
                   zcert_public_txt(a)) == 1
        && s_sql_long("SELECT count(*) FROM batches") == 0,
        "A's run is untouched: its host, benchmark, no batch, not ended");
-    ok(s_counter(sa, "refused") == refused0 + 3, "refused counter +3");
-    long dup0 = s_counter(sa, "duplicates");
+    ok(cc_stat(sa, "refused") == refused0 + 3, "refused counter +3");
+    long dup0 = cc_stat(sa, "duplicates");
     ok(s_run_start(sa, ++seq, "run-a", "other-content", 3, "") == 0
        && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
-       && s_counter(sa, "duplicates") == dup0 + 1
+       && cc_stat(sa, "duplicates") == dup0 + 1
        && s_sql_long("SELECT count(*) FROM arms a JOIN runs r ON r.id = "
                      "a.run WHERE run_uuid = 'run-a'") == 2
        && s_sql_long("SELECT count(*) FROM benchmarks WHERE name = "
@@ -452,10 +438,10 @@ main(int argc, char **argv)
        "first copy wins (2 arms, its benchmark)");
 
     /* ---- RunStart content ------------------------------------------- */
-    long limit0 = s_counter(sa, "bad_limit");
+    long limit0 = cc_stat(sa, "bad_limit");
     ok(s_run_start(sa, ++seq, "run-65", "b", 65, "") == 0
        && s_refused(sa, seq, 7, "65 arms")
-       && s_counter(sa, "bad_limit") == limit0 + 1,
+       && cc_stat(sa, "bad_limit") == limit0 + 1,
        "RunStart with 65 arms: Error 7, bad_limit +1");
     s_arm_name[1][0] = '\0';
     {
@@ -545,11 +531,11 @@ main(int argc, char **argv)
     }
 
     /* ---- RunEnd before its batches ------------------------------------ */
-    long deferred0 = s_counter(sa, "deferred");
+    long deferred0 = cc_stat(sa, "deferred");
     uint64_t end = ++seq;
     ok(s_run_end(sa, end, "run-a", 6, 24) == 0
        && s_answer(sa, end, 1500, NULL, 0, NULL) == 0
-       && s_counter(sa, "deferred") > deferred0
+       && cc_stat(sa, "deferred") > deferred0
        && s_sql_long("SELECT count(*) FROM runs WHERE status IS NULL AND "
                      "run_uuid = 'run-a'") == 1,
        "RunEnd claiming 6 batches with 0, 1, 3 stored (2 refused, 4, 5 "
@@ -574,10 +560,10 @@ main(int argc, char **argv)
     ok(s_calibration(sa, ++seq, "cal-0", 0) == 0
        && s_refused(sa, seq, 10, "calibration cal-0: no samples"),
        "a Calibration with 0 samples: Error 10");
-    limit0 = s_counter(sa, "bad_limit");
+    limit0 = cc_stat(sa, "bad_limit");
     ok(s_calibration(sa, ++seq, "cal-big", 65537) == 0
        && s_refused(sa, seq, 7, "65537")
-       && s_counter(sa, "bad_limit") == limit0 + 1,
+       && cc_stat(sa, "bad_limit") == limit0 + 1,
        "a Calibration with 65537 samples: Error 7, bad_limit +1");
     ok(s_calibration(sa, ++seq, "cal-max", 65536) == 0
        && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
@@ -618,10 +604,10 @@ main(int argc, char **argv)
         h.suites = psi;
         h.n_suites = 257;
         void *sc = cc_dealer(ctx, col.endpoint, c, col.public_key);
-        long limit1 = s_counter(sa, "bad_limit");
+        long limit1 = cc_stat(sa, "bad_limit");
         ok(s_send_body(sc, 0, PARITY__ENVELOPE__BODY_HELLO, &h) == 0
            && s_refused(sc, 0, 7, "hello: 257 suites (at most 256)")
-           && s_counter(sa, "bad_limit") == limit1 + 1
+           && cc_stat(sa, "bad_limit") == limit1 + 1
            && s_sql_long("SELECT count(*) FROM hosts WHERE name = 'many'")
               == 0, "a Hello with 257 suites: Error 7, bad_limit +1, not "
            "stored");
@@ -640,7 +626,7 @@ main(int argc, char **argv)
        "an agent's key asking for hosts: status 3 forbidden");
     pw_wire_free(&e);
     snprintf(msg, sizeof msg, "%s", "");
-    ok(s_counter(sa, "received") > 0, "collector alive after all of it");
+    ok(cc_stat(sa, "received") > 0, "collector alive after all of it");
     zmq_close(sa);
     zmq_close(sb);
     zmq_ctx_term(ctx);

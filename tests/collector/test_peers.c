@@ -7,20 +7,6 @@
 #include "co_client.h"
 #include "tap.h"
 
-static long
-s_counter(void *s, const char *name)
-{
-    static uint64_t id = 100;
-    Parity__Envelope *e = cc_request(s, ++id, "stats", 3000);
-    json_t *j = NULL;
-    if (e && e->reply->status == 0)
-        j = json_loads(e->reply->body_json, 0, NULL);
-    pw_wire_free(&e);
-    long v = j ? (long)json_integer_value(json_object_get(j, name)) : -1;
-    json_decref(j);
-    return v;
-}
-
 /* Heartbeats received on s within ms (other messages skipped), beating
  * every 100 ms like an agent (cc_recv hides Heartbeats, so not it). */
 static int
@@ -52,19 +38,19 @@ s_beats(void *s, int ms)
 static void
 s_client_beats(void *ctx, cc_collector_t *col, void *agent, zcert_t *c)
 {
-    long dropped0 = s_counter(agent, "sends_dropped");
+    long dropped0 = cc_stat(agent, "sends_dropped");
     void *cl = cc_dealer(ctx, col->endpoint, c, col->public_key);
     /* A first Request waits out the CURVE handshake (a DEALER drops a
      * DONTWAIT send before it is connected). */
-    long hb0 = s_counter(cl, "heartbeats_in");
+    long hb0 = cc_stat(cl, "heartbeats_in");
     cc_beat(cl);
     /* Answered on the client's connection after its Heartbeat was read. */
-    long hb1 = s_counter(cl, "heartbeats_in");
+    long hb1 = cc_stat(cl, "heartbeats_in");
     ok(hb1 > hb0, "the client's Heartbeat arrived (%ld -> %ld)", hb0, hb1);
     zmq_close(cl);
     /* 200 ms beats: 6 intervals, before the client is taken offline. */
     int beats = s_beats(agent, 1200);
-    long dropped = s_counter(agent, "sends_dropped");
+    long dropped = cc_stat(agent, "sends_dropped");
     ok(beats >= 3, "the agent (Hello) gets its Heartbeats (%d in 1.2 s)",
        beats);
     ok(dropped0 >= 0 && dropped == dropped0,
