@@ -10,6 +10,8 @@
 # deploy/package.sh and its test (tests/packages).
 # clang and libclang-rt-14-dev (libFuzzer, the sanitizer runtimes) build
 # tests/fuzz; llvm puts llvm-symbolizer on PATH for the findings' stacks.
+# systemd (systemd-analyze, systemd-sysusers) and strace are for
+# tests/systemd, which checks the units and the collector's syscalls.
 set -eu
 
 PACKAGES="
@@ -28,6 +30,8 @@ postgresql
 libjansson-dev
 libyaml-dev
 libsystemd-dev
+systemd
+strace
 hyperfine
 jq
 iproute2
