@@ -1032,14 +1032,18 @@ co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
     const char *p[] = { rs->run_id, host, bench, s_str(rs->job_id),
                         s_str(rs->label), tags, runs, warmup, started,
                         envid[0] ? envid : NULL };
-    /* The job's variables make the run's series (007). */
+    /* A job's run takes the job's variables (they make its series,
+     * 007), its tags under the run's own (which win) and its label when
+     * the run has none: in the same statement, whatever the agent sent. */
     r = s_query(db, "INSERT INTO runs (run_uuid, host_id, benchmark_id, "
                 "job_id, label, tags, runs, warmup, started_at_us, "
-                "environment, vars) VALUES ($1, $2, $3, $4, $5, $6::jsonb, "
-                "$7, $8, $9, $10, COALESCE((SELECT vars FROM jobs WHERE "
-                "job_uuid = $4 AND $4 <> ''), '{}')) ON CONFLICT (run_uuid) "
-                "DO NOTHING RETURNING id", 10, p, PGRES_TUPLES_OK, &rc, err,
-                errlen);
+                "environment, vars) SELECT $1, $2::bigint, $3::bigint, $4, "
+                "CASE WHEN $5 = '' THEN COALESCE(j.label, '') ELSE $5 END, "
+                "COALESCE(j.tags, '{}') || $6::jsonb, $7::int, $8::int, "
+                "$9::bigint, $10::bigint, COALESCE(j.vars, '{}') FROM "
+                "(VALUES (1)) AS one (x) LEFT JOIN jobs j ON j.job_uuid = $4 "
+                "AND $4 <> '' ON CONFLICT (run_uuid) DO NOTHING RETURNING id",
+                10, p, PGRES_TUPLES_OK, &rc, err, errlen);
     if (!r)
         goto rollback;
     if (PQntuples(r) == 0) {

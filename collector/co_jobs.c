@@ -11,10 +11,12 @@
 #include <time.h>
 
 #include "co_db.h"
+#include "pw_buf.h"
 #include "pw_wire.h"
 
-/* Bound of the loops that expire or hand out rows one by one. */
-#define S_DISPATCH_MAX 1024
+/* Longest "{1,2,...}" list of row ids a statement is given: 4,096 ids
+ * of up to 20 digits and a comma. */
+#define S_IDS_TEXT_MAX (CO_JOBS_MAX_HOSTS * 21 + 3)
 
 typedef struct {
     char key[CO_JOBS_KEY_LEN + 1];
@@ -40,6 +42,12 @@ struct co_jobs {
     int64_t confirm_us;
     int64_t started_us;          /* first tick: for the restart grace */
     int statement_timeout_ms;    /* 0: the server's default */
+    /* Between co_jobs_status_begin and _commit: the jobs that may have
+     * ended and the hosts that became free, acted on after the COMMIT. */
+    bool in_batch;
+    int64_t end_jobs[CO_JOBS_STATUS_BATCH];
+    int64_t free_hosts[CO_JOBS_STATUS_BATCH];
+    size_t n_end, n_free;
 };
 
 static void
@@ -358,19 +366,21 @@ s_offer_free(s_offer_t *o)
     json_decref(o->jonly);
 }
 
+/* Build the offer from row i of a s_dispatch_many result (columns as
+ * its SELECT lists them). */
 static int
-s_offer_build(s_offer_t *o, PGresult *r)
+s_offer_build(s_offer_t *o, PGresult *r, int i)
 {
     memset(o, 0, sizeof *o);
     parity__job_offer__init(&o->offer);
-    o->offer.job_id = PQgetvalue(r, 0, 1);
-    o->offer.suite = PQgetvalue(r, 0, 2);
-    o->offer.runs = (uint32_t)strtoul(PQgetvalue(r, 0, 4), NULL, 10);
-    o->offer.label = PQgetvalue(r, 0, 7);
-    o->offer.expires_at_us = strtoll(PQgetvalue(r, 0, 8), NULL, 10);
-    o->jvars = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
-    o->jonly = json_loads(PQgetvalue(r, 0, 5), 0, NULL);
-    o->jtags = json_loads(PQgetvalue(r, 0, 6), 0, NULL);
+    o->offer.job_id = PQgetvalue(r, i, 1);
+    o->offer.suite = PQgetvalue(r, i, 2);
+    o->offer.runs = (uint32_t)strtoul(PQgetvalue(r, i, 4), NULL, 10);
+    o->offer.label = PQgetvalue(r, i, 7);
+    o->offer.expires_at_us = strtoll(PQgetvalue(r, i, 8), NULL, 10);
+    o->jvars = json_loads(PQgetvalue(r, i, 3), 0, NULL);
+    o->jonly = json_loads(PQgetvalue(r, i, 5), 0, NULL);
+    o->jtags = json_loads(PQgetvalue(r, i, 6), 0, NULL);
     if (!json_is_object(o->jvars) || !json_is_array(o->jonly) ||
         !json_is_object(o->jtags))
         return -1;
@@ -385,115 +395,153 @@ s_offer_build(s_offer_t *o, PGresult *r)
         return -1;
     const char *k;
     json_t *v;
-    size_t i = 0;
+    size_t n = 0;
     json_object_foreach(o->jvars, k, v) {
-        parity__var__init(&o->vars[i]);
-        o->vars[i].name = (char *)k;
-        o->vars[i].value = (char *)(json_string_value(v) ?
+        parity__var__init(&o->vars[n]);
+        o->vars[n].name = (char *)k;
+        o->vars[n].value = (char *)(json_string_value(v) ?
                                     json_string_value(v) : "");
-        o->varp[i] = &o->vars[i];
-        i++;
+        o->varp[n] = &o->vars[n];
+        n++;
     }
-    o->offer.n_vars = i;
+    o->offer.n_vars = n;
     o->offer.vars = o->varp;
-    i = 0;
+    n = 0;
     json_object_foreach(o->jtags, k, v) {
-        parity__tag__init(&o->tags[i]);
-        o->tags[i].key = (char *)k;
-        o->tags[i].value = (char *)(json_string_value(v) ?
+        parity__tag__init(&o->tags[n]);
+        o->tags[n].key = (char *)k;
+        o->tags[n].value = (char *)(json_string_value(v) ?
                                     json_string_value(v) : "");
-        o->tagp[i] = &o->tags[i];
-        i++;
+        o->tagp[n] = &o->tags[n];
+        n++;
     }
-    o->offer.n_tags = i;
+    o->offer.n_tags = n;
     o->offer.tags = o->tagp;
-    for (i = 0; i < no; i++) {
-        const char *s = json_string_value(json_array_get(o->jonly, i));
-        o->only[i] = (char *)(s ? s : "");
+    for (n = 0; n < no; n++) {
+        const char *s = json_string_value(json_array_get(o->jonly, n));
+        o->only[n] = (char *)(s ? s : "");
     }
     o->offer.n_only = no;
     o->offer.only = o->only;
     return 0;
 }
 
-/* Offer the host its oldest queued job when it is online and idle.
- * Queued rows of expired jobs on the way become expired. */
+/* Append "{a,b,...}", a bigint[] literal of ids, to b. */
 static void
-s_dispatch(co_jobs_t *j, int64_t host_id, int64_t now_us)
+s_ids_text(pw_buf_t *b, const int64_t *ids, size_t n)
 {
-    const char *key = s_online_key(j, host_id);
-    if (!key || !j->send)
+    pw_buf_adds(b, "{");
+    for (size_t i = 0; i < n; i++)
+        pw_buf_printf(b, "%s%" PRId64, i ? "," : "", ids[i]);
+    pw_buf_adds(b, "}");
+}
+
+/* Offer each of the hosts its oldest queued job when it is online and
+ * idle: one SELECT for all of them, the offers, then one UPDATE (one
+ * COMMIT) for every row offered. A job created for 100 hosts, or 100
+ * hosts ending a job together, then costs the writer three statements
+ * instead of three per host. Queued rows of jobs that expired are left
+ * to co_jobs_tick, which marks them within a tick and comes back here. */
+static void
+s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
+                int64_t now_us)
+{
+    if (!j->send || n == 0)
         return;
-    char host[24], now[24], err[256];
-    snprintf(host, sizeof host, "%" PRId64, host_id);
+    int64_t *online = calloc(n, sizeof *online);
+    size_t n_online = 0;
+    pw_buf_t hosts, jobs, sent;
+    pw_buf_init(&hosts, S_IDS_TEXT_MAX);
+    pw_buf_init(&jobs, S_IDS_TEXT_MAX);
+    pw_buf_init(&sent, S_IDS_TEXT_MAX);
+    PGresult *r = NULL;
+    char now[24], err[256] = "";
+    if (!online) {
+        snprintf(err, sizeof err, "out of memory");
+        goto db_error;
+    }
+    for (size_t i = 0; i < n && i < CO_JOBS_MAX_ONLINE; i++)
+        if (s_online_key(j, host_ids[i]))
+            online[n_online++] = host_ids[i];
+    if (n_online == 0)
+        goto done;
+    s_ids_text(&hosts, online, n_online);
     snprintf(now, sizeof now, "%" PRId64, now_us);
-    const char *ph[] = { host };
-    PGresult *r = s_q(j, "SELECT 1 FROM job_hosts WHERE host_id = $1 AND "
-                      "state = 'running' LIMIT 1", 1, ph, PGRES_TUPLES_OK,
-                      err, sizeof err);
+    const char *ps[] = { pw_buf_data(&hosts), now };
+    if (pw_buf_status(&hosts) != PW_BUF_OK) {
+        snprintf(err, sizeof err, "host list: %s",
+                 pw_buf_strerror(pw_buf_status(&hosts)));
+        goto db_error;
+    }
+    r = s_q(j,
+        "SELECT DISTINCT ON (h.host_id) j.id, j.job_uuid, j.suite, "
+        "j.vars::text, j.runs, array_to_json(j.only_benchmarks)::text, "
+        "j.tags::text, j.label, j.expires_at_us, h.host_id "
+        "FROM job_hosts h JOIN jobs j ON j.id = h.job "
+        "WHERE h.host_id = ANY($1::bigint[]) AND h.state = 'queued' AND "
+        "j.state = 'active' AND (j.expires_at_us = 0 OR "
+        "j.expires_at_us > $2::bigint) AND NOT EXISTS (SELECT 1 FROM "
+        "job_hosts b WHERE b.host_id = h.host_id AND b.state = 'running') "
+        "ORDER BY h.host_id, j.created_at_us, j.id", 2, ps, PGRES_TUPLES_OK,
+        err, sizeof err);
     if (!r)
         goto db_error;
-    int busy = PQntuples(r);
-    PQclear(r);
-    if (busy)
-        return;
-    for (int round = 0; round < S_DISPATCH_MAX; round++) {
-        r = s_q(j,
-            "SELECT j.id, j.job_uuid, j.suite, j.vars::text, j.runs, "
-            "array_to_json(j.only_benchmarks)::text, j.tags::text, j.label, "
-            "j.expires_at_us FROM job_hosts h JOIN jobs j ON j.id = h.job "
-            "WHERE h.host_id = $1 AND h.state = 'queued' AND "
-            "j.state = 'active' ORDER BY j.created_at_us, j.id LIMIT 1",
-            1, ph, PGRES_TUPLES_OK, err, sizeof err);
-        if (!r)
-            goto db_error;
-        if (PQntuples(r) == 0) {
-            PQclear(r);
-            return;
-        }
-        char job[24];
-        snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 0));
-        int64_t expires = strtoll(PQgetvalue(r, 0, 8), NULL, 10);
-        const char *pj[] = { job, host, now };
-        if (expires > 0 && expires <= now_us) {
-            PQclear(r);
-            PGresult *u = s_q(j,
-                "UPDATE job_hosts SET state = 'expired', reason = "
-                "'the job expired before this host could start it', "
-                "ended_at_us = $3, updated_at_us = $3 WHERE job = $1 AND "
-                "host_id = $2 AND state = 'queued'", 3, pj, PGRES_COMMAND_OK,
-                err, sizeof err);
-            if (!u)
-                goto db_error;
-            PQclear(u);
-            s_check_end(j, job, now_us);
-            continue;
-        }
+    size_t n_sent = 0;
+    pw_buf_adds(&jobs, "{");
+    pw_buf_adds(&sent, "{");
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t host_id = strtoll(PQgetvalue(r, i, 9), NULL, 10);
+        const char *key = s_online_key(j, host_id);
         s_offer_t o;
-        int built = s_offer_build(&o, r);
+        int built = s_offer_build(&o, r, i);
         Parity__Envelope env;
         pw_wire_init(&env, 0);
         pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_OFFER, &o.offer);
-        int sent = built == 0 ? j->send(j->ctx, key, &env) : -1;
-        s_log(j, sent == 0 ? "job_offered" : "job_offer_failed",
-              "job=%s host_id=%s suite=\"%s\"", o.offer.job_id, host,
-              o.offer.suite);
+        int ok = key && built == 0 && j->send(j->ctx, key, &env) == 0;
+        s_log(j, ok ? "job_offered" : "job_offer_failed",
+              "job=%s host_id=%" PRId64 " suite=\"%s\"", o.offer.job_id,
+              host_id, o.offer.suite);
         s_offer_free(&o);
-        PQclear(r);
-        if (sent != 0)
-            return;
-        PGresult *u = s_q(j,
-            "UPDATE job_hosts SET state = 'running', offered_at_us = $3, "
-            "updated_at_us = $3 WHERE job = $1 AND host_id = $2 AND "
-            "state = 'queued'", 3, pj, PGRES_COMMAND_OK, err, sizeof err);
-        if (!u)
-            goto db_error;
-        PQclear(u);
-        return;
+        if (!ok)
+            continue;
+        pw_buf_printf(&jobs, "%s%s", n_sent ? "," : "", PQgetvalue(r, i, 0));
+        pw_buf_printf(&sent, "%s%" PRId64, n_sent ? "," : "", host_id);
+        n_sent++;
     }
-    return;
+    pw_buf_adds(&jobs, "}");
+    pw_buf_adds(&sent, "}");
+    PQclear(r);
+    r = NULL;
+    if (n_sent == 0)
+        goto done;
+    const char *pu[] = { pw_buf_data(&jobs), pw_buf_data(&sent), now };
+    if (pw_buf_status(&jobs) != PW_BUF_OK || pw_buf_status(&sent) != PW_BUF_OK) {
+        snprintf(err, sizeof err, "offered rows: too many");
+        goto db_error;
+    }
+    r = s_q(j,
+        "UPDATE job_hosts h SET state = 'running', offered_at_us = $3, "
+        "updated_at_us = $3 FROM unnest($1::bigint[], $2::bigint[]) AS "
+        "u(job, host_id) WHERE h.job = u.job AND h.host_id = u.host_id AND "
+        "h.state = 'queued'", 3, pu, PGRES_COMMAND_OK, err, sizeof err);
+    if (!r)
+        goto db_error;
+    goto done;
 db_error:
-    s_log(j, "db_error", "op=dispatch host_id=%s error=\"%s\"", host, err);
+    s_log(j, "db_error", "op=dispatch hosts=%zu error=\"%s\"", n_online, err);
+done:
+    PQclear(r);
+    pw_buf_free(&hosts);
+    pw_buf_free(&jobs);
+    pw_buf_free(&sent);
+    free(online);
+}
+
+/* Offer one host its oldest queued job (s_dispatch_many of one). */
+static void
+s_dispatch(co_jobs_t *j, int64_t host_id, int64_t now_us)
+{
+    s_dispatch_many(j, &host_id, 1, now_us);
 }
 
 /* Rows of host in state `from` become lost with reason; jobs that are now
@@ -665,13 +713,37 @@ s_final_of(const char *state)
     return NULL;
 }
 
+/* Add id to set (of at most CO_JOBS_STATUS_BATCH) unless it is there. */
+static void
+s_set_add(int64_t *set, size_t *n, int64_t id)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (set[i] == id)
+            return;
+    if (*n < CO_JOBS_STATUS_BATCH)
+        set[(*n)++] = id;
+}
+
+/* A host's id: from the online table when it is there (no query). */
+static int
+s_host_of(co_jobs_t *j, const char *key, int64_t *id, char *err,
+          size_t errlen)
+{
+    const s_online_t *o = s_online_find(j, key);
+    if (o && o->host_id > 0) {
+        *id = o->host_id;
+        return CO_JOBS_OK;
+    }
+    return s_host_id(j, key, id, err, errlen);
+}
+
 int
 co_jobs_status(co_jobs_t *j, const char *public_key,
                const Parity__JobStatus *st, int64_t now_us, char *err,
                size_t errlen)
 {
     int64_t host_id;
-    int rc = s_host_id(j, public_key, &host_id, err, errlen);
+    int rc = s_host_of(j, public_key, &host_id, err, errlen);
     if (rc != CO_JOBS_OK)
         return rc;
     const char *state = st->state ? st->state : "";
@@ -686,10 +758,16 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
     snprintf(now, sizeof now, "%" PRId64, now_us);
     snprintf(round, sizeof round, "%u", st->round);
     snprintf(rounds, sizeof rounds, "%u", st->rounds);
-    const char *pf[] = { st->job_id ? st->job_id : "", host };
-    PGresult *r = s_q(j, "SELECT h.state, j.id FROM job_hosts h JOIN jobs j "
-                      "ON j.id = h.job WHERE j.job_uuid = $1 AND "
-                      "h.host_id = $2", 2, pf, PGRES_TUPLES_OK, err, errlen);
+    /* The row, and for `done` how many of the job's runs on this host
+     * have no RunEnd stored: one round trip. */
+    const char *pf[] = { st->job_id ? st->job_id : "", host,
+                         final ? final : "" };
+    PGresult *r = s_q(j, "SELECT h.state, j.id, CASE WHEN $3 = 'done' THEN "
+                      "(SELECT count(*) FROM runs WHERE job_id = $1 AND "
+                      "host_id = $2 AND status IS NULL) ELSE 0 END "
+                      "FROM job_hosts h JOIN jobs j ON j.id = h.job WHERE "
+                      "j.job_uuid = $1 AND h.host_id = $2", 3, pf,
+                      PGRES_TUPLES_OK, err, errlen);
     if (!r)
         return CO_JOBS_FAIL;
     if (PQntuples(r) != 1) {
@@ -701,6 +779,7 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
     char cur[16], job[24];
     snprintf(cur, sizeof cur, "%s", PQgetvalue(r, 0, 0));
     snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 1));
+    long open = strtol(PQgetvalue(r, 0, 2), NULL, 10);
     PQclear(r);
     /* queued/running may still move, and lost to a final state (late
      * results); progress never revives a lost row: it may be a stale
@@ -710,19 +789,10 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
     bool movable = open_row || (final && strcmp(cur, "lost") == 0);
     if (!movable || strcmp(state, "queued") == 0)
         return CO_JOBS_OK;
-    if (final && strcmp(final, "done") == 0) {
-        r = s_q(j, "SELECT count(*) FROM runs WHERE job_id = $1 AND "
-                "host_id = $2 AND status IS NULL", 2, pf, PGRES_TUPLES_OK,
-                err, errlen);
-        if (!r)
-            return CO_JOBS_FAIL;
-        long open = strtol(PQgetvalue(r, 0, 0), NULL, 10);
-        PQclear(r);
-        if (open > 0) {
-            s_err(err, errlen, "job_status done: %ld run(s) of job %.40s "
-                  "have no RunEnd stored yet", open, pf[0]);
-            return CO_JOBS_LATER;
-        }
+    if (open > 0) {
+        s_err(err, errlen, "job_status done: %ld run(s) of job %.40s "
+              "have no RunEnd stored yet", open, pf[0]);
+        return CO_JOBS_LATER;
     }
     const char *p[] = { job, host, final ? final : "running",
                         st->reason ? st->reason : "", st->run_id ?
@@ -743,9 +813,54 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
     if (final) {
         s_log(j, "host_final", "job=%s host_id=%s state=%s", pf[0], host,
               final);
-        s_check_end(j, job, now_us);
-        s_dispatch(j, host_id, now_us);
+        if (j->in_batch) {
+            s_set_add(j->end_jobs, &j->n_end, strtoll(job, NULL, 10));
+            s_set_add(j->free_hosts, &j->n_free, host_id);
+        } else {
+            s_check_end(j, job, now_us);
+            s_dispatch(j, host_id, now_us);
+        }
     }
+    return CO_JOBS_OK;
+}
+
+int
+co_jobs_status_begin(co_jobs_t *j, char *err, size_t errlen)
+{
+    j->n_end = j->n_free = 0;
+    int rc = s_exec(j, "BEGIN", err, errlen);
+    j->in_batch = rc == CO_JOBS_OK;
+    return rc;
+}
+
+int
+co_jobs_status_commit(co_jobs_t *j, int64_t now_us, char *err,
+                      size_t errlen)
+{
+    if (!j->in_batch) {
+        s_err(err, errlen, "co_jobs_status_commit: no batch is open");
+        return CO_JOBS_FAIL;
+    }
+    j->in_batch = false;
+    /* COMMIT of a transaction a failed statement aborted answers
+     * ROLLBACK, not an error: nothing of the batch was stored. */
+    PGresult *r = s_q(j, "COMMIT", 0, NULL, PGRES_COMMAND_OK, err, errlen);
+    if (!r)
+        return CO_JOBS_FAIL;
+    bool rolled_back = strcmp(PQcmdStatus(r), "ROLLBACK") == 0;
+    PQclear(r);
+    if (rolled_back) {
+        s_err(err, errlen, "job statuses rolled back after a failed "
+              "statement");
+        return CO_JOBS_FAIL;
+    }
+    for (size_t i = 0; i < j->n_end; i++) {
+        char job[24];
+        snprintf(job, sizeof job, "%" PRId64, j->end_jobs[i]);
+        s_check_end(j, job, now_us);
+    }
+    s_dispatch_many(j, j->free_hosts, j->n_free, now_us);
+    j->n_end = j->n_free = 0;
     return CO_JOBS_OK;
 }
 
@@ -777,27 +892,6 @@ co_jobs_run_end(co_jobs_t *j, const char *public_key,
                  re->run_id, re->reason ? re->reason : "");
         s_mark_lost(j, host_id, job, reason, now_us);
         s_dispatch(j, host_id, now_us);
-    }
-    PQclear(r);
-}
-
-void
-co_jobs_run_start(co_jobs_t *j, const char *public_key,
-                  const Parity__RunStart *rs)
-{
-    if (!rs->run_id || !rs->job_id || !*rs->job_id)
-        return;
-    char err[256];
-    const char *p[] = { rs->run_id, public_key };
-    PGresult *r = s_q(j,
-        "UPDATE runs r SET tags = j.tags || r.tags, label = CASE WHEN "
-        "r.label = '' THEN j.label ELSE r.label END FROM jobs j WHERE "
-        "r.run_uuid = $1 AND r.host_id = (SELECT id FROM hosts WHERE "
-        "public_key = $2) AND j.job_uuid = r.job_id", 2, p, PGRES_COMMAND_OK,
-        err, sizeof err);
-    if (!r) {
-        s_log(j, "db_error", "op=run_start error=\"%s\"", err);
-        return;
     }
     PQclear(r);
 }
@@ -880,12 +974,20 @@ co_jobs_tick(co_jobs_t *j, int64_t now_us)
             0, NULL, PGRES_TUPLES_OK, err, sizeof err);
     if (!r)
         return;
+    int64_t ids[256];
+    size_t n = 0;
     for (int i = 0; i < PQntuples(r) && i < CO_JOBS_MAX_ONLINE; i++) {
         int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        if (s_online_key(j, id))
-            s_dispatch(j, id, now_us);
+        if (!s_online_key(j, id))
+            continue;
+        ids[n++] = id;
+        if (n == sizeof ids / sizeof ids[0]) {
+            s_dispatch_many(j, ids, n, now_us);
+            n = 0;
+        }
     }
     PQclear(r);
+    s_dispatch_many(j, ids, n, now_us);
 }
 
 /* ---- creating and cancelling ------------------------------------- */
@@ -1179,24 +1281,28 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
     snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
     r = NULL;
-    for (size_t i = 0; i < n_ids; i++) {
-        char host[24];
-        snprintf(host, sizeof host, "%" PRId64, ids[i]);
-        const char *ph[] = { job, host, now };
-        PGresult *u = s_q(j, "INSERT INTO job_hosts (job, host_id, state, "
-                          "queued_at_us, updated_at_us) VALUES ($1, $2, "
-                          "'queued', $3, $3)", 3, ph, PGRES_COMMAND_OK, err,
-                          errlen);
-        if (!u)
-            goto rollback;
-        PQclear(u);
-    }
+    /* Every host's row in one statement: a job for 1,000 hosts must
+     * not cost the writer 1,000 round trips. */
+    pw_buf_t idt;
+    pw_buf_init(&idt, S_IDS_TEXT_MAX);
+    s_ids_text(&idt, ids, n_ids);
+    const char *ph[] = { job, pw_buf_data(&idt), now };
+    PGresult *u = pw_buf_status(&idt) != PW_BUF_OK ? NULL :
+        s_q(j, "INSERT INTO job_hosts (job, host_id, state, queued_at_us, "
+            "updated_at_us) SELECT $1, unnest($2::bigint[]), 'queued', $3, "
+            "$3", 3, ph, PGRES_COMMAND_OK, err, errlen);
+    if (!u && pw_buf_status(&idt) != PW_BUF_OK)
+        s_err(err, errlen, "job hosts: %s",
+              pw_buf_strerror(pw_buf_status(&idt)));
+    pw_buf_free(&idt);
+    if (!u)
+        goto rollback;
+    PQclear(u);
     if (s_exec(j, "COMMIT", err, errlen) != CO_JOBS_OK)
         goto done;
     s_log(j, "job_created", "job=%s suite=\"%s\" hosts=%zu", uuid, suite,
           n_ids);
-    for (size_t i = 0; i < n_ids; i++)
-        s_dispatch(j, ids[i], now_us);
+    s_dispatch_many(j, ids, n_ids, now_us);
 
     const char *pr[] = { job };
     r = s_q(j, "SELECT h.name, jh.state FROM job_hosts jh JOIN hosts h ON "

@@ -68,6 +68,8 @@ enum {
  * --var each. */
 #define CO_JOBS_MAX_HOSTS 4096
 #define CO_JOBS_MAX_ITEMS 256
+/* Most JobStatus messages in one co_jobs_status_begin/_commit batch. */
+#define CO_JOBS_STATUS_BATCH 64
 /* Longest key or value of a tag or var, and of a label. */
 #define CO_JOBS_MAX_TEXT 1024
 /* Longest expire_us of a job: 30 days. */
@@ -159,15 +161,20 @@ int co_jobs_status(co_jobs_t *jobs, const char *public_key,
                    const Parity__JobStatus *st, int64_t now_us,
                    char *err, size_t errlen);
 
+/* Several JobStatus in one transaction: co_jobs_status_begin, then at
+ * most CO_JOBS_STATUS_BATCH co_jobs_status calls, then
+ * co_jobs_status_commit. One COMMIT for all of them (the writer answers a
+ * burst's statuses together), and the jobs that ended and the hosts that
+ * became free are acted on once, after it. CO_JOBS_FAIL from the commit
+ * means none of the batch was stored, whatever each call returned. */
+int co_jobs_status_begin(co_jobs_t *jobs, char *err, size_t errlen);
+int co_jobs_status_commit(co_jobs_t *jobs, int64_t now_us, char *err,
+                          size_t errlen);
+
 /* A RunEnd was stored: a run of a job that ended INCOMPLETE marks the
  * host's row lost. Best effort (the RunEnd itself is already acked). */
 void co_jobs_run_end(co_jobs_t *jobs, const char *public_key,
                      const Parity__RunEnd *re, int64_t now_us);
-
-/* A RunStart was stored: a run of a job gets the job's tags (under its
- * own, which win) and label, whatever the agent sent. Best effort. */
-void co_jobs_run_start(co_jobs_t *jobs, const char *public_key,
-                       const Parity__RunStart *rs);
 
 /* Periodic work: expire queued rows, end jobs, offer queued jobs to idle
  * online hosts (e.g. after the database came back). */

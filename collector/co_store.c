@@ -38,6 +38,7 @@ typedef struct {
     uint64_t bad_unlogged;         /* bad input since that line */
     int64_t refused_logged_us;     /* the same for `refused` lines */
     uint64_t refused_unlogged;
+    unsigned statuses;             /* its JobStatus waiting in st->status */
 } s_peer_t;
 
 /* A SampleBatch waiting for the group's commit. */
@@ -89,6 +90,10 @@ struct co_store {
     bool txn_open;
     s_pending_t pending[CO_STORE_PENDING_MAX];
     size_t n_pending;
+    /* The burst's JobStatus messages: stored together after its COMMIT
+     * (co_jobs_status_begin/_commit), one transaction for all. */
+    s_pending_t status[CO_JOBS_STATUS_BATCH];
+    size_t n_status;
     int64_t *heard;                /* [S_HEARD_MAX] host ids */
     size_t n_heard;
     int64_t slow_logged_us;        /* last slow_store line */
@@ -381,6 +386,7 @@ s_heard(co_store_t *st, s_peer_t *p)
 /* ---- message handlers ---------------------------------------------------- */
 
 static void s_txn_commit(co_store_t *st);
+static void s_status_flush(co_store_t *st);
 
 /* Store the peer's Hello; true when the host is known afterwards. */
 static bool
@@ -417,6 +423,7 @@ s_on_hello(co_store_t *st, s_peer_t *p, Parity__Envelope **envp)
 {
     Parity__Hello *h = (*envp)->hello;
     char q[200];
+    s_status_flush(st);  /* answered on the connection they came on */
     s_txn_commit(st);    /* co_jobs reads on its own connection */
     st->c.hellos++;
     p->hello_on_rid = true;
@@ -464,8 +471,6 @@ s_result(co_store_t *st, s_peer_t *p, const Parity__Envelope *env, int rc,
         if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START) {
             co_log(CO_LOG_INFO, "run_start", "peer=%s run=%s", p->key,
                    co_log_quote(q, sizeof q, env->run_start->run_id));
-            if (st->jobs)
-                co_jobs_run_start(st->jobs, p->key, env->run_start);
         } else if (env->body_case == PARITY__ENVELOPE__BODY_RUN_END) {
             co_log(CO_LOG_INFO, "run_end", "peer=%s run=%s verdicts=%u",
                    p->key, co_log_quote(q, sizeof q, env->run_end->run_id),
@@ -643,6 +648,69 @@ s_group_add(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
     *envp = NULL;
 }
 
+/* Store the burst's JobStatus messages in one co_jobs transaction, after
+ * the burst's own COMMIT (co_jobs reads the runs on its own connection,
+ * so a `done` must see the RunEnds stored before it), and answer them.
+ * A job offered to 100 hosts brings 100 statuses within seconds: one
+ * COMMIT each held every Ack behind them. Its codes are co_db's. */
+static void
+s_status_flush(co_store_t *st)
+{
+    if (st->n_status == 0)
+        return;
+    s_group_flush(st);
+    s_txn_commit(st);
+    int64_t t0 = s_now_us(), now = co_jobs_now_us();
+    char err[256] = "";
+    bool ok = !st->jobs ||
+              co_jobs_status_begin(st->jobs, err, sizeof err) == CO_JOBS_OK;
+    for (size_t k = 0; k < st->n_status; k++) {
+        s_pending_t *w = &st->status[k];
+        w->err[0] = '\0';
+        if (!st->jobs)
+            w->rc = CO_DB_OK;
+        else if (!ok)
+            w->rc = CO_DB_FAIL;
+        else
+            w->rc = co_jobs_status(st->jobs, w->peer->key, w->env->job_status,
+                                   now, w->err, sizeof w->err);
+    }
+    if (st->jobs && ok &&
+        co_jobs_status_commit(st->jobs, now, err, sizeof err) != CO_JOBS_OK)
+        ok = false;
+    s_step(st, CO_STEP_JOB_STATUS, t0);
+    for (size_t k = 0; k < st->n_status; k++) {
+        s_pending_t *w = &st->status[k];
+        if (!ok && w->rc == CO_DB_OK) {
+            w->rc = CO_DB_FAIL;
+            snprintf(w->err, sizeof w->err, "%s", err);
+        }
+        w->peer->statuses = 0;
+        s_done(st, w->item);
+        s_result(st, w->peer, w->env, w->rc, 0, 0, w->err);
+        pw_wire_free(&w->env);
+        co_queue_item_free(&w->item);
+    }
+    st->n_status = 0;
+}
+
+/* Keep a JobStatus for s_status_flush; takes *itemp and *envp. */
+static void
+s_status_add(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
+             Parity__Envelope **envp)
+{
+    if (st->n_status == CO_JOBS_STATUS_BATCH)
+        s_status_flush(st);
+    s_pending_t *w = &st->status[st->n_status++];
+    memset(w, 0, sizeof *w);
+    w->item = *itemp;
+    w->env = *envp;
+    w->peer = p;
+    p->statuses++;
+    *itemp = NULL;
+    *envp = NULL;
+}
+
 /* A data message. Takes *itemp and *envp when it keeps them (a
  * SampleBatch waiting for the group's commit). */
 static void
@@ -663,6 +731,7 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
     /* A Hello that arrived while the database was down is stored first
      * (also for a host known from an earlier connection: it updates). */
     if (p->pending_hello) {
+        s_status_flush(st);
         s_txn_commit(st);    /* co_jobs reads on its own connection */
         if (s_store_hello(st, p, p->pending_hello->hello)) {
             s_ack(st, p->rid, p->rid_len, 0);
@@ -683,15 +752,7 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
         s_group_add(st, p, itemp, envp);
         return;
     case PARITY__ENVELOPE__BODY_JOB_STATUS:
-        /* co_jobs reads the runs on its own connection: what the burst
-         * stored must be committed first. Its codes are co_db's. */
-        s_txn_commit(st);
-        t0 = s_now_us();
-        rc = st->jobs ? co_jobs_status(st->jobs, p->key, env->job_status,
-                                       co_jobs_now_us(), err, sizeof err)
-                      : CO_DB_OK;
-        s_step(st, CO_STEP_JOB_STATUS, t0);
-        s_result(st, p, env, rc, 0, 0, err);
+        s_status_add(st, p, itemp, envp);
         return;
     case PARITY__ENVELOPE__BODY_CALIBRATION:
     case PARITY__ENVELOPE__BODY_RUN_START:
@@ -795,6 +856,11 @@ s_on_frame(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp)
         s_bad(st, p, rc, err, seq);
         return;
     }
+    /* Acks go out in the order of a connection's messages: one behind
+     * this peer's waiting JobStatus is stored after it. */
+    if (p->statuses && env->body_case != PARITY__ENVELOPE__BODY_HEARTBEAT
+        && env->body_case != PARITY__ENVELOPE__BODY_JOB_STATUS)
+        s_status_flush(st);
     /* Anything but a batch or a beat may depend on the waiting batches
      * (a RunEnd): store them first. */
     if (env->body_case != PARITY__ENVELOPE__BODY_SAMPLE_BATCH
@@ -826,6 +892,7 @@ s_handle(co_store_t *st, co_queue_item_t **itemp)
 {
     co_queue_item_t *item = *itemp;
     if (item->kind == CO_ITEM_OFFLINE) {
+        s_status_flush(st);    /* before the peer may be forgotten */
         s_group_flush(st);     /* its batches first, in order */
         s_txn_commit(st);      /* then the peer may be forgotten */
         s_on_offline(st, item->key);
@@ -834,6 +901,7 @@ s_handle(co_store_t *st, co_queue_item_t **itemp)
     }
     if (item->kind == CO_ITEM_REQUEST) {
         Parity__Envelope *env = NULL;
+        s_status_flush(st);
         s_group_flush(st);
         s_txn_commit(st);      /* co_jobs works on its own connection */
         uint64_t seq;
@@ -973,12 +1041,14 @@ s_thread(void *arg)
         }
         s_group_flush(st);
         s_txn_commit(st);
+        s_status_flush(st);
         s_db_try(st);
         s_timers(st);
         s_publish(st);
     }
     s_group_flush(st);
     s_txn_commit(st);
+    s_status_flush(st);
     s_publish(st);
     return NULL;
 }

@@ -74,8 +74,11 @@ if [ "${PARITY_TEST_SANITIZE:-1}" != 0 ]; then
     echo "test: the same tests under ASan+UBSan (build-asan)"
     setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
         -Dbuildtype=debug || { failed=$((failed + 1)); status=1; }
+    # Suite `slow` (restarts, a stopped database, the quickstart's job:
+    # their time is waiting) runs in the normal build only.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    PARITY_TEST_ARGS="${PARITY_TEST_ARGS:-} --no-suite slow" \
         run_suite build-asan
 fi
 
