@@ -771,6 +771,7 @@ typedef struct {
     /* The collector's own view, when its stats has it (the worst of the
      * minutes seen): frame read to writer finished. */
     double store_p99_ms, store_max_ms, queue_dropped, dup_dropped;
+    json_t *last_stats;       /* the newest stats body (owned) */
     char loop_key[128];
     uint64_t false_offline_hosts;
     bool *offline_seen;       /* per agent, from hosts replies */
@@ -929,6 +930,8 @@ fl_admin_read(fl_agent_t *ag)
                 fl_stat_max(body, "store_max_ms", &A.store_max_ms);
                 fl_stat_max(body, "queue_dropped", &A.queue_dropped);
                 fl_stat_max(body, "dup_dropped", &A.dup_dropped);
+                json_decref(A.last_stats);
+                A.last_stats = json_incref(body);
             } else if (body && A.pending_cmd == FL_C_RUN && A.njobs < 256) {
                 const char *id = json_string_value(json_object_get(body,
                                                                    "job"));
@@ -1501,6 +1504,24 @@ main(int argc, char **argv)
     fl_json_num(o, "collector_queue_dropped", A.queue_dropped, ",");
     fl_json_num(o, "collector_dup_dropped", A.dup_dropped, ",");
     fprintf(o, "\"loop_field\":\"%s\",", A.loop_key);
+    /* The writer's time per step since the collector started (its newest
+     * stats): where the writer's time went. */
+    fprintf(o, "\"collector_steps\":{");
+    const char *sk;
+    json_t *sv;
+    int first = 1;
+    json_object_foreach(A.last_stats, sk, sv) {
+        size_t kl = strlen(sk);
+        if (!json_is_number(sv) || ((strncmp(sk, "store_", 6) != 0 ||
+            kl < 9 || strcmp(sk + kl - 3, "_ms") != 0) &&
+            strcmp(sk, "slow_steps") != 0))
+            continue;
+        fprintf(o, "%s\"%s\":%g", first ? "" : ",", sk, json_number_value(sv));
+        first = 0;
+    }
+    fprintf(o, "},");
+    json_decref(A.last_stats);
+    A.last_stats = NULL;
     fprintf(o, "\"reconnects\":%llu,\"heartbeats_missed\":%llu,"
             "\"heartbeats_expected\":%llu,\"heartbeats_in\":%llu,"
             "\"silence_max_ms\":%lld,", (unsigned long long)S.reconnects,
