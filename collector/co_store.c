@@ -20,6 +20,7 @@
 #include "co_out.h"
 #include "co_query.h"
 #include "co_runs.h"
+#include "pw_buf.h"
 
 /* Hosts whose last_seen is written at the next tick, at most. */
 #define S_HEARD_MAX 16384
@@ -933,23 +934,22 @@ s_flush_heard(co_store_t *st)
         return;
     PGconn *c = co_jobs_conn(st->jobs, err, sizeof err);
     if (c) {
-        size_t cap = st->n_heard * 21 + 3, n = 0;
-        char *arr = malloc(cap);
-        if (arr) {
-            arr[n++] = '{';
-            for (size_t i = 0; i < st->n_heard; i++)
-                n += (size_t)snprintf(arr + n, cap - n, "%s%" PRId64,
-                                      i ? "," : "", st->heard[i]);
-            snprintf(arr + n, cap - n, "}");
-            const char *pv[] = { arr };
+        pw_buf_t arr;
+        pw_buf_init(&arr, S_HEARD_MAX * 21 + 3);
+        pw_buf_adds(&arr, "{");
+        for (size_t i = 0; i < st->n_heard; i++)
+            pw_buf_printf(&arr, "%s%" PRId64, i ? "," : "", st->heard[i]);
+        pw_buf_adds(&arr, "}");
+        if (pw_buf_status(&arr) == PW_BUF_OK) {
+            const char *pv[] = { pw_buf_data(&arr) };
             PGresult *r = PQexecParams(c, "UPDATE hosts SET last_seen = "
                                        "now() WHERE id = ANY($1::bigint[])",
                                        1, NULL, pv, NULL, NULL, 0);
             if (PQresultStatus(r) != PGRES_COMMAND_OK)
                 co_jobs_conn_check(st->jobs);
             PQclear(r);
-            free(arr);
         }
+        pw_buf_free(&arr);
     }
     st->n_heard = 0;
     for (s_peer_t *p = zhashx_first(st->peers); p;
