@@ -417,12 +417,6 @@ unlock:
     return rc;
 }
 
-int
-co_db_checkpoint(co_db_t *db, char *err, size_t errlen)
-{
-    return s_exec(db, "CHECKPOINT", err, errlen);
-}
-
 /* ---- hosts --------------------------------------------------------- */
 
 static char *

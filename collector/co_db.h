@@ -59,12 +59,6 @@ void co_db_disconnect(co_db_t *db);
 int co_db_migrate(co_db_t *db, int *applied, char *err, size_t errlen);
 
 /* The stored schema version (0 on an empty database). */
-/* CHECKPOINT (needs a superuser, as in the private cluster): after a
- * migration rewrote much of the database, its dirty pages are written
- * now, before agents connect, rather than by a checkpoint that slows
- * every COMMIT in the first minutes of service. */
-int co_db_checkpoint(co_db_t *db, char *err, size_t errlen);
-
 int co_db_schema_version(co_db_t *db, int *version, char *err,
                          size_t errlen);
 

@@ -437,14 +437,6 @@ main(int argc, char **argv)
             goto done;
     } else {
         int version = 0;
-        if (applied > 0 && pg) {
-            int64_t t0 = zclock_mono();
-            int crc = co_db_checkpoint(db, err, sizeof err);
-            co_log(crc == CO_DB_OK ? CO_LOG_INFO : CO_LOG_WARN, "checkpoint",
-                   "after=migrations ms=%lld why=%s",
-                   (long long)(zclock_mono() - t0),
-                   crc == CO_DB_OK ? "\"\"" : co_log_quote(q, sizeof q, err));
-        }
         co_db_schema_version(db, &version, err, sizeof err);
         /* Whoever was online when we stopped is not connected now. */
         co_db_hosts_offline(db, err, sizeof err);

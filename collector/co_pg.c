@@ -20,9 +20,6 @@
 
 /* Longest path we build; the socket path must also fit sun_path (108). */
 #define CO_PG_PATH_MAX (PATH_MAX + 32)
-/* The private cluster's server settings (docs/collector.md). */
-#define CO_PG_SERVER_OPTIONS "-c wal_compression=lz4 -c max_wal_size=4GB " \
-    "-c checkpoint_timeout=15min"
 /* Seconds pg_ctl waits for start and stop. */
 #define CO_PG_WAIT_S "60"
 
@@ -371,13 +368,7 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
         up = s_run(pg, "pg_ctl", status_args) == 0;
     }
     if (!up) {
-        /* Given at every start, so a cluster made by an older collector
-         * gets them too. An ingest of ~12,000 samples a second made a
-         * checkpoint every few minutes, and the full-page images after
-         * each made COMMITs (and so Acks) wait up to 300 ms: fewer
-         * checkpoints, and compressed page images. */
         const char *start_args[] = { "-D", pg->pg_dir, "-l", pg->log_path,
-                                     "-o", CO_PG_SERVER_OPTIONS,
                                      "-w", "-t", CO_PG_WAIT_S, "start",
                                      NULL };
         int rc = s_run(pg, "pg_ctl", start_args);
