@@ -436,6 +436,20 @@ s_ids_text(pw_buf_t *b, const int64_t *ids, size_t n)
     pw_buf_adds(b, "}");
 }
 
+/* True when a row of r before i that was offered in this call
+ * (offered[k]) has row i's non-empty boot id: the same machine. */
+static bool
+s_machine_taken(const PGresult *r, int i, const bool *offered)
+{
+    const char *boot = PQgetvalue(r, i, 10);
+    if (!*boot)
+        return false;
+    for (int k = 0; k < i; k++)
+        if (offered[k] && strcmp(PQgetvalue(r, k, 10), boot) == 0)
+            return true;
+    return false;
+}
+
 /* Offer each of the hosts its oldest queued job when it is online and
  * idle: one SELECT for all of them, the offers, then one UPDATE (one
  * COMMIT) for every row offered. A job created for 100 hosts, or 100
@@ -455,6 +469,7 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
     pw_buf_init(&jobs, S_IDS_TEXT_MAX);
     pw_buf_init(&sent, S_IDS_TEXT_MAX);
     PGresult *r = NULL;
+    bool *offered = NULL;
     char now[24], err[256] = "";
     if (!online) {
         snprintf(err, sizeof err, "out of memory");
@@ -474,24 +489,41 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
         goto db_error;
     }
     r = s_q(j,
+        /* Busy: the host, or an online host of the same machine (same
+         * boot id), has a running row: two agents of one machine would
+         * measure each other. */
+        "WITH busy AS (SELECT DISTINCT b.host_id, hb.boot_id FROM job_hosts "
+        " b JOIN hosts hb ON hb.id = b.host_id WHERE b.state = 'running' "
+        " AND (hb.online OR b.host_id = ANY($1::bigint[]))) "
         "SELECT DISTINCT ON (h.host_id) j.id, j.job_uuid, j.suite, "
         "j.vars::text, j.runs, array_to_json(j.only_benchmarks)::text, "
-        "j.tags::text, j.label, j.expires_at_us, h.host_id "
+        "j.tags::text, j.label, j.expires_at_us, h.host_id, hh.boot_id "
         "FROM job_hosts h JOIN jobs j ON j.id = h.job "
+        "JOIN hosts hh ON hh.id = h.host_id "
         "WHERE h.host_id = ANY($1::bigint[]) AND h.state = 'queued' AND "
         "j.state = 'active' AND (j.expires_at_us = 0 OR "
-        "j.expires_at_us > $2::bigint) AND NOT EXISTS (SELECT 1 FROM "
-        "job_hosts b WHERE b.host_id = h.host_id AND b.state = 'running') "
+        "j.expires_at_us > $2::bigint) AND NOT EXISTS (SELECT 1 FROM busy "
+        "WHERE busy.host_id = h.host_id OR (hh.boot_id <> '' AND "
+        "busy.boot_id = hh.boot_id)) "
         "ORDER BY h.host_id, j.created_at_us, j.id", 2, ps, PGRES_TUPLES_OK,
         err, sizeof err);
     if (!r)
         goto db_error;
+    offered = calloc((size_t)PQntuples(r) + 1, sizeof *offered);
+    if (!offered) {
+        snprintf(err, sizeof err, "out of memory");
+        goto db_error;
+    }
     size_t n_sent = 0;
     pw_buf_adds(&jobs, "{");
     pw_buf_adds(&sent, "{");
     for (int i = 0; i < PQntuples(r); i++) {
         int64_t host_id = strtoll(PQgetvalue(r, i, 9), NULL, 10);
         const char *key = s_online_key(j, host_id);
+        /* One agent per machine gets work from this call; its siblings
+         * wait until it is idle again. */
+        if (s_machine_taken(r, i, offered))
+            continue;
         s_offer_t o;
         int built = s_offer_build(&o, r, i);
         Parity__Envelope env;
@@ -504,6 +536,7 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
         s_offer_free(&o);
         if (!ok)
             continue;
+        offered[i] = true;
         pw_buf_printf(&jobs, "%s%s", n_sent ? "," : "", PQgetvalue(r, i, 0));
         pw_buf_printf(&sent, "%s%" PRId64, n_sent ? "," : "", host_id);
         n_sent++;
@@ -535,6 +568,7 @@ done:
     pw_buf_free(&jobs);
     pw_buf_free(&sent);
     free(online);
+    free(offered);
 }
 
 /* Offer one host its oldest queued job (s_dispatch_many of one). */

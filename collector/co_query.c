@@ -253,7 +253,10 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         "(SELECT COALESCE(json_agg(s.name ORDER BY s.name), '[]') FROM "
         " host_suites s WHERE s.host_id = h.id)::text, "
         "h.online, COALESCE(h.floor_us, $1::float8), "
-        "COALESCE(h.floor_is_default, true), COALESCE(h.floor_samples, 0) "
+        "COALESCE(h.floor_is_default, true), COALESCE(h.floor_samples, 0), "
+        "h.boot_id, (SELECT COALESCE(json_agg(o.name ORDER BY o.name), '[]') "
+        " FROM hosts o WHERE h.boot_id <> '' AND o.boot_id = h.boot_id AND "
+        " o.id <> h.id)::text "
         "FROM hosts h ORDER BY h.name, h.id", 1, p);
     if (!r || !out)
         goto fail;
@@ -263,7 +266,7 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         warnings = json_is_array(warnings) ? json_incref(warnings) :
                    json_array();
         json_t *h = json_pack("{s:s,s:s,s:b,s:I,s:s,s:o,s:f,s:b,s:I,s:o,"
-                              "s:o,s:o,s:o,s:o,s:o,s:o}",
+                              "s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:o}",
             "name", PQgetvalue(r, i, 1),
             "public_key", PQgetvalue(r, i, 2),
             "online", strcmp(PQgetvalue(r, i, 9), "t") == 0,
@@ -281,7 +284,9 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
             "arch", s_env_value(env, "arch"),
             "logical_cpus", s_env_value(env, "logical_cpus"),
             "warnings", warnings,
-            "suites", s_json_col(r, i, 8));
+            "suites", s_json_col(r, i, 8),
+            "boot_id", PQgetvalue(r, i, 13),
+            "same_machine", s_json_col(r, i, 14));
         json_decref(env);
         if (!h)
             goto fail;

@@ -58,6 +58,37 @@ s_str(const json_t *o, const char *k, const char *dflt)
     return s && *s ? s : dflt;
 }
 
+/* One line per machine that more than one host (agent) runs on: the
+ * collector gives jobs to one of them at a time. Each group is printed
+ * once, at its first host in the table's order. */
+static void
+s_print_machines(const json_t *hosts)
+{
+    size_t i;
+    json_t *h;
+    json_array_foreach(hosts, i, h) {
+        const json_t *same = json_object_get(h, "same_machine");
+        if (json_array_size(same) == 0)
+            continue;
+        const char *name = s_str(h, "name", "?");
+        bool first = true;
+        size_t k;
+        json_t *v;
+        json_array_foreach(same, k, v) {
+            const char *o = json_string_value(v);
+            if (o && strcmp(o, name) < 0)
+                first = false;
+        }
+        if (!first)
+            continue;
+        printf("one machine (boot id %.8s...): %s", s_str(h, "boot_id", "?"),
+               name);
+        json_array_foreach(same, k, v)
+            printf(", %s", json_string_value(v) ? json_string_value(v) : "?");
+        printf(": their jobs run one at a time\n");
+    }
+}
+
 int
 cl_hosts_main(int argc, char **argv)
 {
@@ -139,6 +170,7 @@ cl_hosts_main(int argc, char **argv)
     rc = cl_out_table_print(t, stdout) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
     if (json_array_size(hosts) == 0)
         printf("(no host has said Hello to this collector yet)\n");
+    s_print_machines(hosts);
     cl_out_table_destroy(&t);
     json_decref(body);
     return rc;

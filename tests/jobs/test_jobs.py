@@ -341,6 +341,24 @@ def case_fleet():
                                              for h in c["hosts"])
                for c in cmps), "every comparison has a verdict from each "
            "of the three hosts")
+        # The three agents run on this one machine (one boot id): the
+        # collector gives the job to one of them at a time.
+        overlap = w.psql("SELECT count(*) FROM job_hosts a JOIN job_hosts b "
+                         "ON a.job = b.job AND a.host_id < b.host_id JOIN "
+                         "jobs j ON j.id = a.job WHERE j.job_uuid = '%s' AND "
+                         "a.offered_at_us < b.ended_at_us AND "
+                         "b.offered_at_us < a.ended_at_us" % job)
+        ok(overlap == "0", "agents of one machine never ran the job at the "
+           "same time (overlapping pairs: %s)" % overlap)
+        hosts = w.pjson("hosts", "--json") or {"hosts": []}
+        same = {h["name"]: h.get("same_machine") for h in hosts["hosts"]}
+        ok(same.get("alpha") == ["beta", "gamma"] and
+           same.get("gamma") == ["alpha", "beta"],
+           "hosts --json: same_machine names the other agents (%s)" % same)
+        r = w.parity("hosts")
+        ok(r.returncode == 0 and "one machine (boot id " in r.stdout and
+           "alpha, beta, gamma: their jobs run one at a time" in r.stdout,
+           "parity hosts says the three hosts are one machine")
         stored = w.psql("SELECT count(*) FROM verdicts v JOIN runs r ON "
                         "r.id = v.run WHERE r.job_id = '%s'" % job)
         ok(stored == "6", "6 verdicts stored for the job (%s)" % stored)
