@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ag_export.h"
 #include "ag_record.h"
 #include "ag_report.h"
 #include "cl_out.h"
@@ -55,10 +56,11 @@ ag_cli_uint(const char *s, unsigned long lo, unsigned long hi,
     return 0;
 }
 
-/* Write doc to path through path.tmp and rename, so a reader never sees
- * half a file. */
+/* Write doc (as format writes it) to path through path.tmp and rename,
+ * so a reader never sees half a file. */
 static int
-s_write(const char *prog, const char *path, const json_t *doc)
+s_write(const char *prog, const char *path,
+        int (*format)(FILE *, const json_t *), const json_t *doc)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
@@ -70,7 +72,7 @@ s_write(const char *prog, const char *path, const json_t *doc)
         fprintf(stderr, "%s: fopen(%s): %s\n", prog, tmp, strerror(errno));
         return -1;
     }
-    int bad = cl_out_json(f, doc);
+    int bad = format(f, doc);
     if (fclose(f) != 0 || bad) {
         fprintf(stderr, "%s: write(%s): %s\n", prog, tmp, strerror(errno));
         unlink(tmp);
@@ -116,14 +118,17 @@ s_harness_cpu(json_t *doc, const struct rusage *a, const struct rusage *b)
                                                     : 0.0));
 }
 
-/* Refuse an --export-json path that cannot be written before anything
- * is measured, rather than lose a session's results to it at the end. */
+/* Refuse an export path (opt names the option) that cannot be written
+ * before anything is measured, rather than lose a session's results to
+ * it at the end. NULL is fine. */
 static int
-s_check_export(const char *prog, const char *path)
+s_check_export(const char *prog, const char *opt, const char *path)
 {
     struct stat st;
+    if (!path)
+        return 0;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "%s: --export-json %s: is a directory\n", prog, path);
+        fprintf(stderr, "%s: %s %s: is a directory\n", prog, opt, path);
         return -1;
     }
     char dir[4096];
@@ -136,11 +141,28 @@ s_check_export(const char *prog, const char *path)
     else
         *slash = '\0';
     if (access(dir, W_OK | X_OK) != 0) {
-        fprintf(stderr, "%s: --export-json %s: cannot write in %s: %s\n",
-                prog, path, dir, strerror(errno));
+        fprintf(stderr, "%s: %s %s: cannot write in %s: %s\n", prog, opt,
+                path, dir, strerror(errno));
         return -1;
     }
     return 0;
+}
+
+/* Every export the options ask for; false when one failed (said). */
+static bool
+s_exports(const ag_cli_opts_t *copts, const json_t *doc)
+{
+    bool ok = true;
+    if (copts->export_path)
+        ok &= s_write(copts->prog, copts->export_path, cl_out_json,
+                      doc) == 0;
+    if (copts->export_markdown)
+        ok &= s_write(copts->prog, copts->export_markdown,
+                      ag_export_markdown, doc) == 0;
+    if (copts->export_csv)
+        ok &= s_write(copts->prog, copts->export_csv, ag_export_csv,
+                      doc) == 0;
+    return ok;
 }
 
 int
@@ -155,8 +177,11 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
     bool handlers = false;
     s_progress_t pg = { false };
 
-    if (copts->export_path && s_check_export(copts->prog,
-                                             copts->export_path) != 0)
+    if (s_check_export(copts->prog, "--export-json",
+                       copts->export_path) != 0 ||
+        s_check_export(copts->prog, "--export-markdown",
+                       copts->export_markdown) != 0 ||
+        s_check_export(copts->prog, "--export-csv", copts->export_csv) != 0)
         return AG_EXIT_USAGE;
     ag_harness_t *h = ag_harness_new(err, sizeof err);
     if (!h) {
@@ -205,8 +230,7 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
     }
     s_harness_cpu(doc, &ru0, &ru1);
     /* A file that cannot be written still leaves the results on stdout. */
-    bool export_failed = copts->export_path &&
-                         s_write(copts->prog, copts->export_path, doc) != 0;
+    bool export_failed = !s_exports(copts, doc);
     int out = copts->json ? cl_out_json(stdout, doc)
                           : ag_report_print(stdout, doc);
     if (out != 0 || fflush(stdout) != 0) {

@@ -26,6 +26,8 @@ typedef struct {
     const char *tool;        /* "parity-agent", "parity" for the file */
     bool json;               /* results JSON on stdout, not the report */
     const char *export_path; /* also write the results file here */
+    const char *export_markdown; /* and its table as Markdown here */
+    const char *export_csv;      /* and as CSV here (ag_export.h) */
     double parity;           /* flat tolerance */
     /* Optional: wrap the session's callbacks (parity-agent run
      * --collector streams them through the spool, ag_daemon.h). */

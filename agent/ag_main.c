@@ -3,7 +3,8 @@
  *
  *   parity-agent run SUITE.yaml [--var k=v]... [--only BENCH]...
  *                    [--runs N] [--warmup N] [--out FILE] [--json]
- *                    [--export-json FILE]
+ *                    [--export-json FILE] [--export-markdown FILE]
+ *                    [--export-csv FILE]
  *   parity-agent env [--json]
  *   parity-agent --help | --version
  *
@@ -34,7 +35,9 @@ s_usage(FILE *f)
         "[--only BENCH]...\n"
         "                        [--runs N] [--warmup N] [--out FILE] "
         "[--json]\n"
-        "                        [--export-json FILE]\n"
+        "                        [--export-json FILE] "
+        "[--export-markdown FILE]\n"
+        "                        [--export-csv FILE]\n"
         "       parity-agent env [--json]\n"
         "       parity-agent --help | --version\n"
         "\n"
@@ -55,6 +58,8 @@ s_usage(FILE *f)
         "table\n"
         "  --export-json FILE  also write the results file to FILE\n"
         "  --out FILE          the same as --export-json FILE\n"
+        "  --export-markdown FILE  also write the table as Markdown\n"
+        "  --export-csv FILE   also write the table as CSV\n"
         "\n"
         "exit status: 0 done (any verdict), 1 suite file wrong, 2 usage, "
         "3 system error,\n"
@@ -90,6 +95,8 @@ s_run_main(int argc, char **argv)
         { "warmup", required_argument, NULL, 'w' },
         { "out", required_argument, NULL, 'O' },
         { "export-json", required_argument, NULL, 'e' },
+        { "export-markdown", required_argument, NULL, 'M' },
+        { "export-csv", required_argument, NULL, 'C' },
         { "json", no_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -156,6 +163,12 @@ s_run_main(int argc, char **argv)
         case 'O':
         case 'e':
             copts.export_path = optarg;
+            break;
+        case 'M':
+            copts.export_markdown = optarg;
+            break;
+        case 'C':
+            copts.export_csv = optarg;
             break;
         case 'j':
             copts.json = true;

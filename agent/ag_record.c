@@ -112,6 +112,12 @@ s_on_run_start(void *ctx, const ag_run_start_t *st)
                                         st->warmup, st->started_at_us);
     if (!r->bench)
         return -1;
+    if (st->bench->param_count &&
+        pw_results_set_parameters(r->bench,
+                                  (const char *const *)st->bench->param_names,
+                                  (const char *const *)st->bench->param_values,
+                                  st->bench->param_count) != PW_RESULTS_OK)
+        return -1;
     for (size_t a = 0; a < st->arm_count; a++)
         if (pw_results_add_arm(r->bench, st->arms[a].name,
                                st->arms[a].subject, st->arms[a].argv,

@@ -1135,18 +1135,140 @@ ag_var_parse(char *s, ag_var_t *var, char *err, size_t errlen)
     return AG_SUITE_OK;
 }
 
+/* Copy a program's command into cmd; what says which one in err. */
+static int
+s_cmd_copy(ag_cmd_t *cmd, const ag_cmd_spec_t *spec, bool required,
+           const char *what, char *err, size_t errlen)
+{
+    if (spec->shell) {
+        if (spec->shell[0] == '\0') {
+            snprintf(err, errlen, "%s: the command is empty", what);
+            return AG_SUITE_ERR;
+        }
+        if (!(cmd->shell = strdup(spec->shell)))
+            goto oom;
+        return AG_SUITE_OK;
+    }
+    if (spec->argc == 0) {
+        if (!required)
+            return AG_SUITE_OK;
+        snprintf(err, errlen, "%s: the command is empty", what);
+        return AG_SUITE_ERR;
+    }
+    if (spec->argc > AG_SUITE_MAX_ARGV) {
+        snprintf(err, errlen, "%s: more than %d words", what,
+                 AG_SUITE_MAX_ARGV);
+        return AG_SUITE_ERR;
+    }
+    if (spec->argv[0][0] == '\0') {
+        snprintf(err, errlen, "%s: the program name is empty", what);
+        return AG_SUITE_ERR;
+    }
+    if (!(cmd->argv = calloc(spec->argc + 1, sizeof *cmd->argv)))
+        goto oom;
+    for (size_t j = 0; j < spec->argc; j++) {
+        if (!(cmd->argv[j] = strdup(spec->argv[j])))
+            goto oom;
+        cmd->argc = j + 1;
+    }
+    return AG_SUITE_OK;
+oom:
+    snprintf(err, errlen, "%s: out of memory", what);
+    return AG_SUITE_ERR;
+}
+
+static int
+s_arm_from_spec(ag_arm_t *a, const ag_arm_spec_t *spec, const char *where,
+                char *err, size_t errlen)
+{
+    static const char *const hook_names[] = { "setup", "cleanup", "prepare",
+                                              "conclude" };
+    ag_cmd_t *hooks[] = { &a->setup, &a->cleanup, &a->prepare,
+                          &a->conclude };
+    const ag_cmd_spec_t *hook_specs[] = { &spec->setup, &spec->cleanup,
+                                          &spec->prepare, &spec->conclude };
+    char what[512];
+    if (!(a->name = strdup(spec->name)) ||
+        !(a->env = calloc(1, sizeof *a->env))) {
+        snprintf(err, errlen, "%s: out of memory", where);
+        return AG_SUITE_ERR;
+    }
+    if (s_cmd_copy(&a->cmd, &spec->cmd, true, where, err, errlen) != 0)
+        return AG_SUITE_ERR;
+    for (size_t k = 0; k < 4; k++) {
+        snprintf(what, sizeof what, "%s: %s", where, hook_names[k]);
+        if (s_cmd_copy(hooks[k], hook_specs[k], false, what, err,
+                       errlen) != 0)
+            return AG_SUITE_ERR;
+    }
+    return AG_SUITE_OK;
+}
+
+static int
+s_bench_from_spec(ag_bench_t *b, const ag_bench_spec_t *spec, unsigned runs,
+                  unsigned warmup, char *err, size_t errlen)
+{
+    char where[64];
+    if (spec->arm_count < 2 || spec->arm_count > AG_SUITE_MAX_ARMS) {
+        snprintf(err, errlen, "%s: expected 2 to %d commands, found %zu",
+                 spec->name, AG_SUITE_MAX_ARMS, spec->arm_count);
+        return AG_SUITE_ERR;
+    }
+    if (spec->subject >= spec->arm_count ||
+        spec->param_count > AG_SUITE_MAX_VARS) {
+        snprintf(err, errlen, "%s: no arm %zu to be the subject, or more "
+                 "than %d parameters", spec->name, spec->subject,
+                 AG_SUITE_MAX_VARS);
+        return AG_SUITE_ERR;
+    }
+    if (!(b->name = strdup(spec->name)) ||
+        !(b->arms = calloc(spec->arm_count, sizeof *b->arms)))
+        goto oom;
+    b->runs = runs;
+    b->warmup = warmup;
+    b->timeout_s = AG_SUITE_DEFAULT_TIMEOUT_S;
+    b->subject = spec->subject;
+    for (size_t i = 0; i < spec->arm_count; i++) {
+        b->arm_count = i + 1;
+        snprintf(where, sizeof where, "command %zu", i + 1);
+        if (s_arm_from_spec(&b->arms[i], &spec->arms[i], where, err,
+                            errlen) != AG_SUITE_OK)
+            return AG_SUITE_ERR;
+        b->arms[i].subject = i == spec->subject;
+        /* Summaries and verdicts are keyed by the arm's name. */
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(b->arms[j].name, b->arms[i].name) == 0) {
+                snprintf(err, errlen, "%s: two commands named \"%s\"",
+                         spec->name, spec->arms[i].name);
+                return AG_SUITE_ERR;
+            }
+    }
+    if (spec->param_count &&
+        (!(b->param_names = calloc(spec->param_count, sizeof(char *))) ||
+         !(b->param_values = calloc(spec->param_count, sizeof(char *)))))
+        goto oom;
+    for (size_t i = 0; i < spec->param_count; i++) {
+        b->param_count = i + 1;
+        if (!(b->param_names[i] = strdup(spec->param_names[i])) ||
+            !(b->param_values[i] = strdup(spec->param_values[i])))
+            goto oom;
+    }
+    return AG_SUITE_OK;
+oom:
+    snprintf(err, errlen, "%s: out of memory", spec->name);
+    return AG_SUITE_ERR;
+}
+
 int
-ag_suite_from_argv(const char *suite_name, const char *bench_name,
-                   char **const *cmds, const size_t *argcs, size_t arm_count,
-                   const char *const *arm_names, unsigned runs,
-                   unsigned warmup, ag_suite_t **out, char *err,
-                   size_t errlen)
+ag_suite_from_specs(const char *suite_name, const ag_bench_spec_t *benches,
+                    size_t bench_count, unsigned runs, unsigned warmup,
+                    ag_suite_t **out, char *err, size_t errlen)
 {
     ag_suite_t *s = NULL;
     *out = NULL;
-    if (arm_count < 2 || arm_count > AG_SUITE_MAX_ARMS) {
-        snprintf(err, errlen, "expected 2 to %d commands, found %zu",
-                 AG_SUITE_MAX_ARMS, arm_count);
+    if (bench_count < 1 || bench_count > AG_SUITE_MAX_BENCHMARKS) {
+        snprintf(err, errlen, "expected 1 to %d benchmarks, found %zu",
+                 AG_SUITE_MAX_BENCHMARKS, bench_count);
         return AG_SUITE_ERR;
     }
     if (runs < 1 || runs > AG_SUITE_MAX_RUNS || warmup > AG_SUITE_MAX_WARMUP) {
@@ -1156,43 +1278,22 @@ ag_suite_from_argv(const char *suite_name, const char *bench_name,
     }
     if (!(s = calloc(1, sizeof *s)) || !(s->name = strdup(suite_name)) ||
         !(s->path = strdup("(command line)")) ||
-        !(s->benchmarks = calloc(1, sizeof *s->benchmarks)))
-        goto oom;
-    s->benchmark_count = 1;
-    ag_bench_t *b = &s->benchmarks[0];
-    if (!(b->name = strdup(bench_name)) ||
-        !(b->arms = calloc(arm_count, sizeof *b->arms)))
-        goto oom;
-    b->arm_count = arm_count;
-    b->runs = runs;
-    b->warmup = warmup;
-    b->timeout_s = AG_SUITE_DEFAULT_TIMEOUT_S;
-    for (size_t i = 0; i < arm_count; i++) {
-        ag_arm_t *a = &b->arms[i];
-        char letter[2] = { (char)('A' + i), '\0' };
-        if (argcs[i] == 0 || argcs[i] > AG_SUITE_MAX_ARGV) {
-            snprintf(err, errlen, "command %zu: expected 1 to %d words",
-                     i + 1, AG_SUITE_MAX_ARGV);
+        !(s->benchmarks = calloc(bench_count, sizeof *s->benchmarks))) {
+        snprintf(err, errlen, "ag_suite_from_specs: out of memory");
+        ag_suite_destroy(&s);
+        return AG_SUITE_ERR;
+    }
+    for (size_t i = 0; i < bench_count; i++) {
+        /* Counted first, so that destroy frees a half-built one too. */
+        s->benchmark_count = i + 1;
+        if (s_bench_from_spec(&s->benchmarks[i], &benches[i], runs, warmup,
+                              err, errlen) != AG_SUITE_OK) {
             ag_suite_destroy(&s);
             return AG_SUITE_ERR;
         }
-        if (!(a->name = strdup(arm_names ? arm_names[i] : letter)) ||
-            !(a->cmd.argv = calloc(argcs[i] + 1, sizeof *a->cmd.argv)) ||
-            !(a->env = calloc(1, sizeof *a->env)))
-            goto oom;
-        for (size_t j = 0; j < argcs[i]; j++) {
-            if (!(a->cmd.argv[j] = strdup(cmds[i][j])))
-                goto oom;
-            a->cmd.argc = j + 1;
-        }
-        a->subject = i == 0;
     }
     *out = s;
     return AG_SUITE_OK;
-oom:
-    snprintf(err, errlen, "ag_suite_from_argv: out of memory");
-    ag_suite_destroy(&s);
-    return AG_SUITE_ERR;
 }
 
 void
@@ -1224,6 +1325,12 @@ ag_suite_destroy(ag_suite_t **sp)
         free(b->out.path);
         free(b->err.path);
         free(b->cpus);
+        for (size_t k = 0; k < b->param_count; k++) {
+            free(b->param_names[k]);
+            free(b->param_values[k]);
+        }
+        free(b->param_names);
+        free(b->param_values);
     }
     free(s->benchmarks);
     for (size_t i = 0; i < s->var_count; i++) {

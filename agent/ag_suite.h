@@ -93,6 +93,11 @@ typedef struct {
     int expect_exit;       /* 0 .. 255 */
     int *cpus;             /* CPUs the measured process may run on */
     size_t cpu_count;      /* 0: not pinned */
+    /* The parameter values a program made this benchmark from (parity
+     * compare -L/-P); none for a suite file's benchmark. */
+    char **param_names;
+    char **param_values;
+    size_t param_count;
     int line;
 } ag_bench_t;
 
@@ -128,14 +133,50 @@ int ag_suite_load_buffer(const char *name, const char *text, size_t len,
  * Fails on a missing '=' or a name that is not [A-Za-z_][A-Za-z0-9_]*. */
 int ag_var_parse(char *s, ag_var_t *var, char *err, size_t errlen);
 
-/* Build a suite from commands (for `parity compare`): one benchmark named
- * bench_name with one argv arm per cmds[i] (arms named by arm_names or
- * "A", "B", ... when NULL), the first the subject. Caller owns *out. */
-int ag_suite_from_argv(const char *suite_name, const char *bench_name,
-                       char **const *cmds, const size_t *argcs,
-                       size_t arm_count, const char *const *arm_names,
-                       unsigned runs, unsigned warmup,
-                       ag_suite_t **out, char *err, size_t errlen);
+/* A command handed over by a program rather than read from a file
+ * (`parity compare`): argc words of argv, or a shell string, both
+ * borrowed; argv NULL, argc 0 and shell NULL when absent. */
+typedef struct {
+    const char *const *argv;
+    size_t argc;
+    const char *shell;
+} ag_cmd_spec_t;
+
+/* An arm handed over by a program; strings borrowed. cmd is required,
+ * the hooks optional (as in a suite file: setup once before the arm's
+ * first run, cleanup once after its last, prepare and conclude around
+ * every run). */
+typedef struct {
+    const char *name;
+    ag_cmd_spec_t cmd;
+    ag_cmd_spec_t setup;
+    ag_cmd_spec_t cleanup;
+    ag_cmd_spec_t prepare;
+    ag_cmd_spec_t conclude;
+} ag_arm_spec_t;
+
+/* A benchmark handed over by a program; everything borrowed. params are
+ * the parameter values this benchmark was made from (parity compare -L
+ * or -P), recorded in the results file; param_count may be 0. */
+typedef struct {
+    const char *name;
+    const ag_arm_spec_t *arms;
+    size_t arm_count;          /* 2 .. AG_SUITE_MAX_ARMS */
+    size_t subject;            /* index of the subject arm */
+    const char *const *param_names;
+    const char *const *param_values;
+    size_t param_count;        /* 0 .. AG_SUITE_MAX_VARS */
+} ag_bench_spec_t;
+
+/* Build a suite named suite_name from bench_count benchmarks (1 ..
+ * AG_SUITE_MAX_BENCHMARKS), each with runs measured and warmup warm-up
+ * rounds, the default timeout and output handling. Everything is
+ * copied; the caller owns *out. On failure *out is NULL and err says
+ * which benchmark, arm or command is wrong. */
+int ag_suite_from_specs(const char *suite_name,
+                        const ag_bench_spec_t *benches, size_t bench_count,
+                        unsigned runs, unsigned warmup, ag_suite_t **out,
+                        char *err, size_t errlen);
 
 /* Free s and everything in it, then set *s to NULL. Accepts NULL. */
 void ag_suite_destroy(ag_suite_t **s);

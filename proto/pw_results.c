@@ -147,6 +147,25 @@ pw_results_add_arm(json_t *bench, const char *name, bool subject,
 }
 
 int
+pw_results_set_parameters(json_t *bench, const char *const *names,
+                          const char *const *values, size_t n)
+{
+    json_t *params = json_object();
+    if (!params || json_object_set_new(bench, "parameters", params) != 0)
+        return PW_RESULTS_ERR;
+    for (size_t i = 0; i < n; i++) {
+        json_t *name = s_text(names[i]);
+        int bad = !name || json_object_set_new(params,
+                                               json_string_value(name),
+                                               s_text(values[i])) != 0;
+        json_decref(name);
+        if (bad)
+            return PW_RESULTS_ERR;
+    }
+    return PW_RESULTS_OK;
+}
+
+int
 pw_results_set_order(json_t *bench, const unsigned *order, size_t rounds,
                      size_t arm_count)
 {

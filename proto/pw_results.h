@@ -84,6 +84,12 @@ int pw_results_add_arm(json_t *bench, const char *name, bool subject,
                        const char *const *argv, const char *shell,
                        const char *version_output);
 
+/* The parameter values a benchmark was made from (`parity compare -L`):
+ * "parameters": {"NAME": "VALUE", ...}; strings borrowed, copied (bytes
+ * that are not UTF-8 become '?'). */
+int pw_results_set_parameters(json_t *bench, const char *const *names,
+                              const char *const *values, size_t n);
+
 /* order[r * arm_count + p] = index of the arm at position p of round r. */
 int pw_results_set_order(json_t *bench, const unsigned *order,
                          size_t rounds, size_t arm_count);

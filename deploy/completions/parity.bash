@@ -27,8 +27,9 @@ _parity_verbs()
 _parity_takes_path()
 {
     case $1 in
-        --export-json|--out|--key|--collector-key|--suites|--spool|--allow|\
-        --admin|--data-dir|--site|--config) return 0 ;;
+        --export-json|--export-markdown|--export-csv|--out|--key|\
+        --collector-key|--suites|--spool|--allow|--admin|--data-dir|--site|\
+        --config) return 0 ;;
     esac
     return 1
 }

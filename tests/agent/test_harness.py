@@ -604,6 +604,16 @@ ok(len(bs) == 1 and bs[0]["name"] == "two" and bs[0]["runs"] == 3 and
    len(samples(bs[0], "measured")) == 6 and
    len(samples(bs[0], "warmup")) == 4,
    "--only picks one benchmark; --runs and --warmup override")
+md, csvf = path("two.md"), path("two.csv")
+r = run([AGENT, "run", p, "--runs", "2", "--export-markdown", md,
+         "--export-csv", csvf])
+mdt = open(md).read() if os.path.exists(md) else ""
+csvt = open(csvf).read().splitlines() if os.path.exists(csvf) else []
+ok(r.returncode == 0 and mdt.count("### ") == 2 and
+   mdt.count("| subject |") == 2 and len(csvt) == 5 and
+   csvt[0].startswith("command,mean,stddev,median,user,system,min,max,"),
+   "--export-markdown and --export-csv: a table per benchmark, a row per "
+   "arm", (r.stderr, mdt, csvt))
 r = run([AGENT, "run", p, "--json", "--runs", "2"])
 try:
     j = json.loads(r.stdout)
@@ -646,11 +656,11 @@ cases = [
     ([AGENT, "env", "--xml"], 2,
      "parity-agent env: unknown argument \"--xml\" (parity-agent --help)\n"),
     ([PARITY, "compare"], 2,
-     "parity compare: expected at least two commands: parity compare -- "
-     "CMD_A... -- CMD_B...\n"),
+     "parity compare: expected at least two commands: parity compare "
+     "'CMD_A' 'CMD_B' (or -- CMD_A... -- CMD_B...)\n"),
     ([PARITY, "compare", "--", "/bin/true"], 2,
-     "parity compare: expected at least two commands: parity compare -- "
-     "CMD_A... -- CMD_B...\n"),
+     "parity compare: expected at least two commands: parity compare "
+     "'CMD_A' 'CMD_B' (or -- CMD_A... -- CMD_B...)\n"),
     ([PARITY, "compare", "--", "/bin/true", "--"], 2,
      "parity compare: command 2 is empty: put the command after \"--\"\n"),
     ([PARITY, "compare", "--runs", "0", "--", "a", "--", "b"], 2,
@@ -671,6 +681,11 @@ cases = [
      "parity compare: --export-json %s: is a directory\n" % TMP),
     ([AGENT, "run", p, "--export-json", "/nonexistent-dir/x.json"], 2,
      "parity-agent run: --export-json /nonexistent-dir/x.json: cannot "
+     "write in /nonexistent-dir: No such file or directory\n"),
+    ([AGENT, "run", p, "--export-markdown", TMP], 2,
+     "parity-agent run: --export-markdown %s: is a directory\n" % TMP),
+    ([AGENT, "run", p, "--export-csv", "/nonexistent-dir/x.csv"], 2,
+     "parity-agent run: --export-csv /nonexistent-dir/x.csv: cannot "
      "write in /nonexistent-dir: No such file or directory\n"),
 ]
 for args, code, msg in cases:

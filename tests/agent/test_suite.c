@@ -649,21 +649,64 @@ s_vars(void)
        "a directory");
     ok_str(err, "/: not a regular file", "directory message");
 
-    char *cmd_a[] = { "/bin/true", NULL }, *cmd_b[] = { "/bin/echo", "x",
-                                                        NULL };
-    char **cmds[] = { cmd_a, cmd_b };
-    size_t argcs[] = { 1, 2 };
-    ok(ag_suite_from_argv("c", "c", cmds, argcs, 2, NULL, 5, 0, &s, err,
-                          sizeof err) == AG_SUITE_OK &&
-       s->benchmarks[0].arm_count == 2 &&
+    const char *argv_a[] = { "/bin/true" }, *argv_b[] = { "/bin/echo", "x" };
+    ag_arm_spec_t arms[2] = {
+        { .name = "A", .cmd = { argv_a, 1, NULL } },
+        { .name = "B", .cmd = { argv_b, 2, NULL },
+          .prepare = { NULL, 0, "rm -f x" },
+          .setup = { argv_a, 1, NULL } },
+    };
+    const char *pn[] = { "size" }, *pv[] = { "1M" };
+    ag_bench_spec_t bench = { .name = "c", .arms = arms, .arm_count = 2,
+                              .subject = 1, .param_names = pn,
+                              .param_values = pv, .param_count = 1 };
+    ok(ag_suite_from_specs("c", &bench, 1, 5, 0, &s, err, sizeof err) ==
+       AG_SUITE_OK && s->benchmarks[0].arm_count == 2 &&
        strcmp(s->benchmarks[0].arms[1].name, "B") == 0 &&
-       s->benchmarks[0].arms[0].subject &&
-       strcmp(s->benchmarks[0].arms[1].cmd.argv[1], "x") == 0,
-       "ag_suite_from_argv: arms A and B, A the subject");
+       !s->benchmarks[0].arms[0].subject &&
+       s->benchmarks[0].arms[1].subject && s->benchmarks[0].subject == 1 &&
+       strcmp(s->benchmarks[0].arms[1].cmd.argv[1], "x") == 0 &&
+       s->benchmarks[0].arms[1].cmd.argv[2] == NULL &&
+       strcmp(s->benchmarks[0].arms[1].prepare.shell, "rm -f x") == 0 &&
+       s->benchmarks[0].arms[1].setup.argc == 1 &&
+       !s->benchmarks[0].arms[0].prepare.shell &&
+       s->benchmarks[0].arms[0].prepare.argc == 0 &&
+       s->benchmarks[0].param_count == 1 &&
+       strcmp(s->benchmarks[0].param_values[0], "1M") == 0 &&
+       s->benchmarks[0].runs == 5 && s->benchmarks[0].warmup == 0,
+       "ag_suite_from_specs: arms, hooks, subject and parameters copied");
     ag_suite_destroy(&s);
-    ok(ag_suite_from_argv("c", "c", cmds, argcs, 1, NULL, 5, 0, &s, err,
-                          sizeof err) == AG_SUITE_ERR, "one command refused");
-    ok_str(err, "expected 2 to 16 commands, found 1", "one command message");
+    arms[1].cmd = (ag_cmd_spec_t){ NULL, 0, "sort data.txt" };
+    bench.param_count = 0;
+    ok(ag_suite_from_specs("c", &bench, 1, 5, 0, &s, err, sizeof err) ==
+       AG_SUITE_OK && s->benchmarks[0].arms[1].cmd.argv == NULL &&
+       strcmp(s->benchmarks[0].arms[1].cmd.shell, "sort data.txt") == 0,
+       "ag_suite_from_specs: a shell command");
+    ag_suite_destroy(&s);
+    bench.arm_count = 1;
+    bench.subject = 0;
+    ok(ag_suite_from_specs("c", &bench, 1, 5, 0, &s, err, sizeof err) ==
+       AG_SUITE_ERR && s == NULL, "one command refused");
+    ok_str(err, "c: expected 2 to 16 commands, found 1",
+           "one command message");
+    bench.arm_count = 2;
+    arms[1].name = "A";
+    ok(ag_suite_from_specs("c", &bench, 1, 5, 0, &s, err, sizeof err) ==
+       AG_SUITE_ERR, "two arms of one name refused");
+    ok_str(err, "c: two commands named \"A\"", "same name message");
+    arms[1].name = "B";
+    arms[1].conclude = (ag_cmd_spec_t){ NULL, 0, "" };
+    ok(ag_suite_from_specs("c", &bench, 1, 5, 0, &s, err, sizeof err) ==
+       AG_SUITE_ERR, "an empty hook refused");
+    ok_str(err, "command 2: conclude: the command is empty",
+           "empty hook message");
+    arms[1].conclude = (ag_cmd_spec_t){ 0 };
+    ok(ag_suite_from_specs("c", &bench, 0, 5, 0, &s, err, sizeof err) ==
+       AG_SUITE_ERR, "no benchmark refused");
+    ok_str(err, "expected 1 to 256 benchmarks, found 0",
+           "no benchmark message");
+    ok(ag_suite_from_specs("c", &bench, 1, 0, 0, &s, err, sizeof err) ==
+       AG_SUITE_ERR, "0 runs refused");
 }
 
 int

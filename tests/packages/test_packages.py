@@ -415,15 +415,15 @@ def check_programs(tmp):
                   'COMP_WORDS=(parity comp); COMP_CWORD=1; COMP_LINE="parity '
                   'comp"; COMP_POINT=${#COMP_LINE}; _parity parity comp '
                   'parity; echo "${COMPREPLY[*]}"; '
-                  'COMP_WORDS=(parity compare --r); COMP_CWORD=2; '
-                  'COMP_LINE="parity compare --r"; COMP_POINT=${#COMP_LINE}; '
-                  '_parity parity --r compare; echo "${COMPREPLY[*]}"' % bc)
+                  'COMP_WORDS=(parity compare --ru); COMP_CWORD=2; '
+                  'COMP_LINE="parity compare --ru"; COMP_POINT=${#COMP_LINE}; '
+                  '_parity parity --ru compare; echo "${COMPREPLY[*]}"' % bc)
         r = run(["bash", "-c", script], timeout=30,
                 env=dict(os.environ, PATH="/usr/bin:/bin"))
         lines = r.stdout.splitlines()
         ok(len(lines) == 2 and lines[0] == "compare" and
            lines[1] == "--runs",
-           "bash completes 'parity comp' to compare and 'compare --r' to "
+           "bash completes 'parity comp' to compare and 'compare --ru' to "
            "--runs", r.stdout + r.stderr)
     else:
         skip("bash completion", "bash-completion is not installed")
