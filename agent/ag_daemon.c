@@ -1224,24 +1224,24 @@ s_daemon_job_message(void *ctx, const Parity__Envelope *env)
         s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);
         return;
     }
+    /* The bounds `parity run` checks (proto/pw_limits.h): a job another
+     * client made beyond them is refused here, never started to fail. */
     for (size_t i = 0; i < jo->n_vars; i++) {
         const char *v = jo->vars[i]->name;
-        bool good = v && ((*v >= 'A' && *v <= 'Z') || (*v >= 'a' && *v <= 'z')
-                          || *v == '_') && strlen(v) <= 128;
-        for (const char *c = v; good && *c; c++)
-            good = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z')
-                 || (*c >= '0' && *c <= '9') || *c == '_';
-        if (!good) {
+        if (!pw_var_name_ok(v)) {
             snprintf(why, sizeof why, "variable name \"%.128s\" is not "
-                     "[A-Za-z_][A-Za-z0-9_]* (at most 128)", v ? v : "");
+                     "[A-Za-z_][A-Za-z0-9_]* (at most %d bytes)", v ? v : "",
+                     PW_VAR_NAME_MAX);
             s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);
             return;
         }
     }
-    if (jo->runs > AG_SUITE_MAX_RUNS || jo->n_vars > AG_SUITE_MAX_VARS) {
-        snprintf(why, sizeof why, "runs %u / vars %zu above this agent's "
-                 "bounds (%d runs, %d vars)", jo->runs, jo->n_vars,
-                 AG_SUITE_MAX_RUNS, AG_SUITE_MAX_VARS);
+    if ((jo->runs && (jo->runs < AG_SUITE_MIN_RUNS ||
+                      jo->runs > AG_SUITE_MAX_RUNS)) ||
+        jo->n_vars > AG_SUITE_MAX_VARS) {
+        snprintf(why, sizeof why, "runs %u / vars %zu outside this agent's "
+                 "bounds (%d..%d runs, %d vars)", jo->runs, jo->n_vars,
+                 AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS, AG_SUITE_MAX_VARS);
         s_emit_job_status(d->stream, jo->job_id, "refused", why, NULL);
         return;
     }

@@ -145,9 +145,11 @@ s_run_main(int argc, char **argv)
             only[nonly++] = optarg;
             break;
         case 'r':
-            if (ag_cli_uint(optarg, 1, AG_SUITE_MAX_RUNS, &v) != 0) {
-                fprintf(stderr, "%s: --runs %s: expected an integer from 1 "
-                        "to %d\n", prog, optarg, AG_SUITE_MAX_RUNS);
+            if (ag_cli_uint(optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
+                            &v) != 0) {
+                fprintf(stderr, "%s: --runs %s: expected an integer from %d "
+                        "to %d\n", prog, optarg, AG_SUITE_MIN_RUNS,
+                        AG_SUITE_MAX_RUNS);
                 return AG_EXIT_USAGE;
             }
             hopts.runs = (unsigned)v;

@@ -495,7 +495,8 @@ s_settings(s_ctx_t *c, yaml_node_t *n, s_settings_t *s)
     yaml_node_t *v;
     long x;
     if ((v = s_get(c, n, "runs"))) {
-        if (s_uint(c, v, "runs", 1, AG_SUITE_MAX_RUNS, &x) != AG_SUITE_OK)
+        if (s_uint(c, v, "runs", AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
+                   &x) != AG_SUITE_OK)
             return AG_SUITE_ERR;
         s->runs = (unsigned)x;
     }
@@ -1271,9 +1272,10 @@ ag_suite_from_specs(const char *suite_name, const ag_bench_spec_t *benches,
                  AG_SUITE_MAX_BENCHMARKS, bench_count);
         return AG_SUITE_ERR;
     }
-    if (runs < 1 || runs > AG_SUITE_MAX_RUNS || warmup > AG_SUITE_MAX_WARMUP) {
-        snprintf(err, errlen, "runs must be 1..%d and warmup 0..%d",
-                 AG_SUITE_MAX_RUNS, AG_SUITE_MAX_WARMUP);
+    if (runs < AG_SUITE_MIN_RUNS || runs > AG_SUITE_MAX_RUNS ||
+        warmup > AG_SUITE_MAX_WARMUP) {
+        snprintf(err, errlen, "runs must be %d..%d and warmup 0..%d",
+                 AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS, AG_SUITE_MAX_WARMUP);
         return AG_SUITE_ERR;
     }
     if (!(s = calloc(1, sizeof *s)) || !(s->name = strdup(suite_name)) ||

@@ -20,18 +20,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "pw_limits.h"
+
 #define AG_SUITE_OK   0
 #define AG_SUITE_ERR -1
 
-/* Explicit bounds on what one suite file may ask for. */
+/* Explicit bounds on what one suite file may ask for. Runs, warm-ups
+ * and variables are proto/pw_limits.h's, which `parity run` checks
+ * before it asks for a job. */
 #define AG_SUITE_MAX_FILE_BYTES  (1u << 20)   /* 1 MiB of YAML */
 #define AG_SUITE_MAX_BENCHMARKS  256
 #define AG_SUITE_MAX_ARMS        16
-#define AG_SUITE_MAX_RUNS        100000
-#define AG_SUITE_MAX_WARMUP      10000
+#define AG_SUITE_MIN_RUNS        PW_RUNS_MIN
+#define AG_SUITE_MAX_RUNS        PW_RUNS_MAX
+#define AG_SUITE_MAX_WARMUP      PW_WARMUP_MAX
 #define AG_SUITE_MAX_ARGV        4096
-#define AG_SUITE_MAX_VARS        256
-#define AG_SUITE_MAX_VAR_NAME    100           /* bytes of a variable name */
+#define AG_SUITE_MAX_VARS        PW_VARS_MAX
+#define AG_SUITE_MAX_VAR_NAME    PW_VAR_NAME_MAX  /* bytes of a name */
 #define AG_SUITE_MAX_ENV         1024          /* env: entries of one arm */
 #define AG_SUITE_MAX_TIMEOUT_S   86400.0
 #define AG_SUITE_MAX_CPUS        1024          /* CPU numbers are < this */
@@ -85,7 +90,8 @@ typedef struct {
     ag_arm_t *arms;
     size_t arm_count;      /* 2 .. AG_SUITE_MAX_ARMS */
     size_t subject;        /* index of the subject arm */
-    unsigned runs;         /* measured rounds, 1 .. AG_SUITE_MAX_RUNS */
+    unsigned runs;         /* measured rounds, AG_SUITE_MIN_RUNS ..
+                              AG_SUITE_MAX_RUNS */
     unsigned warmup;       /* warm-up rounds, 0 .. AG_SUITE_MAX_WARMUP */
     double timeout_s;      /* per run; > 0 */
     ag_out_t out;          /* stdout */

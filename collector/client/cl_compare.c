@@ -46,7 +46,7 @@ static const char s_usage[] =
     "/bin/sh -c; after \"--\" each command is an argv, run without a "
     "shell.\n"
     "\n"
-    "  -r, --runs N              measured rounds (default 10, 1..100000)\n"
+    "  -r, --runs N              measured rounds (default 10, 2..100000)\n"
     "  -w, --warmup N            warm-up rounds (default 1, 0..10000)\n"
     "  -n, --command-name NAME   name a command (once per command, in order)\n"
     "  -N, --shell=none          split each command into words, no shell\n"
@@ -291,9 +291,10 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     }
     switch (c) {
     case 'r':
-        if (ag_cli_uint(optarg, 1, AG_SUITE_MAX_RUNS, &o->runs) != 0) {
-            cl_out_error(S_VERB, "--runs %s: expected an integer from 1 to "
-                         "%d", optarg, AG_SUITE_MAX_RUNS);
+        if (ag_cli_uint(optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
+                        &o->runs) != 0) {
+            cl_out_error(S_VERB, "--runs %s: expected an integer from %d to "
+                         "%d", optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS);
             return -1;
         }
         return 0;

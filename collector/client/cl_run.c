@@ -14,6 +14,7 @@
 #include "cl_out.h"
 #include "cl_verbs.h"
 #include "cl_verdicts.h"
+#include "pw_limits.h"
 
 /* Poll interval of --wait, and how many polls in a row may go
  * unanswered (a collector restart) before giving up. */
@@ -39,7 +40,7 @@ s_usage(FILE *f)
 "                  hosts by tag (e.g. arch=x86_64); comma-separated, may repeat\n"
 "  --tag K=V       a tag kept with every run of the job (commit=abc123)\n"
 "  --var N=V       a suite variable\n"
-"  --runs N        runs per arm (default: the suite's)\n"
+"  --runs N        runs per arm, %d..%d (default: the suite's)\n"
 "  --only BENCH    run only these benchmarks (comma-separated, may repeat)\n"
 "  --label TEXT    a label kept with every run\n"
 "  --expire D      hosts that have not started it within D (30s, 10m, 2h,\n"
@@ -51,9 +52,28 @@ s_usage(FILE *f)
 "Connection options as in `parity hosts --help`.\n\n"
 "exit status: 0 job created (with --wait: every host done), 1 the collector\n"
 "refused it or a host did not finish, 2 usage, 3 no answer or --wait\n"
-"interrupted (the job goes on).\n");
+"interrupted (the job goes on).\n", PW_RUNS_MIN, PW_RUNS_MAX);
 }
 
+
+/* A --var's NAME=VALUE, checked as the agents will check it, so that a
+ * job no agent can run is never made; 0, or -1 (said). */
+static int
+s_check_var(const char *s)
+{
+    const char *eq = strchr(s, '=');
+    char name[PW_VAR_NAME_MAX + 2];
+    if (!eq)
+        return 0;   /* cl_out_key_value says what is wrong */
+    snprintf(name, sizeof name, "%.*s", (int)(eq - s), s);
+    if ((size_t)(eq - s) > PW_VAR_NAME_MAX || !pw_var_name_ok(name)) {
+        cl_out_error("run", "--var \"%.60s\": \"%.60s\" is not a variable "
+                     "name (letters, digits and _, not starting with a "
+                     "digit, at most %d bytes)", s, name, PW_VAR_NAME_MAX);
+        return -1;
+    }
+    return 0;
+}
 
 /* Append the comma-separated items of s to arr; -1 on an empty item. */
 static int
@@ -329,6 +349,8 @@ cl_run_main(int argc, char **argv)
             }
             i++;
         } else if (strcmp(a, "--tag") == 0 || strcmp(a, "--var") == 0) {
+            if (a[2] == 'v' && s_check_var(v) != 0)
+                goto done;
             if (cl_out_key_value(a[2] == 't' ? tags : vars, v) != 0) {
                 cl_out_error("run", "%s \"%.60s\": want KEY=VALUE (a "
                              "non-empty KEY of at most 1024 bytes)", a, v);
@@ -338,9 +360,9 @@ cl_run_main(int argc, char **argv)
         } else if (strcmp(a, "--runs") == 0) {
             char *end;
             long n = strtol(v, &end, 10);
-            if (*end || end == v || n < 2 || n > 1000000) {
+            if (*end || end == v || n < PW_RUNS_MIN || n > PW_RUNS_MAX) {
                 cl_out_error("run", "--runs \"%s\": want a whole number from "
-                             "2 to 1000000", v);
+                             "%d to %d", v, PW_RUNS_MIN, PW_RUNS_MAX);
                 goto done;
             }
             json_object_set_new(args, "runs", json_integer(n));
@@ -371,6 +393,10 @@ cl_run_main(int argc, char **argv)
     if (!suite) {
         cl_out_error("run", "which suite? (parity run SUITE; parity hosts "
                      "lists each host's suites)");
+        goto done;
+    }
+    if (json_object_size(vars) > PW_VARS_MAX) {
+        cl_out_error("run", "more than %d --var", PW_VARS_MAX);
         goto done;
     }
     json_object_set_new(args, "suite", json_string(suite));

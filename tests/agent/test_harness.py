@@ -537,7 +537,7 @@ variables:
   v: default
 benchmarks:
   - name: v
-    runs: 1
+    runs: 2
     warmup: 0
     stdout: %(argsout)s
     arms:
@@ -552,7 +552,7 @@ ok(r.returncode == 0, "suite with a hostile --var runs", r.stderr)
 lines = open(argsout).read().splitlines()
 ok(lines[0] == "[%s]" % value and lines[1] == "[pre-%s]" % value,
    "in an argv the value stays one argument", lines)
-ok(open(shellout).read() == value + "\n",
+ok(open(shellout).read() == (value + "\n") * 2,
    "in a shell string it arrives as one word, never parsed as code")
 ok(lines[2] == value, "and is exported as PARITY_VAR_V", lines)
 ok(not os.path.exists(pwned), "nothing in the value was executed")
@@ -630,7 +630,7 @@ cases = [
      "parity-agent run: missing the suite file (parity-agent run "
      "SUITE.yaml)\n"),
     ([AGENT, "run", p, "--runs", "0"], 2,
-     "parity-agent run: --runs 0: expected an integer from 1 to 100000\n"),
+     "parity-agent run: --runs 0: expected an integer from 2 to 100000\n"),
     ([AGENT, "run", p, "--warmup", "x"], 2,
      "parity-agent run: --warmup x: expected an integer from 0 to 10000\n"),
     ([AGENT, "run", p, "--frobnicate"], 2,
@@ -646,7 +646,7 @@ cases = [
      "parity-agent run: --only three: suite \"two\" has no such benchmark "
      "(it has: one, two)\n"),
     ([AGENT, "run", bad_yaml], 1,
-     "parity-agent run: %s:4:11: runs: expected an integer from 1 to "
+     "parity-agent run: %s:4:11: runs: expected an integer from 2 to "
      "100000, found \"many\"\n" % bad_yaml),
     ([AGENT, "run", path("nope.yaml")], 1,
      "parity-agent run: %s: open: No such file or directory\n"
@@ -664,7 +664,7 @@ cases = [
     ([PARITY, "compare", "--", "/bin/true", "--"], 2,
      "parity compare: command 2 is empty: put the command after \"--\"\n"),
     ([PARITY, "compare", "--runs", "0", "--", "a", "--", "b"], 2,
-     "parity compare: --runs 0: expected an integer from 1 to 100000\n"),
+     "parity compare: --runs 0: expected an integer from 2 to 100000\n"),
     ([PARITY, "compare", "--warmup", "--", "a", "--", "b"], 2,
      "parity compare: --warmup needs a value\n"),
     ([PARITY, "compare", "--fast", "--", "a", "--", "b"], 2,
@@ -763,12 +763,18 @@ r = run([PARITY, "compare", "--runs", "3", "--", "/bin/true", "--",
 ok(r.returncode == 0 and "/bin/true#2" in r.stdout and "verdict:" in
    r.stdout, "the same command twice gets a #2 name; table printed",
    r.stdout)
-r = run([PARITY, "compare", "--runs", "1", "--warmup", "0", "--",
-         "/bin/true", "--", "/bin/echo"])
-ok(r.returncode == 0 and "compare: complete (1 run, 0 warm-ups)" in r.stdout
-   and "no verdict for /bin/true against /bin/echo: subject arm has 1 "
-   "sample: at least 2 a side" in r.stdout,
-   "one run: the table, and why there is no verdict", r.stdout)
+for args, msg in (
+        ([PARITY, "compare", "-r", "1", "a", "b"],
+         "parity compare: --runs 1: expected an integer from 2 to 100000\n"),
+        ([AGENT, "run", "x.yaml", "--runs", "1"],
+         "parity-agent run: --runs 1: expected an integer from 2 to "
+         "100000\n"),
+        ([AGENT, "run", "x.yaml", "--runs", "100001"],
+         "parity-agent run: --runs 100001: expected an integer from 2 to "
+         "100000\n")):
+    r = run(args)
+    ok(r.returncode == 2 and r.stderr == msg, "one range of --runs "
+       "(pw_limits.h): %s" % " ".join(args[1:]), (r.returncode, r.stderr))
 r = run([PARITY, "compare", "--runs", "2", "--", "/bin/true", "--", PROG,
          "exit", "1"])
 ok(r.returncode == 4 and "exited with status 1, expected 0" in r.stdout,

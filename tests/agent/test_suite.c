@@ -128,13 +128,19 @@ static const bad_t s_bad[] = {
     { "suite: s\nbenchmarks:\n  - name: x\n" ARMS2 "  - name: x\n" ARMS2,
       "t.yaml:9:5: two benchmarks named \"x\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: 0\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found "
+      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found "
       "\"0\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    runs: 1\n" ARMS2,
+      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found "
+      "\"1\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    runs: 100001\n" ARMS2,
+      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found "
+      "\"100001\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: ten\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found "
+      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found "
       "\"ten\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: [1]\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found a "
+      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found a "
       "list" },
     { "suite: s\nbenchmarks:\n  - name: x\n    warmup: -1\n" ARMS2,
       "t.yaml:4:13: warmup: expected an integer from 0 to 10000, found "
@@ -228,11 +234,11 @@ static const bad_t s_bad[] = {
       "t.yaml:5:5: merge keys (<<) are not supported in a benchmark: write "
       "the keys out (anchors and aliases are fine)" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: \" 3\"\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found \" 3\"" },
+      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found \" 3\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: +3\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found \"+3\"" },
+      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found \"+3\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: 1000000000000\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 1 to 100000, found "
+      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found "
       "\"1000000000000\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    timeout: -1\n" ARMS2,
       "t.yaml:4:14: timeout: expected seconds above 0 and at most 86400, "

@@ -302,7 +302,7 @@ errors = [
     (["-S", "bash", "--", "a", "--", "b"],
      "--shell bash: the commands after \"--\" are argvs, run without a "
      "shell"),
-    (["-r", "0", "a", "b"], "--runs 0: expected an integer from 1 to 100000"),
+    (["-r", "0", "a", "b"], "--runs 0: expected an integer from 2 to 100000"),
     (["-w", "x", "a", "b"],
      "--warmup x: expected an integer from 0 to 10000"),
     (["-r"], "-r needs a value"),

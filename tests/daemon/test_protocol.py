@@ -163,7 +163,9 @@ peer = Peer(90, [
     "offer:j7:withvar:2:pause=0.002",
     "offer:j8:withvar:1:bad-name=1",
     "offer:j11:fails:3",
-    "offer:j9:quick:1",
+    "offer:j12:quick:1",
+    "offer:j13:quick:100001",
+    "offer:j9:quick:2",
     "cancel-measuring:j5",
     "offer:j10:long:2000",
     "cancel-queued:j10",
@@ -207,8 +209,14 @@ ok([s for s, _ in peer.statuses("j7")] == ["queued", "running", "done"],
    "a job's variable is applied as a value (withvar, pause=0.002)")
 st = peer.statuses("j8")
 ok(st == [("refused", "variable name \"bad-name\" is not "
-           "[A-Za-z_][A-Za-z0-9_]* (at most 128)")],
+           "[A-Za-z_][A-Za-z0-9_]* (at most 100 bytes)")],
    "a variable that is not a name is refused: %s" % st)
+for job, nruns in (("j12", 1), ("j13", 100001)):
+    st = peer.statuses(job)
+    ok(st == [("refused", "runs %d / vars 0 outside this agent's bounds "
+               "(2..100000 runs, 256 vars)" % nruns)],
+       "runs %d (outside pw_limits.h's) is refused, never started: %s"
+       % (nruns, st))
 st = peer.statuses("j11")
 ok(len(st) == 3 and st[2][0] == "failed" and st[2][1].startswith("falls: "),
    "a job whose benchmark fails is reported failed with the benchmark and "

@@ -1080,10 +1080,26 @@ def case_client():
     for args, msg in (
             (("--tag", "nokey"), '--tag "nokey": want KEY=VALUE (a non-empty '
              "KEY of at most 1024 bytes)"),
-            (("--var", "k" * 1100 + "=v"), '--var "%s": want KEY=VALUE (a '
-             "non-empty KEY of at most 1024 bytes)" % ("k" * 60)),
+            (("--var", "k" * 1100 + "=v"), '--var "%s": "%s" is not a '
+             "variable name (letters, digits and _, not starting with a "
+             "digit, at most 100 bytes)" % ("k" * 60, "k" * 60)),
+            (("--var", "bad name=1"), '--var "bad name=1": "bad name" is not '
+             "a variable name (letters, digits and _, not starting with a "
+             "digit, at most 100 bytes)"),
+            (("--var", "1x=1"), '--var "1x=1": "1x" is not a variable name '
+             "(letters, digits and _, not starting with a digit, at most "
+             "100 bytes)"),
+            (("--var", "=1"), '--var "=1": "" is not a variable name '
+             "(letters, digits and _, not starting with a digit, at most "
+             "100 bytes)"),
+            (("--var", "novalue"), '--var "novalue": want KEY=VALUE (a '
+             "non-empty KEY of at most 1024 bytes)"),
+            (sum((("--var", "v%d=1" % i) for i in range(257)), ()),
+             "more than 256 --var"),
             (("--runs", "1"), '--runs "1": want a whole number from 2 to '
-             "1000000"),
+             "100000"),
+            (("--runs", "100001"), '--runs "100001": want a whole number '
+             "from 2 to 100000"),
             (("--expire", "31d"), '--expire "31d": want a duration such as '
              "90s, 10m, 2h, 1d (at most 30d)"),
             (("--hosts", "a,,b"), '--hosts "a,,b": want NAME,NAME,..., all '

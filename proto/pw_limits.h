@@ -1,0 +1,42 @@
+/* pw_limits.h -- the bounds a job's settings share wherever they are
+ * checked: `parity run` before it asks for a job, `parity compare`,
+ * `parity-agent run`, a suite file, and the agent daemon when a job is
+ * offered. One set of numbers, so that what one side accepts no other
+ * side refuses later (a job that every host then fails).
+ *
+ * Header only: constants and one pure check, no I/O.
+ */
+#ifndef PW_LIMITS_H
+#define PW_LIMITS_H
+
+#include <stdbool.h>
+#include <string.h>
+
+/* Measured rounds of a benchmark: a verdict needs two runs a side. */
+#define PW_RUNS_MIN       2
+#define PW_RUNS_MAX       100000
+/* Warm-up rounds. */
+#define PW_WARMUP_MAX     10000
+/* Variables of a suite (its own and --var together), and the bytes of
+ * one name. */
+#define PW_VARS_MAX       256
+#define PW_VAR_NAME_MAX   100
+
+/* True when name is a variable name: 1 to PW_VAR_NAME_MAX letters,
+ * digits and _, not starting with a digit (it becomes ${name} and
+ * PARITY_VAR_NAME). */
+static inline bool
+pw_var_name_ok(const char *name)
+{
+    if (!name || !((name[0] >= 'A' && name[0] <= 'Z') ||
+                   (name[0] >= 'a' && name[0] <= 'z') || name[0] == '_'))
+        return false;
+    size_t n = 0;
+    for (const char *p = name; *p; p++, n++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+              (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return n <= PW_VAR_NAME_MAX;
+}
+
+#endif
