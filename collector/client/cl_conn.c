@@ -22,7 +22,11 @@
 
 #define S_PATH_MAX 4096
 #define S_VALUE_MAX 4096
-/* Longest config file read (it holds three lines). */
+/* How long connections may be refused before the collector counts as
+ * not there: ZeroMQ retries every 100 ms, so a collector that is just
+ * starting gets ten tries, and one that is down is said within 2 s. */
+#define S_REFUSED_S 1.0
+/* Longest config file read (it holds four lines). */
 #define S_CONFIG_MAX (64u * 1024u)
 
 struct cl_conn {
@@ -61,6 +65,7 @@ typedef struct {
     char collector[S_VALUE_MAX];
     char collector_key[S_VALUE_MAX];
     char key[S_VALUE_MAX];
+    char timeout[S_VALUE_MAX];
 } s_config_t;
 
 static void
@@ -193,8 +198,8 @@ s_config_load(s_config_t *c)
             const char *v = (const char *)ev.data.scalar.value;
             if (depth != 1) {
                 snprintf(c->error, sizeof c->error, "line %zu: want a "
-                         "mapping of collector, collector_key, key",
-                         ev.start_mark.line + 1);
+                         "mapping of collector, collector_key, key, "
+                         "timeout", ev.start_mark.line + 1);
             } else if (want_key) {
                 snprintf(key, sizeof key, "%s", v);
                 want_key = false;
@@ -202,12 +207,13 @@ s_config_load(s_config_t *c)
                 char *dst = strcmp(key, "collector") == 0 ? c->collector :
                             strcmp(key, "collector_key") == 0 ?
                             c->collector_key :
-                            strcmp(key, "key") == 0 ? c->key : NULL;
+                            strcmp(key, "key") == 0 ? c->key :
+                            strcmp(key, "timeout") == 0 ? c->timeout : NULL;
                 if (!dst)
                     snprintf(c->error, sizeof c->error, "line %zu: unknown "
                              "key \"%.60s\" (known: collector, "
-                             "collector_key, key)", ev.start_mark.line + 1,
-                             key);
+                             "collector_key, key, timeout)",
+                             ev.start_mark.line + 1, key);
                 else
                     snprintf(dst, S_VALUE_MAX, "%s", v);
                 want_key = true;
@@ -403,11 +409,17 @@ cl_conn_open(const cl_conn_opts_t *o, int *code, char *err, size_t errlen)
     snprintf(c->key_source, sizeof c->key_source, "%s", set[2].source);
     snprintf(c->ckey_source, sizeof c->ckey_source, "%s", set[1].source);
 
+    /* --timeout, $PARITY_TIMEOUT, then client.yaml's timeout:. */
     const char *t = o->timeout;
-    const char *tsrc = "--timeout";
+    char tsrc[S_PATH_MAX + 16] = "--timeout";
     if (!t || !*t) {
         t = getenv("PARITY_TIMEOUT");
-        tsrc = "$PARITY_TIMEOUT";
+        snprintf(tsrc, sizeof tsrc, "$PARITY_TIMEOUT");
+    }
+    if (!t || !*t) {
+        s_config_load(cfg);
+        t = cfg->exists && !cfg->error[0] ? cfg->timeout : NULL;
+        snprintf(tsrc, sizeof tsrc, "%.4000s (timeout)", cfg->path);
     }
     c->timeout_s = CL_CONN_DEFAULT_TIMEOUT_S;
     if (t && *t && (cl_out_parse_double(t, &c->timeout_s) != 0 ||
@@ -503,6 +515,7 @@ s_now(void)
 typedef struct {
     bool connected, handshake_ok, auth_failed, handshake_failed;
     bool disconnected;
+    bool refused;          /* a TCP connect failed (ZeroMQ retries it) */
 } s_seen_t;
 
 static void
@@ -522,6 +535,7 @@ s_drain_monitor(cl_conn_t *c, s_seen_t *seen)
             memcpy(&event, zmq_msg_data(&ev), 2);
         switch (event) {
         case ZMQ_EVENT_CONNECTED: seen->connected = true; break;
+        case ZMQ_EVENT_CONNECT_RETRIED: seen->refused = true; break;
         case ZMQ_EVENT_DISCONNECTED: seen->disconnected = true; break;
         case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: seen->handshake_ok = true; break;
         case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH: seen->auth_failed = true; break;
@@ -552,13 +566,22 @@ s_no_answer(const cl_conn_t *c, const s_seen_t *seen, char *err,
               "collector key (from %s) the collector's public key?",
               c->address, c->ckey_source);
     else if (seen->handshake_ok)
-        s_err(err, errlen, "%s accepted the connection but did not answer "
-              "within %.1f s (an older collector, or overloaded)",
-              c->address, c->timeout_s);
+        s_err(err, errlen, "no answer from the collector at %s within "
+              "%.1f s: it accepted the connection but did not answer (an "
+              "older collector, or overloaded)", c->address, c->timeout_s);
+    else if (seen->connected)
+        s_err(err, errlen, "no answer from %s within %.1f s: the connection "
+              "was made but its handshake never finished (is it "
+              "parity-collector that listens there?)", c->address,
+              c->timeout_s);
+    else if (seen->refused)
+        s_err(err, errlen, "cannot connect to the collector at %s: the "
+              "connection is refused (is parity-collector running and "
+              "listening there?)", c->address);
     else
         s_err(err, errlen, "no answer from the collector at %s within "
-              "%.1f s: cannot connect (is parity-collector running and "
-              "listening there?)", c->address, c->timeout_s);
+              "%.1f s: no connection was made (a host that is down, or a "
+              "firewall dropping it?)", c->address, c->timeout_s);
 }
 
 int
@@ -604,10 +627,16 @@ cl_conn_wait(cl_conn_t *c, uint64_t id, json_t **body, int *status,
     if (status)
         *status = 0;
     s_seen_t seen = { 0 };
-    double deadline = s_now() + c->timeout_s;
+    double start = s_now(), deadline = start + c->timeout_s;
     for (;;) {
         double left = deadline - s_now();
-        if (left <= 0 || seen.auth_failed || seen.handshake_failed) {
+        /* Refused for S_REFUSED_S without one connection: nothing
+         * listens there, whatever the timeout (a collector that is
+         * still starting gets that long). */
+        bool refused = seen.refused && !seen.connected &&
+                       s_now() - start >= S_REFUSED_S;
+        if (left <= 0 || seen.auth_failed || seen.handshake_failed ||
+            refused) {
             s_drain_monitor(c, &seen);
             s_no_answer(c, &seen, err, errlen);
             return CL_CONN_NOANSWER;

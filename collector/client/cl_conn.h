@@ -13,8 +13,9 @@
  * file; the own key is a zcert from `parity keygen` (the public file with
  * its _secret beside it, or the _secret file). A missing or wrong setting
  * is an error that names the setting, where its value came from, and
- * every place looked at. --timeout SECONDS (or $PARITY_TIMEOUT, default
- * 10) bounds each request.
+ * every place looked at. --timeout SECONDS (or $PARITY_TIMEOUT, or
+ * client.yaml's timeout:, default 10) bounds each request; connections
+ * refused for a second (nothing listens there) end it sooner.
  *
  * The socket is a CURVE DEALER (docs/protocol.md, section 1); a request is
  * an Envelope{Request{request_id, command, args_json}} and its answer the

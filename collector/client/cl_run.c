@@ -16,10 +16,12 @@
 #include "cl_verdicts.h"
 #include "pw_limits.h"
 
-/* Poll interval of --wait, and how many polls in a row may go
- * unanswered (a collector restart) before giving up. */
+/* Poll interval of --wait, and how long polls may go unanswered (a
+ * collector restart) before it gives up: in time, not polls, since a
+ * collector that is down answers a poll in 1 s ("cannot connect") and
+ * one that hangs only at the timeout. */
 #define S_POLL_MS 400
-#define S_MAX_MISSES 5
+#define S_RIDE_OUT_S 60.0
 /* Most hosts whose progress is followed. */
 #define S_MAX_HOSTS 4096
 /* Longest --expire: 30 days. */
@@ -206,7 +208,8 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
     char err[2048];
     json_t *args = json_pack("{s:s}", "job", job_id);
     json_t *job = NULL;
-    int misses = 0, rc;
+    int rc;
+    struct timespec miss_ts = { 0, 0 };   /* first unanswered poll */
     bool tty = isatty(STDERR_FILENO), told_offline = false;
     char (*last)[512] = calloc(S_MAX_HOSTS, sizeof *last);
     if (!args || !last) {
@@ -225,11 +228,20 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
         rc = cl_conn_request(c, "job", args, &job, &status, err, sizeof err);
         /* A collector restarting, or its database briefly away (status
          * 5), is waited out for a few polls. */
-        if ((rc == CL_CONN_NOANSWER || (rc == CL_CONN_REPLY && status == 5))
-            && ++misses < S_MAX_MISSES && !s_interrupted) {
-            struct timespec pause = { 1, 0 };
-            nanosleep(&pause, NULL);
-            continue;
+        bool missed = rc == CL_CONN_NOANSWER ||
+                      (rc == CL_CONN_REPLY && status == 5);
+        if (missed && !s_interrupted) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (miss_ts.tv_sec == 0 && miss_ts.tv_nsec == 0)
+                miss_ts = now;
+            if ((double)(now.tv_sec - miss_ts.tv_sec) +
+                (double)(now.tv_nsec - miss_ts.tv_nsec) / 1e9 <
+                S_RIDE_OUT_S) {
+                struct timespec pause = { 1, 0 };
+                nanosleep(&pause, NULL);
+                continue;
+            }
         }
         if (rc != CL_CONN_OK && s_interrupted)
             goto stopped;
@@ -238,7 +250,7 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
             rc = cl_conn_exit_code(rc);
             goto done;
         }
-        misses = 0;
+        miss_ts = (struct timespec){ 0, 0 };
         s_progress(job, last, S_MAX_HOSTS, tty);
         if (!told_offline)
             told_offline = s_tell_offline(job, job_id);

@@ -81,8 +81,11 @@ s_safe(char *out, size_t len, const char *in)
     out[i] = '\0';
 }
 
-/* Write doc to path; an existing file is kept (-1, err says so) unless
- * force. */
+/* s_write's answer when the file is there and force is not given. */
+#define S_EXISTS -2
+
+/* Write doc to path: 0, or -1 with err. An existing file is kept
+ * (S_EXISTS, err says so) unless force. */
 static int
 s_write(const char *path, const json_t *doc, bool force, char *err,
         size_t errlen)
@@ -97,7 +100,7 @@ s_write(const char *path, const json_t *doc, bool force, char *err,
         snprintf(err, errlen, "%.1500s exists (an earlier export?); "
                  "--force overwrites it", path);
         free(text);
-        return -1;
+        return S_EXISTS;
     }
     int rc = -1;
     if (!f) {
@@ -216,9 +219,11 @@ cl_export_main(int argc, char **argv)
         char name[256], path[4096 + 300];
         s_safe(name, sizeof name, host);
         snprintf(path, sizeof path, "%s/%s.json", out, name);
-        if (s_write(path, doc, force, err, sizeof err) != 0) {
+        int w = s_write(path, doc, force, err, sizeof err);
+        if (w != 0) {
             cl_out_error("export", "%s", err);
-            rc = CL_EXIT_SYSTEM;
+            /* The exit status of keygen's "exists" too. */
+            rc = w == S_EXISTS ? CL_EXIT_DATA : CL_EXIT_SYSTEM;
             goto done;
         }
         printf("%s\n", path);

@@ -261,6 +261,55 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
     return rc || ferror(f) ? -1 : 0;
 }
 
+/* The reason host has no verdict in an ended job: its state and reason
+ * when it did not finish, else the first comparison's error for it. */
+static void
+s_host_reason(const json_t *body, const json_t *host)
+{
+    const char *name = s_str(host, "host", "?");
+    const char *st = s_str(host, "state", "?");
+    if (strcmp(st, "done") != 0) {
+        const char *why = s_str(host, "reason", "");
+        fprintf(stderr, "  %s: %s%s%s\n", name, st, *why ? ": " : "", why);
+        return;
+    }
+    size_t i;
+    json_t *cmp;
+    json_array_foreach(json_object_get(body, "comparisons"), i, cmp) {
+        const json_t *e = s_entry(cmp, name);
+        if (e) {
+            fprintf(stderr, "  %s: %s: %s\n", name,
+                    s_str(cmp, "benchmark", "?"),
+                    s_str(e, "error", s_str(e, "status", "no verdict")));
+            return;
+        }
+    }
+    fprintf(stderr, "  %s: done, but stored no run\n", name);
+}
+
+/* True for a job that has ended with no verdict from any host, after
+ * saying so on stderr with each host's reason: a script that reads only
+ * the exit status must not take it for a result. */
+static bool
+s_none_judged(const json_t *body)
+{
+    if (strcmp(s_str(body, "state", "active"), "active") == 0)
+        return false;
+    size_t i, j;
+    json_t *cmp, *e;
+    json_array_foreach(json_object_get(body, "comparisons"), i, cmp)
+        json_array_foreach(json_object_get(cmp, "hosts"), j, e)
+            if (json_is_object(json_object_get(e, "verdict")))
+                return false;
+    const json_t *hosts = json_object_get(body, "hosts");
+    cl_out_error("verdicts", "job %s (%s): no host produced a verdict%s",
+                 s_str(body, "job", "?"), s_str(body, "state", "?"),
+                 json_array_size(hosts) ? ":" : " (it had no hosts)");
+    json_array_foreach(hosts, i, e)
+        s_host_reason(body, e);
+    return true;
+}
+
 static void
 s_usage(FILE *f)
 {
@@ -274,7 +323,10 @@ s_usage(FILE *f)
                "in the spec's written form)\n"
                "  --csv       one line per host verdict\n"
                "  --markdown  the table as Markdown\n"
-               "Connection options as in `parity hosts --help`.\n");
+               "Connection options as in `parity hosts --help`.\n\n"
+               "exit status: 0, 1 no such job, or it ended and no host "
+               "produced a verdict\n(each host's reason on stderr), 2 "
+               "usage, 3 no answer.\n");
 }
 
 int
@@ -330,6 +382,9 @@ cl_verdicts_main(int argc, char **argv)
         return rc;
     rc = cl_verdicts_print(stdout, body, fmt) == 0 ? CL_EXIT_OK :
                                                      CL_EXIT_SYSTEM;
+    fflush(stdout);   /* the table first, then the reasons on stderr */
+    if (rc == CL_EXIT_OK && s_none_judged(body))
+        rc = CL_EXIT_DATA;
     json_decref(body);
     return rc;
 }

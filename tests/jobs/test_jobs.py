@@ -554,6 +554,17 @@ def case_fleet():
         ok(host_map(v).get("gamma", {}).get("state") == "expired" and
            v.get("state") == "ended",
            "a job for offline gamma with --expire 1s ends expired")
+        r = w.parity("verdicts", job4)
+        reason = host_map(v).get("gamma", {}).get("reason", "")
+        ok(r.returncode == 1 and "gamma: expired" in r.stdout and
+           r.stderr == "parity verdicts: job %s (ended): no host produced a "
+           "verdict:\n  gamma: expired%s%s\n" % (job4, ": " if reason else "",
+                                                reason),
+           "verdicts of a job no host judged: exit 1, each host's reason on "
+           "stderr (%s)" % r.stderr.strip())
+        r = w.parity("verdicts", job4, "--json")
+        ok(r.returncode == 1 and json.loads(r.stdout or "{}").get("job") ==
+           job4, "--json too: the answer on stdout, exit 1")
         r = w.parity("run", "long", "--hosts", "alpha", "--json")
         job5 = (json.loads(r.stdout) if r.returncode == 0 else {}).get("job")
         time.sleep(1)
@@ -810,10 +821,11 @@ def case_restart():
         out = os.path.join(w.root, "export")
         r1 = w.parity("export", job, "--out", out)
         r2 = w.parity("export", job, "--out", out)
-        ok(r1.returncode == 0 and r2.returncode == 3 and r2.stderr ==
+        ok(r1.returncode == 0 and r2.returncode == 1 and r2.stderr ==
            "parity export: %s/alpha.json exists (an earlier export?); "
            "--force overwrites it\n" % out,
-           "export into a dir that has the files: refused (%s)" %
+           "export into a dir that has the files: refused, exit 1 as "
+           "keygen's (%s)" %
            r2.stderr.strip())
         r = w.parity("export", job, "--out", out, "--force")
         ok(r.returncode == 0 and r.stdout.split() ==
@@ -1017,6 +1029,30 @@ def case_client():
        "the collector key as Z85 text is accepted")
     r = run("hosts", *good, "--timeout", "zero")
     ok(r.returncode == 2 and "--timeout" in r.stderr, "a bad --timeout")
+    # A collector that is down (nothing listens: connections refused) is
+    # said within 2 s whatever the timeout, and told apart from one that
+    # takes the connection and never answers (mute_server.py).
+    t0 = time.time()
+    r = run("hosts", *good)
+    took = time.time() - t0
+    ok(r.returncode == 3 and took < 2 and r.stderr == "parity hosts: cannot "
+       "connect to the collector at %s: the connection is refused (is "
+       "parity-collector running and listening there?)\n" % addr,
+       "a collector that is down: said in %.2f s (< 2), with the default "
+       "10 s timeout (%s)" % (took, r.stderr.strip()))
+    mute = subprocess.Popen([sys.executable, os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "collector",
+        "mute_server.py"), "20"], stdout=subprocess.PIPE, text=True)
+    mute_addr = "tcp://127.0.0.1:%s" % mute.stdout.readline().strip()
+    t0 = time.time()
+    r = run("hosts", "--collector", mute_addr, *good[2:], "--timeout", "1")
+    took = time.time() - t0
+    ok(r.returncode == 3 and 1 <= took < 5 and r.stderr == "parity hosts: "
+       "no answer from %s within 1.0 s: the connection was made but its "
+       "handshake never finished (is it parity-collector that listens "
+       "there?)\n" % mute_addr,
+       "a listener that never answers: no answer after the timeout (%s)"
+       % r.stderr.strip())
     # The config file, with paths relative to it.
     os.makedirs(cfg_dir)
     shutil.copy(os.path.join(keys, "collector"), cfg_dir)
@@ -1030,6 +1066,29 @@ def case_client():
        time.time() - t0 < 10,
        "every setting from client.yaml (relative paths): it gets as far "
        "as connecting")
+    # timeout: in client.yaml, below --timeout and $PARITY_TIMEOUT.
+    with open(cfg_path, "w") as f:
+        f.write("collector: %s\ncollector_key: collector\nkey: me\n"
+                "timeout: 1.5\n" % mute_addr)
+    t0 = time.time()
+    r = run("hosts")
+    ok(r.returncode == 3 and "within 1.5 s" in r.stderr and
+       time.time() - t0 < 5, "client.yaml's timeout: is used (%s)" %
+       r.stderr.strip())
+    r = run("hosts", env={"PARITY_TIMEOUT": "1"})
+    ok(r.returncode == 3 and "within 1.0 s" in r.stderr,
+       "$PARITY_TIMEOUT wins over client.yaml's timeout (%s)" %
+       r.stderr.strip())
+    with open(cfg_path, "w") as f:
+        f.write("collector: %s\ncollector_key: collector\nkey: me\n"
+                "timeout: soon\n" % mute_addr)
+    r = run("hosts")
+    ok(r.returncode == 2 and r.stderr == "parity hosts: %s (timeout) "
+       "\"soon\": want seconds, more than 0 and at most 3600\n" % cfg_path,
+       "a bad timeout: in client.yaml names the file (%s)" %
+       r.stderr.strip())
+    mute.kill()
+    mute.wait()
     # Flags beat the environment, which beats the file.
     with open(cfg_path, "w") as f:
         f.write("collector: localhost\ncollector_key: collector\nkey: me\n")
@@ -1049,7 +1108,8 @@ def case_client():
     with open(cfg_path, "w") as f:
         f.write("collector: %s\ncolector_key: x\n" % addr)
     r = run("hosts")
-    ok(r.returncode == 2 and "unknown key \"colector_key\"" in r.stderr and
+    ok(r.returncode == 2 and "unknown key \"colector_key\" (known: "
+       "collector, collector_key, key, timeout)" in r.stderr and
        cfg_path in r.stderr, "a typo in client.yaml is named with its line")
     with open(cfg_path, "w") as f:
         f.write("collector: [a, b\n")
