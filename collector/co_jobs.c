@@ -12,6 +12,7 @@
 
 #include "co_db.h"
 #include "pw_buf.h"
+#include "pw_limits.h"
 #include "pw_wire.h"
 
 /* Longest "{1,2,...}" list of row ids a statement is given: 4,096 ids
@@ -1139,10 +1140,11 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
     const json_t *jexp = json_object_get(args, "expire_us");
     const json_t *jlabel = json_object_get(args, "label");
     if (jruns && (!json_is_integer(jruns) || json_integer_value(jruns) < 0 ||
-                  json_integer_value(jruns) == 1 ||
-                  json_integer_value(jruns) > 1000000)) {
+                  (json_integer_value(jruns) > 0 &&
+                   json_integer_value(jruns) < PW_RUNS_MIN) ||
+                  json_integer_value(jruns) > PW_RUNS_MAX)) {
         s_err(err, errlen, "\"runs\" must be 0 (the suite's) or an integer "
-              "2..1000000");
+              "%d..%d", PW_RUNS_MIN, PW_RUNS_MAX);
         return CO_JOBS_BADARGS;
     }
     if (jexp && (!json_is_integer(jexp) || json_integer_value(jexp) < 0 ||

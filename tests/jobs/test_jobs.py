@@ -720,9 +720,11 @@ def case_restart():
              '"tags": "a" must have a non-empty key and a string value of '
              "at most 1024 bytes"),
             ("run", '{"suite": "fleet", "runs": 1}', "1",
-             '"runs" must be 0 (the suite\'s) or an integer 2..1000000'),
+             '"runs" must be 0 (the suite\'s) or an integer 2..100000'),
             ("run", '{"suite": "fleet", "runs": 2.5}', "1",
-             '"runs" must be 0 (the suite\'s) or an integer 2..1000000'),
+             '"runs" must be 0 (the suite\'s) or an integer 2..100000'),
+            ("run", '{"suite": "fleet", "runs": 100001}', "1",
+             '"runs" must be 0 (the suite\'s) or an integer 2..100000'),
             ("run", '{"suite": "fleet", "expire_us": 9223372036854775807}',
              "1", '"expire_us" must be 0 (never) or an integer of '
              "microseconds up to 2592000000000 (30 days)"),
