@@ -70,6 +70,13 @@ enum {
     PW_WIRE_ECOUNT    = 14   /* sentinel: number of codes incl. OK */
 };
 
+/* Error.code values about the sender's key, not its frame
+ * (docs/protocol.md section 7, "Keys waiting for approval"). They are
+ * not bad input, and unlike the codes above an Error of theirs with a
+ * seq does not refuse the message for good: it stays with the agent. */
+#define PW_WIRE_KEY_PENDING 20  /* the key waits for an operator's approval */
+#define PW_WIRE_KEY_DENIED  21  /* the key was rejected or revoked */
+
 /* Short machine name of a status code ("ok", "empty", "too_big", "parse",
  * "version", "no_body", "unknown_body", "limit", "seq", "no_hello",
  * "field", "store", "nomem", "budget"); "?" for anything else. */
