@@ -12,6 +12,8 @@
 #include <czmq.h>
 #include <zmq.h>
 
+#include "co_enroll.h"
+
 #define CO_AUTH_ENDPOINT "inproc://zeromq.zap.01"
 /* A ZAP request has 6 frames (7 with a CURVE key is still 7 at most for
  * the mechanisms we know); anything longer is malformed. */
@@ -26,6 +28,9 @@ struct co_auth {
     struct timespec dir2_mtime;
     char (*keys)[41];
     size_t n_keys;
+    uint64_t loads;               /* s_load calls: verdicts may change */
+    co_keys_t *db_keys;           /* co_auth_set_keys; NULL: files only */
+    bool enroll;
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -57,6 +62,7 @@ static int
 s_load(co_auth_t *a, char *err, size_t errlen)
 {
     a->n_keys = 0;
+    a->loads++;
     if (s_load_dir(a, a->dir, &a->dir_mtime, err, errlen) != 0)
         return -1;
     return a->dir2 ? s_load_dir(a, a->dir2, &a->dir2_mtime, err, errlen)
@@ -156,6 +162,58 @@ co_auth_key_count(const co_auth_t *auth)
     return auth->n_keys;
 }
 
+void
+co_auth_set_keys(co_auth_t *auth, co_keys_t *keys, bool enroll)
+{
+    auth->db_keys = keys;
+    auth->enroll = enroll;
+    auth->loads++;
+}
+
+uint64_t
+co_auth_generation(co_auth_t *auth)
+{
+    /* Both only grow, so their sum changes when either does. */
+    return auth->loads + (auth->db_keys
+                          ? co_keys_generation(auth->db_keys) : 0);
+}
+
+void
+co_auth_refresh(co_auth_t *a)
+{
+    struct stat st;
+    if (stat(a->dir, &st) == 0
+        && (st.st_mtim.tv_sec != a->dir_mtime.tv_sec
+            || st.st_mtim.tv_nsec != a->dir_mtime.tv_nsec))
+        s_load(a, NULL, 0);
+    else if (a->dir2 && stat(a->dir2, &st) == 0
+             && (st.st_mtim.tv_sec != a->dir2_mtime.tv_sec
+                 || st.st_mtim.tv_nsec != a->dir2_mtime.tv_nsec))
+        s_load(a, NULL, 0);
+}
+
+static bool
+s_in_files(const co_auth_t *a, const char *key)
+{
+    for (size_t i = 0; i < a->n_keys; i++)
+        if (memcmp(a->keys[i], key, 41) == 0)
+            return true;
+    return false;
+}
+
+co_auth_verdict_t
+co_auth_verdict(co_auth_t *a, const char *key)
+{
+    co_key_state_t st = a->db_keys ? co_keys_get(a->db_keys, key)
+                                   : CO_KEY_UNKNOWN;
+    /* A decision to shut a key out wins over its file. */
+    if (st == CO_KEY_REJECTED || st == CO_KEY_REVOKED)
+        return CO_AUTH_DENIED;
+    if (st == CO_KEY_APPROVED || s_in_files(a, key))
+        return CO_AUTH_ALLOWED;
+    return CO_AUTH_PENDING;
+}
+
 static void
 s_reply(co_auth_t *a, const char *reqid, size_t reqid_len, const char *code,
         const char *text, const char *user)
@@ -217,22 +275,31 @@ co_auth_handle(co_auth_t *a, char *key_out, char *why, size_t whylen)
     if (key_out)
         memcpy(key_out, key, 41);
     /* Keys added or removed since the last request take effect now. */
-    struct stat st;
-    if (stat(a->dir, &st) == 0
-        && (st.st_mtim.tv_sec != a->dir_mtime.tv_sec
-            || st.st_mtim.tv_nsec != a->dir_mtime.tv_nsec))
-        s_load(a, NULL, 0);
-    else if (a->dir2 && stat(a->dir2, &st) == 0
-             && (st.st_mtim.tv_sec != a->dir2_mtime.tv_sec
-                 || st.st_mtim.tv_nsec != a->dir2_mtime.tv_nsec))
-        s_load(a, NULL, 0);
-    for (size_t i = 0; i < a->n_keys; i++)
-        if (memcmp(a->keys[i], key, 41) == 0) {
-            s_reply(a, frames[1], lens[1], "200", "OK", key);
-            return 1;
-        }
-    s_reply(a, frames[1], lens[1], "400", "key not in the allow-list", "");
-    s_err(why, whylen, "client key %s not in the allow-list %s", key, a->dir);
+    co_auth_refresh(a);
+    co_auth_verdict_t v = co_auth_verdict(a, key);
+    co_key_state_t st = a->db_keys ? co_keys_get(a->db_keys, key)
+                                   : CO_KEY_UNKNOWN;
+    bool room = st == CO_KEY_PENDING || !a->db_keys
+             || co_keys_pending(a->db_keys) < CO_ENROLL_MAX_PENDING;
+    if (v == CO_AUTH_ALLOWED || (v == CO_AUTH_PENDING && a->enroll && room)) {
+        s_reply(a, frames[1], lens[1], "200", "OK", key);
+        return 1;
+    }
+    if (v == CO_AUTH_DENIED) {
+        s_reply(a, frames[1], lens[1], "400", "key refused", "");
+        s_err(why, whylen, "client key %s was %s (parity hosts)", key,
+              co_key_state_name(st));
+    } else if (a->enroll) {
+        s_reply(a, frames[1], lens[1], "400", "too many keys pending", "");
+        s_err(why, whylen, "client key %s refused: %d keys wait for "
+              "approval already (parity hosts --pending)", key,
+              CO_ENROLL_MAX_PENDING);
+    } else {
+        s_reply(a, frames[1], lens[1], "400", "key not in the allow-list",
+                "");
+        s_err(why, whylen, "client key %s not in the allow-list %s", key,
+              a->dir);
+    }
     return 0;
 }
 

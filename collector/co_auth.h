@@ -2,12 +2,21 @@
  *
  * A ZMQ_REP socket bound to inproc://zeromq.zap.01 in the collector's
  * context (ZeroMQ RFC 27). Every CURVE handshake on any socket of that
- * context asks it; it answers 200 only for a client public key found in
- * the allow-list directory (public certificate files in CZMQ zcert format,
- * as `parity keygen` writes them; files ending in _secret are skipped) and
- * sets the User-Id of the peer's messages to that key in Z85, which is how
- * the server identifies peers. Any other mechanism (NULL, PLAIN) is
- * refused. The directory is re-read when its modification time changes.
+ * context asks it; it answers 200 for a client public key found in the
+ * allow-list directory (public certificate files in CZMQ zcert format,
+ * as `parity keygen` writes them; files ending in _secret are skipped)
+ * and sets the User-Id of the peer's messages to that key in Z85, which
+ * is how the server identifies peers. Any other mechanism (NULL, PLAIN)
+ * is refused. The directory is re-read when its modification time
+ * changes.
+ *
+ * Enrollment (co_auth_set_keys, docs/collector.md "Enrollment"): the
+ * database's decisions (co_keys) count too. A key the database says is
+ * rejected or revoked is refused, even when its file is in the
+ * directory; one it says is approved is admitted; and with enrollment on
+ * any other key is admitted as pending (co_auth_verdict says so for each
+ * frame: a pending key may say Hello and nothing else), unless
+ * CO_ENROLL_MAX_PENDING keys are pending already.
  *
  * Must exist before the server socket binds (libzmq then refuses
  * handshakes when the handler is missing, but it is not missing here).
@@ -17,6 +26,9 @@
 
 #include <stddef.h>
 #include <stdbool.h>
+#include <stdint.h>
+
+#include "co_keys.h"
 
 /* Most keys loaded from the allow-list directory. */
 #define CO_AUTH_MAX_KEYS 4096
@@ -32,6 +44,29 @@ co_auth_t *co_auth_new(void *ctx, const char *allow_dir, char *err,
  * re-read like the first when it changes. Copied. 0 or -1 with err. */
 int co_auth_add_dir(co_auth_t *auth, const char *dir, char *err,
                     size_t errlen);
+
+/* Use the database's view of keys (borrowed; must outlive auth) and
+ * admit unknown keys as pending when enroll is true. */
+void co_auth_set_keys(co_auth_t *auth, co_keys_t *keys, bool enroll);
+
+/* What a key may do, from the files and the database's view. */
+typedef enum {
+    CO_AUTH_ALLOWED = 1,   /* in a directory, or approved */
+    CO_AUTH_PENDING,       /* not approved (yet): Hello only */
+    CO_AUTH_DENIED,        /* rejected or revoked */
+} co_auth_verdict_t;
+
+co_auth_verdict_t co_auth_verdict(co_auth_t *auth, const char *key);
+
+/* Re-read the directories when they changed (every handshake does;
+ * the server also calls it every heartbeat interval, so that a file
+ * added for a key that is connected already counts). */
+void co_auth_refresh(co_auth_t *auth);
+
+/* A number that changes whenever a verdict may have (the directories
+ * were re-read, a key's state changed): callers cache verdicts until
+ * it does. */
+uint64_t co_auth_generation(co_auth_t *auth);
 
 /* The REP socket to poll for ZMQ_POLLIN; owned by auth. */
 void *co_auth_socket(co_auth_t *auth);

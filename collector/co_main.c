@@ -25,6 +25,7 @@
 #include "co_pg.h"
 #include "co_qpool.h"
 #include "co_server.h"
+#include "pw_key.h"
 #include "vd_verdict.h"
 
 #define EXIT_USAGE 2
@@ -75,6 +76,15 @@ s_usage(FILE *f)
 "  --keep-samples T     drop raw samples older than T, e.g. 365d (default:\n"
 "                       keep all); summaries and verdicts are kept\n"
 "  --query-workers N    threads answering client queries, 1..16 (default %d)\n"
+"  --enroll on|off      on (default): an agent whose key is in no directory\n"
+"                       may connect and waits as pending until an operator\n"
+"                       approves it (parity hosts approve); off: such keys\n"
+"                       are refused at the handshake\n"
+"  --key-service on|off on (default): serve the collector's public key on\n"
+"                       the --bind port + 1, for agents that pin it by its\n"
+"                       fingerprint (parity-agent --collector-fingerprint)\n"
+"  --fingerprint        print the fingerprint of --key's public key (what\n"
+"                       agents pin) and exit\n"
 "  --log-level LEVEL    debug, info, warn or error (default info)\n"
 "  --config FILE        options from FILE (YAML, KEY: VALUE; the keys are\n"
 "                       the options above without --); default\n"
@@ -164,6 +174,7 @@ typedef struct {
     co_server_config_t cfg;
     const char *db_conninfo;
     const char *data_dir;
+    bool fingerprint;         /* --fingerprint: print it and exit */
 } s_settings_t;
 
 static const struct option s_opts[] = {
@@ -180,6 +191,9 @@ static const struct option s_opts[] = {
     { "query-timeout", required_argument, NULL, 'T' },
     { "keep-samples", required_argument, NULL, 'K' },
     { "query-workers", required_argument, NULL, 'W' },
+    { "enroll", required_argument, NULL, 'E' },
+    { "key-service", required_argument, NULL, 'S' },
+    { "fingerprint", no_argument, NULL, 'f' },
     { "config", required_argument, NULL, 'c' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -237,6 +251,14 @@ s_option(int c, const char *arg, s_settings_t *st, char *err, size_t errlen)
             goto bad;
         cfg->query_workers = (int)v;
         break;
+    case 'E':
+    case 'S': {
+        bool on = strcmp(arg, "on") == 0;
+        if (!on && strcmp(arg, "off") != 0)
+            goto bad;
+        *(c == 'E' ? &cfg->enroll : &cfg->key_service) = on;
+        break;
+    }
     case 'L':
         if (strcmp(arg, "debug") == 0) co_log_set_level(CO_LOG_DEBUG);
         else if (strcmp(arg, "info") == 0) co_log_set_level(CO_LOG_INFO);
@@ -266,6 +288,10 @@ bad:
                        "from 1d to 36500d, e.g. 365d", arg); break;
     case 'W': snprintf(err, errlen, "--query-workers %s: want a whole "
                        "number from 1 to 16", arg); break;
+    case 'E': snprintf(err, errlen, "--enroll %s: want on or off", arg);
+              break;
+    case 'S': snprintf(err, errlen, "--key-service %s: want on or off",
+                       arg); break;
     default: snprintf(err, errlen, "--log-level %s: want debug, info, warn "
                       "or error", arg); break;
     }
@@ -293,6 +319,31 @@ s_config_apply(const ag_config_t *conf, const bool given[128],
             snprintf(err, errlen, "%.400s: %.700s", where, why);
             return -1;
         }
+    }
+    return 0;
+}
+
+/* --fingerprint: the fingerprint of the key file's public key on
+ * stdout (pw_key.h), what agents pin with --collector-fingerprint. */
+static int
+s_print_fingerprint(const char *key_path)
+{
+    char fp[PW_KEY_FP_SIZE];
+    if (!key_path)
+        return s_usage_error("%s", "--fingerprint needs --key FILE");
+    zcert_t *cert = zcert_load(key_path);
+    if (!cert) {
+        fprintf(stderr, "parity-collector: --key %s: cannot read a CURVE "
+                "certificate (zcert_load failed; make one with `parity "
+                "keygen`)\n", key_path);
+        return 1;
+    }
+    pw_key_fingerprint(zcert_public_txt(cert), fp);
+    zcert_destroy(&cert);
+    printf("%s\n", fp);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "parity-collector: write to stdout failed\n");
+        return 1;
     }
     return 0;
 }
@@ -330,6 +381,10 @@ s_settings(int argc, char **argv, s_settings_t *st, ag_config_t **conf)
             config = optarg;
             continue;
         }
+        if (c == 'f') {
+            st->fingerprint = true;
+            continue;
+        }
         if (c == '?' || c == ':')
             return s_usage_error("unknown or incomplete option %s",
                                  argv[optind - 1]);
@@ -344,6 +399,8 @@ s_settings(int argc, char **argv, s_settings_t *st, ag_config_t **conf)
                        err, sizeof err) != AG_CONFIG_OK
         || s_config_apply(*conf, given, st, err, sizeof err) != 0)
         return s_usage_error("%s", err);
+    if (st->fingerprint)
+        return s_print_fingerprint(st->cfg.key_path);
     if (!st->cfg.bind)
         return s_usage_error("%s", "--bind ENDPOINT is required");
     if (!st->cfg.key_path)
@@ -368,6 +425,8 @@ main(int argc, char **argv)
         .floor_window = CO_DB_FLOOR_WINDOW,
         .parity = VD_DEFAULT_PARITY,
         .query_timeout_ms = 30000,
+        .enroll = true,
+        .key_service = true,
     } };
     co_server_config_t cfg;
     const char *db_conninfo, *data_dir;

@@ -121,7 +121,7 @@ s_thread(void *arg)
 
 static int
 s_worker_init(s_worker_t *w, co_qpool_t *pool, const co_server_config_t *cfg,
-              void *ctx, char *err, size_t errlen)
+              void *ctx, co_keys_t *keys, char *err, size_t errlen)
 {
     /* No send callback: workers never offer jobs (the writer does). */
     co_jobs_opts_t o = { cfg->conninfo, w, NULL, s_log, 0,
@@ -129,7 +129,8 @@ s_worker_init(s_worker_t *w, co_qpool_t *pool, const co_server_config_t *cfg,
     w->pool = pool;
     w->renice = cfg->private_db;
     w->jobs = co_jobs_new(&o);
-    w->query = w->jobs ? co_query_new(w->jobs, cfg->floor_window) : NULL;
+    w->query = w->jobs ? co_query_new(w->jobs, cfg->floor_window, keys)
+                       : NULL;
     if (!w->query) {
         snprintf(err, errlen, "co_qpool: out of memory");
         return -1;
@@ -150,8 +151,8 @@ s_worker_init(s_worker_t *w, co_qpool_t *pool, const co_server_config_t *cfg,
 }
 
 co_qpool_t *
-co_qpool_new(const co_server_config_t *cfg, void *ctx, int n, char *err,
-             size_t errlen)
+co_qpool_new(const co_server_config_t *cfg, void *ctx, int n,
+             co_keys_t *keys, char *err, size_t errlen)
 {
     co_qpool_t *pool = calloc(1, sizeof *pool);
     if (!pool) {
@@ -166,8 +167,8 @@ co_qpool_new(const co_server_config_t *cfg, void *ctx, int n, char *err,
         return NULL;
     }
     for (; pool->n < n; pool->n++) {
-        if (s_worker_init(&pool->workers[pool->n], pool, cfg, ctx, err,
-                          errlen) != 0) {
+        if (s_worker_init(&pool->workers[pool->n], pool, cfg, ctx, keys,
+                          err, errlen) != 0) {
             pool->n++;     /* so destroy frees its parts */
             co_qpool_destroy(&pool);
             return NULL;

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 
+#include "co_keys.h"
 #include "co_queue.h"
 #include "co_server.h"
 
@@ -35,10 +36,11 @@
 typedef struct co_qpool co_qpool_t;
 
 /* Start n workers for cfg (copied; conninfo, admin_dir, floor_window,
- * query_timeout_ms are read) with sockets of ctx. Caller owns the pool;
- * NULL with err. */
+ * query_timeout_ms are read) with sockets of ctx; an operator's decision
+ * on a key (co_enroll) is also set in keys (borrowed, may be NULL; it
+ * must outlive the pool). Caller owns the pool; NULL with err. */
 co_qpool_t *co_qpool_new(const co_server_config_t *cfg, void *ctx, int n,
-                         char *err, size_t errlen);
+                         co_keys_t *keys, char *err, size_t errlen);
 
 /* Hand over a CO_ITEM_REQUEST item: 0 and *item NULL, or -1 when the
  * queue is full (the caller keeps *item and answers "busy"). */

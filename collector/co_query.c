@@ -12,9 +12,11 @@
 #include <sys/stat.h>
 
 #include "co_changes.h"
+#include "co_enroll.h"
 #include "co_history.h"
 #include "config.h"
 #include "pw_json.h"
+#include "pw_key.h"
 #include "pw_results.h"
 #include "vd_fleet.h"
 #include "vd_verdict.h"
@@ -27,6 +29,7 @@
 
 struct co_query {
     co_jobs_t *jobs;
+    co_keys_t *keys;               /* co_enroll's decisions; may be NULL */
     int floor_window;
     char (*admins)[CO_JOBS_KEY_LEN + 1];   /* [CO_QUERY_MAX_ADMINS] */
     size_t n_admins;
@@ -48,7 +51,7 @@ s_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 co_query_t *
-co_query_new(co_jobs_t *jobs, int floor_window)
+co_query_new(co_jobs_t *jobs, int floor_window, co_keys_t *keys)
 {
     co_query_t *q = calloc(1, sizeof *q);
     if (!q)
@@ -59,6 +62,7 @@ co_query_new(co_jobs_t *jobs, int floor_window)
         return NULL;
     }
     q->jobs = jobs;
+    q->keys = keys;
     q->floor_window = floor_window > 0 ? floor_window : 1000;
     return q;
 }
@@ -146,8 +150,10 @@ co_query_handles(const char *command)
          i++)
         if (strcmp(command, s_commands[i]) == 0)
             return true;
-    /* history, regressions, report; series, ack, unack */
-    return co_history_handles(command) || co_changes_handles(command);
+    /* history, regressions, report; series, ack, unack; pending,
+     * approve, reject, revoke */
+    return co_history_handles(command) || co_changes_handles(command)
+        || co_enroll_handles(command);
 }
 
 void
@@ -256,7 +262,10 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         "COALESCE(h.floor_is_default, true), COALESCE(h.floor_samples, 0), "
         "h.boot_id, (SELECT COALESCE(json_agg(o.name ORDER BY o.name), '[]') "
         " FROM hosts o WHERE h.boot_id <> '' AND o.boot_id = h.boot_id AND "
-        " o.id <> h.id)::text "
+        " o.id <> h.id)::text, "
+        /* No host_keys row: approved by a file of --allow. */
+        "COALESCE((SELECT k.state FROM host_keys k WHERE "
+        " k.public_key = h.public_key), 'approved') "
         "FROM hosts h ORDER BY h.name, h.id", 1, p);
     if (!r || !out)
         goto fail;
@@ -290,6 +299,11 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         json_decref(env);
         if (!h)
             goto fail;
+        char fp[PW_KEY_FP_SIZE];
+        pw_key_fingerprint(PQgetvalue(r, i, 2), fp);
+        json_object_set_new(h, "fingerprint", json_string(fp));
+        json_object_set_new(h, "key_state", json_string(PQgetvalue(r, i,
+                                                                   15)));
         json_array_append_new(out, h);
     }
     PQclear(r);
@@ -932,6 +946,10 @@ static const struct {
     { "series", "suite benchmark host tags since_us runs" },
     { "ack", "id note" },
     { "unack", "id" },
+    { "pending", "" },
+    { "approve", "fingerprint name" },
+    { "reject", "fingerprint name" },
+    { "revoke", "fingerprint name" },
 };
 
 static bool
@@ -1035,6 +1053,9 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     else if (co_changes_handles(cmd))
         body = co_changes_handle(q->jobs, cmd, args, &res.status, res.err,
                                  sizeof res.err);
+    else if (co_enroll_handles(cmd))
+        body = co_enroll_handle(q->jobs, q->keys, key, cmd, args,
+                                &res.status, res.err, sizeof res.err);
     if (res.status == CO_QUERY_OK && !body) {
         res.status = CO_QUERY_UNAVAILABLE;
         s_err(res.err, sizeof res.err, "out of memory");

@@ -12,6 +12,7 @@
  *   verdicts   per benchmark and arm pair, one verdict per host (the
  *              spec's written form) and the vd_fleet summary
  *   show       one run in full, shaped like a local results file
+ *   pending, approve, reject, revoke    agents' keys (co_enroll)
  *
  * Authorisation: only keys loaded from the --admin directory may send
  * these; anyone else gets CO_QUERY_FORBIDDEN and nothing happens.
@@ -32,6 +33,7 @@
 #include <stddef.h>
 
 #include "co_jobs.h"
+#include "co_keys.h"
 #include "parity.pb-c.h"
 
 /* Reply.status values (docs/protocol.md 10.1). */
@@ -60,10 +62,12 @@ enum {
 
 typedef struct co_query co_query_t;
 
-/* A new module borrowing jobs (which must outlive it). floor_window is
- * the collector's --floor-window, for the floors `hosts` shows. Caller
- * owns the result; NULL on out of memory. */
-co_query_t *co_query_new(co_jobs_t *jobs, int floor_window);
+/* A new module borrowing jobs and keys (which must outlive it; keys may
+ * be NULL). floor_window is the collector's --floor-window, for the
+ * floors `hosts` shows; keys gets the decisions of `approve`, `reject`
+ * and `revoke` (co_enroll). Caller owns the result; NULL on out of
+ * memory. */
+co_query_t *co_query_new(co_jobs_t *jobs, int floor_window, co_keys_t *keys);
 void co_query_destroy(co_query_t **q);
 
 /* Load (again) the admin keys: every public certificate file of dir

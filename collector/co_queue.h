@@ -41,6 +41,10 @@ typedef struct co_queue_item {
     uint64_t seq;
     int64_t arrived_us;            /* monotonic, when the loop read it */
     size_t bytes;                  /* the frame's size, for the bound */
+    /* The loop's verdict on the key when it queued the frame (co_auth):
+     * not approved. Only a Hello is queued so; the writer records it as
+     * pending (co_enroll). */
+    bool key_pending;
     struct co_queue_item *next;
 } co_queue_item_t;
 

@@ -20,12 +20,14 @@
 
 #include "ag_notify.h"
 #include "co_auth.h"
+#include "co_keys.h"
 #include "co_lat.h"
 #include "co_log.h"
 #include "co_out.h"
 #include "co_qpool.h"
 #include "co_query.h"
 #include "co_store.h"
+#include "pw_key.h"
 
 #define CO_MONITOR_ENDPOINT "inproc://co-server-monitor"
 #define CO_RID_MAX CO_QUEUE_RID_MAX
@@ -56,6 +58,10 @@ typedef struct {
      * Heartbeat to it would only be dropped and counted. */
     bool said_hello;
     int64_t drop_logged_us;       /* last queue_full line for it */
+    /* What its key may send (co_auth_verdict), as of verdict_gen. */
+    co_auth_verdict_t verdict;
+    uint64_t verdict_gen;
+    int64_t key_logged_us;        /* last key_pending/key_denied line */
 } s_peer_t;
 
 struct co_server {
@@ -65,10 +71,13 @@ struct co_server {
     void *router;
     void *monitor;
     void *results;                /* PULL of co_out */
+    void *keysvc;                 /* the key service; NULL when off */
     co_auth_t *auth;
+    co_keys_t *keys;              /* the database's view of keys */
     co_store_t *store;
     co_qpool_t *pool;             /* NULL without cfg.conninfo */
     char endpoint[256];
+    char key_endpoint[256];       /* the key service's, "" when none */
     char public_key[41];
     zhashx_t *peers;              /* key -> s_peer_t (owned) */
     co_counters_t c;              /* the loop's own counters */
@@ -171,6 +180,57 @@ s_error(co_server_t *srv, const uint8_t *rid, size_t rid_len, int code,
     }
 }
 
+/* ---- keys not approved ---------------------------------------------------- */
+
+/* What p's key may send now: co_auth's verdict, derived again only when
+ * a directory or a key's state changed since. */
+static co_auth_verdict_t
+s_verdict(co_server_t *srv, s_peer_t *p)
+{
+    uint64_t gen = co_auth_generation(srv->auth);
+    if (!p->verdict || p->verdict_gen != gen) {
+        p->verdict = co_auth_verdict(srv->auth, p->key);
+        p->verdict_gen = gen;
+    }
+    return p->verdict;
+}
+
+/* A frame of a key that is pending (data) or denied (anything): Error
+ * code with the frame's seq, nothing stored; logged at most once per
+ * peer per CO_SERVER_LOG_EVERY_US. */
+static void
+s_key_refused(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
+              size_t rlen, zmq_msg_t *body, int code, int64_t now)
+{
+    char fp[PW_KEY_FP_SIZE], msg[400];
+    int body_case = 0;
+    uint64_t seq = 0;
+    bool denied = code == PW_WIRE_KEY_DENIED;
+    pw_wire_peek(zmq_msg_data(body), zmq_msg_size(body), &body_case, &seq);
+    pw_key_fingerprint(p->key, fp);
+    if (denied)
+        snprintf(msg, sizeof msg, "denied: this key (%s) was rejected or "
+                 "revoked by an operator of the collector; nothing is "
+                 "stored, and the next connection is refused", fp);
+    else
+        snprintf(msg, sizeof msg, "pending: this key (%s) waits for an "
+                 "operator's approval (parity hosts approve %s); nothing "
+                 "was stored: keep the message, and send Hello again", fp,
+                 fp);
+    if (denied)
+        srv->c.key_denied++;
+    else
+        srv->c.key_pending++;
+    if (now - p->key_logged_us >= CO_SERVER_LOG_EVERY_US) {
+        p->key_logged_us = now;
+        co_log(CO_LOG_INFO, denied ? "key_denied" : "key_pending",
+               "peer=%s fingerprint=%s kind=%s count=%" PRIu64, p->key, fp,
+               pw_wire_body_name((Parity__Envelope__BodyCase)body_case),
+               denied ? srv->c.key_denied : srv->c.key_pending);
+    }
+    s_error(srv, rid, rlen, code, msg, seq);
+}
+
 /* ---- routing frames ------------------------------------------------------ */
 
 static bool
@@ -186,7 +246,8 @@ s_seq_waiting(const s_peer_t *p, uint64_t seq)
  * queue it within the peer's and the writer's bounds. */
 static void
 s_to_store(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rlen,
-           zmq_msg_t *body, int body_case, uint64_t seq, int64_t now)
+           zmq_msg_t *body, int body_case, uint64_t seq, bool key_pending,
+           int64_t now)
 {
     size_t size = zmq_msg_size(body);
     bool beat = body_case == PARITY__ENVELOPE__BODY_HEARTBEAT;
@@ -213,6 +274,7 @@ s_to_store(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rlen,
         it->seq = seq;
         it->arrived_us = now;
         it->bytes = size;
+        it->key_pending = key_pending;
         if (co_store_push(srv->store, &it) == 0) {
             p->inflight++;
             p->inflight_bytes += size;
@@ -354,6 +416,12 @@ s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
     s_peer_t *p = s_peer(srv, key);
     if (!p)
         return;
+    /* A key rejected or revoked while connected: refused before it
+     * counts as alive, so that it goes offline like a silent one. */
+    if (s_verdict(srv, p) == CO_AUTH_DENIED) {
+        s_key_refused(srv, p, r, rlen, body, PW_WIRE_KEY_DENIED, now);
+        return;
+    }
     p->last_heard_us = now;
     if (!p->online) {
         p->online = true;
@@ -378,6 +446,16 @@ s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
         s_on_request(srv, key, r, rlen, body, now);
         return;
     }
+    /* A key not approved may say Hello (the writer records it as
+     * pending) and nothing else: its data is answered Error 20 here,
+     * without a word to the database, and stays in the agent's spool. */
+    bool pending = p->verdict == CO_AUTH_PENDING;
+    if (pending && body_case == PARITY__ENVELOPE__BODY_HEARTBEAT)
+        return;
+    if (pending && pw_wire_is_data((Parity__Envelope__BodyCase)body_case)) {
+        s_key_refused(srv, p, r, rlen, body, PW_WIRE_KEY_PENDING, now);
+        return;
+    }
     /* What only a collector sends (Ack, Error, JobOffer, Reply...) is
      * well-formed but not for us: counted and ignored here. */
     if (body_case == PARITY__ENVELOPE__BODY_ACK
@@ -394,7 +472,7 @@ s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
         p->said_hello = true;
     if (body_case == PARITY__ENVELOPE__BODY_HEARTBEAT)
         srv->c.heartbeats_in++;
-    s_to_store(srv, p, r, rlen, body, body_case, seq, now);
+    s_to_store(srv, p, r, rlen, body, body_case, seq, pending, now);
 }
 
 /* Read what waits on the ROUTER, at most CO_SERVER_BURST messages. */
@@ -532,6 +610,45 @@ s_drain_auth(co_server_t *srv)
     }
 }
 
+/* The key service (docs/protocol.md 1, "Keys and fingerprints"): a REQ
+ * sends the 3 bytes "key" and gets the 40 characters of the public key.
+ * Not secret, no CURVE; an agent compares it with the fingerprint it
+ * pins. Anything else is dropped unanswered. */
+static void
+s_drain_keysvc(co_server_t *srv)
+{
+    for (int i = 0; i < CO_SERVER_BURST; i++) {
+        uint8_t part[3][CO_SERVER_KEYSVC_MAX];
+        int len[3] = { 0, 0, 0 }, n = 0, more = 1;
+        size_t ml = sizeof more;
+        while (more) {
+            int rc = zmq_recv(srv->keysvc, n < 3 ? part[n] : part[2],
+                              CO_SERVER_KEYSVC_MAX,
+                              n == 0 ? ZMQ_DONTWAIT : 0);
+            if (rc < 0) {
+                if (n == 0)
+                    return;
+                break;
+            }
+            if (n < 3)
+                len[n] = rc;
+            n++;
+            zmq_getsockopt(srv->keysvc, ZMQ_RCVMORE, &more, &ml);
+        }
+        /* [routing id][empty delimiter]["key"] */
+        if (n != 3 || len[0] > CO_SERVER_KEYSVC_MAX || len[1] != 0
+            || len[2] != 3 || memcmp(part[2], "key", 3) != 0)
+            continue;
+        if (zmq_send(srv->keysvc, part[0], (size_t)len[0],
+                     ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0
+            || zmq_send(srv->keysvc, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0
+            || zmq_send(srv->keysvc, srv->public_key, 40, ZMQ_DONTWAIT) < 0)
+            srv->c.sends_dropped++;
+        else
+            srv->c.key_requests++;
+    }
+}
+
 /* Heartbeat every peer heard recently; tell the writer about silent
  * ones; forget peers idle for long. */
 static void
@@ -543,6 +660,8 @@ s_beat(co_server_t *srv)
     if (now < srv->next_beat_us)
         return;
     srv->next_beat_us = now + interval;
+    /* A key file added or removed counts for peers connected already. */
+    co_auth_refresh(srv->auth);
     if (pw_wire_pack_heartbeat(s_unix_us(), 0, "idle", "", srv->reply,
                                sizeof srv->reply, &len) != PW_WIRE_OK)
         return;
@@ -703,6 +822,9 @@ s_counters_json(co_server_t *srv)
     json_object_set_new(o, "change_points", json_integer((json_int_t)c->change_points));
     json_object_set_new(o, "detect_dropped", json_integer((json_int_t)c->detect_dropped));
     json_object_set_new(o, "detect_failed", json_integer((json_int_t)c->detect_failed));
+    json_object_set_new(o, "key_pending", json_integer((json_int_t)c->key_pending));
+    json_object_set_new(o, "key_denied", json_integer((json_int_t)c->key_denied));
+    json_object_set_new(o, "key_requests", json_integer((json_int_t)c->key_requests));
     return o;
 }
 
@@ -760,13 +882,15 @@ s_workers_new(co_server_t *srv, char *err, size_t errlen)
               zmq_strerror(errno));
         return -1;
     }
-    srv->store = co_store_new(&srv->cfg, srv->db, srv->ctx, err, errlen);
+    srv->store = co_store_new(&srv->cfg, srv->db, srv->ctx, srv->keys, err,
+                              errlen);
     if (!srv->store)
         return -1;
     if (srv->cfg.conninfo) {
         int n = srv->cfg.query_workers > 0 ? srv->cfg.query_workers
                                            : CO_QPOOL_WORKERS;
-        srv->pool = co_qpool_new(&srv->cfg, srv->ctx, n, err, errlen);
+        srv->pool = co_qpool_new(&srv->cfg, srv->ctx, n, srv->keys, err,
+                                 errlen);
         if (!srv->pool)
             return -1;
     }
@@ -778,6 +902,49 @@ s_workers_new(co_server_t *srv, char *err, size_t errlen)
     co_log(CO_LOG_INFO, "admins", "dir=%s keys=%zu", srv->cfg.admin_dir,
            co_auth_key_count(srv->auth) - before);
     return 0;
+}
+
+/* The key service on the bound endpoint's port + 1. Not binding it is
+ * logged and survived: agents given the collector's key file do not
+ * need it. */
+static void
+s_keysvc_bind(co_server_t *srv)
+{
+    char ep[sizeof srv->endpoint], q[300];
+    snprintf(ep, sizeof ep, "%s", srv->endpoint);
+    char *colon = strrchr(ep, ':');
+    long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+    int linger = 0, hwm = CO_SERVER_HWM;
+    int64_t maxmsg = CO_SERVER_KEYSVC_MAX;
+    if (!colon || port <= 0 || port >= 65535) {
+        co_log(CO_LOG_WARN, "key_service_failed", "why=%s",
+               co_log_quote(q, sizeof q, "no port + 1 for the key service "
+                            "in the bound endpoint"));
+        return;
+    }
+    snprintf(colon + 1, sizeof ep - (size_t)(colon + 1 - ep), "%ld",
+             port + 1);
+    srv->keysvc = zmq_socket(srv->ctx, ZMQ_ROUTER);
+    /* NULL mechanism and no ZAP domain: libzmq asks no ZAP handler. */
+    if (!srv->keysvc
+        || zmq_setsockopt(srv->keysvc, ZMQ_LINGER, &linger, sizeof linger)
+        || zmq_setsockopt(srv->keysvc, ZMQ_SNDHWM, &hwm, sizeof hwm)
+        || zmq_setsockopt(srv->keysvc, ZMQ_MAXMSGSIZE, &maxmsg,
+                          sizeof maxmsg)
+        || zmq_bind(srv->keysvc, ep) != 0) {
+        char why[400];
+        snprintf(why, sizeof why, "zmq_bind(%s): %s (agents given only "
+                 "the collector's fingerprint cannot fetch its key; give "
+                 "them its key file, or free the port)", ep,
+                 zmq_strerror(errno));
+        co_log(CO_LOG_WARN, "key_service_failed", "why=%s",
+               co_log_quote(q, sizeof q, why));
+        if (srv->keysvc)
+            zmq_close(srv->keysvc);
+        srv->keysvc = NULL;
+        return;
+    }
+    snprintf(srv->key_endpoint, sizeof srv->key_endpoint, "%s", ep);
 }
 
 co_server_t *
@@ -829,6 +996,12 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
     srv->auth = co_auth_new(srv->ctx, cfg->allow_dir, err, errlen);
     if (!srv->auth)
         goto fail;
+    srv->keys = co_keys_new();
+    if (!srv->keys) {
+        s_err(err, errlen, "co_keys_new: out of memory");
+        goto fail;
+    }
+    co_auth_set_keys(srv->auth, srv->keys, cfg->enroll);
     if (s_workers_new(srv, err, errlen) != 0)
         goto fail;
 
@@ -877,6 +1050,8 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
     size_t elen = sizeof srv->endpoint;
     if (zmq_getsockopt(srv->router, ZMQ_LAST_ENDPOINT, srv->endpoint, &elen))
         snprintf(srv->endpoint, sizeof srv->endpoint, "%s", cfg->bind);
+    if (cfg->key_service)
+        s_keysvc_bind(srv);
     zcert_destroy(&cert);
     return srv;
 fail:
@@ -927,6 +1102,12 @@ co_server_endpoint(const co_server_t *srv)
     return srv->endpoint;
 }
 
+const char *
+co_server_key_endpoint(const co_server_t *srv)
+{
+    return srv->key_endpoint;
+}
+
 const co_counters_t *
 co_server_counters(co_server_t *srv)
 {
@@ -969,11 +1150,16 @@ int
 co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
               volatile sig_atomic_t *dump)
 {
+    char fp[PW_KEY_FP_SIZE];
+    pw_key_fingerprint(srv->public_key, fp);
     co_log(CO_LOG_INFO, "listening", "endpoint=%s public_key=%s "
-           "allowed_keys=%zu heartbeat_ms=%d db_up=%d",
-           srv->endpoint, srv->public_key, co_auth_key_count(srv->auth),
+           "fingerprint=%s key_service=%s enroll=%s allowed_keys=%zu "
+           "heartbeat_ms=%d db_up=%d",
+           srv->endpoint, srv->public_key, fp,
+           srv->key_endpoint[0] ? srv->key_endpoint : "off",
+           srv->cfg.enroll ? "on" : "off", co_auth_key_count(srv->auth),
            srv->cfg.heartbeat_ms, co_db_connected(srv->db));
-    if (co_auth_key_count(srv->auth) == 0) {
+    if (co_auth_key_count(srv->auth) == 0 && !srv->cfg.enroll) {
         char q[600];
         co_log(CO_LOG_WARN, "no_keys", "why=%s",
                co_log_quote(q, sizeof q, "no public certificate in --allow "
@@ -987,6 +1173,7 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
             { co_auth_socket(srv->auth), 0, ZMQ_POLLIN, 0 },
             { srv->monitor, 0, ZMQ_POLLIN, 0 },
             { srv->results, 0, ZMQ_POLLIN, 0 },
+            { srv->keysvc, 0, ZMQ_POLLIN, 0 },
         };
         int64_t wait = srv->next_beat_us - s_now_us();
         if (wait < 0)
@@ -996,7 +1183,7 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
         long ms = (long)(wait / 1000);
         if (ms > 100)
             ms = 100;
-        int rc = zmq_poll(items, 4, ms);
+        int rc = zmq_poll(items, srv->keysvc ? 5 : 4, ms);
         int64_t woke = s_now_us();
         if (rc < 0 && errno != EINTR) {
             co_log(CO_LOG_ERROR, "poll_failed", "errno=%d", errno);
@@ -1017,6 +1204,8 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
                 s_drain_results(srv, CO_OUT_BURST);
             if (items[0].revents & ZMQ_POLLIN)
                 s_drain_router(srv);
+            if (srv->keysvc && (items[4].revents & ZMQ_POLLIN))
+                s_drain_keysvc(srv);
         }
         s_beat(srv);
         if (ag_notify_tick())   /* systemd: watchdog ping, STATUS= */
@@ -1045,10 +1234,13 @@ co_server_destroy(co_server_t **srvp)
     }
     if (srv->monitor)
         zmq_close(srv->monitor);
+    if (srv->keysvc)
+        zmq_close(srv->keysvc);
     if (srv->results)
         zmq_close(srv->results);
     co_auth_destroy(&srv->auth);
     co_store_destroy(&srv->store);
+    co_keys_destroy(&srv->keys);   /* the workers are gone */
     if (srv->ctx)
         zmq_ctx_term(srv->ctx);
     zhashx_destroy(&srv->peers);

@@ -55,6 +55,8 @@
 #define CO_SERVER_LOG_EVERY_US 10000000
 /* Largest Hello kept in memory while the database is down (per peer). */
 #define CO_SERVER_PENDING_HELLO_MAX (32u * 1024)
+/* Longest request the key service reads (it answers the 5 bytes "key"). */
+#define CO_SERVER_KEYSVC_MAX 64
 /* Database reconnect back-off, microseconds. */
 #define CO_SERVER_DB_RETRY_MIN_US 250000
 #define CO_SERVER_DB_RETRY_MAX_US 8000000
@@ -80,6 +82,13 @@ typedef struct {
     int64_t keep_samples_us;
     /* Query worker threads (0: CO_QPOOL_WORKERS). */
     int query_workers;
+    /* Enrollment (docs/collector.md): an unknown key may connect and
+     * say Hello, and waits as pending for an operator (--enroll on, the
+     * default); off: only keys of the directories, or approved, connect.
+     * key_service: serve the public key on --bind's port + 1, for agents
+     * that pin the collector by fingerprint (--key-service, default on). */
+    bool enroll;
+    bool key_service;
     /* The database is the collector's private cluster on this machine:
      * the query workers then lower their own and their server
      * processes' CPU priority (co_qpool.h says why). */
@@ -131,6 +140,9 @@ typedef struct {
     uint64_t change_points;    /* change points stored */
     uint64_t detect_dropped;   /* runs not looked at: its ring was full */
     uint64_t detect_failed;
+    uint64_t key_pending;      /* frames answered Error 20: key not approved */
+    uint64_t key_denied;       /* frames answered Error 21: rejected, revoked */
+    uint64_t key_requests;     /* the key service's answers */
 } co_counters_t;
 
 typedef struct co_server co_server_t;
@@ -163,6 +175,9 @@ const co_counters_t *co_server_counters(co_server_t *srv);
 /* The endpoint actually bound (after port 0: the real port); owned by
  * srv. */
 const char *co_server_endpoint(const co_server_t *srv);
+
+/* The key service's endpoint ("" when off or not bound); owned by srv. */
+const char *co_server_key_endpoint(const co_server_t *srv);
 
 /* Close sockets, stop the ZAP handler, free everything; NULL is fine. */
 void co_server_destroy(co_server_t **srv);

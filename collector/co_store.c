@@ -15,15 +15,24 @@
 #include <jansson.h>
 
 #include "co_detect.h"
+#include "co_enroll.h"
 #include "co_jobs.h"
 #include "co_log.h"
 #include "co_out.h"
 #include "co_query.h"
 #include "co_runs.h"
 #include "pw_buf.h"
+#include "pw_key.h"
 
 /* Hosts whose last_seen is written at the next tick, at most. */
 #define S_HEARD_MAX 16384
+/* A pending key's Hello is written to the database at most this often
+ * (its agent says Hello every 5 s while it waits). */
+#define S_ENROLL_NOTE_US (60LL * 1000000)
+/* Every key's state is read again this often: a change another
+ * collector committed after a later-numbered one would be missed by
+ * reading only the versions above the highest seen. */
+#define S_KEYS_REREAD_US (60LL * 1000000)
 
 /* What the writer knows of one peer (a host or a client key). */
 typedef struct {
@@ -40,6 +49,7 @@ typedef struct {
     int64_t refused_logged_us;     /* the same for `refused` lines */
     uint64_t refused_unlogged;
     unsigned statuses;             /* its JobStatus waiting in st->status */
+    int64_t enroll_noted_us;       /* its pending Hello last written */
 } s_peer_t;
 
 /* A SampleBatch waiting for the group's commit. */
@@ -86,6 +96,9 @@ struct co_store {
     co_query_t *query;             /* run and cancel only */
     co_runs_t *runs;               /* samples of runs in progress */
     co_detect_t *detect;           /* change points; NULL without db */
+    co_keys_t *keys;               /* agents' keys (borrowed) */
+    int64_t keys_version;          /* highest host_keys.version read */
+    int64_t keys_reread_us;        /* next time keys_version goes to 0 */
     /* The burst's transaction (co_db_begin): what was stored in it is
      * answered only after its COMMIT. */
     bool txn_open;
@@ -349,8 +362,8 @@ s_jobs_new(co_store_t *st, char *err, size_t errlen)
                          st->cfg.heartbeat_ms * 1000,
                          st->cfg.query_timeout_ms };
     st->jobs = co_jobs_new(&o);
-    st->query = st->jobs ? co_query_new(st->jobs, st->cfg.floor_window)
-                         : NULL;
+    st->query = st->jobs ? co_query_new(st->jobs, st->cfg.floor_window,
+                                        st->keys) : NULL;
     if (!st->query) {
         snprintf(err, errlen, "co_jobs/co_query: out of memory");
         return -1;
@@ -419,18 +432,118 @@ s_store_hello(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
     return true;
 }
 
+/* Keep the Hello of the connection until it can be stored, within
+ * CO_SERVER_PENDING_HELLO_MAX bytes; a bigger one is forgotten and the
+ * connection treated as not greeted. */
 static void
-s_on_hello(co_store_t *st, s_peer_t *p, Parity__Envelope **envp)
+s_keep_hello(s_peer_t *p, Parity__Envelope **envp)
+{
+    if (pw_wire_packed_size(*envp) > CO_SERVER_PENDING_HELLO_MAX) {
+        p->hello_on_rid = false;
+        return;
+    }
+    p->pending_hello = *envp;
+    *envp = NULL;
+}
+
+/* The Hello of a key that is not approved as far as the loop knows
+ * (item->key_pending): recorded as pending in the database (co_enroll)
+ * and answered Error 20, or Error 21 when it was rejected or revoked.
+ * A pending one's Hello is kept: once an operator approves the key, the
+ * loop queues the connection's data again, and its first data message
+ * stores the Hello first (as after the database was down). Returns true
+ * when the database says the key is approved after all (an operator was
+ * faster than this collector's copy): then it is an ordinary Hello. */
+static bool
+s_pending_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
+                Parity__Envelope **envp)
+{
+    const Parity__Hello *h = (*envp)->hello;
+    char fp[PW_KEY_FP_SIZE], err[512], msg[640], q[600], qn[200];
+    co_key_state_t state = co_keys_get(st->keys, p->key);
+    bool created = false;
+    int64_t now = s_now_us();
+    int rc = CO_ENROLL_OK;
+    pw_key_fingerprint(p->key, fp);
+    p->hello_on_rid = false;
+    snprintf(p->name, sizeof p->name, "%s", h->agent_name ? h->agent_name
+                                                          : "");
+    if (!st->jobs || !st->db_up) {
+        st->c.deferred++;    /* silence: its agent says Hello again */
+        return false;
+    }
+    /* A key known to be pending, written lately: nothing new to write. */
+    if (state != CO_KEY_PENDING
+        || now - p->enroll_noted_us >= S_ENROLL_NOTE_US) {
+        const char *addr = zmq_msg_gets(&item->frame, "Peer-Address");
+        rc = co_enroll_hello(st->jobs, p->key, h->agent_name,
+                             h->agent_version, addr, &state, &created, err,
+                             sizeof err);
+    }
+    if (rc == CO_ENROLL_FAIL) {
+        co_log(CO_LOG_WARN, "enroll_failed", "peer=%s why=%s", p->key,
+               co_log_quote(q, sizeof q, err));
+        st->c.deferred++;
+        return false;
+    }
+    if (rc == CO_ENROLL_REFUSED) {
+        st->c.refused++;
+        snprintf(msg, sizeof msg, "hello: %s", err);
+        s_error(st, p->rid, p->rid_len, PW_WIRE_EFIELD, msg, 0);
+        return false;
+    }
+    if (rc == CO_ENROLL_FULL) {
+        snprintf(msg, sizeof msg, "pending: %d keys wait for an operator's "
+                 "approval already, so this key (%s) was not recorded; ask "
+                 "an operator to approve or reject some (parity hosts "
+                 "--pending), then say Hello again", CO_ENROLL_MAX_PENDING,
+                 fp);
+        s_error(st, p->rid, p->rid_len, PW_WIRE_KEY_PENDING, msg, 0);
+        return false;
+    }
+    co_keys_set(st->keys, p->key, state);
+    if (state == CO_KEY_APPROVED)
+        return true;
+    if (state != CO_KEY_PENDING) {
+        snprintf(msg, sizeof msg, "denied: this key (%s) was %s by an "
+                 "operator of the collector; nothing is stored, and the "
+                 "next connection is refused", fp, co_key_state_name(state));
+        s_error(st, p->rid, p->rid_len, PW_WIRE_KEY_DENIED, msg, 0);
+        return false;
+    }
+    if (rc == CO_ENROLL_OK && now - p->enroll_noted_us >= S_ENROLL_NOTE_US)
+        p->enroll_noted_us = now;
+    if (created)
+        co_log(CO_LOG_INFO, "key_pending", "peer=%s fingerprint=%s name=%s "
+               "address=%s", p->key, fp, co_log_quote(qn, sizeof qn,
+                                                      p->name),
+               zmq_msg_gets(&item->frame, "Peer-Address") ?
+               zmq_msg_gets(&item->frame, "Peer-Address") : "");
+    snprintf(msg, sizeof msg, "pending: this key (%s) waits for an "
+             "operator's approval (parity hosts approve %s); nothing is "
+             "stored until then: keep your messages, and send Hello again",
+             fp, fp);
+    s_error(st, p->rid, p->rid_len, PW_WIRE_KEY_PENDING, msg, 0);
+    p->hello_on_rid = true;
+    s_keep_hello(p, envp);
+    return false;
+}
+
+static void
+s_on_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
+           Parity__Envelope **envp)
 {
     Parity__Hello *h = (*envp)->hello;
     char q[200];
     s_status_flush(st);  /* answered on the connection they came on */
     s_txn_commit(st);    /* co_jobs reads on its own connection */
     st->c.hellos++;
+    pw_wire_free(&p->pending_hello);
+    if (item->key_pending && !s_pending_hello(st, p, item, envp))
+        return;
     p->hello_on_rid = true;
     snprintf(p->name, sizeof p->name, "%s", h->agent_name ? h->agent_name
                                                           : "");
-    pw_wire_free(&p->pending_hello);
     int64_t t0 = s_now_us();
     bool stored = s_store_hello(st, p, h);
     if (stored) {
@@ -450,12 +563,7 @@ s_on_hello(co_store_t *st, s_peer_t *p, Parity__Envelope **envp)
     if (!p->hello_on_rid)
         return;   /* refused for good */
     st->c.deferred++;
-    if (pw_wire_packed_size(*envp) > CO_SERVER_PENDING_HELLO_MAX) {
-        p->hello_on_rid = false;
-        return;
-    }
-    p->pending_hello = *envp;
-    *envp = NULL;
+    s_keep_hello(p, envp);
 }
 
 /* Answer a stored (or not) data message: Ack, Error or silence. */
@@ -869,7 +977,7 @@ s_on_frame(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp)
         s_group_flush(st);
     switch (env->body_case) {
     case PARITY__ENVELOPE__BODY_HELLO:
-        s_on_hello(st, p, &env);
+        s_on_hello(st, p, item, &env);
         break;
     case PARITY__ENVELOPE__BODY_HEARTBEAT:
         if (st->jobs && p->hello_on_rid && p->host_id)
@@ -992,6 +1100,24 @@ s_maintain(co_store_t *st, int64_t now)
     }
 }
 
+/* The database's changes of agents' keys (co_enroll_poll), and now and
+ * then all of them again (S_KEYS_REREAD_US says why). */
+static void
+s_keys_poll(co_store_t *st, int64_t now)
+{
+    char err[512], q[600];
+    if (!st->jobs || !st->keys || !st->db_up)
+        return;
+    if (now >= st->keys_reread_us) {
+        st->keys_version = 0;
+        st->keys_reread_us = now + S_KEYS_REREAD_US;
+    }
+    if (co_enroll_poll(st->jobs, st->keys, &st->keys_version, err,
+                       sizeof err) < 0)
+        co_log(CO_LOG_WARN, "keys_poll_failed", "why=%s",
+               co_log_quote(q, sizeof q, err));
+}
+
 /* The periodic work: job tick and last_seen every heartbeat interval. */
 static void
 s_timers(co_store_t *st)
@@ -1008,6 +1134,7 @@ s_timers(co_store_t *st)
         return;
     if (st->jobs)
         co_jobs_tick(st->jobs, co_jobs_now_us());   /* expiry, job ends */
+    s_keys_poll(st, now);
     s_step(st, CO_STEP_TICK, now);
     now = s_now_us();
     s_flush_heard(st);
@@ -1057,7 +1184,7 @@ s_thread(void *arg)
 
 co_store_t *
 co_store_new(const co_server_config_t *cfg, co_db_t *db, void *ctx,
-             char *err, size_t errlen)
+             co_keys_t *keys, char *err, size_t errlen)
 {
     co_store_t *st = calloc(1, sizeof *st);
     if (!st) {
@@ -1067,6 +1194,7 @@ co_store_new(const co_server_config_t *cfg, co_db_t *db, void *ctx,
     st->cfg = *cfg;
     st->db = db;
     st->ctx = ctx;
+    st->keys = keys;
     st->db_up = co_db_connected(db);
     co_db_set_floor_window(db, cfg->floor_window);
     pthread_mutex_init(&st->snap_lock, NULL);

@@ -8,8 +8,9 @@
  * Error or JobOffer back through co_out. An Ack still follows COMMIT.
  * It also owns co_jobs (jobs and per-host job states, on a second
  * connection), answers the job-changing Requests (`run`, `cancel`), runs
- * the periodic work (job tick, hosts' last_seen, partitions, retention)
- * and reconnects with back-off when the database goes away. Every item
+ * the periodic work (job tick, hosts' last_seen, partitions, retention,
+ * the database's changes of agents' keys), records the Hello of a key
+ * that is not approved as pending (co_enroll) and reconnects with back-off when the database goes away. Every item
  * taken from the queue is answered with CO_OUT_DONE, whatever happened
  * to it.
  *
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include "co_db.h"
+#include "co_keys.h"
 #include "co_queue.h"
 #include "co_server.h"
 
@@ -59,10 +61,14 @@ typedef struct co_store co_store_t;
 const char *co_step_name(co_step_t step);
 
 /* A new writer for cfg (copied; only conninfo, admin_dir, heartbeat_ms,
- * floor_window, parity, keep_samples_us are read), borrowing db and ctx.
- * Starts its thread. Caller owns it; NULL with err. */
+ * floor_window, parity, keep_samples_us are read), borrowing db, ctx and
+ * keys (the database's view of agents' keys, which the writer keeps
+ * current: co_enroll_poll every heartbeat interval, and what each Hello
+ * of a key that is not approved teaches it). Starts its thread. Caller
+ * owns it; NULL with err. */
 co_store_t *co_store_new(const co_server_config_t *cfg, co_db_t *db,
-                         void *ctx, char *err, size_t errlen);
+                         void *ctx, co_keys_t *keys, char *err,
+                         size_t errlen);
 
 /* Hand over *item (CO_ITEM_FRAME, CO_ITEM_OFFLINE or a CO_ITEM_REQUEST
  * for run/cancel). 0 and *item NULL, or -1 when the queue is full (the

@@ -11,10 +11,29 @@
 static void
 s_usage(FILE *f)
 {
-    fprintf(f, "usage: parity hosts [--json] [connection options]\n\n"
+    fprintf(f, "usage: parity hosts [--json] [connection options]\n"
+               "       parity hosts --pending [--json] [connection "
+               "options]\n"
+               "       parity hosts approve|reject|revoke FINGERPRINT|NAME "
+               "[--json]\n"
+               "                    [connection options]\n\n"
                "The collector's hosts: name, online or offline and when "
                "last seen, noise floor\nand when calibrated, CPU, kernel, "
                "environment warnings, suites.\n\n"
+               "  --pending              the agents' keys that wait for "
+               "approval: fingerprint,\n"
+               "                         claimed name, address\n"
+               "  approve KEY            let a pending (or rejected, "
+               "revoked) key's agent in:\n"
+               "                         its spooled data arrives\n"
+               "  reject KEY             refuse a pending key for good\n"
+               "  revoke KEY             shut an approved key out now: its "
+               "connection is\n"
+               "                         refused, its running job fails\n"
+               "  KEY is a fingerprint (SHA256:..., as --pending and "
+               "parity-agent\n"
+               "  --fingerprint show it) or the host name its agent "
+               "claimed.\n"
                "  --json                 the collector's answer as JSON\n"
                "  --collector ADDR       tcp://HOST:PORT "
                "($PARITY_COLLECTOR)\n"
@@ -89,12 +108,71 @@ s_print_machines(const json_t *hosts)
     }
 }
 
+/* --pending: the keys waiting for approval, oldest first. */
+static int
+s_pending(const json_t *body)
+{
+    json_t *keys = json_object_get(body, "pending");
+    cl_out_table_t *t = cl_out_table_new(6);
+    if (!t)
+        return CL_EXIT_SYSTEM;
+    const char *head[] = { "fingerprint", "name", "address", "version",
+                           "first seen", "last seen" };
+    cl_out_table_add(t, head);
+    size_t i;
+    json_t *k;
+    json_array_foreach(keys, i, k) {
+        char first[64], last[64];
+        s_ago(first, sizeof first,
+              json_integer_value(json_object_get(k, "first_seen_us")));
+        s_ago(last, sizeof last,
+              json_integer_value(json_object_get(k, "last_seen_us")));
+        const char *row[] = { s_str(k, "fingerprint", "?"),
+                              s_str(k, "name", "-"), s_str(k, "address", "-"),
+                              s_str(k, "agent_version", "-"), first, last };
+        cl_out_table_add(t, row);
+    }
+    int rc = cl_out_table_print(t, stdout) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+    cl_out_table_destroy(&t);
+    if (json_array_size(keys) == 0)
+        printf("(no key waits for approval)\n");
+    else
+        printf("Compare a fingerprint with `parity-agent --fingerprint` on "
+               "its host, then:\n  parity hosts approve FINGERPRINT\n");
+    return rc;
+}
+
+/* approve, reject, revoke: what the collector did. */
+static void
+s_decided(const char *action, const json_t *b)
+{
+    const char *fp = s_str(b, "fingerprint", "?"), *name = s_str(b, "name",
+                                                                 "-");
+    const char *state = s_str(b, "state", "?"), *was = s_str(b, "was", "?");
+    if (strcmp(state, was) == 0) {
+        printf("%s (%s) was %s already: nothing changed\n", fp, name, was);
+        return;
+    }
+    if (strcmp(action, "approve") == 0)
+        printf("approved %s (%s): its agent's next Hello is accepted, and "
+               "its spooled data follows\n", fp, name);
+    else if (strcmp(action, "reject") == 0)
+        printf("rejected %s (%s): refused at the handshake from now on\n",
+               fp, name);
+    else
+        printf("revoked %s (%s): refused from now on; %lld job row(s) "
+               "failed\n", fp, name,
+               (long long)json_integer_value(json_object_get(b,
+                                                             "jobs_failed")));
+}
+
 int
 cl_hosts_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
     char err[512];
-    bool as_json = false;
+    bool as_json = false, pending = false;
+    const char *action = NULL, *target = NULL;
     if (cl_out_wants_help(argc, argv)) {
         s_usage(stdout);
         return CL_EXIT_OK;
@@ -106,19 +184,52 @@ cl_hosts_main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             as_json = true;
+        } else if (strcmp(argv[i], "--pending") == 0) {
+            pending = true;
+        } else if (!action && argv[i][0] != '-'
+                   && (strcmp(argv[i], "approve") == 0
+                       || strcmp(argv[i], "reject") == 0
+                       || strcmp(argv[i], "revoke") == 0)) {
+            action = argv[i];
+        } else if (action && !target && argv[i][0] != '-') {
+            target = argv[i];
         } else {
             cl_out_error("hosts", "unknown argument \"%s\" (parity hosts "
                          "--help)", argv[i]);
             return CL_EXIT_USAGE;
         }
     }
+    if (action && !target) {
+        cl_out_error("hosts", "%s needs a key's FINGERPRINT or its host's "
+                     "NAME (parity hosts --pending lists them)", action);
+        return CL_EXIT_USAGE;
+    }
+    if (action && pending) {
+        cl_out_error("hosts", "--pending lists keys; %s takes one: give "
+                     "either", action);
+        return CL_EXIT_USAGE;
+    }
+    json_t *args = action ? json_pack("{s:s}", strncmp(target, "SHA256:", 7)
+                                      == 0 ? "fingerprint" : "name", target)
+                          : NULL;
     json_t *body = NULL;
-    int rc = cl_conn_ask("hosts", &co, "hosts", NULL, &body);
+    int rc = cl_conn_ask("hosts", &co, action ? action : pending ? "pending"
+                         : "hosts", args, &body);
+    json_decref(args);
     if (rc != CL_EXIT_OK)
         return rc;
     if (as_json) {
         rc = cl_out_json(stdout, body) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
         json_decref(body);
+        return rc;
+    }
+    if (action || pending) {
+        if (action)
+            s_decided(action, body);
+        rc = action ? CL_EXIT_OK : s_pending(body);
+        json_decref(body);
+        if (fflush(stdout) != 0)
+            rc = CL_EXIT_SYSTEM;
         return rc;
     }
     json_t *hosts = json_object_get(body, "hosts");
@@ -158,8 +269,11 @@ cl_hosts_main(int argc, char **argv)
             strncat(warn, s_str(v, "code", "?"),
                     sizeof warn - strlen(warn) - 1);
         }
+        /* A key shut out says so before whether it is online. */
+        const char *key_state = s_str(h, "key_state", "approved");
         const char *row[] = {
             s_str(h, "name", "?"),
+            strcmp(key_state, "approved") != 0 ? key_state :
             json_is_true(json_object_get(h, "online")) ? "online" :
                                                          "offline",
             seen, floor, cal, s_str(h, "cpu_model", "-"),

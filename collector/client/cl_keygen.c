@@ -8,6 +8,7 @@
  */
 #include "cl_out.h"
 #include "cl_verbs.h"
+#include "pw_key.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -35,8 +36,8 @@ s_usage(FILE *f)
 "             with '.' or '-'\n"
 "  --dir DIR  where to write (default: the current directory; created)\n"
 "  --force    replace existing files\n"
-"  --json     print {\"name\", \"public_key\", \"public_file\",\n"
-"             \"secret_file\"} instead of text\n"
+"  --json     print {\"name\", \"public_key\", \"fingerprint\",\n"
+"             \"public_file\", \"secret_file\"} instead of text\n"
 "\n"
 "exit status: 0 written, 1 a file exists (no --force), 2 usage error,\n"
 "3 system error (cannot write).\n");
@@ -147,17 +148,20 @@ cl_keygen_main(int argc, char **argv)
         cl_out_error("keygen", "chmod %s: %s", pub, strerror(errno));
         goto done;
     }
+    char fp[PW_KEY_FP_SIZE];
+    pw_key_fingerprint(zcert_public_txt(cert), fp);
     if (as_json) {
-        json_t *o = json_pack("{ss ss ss ss}", "name", name,
+        json_t *o = json_pack("{ss ss ss ss ss}", "name", name,
                               "public_key", zcert_public_txt(cert),
+                              "fingerprint", fp,
                               "public_file", pub, "secret_file", sec);
         int w = o ? cl_out_json(stdout, o) : -1;
         json_decref(o);
         if (w != 0)
             goto done;
     } else {
-        printf("public key %s\nwrote %s (public) and %s (secret, 0600)\n",
-               zcert_public_txt(cert), pub, sec);
+        printf("public key %s\nfingerprint %s\nwrote %s (public) and %s "
+               "(secret, 0600)\n", zcert_public_txt(cert), fp, pub, sec);
     }
     rc = fflush(stdout) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
 done:
