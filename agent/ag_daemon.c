@@ -10,6 +10,7 @@
 #include "ag_spool.h"
 #include "ag_suite.h"
 #include "config.h"
+#include "pw_key.h"
 #include "pw_wire.h"
 
 #include <czmq.h>
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -802,6 +804,13 @@ s_on_link_message(void *ctx, const Parity__Envelope *env)
         s->on_job_message(s->job_ctx, env);
         return;
     }
+    /* The collector refused our key (revoked): a job in progress can
+     * never be delivered; the daemon stops it. */
+    if (s->on_job_message && env->body_case == PARITY__ENVELOPE__BODY_ERROR
+        && env->error->code == PW_WIRE_KEY_DENIED) {
+        s->on_job_message(s->job_ctx, env);
+        return;
+    }
     if (env->body_case != PARITY__ENVELOPE__BODY_ERROR)
         s_logf("ignored", "%s from the collector ignored",
                pw_wire_body_name(env->body_case));
@@ -933,7 +942,8 @@ ag_stream_wanted(const ag_stream_opts_t *o)
      * is an error rather than silently ignored. */
     return o->collector || o->collector_key || o->key || o->spool_dir
         || o->name || o->spool_max_bytes || o->heartbeat_ms
-        || o->ack_timeout_s > 0;
+        || o->ack_timeout_s > 0 || o->collector_fingerprint
+        || o->trust_first_use;
 }
 
 int
@@ -947,6 +957,12 @@ ag_stream_take_args(int *argc, char **argv, ag_stream_opts_t *o, char *err,
         bool mb = false, secs = false;
         if (strcmp(a, "--collector") == 0) str = &o->collector;
         else if (strcmp(a, "--collector-key") == 0) str = &o->collector_key;
+        else if (strcmp(a, "--collector-fingerprint") == 0)
+            str = &o->collector_fingerprint;
+        else if (strcmp(a, "--trust-first-use") == 0) {
+            o->trust_first_use = true;   /* a flag: no value */
+            continue;
+        }
         else if (strcmp(a, "--key") == 0) str = &o->key;
         else if (strcmp(a, "--spool") == 0) str = &o->spool_dir;
         else if (strcmp(a, "--name") == 0) str = &o->name;
@@ -992,8 +1008,10 @@ ag_stream_t *
 ag_stream_open(const ag_stream_opts_t *o, char *err, size_t errlen)
 {
     ag_stream_t *s = NULL;
+    /* A pinned fingerprint (or trust on first use) fetches the key. */
+    bool fetch = o->collector_fingerprint || o->trust_first_use;
     const char *missing = !o->collector ? "--collector"
-                        : !o->collector_key ? "--collector-key"
+                        : !o->collector_key && !fetch ? "--collector-key"
                         : !o->key ? "--key" : !o->spool_dir ? "--spool" : NULL;
     if (!o->collector) {
         snprintf(err, errlen, "--collector is required with --collector-key, "
@@ -1002,7 +1020,10 @@ ag_stream_open(const ag_stream_opts_t *o, char *err, size_t errlen)
         return NULL;
     }
     if (missing) {
-        snprintf(err, errlen, "%s is required with --collector", missing);
+        snprintf(err, errlen, "%s is required with --collector%s", missing,
+                 strcmp(missing, "--collector-key") == 0
+                 ? " (the collector's public key file), unless "
+                   "--collector-fingerprint pins the collector" : "");
         return NULL;
     }
     if (sodium_init() < 0) {
@@ -1033,6 +1054,8 @@ ag_stream_open(const ag_stream_opts_t *o, char *err, size_t errlen)
         .endpoint = o->collector,
         .key_path = o->key,
         .collector_key_path = o->collector_key,
+        .collector_fingerprint = o->collector_fingerprint,
+        .trust_first_use = o->trust_first_use,
         .heartbeat_ms = o->heartbeat_ms,
         .ctx = s,
         .on_message = s_on_link_message,
@@ -1062,6 +1085,12 @@ size_t
 ag_stream_spooled(ag_stream_t *s)
 {
     return ag_spool_count(s->spool);
+}
+
+void
+ag_stream_link_stats(ag_stream_t *s, ag_link_stats_t *out)
+{
+    ag_link_stats(s->link, out);
 }
 
 size_t
@@ -1173,11 +1202,38 @@ s_on_signal(int sig)
         ag_harness_cancel(s_signal_harness, AG_RUN_INCOMPLETE);
 }
 
+/* Error 21: the collector revoked our key. The job running here and
+ * the ones waiting can never be delivered: stop and drop them (the
+ * collector has failed their rows already). */
+static void
+s_daemon_denied(s_daemon_t *d)
+{
+    char running[128];
+    pthread_mutex_lock(&d->lock);
+    snprintf(running, sizeof running, "%s", d->current);
+    size_t dropped = d->queued;
+    for (size_t i = 0; i < d->queued; i++)
+        free(d->queue[i].bytes);
+    d->queued = 0;
+    pthread_mutex_unlock(&d->lock);
+    if (!running[0] && dropped == 0)
+        return;
+    s_logf("jobs_stopped", "the collector refused this agent's key: %s%s%s"
+           "%zu queued jobs dropped", running[0] ? "job " : "", running,
+           running[0] ? " cancelled, " : "", dropped);
+    if (running[0])
+        ag_harness_cancel(d->harness, AG_RUN_CANCELLED);
+}
+
 static void
 s_daemon_job_message(void *ctx, const Parity__Envelope *env)
 {
     s_daemon_t *d = ctx;
     char why[512];
+    if (env->body_case == PARITY__ENVELOPE__BODY_ERROR) {
+        s_daemon_denied(d);
+        return;
+    }
     if (env->body_case == PARITY__ENVELOPE__BODY_JOB_CANCEL) {
         const char *id = env->job_cancel->job_id;
         pthread_mutex_lock(&d->lock);
@@ -1389,17 +1445,33 @@ ag_daemon_usage(FILE *f)
     fprintf(f,
 "usage: parity-agent --collector tcp://HOST:PORT --collector-key FILE\n"
 "                    --key FILE --suites DIR --spool DIR [--name NAME]\n"
+"                    [--collector-fingerprint FP] [--trust-first-use]\n"
 "                    [--spool-max MB] [--heartbeat-ms N] [--config FILE]\n"
+"       parity-agent --enroll --collector URL --key FILE --spool DIR\n"
+"                    [--collector-fingerprint FP | --collector-key FILE]\n"
+"       parity-agent --fingerprint --key FILE\n"
 "\n"
 "Daemon mode: connect to the collector (CURVE, the collector's public key\n"
 "pinned), say hello, calibrate this host's noise floor, then run the jobs\n"
 "the collector offers, one at a time, from suites in --suites only.\n"
 "Every message is written to the spool (fsync) before it is sent and kept\n"
-"until the collector acks it.\n"
+"until the collector acks it. The first start without --key's files\n"
+"makes the key pair; until an operator approves it on the collector\n"
+"(parity hosts approve) the agent is pending: it measures and spools,\n"
+"and sends when approved.\n"
 "\n"
 "  --collector URL       the collector's ROUTER, tcp://HOST:PORT\n"
-"  --collector-key FILE  the collector's public certificate (parity keygen)\n"
-"  --key FILE            this agent's certificate (FILE and FILE_secret)\n"
+"  --collector-key FILE  the collector's public certificate (parity keygen);\n"
+"                        with --collector-fingerprint or --trust-first-use\n"
+"                        it may be missing: the key fetched is kept there\n"
+"  --collector-fingerprint FP  pin the collector by the fingerprint that\n"
+"                        `parity-collector --fingerprint` prints: its key is\n"
+"                        fetched from its port + 1 and refused unless it\n"
+"                        matches\n"
+"  --trust-first-use     no fingerprint: keep the first key the collector\n"
+"                        offers in --collector-key, and pin it from then on\n"
+"  --key FILE            this agent's certificate (FILE and FILE_secret;\n"
+"                        made when neither exists)\n"
 "  --suites DIR          the suites this agent may run (*.yaml, *.yml)\n"
 "  --spool DIR           the durable outbox (created, mode 0700)\n"
 "  --name NAME           the name shown for this host (default: hostname)\n"
@@ -1408,9 +1480,16 @@ ag_daemon_usage(FILE *f)
 "  --heartbeat-ms N      heartbeat interval (default 1000)\n");
     fprintf(f,
 "  --config FILE         options from FILE (YAML, KEY: VALUE; the keys are\n"
-"                        the options above without --); default\n"
-"                        %s/agent.yaml when it exists.\n"
-"                        Flags win over the file.\n", ag_config_dir());
+"                        the options above without --, trust-first-use:\n"
+"                        yes or no); default %s/agent.yaml when\n"
+"                        it exists. Flags win over the file.\n"
+"  --enroll              make the key pair if missing, say Hello, print\n"
+"                        whether the collector approved the key or holds it\n"
+"                        pending (and its fingerprint), and exit (0; 1 when\n"
+"                        refused or no answer within --ack-timeout, 30 s)\n"
+"  --fingerprint         print this agent's key fingerprint (as `parity\n"
+"                        hosts --pending` shows it) and exit\n",
+            ag_config_dir());
     fprintf(f,
 "\n"
 "Under systemd (Type=notify) it says READY=1 once calibrated, STATUS=\n"
@@ -1426,19 +1505,21 @@ ag_daemon_usage(FILE *f)
 "parity-agent run SUITE.yaml ... --collector URL --collector-key FILE\n"
 "                 --key FILE --spool DIR [--name NAME] [--spool-max MB]\n"
 "                 [--heartbeat-ms N] [--ack-timeout S]\n"
+"                 [--collector-fingerprint FP] [--trust-first-use]\n"
 "  a local run whose messages also stream through the spool to the\n"
 "  collector; it then waits up to --ack-timeout seconds (default 60) for\n"
 "  every ack, and exits 3 saying how many remain spooled if some do (or\n"
 "  when the spool is full before the run starts).\n"
 "\n"
-"See docs/agent.md (Daemon mode) and docs/spool.md.\n");
+"See docs/agent.md (Daemon mode, Enrollment) and docs/spool.md.\n");
 }
 
 /* The keys of agent.yaml: the daemon's long options that take a value
- * (--ack-timeout is run mode's, --config the file's own). */
+ * (--ack-timeout is run mode's, --config the file's own), and
+ * trust-first-use, a flag given as yes or no. */
 static const char *const s_config_keys[] = {
-    "collector", "collector-key", "key", "suites", "spool", "name",
-    "spool-max", "heartbeat-ms", NULL,
+    "collector", "collector-key", "collector-fingerprint", "trust-first-use",
+    "key", "suites", "spool", "name", "spool-max", "heartbeat-ms", NULL,
 };
 
 /* The file's entries into *fo, each checked by the flag's own parser,
@@ -1454,10 +1535,20 @@ s_config_opts(const ag_config_t *conf, ag_stream_opts_t *fo, char *err,
         char *mini[] = { (char *)"parity-agent", flag, (char *)e->value,
                          NULL };
         int n = 3;
+        ag_config_where(conf, e, where, sizeof where);
         if (strcmp(e->key, "suites") == 0) {
             fo->suites_dir = e->value;
+        } else if (strcmp(e->key, "trust-first-use") == 0) {
+            bool yes = strcmp(e->value, "yes") == 0
+                    || strcmp(e->value, "true") == 0;
+            if (!yes && strcmp(e->value, "no") != 0
+                && strcmp(e->value, "false") != 0) {
+                snprintf(err, errlen, "%.250s: trust-first-use %.100s: want "
+                         "yes or no", where, e->value);
+                return -1;
+            }
+            fo->trust_first_use = yes;
         } else if (ag_stream_take_args(&n, mini, fo, why, sizeof why) != 0) {
-            ag_config_where(conf, e, where, sizeof where);
             snprintf(err, errlen, "%.250s: %.250s", where, why);
             return -1;
         }
@@ -1465,12 +1556,18 @@ s_config_opts(const ag_config_t *conf, ag_stream_opts_t *fo, char *err,
     return 0;
 }
 
+/* What the command line asks besides serving: --enroll, --fingerprint. */
+typedef struct {
+    bool enroll;
+    bool fingerprint;
+} s_mode_t;
+
 /* The daemon's options: flags from args (a copy of argv the strings of
  * *o then point into), then the configuration file (--config FILE, else
  * SYSCONFDIR/parity/agent.yaml if it exists) for what the flags left
  * unset. *conf owns the file's strings. */
 static int
-s_daemon_options(int argc, char **args, ag_stream_opts_t *o,
+s_daemon_options(int argc, char **args, ag_stream_opts_t *o, s_mode_t *mode,
                  ag_config_t **conf, char *err, size_t errlen)
 {
     const char *path = NULL;
@@ -1483,6 +1580,10 @@ s_daemon_options(int argc, char **args, ag_stream_opts_t *o,
     for (int i = 1; i < n; i++) {
         if (strcmp(args[i], "--suites") == 0 && i + 1 < n) {
             o->suites_dir = args[++i];
+        } else if (strcmp(args[i], "--enroll") == 0) {
+            mode->enroll = true;
+        } else if (strcmp(args[i], "--fingerprint") == 0) {
+            mode->fingerprint = true;
         } else {
             snprintf(err, errlen, "unknown argument \"%s\"%s", args[i],
                      strcmp(args[i], "--suites") == 0 ? " (needs a DIR)"
@@ -1498,6 +1599,8 @@ s_daemon_options(int argc, char **args, ag_stream_opts_t *o,
 #define S_UNSET_TAKE(field) do { if (!o->field) o->field = fo.field; } while (0)
     S_UNSET_TAKE(collector);
     S_UNSET_TAKE(collector_key);
+    S_UNSET_TAKE(collector_fingerprint);
+    S_UNSET_TAKE(trust_first_use);
     S_UNSET_TAKE(key);
     S_UNSET_TAKE(suites_dir);
     S_UNSET_TAKE(spool_dir);
@@ -1508,10 +1611,160 @@ s_daemon_options(int argc, char **args, ag_stream_opts_t *o,
     return 0;
 }
 
+/* --key's two file names: FILE and FILE_secret, whichever was given. */
+static void
+s_key_paths(const char *key, char *pub, size_t publen, char *sec,
+            size_t seclen)
+{
+    snprintf(pub, publen, "%s", key);
+    size_t n = strlen(pub);
+    if (n > 7 && strcmp(pub + n - 7, "_secret") == 0)
+        pub[n - 7] = '\0';
+    snprintf(sec, seclen, "%s_secret", pub);
+}
+
+/* The first start: neither of --key's files exists, so make the pair
+ * (the secret one born 0600, as `parity keygen` does). One of them
+ * alone is left for ag_stream_open to refuse. */
+static int
+s_make_key(const char *key, char *err, size_t errlen)
+{
+    char pub[4096], sec[4200], fp[PW_KEY_FP_SIZE], host[256] = "";
+    s_key_paths(key, pub, sizeof pub, sec, sizeof sec);
+    if (access(pub, F_OK) == 0 || access(sec, F_OK) == 0)
+        return 0;
+    zcert_t *cert = zcert_new();
+    if (!cert) {
+        snprintf(err, errlen, "--key %s: zcert_new: out of memory or no "
+                 "entropy", key);
+        return -1;
+    }
+    gethostname(host, sizeof host - 1);
+    zcert_set_meta(cert, "name", "%s", host);
+    mode_t old = umask(077);
+    int saved = zcert_save(cert, pub);
+    umask(old);
+    int rc = 0;
+    if (saved != 0 || chmod(sec, 0600) != 0 || chmod(pub, 0644) != 0) {
+        snprintf(err, errlen, "--key %s: cannot make a new key pair there: "
+                 "%s", key, strerror(errno));
+        unlink(pub);
+        unlink(sec);
+        rc = -1;
+    } else {
+        pw_key_fingerprint(zcert_public_txt(cert), fp);
+        s_logf("key_created", "a new key pair in %s and %s; fingerprint %s "
+               "(parity-agent --fingerprint)", pub, sec, fp);
+    }
+    zcert_destroy(&cert);
+    return rc;
+}
+
+/* --fingerprint: the key's fingerprint on stdout. */
+static int
+s_print_fingerprint(const char *key)
+{
+    char pub[4096], sec[4200], fp[PW_KEY_FP_SIZE];
+    if (!key) {
+        fprintf(stderr, "parity-agent: --fingerprint needs --key FILE\n");
+        return AG_DAEMON_EXIT_USAGE;
+    }
+    s_key_paths(key, pub, sizeof pub, sec, sizeof sec);
+    zcert_t *cert = zcert_load(pub);
+    if (!cert) {
+        fprintf(stderr, "parity-agent: --key %s: no key there (parity-agent "
+                "--enroll, or the first start, makes one)\n", key);
+        return AG_DAEMON_EXIT_USAGE;
+    }
+    pw_key_fingerprint(zcert_public_txt(cert), fp);
+    zcert_destroy(&cert);
+    printf("%s\n", fp);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "parity-agent: write to stdout failed\n");
+        return AG_DAEMON_EXIT_FAIL;
+    }
+    return AG_DAEMON_EXIT_OK;
+}
+
+/* --enroll: say Hello, wait for what the collector says of our key,
+ * print it. 0 approved or pending, 1 refused or no answer, 2 usage. */
+static int
+s_enroll(const ag_stream_opts_t *o)
+{
+    char err[S_ERR], fp[PW_KEY_FP_SIZE];
+    double timeout = o->ack_timeout_s > 0 ? o->ack_timeout_s
+                                          : AG_DAEMON_ENROLL_TIMEOUT_S;
+    ag_stream_t *s = ag_stream_open(o, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "parity-agent: %s\n", err);
+        return AG_DAEMON_EXIT_USAGE;
+    }
+    pw_key_fingerprint(ag_link_public_key(s->link), fp);
+    ag_link_stats_t st;
+    int64_t end = s_mono_ms() + (int64_t)(timeout * 1000);
+    for (;;) {
+        ag_link_stats(s->link, &st);
+        if (st.ready || st.pending || st.denied || st.key_mismatch
+            || s_mono_ms() >= end)
+            break;
+        struct timespec ts = { 0, 50 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    int code = AG_DAEMON_EXIT_FAIL;
+    if (st.ready) {
+        printf("approved: the collector at %s accepts this agent's key "
+               "%s\n", o->collector, fp);
+        code = AG_DAEMON_EXIT_OK;
+    } else if (st.pending) {
+        printf("pending: this agent's key %s waits for an operator's "
+               "approval on the collector at %s.\nCompare the fingerprint "
+               "with `parity hosts --pending`, then approve it there:\n"
+               "  parity hosts approve %s\n", fp, o->collector, fp);
+        code = AG_DAEMON_EXIT_OK;
+    } else if (st.denied) {
+        fprintf(stderr, "parity-agent: the collector at %s refuses this "
+                "agent's key %s: it was rejected or revoked by an operator "
+                "(parity hosts approve %s there admits it again)\n",
+                o->collector, fp, fp);
+    } else if (st.key_mismatch) {
+        fprintf(stderr, "parity-agent: %s\n", st.problem);
+    } else {
+        fprintf(stderr, "parity-agent: no answer from the collector at %s "
+                "within %.0f s (is it running and reachable, and is its key "
+                "the one pinned?)\n", o->collector, timeout);
+    }
+    if (fflush(stdout) != 0 && code == AG_DAEMON_EXIT_OK)
+        code = AG_DAEMON_EXIT_FAIL;
+    ag_stream_destroy(&s);
+    return code;
+}
+
+/* The options every mode needs, and the key pair made on a first
+ * start. 0, or -1 with err (a usage error). */
+static int
+s_daemon_ready(ag_stream_opts_t *o, const s_mode_t *mode, char *err,
+               size_t errlen)
+{
+    bool fetch = o->collector_fingerprint || o->trust_first_use;
+    const char *missing = !o->collector ? "--collector"
+        : !o->collector_key && !fetch ? "--collector-key"
+        : !o->key ? "--key" : !o->spool_dir ? "--spool"
+        : !o->suites_dir && !mode->enroll ? "--suites" : NULL;
+    if (missing) {
+        snprintf(err, errlen, "%s is required%s", missing,
+                 strcmp(missing, "--collector-key") == 0
+                 ? " (the collector's public key file), unless "
+                   "--collector-fingerprint pins the collector" : "");
+        return -1;
+    }
+    return s_make_key(o->key, err, errlen);
+}
+
 int
 ag_daemon_main(int argc, char **argv)
 {
     ag_stream_opts_t o = { 0 };
+    s_mode_t mode = { 0 };
     char err[S_ERR];
     int code = AG_DAEMON_EXIT_FAIL;
     s_daemon_t d = { 0 };
@@ -1528,15 +1781,17 @@ ag_daemon_main(int argc, char **argv)
     if (!args)
         return AG_DAEMON_EXIT_FAIL;
     memcpy(args, argv, (size_t)argc * sizeof *args);
-    if (s_daemon_options(argc, args, &o, &conf, err, sizeof err) != 0)
+    if (s_daemon_options(argc, args, &o, &mode, &conf, err, sizeof err) != 0)
         goto usage;
-    if (!o.collector || !o.collector_key || !o.key || !o.spool_dir
-        || !o.suites_dir) {
-        snprintf(err, sizeof err, "%s is required",
-                 !o.collector ? "--collector"
-                 : !o.collector_key ? "--collector-key"
-                 : !o.key ? "--key" : !o.spool_dir ? "--spool" : "--suites");
+    if (mode.fingerprint) {
+        code = s_print_fingerprint(o.key);
+        goto out;
+    }
+    if (s_daemon_ready(&o, &mode, err, sizeof err) != 0)
         goto usage;
+    if (mode.enroll) {
+        code = s_enroll(&o);
+        goto out;
     }
     if (s_scan_suites(o.suites_dir, &d.suites, &d.suite_count, err,
                       sizeof err) != 0)

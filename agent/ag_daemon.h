@@ -31,6 +31,7 @@
 
 #include "ag_cli.h"
 #include "ag_harness.h"
+#include "ag_link.h"
 
 #define AG_DAEMON_EXIT_OK      0
 #define AG_DAEMON_EXIT_FAIL    1   /* a run failed, or acks timed out */
@@ -46,12 +47,17 @@
 /* Spool room a new run (or job) needs before it may start. */
 #define AG_DAEMON_START_ROOM      (64u << 10)
 #define AG_DAEMON_MAX_ACK_TIMEOUT_S 86400u
+/* --enroll waits this long for the collector's answer (--ack-timeout
+ * overrides). */
+#define AG_DAEMON_ENROLL_TIMEOUT_S 30.0
 
 typedef struct ag_stream ag_stream_t;
 
 typedef struct {
     const char *collector;      /* tcp://HOST:PORT */
     const char *collector_key;  /* collector's public zcert file */
+    const char *collector_fingerprint; /* pin; the key is then fetched */
+    bool trust_first_use;       /* no pin: keep the first key seen */
     const char *key;            /* our zcert (public or _secret file) */
     const char *spool_dir;
     const char *name;           /* NULL: the host name */
@@ -62,10 +68,11 @@ typedef struct {
                                    0: AG_DAEMON_ACK_TIMEOUT_S */
 } ag_stream_opts_t;
 
-/* Remove the stream options (--collector, --collector-key, --key,
- * --spool, --spool-max, --name, --heartbeat-ms, --ack-timeout) and their values from
- * argv[1..*argc-1], filling o (strings point into argv). Other arguments
- * keep their order. Fails on an option without its value. */
+/* Remove the stream options (--collector, --collector-key,
+ * --collector-fingerprint, --trust-first-use, --key, --spool,
+ * --spool-max, --name, --heartbeat-ms, --ack-timeout) and their values
+ * from argv[1..*argc-1], filling o (strings point into argv). Other
+ * arguments keep their order. Fails on an option without its value. */
 int ag_stream_take_args(int *argc, char **argv, ag_stream_opts_t *o,
                         char *err, size_t errlen);
 
@@ -93,6 +100,10 @@ size_t ag_stream_drain(ag_stream_t *s, double timeout_s);
 
 /* The spool's problems (corrupt files) and counters, for the caller's log. */
 size_t ag_stream_spooled(ag_stream_t *s);
+
+/* The link's counters and what the collector said of our key (safe
+ * from any thread). */
+void ag_stream_link_stats(ag_stream_t *s, ag_link_stats_t *out);
 
 /* Stop the network thread, close everything, free *s, set it to NULL.
  * The spool's files stay for the next start. Accepts NULL. */

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Most messages handled in one tick, so a flood of acks cannot starve the
  * caller's own work. */
@@ -22,12 +24,17 @@ struct ag_link {
     ag_spool_t *spool;
     zcert_t *cert;             /* our key pair */
     char server_key[41];       /* collector's public key, Z85 */
+    bool need_key;             /* server_key still to fetch (ag_link.h) */
+    char pin_fp[PW_KEY_FP_SIZE]; /* --collector-fingerprint, "" if none */
+    char *key_path;            /* --collector-key, NULL if not given */
     zsock_t *sock;             /* NULL while waiting to reconnect */
     unsigned heartbeat_ms;
 
     uint8_t *hello;
     size_t hello_len;
     bool ready;                /* Hello acked on this connection */
+    bool pending;              /* Error 20 since the last Ack{0} */
+    bool denied;               /* Error 21 since the last Ack{0} */
     bool hello_pending;        /* Hello not yet handed to libzmq */
     int64_t hello_sent_ms;
 
@@ -125,6 +132,26 @@ s_stats_update(ag_link_t *l)
     pthread_mutex_lock(&l->stats_lock);
     l->stats.ready = l->ready;
     l->stats.in_flight = l->in_flight_count;
+    l->stats.pending = l->pending;
+    l->stats.denied = l->denied;
+    pthread_mutex_unlock(&l->stats_lock);
+}
+
+/* The one-line problem for ag_link_stats (and the log line said). */
+static void
+s_problem(ag_link_t *l, bool mismatch, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+s_problem(ag_link_t *l, bool mismatch, const char *fmt, ...)
+{
+    va_list ap;
+    pthread_mutex_lock(&l->stats_lock);
+    va_start(ap, fmt);
+    vsnprintf(l->stats.problem, sizeof l->stats.problem, fmt, ap);
+    va_end(ap);
+    if (mismatch)
+        l->stats.key_mismatch = true;
     pthread_mutex_unlock(&l->stats_lock);
 }
 
@@ -219,17 +246,171 @@ s_connect(ag_link_t *l, int64_t now)
     return AG_LINK_OK;
 }
 
+/* The next connect attempt after the back-off (jittered), which then
+ * doubles. Returns the wait. */
+static unsigned
+s_backoff(ag_link_t *l, int64_t now)
+{
+    unsigned wait = (unsigned)(l->backoff_ms * s_jitter(l));
+    l->reconnect_at_ms = now + wait;
+    l->backoff_ms = l->backoff_ms * 2 > AG_LINK_BACKOFF_MAX_MS
+                  ? AG_LINK_BACKOFF_MAX_MS : l->backoff_ms * 2;
+    return wait;
+}
+
 /* The peer is gone (or could not be reached): wait and try again. */
 static void
 s_schedule_reconnect(ag_link_t *l, int64_t now, const char *why)
 {
     s_close(l);
-    unsigned wait = (unsigned)(l->backoff_ms * s_jitter(l));
-    l->reconnect_at_ms = now + wait;
+    unsigned wait = s_backoff(l, now);
     s_log(l, "peer_gone", "%s; reconnecting in %u ms", why, wait);
-    l->backoff_ms = l->backoff_ms * 2 > AG_LINK_BACKOFF_MAX_MS
-                  ? AG_LINK_BACKOFF_MAX_MS : l->backoff_ms * 2;
     S_COUNT(l, reconnects);
+}
+
+/* ---- the collector's key ------------------------------------------------ */
+
+int
+ag_link_key_endpoint(const char *endpoint, char *out, size_t outlen)
+{
+    const char *colon = endpoint ? strrchr(endpoint, ':') : NULL;
+    char *end = NULL;
+    if (!colon || strncmp(endpoint, "tcp://", 6) != 0
+        || colon < endpoint + 6)
+        return -1;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end || port <= 0 || port >= 65535)
+        return -1;
+    int n = snprintf(out, outlen, "%.*s:%ld", (int)(colon - endpoint),
+                     endpoint, port + 1);
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+/* The key the collector's key service offers: a REQ sends "key", the
+ * answer is its 40 characters of Z85. 0 with z85 set, or -1 with why.
+ * Waits at most AG_LINK_KEY_FETCH_MS. */
+static int
+s_fetch_key(ag_link_t *l, char z85[41], char *why, size_t whylen)
+{
+    char ep[300], buf[64];
+    int rc = -1;
+    if (ag_link_key_endpoint(l->endpoint, ep, sizeof ep) != 0) {
+        snprintf(why, whylen, "--collector %s: no port + 1 for the key "
+                 "service", l->endpoint);
+        return -1;
+    }
+    zsock_t *s = zsock_new(ZMQ_REQ);
+    if (!s) {
+        snprintf(why, whylen, "zsock_new(REQ): %s",
+                 zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    zsock_set_linger(s, 0);
+    zsock_set_maxmsgsize(s, (int)sizeof buf);
+    zsock_set_sndtimeo(s, AG_LINK_KEY_FETCH_MS);
+    void *raw = zsock_resolve(s);
+    zmq_pollitem_t it = { raw, 0, ZMQ_POLLIN, 0 };
+    if (zsock_connect(s, "%s", ep) != 0 || zmq_send(raw, "key", 3, 0) != 3) {
+        snprintf(why, whylen, "the collector's key service %.200s: %s", ep,
+                 zmq_strerror(zmq_errno()));
+    } else if (zmq_poll(&it, 1, AG_LINK_KEY_FETCH_MS) != 1) {
+        snprintf(why, whylen, "no answer from the collector's key service "
+                 "at %.200s within %d ms (is the collector up, with "
+                 "--key-service on, and that port open?)", ep,
+                 AG_LINK_KEY_FETCH_MS);
+    } else {
+        int n = zmq_recv(raw, buf, sizeof buf - 1, ZMQ_DONTWAIT);
+        buf[n > 0 && n < (int)sizeof buf ? n : 0] = '\0';
+        if (n != PW_KEY_Z85_LEN || zsock_rcvmore(s) || !pw_key_is_z85(buf)) {
+            snprintf(why, whylen, "the collector's key service at %.200s "
+                     "answered something that is not a public key (%d "
+                     "bytes)", ep, n);
+        } else {
+            memcpy(z85, buf, PW_KEY_Z85_LEN + 1);
+            rc = 0;
+        }
+    }
+    zsock_destroy(&s);
+    return rc;
+}
+
+/* Write the collector's public key to path as a public certificate
+ * (through path.tmp and rename: never half a file). */
+static int
+s_save_key(const char *path, const char *z85, char *why, size_t whylen)
+{
+    uint8_t pub[32], sec[32] = { 0 };
+    char tmp[4200];
+    zmq_z85_decode(pub, z85);
+    zcert_t *c = zcert_new_from(pub, sec);
+    if (!c) {
+        snprintf(why, whylen, "zcert_new_from: out of memory");
+        return -1;
+    }
+    zcert_set_meta(c, "name", "collector");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int rc = zcert_save_public(c, tmp) == 0 && rename(tmp, path) == 0
+             && chmod(path, 0644) == 0 ? 0 : -1;
+    if (rc != 0) {
+        snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+    }
+    zcert_destroy(&c);
+    return rc;
+}
+
+/* Fetch the collector's key and hold it against the pin (or trust it,
+ * first use). 0: server_key set (and saved when --collector-key names a
+ * file); -1: logged, tried again after the back-off. */
+static int
+s_get_key(ag_link_t *l, int64_t now)
+{
+    char z85[41], why[400], fp[PW_KEY_FP_SIZE];
+    if (s_fetch_key(l, z85, why, sizeof why) != 0) {
+        unsigned wait = s_backoff(l, now);
+        s_log(l, "key_fetch_failed", "%s; trying again in %u ms", why, wait);
+        return -1;
+    }
+    pw_key_fingerprint(z85, fp);
+    if (l->pin_fp[0] && strcmp(fp, l->pin_fp) != 0) {
+        unsigned wait = s_backoff(l, now);
+        s_problem(l, true, "the collector at %s offers key %s, but this "
+                  "agent pins %s (--collector-fingerprint): refusing to "
+                  "talk to it", l->endpoint, fp, l->pin_fp);
+        s_log(l, "collector_key_mismatch", "%s; trying again in %u ms",
+              l->stats.problem, wait);
+        return -1;
+    }
+    memcpy(l->server_key, z85, sizeof l->server_key);
+    l->need_key = false;
+    bool kept = l->key_path && s_save_key(l->key_path, z85, why,
+                                          sizeof why) == 0;
+    s_log(l, "collector_key", "the collector at %s has key %s (%s)%s%s",
+          l->endpoint, fp, l->pin_fp[0] ? "the pinned fingerprint"
+                                       : "trusted on first use",
+          kept ? "; kept in " : "", kept ? l->key_path : "");
+    if (l->key_path && !kept)
+        s_log(l, "collector_key_not_kept", "%s: the key is used, but the "
+              "next start fetches it again", why);
+    return 0;
+}
+
+/* No answer on a connection with a pinned key: ask the key service
+ * which key the collector has, so that a wrong pin says so. */
+static void
+s_check_offered(ag_link_t *l)
+{
+    char z85[41], why[400], fp[PW_KEY_FP_SIZE], pinned[PW_KEY_FP_SIZE];
+    if (s_fetch_key(l, z85, why, sizeof why) != 0
+        || strcmp(z85, l->server_key) == 0)
+        return;
+    pw_key_fingerprint(z85, fp);
+    pw_key_fingerprint(l->server_key, pinned);
+    s_problem(l, true, "the collector at %s offers key %s, but this agent "
+              "pins %s (--collector-key %s): refusing to talk to it",
+              l->endpoint, fp, pinned, l->key_path ? l->key_path : "");
+    s_log(l, "collector_key_mismatch", "%s", l->stats.problem);
 }
 
 /* Drop seq from the in-flight window. Returns whether it was there;
@@ -273,7 +454,12 @@ s_on_ack(ag_link_t *l, uint64_t seq, int64_t now)
         if (!l->ready)
             s_log(l, "hello_acked", "collector acked Hello; %zu messages "
                   "spooled", ag_spool_count(l->spool));
+        if (l->pending)
+            s_log(l, "approved", "the collector accepts this agent's key "
+                  "now; sending the spool");
         l->ready = true;
+        l->pending = false;
+        l->denied = false;
         l->backoff_ms = AG_LINK_BACKOFF_MIN_MS;
         return;
     }
@@ -303,11 +489,54 @@ s_on_ack(ag_link_t *l, uint64_t seq, int64_t now)
     /* NOTFOUND: a duplicate ack of a resend; nothing to do. */
 }
 
+/* Error 20: the key waits for approval. Nothing more is sent but a
+ * Hello every AG_LINK_RESEND_MS; a refused message stays spooled. */
+static void
+s_on_pending(ag_link_t *l, const Parity__Error *e)
+{
+    const char *msg = e->message ? e->message : "";
+    if (!l->pending)
+        s_log(l, "pending", "%s; %zu messages wait in the spool, Hello "
+              "again every %d s", msg, ag_spool_count(l->spool),
+              AG_LINK_RESEND_MS / 1000);
+    l->pending = true;
+    s_problem(l, false, "%s", msg);
+    l->ready = false;
+    l->in_flight_count = 0;
+    l->last_sent = 0;
+}
+
+/* Error 21: the key was rejected or revoked. The connection goes; the
+ * next ones are refused at the handshake until an operator approves the
+ * key again. The owner hears of it (a job should stop). */
+static void
+s_on_denied(ag_link_t *l, const Parity__Error *e, const Parity__Envelope *env,
+            int64_t now)
+{
+    const char *msg = e->message ? e->message : "";
+    s_log(l, "denied", "%s; %zu messages stay in the spool", msg,
+          ag_spool_count(l->spool));
+    s_problem(l, false, "%s", msg);
+    l->denied = true;
+    l->pending = false;
+    if (l->opts.on_message)
+        l->opts.on_message(l->opts.ctx, env);
+    s_schedule_reconnect(l, now, "the collector refused this agent's key");
+}
+
 static void
 s_on_error(ag_link_t *l, const Parity__Error *e, const Parity__Envelope *env,
            int64_t now)
 {
     char err[256];
+    if (e->code == PW_WIRE_KEY_PENDING) {
+        s_on_pending(l, e);
+        return;
+    }
+    if (e->code == PW_WIRE_KEY_DENIED) {
+        s_on_denied(l, e, env, now);
+        return;
+    }
     if (e->seq == 0) {
         s_log(l, "collector_error", "code %u: %s", e->code,
               e->message ? e->message : "");
@@ -387,6 +616,8 @@ s_receive(ag_link_t *l, int64_t now)
             break;
         }
         pw_wire_free(&env);
+        if (!l->sock)
+            return;   /* Error 21 closed it */
     }
 }
 
@@ -482,13 +713,66 @@ s_pump(ag_link_t *l, int64_t now)
     }
 }
 
+/* The collector's key: from --collector-key when that file exists (and
+ * matches --collector-fingerprint), else fetched at the first connect
+ * when a fingerprint pins it or trust on first use was asked for. */
+static int
+s_collector_key(ag_link_t *l, const ag_link_opts_t *o, char *err,
+                size_t errlen)
+{
+    const char *path = o->collector_key_path;
+    char fp[PW_KEY_FP_SIZE];
+    struct stat st;
+    if (o->collector_fingerprint
+        && !pw_key_is_fingerprint(o->collector_fingerprint)) {
+        snprintf(err, errlen, "--collector-fingerprint %.80s: want SHA256: "
+                 "and 43 base64 characters, as `parity-collector "
+                 "--fingerprint` prints it", o->collector_fingerprint);
+        return -1;
+    }
+    if (o->collector_fingerprint)
+        snprintf(l->pin_fp, sizeof l->pin_fp, "%s", o->collector_fingerprint);
+    if (o->trust_first_use && !path) {
+        snprintf(err, errlen, "--trust-first-use needs --collector-key FILE: "
+                 "where the collector's key seen first is kept and pinned");
+        return -1;
+    }
+    if (path && !(l->key_path = strdup(path))) {
+        snprintf(err, errlen, "strdup: out of memory");
+        return -1;
+    }
+    bool fetch = l->pin_fp[0] || o->trust_first_use;
+    if (fetch && (!path || stat(path, &st) != 0)) {
+        l->need_key = true;
+        return 0;
+    }
+    zcert_t *server = zcert_load(path ? path : "");
+    if (!server) {
+        snprintf(err, errlen, "--collector-key %s: zcert_load failed (no "
+                 "such certificate, or not one written by `parity keygen`)",
+                 path ? path : "(none)");
+        return -1;
+    }
+    snprintf(l->server_key, sizeof l->server_key, "%s",
+             zcert_public_txt(server));
+    zcert_destroy(&server);
+    pw_key_fingerprint(l->server_key, fp);
+    if (l->pin_fp[0] && strcmp(fp, l->pin_fp) != 0) {
+        snprintf(err, errlen, "--collector-key %s holds key %s, but "
+                 "--collector-fingerprint pins %s: they name different "
+                 "collectors (`parity-collector --fingerprint` on the "
+                 "collector says which one is right)", path, fp, l->pin_fp);
+        return -1;
+    }
+    return 0;
+}
+
 ag_link_t *
 ag_link_new(const ag_link_opts_t *opts, ag_spool_t *spool, char *err,
             size_t errlen)
 {
     ag_link_t *l = calloc(1, sizeof *l);
     char path[4096];
-    zcert_t *server = NULL;
     if (!l) {
         snprintf(err, errlen, "calloc: out of memory");
         return NULL;
@@ -531,19 +815,9 @@ ag_link_new(const ag_link_opts_t *opts, ag_spool_t *spool, char *err,
                  "beside it)", opts->key_path, path);
         goto fail;
     }
-    server = zcert_load(opts->collector_key_path ? opts->collector_key_path
-                                                 : "");
-    if (!server) {
-        snprintf(err, errlen, "--collector-key %s: zcert_load failed (no "
-                 "such certificate, or not one written by `parity keygen`)",
-                 opts->collector_key_path ? opts->collector_key_path
-                                          : "(none)");
+    if (s_collector_key(l, opts, err, errlen) != 0)
         goto fail;
-    }
-    snprintf(l->server_key, sizeof l->server_key, "%s",
-             zcert_public_txt(server));
-    zcert_destroy(&server);
-    if (s_connect(l, s_now_ms()) != AG_LINK_OK) {
+    if (!l->need_key && s_connect(l, s_now_ms()) != AG_LINK_OK) {
         snprintf(err, errlen, "zmq_connect(%s): %s", opts->endpoint,
                  zmq_strerror(zmq_errno()));
         goto fail;
@@ -564,6 +838,7 @@ ag_link_destroy(ag_link_t **lp)
     zcert_destroy(&l->cert);
     free(l->hello);
     free(l->endpoint);
+    free(l->key_path);
     pthread_mutex_destroy(&l->stats_lock);
     free(l);
     *lp = NULL;
@@ -598,7 +873,9 @@ ag_link_tick(ag_link_t *l, int wait_ms, int wake_fd, bool *woken)
     if (woken)
         *woken = false;
     if (!l->sock && now >= l->reconnect_at_ms) {
-        if (s_connect(l, now) != AG_LINK_OK)
+        /* A key to fetch first: its failure is logged, and waits. */
+        if ((!l->need_key || s_get_key(l, now) == 0)
+            && s_connect(l, now) != AG_LINK_OK)
             s_schedule_reconnect(l, now, "connect failed");
     }
     /* Sleep no longer than the next timer. */
@@ -644,8 +921,15 @@ ag_link_tick(ag_link_t *l, int wait_ms, int wake_fd, bool *woken)
     if (l->sock) {
         if (now - l->last_heard_ms
             >= (int64_t)AG_LINK_LIVENESS * l->heartbeat_ms) {
+            /* Never answered: a pinned key the collector does not have
+             * is worth saying, with both fingerprints. */
+            if (!l->ready && !l->pending && !l->denied)
+                s_check_offered(l);
             s_schedule_reconnect(l, now, l->ready
                                  ? "collector silent for 5 heartbeats"
+                                 : l->denied
+                                 ? "the collector refuses this agent's key "
+                                   "(rejected or revoked by an operator)"
                                  : "no answer from the collector (down, or "
                                    "its key is not the pinned one)");
         } else {

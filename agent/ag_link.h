@@ -1,7 +1,14 @@
 /* ag_link.h -- the agent's connection to the collector (docs/protocol.md).
  *
  * One CURVE DEALER socket: the agent's own key pair (--key), the
- * collector's public key pinned (--collector-key). On every (re)connect
+ * collector's public key pinned (--collector-key). When that file does
+ * not exist and the collector is pinned by its fingerprint
+ * (--collector-fingerprint), or trust on first use was asked for, the
+ * key is fetched from the collector's key service (its port + 1,
+ * docs/protocol.md section 1) before each connect until one matches: a
+ * key whose fingerprint is not the pinned one is refused, naming both
+ * fingerprints; a matching (or first) key is written to --collector-key
+ * when that was given, and pins it from then on. On every (re)connect
  * it sends Hello first and sends data only after Ack{0}. Data comes from
  * the spool only: the link sends spooled messages in seq order, at most
  * AG_LINK_WINDOW unacked at a time, removes each from the spool when its
@@ -17,7 +24,16 @@
  * likely lost too). A stalled collector so gets a few copies per stall,
  * not the whole window every 5 s (docs/protocol.md section 5), and a
  * window the collector dropped comes back in 1, 2, 4, 16, 64 ... copies
- * a second apart. Heartbeats every heartbeat_ms; after
+ * a second apart.
+ *
+ * A collector that has not approved the agent's key answers Hello with
+ * Error 20 (pending): the link stays not ready, sends no data and says
+ * Hello again every AG_LINK_RESEND_MS, so that the first Hello after an
+ * operator's approval is acked and the spool follows. Error 20 with a
+ * seq leaves the message in the spool. Error 21 (the key was rejected
+ * or revoked) closes the connection; the next ones are refused at the
+ * handshake until an operator approves the key again. Heartbeats every
+ * heartbeat_ms; after
  * AG_LINK_LIVENESS intervals of silence the socket is closed and a new
  * one made after a capped exponential back-off with jitter (0.5 s
  * doubling to 16 s, times a factor in [0.5, 1.5)).
@@ -40,6 +56,7 @@
 #include <stdint.h>
 
 #include "ag_spool.h"
+#include "pw_key.h"
 #include "pw_wire.h"
 
 #define AG_LINK_OK    0
@@ -55,6 +72,7 @@
 #define AG_LINK_DEFAULT_HEARTBEAT_MS 1000
 #define AG_LINK_SNDHWM          128     /* window plus heartbeats */
 #define AG_LINK_RCVHWM          1000
+#define AG_LINK_KEY_FETCH_MS    2000    /* the key service's answer */
 
 typedef struct ag_link ag_link_t;
 
@@ -62,7 +80,10 @@ typedef struct {
     const char *endpoint;          /* tcp://HOST:PORT */
     const char *key_path;          /* agent's zcert (public file or its
                                       _secret file) */
-    const char *collector_key_path;/* collector's public zcert */
+    const char *collector_key_path;/* collector's public zcert; may not
+                                      exist with the two below */
+    const char *collector_fingerprint; /* pin (pw_key form); NULL: none */
+    bool trust_first_use;          /* no pin: keep the first key seen */
     unsigned heartbeat_ms;         /* 0: AG_LINK_DEFAULT_HEARTBEAT_MS */
     void *ctx;
     /* A message other than Ack/Heartbeat from the collector (JobOffer,
@@ -81,6 +102,14 @@ typedef struct {
     uint64_t reconnects;
     uint64_t refused;          /* removed because of an Error with seq */
     size_t in_flight;
+    /* The collector's view of our key and ours of its key: pending
+     * (Error 20 since the last Ack{0}), denied (Error 21), key_mismatch
+     * (the key it offers is not the pinned one). problem says the last
+     * of these in one line. */
+    bool pending;
+    bool denied;
+    bool key_mismatch;
+    char problem[400];
 } ag_link_stats_t;
 
 /* Load the keys and make the first socket (connecting at once). On
@@ -112,5 +141,9 @@ void ag_link_stats(ag_link_t *link, ag_link_stats_t *out);
 
 /* The agent's public key, Z85 (40 characters), owned by the link. */
 const char *ag_link_public_key(const ag_link_t *link);
+
+/* The key service's endpoint for the collector at endpoint
+ * (tcp://HOST:PORT): tcp://HOST:PORT+1. -1 when endpoint has no port. */
+int ag_link_key_endpoint(const char *endpoint, char *out, size_t outlen);
 
 #endif
