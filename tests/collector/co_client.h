@@ -185,15 +185,17 @@ cc_hello(void *s, const char *name)
     return cc_send(s, &env);
 }
 
-/* Send a Request and return its Reply (caller frees), or NULL. */
+/* Send a Request with args (JSON text, NULL for {}) and return its
+ * Reply (caller frees), or NULL. */
 static inline Parity__Envelope *
-cc_request(void *s, uint64_t id, const char *command, int timeout_ms)
+cc_request_args(void *s, uint64_t id, const char *command, const char *args,
+                int timeout_ms)
 {
     Parity__Envelope env;
     Parity__Request r = PARITY__REQUEST__INIT;
     r.request_id = id;
     r.command = (char *)command;
-    r.args_json = "{}";
+    r.args_json = (char *)(args ? args : "{}");
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REQUEST, &r);
     if (cc_send(s, &env) != 0)
@@ -211,6 +213,13 @@ cc_request(void *s, uint64_t id, const char *command, int timeout_ms)
             return e;
         pw_wire_free(&e);
     }
+}
+
+/* Send a Request and return its Reply (caller frees), or NULL. */
+static inline Parity__Envelope *
+cc_request(void *s, uint64_t id, const char *command, int timeout_ms)
+{
+    return cc_request_args(s, id, command, NULL, timeout_ms);
 }
 
 /* One integer of the collector's `stats` answer, or -1. */

@@ -36,6 +36,7 @@ ok $([ "$(mode "$T/keys/agent1_secret")" = 600 ]; echo $?) "secret file mode 060
 ok $([ "$(mode "$T/keys/agent1")" = 644 ]; echo $?) "public file mode 0644"
 pub=$(sed -n 's/^ *public-key = "\(.*\)"$/\1/p' "$T/keys/agent1")
 ok $(grep -qF "public key $pub" "$T/out"; echo $?) "it prints the public key that is in the file"
+ok $(grep -q '^fingerprint SHA256:[A-Za-z0-9+/]\{43\}$' "$T/out"; echo $?) "and its fingerprint (SHA256: and 43 base64 characters)"
 ok $(grep -q 'secret-key' "$T/keys/agent1"; [ $? -ne 0 ]; echo $?) "the public file holds no secret key"
 ok $(grep -q 'secret-key = "' "$T/keys/agent1_secret"; echo $?) "the secret file holds the secret key"
 
@@ -48,7 +49,7 @@ check "a lone secret file is not replaced either" 1 "parity keygen: $T/keys/agen
 check "--force replaces" 0 '"name":"agent1"' "$T/out"
 pub2=$(sed -n 's/^ *public-key = "\(.*\)"$/\1/p' "$T/keys/agent1")
 ok $([ -n "$pub2" ] && [ "$pub2" != "$pub" ]; echo $?) "a new key after --force"
-ok $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["public_key"]==sys.argv[2] and d["secret_file"].endswith("agent1_secret")' "$T/out" "$pub2"; echo $?) "--json: public_key and files"
+ok $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["public_key"]==sys.argv[2] and d["secret_file"].endswith("agent1_secret") and d["fingerprint"].startswith("SHA256:") and len(d["fingerprint"]) == 50' "$T/out" "$pub2"; echo $?) "--json: public_key, fingerprint and files"
 ok $([ "$(mode "$T/keys/agent1_secret")" = 600 ]; echo $?) "secret still 0600 after --force"
 
 "$PARITY" keygen >"$T/out" 2>&1; st=$?
@@ -102,6 +103,8 @@ usage "--keep-samples not a number" "--keep-samples abc: want a duration from 1d
 usage "--keep-samples over 36500d" "--keep-samples 36501d: want a duration from 1d to 36500d, e.g. 365d" --keep-samples 36501d
 usage "--query-workers 0" "--query-workers 0: want a whole number from 1 to 16" --query-workers 0
 usage "--query-workers 17" "--query-workers 17: want a whole number from 1 to 16" --query-workers 17
+usage "--enroll maybe" "--enroll maybe: want on or off" --enroll maybe
+usage "--key-service yes" "--key-service yes: want on or off" --key-service yes
 # The edges are accepted: parsing goes on to the next complaint.
 usage "--query-timeout 1s/1d, 86400, 1000ms, --keep-samples 1d/36500d, --query-workers 1/16 accepted" "--bind ENDPOINT is required" --query-timeout 1s --query-timeout 1d --query-timeout 86400 --query-timeout 1000ms --keep-samples 1d --keep-samples 36500d --query-workers 1 --query-workers 16 --key "$K" --allow "$A"
 usage "unknown option" "unknown or incomplete option --frobnicate" --frobnicate
@@ -136,8 +139,45 @@ ok $(grep -q 'event=listening' "$T/out"; echo $?) "and the collector listens wit
 kill "$mute" 2>/dev/null; wait "$mute" 2>/dev/null
 
 mkdir "$T/empty-allow"
+timeout 3 "$COLLECTOR" --bind tcp://127.0.0.1:0 --key "$K" --allow "$T/empty-allow" --db "$NODB" --enroll off >"$T/out" 2>&1; st=$?
+check "an empty --allow dir, enrollment off: a warning at start (it keeps running)" 124 'level=warn event=no_keys why="no public certificate in --allow (or --admin): every agent and client is refused until one is added"' "$T/out"
+
+ok $(grep -q 'enroll=off' "$T/out"; echo $?) "the listening line says enroll=off"
+# With enrollment on (the default) agents enroll: no such warning.
 timeout 3 "$COLLECTOR" --bind tcp://127.0.0.1:0 --key "$K" --allow "$T/empty-allow" --db "$NODB" >"$T/out" 2>&1; st=$?
-check "an empty --allow dir: a warning at start (it keeps running)" 124 'level=warn event=no_keys why="no public certificate in --allow (or --admin): every agent and client is refused until one is added"' "$T/out"
+ok $(grep -q 'event=listening.*enroll=on' "$T/out" && ! grep -q 'event=no_keys' "$T/out"; echo $?) "enrollment on by default: no no_keys warning"
+
+# The key service: the bound port + 1; its failures are warnings.
+timeout 3 "$COLLECTOR" --bind tcp://127.0.0.1:65535 --key "$K" --allow "$A" --db "$NODB" >"$T/out" 2>&1; st=$?
+check "port 65535 has no port + 1: the key service is off, with a warning" 124 'level=warn event=key_service_failed why="no port + 1 for the key service in the bound endpoint"' "$T/out"
+python3 -c 'import socket,sys,time
+for _ in range(100):
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]
+    b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", p + 1))
+    except OSError:
+        a.close(); continue
+    b.listen(); a.close(); print(p, flush=True); time.sleep(10); break' >"$T/kport" &
+holder=$!
+i=0; while [ ! -s "$T/kport" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+KP=$(cat "$T/kport")
+timeout 3 "$COLLECTOR" --bind "tcp://127.0.0.1:$KP" --key "$K" --allow "$A" --db "$NODB" >"$T/out" 2>&1; st=$?
+check "port + 1 taken: a warning naming it, and the collector listens" 124 "level=warn event=key_service_failed why=\"zmq_bind(tcp://127.0.0.1:$((KP + 1))): Address already in use (agents given only the collector's fingerprint cannot fetch its key; give them its key file, or free the port)\"" "$T/out"
+ok $(grep -q "event=listening.*key_service=off" "$T/out"; echo $?) "and its listening line says key_service=off"
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+timeout 3 "$COLLECTOR" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --db "$NODB" --key-service off >"$T/out" 2>&1; st=$?
+ok $(grep -q "event=listening.*key_service=off" "$T/out"; echo $?) "--key-service off: no key service"
+
+# --fingerprint: what agents pin, the same as `parity keygen` printed.
+"$PARITY" keygen fp --dir "$T/fpkeys" >"$T/keygen.out" 2>&1
+"$COLLECTOR" --fingerprint --key "$T/fpkeys/fp_secret" >"$T/out" 2>&1; st=$?
+check "--fingerprint prints the key's fingerprint" 0 "$(sed -n 's/^fingerprint //p' "$T/keygen.out")" "$T/out"
+ok $([ "$(wc -l <"$T/out")" -eq 1 ] && grep -q '^SHA256:[A-Za-z0-9+/]\{43\}$' "$T/out"; echo $?) "one line, SHA256: and 43 base64 characters"
+"$COLLECTOR" --fingerprint >"$T/out" 2>&1; st=$?
+check "--fingerprint without --key" 2 "parity-collector: --fingerprint needs --key FILE" "$T/out"
+"$COLLECTOR" --fingerprint --key /nonexistent/k >"$T/out" 2>&1; st=$?
+check "--fingerprint of a missing key" 1 "parity-collector: --key /nonexistent/k: cannot read a CURVE certificate (zcert_load failed; make one with \`parity keygen\`)" "$T/out"
 
 LONG="$T/$(printf 'd%.0s' $(seq 1 90))"
 cfg "a data dir too long for the server's socket" "path longer than 80 characters (the server's socket path would not fit)" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --data-dir "$LONG"

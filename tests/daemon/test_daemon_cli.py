@@ -45,6 +45,9 @@ for name in ("agent", "collector"):
         if os.access(PARITY, os.X_OK) else None
     if r is None or r.returncode != 0:
         subprocess.run([KEYGEN, os.path.join(keys, name)], check=True)
+    else:
+        with open(os.path.join(keys, name + ".keygen"), "w") as f:
+            f.write(r.stdout)
 suites = os.path.join(root, "suites")
 os.makedirs(suites)
 with open(os.path.join(suites, "good.yaml"), "w") as f:
@@ -67,7 +70,19 @@ ok(rc == 0 and "--collector-key FILE" in out and "Exit status" in out
 # (arguments, expected exit, expected text on stderr)
 cases = [
     (["--collector"], 2, "--collector needs a value"),
-    (["--collector", "tcp://h:1"], 2, "--collector-key is required"),
+    (["--collector", "tcp://h:1"], 2, "--collector-key is required (the "
+     "collector's public key file), unless --collector-fingerprint pins "
+     "the collector"),
+    (base + ["--collector-fingerprint", "SHA256:short"], 2,
+     "--collector-fingerprint SHA256:short: want SHA256: and 43 base64 "
+     "characters, as `parity-collector --fingerprint` prints it"),
+    (base[:2] + base[4:] + ["--trust-first-use"], 2,
+     "--trust-first-use needs --collector-key FILE: where the collector's "
+     "key seen first is kept and pinned"),
+    (["--fingerprint"], 2, "--fingerprint needs --key FILE"),
+    (["--fingerprint", "--key", os.path.join(root, "nokey")], 2,
+     "--key %s: no key there (parity-agent --enroll, or the first start, "
+     "makes one)" % os.path.join(root, "nokey")),
     (["--collector", "tcp://h:1", "--collector-key", CK], 2,
      "--key is required"),
     (["--collector", "tcp://h:1", "--collector-key", CK, "--key", AK], 2,
@@ -86,8 +101,11 @@ cases = [
      % os.path.join(root, "nope")),
     (["--collector", "udp://h:1"] + base[2:], 2,
      "--collector udp://h:1: expected tcp://HOST:PORT"),
-    (base[:4] + ["--key", os.path.join(root, "missing")] + base[6:], 2,
-     "--key %s: zcert_load failed" % os.path.join(root, "missing")),
+    # A missing key pair is made (the first start), but not where no
+    # directory is.
+    (base[:4] + ["--key", os.path.join(root, "nodir", "agent")] + base[6:],
+     2, "--key %s: cannot make a new key pair there: No such file or "
+     "directory" % os.path.join(root, "nodir", "agent")),
     (base[:2] + ["--collector-key", os.path.join(root, "missing")]
      + base[4:], 2, "--collector-key %s: zcert_load failed"
      % os.path.join(root, "missing")),
@@ -99,6 +117,51 @@ for args, want_rc, want in cases:
     ok(rc == want_rc and want in err, "%s -> exit %d, \"%s\" (got %d: %s)"
        % (" ".join(a.replace(root, "T") for a in args[-2:]), want_rc,
           want.replace(root, "T"), rc, err.strip().replace(root, "T")))
+
+# The pinned fingerprint that a key file contradicts names both.
+rc, out, err = run(base + ["--collector-fingerprint", "SHA256:" + "A" * 43])
+ok(rc == 2 and "but --collector-fingerprint pins SHA256:%s: they name "
+   "different collectors (`parity-collector --fingerprint` on the collector "
+   "says which one is right)" % ("A" * 43) in err,
+   "a --collector-key file that is not the pinned collector: %s"
+   % err.strip().replace(root, "T"))
+
+# --fingerprint prints what `parity keygen` printed for the key.
+rc, out, err = run(["--fingerprint", "--key", AK + "_secret"])
+want = [x.split()[1] for x in open(os.path.join(keys, "agent.keygen"))
+        if x.startswith("fingerprint ")] if os.path.exists(
+            os.path.join(keys, "agent.keygen")) else []
+ok(rc == 0 and out.startswith("SHA256:") and len(out.strip()) == 50
+   and (not want or out.strip() == want[0]),
+   "--fingerprint prints the key's fingerprint (%s)" % out.strip())
+
+# --enroll (and the first start) make the key pair: secret 0600.
+NK = os.path.join(root, "newkeys", "agent")
+os.makedirs(os.path.dirname(NK))
+rc, out, err = run(["--enroll", "--collector", "tcp://127.0.0.1:9",
+                    "--collector-key", CK, "--key", NK, "--spool",
+                    os.path.join(root, "enroll-spool"), "--ack-timeout",
+                    "1"])
+ok(rc == 1 and "no answer from the collector at tcp://127.0.0.1:9 within "
+   "1 s (is it running and reachable, and is its key the one pinned?)"
+   in err, "--enroll with nobody answering: exit 1 within --ack-timeout: %s"
+   % err.strip().splitlines()[-1] if err.strip() else "(no stderr)")
+ok(os.path.exists(NK) and oct(os.stat(NK + "_secret").st_mode & 0o777)
+   == "0o600" and oct(os.stat(NK).st_mode & 0o777) == "0o644",
+   "--enroll made the key pair (secret 0600, public 0644)")
+ok("event=key_created" in err, "and says so (event=key_created)")
+rc2, out2, err2 = run(["--fingerprint", "--key", NK])
+ok(rc2 == 0 and out2.strip() in err,
+   "its fingerprint is the one --fingerprint prints (%s)" % out2.strip())
+
+# trust-first-use in agent.yaml is yes or no.
+conf = os.path.join(root, "agent.yaml")
+with open(conf, "w") as f:
+    f.write("trust-first-use: maybe\n")
+rc, out, err = run(base + ["--config", conf])
+ok(rc == 2 and "%s:1: trust-first-use maybe: want yes or no" % conf in err,
+   "agent.yaml trust-first-use: maybe is refused: %s"
+   % err.strip().replace(root, "T"))
 
 # A key file without its secret half cannot authenticate.
 shutil.copy(AK, os.path.join(root, "public-only"))
@@ -154,8 +217,15 @@ ok(rc == 3 and "is full" in err and "the run is refused" in err,
    % err.strip().splitlines()[-1].replace(root, "T") if err.strip()
    else "(no stderr)")
 rc, out, err = run(["run", suite, "--collector", "tcp://h:1"])
-ok(rc == 2 and "--collector-key is required with --collector" in err,
-   "run --collector alone: %s" % err.strip())
+ok(rc == 2 and "--collector-key is required with --collector (the "
+   "collector's public key file), unless --collector-fingerprint pins the "
+   "collector" in err, "run --collector alone: %s" % err.strip())
+# Run mode makes no key pair: a missing --key is an error.
+rc, out, err = run(["run", suite] + stream[:4] + ["--key",
+                   os.path.join(root, "missing"), "--spool", SP])
+ok(rc == 2 and "--key %s: zcert_load failed" % os.path.join(root, "missing")
+   in err, "run --collector with a missing --key: %s"
+   % err.strip().replace(root, "T"))
 rc, out, err = run(["run", suite, "--spool", SP])
 ok(rc == 2 and "--collector is required with --collector-key, --key, "
    "--spool" in err, "run --spool without --collector: %s"
