@@ -558,8 +558,8 @@ s_no_answer(const cl_conn_t *c, const s_seen_t *seen, char *err,
     if (seen->auth_failed)
         s_err(err, errlen, "the collector at %s refused this client's key "
               "%s (own key from %s): it is not in the collector's --allow "
-              "or --admin directory", c->address, c->public_key,
-              c->key_source);
+              "or --admin directory, or an operator revoked or rejected it "
+              "(parity hosts)", c->address, c->public_key, c->key_source);
     else if (seen->handshake_failed ||
              (seen->connected && seen->disconnected && !seen->handshake_ok))
         s_err(err, errlen, "the CURVE handshake with %s failed: is the "
