@@ -1058,6 +1058,23 @@ def case_client():
        "there?)\n" % mute_addr,
        "a listener that never answers: no answer after the timeout (%s)"
        % r.stderr.strip())
+    # parity hosts' own arguments (enrollment), refused before connecting.
+    for args, want in (
+            (("approve",), "parity hosts: approve needs a key's FINGERPRINT "
+             "or its host's NAME (parity hosts --pending lists them)\n"),
+            (("revoke", "alpha", "--pending"), "parity hosts: --pending "
+             "lists keys; revoke takes one: give either\n"),
+            (("approve", "alpha", "beta"), "parity hosts: unknown argument "
+             "\"beta\" (parity hosts --help)\n"),
+            (("bless", "alpha"), "parity hosts: unknown argument \"bless\" "
+             "(parity hosts --help)\n")):
+        r = run("hosts", *args, *good, "--timeout", "1")
+        ok(r.returncode == 2 and r.stderr == want,
+           "parity hosts %s: %s" % (" ".join(args), r.stderr.strip()))
+    r = run("hosts", "--help")
+    ok(r.returncode == 0 and "approve|reject|revoke FINGERPRINT|NAME" in
+       r.stdout and "--pending" in r.stdout,
+       "parity hosts --help shows --pending, approve, reject, revoke")
     # The config file, with paths relative to it.
     os.makedirs(cfg_dir)
     shutil.copy(os.path.join(keys, "collector"), cfg_dir)
