@@ -259,11 +259,13 @@ class World:
             return ""
 
     def start_collector(self):
+        # Enrollment off: the intruder's key fails the handshake, as
+        # phase_run_mode checks (tests/daemon/test_enroll.py has it on).
         self.collector = self.spawn("c", [
             COLLECTOR, "--data-dir", self.data, "--bind", self.endpoint,
             "--key", self.key("collector") + "_secret", "--allow",
             self.allow, "--admin", self.admin, "--heartbeat-ms",
-            str(HEARTBEAT_MS)], "collector.log")
+            str(HEARTBEAT_MS), "--enroll", "off"], "collector.log")
         # Ready once bound (after the cluster is up and migrated).
         end = time.time() + 45
         while time.time() < end:
