@@ -28,6 +28,13 @@ struct ag_link {
     char pin_fp[PW_KEY_FP_SIZE]; /* --collector-fingerprint, "" if none */
     char *key_path;            /* --collector-key, NULL if not given */
     zsock_t *sock;             /* NULL while waiting to reconnect */
+    /* The socket's monitor: whether TCP got through (then a collector
+     * that never answers may have another key than the pinned one) and
+     * whether ZAP refused our key at the handshake. */
+    zsock_t *mon;
+    unsigned mon_count;        /* monitors made: a new endpoint each */
+    bool tcp_up;
+    bool auth_refused;
     unsigned heartbeat_ms;
 
     uint8_t *hello;
@@ -205,6 +212,9 @@ s_send_heartbeat(ag_link_t *l)
 static void
 s_close(ag_link_t *l)
 {
+    if (l->sock && l->mon)
+        zmq_socket_monitor(zsock_resolve(l->sock), NULL, 0);
+    zsock_destroy(&l->mon);
     zsock_destroy(&l->sock);
     l->ready = false;
     l->in_flight_count = 0;
@@ -229,9 +239,22 @@ s_connect(ag_link_t *l, int64_t now)
     zsock_set_reconnect_ivl(s, -1);
     zcert_apply(l->cert, s);
     zsock_set_curve_serverkey(s, l->server_key);
+    /* Without a monitor the link works the same, only says less. */
+    char mep[96];
+    snprintf(mep, sizeof mep, "inproc://ag-link-monitor-%p-%u", (void *)l,
+             ++l->mon_count);
+    l->tcp_up = false;
+    l->auth_refused = false;
+    if (zmq_socket_monitor(zsock_resolve(s), mep, ZMQ_EVENT_CONNECTED
+                           | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) == 0)
+        l->mon = zsock_new_pair(mep);
+    else
+        l->mon = NULL;
     if (zsock_connect(s, "%s", l->endpoint) != 0) {
         s_log(l, "connect_failed", "zmq_connect(%s): %s", l->endpoint,
               zmq_strerror(zmq_errno()));
+        zmq_socket_monitor(zsock_resolve(s), NULL, 0);
+        zsock_destroy(&l->mon);
         zsock_destroy(&s);
         return AG_LINK_ERR;
     }
@@ -394,6 +417,30 @@ s_get_key(ag_link_t *l, int64_t now)
         s_log(l, "collector_key_not_kept", "%s: the key is used, but the "
               "next start fetches it again", why);
     return 0;
+}
+
+/* What the socket's monitor saw since the last call. */
+static void
+s_drain_monitor(ag_link_t *l)
+{
+    for (int i = 0; l->mon && i < 64; i++) {
+        zmq_msg_t ev, addr;
+        void *raw = zsock_resolve(l->mon);
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, raw, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        zmq_msg_init(&addr);
+        zmq_msg_recv(&addr, raw, 0);
+        uint16_t event = 0;
+        if (zmq_msg_size(&ev) >= 2)
+            memcpy(&event, zmq_msg_data(&ev), 2);
+        l->tcp_up |= event == ZMQ_EVENT_CONNECTED;
+        l->auth_refused |= event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+        zmq_msg_close(&ev);
+        zmq_msg_close(&addr);
+    }
 }
 
 /* No answer on a connection with a pinned key: ask the key service
@@ -834,7 +881,7 @@ ag_link_destroy(ag_link_t **lp)
     if (!lp || !*lp)
         return;
     ag_link_t *l = *lp;
-    zsock_destroy(&l->sock);
+    s_close(l);
     zcert_destroy(&l->cert);
     free(l->hello);
     free(l->endpoint);
@@ -921,15 +968,17 @@ ag_link_tick(ag_link_t *l, int wait_ms, int wake_fd, bool *woken)
     if (l->sock) {
         if (now - l->last_heard_ms
             >= (int64_t)AG_LINK_LIVENESS * l->heartbeat_ms) {
-            /* Never answered: a pinned key the collector does not have
-             * is worth saying, with both fingerprints. */
-            if (!l->ready && !l->pending && !l->denied)
+            /* Reached but never answered: a pinned key the collector
+             * does not have is worth saying, with both fingerprints. */
+            s_drain_monitor(l);
+            if (!l->ready && !l->pending && !l->auth_refused && l->tcp_up)
                 s_check_offered(l);
             s_schedule_reconnect(l, now, l->ready
                                  ? "collector silent for 5 heartbeats"
-                                 : l->denied
+                                 : l->denied || l->auth_refused
                                  ? "the collector refuses this agent's key "
-                                   "(rejected or revoked by an operator)"
+                                   "at the handshake (not in its --allow, "
+                                   "rejected or revoked by an operator)"
                                  : "no answer from the collector (down, or "
                                    "its key is not the pinned one)");
         } else {

@@ -308,7 +308,8 @@ def case_revoke(e):
                   "was revoked (parity hosts)", 15),
        "its next handshake is refused (auth_denied ... was revoked)")
     ok(e.wait_log(dlog, "event=peer_gone the collector refuses this agent's "
-                  "key (rejected or revoked by an operator)", 20),
+                  "key at the handshake (not in its --allow, rejected or "
+                  "revoked by an operator)", 20),
        "and the agent says why it gets no answer")
     r = e.parity("hosts")
     ok(r.returncode == 0 and "revoked" in r.stdout,

@@ -15,7 +15,8 @@ Cases (one meson test each, so two can run at once):
   agent-kill    kill -9 of the agent mid-run, restart (daemon mode): run
                 stored incomplete with its reason; spooled batches arrive
   wrong-key     the agent pins a wrong collector key: nothing stored, the
-                agent says how many messages remain spooled
+                agent says how many messages remain spooled, and names both
+                keys' fingerprints
   job           `parity run SUITE --wait` through the collector to a
                 daemon: the job is done, its run stored with job id and
                 tags, and a suite the agent did not list is not offered
@@ -473,6 +474,11 @@ def case_wrong_key(w):
     rc, err = finish_agent(w, agent, 60)
     ok(rc == 3, "parity-agent run exits 3 when nothing is acked (%d)" % rc)
     ok("remain spooled" in err, "it says how many messages remain spooled")
+    ok("event=collector_key_mismatch the collector at %s offers key SHA256:"
+       % w.endpoint in err and "but this agent pins SHA256:" in err
+       and "(--collector-key %s): refusing to talk to it" % w.key("impostor")
+       in err, "and that the collector has another key than the pinned one "
+       "(its key service says which)")
     diag(err.strip().splitlines()[-1] if err.strip() else "(no stderr)")
     ok(w.spooled() > 0, "the messages stay in the spool (%d)" % w.spooled())
     ok(w.psql("SELECT (SELECT count(*) FROM hosts) + (SELECT count(*) FROM "
