@@ -1739,8 +1739,7 @@ s_enroll(const ag_stream_opts_t *o)
     return code;
 }
 
-/* The options every mode needs, and the key pair made on a first
- * start. 0, or -1 with err (a usage error). */
+/* The options every mode needs. 0, or -1 with err (a usage error). */
 static int
 s_daemon_ready(ag_stream_opts_t *o, const s_mode_t *mode, char *err,
                size_t errlen)
@@ -1757,7 +1756,7 @@ s_daemon_ready(ag_stream_opts_t *o, const s_mode_t *mode, char *err,
                    "--collector-fingerprint pins the collector" : "");
         return -1;
     }
-    return s_make_key(o->key, err, errlen);
+    return 0;
 }
 
 int
@@ -1789,13 +1788,16 @@ ag_daemon_main(int argc, char **argv)
     }
     if (s_daemon_ready(&o, &mode, err, sizeof err) != 0)
         goto usage;
+    /* Everything else is checked before the key pair is made. */
+    if (!mode.enroll && s_scan_suites(o.suites_dir, &d.suites,
+                                      &d.suite_count, err, sizeof err) != 0)
+        goto usage;
+    if (s_make_key(o.key, err, sizeof err) != 0)
+        goto usage;
     if (mode.enroll) {
         code = s_enroll(&o);
         goto out;
     }
-    if (s_scan_suites(o.suites_dir, &d.suites, &d.suite_count, err,
-                      sizeof err) != 0)
-        goto usage;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -22,6 +22,14 @@ _parity_verbs()
         sed -n '/^verbs:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p'
 }
 
+# A verb's actions, from its usage line "parity VERB a|b|c ARG"
+# (`parity hosts approve|reject|revoke`), one per line.
+_parity_actions()
+{
+    "$1" "$2" --help 2>/dev/null |
+        sed -n "s/^.*parity $2 \([a-z]*|[a-z|]*\) .*/\1/p" | tr '|' '\n'
+}
+
 # Options that take a file or directory; anything else that takes a value
 # gets no completion.
 _parity_takes_path()
@@ -63,6 +71,10 @@ _parity()
                 COMPREPLY=($(compgen -W "$(_parity_verbs "$cmd")" -- "$cur"))
             elif [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "$(_parity_help_options "$cmd" \
+                    "$verb")" -- "$cur"))
+            elif [[ $prev == "$verb" ]] &&
+                [[ -n $(_parity_actions "$cmd" "$verb") ]]; then
+                COMPREPLY=($(compgen -W "$(_parity_actions "$cmd" \
                     "$verb")" -- "$cur"))
             else
                 _filedir

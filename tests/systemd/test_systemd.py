@@ -739,7 +739,7 @@ def case_config():
     rc, _, err = run([COLLECTOR, "--config", path])
     # db and data-dir exclude each other, which is checked after every
     # key was read and its value accepted.
-    ok(n == 13 and rc == 2 and first_line(err) == "parity-collector: --db "
+    ok(n == 15 and rc == 2 and first_line(err) == "parity-collector: --db "
        "and --data-dir exclude each other",
        "collector: the example's %d keys, uncommented, are all accepted "
        "(%s)" % (n, first_line(err)))
@@ -788,7 +788,7 @@ def case_config():
     rc, _, err = run([AGENT, "--config", path])
     # Every key accepted: what fails is a path of the example (its suites
     # directory or its key files), which this machine does not have.
-    ok(n == 8 and rc == 2 and path not in err and "required" not in err
+    ok(n == 10 and rc == 2 and path not in err and "required" not in err
        and "/etc/parity/suites" in err + str(os.path.isdir(
            "/etc/parity/suites")),
        "agent: the example's %d keys, uncommented, are all accepted (%s)"
