@@ -1481,8 +1481,9 @@ ag_daemon_usage(FILE *f)
     fprintf(f,
 "  --config FILE         options from FILE (YAML, KEY: VALUE; the keys are\n"
 "                        the options above without --, trust-first-use:\n"
-"                        yes or no); default %s/agent.yaml when\n"
-"                        it exists. Flags win over the file.\n"
+"                        yes or no); default\n"
+"                        %s/agent.yaml when it exists.\n"
+"                        Flags win over the file.\n"
 "  --enroll              make the key pair if missing, say Hello, print\n"
 "                        whether the collector approved the key or holds it\n"
 "                        pending (and its fingerprint), and exit (0; 1 when\n"

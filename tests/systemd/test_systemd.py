@@ -773,7 +773,9 @@ def case_config():
          "a mapping"),
         ("collector: ~\n", "FILE:1: collector: no value (comment the line "
          "out to keep the default)"),
-        ("collector: x\n", "--collector-key is required"),
+        ("collector: x\n", "--collector-key is required (the collector's "
+         "public key file), unless --collector-fingerprint pins the "
+         "collector"),
     ])
     rc, _, err = run([AGENT, "--config", missing])
     ok(rc == 2 and first_line(err) == "parity-agent: config file %s: No "
