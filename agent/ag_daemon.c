@@ -1706,7 +1706,7 @@ s_enroll(const ag_stream_opts_t *o)
     for (;;) {
         ag_link_stats(s->link, &st);
         if (st.ready || st.pending || st.denied || st.key_mismatch
-            || s_mono_ms() >= end)
+            || st.auth_refused || s_mono_ms() >= end)
             break;
         struct timespec ts = { 0, 50 * 1000000 };
         nanosleep(&ts, NULL);
@@ -1729,6 +1729,13 @@ s_enroll(const ag_stream_opts_t *o)
                 o->collector, fp, fp);
     } else if (st.key_mismatch) {
         fprintf(stderr, "parity-agent: %s\n", st.problem);
+    } else if (st.auth_refused) {
+        fprintf(stderr, "parity-agent: the collector at %s refuses this "
+                "agent's key %s at the handshake: an operator rejected or "
+                "revoked it (parity hosts approve %s there admits it "
+                "again), or the collector runs with --enroll off and the "
+                "key is not in its --allow directory\n", o->collector, fp,
+                fp);
     } else {
         fprintf(stderr, "parity-agent: no answer from the collector at %s "
                 "within %.0f s (is it running and reachable, and is its key "

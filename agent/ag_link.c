@@ -437,7 +437,12 @@ s_drain_monitor(ag_link_t *l)
         if (zmq_msg_size(&ev) >= 2)
             memcpy(&event, zmq_msg_data(&ev), 2);
         l->tcp_up |= event == ZMQ_EVENT_CONNECTED;
-        l->auth_refused |= event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && !l->auth_refused) {
+            l->auth_refused = true;
+            pthread_mutex_lock(&l->stats_lock);
+            l->stats.auth_refused = true;
+            pthread_mutex_unlock(&l->stats_lock);
+        }
         zmq_msg_close(&ev);
         zmq_msg_close(&addr);
     }
@@ -504,6 +509,9 @@ s_on_ack(ag_link_t *l, uint64_t seq, int64_t now)
         if (l->pending)
             s_log(l, "approved", "the collector accepts this agent's key "
                   "now; sending the spool");
+        pthread_mutex_lock(&l->stats_lock);
+        l->stats.auth_refused = false;
+        pthread_mutex_unlock(&l->stats_lock);
         l->ready = true;
         l->pending = false;
         l->denied = false;
@@ -962,15 +970,17 @@ ag_link_tick(ag_link_t *l, int wait_ms, int wake_fd, bool *woken)
     (void)sock_index;
     /* Receive whether or not poll said so: it is non-blocking and cheap,
      * and ZMQ's edge-triggered readiness can hide a queued message. */
-    if (l->sock)
+    if (l->sock) {
         s_receive(l, now);
+        if (l->sock)
+            s_drain_monitor(l);
+    }
 
     if (l->sock) {
         if (now - l->last_heard_ms
             >= (int64_t)AG_LINK_LIVENESS * l->heartbeat_ms) {
             /* Reached but never answered: a pinned key the collector
              * does not have is worth saying, with both fingerprints. */
-            s_drain_monitor(l);
             if (!l->ready && !l->pending && !l->auth_refused && l->tcp_up)
                 s_check_offered(l);
             s_schedule_reconnect(l, now, l->ready

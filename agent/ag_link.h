@@ -104,11 +104,14 @@ typedef struct {
     size_t in_flight;
     /* The collector's view of our key and ours of its key: pending
      * (Error 20 since the last Ack{0}), denied (Error 21), key_mismatch
-     * (the key it offers is not the pinned one). problem says the last
-     * of these in one line. */
+     * (the key it offers is not the pinned one), auth_refused (the
+     * handshake was refused: rejected, revoked, or in no directory of a
+     * collector with --enroll off). problem says the last of the first
+     * three in one line. */
     bool pending;
     bool denied;
     bool key_mismatch;
+    bool auth_refused;         /* ZAP refused our key at a handshake */
     char problem[400];
 } ag_link_stats_t;
 

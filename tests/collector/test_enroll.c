@@ -398,6 +398,9 @@ s_reject_and_refusals(s_world_t *w, zcert_t *q, zcert_t *r, zcert_t *t1,
     pw_wire_free(&d);
     ok(s_refused_at_handshake(w->ctx, w->col, q, 1500),
        "and its next handshake is refused");
+    snprintf(want, sizeof want, "client key %s was rejected (parity hosts)",
+             zcert_public_txt(q));
+    ok(cc_log_has(w->logp, "event=auth_denied", want), "logged: %s", want);
     pw_key_fingerprint(zcert_public_txt(r), fp);
     snprintf(want, sizeof want, "key %s (rpend) is pending: it was never "
              "approved; reject it instead (parity hosts reject)", fp);
@@ -437,6 +440,67 @@ s_reject_and_refusals(s_world_t *w, zcert_t *q, zcert_t *r, zcert_t *t1,
     zmq_close(sr);
     zmq_close(s1);
     zmq_close(s2);
+}
+
+/* A pending Hello whose name the database cannot hold: Error 10. */
+static void
+s_bad_name(s_world_t *w, zcert_t *k)
+{
+    void *s = cc_dealer(w->ctx, w->col->endpoint, k, w->col->public_key);
+    cc_hello(s, "bad\xff");
+    Parity__Envelope *e = s_error(s, 5000);
+    ok(e && e->error->code == 10 && e->error->seq == 0
+       && strncmp(e->error->message, "hello: host_keys: ", 18) == 0
+       && strstr(e->error->message, "UTF8"),
+       "a pending Hello whose name is not UTF-8: Error 10 (%s)",
+       e ? e->error->message : "no Error");
+    pw_wire_free(&e);
+    ok(strcmp(s_key_col(zcert_public_txt(k), "state"), "") == 0,
+       "and no row for it");
+    zmq_close(s);
+}
+
+/* The collector's copy of the keys is older than the database (another
+ * collector decided; this one reads every minute here): the Hello asks
+ * the database, which wins. */
+static void
+s_stale(s_world_t *w, zcert_t *rej, zcert_t *app)
+{
+    char fp[PW_KEY_FP_SIZE], want[400], sql[300];
+    void *sr = cc_dealer(w->ctx, w->col->endpoint, rej, w->col->public_key);
+    void *sa = cc_dealer(w->ctx, w->col->endpoint, app, w->col->public_key);
+    Parity__Envelope *e1 = cc_request(sr, 1, "ping", 5000);
+    Parity__Envelope *e2 = cc_request(sa, 1, "ping", 5000);
+    ok(e1 && e2, "two new keys through the handshake");
+    pw_wire_free(&e1);
+    pw_wire_free(&e2);
+    pw_key_fingerprint(zcert_public_txt(rej), fp);
+    snprintf(sql, sizeof sql, "INSERT INTO host_keys (public_key, "
+             "fingerprint, state) VALUES ('%s', '%s', 'rejected')",
+             zcert_public_txt(rej), fp);
+    PQclear(PQexec(s_pg, sql));
+    pw_key_fingerprint(zcert_public_txt(app), fp);
+    snprintf(sql, sizeof sql, "INSERT INTO host_keys (public_key, "
+             "fingerprint, state) VALUES ('%s', '%s', 'approved')",
+             zcert_public_txt(app), fp);
+    PQclear(PQexec(s_pg, sql));
+    cc_hello(sr, "stale-rejected");
+    Parity__Envelope *e = s_error(sr, 5000);
+    pw_key_fingerprint(zcert_public_txt(rej), fp);
+    snprintf(want, sizeof want, "denied: this key (%s) was rejected by an "
+             "operator of the collector; nothing is stored, and the next "
+             "connection is refused", fp);
+    ok(e && e->error->code == 21 && e->error->seq == 0
+       && strcmp(e->error->message, want) == 0,
+       "a key rejected in the database meanwhile: its Hello gets Error 21 "
+       "(%s)", e ? e->error->message : "no Error");
+    pw_wire_free(&e);
+    cc_hello(sa, "stale-approved");
+    ok(cc_wait_ack(sa, 0, 5000), "one approved meanwhile: its Hello is "
+       "acked");
+    ok(s_hosts_with(zcert_public_txt(app)) == 1, "and it is a host");
+    zmq_close(sr);
+    zmq_close(sa);
 }
 
 /* CO_ENROLL_MAX_PENDING keys wait: a Hello of one more is not recorded,
@@ -508,7 +572,8 @@ main(int argc, char **argv)
     zcert_t *server = zcert_new(), *adm = zcert_new(), *filed = zcert_new();
     zcert_t *p = zcert_new(), *q = zcert_new(), *r = zcert_new();
     zcert_t *t1 = zcert_new(), *t2 = zcert_new(), *y = zcert_new();
-    zcert_t *z = zcert_new(), *nw = zcert_new();
+    zcert_t *z = zcert_new(), *nw = zcert_new(), *bn = zcert_new();
+    zcert_t *sr = zcert_new(), *sa = zcert_new();
     snprintf(keyfile, sizeof keyfile, "%s/collector", dir);
     zcert_save(server, keyfile);
     snprintf(keyfile, sizeof keyfile, "%s/collector_secret", dir);
@@ -540,6 +605,7 @@ main(int argc, char **argv)
     s_pending_then_approved(&w, p, filed);
     s_revoke(&w, p, filed);
     s_reject_and_refusals(&w, q, r, t1, t2);
+    s_bad_name(&w, bn);
     s_full(&w, y, z);
     ok(cc_stat(w.admin, "key_denied") >= 2 && cc_stat(w.admin,
                                                       "key_requests") >= 1,
@@ -570,6 +636,22 @@ main(int argc, char **argv)
     zmq_close(s);
     ok(s_refused_at_handshake(ctx, &col, p, 1500),
        "a revoked key stays refused");
+    ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
+
+    /* Heartbeats a minute apart: the keys are read at start only. */
+    char logp3[220];
+    snprintf(logp3, sizeof logp3, "%s/collector3.log", dir);
+    char *cargv3[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
+                       keyfile, "--allow", allow, "--admin", admin,
+                       "--data-dir", datadir, "--heartbeat-ms", "60000",
+                       NULL };
+    ok(cc_collector_start(&col, cargv3, logp3, 60000) == 0,
+       "the collector starts again, reading the keys once a minute");
+    usleep(500000);   /* its first read */
+    PQreset(s_pg);    /* the cluster was restarted under it */
+    ok(PQstatus(s_pg) == CONNECTION_OK, "its database answers again");
+    s_world_t w3 = { ctx, &col, NULL, logp3 };
+    s_stale(&w3, sr, sa);
     zmq_ctx_term(ctx);
     PQfinish(s_pg);
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
@@ -577,7 +659,8 @@ main(int argc, char **argv)
        && !cc_log_has(logp, "runtime error", NULL)
        && !cc_log_has(logp2, "Sanitizer", NULL),
        "no sanitizer report in the collector's logs");
-    zcert_t *all[] = { server, adm, filed, p, q, r, t1, t2, y, z, nw };
+    zcert_t *all[] = { server, adm, filed, p, q, r, t1, t2, y, z, nw, bn,
+                       sr, sa };
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         zcert_destroy(&all[i]);
     char cmd[700];

@@ -154,6 +154,16 @@ rc2, out2, err2 = run(["--fingerprint", "--key", NK])
 ok(rc2 == 0 and out2.strip() in err,
    "its fingerprint is the one --fingerprint prints (%s)" % out2.strip())
 
+# A --collector port without a next one: no key service to ask.
+rc, out, err = run(["--enroll", "--collector", "tcp://127.0.0.1:65535",
+                    "--collector-fingerprint", "SHA256:" + "A" * 43,
+                    "--key", NK, "--spool", os.path.join(root, "enroll-spool"),
+                    "--ack-timeout", "1"])
+ok(rc == 1 and "event=key_fetch_failed --collector tcp://127.0.0.1:65535: "
+   "no port + 1 for the key service" in err,
+   "--collector-fingerprint with port 65535: the key service cannot be "
+   "asked, and it says so")
+
 # trust-first-use in agent.yaml is yes or no.
 conf = os.path.join(root, "agent.yaml")
 with open(conf, "w") as f:

@@ -323,6 +323,16 @@ def case_revoke(e):
        % r.stderr.strip())
     r = e.parity("run", "e2e")
     ok(r.returncode != 0, "no new job goes to it (%d)" % r.returncode)
+    r = e.agent("--enroll", *e.conn("agent", "spool-e",
+                                    ckey=w.key("collector"),
+                                    extra=["--ack-timeout", "10"]))
+    ok(r.returncode == 1 and "parity-agent: the collector at %s refuses "
+       "this agent's key %s at the handshake: an operator rejected or "
+       "revoked it (parity hosts approve %s there admits it again), or the "
+       "collector runs with --enroll off and the key is not in its --allow "
+       "directory" % (w.endpoint, afp, afp) in r.stderr,
+       "--enroll with the revoked key: exit 1, saying so (%d: %s)"
+       % (r.returncode, r.stderr.strip().splitlines()[-1:]))
     r = e.parity("hosts", "approve", "sys-test")
     ok(r.returncode == 0 and "approved %s (sys-test)" % afp in r.stdout,
        "approved again: %s" % r.stdout.strip())
@@ -332,6 +342,11 @@ def case_revoke(e):
         time.sleep(0.3)
     ok(open(dlog).read().count("event=hello_acked") >= 2 and d.poll() is None,
        "the same daemon is back (its Hello acked again)")
+    r = e.agent("--enroll", *e.conn("agent", "spool-e",
+                                    ckey=w.key("collector")))
+    ok(r.returncode == 0 and r.stdout == "approved: the collector at %s "
+       "accepts this agent's key %s\n" % (w.endpoint, afp),
+       "--enroll with the approved key: %s" % r.stdout.strip())
     ok(stop(d) == 0, "the daemon exits 0 on SIGTERM")
 
 
@@ -369,6 +384,17 @@ def case_fingerprint(e):
        "--collector-fingerprint pins %s" % (w.key("collector"), cfp, wrong)
        in r.stderr, "a key file that is not the pinned collector: exit 2 "
        "naming both")
+
+    # A key that cannot be kept is used all the same.
+    nowhere = os.path.join(w.root, "nodir", "collector.pub")
+    r = e.agent("--enroll", *e.conn("agent", "spool", pin=cfp,
+                                    ckey=nowhere))
+    ok(r.returncode == 0 and "pending:" in r.stdout
+       and "event=collector_key_not_kept cannot write %s: No such file or "
+       "directory: the key is used, but the next start fetches it again"
+       % nowhere in r.stderr,
+       "a --collector-key that cannot be written: used, and said (%d)"
+       % r.returncode)
 
     # Trust on first use: the first key is kept, then pinned.
     tofu = os.path.join(e.ak, "tofu.pub")
