@@ -1,6 +1,6 @@
 /* co_enroll.h -- agents' keys in the database: the ones waiting for
  * approval, an operator's decisions, and the changes every collector
- * reads (docs/collector.md "Enrollment"; docs/protocol.md 10.17 is the
+ * reads (docs/collector.md "Enrollment"; docs/protocol.md 11.3 is the
  * reference of the commands' arguments and bodies):
  *
  *   pending   the keys waiting for approval, oldest first

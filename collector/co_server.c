@@ -223,8 +223,9 @@ s_key_refused(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
         srv->c.key_pending++;
     if (now - p->key_logged_us >= CO_SERVER_LOG_EVERY_US) {
         p->key_logged_us = now;
-        co_log(CO_LOG_INFO, denied ? "key_denied" : "key_pending",
-               "peer=%s fingerprint=%s kind=%s count=%" PRIu64, p->key, fp,
+        co_log(CO_LOG_INFO, "key_refused", "peer=%s fingerprint=%s "
+               "state=%s kind=%s count=%" PRIu64, p->key, fp,
+               denied ? "denied" : "pending",
                pw_wire_body_name((Parity__Envelope__BodyCase)body_case),
                denied ? srv->c.key_denied : srv->c.key_pending);
     }

@@ -71,9 +71,9 @@ enum {
 };
 
 /* Error.code values about the sender's key, not its frame
- * (docs/protocol.md section 7, "Keys waiting for approval"). They are
- * not bad input, and unlike the codes above an Error of theirs with a
- * seq does not refuse the message for good: it stays with the agent. */
+ * (docs/protocol.md sections 7 and 11). They are not bad input, and
+ * unlike the codes above an Error of theirs with a seq does not refuse
+ * the message for good: it stays with the agent. */
 #define PW_WIRE_KEY_PENDING 20  /* the key waits for an operator's approval */
 #define PW_WIRE_KEY_DENIED  21  /* the key was rejected or revoked */
 
