@@ -2,10 +2,14 @@
  * docs/architecture.md).
  *
  * One ROUTER socket with CURVE (the collector is the server), a ZAP
- * handler (co_auth, polled in the same loop) admitting only the public
- * certificates in the allow-list and admin directories, and a zmq_poll
- * loop that reads sockets and nothing else: it never waits for
- * PostgreSQL. Frames are routed, not decoded (pw_wire_peek): agents'
+ * handler (co_auth, polled in the same loop) admitting the public
+ * certificates in the allow-list and admin directories, the keys the
+ * database approved and, with enrollment on, unknown keys as pending
+ * (co_keys holds the database's decisions in memory; a pending key's
+ * data and anything of a rejected or revoked key is answered Error 20
+ * or 21 here), the key service (the public key on the next port,
+ * without CURVE), and a zmq_poll loop that reads sockets and nothing
+ * else: it never waits for PostgreSQL. Frames are routed, not decoded (pw_wire_peek): agents'
  * messages go to the writer thread (co_store), client Requests to the
  * query workers (co_qpool; `run` and `cancel` to the writer, which owns
  * jobs), `ping` and `stats` are answered here. Their answers come back

@@ -166,6 +166,66 @@ s_decided(const char *action, const json_t *b)
                                                              "jobs_failed")));
 }
 
+/* The hosts' table (and the machines they share). */
+static int
+s_print_hosts(const json_t *body)
+{
+    json_t *hosts = json_object_get(body, "hosts");
+    cl_out_table_t *t = cl_out_table_new(9);
+    if (!t)
+        return CL_EXIT_SYSTEM;
+    const char *head[] = { "host", "state", "last seen", "floor",
+                           "calibrated", "cpu", "kernel", "suites",
+                           "warnings" };
+    cl_out_table_add(t, head);
+    size_t i;
+    json_t *h;
+    json_array_foreach(hosts, i, h) {
+        char seen[64], floor[64], cal[64], suites[CL_CELL_MAX] = "",
+             warn[CL_CELL_MAX] = "";
+        s_ago(seen, sizeof seen,
+              json_integer_value(json_object_get(h, "last_seen_us")));
+        cl_out_us(floor, sizeof floor,
+                  json_real_value(json_object_get(h, "floor_us")));
+        if (json_is_true(json_object_get(h, "floor_default")))
+            strncat(floor, " (default)", sizeof floor - strlen(floor) - 1);
+        s_ago(cal, sizeof cal,
+              json_integer_value(json_object_get(h, "calibrated_at_us")));
+        size_t k;
+        json_t *v;
+        json_array_foreach(json_object_get(h, "suites"), k, v) {
+            if (k)
+                strncat(suites, ",", sizeof suites - strlen(suites) - 1);
+            strncat(suites, json_string_value(v) ? json_string_value(v) : "",
+                    sizeof suites - strlen(suites) - 1);
+        }
+        json_array_foreach(json_object_get(h, "warnings"), k, v) {
+            if (k)
+                strncat(warn, ",", sizeof warn - strlen(warn) - 1);
+            strncat(warn, s_str(v, "code", "?"),
+                    sizeof warn - strlen(warn) - 1);
+        }
+        /* A key shut out says so before whether it is online. */
+        const char *key_state = s_str(h, "key_state", "approved");
+        const char *row[] = {
+            s_str(h, "name", "?"),
+            strcmp(key_state, "approved") != 0 ? key_state :
+            json_is_true(json_object_get(h, "online")) ? "online" :
+                                                         "offline",
+            seen, floor, cal, s_str(h, "cpu_model", "-"),
+            s_str(h, "kernel", "-"), *suites ? suites : "-",
+            *warn ? warn : "-" };
+        cl_out_table_add(t, row);
+    }
+    int rc = cl_out_table_print(t, stdout) == 0 ? CL_EXIT_OK
+                                                : CL_EXIT_SYSTEM;
+    if (json_array_size(hosts) == 0)
+        printf("(no host has said Hello to this collector yet)\n");
+    s_print_machines(hosts);
+    cl_out_table_destroy(&t);
+    return rc;
+}
+
 int
 cl_hosts_main(int argc, char **argv)
 {
@@ -232,60 +292,7 @@ cl_hosts_main(int argc, char **argv)
             rc = CL_EXIT_SYSTEM;
         return rc;
     }
-    json_t *hosts = json_object_get(body, "hosts");
-    cl_out_table_t *t = cl_out_table_new(9);
-    if (!t) {
-        json_decref(body);
-        return CL_EXIT_SYSTEM;
-    }
-    const char *head[] = { "host", "state", "last seen", "floor",
-                           "calibrated", "cpu", "kernel", "suites",
-                           "warnings" };
-    cl_out_table_add(t, head);
-    size_t i;
-    json_t *h;
-    json_array_foreach(hosts, i, h) {
-        char seen[64], floor[64], cal[64], suites[CL_CELL_MAX] = "",
-             warn[CL_CELL_MAX] = "";
-        s_ago(seen, sizeof seen,
-              json_integer_value(json_object_get(h, "last_seen_us")));
-        cl_out_us(floor, sizeof floor,
-                  json_real_value(json_object_get(h, "floor_us")));
-        if (json_is_true(json_object_get(h, "floor_default")))
-            strncat(floor, " (default)", sizeof floor - strlen(floor) - 1);
-        s_ago(cal, sizeof cal,
-              json_integer_value(json_object_get(h, "calibrated_at_us")));
-        size_t k;
-        json_t *v;
-        json_array_foreach(json_object_get(h, "suites"), k, v) {
-            if (k)
-                strncat(suites, ",", sizeof suites - strlen(suites) - 1);
-            strncat(suites, json_string_value(v) ? json_string_value(v) : "",
-                    sizeof suites - strlen(suites) - 1);
-        }
-        json_array_foreach(json_object_get(h, "warnings"), k, v) {
-            if (k)
-                strncat(warn, ",", sizeof warn - strlen(warn) - 1);
-            strncat(warn, s_str(v, "code", "?"),
-                    sizeof warn - strlen(warn) - 1);
-        }
-        /* A key shut out says so before whether it is online. */
-        const char *key_state = s_str(h, "key_state", "approved");
-        const char *row[] = {
-            s_str(h, "name", "?"),
-            strcmp(key_state, "approved") != 0 ? key_state :
-            json_is_true(json_object_get(h, "online")) ? "online" :
-                                                         "offline",
-            seen, floor, cal, s_str(h, "cpu_model", "-"),
-            s_str(h, "kernel", "-"), *suites ? suites : "-",
-            *warn ? warn : "-" };
-        cl_out_table_add(t, row);
-    }
-    rc = cl_out_table_print(t, stdout) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
-    if (json_array_size(hosts) == 0)
-        printf("(no host has said Hello to this collector yet)\n");
-    s_print_machines(hosts);
-    cl_out_table_destroy(&t);
+    rc = s_print_hosts(body);
     json_decref(body);
     return rc;
 }
