@@ -851,11 +851,102 @@ s_run_cached(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
     return CO_DB_LATER;
 }
 
+/* ---- refusals (009) ---------------------------------------------------
+ * A message refused for good is remembered, so that the messages that
+ * depend on it (a batch or RunEnd of a refused RunStart, a RunEnd that
+ * counts a refused batch) are answered CO_DB_DEPENDS instead of waited
+ * for: an agent that resends what is not answered would resend them
+ * forever (docs/protocol.md section 4). */
+
+/* The longest reason kept: an Error that quotes it must stay one line of
+ * reasonable length. */
+#define S_REFUSAL_REASON_MAX 200
+
+/* Copy at most max bytes of src to dst (max + 1 bytes), not cutting a
+ * UTF-8 sequence in two. */
+static void
+s_utf8_cut(char *dst, const char *src, size_t max)
+{
+    size_t n = strlen(src);
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+            n--;
+    }
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Remember that this host's RunStart of uuid (batch_seq -1), or its
+ * batch batch_seq, was refused with reason. A RunStart's refusal is kept
+ * only when no host stored that run (another host's run is found in runs
+ * itself), a batch's only when the run is this host's. Its own
+ * transaction (a savepoint inside co_db_begin's): when it fails (a run id
+ * that is not UTF-8) nothing else is undone, and the dependents stay
+ * unanswered as before. */
+static void
+s_refusal_keep(co_db_t *db, int64_t host_id, const char *uuid,
+               int64_t batch_seq, const char *reason)
+{
+    char host[24], seq[24], why[S_REFUSAL_REASON_MAX + 1], e[256];
+    int rc;
+    if (!co_db_connected(db) || !uuid || strlen(uuid) >= CO_DB_UUID_MAX)
+        return;
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    snprintf(seq, sizeof seq, "%" PRId64, batch_seq);
+    s_utf8_cut(why, reason ? reason : "", S_REFUSAL_REASON_MAX);
+    if (s_exec(db, "BEGIN", e, sizeof e) != CO_DB_OK)
+        return;
+    const char *p[] = { host, uuid, seq, why };
+    PGresult *r = s_query(db, "INSERT INTO refusals (host_id, run_uuid, "
+                          "batch_seq, reason) SELECT $1::bigint, $2::text, "
+                          "$3::bigint, $4::text WHERE CASE WHEN $3::bigint "
+                          "< 0 THEN NOT EXISTS (SELECT 1 FROM runs r WHERE "
+                          "r.run_uuid = $2) ELSE EXISTS (SELECT 1 FROM runs "
+                          "r WHERE r.run_uuid = $2 AND r.host_id = $1) END "
+                          "ON CONFLICT DO NOTHING", 4, p, PGRES_COMMAND_OK,
+                          &rc, e, sizeof e);
+    if (!r) {
+        s_rollback(db);
+        return;
+    }
+    PQclear(r);
+    (void)s_exec(db, "COMMIT", e, sizeof e);
+}
+
+/* CO_DB_DEPENDS with err "WHAT depends on run_start UUID, which was
+ * refused: REASON" when this host's RunStart of uuid was refused, else
+ * CO_DB_LATER (or CO_DB_FAIL). */
+static int
+s_refused_run(co_db_t *db, int64_t host_id, const char *uuid,
+              const char *what, char *err, size_t errlen)
+{
+    int rc;
+    char host[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    const char *p[] = { host, uuid };
+    PGresult *r = s_query(db, "SELECT reason FROM refusals WHERE host_id = "
+                          "$1 AND run_uuid = $2 AND batch_seq = -1", 2, p,
+                          PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        return rc;
+    rc = CO_DB_LATER;
+    if (PQntuples(r) == 1) {
+        s_err(err, errlen, "%s depends on run_start %s, which was refused: "
+              "%s", what, uuid, PQgetvalue(r, 0, 0));
+        rc = CO_DB_DEPENDS;
+    }
+    PQclear(r);
+    return rc;
+}
+
 /* The run with this uuid: CO_DB_OK with *run set when it is this host's,
- * CO_DB_LATER when unknown, CO_DB_REFUSED when another host's. */
+ * CO_DB_LATER when unknown, CO_DB_REFUSED when another host's,
+ * CO_DB_DEPENDS (err naming what: "batch R/3") when this host's RunStart
+ * of it was refused. */
 static int
 s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
-             size_t *n_arms, char *err, size_t errlen)
+             size_t *n_arms, const char *what, char *err, size_t errlen)
 {
     int rc;
 
@@ -877,8 +968,10 @@ s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
         return rc;
     if (PQntuples(r) == 0) {
         PQclear(r);
-        s_err(err, errlen, "run %s: no RunStart stored yet", uuid);
-        return CO_DB_LATER;
+        rc = s_refused_run(db, host_id, uuid, what, err, errlen);
+        if (rc == CO_DB_LATER)
+            s_err(err, errlen, "run %s: no RunStart stored yet", uuid);
+        return rc;
     }
     int64_t id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     int64_t owner = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
@@ -958,9 +1051,9 @@ done:
     return rc;
 }
 
-int
-co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
-                char *err, size_t errlen)
+static int
+s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
+            char *err, size_t errlen)
 {
     int rc;
     int64_t run = 0;
@@ -1050,7 +1143,8 @@ co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
         /* Stored before: a resend (this host's) or another host's id. */
         PQclear(r);
         s_rollback(db);
-        rc = s_run_lookup(db, host_id, rs->run_id, &run, NULL, err, errlen);
+        rc = s_run_lookup(db, host_id, rs->run_id, &run, NULL, "run_start",
+                          err, errlen);
         rc = rc == CO_DB_OK ? CO_DB_DUP : rc;
         goto done;
     }
@@ -1068,6 +1162,16 @@ rollback:
     s_rollback(db);
 done:
     free(tags);
+    return rc;
+}
+
+int
+co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
+                char *err, size_t errlen)
+{
+    int rc = s_run_start(db, host_id, rs, err, errlen);
+    if (rc == CO_DB_REFUSED)
+        s_refusal_keep(db, host_id, rs->run_id, -1, err);
     return rc;
 }
 
@@ -1145,18 +1249,21 @@ static const char s_copy_samples_sql[] =
     "wall_us, user_us, sys_us, maxrss_kb, exit_status, term_signal, cpu, "
     "start_unix_us, error) FROM STDIN (FORMAT binary)";
 
-int
-co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
-            size_t *stored, char *err, size_t errlen)
+static int
+s_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
+        size_t *stored, char *err, size_t errlen)
 {
     int rc;
     int64_t run = 0;
-    char runs[24], seq[16], n[16];
+    char runs[24], seq[16], n[16], what[CO_DB_UUID_MAX + 32];
     PGresult *r;
 
     *stored = 0;
     size_t n_arms = 0;
-    rc = s_run_lookup(db, host_id, b->run_id, &run, &n_arms, err, errlen);
+    snprintf(what, sizeof what, "batch %.*s/%u", CO_DB_UUID_MAX, b->run_id,
+             b->batch_seq);
+    rc = s_run_lookup(db, host_id, b->run_id, &run, &n_arms, what, err,
+                      errlen);
     if (rc != CO_DB_OK)
         return rc;
     if (s_check_samples(b, n_arms, err, errlen) != 0)
@@ -1199,6 +1306,16 @@ rollback:
 }
 
 
+int
+co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
+            size_t *stored, char *err, size_t errlen)
+{
+    int rc = s_batch(db, host_id, b, stored, err, errlen);
+    if (rc == CO_DB_REFUSED)
+        s_refusal_keep(db, host_id, b->run_id, b->batch_seq, err);
+    return rc;
+}
+
 /* The calibration samples of the group's new batches into
  * host_calibration, one COPY (none when they have none). */
 static int
@@ -1238,8 +1355,11 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
         co_db_batch_item_t *it = &items[k];
         const Parity__SampleBatch *b = it->batch;
         size_t n_arms = 0;
+        char what[CO_DB_UUID_MAX + 32];
+        snprintf(what, sizeof what, "batch %.*s/%u", CO_DB_UUID_MAX,
+                 b->run_id, b->batch_seq);
         it->rc = s_run_lookup(db, it->host_id, b->run_id, &runs[k], &n_arms,
-                              it->err, sizeof it->err);
+                              what, it->err, sizeof it->err);
         if (it->rc == CO_DB_FAIL) {
             s_err(err, errlen, "%s", it->err);
             goto fail_all;
@@ -1248,6 +1368,8 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
             continue;
         if (s_check_samples(b, n_arms, it->err, sizeof it->err) != 0) {
             it->rc = CO_DB_REFUSED;
+            s_refusal_keep(db, it->host_id, b->run_id, b->batch_seq,
+                           it->err);
             continue;
         }
         want[k] = true;
@@ -1909,14 +2031,46 @@ done:
     return rc;
 }
 
-/* Inside run_end's transaction: CO_DB_OK when the run has not ended yet
- * and batches 0..re->batches-1 are stored (else CO_DB_DUP or CO_DB_LATER,
- * or CO_DB_FAIL). *started gets its started_at_us, *expected the samples
- * of all its batches: what the pruned read must find. */
+/* CO_DB_DEPENDS naming the first of batches 0..re->batches-1 of the run
+ * (runs.id runid) that this host had refused and that was not stored
+ * since, else CO_DB_LATER (or CO_DB_FAIL). */
 static int
-s_run_end_ready(co_db_t *db, const Parity__RunEnd *re, const char *runid,
-                const char *batches, int64_t *started, long long *expected,
-                char *err, size_t errlen)
+s_refused_batch(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
+                const char *runid, const char *batches, char *err,
+                size_t errlen)
+{
+    int rc;
+    char host[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    const char *p[] = { host, re->run_id, batches, runid };
+    PGresult *r = s_query(db, "SELECT f.batch_seq, f.reason FROM refusals f "
+                          "WHERE f.host_id = $1 AND f.run_uuid = $2 AND "
+                          "f.batch_seq >= 0 AND f.batch_seq < $3::bigint AND "
+                          "NOT EXISTS (SELECT 1 FROM batches b WHERE b.run = "
+                          "$4 AND b.batch_seq = f.batch_seq) ORDER BY "
+                          "f.batch_seq LIMIT 1", 4, p, PGRES_TUPLES_OK, &rc,
+                          err, errlen);
+    if (!r)
+        return rc;
+    rc = CO_DB_LATER;
+    if (PQntuples(r) == 1) {
+        s_err(err, errlen, "run_end %s counts batch %s, which was refused: "
+              "%s", re->run_id, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+        rc = CO_DB_DEPENDS;
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Inside run_end's transaction: CO_DB_OK when the run has not ended yet
+ * and batches 0..re->batches-1 are stored (else CO_DB_DUP, CO_DB_LATER,
+ * CO_DB_DEPENDS when a missing one was refused, or CO_DB_FAIL). *started
+ * gets its started_at_us, *expected the samples of all its batches: what
+ * the pruned read must find. */
+static int
+s_run_end_ready(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
+                const char *runid, const char *batches, int64_t *started,
+                long long *expected, char *err, size_t errlen)
 {
     int rc;
     const char *pc[] = { runid, batches };
@@ -1941,9 +2095,11 @@ s_run_end_ready(co_db_t *db, const Parity__RunEnd *re, const char *runid,
     if (ended_before)
         return CO_DB_DUP;
     if (have < (long)re->batches) {
-        s_err(err, errlen, "run_end %s: %ld of %u batches stored",
-              re->run_id, have, re->batches);
-        return CO_DB_LATER;
+        rc = s_refused_batch(db, host_id, re, runid, batches, err, errlen);
+        if (rc == CO_DB_LATER)
+            s_err(err, errlen, "run_end %s: %ld of %u batches stored",
+                  re->run_id, have, re->batches);
+        return rc;
     }
     return CO_DB_OK;
 }
@@ -1969,7 +2125,10 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         return CO_DB_REFUSED;
     }
     co_db_set_floor_window(db, floor_window);
-    rc = s_run_lookup(db, host_id, re->run_id, &run, NULL, err, errlen);
+    char what[CO_DB_UUID_MAX + 16];
+    snprintf(what, sizeof what, "run_end %.*s", CO_DB_UUID_MAX, re->run_id);
+    rc = s_run_lookup(db, host_id, re->run_id, &run, NULL, what, err,
+                      errlen);
     if (rc != CO_DB_OK)
         return rc;
     snprintf(runid, sizeof runid, "%" PRId64, run);
@@ -1982,8 +2141,8 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         return rc;
     int64_t started = 0;
     long long expected = 0;
-    rc = s_run_end_ready(db, re, runid, batches, &started, &expected, err,
-                         errlen);
+    rc = s_run_end_ready(db, host_id, re, runid, batches, &started,
+                         &expected, err, errlen);
     if (rc != CO_DB_OK) {
         s_rollback(db);
         return rc;

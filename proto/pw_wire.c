@@ -11,7 +11,7 @@
 static const char *const s_err_names[PW_WIRE_ECOUNT] = {
     "ok", "empty", "too_big", "parse", "version", "no_body",
     "unknown_body", "limit", "seq", "no_hello", "field", "store", "nomem",
-    "budget",
+    "budget", "dependency",
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)

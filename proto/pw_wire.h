@@ -67,12 +67,15 @@ enum {
     PW_WIRE_ENOMEM    = -12,
     PW_WIRE_EBUDGET   = -13, /* decoding needs more than
                               * PW_WIRE_DECODE_BUDGET bytes */
-    PW_WIRE_ECOUNT    = 14   /* sentinel: number of codes incl. OK */
+    PW_WIRE_EDEPEND   = -14, /* depends on a message refused for good
+                              * (collector's check) */
+    PW_WIRE_ECOUNT    = 15   /* sentinel: number of codes incl. OK */
 };
 
 /* Short machine name of a status code ("ok", "empty", "too_big", "parse",
  * "version", "no_body", "unknown_body", "limit", "seq", "no_hello",
- * "field", "store", "nomem", "budget"); "?" for anything else. */
+ * "field", "store", "nomem", "budget", "dependency"); "?" for anything
+ * else. */
 const char *pw_wire_err_name(int code);
 
 /* Machine name of a body kind: "hello", "heartbeat", "calibration", ...;

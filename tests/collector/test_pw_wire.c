@@ -348,6 +348,8 @@ main(void)
     ok_str(pw_wire_err_name(PW_WIRE_EPARSE), "parse", "err name");
     ok_str(pw_wire_err_name(-100), "?", "err name out of range");
     ok_str(pw_wire_err_name(PW_WIRE_EBUDGET), "budget", "budget's name");
+    ok_str(pw_wire_err_name(PW_WIRE_EDEPEND), "dependency",
+           "dependency's name");
     ok_str(pw_wire_err_name(-PW_WIRE_ECOUNT), "?", "err name: sentinel");
     ok_str(pw_wire_body_name(PARITY__ENVELOPE__BODY_RUN_END), "run_end",
            "body name");

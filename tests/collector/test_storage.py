@@ -370,14 +370,15 @@ def case_migrate(w, db, fx):
        "the old floor query gives alpha's floor %r" % (floor_before,))
 
     r = tool("migrate", w.data)
-    ok(r.returncode == 0 and r.stdout.strip() == "applied 3",
-       "storage-tool migrate applies 006, 007 and 008 (%r)" % r.stdout)
+    ok(r.returncode == 0 and r.stdout.strip() == "applied 4",
+       "storage-tool migrate applies 006, 007, 008 and 009 (%r)"
+       % r.stdout)
     after = checksums(db, columns)
     bad = [t for t in OLD_TABLES if before[t] != after[t]]
     ok(not bad, "every row of every old table survived (count and md5 of "
        "its columns): differ %s" % bad)
-    ok(db.one("SELECT max(version) FROM schema_version;") == "8",
-       "schema_version is 8")
+    ok(db.one("SELECT max(version) FROM schema_version;") == "9",
+       "schema_version is 9")
     series = sorted(tuple(r) for r in db.run(
         "SELECT benchmark_id, host_id, vars::text, other FROM series;"))
     ok(series == sorted((str(b), str(h), "{}", "old") for h in fx.hosts

@@ -19,6 +19,10 @@ Cases (one meson test each, so two can run at once):
   job           `parity run SUITE --wait` through the collector to a
                 daemon: the job is done, its run stored with job id and
                 tags, and a suite the agent did not list is not offered
+  refused       a spool holding a RunStart the collector refuses, a batch
+                and the RunEnd of that run: Error 10, then Error 14 for
+                each dependent; the daemon logs each and empties its
+                spool instead of resending them forever
 
 Environment: PARITY_BUILD_DIR (default: from meson), PARITY_PG_BINDIR.
 """
@@ -27,10 +31,12 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 BUILD = os.environ.get("PARITY_BUILD_DIR") or sys.argv[2]
 AGENT = os.path.join(BUILD, "agent", "parity-agent")
@@ -520,7 +526,90 @@ def case_job(w):
     ok(daemon.returncode == 0, "the daemon exits 0 on SIGTERM")
 
 
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if not v:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+
+
+def fv(num, v):
+    return varint(num << 3) + varint(v)
+
+
+def fb(num, data):
+    return varint((num << 3) | 2) + varint(len(data)) + data
+
+
+def spool_file(spool, seq, body_field, body):
+    """Write Envelope{version 1, seq, body} as ag_spool's file SEQ.msg."""
+    env = fv(1, 1) + fv(2, seq) + fb(body_field, body)
+    with open(os.path.join(spool, "%020d.msg" % seq), "wb") as f:
+        f.write(b"PSPOOL1\n" + seq.to_bytes(8, "little")
+                + len(env).to_bytes(4, "little")
+                + (zlib.crc32(env) & 0xFFFFFFFF).to_bytes(4, "little")
+                + env)
+
+
+def case_refused(w):
+    """Issue 11: what depends on a refused message is refused too."""
+    w.write_suite(runs=3)
+    os.makedirs(w.spool)
+    run = b"refused-run"
+    # RunStart without arms (refused, Error 10), its batch 0 of two
+    # samples, its RunEnd: as an agent would have spooled them.
+    spool_file(w.spool, 1, 13, fb(1, run) + fb(3, b"e2e")
+               + fb(4, b"sleepers") + fv(8, 3))
+    sample = fv(2, 0) + fv(3, 0) + b"\x29" + struct.pack("<d", 1000.0)
+    spool_file(w.spool, 2, 14, fb(1, run) + fv(2, 0) + fb(3, sample)
+               + fb(3, sample))
+    spool_file(w.spool, 3, 15, fb(1, run) + fv(4, 1) + fv(5, 2))
+    w.start_collector()
+    t0 = time.time()
+    daemon = w.agent_daemon()
+    end = time.time() + 30
+    while time.time() < end and w.spooled() > 0:
+        time.sleep(0.1)
+    took = time.time() - t0
+    ok(w.spooled() == 0, "the spool empties (%d left after %.1f s: no "
+       "resend wait of 5 s was needed)" % (w.spooled(), took))
+    time.sleep(1.0)   # the log lines after the last removal
+    w.daemon_log.flush()
+    with open(os.path.join(w.root, "daemon.log")) as f:
+        log = f.read()
+    dep = ("depends on run_start refused-run, which was refused: "
+           "run_start refused-run: no arms")
+    ok("collector refused seq 1 (code 10): run_start refused-run: no arms; "
+       "removed from the spool" in log, "the RunStart: Error 10, logged "
+       "and removed from the spool")
+    ok("collector refused seq 2 (code 14): batch refused-run/0 " + dep
+       + "; removed from the spool" in log,
+       "its batch: Error 14 naming the refused RunStart, logged, removed")
+    ok("collector refused seq 3 (code 14): run_end refused-run " + dep
+       + "; removed from the spool" in log,
+       "its RunEnd: Error 14 the same way, logged, removed")
+    ok(all(log.count("refused seq %d " % q) == 1 for q in (1, 2, 3)),
+       "each was answered once (no resend)")
+    ok(w.psql("SELECT count(*) FROM runs") == "0"
+       and w.psql("SELECT count(*) FROM refusals") == "1",
+       "nothing of the run is stored; one refusal is remembered")
+    ok(daemon.poll() is None, "the daemon keeps running")
+    daemon.send_signal(signal.SIGTERM)
+    try:
+        daemon.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+    ok(daemon.returncode == 0, "the daemon exits 0 on SIGTERM")
+    if n_failed:
+        diag("daemon log:\n" + log[-3000:])
+
+
 CASES = {
+    "refused": case_refused,
     "job": case_job,
     "complete": case_complete,
     "collector-kill": case_collector_kill,
