@@ -18,6 +18,7 @@
 #include "co_migrations.h"
 #include "pw_buf.h"
 #include "pw_json.h"
+#include "pw_wire.h"
 #include "vd_verdict.h"
 
 /* Recently used runs (uuid -> id, host), so that a batch costs no lookup. */
@@ -66,6 +67,11 @@ struct co_db {
      * Forgotten whenever what this connection wrote may be undone. NULL
      * when out of memory: the floor is then always read. */
     co_floors_t *floors;
+    /* The message being stored ("batch R/3", "hello"), set by the store
+     * functions while they run: a statement the database refuses for
+     * the message's content is reported under this name, never with the
+     * statement (peers get the text; it would show them the schema). */
+    char what[CO_DB_UUID_MAX + 48];
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -96,17 +102,50 @@ s_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* Classify a failed result: data and constraint errors (SQLSTATE classes
  * 22 and 23) are the message's fault and permanent; anything else (lost
- * connection, disk full, shutdown) is the database's and worth a retry. */
+ * connection, disk full, shutdown) is the database's and worth a retry.
+ * A refusal's text goes back to the peer: it names the message (db->what)
+ * and, for a data error (class 22: a value out of range, bytes that are
+ * not UTF-8), PostgreSQL's one-line reason about the value, never the
+ * statement, and not a constraint's name (class 23). Content checks
+ * before the database are meant to leave this for what they missed.
+ * Any other failure is logged only, so it keeps the statement. */
 static int
 s_fail(co_db_t *db, PGresult *r, const char *what, char *err, size_t errlen)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    s_err(err, errlen, "%s: %s", what, PQerrorMessage(db->conn));
+    const char *why = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
+                        : NULL;
     s_forget_written(db);   /* what it wrote is about to be undone */
-    if (state && (strncmp(state, "22", 2) == 0
-                  || strncmp(state, "23", 2) == 0))
+    if (state && strncmp(state, "22", 2) == 0) {
+        s_err(err, errlen, "%s%sthe database refused it: %s (SQLSTATE %s)",
+              db->what, db->what[0] ? ": " : "", why ? why : "data error",
+              state);
         return CO_DB_REFUSED;
+    }
+    if (state && strncmp(state, "23", 2) == 0) {
+        s_err(err, errlen, "%s%sthe database refused it: a constraint "
+              "failed (SQLSTATE %s)", db->what, db->what[0] ? ": " : "",
+              state);
+        return CO_DB_REFUSED;
+    }
+    s_err(err, errlen, "%s: %s", what, PQerrorMessage(db->conn));
     return CO_DB_FAIL;
+}
+
+/* Name the message being stored (see co_db.what); NULL clears it. */
+static void s_what(co_db_t *db, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+s_what(co_db_t *db, const char *fmt, ...)
+{
+    va_list ap;
+    db->what[0] = '\0';
+    if (!fmt)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(db->what, sizeof db->what, fmt, ap);
+    va_end(ap);
 }
 
 static void
@@ -253,6 +292,16 @@ s_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
     if (PQresultStatus(r) != PGRES_COMMAND_OK
         && PQresultStatus(r) != PGRES_TUPLES_OK)
         rc = s_fail(db, r, sql, err, errlen);
+    else if (strcmp(sql, "COMMIT") == 0
+             && strcmp(PQcmdStatus(r), "COMMIT") != 0) {
+        /* PostgreSQL answers COMMIT of a transaction in which a
+         * statement failed with ROLLBACK, and no error: what it held is
+         * gone and must not be acked. */
+        s_err(err, errlen, "COMMIT: the transaction had failed and was "
+              "rolled back (%s)", PQcmdStatus(r));
+        s_forget_written(db);
+        rc = CO_DB_FAIL;
+    }
     PQclear(r);
     return rc;
 }
@@ -458,9 +507,9 @@ s_check_environment(const char *what, const char *text, char *err,
     return 0;
 }
 
-int
-co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
-            int64_t *host_id, char *err, size_t errlen)
+static int
+s_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
+        int64_t *host_id, char *err, size_t errlen)
 {
     int rc;
     char id[24];
@@ -746,8 +795,18 @@ static int s_host_floor_refresh(co_db_t *db, int64_t host_id,
                                 size_t errlen);
 
 int
-co_db_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
-                  char *err, size_t errlen)
+co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
+            int64_t *host_id, char *err, size_t errlen)
+{
+    s_what(db, "hello");
+    int rc = s_hello(db, public_key, h, host_id, err, errlen);
+    s_what(db, NULL);
+    return rc;
+}
+
+static int
+s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
+              char *err, size_t errlen)
 {
     int rc;
     char host[24], taken[24], n[24];
@@ -813,6 +872,16 @@ co_db_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
     return s_exec(db, "COMMIT", err, errlen);
 rollback:
     s_rollback(db);
+    return rc;
+}
+
+int
+co_db_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
+                  char *err, size_t errlen)
+{
+    s_what(db, "calibration %.*s", CO_DB_UUID_MAX, c->calibration_id);
+    int rc = s_calibration(db, host_id, c, err, errlen);
+    s_what(db, NULL);
     return rc;
 }
 
@@ -1169,7 +1238,9 @@ int
 co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
                 char *err, size_t errlen)
 {
+    s_what(db, "run_start %.*s", CO_DB_UUID_MAX, rs->run_id);
     int rc = s_run_start(db, host_id, rs, err, errlen);
+    s_what(db, NULL);
     if (rc == CO_DB_REFUSED)
         s_refusal_keep(db, host_id, rs->run_id, -1, err);
     return rc;
@@ -1183,18 +1254,26 @@ static int
 s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
                 size_t errlen)
 {
+    if (b->batch_seq > INT32_MAX) {
+        s_err(err, errlen, "batch %s/%u: batch_seq is above %d", b->run_id,
+              b->batch_seq, INT32_MAX);
+        return -1;
+    }
     for (size_t i = 0; i < b->n_samples; i++) {
         const Parity__Sample *s = b->samples[i];
-        if (!isfinite(s->wall_us) || !isfinite(s->user_us)
-            || !isfinite(s->sys_us)) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has a time that is "
-                  "not finite", b->run_id, b->batch_seq, i);
-            return -1;
-        }
-        if (s->wall_us < 0 || s->user_us < 0 || s->sys_us < 0) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has a negative time",
-                  b->run_id, b->batch_seq, i);
-            return -1;
+        const char *const names[] = { "wall_us", "user_us", "sys_us" };
+        const double times[] = { s->wall_us, s->user_us, s->sys_us };
+        for (int t = 0; t < 3; t++) {
+            if (!isfinite(times[t])) {
+                s_err(err, errlen, "batch %s/%u: sample %zu has a %s that "
+                      "is not finite", b->run_id, b->batch_seq, i, names[t]);
+                return -1;
+            }
+            if (times[t] < 0) {
+                s_err(err, errlen, "batch %s/%u: sample %zu has a negative "
+                      "%s", b->run_id, b->batch_seq, i, names[t]);
+                return -1;
+            }
         }
         if ((int)s->kind < 0 || (int)s->kind > PARITY__SAMPLE_KIND__ERROR) {
             s_err(err, errlen, "batch %s/%u: sample %zu has unknown kind %d",
@@ -1208,9 +1287,18 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
             return -1;
         }
         if (s->round > INT32_MAX || s->position > INT32_MAX) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has round or "
-                  "position above %d", b->run_id, b->batch_seq, i,
-                  INT32_MAX);
+            s_err(err, errlen, "batch %s/%u: sample %zu has a %s above %d",
+                  b->run_id, b->batch_seq, i,
+                  s->round > INT32_MAX ? "round" : "position", INT32_MAX);
+            return -1;
+        }
+        /* The one text of a sample (a program's exit or stderr, which an
+         * agent may have cut inside a character). */
+        size_t elen = s->error ? strlen(s->error) : 0;
+        size_t good = elen ? pw_wire_utf8_valid(s->error, elen) : 0;
+        if (good < elen) {
+            s_err(err, errlen, "batch %s/%u: sample %zu has an error that is "
+                  "not UTF-8 (byte %zu)", b->run_id, b->batch_seq, i, good);
             return -1;
         }
     }
@@ -1310,7 +1398,9 @@ int
 co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
             size_t *stored, char *err, size_t errlen)
 {
+    s_what(db, "batch %.*s/%u", CO_DB_UUID_MAX, b->run_id, b->batch_seq);
     int rc = s_batch(db, host_id, b, stored, err, errlen);
+    s_what(db, NULL);
     if (rc == CO_DB_REFUSED)
         s_refusal_keep(db, host_id, b->run_id, b->batch_seq, err);
     return rc;
@@ -1482,7 +1572,11 @@ co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
     pw_buf_t keys[3];
     for (int a = 0; a < 3; a++)
         pw_buf_init(&keys[a], CO_DB_GROUP_MAX * 21 + 3);
+    /* A refusal of the group is not sent: its batches are then stored
+     * one by one, each under its own name. */
+    s_what(db, "batches");
     int rc = s_batches(db, items, n, keys, err, errlen);
+    s_what(db, NULL);
     for (int a = 0; a < 3; a++)
         pw_buf_free(&keys[a]);
     return rc;
@@ -2222,8 +2316,10 @@ co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
 {
     int64_t run = 0;
     db->last_run_end = 0;
+    s_what(db, "run_end %.*s", CO_DB_UUID_MAX, re->run_id);
     int rc = s_run_end(db, host_id, re, floor_window, parity, verdicts, err,
                        errlen);
+    s_what(db, NULL);
     if (rc == CO_DB_OK
         && s_run_cached(db, host_id, re->run_id, &run, NULL, 0) == CO_DB_OK)
         db->last_run_end = run;

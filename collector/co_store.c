@@ -197,6 +197,13 @@ s_error(co_store_t *st, const uint8_t *rid, size_t rid_len, int code,
     char line[1024];
     size_t len;
     snprintf(line, sizeof line, "%s", msg);   /* so the reply fits */
+    /* Valid UTF-8 whatever the message quotes (an arm name, a cut):
+     * a peer's decoder may refuse other text. */
+    for (size_t at = 0, n = strlen(line); at < n;) {
+        at += pw_wire_utf8_valid(line + at, n - at);
+        if (at < n)
+            line[at++] = '?';
+    }
     if (pw_wire_pack_error(code, line, seq, buf, sizeof buf, &len)
         == PW_WIRE_OK) {
         s_out(st, rid, rid_len, buf, len);

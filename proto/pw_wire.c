@@ -58,6 +58,58 @@ pw_wire_body_name(Parity__Envelope__BodyCase body)
     }
 }
 
+size_t
+pw_wire_utf8_valid(const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        size_t n;
+        unsigned char lo = 0x80, hi = 0xbf;   /* the second byte's range */
+        if (c < 0x80)
+            n = 1;
+        else if (c >= 0xc2 && c <= 0xdf)
+            n = 2;
+        else if (c >= 0xe0 && c <= 0xef) {
+            n = 3;
+            lo = c == 0xe0 ? 0xa0 : 0x80;     /* overlong */
+            hi = c == 0xed ? 0x9f : 0xbf;     /* surrogates */
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 4;
+            lo = c == 0xf0 ? 0x90 : 0x80;     /* overlong */
+            hi = c == 0xf4 ? 0x8f : 0xbf;     /* above U+10FFFF */
+        } else
+            return i;
+        if (n > len - i)
+            return i;
+        if (n > 1 && (s[i + 1] < lo || s[i + 1] > hi))
+            return i;
+        for (size_t k = 2; k < n; k++)
+            if ((s[i + k] & 0xc0) != 0x80)
+                return i;
+        i += n;
+    }
+    return len;
+}
+
+/* A required id: present, and UTF-8 (every answer about the message
+ * quotes it, and the database would refuse it). */
+static int
+s_check_id(const char *body, const char *field, const char *id, char *err,
+           size_t errlen)
+{
+    if (!id || !id[0]) {
+        s_err(err, errlen, "%s: empty %s", body, field);
+        return PW_WIRE_EFIELD;
+    }
+    if (pw_wire_utf8_valid(id, strlen(id)) != strlen(id)) {
+        s_err(err, errlen, "%s: %s is not UTF-8", body, field);
+        return PW_WIRE_EFIELD;
+    }
+    return PW_WIRE_OK;
+}
+
 bool
 pw_wire_is_data(Parity__Envelope__BodyCase body)
 {
@@ -126,23 +178,16 @@ s_check(const Parity__Envelope *env, char *err, size_t errlen)
                   env->sample_batch->n_samples, PW_WIRE_MAX_BATCH);
             return PW_WIRE_ELIMIT;
         }
-        if (!env->sample_batch->run_id || !env->sample_batch->run_id[0]) {
-            s_err(err, errlen, "sample_batch: empty run_id");
-            return PW_WIRE_EFIELD;
-        }
-        break;
+        return s_check_id("sample_batch", "run_id",
+                          env->sample_batch->run_id, err, errlen);
     case PARITY__ENVELOPE__BODY_CALIBRATION:
         if (env->calibration->n_wall_us > PW_WIRE_MAX_CALIBRATION) {
             s_err(err, errlen, "calibration: %zu samples (at most %u)",
                   env->calibration->n_wall_us, PW_WIRE_MAX_CALIBRATION);
             return PW_WIRE_ELIMIT;
         }
-        if (!env->calibration->calibration_id
-            || !env->calibration->calibration_id[0]) {
-            s_err(err, errlen, "calibration: empty calibration_id");
-            return PW_WIRE_EFIELD;
-        }
-        break;
+        return s_check_id("calibration", "calibration_id",
+                          env->calibration->calibration_id, err, errlen);
     case PARITY__ENVELOPE__BODY_HELLO:
         if (env->hello->n_suites > PW_WIRE_MAX_SUITES) {
             s_err(err, errlen, "hello: %zu suites (at most %u)",
@@ -166,17 +211,11 @@ s_check(const Parity__Envelope *env, char *err, size_t errlen)
                   env->run_start->n_tags, PW_WIRE_MAX_TAGS);
             return PW_WIRE_ELIMIT;
         }
-        if (!env->run_start->run_id || !env->run_start->run_id[0]) {
-            s_err(err, errlen, "run_start: empty run_id");
-            return PW_WIRE_EFIELD;
-        }
-        break;
+        return s_check_id("run_start", "run_id", env->run_start->run_id,
+                          err, errlen);
     case PARITY__ENVELOPE__BODY_RUN_END:
-        if (!env->run_end->run_id || !env->run_end->run_id[0]) {
-            s_err(err, errlen, "run_end: empty run_id");
-            return PW_WIRE_EFIELD;
-        }
-        break;
+        return s_check_id("run_end", "run_id", env->run_end->run_id, err,
+                          errlen);
     default:
         break;
     }

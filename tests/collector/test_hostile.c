@@ -333,6 +333,115 @@ s_dependency_checks(void *sa, void *sb, uint64_t *seqp)
     *seqp = seq;
 }
 
+/* Issue 11: a batch the database would refuse is refused before it sees
+ * it, and the Error names the first bad sample (index, field, why) or the
+ * batch's own field, never PostgreSQL's statement or schema. run is one
+ * of A's stored runs (2 arms); *seqp is A's last seq. */
+static void
+s_batch_text_checks(void *sa, const char *run, uint64_t *seqp)
+{
+    uint64_t seq = *seqp;
+    char want[256], msg[1024];
+    unsigned code = 0;
+
+    /* An error text that is not UTF-8 (a program's stderr, cut). */
+    Parity__SampleBatch b = PARITY__SAMPLE_BATCH__INIT;
+    for (size_t i = 0; i < 3; i++) {
+        parity__sample__init(&s_smp[i]);
+        s_smp[i].arm = (unsigned)(i % 2);
+        s_smp[i].wall_us = 100.0;
+        s_psmp[i] = &s_smp[i];
+    }
+    s_smp[2].kind = PARITY__SAMPLE_KIND__ERROR;
+    s_smp[2].error = "exit status 1: caf\xc3";
+    b.run_id = (char *)run;
+    b.batch_seq = 40;
+    b.n_samples = 3;
+    b.samples = s_psmp;
+    snprintf(want, sizeof want, "batch %s/40: sample 2 has an error that is "
+             "not UTF-8 (byte 18)", run);
+    ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b) == 0
+       && s_refused_exactly(sa, seq, 10, want),
+       "an ERROR sample whose error text is not UTF-8: Error 10 \"%s\"",
+       want);
+
+    /* A batch_seq the database's integer cannot hold. */
+    snprintf(want, sizeof want, "batch %s/3000000000: batch_seq is above "
+             "2147483647", run);
+    ok(s_batch(sa, ++seq, run, 3000000000u, 2, 99, 0, 0, 0) == 0
+       && s_refused_exactly(sa, seq, 10, want),
+       "batch_seq 3000000000: Error 10 \"%s\"", want);
+
+    /* Round and position are named apart. */
+    s_smp[2].kind = PARITY__SAMPLE_KIND__MEASURED;
+    s_smp[2].error = "";
+    s_smp[1].position = 2147483648u;
+    b.batch_seq = 41;
+    snprintf(want, sizeof want, "batch %s/41: sample 1 has a position above "
+             "2147483647", run);
+    ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b) == 0
+       && s_refused_exactly(sa, seq, 10, want),
+       "a position above INT32_MAX: Error 10 \"%s\"", want);
+    s_smp[1].position = 0;
+    s_smp[1].user_us = -1.0;
+    snprintf(want, sizeof want, "batch %s/41: sample 1 has a negative "
+             "user_us", run);
+    ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b) == 0
+       && s_refused_exactly(sa, seq, 10, want),
+       "a negative user_us: Error 10 \"%s\"", want);
+    s_smp[1].user_us = 0;
+
+    /* A run_id that is not UTF-8, in a burst with a good batch: refused
+     * alone, the other stored. */
+    uint64_t bad = ++seq, good = ++seq;
+    int sent = s_batch(sa, bad, "run-\xff\xfe", 0, 2, 99, 0, 0, 0)
+               + s_batch(sa, good, run, 42, 2, 99, 0, 0, 0);
+    ok(sent == 0 && s_refused_exactly(sa, bad, 10, "sample_batch: run_id is "
+                                      "not UTF-8")
+       && s_answer(sa, good, 5000, NULL, 0, NULL) == 1,
+       "a run_id that is not UTF-8: Error 10 \"sample_batch: run_id is not "
+       "UTF-8\"; the good batch after it in the burst is acked");
+
+    /* The same in a burst behind a RunStart: before, the run_id reached
+     * PostgreSQL, its look-up failed outside any savepoint, the burst's
+     * COMMIT became a ROLLBACK, and the RunStart was acked but not
+     * stored. */
+    uint64_t rs = ++seq;
+    bad = ++seq;
+    sent = s_run_start(sa, rs, "run-burst", "burst", 2, "")
+           + s_batch(sa, bad, "run-\xff", 0, 2, 99, 0, 0, 0);
+    /* The frame that does not decode is answered at once, the RunStart
+     * after its COMMIT: either may come first. */
+    int ans_rs = 0, ans_bad = 0;
+    for (int64_t until = cc_now_ms() + 5000;
+         (!ans_rs || !ans_bad) && cc_now_ms() < until;) {
+        Parity__Envelope *e = cc_recv(sa, 500);
+        if (e && e->body_case == PARITY__ENVELOPE__BODY_ACK
+            && e->ack->seq == rs)
+            ans_rs = 1;
+        if (e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+            && e->error->seq == bad) {
+            ans_bad = e->error->code == 10 && strcmp(e->error->message,
+                "sample_batch: run_id is not UTF-8") == 0 ? 1 : -1;
+            if (ans_bad < 0)
+                tap_diag("Error %u \"%s\"", e->error->code,
+                         e->error->message);
+        }
+        pw_wire_free(&e);
+    }
+    ok(sent == 0 && ans_rs == 1 && ans_bad == 1
+       && s_sql_long("SELECT count(*) FROM runs WHERE run_uuid = "
+                     "'run-burst'") == 1,
+       "a RunStart and a batch whose run_id is not UTF-8 in one burst: the "
+       "RunStart is acked and stored, the batch refused");
+    long dup0 = cc_stat(sa, "duplicates");
+    int rc = s_batch(sa, ++seq, run, 42, 2, 99, 0, 0, 0) == 0
+             ? s_answer(sa, seq, 5000, msg, sizeof msg, &code) : 0;
+    ok(rc == 1 && cc_stat(sa, "duplicates") == dup0 + 1,
+       "a copy of batch 42 is acked as a duplicate");
+    *seqp = seq;
+}
+
 /* The collector's peak resident set (VmHWM) in KiB, -1 when unreadable. */
 static long
 s_vmhwm_kb(pid_t pid)
@@ -623,14 +732,15 @@ main(int argc, char **argv)
        && s_refused(sa, seq, 10, "batch run-a/0: sample 2 names arm 999 (the "
                     "run has 2 arms)"), "a sample of arm 999: Error 10");
     ok(s_batch(sa, ++seq, "run-a", 0, 4, 1, 1, 0, NAN) == 0
-       && s_refused(sa, seq, 10, "batch run-a/0: sample 1 has a time that is "
-                    "not finite")
+       && s_refused_exactly(sa, seq, 10, "batch run-a/0: sample 1 has a "
+                            "wall_us that is not finite")
        && s_batch(sa, ++seq, "run-a", 0, 4, 1, 1, 0, INFINITY) == 0
        && s_refused(sa, seq, 10, "not finite"),
        "NaN and infinite wall_us: Error 10");
     ok(s_batch(sa, ++seq, "run-a", 0, 4, 3, 1, 0, -5.0) == 0
-       && s_refused(sa, seq, 10, "batch run-a/0: sample 3 has a negative "
-                    "time"), "a negative wall_us: Error 10");
+       && s_refused_exactly(sa, seq, 10, "batch run-a/0: sample 3 has a "
+                            "negative wall_us"),
+       "a negative wall_us: Error 10 naming sample and field");
     ok(s_batch(sa, ++seq, "run-a", 0, 4, 0, 0, 9, 1000.0) == 0
        && s_refused(sa, seq, 10, "batch run-a/0: sample 0 has unknown kind "
                     "9"), "a sample kind this version does not know: "
@@ -689,6 +799,7 @@ main(int argc, char **argv)
        "the gap filled, the resent RunEnd is acked: 6 batches, 24 samples");
 
     s_dependency_checks(sa, sb, &seq);
+    s_batch_text_checks(sa, "run-gap", &seq);
 
     /* ---- Calibration bounds ----------------------------------------- */
     ok(s_calibration(sa, ++seq, "cal-0", 0) == 0
@@ -708,6 +819,12 @@ main(int argc, char **argv)
     /* ---- a Hello that cannot be stored -------------------------------- */
     {
         void *sc = cc_dealer(ctx, col.endpoint, c, col.public_key);
+        ok(s_hello_env(sc, "gam\xffma", "") == 0
+           && s_refused_exactly(sc, 0, 10, "hello: the database refused "
+                                "it: invalid byte sequence for encoding "
+                                "\"UTF8\": 0xff (SQLSTATE 22021)"),
+           "a Hello whose name is not UTF-8: Error 10 naming the message "
+           "and PostgreSQL's reason, not its statement");
         ok(s_hello_env(sc, "gamma", "{\"os\": ") == 0
            && s_refused(sc, 0, 10, "hello: environment_json is not a JSON "
                         "object")
@@ -792,7 +909,7 @@ main(int argc, char **argv)
            "after kill -9 of the collector and its server, a new start "
            "comes up on the same data dir");
         s_pg = PQconnectdb(conninfo);
-        ok(s_sql_long("SELECT count(*) FROM samples") == 24 + 8
+        ok(s_sql_long("SELECT count(*) FROM samples") == 24 + 8 + 2
            && s_sql_long("SELECT count(*) FROM runs WHERE status = "
                          "'complete'") == 2,
            "everything committed before the kill is there");

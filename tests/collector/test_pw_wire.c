@@ -237,6 +237,54 @@ s_nul(void)
     pw_wire_free(&out);
 }
 
+/* pw_wire_utf8_valid, and the ids every answer quotes (issue 11). */
+static void
+s_utf8(void)
+{
+    static const struct {
+        const char *text;
+        size_t valid;
+        const char *what;
+    } cases[] = {
+        { "plain", 5, "ASCII" },
+        { "caf\xc3\xa9", 5, "two-byte" },
+        { "\xe2\x82\xac \xf0\x9f\x98\x80", 8, "three- and four-byte" },
+        { "caf\xc3", 3, "cut inside a character" },
+        { "a\xc0\xaf" "b", 1, "overlong two-byte" },
+        { "a\xe0\x80\xaf" "b", 1, "overlong three-byte" },
+        { "a\xed\xa0\x80", 1, "a surrogate" },
+        { "a\xf4\x90\x80\x80", 1, "above U+10FFFF" },
+        { "ab\xff", 2, "0xff" },
+        { "\x80", 0, "a lone continuation byte" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ok(pw_wire_utf8_valid(cases[i].text, strlen(cases[i].text))
+           == cases[i].valid, "utf8: %s: %zu valid bytes", cases[i].what,
+           cases[i].valid);
+
+    char err[256];
+    uint8_t buf[256];
+    size_t len;
+    Parity__Envelope env, *out = NULL;
+    Parity__SampleBatch b = PARITY__SAMPLE_BATCH__INIT;
+    b.run_id = "run-\xff";
+    pw_wire_init(&env, 5);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b);
+    ok(pw_wire_pack(&env, buf, sizeof buf, &len, err, sizeof err)
+       == PW_WIRE_EFIELD, "pack refuses a run_id that is not UTF-8");
+    len = parity__envelope__pack(&env, buf);
+    ok(pw_wire_unpack(buf, len, 0, &out, NULL, err, sizeof err)
+       == PW_WIRE_EFIELD, "unpack: field (Error 10)");
+    ok_str(err, "sample_batch: run_id is not UTF-8", "naming the id");
+    Parity__Calibration c = PARITY__CALIBRATION__INIT;
+    c.calibration_id = "c\xe9";
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_CALIBRATION, &c);
+    len = parity__envelope__pack(&env, buf);
+    ok(pw_wire_unpack(buf, len, 0, &out, NULL, err, sizeof err)
+       == PW_WIRE_EFIELD, "a calibration_id in Latin-1: field");
+    ok_str(err, "calibration: calibration_id is not UTF-8", "named");
+}
+
 int
 main(void)
 {
@@ -357,5 +405,6 @@ main(void)
        && !pw_wire_is_data(PARITY__ENVELOPE__BODY_HELLO), "is_data");
     s_peek();
     s_nul();
+    s_utf8();
     return tap_done();
 }
