@@ -390,41 +390,55 @@ pw_wire_peek(const uint8_t *buf, size_t len, int *body_case, uint64_t *seq)
     return rc;
 }
 
-/* Deepest message nesting s_nul_field follows: parity.proto nests at
- * most three deep (Envelope, SampleBatch, Sample). */
+/* Deepest message nesting s_deep follows: parity.proto nests at most
+ * three deep (Envelope, SampleBatch, Sample). */
 #define S_NEST_MAX 8
 
-/* The name of the first string field in buf (a message of descriptor d)
- * that holds U+0000, or NULL. protobuf-c's strings end at their first
- * NUL, so "a\0b" would be stored as "a" and two names could merge:
- * such a frame is refused (Error 10) instead. Walks nested messages on
- * the wire by their descriptors; what does not scan is left to the
- * decode. */
-static const char *
-s_nul_field(const ProtobufCMessageDescriptor *d, const uint8_t *buf,
-            size_t len, int depth)
+/* What s_deep found first in a frame, in wire order. */
+typedef struct {
+    const char *nul;        /* a string field holding U+0000 */
+    const char *broken;     /* a message field whose bytes do not scan */
+} s_deep_t;
+
+/* Walk buf (a message of descriptor d) and the messages nested in it, by
+ * their descriptors, to the first string field that holds U+0000 or the
+ * first nested message whose bytes do not scan (out names the field).
+ * Both are frames protobuf-c takes but must not be taken as it reads
+ * them: its strings end at their first NUL, so "a\0b" would be stored
+ * as "a" and two names could merge (Error 10); and it reads an
+ * over-long tag (82 00) as field number 0, which no message has, and
+ * skips it as unknown (Error 3, as for the top level). Unknown fields
+ * are not looked into: nothing reads them. false when something was
+ * found. */
+static bool
+s_deep(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
+       const char *field, int depth, s_deep_t *out)
 {
     size_t at = 0;
     s_field_t f;
     if (depth > S_NEST_MAX)
-        return NULL;
-    while (at < len && s_next_field(buf, len, &at, &f)) {
+        return true;
+    while (at < len) {
+        if (!s_next_field(buf, len, &at, &f)) {
+            out->broken = field;
+            return false;
+        }
         if (f.wire != 2)
             continue;
         const ProtobufCFieldDescriptor *fd =
             protobuf_c_message_descriptor_get_field(d, f.number);
         if (!fd)
             continue;
-        if (fd->type == PROTOBUF_C_TYPE_STRING && memchr(f.data, 0, f.len))
-            return fd->name;
-        if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-            const char *name = s_nul_field(fd->descriptor, f.data, f.len,
-                                           depth + 1);
-            if (name)
-                return name;
+        if (fd->type == PROTOBUF_C_TYPE_STRING && memchr(f.data, 0, f.len)) {
+            out->nul = fd->name;
+            return false;
         }
+        if (fd->type == PROTOBUF_C_TYPE_MESSAGE
+            && !s_deep(fd->descriptor, f.data, f.len, fd->name, depth + 1,
+                       out))
+            return false;
     }
-    return NULL;
+    return true;
 }
 
 /* Refuse a frame whose winning body has more entries in a bounded field
@@ -650,11 +664,18 @@ pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
         rc = PW_WIRE_EUNKNOWN;
         goto fail;
     }
-    const char *nul = s_nul_field(&parity__envelope__descriptor, buf, len,
-                                  0);
-    if (nul) {
+    s_deep_t deep = { NULL, NULL };
+    (void)s_deep(&parity__envelope__descriptor, buf, len, "", 0, &deep);
+    if (deep.broken) {
+        s_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
+              "(field number 0, or a field protobuf does not have, inside "
+              "%s)", len, deep.broken);
+        rc = PW_WIRE_EPARSE;
+        goto fail;
+    }
+    if (deep.nul) {
         s_err(err, errlen, "%s: text field %s holds U+0000 (NUL)",
-              pw_wire_body_name(env->body_case), nul);
+              pw_wire_body_name(env->body_case), deep.nul);
         rc = PW_WIRE_EFIELD;
         goto fail;
     }

@@ -190,6 +190,56 @@ s_peek(void)
           == PW_WIRE_EPARSE && env == NULL
        && s_peek_agrees(overlong, sizeof overlong),
        "an over-long tag (82 00, field 0): unpack refuses it as peek does");
+
+    /* The same tag at any depth (issue 11, campaign finding 5): protobuf-c
+     * skips field 0 as unknown inside a body or a sample; unpack refuses
+     * it as a frame that does not parse (Error 3), naming the field. */
+    static const struct {
+        const char *name;
+        uint8_t f[32];
+        size_t len;
+        const char *in;
+    } nested[] = {
+        /* heartbeat { 82 00 00 } */
+        { "in a Heartbeat", { 0x08, 0x01, 0x5a, 0x03, 0x82, 0x00, 0x00 }, 7,
+          "heartbeat" },
+        /* sample_batch { run_id "r", samples { 82 00 00 } } */
+        { "in a Sample", { 0x08, 0x01, 0x10, 0x05, 0x72, 0x08, 0x0a, 0x01,
+                           'r', 0x1a, 0x03, 0x82, 0x00, 0x00 }, 14,
+          "samples" },
+        /* hello { tags { key "k", 82 00 00 } } */
+        { "in a Hello's tag", { 0x08, 0x01, 0x52, 0x08, 0x32, 0x06, 0x0a,
+                                0x01, 'k', 0x82, 0x00, 0x00 }, 12, "tags" },
+        /* run_start { run_id "r", arms { name "a", 80 00 01 (field 0,
+         * varint 1, tag over-long) } } */
+        { "as a varint in an Arm", { 0x08, 0x01, 0x10, 0x05, 0x6a, 0x0b,
+                                     0x0a, 0x01, 'r', 0x2a, 0x06, 0x0a, 0x01,
+                                     'a', 0x80, 0x00, 0x01 }, 17, "arms" },
+    };
+    char err[256], want[256];
+    for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++) {
+        uint64_t s2 = 0;
+        int urc = pw_wire_unpack(nested[k].f, nested[k].len, 0, &env, &s2,
+                                 err, sizeof err);
+        snprintf(want, sizeof want, "unpack: %zu bytes are not a "
+                 "parity.Envelope (field number 0, or a field protobuf does "
+                 "not have, inside %s)", nested[k].len, nested[k].in);
+        ok(urc == PW_WIRE_EPARSE && env == NULL && strcmp(err, want) == 0
+           && pw_wire_peek(nested[k].f, nested[k].len, &body, &seq)
+              == PW_WIRE_OK,
+           "field number 0 %s: parse, \"%s\" (peek, which reads the top "
+           "level only, still scans it); got %d \"%s\"", nested[k].name,
+           want, urc, err);
+    }
+    /* Unknown fields are not looked into: a field 0 in the bytes of one
+     * is no field of any message. hello { 99: "\x82\x00\x00" } */
+    uint8_t unknown[] = { 0x08, 0x01, 0x52, 0x06, 0x9a, 0x06, 0x03, 0x82,
+                          0x00, 0x00 };
+    ok(pw_wire_unpack(unknown, sizeof unknown, 0, &env, NULL, err,
+                      sizeof err) == PW_WIRE_OK,
+       "the same bytes inside an unknown field of a Hello: unpacks (%s)",
+       env ? "ok" : err);
+    pw_wire_free(&env);
 }
 
 /* U+0000 inside any text field, at any depth, is refused (Error 10):
