@@ -19,6 +19,9 @@ Cases (one meson test each, so two can run at once):
   job           `parity run SUITE --wait` through the collector to a
                 daemon: the job is done, its run stored with job id and
                 tags, and a suite the agent did not list is not offered
+  valgrind      both daemons under valgrind memcheck for a small job (3
+                runs): each exits 0 with 0 errors and 0 bytes definitely
+                lost; skipped without valgrind
   refused       a spool holding a RunStart the collector refuses, a batch
                 and the RunEnd of that run: Error 10, then Error 14 for
                 each dependent; the daemon logs each and empties its
@@ -28,6 +31,7 @@ Environment: PARITY_BUILD_DIR (default: from meson), PARITY_PG_BINDIR.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -113,6 +117,11 @@ class World:
         self.endpoint = "tcp://127.0.0.1:%d" % self.port
         self.collector = None
         self.children = []   # agents started here, killed at close
+        # Commands put before the collector's and the daemon's (valgrind),
+        # and their heartbeat interval.
+        self.wrap = []
+        self.heartbeat_ms = "500"
+
         self.collector_log = open(os.path.join(self.root, "collector.log"),
                                   "ab")
         self.keygen("collector")
@@ -142,10 +151,11 @@ class World:
 
     def start_collector(self):
         self.collector = subprocess.Popen(
-            [COLLECTOR, "--data-dir", self.data, "--bind",
-             "tcp://127.0.0.1:%d" % self.port, "--key",
-             self.key("collector") + "_secret", "--allow", self.allow,
-             "--admin", self.admin, "--heartbeat-ms", "500"],
+            self.wrap + [COLLECTOR, "--data-dir", self.data, "--bind",
+                         "tcp://127.0.0.1:%d" % self.port, "--key",
+                         self.key("collector") + "_secret", "--allow",
+                         self.allow, "--admin", self.admin,
+                         "--heartbeat-ms", self.heartbeat_ms],
             stdout=self.collector_log, stderr=self.collector_log)
         # Ready when its port accepts TCP (after migrations and bind).
         end = time.time() + 60
@@ -224,11 +234,11 @@ class World:
         return p
 
     def agent_daemon(self):
-        cmd = [AGENT, "--collector", self.endpoint,
-               "--collector-key", self.key("collector"),
-               "--key", self.key("agent"), "--suites", self.suites,
-               "--spool", self.spool, "--name", "sys-test",
-               "--heartbeat-ms", "500"]
+        cmd = self.wrap + [AGENT, "--collector", self.endpoint,
+                           "--collector-key", self.key("collector"),
+                           "--key", self.key("agent"), "--suites",
+                           self.suites, "--spool", self.spool, "--name",
+                           "sys-test", "--heartbeat-ms", self.heartbeat_ms]
         self.daemon_log = open(os.path.join(self.root, "daemon.log"), "ab")
         p = subprocess.Popen(cmd, stdout=self.daemon_log,
                              stderr=self.daemon_log)
@@ -608,7 +618,77 @@ def case_refused(w):
         diag("daemon log:\n" + log[-3000:])
 
 
+def valgrind_summary(path):
+    """(errors, definitely lost bytes) from a memcheck log, or None."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    errors = re.findall(r"ERROR SUMMARY: ([\d,]+) errors", text)
+    lost = re.findall(r"definitely lost: ([\d,]+) bytes", text)
+    if not errors:
+        return None
+    n = int(errors[-1].replace(",", ""))
+    return n, int(lost[-1].replace(",", "")) if lost else 0
+
+
+def case_valgrind(w):
+    """Both daemons under memcheck for a small job: no error, no
+    definite leak (issue 11, sanitizers)."""
+    supp = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "valgrind.supp")
+    logs = os.path.join(w.root, "vg-%s.log")
+    w.heartbeat_ms = "1000"   # memcheck is ~20x slower: no false offline
+    w.write_suite(runs=3)
+
+    def vg(name):
+        return ["valgrind", "--tool=memcheck", "--leak-check=full",
+                "--errors-for-leak-kinds=definite",
+                "--show-leak-kinds=definite", "--error-exitcode=99",
+                "--child-silent-after-fork=yes", "--num-callers=30",
+                "--suppressions=" + supp, "--log-file=" + logs % name]
+    t0 = time.time()
+    w.wrap = vg("collector")
+    w.start_collector()
+    w.wrap = vg("agent")
+    daemon = w.agent_daemon()
+    w.wrap = []
+    conn = ["--collector", w.endpoint, "--collector-key",
+            w.key("collector"), "--key", w.key("admin") + "_secret"]
+    ok(w.wait_for("SELECT count(*) FROM suites WHERE name = 'e2e'", "1", 40)
+       == "1", "under memcheck the daemon's Hello is stored")
+    r = subprocess.run([PARITY, "run", "e2e", "--wait"] + conn,
+                       capture_output=True, text=True, timeout=60)
+    ok(r.returncode == 0, "parity run e2e --wait exits 0 (%d: %s)"
+       % (r.returncode, (r.stderr or r.stdout).strip()[-300:]))
+    ok(w.psql("SELECT status FROM runs") == "complete"
+       and w.psql("SELECT count(*) FROM verdicts") == "1",
+       "the run is stored complete with its verdict")
+    daemon.send_signal(signal.SIGTERM)
+    try:
+        daemon.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+    collector = w.collector
+    w.kill_collector(signal.SIGTERM)
+    took = time.time() - t0
+    for name, rc in (("agent", daemon.returncode),
+                     ("collector", collector.returncode)):
+        summary = valgrind_summary(logs % name)
+        ok(rc == 0, "parity-%s exits 0 under memcheck (%s; 99 is "
+           "memcheck's --error-exitcode)" % (name, rc))
+        ok(summary == (0, 0), "parity-%s: 0 errors, 0 bytes definitely "
+           "lost (errors, bytes: %s)" % (name, summary))
+        if summary != (0, 0) or rc != 0:
+            with open(logs % name) as f:
+                diag(f.read()[-6000:])
+    ok(took < 90, "the whole case took %.0f s (< 90)" % took)
+
+
 CASES = {
+    "valgrind": case_valgrind,
     "refused": case_refused,
     "job": case_job,
     "complete": case_complete,
@@ -626,6 +706,18 @@ def main():
     for prog in (AGENT, COLLECTOR, PARITY):
         if not os.access(prog, os.X_OK):
             bail("%s is not built" % prog)
+    if sys.argv[1] == "valgrind":
+        if not shutil.which("valgrind"):
+            print("1..0 # SKIP valgrind is not installed (Debian package "
+                  "valgrind; deploy/install.sh names it)", flush=True)
+            sys.exit(0)
+        ldd = subprocess.run(["ldd", COLLECTOR, AGENT], capture_output=True,
+                             text=True, timeout=30).stdout
+        if "libasan" in ldd or "libtsan" in ldd or "libubsan" in ldd:
+            # A sanitizer's runtime and memcheck cannot share a process.
+            print("1..0 # SKIP a sanitized build (memcheck runs on the "
+                  "normal one)", flush=True)
+            sys.exit(0)
     w = World(sys.argv[1])
     try:
         CASES[sys.argv[1]](w)
