@@ -241,7 +241,11 @@ s_bad(co_store_t *st, s_peer_t *p, int code, const char *why, uint64_t seq)
                p->bad_unlogged, co_log_quote(q, sizeof q, why));
         p->bad_unlogged = 0;
     }
-    s_error(st, p->rid, p->rid_len, code, why, seq);
+    /* Out of memory is the collector's trouble, not the message's: an
+     * Error naming the seq would make the agent delete it (refused for
+     * good). With seq 0 it is only news; the message is resent. */
+    s_error(st, p->rid, p->rid_len, code, why,
+            code == PW_WIRE_ENOMEM ? 0 : seq);
 }
 
 /* ---- peers ---------------------------------------------------------------- */
