@@ -19,6 +19,8 @@ Cases (one meson test each, so two can run at once):
   job           `parity run SUITE --wait` through the collector to a
                 daemon: the job is done, its run stored with job id and
                 tags, and a suite the agent did not list is not offered
+  version-bytes a `versions` command printing bytes that are not UTF-8:
+                the run is stored, those bytes as '?'
   valgrind      both daemons under valgrind memcheck for a small job (3
                 runs): each exits 0 with 0 errors and 0 bytes definitely
                 lost; skipped without valgrind
@@ -687,7 +689,38 @@ def case_valgrind(w):
     ok(took < 90, "the whole case took %.0f s (< 90)" % took)
 
 
+def case_version_bytes(w):
+    """A `versions` output that is not UTF-8 does not lose the run."""
+    suite = os.path.join(w.suites, "bytes.yaml")
+    with open(suite, "w") as f:
+        # Latin-1 e-acute, then a UTF-8 e-acute cut after its first byte.
+        f.write("suite: bytes\n"
+                "benchmarks:\n"
+                "  - name: b\n"
+                "    runs: 3\n"
+                "    warmup: 0\n"
+                "    versions: [\"printf 'caf\\\\351 x\\\\303'\"]\n"
+                "    arms:\n"
+                "      - name: one\n"
+                "        command: [/bin/true]\n"
+                "      - name: two\n"
+                "        command: [/bin/true]\n")
+    results = os.path.join(w.root, "results.json")
+    w.start_collector()
+    agent = w.agent_run(suite, results)
+    rc, err = finish_agent(w, agent, 60)
+    ok(rc == 0, "parity-agent run exits 0 (%d: %s)" % (rc, err[-300:]))
+    ok(w.spooled() == 0, "the spool is empty")
+    ok(w.psql("SELECT status FROM runs") == "complete",
+       "the run is stored complete (its RunStart was not refused)")
+    ok(w.psql("SELECT DISTINCT version_output FROM arms") == "caf? x?",
+       "the version output is stored with each byte that is not UTF-8 "
+       "as '?' (%r)" % w.psql("SELECT DISTINCT version_output FROM arms"))
+    ok(w.psql("SELECT count(*) FROM refusals") == "0", "nothing refused")
+
+
 CASES = {
+    "version-bytes": case_version_bytes,
     "valgrind": case_valgrind,
     "refused": case_refused,
     "job": case_job,
