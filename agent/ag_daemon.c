@@ -466,6 +466,28 @@ s_cb_calibration(void *ctx, const double *wall_us, size_t n,
            : 0;
 }
 
+/* A copy of text (a program's output) that is valid UTF-8: each byte
+ * that is not part of a valid sequence becomes '?'. The collector refuses
+ * a RunStart holding other text (its database cannot store it), and
+ * then every batch of the run with it; a `--version` in Latin-1, or
+ * output cut at 16 KiB inside a character, must not lose the run.
+ * NULL on out of memory. */
+static char *
+s_utf8_copy(const char *text)
+{
+    size_t n = strlen(text);
+    char *out = malloc(n + 1);
+    if (!out)
+        return NULL;
+    memcpy(out, text, n + 1);
+    for (size_t at = 0; at < n;) {
+        at += pw_wire_utf8_valid(out + at, n - at);
+        if (at < n)
+            out[at++] = '?';
+    }
+    return out;
+}
+
 static int
 s_cb_run_start(void *ctx, const ag_run_start_t *st)
 {
@@ -474,6 +496,7 @@ s_cb_run_start(void *ctx, const ag_run_start_t *st)
     Parity__Envelope env;
     Parity__RunStart rs;
     Parity__Arm arms[PW_WIRE_MAX_ARMS], *arm_ptrs[PW_WIRE_MAX_ARMS];
+    char *versions[PW_WIRE_MAX_ARMS] = { NULL };
     size_t na = st->arm_count < PW_WIRE_MAX_ARMS ? st->arm_count
                                                  : PW_WIRE_MAX_ARMS;
     s_uuid(s->run_id);
@@ -504,8 +527,9 @@ s_cb_run_start(void *ctx, const ag_run_start_t *st)
             arms[i].n_argv = c;
         }
         arms[i].shell = (char *)(st->arms[i].shell ? st->arms[i].shell : "");
-        arms[i].version_output = (char *)(st->arms[i].version_output
-                                          ? st->arms[i].version_output : "");
+        versions[i] = s_utf8_copy(st->arms[i].version_output
+                                  ? st->arms[i].version_output : "");
+        arms[i].version_output = versions[i] ? versions[i] : "";
         arm_ptrs[i] = &arms[i];
     }
     rs.arms = arm_ptrs;
@@ -518,6 +542,8 @@ s_cb_run_start(void *ctx, const ag_run_start_t *st)
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_START, &rs);
     int rc = s_emit(s, &env, false, err, sizeof err);
+    for (size_t i = 0; i < na; i++)
+        free(versions[i]);
     if (rc != AG_SPOOL_OK) {
         if (rc == AG_SPOOL_FULL)
             atomic_store(&s->spool_full, true);

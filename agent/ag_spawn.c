@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/pidfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -329,6 +331,66 @@ s_spawn_error(const ag_spawn_req_t *req, const char *call, const char *prog,
         snprintf(err, errlen, "%s(%s): %s", call, prog, strerror(e));
 }
 
+/* Without pidfd_open (ENOSYS: Linux before 5.3, or valgrind 3.19, which
+ * does not know the call), a thread waits for the child instead: it
+ * blocks in waitid(WNOWAIT), which leaves the child for wait4 to reap,
+ * and then writes an eventfd that s_wait polls in the pidfd's place. It
+ * wakes when the child exits, as a poll on a pidfd does. */
+typedef struct {
+    pid_t pid;
+    int efd;
+    pthread_t thread;
+    bool started;
+} s_waiter_t;
+
+static void *
+s_waiter_main(void *arg)
+{
+    s_waiter_t *w = arg;
+    siginfo_t si;
+    /* ECHILD: the child was already reaped (a timeout or cancel killed
+     * it): nothing to wait for. */
+    while (waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOWAIT) < 0
+           && errno == EINTR)
+        ;
+    uint64_t one = 1;
+    ssize_t n = write(w->efd, &one, sizeof one);
+    (void)n;
+    return NULL;
+}
+
+/* 0 with w->efd to poll, or -1 with errno. */
+static int
+s_waiter_start(s_waiter_t *w, pid_t pid)
+{
+    w->pid = pid;
+    w->started = false;
+    w->efd = eventfd(0, EFD_CLOEXEC);
+    if (w->efd < 0)
+        return -1;
+    int e = pthread_create(&w->thread, NULL, s_waiter_main, w);
+    if (e != 0) {
+        close(w->efd);
+        w->efd = -1;
+        errno = e;
+        return -1;
+    }
+    w->started = true;
+    return 0;
+}
+
+/* Once the child has exited or been reaped (the thread then returns). */
+static void
+s_waiter_stop(s_waiter_t *w)
+{
+    if (w->started)
+        pthread_join(w->thread, NULL);
+    w->started = false;
+    if (w->efd >= 0)
+        close(w->efd);
+    w->efd = -1;
+}
+
 /* SIGKILL the child itself (through its pidfd: also when it left its
  * process group) and its group. */
 static void
@@ -351,6 +413,7 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     bool fa_ok = false, attr_ok = false, pinned = false;
     cpu_set_t saved_affinity;
     int pidfd = -1, devnull = -1;
+    s_waiter_t waiter = { .efd = -1 };
     pid_t pid = -1;
     int e;
 
@@ -461,13 +524,16 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
         goto done;
     }
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pidfd < 0) {
+    int exit_fd = pidfd;   /* readable once the child has exited */
+    if (pidfd < 0 && errno == ENOSYS && s_waiter_start(&waiter, pid) == 0)
+        exit_fd = waiter.efd;
+    if (exit_fd < 0) {
         snprintf(err, errlen, "pidfd_open(%d): %s", (int)pid,
                  strerror(errno));
         s_kill_all(-1, pid);
         goto reap;
     }
-    int w = s_wait(pidfd, req->cancel_fd, caps, t0, req->timeout_us);
+    int w = s_wait(exit_fd, req->cancel_fd, caps, t0, req->timeout_us);
     double t1 = s_now_us(CLOCK_MONOTONIC);
     res->thread_cpu_after_us = s_now_us(CLOCK_THREAD_CPUTIME_ID);
     res->wall_us = t1 - t0;
@@ -532,6 +598,7 @@ reap:;
     }
 
 done:
+    s_waiter_stop(&waiter);   /* the child is reaped, or was never made */
     if (pinned)
         sched_setaffinity(0, sizeof saved_affinity, &saved_affinity);
     if (pidfd >= 0)

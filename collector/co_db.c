@@ -18,6 +18,7 @@
 #include "co_migrations.h"
 #include "pw_buf.h"
 #include "pw_json.h"
+#include "pw_wire.h"
 #include "vd_verdict.h"
 
 /* Recently used runs (uuid -> id, host), so that a batch costs no lookup. */
@@ -66,6 +67,11 @@ struct co_db {
      * Forgotten whenever what this connection wrote may be undone. NULL
      * when out of memory: the floor is then always read. */
     co_floors_t *floors;
+    /* The message being stored ("batch R/3", "hello"), set by the store
+     * functions while they run: a statement the database refuses for
+     * the message's content is reported under this name, never with the
+     * statement (peers get the text; it would show them the schema). */
+    char what[CO_DB_UUID_MAX + 48];
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -96,17 +102,50 @@ s_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* Classify a failed result: data and constraint errors (SQLSTATE classes
  * 22 and 23) are the message's fault and permanent; anything else (lost
- * connection, disk full, shutdown) is the database's and worth a retry. */
+ * connection, disk full, shutdown) is the database's and worth a retry.
+ * A refusal's text goes back to the peer: it names the message (db->what)
+ * and, for a data error (class 22: a value out of range, bytes that are
+ * not UTF-8), PostgreSQL's one-line reason about the value, never the
+ * statement, and not a constraint's name (class 23). Content checks
+ * before the database are meant to leave this for what they missed.
+ * Any other failure is logged only, so it keeps the statement. */
 static int
 s_fail(co_db_t *db, PGresult *r, const char *what, char *err, size_t errlen)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    s_err(err, errlen, "%s: %s", what, PQerrorMessage(db->conn));
+    const char *why = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
+                        : NULL;
     s_forget_written(db);   /* what it wrote is about to be undone */
-    if (state && (strncmp(state, "22", 2) == 0
-                  || strncmp(state, "23", 2) == 0))
+    if (state && strncmp(state, "22", 2) == 0) {
+        s_err(err, errlen, "%s%sthe database refused it: %s (SQLSTATE %s)",
+              db->what, db->what[0] ? ": " : "", why ? why : "data error",
+              state);
         return CO_DB_REFUSED;
+    }
+    if (state && strncmp(state, "23", 2) == 0) {
+        s_err(err, errlen, "%s%sthe database refused it: a constraint "
+              "failed (SQLSTATE %s)", db->what, db->what[0] ? ": " : "",
+              state);
+        return CO_DB_REFUSED;
+    }
+    s_err(err, errlen, "%s: %s", what, PQerrorMessage(db->conn));
     return CO_DB_FAIL;
+}
+
+/* Name the message being stored (see co_db.what); NULL clears it. */
+static void s_what(co_db_t *db, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+s_what(co_db_t *db, const char *fmt, ...)
+{
+    va_list ap;
+    db->what[0] = '\0';
+    if (!fmt)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(db->what, sizeof db->what, fmt, ap);
+    va_end(ap);
 }
 
 static void
@@ -253,6 +292,16 @@ s_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
     if (PQresultStatus(r) != PGRES_COMMAND_OK
         && PQresultStatus(r) != PGRES_TUPLES_OK)
         rc = s_fail(db, r, sql, err, errlen);
+    else if (strcmp(sql, "COMMIT") == 0
+             && strcmp(PQcmdStatus(r), "COMMIT") != 0) {
+        /* PostgreSQL answers COMMIT of a transaction in which a
+         * statement failed with ROLLBACK, and no error: what it held is
+         * gone and must not be acked. */
+        s_err(err, errlen, "COMMIT: the transaction had failed and was "
+              "rolled back (%s)", PQcmdStatus(r));
+        s_forget_written(db);
+        rc = CO_DB_FAIL;
+    }
     PQclear(r);
     return rc;
 }
@@ -458,9 +507,9 @@ s_check_environment(const char *what, const char *text, char *err,
     return 0;
 }
 
-int
-co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
-            int64_t *host_id, char *err, size_t errlen)
+static int
+s_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
+        int64_t *host_id, char *err, size_t errlen)
 {
     int rc;
     char id[24];
@@ -746,8 +795,18 @@ static int s_host_floor_refresh(co_db_t *db, int64_t host_id,
                                 size_t errlen);
 
 int
-co_db_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
-                  char *err, size_t errlen)
+co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
+            int64_t *host_id, char *err, size_t errlen)
+{
+    s_what(db, "hello");
+    int rc = s_hello(db, public_key, h, host_id, err, errlen);
+    s_what(db, NULL);
+    return rc;
+}
+
+static int
+s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
+              char *err, size_t errlen)
 {
     int rc;
     char host[24], taken[24], n[24];
@@ -816,6 +875,16 @@ rollback:
     return rc;
 }
 
+int
+co_db_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
+                  char *err, size_t errlen)
+{
+    s_what(db, "calibration %.*s", CO_DB_UUID_MAX, c->calibration_id);
+    int rc = s_calibration(db, host_id, c, err, errlen);
+    s_what(db, NULL);
+    return rc;
+}
+
 /* ---- runs ------------------------------------------------------------ */
 
 /* Remember a stored run's id (s_forget_written drops them all). */
@@ -851,11 +920,102 @@ s_run_cached(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
     return CO_DB_LATER;
 }
 
+/* ---- refusals (010) ---------------------------------------------------
+ * A message refused for good is remembered, so that the messages that
+ * depend on it (a batch or RunEnd of a refused RunStart, a RunEnd that
+ * counts a refused batch) are answered CO_DB_DEPENDS instead of waited
+ * for: an agent that resends what is not answered would resend them
+ * forever (docs/protocol.md section 4). */
+
+/* The longest reason kept: an Error that quotes it must stay one line of
+ * reasonable length. */
+#define S_REFUSAL_REASON_MAX 200
+
+/* Copy at most max bytes of src to dst (max + 1 bytes), not cutting a
+ * UTF-8 sequence in two. */
+static void
+s_utf8_cut(char *dst, const char *src, size_t max)
+{
+    size_t n = strlen(src);
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+            n--;
+    }
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Remember that this host's RunStart of uuid (batch_seq -1), or its
+ * batch batch_seq, was refused with reason. A RunStart's refusal is kept
+ * only when no host stored that run (another host's run is found in runs
+ * itself), a batch's only when the run is this host's. Its own
+ * transaction (a savepoint inside co_db_begin's): when it fails (a run id
+ * that is not UTF-8) nothing else is undone, and the dependents stay
+ * unanswered as before. */
+static void
+s_refusal_keep(co_db_t *db, int64_t host_id, const char *uuid,
+               int64_t batch_seq, const char *reason)
+{
+    char host[24], seq[24], why[S_REFUSAL_REASON_MAX + 1], e[256];
+    int rc;
+    if (!co_db_connected(db) || !uuid || strlen(uuid) >= CO_DB_UUID_MAX)
+        return;
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    snprintf(seq, sizeof seq, "%" PRId64, batch_seq);
+    s_utf8_cut(why, reason ? reason : "", S_REFUSAL_REASON_MAX);
+    if (s_exec(db, "BEGIN", e, sizeof e) != CO_DB_OK)
+        return;
+    const char *p[] = { host, uuid, seq, why };
+    PGresult *r = s_query(db, "INSERT INTO refusals (host_id, run_uuid, "
+                          "batch_seq, reason) SELECT $1::bigint, $2::text, "
+                          "$3::bigint, $4::text WHERE CASE WHEN $3::bigint "
+                          "< 0 THEN NOT EXISTS (SELECT 1 FROM runs r WHERE "
+                          "r.run_uuid = $2) ELSE EXISTS (SELECT 1 FROM runs "
+                          "r WHERE r.run_uuid = $2 AND r.host_id = $1) END "
+                          "ON CONFLICT DO NOTHING", 4, p, PGRES_COMMAND_OK,
+                          &rc, e, sizeof e);
+    if (!r) {
+        s_rollback(db);
+        return;
+    }
+    PQclear(r);
+    (void)s_exec(db, "COMMIT", e, sizeof e);
+}
+
+/* CO_DB_DEPENDS with err "WHAT depends on run_start UUID, which was
+ * refused: REASON" when this host's RunStart of uuid was refused, else
+ * CO_DB_LATER (or CO_DB_FAIL). */
+static int
+s_refused_run(co_db_t *db, int64_t host_id, const char *uuid,
+              const char *what, char *err, size_t errlen)
+{
+    int rc;
+    char host[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    const char *p[] = { host, uuid };
+    PGresult *r = s_query(db, "SELECT reason FROM refusals WHERE host_id = "
+                          "$1 AND run_uuid = $2 AND batch_seq = -1", 2, p,
+                          PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r)
+        return rc;
+    rc = CO_DB_LATER;
+    if (PQntuples(r) == 1) {
+        s_err(err, errlen, "%s depends on run_start %s, which was refused: "
+              "%s", what, uuid, PQgetvalue(r, 0, 0));
+        rc = CO_DB_DEPENDS;
+    }
+    PQclear(r);
+    return rc;
+}
+
 /* The run with this uuid: CO_DB_OK with *run set when it is this host's,
- * CO_DB_LATER when unknown, CO_DB_REFUSED when another host's. */
+ * CO_DB_LATER when unknown, CO_DB_REFUSED when another host's,
+ * CO_DB_DEPENDS (err naming what: "batch R/3") when this host's RunStart
+ * of it was refused. */
 static int
 s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
-             size_t *n_arms, char *err, size_t errlen)
+             size_t *n_arms, const char *what, char *err, size_t errlen)
 {
     int rc;
 
@@ -877,8 +1037,10 @@ s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
         return rc;
     if (PQntuples(r) == 0) {
         PQclear(r);
-        s_err(err, errlen, "run %s: no RunStart stored yet", uuid);
-        return CO_DB_LATER;
+        rc = s_refused_run(db, host_id, uuid, what, err, errlen);
+        if (rc == CO_DB_LATER)
+            s_err(err, errlen, "run %s: no RunStart stored yet", uuid);
+        return rc;
     }
     int64_t id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     int64_t owner = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
@@ -958,9 +1120,9 @@ done:
     return rc;
 }
 
-int
-co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
-                char *err, size_t errlen)
+static int
+s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
+            char *err, size_t errlen)
 {
     int rc;
     int64_t run = 0;
@@ -1050,7 +1212,8 @@ co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
         /* Stored before: a resend (this host's) or another host's id. */
         PQclear(r);
         s_rollback(db);
-        rc = s_run_lookup(db, host_id, rs->run_id, &run, NULL, err, errlen);
+        rc = s_run_lookup(db, host_id, rs->run_id, &run, NULL, "run_start",
+                          err, errlen);
         rc = rc == CO_DB_OK ? CO_DB_DUP : rc;
         goto done;
     }
@@ -1071,6 +1234,18 @@ done:
     return rc;
 }
 
+int
+co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
+                char *err, size_t errlen)
+{
+    s_what(db, "run_start %.*s", CO_DB_UUID_MAX, rs->run_id);
+    int rc = s_run_start(db, host_id, rs, err, errlen);
+    s_what(db, NULL);
+    if (rc == CO_DB_REFUSED)
+        s_refusal_keep(db, host_id, rs->run_id, -1, err);
+    return rc;
+}
+
 /* A batch's samples can be stored as they are: times finite and not
  * negative, a known kind, an arm of the run (any for CALIBRATION, whose
  * arm is meaningless), round and position that fit the int columns.
@@ -1079,18 +1254,26 @@ static int
 s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
                 size_t errlen)
 {
+    if (b->batch_seq > INT32_MAX) {
+        s_err(err, errlen, "batch %s/%u: batch_seq is above %d", b->run_id,
+              b->batch_seq, INT32_MAX);
+        return -1;
+    }
     for (size_t i = 0; i < b->n_samples; i++) {
         const Parity__Sample *s = b->samples[i];
-        if (!isfinite(s->wall_us) || !isfinite(s->user_us)
-            || !isfinite(s->sys_us)) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has a time that is "
-                  "not finite", b->run_id, b->batch_seq, i);
-            return -1;
-        }
-        if (s->wall_us < 0 || s->user_us < 0 || s->sys_us < 0) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has a negative time",
-                  b->run_id, b->batch_seq, i);
-            return -1;
+        const char *const names[] = { "wall_us", "user_us", "sys_us" };
+        const double times[] = { s->wall_us, s->user_us, s->sys_us };
+        for (int t = 0; t < 3; t++) {
+            if (!isfinite(times[t])) {
+                s_err(err, errlen, "batch %s/%u: sample %zu has a %s that "
+                      "is not finite", b->run_id, b->batch_seq, i, names[t]);
+                return -1;
+            }
+            if (times[t] < 0) {
+                s_err(err, errlen, "batch %s/%u: sample %zu has a negative "
+                      "%s", b->run_id, b->batch_seq, i, names[t]);
+                return -1;
+            }
         }
         if ((int)s->kind < 0 || (int)s->kind > PARITY__SAMPLE_KIND__ERROR) {
             s_err(err, errlen, "batch %s/%u: sample %zu has unknown kind %d",
@@ -1104,9 +1287,18 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
             return -1;
         }
         if (s->round > INT32_MAX || s->position > INT32_MAX) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has round or "
-                  "position above %d", b->run_id, b->batch_seq, i,
-                  INT32_MAX);
+            s_err(err, errlen, "batch %s/%u: sample %zu has a %s above %d",
+                  b->run_id, b->batch_seq, i,
+                  s->round > INT32_MAX ? "round" : "position", INT32_MAX);
+            return -1;
+        }
+        /* The one text of a sample (a program's exit or stderr, which an
+         * agent may have cut inside a character). */
+        size_t elen = s->error ? strlen(s->error) : 0;
+        size_t good = elen ? pw_wire_utf8_valid(s->error, elen) : 0;
+        if (good < elen) {
+            s_err(err, errlen, "batch %s/%u: sample %zu has an error that is "
+                  "not UTF-8 (byte %zu)", b->run_id, b->batch_seq, i, good);
             return -1;
         }
     }
@@ -1145,18 +1337,21 @@ static const char s_copy_samples_sql[] =
     "wall_us, user_us, sys_us, maxrss_kb, exit_status, term_signal, cpu, "
     "start_unix_us, error) FROM STDIN (FORMAT binary)";
 
-int
-co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
-            size_t *stored, char *err, size_t errlen)
+static int
+s_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
+        size_t *stored, char *err, size_t errlen)
 {
     int rc;
     int64_t run = 0;
-    char runs[24], seq[16], n[16];
+    char runs[24], seq[16], n[16], what[CO_DB_UUID_MAX + 32];
     PGresult *r;
 
     *stored = 0;
     size_t n_arms = 0;
-    rc = s_run_lookup(db, host_id, b->run_id, &run, &n_arms, err, errlen);
+    snprintf(what, sizeof what, "batch %.*s/%u", CO_DB_UUID_MAX, b->run_id,
+             b->batch_seq);
+    rc = s_run_lookup(db, host_id, b->run_id, &run, &n_arms, what, err,
+                      errlen);
     if (rc != CO_DB_OK)
         return rc;
     if (s_check_samples(b, n_arms, err, errlen) != 0)
@@ -1199,6 +1394,18 @@ rollback:
 }
 
 
+int
+co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
+            size_t *stored, char *err, size_t errlen)
+{
+    s_what(db, "batch %.*s/%u", CO_DB_UUID_MAX, b->run_id, b->batch_seq);
+    int rc = s_batch(db, host_id, b, stored, err, errlen);
+    s_what(db, NULL);
+    if (rc == CO_DB_REFUSED)
+        s_refusal_keep(db, host_id, b->run_id, b->batch_seq, err);
+    return rc;
+}
+
 /* The calibration samples of the group's new batches into
  * host_calibration, one COPY (none when they have none). */
 static int
@@ -1238,8 +1445,11 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
         co_db_batch_item_t *it = &items[k];
         const Parity__SampleBatch *b = it->batch;
         size_t n_arms = 0;
+        char what[CO_DB_UUID_MAX + 32];
+        snprintf(what, sizeof what, "batch %.*s/%u", CO_DB_UUID_MAX,
+                 b->run_id, b->batch_seq);
         it->rc = s_run_lookup(db, it->host_id, b->run_id, &runs[k], &n_arms,
-                              it->err, sizeof it->err);
+                              what, it->err, sizeof it->err);
         if (it->rc == CO_DB_FAIL) {
             s_err(err, errlen, "%s", it->err);
             goto fail_all;
@@ -1248,6 +1458,8 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
             continue;
         if (s_check_samples(b, n_arms, it->err, sizeof it->err) != 0) {
             it->rc = CO_DB_REFUSED;
+            s_refusal_keep(db, it->host_id, b->run_id, b->batch_seq,
+                           it->err);
             continue;
         }
         want[k] = true;
@@ -1360,7 +1572,11 @@ co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
     pw_buf_t keys[3];
     for (int a = 0; a < 3; a++)
         pw_buf_init(&keys[a], CO_DB_GROUP_MAX * 21 + 3);
+    /* A refusal of the group is not sent: its batches are then stored
+     * one by one, each under its own name. */
+    s_what(db, "batches");
     int rc = s_batches(db, items, n, keys, err, errlen);
+    s_what(db, NULL);
     for (int a = 0; a < 3; a++)
         pw_buf_free(&keys[a]);
     return rc;
@@ -1909,14 +2125,46 @@ done:
     return rc;
 }
 
-/* Inside run_end's transaction: CO_DB_OK when the run has not ended yet
- * and batches 0..re->batches-1 are stored (else CO_DB_DUP or CO_DB_LATER,
- * or CO_DB_FAIL). *started gets its started_at_us, *expected the samples
- * of all its batches: what the pruned read must find. */
+/* CO_DB_DEPENDS naming the first of batches 0..re->batches-1 of the run
+ * (runs.id runid) that this host had refused and that was not stored
+ * since, else CO_DB_LATER (or CO_DB_FAIL). */
 static int
-s_run_end_ready(co_db_t *db, const Parity__RunEnd *re, const char *runid,
-                const char *batches, int64_t *started, long long *expected,
-                char *err, size_t errlen)
+s_refused_batch(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
+                const char *runid, const char *batches, char *err,
+                size_t errlen)
+{
+    int rc;
+    char host[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    const char *p[] = { host, re->run_id, batches, runid };
+    PGresult *r = s_query(db, "SELECT f.batch_seq, f.reason FROM refusals f "
+                          "WHERE f.host_id = $1 AND f.run_uuid = $2 AND "
+                          "f.batch_seq >= 0 AND f.batch_seq < $3::bigint AND "
+                          "NOT EXISTS (SELECT 1 FROM batches b WHERE b.run = "
+                          "$4 AND b.batch_seq = f.batch_seq) ORDER BY "
+                          "f.batch_seq LIMIT 1", 4, p, PGRES_TUPLES_OK, &rc,
+                          err, errlen);
+    if (!r)
+        return rc;
+    rc = CO_DB_LATER;
+    if (PQntuples(r) == 1) {
+        s_err(err, errlen, "run_end %s counts batch %s, which was refused: "
+              "%s", re->run_id, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+        rc = CO_DB_DEPENDS;
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Inside run_end's transaction: CO_DB_OK when the run has not ended yet
+ * and batches 0..re->batches-1 are stored (else CO_DB_DUP, CO_DB_LATER,
+ * CO_DB_DEPENDS when a missing one was refused, or CO_DB_FAIL). *started
+ * gets its started_at_us, *expected the samples of all its batches: what
+ * the pruned read must find. */
+static int
+s_run_end_ready(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
+                const char *runid, const char *batches, int64_t *started,
+                long long *expected, char *err, size_t errlen)
 {
     int rc;
     const char *pc[] = { runid, batches };
@@ -1941,9 +2189,11 @@ s_run_end_ready(co_db_t *db, const Parity__RunEnd *re, const char *runid,
     if (ended_before)
         return CO_DB_DUP;
     if (have < (long)re->batches) {
-        s_err(err, errlen, "run_end %s: %ld of %u batches stored",
-              re->run_id, have, re->batches);
-        return CO_DB_LATER;
+        rc = s_refused_batch(db, host_id, re, runid, batches, err, errlen);
+        if (rc == CO_DB_LATER)
+            s_err(err, errlen, "run_end %s: %ld of %u batches stored",
+                  re->run_id, have, re->batches);
+        return rc;
     }
     return CO_DB_OK;
 }
@@ -1969,7 +2219,10 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         return CO_DB_REFUSED;
     }
     co_db_set_floor_window(db, floor_window);
-    rc = s_run_lookup(db, host_id, re->run_id, &run, NULL, err, errlen);
+    char what[CO_DB_UUID_MAX + 16];
+    snprintf(what, sizeof what, "run_end %.*s", CO_DB_UUID_MAX, re->run_id);
+    rc = s_run_lookup(db, host_id, re->run_id, &run, NULL, what, err,
+                      errlen);
     if (rc != CO_DB_OK)
         return rc;
     snprintf(runid, sizeof runid, "%" PRId64, run);
@@ -1982,8 +2235,8 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         return rc;
     int64_t started = 0;
     long long expected = 0;
-    rc = s_run_end_ready(db, re, runid, batches, &started, &expected, err,
-                         errlen);
+    rc = s_run_end_ready(db, host_id, re, runid, batches, &started,
+                         &expected, err, errlen);
     if (rc != CO_DB_OK) {
         s_rollback(db);
         return rc;
@@ -2063,8 +2316,10 @@ co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
 {
     int64_t run = 0;
     db->last_run_end = 0;
+    s_what(db, "run_end %.*s", CO_DB_UUID_MAX, re->run_id);
     int rc = s_run_end(db, host_id, re, floor_window, parity, verdicts, err,
                        errlen);
+    s_what(db, NULL);
     if (rc == CO_DB_OK
         && s_run_cached(db, host_id, re->run_id, &run, NULL, 0) == CO_DB_OK)
         db->last_run_end = run;

@@ -11,6 +11,10 @@
  *   CO_DB_LATER    depends on a message not stored yet (do not ack)
  *   CO_DB_REFUSED  can never be stored (bad content, another host's run):
  *                  err says why
+ *   CO_DB_DEPENDS  can never be stored because a message it depends on
+ *                  was refused for good (a batch or RunEnd of a refused
+ *                  RunStart, a RunEnd counting a refused batch): err
+ *                  names that message and why it was refused
  *   CO_DB_FAIL     the database failed or is down (do not ack); when the
  *                  connection is lost co_db_connected() turns false
  *
@@ -31,6 +35,7 @@ enum {
     CO_DB_LATER = 2,
     CO_DB_REFUSED = -2,
     CO_DB_FAIL = -1,
+    CO_DB_DEPENDS = -3,
 };
 
 /* Seconds a connect may take unless the conninfo says otherwise: every
@@ -81,14 +86,18 @@ int co_db_calibration(co_db_t *db, int64_t host_id,
 
 /* CO_DB_REFUSED for another host's run id, no arms, an arm without a
  * name or with an earlier arm's name, an environment that is not a JSON
- * object; CO_DB_DUP for this host's run id stored before (unchanged). */
+ * object; CO_DB_DUP for this host's run id stored before (unchanged).
+ * A refusal of a run id no host stored is remembered (009_refusals), so
+ * that the run's batches and RunEnd get CO_DB_DEPENDS. */
 int co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
                     char *err, size_t errlen);
 
 /* Store a batch; *stored gets the samples written (0 for a duplicate).
  * CO_DB_REFUSED (nothing stored) when a sample has a time that is not
  * finite or is negative, an unknown kind, an arm the run does not have
- * (CALIBRATION samples excepted), or round/position above INT32_MAX. */
+ * (CALIBRATION samples excepted), or round/position above INT32_MAX;
+ * such a refusal is remembered, so that a RunEnd counting the batch gets
+ * CO_DB_DEPENDS. CO_DB_DEPENDS when the run's RunStart was refused. */
 int co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
                 size_t *stored, char *err, size_t errlen);
 
@@ -147,7 +156,9 @@ int64_t co_db_last_run_end(const co_db_t *db);
  * non-subject arm: vd_compare of its MEASURED samples against the subject
  * arm's, with the host's floor from its last floor_window calibration
  * samples taken up to the run's end, and parity. CO_DB_LATER while some of
- * batches 0..re->batches-1 are not stored. *verdicts gets the count. */
+ * batches 0..re->batches-1 are not stored, CO_DB_DEPENDS when one of
+ * them (and no later copy) or the run's RunStart was refused. *verdicts
+ * gets the count. */
 int co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
                   int floor_window, double parity, unsigned *verdicts,
                   char *err, size_t errlen);

@@ -360,6 +360,7 @@ s_on_request(co_server_t *srv, const char *key, const uint8_t *rid,
                                 PW_WIRE_MAX_FRAME, &env, &seq, err,
                                 sizeof err);
         if (rc != PW_WIRE_OK) {
+            srv->c.bad[-rc]++;   /* counted per kind, as the writer does */
             s_error(srv, rid, rlen, rc, err, seq);
             return;
         }

@@ -210,6 +210,13 @@ s_error(co_store_t *st, const uint8_t *rid, size_t rid_len, int code,
     char line[1024];
     size_t len;
     snprintf(line, sizeof line, "%s", msg);   /* so the reply fits */
+    /* Valid UTF-8 whatever the message quotes (an arm name, a cut):
+     * a peer's decoder may refuse other text. */
+    for (size_t at = 0, n = strlen(line); at < n;) {
+        at += pw_wire_utf8_valid(line + at, n - at);
+        if (at < n)
+            line[at++] = '?';
+    }
     if (pw_wire_pack_error(code, line, seq, buf, sizeof buf, &len)
         == PW_WIRE_OK) {
         s_out(st, rid, rid_len, buf, len);
@@ -247,7 +254,11 @@ s_bad(co_store_t *st, s_peer_t *p, int code, const char *why, uint64_t seq)
                p->bad_unlogged, co_log_quote(q, sizeof q, why));
         p->bad_unlogged = 0;
     }
-    s_error(st, p->rid, p->rid_len, code, why, seq);
+    /* Out of memory is the collector's trouble, not the message's: an
+     * Error naming the seq would make the agent delete it (refused for
+     * good). With seq 0 it is only news; the message is resent. */
+    s_error(st, p->rid, p->rid_len, code, why,
+            code == PW_WIRE_ENOMEM ? 0 : seq);
 }
 
 /* ---- peers ---------------------------------------------------------------- */
@@ -612,6 +623,20 @@ s_result(co_store_t *st, s_peer_t *p, const Parity__Envelope *env, int rc,
         }
         s_error(st, p->rid, p->rid_len, PW_WIRE_EFIELD, err, env->seq);
         break;
+    case CO_DB_DEPENDS:
+        /* Refused for good too: what it needs was refused, so silence
+         * would have the agent resend it forever. */
+        st->c.bad[-PW_WIRE_EDEPEND]++;
+        if (s_may_log(&p->refused_logged_us, &p->refused_unlogged)) {
+            co_log(CO_LOG_WARN, "refused", "peer=%s seq=%" PRIu64
+                   " kind=dependency count=%" PRIu64 " not_logged_since=%"
+                   PRIu64 " why=%s", p->key, env->seq,
+                   st->c.bad[-PW_WIRE_EDEPEND], p->refused_unlogged,
+                   co_log_quote(q, sizeof q, err));
+            p->refused_unlogged = 0;
+        }
+        s_error(st, p->rid, p->rid_len, PW_WIRE_EDEPEND, err, env->seq);
+        break;
     default:
         st->c.deferred++;
         st->c.bad[-PW_WIRE_ESTORE]++;
@@ -659,7 +684,10 @@ s_txn_commit(co_store_t *st)
     for (size_t k = 0; k < st->n_pending; k++) {
         s_pending_t *w = &st->pending[k];
         int rc = w->rc;
-        if (!ok && (rc == CO_DB_OK || rc == CO_DB_DUP)) {
+        /* A failed COMMIT answers nothing: what it would have acked is
+         * not stored, and a refusal it would have remembered (co_db's
+         * refusals) is not either; the resend is answered again. */
+        if (!ok && rc != CO_DB_LATER && rc != CO_DB_FAIL) {
             rc = CO_DB_FAIL;
             /* Cut to the slot on purpose: the line is logged, no more. */
             snprintf(w->err, sizeof w->err, "%.*s",
@@ -668,7 +696,8 @@ s_txn_commit(co_store_t *st)
         if (rc == CO_DB_OK && w->env->body_case ==
             PARITY__ENVELOPE__BODY_SAMPLE_BATCH && w->stored > 0)
             co_runs_add(st->runs, w->peer->host_id, w->env->sample_batch);
-        if ((rc == CO_DB_OK || rc == CO_DB_DUP || rc == CO_DB_REFUSED)
+        if ((rc == CO_DB_OK || rc == CO_DB_DUP || rc == CO_DB_REFUSED
+             || rc == CO_DB_DEPENDS)
             && w->env->body_case == PARITY__ENVELOPE__BODY_RUN_END)
             co_runs_forget(st->runs, w->peer->host_id,
                            w->env->run_end->run_id);

@@ -12,6 +12,8 @@
 # tests/fuzz; llvm puts llvm-symbolizer on PATH for the findings' stacks.
 # systemd (systemd-analyze, systemd-sysusers) and strace are for
 # tests/systemd, which checks the units and the collector's syscalls.
+# valgrind runs both daemons under memcheck in tests/daemon (the
+# daemon-valgrind test, skipped without it).
 set -eu
 
 PACKAGES="
@@ -32,6 +34,7 @@ libyaml-dev
 libsystemd-dev
 systemd
 strace
+valgrind
 hyperfine
 jq
 iproute2

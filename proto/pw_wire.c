@@ -11,7 +11,7 @@
 static const char *const s_err_names[PW_WIRE_ECOUNT] = {
     "ok", "empty", "too_big", "parse", "version", "no_body",
     "unknown_body", "limit", "seq", "no_hello", "field", "store", "nomem",
-    "budget",
+    "budget", "dependency",
 };
 
 static void s_err(char *err, size_t errlen, const char *fmt, ...)
@@ -56,6 +56,58 @@ pw_wire_body_name(Parity__Envelope__BodyCase body)
     case PARITY__ENVELOPE__BODY_REPLY:         return "reply";
     default:                                   return "?";
     }
+}
+
+size_t
+pw_wire_utf8_valid(const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        size_t n;
+        unsigned char lo = 0x80, hi = 0xbf;   /* the second byte's range */
+        if (c < 0x80)
+            n = 1;
+        else if (c >= 0xc2 && c <= 0xdf)
+            n = 2;
+        else if (c >= 0xe0 && c <= 0xef) {
+            n = 3;
+            lo = c == 0xe0 ? 0xa0 : 0x80;     /* overlong */
+            hi = c == 0xed ? 0x9f : 0xbf;     /* surrogates */
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 4;
+            lo = c == 0xf0 ? 0x90 : 0x80;     /* overlong */
+            hi = c == 0xf4 ? 0x8f : 0xbf;     /* above U+10FFFF */
+        } else
+            return i;
+        if (n > len - i)
+            return i;
+        if (n > 1 && (s[i + 1] < lo || s[i + 1] > hi))
+            return i;
+        for (size_t k = 2; k < n; k++)
+            if ((s[i + k] & 0xc0) != 0x80)
+                return i;
+        i += n;
+    }
+    return len;
+}
+
+/* A required id: present, and UTF-8 (every answer about the message
+ * quotes it, and the database would refuse it). */
+static int
+s_check_id(const char *body, const char *field, const char *id, char *err,
+           size_t errlen)
+{
+    if (!id || !id[0]) {
+        s_err(err, errlen, "%s: empty %s", body, field);
+        return PW_WIRE_EFIELD;
+    }
+    if (pw_wire_utf8_valid(id, strlen(id)) != strlen(id)) {
+        s_err(err, errlen, "%s: %s is not UTF-8", body, field);
+        return PW_WIRE_EFIELD;
+    }
+    return PW_WIRE_OK;
 }
 
 bool
@@ -126,23 +178,16 @@ s_check(const Parity__Envelope *env, char *err, size_t errlen)
                   env->sample_batch->n_samples, PW_WIRE_MAX_BATCH);
             return PW_WIRE_ELIMIT;
         }
-        if (!env->sample_batch->run_id || !env->sample_batch->run_id[0]) {
-            s_err(err, errlen, "sample_batch: empty run_id");
-            return PW_WIRE_EFIELD;
-        }
-        break;
+        return s_check_id("sample_batch", "run_id",
+                          env->sample_batch->run_id, err, errlen);
     case PARITY__ENVELOPE__BODY_CALIBRATION:
         if (env->calibration->n_wall_us > PW_WIRE_MAX_CALIBRATION) {
             s_err(err, errlen, "calibration: %zu samples (at most %u)",
                   env->calibration->n_wall_us, PW_WIRE_MAX_CALIBRATION);
             return PW_WIRE_ELIMIT;
         }
-        if (!env->calibration->calibration_id
-            || !env->calibration->calibration_id[0]) {
-            s_err(err, errlen, "calibration: empty calibration_id");
-            return PW_WIRE_EFIELD;
-        }
-        break;
+        return s_check_id("calibration", "calibration_id",
+                          env->calibration->calibration_id, err, errlen);
     case PARITY__ENVELOPE__BODY_HELLO:
         if (env->hello->n_suites > PW_WIRE_MAX_SUITES) {
             s_err(err, errlen, "hello: %zu suites (at most %u)",
@@ -166,17 +211,11 @@ s_check(const Parity__Envelope *env, char *err, size_t errlen)
                   env->run_start->n_tags, PW_WIRE_MAX_TAGS);
             return PW_WIRE_ELIMIT;
         }
-        if (!env->run_start->run_id || !env->run_start->run_id[0]) {
-            s_err(err, errlen, "run_start: empty run_id");
-            return PW_WIRE_EFIELD;
-        }
-        break;
+        return s_check_id("run_start", "run_id", env->run_start->run_id,
+                          err, errlen);
     case PARITY__ENVELOPE__BODY_RUN_END:
-        if (!env->run_end->run_id || !env->run_end->run_id[0]) {
-            s_err(err, errlen, "run_end: empty run_id");
-            return PW_WIRE_EFIELD;
-        }
-        break;
+        return s_check_id("run_end", "run_id", env->run_end->run_id, err,
+                          errlen);
     default:
         break;
     }
@@ -351,41 +390,55 @@ pw_wire_peek(const uint8_t *buf, size_t len, int *body_case, uint64_t *seq)
     return rc;
 }
 
-/* Deepest message nesting s_nul_field follows: parity.proto nests at
- * most three deep (Envelope, SampleBatch, Sample). */
+/* Deepest message nesting s_deep follows: parity.proto nests at most
+ * three deep (Envelope, SampleBatch, Sample). */
 #define S_NEST_MAX 8
 
-/* The name of the first string field in buf (a message of descriptor d)
- * that holds U+0000, or NULL. protobuf-c's strings end at their first
- * NUL, so "a\0b" would be stored as "a" and two names could merge:
- * such a frame is refused (Error 10) instead. Walks nested messages on
- * the wire by their descriptors; what does not scan is left to the
- * decode. */
-static const char *
-s_nul_field(const ProtobufCMessageDescriptor *d, const uint8_t *buf,
-            size_t len, int depth)
+/* What s_deep found first in a frame, in wire order. */
+typedef struct {
+    const char *nul;        /* a string field holding U+0000 */
+    const char *broken;     /* a message field whose bytes do not scan */
+} s_deep_t;
+
+/* Walk buf (a message of descriptor d) and the messages nested in it, by
+ * their descriptors, to the first string field that holds U+0000 or the
+ * first nested message whose bytes do not scan (out names the field).
+ * Both are frames protobuf-c takes but must not be taken as it reads
+ * them: its strings end at their first NUL, so "a\0b" would be stored
+ * as "a" and two names could merge (Error 10); and it reads an
+ * over-long tag (82 00) as field number 0, which no message has, and
+ * skips it as unknown (Error 3, as for the top level). Unknown fields
+ * are not looked into: nothing reads them. false when something was
+ * found. */
+static bool
+s_deep(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
+       const char *field, int depth, s_deep_t *out)
 {
     size_t at = 0;
     s_field_t f;
     if (depth > S_NEST_MAX)
-        return NULL;
-    while (at < len && s_next_field(buf, len, &at, &f)) {
+        return true;
+    while (at < len) {
+        if (!s_next_field(buf, len, &at, &f)) {
+            out->broken = field;
+            return false;
+        }
         if (f.wire != 2)
             continue;
         const ProtobufCFieldDescriptor *fd =
             protobuf_c_message_descriptor_get_field(d, f.number);
         if (!fd)
             continue;
-        if (fd->type == PROTOBUF_C_TYPE_STRING && memchr(f.data, 0, f.len))
-            return fd->name;
-        if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-            const char *name = s_nul_field(fd->descriptor, f.data, f.len,
-                                           depth + 1);
-            if (name)
-                return name;
+        if (fd->type == PROTOBUF_C_TYPE_STRING && memchr(f.data, 0, f.len)) {
+            out->nul = fd->name;
+            return false;
         }
+        if (fd->type == PROTOBUF_C_TYPE_MESSAGE
+            && !s_deep(fd->descriptor, f.data, f.len, fd->name, depth + 1,
+                       out))
+            return false;
     }
-    return NULL;
+    return true;
 }
 
 /* Refuse a frame whose winning body has more entries in a bounded field
@@ -611,11 +664,18 @@ pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
         rc = PW_WIRE_EUNKNOWN;
         goto fail;
     }
-    const char *nul = s_nul_field(&parity__envelope__descriptor, buf, len,
-                                  0);
-    if (nul) {
+    s_deep_t deep = { NULL, NULL };
+    (void)s_deep(&parity__envelope__descriptor, buf, len, "", 0, &deep);
+    if (deep.broken) {
+        s_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
+              "(field number 0, or a field protobuf does not have, inside "
+              "%s)", len, deep.broken);
+        rc = PW_WIRE_EPARSE;
+        goto fail;
+    }
+    if (deep.nul) {
         s_err(err, errlen, "%s: text field %s holds U+0000 (NUL)",
-              pw_wire_body_name(env->body_case), nul);
+              pw_wire_body_name(env->body_case), deep.nul);
         rc = PW_WIRE_EFIELD;
         goto fail;
     }

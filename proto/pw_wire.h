@@ -67,7 +67,9 @@ enum {
     PW_WIRE_ENOMEM    = -12,
     PW_WIRE_EBUDGET   = -13, /* decoding needs more than
                               * PW_WIRE_DECODE_BUDGET bytes */
-    PW_WIRE_ECOUNT    = 14   /* sentinel: number of codes incl. OK */
+    PW_WIRE_EDEPEND   = -14, /* depends on a message refused for good
+                              * (collector's check) */
+    PW_WIRE_ECOUNT    = 15   /* sentinel: number of codes incl. OK */
 };
 
 /* Error.code values about the sender's key, not its frame
@@ -79,8 +81,15 @@ enum {
 
 /* Short machine name of a status code ("ok", "empty", "too_big", "parse",
  * "version", "no_body", "unknown_body", "limit", "seq", "no_hello",
- * "field", "store", "nomem", "budget"); "?" for anything else. */
+ * "field", "store", "nomem", "budget", "dependency"); "?" for anything
+ * else. */
 const char *pw_wire_err_name(int code);
+
+/* Bytes at the start of s[0..len) that are valid UTF-8 (RFC 3629: no
+ * overlong forms, no surrogates, nothing above U+10FFFF): len when all
+ * of it is. PostgreSQL refuses any other text, and a peer's decoder may
+ * too. */
+size_t pw_wire_utf8_valid(const char *s, size_t len);
 
 /* Machine name of a body kind: "hello", "heartbeat", "calibration", ...;
  * "none" for PARITY__ENVELOPE__BODY__NOT_SET, "?" for unknown. */
@@ -117,7 +126,9 @@ int pw_wire_pack_alloc(const Parity__Envelope *env, uint8_t **out,
 
 /* Unpack buf[0..len) into a new Envelope and check it: size (max, 0 means
  * PW_WIRE_MAX_FRAME), protobuf syntax, version, body present and known,
- * bounds, seq > 0 on data messages, required ids present. The bounded
+ * bounds, seq > 0 on data messages, required ids present and UTF-8 (the
+ * run_id of RunStart, SampleBatch and RunEnd, calibration_id: every
+ * answer about the message names them), no U+0000 in any text. The bounded
  * repeated fields (samples, calibration samples, suites, arms, tags) are
  * counted on the wire first, so that a frame above one is refused
  * (PW_WIRE_ELIMIT) before anything is allocated; the decode itself holds

@@ -206,6 +206,242 @@ s_hello_env(void *s, const char *name, const char *env_json)
     return s_send_body(s, 0, PARITY__ENVELOPE__BODY_HELLO, &h);
 }
 
+/* Refused with Error{code} whose message is exactly want. */
+static bool
+s_refused_exactly(void *s, uint64_t seq, unsigned code, const char *want)
+{
+    char msg[1024];
+    unsigned got = 0;
+    int rc = s_answer(s, seq, 5000, msg, sizeof msg, &got);
+    if (rc != -1 || got != code || strcmp(msg, want) != 0) {
+        tap_diag("seq %" PRIu64 ": answer %d code %u message \"%s\" (want "
+                 "code %u \"%s\")", seq, rc, got, msg, code, want);
+        return false;
+    }
+    return true;
+}
+
+/* A RunStart of run without arms: the collector refuses it (Error 10). */
+static int
+s_run_start_no_arms(void *s, uint64_t seq, const char *run)
+{
+    Parity__RunStart rs = PARITY__RUN_START__INIT;
+    rs.run_id = (char *)run;
+    rs.suite = "hostile";
+    rs.benchmark = "dep";
+    rs.started_at_us = cc_unix_us();
+    return s_send_body(s, seq, PARITY__ENVELOPE__BODY_RUN_START, &rs);
+}
+
+#define S_DEP_NO_ARMS(run) \
+    "depends on run_start " run ", which was refused: run_start " run \
+    ": no arms"
+
+/* Issue 11: a message that depends on one refused for good (a batch or
+ * RunEnd of a refused RunStart, a RunEnd counting a refused batch) is
+ * answered with Error 14 naming that message, not with silence: an agent
+ * following docs/protocol.md section 5 would resend it forever. sa is
+ * host A, sb host B; *seqp is A's last seq. */
+static void
+s_dependency_checks(void *sa, void *sb, uint64_t *seqp)
+{
+    uint64_t seq = *seqp;
+    long dep0 = cc_stat(sa, "bad_dependency");
+    long refused0 = cc_stat(sa, "refused");
+
+    ok(s_run_start_no_arms(sa, ++seq, "run-dep") == 0
+       && s_refused_exactly(sa, seq, 10, "run_start run-dep: no arms"),
+       "dependency: RunStart run-dep without arms: Error 10");
+    ok(s_batch(sa, ++seq, "run-dep", 0, 4, 99, 0, 0, 0) == 0
+       && s_refused_exactly(sa, seq, 14, "batch run-dep/0 "
+                            S_DEP_NO_ARMS("run-dep")),
+       "a batch of the refused run: Error 14 \"batch run-dep/0 depends on "
+       "run_start run-dep, which was refused: run_start run-dep: no arms\"");
+    ok(s_run_end(sa, ++seq, "run-dep", 1, 4) == 0
+       && s_refused_exactly(sa, seq, 14, "run_end run-dep "
+                            S_DEP_NO_ARMS("run-dep")),
+       "its RunEnd: Error 14 \"run_end run-dep depends on run_start "
+       "run-dep, ...\"");
+
+    /* As an agent sends them: RunStart, batches and RunEnd back to back,
+     * before the refusal arrives (one burst of the writer). */
+    uint64_t rs = ++seq, b0 = ++seq, b1 = ++seq, re = ++seq;
+    int sent = s_run_start_no_arms(sa, rs, "run-dep2")
+               + s_batch(sa, b0, "run-dep2", 0, 4, 99, 0, 0, 0)
+               + s_batch(sa, b1, "run-dep2", 1, 4, 99, 0, 0, 0)
+               + s_run_end(sa, re, "run-dep2", 2, 8);
+    ok(sent == 0 && s_refused_exactly(sa, rs, 10, "run_start run-dep2: no "
+                                      "arms")
+       && s_refused_exactly(sa, b0, 14, "batch run-dep2/0 "
+                            S_DEP_NO_ARMS("run-dep2"))
+       && s_refused_exactly(sa, b1, 14, "batch run-dep2/1 "
+                            S_DEP_NO_ARMS("run-dep2"))
+       && s_refused_exactly(sa, re, 14, "run_end run-dep2 "
+                            S_DEP_NO_ARMS("run-dep2")),
+       "sent back to back: Error 10 for the RunStart, then Error 14 for "
+       "each batch and the RunEnd, in order");
+
+    /* A RunEnd that counts a refused batch. */
+    ok(s_run_start(sa, ++seq, "run-gap", "dep", 2, "") == 0
+       && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
+       && s_batch(sa, ++seq, "run-gap", 0, 4, 99, 0, 0, 0) == 0
+       && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
+       && s_batch(sa, ++seq, "run-gap", 1, 4, 1, 7, 0, 1000.0) == 0
+       && s_refused_exactly(sa, seq, 10, "batch run-gap/1: sample 1 names "
+                            "arm 7 (the run has 2 arms)")
+       && s_batch(sa, ++seq, "run-gap", 2, 4, 99, 0, 0, 0) == 0
+       && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1,
+       "run-gap: batches 0 and 2 acked, batch 1 refused (arm 7)");
+    ok(s_run_end(sa, ++seq, "run-gap", 3, 12) == 0
+       && s_refused_exactly(sa, seq, 14, "run_end run-gap counts batch 1, "
+                            "which was refused: batch run-gap/1: sample 1 "
+                            "names arm 7 (the run has 2 arms)"),
+       "a RunEnd counting the refused batch 1: Error 14 \"run_end run-gap "
+       "counts batch 1, which was refused: batch run-gap/1: sample 1 names "
+       "arm 7 (the run has 2 arms)\"");
+    ok(s_run_end(sa, ++seq, "run-gap", 4, 16) == 0
+       && s_refused(sa, seq, 14, "counts batch 1,"),
+       "one counting batches 1 (refused) and 3 (never sent): Error 14 all "
+       "the same");
+    ok(s_run_end(sa, ++seq, "run-gap", 1, 4) == 0
+       && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1,
+       "a RunEnd that counts only batch 0 is acked");
+    ok(s_sql_long("SELECT count(*) FROM runs WHERE run_uuid LIKE 'run-dep%%'")
+       == 0 && s_sql_long("SELECT count(*) FROM batches b JOIN runs r ON "
+                          "r.id = b.run WHERE r.run_uuid = 'run-gap'") == 2,
+       "nothing of the refused runs is stored; run-gap holds batches 0, 2");
+    ok(cc_stat(sa, "bad_dependency") == dep0 + 7
+       && cc_stat(sa, "refused") == refused0 + 3,
+       "bad_dependency +7, refused +3 (the RunStarts and the batch)");
+    ok(s_sql_long("SELECT count(*) FROM refusals WHERE run_uuid = 'run-a' "
+                  "AND batch_seq = -1") == 0,
+       "B's RunStart of A's run is not remembered as a refusal (runs "
+       "says whose it is)");
+
+    /* Refusals are per host: B never sent run-dep, so for B a batch of it
+     * waits for a RunStart like any other. */
+    ok(cc_hello(sb, "alpha") == 0 && cc_wait_ack(sb, 0, 5000),
+       "host B says Hello again (it was silent meanwhile)");
+    long deferred0 = cc_stat(sb, "deferred");
+    char msg[512];
+    int ans = s_batch(sb, 77, "run-dep", 0, 4, 99, 0, 0, 0) == 0
+              ? s_answer(sb, 77, 1500, msg, sizeof msg, NULL) : 2;
+    long deferred = cc_stat(sb, "deferred");
+    ok(ans == 0 && deferred > deferred0,
+       "host B's batch of run-dep (A's refused run): silence (%d \"%s\"), "
+       "deferred %ld -> %ld", ans, msg, deferred0, deferred);
+    *seqp = seq;
+}
+
+/* Issue 11: a batch the database would refuse is refused before it sees
+ * it, and the Error names the first bad sample (index, field, why) or the
+ * batch's own field, never PostgreSQL's statement or schema. run is one
+ * of A's stored runs (2 arms); *seqp is A's last seq. */
+static void
+s_batch_text_checks(void *sa, const char *run, uint64_t *seqp)
+{
+    uint64_t seq = *seqp;
+    char want[256], msg[1024];
+    unsigned code = 0;
+
+    /* An error text that is not UTF-8 (a program's stderr, cut). */
+    Parity__SampleBatch b = PARITY__SAMPLE_BATCH__INIT;
+    for (size_t i = 0; i < 3; i++) {
+        parity__sample__init(&s_smp[i]);
+        s_smp[i].arm = (unsigned)(i % 2);
+        s_smp[i].wall_us = 100.0;
+        s_psmp[i] = &s_smp[i];
+    }
+    s_smp[2].kind = PARITY__SAMPLE_KIND__ERROR;
+    s_smp[2].error = "exit status 1: caf\xc3";
+    b.run_id = (char *)run;
+    b.batch_seq = 40;
+    b.n_samples = 3;
+    b.samples = s_psmp;
+    snprintf(want, sizeof want, "batch %s/40: sample 2 has an error that is "
+             "not UTF-8 (byte 18)", run);
+    ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b) == 0
+       && s_refused_exactly(sa, seq, 10, want),
+       "an ERROR sample whose error text is not UTF-8: Error 10 \"%s\"",
+       want);
+
+    /* A batch_seq the database's integer cannot hold. */
+    snprintf(want, sizeof want, "batch %s/3000000000: batch_seq is above "
+             "2147483647", run);
+    ok(s_batch(sa, ++seq, run, 3000000000u, 2, 99, 0, 0, 0) == 0
+       && s_refused_exactly(sa, seq, 10, want),
+       "batch_seq 3000000000: Error 10 \"%s\"", want);
+
+    /* Round and position are named apart. */
+    s_smp[2].kind = PARITY__SAMPLE_KIND__MEASURED;
+    s_smp[2].error = "";
+    s_smp[1].position = 2147483648u;
+    b.batch_seq = 41;
+    snprintf(want, sizeof want, "batch %s/41: sample 1 has a position above "
+             "2147483647", run);
+    ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b) == 0
+       && s_refused_exactly(sa, seq, 10, want),
+       "a position above INT32_MAX: Error 10 \"%s\"", want);
+    s_smp[1].position = 0;
+    s_smp[1].user_us = -1.0;
+    snprintf(want, sizeof want, "batch %s/41: sample 1 has a negative "
+             "user_us", run);
+    ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b) == 0
+       && s_refused_exactly(sa, seq, 10, want),
+       "a negative user_us: Error 10 \"%s\"", want);
+    s_smp[1].user_us = 0;
+
+    /* A run_id that is not UTF-8, in a burst with a good batch: refused
+     * alone, the other stored. */
+    uint64_t bad = ++seq, good = ++seq;
+    int sent = s_batch(sa, bad, "run-\xff\xfe", 0, 2, 99, 0, 0, 0)
+               + s_batch(sa, good, run, 42, 2, 99, 0, 0, 0);
+    ok(sent == 0 && s_refused_exactly(sa, bad, 10, "sample_batch: run_id is "
+                                      "not UTF-8")
+       && s_answer(sa, good, 5000, NULL, 0, NULL) == 1,
+       "a run_id that is not UTF-8: Error 10 \"sample_batch: run_id is not "
+       "UTF-8\"; the good batch after it in the burst is acked");
+
+    /* The same in a burst behind a RunStart: before, the run_id reached
+     * PostgreSQL, its look-up failed outside any savepoint, the burst's
+     * COMMIT became a ROLLBACK, and the RunStart was acked but not
+     * stored. */
+    uint64_t rs = ++seq;
+    bad = ++seq;
+    sent = s_run_start(sa, rs, "run-burst", "burst", 2, "")
+           + s_batch(sa, bad, "run-\xff", 0, 2, 99, 0, 0, 0);
+    /* The frame that does not decode is answered at once, the RunStart
+     * after its COMMIT: either may come first. */
+    int ans_rs = 0, ans_bad = 0;
+    for (int64_t until = cc_now_ms() + 5000;
+         (!ans_rs || !ans_bad) && cc_now_ms() < until;) {
+        Parity__Envelope *e = cc_recv(sa, 500);
+        if (e && e->body_case == PARITY__ENVELOPE__BODY_ACK
+            && e->ack->seq == rs)
+            ans_rs = 1;
+        if (e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+            && e->error->seq == bad) {
+            ans_bad = e->error->code == 10 && strcmp(e->error->message,
+                "sample_batch: run_id is not UTF-8") == 0 ? 1 : -1;
+            if (ans_bad < 0)
+                tap_diag("Error %u \"%s\"", e->error->code,
+                         e->error->message);
+        }
+        pw_wire_free(&e);
+    }
+    ok(sent == 0 && ans_rs == 1 && ans_bad == 1
+       && s_sql_long("SELECT count(*) FROM runs WHERE run_uuid = "
+                     "'run-burst'") == 1,
+       "a RunStart and a batch whose run_id is not UTF-8 in one burst: the "
+       "RunStart is acked and stored, the batch refused");
+    long dup0 = cc_stat(sa, "duplicates");
+    int rc = s_batch(sa, ++seq, run, 42, 2, 99, 0, 0, 0) == 0
+             ? s_answer(sa, seq, 5000, msg, sizeof msg, &code) : 0;
+    ok(rc == 1 && cc_stat(sa, "duplicates") == dup0 + 1,
+       "a copy of batch 42 is acked as a duplicate");
+    *seqp = seq;
+}
+
 /* The collector's peak resident set (VmHWM) in KiB, -1 when unreadable. */
 static long
 s_vmhwm_kb(pid_t pid)
@@ -496,14 +732,15 @@ main(int argc, char **argv)
        && s_refused(sa, seq, 10, "batch run-a/0: sample 2 names arm 999 (the "
                     "run has 2 arms)"), "a sample of arm 999: Error 10");
     ok(s_batch(sa, ++seq, "run-a", 0, 4, 1, 1, 0, NAN) == 0
-       && s_refused(sa, seq, 10, "batch run-a/0: sample 1 has a time that is "
-                    "not finite")
+       && s_refused_exactly(sa, seq, 10, "batch run-a/0: sample 1 has a "
+                            "wall_us that is not finite")
        && s_batch(sa, ++seq, "run-a", 0, 4, 1, 1, 0, INFINITY) == 0
        && s_refused(sa, seq, 10, "not finite"),
        "NaN and infinite wall_us: Error 10");
     ok(s_batch(sa, ++seq, "run-a", 0, 4, 3, 1, 0, -5.0) == 0
-       && s_refused(sa, seq, 10, "batch run-a/0: sample 3 has a negative "
-                    "time"), "a negative wall_us: Error 10");
+       && s_refused_exactly(sa, seq, 10, "batch run-a/0: sample 3 has a "
+                            "negative wall_us"),
+       "a negative wall_us: Error 10 naming sample and field");
     ok(s_batch(sa, ++seq, "run-a", 0, 4, 0, 0, 9, 1000.0) == 0
        && s_refused(sa, seq, 10, "batch run-a/0: sample 0 has unknown kind "
                     "9"), "a sample kind this version does not know: "
@@ -531,18 +768,23 @@ main(int argc, char **argv)
     }
 
     /* ---- RunEnd before its batches ------------------------------------ */
-    long deferred0 = cc_stat(sa, "deferred");
     uint64_t end = ++seq;
     ok(s_run_end(sa, end, "run-a", 6, 24) == 0
-       && s_answer(sa, end, 1500, NULL, 0, NULL) == 0
-       && cc_stat(sa, "deferred") > deferred0
+       && s_refused(sa, end, 14, "run_end run-a counts batch 2, which was "
+                    "refused: batch run-a/2: sample 1 names arm 7")
        && s_sql_long("SELECT count(*) FROM runs WHERE status IS NULL AND "
                      "run_uuid = 'run-a'") == 1,
        "RunEnd claiming 6 batches with 0, 1, 3 stored (2 refused, 4, 5 "
-       "never sent): no answer, run not ended, deferred moved");
+       "never sent): Error 14 naming batch 2, run not ended");
+    long deferred0 = cc_stat(sa, "deferred");
     ok(s_batch(sa, ++seq, "run-a", 2, 4, 99, 0, 0, 0) == 0
        && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
-       && s_batch(sa, ++seq, "run-a", 4, 4, 99, 0, 0, 0) == 0
+       && s_run_end(sa, end, "run-a", 6, 24) == 0
+       && s_answer(sa, end, 1500, NULL, 0, NULL) == 0
+       && cc_stat(sa, "deferred") > deferred0,
+       "a good batch 2 stored since wins over its refusal: the RunEnd now "
+       "waits for 4 and 5 (no answer, deferred moved)");
+    ok(s_batch(sa, ++seq, "run-a", 4, 4, 99, 0, 0, 0) == 0
        && s_answer(sa, seq, 5000, NULL, 0, NULL) == 1
        && s_run_end(sa, end, "run-a", 6, 24) == 0
        && s_answer(sa, end, 1500, NULL, 0, NULL) == 0,
@@ -555,6 +797,9 @@ main(int argc, char **argv)
                      "AND run_uuid = 'run-a' AND batches = 6") == 1
        && s_sql_long("SELECT count(*) FROM samples") == 24,
        "the gap filled, the resent RunEnd is acked: 6 batches, 24 samples");
+
+    s_dependency_checks(sa, sb, &seq);
+    s_batch_text_checks(sa, "run-gap", &seq);
 
     /* ---- Calibration bounds ----------------------------------------- */
     ok(s_calibration(sa, ++seq, "cal-0", 0) == 0
@@ -574,6 +819,12 @@ main(int argc, char **argv)
     /* ---- a Hello that cannot be stored -------------------------------- */
     {
         void *sc = cc_dealer(ctx, col.endpoint, c, col.public_key);
+        ok(s_hello_env(sc, "gam\xffma", "") == 0
+           && s_refused_exactly(sc, 0, 10, "hello: the database refused "
+                                "it: invalid byte sequence for encoding "
+                                "\"UTF8\": 0xff (SQLSTATE 22021)"),
+           "a Hello whose name is not UTF-8: Error 10 naming the message "
+           "and PostgreSQL's reason, not its statement");
         ok(s_hello_env(sc, "gamma", "{\"os\": ") == 0
            && s_refused(sc, 0, 10, "hello: environment_json is not a JSON "
                         "object")
@@ -658,10 +909,25 @@ main(int argc, char **argv)
            "after kill -9 of the collector and its server, a new start "
            "comes up on the same data dir");
         s_pg = PQconnectdb(conninfo);
-        ok(s_sql_long("SELECT count(*) FROM samples") == 24
+        ok(s_sql_long("SELECT count(*) FROM samples") == 24 + 8 + 2
            && s_sql_long("SELECT count(*) FROM runs WHERE status = "
-                         "'complete'") == 1,
+                         "'complete'") == 2,
            "everything committed before the kill is there");
+        /* The refusals are kept in the database: a resend after the
+         * restart is still answered. */
+        void *ctx2 = zmq_ctx_new();
+        void *s2 = cc_dealer(ctx2, col.endpoint, a, col.public_key);
+        ok(cc_hello(s2, "alpha") == 0 && cc_wait_ack(s2, 0, 5000)
+           && s_batch(s2, 900, "run-dep", 3, 4, 99, 0, 0, 0) == 0
+           && s_refused_exactly(s2, 900, 14, "batch run-dep/3 "
+                                S_DEP_NO_ARMS("run-dep"))
+           && s_run_end(s2, 901, "run-dep", 4, 16) == 0
+           && s_refused_exactly(s2, 901, 14, "run_end run-dep "
+                                S_DEP_NO_ARMS("run-dep")),
+           "after the restart a batch and the RunEnd of the refused run "
+           "still get Error 14");
+        zmq_close(s2);
+        zmq_ctx_term(ctx2);
         s_threads_checks(&col, a);
         PQfinish(s_pg);
     }

@@ -85,6 +85,55 @@ s_nul_hello(void *s)
     pw_wire_free(&e);
 }
 
+/* Requests the loop answers itself (docs/protocol.md section 3): ping
+ * and stats read no arguments, and a Request that does not decode is
+ * counted in its bad_<kind> like any frame (issue 11). */
+static void
+s_requests(void *s)
+{
+    Parity__Envelope env, *e = NULL;
+    Parity__Request r = PARITY__REQUEST__INIT;
+    uint8_t buf[512];
+    size_t len;
+    const char *cmds[] = { "ping", "stats" };
+    for (int i = 0; i < 2; i++) {
+        r.request_id = 40 + (uint64_t)i;
+        r.command = (char *)cmds[i];
+        r.args_json = "not JSON at all {";
+        pw_wire_init(&env, 0);
+        pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REQUEST, &r);
+        cc_send(s, &env);
+        e = cc_recv(s, 5000);
+        ok(e && e->body_case == PARITY__ENVELOPE__BODY_REPLY
+           && e->reply->request_id == r.request_id && e->reply->status == 0
+           && (i == 1 || strcmp(e->reply->body_json, "{}") == 0),
+           "%s with args_json that is not JSON: status 0 (arguments are "
+           "not read)", cmds[i]);
+        pw_wire_free(&e);
+    }
+    long field0 = cc_stat(s, "bad_field");
+    r.request_id = 42;
+    r.command = "ping";
+    r.args_json = "{\"a\": \"x\001\"}";
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_REQUEST, &r);
+    if (pw_wire_pack(&env, buf, sizeof buf, &len, NULL, 0) == PW_WIRE_OK) {
+        *((uint8_t *)memmem(buf, len, "x\001", 2) + 1) = 0;
+        cc_send_raw(s, buf, len);
+    }
+    e = cc_recv(s, 5000);
+    ok(e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+       && e->error->code == 10
+       && strcmp(e->error->message, "request: text field args_json holds "
+                 "U+0000 (NUL)") == 0,
+       "a Request whose args_json holds U+0000: Error 10 (%s)",
+       e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
+       ? e->error->message : "no Error");
+    pw_wire_free(&e);
+    ok(cc_stat(s, "bad_field") == field0 + 1,
+       "and it is counted in bad_field");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -127,6 +176,7 @@ main(int argc, char **argv)
        "the agent is greeted");
     s_client_beats(ctx, &col, sa, c);
     s_nul_hello(sa);
+    s_requests(sa);
     zmq_close(sa);
     zmq_ctx_term(ctx);
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");

@@ -190,6 +190,56 @@ s_peek(void)
           == PW_WIRE_EPARSE && env == NULL
        && s_peek_agrees(overlong, sizeof overlong),
        "an over-long tag (82 00, field 0): unpack refuses it as peek does");
+
+    /* The same tag at any depth (issue 11, campaign finding 5): protobuf-c
+     * skips field 0 as unknown inside a body or a sample; unpack refuses
+     * it as a frame that does not parse (Error 3), naming the field. */
+    static const struct {
+        const char *name;
+        uint8_t f[32];
+        size_t len;
+        const char *in;
+    } nested[] = {
+        /* heartbeat { 82 00 00 } */
+        { "in a Heartbeat", { 0x08, 0x01, 0x5a, 0x03, 0x82, 0x00, 0x00 }, 7,
+          "heartbeat" },
+        /* sample_batch { run_id "r", samples { 82 00 00 } } */
+        { "in a Sample", { 0x08, 0x01, 0x10, 0x05, 0x72, 0x08, 0x0a, 0x01,
+                           'r', 0x1a, 0x03, 0x82, 0x00, 0x00 }, 14,
+          "samples" },
+        /* hello { tags { key "k", 82 00 00 } } */
+        { "in a Hello's tag", { 0x08, 0x01, 0x52, 0x08, 0x32, 0x06, 0x0a,
+                                0x01, 'k', 0x82, 0x00, 0x00 }, 12, "tags" },
+        /* run_start { run_id "r", arms { name "a", 80 00 01 (field 0,
+         * varint 1, tag over-long) } } */
+        { "as a varint in an Arm", { 0x08, 0x01, 0x10, 0x05, 0x6a, 0x0b,
+                                     0x0a, 0x01, 'r', 0x2a, 0x06, 0x0a, 0x01,
+                                     'a', 0x80, 0x00, 0x01 }, 17, "arms" },
+    };
+    char err[256], want[256];
+    for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++) {
+        uint64_t s2 = 0;
+        int urc = pw_wire_unpack(nested[k].f, nested[k].len, 0, &env, &s2,
+                                 err, sizeof err);
+        snprintf(want, sizeof want, "unpack: %zu bytes are not a "
+                 "parity.Envelope (field number 0, or a field protobuf does "
+                 "not have, inside %s)", nested[k].len, nested[k].in);
+        ok(urc == PW_WIRE_EPARSE && env == NULL && strcmp(err, want) == 0
+           && pw_wire_peek(nested[k].f, nested[k].len, &body, &seq)
+              == PW_WIRE_OK,
+           "field number 0 %s: parse, \"%s\" (peek, which reads the top "
+           "level only, still scans it); got %d \"%s\"", nested[k].name,
+           want, urc, err);
+    }
+    /* Unknown fields are not looked into: a field 0 in the bytes of one
+     * is no field of any message. hello { 99: "\x82\x00\x00" } */
+    uint8_t unknown[] = { 0x08, 0x01, 0x52, 0x06, 0x9a, 0x06, 0x03, 0x82,
+                          0x00, 0x00 };
+    ok(pw_wire_unpack(unknown, sizeof unknown, 0, &env, NULL, err,
+                      sizeof err) == PW_WIRE_OK,
+       "the same bytes inside an unknown field of a Hello: unpacks (%s)",
+       env ? "ok" : err);
+    pw_wire_free(&env);
 }
 
 /* U+0000 inside any text field, at any depth, is refused (Error 10):
@@ -235,6 +285,54 @@ s_nul(void)
     ok_str(err, "hello: text field value holds U+0000 (NUL)",
            "named by its field");
     pw_wire_free(&out);
+}
+
+/* pw_wire_utf8_valid, and the ids every answer quotes (issue 11). */
+static void
+s_utf8(void)
+{
+    static const struct {
+        const char *text;
+        size_t valid;
+        const char *what;
+    } cases[] = {
+        { "plain", 5, "ASCII" },
+        { "caf\xc3\xa9", 5, "two-byte" },
+        { "\xe2\x82\xac \xf0\x9f\x98\x80", 8, "three- and four-byte" },
+        { "caf\xc3", 3, "cut inside a character" },
+        { "a\xc0\xaf" "b", 1, "overlong two-byte" },
+        { "a\xe0\x80\xaf" "b", 1, "overlong three-byte" },
+        { "a\xed\xa0\x80", 1, "a surrogate" },
+        { "a\xf4\x90\x80\x80", 1, "above U+10FFFF" },
+        { "ab\xff", 2, "0xff" },
+        { "\x80", 0, "a lone continuation byte" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ok(pw_wire_utf8_valid(cases[i].text, strlen(cases[i].text))
+           == cases[i].valid, "utf8: %s: %zu valid bytes", cases[i].what,
+           cases[i].valid);
+
+    char err[256];
+    uint8_t buf[256];
+    size_t len;
+    Parity__Envelope env, *out = NULL;
+    Parity__SampleBatch b = PARITY__SAMPLE_BATCH__INIT;
+    b.run_id = "run-\xff";
+    pw_wire_init(&env, 5);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b);
+    ok(pw_wire_pack(&env, buf, sizeof buf, &len, err, sizeof err)
+       == PW_WIRE_EFIELD, "pack refuses a run_id that is not UTF-8");
+    len = parity__envelope__pack(&env, buf);
+    ok(pw_wire_unpack(buf, len, 0, &out, NULL, err, sizeof err)
+       == PW_WIRE_EFIELD, "unpack: field (Error 10)");
+    ok_str(err, "sample_batch: run_id is not UTF-8", "naming the id");
+    Parity__Calibration c = PARITY__CALIBRATION__INIT;
+    c.calibration_id = "c\xe9";
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_CALIBRATION, &c);
+    len = parity__envelope__pack(&env, buf);
+    ok(pw_wire_unpack(buf, len, 0, &out, NULL, err, sizeof err)
+       == PW_WIRE_EFIELD, "a calibration_id in Latin-1: field");
+    ok_str(err, "calibration: calibration_id is not UTF-8", "named");
 }
 
 int
@@ -348,6 +446,8 @@ main(void)
     ok_str(pw_wire_err_name(PW_WIRE_EPARSE), "parse", "err name");
     ok_str(pw_wire_err_name(-100), "?", "err name out of range");
     ok_str(pw_wire_err_name(PW_WIRE_EBUDGET), "budget", "budget's name");
+    ok_str(pw_wire_err_name(PW_WIRE_EDEPEND), "dependency",
+           "dependency's name");
     ok_str(pw_wire_err_name(-PW_WIRE_ECOUNT), "?", "err name: sentinel");
     ok_str(pw_wire_body_name(PARITY__ENVELOPE__BODY_RUN_END), "run_end",
            "body name");
@@ -355,5 +455,6 @@ main(void)
        && !pw_wire_is_data(PARITY__ENVELOPE__BODY_HELLO), "is_data");
     s_peek();
     s_nul();
+    s_utf8();
     return tap_done();
 }

@@ -20,18 +20,30 @@ Cases (one meson test each, so two can run at once):
   job           `parity run SUITE --wait` through the collector to a
                 daemon: the job is done, its run stored with job id and
                 tags, and a suite the agent did not list is not offered
+  version-bytes a `versions` command printing bytes that are not UTF-8:
+                the run is stored, those bytes as '?'
+  valgrind      both daemons under valgrind memcheck for a small job (3
+                runs): each exits 0 with 0 errors and 0 bytes definitely
+                lost; skipped without valgrind
+  refused       a spool holding a RunStart the collector refuses, a batch
+                and the RunEnd of that run: Error 10, then Error 14 for
+                each dependent; the daemon logs each and empties its
+                spool instead of resending them forever
 
 Environment: PARITY_BUILD_DIR (default: from meson), PARITY_PG_BINDIR.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 BUILD = os.environ.get("PARITY_BUILD_DIR") or sys.argv[2]
 AGENT = os.path.join(BUILD, "agent", "parity-agent")
@@ -108,6 +120,11 @@ class World:
         self.endpoint = "tcp://127.0.0.1:%d" % self.port
         self.collector = None
         self.children = []   # agents started here, killed at close
+        # Commands put before the collector's and the daemon's (valgrind),
+        # and their heartbeat interval.
+        self.wrap = []
+        self.heartbeat_ms = "500"
+
         self.collector_log = open(os.path.join(self.root, "collector.log"),
                                   "ab")
         self.keygen("collector")
@@ -137,10 +154,11 @@ class World:
 
     def start_collector(self):
         self.collector = subprocess.Popen(
-            [COLLECTOR, "--data-dir", self.data, "--bind",
-             "tcp://127.0.0.1:%d" % self.port, "--key",
-             self.key("collector") + "_secret", "--allow", self.allow,
-             "--admin", self.admin, "--heartbeat-ms", "500"],
+            self.wrap + [COLLECTOR, "--data-dir", self.data, "--bind",
+                         "tcp://127.0.0.1:%d" % self.port, "--key",
+                         self.key("collector") + "_secret", "--allow",
+                         self.allow, "--admin", self.admin,
+                         "--heartbeat-ms", self.heartbeat_ms],
             stdout=self.collector_log, stderr=self.collector_log)
         # Ready when its port accepts TCP (after migrations and bind).
         end = time.time() + 60
@@ -219,11 +237,11 @@ class World:
         return p
 
     def agent_daemon(self):
-        cmd = [AGENT, "--collector", self.endpoint,
-               "--collector-key", self.key("collector"),
-               "--key", self.key("agent"), "--suites", self.suites,
-               "--spool", self.spool, "--name", "sys-test",
-               "--heartbeat-ms", "500"]
+        cmd = self.wrap + [AGENT, "--collector", self.endpoint,
+                           "--collector-key", self.key("collector"),
+                           "--key", self.key("agent"), "--suites",
+                           self.suites, "--spool", self.spool, "--name",
+                           "sys-test", "--heartbeat-ms", self.heartbeat_ms]
         self.daemon_log = open(os.path.join(self.root, "daemon.log"), "ab")
         p = subprocess.Popen(cmd, stdout=self.daemon_log,
                              stderr=self.daemon_log)
@@ -526,7 +544,191 @@ def case_job(w):
     ok(daemon.returncode == 0, "the daemon exits 0 on SIGTERM")
 
 
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if not v:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+
+
+def fv(num, v):
+    return varint(num << 3) + varint(v)
+
+
+def fb(num, data):
+    return varint((num << 3) | 2) + varint(len(data)) + data
+
+
+def spool_file(spool, seq, body_field, body):
+    """Write Envelope{version 1, seq, body} as ag_spool's file SEQ.msg."""
+    env = fv(1, 1) + fv(2, seq) + fb(body_field, body)
+    with open(os.path.join(spool, "%020d.msg" % seq), "wb") as f:
+        f.write(b"PSPOOL1\n" + seq.to_bytes(8, "little")
+                + len(env).to_bytes(4, "little")
+                + (zlib.crc32(env) & 0xFFFFFFFF).to_bytes(4, "little")
+                + env)
+
+
+def case_refused(w):
+    """Issue 11: what depends on a refused message is refused too."""
+    w.write_suite(runs=3)
+    os.makedirs(w.spool)
+    run = b"refused-run"
+    # RunStart without arms (refused, Error 10), its batch 0 of two
+    # samples, its RunEnd: as an agent would have spooled them.
+    spool_file(w.spool, 1, 13, fb(1, run) + fb(3, b"e2e")
+               + fb(4, b"sleepers") + fv(8, 3))
+    sample = fv(2, 0) + fv(3, 0) + b"\x29" + struct.pack("<d", 1000.0)
+    spool_file(w.spool, 2, 14, fb(1, run) + fv(2, 0) + fb(3, sample)
+               + fb(3, sample))
+    spool_file(w.spool, 3, 15, fb(1, run) + fv(4, 1) + fv(5, 2))
+    w.start_collector()
+    t0 = time.time()
+    daemon = w.agent_daemon()
+    end = time.time() + 30
+    while time.time() < end and w.spooled() > 0:
+        time.sleep(0.1)
+    took = time.time() - t0
+    ok(w.spooled() == 0, "the spool empties (%d left after %.1f s: no "
+       "resend wait of 5 s was needed)" % (w.spooled(), took))
+    time.sleep(1.0)   # the log lines after the last removal
+    w.daemon_log.flush()
+    with open(os.path.join(w.root, "daemon.log")) as f:
+        log = f.read()
+    dep = ("depends on run_start refused-run, which was refused: "
+           "run_start refused-run: no arms")
+    ok("collector refused seq 1 (code 10): run_start refused-run: no arms; "
+       "removed from the spool" in log, "the RunStart: Error 10, logged "
+       "and removed from the spool")
+    ok("collector refused seq 2 (code 14): batch refused-run/0 " + dep
+       + "; removed from the spool" in log,
+       "its batch: Error 14 naming the refused RunStart, logged, removed")
+    ok("collector refused seq 3 (code 14): run_end refused-run " + dep
+       + "; removed from the spool" in log,
+       "its RunEnd: Error 14 the same way, logged, removed")
+    ok(all(log.count("refused seq %d " % q) == 1 for q in (1, 2, 3)),
+       "each was answered once (no resend)")
+    ok(w.psql("SELECT count(*) FROM runs") == "0"
+       and w.psql("SELECT count(*) FROM refusals") == "1",
+       "nothing of the run is stored; one refusal is remembered")
+    ok(daemon.poll() is None, "the daemon keeps running")
+    daemon.send_signal(signal.SIGTERM)
+    try:
+        daemon.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+    ok(daemon.returncode == 0, "the daemon exits 0 on SIGTERM")
+    if n_failed:
+        diag("daemon log:\n" + log[-3000:])
+
+
+def valgrind_summary(path):
+    """(errors, definitely lost bytes) from a memcheck log, or None."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    errors = re.findall(r"ERROR SUMMARY: ([\d,]+) errors", text)
+    lost = re.findall(r"definitely lost: ([\d,]+) bytes", text)
+    if not errors:
+        return None
+    n = int(errors[-1].replace(",", ""))
+    return n, int(lost[-1].replace(",", "")) if lost else 0
+
+
+def case_valgrind(w):
+    """Both daemons under memcheck for a small job: no error, no
+    definite leak (issue 11, sanitizers)."""
+    supp = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "valgrind.supp")
+    logs = os.path.join(w.root, "vg-%s.log")
+    w.heartbeat_ms = "1000"   # memcheck is ~20x slower: no false offline
+    w.write_suite(runs=3)
+
+    def vg(name):
+        return ["valgrind", "--tool=memcheck", "--leak-check=full",
+                "--errors-for-leak-kinds=definite",
+                "--show-leak-kinds=definite", "--error-exitcode=99",
+                "--child-silent-after-fork=yes", "--num-callers=30",
+                "--suppressions=" + supp, "--log-file=" + logs % name]
+    t0 = time.time()
+    w.wrap = vg("collector")
+    w.start_collector()
+    w.wrap = vg("agent")
+    daemon = w.agent_daemon()
+    w.wrap = []
+    conn = ["--collector", w.endpoint, "--collector-key",
+            w.key("collector"), "--key", w.key("admin") + "_secret"]
+    ok(w.wait_for("SELECT count(*) FROM suites WHERE name = 'e2e'", "1", 40)
+       == "1", "under memcheck the daemon's Hello is stored")
+    r = subprocess.run([PARITY, "run", "e2e", "--wait"] + conn,
+                       capture_output=True, text=True, timeout=60)
+    ok(r.returncode == 0, "parity run e2e --wait exits 0 (%d: %s)"
+       % (r.returncode, (r.stderr or r.stdout).strip()[-300:]))
+    ok(w.psql("SELECT status FROM runs") == "complete"
+       and w.psql("SELECT count(*) FROM verdicts") == "1",
+       "the run is stored complete with its verdict")
+    daemon.send_signal(signal.SIGTERM)
+    try:
+        daemon.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+    collector = w.collector
+    w.kill_collector(signal.SIGTERM)
+    took = time.time() - t0
+    for name, rc in (("agent", daemon.returncode),
+                     ("collector", collector.returncode)):
+        summary = valgrind_summary(logs % name)
+        ok(rc == 0, "parity-%s exits 0 under memcheck (%s; 99 is "
+           "memcheck's --error-exitcode)" % (name, rc))
+        ok(summary == (0, 0), "parity-%s: 0 errors, 0 bytes definitely "
+           "lost (errors, bytes: %s)" % (name, summary))
+        if summary != (0, 0) or rc != 0:
+            with open(logs % name) as f:
+                diag(f.read()[-6000:])
+    ok(took < 90, "the whole case took %.0f s (< 90)" % took)
+
+
+def case_version_bytes(w):
+    """A `versions` output that is not UTF-8 does not lose the run."""
+    suite = os.path.join(w.suites, "bytes.yaml")
+    with open(suite, "w") as f:
+        # Latin-1 e-acute, then a UTF-8 e-acute cut after its first byte.
+        f.write("suite: bytes\n"
+                "benchmarks:\n"
+                "  - name: b\n"
+                "    runs: 3\n"
+                "    warmup: 0\n"
+                "    versions: [\"printf 'caf\\\\351 x\\\\303'\"]\n"
+                "    arms:\n"
+                "      - name: one\n"
+                "        command: [/bin/true]\n"
+                "      - name: two\n"
+                "        command: [/bin/true]\n")
+    results = os.path.join(w.root, "results.json")
+    w.start_collector()
+    agent = w.agent_run(suite, results)
+    rc, err = finish_agent(w, agent, 60)
+    ok(rc == 0, "parity-agent run exits 0 (%d: %s)" % (rc, err[-300:]))
+    ok(w.spooled() == 0, "the spool is empty")
+    ok(w.psql("SELECT status FROM runs") == "complete",
+       "the run is stored complete (its RunStart was not refused)")
+    ok(w.psql("SELECT DISTINCT version_output FROM arms") == "caf? x?",
+       "the version output is stored with each byte that is not UTF-8 "
+       "as '?' (%r)" % w.psql("SELECT DISTINCT version_output FROM arms"))
+    ok(w.psql("SELECT count(*) FROM refusals") == "0", "nothing refused")
+
+
 CASES = {
+    "version-bytes": case_version_bytes,
+    "valgrind": case_valgrind,
+    "refused": case_refused,
     "job": case_job,
     "complete": case_complete,
     "collector-kill": case_collector_kill,
@@ -543,6 +745,18 @@ def main():
     for prog in (AGENT, COLLECTOR, PARITY):
         if not os.access(prog, os.X_OK):
             bail("%s is not built" % prog)
+    if sys.argv[1] == "valgrind":
+        if not shutil.which("valgrind"):
+            print("1..0 # SKIP valgrind is not installed (Debian package "
+                  "valgrind; deploy/install.sh names it)", flush=True)
+            sys.exit(0)
+        ldd = subprocess.run(["ldd", COLLECTOR, AGENT], capture_output=True,
+                             text=True, timeout=30).stdout
+        if "libasan" in ldd or "libtsan" in ldd or "libubsan" in ldd:
+            # A sanitizer's runtime and memcheck cannot share a process.
+            print("1..0 # SKIP a sanitized build (memcheck runs on the "
+                  "normal one)", flush=True)
+            sys.exit(0)
     w = World(sys.argv[1])
     try:
         CASES[sys.argv[1]](w)

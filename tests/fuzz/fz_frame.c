@@ -98,7 +98,8 @@ s_run_end(s_conn_t *c, const Parity__RunEnd *re)
     int rc = co_db_run_end(c->db, c->host_id, re, CO_DB_FLOOR_WINDOW,
                            0.04, &verdicts, err, sizeof err);
     s_verbose("run_end", rc, err);
-    if (rc == CO_DB_OK || rc == CO_DB_DUP || rc == CO_DB_REFUSED)
+    if (rc == CO_DB_OK || rc == CO_DB_DUP || rc == CO_DB_REFUSED
+        || rc == CO_DB_DEPENDS)
         co_runs_forget(c->runs, c->host_id, re->run_id);
 }
 

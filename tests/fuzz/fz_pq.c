@@ -51,6 +51,7 @@ typedef struct {
 struct pg_result {
     ExecStatusType status;
     int rows, cols;
+    bool commit;         /* the answer to COMMIT (PQcmdStatus) */
     s_cell_t cell[];
 };
 
@@ -75,6 +76,7 @@ s_result(ExecStatusType status, int rows, int cols)
     r->status = status;
     r->rows = rows;
     r->cols = cols;
+    r->commit = false;
     for (int i = 0; i < rows * cols; i++) {
         r->cell[i].null = false;
         memcpy(r->cell[i].text, "1", 2);
@@ -282,7 +284,9 @@ PQexec(PGconn *conn, const char *query)
 {
     if (conn->in_copy)
         abort();   /* a statement while a COPY is open */
-    return s_answer(query, 0, NULL);
+    PGresult *r = s_answer(query, 0, NULL);
+    r->commit = strcmp(query, "COMMIT") == 0;
+    return r;
 }
 
 PGresult *
@@ -376,6 +380,12 @@ PQcmdTuples(PGresult *res)
 {
     (void)res;
     return "1";
+}
+
+char *
+PQcmdStatus(PGresult *res)
+{
+    return res && res->commit ? "COMMIT" : "";
 }
 
 void

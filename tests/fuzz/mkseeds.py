@@ -264,6 +264,12 @@ def main():
     write("frame", "heartbeat-jobstatus", delimited(hello(), heartbeat(),
                                                     job_status()))
     write("frame", "no-hello", delimited(run_start(), batch(3, 0)))
+    # An over-long tag (82 00: field 0) inside a sample, which protobuf-c
+    # skips as unknown and pw_wire_unpack refuses (issue 11).
+    write("frame", "overlong-tag-sample", delimited(
+        hello(), run_start(),
+        envelope(3, 14, f_bytes(1, RUN) + f_int(2, 0) +
+                 f_bytes(3, sample(0, 0, 1, 0, 566.0) + b"\x82\x00\x00"))))
     write("frame", "request", delimited(envelope(0, 30, f_int(1, 7) +
                                                  f_bytes(2, "ping") +
                                                  f_bytes(3, "{}"))))
