@@ -177,7 +177,9 @@ benchmarks:
 """ % {"prog": q(PROG)})
 r, doc = agent_run(p)
 v = doc["benchmarks"][0]["verdict"]["slow"]
-ok(v["outcome"] == "win" and v["ratio"] < 0.6,
+# The ratio bound leaves room for each run's fixed cost of starting a
+# process, which ASan makes ~60 ms (0.605 was seen there).
+ok(v["outcome"] == "win" and v["ratio"] < 0.75,
    "20 ms against 80 ms of CPU is a win for the subject", v)
 ok("win" in r.stdout and "fast" in r.stdout and "median" in r.stdout,
    "the table shows the arms and the verdict", r.stdout)
