@@ -471,6 +471,7 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
     pw_buf_init(&sent, S_IDS_TEXT_MAX);
     PGresult *r = NULL;
     bool *offered = NULL;
+    int64_t *sent_jobs = NULL, *sent_hosts = NULL;
     char now[24], err[256] = "";
     if (!online) {
         snprintf(err, sizeof err, "out of memory");
@@ -511,20 +512,20 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
     if (!r)
         goto db_error;
     offered = calloc((size_t)PQntuples(r) + 1, sizeof *offered);
-    if (!offered) {
+    sent_jobs = calloc((size_t)PQntuples(r) + 1, sizeof *sent_jobs);
+    sent_hosts = calloc((size_t)PQntuples(r) + 1, sizeof *sent_hosts);
+    if (!offered || !sent_jobs || !sent_hosts) {
         snprintf(err, sizeof err, "out of memory");
         goto db_error;
     }
     size_t n_sent = 0;
-    pw_buf_adds(&jobs, "{");
-    pw_buf_adds(&sent, "{");
     for (int i = 0; i < PQntuples(r); i++) {
         int64_t host_id = strtoll(PQgetvalue(r, i, 9), NULL, 10);
-        const char *key = s_online_key(j, host_id);
         /* One agent per machine gets work from this call; its siblings
          * wait until it is idle again. */
         if (s_machine_taken(r, i, offered))
             continue;
+        const char *key = s_online_key(j, host_id);
         s_offer_t o;
         int built = s_offer_build(&o, r, i);
         Parity__Envelope env;
@@ -538,16 +539,15 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
         if (!ok)
             continue;
         offered[i] = true;
-        pw_buf_printf(&jobs, "%s%s", n_sent ? "," : "", PQgetvalue(r, i, 0));
-        pw_buf_printf(&sent, "%s%" PRId64, n_sent ? "," : "", host_id);
-        n_sent++;
+        sent_jobs[n_sent] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        sent_hosts[n_sent++] = host_id;
     }
-    pw_buf_adds(&jobs, "}");
-    pw_buf_adds(&sent, "}");
     PQclear(r);
     r = NULL;
     if (n_sent == 0)
         goto done;
+    s_ids_text(&jobs, sent_jobs, n_sent);
+    s_ids_text(&sent, sent_hosts, n_sent);
     const char *pu[] = { pw_buf_data(&jobs), pw_buf_data(&sent), now };
     if (pw_buf_status(&jobs) != PW_BUF_OK || pw_buf_status(&sent) != PW_BUF_OK) {
         snprintf(err, sizeof err, "offered rows: too many");
@@ -570,6 +570,8 @@ done:
     pw_buf_free(&sent);
     free(online);
     free(offered);
+    free(sent_jobs);
+    free(sent_hosts);
 }
 
 /* Offer one host its oldest queued job (s_dispatch_many of one). */
@@ -577,6 +579,21 @@ static void
 s_dispatch(co_jobs_t *j, int64_t host_id, int64_t now_us)
 {
     s_dispatch_many(j, &host_id, 1, now_us);
+}
+
+void
+co_jobs_mark_seen(co_jobs_t *j, const int64_t *host_ids, size_t n)
+{
+    char err[256];
+    pw_buf_t ids;
+    pw_buf_init(&ids, n * 21 + 3);
+    s_ids_text(&ids, host_ids, n);
+    const char *p[] = { pw_buf_data(&ids) };
+    PGresult *r = pw_buf_status(&ids) != PW_BUF_OK ? NULL :
+        s_q(j, "UPDATE hosts SET last_seen = now() WHERE id = "
+            "ANY($1::bigint[])", 1, p, PGRES_COMMAND_OK, err, sizeof err);
+    PQclear(r);
+    pw_buf_free(&ids);
 }
 
 /* Rows of host in state `from` become lost with reason; jobs that are now

@@ -21,7 +21,6 @@
 #include "co_out.h"
 #include "co_query.h"
 #include "co_runs.h"
-#include "pw_buf.h"
 #include "pw_key.h"
 
 /* Hosts whose last_seen is written at the next tick, at most. */
@@ -1066,28 +1065,9 @@ s_handle(co_store_t *st, co_queue_item_t **itemp)
 static void
 s_flush_heard(co_store_t *st)
 {
-    char err[256];
     if (st->n_heard == 0 || !st->jobs)
         return;
-    PGconn *c = co_jobs_conn(st->jobs, err, sizeof err);
-    if (c) {
-        pw_buf_t arr;
-        pw_buf_init(&arr, S_HEARD_MAX * 21 + 3);
-        pw_buf_adds(&arr, "{");
-        for (size_t i = 0; i < st->n_heard; i++)
-            pw_buf_printf(&arr, "%s%" PRId64, i ? "," : "", st->heard[i]);
-        pw_buf_adds(&arr, "}");
-        if (pw_buf_status(&arr) == PW_BUF_OK) {
-            const char *pv[] = { pw_buf_data(&arr) };
-            PGresult *r = PQexecParams(c, "UPDATE hosts SET last_seen = "
-                                       "now() WHERE id = ANY($1::bigint[])",
-                                       1, NULL, pv, NULL, NULL, 0);
-            if (PQresultStatus(r) != PGRES_COMMAND_OK)
-                co_jobs_conn_check(st->jobs);
-            PQclear(r);
-        }
-        pw_buf_free(&arr);
-    }
+    co_jobs_mark_seen(st->jobs, st->heard, st->n_heard);
     st->n_heard = 0;
     for (s_peer_t *p = zhashx_first(st->peers); p;
          p = zhashx_next(st->peers))
