@@ -20,7 +20,13 @@
 
 struct ag_link {
     ag_link_opts_t opts;
-    char *endpoint;
+    /* --collector's list (commas become NULs in endpoints), and the one
+     * connected to or tried next: a failed or silent collector makes the
+     * next reconnect go to the next one (ag_link.h). */
+    char *endpoints;
+    const char *eps[AG_LINK_MAX_COLLECTORS];
+    size_t n_eps, cur;
+    const char *endpoint;
     ag_spool_t *spool;
     zcert_t *cert;             /* our key pair */
     char server_key[41];       /* collector's public key, Z85 */
@@ -287,8 +293,52 @@ s_schedule_reconnect(ag_link_t *l, int64_t now, const char *why)
 {
     s_close(l);
     unsigned wait = s_backoff(l, now);
-    s_log(l, "peer_gone", "%s; reconnecting in %u ms", why, wait);
+    if (l->n_eps > 1) {
+        /* Fail over: collectors of one database share it, so the spool
+         * goes on to the next one and natural keys drop duplicates. */
+        l->cur = (l->cur + 1) % l->n_eps;
+        l->endpoint = l->eps[l->cur];
+        s_log(l, "peer_gone", "%s; reconnecting in %u ms to %s", why, wait,
+              l->endpoint);
+    } else {
+        s_log(l, "peer_gone", "%s; reconnecting in %u ms", why, wait);
+    }
     S_COUNT(l, reconnects);
+}
+
+/* Split --collector's comma-separated list into l->eps, each
+ * tcp://HOST:PORT. 0, or -1 with err. */
+static int
+s_endpoints(ag_link_t *l, const char *list, char *err, size_t errlen)
+{
+    if (!list || !*list || !(l->endpoints = strdup(list))) {
+        snprintf(err, errlen, "--collector %s: expected tcp://HOST:PORT",
+                 list ? list : "(none)");
+        return -1;
+    }
+    char *save = NULL;
+    for (char *t = strtok_r(l->endpoints, ",", &save); t;
+         t = strtok_r(NULL, ",", &save)) {
+        if (strncmp(t, "tcp://", 6) != 0 || !t[6]) {
+            snprintf(err, errlen, "--collector %s: expected tcp://HOST:PORT"
+                     "%s", t, l->n_eps || strchr(list, ',') ? " in each "
+                     "item of the comma-separated list" : "");
+            return -1;
+        }
+        if (l->n_eps == AG_LINK_MAX_COLLECTORS) {
+            snprintf(err, errlen, "--collector: at most %d collectors",
+                     AG_LINK_MAX_COLLECTORS);
+            return -1;
+        }
+        l->eps[l->n_eps++] = t;
+    }
+    if (l->n_eps == 0) {
+        snprintf(err, errlen, "--collector %s: expected tcp://HOST:PORT",
+                 list);
+        return -1;
+    }
+    l->endpoint = l->eps[0];
+    return 0;
 }
 
 /* ---- the collector's key ------------------------------------------------ */
@@ -842,12 +892,8 @@ ag_link_new(const ag_link_opts_t *opts, ag_spool_t *spool, char *err,
     l->resend_burst = 1;
     l->rng = (uint64_t)s_unix_us() ^ ((uint64_t)getpid() << 32) ^ 0x9E37u;
     snprintf(l->state, sizeof l->state, "idle");
-    if (!opts->endpoint || strncmp(opts->endpoint, "tcp://", 6) != 0) {
-        snprintf(err, errlen, "--collector %s: expected tcp://HOST:PORT",
-                 opts->endpoint ? opts->endpoint : "(none)");
+    if (s_endpoints(l, opts->endpoint, err, errlen) != 0)
         goto fail;
-    }
-    l->endpoint = strdup(opts->endpoint);
     l->opts.endpoint = l->endpoint;
 
     /* zcert_load takes the public file's name and finds NAME_secret
@@ -873,7 +919,7 @@ ag_link_new(const ag_link_opts_t *opts, ag_spool_t *spool, char *err,
     if (s_collector_key(l, opts, err, errlen) != 0)
         goto fail;
     if (!l->need_key && s_connect(l, s_now_ms()) != AG_LINK_OK) {
-        snprintf(err, errlen, "zmq_connect(%s): %s", opts->endpoint,
+        snprintf(err, errlen, "zmq_connect(%s): %s", l->endpoint,
                  zmq_strerror(zmq_errno()));
         goto fail;
     }
@@ -892,7 +938,7 @@ ag_link_destroy(ag_link_t **lp)
     s_close(l);
     zcert_destroy(&l->cert);
     free(l->hello);
-    free(l->endpoint);
+    free(l->endpoints);
     free(l->key_path);
     pthread_mutex_destroy(&l->stats_lock);
     free(l);

@@ -73,11 +73,16 @@
 #define AG_LINK_SNDHWM          128     /* window plus heartbeats */
 #define AG_LINK_RCVHWM          1000
 #define AG_LINK_KEY_FETCH_MS    2000    /* the key service's answer */
+#define AG_LINK_MAX_COLLECTORS  16      /* addresses in --collector */
 
 typedef struct ag_link ag_link_t;
 
 typedef struct {
-    const char *endpoint;          /* tcp://HOST:PORT */
+    /* tcp://HOST:PORT, or several separated by commas (collectors of
+     * one database): the link starts with the first and, whenever it
+     * reconnects (the collector was silent, refused the connection or
+     * went away), goes on to the next, round the list. */
+    const char *endpoint;
     const char *key_path;          /* agent's zcert (public file or its
                                       _secret file) */
     const char *collector_key_path;/* collector's public zcert; may not

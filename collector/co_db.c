@@ -53,6 +53,10 @@ struct co_db {
      * Calibration arrives (co_db_set_floor_window; the last
      * co_db_run_end's otherwise). 1..CO_DB_FLOOR_WINDOW_MAX. */
     int floor_window;
+    /* This collector's --name: the holder written on a host's row at its
+     * Hello, and the only one whose hosts co_db_host_online(false) and
+     * co_db_hosts_offline touch (011_collectors.sql). */
+    char collector[CO_DB_NAME_MAX];
     /* COPY data, reused: at most S_COPY_MAX bytes, checked on every
      * append (a failed append is sticky; s_copy_send reports it). */
     pw_buf_t copy;
@@ -170,6 +174,12 @@ co_db_new(const char *conninfo)
     db->floors = co_floors_new(CO_DB_FLOOR_WINDOW);
     pw_buf_init(&db->copy, S_COPY_MAX);
     return db;
+}
+
+void
+co_db_set_collector(co_db_t *db, const char *name)
+{
+    snprintf(db->collector, sizeof db->collector, "%s", name ? name : "");
 }
 
 void
@@ -530,15 +540,17 @@ s_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
         goto done;
     const char *p[] = { public_key, s_str(h->agent_name),
                         s_str(h->agent_version), s_str(h->key_fingerprint),
-                        s_str(h->boot_id), tags };
+                        s_str(h->boot_id), tags, db->collector };
     r = s_query(db,
         "INSERT INTO hosts (public_key, name, agent_version, key_claimed, "
-        "boot_id, tags, online) VALUES ($1, $2, $3, $4, $5, $6::jsonb, true) "
+        "boot_id, tags, online, collector) VALUES ($1, $2, $3, $4, $5, "
+        "$6::jsonb, true, NULLIF($7, '')) "
         "ON CONFLICT (public_key) DO UPDATE SET name = EXCLUDED.name, "
         "agent_version = EXCLUDED.agent_version, key_claimed = "
         "EXCLUDED.key_claimed, boot_id = EXCLUDED.boot_id, tags = "
-        "EXCLUDED.tags, online = true, last_hello = now(), last_seen = now() "
-        "RETURNING id", 6, p, PGRES_TUPLES_OK, &rc, err, errlen);
+        "EXCLUDED.tags, online = true, collector = EXCLUDED.collector, "
+        "last_hello = now(), last_seen = now() "
+        "RETURNING id", 7, p, PGRES_TUPLES_OK, &rc, err, errlen);
     if (!r)
         goto rollback;
     *host_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -599,11 +611,14 @@ co_db_host_online(co_db_t *db, int64_t host_id, bool online, char *err,
     int rc;
     char id[24];
     snprintf(id, sizeof id, "%" PRId64, host_id);
-    const char *p[] = { id, online ? "true" : "false" };
+    const char *p[] = { id, online ? "true" : "false", db->collector };
     co_floors_forget(db->floors, host_id);   /* co_db_hello says why */
+    /* Offline only while this collector still holds the host: after a
+     * failover the host's row belongs to the collector it went to. */
     PGresult *r = s_query(db, "UPDATE hosts SET online = $2::boolean, "
-                          "last_seen = now() WHERE id = $1", 2, p,
-                          PGRES_COMMAND_OK, &rc, err, errlen);
+                          "last_seen = now() WHERE id = $1 AND ($2::boolean "
+                          "OR collector IS NOT DISTINCT FROM NULLIF($3, ''))",
+                          3, p, PGRES_COMMAND_OK, &rc, err, errlen);
     PQclear(r);
     return rc;
 }
@@ -611,8 +626,13 @@ co_db_host_online(co_db_t *db, int64_t host_id, bool online, char *err,
 int
 co_db_hosts_offline(co_db_t *db, char *err, size_t errlen)
 {
-    return s_exec(db, "UPDATE hosts SET online = false WHERE online", err,
-                  errlen);
+    int rc;
+    const char *p[] = { db->collector };
+    PGresult *r = s_query(db, "UPDATE hosts SET online = false WHERE online "
+                          "AND (collector IS NULL OR collector = $1)", 1, p,
+                          PGRES_COMMAND_OK, &rc, err, errlen);
+    PQclear(r);
+    return rc;
 }
 
 /* ---- binary COPY ----------------------------------------------------- */

@@ -77,7 +77,9 @@ int co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
 int co_db_host_online(co_db_t *db, int64_t host_id, bool online,
                       char *err, size_t errlen);
 
-/* Mark every host offline: at start nobody is connected yet. */
+/* Mark offline every host this collector held (co_db_set_collector), and
+ * those no collector holds: at start nobody is connected here yet. Hosts
+ * of other collectors on the same database are theirs to keep. */
 int co_db_hosts_offline(co_db_t *db, char *err, size_t errlen);
 
 /* CO_DB_REFUSED without samples or with one that is not finite and > 0. */
@@ -170,6 +172,11 @@ int co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
  * floor_us, floor_is_default, floor_samples and floor_at_us (the end of
  * the window), never replacing one whose window ends later. */
 void co_db_set_floor_window(co_db_t *db, int window);
+
+/* Longest collector name (--name), and this collector's: written as the
+ * holder of each host whose Hello it stores. Empty until set. */
+#define CO_DB_NAME_MAX 128
+void co_db_set_collector(co_db_t *db, const char *name);
 
 /* Most months co_db_partitions_ensure makes ahead. */
 #define CO_DB_MONTHS_AHEAD_MAX 24

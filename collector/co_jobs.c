@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "co_db.h"
 #include "pw_buf.h"
@@ -43,6 +44,12 @@ struct co_jobs {
     int64_t confirm_us;
     int64_t started_us;          /* first tick: for the restart grace */
     int statement_timeout_ms;    /* 0: the server's default */
+    char *collector;             /* NULL: no beat (query workers) */
+    int ttl_ms;
+    bool listen;                 /* LISTEN CO_JOBS_CHANNEL */
+    /* Connected anew: notifications may have been missed, so the next
+     * co_jobs_poll looks at every job once. */
+    bool resync;
     /* Between co_jobs_status_begin and _commit: the jobs that may have
      * ended and the hosts that became free, acted on after the COMMIT. */
     bool in_batch;
@@ -110,6 +117,13 @@ co_jobs_new(const co_jobs_opts_t *opts)
                     CO_JOBS_CONFIRM_US;
     j->statement_timeout_ms = opts->statement_timeout_ms > 0 ?
                               opts->statement_timeout_ms : 0;
+    j->listen = opts->listen;
+    j->ttl_ms = opts->ttl_ms > CO_JOBS_MIN_TTL_MS ? opts->ttl_ms :
+                CO_JOBS_MIN_TTL_MS;
+    if (opts->collector && !(j->collector = strdup(opts->collector))) {
+        co_jobs_destroy(&j);
+        return NULL;
+    }
     return j;
 }
 
@@ -122,6 +136,7 @@ co_jobs_destroy(co_jobs_t **jobs)
     if (j->conn)
         PQfinish(j->conn);
     free(j->conninfo);
+    free(j->collector);
     free(j->online);
     free(j);
     *jobs = NULL;
@@ -135,10 +150,15 @@ s_settings(co_jobs_t *j, char *err, size_t errlen)
     /* JIT compiles a history-wide query for seconds before it runs in
      * under 100 ms (measured: 2.1 s of JIT for `regressions` over a
      * year): never worth it for the collector's queries. */
-    char sql[96] = "SET jit = off";
+    char sql[128] = "SET jit = off";
     if (j->statement_timeout_ms > 0)
         snprintf(sql, sizeof sql, "SET jit = off; SET statement_timeout = %d",
                  j->statement_timeout_ms);
+    if (j->listen) {
+        size_t n = strlen(sql);
+        snprintf(sql + n, sizeof sql - n, "; LISTEN " CO_JOBS_CHANNEL);
+        j->resync = true;
+    }
     PGresult *r = PQexec(j->conn, sql);
     bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
@@ -457,6 +477,74 @@ s_machine_taken(const PGresult *r, int i, const bool *offered)
  * hosts ending a job together, then costs the writer three statements
  * instead of three per host. Queued rows of jobs that expired are left
  * to co_jobs_tick, which marks them within a tick and comes back here. */
+/* Rows (jobs[i], hosts[i]) from queued to running, skipping rows another
+ * collector holds locked (it is claiming them). A pair not claimed gets
+ * its jobs[i] set to 0. 0, or -1 with err. */
+static int
+s_claim(co_jobs_t *j, int64_t *jobs, const int64_t *hosts, size_t n,
+        int64_t now_us, char *err, size_t errlen)
+{
+    pw_buf_t jt, ht;
+    char now[24];
+    pw_buf_init(&jt, S_IDS_TEXT_MAX);
+    pw_buf_init(&ht, S_IDS_TEXT_MAX);
+    s_ids_text(&jt, jobs, n);
+    s_ids_text(&ht, hosts, n);
+    snprintf(now, sizeof now, "%" PRId64, now_us);
+    const char *p[] = { pw_buf_data(&jt), pw_buf_data(&ht), now };
+    PGresult *r = NULL;
+    if (pw_buf_status(&jt) != PW_BUF_OK || pw_buf_status(&ht) != PW_BUF_OK)
+        s_err(err, errlen, "offered rows: too many");
+    else
+        r = s_q(j,
+            "UPDATE job_hosts h SET state = 'running', offered_at_us = $3, "
+            "updated_at_us = $3 FROM (SELECT c.job, c.host_id FROM job_hosts "
+            "c JOIN unnest($1::bigint[], $2::bigint[]) AS u(job, host_id) ON "
+            "c.job = u.job AND c.host_id = u.host_id WHERE c.state = "
+            "'queued' FOR UPDATE OF c SKIP LOCKED) AS k WHERE h.job = k.job "
+            "AND h.host_id = k.host_id RETURNING h.job, h.host_id", 3, p,
+            PGRES_TUPLES_OK, err, errlen);
+    pw_buf_free(&jt);
+    pw_buf_free(&ht);
+    if (!r)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        bool got = false;
+        for (int t = 0; !got && t < PQntuples(r); t++)
+            got = strtoll(PQgetvalue(r, t, 0), NULL, 10) == jobs[i] &&
+                  strtoll(PQgetvalue(r, t, 1), NULL, 10) == hosts[i];
+        if (!got)
+            jobs[i] = 0;
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* Claimed rows whose offer could not be sent go back to queued. */
+static int
+s_unclaim(co_jobs_t *j, const int64_t *jobs, const int64_t *hosts, size_t n,
+          char *err, size_t errlen)
+{
+    pw_buf_t jt, ht;
+    pw_buf_init(&jt, S_IDS_TEXT_MAX);
+    pw_buf_init(&ht, S_IDS_TEXT_MAX);
+    s_ids_text(&jt, jobs, n);
+    s_ids_text(&ht, hosts, n);
+    const char *p[] = { pw_buf_data(&jt), pw_buf_data(&ht) };
+    PGresult *r = NULL;
+    if (pw_buf_status(&jt) != PW_BUF_OK || pw_buf_status(&ht) != PW_BUF_OK)
+        s_err(err, errlen, "offered rows: too many");
+    else
+        r = s_q(j, "UPDATE job_hosts h SET state = 'queued', offered_at_us "
+                "= NULL FROM unnest($1::bigint[], $2::bigint[]) AS u(job, "
+                "host_id) WHERE h.job = u.job AND h.host_id = u.host_id AND "
+                "h.state = 'running'", 2, p, PGRES_COMMAND_OK, err, errlen);
+    pw_buf_free(&jt);
+    pw_buf_free(&ht);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
 static void
 s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
                 int64_t now_us)
@@ -465,10 +553,8 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
         return;
     int64_t *online = calloc(n, sizeof *online);
     size_t n_online = 0;
-    pw_buf_t hosts, jobs, sent;
+    pw_buf_t hosts;
     pw_buf_init(&hosts, S_IDS_TEXT_MAX);
-    pw_buf_init(&jobs, S_IDS_TEXT_MAX);
-    pw_buf_init(&sent, S_IDS_TEXT_MAX);
     PGresult *r = NULL;
     bool *offered = NULL;
     int64_t *sent_jobs = NULL, *sent_hosts = NULL;
@@ -495,8 +581,9 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
          * boot id), has a running row: two agents of one machine would
          * measure each other. */
         "WITH busy AS (SELECT DISTINCT b.host_id, hb.boot_id FROM job_hosts "
-        " b JOIN hosts hb ON hb.id = b.host_id WHERE b.state = 'running' "
-        " AND (hb.online OR b.host_id = ANY($1::bigint[]))) "
+        " b JOIN hosts hb ON hb.id = b.host_id JOIN host_liveness lb ON "
+        " lb.host_id = b.host_id WHERE b.state = 'running' "
+        " AND (lb.live OR b.host_id = ANY($1::bigint[]))) "
         "SELECT DISTINCT ON (h.host_id) j.id, j.job_uuid, j.suite, "
         "j.vars::text, j.runs, array_to_json(j.only_benchmarks)::text, "
         "j.tags::text, j.label, j.expires_at_us, h.host_id, hh.boot_id "
@@ -518,14 +605,38 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
         snprintf(err, sizeof err, "out of memory");
         goto db_error;
     }
+    /* Pick a row per machine, claim the picks (queued -> running) in
+     * one statement, then offer only what was claimed: another collector
+     * holding the host a moment ago (a failover) may claim it too, and
+     * the row goes to whichever UPDATE came first. */
     size_t n_sent = 0;
+    int *rows = calloc((size_t)PQntuples(r) + 1, sizeof *rows);
+    if (!rows) {
+        snprintf(err, sizeof err, "out of memory");
+        goto db_error;
+    }
     for (int i = 0; i < PQntuples(r); i++) {
         int64_t host_id = strtoll(PQgetvalue(r, i, 9), NULL, 10);
         /* One agent per machine gets work from this call; its siblings
          * wait until it is idle again. */
-        if (s_machine_taken(r, i, offered))
+        if (s_machine_taken(r, i, offered) || !s_online_key(j, host_id))
             continue;
-        const char *key = s_online_key(j, host_id);
+        offered[i] = true;
+        rows[n_sent] = i;
+        sent_jobs[n_sent] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        sent_hosts[n_sent++] = host_id;
+    }
+    if (n_sent > 0 && s_claim(j, sent_jobs, sent_hosts, n_sent, now_us,
+                              err, sizeof err) != 0) {
+        free(rows);
+        goto db_error;
+    }
+    size_t n_failed = 0;
+    for (size_t k = 0; k < n_sent; k++) {
+        if (sent_jobs[k] == 0)
+            continue;            /* claimed elsewhere */
+        int i = rows[k];
+        const char *key = s_online_key(j, sent_hosts[k]);
         s_offer_t o;
         int built = s_offer_build(&o, r, i);
         Parity__Envelope env;
@@ -534,31 +645,16 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
         int ok = key && built == 0 && j->send(j->ctx, key, &env) == 0;
         s_log(j, ok ? "job_offered" : "job_offer_failed",
               "job=%s host_id=%" PRId64 " suite=\"%s\"", o.offer.job_id,
-              host_id, o.offer.suite);
+              sent_hosts[k], o.offer.suite);
         s_offer_free(&o);
-        if (!ok)
-            continue;
-        offered[i] = true;
-        sent_jobs[n_sent] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        sent_hosts[n_sent++] = host_id;
+        if (!ok) {
+            sent_jobs[n_failed] = sent_jobs[k];
+            sent_hosts[n_failed++] = sent_hosts[k];
+        }
     }
-    PQclear(r);
-    r = NULL;
-    if (n_sent == 0)
-        goto done;
-    s_ids_text(&jobs, sent_jobs, n_sent);
-    s_ids_text(&sent, sent_hosts, n_sent);
-    const char *pu[] = { pw_buf_data(&jobs), pw_buf_data(&sent), now };
-    if (pw_buf_status(&jobs) != PW_BUF_OK || pw_buf_status(&sent) != PW_BUF_OK) {
-        snprintf(err, sizeof err, "offered rows: too many");
-        goto db_error;
-    }
-    r = s_q(j,
-        "UPDATE job_hosts h SET state = 'running', offered_at_us = $3, "
-        "updated_at_us = $3 FROM unnest($1::bigint[], $2::bigint[]) AS "
-        "u(job, host_id) WHERE h.job = u.job AND h.host_id = u.host_id AND "
-        "h.state = 'queued'", 3, pu, PGRES_COMMAND_OK, err, sizeof err);
-    if (!r)
+    free(rows);
+    if (n_failed > 0 && s_unclaim(j, sent_jobs, sent_hosts, n_failed, err,
+                                  sizeof err) != 0)
         goto db_error;
     goto done;
 db_error:
@@ -566,8 +662,6 @@ db_error:
 done:
     PQclear(r);
     pw_buf_free(&hosts);
-    pw_buf_free(&jobs);
-    pw_buf_free(&sent);
     free(online);
     free(offered);
     free(sent_jobs);
@@ -747,6 +841,22 @@ co_jobs_agent_offline(co_jobs_t *j, const char *public_key, int64_t now_us)
     } else if (s_host_id(j, public_key, &host_id, err, sizeof err) !=
                CO_JOBS_OK) {
         return;
+    }
+    if (j->collector) {
+        /* Failed over: the collector it went to carries its job on. */
+        char id[24];
+        snprintf(id, sizeof id, "%" PRId64, host_id);
+        const char *p[] = { id, j->collector };
+        PGresult *r = s_q(j, "SELECT 1 FROM hosts WHERE id = $1 AND "
+                          "collector IS DISTINCT FROM $2 AND online", 2, p,
+                          PGRES_TUPLES_OK, err, sizeof err);
+        bool moved = r && PQntuples(r) == 1;
+        PQclear(r);
+        if (moved) {
+            s_log(j, "host_moved", "host_id=%s (held by another collector "
+                  "now; its job goes on there)", id);
+            return;
+        }
     }
     s_mark_lost(j, host_id, NULL, "the agent went offline during the job",
                 now_us);
@@ -967,9 +1077,17 @@ s_check_running(co_jobs_t *j, int64_t now_us)
         j->started_us = now_us;
     if (now_us - j->started_us < CO_JOBS_RESTART_GRACE_US)
         return;
-    char err[256];
-    PGresult *r = s_q(j, "SELECT DISTINCT host_id FROM job_hosts WHERE "
-                      "state = 'running'", 0, NULL, PGRES_TUPLES_OK, err,
+    /* Not live anywhere (no collector holds it, or the one that did
+     * stopped beating) and silent for the grace too: an agent failing
+     * over from a killed collector is still on its way. */
+    char err[256], grace[24];
+    snprintf(grace, sizeof grace, "%.3f", CO_JOBS_RESTART_GRACE_US / 1e6);
+    const char *pg[] = { grace };
+    PGresult *r = s_q(j, "SELECT DISTINCT jh.host_id FROM job_hosts jh JOIN "
+                      "hosts h ON h.id = jh.host_id JOIN host_liveness l ON "
+                      "l.host_id = jh.host_id WHERE jh.state = 'running' AND "
+                      "NOT l.live AND h.last_seen < now() - make_interval("
+                      "secs => $1::float8)", 1, pg, PGRES_TUPLES_OK, err,
                       sizeof err);
     if (!r) {
         s_log(j, "db_error", "op=tick error=\"%s\"", err);
@@ -985,9 +1103,35 @@ s_check_running(co_jobs_t *j, int64_t now_us)
     PQclear(r);
 }
 
+static void s_offer_idle(co_jobs_t *j, int64_t now_us);
+
+/* This collector is alive: its hosts are live to every other collector
+ * for ttl_ms from now (011_collectors.sql). */
+static void
+s_beat(co_jobs_t *j)
+{
+    if (!j->collector)
+        return;
+    char pid[16], ttl[16], err[256];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    snprintf(ttl, sizeof ttl, "%d", j->ttl_ms);
+    const char *p[] = { j->collector, pid, ttl };
+    PGresult *r = s_q(j, "INSERT INTO collectors (name, pid, ttl_ms) VALUES "
+                      "($1, $2::int, $3::int) ON CONFLICT (name) DO UPDATE "
+                      "SET started_at = CASE WHEN collectors.pid = "
+                      "EXCLUDED.pid THEN collectors.started_at ELSE now() "
+                      "END, pid = EXCLUDED.pid, ttl_ms = EXCLUDED.ttl_ms, "
+                      "beat_at = now()", 3, p, PGRES_COMMAND_OK, err,
+                      sizeof err);
+    if (!r)
+        s_log(j, "db_error", "op=beat error=\"%s\"", err);
+    PQclear(r);
+}
+
 void
 co_jobs_tick(co_jobs_t *j, int64_t now_us)
 {
+    s_beat(j);
     char now[24], err[256];
     snprintf(now, sizeof now, "%" PRId64, now_us);
     const char *p[] = { now };
@@ -1020,10 +1164,18 @@ co_jobs_tick(co_jobs_t *j, int64_t now_us)
     for (int i = 0; i < PQntuples(r); i++)
         s_log(j, "job_ended", "job=%s", PQgetvalue(r, i, 0));
     PQclear(r);
-    /* Idle online hosts with queued work get it now. */
-    r = s_q(j, "SELECT DISTINCT h.host_id FROM job_hosts h JOIN jobs j ON "
-            "j.id = h.job WHERE h.state = 'queued' AND j.state = 'active'",
-            0, NULL, PGRES_TUPLES_OK, err, sizeof err);
+    s_offer_idle(j, now_us);
+}
+
+/* Idle online hosts with queued work get it now. */
+static void
+s_offer_idle(co_jobs_t *j, int64_t now_us)
+{
+    char err[256];
+    PGresult *r = s_q(j, "SELECT DISTINCT h.host_id FROM job_hosts h JOIN "
+                      "jobs j ON j.id = h.job WHERE h.state = 'queued' AND "
+                      "j.state = 'active'", 0, NULL, PGRES_TUPLES_OK, err,
+                      sizeof err);
     if (!r)
         return;
     int64_t ids[256];
@@ -1351,6 +1503,11 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
     if (!u)
         goto rollback;
     PQclear(u);
+    /* Other collectors on the database offer it to their hosts at once
+     * (co_jobs_poll); delivered at COMMIT, never before. */
+    if (s_exec(j, "NOTIFY " CO_JOBS_CHANNEL ", 'job'", err, errlen)
+        != CO_JOBS_OK)
+        goto rollback;
     if (s_exec(j, "COMMIT", err, errlen) != CO_JOBS_OK)
         goto done;
     s_log(j, "job_created", "job=%s suite=\"%s\" hosts=%zu", uuid, suite,
@@ -1384,6 +1541,111 @@ done:
     json_decref(skipped);
     json_decref(named);
     return rc;
+}
+
+/* JobCancel to the host when it is online here. */
+static void
+s_send_cancel(co_jobs_t *j, int64_t host_id, const char *job_uuid)
+{
+    const char *key = s_online_key(j, host_id);
+    if (!key || !j->send)
+        return;
+    Parity__JobCancel jc;
+    parity__job_cancel__init(&jc);
+    jc.job_id = (char *)job_uuid;
+    Parity__Envelope env;
+    pw_wire_init(&env, 0);
+    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_CANCEL, &jc);
+    j->send(j->ctx, key, &env);
+}
+
+/* Another collector cancelled job_uuid: the hosts held here that had
+ * been offered it get JobCancel, and their next job. */
+static void
+s_cancel_here(co_jobs_t *j, const char *job_uuid, int64_t now_us)
+{
+    char err[256];
+    const char *p[] = { job_uuid };
+    PGresult *r = s_q(j, "SELECT h.host_id FROM job_hosts h JOIN jobs j ON "
+                      "j.id = h.job WHERE j.job_uuid = $1 AND h.state = "
+                      "'cancelled' AND h.offered_at_us IS NOT NULL", 1, p,
+                      PGRES_TUPLES_OK, err, sizeof err);
+    if (!r) {
+        s_log(j, "db_error", "op=cancel_notify error=\"%s\"", err);
+        return;
+    }
+    int sent = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        if (!s_online_key(j, id))
+            continue;
+        s_send_cancel(j, id, job_uuid);
+        s_dispatch(j, id, now_us);
+        sent++;
+    }
+    PQclear(r);
+    if (sent > 0)
+        s_log(j, "job_cancelled", "job=%s hosts=%d (cancelled through "
+              "another collector)", job_uuid, sent);
+}
+
+/* After a reconnect: the jobs cancelled in the last S_RESYNC_US, in case
+ * their notification came while this connection was away. */
+#define S_RESYNC_US (600LL * 1000000)
+static void
+s_resync(co_jobs_t *j, int64_t now_us)
+{
+    char since[24], err[256];
+    snprintf(since, sizeof since, "%" PRId64, now_us - (int64_t)S_RESYNC_US);
+    const char *p[] = { since };
+    PGresult *r = s_q(j, "SELECT job_uuid FROM jobs WHERE state = "
+                      "'cancelled' AND ended_at_us > $1::bigint ORDER BY "
+                      "ended_at_us DESC LIMIT 100", 1, p, PGRES_TUPLES_OK,
+                      err, sizeof err);
+    if (!r)
+        return;
+    for (int i = 0; i < PQntuples(r); i++) {
+        char uuid[64];
+        snprintf(uuid, sizeof uuid, "%s", PQgetvalue(r, i, 0));
+        s_cancel_here(j, uuid, now_us);
+    }
+    PQclear(r);
+}
+
+void
+co_jobs_poll(co_jobs_t *j, int64_t now_us)
+{
+    if (!j->listen || !j->conn || PQstatus(j->conn) != CONNECTION_OK)
+        return;      /* the tick reconnects */
+    bool offer = false;
+    if (j->resync) {
+        j->resync = false;
+        offer = true;
+        s_resync(j, now_us);
+    }
+    /* Reads what the socket has, never waits for more. */
+    if (!PQconsumeInput(j->conn)) {
+        co_jobs_conn_check(j);
+        return;
+    }
+    int me = PQbackendPID(j->conn), seen = 0;
+    PGnotify *n;
+    while (j->conn && (n = PQnotifies(j->conn)) != NULL) {
+        /* Our own NOTIFYs come back too; what they asked is done. A
+         * flood is cut at 1,000 per pass (the rest is read next pass). */
+        if (n->be_pid != me && n->extra) {
+            if (strcmp(n->extra, "job") == 0)
+                offer = true;
+            else if (strncmp(n->extra, "cancel ", 7) == 0 &&
+                     strlen(n->extra + 7) < 64)
+                s_cancel_here(j, n->extra + 7, now_us);
+        }
+        PQfreemem(n);
+        if (++seen >= 1000)
+            break;
+    }
+    if (offer)
+        s_offer_idle(j, now_us);
 }
 
 int
@@ -1432,6 +1694,14 @@ co_jobs_cancel(co_jobs_t *j, const char *job_id, int64_t now_us,
     if (!u)
         goto rollback;
     PQclear(u);
+    /* Hosts held by other collectors hear of it from them (co_jobs_poll);
+     * delivered at COMMIT. */
+    const char *pn[] = { job_id };
+    u = s_q(j, "SELECT pg_notify('" CO_JOBS_CHANNEL "', 'cancel ' || $1)",
+            1, pn, PGRES_TUPLES_OK, err, errlen);
+    if (!u)
+        goto rollback;
+    PQclear(u);
     if (s_exec(j, "COMMIT", err, errlen) != CO_JOBS_OK) {
         PQclear(r);
         return CO_JOBS_FAIL;
@@ -1441,16 +1711,7 @@ co_jobs_cancel(co_jobs_t *j, const char *job_id, int64_t now_us,
         if (strcmp(PQgetvalue(r, i, 1), "running") != 0)
             continue;
         int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        const char *key = s_online_key(j, id);
-        if (key && j->send) {
-            Parity__JobCancel jc;
-            parity__job_cancel__init(&jc);
-            jc.job_id = (char *)job_id;
-            Parity__Envelope env;
-            pw_wire_init(&env, 0);
-            pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_CANCEL, &jc);
-            j->send(j->ctx, key, &env);
-        }
+        s_send_cancel(j, id, job_id);
         s_dispatch(j, id, now_us);
     }
     PQclear(r);

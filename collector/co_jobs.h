@@ -105,7 +105,25 @@ typedef struct {
      * a client query must end with a clear error rather than hold its
      * worker for hours. */
     int statement_timeout_ms;
+    /* Several collectors on one database (docs/operations.md): this
+     * collector's name (co_db_set_collector's), beaten into the
+     * collectors table at every tick with ttl_ms, after which others
+     * take its hosts for gone. NULL: no beat (query workers). */
+    const char *collector;
+    int ttl_ms;
+    /* LISTEN on CO_JOBS_CHANNEL (only the writer's instance: a listener
+     * that never reads would fill the server's notification queue). */
+    bool listen;
 } co_jobs_opts_t;
+
+/* The NOTIFY channel: "job" when a job was created, "cancel UUID" when
+ * one was cancelled, so that other collectors on the database offer and
+ * cancel at once (co_jobs_poll). */
+#define CO_JOBS_CHANNEL "parity_jobs"
+/* A collector's beat is trusted this long at least (ttl_ms below it is
+ * raised): a writer step of a few seconds must not make its hosts look
+ * gone to the others. */
+#define CO_JOBS_MIN_TTL_MS 15000
 
 /* A new module; does not connect yet (the first call does). Caller owns
  * it. NULL on out of memory. */
@@ -134,7 +152,16 @@ int co_jobs_agent_online(co_jobs_t *jobs, const char *public_key,
                          const Parity__Hello *hello, int64_t now_us,
                          char *err, size_t errlen);
 
-/* The host is gone (liveness timeout): its running row becomes lost. */
+/* Notifications from other collectors (LISTEN, opts.listen): a new job
+ * makes idle online hosts get offers, a cancel sends JobCancel to this
+ * collector's hosts running the job. After a reconnect (notifications
+ * may have been missed) the same checks run once for every job. Cheap
+ * when nothing came (no round trip): the writer calls it every pass. */
+void co_jobs_poll(co_jobs_t *jobs, int64_t now_us);
+
+/* The host is gone (liveness timeout): its running row becomes lost,
+ * unless another collector holds the host by now (it failed over and
+ * its job goes on there). */
 void co_jobs_agent_offline(co_jobs_t *jobs, const char *public_key,
                            int64_t now_us);
 

@@ -52,7 +52,7 @@ s_usage(FILE *f)
 {
     fprintf(f,
 "usage: parity-collector --bind ENDPOINT --key FILE --allow DIR\n"
-"                        [--db CONNINFO | --data-dir DIR] [options]\n"
+"                        [--db CONNINFO] [--data-dir DIR] [options]\n"
 "\n"
 "Receives samples from parity agents over ZeroMQ with CURVE, stores them in\n"
 "PostgreSQL and computes per-host verdicts. See docs/collector.md.\n"
@@ -64,9 +64,15 @@ s_usage(FILE *f)
 "  --admin DIR          directory of client public certificates allowed to\n"
 "                       query and run jobs (also allowed to connect)\n"
 "  --db CONNINFO        use this PostgreSQL (libpq conninfo) instead of a\n"
-"                       private cluster\n"
-"  --data-dir DIR       where the private cluster lives (DIR/pg); default\n"
-"                       $PARITY_DATA_DIR, else ./parity-data\n"
+"                       private cluster; several collectors may share one\n"
+"  --data-dir DIR       where the private cluster lives (DIR/pg), and\n"
+"                       DIR/collector.lock; default $PARITY_DATA_DIR, else\n"
+"                       ./parity-data (with --db: only the lock, and only\n"
+"                       when given)\n"
+"  --name NAME          this collector among those on one database\n"
+"                       (default HOSTNAME:PORT of --bind)\n"
+"  --query-db CONNINFO  answer the client queries that only read from\n"
+"                       this database (a streaming replica of --db)\n"
 "  --heartbeat-ms N     heartbeat interval, 10..60000 (default 1000)\n"
 "  --floor-window N     calibration samples behind a host's floor,\n"
 "                       100..%d (default %d)\n"
@@ -97,6 +103,20 @@ s_usage(FILE *f)
 "Exit codes: 0 clean stop, 1 runtime failure, 2 usage error.\n",
         CO_DB_FLOOR_WINDOW_MAX, CO_DB_FLOOR_WINDOW, VD_DEFAULT_PARITY,
         CO_QPOOL_WORKERS, ag_config_dir());
+}
+
+/* HOSTNAME:PORT of the bind endpoint (tcp://0.0.0.0:5555 on bench1 gives
+ * bench1:5555): unique among collectors unless two share a machine and a
+ * port, which the bind itself forbids. */
+static void
+s_default_name(const char *bind, char *out, size_t outlen)
+{
+    char host[64] = "collector";
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "collector");
+    host[sizeof host - 1] = '\0';
+    const char *port = bind ? strrchr(bind, ':') : NULL;
+    snprintf(out, outlen, "%s%s", host, port && port[1] ? port : "");
 }
 
 static int s_usage_error(const char *fmt, ...)
@@ -175,6 +195,7 @@ typedef struct {
     const char *db_conninfo;
     const char *data_dir;
     bool fingerprint;         /* --fingerprint: print it and exit */
+    char name[CO_DB_NAME_MAX];  /* --name, or the default one */
 } s_settings_t;
 
 static const struct option s_opts[] = {
@@ -184,6 +205,8 @@ static const struct option s_opts[] = {
     { "admin", required_argument, NULL, 'A' },
     { "db", required_argument, NULL, 'd' },
     { "data-dir", required_argument, NULL, 'D' },
+    { "name", required_argument, NULL, 'N' },
+    { "query-db", required_argument, NULL, 'Q' },
     { "heartbeat-ms", required_argument, NULL, 'H' },
     { "floor-window", required_argument, NULL, 'F' },
     { "parity", required_argument, NULL, 'P' },
@@ -215,6 +238,13 @@ s_option(int c, const char *arg, s_settings_t *st, char *err, size_t errlen)
     case 'A': cfg->admin_dir = arg; break;
     case 'd': st->db_conninfo = arg; break;
     case 'D': st->data_dir = arg; break;
+    case 'Q': cfg->query_conninfo = arg; break;
+    case 'N':
+        if (!*arg || strlen(arg) >= sizeof st->name ||
+            strcspn(arg, " \t\r\n\"\\") != strlen(arg))
+            goto bad;
+        snprintf(st->name, sizeof st->name, "%s", arg);
+        break;
     case 'H':
         if (!s_parse_long(arg, 10, 60000, &v))
             goto bad;
@@ -292,6 +322,9 @@ bad:
               break;
     case 'S': snprintf(err, errlen, "--key-service %s: want on or off",
                        arg); break;
+    case 'N': snprintf(err, errlen, "--name %.200s: want 1 to %d characters "
+                       "without spaces or quotes", arg, CO_DB_NAME_MAX - 1);
+              break;
     default: snprintf(err, errlen, "--log-level %s: want debug, info, warn "
                       "or error", arg); break;
     }
@@ -407,8 +440,9 @@ s_settings(int argc, char **argv, s_settings_t *st, ag_config_t **conf)
         return s_usage_error("%s", "--key FILE is required");
     if (!st->cfg.allow_dir)
         return s_usage_error("%s", "--allow DIR is required");
-    if (st->db_conninfo && st->data_dir)
-        return s_usage_error("%s", "--db and --data-dir exclude each other");
+    if (!st->name[0])
+        s_default_name(st->cfg.bind, st->name, sizeof st->name);
+    st->cfg.name = st->name;
     if (!st->db_conninfo && !st->data_dir) {
         st->data_dir = getenv("PARITY_DATA_DIR");
         if (!st->data_dir || !*st->data_dir)
@@ -436,6 +470,7 @@ main(int argc, char **argv)
     co_pg_t *pg = NULL;
     co_db_t *db = NULL;
     co_server_t *srv = NULL;
+    int lock_fd = -1;
 
     int early = s_settings(argc, argv, &st, &conf);
     if (early >= 0) {
@@ -458,11 +493,17 @@ main(int argc, char **argv)
     sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    co_log(CO_LOG_INFO, "start", "version=%s pid=%ld", PARITY_VERSION,
-           (long)getpid());
+    co_log(CO_LOG_INFO, "start", "version=%s pid=%ld name=%s", PARITY_VERSION,
+           (long)getpid(), cfg.name);
     s_raise_fd_limit();
     /* Fail on a bad key or allow-list before a cluster is created. */
     if (co_server_check(&cfg, err, sizeof err) != 0) {
+        co_log(CO_LOG_ERROR, "config_failed", "why=%s",
+               co_log_quote(q, sizeof q, err));
+        goto done;
+    }
+    if (db_conninfo && data_dir &&
+        (lock_fd = co_pg_lock_dir(data_dir, err, sizeof err)) < 0) {
         co_log(CO_LOG_ERROR, "config_failed", "why=%s",
                co_log_quote(q, sizeof q, err));
         goto done;
@@ -484,6 +525,7 @@ main(int argc, char **argv)
         co_log(CO_LOG_ERROR, "db_failed", "why=\"co_db_new: out of memory\"");
         goto done;
     }
+    co_db_set_collector(db, cfg.name);
     int applied = 0;
     if (co_db_connect(db, err, sizeof err) != CO_DB_OK
         || co_db_migrate(db, &applied, err, sizeof err) != CO_DB_OK) {
@@ -530,6 +572,8 @@ done:
         }
     }
     co_pg_destroy(&pg);
+    if (lock_fd >= 0)
+        close(lock_fd);    /* releases the flock */
     ag_config_destroy(&conf);
     co_log(CO_LOG_INFO, "exit", "status=%d", status);
     return status;

@@ -238,6 +238,40 @@ done:
     return rc;
 }
 
+int
+co_pg_lock_dir(const char *data_dir, char *err, size_t errlen)
+{
+    if (s_mkdir(data_dir, 0700, err, errlen) != 0)
+        return -1;
+    char lock[PATH_MAX + 32];
+    snprintf(lock, sizeof lock, "%s/collector.lock", data_dir);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        s_err(err, errlen, "open %s: %s", lock, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        s_err(err, errlen, "data dir %s is in use by another "
+              "parity-collector (pid %s; %s is locked)", data_dir,
+              pid[0] ? pid : "?", lock);
+        close(fd);
+        return -1;
+    }
+    char mine[32];
+    int mlen = snprintf(mine, sizeof mine, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0
+        || pwrite(fd, mine, (size_t)mlen, 0) != mlen) {
+        s_err(err, errlen, "write %s: %s", lock, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 co_pg_t *
 co_pg_new(const char *data_dir, char *err, size_t errlen)
 {
@@ -249,35 +283,10 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
         s_err(err, errlen, "calloc co_pg: out of memory");
         return NULL;
     }
-    pg->lock_fd = -1;
-    if (s_mkdir(data_dir, 0700, err, errlen) != 0)
-        goto fail;
     /* One collector per data dir: a second one would adopt the running
      * server and stop it under the first one when it exits. */
-    char lock[PATH_MAX + 32];
-    snprintf(lock, sizeof lock, "%s/collector.lock", data_dir);
-    pg->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (pg->lock_fd < 0) {
-        s_err(err, errlen, "open %s: %s", lock, strerror(errno));
+    if ((pg->lock_fd = co_pg_lock_dir(data_dir, err, errlen)) < 0)
         goto fail;
-    }
-    if (flock(pg->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        char pid[32] = "";
-        ssize_t n = pread(pg->lock_fd, pid, sizeof pid - 1, 0);
-        pid[n > 0 ? n : 0] = '\0';
-        pid[strcspn(pid, "\n")] = '\0';
-        s_err(err, errlen, "data dir %s is in use by another "
-              "parity-collector (pid %s; %s is locked)", data_dir,
-              pid[0] ? pid : "?", lock);
-        goto fail;
-    }
-    char mine[32];
-    int mlen = snprintf(mine, sizeof mine, "%ld\n", (long)getpid());
-    if (ftruncate(pg->lock_fd, 0) != 0
-        || pwrite(pg->lock_fd, mine, (size_t)mlen, 0) != mlen) {
-        s_err(err, errlen, "write %s: %s", lock, strerror(errno));
-        goto fail;
-    }
     if (!realpath(data_dir, abs)) {
         s_err(err, errlen, "realpath %s: %s", data_dir, strerror(errno));
         goto fail;

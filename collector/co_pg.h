@@ -9,8 +9,8 @@
  * run as the `postgres` user (runuser) and DATA_DIR/pg is chowned to it;
  * DATA_DIR itself gets o+x so that user can reach it.
  *
- * DATA_DIR/collector.lock (flock, holding the pid) keeps a second
- * collector off the same data dir until co_pg_destroy().
+ * DATA_DIR/collector.lock (flock, holding the pid; co_pg_lock_dir) keeps
+ * a second collector off the same data dir until co_pg_destroy().
  *
  * Binaries: PARITY_PG_BINDIR if set, else the newest
  * /usr/lib/postgresql/N/bin, else `pg_config --bindir`. The tools' output
@@ -28,6 +28,12 @@ typedef struct co_pg co_pg_t;
  * and make sure database "parity" exists. Returns a new handle the caller
  * owns (co_pg_destroy), or NULL with err filled. */
 co_pg_t *co_pg_new(const char *data_dir, char *err, size_t errlen);
+
+/* Take DATA_DIR/collector.lock (creating DATA_DIR 0700): an open,
+ * flock'ed descriptor holding our pid, which the caller closes to
+ * release it; -1 with err when another collector holds it. co_pg_new
+ * takes it itself; a collector on --db with --data-dir takes it here. */
+int co_pg_lock_dir(const char *data_dir, char *err, size_t errlen);
 
 /* libpq connection string of the "parity" database; owned by pg. */
 const char *co_pg_conninfo(const co_pg_t *pg);

@@ -22,6 +22,7 @@ typedef struct {
     bool started;
     void *out;             /* this worker's PUSH to the loop */
     co_jobs_t *jobs;       /* its connection */
+    co_jobs_t *read;       /* --query-db's, or NULL */
     co_query_t *query;
     bool renice;           /* cfg.private_db */
     int niced_pid;         /* the server process reniced last */
@@ -124,13 +125,22 @@ s_worker_init(s_worker_t *w, co_qpool_t *pool, const co_server_config_t *cfg,
               void *ctx, co_keys_t *keys, char *err, size_t errlen)
 {
     /* No send callback: workers never offer jobs (the writer does). */
-    co_jobs_opts_t o = { cfg->conninfo, w, NULL, s_log, 0,
-                         cfg->query_timeout_ms };
+    co_jobs_opts_t o = { .conninfo = cfg->conninfo, .ctx = w,
+                         .log = s_log,
+                         .statement_timeout_ms = cfg->query_timeout_ms };
     w->pool = pool;
     w->renice = cfg->private_db;
     w->jobs = co_jobs_new(&o);
     w->query = w->jobs ? co_query_new(w->jobs, cfg->floor_window, keys)
                        : NULL;
+    if (w->query && cfg->query_conninfo) {
+        co_jobs_opts_t ro = o;
+        ro.conninfo = cfg->query_conninfo;
+        if (!(w->read = co_jobs_new(&ro)))
+            co_query_destroy(&w->query);
+        else
+            co_query_set_reader(w->query, w->read);
+    }
     if (!w->query) {
         snprintf(err, errlen, "co_qpool: out of memory");
         return -1;
@@ -206,6 +216,7 @@ co_qpool_destroy(co_qpool_t **poolp)
             zmq_close(w->out);
         co_query_destroy(&w->query);
         co_jobs_destroy(&w->jobs);
+        co_jobs_destroy(&w->read);
     }
     free(pool->workers);
     co_queue_destroy(&pool->in);

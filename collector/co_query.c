@@ -29,6 +29,10 @@
 
 struct co_query {
     co_jobs_t *jobs;
+    /* --query-db: the read-only commands' connection (NULL: jobs'), and
+     * the one the request being handled uses. */
+    co_jobs_t *read;
+    co_jobs_t *cur;
     co_keys_t *keys;               /* co_enroll's decisions; may be NULL */
     int floor_window;
     char (*admins)[CO_JOBS_KEY_LEN + 1];   /* [CO_QUERY_MAX_ADMINS] */
@@ -62,6 +66,7 @@ co_query_new(co_jobs_t *jobs, int floor_window, co_keys_t *keys)
         return NULL;
     }
     q->jobs = jobs;
+    q->cur = jobs;
     q->keys = keys;
     q->floor_window = floor_window > 0 ? floor_window : 1000;
     return q;
@@ -179,7 +184,7 @@ s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
     const char *const *p)
 {
     char e[S_ERR_MAX];
-    PGconn *c = co_jobs_conn(q->jobs, e, sizeof e);
+    PGconn *c = co_jobs_conn(q->cur, e, sizeof e);
     if (!c) {
         res->status = CO_QUERY_UNAVAILABLE;
         s_err(res->err, sizeof res->err, "database unavailable: %s", e);
@@ -189,7 +194,7 @@ s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
     if (co_jobs_timed_out(r)) {
         res->status = CO_QUERY_TIMEOUT;
         s_err(res->err, sizeof res->err, CO_QUERY_TIMEOUT_FMT,
-              co_jobs_statement_timeout_ms(q->jobs) / 1000.0);
+              co_jobs_statement_timeout_ms(q->cur) / 1000.0);
         PQclear(r);
         return NULL;
     }
@@ -201,7 +206,7 @@ s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
         if (nl)
             *nl = '\0';
         PQclear(r);
-        co_jobs_conn_check(q->jobs);
+        co_jobs_conn_check(q->cur);
         return NULL;
     }
     return r;
@@ -258,14 +263,18 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         " c.host_id = h.id), "
         "(SELECT COALESCE(json_agg(s.name ORDER BY s.name), '[]') FROM "
         " host_suites s WHERE s.host_id = h.id)::text, "
-        "h.online, COALESCE(h.floor_us, $1::float8), "
+        /* Live: online, and held by a collector that beats (a host of
+         * another collector on this database counts; 011). */
+        "(SELECT l.live FROM host_liveness l WHERE l.host_id = h.id), "
+        "COALESCE(h.floor_us, $1::float8), "
         "COALESCE(h.floor_is_default, true), COALESCE(h.floor_samples, 0), "
         "h.boot_id, (SELECT COALESCE(json_agg(o.name ORDER BY o.name), '[]') "
         " FROM hosts o WHERE h.boot_id <> '' AND o.boot_id = h.boot_id AND "
         " o.id <> h.id)::text, "
         /* No host_keys row: approved by a file of --allow. */
         "COALESCE((SELECT k.state FROM host_keys k WHERE "
-        " k.public_key = h.public_key), 'approved') "
+        " k.public_key = h.public_key), 'approved') , "
+        "COALESCE(h.collector, '') "
         "FROM hosts h ORDER BY h.name, h.id", 1, p);
     if (!r || !out)
         goto fail;
@@ -302,6 +311,8 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         char fp[PW_KEY_FP_SIZE];
         pw_key_fingerprint(PQgetvalue(r, i, 2), fp);
         json_object_set_new(h, "fingerprint", json_string(fp));
+        json_object_set_new(h, "collector", json_string(PQgetvalue(r, i,
+                                                                   16)));
         json_object_set_new(h, "key_state", json_string(PQgetvalue(r, i,
                                                                    15)));
         json_array_append_new(out, h);
@@ -419,7 +430,8 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         "(SELECT CASE WHEN cardinality(j.only_benchmarks) > 0 THEN "
         "  cardinality(j.only_benchmarks) ELSE cardinality(s.benchmarks) "
         "  END FROM host_suites s WHERE s.host_id = h.id AND "
-        "  s.name = j.suite), h.online "
+        "  s.name = j.suite), (SELECT l.live FROM host_liveness l WHERE "
+        "  l.host_id = h.id) "
         "FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
         "h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
         1, p);
@@ -983,6 +995,21 @@ s_args_known(const char *cmd, const json_t *args, s_res_t *res)
 }
 
 void
+co_query_set_reader(co_query_t *q, co_jobs_t *read)
+{
+    q->read = read;
+}
+
+/* Commands that never write: they may go to a read replica. */
+static bool
+s_reads_only(const char *cmd)
+{
+    return strcmp(cmd, "hosts") == 0 || strcmp(cmd, "job") == 0 ||
+           strcmp(cmd, "jobs") == 0 || strcmp(cmd, "verdicts") == 0 ||
+           strcmp(cmd, "show") == 0 || co_history_handles(cmd);
+}
+
+void
 co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
                 Parity__Reply *reply)
 {
@@ -1028,7 +1055,8 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     /* A database restarted since the last request: reconnect now rather
      * than fail this one. */
     char derr[S_ERR_MAX - 64];
-    if (co_jobs_conn_ready(q->jobs, derr, sizeof derr) != 0) {
+    q->cur = q->read && s_reads_only(cmd) ? q->read : q->jobs;
+    if (co_jobs_conn_ready(q->cur, derr, sizeof derr) != 0) {
         res.status = CO_QUERY_UNAVAILABLE;
         s_err(res.err, sizeof res.err, "database unavailable: %s", derr);
         goto out;
@@ -1048,7 +1076,7 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     else if (strcmp(cmd, "show") == 0)
         body = s_show(q, args, &res);
     else if (co_history_handles(cmd))
-        body = co_history_handle(q->jobs, cmd, args, &res.status, res.err,
+        body = co_history_handle(q->cur, cmd, args, &res.status, res.err,
                                  sizeof res.err);
     else if (co_changes_handles(cmd))
         body = co_changes_handle(q->jobs, cmd, args, &res.status, res.err,

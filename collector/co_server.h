@@ -97,6 +97,12 @@ typedef struct {
      * the query workers then lower their own and their server
      * processes' CPU priority (co_qpool.h says why). */
     bool private_db;
+    /* This collector's name among those on one database (--name; the
+     * holder of its hosts, 011_collectors.sql). NULL: no beat. */
+    const char *name;
+    /* Client queries that only read go to this database (--query-db: a
+     * read replica); NULL: conninfo's. */
+    const char *query_conninfo;
 } co_server_config_t;
 
 /* Where the writer's time goes (co_store), microseconds summed. */

@@ -370,7 +370,9 @@ s_jobs_new(co_store_t *st, char *err, size_t errlen)
     co_jobs_opts_t o = { st->cfg.conninfo, st, s_jobs_send, s_jobs_log,
                          (int64_t)CO_SERVER_MISSED_BEATS *
                          st->cfg.heartbeat_ms * 1000,
-                         st->cfg.query_timeout_ms };
+                         st->cfg.query_timeout_ms, st->cfg.name,
+                         /* ten beats: a slow step is not a death */
+                         10 * st->cfg.heartbeat_ms, true };
     st->jobs = co_jobs_new(&o);
     st->query = st->jobs ? co_query_new(st->jobs, st->cfg.floor_window,
                                         st->keys) : NULL;
@@ -1180,6 +1182,10 @@ s_thread(void *arg)
         s_status_flush(st);
         s_db_try(st);
         s_timers(st);
+        /* Other collectors' new and cancelled jobs, within one pass
+         * (at most 100 ms) of their COMMIT. */
+        if (st->jobs && st->db_up)
+            co_jobs_poll(st->jobs, co_jobs_now_us());
         s_publish(st);
     }
     s_group_flush(st);

@@ -88,7 +88,8 @@ usage() {   # usage DESCRIPTION TEXT ARGS...
 usage "--bind required" "--bind ENDPOINT is required" --key "$K" --allow "$A"
 usage "--key required" "--key FILE is required" --bind tcp://127.0.0.1:0 --allow "$A"
 usage "--allow required" "--allow DIR is required" --bind tcp://127.0.0.1:0 --key "$K"
-usage "--db and --data-dir" "--db and --data-dir exclude each other" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --db x --data-dir y
+usage "--name with a space" "--name a b: want 1 to 127 characters without spaces or quotes" --name "a b"
+usage "--name empty" "--name : want 1 to 127 characters without spaces or quotes" --name ""
 usage "--heartbeat-ms range" "--heartbeat-ms 5: want a whole number of ms from 10 to 60000" --heartbeat-ms 5
 usage "--floor-window range" "--floor-window 99: want a whole number from 100 to 1000000" --floor-window 99
 usage "--parity range" "--parity 2: want a number from 0 to 1" --parity 2
@@ -123,6 +124,13 @@ cfg "public-only key" "no secret key in it (give the _secret file that \`parity 
 cfg "allow-list missing" 'why="--allow /nonexistent/allow: not a readable directory"' --bind tcp://127.0.0.1:0 --key "$K" --allow /nonexistent/allow --db "$NODB"
 cfg "a --bind that is not tcp://HOST:PORT: refused before any database work" 'event=config_failed why="--bind bogus: want tcp://HOST:PORT (e.g. tcp://*:5555)"' --bind bogus --key "$K" --allow "$A" --data-dir "$T/never-made"
 ok $([ ! -e "$T/never-made" ]; echo $?) "and no data dir was made for it"
+# --db with --data-dir: the data dir holds the lock, one collector each.
+mkdir -p "$T/locked"
+flock "$T/locked/collector.lock" sleep 20 &
+locker=$!
+sleep 0.3
+cfg "--db with a --data-dir another collector holds" "event=config_failed why=\"data dir $T/locked is in use by another parity-collector (pid ?; $T/locked/collector.lock is locked)\"" --bind tcp://127.0.0.1:0 --key "$K" --allow "$A" --db "$NODB" --data-dir "$T/locked"
+kill "$locker" 2>/dev/null; wait "$locker" 2>/dev/null
 cfg "bad bind endpoint" 'event=server_failed why="--bind tcp://nonsense:x: zmq_bind: ' --bind tcp://nonsense:x --key "$K" --allow "$A" --db "$NODB"
 ok $(grep -q 'event=db_down' "$T/out"; echo $?) "an unreachable --db is a warning, not a failure"
 ok $(grep -q "$T/nowhere connect_timeout" "$T/out"; [ $? -ne 0 ]; echo $?) "the conninfo (it may hold a password) is not logged"

@@ -101,6 +101,13 @@ cases = [
      % os.path.join(root, "nope")),
     (["--collector", "udp://h:1"] + base[2:], 2,
      "--collector udp://h:1: expected tcp://HOST:PORT"),
+    # Several collectors (docs/operations.md): each item is checked.
+    (["--collector", "tcp://127.0.0.1:1,udp://h:1"] + base[2:], 2,
+     "--collector udp://h:1: expected tcp://HOST:PORT in each item of the "
+     "comma-separated list"),
+    (["--collector", ",".join(["tcp://127.0.0.1:%d" % (i + 1)
+                               for i in range(17)])] + base[2:], 2,
+     "--collector: at most 16 collectors"),
     # A missing key pair is made (the first start), but not where no
     # directory is.
     (base[:4] + ["--key", os.path.join(root, "nodir", "agent")] + base[6:],
