@@ -1,5 +1,6 @@
 /* ag_env.c -- see ag_env.h. */
 #include "ag_env.h"
+#include "ag_counters.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -412,6 +413,25 @@ s_power(json_t *env, json_t *warnings)
 static json_t *s_collect(const int *cpus, size_t ncpus, char *err,
                          size_t errlen);
 
+/* The counters this host can keep beside wall time (ag_counters.h), and
+ * one warning naming those it cannot and why. A syscall, not a file:
+ * a fixture root (tests) has none to say. */
+static void
+s_counters(json_t *env, json_t *warnings)
+{
+    ag_counters_t *c = ag_counters_new();
+    json_t *have = json_array();
+    for (int i = 0; c && have && i < AG_CTR_COUNT; i++)
+        if (ag_counters_has(c, (ag_ctr_t)i))
+            json_array_append_new(have,
+                                  json_string(ag_counters_name((ag_ctr_t)i)));
+    s_put(env, "counters", have, "perf_event_open");
+    if (c && *ag_counters_missing(c))
+        s_warn(warnings, "counters", "%s; runs keep wall time without them",
+               ag_counters_missing(c));
+    ag_counters_destroy(&c);
+}
+
 const json_t *
 ag_env_value(const json_t *env, const char *key)
 {
@@ -533,6 +553,8 @@ s_collect(const int *cpus, size_t ncpus, char *err, size_t errlen)
         s_put(env, "uptime_s", json_real(strtod(buf, NULL)), "/proc/uptime");
     s_put(env, "agent_version", json_string(PARITY_VERSION),
           "parity-agent build");
+    if (!*s_root)
+        s_counters(env, warnings);
     json_object_set_new(env, "warnings", warnings);
     return env;
 }

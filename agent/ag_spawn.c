@@ -419,6 +419,8 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
 
     memset(res, 0, sizeof *res);
     res->cpu = -1;
+    for (int i = 0; i < AG_CTR_COUNT; i++)
+        res->counters[i] = -1;
     if (!req->argv || !req->argv[0]) {
         snprintf(err, errlen, "ag_spawn_run: empty argv");
         return AG_SPAWN_ERR;
@@ -500,6 +502,7 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
     }
 
     char *const *envp = req->envp ? req->envp : environ;
+    ag_counters_reset(req->counters);   /* outside the window: reads */
     res->start_unix_us = (int64_t)s_now_us(CLOCK_REALTIME);
     res->thread_cpu_before_us = s_now_us(CLOCK_THREAD_CPUTIME_ID);
     double t0 = s_now_us(CLOCK_MONOTONIC);
@@ -586,6 +589,9 @@ reap:;
             goto done;
         }
     }
+    /* Reaped: the child's counts (and its children's) are in ours. */
+    if (req->counters)
+        ag_counters_read(req->counters, res->counters);
     res->user_us = s_tv_us(&ru.ru_utime);
     res->sys_us = s_tv_us(&ru.ru_stime);
     res->maxrss_kb = ru.ru_maxrss;

@@ -40,6 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ag_counters.h"
+
 #define AG_SPAWN_OK         0
 #define AG_SPAWN_ERR       -1   /* could not start; err says which call */
 #define AG_SPAWN_CANCELLED  1   /* cancel_fd became readable; group killed */
@@ -85,6 +87,9 @@ typedef struct {
     size_t cpu_count;
     double timeout_us;         /* <= 0: none */
     int cancel_fd;             /* -1: none; readable means stop now */
+    /* Counters made on this thread (ag_counters.h): the run's counts go
+     * to res.counters. NULL: none (all -1). Borrowed. */
+    ag_counters_t *counters;
 } ag_spawn_req_t;
 
 typedef struct {
@@ -102,6 +107,9 @@ typedef struct {
      * between one run's "after" and the next run's "before". */
     double thread_cpu_before_us;
     double thread_cpu_after_us;
+    /* Instructions, cycles and task-clock ns of the command and its
+     * children (AG_CTR_*), -1 where not counted. */
+    int64_t counters[AG_CTR_COUNT];
 } ag_spawn_result_t;
 
 /* Fill req with the defaults: fds -1, no CPUs, no timeout, no cancel. */
