@@ -19,6 +19,7 @@
 
 #include "ag_cli.h"
 #include "ag_daemon.h"
+#include "ag_stream.h"
 #include "ag_env.h"
 #include "ag_harness.h"
 #include "ag_suite.h"

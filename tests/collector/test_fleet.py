@@ -47,7 +47,7 @@ REQUEST = (os.path.join(tj.BUILD, sys.argv[3]) if len(sys.argv) > 3 else
 AGENTS = ("alpha", "beta", "gamma")
 # One benchmark, so one run and one RunEnd per agent, at the very end:
 # 160 rounds of two 30 ms sleeps and the harness's no-op is ~11-13 s of
-# streaming (a batch at least every second: AG_DAEMON_FLUSH_MS), so the
+# streaming (a batch at least every second: AG_STREAM_FLUSH_MS), so the
 # 5 s lock, taken ~2 s in, ends well before any RunEnd.
 STREAM_SUITE = """suite: stream
 benchmarks:
