@@ -61,8 +61,15 @@ typedef struct {
 typedef struct {
     ag_stream_t *stream;
     ag_harness_t *harness;
+    /* What --suites offers now. The watcher thread replaces it (under
+     * lock); the others read it under lock and copy what they keep. */
     ag_suitedir_t *suites;
-    pthread_mutex_t lock;           /* queue and current */
+    const char *suites_dir;
+    ag_suitedir_watch_t *watch;     /* NULL: inotify unavailable */
+    pthread_t watcher;
+    bool watcher_started;
+    atomic_bool watch_stop;
+    pthread_mutex_t lock;           /* queue, current and suites */
     s_job_t queue[AG_DAEMON_MAX_QUEUE];
     size_t queued;
     char current[128];              /* job running now, "" when idle */
@@ -151,7 +158,10 @@ s_daemon_job_message(void *ctx, const Parity__Envelope *env)
         ag_stream_job_status(d->stream, jo->job_id, already, NULL, NULL);
         return;
     }
-    if (!ag_suitedir_find(d->suites, jo->suite, why, sizeof why)) {
+    pthread_mutex_lock(&d->lock);
+    bool known = ag_suitedir_find(d->suites, jo->suite, why, sizeof why);
+    pthread_mutex_unlock(&d->lock);
+    if (!known) {
         ag_stream_job_status(d->stream, jo->job_id, "refused", why, NULL);
         return;
     }
@@ -207,7 +217,7 @@ static void
 s_run_job(s_daemon_t *d, s_job_t *job)
 {
     Parity__Envelope *env = NULL;
-    char err[S_ERR], why[512];
+    char err[S_ERR], why[512], path[4096] = "", digest[65];
     ag_var_t vars[AG_SUITE_MAX_VARS];
     ag_suite_t *suite = NULL;
     if (pw_wire_unpack(job->bytes, job->len, 0, &env, NULL, err, sizeof err)
@@ -216,15 +226,21 @@ s_run_job(s_daemon_t *d, s_job_t *job)
         return;
     }
     const Parity__JobOffer *jo = env->job_offer;
+    /* The path under the lock: the suite watcher may replace the list
+     * (and free this entry) at any moment. */
+    pthread_mutex_lock(&d->lock);
     const ag_suite_entry_t *si = ag_suitedir_find(d->suites, jo->suite, why,
                                                   sizeof why);
+    if (si)
+        snprintf(path, sizeof path, "%s", si->path);
+    pthread_mutex_unlock(&d->lock);
     size_t nv = jo->n_vars < AG_SUITE_MAX_VARS ? jo->n_vars
                                                : AG_SUITE_MAX_VARS;
     for (size_t i = 0; i < nv; i++) {
         vars[i].name = jo->vars[i]->name;
         vars[i].value = jo->vars[i]->value;
     }
-    if (!si) {
+    if (!path[0]) {
         ag_stream_job_status(d->stream, job->job_id, "refused", why, NULL);
         goto out;
     }
@@ -233,7 +249,7 @@ s_run_job(s_daemon_t *d, s_job_t *job)
                              "before it could start", NULL);
         goto out;
     }
-    if (ag_suite_load(si->path, vars, nv, &suite, err, sizeof err)
+    if (ag_suitedir_load(path, vars, nv, &suite, digest, err, sizeof err)
         != AG_SUITE_OK) {
         ag_stream_job_status(d->stream, job->job_id, "refused", err, NULL);
         goto out;
@@ -249,7 +265,7 @@ s_run_job(s_daemon_t *d, s_job_t *job)
     snprintf(d->current, sizeof d->current, "%s", job->job_id);
     pthread_mutex_unlock(&d->lock);
     ag_stream_set_state(d->stream, "running", job->job_id);
-    ag_stream_job_status(d->stream, job->job_id, "running", NULL, NULL);
+    ag_stream_job_started(d->stream, job->job_id, digest);
     ag_stream_set_job(d->stream, job->job_id, jo);
     ag_stream_callbacks(d->stream, NULL, &cb);
     if (s_stop_signal)
@@ -638,6 +654,129 @@ s_daemon_ready(ag_stream_opts_t *o, const s_mode_t *mode, char *err,
     return 0;
 }
 
+/* The suites directory changed (the watch says so, on the watcher
+ * thread): scan it, and when what is offered differs, swap the list and
+ * say Hello again. A directory that cannot be read offers nothing; a
+ * file that does not load is logged by the scan and left out. */
+static void
+s_rescan(s_daemon_t *d)
+{
+    char err[S_ERR], what[1024];
+    ag_suitedir_t *fresh = ag_suitedir_scan(d->suites_dir, err, sizeof err);
+    if (!fresh) {
+        ag_logf("suites_unreadable", "%s; no suite is offered until it can "
+                "be read", err);
+        fresh = calloc(1, sizeof *fresh);
+        if (!fresh)
+            return;
+    }
+    /* Only this thread replaces d->suites, so reading it unlocked here
+     * is safe; the others read it under the lock. */
+    if (ag_suitedir_same(d->suites, fresh)) {
+        ag_suitedir_destroy(&fresh);
+        return;
+    }
+    ag_suitedir_diff(d->suites, fresh, what, sizeof what);
+    ag_suitedir_t *old = d->suites;
+    pthread_mutex_lock(&d->lock);
+    d->suites = fresh;
+    pthread_mutex_unlock(&d->lock);
+    ag_suitedir_destroy(&old);
+    ag_logf("suites_changed", "%s; %zu suites offered, telling the "
+            "collector", what, d->suites->count);
+    if (ag_stream_set_suites(d->stream, d->suites, err, sizeof err) != 0)
+        ag_logf("hello_failed", "%s; the collector keeps the suites of the "
+                "last Hello", err);
+}
+
+static void *
+s_watch_main(void *arg)
+{
+    s_daemon_t *d = arg;
+    while (!s_stop_signal && !atomic_load(&d->watch_stop))
+        if (ag_suitedir_watch_wait(d->watch, 200))
+            s_rescan(d);
+    return NULL;
+}
+
+/* The job loop: one job at a time from the queue, until a signal. */
+static void
+s_job_loop(s_daemon_t *d)
+{
+    while (!s_stop_signal) {
+        s_job_t job = { 0 };
+        bool have = false;
+        pthread_mutex_lock(&d->lock);
+        if (d->queued > 0) {
+            job = d->queue[0];
+            memmove(d->queue, d->queue + 1,
+                    (d->queued - 1) * sizeof d->queue[0]);
+            d->queued--;
+            have = true;
+        }
+        pthread_mutex_unlock(&d->lock);
+        if (have) {
+            s_run_job(d, &job);
+            free(job.bytes);
+            continue;
+        }
+        struct timespec ts = { 0, 100 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Serve until a signal: stream, calibration, the suite watcher, jobs.
+ * Returns an exit code; err says why for a failure. */
+static int
+s_serve(s_daemon_t *d, ag_stream_opts_t *o, char *err, size_t errlen)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = s_on_signal;   /* no SA_RESTART: waits must end */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+
+    d->harness = ag_harness_new(err, errlen);
+    if (!d->harness)
+        return AG_DAEMON_EXIT_FAIL;
+    o->on_job_message = s_daemon_job_message;
+    o->job_ctx = d;
+    o->stop_signal = &s_stop_signal;
+    o->suites = d->suites;
+    d->stream = ag_stream_open(o, err, errlen);
+    if (!d->stream)
+        return AG_DAEMON_EXIT_USAGE;
+    s_signal_harness = d->harness;
+    ag_logf("start", "collector=%s spool=%s suites=%s (%zu)", o->collector,
+            o->spool_dir, o->suites_dir, d->suites->count);
+    if (d->watch && pthread_create(&d->watcher, NULL, s_watch_main, d) == 0)
+        d->watcher_started = true;
+    else
+        ag_logf("suites_unwatched", "%s: changes are not noticed until "
+                "the agent restarts", d->watch ? "pthread_create failed"
+                : "no inotify watch");
+    if (s_calibrate(d->stream, err, errlen) != 0 && !s_stop_signal)
+        ag_logf("calibration_failed", "%s", err);
+    /* Ready without waiting for the collector: the spool holds what is
+     * measured while it is away, and `systemctl start` must not hang
+     * on another host. STATUS= says whether it is connected. */
+    if (!s_stop_signal && ag_notify_ready("calibrated; connecting to %s, "
+                                          "%zu suites", o->collector,
+                                          d->suites->count) < 0)
+        ag_logf("notify_failed", "READY=1 could not be sent to "
+                "NOTIFY_SOCKET");
+    s_job_loop(d);
+    ag_logf("stop", "signal %d: delivering the spool (%zu messages) for up "
+            "to 2 s", (int)s_stop_signal, ag_stream_spooled(d->stream));
+    ag_notify_stopping("stopping: delivering %zu spooled messages",
+                       ag_stream_spooled(d->stream));
+    size_t left = ag_stream_drain(d->stream, 2.0);
+    ag_logf("stopped", "%zu messages left in the spool for the next start",
+            left);
+    return AG_DAEMON_EXIT_OK;
+}
+
 int
 ag_daemon_main(int argc, char **argv)
 {
@@ -667,85 +806,36 @@ ag_daemon_main(int argc, char **argv)
     }
     if (s_daemon_ready(&o, &mode, err, sizeof err) != 0)
         goto usage;
-    /* Everything else is checked before the key pair is made. */
-    if (!mode.enroll
-        && !(d.suites = ag_suitedir_scan(o.suites_dir, err, sizeof err)))
-        goto usage;
+    /* Everything else is checked before the key pair is made. The watch
+     * comes first: a change during the scan is then not missed. */
+    d.suites_dir = o.suites_dir;
+    if (!mode.enroll) {
+        char werr[S_ERR];
+        d.watch = ag_suitedir_watch_new(o.suites_dir, werr, sizeof werr);
+        if (!(d.suites = ag_suitedir_scan(o.suites_dir, err, sizeof err)))
+            goto usage;
+        if (!d.watch)
+            ag_logf("suites_unwatched", "%s", werr);
+    }
     if (s_make_key(o.key, err, sizeof err) != 0)
         goto usage;
     if (mode.enroll) {
         code = s_enroll(&o);
         goto out;
     }
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = s_on_signal;   /* no SA_RESTART: waits must end */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-
-    d.harness = ag_harness_new(err, sizeof err);
-    if (!d.harness)
-        goto fail;
-    o.on_job_message = s_daemon_job_message;
-    o.job_ctx = &d;
-    o.stop_signal = &s_stop_signal;
-    d.stream = ag_stream_open(&o, err, sizeof err);
-    if (!d.stream) {
-        code = AG_DAEMON_EXIT_USAGE;
-        goto fail;
-    }
-    s_signal_harness = d.harness;
-    ag_logf("start", "collector=%s spool=%s suites=%s (%zu)", o.collector,
-            o.spool_dir, o.suites_dir, d.suites->count);
-    if (s_calibrate(d.stream, err, sizeof err) != 0 && !s_stop_signal)
-        ag_logf("calibration_failed", "%s", err);
-    /* Ready without waiting for the collector: the spool holds what is
-     * measured while it is away, and `systemctl start` must not hang
-     * on another host. STATUS= says whether it is connected. */
-    if (!s_stop_signal && ag_notify_ready("calibrated; connecting to %s, "
-                                          "%zu suites", o.collector,
-                                          d.suites->count) < 0)
-        ag_logf("notify_failed", "READY=1 could not be sent to "
-                "NOTIFY_SOCKET");
-
-    while (!s_stop_signal) {
-        s_job_t job = { 0 };
-        bool have = false;
-        pthread_mutex_lock(&d.lock);
-        if (d.queued > 0) {
-            job = d.queue[0];
-            memmove(d.queue, d.queue + 1,
-                    (d.queued - 1) * sizeof d.queue[0]);
-            d.queued--;
-            have = true;
-        }
-        pthread_mutex_unlock(&d.lock);
-        if (have) {
-            s_run_job(&d, &job);
-            free(job.bytes);
-            continue;
-        }
-        struct timespec ts = { 0, 100 * 1000000 };
-        nanosleep(&ts, NULL);
-    }
-    ag_logf("stop", "signal %d: delivering the spool (%zu messages) for up "
-            "to 2 s", (int)s_stop_signal, ag_stream_spooled(d.stream));
-    ag_notify_stopping("stopping: delivering %zu spooled messages",
-                       ag_stream_spooled(d.stream));
-    size_t left = ag_stream_drain(d.stream, 2.0);
-    ag_logf("stopped", "%zu messages left in the spool for the next start",
-            left);
-    code = AG_DAEMON_EXIT_OK;
+    code = s_serve(&d, &o, err, sizeof err);
+    if (code != AG_DAEMON_EXIT_OK)
+        fprintf(stderr, "parity-agent: %s\n", err);
     goto out;
 usage:
     fprintf(stderr, "parity-agent: %s\n(see parity-agent --help)\n", err);
     code = AG_DAEMON_EXIT_USAGE;
-    goto out;
-fail:
-    fprintf(stderr, "parity-agent: %s\n", err);
 out:
+    if (d.watcher_started) {
+        atomic_store(&d.watch_stop, true);
+        pthread_join(d.watcher, NULL);
+    }
+    ag_suitedir_watch_destroy(&d.watch);
     s_signal_harness = NULL;
     ag_stream_destroy(&d.stream);
     ag_harness_destroy(&d.harness);

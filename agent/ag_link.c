@@ -955,6 +955,11 @@ ag_link_set_hello(ag_link_t *l, const uint8_t *env, size_t len)
     free(l->hello);
     l->hello = copy;
     l->hello_len = len;
+    /* A connection that sent its Hello already says the new one at the
+     * next tick: the collector replaces what it knows of the host and
+     * the connection stays as it is (ready stays ready). */
+    if (l->sock)
+        l->hello_pending = true;
     return AG_LINK_OK;
 }
 

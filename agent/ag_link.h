@@ -129,7 +129,10 @@ ag_link_t *ag_link_new(const ag_link_opts_t *opts, ag_spool_t *spool,
 void ag_link_destroy(ag_link_t **link);
 
 /* The Hello body (already packed as a whole Envelope, seq 0) sent on
- * every connect. Copied. Takes effect at the next connect. */
+ * every connect. Copied. On a connection already made it is sent at the
+ * next tick (before anything else), and the connection stays as it was:
+ * the collector answers Ack{0} and replaces what it knows of the host
+ * (docs/protocol.md, Hello). Call from the link's thread. */
 int ag_link_set_hello(ag_link_t *link, const uint8_t *env, size_t len);
 
 /* What the next heartbeat says: "idle"/"running" and the job id (copied;

@@ -73,6 +73,13 @@ struct ag_stream {
     void (*on_job_message)(void *ctx, const Parity__Envelope *env);
     void *job_ctx;
     const _Atomic int *stop_signal;    /* the daemon's; NULL: none */
+    /* The Hello's parts that stay, and the next Hello for the network
+     * thread (ag_stream_set_suites), under hello_lock. */
+    char *agent_name;
+    char *env_json;
+    pthread_mutex_t hello_lock;
+    uint8_t *next_hello;
+    size_t next_hello_len;
 
     /* The harness run in progress (harness thread only). */
     ag_callbacks_t inner;
@@ -130,9 +137,9 @@ out:
     return rc;
 }
 
-int
-ag_stream_job_status(ag_stream_t *s, const char *job_id, const char *state,
-                     const char *reason, const char *run_id)
+static int
+s_job_status(ag_stream_t *s, const char *job_id, const char *state,
+             const char *reason, const char *run_id, const char *digest)
 {
     Parity__Envelope env;
     Parity__JobStatus js;
@@ -142,6 +149,7 @@ ag_stream_job_status(ag_stream_t *s, const char *job_id, const char *state,
     js.state = (char *)state;
     js.reason = (char *)(reason ? reason : "");
     js.run_id = (char *)(run_id ? run_id : "");
+    js.suite_digest = (char *)(digest ? digest : "");
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_STATUS, &js);
     int rc = s_emit(s, &env, true, err, sizeof err);
@@ -151,6 +159,20 @@ ag_stream_job_status(ag_stream_t *s, const char *job_id, const char *state,
         ag_logf("job_status", "job=%s state=%s%s%s", job_id, state,
                 reason ? " reason=" : "", reason ? reason : "");
     return rc;
+}
+
+int
+ag_stream_job_status(ag_stream_t *s, const char *job_id, const char *state,
+                     const char *reason, const char *run_id)
+{
+    return s_job_status(s, job_id, state, reason, run_id, NULL);
+}
+
+int
+ag_stream_job_started(ag_stream_t *s, const char *job_id,
+                      const char *suite_digest)
+{
+    return s_job_status(s, job_id, "running", NULL, NULL, suite_digest);
 }
 
 int
@@ -557,6 +579,27 @@ s_on_link_message(void *ctx, const Parity__Envelope *env)
                 pw_wire_body_name(env->body_case));
 }
 
+/* On the network thread: a Hello from ag_stream_set_suites goes to the
+ * link, which sends it now when the connection said Hello already. */
+static void
+s_take_hello(ag_stream_t *s)
+{
+    pthread_mutex_lock(&s->hello_lock);
+    uint8_t *buf = s->next_hello;
+    size_t len = s->next_hello_len;
+    s->next_hello = NULL;
+    pthread_mutex_unlock(&s->hello_lock);
+    if (!buf)
+        return;
+    if (ag_link_set_hello(s->link, buf, len) != AG_LINK_OK)
+        ag_logf("hello_failed", "malloc: out of memory; the collector keeps "
+                "the suites of the last Hello");
+    else
+        ag_logf("hello", "name=%s: the suites changed, Hello sent again",
+                s->agent_name);
+    free(buf);
+}
+
 /* STATUS= for `systemctl status` (daemon mode, ag_notify.h). */
 static void
 s_notify_status(ag_stream_t *s)
@@ -575,6 +618,7 @@ s_net_main(void *arg)
     while (!atomic_load(&s->stop)) {
         bool woken = false;
         ag_link_tick(s->link, 200, s->wake_fd, &woken);
+        s_take_hello(s);
         /* Pings come from this thread, not the job loop: a job runs for
          * as long as its suite says, while this loop turns every 200 ms
          * and stops turning only when the agent is stuck. */
@@ -604,39 +648,39 @@ s_hello_env_json(void)
     return text ? text : strdup("{}");
 }
 
+/* The Hello listing suites (may be NULL: none), packed, into *buf (the
+ * caller frees it). The name and environment are the ones taken at
+ * open; the boot id and arch are read again (cheap, and a suite change
+ * is no reason to send stale ones). */
 static int
-s_set_hello(ag_stream_t *s, const ag_stream_opts_t *o, char *err,
-            size_t errlen)
+s_pack_hello(ag_stream_t *s, const ag_suitedir_t *suites, uint8_t **buf,
+             size_t *len, char *err, size_t errlen)
 {
     Parity__Envelope env;
     Parity__Hello h;
     Parity__Tag arch, *tags[1];
     struct utsname un;
-    char host[256] = "", boot[64] = "";
-    ag_suitedir_t *suites = NULL;
-    size_t nsuites = 0;
+    char boot[64] = "";
+    size_t nsuites = suites ? suites->count : 0;
     int rc = -1;
-    Parity__SuiteInfo *sinfo = NULL, **sptrs = NULL;
-    char *env_json = s_hello_env_json();
-    uint8_t *buf = NULL;
-    size_t len = 0;
+    Parity__SuiteInfo *sinfo = calloc(nsuites ? nsuites : 1, sizeof *sinfo);
+    Parity__SuiteInfo **sptrs = calloc(nsuites ? nsuites : 1, sizeof *sptrs);
 
-    gethostname(host, sizeof host - 1);
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
     if (f) {
         if (fgets(boot, sizeof boot, f))
             boot[strcspn(boot, "\n")] = 0;
         fclose(f);
     }
-    if (o->suites_dir
-        && !(suites = ag_suitedir_scan(o->suites_dir, err, errlen)))
+    if (!sinfo || !sptrs) {
+        snprintf(err, errlen, "calloc: out of memory");
         goto out;
-    nsuites = suites ? suites->count : 0;
+    }
     parity__hello__init(&h);
-    h.agent_name = (char *)(o->name ? o->name : host);
+    h.agent_name = s->agent_name;
     h.agent_version = PARITY_VERSION;
     h.key_fingerprint = (char *)ag_link_public_key(s->link);
-    h.environment_json = env_json ? env_json : "{}";
+    h.environment_json = s->env_json;
     h.boot_id = boot;
     parity__tag__init(&arch);
     arch.key = "arch";
@@ -644,12 +688,6 @@ s_set_hello(ag_stream_t *s, const ag_stream_opts_t *o, char *err,
     tags[0] = &arch;
     h.tags = tags;
     h.n_tags = 1;
-    sinfo = calloc(nsuites ? nsuites : 1, sizeof *sinfo);
-    sptrs = calloc(nsuites ? nsuites : 1, sizeof *sptrs);
-    if (!sinfo || !sptrs) {
-        snprintf(err, errlen, "calloc: out of memory");
-        goto out;
-    }
     for (size_t i = 0; i < nsuites; i++) {
         const ag_suite_entry_t *e = &suites->entries[i];
         parity__suite_info__init(&sinfo[i]);
@@ -663,19 +701,58 @@ s_set_hello(ag_stream_t *s, const ag_stream_opts_t *o, char *err,
     h.n_suites = nsuites;
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_HELLO, &h);
-    if (pw_wire_pack_alloc(&env, &buf, &len, err, errlen) != PW_WIRE_OK)
+    if (pw_wire_pack_alloc(&env, buf, len, err, errlen) != PW_WIRE_OK)
         goto out;
-    ag_link_set_hello(s->link, buf, len);
-    ag_logf("hello", "name=%s suites=%zu key=%s", h.agent_name, nsuites,
-            h.key_fingerprint);
     rc = 0;
 out:
-    free(buf);
     free(sinfo);
     free(sptrs);
-    free(env_json);
-    ag_suitedir_destroy(&suites);
     return rc;
+}
+
+/* The first Hello, before the network thread starts. */
+static int
+s_set_hello(ag_stream_t *s, const ag_stream_opts_t *o, char *err,
+            size_t errlen)
+{
+    char host[256] = "";
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    gethostname(host, sizeof host - 1);
+    s->agent_name = strdup(o->name ? o->name : host);
+    s->env_json = s_hello_env_json();
+    if (!s->agent_name || !s->env_json) {
+        snprintf(err, errlen, "strdup: out of memory");
+        return -1;
+    }
+    if (s_pack_hello(s, o->suites, &buf, &len, err, errlen) != 0)
+        return -1;
+    int rc = ag_link_set_hello(s->link, buf, len);
+    free(buf);
+    if (rc != AG_LINK_OK) {
+        snprintf(err, errlen, "malloc: out of memory");
+        return -1;
+    }
+    ag_logf("hello", "name=%s suites=%zu key=%s", s->agent_name,
+            o->suites ? o->suites->count : 0, ag_link_public_key(s->link));
+    return 0;
+}
+
+int
+ag_stream_set_suites(ag_stream_t *s, const ag_suitedir_t *suites, char *err,
+                     size_t errlen)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (s_pack_hello(s, suites, &buf, &len, err, errlen) != 0)
+        return -1;
+    pthread_mutex_lock(&s->hello_lock);
+    free(s->next_hello);
+    s->next_hello = buf;
+    s->next_hello_len = len;
+    pthread_mutex_unlock(&s->hello_lock);
+    s_wake(s);
+    return 0;
 }
 
 bool
@@ -781,6 +858,7 @@ ag_stream_open(const ag_stream_opts_t *o, char *err, size_t errlen)
         return NULL;
     }
     pthread_mutex_init(&s->emit_lock, NULL);
+    pthread_mutex_init(&s->hello_lock, NULL);
     snprintf(s->collector, sizeof s->collector, "%s", o->collector);
     s->on_job_message = o->on_job_message;
     s->job_ctx = o->job_ctx;
@@ -885,7 +963,11 @@ ag_stream_destroy(ag_stream_t **sp)
     if (s->wake_fd >= 0)
         close(s->wake_fd);
     free(s->job_id);
+    free(s->agent_name);
+    free(s->env_json);
+    free(s->next_hello);
     pthread_mutex_destroy(&s->emit_lock);
+    pthread_mutex_destroy(&s->hello_lock);
     free(s);
     *sp = NULL;
 }

@@ -18,7 +18,7 @@
  *
  * Threads: the callbacks, set_job and job_status run on the caller's
  * (harness) thread; on_job_message runs on the network thread;
- * spooled, has_room, set_state and link_stats may
+ * ag_stream_set_suites, spooled, has_room, set_state and link_stats may
  * be called from any thread.
  *
  * Ownership: ag_stream_open() returns a stream the caller owns (free with
@@ -60,7 +60,9 @@ typedef struct {
     const char *key;            /* our zcert (public or _secret file) */
     const char *spool_dir;
     const char *name;           /* NULL: the host name */
-    const char *suites_dir;     /* NULL: Hello lists no suites */
+    const char *suites_dir;     /* the daemon's --suites (not read here) */
+    const ag_suitedir_t *suites;/* what Hello lists (read during
+                                   ag_stream_open only); NULL: none */
     uint64_t spool_max_bytes;   /* 0: the spool's default */
     unsigned heartbeat_ms;      /* 0: 1000 */
     double ack_timeout_s;       /* run mode: wait this long for acks;
@@ -113,6 +115,11 @@ int ag_stream_job_status(ag_stream_t *s, const char *job_id,
                          const char *state, const char *reason,
                          const char *run_id);
 
+/* The JobStatus "running" that starts a job, naming the SHA-256 of the
+ * suite file's bytes the job runs. */
+int ag_stream_job_started(ag_stream_t *s, const char *job_id,
+                          const char *suite_digest);
+
 /* Spool a Calibration of n no-op wall times (at most
  * PW_WIRE_MAX_CALIBRATION are sent). Returns an AG_SPOOL_* code. */
 int ag_stream_calibration(ag_stream_t *s, const double *wall_us, size_t n,
@@ -121,6 +128,13 @@ int ag_stream_calibration(ag_stream_t *s, const double *wall_us, size_t n,
 /* Wait up to timeout_s for the collector to ack everything spooled.
  * Returns 0 when all were acked, else the number still spooled. */
 size_t ag_stream_drain(ag_stream_t *s, double timeout_s);
+
+/* The suites changed: say Hello again listing suites (read during the
+ * call only) on the current connection, and use that Hello on every
+ * connection from now on (docs/protocol.md, Hello). -1 with err when it
+ * cannot be packed (out of memory, or above the frame). */
+int ag_stream_set_suites(ag_stream_t *s, const ag_suitedir_t *suites,
+                         char *err, size_t errlen);
 
 /* Messages spooled and not yet acked. */
 size_t ag_stream_spooled(ag_stream_t *s);

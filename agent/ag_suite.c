@@ -1064,13 +1064,14 @@ done:
 }
 
 int
-ag_suite_load(const char *path, const ag_var_t *vars, size_t var_count,
-              ag_suite_t **out, char *err, size_t errlen)
+ag_suite_read(const char *path, char **text_out, size_t *len_out, char *err,
+              size_t errlen)
 {
     int rc = AG_SUITE_ERR;
     char *text = NULL;
     struct stat st;
-    *out = NULL;
+    *text_out = NULL;
+    *len_out = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(err, errlen, "%s: open: %s", path, strerror(errno));
@@ -1107,11 +1108,28 @@ ag_suite_load(const char *path, const ag_var_t *vars, size_t var_count,
         got += (size_t)r;
     }
     text[got] = '\0';
-    rc = ag_suite_load_buffer(path, text, got, vars, var_count, out, err,
-                              errlen);
+    *text_out = text;
+    *len_out = got;
+    text = NULL;
+    rc = AG_SUITE_OK;
 done:
     free(text);
     close(fd);
+    return rc;
+}
+
+int
+ag_suite_load(const char *path, const ag_var_t *vars, size_t var_count,
+              ag_suite_t **out, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    *out = NULL;
+    if (ag_suite_read(path, &text, &len, err, errlen) != AG_SUITE_OK)
+        return AG_SUITE_ERR;
+    int rc = ag_suite_load_buffer(path, text, len, vars, var_count, out, err,
+                                  errlen);
+    free(text);
     return rc;
 }
 

@@ -130,6 +130,14 @@ typedef struct {
 int ag_suite_load(const char *path, const ag_var_t *vars, size_t var_count,
                   ag_suite_t **out, char *err, size_t errlen);
 
+/* The bytes of the suite file at path (a regular file of at most
+ * AG_SUITE_MAX_FILE_BYTES), NUL-terminated; *text is the caller's to
+ * free. ag_suite_load() is this and ag_suite_load_buffer(); a caller
+ * that must know exactly which bytes it ran (the daemon hashes them)
+ * calls the two itself. err as ag_suite_load()'s for I/O. */
+int ag_suite_read(const char *path, char **text, size_t *len, char *err,
+                  size_t errlen);
+
 /* The same from a buffer; name is used in messages in place of a path. */
 int ag_suite_load_buffer(const char *name, const char *text, size_t len,
                          const ag_var_t *vars, size_t var_count,

@@ -497,8 +497,13 @@ s_claim(co_jobs_t *j, int64_t *jobs, const int64_t *hosts, size_t n,
         s_err(err, errlen, "offered rows: too many");
     else
         r = s_q(j,
+            /* suite_digest: the suite's as the host's Hello listed it;
+             * the agent's JobStatus "running" names the file it loaded. */
             "UPDATE job_hosts h SET state = 'running', offered_at_us = $3, "
-            "updated_at_us = $3 FROM (SELECT c.job, c.host_id FROM job_hosts "
+            "updated_at_us = $3, suite_digest = COALESCE((SELECT s.digest "
+            "FROM host_suites s JOIN jobs jj ON jj.id = h.job WHERE "
+            "s.host_id = h.host_id AND s.name = jj.suite), '') "
+            "FROM (SELECT c.job, c.host_id FROM job_hosts "
             "c JOIN unnest($1::bigint[], $2::bigint[]) AS u(job, host_id) ON "
             "c.job = u.job AND c.host_id = u.host_id WHERE c.state = "
             "'queued' FOR UPDATE OF c SKIP LOCKED) AS k WHERE h.job = k.job "
@@ -723,20 +728,14 @@ s_mark_lost(co_jobs_t *j, int64_t host_id, const char *job_db_id,
     PQclear(r);
 }
 
-int
-co_jobs_agent_online(co_jobs_t *j, const char *public_key,
-                     const Parity__Hello *h, int64_t now_us, char *err,
-                     size_t errlen)
+/* The suites h lists replace the ones host listed before (one
+ * transaction). */
+static int
+s_replace_suites(co_jobs_t *j, const char *host, const Parity__Hello *h,
+                 char *err, size_t errlen)
 {
-    int64_t host_id;
-    int rc = s_host_id(j, public_key, &host_id, err, errlen);
+    int rc = s_exec(j, "BEGIN", err, errlen);
     if (rc != CO_JOBS_OK)
-        return rc;
-    char host[24];
-    snprintf(host, sizeof host, "%" PRId64, host_id);
-
-    /* The suites it lists now replace the ones it listed before. */
-    if ((rc = s_exec(j, "BEGIN", err, errlen)) != CO_JOBS_OK)
         return rc;
     const char *pd[] = { host };
     PGresult *r = s_q(j, "DELETE FROM host_suites WHERE host_id = $1", 1,
@@ -768,8 +767,44 @@ co_jobs_agent_online(co_jobs_t *j, const char *public_key,
             goto fail;
         PQclear(r);
     }
-    if ((rc = s_exec(j, "COMMIT", err, errlen)) != CO_JOBS_OK)
+    return s_exec(j, "COMMIT", err, errlen);
+fail:
+    s_rollback(j);
+    return CO_JOBS_FAIL;
+}
+
+int
+co_jobs_agent_suites(co_jobs_t *j, const char *public_key,
+                     const Parity__Hello *h, char *err, size_t errlen)
+{
+    int64_t host_id;
+    char host[24];
+    int rc = s_host_id(j, public_key, &host_id, err, errlen);
+    if (rc != CO_JOBS_OK)
         return rc;
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    if ((rc = s_replace_suites(j, host, h, err, errlen)) != CO_JOBS_OK)
+        return rc;
+    s_log(j, "host_suites", "host_id=%s suites=%zu (Hello again on its "
+          "connection)", host, h ? h->n_suites : (size_t)0);
+    return CO_JOBS_OK;
+}
+
+int
+co_jobs_agent_online(co_jobs_t *j, const char *public_key,
+                     const Parity__Hello *h, int64_t now_us, char *err,
+                     size_t errlen)
+{
+    int64_t host_id;
+    int rc = s_host_id(j, public_key, &host_id, err, errlen);
+    if (rc != CO_JOBS_OK)
+        return rc;
+    char host[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+
+    if ((rc = s_replace_suites(j, host, h, err, errlen)) != CO_JOBS_OK)
+        return rc;
+    const char *pd[] = { host };
 
     s_online_t *o = s_online_find(j, public_key);
     if (!o && j->n_online < CO_JOBS_MAX_ONLINE) {
@@ -785,10 +820,10 @@ co_jobs_agent_online(co_jobs_t *j, const char *public_key,
      * the old process, or still running (the collector restarted, the
      * network was cut). A Heartbeat naming the job keeps the row; none
      * within confirm_us makes it lost (co_jobs_tick). */
-    r = s_q(j, "SELECT j.job_uuid, j.id FROM job_hosts h JOIN jobs j ON "
-            "j.id = h.job WHERE h.host_id = $1 AND h.state = 'running' "
-            "ORDER BY h.offered_at_us DESC LIMIT 1", 1, pd, PGRES_TUPLES_OK,
-            err, errlen);
+    PGresult *r = s_q(j, "SELECT j.job_uuid, j.id FROM job_hosts h JOIN "
+                      "jobs j ON j.id = h.job WHERE h.host_id = $1 AND "
+                      "h.state = 'running' ORDER BY h.offered_at_us DESC "
+                      "LIMIT 1", 1, pd, PGRES_TUPLES_OK, err, errlen);
     if (!r)
         return CO_JOBS_FAIL;
     bool running = PQntuples(r) == 1;
@@ -806,9 +841,6 @@ co_jobs_agent_online(co_jobs_t *j, const char *public_key,
     if (!running)
         s_dispatch(j, host_id, now_us);
     return CO_JOBS_OK;
-fail:
-    s_rollback(j);
-    return CO_JOBS_FAIL;
 }
 
 void
@@ -959,15 +991,19 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
     const char *p[] = { job, host, final ? final : "running",
                         st->reason ? st->reason : "", st->run_id ?
                         st->run_id : "", st->benchmark ? st->benchmark : "",
-                        round, rounds, now };
+                        round, rounds, now,
+                        st->suite_digest ? st->suite_digest : "" };
+    /* suite_digest: the agent's word for the file it runs wins over the
+     * one its Hello listed when the job was offered. */
     r = s_q(j,
         "UPDATE job_hosts SET state = $3, reason = $4, "
         "run_id = CASE WHEN $5 = '' THEN run_id ELSE $5 END, "
         "benchmark = CASE WHEN $6 = '' THEN benchmark ELSE $6 END, "
+        "suite_digest = CASE WHEN $10 = '' THEN suite_digest ELSE $10 END, "
         "round = $7::int, rounds = $8::int, updated_at_us = $9, "
         "offered_at_us = COALESCE(offered_at_us, $9), "
         "ended_at_us = CASE WHEN $3 = 'running' THEN NULL ELSE $9 END "
-        "WHERE job = $1 AND host_id = $2", 9, p, PGRES_COMMAND_OK, err,
+        "WHERE job = $1 AND host_id = $2", 10, p, PGRES_COMMAND_OK, err,
         errlen);
     if (!r)
         return CO_JOBS_FAIL;

@@ -152,6 +152,13 @@ int co_jobs_agent_online(co_jobs_t *jobs, const char *public_key,
                          const Parity__Hello *hello, int64_t now_us,
                          char *err, size_t errlen);
 
+/* A Hello again on a connection whose Hello was stored (the agent's
+ * suites changed): its suites replace the ones listed before, and
+ * nothing else changes (a running row stays as it is). */
+int co_jobs_agent_suites(co_jobs_t *jobs, const char *public_key,
+                         const Parity__Hello *hello, char *err,
+                         size_t errlen);
+
 /* Notifications from other collectors (LISTEN, opts.listen): a new job
  * makes idle online hosts get offers, a cancel sends JobCancel to this
  * collector's hosts running the job. After a reconnect (notifications

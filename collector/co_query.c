@@ -274,7 +274,9 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         /* No host_keys row: approved by a file of --allow. */
         "COALESCE((SELECT k.state FROM host_keys k WHERE "
         " k.public_key = h.public_key), 'approved') , "
-        "COALESCE(h.collector, '') "
+        "COALESCE(h.collector, ''), "
+        "(SELECT COALESCE(json_object_agg(s.name, s.digest ORDER BY s.name), "
+        " '{}') FROM host_suites s WHERE s.host_id = h.id)::text "
         "FROM hosts h ORDER BY h.name, h.id", 1, p);
     if (!r || !out)
         goto fail;
@@ -315,6 +317,7 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
                                                                    16)));
         json_object_set_new(h, "key_state", json_string(PQgetvalue(r, i,
                                                                    15)));
+        json_object_set_new(h, "suite_digests", s_json_col(r, i, 17));
         json_array_append_new(out, h);
     }
     PQclear(r);
@@ -586,6 +589,66 @@ s_summarize(json_t *cmp)
     return 0;
 }
 
+/* Which version of the suite each host ran: "suite_digests" in out,
+ * [{"digest", "hosts": [...]}], the digest most hosts ran first (a tie:
+ * the smaller digest), and "suite_differs" on each host entry whose
+ * known digest is not that first one. Hosts with no digest ('' : the
+ * agent never said) are in no group and never flagged. */
+static int
+s_suite_digests(json_t *out, json_t *hosts)
+{
+    json_t *groups = json_object(), *list = json_array();
+    size_t i;
+    json_t *h;
+    if (!groups || !list)
+        goto fail;
+    json_array_foreach(hosts, i, h) {
+        const char *d = json_string_value(json_object_get(h,
+                                                          "suite_digest"));
+        if (!d || !*d)
+            continue;
+        json_t *g = json_object_get(groups, d);
+        if (!g) {
+            g = json_pack("{s:s,s:[]}", "digest", d, "hosts");
+            if (!g || json_object_set_new(groups, d, g) != 0
+                || json_array_append(list, g) != 0)
+                goto fail;
+        }
+        json_array_append_new(json_object_get(g, "hosts"),
+                              json_incref(json_object_get(h, "host")));
+    }
+    /* Most hosts first; a tie: the smaller digest (a stable answer). */
+    size_t n = json_array_size(list);
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0; b--) {
+            json_t *x = json_array_get(list, b - 1), *y = json_array_get(list,
+                                                                         b);
+            size_t nx = json_array_size(json_object_get(x, "hosts"));
+            size_t ny = json_array_size(json_object_get(y, "hosts"));
+            if (ny < nx || (ny == nx && strcmp(json_string_value(
+                json_object_get(y, "digest")), json_string_value(
+                json_object_get(x, "digest"))) > 0))
+                break;
+            json_incref(x);
+            json_array_set(list, b - 1, y);
+            json_array_set_new(list, b, x);
+        }
+    const char *first = n ? json_string_value(json_object_get(
+        json_array_get(list, 0), "digest")) : "";
+    json_array_foreach(hosts, i, h) {
+        const char *d = json_string_value(json_object_get(h,
+                                                          "suite_digest"));
+        json_object_set_new(h, "suite_differs", json_boolean(
+            d && *d && strcmp(d, first) != 0));
+    }
+    json_decref(groups);
+    return json_object_set_new(out, "suite_digests", list);
+fail:
+    json_decref(groups);
+    json_decref(list);
+    return -1;
+}
+
 static json_t *
 s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
 {
@@ -597,9 +660,9 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     json_t *out = NULL;
     PGresult *r = s_q(q, res,
         "SELECT h.name, jh.state, jh.reason, j.suite, j.state, j.tags::text, "
-        "j.label FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h "
-        "ON h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
-        1, p);
+        "j.label, jh.suite_digest FROM job_hosts jh JOIN jobs j ON "
+        "j.id = jh.job JOIN hosts h ON h.id = jh.host_id WHERE "
+        "j.job_uuid = $1 ORDER BY h.name, h.id", 1, p);
     if (!r || !cmps || !hosts)
         goto fail;
     out = json_pack("{s:s,s:s,s:s,s:o,s:s}", "job", id,
@@ -609,10 +672,13 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
                     json_object(),
                     "label", PQntuples(r) ? PQgetvalue(r, 0, 6) : "");
     for (int i = 0; i < PQntuples(r); i++)
-        json_array_append_new(hosts, json_pack("{s:s,s:s,s:s}",
+        json_array_append_new(hosts, json_pack("{s:s,s:s,s:s,s:s}",
             "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
-            "reason", PQgetvalue(r, i, 2)));
+            "reason", PQgetvalue(r, i, 2), "suite_digest",
+            PQgetvalue(r, i, 7)));
     PQclear(r);
+    if (out && s_suite_digests(out, hosts) != 0)
+        goto fail;
     char lim[16];
     snprintf(lim, sizeof lim, "%d", S_VERDICT_ROWS_MAX);
     const char *pv[] = { id, lim };

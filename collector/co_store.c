@@ -399,6 +399,17 @@ s_jobs_online(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
                co_log_quote(q, sizeof q, err));
 }
 
+/* A Hello again on the same connection: only the suites change. */
+static void
+s_jobs_suites(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
+{
+    char err[512], q[600];
+    if (st->jobs && co_jobs_agent_suites(st->jobs, p->key, h, err,
+                                         sizeof err) != CO_JOBS_OK)
+        co_log(CO_LOG_WARN, "jobs_suites_failed", "peer=%s why=%s", p->key,
+               co_log_quote(q, sizeof q, err));
+}
+
 /* Remember that the host was heard, for the next last_seen write. */
 static void
 s_heard(co_store_t *st, s_peer_t *p)
@@ -547,6 +558,11 @@ s_on_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
 {
     Parity__Hello *h = (*envp)->hello;
     char q[200];
+    /* A Hello again on a connection whose Hello is stored: the agent's
+     * suites changed (docs/protocol.md, Hello). The host is updated; the
+     * connection and its jobs stay as they are. */
+    bool again = p->hello_on_rid && p->host_id && !p->pending_hello
+              && !item->key_pending;
     s_status_flush(st);  /* answered on the connection they came on */
     s_txn_commit(st);    /* co_jobs reads on its own connection */
     st->c.hellos++;
@@ -562,7 +578,10 @@ s_on_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
         co_log(CO_LOG_INFO, "hello", "peer=%s host_id=%" PRId64 " name=%s",
                p->key, p->host_id, co_log_quote(q, sizeof q, p->name));
         s_ack(st, p->rid, p->rid_len, 0);
-        s_jobs_online(st, p, h);
+        if (again)
+            s_jobs_suites(st, p, h);
+        else
+            s_jobs_online(st, p, h);
     }
     s_step(st, CO_STEP_HELLO, t0);
     if (stored)

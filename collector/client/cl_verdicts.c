@@ -134,6 +134,30 @@ s_print_csv(FILE *f, const json_t *body)
     return ferror(f) ? -1 : 0;
 }
 
+/* When the hosts ran more than one version of the suite: one line per
+ * version (the first 12 hex digits of its SHA-256, then its hosts),
+ * the one most hosts ran first; the others are marked. */
+static void
+s_print_suite_versions(FILE *f, const json_t *body, bool markdown)
+{
+    const json_t *groups = json_object_get(body, "suite_digests");
+    size_t n = json_array_size(groups), i, k;
+    json_t *g, *h;
+    if (n < 2)
+        return;
+    fprintf(f, "%ssuite %s: the hosts ran %zu versions of it (SHA-256 of "
+            "the suite file):\n", markdown ? "\n" : "",
+            s_str(body, "suite", "?"), n);
+    json_array_foreach(groups, i, g) {
+        fprintf(f, "%s%.12s ", markdown ? "- " : "  ",
+                s_str(g, "digest", "?"));
+        json_array_foreach(json_object_get(g, "hosts"), k, h)
+            fprintf(f, "%s%s", k ? ", " : "", json_string_value(h) ?
+                    json_string_value(h) : "?");
+        fprintf(f, "%s\n", i ? "  (differs from the most hosts')" : "");
+    }
+}
+
 int
 cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
 {
@@ -253,6 +277,8 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
                     s_str(h, "reason", ""));
         }
     }
+    if (format == CL_VERDICTS_TABLE || format == CL_VERDICTS_MARKDOWN)
+        s_print_suite_versions(f, body, format == CL_VERDICTS_MARKDOWN);
     if (format == CL_VERDICTS_TABLE && json_array_size(cmps) > 0)
         fprintf(f, "ratio = subject median / other median on that host "
                 "(below 1: the subject is faster);\neach verdict uses its "

@@ -370,14 +370,14 @@ def case_migrate(w, db, fx):
        "the old floor query gives alpha's floor %r" % (floor_before,))
 
     r = tool("migrate", w.data)
-    ok(r.returncode == 0 and r.stdout.strip() == "applied 5",
-       "storage-tool migrate applies 006 to 010 (%r)" % r.stdout)
+    ok(r.returncode == 0 and r.stdout.strip() == "applied 7",
+       "storage-tool migrate applies 006 to 012 (%r)" % r.stdout)
     after = checksums(db, columns)
     bad = [t for t in OLD_TABLES if before[t] != after[t]]
     ok(not bad, "every row of every old table survived (count and md5 of "
        "its columns): differ %s" % bad)
-    ok(db.one("SELECT max(version) FROM schema_version;") == "10",
-       "schema_version is 10")
+    ok(db.one("SELECT max(version) FROM schema_version;") == "12",
+       "schema_version is 12")
     # 009: the hosts of files stay approved by their files (no row).
     ok(db.one("SELECT count(*) FROM host_keys;") == "0"
        and db.one("SELECT count(*) FROM hosts;") == str(len(fx.hosts)),
@@ -387,6 +387,10 @@ def case_migrate(w, db, fx):
        "host_keys.state is checked (pending, approved, rejected, revoked)")
     ok(db.one("SELECT count(*) FROM refusals;") == "0",
        "010 adds refusals empty")
+    ok(db.one("SELECT count(*) FROM job_hosts WHERE suite_digest <> '';")
+       == "0" and db.one("SELECT count(*) FROM job_hosts;")
+       == db.one("SELECT count(*) FROM job_hosts WHERE suite_digest = '';"),
+       "012 gives every old job_hosts row an empty suite_digest")
     series = sorted(tuple(r) for r in db.run(
         "SELECT benchmark_id, host_id, vars::text, other FROM series;"))
     ok(series == sorted((str(b), str(h), "{}", "old") for h in fx.hosts

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""test_suites.py CASE BUILD_DIR -- suites that update (TAP; issue 10).
+
+Real processes, as in test_system.py (whose World this reuses): one
+parity-collector with its private PostgreSQL, parity-agent daemons, the
+`parity` client with an --admin key, 127.0.0.1 only.
+
+  update   while one daemon runs (same pid throughout): a suite file is
+           edited (its digest in `parity hosts --json` changes), one is
+           added the way an editor saves (temp file, then rename: offered
+           once the burst settles), one removed (no longer offered, and
+           `parity run` of it is refused); a bad file and an unreadable
+           one found on rescan are logged with the file and why, are not
+           offered, and the daemon carries on offering the rest; a job
+           after all that runs the edited suite and its host row names
+           the edited file's digest
+  mixed    two agents with different versions of one suite run one job:
+           `parity verdicts JOB --json` names each host's digest, groups
+           them most hosts first and flags the host that differs; the
+           table says so in a note line
+
+Environment: PARITY_BUILD_DIR (default: from meson), PARITY_PG_BINDIR.
+"""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_system as ts  # noqa: E402  (World, ok, diag, bail; reads argv[2])
+
+ok, diag, bail = ts.ok, ts.diag, ts.bail
+AGENT, COLLECTOR, PARITY = ts.AGENT, ts.COLLECTOR, ts.PARITY
+
+SUITE = """suite: %s
+# %s
+benchmarks:
+  - name: %s
+    runs: 3
+    warmup: 0
+    arms:
+      - name: quick
+        command: [/bin/true]
+      - name: other
+        command: [/bin/true]
+"""
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class Fleet:
+    """A World plus daemons of their own names, keys, suites and spools."""
+
+    def __init__(self, name):
+        self.w = ts.World(name)
+        self.conn = ["--collector", self.w.endpoint, "--collector-key",
+                     self.w.key("collector"), "--key",
+                     self.w.key("admin") + "_secret"]
+        self.logs = []
+
+    def daemon(self, name):
+        """parity-agent NAME on suites dir ROOT/NAME-suites (made here)."""
+        if name != "agent":
+            self.w.keygen(name)
+            shutil.copy(self.w.key(name), self.w.allow)
+        suites = os.path.join(self.w.root, name + "-suites")
+        os.makedirs(suites, exist_ok=True)
+        log = os.path.join(self.w.root, name + ".log")
+        self.logs.append(log)
+        p = subprocess.Popen(
+            [AGENT, "--collector", self.w.endpoint, "--collector-key",
+             self.w.key("collector"), "--key", self.w.key(name),
+             "--suites", suites, "--spool",
+             os.path.join(self.w.root, name + "-spool"), "--name", name,
+             "--heartbeat-ms", self.w.heartbeat_ms],
+            stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+        self.w.children.append(p)
+        return p, suites, log
+
+    def parity(self, *args, timeout=60):
+        return subprocess.run([PARITY] + list(args) + self.conn,
+                              capture_output=True, text=True,
+                              timeout=timeout)
+
+    def host(self, name):
+        r = self.parity("hosts", "--json")
+        try:
+            for h in json.loads(r.stdout)["hosts"]:
+                if h["name"] == name:
+                    return h
+        except (ValueError, KeyError):
+            diag("hosts --json: %s %s" % (r.stdout[-300:], r.stderr))
+        return {}
+
+    def wait_suites(self, name, want, timeout=15):
+        """Poll `parity hosts --json` until NAME's suite_digests is want."""
+        end = time.time() + timeout
+        got = None
+        while time.time() < end:
+            got = self.host(name).get("suite_digests")
+            if got == want:
+                return got
+            time.sleep(0.2)
+        return got
+
+
+def log_has(path, *words):
+    with open(path, errors="replace") as f:
+        return any(all(w in line for w in words) for line in f)
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    return p.returncode
+
+
+def case_update(f):
+    f.w.start_collector()
+    d, suites, log = None, None, None
+    d, suites, log = f.daemon("agent")
+    a = os.path.join(suites, "alpha.yaml")
+    b = os.path.join(suites, "beta.yaml")
+    write(a, SUITE % ("alpha", "v1", "t"))
+    write(b, SUITE % ("beta", "v1", "t"))
+    # Written after the start: the first change the daemon notices.
+    ok(f.wait_suites("agent", {"alpha": sha256(a), "beta": sha256(b)})
+       == {"alpha": sha256(a), "beta": sha256(b)},
+       "suites written after the daemon started are offered, with their "
+       "SHA-256 (parity hosts --json suite_digests)")
+    ok(f.host("agent").get("suites") == ["alpha", "beta"],
+       "parity hosts lists them by name")
+
+    write(a, SUITE % ("alpha", "v2", "t"))
+    want = {"alpha": sha256(a), "beta": sha256(b)}
+    ok(f.wait_suites("agent", want) == want,
+       "an edited suite's new digest reaches the collector")
+    ok(log_has(log, "event=suites_changed", "changed=alpha"),
+       "the agent logs what changed (changed=alpha)")
+
+    # An editor's save: a temp file, written and renamed into place.
+    tmp = os.path.join(suites, ".gamma.yaml.swp")
+    write(tmp, SUITE % ("gamma", "v1", "t"))
+    g = os.path.join(suites, "gamma.yaml")
+    os.rename(tmp, g)
+    want["gamma"] = sha256(g)
+    ok(f.wait_suites("agent", want) == want,
+       "a suite saved through a temp file and a rename is offered")
+
+    os.unlink(b)
+    del want["beta"]
+    ok(f.wait_suites("agent", want) == want,
+       "a removed suite is no longer offered")
+    r = f.parity("run", "beta")
+    ok(r.returncode != 0 and "beta" in r.stderr,
+       "parity run of the removed suite is refused (%d: %s)"
+       % (r.returncode, r.stderr.strip()[-200:]))
+
+    # A bad suite on rescan: logged with file:line, not offered.
+    bad = os.path.join(suites, "broken.yaml")
+    write(bad, "suite: broken\nbenchmarks:\n  - name: x\n    arms: 7\n")
+    write(a, SUITE % ("alpha", "v3", "t"))   # a change beside it
+    want["alpha"] = sha256(a)
+    ok(f.wait_suites("agent", want) == want,
+       "beside a bad file, the other suites are still offered (alpha "
+       "edited again, gamma)")
+    ok(log_has(log, "event=suite_invalid", bad + ":4:",
+               "(not offered)"),
+       "the bad file is logged with its file:line and \"(not offered)\"")
+    # A directory where a suite file should be: unreadable as a suite.
+    os.mkdir(os.path.join(suites, "odd.yaml"))
+    write(g, SUITE % ("gamma", "v2", "t"))
+    want["gamma"] = sha256(g)
+    ok(f.wait_suites("agent", want) == want,
+       "an unreadable entry is skipped; the rest are offered")
+    ok(log_has(log, "event=suite_invalid", "odd.yaml", "not a regular file",
+               "(not offered)"),
+       "the unreadable one is logged: odd.yaml: not a regular file")
+    ok(d.poll() is None, "the daemon is still running (pid %d, never "
+       "restarted)" % d.pid)
+
+    r = f.parity("run", "alpha", "--wait", timeout=90)
+    ok(r.returncode == 0, "a job of the edited suite runs (%d: %s)"
+       % (r.returncode, (r.stderr or r.stdout).strip()[-300:]))
+    ok(f.w.psql("SELECT suite_digest FROM job_hosts") == sha256(a),
+       "the job's host row names the digest of the file it ran")
+    ok(stop(d) == 0, "the daemon exits 0 on SIGTERM")
+
+
+def case_mixed(f):
+    f.w.start_collector()
+    agents = {}
+    for name, note in (("alpha", "v1"), ("beta", "v1"), ("gamma", "v2")):
+        p, suites, log = f.daemon(name)
+        path = os.path.join(suites, "shared.yaml")
+        write(path, SUITE % ("shared", note, "t"))
+        agents[name] = (p, sha256(path))
+    ok(agents["alpha"][1] == agents["beta"][1] != agents["gamma"][1],
+       "alpha and beta share a version of suite shared; gamma's differs")
+    for name in agents:
+        f.wait_suites(name, {"shared": agents[name][1]}, timeout=30)
+    r = f.parity("run", "shared", "--wait", timeout=150)
+    ok(r.returncode == 0, "the job runs on the three hosts (%d: %s)"
+       % (r.returncode, (r.stderr or r.stdout).strip()[-300:]))
+    r = f.parity("verdicts", "--json")
+    try:
+        body = json.loads(r.stdout)
+    except ValueError:
+        body = {}
+        diag(r.stdout + r.stderr)
+    hosts = {h["host"]: h for h in body.get("hosts", [])}
+    ok(all(hosts.get(n, {}).get("suite_digest") == agents[n][1]
+           for n in agents),
+       "verdicts --json names each host's suite digest")
+    ok([h.get("suite_differs") for n, h in sorted(hosts.items())]
+       == [False, False, True],
+       "only gamma is flagged suite_differs")
+    groups = body.get("suite_digests", [])
+    ok([(g["digest"], g["hosts"]) for g in groups]
+       == [(agents["alpha"][1], ["alpha", "beta"]),
+           (agents["gamma"][1], ["gamma"])],
+       "suite_digests: the version most hosts ran first, with its hosts")
+    r = f.parity("verdicts")
+    want = ("suite shared: the hosts ran 2 versions of it (SHA-256 of the "
+            "suite file):\n  %.12s alpha, beta\n  %.12s gamma  (differs "
+            "from the most hosts')\n" % (agents["alpha"][1],
+                                         agents["gamma"][1]))
+    ok(r.returncode == 0 and want in r.stdout,
+       "the table says which host ran which version:\n" + want)
+    r = f.parity("verdicts", "--markdown")
+    ok("- %.12s gamma  (differs" % agents["gamma"][1] in r.stdout,
+       "so does --markdown, as a list")
+    for name in agents:
+        ok(stop(agents[name][0]) == 0, "%s exits 0 on SIGTERM" % name)
+
+
+CASES = {"update": case_update, "mixed": case_mixed}
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in CASES:
+        bail("usage: test_suites.py CASE BUILD_DIR; cases: "
+             + ", ".join(CASES))
+    for prog in (AGENT, COLLECTOR, PARITY):
+        if not os.access(prog, os.X_OK):
+            bail("%s is not built" % prog)
+    f = Fleet(sys.argv[1])
+    try:
+        CASES[sys.argv[1]](f)
+    finally:
+        if ts.n_failed:
+            diag("collector log tail:\n" + f.w.log_tail())
+            for log in f.logs:
+                with open(log, errors="replace") as fh:
+                    diag("%s tail:\n%s" % (log, fh.read()[-2500:]))
+        f.w.close(keep=ts.n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
+    print("1..%d" % ts.n_tests)
+    sys.exit(1 if ts.n_failed else 0)
+
+
+if __name__ == "__main__":
+    main()
