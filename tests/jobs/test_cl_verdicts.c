@@ -121,6 +121,31 @@ main(void)
     free(t);
     json_decref(empty);
 
+    /* One version of the suite: no note. Two: a note naming each
+     * version's first 12 hex digits and hosts, the other marked. */
+    t = s_print(body, CL_VERDICTS_TABLE);
+    ok(t && !strstr(t, "versions of it"), "table: no suite note without "
+       "suite_digests");
+    free(t);
+    json_object_set_new(body, "suite_digests", json_pack(
+        "[{s:s,s:[s,s]},{s:s,s:[s]}]",
+        "digest", "aaaaaaaaaaaa1111", "hosts", "alpha", "beta",
+        "digest", "bbbbbbbbbbbb2222", "hosts", "gamma"));
+    t = s_print(body, CL_VERDICTS_TABLE);
+    ok(t && strstr(t, "suite demo: the hosts ran 2 versions of it (SHA-256 "
+                      "of the suite file):\n  aaaaaaaaaaaa alpha, beta\n"
+                      "  bbbbbbbbbbbb gamma  (differs from the most "
+                      "hosts')\n"),
+       "table: hosts that ran another version of the suite are named");
+    free(t);
+    t = s_print(body, CL_VERDICTS_MARKDOWN);
+    ok(t && strstr(t, "\n\nsuite demo: the hosts ran 2 versions of it "
+                      "(SHA-256 of the suite file):\n- aaaaaaaaaaaa alpha, "
+                      "beta\n- bbbbbbbbbbbb gamma  (differs"),
+       "markdown: the same note, as a list after a blank line");
+    free(t);
+    json_object_del(body, "suite_digests");
+
     /* Nine hosts: one row per host instead of nine columns. */
     json_t *hosts = json_object_get(body, "hosts");
     json_t *entries = json_object_get(json_array_get(
