@@ -18,6 +18,10 @@ parity-collector with its private PostgreSQL, parity-agent daemons, the
            `parity verdicts JOB --json` names each host's digest, groups
            them most hosts first and flags the host that differs; the
            table says so in a note line
+  example  docs/example.md end to end: a daemon whose --suites is the
+           source tree's examples/compare-builds; `parity run primes
+           --var base=v1.0 --var head=v1.1` builds both revisions of the
+           bundled git repository on the agent and the sieve (v1.1) wins
 
 Environment: PARITY_BUILD_DIR (default: from meson), PARITY_PG_BINDIR.
 """
@@ -251,7 +255,59 @@ def case_mixed(f):
         ok(stop(agents[name][0]) == 0, "%s exits 0 on SIGTERM" % name)
 
 
-CASES = {"update": case_update, "mixed": case_mixed}
+def case_example(f):
+    src = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    example = os.path.join(src, "examples", "compare-builds")
+    for prog in ("git", "make", "cc"):
+        if not shutil.which(prog):
+            print("1..0 # SKIP %s is not installed (the example builds C "
+                  "from git)" % prog, flush=True)
+            sys.exit(0)
+    f.w.start_collector()
+    log = os.path.join(f.w.root, "example.log")
+    f.logs.append(log)
+    d = subprocess.Popen(
+        [AGENT, "--collector", f.w.endpoint, "--collector-key",
+         f.w.key("collector"), "--key", f.w.key("agent"), "--suites",
+         example, "--spool", f.w.spool, "--name", "builder",
+         "--heartbeat-ms", f.w.heartbeat_ms],
+        stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+    f.w.children.append(d)
+    bundle = os.path.join(example, "primes.bundle")
+    want = {"primes": sha256(os.path.join(example, "primes.yaml"))}
+    ok(f.wait_suites("builder", want, timeout=30) == want,
+       "the agent offers the example suite primes (and nothing else of "
+       "that directory)")
+    work = os.path.join(f.w.root, "builds")
+    r = f.parity("run", "primes", "--var", "repo=" + bundle, "--var",
+                 "base=v1.0", "--var", "head=v1.1", "--var",
+                 "workdir=" + work, "--runs", "5", "--wait", timeout=240)
+    ok(r.returncode == 0, "parity run primes --var base=v1.0 --var "
+       "head=v1.1 --wait exits 0 (%d: %s)"
+       % (r.returncode, (r.stderr or r.stdout).strip()[-400:]))
+    r = f.parity("verdicts", "--json")
+    try:
+        cmp = json.loads(r.stdout)["comparisons"][0]
+        v = cmp["hosts"][0]["verdict"]
+    except (ValueError, KeyError, IndexError):
+        cmp, v = {}, {}
+        diag(r.stdout + r.stderr)
+    ok((cmp.get("subject"), cmp.get("other")) == ("head", "base"),
+       "the comparison is head (v1.1) against base (v1.0)")
+    ok(v.get("outcome") == "win" and v.get("ratio", 1) < 0.5,
+       "the sieve wins: head's median is under half of base's (%s %s)"
+       % (v.get("outcome"), v.get("ratio")))
+    ok(f.w.psql("SELECT vars->>'base' || ' ' || (vars->>'head') FROM "
+                "runs") == "v1.0 v1.1",
+       "the run keeps the revisions it compared (its vars)")
+    ok(not os.path.exists(os.path.join(work, "head"))
+       and not os.path.exists(os.path.join(work, "base")),
+       "cleanup removed both builds")
+    ok(stop(d) == 0, "the daemon exits 0 on SIGTERM")
+
+
+CASES = {"update": case_update, "mixed": case_mixed, "example": case_example}
 
 
 def main():
