@@ -6,12 +6,15 @@ parity-collector with its private PostgreSQL, parity-agent daemons, the
 `parity` client with an --admin key, 127.0.0.1 only.
 
   update   while one daemon runs (same pid throughout): a suite file is
-           edited (its digest in `parity hosts --json` changes), one is
+           edited (its digest in `parity hosts --json` changes; a burst
+           of 20 saves is one change), one is
            added the way an editor saves (temp file, then rename: offered
            once the burst settles), one removed (no longer offered, and
            `parity run` of it is refused); a bad file and an unreadable
            one found on rescan are logged with the file and why, are not
-           offered, and the daemon carries on offering the rest; a job
+           offered, and the daemon carries on offering the rest; the
+           directory moved away offers nothing (logged) and is watched
+           again once it is back; a job
            after all that runs the edited suite and its host row names
            the edited file's digest
   mixed    two agents with different versions of one suite run one job:
@@ -126,6 +129,11 @@ def log_has(path, *words):
         return any(all(w in line for w in words) for line in f)
 
 
+def log_count(path, word):
+    with open(path, errors="replace") as f:
+        return sum(1 for line in f if word in line)
+
+
 def stop(p):
     p.send_signal(signal.SIGTERM)
     try:
@@ -158,6 +166,18 @@ def case_update(f):
        "an edited suite's new digest reaches the collector")
     ok(log_has(log, "event=suites_changed", "changed=alpha"),
        "the agent logs what changed (changed=alpha)")
+
+    # A burst: 20 saves in a row are one change, one Hello.
+    before = log_count(log, "event=suites_changed")
+    for i in range(20):
+        write(a, SUITE % ("alpha", "burst %d" % i, "t"))
+    want["alpha"] = sha256(a)
+    ok(f.wait_suites("agent", want) == want,
+       "after a burst of 20 saves the last one's digest is offered")
+    time.sleep(1)
+    ok(log_count(log, "event=suites_changed") == before + 1,
+       "the burst was one change (one suites_changed, one Hello): %d"
+       % (log_count(log, "event=suites_changed") - before))
 
     # An editor's save: a temp file, written and renamed into place.
     tmp = os.path.join(suites, ".gamma.yaml.swp")
@@ -197,6 +217,20 @@ def case_update(f):
     ok(log_has(log, "event=suite_invalid", "odd.yaml", "not a regular file",
                "(not offered)"),
        "the unreadable one is logged: odd.yaml: not a regular file")
+    # The directory itself moved away (a deploy replacing it): nothing
+    # is offered, and it is watched again when it is back.
+    away = suites + ".old"
+    os.rename(suites, away)
+    ok(f.wait_suites("agent", {}) == {},
+       "a --suites directory that went away offers nothing")
+    ok(log_has(log, "event=suites_unreadable", "--suites %s: opendir: No "
+               "such file or directory; no suite is offered until it can be "
+               "read" % suites),
+       "and the agent says so: --suites DIR: opendir: No such file or "
+       "directory; no suite is offered until it can be read")
+    os.rename(away, suites)
+    ok(f.wait_suites("agent", want) == want,
+       "the directory back in place: its suites are offered again")
     ok(d.poll() is None, "the daemon is still running (pid %d, never "
        "restarted)" % d.pid)
 
