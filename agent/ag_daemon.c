@@ -748,14 +748,17 @@ s_serve(s_daemon_t *d, ag_stream_opts_t *o, char *err, size_t errlen)
     if (!d->stream)
         return AG_DAEMON_EXIT_USAGE;
     s_signal_harness = d->harness;
+    /* Counted before the watcher starts: from then on d->suites is read
+     * under the lock only. */
+    size_t nsuites = d->suites->count;
     ag_logf("start", "collector=%s spool=%s suites=%s (%zu)", o->collector,
-            o->spool_dir, o->suites_dir, d->suites->count);
-    if (d->watch && pthread_create(&d->watcher, NULL, s_watch_main, d) == 0)
-        d->watcher_started = true;
-    else
-        ag_logf("suites_unwatched", "%s: changes are not noticed until "
-                "the agent restarts", d->watch ? "pthread_create failed"
-                : "no inotify watch");
+            o->spool_dir, o->suites_dir, nsuites);
+    int prc = d->watch ? pthread_create(&d->watcher, NULL, s_watch_main, d)
+                       : 0;
+    d->watcher_started = d->watch && prc == 0;
+    if (prc != 0)
+        ag_logf("suites_unwatched", "pthread_create: %s; changes to --suites "
+                "are not noticed until the agent restarts", strerror(prc));
     if (s_calibrate(d->stream, err, errlen) != 0 && !s_stop_signal)
         ag_logf("calibration_failed", "%s", err);
     /* Ready without waiting for the collector: the spool holds what is
@@ -763,7 +766,7 @@ s_serve(s_daemon_t *d, ag_stream_opts_t *o, char *err, size_t errlen)
      * on another host. STATUS= says whether it is connected. */
     if (!s_stop_signal && ag_notify_ready("calibrated; connecting to %s, "
                                           "%zu suites", o->collector,
-                                          d->suites->count) < 0)
+                                          nsuites) < 0)
         ag_logf("notify_failed", "READY=1 could not be sent to "
                 "NOTIFY_SOCKET");
     s_job_loop(d);
@@ -815,7 +818,8 @@ ag_daemon_main(int argc, char **argv)
         if (!(d.suites = ag_suitedir_scan(o.suites_dir, err, sizeof err)))
             goto usage;
         if (!d.watch)
-            ag_logf("suites_unwatched", "%s", werr);
+            ag_logf("suites_unwatched", "%s; changes to it are not noticed "
+                    "until the agent restarts", werr);
     }
     if (s_make_key(o.key, err, sizeof err) != 0)
         goto usage;

@@ -161,9 +161,13 @@ def case_update(f):
        "parity hosts lists them by name")
 
     write(a, SUITE % ("alpha", "v2", "t"))
+    t0 = time.time()
     want = {"alpha": sha256(a), "beta": sha256(b)}
     ok(f.wait_suites("agent", want) == want,
        "an edited suite's new digest reaches the collector")
+    diag("edit to `parity hosts --json` showing it: %.2f s (250 ms of it "
+         "the watch's quiet period; hosts --json polled every 0.2 s)"
+         % (time.time() - t0))
     ok(log_has(log, "event=suites_changed", "changed=alpha"),
        "the agent logs what changed (changed=alpha)")
 
