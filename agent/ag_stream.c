@@ -7,6 +7,7 @@
 #include "ag_recover.h"
 #include "ag_spool.h"
 #include "config.h"
+#include "pw_limits.h"
 #include "pw_wire.h"
 
 #include <czmq.h>
@@ -663,8 +664,10 @@ s_pack_hello(ag_stream_t *s, const ag_suitedir_t *suites, uint8_t **buf,
     char boot[64] = "";
     size_t nsuites = suites ? suites->count : 0;
     int rc = -1;
-    Parity__SuiteInfo *sinfo = calloc(nsuites ? nsuites : 1, sizeof *sinfo);
-    Parity__SuiteInfo **sptrs = calloc(nsuites ? nsuites : 1, sizeof *sptrs);
+    /* One more for the built-in A/A suite, listed without benchmarks
+     * (they are made per job from its `trials`) or digest. */
+    Parity__SuiteInfo *sinfo = calloc(nsuites + 1, sizeof *sinfo);
+    Parity__SuiteInfo **sptrs = calloc(nsuites + 1, sizeof *sptrs);
 
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
     if (f) {
@@ -697,8 +700,12 @@ s_pack_hello(ag_stream_t *s, const ag_suitedir_t *suites, uint8_t **buf,
         sinfo[i].n_benchmarks = e->benchmark_count;
         sptrs[i] = &sinfo[i];
     }
+    parity__suite_info__init(&sinfo[nsuites]);
+    sinfo[nsuites].name = PW_SELFTEST_SUITE;
+    sinfo[nsuites].digest = "";
+    sptrs[nsuites] = &sinfo[nsuites];
     h.suites = sptrs;
-    h.n_suites = nsuites;
+    h.n_suites = nsuites + 1;
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_HELLO, &h);
     if (pw_wire_pack_alloc(&env, buf, len, err, errlen) != PW_WIRE_OK)

@@ -3,6 +3,7 @@
 
 #include "ag_log.h"
 #include "ag_suite.h"
+#include "pw_limits.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -121,6 +122,13 @@ s_load_entry(const char *dir, const char *file, ag_suite_entry_t *si)
     if (ag_suitedir_load(path, NULL, 0, &suite, si->digest, e, sizeof e)
         != AG_SUITE_OK) {
         ag_logf("suite_invalid", "%s (not offered)", e);
+        return false;
+    }
+    if (strcmp(suite->name, PW_SELFTEST_SUITE) == 0) {
+        ag_logf("suite_invalid", "%s: the suite name \"%s\" is reserved "
+                "for the built-in A/A self-test (not offered)", path,
+                PW_SELFTEST_SUITE);
+        ag_suite_destroy(&suite);
         return false;
     }
     si->name = strdup(suite->name);

@@ -9,7 +9,8 @@
  * (event suite_invalid, "... (not offered)") and left out: the agent
  * never offers a suite it cannot run. A suite is found by the network
  * by its own name or its file name without the extension, never by a
- * path.
+ * path. A file whose suite is named `parity-selftest`, the built-in
+ * A/A suite's reserved name (ag_selftest.h), is left out the same way.
  *
  * The digest is of the bytes parsed: a scan and ag_suitedir_load()
  * read the file once, hash those bytes and parse the same bytes, so an
@@ -40,7 +41,9 @@
 #include "ag_suite.h"
 #include "pw_wire.h"
 
-#define AG_SUITEDIR_MAX  PW_WIRE_MAX_SUITES   /* what one Hello may list */
+/* What one Hello may list, less one place for the built-in A/A suite
+ * (ag_selftest), which every Hello lists too. */
+#define AG_SUITEDIR_MAX  (PW_WIRE_MAX_SUITES - 1)
 #define AG_SUITEDIR_QUIET_MS      250   /* a burst ends after this quiet */
 #define AG_SUITEDIR_SETTLE_MAX_MS 2000  /* ... or this long after it began */
 #define AG_SUITEDIR_REWATCH_MS    1000  /* a vanished directory: look again */

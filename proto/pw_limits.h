@@ -22,6 +22,18 @@
 #define PW_VARS_MAX       256
 #define PW_VAR_NAME_MAX   100
 
+/* The A/A self-test (`parity selftest`, docs/verdict.md): a suite every
+ * agent knows by this reserved name without a file, whose job variable
+ * `trials` (K) is the number of A/A benchmarks and `loops` the length of
+ * the shell loop both arms run. A host whose last self-test gave more
+ * than PW_SELFTEST_WARN_RATE false verdicts is warned about. */
+#define PW_SELFTEST_SUITE          "parity-selftest"
+#define PW_SELFTEST_TRIALS_DEFAULT 50
+#define PW_SELFTEST_TRIALS_MAX     256    /* a suite's benchmark bound */
+#define PW_SELFTEST_LOOPS_DEFAULT  5000
+#define PW_SELFTEST_LOOPS_MAX      10000000
+#define PW_SELFTEST_WARN_RATE      0.02
+
 /* True when name is a variable name: 1 to PW_VAR_NAME_MAX letters,
  * digits and _, not starting with a digit (it becomes ${name} and
  * PARITY_VAR_NAME). */

@@ -158,6 +158,13 @@ s_print(const Parity__Envelope *env)
         json_object_set_new(o, "job_id", json_string(env->run_start->job_id));
         json_object_set_new(o, "runs", json_integer(env->run_start->runs));
         json_object_set_new(o, "label", json_string(env->run_start->label));
+        json_object_set_new(o, "benchmark",
+                            json_string(env->run_start->benchmark));
+        json_t *arms = json_array();
+        for (size_t i = 0; i < env->run_start->n_arms; i++)
+            json_array_append_new(arms,
+                                  json_string(env->run_start->arms[i]->name));
+        json_object_set_new(o, "arms", arms);
         json_object_set_new(o, "tag", json_string(
             env->run_start->n_tags ? env->run_start->tags[0]->value : ""));
         break;

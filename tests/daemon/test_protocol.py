@@ -92,6 +92,11 @@ with open(os.path.join(suites, "broken-arm.yaml"), "w") as f:
     f.write("suite: fails\nbenchmarks:\n  - name: falls\n    runs: 3\n"
             "    arms:\n      - name: x\n        command: [/bin/false]\n"
             "      - name: y\n        command: [/bin/true]\n")
+# A suite file may not take the built-in A/A suite's name: left out.
+with open(os.path.join(suites, "reserved.yaml"), "w") as f:
+    f.write("suite: parity-selftest\nbenchmarks:\n  - name: b\n    arms:\n"
+            "      - name: x\n        command: [/bin/true]\n"
+            "      - name: y\n        command: [/bin/true]\n")
 with open(os.path.join(root, "outside.yaml"), "w") as f:
     f.write("suite: outside\nbenchmarks:\n  - name: b\n    arms:\n"
             "      - name: x\n        command: [/bin/true]\n"
@@ -165,6 +170,11 @@ peer = Peer(90, [
     "offer:j11:fails:3",
     "offer:j12:quick:1",
     "offer:j13:quick:100001",
+    "offer:j14:parity-selftest:2:trials=2:loops=50",
+    "offer:j15:parity-selftest:2:trials=0",
+    "offer:j16:parity-selftest:2:trials=257",
+    "offer:j17:parity-selftest:2:loops=5x",
+    "offer:j18:parity-selftest:2:colour=red",
     "offer:j9:quick:2",
     "cancel-measuring:j5",
     "offer:j10:long:2000",
@@ -175,8 +185,13 @@ d = daemon(peer, "spool1")
 done = peer.wait(lambda: ("done", "") in peer.statuses("j9"), 60)
 ok(done, "the last job offered finishes")
 hello = [m for m in peer.messages() if m["body"] == "hello"]
-ok(hello and hello[0]["suites"] == 4, "Hello lists the 4 suites of "
-   "--suites (%s)" % (hello[0]["suites"] if hello else None))
+ok(hello and hello[0]["suites"] == 5, "Hello lists the 4 suites of "
+   "--suites and the built-in parity-selftest, not the file that took its "
+   "name (%s)" % (hello[0]["suites"] if hello else None))
+ok("reserved.yaml: the suite name \"parity-selftest\" is reserved for the "
+   "built-in A/A self-test (not offered)" in open(os.path.join(
+       root, "daemon-%d.log" % peer.port)).read(),
+   "a suite file named parity-selftest is left out, and the log says why")
 cal = [m for m in peer.messages() if m["body"] == "calibration"]
 ok(cal and cal[0]["samples"] >= 100, "a start-up Calibration of >= 100 "
    "no-op runs (%s)" % (cal[0]["samples"] if cal else None))
@@ -217,12 +232,32 @@ for job, nruns in (("j12", 1), ("j13", 100001)):
                "(2..100000 runs, 256 vars)" % nruns)],
        "runs %d (outside pw_limits.h's) is refused, never started: %s"
        % (nruns, st))
+ok([s for s, _ in peer.statuses("j14")] == ["queued", "running", "done"],
+   "the built-in parity-selftest runs without a suite file (%s)"
+   % peer.statuses("j14"))
+aa = sorted((m["benchmark"], m["arms"]) for m in runs.values()
+            if m["job_id"] == "j14")
+ok(aa == [("aa-001", ["a", "a-again"]), ("aa-002", ["a", "a-again"])],
+   "trials=2: benchmarks aa-001 and aa-002, arms a and a-again (%s)" % aa)
+for job, why in (
+        ("j15", "parity-selftest: variable trials \"0\" is not a whole "
+                "number from 1 to 256"),
+        ("j16", "parity-selftest: variable trials \"257\" is not a whole "
+                "number from 1 to 256"),
+        ("j17", "parity-selftest: variable loops \"5x\" is not a whole "
+                "number from 1 to 10000000"),
+        ("j18", "parity-selftest: unknown variable \"colour\" (known: "
+                "trials loops)")):
+    st = peer.statuses(job)
+    ok(st == [("queued", ""), ("refused", why)],
+       "parity-selftest %s is refused: %s" % (job, st))
 st = peer.statuses("j11")
 ok(len(st) == 3 and st[2][0] == "failed" and st[2][1].startswith("falls: "),
    "a job whose benchmark fails is reported failed with the benchmark and "
    "reason: %s" % st[-1:])
 order = [m["job_id"] for m in peer.messages() if m["body"] == "run_start"]
-ok(order == ["j1", "j5", "j6", "j7", "j11", "j9"], "one job at a time, in offer "
+ok(order == ["j1", "j5", "j6", "j7", "j11", "j14", "j14", "j9"],
+   "one job at a time, in offer "
    "order (%s)" % order)
 ok(all(m.get("job_id") for m in runs.values()), "every RunStart names its "
    "job")
