@@ -10,6 +10,7 @@
 #include "co_changes.h"
 #include "co_query.h"
 #include "co_reply.h"
+#include "co_selftest.h"
 #include "pw_json.h"
 #include "vd_fleet.h"
 #include "vd_verdict.h"
@@ -525,7 +526,8 @@ s_report(co_reply_t *c, const json_t *args)
         " (SELECT json_build_object('floor_us', v.floor_us, 'floor_default',"
         "  v.floor_is_default, 'floor_samples', v.floor_samples) FROM"
         "  verdicts v JOIN runs r ON r.id = v.run WHERE r.job_id ="
-        "  j.job_uuid AND r.host_id = h.id ORDER BY v.id DESC LIMIT 1)::text"
+        "  j.job_uuid AND r.host_id = h.id ORDER BY v.id DESC LIMIT 1)::text,"
+        " " CO_SELFTEST_SQL("h.id")
         " FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON"
         " h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
         1, p);
@@ -535,8 +537,18 @@ s_report(co_reply_t *c, const json_t *args)
         json_t *env = co_reply_json_col(r, i, 3);
         json_t *floor = co_reply_json_col(r, i, 4);
         json_t *warnings = json_object_get(env, "warnings");
+        warnings = json_is_array(warnings) ? json_copy(warnings) :
+                   json_array();
+        json_t *selftest = co_selftest_json(PQgetvalue(r, i, 5));
+        if (co_selftest_warn(warnings, selftest) != 0) {
+            json_decref(selftest);
+            json_decref(warnings);
+            json_decref(env);
+            json_decref(floor);
+            goto oom;
+        }
         json_t *h = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:O,s:O,s:O,"
-                              "s:o}",
+                              "s:o,s:o}",
             "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
             "reason", PQgetvalue(r, i, 2),
             "cpu_model", s_env_value(env, "cpu_model"),
@@ -549,8 +561,7 @@ s_report(co_reply_t *c, const json_t *args)
                 json_object_get(floor, "floor_default") : json_null(),
             "floor_samples", json_object_get(floor, "floor_samples") ?
                 json_object_get(floor, "floor_samples") : json_null(),
-            "warnings", json_is_array(warnings) ? json_incref(warnings) :
-                json_array());
+            "warnings", warnings, "selftest", selftest);
         json_decref(env);
         json_decref(floor);
         if (!h || json_array_append_new(hosts, h) != 0)

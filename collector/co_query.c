@@ -14,6 +14,7 @@
 #include "co_changes.h"
 #include "co_enroll.h"
 #include "co_history.h"
+#include "co_selftest.h"
 #include "config.h"
 #include "pw_json.h"
 #include "pw_key.h"
@@ -276,15 +277,23 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         " k.public_key = h.public_key), 'approved') , "
         "COALESCE(h.collector, ''), "
         "(SELECT COALESCE(json_object_agg(s.name, s.digest ORDER BY s.name), "
-        " '{}') FROM host_suites s WHERE s.host_id = h.id)::text "
+        " '{}') FROM host_suites s WHERE s.host_id = h.id)::text, "
+        CO_SELFTEST_SQL("h.id") " "
         "FROM hosts h ORDER BY h.name, h.id", 1, p);
     if (!r || !out)
         goto fail;
     for (int i = 0; i < PQntuples(r); i++) {
         json_t *env = s_json_col(r, i, 6);
         json_t *warnings = json_object_get(env, "warnings");
-        warnings = json_is_array(warnings) ? json_incref(warnings) :
+        warnings = json_is_array(warnings) ? json_copy(warnings) :
                    json_array();
+        json_t *selftest = co_selftest_json(PQgetvalue(r, i, 18));
+        if (co_selftest_warn(warnings, selftest) != 0) {
+            json_decref(selftest);
+            json_decref(warnings);
+            json_decref(env);
+            goto fail;
+        }
         json_t *h = json_pack("{s:s,s:s,s:b,s:I,s:s,s:o,s:f,s:b,s:I,s:o,"
                               "s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:o}",
             "name", PQgetvalue(r, i, 1),
@@ -308,8 +317,10 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
             "boot_id", PQgetvalue(r, i, 13),
             "same_machine", s_json_col(r, i, 14));
         json_decref(env);
-        if (!h)
+        if (!h) {
+            json_decref(selftest);
             goto fail;
+        }
         char fp[PW_KEY_FP_SIZE];
         pw_key_fingerprint(PQgetvalue(r, i, 2), fp);
         json_object_set_new(h, "fingerprint", json_string(fp));
@@ -318,6 +329,7 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         json_object_set_new(h, "key_state", json_string(PQgetvalue(r, i,
                                                                    15)));
         json_object_set_new(h, "suite_digests", s_json_col(r, i, 17));
+        json_object_set_new(h, "selftest", selftest);
         json_array_append_new(out, h);
     }
     PQclear(r);
@@ -660,8 +672,9 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     json_t *out = NULL;
     PGresult *r = s_q(q, res,
         "SELECT h.name, jh.state, jh.reason, j.suite, j.state, j.tags::text, "
-        "j.label, jh.suite_digest FROM job_hosts jh JOIN jobs j ON "
-        "j.id = jh.job JOIN hosts h ON h.id = jh.host_id WHERE "
+        "j.label, jh.suite_digest, " CO_SELFTEST_SQL("h.id") " FROM "
+        "job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
+        "h.id = jh.host_id WHERE "
         "j.job_uuid = $1 ORDER BY h.name, h.id", 1, p);
     if (!r || !cmps || !hosts)
         goto fail;
@@ -672,10 +685,11 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
                     json_object(),
                     "label", PQntuples(r) ? PQgetvalue(r, 0, 6) : "");
     for (int i = 0; i < PQntuples(r); i++)
-        json_array_append_new(hosts, json_pack("{s:s,s:s,s:s,s:s}",
+        json_array_append_new(hosts, json_pack("{s:s,s:s,s:s,s:s,s:o}",
             "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
             "reason", PQgetvalue(r, i, 2), "suite_digest",
-            PQgetvalue(r, i, 7)));
+            PQgetvalue(r, i, 7),
+            "selftest", co_selftest_json(PQgetvalue(r, i, 8))));
     PQclear(r);
     if (out && s_suite_digests(out, hosts) != 0)
         goto fail;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cl_aa.h"
 #include "cl_conn.h"
 #include "cl_out.h"
 #include "cl_verbs.h"
@@ -108,6 +109,26 @@ s_print_machines(const json_t *hosts)
     }
 }
 
+/* A warning line per host whose last self-test gave more than 2 %
+ * false verdicts (the table's self-test column has only the counts). */
+static void
+s_print_selftests(const json_t *hosts)
+{
+    size_t i;
+    json_t *h;
+    json_array_foreach(hosts, i, h) {
+        const json_t *st = json_object_get(h, "selftest");
+        if (!cl_aa_warns(st))
+            continue;
+        char text[256], when[96];
+        cl_aa_text(text, sizeof text, st);
+        cl_aa_when(when, sizeof when, st);
+        printf("warning: %s: %s (self-test of %s); its verdicts call "
+               "noise a difference more often than the rule is built to\n",
+               s_str(h, "name", "?"), text, when);
+    }
+}
+
 /* --pending: the keys waiting for approval, oldest first. */
 static int
 s_pending(const json_t *body)
@@ -171,18 +192,18 @@ static int
 s_print_hosts(const json_t *body)
 {
     json_t *hosts = json_object_get(body, "hosts");
-    cl_out_table_t *t = cl_out_table_new(9);
+    cl_out_table_t *t = cl_out_table_new(10);
     if (!t)
         return CL_EXIT_SYSTEM;
     const char *head[] = { "host", "state", "last seen", "floor",
                            "calibrated", "cpu", "kernel", "suites",
-                           "warnings" };
+                           "self-test", "warnings" };
     cl_out_table_add(t, head);
     size_t i;
     json_t *h;
     json_array_foreach(hosts, i, h) {
         char seen[64], floor[64], cal[64], suites[CL_CELL_MAX] = "",
-             warn[CL_CELL_MAX] = "";
+             warn[CL_CELL_MAX] = "", self[64] = "-";
         s_ago(seen, sizeof seen,
               json_integer_value(json_object_get(h, "last_seen_us")));
         cl_out_us(floor, sizeof floor,
@@ -205,6 +226,18 @@ s_print_hosts(const json_t *body)
             strncat(warn, s_str(v, "code", "?"),
                     sizeof warn - strlen(warn) - 1);
         }
+        /* false verdicts / trials, and the day; the words below. */
+        const json_t *st = json_object_get(h, "selftest");
+        if (json_is_object(st)) {
+            char when[96];
+            cl_aa_when(when, sizeof when, st);
+            snprintf(self, sizeof self, "%" JSON_INTEGER_FORMAT "/%"
+                     JSON_INTEGER_FORMAT " %.10s",
+                     json_integer_value(json_object_get(st,
+                                                        "false_verdicts")),
+                     json_integer_value(json_object_get(st, "trials")),
+                     when);
+        }
         /* A key shut out says so before whether it is online. */
         const char *key_state = s_str(h, "key_state", "approved");
         const char *row[] = {
@@ -213,7 +246,7 @@ s_print_hosts(const json_t *body)
             json_is_true(json_object_get(h, "online")) ? "online" :
                                                          "offline",
             seen, floor, cal, s_str(h, "cpu_model", "-"),
-            s_str(h, "kernel", "-"), *suites ? suites : "-",
+            s_str(h, "kernel", "-"), *suites ? suites : "-", self,
             *warn ? warn : "-" };
         cl_out_table_add(t, row);
     }
@@ -222,6 +255,7 @@ s_print_hosts(const json_t *body)
     if (json_array_size(hosts) == 0)
         printf("(no host has said Hello to this collector yet)\n");
     s_print_machines(hosts);
+    s_print_selftests(hosts);
     cl_out_table_destroy(&t);
     return rc;
 }

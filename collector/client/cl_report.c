@@ -25,6 +25,7 @@
 
 #include "cl_report.h"
 
+#include "cl_aa.h"
 #include "cl_conn.h"
 #include "cl_out.h"
 #include "cl_site.h"
@@ -239,10 +240,10 @@ static void
 s_hosts(FILE *f, s_fmt_t fmt, const json_t *rep)
 {
     static const char *const head[] = { "host", "state", "CPU", "kernel",
-        "arch", "CPUs", "floor", "warnings" };
+        "arch", "CPUs", "floor", "self-test", "warnings" };
     s_heading(f, fmt, 2, "Hosts");
     s_table_open(f, fmt);
-    s_row(f, fmt, head, 8, true);
+    s_row(f, fmt, head, 9, true);
     size_t i, k;
     json_t *h, *wn;
     json_array_foreach(json_object_get(rep, "hosts"), i, h) {
@@ -270,9 +271,16 @@ s_hosts(FILE *f, s_fmt_t fmt, const json_t *rep)
                      used ? "; " : "", s_str(wn, "code", "?"),
                      s_str(wn, "message", ""));
         }
+        char self[256], when[96] = "";
+        const json_t *sj = json_object_get(h, "selftest");
+        cl_aa_text(self, sizeof self, sj);
+        cl_aa_when(when, sizeof when, sj);
+        if (*when)
+            snprintf(self + strlen(self), sizeof self - strlen(self),
+                     ", %s", when);
         const char *row[] = { s_str(h, "host", "?"), st, cpu, kern, arch,
-                              ncpu, floor, *warn ? warn : "none" };
-        s_row(f, fmt, row, 8, false);
+                              ncpu, floor, self, *warn ? warn : "none" };
+        s_row(f, fmt, row, 9, false);
     }
     s_table_close(f, fmt);
 }
@@ -410,6 +418,19 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
             s_textf(f, fmt, " Note: about %" JSON_INTEGER_FORMAT " more "
                     "run%s a side would be worth taking.", extra,
                     extra == 1 ? "" : "s");
+        /* The host's own false-verdict rate, beside every verdict. */
+        size_t k;
+        json_t *vh;
+        json_array_foreach(json_object_get(ver, "hosts"), k, vh) {
+            const json_t *sj = json_object_get(vh, "selftest");
+            if (!sj || strcmp(s_str(vh, "host", ""), host) != 0)
+                continue;
+            char self[256];
+            cl_aa_text(self, sizeof self, sj);
+            s_textf(f, fmt, " %sThis host: %s.", cl_aa_warns(sj) ?
+                    "Warning: " : "", self);
+            break;
+        }
         s_para_close(f, fmt);
     }
 }

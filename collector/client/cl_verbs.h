@@ -18,6 +18,7 @@
     X(run,     "run a suite on the fleet's hosts (a job); --wait for verdicts") \
     X(verdicts, "a job's per-host verdicts and the cross-host summary") \
     X(hosts,   "the collector's hosts: state, floor, CPU, warnings") \
+    X(selftest, "an A/A job: each host's false-verdict rate") \
     X(jobs,    "the latest jobs and their per-host states") \
     X(cancel,  "cancel a job") \
     X(show,    "one stored run in full, as a results file") \

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cl_aa.h"
 #include "cl_conn.h"
 #include "cl_out.h"
 #include "cl_verbs.h"
@@ -158,6 +159,31 @@ s_print_suite_versions(FILE *f, const json_t *body, bool markdown)
     }
 }
 
+/* What each host's last A/A self-test says about its verdicts, one
+ * line per host (a collector that does not send "selftest": none). */
+static void
+s_print_selftests(FILE *f, const json_t *hosts, bool markdown)
+{
+    size_t i;
+    json_t *h;
+    bool first = true;
+    json_array_foreach(hosts, i, h) {
+        const json_t *st = json_object_get(h, "selftest");
+        if (!st)
+            continue;
+        char text[256], when[96] = "";
+        cl_aa_text(text, sizeof text, st);
+        cl_aa_when(when, sizeof when, st);
+        if (markdown && first)
+            fputc('\n', f);
+        first = false;
+        fprintf(f, "%s%s: %sthis host: %s%s%s%s\n", markdown ? "- " : "",
+                s_str(h, "host", "?"), cl_aa_warns(st) ? "warning: "
+                : "", text, *when ? " (self-test of " : "", when,
+                *when ? ")" : json_is_object(st) ? "" : " (parity selftest)");
+    }
+}
+
 int
 cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
 {
@@ -277,8 +303,10 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
                     s_str(h, "reason", ""));
         }
     }
-    if (format == CL_VERDICTS_TABLE || format == CL_VERDICTS_MARKDOWN)
+    if (format == CL_VERDICTS_TABLE || format == CL_VERDICTS_MARKDOWN) {
         s_print_suite_versions(f, body, format == CL_VERDICTS_MARKDOWN);
+        s_print_selftests(f, hosts, format == CL_VERDICTS_MARKDOWN);
+    }
     if (format == CL_VERDICTS_TABLE && json_array_size(cmps) > 0)
         fprintf(f, "ratio = subject median / other median on that host "
                 "(below 1: the subject is faster);\neach verdict uses its "

@@ -187,6 +187,17 @@ s_report_tests(void)
         "host", "beta", "run_id", "r2", "status", "incomplete", "error",
         "the run did not complete", "summary",
         s_summary(1, "loss on the only host"));
+    /* h<1>'s last A/A self-test: 2 false verdicts in 50, above 2 %. */
+    json_t *aa = json_pack("{s:s,s:I,s:i,s:i,s:f,s:f}", "job",
+                           "5d0c7e2a91bf", "at_us",
+                           (json_int_t)1796221290000000, "trials", 50,
+                           "false_verdicts", 2, "rate", 0.04,
+                           "floor_us", 412.0);
+    json_object_set(json_array_get(json_object_get(rep, "hosts"), 0),
+                    "selftest", aa);
+    json_object_set_new(ver, "hosts", json_pack("[{s:s,s:o},{s:s,s:n}]",
+                        "host", "h<1>", "selftest", aa, "host", "beta",
+                        "selftest"));
 
     char *h = s_report(rep, ver, CL_REPORT_HTML);
     ok(h && strncmp(h, "<!DOCTYPE html>\n", 16) == 0 &&
@@ -212,11 +223,17 @@ s_report_tests(void)
        strstr(m, "suite s&lt;1&gt;"), "Markdown: names escaped");
     ok(m && strstr(m, "| h&lt;1&gt; | done | EPYC | Linux \\#1 SMP\\_X | "
                       "x86\\_64 | 2 | 25.0 µs (default: too few "
-                      "calibration samples) | load: load &lt;b&gt;high"
-                      "&lt;/b&gt; now |\n"),
-       "Markdown: the host row, default floor, warning on one line");
+                      "calibration samples) | 2 false verdicts in 50 A/A "
+                      "trials (4.0 %, above 2 %), 2026-12-02 14:21Z | "
+                      "load: load &lt;b&gt;high&lt;/b&gt; now |\n"),
+       "Markdown: the host row, default floor, self-test, warning on one "
+       "line");
     ok(m && strstr(m, "| beta | lost: agent went offline | - | - | - | - | "
-                      "- | none |"), "a lost host's row");
+                      "- | no self-test yet | none |"), "a lost host's row");
+    ok(m && strstr(m, "Warning: This host: 2 false verdicts in 50 A/A "
+                      "trials (4.0 %, above 2 %)."),
+       "Markdown: the host's self-test beside its verdict, with the "
+       "warning above 2 %%");
     ok(m && strstr(m, "| loss 1.250 | no verdict | 1.000 | loss on the "
                       "only host |"), "the verdict table, a host without "
        "a verdict");

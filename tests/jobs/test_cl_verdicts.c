@@ -101,6 +101,36 @@ main(void)
        "markdown: a host that did not finish is listed after the table");
     free(t);
 
+    /* Each host's last A/A self-test beside its verdicts: none, a clean
+     * one, one above 2 %. */
+    json_t *aa = json_deep_copy(body);
+    json_t *ah = json_object_get(aa, "hosts");
+    json_object_set_new(json_array_get(ah, 0), "selftest", json_pack(
+        "{s:s,s:I,s:i,s:i,s:f,s:f}", "job", "5d0c7e2a91bf", "at_us",
+        (json_int_t)1796221290000000, "trials", 50, "false_verdicts", 0,
+        "rate", 0.0, "floor_us", 412.0));
+    json_object_set_new(json_array_get(ah, 1), "selftest", json_pack(
+        "{s:s,s:I,s:i,s:i,s:f,s:f}", "job", "5d0c7e2a91bf", "at_us",
+        (json_int_t)1796221290000000, "trials", 50, "false_verdicts", 3,
+        "rate", 0.06, "floor_us", 900.0));
+    json_object_set_new(json_array_get(ah, 2), "selftest", json_null());
+    t = s_print(aa, CL_VERDICTS_TABLE);
+    ok(t && strstr(t, "\nalpha: this host: 0 false verdicts in 50 A/A "
+                      "trials (self-test of 2026-12-02 14:21Z)\n"),
+       "table: a host's clean self-test under its verdicts");
+    ok(t && strstr(t, "\nbeta: warning: this host: 3 false verdicts in 50 "
+                      "A/A trials (6.0 %, above 2 %) (self-test of "
+                      "2026-12-02 14:21Z)\n"),
+       "table: a host above 2 %% is warned about");
+    ok(t && strstr(t, "\ngamma: this host: no self-test yet (parity "
+                      "selftest)\n"), "table: a host without one says so");
+    free(t);
+    t = s_print(aa, CL_VERDICTS_MARKDOWN);
+    ok(t && strstr(t, "\n- alpha: this host: 0 false verdicts in 50 A/A "
+                      "trials"), "markdown: the self-test lines as a list");
+    free(t);
+    json_decref(aa);
+
     /* A label goes into the header; a job without verdicts says so
      * without "yet" once it is over. */
     json_t *empty = json_pack("{s:s,s:s,s:s,s:{},s:s,s:[],s:[]}", "job",
