@@ -31,11 +31,13 @@ co_selftest_warn(json_t *warnings, const json_t *selftest)
         json_number_value(rate) <= PW_SELFTEST_WARN_RATE)
         return 0;
     char msg[256];
+    json_int_t bad = json_integer_value(json_object_get(selftest,
+                                                        "false_verdicts"));
     snprintf(msg, sizeof msg, "its last self-test gave %" JSON_INTEGER_FORMAT
-             " false verdicts in %" JSON_INTEGER_FORMAT " A/A trials "
+             " false verdict%s in %" JSON_INTEGER_FORMAT " A/A trials "
              "(%.1f %%, above %.0f %%): its verdicts call noise a "
-             "difference more often than the rule is built to",
-             json_integer_value(json_object_get(selftest, "false_verdicts")),
+             "difference more often than the rule is built to", bad,
+             bad == 1 ? "" : "s",
              json_integer_value(json_object_get(selftest, "trials")),
              100.0 * json_number_value(rate), 100.0 * PW_SELFTEST_WARN_RATE);
     return json_array_append_new(warnings, json_pack("{s:s,s:s}", "code",

@@ -30,6 +30,7 @@ temp dir, three parity-agent daemons (alpha, beta, gamma), keys from
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -1208,14 +1209,199 @@ def case_client():
     shutil.rmtree(root, ignore_errors=True)
 
 
+QUICK_SUITE = """suite: quick
+benchmarks:
+  - name: startup
+    runs: 3
+    warmup: 0
+    arms:
+      - name: "true"
+        subject: true
+        command: [/bin/true]
+      - name: echo
+        command: [/bin/echo, hello]
+"""
+
+AA_LINE = re.compile(r"^(alpha|beta): (warning: )?(\d+) false verdicts? in 5 "
+                     r"A/A trials( \(\d+\.\d %, above 2 %\))?, floor "
+                     r"\S+ \S+ \(self-test of \d{4}-\d\d-\d\d "
+                     r"\d\d:\d\dZ\)$")
+
+
+def selftest_errors(w):
+    """Every error of parity selftest a user can hit, exact."""
+    for args, rc, msg in (
+            (["--trials", "0"], 2,
+             '--trials "0": want a whole number from 1 to 256'),
+            (["--trials", "257"], 2,
+             '--trials "257": want a whole number from 1 to 256'),
+            (["--trials=x"], 2,
+             '--trials "x": want a whole number from 1 to 256'),
+            (["--loops", "0"], 2,
+             '--loops "0": want a whole number from 1 to 10000000'),
+            (["--hosts", "alpha,,beta"], 2,
+             '--hosts "alpha,,beta": want NAME,NAME,..., all or KEY=VALUE'),
+            (["--trials"], 2, "--trials needs a value"),
+            (["--runs", "3"], 2,
+             'unknown option "--runs" (parity selftest --help)'),
+            (["--wait=1"], 2, '"--wait=1": the option takes no value'),
+            (["now"], 2,
+             'unexpected argument "now" (parity selftest --help)'),
+            (["--hosts", "nosuch"], 1,
+             'no host is named "nosuch" (parity hosts lists them)')):
+        r = w.parity("selftest", *args)
+        ok(r.returncode == rc and r.stderr == "parity selftest: %s\n" % msg,
+           "parity selftest %s: exit %d, %s (%d: %s)"
+           % (" ".join(args), rc, msg, r.returncode, r.stderr.strip()))
+
+
+def case_selftest():
+    """parity selftest on two agents of one machine: each host's rate,
+    floor and date in hosts, the line under a later job's verdicts, and
+    the warning above 2 % (one stored verdict of beta's self-test is
+    rewritten to a loss with psql: an honest A/A rarely gives one)."""
+    w = World()
+    try:
+        with open(os.path.join(w.suites, "quick.yaml"), "w") as f:
+            f.write(QUICK_SUITE)
+        w.start_collector()
+        for n in ("alpha", "beta"):
+            w.start_agent(n)
+        ok(w.wait_online(["alpha", "beta"], True), "two agents are online")
+        hosts = (w.pjson("hosts", "--json") or {}).get("hosts", [])
+        ok(len(hosts) == 2 and all("parity-selftest" in h["suites"] and
+                                   h["selftest"] is None for h in hosts),
+           "every agent lists the built-in parity-selftest; no self-test "
+           "yet (%s)" % [(h["suites"], h["selftest"]) for h in hosts])
+        r = w.parity("run", "quick", "--wait")
+        ok(r.returncode == 0 and "alpha: this host: no self-test yet "
+           "(parity selftest)" in r.stdout,
+           "before any self-test a verdict says so (%d: %s)"
+           % (r.returncode, r.stdout[-300:]))
+        selftest_errors(w)
+
+        t0 = time.time()
+        r = w.parity("selftest", "--trials", "5", "--wait", timeout=90)
+        took = time.time() - t0
+        lines = r.stdout.splitlines()
+        m = [AA_LINE.match(x) for x in lines]
+        ok(len(lines) == 2 and all(m) and {x.group(1) for x in m} ==
+           {"alpha", "beta"},
+           "selftest --trials 5 --wait: one result line per host (%s)"
+           % r.stdout.strip())
+        warned = {x.group(1) for x in m if x and x.group(2)}
+        bad = {x.group(1): int(x.group(3)) for x in m if x}
+        ok(warned == {h for h, n in bad.items() if n > 0} and
+           r.returncode == (1 if warned else 0),
+           "exit %d: 1 exactly when a host gave a false verdict (1 in 5 is "
+           "above 2 %%: %s)" % (r.returncode, bad))
+        ok(took < 60, "the self-test of 2 x 5 trials took %.1f s" % took)
+        job = re.search(r"job ([0-9a-f]{12}): A/A self-test, 5 trials on 2 "
+                        r"hosts", r.stderr)
+        ok(job is not None, "it names its job on stderr (%s)"
+           % r.stderr[:200])
+        job = job.group(1) if job else ""
+
+        # hosts: the rate, floor and date, as the stored verdicts say.
+        v = w.pjson("verdicts", job, "--json") or {}
+        stored = {}
+        for c in v.get("comparisons", []):
+            for e in c["hosts"]:
+                if "verdict" in e:
+                    stored.setdefault(e["host"], []).append(
+                        e["verdict"]["outcome"])
+        hosts = {h["name"]: h for h in
+                 (w.pjson("hosts", "--json") or {}).get("hosts", [])}
+        now_us = time.time() * 1e6
+        for n in ("alpha", "beta"):
+            st = hosts.get(n, {}).get("selftest") or {}
+            nbad = sum(o != "parity" for o in stored.get(n, []))
+            ok(st.get("job") == job and st.get("trials") == 5 and
+               len(stored.get(n, [])) == 5 and
+               st.get("false_verdicts") == nbad == bad.get(n) and
+               abs(st.get("rate", -1) - nbad / 5.0) < 1e-12 and
+               st.get("floor_us", 0) > 0 and
+               now_us - 120e6 < st.get("at_us", 0) <= now_us,
+               "hosts --json: %s's self-test is its 5 stored verdicts, %d "
+               "not parity, with its floor and date (%s)" % (n, nbad, st))
+        r = w.parity("hosts")
+        ok(r.returncode == 0 and all(re.search(
+            r"\n%s .* %d/5 \d{4}-\d\d-\d\d " % (n, bad.get(n, -1)), r.stdout)
+            for n in ("alpha", "beta")),
+           "parity hosts: a self-test column of false/trials and the day "
+           "(%s)" % r.stdout)
+
+        # One job per machine: alpha's and beta's trials never overlap.
+        spans = {}
+        for n in ("alpha", "beta"):
+            out = w.psql("SELECT min(r.started_at_us) || ' ' || "
+                         "max(r.ended_at_us) FROM runs r JOIN hosts h ON "
+                         "h.id = r.host_id WHERE r.job_id = '%s' AND "
+                         "h.name = '%s'" % (job, n)) or "0 0"
+            spans[n] = [int(x) for x in out.split()]
+        a, b = spans["alpha"], spans["beta"]
+        ok(a[1] <= b[0] or b[1] <= a[0], "two agents of one machine ran "
+           "their self-tests one after the other (%s)" % spans)
+
+        # Force beta above 2 %: one of its stored A/A verdicts becomes a
+        # loss (alpha is made clean the same way, so that the warning
+        # below can only be beta's).
+        w.psql("UPDATE verdicts v SET outcome = CASE WHEN v.id = (SELECT "
+               "min(v2.id) FROM verdicts v2 JOIN runs r2 ON r2.id = v2.run "
+               "JOIN hosts h2 ON h2.id = r2.host_id WHERE r2.job_id = '%s' "
+               "AND h2.name = 'beta') THEN 'loss' ELSE 'parity' END FROM "
+               "runs r WHERE r.id = v.run AND r.job_id = '%s'" % (job, job))
+        r = w.parity("hosts")
+        ok(r.returncode == 0 and re.search(
+            r"\nwarning: beta: 1 false verdict in 5 A/A trials \(20\.0 %, "
+            r"above 2 %\) \(self-test of [^)]*\); its verdicts call noise "
+            r"a difference more often than the rule is built to\n", r.stdout)
+           and "warning: alpha" not in r.stdout,
+           "parity hosts warns about beta (20 %%), not alpha (%s)"
+           % r.stdout[-400:])
+        hosts = {h["name"]: h for h in
+                 (w.pjson("hosts", "--json") or {}).get("hosts", [])}
+        ok([x["code"] for x in hosts["beta"]["warnings"]].count("selftest")
+           == 1 and all(x["code"] != "selftest"
+                        for x in hosts["alpha"]["warnings"]),
+           "hosts --json: beta's warnings hold one \"selftest\", alpha's "
+           "none")
+
+        # A later job: every verdict's host carries the result.
+        r = w.parity("run", "quick", "--wait")
+        ok(r.returncode == 0 and
+           "\nalpha: this host: 0 false verdicts in 5 A/A trials (self-test "
+           "of " in r.stdout and "\nbeta: warning: this host: 1 false "
+           "verdict in 5 A/A trials (20.0 %, above 2 %) (self-test of "
+           in r.stdout, "run --wait: each host's self-test under the "
+           "verdicts (%s)" % r.stdout[-400:])
+        v = w.pjson("verdicts", "--latest", "--json") or {}
+        sts = {h["host"]: h.get("selftest") for h in v.get("hosts", [])}
+        ok(sts.get("alpha", {}).get("false_verdicts") == 0 and
+           sts.get("beta", {}).get("false_verdicts") == 1 and
+           sts["beta"]["rate"] == 0.2 and sts["beta"]["job"] == job,
+           "verdicts --json: each host entry carries its selftest (%s)" % sts)
+        r = w.parity("report", "--latest")
+        ok(r.returncode == 0 and "1 false verdict in 5 A/A trials (20.0 %, "
+           "above 2 %)" in r.stdout and "selftest: its last self-test gave "
+           "1 false verdict in 5 A/A trials (20.0 %, above 2 %)" in r.stdout
+           and "Warning: This host: 1 false verdict in 5 A/A trials" in
+           r.stdout and "This host: 0 false verdicts in 5 A/A trials." in
+           r.stdout, "report: the self-test column, beta's warning, and the "
+           "line beside each verdict (%s)" % r.stdout[:600])
+    finally:
+        w.close(n_failed > 0)
+
+
 def main():
     case = sys.argv[1]
     for exe in (PARITY,) + ((AGENT, COLLECTOR, REQUEST)
-                            if case in ("fleet", "restart") else ()):
+                            if case in ("fleet", "restart", "selftest")
+                            else ()):
         if not os.access(exe, os.X_OK):
             bail("%s not built" % exe)
     {"fleet": case_fleet, "client": case_client,
-     "restart": case_restart}[case]()
+     "restart": case_restart, "selftest": case_selftest}[case]()
     print("1..%d" % n_tests, flush=True)
     sys.exit(1 if n_failed else 0)
 
