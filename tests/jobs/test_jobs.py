@@ -1367,6 +1367,20 @@ def case_selftest():
            "hosts --json: beta's warnings hold one \"selftest\", alpha's "
            "none")
 
+        # A self-test that does not end done leaves the last result
+        # standing: the agents refuse an unknown variable.
+        r = w.parity("run", "parity-selftest", "--var", "colour=red",
+                     "--hosts", "alpha", "--wait")
+        ok(r.returncode == 1 and "alpha: failed: parity-selftest: unknown "
+           "variable \"colour\" (known: trials loops)" in r.stdout,
+           "an agent refuses a parity-selftest variable it does not know "
+           "(%d: %s)" % (r.returncode, r.stdout[-300:]))
+        st = ((w.pjson("hosts", "--json") or {}).get("hosts") or [{}])[0]
+        ok(st.get("name") == "alpha" and
+           (st.get("selftest") or {}).get("job") == job,
+           "the failed self-test leaves alpha's last result as it was (%s)"
+           % st.get("selftest"))
+
         # A later job: every verdict's host carries the result.
         r = w.parity("run", "quick", "--wait")
         ok(r.returncode == 0 and
