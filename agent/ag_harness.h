@@ -93,6 +93,11 @@ typedef struct {
     int64_t start_unix_us;   /* CLOCK_REALTIME at the start */
     const char *error;       /* ERROR only: the reason; NULL otherwise.
                                 Borrowed, valid during the callback. */
+    /* The command's and its children's counters (ag_counters.h), user
+     * space only; 0 where this host does not count them. */
+    int64_t instructions;
+    int64_t cycles;
+    int64_t task_clock_ns;
 } ag_sample_t;
 
 /* An arm as it is run (after variables), for on_run_start. */

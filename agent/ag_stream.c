@@ -398,6 +398,9 @@ s_cb_sample(void *ctx, const ag_sample_t *x)
         p->term_signal = x->term_signal;
         p->cpu = x->cpu;
         p->start_unix_us = x->start_unix_us;
+        p->instructions = x->instructions;
+        p->cycles = x->cycles;
+        p->task_clock_ns = x->task_clock_ns;
         if (x->error) {
             s->batch_errors[s->batch_count] = strdup(x->error);
             if (s->batch_errors[s->batch_count])

@@ -1306,6 +1306,13 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
                   n_arms);
             return -1;
         }
+        if (s->instructions < 0 || s->cycles < 0 || s->task_clock_ns < 0) {
+            s_err(err, errlen, "batch %s/%u: sample %zu has a negative %s",
+                  b->run_id, b->batch_seq, i, s->instructions < 0 ?
+                  "instructions" : s->cycles < 0 ? "cycles" :
+                  "task_clock_ns");
+            return -1;
+        }
         if (s->round > INT32_MAX || s->position > INT32_MAX) {
             s_err(err, errlen, "batch %s/%u: sample %zu has a %s above %d",
                   b->run_id, b->batch_seq, i,
@@ -1332,7 +1339,7 @@ s_copy_rows(co_db_t *db, int64_t run, const Parity__SampleBatch *b)
     for (size_t i = 0; i < b->n_samples; i++) {
         const Parity__Sample *s = b->samples[i];
         const char *e = s_str(s->error);
-        s_put_i16(db, 16);
+        s_put_i16(db, 19);
         s_field_i64(db, run);
         s_field_i32(db, (int32_t)b->batch_seq);
         s_field_i32(db, (int32_t)i);
@@ -1349,13 +1356,23 @@ s_copy_rows(co_db_t *db, int64_t run, const Parity__SampleBatch *b)
         s_field_i32(db, s->cpu);
         s_field_i64(db, s->start_unix_us);
         s_field_text(db, e, strlen(e));
+        /* Counters: NULL where the host did not count (0). */
+        const int64_t ctr[3] = { s->instructions, s->cycles,
+                                 s->task_clock_ns };
+        for (int k = 0; k < 3; k++) {
+            if (ctr[k] > 0)
+                s_field_i64(db, ctr[k]);
+            else
+                s_put_i32(db, -1);
+        }
     }
 }
 
 static const char s_copy_samples_sql[] =
     "COPY samples (run, batch_seq, idx, kind, arm, round, position, "
     "wall_us, user_us, sys_us, maxrss_kb, exit_status, term_signal, cpu, "
-    "start_unix_us, error) FROM STDIN (FORMAT binary)";
+    "start_unix_us, error, instructions, cycles, task_clock_ns) FROM STDIN "
+    "(FORMAT binary)";
 
 static int
 s_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,

@@ -98,6 +98,13 @@ s_add(s_batch_t *b, Parity__SampleKind kind, unsigned arm, unsigned round,
     x->error = kind == PARITY__SAMPLE_KIND__ERROR ? "exit status 3\t\"x\"\n"
                                                   : "";
     x->exit_status = kind == PARITY__SAMPLE_KIND__ERROR ? 3 : 0;
+    /* Counters on MEASURED samples only: the rest stand for a host that
+     * does not count (stored as NULL). */
+    if (kind == PARITY__SAMPLE_KIND__MEASURED) {
+        x->instructions = 1000000 + (int64_t)round;
+        x->cycles = 2000000;
+        x->task_clock_ns = (int64_t)(wall * 1000);
+    }
     b->ps[b->n] = x;
     b->n++;
 }
@@ -342,6 +349,14 @@ main(int argc, char **argv)
     ok(s_sql_long("SELECT count(*) FROM samples WHERE maxrss_kb = 1234 AND "
                   "cpu = 1 AND user_us > 0 AND sys_us > 0") == (long)total,
        "every harness field is stored");
+    ok(s_sql_long("SELECT count(*) FROM samples WHERE kind = 0 AND "
+                  "instructions >= 1000000 AND cycles = 2000000 AND "
+                  "task_clock_ns > 0") ==
+       s_sql_long("SELECT count(*) FROM samples WHERE kind = 0") &&
+       s_sql_long("SELECT count(*) FROM samples WHERE kind <> 0 AND "
+                  "(instructions IS NOT NULL OR cycles IS NOT NULL OR "
+                  "task_clock_ns IS NOT NULL)") == 0,
+       "counters stored where sent, NULL where 0 (not counted)");
 
     ok(s_send_run_end(s, ++seq, run, 3, total) == 0
        && cc_wait_ack(s, seq, 5000), "RunEnd acked once its batches are in");

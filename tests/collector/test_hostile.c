@@ -390,6 +390,13 @@ s_batch_text_checks(void *sa, const char *run, uint64_t *seqp)
        && s_refused_exactly(sa, seq, 10, want),
        "a negative user_us: Error 10 \"%s\"", want);
     s_smp[1].user_us = 0;
+    s_smp[0].cycles = -5;
+    snprintf(want, sizeof want, "batch %s/41: sample 0 has a negative "
+             "cycles", run);
+    ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b) == 0
+       && s_refused_exactly(sa, seq, 10, want),
+       "a negative counter: Error 10 \"%s\"", want);
+    s_smp[0].cycles = 0;
 
     /* A run_id that is not UTF-8, in a burst with a good batch: refused
      * alone, the other stored. */
