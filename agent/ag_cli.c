@@ -13,7 +13,7 @@
 #include "ag_export.h"
 #include "ag_record.h"
 #include "ag_report.h"
-#include "cl_out.h"
+#include "pw_out.h"
 
 /* The harness a signal handler cancels; one session at a time. */
 static ag_harness_t *volatile s_harness;
@@ -154,7 +154,7 @@ s_exports(const ag_cli_opts_t *copts, const json_t *doc)
 {
     bool ok = true;
     if (copts->export_path)
-        ok &= s_write(copts->prog, copts->export_path, cl_out_json,
+        ok &= s_write(copts->prog, copts->export_path, pw_out_json,
                       doc) == 0;
     if (copts->export_markdown)
         ok &= s_write(copts->prog, copts->export_markdown,
@@ -231,7 +231,7 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
     s_harness_cpu(doc, &ru0, &ru1);
     /* A file that cannot be written still leaves the results on stdout. */
     bool export_failed = !s_exports(copts, doc);
-    int out = copts->json ? cl_out_json(stdout, doc)
+    int out = copts->json ? pw_out_json(stdout, doc)
                           : ag_report_print(stdout, doc);
     if (out != 0 || fflush(stdout) != 0) {
         fprintf(stderr, "%s: write to stdout: %s\n", copts->prog,

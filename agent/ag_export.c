@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "cl_out.h"
+#include "pw_out.h"
 
 /* A CSV column's name, "parameter_" and a parameter's (whose names are
  * at most a few hundred bytes). */
@@ -107,8 +107,8 @@ s_md_bench(FILE *f, const json_t *b, bool heading)
             char r[40], t[40];
             fprintf(f, " | %s %s (tol. %s) |\n",
                     json_string_value(json_object_get(v, "outcome")),
-                    cl_out_ratio(r, sizeof r, s_num(v, "ratio")),
-                    cl_out_ratio(t, sizeof t, s_num(v, "tolerance")));
+                    pw_out_ratio(r, sizeof r, s_num(v, "ratio")),
+                    pw_out_ratio(t, sizeof t, s_num(v, "tolerance")));
         } else {
             fputs(" | no verdict |\n", f);
         }
@@ -177,7 +177,7 @@ s_csv_s(FILE *f, double us, bool last)
     char buf[64] = "";
     if (isfinite(us))
         snprintf(buf, sizeof buf, "%.9f", us / 1e6);
-    cl_out_csv_field(f, buf, last);
+    pw_out_csv_field(f, buf, last);
 }
 
 static void
@@ -193,7 +193,7 @@ s_csv_arm(FILE *f, const json_t *b, const json_t *arm,
     if (!name)
         return;
     s_sample_stats(b, name, &user, &sys, &sd);
-    cl_out_csv_field(f, name, false);
+    pw_out_csv_field(f, name, false);
     s_csv_s(f, s ? s_num(s, "mean") : NAN, false);
     s_csv_s(f, sd, false);
     s_csv_s(f, s ? s_num(s, "median") : NAN, false);
@@ -206,22 +206,22 @@ s_csv_arm(FILE *f, const json_t *b, const json_t *arm,
     json_array_foreach(pnames, i, pn) {
         const char *pv = json_string_value(json_object_get(
             params, json_string_value(pn)));
-        cl_out_csv_field(f, pv ? pv : "", false);
+        pw_out_csv_field(f, pv ? pv : "", false);
     }
-    cl_out_csv_field(f, json_string_value(json_object_get(b, "name")),
+    pw_out_csv_field(f, json_string_value(json_object_get(b, "name")),
                      false);
     bool subject = json_is_true(json_object_get(arm, "subject"));
-    cl_out_csv_field(f, subject ? "true" : "false", false);
+    pw_out_csv_field(f, subject ? "true" : "false", false);
     snprintf(buf, sizeof buf, "%lld",
              (long long)json_integer_value(json_object_get(s, "n")));
-    cl_out_csv_field(f, buf, false);
+    pw_out_csv_field(f, buf, false);
     s_csv_s(f, s ? s_num(s, "iqr") : NAN, false);
-    cl_out_csv_field(f, v ? json_string_value(json_object_get(v, "outcome"))
+    pw_out_csv_field(f, v ? json_string_value(json_object_get(v, "outcome"))
                           : "", false);
     snprintf(buf, sizeof buf, "%.6f", v ? s_num(v, "ratio") : 0);
-    cl_out_csv_field(f, v ? buf : "", false);
+    pw_out_csv_field(f, v ? buf : "", false);
     snprintf(buf, sizeof buf, "%.6f", v ? s_num(v, "tolerance") : 0);
-    cl_out_csv_field(f, v ? buf : "", true);
+    pw_out_csv_field(f, v ? buf : "", true);
 }
 
 int
@@ -249,14 +249,14 @@ ag_export_csv(FILE *f, const json_t *doc)
     static const char *const tail[] = { "benchmark", "subject", "n", "iqr",
         "outcome", "ratio", "tolerance" };
     for (i = 0; i < sizeof head / sizeof *head; i++)
-        cl_out_csv_field(f, head[i], false);
+        pw_out_csv_field(f, head[i], false);
     json_array_foreach(pnames, i, v) {
         char col[S_COLUMN_MAX];
         snprintf(col, sizeof col, "parameter_%s", json_string_value(v));
-        cl_out_csv_field(f, col, false);
+        pw_out_csv_field(f, col, false);
     }
     for (i = 0; i < sizeof tail / sizeof *tail; i++)
-        cl_out_csv_field(f, tail[i], i + 1 == sizeof tail / sizeof *tail);
+        pw_out_csv_field(f, tail[i], i + 1 == sizeof tail / sizeof *tail);
     json_array_foreach(benches, i, b)
         json_array_foreach(json_object_get(b, "arms"), j, arm)
             s_csv_arm(f, b, arm, pnames);

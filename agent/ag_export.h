@@ -12,7 +12,7 @@
  * ratio, tolerance). docs/commands/compare.md shows both.
  *
  * doc is borrowed. Writes only to f; returns 0, or -1 on a write error.
- * Uses the cl_out helpers, as ag_report does.
+ * Uses the pw_out helpers, as ag_report does.
  */
 #ifndef AG_EXPORT_H
 #define AG_EXPORT_H

@@ -23,7 +23,7 @@
 #include "ag_env.h"
 #include "ag_harness.h"
 #include "ag_suite.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "config.h"
 
 #define S_MAX_ONLY AG_SUITE_MAX_BENCHMARKS
@@ -284,7 +284,7 @@ s_env_main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, err);
         return AG_EXIT_SYSTEM;
     }
-    int bad = json ? cl_out_json(stdout, env) : (s_env_text(stdout, env), 0);
+    int bad = json ? pw_out_json(stdout, env) : (s_env_text(stdout, env), 0);
     json_decref(env);
     if (bad || fflush(stdout) != 0) {
         fprintf(stderr, "%s: write to stdout failed\n", prog);

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "cl_out.h"
+#include "pw_out.h"
 #include "pw_json.h"
 #include "vd_verdict.h"
 
@@ -36,7 +36,7 @@ s_bench(FILE *f, const json_t *b)
         if (s && pw_summary_from_json(s, &sums[shown], e, sizeof e) == PW_OK)
             names[shown++] = name;
     }
-    if (shown && cl_out_arms(f, names, sums, shown) != 0)
+    if (shown && pw_out_arms(f, names, sums, shown) != 0)
         return -1;
     const char *reason = json_string_value(json_object_get(b, "reason"));
     if (reason)
@@ -59,7 +59,7 @@ s_bench(FILE *f, const json_t *b)
     json_object_foreach((json_t *)verdict, key, v) {
         vd_verdict_t vd;
         if (pw_verdict_from_json(v, &vd, e, sizeof e) == PW_OK &&
-            cl_out_verdict(f, subject ? subject : "?", key, &vd) != 0)
+            pw_out_verdict(f, subject ? subject : "?", key, &vd) != 0)
             return -1;
     }
     const char *why = json_string_value(json_object_get(b, "verdict_error"));
@@ -81,7 +81,7 @@ ag_report_print(FILE *f, const json_t *doc)
     if (fl) {
         char us[40];
         fprintf(f, "floor: %s (%s, %lld calibration runs)\n",
-                cl_out_us(us, sizeof us,
+                pw_out_us(us, sizeof us,
                           json_number_value(json_object_get(fl, "floor_us"))),
                 json_is_true(json_object_get(fl, "default"))
                     ? "the default: fewer than 100 calibration runs"

@@ -1,7 +1,7 @@
 /* ag_report.h -- a results document for a reader: per benchmark the arms
  * table (n, min, median, max, IQR) and each verdict, then the floor and
  * the environment's warnings. Shared by `parity-agent run` and `parity
- * compare`; uses the cl_out helpers of collector/client, which the
+ * compare`; uses the pw_out helpers of proto/, which the
  * program linking this must also link (both do).
  *
  * Writes only to the FILE it is given; never exits. doc is borrowed.

@@ -22,7 +22,7 @@
 #include "ag_cli.h"
 #include "ag_suite.h"
 #include "cl_cmdline.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 
 #define S_VERB "compare"
@@ -217,7 +217,7 @@ s_more_values(int argc, char **argv, const char *opt, const char *form,
               int need, const char **out)
 {
     if (optind + need > argc) {
-        cl_out_error(S_VERB, "%s needs %s", opt, form);
+        pw_out_error(S_VERB, "%s needs %s", opt, form);
         return -1;
     }
     for (int i = 0; i < need; i++)
@@ -234,19 +234,19 @@ s_add_param(s_opts_t *o, const char *opt, const char *name)
              (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' ||
              *p == '.';
     if (!ok) {
-        cl_out_error(S_VERB, "%s \"%s\": a parameter name is 1 to %d "
+        pw_out_error(S_VERB, "%s \"%s\": a parameter name is 1 to %d "
                      "letters, digits, _ - or .", opt, name,
                      AG_SUITE_MAX_VAR_NAME);
         return -1;
     }
     for (size_t i = 0; i < o->nparams; i++)
         if (strcmp(o->params[i].name, name) == 0) {
-            cl_out_error(S_VERB, "%s %s: the parameter %s is given twice",
+            pw_out_error(S_VERB, "%s %s: the parameter %s is given twice",
                          opt, name, name);
             return -1;
         }
     if (o->nparams >= S_MAX_PARAMS) {
-        cl_out_error(S_VERB, "more than %d -L and -P", S_MAX_PARAMS);
+        pw_out_error(S_VERB, "more than %d -L and -P", S_MAX_PARAMS);
         return -1;
     }
     o->params[o->nparams].name = name;
@@ -267,7 +267,7 @@ s_shell_opt(s_opts_t *o, const char *v)
         o->shell = S_SHELL_SH;
     } else if (cl_cmdline_split(v, &o->shell_argv, &o->shell_argc, err,
                                 sizeof err) != CL_CMDLINE_OK) {
-        cl_out_error(S_VERB, "--shell \"%s\": %s", v, err);
+        pw_out_error(S_VERB, "--shell \"%s\": %s", v, err);
         return -1;
     } else {
         o->shell = S_SHELL_CUSTOM;
@@ -284,7 +284,7 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     /* "--" is where commands start, never an option's value: the old
      * form `--warmup -- CMD` forgot the value. */
     if (c != ':' && optarg && strcmp(optarg, "--") == 0) {
-        cl_out_error(S_VERB, "%s needs a value",
+        pw_out_error(S_VERB, "%s needs a value",
                      argv[optind - 1] == optarg ? argv[optind - 2]
                                                 : argv[optind - 1]);
         return -1;
@@ -293,21 +293,21 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     case 'r':
         if (ag_cli_uint(optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
                         &o->runs) != 0) {
-            cl_out_error(S_VERB, "--runs %s: expected an integer from %d to "
+            pw_out_error(S_VERB, "--runs %s: expected an integer from %d to "
                          "%d", optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS);
             return -1;
         }
         return 0;
     case 'w':
         if (ag_cli_uint(optarg, 0, AG_SUITE_MAX_WARMUP, &o->warmup) != 0) {
-            cl_out_error(S_VERB, "--warmup %s: expected an integer from 0 "
+            pw_out_error(S_VERB, "--warmup %s: expected an integer from 0 "
                          "to %d", optarg, AG_SUITE_MAX_WARMUP);
             return -1;
         }
         return 0;
     case 'n':
         if (o->nnames >= S_MAX_NAMES) {
-            cl_out_error(S_VERB, "more than %d -n", S_MAX_NAMES);
+            pw_out_error(S_VERB, "more than %d -n", S_MAX_NAMES);
             return -1;
         }
         o->names[o->nnames++] = optarg;
@@ -320,7 +320,7 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
         int k = c == 's' ? S_SETUP : c == 'c' ? S_CLEANUP
               : c == 'p' ? S_PREPARE : S_CONCLUDE;
         if (o->nhooks[k] >= AG_SUITE_MAX_ARMS) {
-            cl_out_error(S_VERB, "%s given more than %d times", s_hook_opt[k],
+            pw_out_error(S_VERB, "%s given more than %d times", s_hook_opt[k],
                          AG_SUITE_MAX_ARMS);
             return -1;
         }
@@ -339,7 +339,7 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     case 'P':
         for (size_t i = 0; i < o->nparams; i++)
             if (o->params[i].scan) {
-                cl_out_error(S_VERB, "-P given twice (add values with -L)");
+                pw_out_error(S_VERB, "-P given twice (add values with -L)");
                 return -1;
             }
         if (s_more_values(argc, argv, "-P", "NAME MIN MAX", 2, more) != 0 ||
@@ -372,18 +372,18 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     default:
         if (c >= S_HF_BASE) {
             size_t k = (size_t)(c - S_HF_BASE);
-            cl_out_error(S_VERB, "%s is a hyperfine option that parity "
+            pw_out_error(S_VERB, "%s is a hyperfine option that parity "
                          "compare does not have: %s", s_hyperfine_only[k].opt,
                          s_hyperfine_only[k].why);
             return -1;
         }
         if (c == ':')
-            cl_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
+            pw_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
         else if (optopt)
-            cl_out_error(S_VERB, "unknown option \"-%c\" (parity compare "
+            pw_out_error(S_VERB, "unknown option \"-%c\" (parity compare "
                          "--help)", optopt);
         else
-            cl_out_error(S_VERB, "unknown option \"%s\" (parity compare "
+            pw_out_error(S_VERB, "unknown option \"%s\" (parity compare "
                          "--help)", argv[optind - 1]);
         return -1;
     }
@@ -399,12 +399,12 @@ s_commands(s_opts_t *o, int argc, char **argv)
     o->argv_form = dashes;
     for (int i = optind; i < argc;) {
         if (o->ncmds >= AG_SUITE_MAX_ARMS) {
-            cl_out_error(S_VERB, "more than %d commands", AG_SUITE_MAX_ARMS);
+            pw_out_error(S_VERB, "more than %d commands", AG_SUITE_MAX_ARMS);
             return -1;
         }
         if (!dashes) {
             if (argv[i][0] == '\0') {
-                cl_out_error(S_VERB, "command %zu is empty", o->ncmds + 1);
+                pw_out_error(S_VERB, "command %zu is empty", o->ncmds + 1);
                 return -1;
             }
             o->texts[o->ncmds++] = argv[i++];
@@ -414,12 +414,12 @@ s_commands(s_opts_t *o, int argc, char **argv)
         while (i < argc && strcmp(argv[i], "--") != 0)
             i++;
         if (i == start) {
-            cl_out_error(S_VERB, "command %zu is empty: put the command "
+            pw_out_error(S_VERB, "command %zu is empty: put the command "
                          "after \"--\"", o->ncmds + 1);
             return -1;
         }
         if (argv[start][0] == '\0') {
-            cl_out_error(S_VERB, "command %zu: the program name is empty",
+            pw_out_error(S_VERB, "command %zu: the program name is empty",
                          o->ncmds + 1);
             return -1;
         }
@@ -427,13 +427,13 @@ s_commands(s_opts_t *o, int argc, char **argv)
         o->nwords[o->ncmds++] = (size_t)(i - start);
         /* A "--" ends this command; the next one follows it. */
         if (i < argc && ++i == argc) {
-            cl_out_error(S_VERB, "command %zu is empty: put the command "
+            pw_out_error(S_VERB, "command %zu is empty: put the command "
                          "after \"--\"", o->ncmds + 1);
             return -1;
         }
     }
     if (o->argv_form && o->shell == S_SHELL_CUSTOM) {
-        cl_out_error(S_VERB, "--shell %s: the commands after \"--\" are "
+        pw_out_error(S_VERB, "--shell %s: the commands after \"--\" are "
                      "argvs, run without a shell", o->shell_arg);
         return -1;
     }
@@ -456,7 +456,7 @@ s_parse(s_opts_t *o, int argc, char **argv)
     for (size_t i = 0; i < o->nparams; i++)
         scan |= o->params[i].scan;
     if (o->step && !scan) {
-        cl_out_error(S_VERB, "-D %s: a step for -P, which is not given",
+        pw_out_error(S_VERB, "-D %s: a step for -P, which is not given",
                      o->step);
         return -1;
     }
@@ -474,7 +474,7 @@ s_values(s_opts_t *o)
             if (cl_cmdline_range(p->min, p->max, o->step,
                                  AG_SUITE_MAX_BENCHMARKS, &p->values,
                                  &p->count, err, sizeof err) != 0) {
-                cl_out_error(S_VERB, "-P %s %s %s%s%s: %s", p->name, p->min,
+                pw_out_error(S_VERB, "-P %s %s %s%s%s: %s", p->name, p->min,
                              p->max, o->step ? " -D " : "",
                              o->step ? o->step : "", err);
                 return -1;
@@ -482,13 +482,13 @@ s_values(s_opts_t *o)
         } else if (cl_cmdline_list(p->list, AG_SUITE_MAX_BENCHMARKS,
                                    &p->values, &p->count, err,
                                    sizeof err) != 0) {
-            cl_out_error(S_VERB, "-L %s %s: %s", p->name, p->list, err);
+            pw_out_error(S_VERB, "-L %s %s: %s", p->name, p->list, err);
             return -1;
         }
         for (size_t a = 0; a < p->count; a++)
             for (size_t b = 0; b < a; b++)
                 if (strcmp(p->values[a], p->values[b]) == 0) {
-                    cl_out_error(S_VERB, "-L %s: the value \"%s\" is given "
+                    pw_out_error(S_VERB, "-L %s: the value \"%s\" is given "
                                  "twice", p->name, p->values[a]);
                     return -1;
                 }
@@ -506,7 +506,7 @@ s_values(s_opts_t *o)
             for (size_t h = 0; h < o->nhooks[k] && !used; h++)
                 used = cl_cmdline_uses(o->hooks[k][h], p->name);
         if (!used) {
-            cl_out_error(S_VERB, "%s %s: no command, name or hook holds "
+            pw_out_error(S_VERB, "%s %s: no command, name or hook holds "
                          "{%s}", p->scan ? "-P" : "-L", p->name, p->name);
             return -1;
         }
@@ -538,7 +538,7 @@ s_layout(const s_opts_t *o, s_layout_t *l)
                 match = i;
         size_t others = match < o->ncmds ? o->ncmds - 1 : o->ncmds;
         if (others != 1) {
-            cl_out_error(S_VERB, "--reference: parity compare judges one "
+            pw_out_error(S_VERB, "--reference: parity compare judges one "
                          "command against the reference, found %zu (drop "
                          "--reference to judge the first command against "
                          "each other one)", others);
@@ -550,7 +550,7 @@ s_layout(const s_opts_t *o, s_layout_t *l)
     l->nbase = o->ncmds + l->ref_added;
     l->values_are_arms = l->nbase == 1 && o->nparams > 0;
     if (l->nbase < 2 && !l->values_are_arms) {
-        cl_out_error(S_VERB, "expected at least two commands: parity compare "
+        pw_out_error(S_VERB, "expected at least two commands: parity compare "
                      "'CMD_A' 'CMD_B' (or -- CMD_A... -- CMD_B...)");
         return -1;
     }
@@ -559,7 +559,7 @@ s_layout(const s_opts_t *o, s_layout_t *l)
     for (size_t i = 0; i < o->nparams; i++) {
         l->combos *= o->params[i].count;
         if (l->combos > limit) {
-            cl_out_error(S_VERB, l->values_are_arms
+            pw_out_error(S_VERB, l->values_are_arms
                          ? "-L/-P: more than %zu values, the arms of one "
                            "comparison (one command)"
                          : "-L/-P: more than %zu combinations of values, one "
@@ -568,7 +568,7 @@ s_layout(const s_opts_t *o, s_layout_t *l)
         }
     }
     if (l->values_are_arms && l->combos < 2) {
-        cl_out_error(S_VERB, "one command and one value: nothing to compare "
+        pw_out_error(S_VERB, "one command and one value: nothing to compare "
                      "(give two values, or two commands)");
         return -1;
     }
@@ -578,20 +578,20 @@ s_layout(const s_opts_t *o, s_layout_t *l)
      * or once per command and value), or once per command. */
     size_t every = o->ncmds * l->combos;
     if (!o->nparams && o->nnames > o->ncmds) {
-        cl_out_error(S_VERB, "-n given %zu times for %zu commands",
+        pw_out_error(S_VERB, "-n given %zu times for %zu commands",
                      o->nnames, o->ncmds);
         return -1;
     }
     if (o->nparams && o->nnames > 1 && o->nnames != o->ncmds &&
         o->nnames != every) {
-        cl_out_error(S_VERB, "-n given %zu times: once, once per command "
+        pw_out_error(S_VERB, "-n given %zu times: once, once per command "
                      "(%zu) or once per command and value (%zu)", o->nnames,
                      o->ncmds, every);
         return -1;
     }
     for (size_t k = 0; k < S_HOOKS; k++)
         if (o->nhooks[k] > 1 && o->nhooks[k] != l->nbase) {
-            cl_out_error(S_VERB, "%s given %zu times: once for all commands, "
+            pw_out_error(S_VERB, "%s given %zu times: once for all commands, "
                          "or once per command (%zu%s)", s_hook_opt[k],
                          o->nhooks[k], l->nbase,
                          l->ref_added ? ", the --reference first" : "");
@@ -624,7 +624,7 @@ s_set_combo(s_build_t *b, size_t combo)
 static int
 s_oom(void)
 {
-    cl_out_error(S_VERB, "out of memory, or more than %u MiB of commands "
+    pw_out_error(S_VERB, "out of memory, or more than %u MiB of commands "
                  "once the parameters are put in", S_MAX_BYTES >> 20);
     return -1;
 }
@@ -637,7 +637,7 @@ s_text(s_build_t *b, const char *tmpl, const char *what)
     char *out, err[256];
     if (cl_cmdline_subst(tmpl, b->pnames, b->pvalues, b->o->nparams, &out,
                          err, sizeof err) != CL_CMDLINE_OK) {
-        cl_out_error(S_VERB, "%s: %s", what, err);
+        pw_out_error(S_VERB, "%s: %s", what, err);
         return NULL;
     }
     if (!s_keep(&b->pool, out, strlen(out) + 1)) {
@@ -665,7 +665,7 @@ s_string_cmd(s_build_t *b, const char *tmpl, const char *what,
     }
     if (o->shell == S_SHELL_NONE) {
         if (cl_cmdline_split(text, &words, &n, err, sizeof err) != 0) {
-            cl_out_error(S_VERB, "%s \"%s\": %s", what, text, err);
+            pw_out_error(S_VERB, "%s \"%s\": %s", what, text, err);
             return -1;
         }
         if (!s_keep(&b->pool, words, strlen(text) + n * sizeof *words))
@@ -725,7 +725,7 @@ s_arm_name(s_build_t *b, const char *text, char *const *names, size_t a)
     memcpy(name, text, len);
     name[len] = '\0';
     for (size_t k = 0; k < len;) {
-        size_t u = cl_out_utf8_len((const unsigned char *)name + k);
+        size_t u = pw_out_utf8_len((const unsigned char *)name + k);
         if (u == 0 || k + u > len)
             name[k++] = '?';
         else
@@ -883,7 +883,7 @@ s_suite(s_build_t *b, const s_layout_t *l)
     if (ag_suite_from_specs("compare", benches, l->nbench,
                             (unsigned)o->runs, (unsigned)o->warmup, &suite,
                             err, sizeof err) != AG_SUITE_OK) {
-        cl_out_error(S_VERB, "%s", err);
+        pw_out_error(S_VERB, "%s", err);
         return NULL;
     }
     return suite;
@@ -898,7 +898,7 @@ cl_compare_main(int argc, char **argv)
     ag_suite_t *suite = NULL;
     int code = AG_EXIT_USAGE;
     if (!o) {
-        cl_out_error(S_VERB, "out of memory");
+        pw_out_error(S_VERB, "out of memory");
         return AG_EXIT_SYSTEM;
     }
     o->runs = AG_SUITE_DEFAULT_RUNS;
@@ -908,9 +908,9 @@ cl_compare_main(int argc, char **argv)
     int r = s_parse(o, argc, argv);
     if (r == 1) {
         fputs(s_usage, stdout);
-        code = CL_EXIT_OK;
+        code = PW_EXIT_OK;
         if (fflush(stdout) != 0 || ferror(stdout)) {
-            cl_out_error(S_VERB, "write to stdout failed");
+            pw_out_error(S_VERB, "write to stdout failed");
             code = AG_EXIT_SYSTEM;
         }
         goto done;

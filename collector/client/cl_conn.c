@@ -16,7 +16,7 @@
 #include <yaml.h>
 #include <zmq.h>
 
-#include "cl_out.h"
+#include "pw_out.h"
 #include "pw_json.h"
 #include "pw_wire.h"
 
@@ -422,7 +422,7 @@ cl_conn_open(const cl_conn_opts_t *o, int *code, char *err, size_t errlen)
         snprintf(tsrc, sizeof tsrc, "%.4000s (timeout)", cfg->path);
     }
     c->timeout_s = CL_CONN_DEFAULT_TIMEOUT_S;
-    if (t && *t && (cl_out_parse_double(t, &c->timeout_s) != 0 ||
+    if (t && *t && (pw_out_parse_double(t, &c->timeout_s) != 0 ||
                     !(c->timeout_s > 0) ||
                     c->timeout_s > CL_CONN_MAX_TIMEOUT_S)) {
         s_err(err, errlen, "%s \"%.40s\": want seconds, more than 0 and at "
@@ -718,10 +718,10 @@ int
 cl_conn_exit_code(int status)
 {
     switch (status) {
-    case CL_CONN_OK: return CL_EXIT_OK;
-    case CL_CONN_CONFIG: return CL_EXIT_USAGE;
-    case CL_CONN_REPLY: return CL_EXIT_DATA;
-    default: return CL_EXIT_SYSTEM;
+    case CL_CONN_OK: return PW_EXIT_OK;
+    case CL_CONN_CONFIG: return PW_EXIT_USAGE;
+    case CL_CONN_REPLY: return PW_EXIT_DATA;
+    default: return PW_EXIT_SYSTEM;
     }
 }
 
@@ -734,14 +734,14 @@ cl_conn_ask(const char *verb, const cl_conn_opts_t *o, const char *command,
     *body = NULL;
     cl_conn_t *c = cl_conn_open(o, &code, err, sizeof err);
     if (!c) {
-        cl_out_error(verb, "%s", err);
+        pw_out_error(verb, "%s", err);
         return cl_conn_exit_code(code);
     }
     int rc = cl_conn_request(c, command, args, body, NULL, err, sizeof err);
     cl_conn_destroy(&c);
     if (rc != CL_CONN_OK) {
-        cl_out_error(verb, "%s", err);
+        pw_out_error(verb, "%s", err);
         return cl_conn_exit_code(rc);
     }
-    return CL_EXIT_OK;
+    return PW_EXIT_OK;
 }

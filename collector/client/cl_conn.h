@@ -23,7 +23,7 @@
  * and heartbeats are skipped.
  *
  * Nothing here prints except cl_conn_ask(), the verbs' one-call helper,
- * which prints "parity VERB: ..." errors through cl_out_error.
+ * which prints "parity VERB: ..." errors through pw_out_error.
  */
 #ifndef CL_CONN_H
 #define CL_CONN_H
@@ -90,9 +90,9 @@ int cl_conn_wait(cl_conn_t *c, uint64_t id, json_t **body, int *status,
                  char *err, size_t errlen);
 
 /* For a verb: open with o, ask once, close. Prints any error as
- * "parity VERB: ..." and returns the verb's exit code (CL_EXIT_OK with
- * *body set, CL_EXIT_USAGE for a setting, CL_EXIT_DATA for an error
- * reply, CL_EXIT_SYSTEM for no answer). */
+ * "parity VERB: ..." and returns the verb's exit code (PW_EXIT_OK with
+ * *body set, PW_EXIT_USAGE for a setting, PW_EXIT_DATA for an error
+ * reply, PW_EXIT_SYSTEM for no answer). */
 int cl_conn_ask(const char *verb, const cl_conn_opts_t *o,
                 const char *command, const json_t *args, json_t **body);
 

@@ -13,12 +13,12 @@
 #include <time.h>
 
 #include "cl_conn.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 
 /* Hosts shown as columns (when, job, tags, geomean and summary take the
- * rest of CL_TABLE_COLS); more are shown one row per host. */
-#define S_HOST_COLUMNS (CL_TABLE_COLS - 5)
+ * rest of PW_OUT_TABLE_COLS); more are shown one row per host. */
+#define S_HOST_COLUMNS (PW_OUT_TABLE_COLS - 5)
 /* Most distinct hosts one pair's rows may name (the collector's bound
  * on --host filters is 256; a fleet without a filter may have more, and
  * then the per-host rows are used, which need no list). */
@@ -138,9 +138,9 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
     size_t nh = s_pair_hosts(pair, hosts, S_HOSTS_MAX);
     bool columns = nh <= S_HOST_COLUMNS;
     size_t ncols = columns ? 5 + nh : 7;
-    const char *head[CL_TABLE_COLS];
-    char cells[CL_TABLE_COLS][CL_CELL_MAX];
-    const char *row[CL_TABLE_COLS];
+    const char *head[PW_OUT_TABLE_COLS];
+    char cells[PW_OUT_TABLE_COLS][PW_OUT_CELL_MAX];
+    const char *row[PW_OUT_TABLE_COLS];
     int rc = 0;
 
     fprintf(f, "%s: %s vs %s  (suite %s)\n", s_str(body, "benchmark", "?"),
@@ -159,15 +159,15 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
     }
     head[c++] = "geomean";
     head[c++] = "summary";
-    cl_out_table_t *t = cl_out_table_new(ncols);
+    pw_out_table_t *t = pw_out_table_new(ncols);
     if (!t)
         return -1;
-    cl_out_table_left(t, 1);
-    cl_out_table_left(t, 2);
+    pw_out_table_left(t, 1);
+    pw_out_table_left(t, 2);
     if (!columns)
-        cl_out_table_left(t, 3);
-    cl_out_table_left(t, ncols - 1);
-    rc |= cl_out_table_add(t, head);
+        pw_out_table_left(t, 3);
+    pw_out_table_left(t, ncols - 1);
+    rc |= pw_out_table_add(t, head);
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(pair, "rows"), i, r) {
@@ -175,30 +175,30 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
         const json_t *entries = json_object_get(r, "hosts");
         size_t reps = columns ? 1 : json_array_size(entries);
         for (size_t k = 0; k < reps; k++) {
-            s_time(cells[0], CL_CELL_MAX,
+            s_time(cells[0], PW_OUT_CELL_MAX,
                    json_integer_value(json_object_get(r, "at_us")));
-            snprintf(cells[1], CL_CELL_MAX, "%s", *s_str(r, "job", "") ?
+            snprintf(cells[1], PW_OUT_CELL_MAX, "%s", *s_str(r, "job", "") ?
                      s_str(r, "job", "") : "(no job)");
-            s_tags(cells[2], CL_CELL_MAX, r);
+            s_tags(cells[2], PW_OUT_CELL_MAX, r);
             c = 3;
             if (columns) {
                 for (size_t h = 0; h < nh; h++, c++)
-                    s_cell(cells[c], CL_CELL_MAX, s_entry(r, hosts[h]));
+                    s_cell(cells[c], PW_OUT_CELL_MAX, s_entry(r, hosts[h]));
             } else {
                 const json_t *e = json_array_get(entries, k);
-                snprintf(cells[c++], CL_CELL_MAX, "%s", s_str(e, "host", "?"));
-                s_cell(cells[c++], CL_CELL_MAX, e);
+                snprintf(cells[c++], PW_OUT_CELL_MAX, "%s", s_str(e, "host", "?"));
+                s_cell(cells[c++], PW_OUT_CELL_MAX, e);
             }
-            s_geomean(cells[c++], CL_CELL_MAX, sum);
-            snprintf(cells[c++], CL_CELL_MAX, "%s",
+            s_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
+            snprintf(cells[c++], PW_OUT_CELL_MAX, "%s",
                      s_str(sum, "consensus", "no hosts"));
             for (size_t q = 0; q < ncols; q++)
                 row[q] = cells[q];
-            rc |= cl_out_table_add(t, row);
+            rc |= pw_out_table_add(t, row);
         }
     }
-    rc |= cl_out_table_print(t, f);
-    cl_out_table_destroy(&t);
+    rc |= pw_out_table_print(t, f);
+    pw_out_table_destroy(&t);
     return rc;
 }
 
@@ -229,7 +229,7 @@ static void
 s_note_add(json_t *notes, const char *run, const char *text)
 {
     const char *was = json_string_value(json_object_get(notes, run));
-    char buf[CL_CELL_MAX];
+    char buf[PW_OUT_CELL_MAX];
     snprintf(buf, sizeof buf, "%s%s%s", was ? was : "", was ? "; " : "",
              text);
     json_object_set_new(notes, run, json_string(buf));
@@ -246,7 +246,7 @@ s_run_notes(const json_t *body)
     json_array_foreach(json_object_get(body, "series"), i, s) {
         const json_t *runs = json_object_get(s, "runs");
         json_array_foreach(json_object_get(s, "change_points"), k, x) {
-            char text[CL_CELL_MAX];
+            char text[PW_OUT_CELL_MAX];
             const json_t *run = json_array_get(runs, (size_t)
                 json_integer_value(json_object_get(x, "index")));
             s_change_text(text, sizeof text, x);
@@ -288,7 +288,7 @@ s_print_changes(FILE *f, const json_t *body)
         for (int pass = 0; pass < 2; pass++)
             json_array_foreach(json_object_get(s, pass ? "annotations" :
                                                "change_points"), k, x) {
-                char text[CL_CELL_MAX], tags[CL_CELL_MAX];
+                char text[PW_OUT_CELL_MAX], tags[PW_OUT_CELL_MAX];
                 const json_t *run = json_array_get(runs, (size_t)
                     json_integer_value(json_object_get(x, "index")));
                 if (pass)
@@ -313,13 +313,13 @@ s_print_csv(FILE *f, const json_t *body)
     json_t *notes = s_run_notes(body);
     const size_t n = sizeof head / sizeof *head;
     for (size_t i = 0; i < n; i++)
-        cl_out_csv_field(f, head[i], i + 1 == n);
+        pw_out_csv_field(f, head[i], i + 1 == n);
     size_t i, k, h;
     json_t *pair, *r, *e;
     json_array_foreach(json_object_get(body, "pairs"), i, pair)
         json_array_foreach(json_object_get(pair, "rows"), k, r) {
             const json_t *sum = json_object_get(r, "summary");
-            char at[64], tags[CL_CELL_MAX], gm[32];
+            char at[64], tags[PW_OUT_CELL_MAX], gm[32];
             s_time(at, sizeof at,
                    json_integer_value(json_object_get(r, "at_us")));
             s_tags(tags, sizeof tags, r);
@@ -339,7 +339,7 @@ s_print_csv(FILE *f, const json_t *body)
                     num[0], num[1], num[2], s_str(sum, "consensus", ""), gm,
                     s_str(notes, s_str(e, "run_id", ""), "") };
                 for (size_t q = 0; q < n; q++)
-                    cl_out_csv_field(f, row[q], q + 1 == n);
+                    pw_out_csv_field(f, row[q], q + 1 == n);
             }
         }
     json_decref(notes);
@@ -350,7 +350,7 @@ int
 cl_history_print(FILE *f, const json_t *body, cl_history_format_t format)
 {
     if (format == CL_HISTORY_JSON)
-        return cl_out_json(f, body);
+        return pw_out_json(f, body);
     if (format == CL_HISTORY_CSV)
         return s_print_csv(f, body);
     const json_t *pairs = json_object_get(body, "pairs");
@@ -445,10 +445,10 @@ s_ask_series(const cl_conn_opts_t *co, const char *bench, const json_t *args,
                               limit < 1000 ? limit + 1 : 1000);
     json_t *all = NULL, *each = NULL, *h;
     size_t i;
-    int rc = CL_EXIT_SYSTEM;
+    int rc = PW_EXIT_SYSTEM;
     *out = NULL;
     if (!sargs) {
-        cl_out_error("history", "out of memory");
+        pw_out_error("history", "out of memory");
         goto done;
     }
     if (json_object_get(args, "suite"))
@@ -456,15 +456,15 @@ s_ask_series(const cl_conn_opts_t *co, const char *bench, const json_t *args,
     if (json_array_size(hosts) == 1)
         json_object_set(sargs, "host", json_array_get(hosts, 0));
     rc = cl_conn_ask("history", co, "series", sargs, &all);
-    if (rc != CL_EXIT_OK || json_array_size(hosts) == 1 ||
+    if (rc != PW_EXIT_OK || json_array_size(hosts) == 1 ||
         !json_is_true(json_object_get(all, "truncated")))
         goto done;
     json_t *list = json_array();
     each = s_history_hosts(body);
     if (!list || !each) {
         json_decref(list);
-        cl_out_error("history", "out of memory");
-        rc = CL_EXIT_SYSTEM;
+        pw_out_error("history", "out of memory");
+        rc = PW_EXIT_SYSTEM;
         goto done;
     }
     json_object_set_new(all, "series", list);
@@ -474,7 +474,7 @@ s_ask_series(const cl_conn_opts_t *co, const char *bench, const json_t *args,
         size_t k;
         json_object_set(sargs, "host", h);
         rc = cl_conn_ask("history", co, "series", sargs, &one);
-        if (rc != CL_EXIT_OK)
+        if (rc != PW_EXIT_OK)
             goto done;
         json_array_foreach(json_object_get(one, "series"), k, x)
             json_array_append(list, x);
@@ -483,7 +483,7 @@ s_ask_series(const cl_conn_opts_t *co, const char *bench, const json_t *args,
         json_decref(one);
     }
 done:
-    if (rc == CL_EXIT_OK) {
+    if (rc == PW_EXIT_OK) {
         *out = all;
         all = NULL;
     }
@@ -500,21 +500,21 @@ cl_history_main(int argc, char **argv)
     char err[512];
     const char *bench = NULL;
     bool as_json = false, as_csv = false;
-    int rc = CL_EXIT_USAGE;
+    int rc = PW_EXIT_USAGE;
     json_t *args = json_object(), *tags = json_object(),
            *hosts = json_array(), *body = NULL;
-    if (cl_out_wants_help(argc, argv)) {
+    if (pw_out_wants_help(argc, argv)) {
         s_usage(stdout);
-        rc = CL_EXIT_OK;
+        rc = PW_EXIT_OK;
         goto done;
     }
     if (!args || !tags || !hosts) {
-        cl_out_error("history", "out of memory");
-        rc = CL_EXIT_SYSTEM;
+        pw_out_error("history", "out of memory");
+        rc = PW_EXIT_SYSTEM;
         goto done;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error("history", "%s", err);
+        pw_out_error("history", "%s", err);
         goto done;
     }
     for (int i = 1; i < argc; i++) {
@@ -524,7 +524,7 @@ cl_history_main(int argc, char **argv)
                      strcmp(a, "--host") == 0 || strcmp(a, "--tag") == 0 ||
                      strcmp(a, "--limit") == 0 || strcmp(a, "--by") == 0;
         if (takes && !v) {
-            cl_out_error("history", "%s needs a value", a);
+            pw_out_error("history", "%s needs a value", a);
             goto done;
         }
         if (strcmp(a, "--json") == 0) {
@@ -537,21 +537,21 @@ cl_history_main(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--host") == 0) {
             if (!*v || json_array_size(hosts) >= 256) {
-                cl_out_error("history", "--host \"%s\": want a host name "
+                pw_out_error("history", "--host \"%s\": want a host name "
                              "(at most 256 of them)", v);
                 goto done;
             }
             json_array_append_new(hosts, json_string(v));
             i++;
         } else if (strcmp(a, "--tag") == 0) {
-            if (cl_out_key_value(tags, v) != 0 || json_object_size(tags) > 256) {
-                cl_out_error("history", "--tag \"%s\": want KEY=VALUE", v);
+            if (pw_out_key_value(tags, v) != 0 || json_object_size(tags) > 256) {
+                pw_out_error("history", "--tag \"%s\": want KEY=VALUE", v);
                 goto done;
             }
             i++;
         } else if (strcmp(a, "--by") == 0) {
             if (strlen(v) > 200) {
-                cl_out_error("history", "--by \"%.60s...\": want a tag name "
+                pw_out_error("history", "--by \"%.60s...\": want a tag name "
                              "of at most 200 bytes", v);
                 goto done;
             }
@@ -563,13 +563,13 @@ cl_history_main(int argc, char **argv)
             char *end;
             long n = strtol(v, &end, 10);
             if (*end || end == v || n < 1 || n > 1000) {
-                cl_out_error("history", "--limit \"%s\": want 1..1000", v);
+                pw_out_error("history", "--limit \"%s\": want 1..1000", v);
                 goto done;
             }
             json_object_set_new(args, "limit", json_integer(n));
             i++;
         } else if (a[0] == '-' || bench) {
-            cl_out_error("history", "unexpected argument \"%s\" (parity "
+            pw_out_error("history", "unexpected argument \"%s\" (parity "
                          "history --help)", a);
             goto done;
         } else {
@@ -577,26 +577,26 @@ cl_history_main(int argc, char **argv)
         }
     }
     if (!bench) {
-        cl_out_error("history", "which benchmark? (parity history BENCHMARK; "
+        pw_out_error("history", "which benchmark? (parity history BENCHMARK; "
                      "parity verdicts lists them)");
         goto done;
     }
     if (as_json && as_csv) {
-        cl_out_error("history", "give one of --json, --csv");
+        pw_out_error("history", "give one of --json, --csv");
         goto done;
     }
     json_object_set_new(args, "benchmark", json_string(bench));
     json_object_set(args, "tags", tags);
     json_object_set(args, "hosts", hosts);
     rc = cl_conn_ask("history", &co, "history", args, &body);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         goto done;
     /* The same benchmark's series: change points and annotations. */
     json_t *series = NULL;
     json_int_t limit = json_integer_value(json_object_get(args, "limit"));
     rc = s_ask_series(&co, bench, args, hosts, body, limit ? limit : 50,
                       &series);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         goto done;
     /* --host H (several): only their series. */
     json_t *keep = json_array(), *one;
@@ -615,8 +615,8 @@ cl_history_main(int argc, char **argv)
     int w = cl_history_print(stdout, body, as_json ? CL_HISTORY_JSON :
                              as_csv ? CL_HISTORY_CSV : CL_HISTORY_TABLE);
     if (w != 0 || fflush(stdout) != 0) {
-        cl_out_error("history", "writing stdout failed");
-        rc = CL_EXIT_SYSTEM;
+        pw_out_error("history", "writing stdout failed");
+        rc = PW_EXIT_SYSTEM;
     }
 done:
     json_decref(args);

@@ -6,7 +6,7 @@
 
 #include "cl_aa.h"
 #include "cl_conn.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 
 static void
@@ -136,12 +136,12 @@ static int
 s_pending(const json_t *body)
 {
     json_t *keys = json_object_get(body, "pending");
-    cl_out_table_t *t = cl_out_table_new(6);
+    pw_out_table_t *t = pw_out_table_new(6);
     if (!t)
-        return CL_EXIT_SYSTEM;
+        return PW_EXIT_SYSTEM;
     const char *head[] = { "fingerprint", "name", "address", "version",
                            "first seen", "last seen" };
-    cl_out_table_add(t, head);
+    pw_out_table_add(t, head);
     size_t i;
     json_t *k;
     json_array_foreach(keys, i, k) {
@@ -153,10 +153,10 @@ s_pending(const json_t *body)
         const char *row[] = { s_str(k, "fingerprint", "?"),
                               s_str(k, "name", "-"), s_str(k, "address", "-"),
                               s_str(k, "agent_version", "-"), first, last };
-        cl_out_table_add(t, row);
+        pw_out_table_add(t, row);
     }
-    int rc = cl_out_table_print(t, stdout) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
-    cl_out_table_destroy(&t);
+    int rc = pw_out_table_print(t, stdout) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
+    pw_out_table_destroy(&t);
     if (json_array_size(keys) == 0)
         printf("(no key waits for approval)\n");
     else
@@ -194,21 +194,21 @@ static int
 s_print_hosts(const json_t *body)
 {
     json_t *hosts = json_object_get(body, "hosts");
-    cl_out_table_t *t = cl_out_table_new(10);
+    pw_out_table_t *t = pw_out_table_new(10);
     if (!t)
-        return CL_EXIT_SYSTEM;
+        return PW_EXIT_SYSTEM;
     const char *head[] = { "host", "state", "last seen", "floor",
                            "calibrated", "cpu", "kernel", "suites",
                            "self-test", "warnings" };
-    cl_out_table_add(t, head);
+    pw_out_table_add(t, head);
     size_t i;
     json_t *h;
     json_array_foreach(hosts, i, h) {
-        char seen[64], floor[64], cal[64], suites[CL_CELL_MAX] = "",
-             warn[CL_CELL_MAX] = "", self[64] = "-";
+        char seen[64], floor[64], cal[64], suites[PW_OUT_CELL_MAX] = "",
+             warn[PW_OUT_CELL_MAX] = "", self[64] = "-";
         s_ago(seen, sizeof seen,
               json_integer_value(json_object_get(h, "last_seen_us")));
-        cl_out_us(floor, sizeof floor,
+        pw_out_us(floor, sizeof floor,
                   json_real_value(json_object_get(h, "floor_us")));
         if (json_is_true(json_object_get(h, "floor_default")))
             strncat(floor, " (default)", sizeof floor - strlen(floor) - 1);
@@ -250,15 +250,15 @@ s_print_hosts(const json_t *body)
             seen, floor, cal, s_str(h, "cpu_model", "-"),
             s_str(h, "kernel", "-"), *suites ? suites : "-", self,
             *warn ? warn : "-" };
-        cl_out_table_add(t, row);
+        pw_out_table_add(t, row);
     }
-    int rc = cl_out_table_print(t, stdout) == 0 ? CL_EXIT_OK
-                                                : CL_EXIT_SYSTEM;
+    int rc = pw_out_table_print(t, stdout) == 0 ? PW_EXIT_OK
+                                                : PW_EXIT_SYSTEM;
     if (json_array_size(hosts) == 0)
         printf("(no host has said Hello to this collector yet)\n");
     s_print_machines(hosts);
     s_print_selftests(hosts);
-    cl_out_table_destroy(&t);
+    pw_out_table_destroy(&t);
     return rc;
 }
 
@@ -269,13 +269,13 @@ cl_hosts_main(int argc, char **argv)
     char err[512];
     bool as_json = false, pending = false;
     const char *action = NULL, *target = NULL;
-    if (cl_out_wants_help(argc, argv)) {
+    if (pw_out_wants_help(argc, argv)) {
         s_usage(stdout);
-        return CL_EXIT_OK;
+        return PW_EXIT_OK;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error("hosts", "%s", err);
-        return CL_EXIT_USAGE;
+        pw_out_error("hosts", "%s", err);
+        return PW_EXIT_USAGE;
     }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
@@ -290,20 +290,20 @@ cl_hosts_main(int argc, char **argv)
         } else if (action && !target && argv[i][0] != '-') {
             target = argv[i];
         } else {
-            cl_out_error("hosts", "unknown argument \"%s\" (parity hosts "
+            pw_out_error("hosts", "unknown argument \"%s\" (parity hosts "
                          "--help)", argv[i]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
     }
     if (action && !target) {
-        cl_out_error("hosts", "%s needs a key's FINGERPRINT or its host's "
+        pw_out_error("hosts", "%s needs a key's FINGERPRINT or its host's "
                      "NAME (parity hosts --pending lists them)", action);
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     if (action && pending) {
-        cl_out_error("hosts", "--pending lists keys; %s takes one: give "
+        pw_out_error("hosts", "--pending lists keys; %s takes one: give "
                      "either", action);
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     json_t *args = action ? json_pack("{s:s}", strncmp(target, "SHA256:", 7)
                                       == 0 ? "fingerprint" : "name", target)
@@ -312,20 +312,20 @@ cl_hosts_main(int argc, char **argv)
     int rc = cl_conn_ask("hosts", &co, action ? action : pending ? "pending"
                          : "hosts", args, &body);
     json_decref(args);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         return rc;
     if (as_json) {
-        rc = cl_out_json(stdout, body) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+        rc = pw_out_json(stdout, body) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
         json_decref(body);
         return rc;
     }
     if (action || pending) {
         if (action)
             s_decided(action, body);
-        rc = action ? CL_EXIT_OK : s_pending(body);
+        rc = action ? PW_EXIT_OK : s_pending(body);
         json_decref(body);
         if (fflush(stdout) != 0)
-            rc = CL_EXIT_SYSTEM;
+            rc = PW_EXIT_SYSTEM;
         return rc;
     }
     rc = s_print_hosts(body);

@@ -6,7 +6,7 @@
  * See docs/commands/import.md. Every problem with a file is reported as
  * "FILE: what" (with FILE:LINE:COLUMN when the JSON does not parse).
  */
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
 
@@ -62,7 +62,7 @@ typedef struct {
 } s_opts_t;
 
 /* Set by any allocation that fails, after its message: the verb then
- * exits CL_EXIT_SYSTEM, not CL_EXIT_DATA, whatever else went wrong. */
+ * exits PW_EXIT_SYSTEM, not PW_EXIT_DATA, whatever else went wrong. */
 static bool s_oom;
 
 /* ---- files ----------------------------------------------------------- */
@@ -83,15 +83,15 @@ s_load(const char *path)
     FILE *f = fopen(path, "rb");
 
     if (!f) {
-        cl_out_error(S_VERB, "%s: cannot open: %s", path, strerror(errno));
+        pw_out_error(S_VERB, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        cl_out_error(S_VERB, "%s: is a directory, not a JSON file", path);
+        pw_out_error(S_VERB, "%s: is a directory, not a JSON file", path);
         goto done;
     }
     if (fstat(fileno(f), &st) == 0 && st.st_size > (off_t)S_FILE_MAX) {
-        cl_out_error(S_VERB, "%s: %lld bytes, more than the limit of %u",
+        pw_out_error(S_VERB, "%s: %lld bytes, more than the limit of %u",
                      path, (long long)st.st_size, S_FILE_MAX);
         goto done;
     }
@@ -101,12 +101,12 @@ s_load(const char *path)
             size_t grown = cap ? cap * 2 : 1u << 16;
             char *nt;
             if (cap > S_FILE_MAX) {
-                cl_out_error(S_VERB, "%s: more than the limit of %u bytes",
+                pw_out_error(S_VERB, "%s: more than the limit of %u bytes",
                              path, S_FILE_MAX);
                 goto done;
             }
             if (!(nt = realloc(text, grown))) {
-                cl_out_error(S_VERB, "%s: out of memory reading it", path);
+                pw_out_error(S_VERB, "%s: out of memory reading it", path);
                 s_oom = true;
                 goto done;
             }
@@ -117,7 +117,7 @@ s_load(const char *path)
         len += got;
         if (got == 0) {
             if (ferror(f)) {
-                cl_out_error(S_VERB, "%s: reading: %s", path,
+                pw_out_error(S_VERB, "%s: reading: %s", path,
                              strerror(errno));
                 goto done;
             }
@@ -125,12 +125,12 @@ s_load(const char *path)
         }
     }
     if (len > S_FILE_MAX) {
-        cl_out_error(S_VERB, "%s: more than the limit of %u bytes", path,
+        pw_out_error(S_VERB, "%s: more than the limit of %u bytes", path,
                      S_FILE_MAX);
         goto done;
     }
     if (len == 0) {
-        cl_out_error(S_VERB, "%s: empty file, not JSON", path);
+        pw_out_error(S_VERB, "%s: empty file, not JSON", path);
         goto done;
     }
     /* A UTF-8 byte order mark, which RFC 8259 lets a parser ignore. */
@@ -140,7 +140,7 @@ s_load(const char *path)
         len -= 3;
     }
     if (memchr(start, '\0', len)) {
-        cl_out_error(S_VERB, "%s: a NUL byte at offset %zu: not JSON text",
+        pw_out_error(S_VERB, "%s: a NUL byte at offset %zu: not JSON text",
                      path, (size_t)((char *)memchr(start, '\0', len) - text));
         goto done;
     }
@@ -149,10 +149,10 @@ s_load(const char *path)
      * deep in the lexer, with no error text at all. */
     if (!root && (json_error_code(&jerr) == json_error_out_of_memory ||
                   !jerr.text[0])) {
-        cl_out_error(S_VERB, "%s: out of memory parsing it", path);
+        pw_out_error(S_VERB, "%s: out of memory parsing it", path);
         s_oom = true;
     } else if (!root) {
-        cl_out_error(S_VERB, "%s:%d:%d: not JSON: %s", path, jerr.line,
+        pw_out_error(S_VERB, "%s:%d:%d: not JSON: %s", path, jerr.line,
                      jerr.column, jerr.text);
     }
 done:
@@ -175,7 +175,7 @@ s_json_text(const char *text)
         return j;
     o = fixed;
     for (const unsigned char *p = (const unsigned char *)text; *p;) {
-        size_t k = cl_out_utf8_len(p);
+        size_t k = pw_out_utf8_len(p);
         if (k) {
             memcpy(o, p, k);
             o += k;
@@ -254,23 +254,23 @@ s_hyperfine_arms(const char *path, const json_t *root, s_arm_t **out)
     size_t i, count = 0;
 
     if (!json_is_object(root)) {
-        cl_out_error(S_VERB, "%s: not a hyperfine --export-json file: the "
+        pw_out_error(S_VERB, "%s: not a hyperfine --export-json file: the "
                      "top level is not an object", path);
         return 0;
     }
     if (!json_is_array(results)) {
-        cl_out_error(S_VERB, "%s: not a hyperfine --export-json file: no "
+        pw_out_error(S_VERB, "%s: not a hyperfine --export-json file: no "
                      "\"results\" array", path);
         return 0;
     }
     count = json_array_size(results);
     if (count == 0 || count > S_ENTRIES_MAX) {
-        cl_out_error(S_VERB, "%s: %zu results: want 2 to %u commands", path,
+        pw_out_error(S_VERB, "%s: %zu results: want 2 to %u commands", path,
                      count, S_ENTRIES_MAX);
         return 0;
     }
     if (!(arms = calloc(count, sizeof *arms))) {
-        cl_out_error(S_VERB, "%s: out of memory for %zu results", path,
+        pw_out_error(S_VERB, "%s: out of memory for %zu results", path,
                      count);
         s_oom = true;
         return 0;
@@ -281,59 +281,59 @@ s_hyperfine_arms(const char *path, const json_t *root, s_arm_t **out)
                                                                 "command"));
         size_t k;
         if (!json_is_object(r)) {
-            cl_out_error(S_VERB, "%s: results[%zu] is not an object", path,
+            pw_out_error(S_VERB, "%s: results[%zu] is not an object", path,
                          i);
             goto fail;
         }
         if (!command) {
-            cl_out_error(S_VERB, "%s: results[%zu] has no \"command\" string",
+            pw_out_error(S_VERB, "%s: results[%zu] has no \"command\" string",
                          path, i);
             goto fail;
         }
         arms[i].name = command;
         if (!json_is_array(times)) {
-            cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): no \"times\" "
+            pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): no \"times\" "
                          "array of run times in seconds", path, i, command);
             goto fail;
         }
         json_array_foreach(times, k, t) {
             double s = json_number_value(t);
             if (!json_is_number(t)) {
-                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
+                pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
                              "is not a number", path, i, command, k);
                 goto fail;
             }
             if (!(s > 0.0)) {
-                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
+                pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
                              "is %g: run times must be > 0", path, i,
                              command, k, s);
                 goto fail;
             }
             if (!isfinite(s * 1e6)) {
-                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
+                pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
                              "is %g s: too large for a run time", path, i,
                              command, k, s);
                 goto fail;
             }
             if (s_arm_push(&arms[i], s * 1e6)) {
                 if (s_oom)
-                    cl_out_error(S_VERB, "%s: out of memory", path);
+                    pw_out_error(S_VERB, "%s: out of memory", path);
                 else
-                    cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): more "
+                    pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): more "
                                  "than %u times", path, i, command,
                                  VD_MAX_SAMPLES);
                 goto fail;
             }
         }
         if (arms[i].n < 2) {
-            cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): %zu time%s: at "
+            pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): %zu time%s: at "
                          "least 2 runs a command (hyperfine --runs)", path, i,
                          command, arms[i].n, arms[i].n == 1 ? "" : "s");
             goto fail;
         }
     }
     if (count < 2) {
-        cl_out_error(S_VERB, "%s: 1 command (\"%s\"): nothing to compare it "
+        pw_out_error(S_VERB, "%s: 1 command (\"%s\"): nothing to compare it "
                      "with", path, arms[0].name);
         goto fail;
     }
@@ -353,7 +353,7 @@ s_hyperfine(const char *path, const s_opts_t *o)
     vd_verdict_t *verdicts = NULL;
     const char **names = NULL;
     size_t count = 0, ref = 0;
-    int rc = CL_EXIT_DATA;
+    int rc = PW_EXIT_DATA;
     char err[S_ERR_MAX];
 
     if (!root || !(count = s_hyperfine_arms(path, root, &arms)))
@@ -363,27 +363,27 @@ s_hyperfine(const char *path, const s_opts_t *o)
             if (strcmp(arms[ref].name, o->reference) == 0)
                 break;
         if (ref == count) {
-            cl_out_error(S_VERB, "%s: no command named \"%s\" for "
+            pw_out_error(S_VERB, "%s: no command named \"%s\" for "
                          "--reference (the first is \"%s\")", path,
                          o->reference, arms[0].name);
-            rc = CL_EXIT_USAGE;
+            rc = PW_EXIT_USAGE;
             goto done;
         }
     }
-    rc = CL_EXIT_SYSTEM;
+    rc = PW_EXIT_SYSTEM;
     if (!(sums = calloc(count, sizeof *sums)) ||
         !(verdicts = calloc(count, sizeof *verdicts)) ||
         !(names = calloc(count, sizeof *names)) ||
         (o->json && (!(out = json_object()) || !(list = json_array())))) {
-        cl_out_error(S_VERB, "out of memory for %zu commands", count);
+        pw_out_error(S_VERB, "out of memory for %zu commands", count);
         s_oom = true;
         goto done;
     }
     for (size_t i = 0; i < count; i++) {
         names[i] = arms[i].name;
         if (vd_summarize(arms[i].us, arms[i].n, &sums[i], err, sizeof err)) {
-            cl_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
-            rc = CL_EXIT_DATA;
+            pw_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
+            rc = PW_EXIT_DATA;
             goto done;
         }
     }
@@ -392,11 +392,11 @@ s_hyperfine(const char *path, const s_opts_t *o)
     for (size_t i = 0; i < count; i++)
         if (i != ref && s_judge(&arms[i], &arms[ref], &o->params,
                                 &verdicts[i], err, sizeof err)) {
-            cl_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
-            rc = CL_EXIT_DATA;
+            pw_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
+            rc = PW_EXIT_DATA;
             goto done;
         }
-    if (!o->json && (cl_out_arms(stdout, names, sums, count) ||
+    if (!o->json && (pw_out_arms(stdout, names, sums, count) ||
                      printf("\nreference: %s\n", arms[ref].name) < 0))
         goto write_failed;
     for (size_t i = 0; i < count; i++) {
@@ -417,7 +417,7 @@ s_hyperfine(const char *path, const s_opts_t *o)
                                     pw_verdict_to_json(v, 0)))
                 goto write_failed;
         } else if (putchar('\n') == EOF ||
-                   cl_out_verdict(stdout, arms[i].name, arms[ref].name, v)) {
+                   pw_out_verdict(stdout, arms[i].name, arms[ref].name, v)) {
             goto write_failed;
         }
     }
@@ -429,18 +429,18 @@ s_hyperfine(const char *path, const s_opts_t *o)
             json_object_set_new(out, "floor_us",
                                 json_real(o->params.floor_us)) ||
             json_object_set_new(out, "parity", json_real(o->params.parity)) ||
-            json_object_set(out, "results", list) || cl_out_json(stdout, out))
+            json_object_set(out, "results", list) || pw_out_json(stdout, out))
             goto write_failed;
     }
     if (fflush(stdout) != 0)
         goto write_failed;
-    rc = CL_EXIT_OK;
+    rc = PW_EXIT_OK;
     goto done;
 write_failed:
-    cl_out_error(S_VERB, "writing the output failed (or out of memory)");
+    pw_out_error(S_VERB, "writing the output failed (or out of memory)");
 done:
     if (s_oom)
-        rc = CL_EXIT_SYSTEM;
+        rc = PW_EXIT_SYSTEM;
     json_decref(list);
     json_decref(out);
     free(sums);
@@ -497,19 +497,19 @@ s_gbench_load(const char *path, s_gbench_t *g)
         return -1;
     list = json_object_get(g->root, "benchmarks");
     if (!json_is_object(g->root) || !json_is_array(list)) {
-        cl_out_error(S_VERB, "%s: not a Google Benchmark JSON file: no "
+        pw_out_error(S_VERB, "%s: not a Google Benchmark JSON file: no "
                      "\"benchmarks\" array", path);
         return -1;
     }
     if (json_array_size(list) > (size_t)S_ENTRIES_MAX * 64) {
-        cl_out_error(S_VERB, "%s: %zu benchmark entries, more than the "
+        pw_out_error(S_VERB, "%s: %zu benchmark entries, more than the "
                      "limit of %zu", path, json_array_size(list),
                      (size_t)S_ENTRIES_MAX * 64);
         return -1;
     }
     if (!(g->index = json_object()) ||
         !(g->arms = calloc(json_array_size(list) + 1, sizeof *g->arms))) {
-        cl_out_error(S_VERB, "%s: out of memory for %zu benchmark entries",
+        pw_out_error(S_VERB, "%s: out of memory for %zu benchmark entries",
                      path, json_array_size(list));
         s_oom = true;
         return -1;
@@ -527,12 +527,12 @@ s_gbench_load(const char *path, s_gbench_t *g)
         double mult;
 
         if (!json_is_object(b)) {
-            cl_out_error(S_VERB, "%s: benchmarks[%zu] is not an object",
+            pw_out_error(S_VERB, "%s: benchmarks[%zu] is not an object",
                          path, i);
             return -1;
         }
         if (!name) {
-            cl_out_error(S_VERB, "%s: benchmarks[%zu] has no \"name\" string",
+            pw_out_error(S_VERB, "%s: benchmarks[%zu] has no \"name\" string",
                          path, i);
             return -1;
         }
@@ -546,13 +546,13 @@ s_gbench_load(const char *path, s_gbench_t *g)
             run_name = name;
         if (!(pos = json_object_get(g->index, run_name))) {
             if (g->count >= S_ENTRIES_MAX) {
-                cl_out_error(S_VERB, "%s: more than %u benchmarks", path,
+                pw_out_error(S_VERB, "%s: more than %u benchmarks", path,
                              S_ENTRIES_MAX);
                 return -1;
             }
             if (json_object_set_new(g->index, run_name,
                                     json_integer((json_int_t)g->count))) {
-                cl_out_error(S_VERB, "%s: out of memory", path);
+                pw_out_error(S_VERB, "%s: out of memory", path);
                 s_oom = true;
                 return -1;
             }
@@ -568,34 +568,34 @@ s_gbench_load(const char *path, s_gbench_t *g)
             continue;
         }
         if (unit && !json_is_string(unit)) {
-            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"time_unit\" "
+            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"time_unit\" "
                          "is not a string", path, i, name);
             return -1;
         }
         if (!(mult = s_unit_us(json_string_value(unit)))) {
-            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): unknown "
+            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): unknown "
                          "time_unit \"%s\" (ns, us, ms or s)", path, i, name,
                          json_string_value(unit));
             return -1;
         }
         if (!real) {
-            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): no "
+            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): no "
                          "\"real_time\"", path, i, name);
             return -1;
         }
         if (!json_is_number(real)) {
-            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
                          "is not a number", path, i, name);
             return -1;
         }
         if (!(json_number_value(real) > 0.0)) {
-            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
                          "is %g: times must be > 0", path, i, name,
                          json_number_value(real));
             return -1;
         }
         if (!isfinite(json_number_value(real) * mult)) {
-            cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
                          "is %g %s: too large for a time", path, i, name,
                          json_number_value(real),
                          unit ? json_string_value(unit) : "ns");
@@ -603,16 +603,16 @@ s_gbench_load(const char *path, s_gbench_t *g)
         }
         if (s_arm_push(arm, json_number_value(real) * mult)) {
             if (s_oom)
-                cl_out_error(S_VERB, "%s: out of memory", path);
+                pw_out_error(S_VERB, "%s: out of memory", path);
             else
-                cl_out_error(S_VERB, "%s: \"%s\": more than %u "
+                pw_out_error(S_VERB, "%s: \"%s\": more than %u "
                              "repetitions", path, run_name, VD_MAX_SAMPLES);
             return -1;
         }
         iterations++;
     }
     if (iterations == 0) {
-        cl_out_error(S_VERB, "%s: no \"iteration\" entries: run the "
+        pw_out_error(S_VERB, "%s: no \"iteration\" entries: run the "
                      "benchmark with --benchmark_repetitions=N (N >= 2) and "
                      "without --benchmark_report_aggregates_only", path);
         return -1;
@@ -644,16 +644,16 @@ static int
 s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
 {
     s_gbench_t base, cont;
-    cl_out_table_t *t = NULL;
+    pw_out_table_t *t = NULL;
     json_t *out = NULL, *list = NULL, *only_b = NULL, *only_c = NULL;
     size_t common = 0, failed = 0;
-    int rc = CL_EXIT_DATA;
+    int rc = PW_EXIT_DATA;
     char err[S_ERR_MAX];
 
     memset(&cont, 0, sizeof cont);
     if (s_gbench_load(base_path, &base) || s_gbench_load(cont_path, &cont))
         goto done;
-    rc = CL_EXIT_SYSTEM;
+    rc = PW_EXIT_SYSTEM;
     if (o->json) {
         if (!(out = json_object()) || !(list = json_array()) ||
             !(only_b = json_array()) || !(only_c = json_array()))
@@ -662,9 +662,9 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
         static const char *const head[] = {
             "benchmark", "n", "baseline", "contender", "ratio", "best_ratio",
             "tolerance", "verdict", "notes"};
-        if (!(t = cl_out_table_new(9)) || cl_out_table_add(t, head))
+        if (!(t = pw_out_table_new(9)) || pw_out_table_add(t, head))
             goto write_failed;
-        cl_out_table_left(t, 8);
+        pw_out_table_left(t, 8);
     }
     for (size_t i = 0; i < base.count; i++) {
         const s_arm_t *b = &base.arms[i], *c;
@@ -689,7 +689,7 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
             why = err;
         if (why) {
             failed++;
-            cl_out_error(S_VERB, "%s: %s", b->name, why);
+            pw_out_error(S_VERB, "%s: %s", b->name, why);
             if (o->json && json_array_append_new(list, json_pack(
                     "{s:s, s:s}", "name", b->name, "error", why)))
                 goto write_failed;
@@ -704,7 +704,7 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
                 goto write_failed;
         } else {
             char n[40], bm[40], cm[40], r[32], br[32], tol[32];
-            char notes[CL_CELL_MAX] = "";
+            char notes[PW_OUT_CELL_MAX] = "";
             for (unsigned bit = 0; bit < 32; bit++) {
                 const char *name = vd_diag_name(1u << bit);
                 if ((v.diagnostics & (1u << bit)) && name)
@@ -713,14 +713,14 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
                              notes[0] ? "," : "", name);
             }
             snprintf(n, sizeof n, "%zu/%zu", b->n, c->n);
-            cl_out_us(bm, sizeof bm, v.b.median);
-            cl_out_us(cm, sizeof cm, v.a.median);
-            cl_out_ratio(r, sizeof r, v.ratio);
-            cl_out_ratio(br, sizeof br, v.best_ratio);
-            cl_out_ratio(tol, sizeof tol, v.tolerance);
+            pw_out_us(bm, sizeof bm, v.b.median);
+            pw_out_us(cm, sizeof cm, v.a.median);
+            pw_out_ratio(r, sizeof r, v.ratio);
+            pw_out_ratio(br, sizeof br, v.best_ratio);
+            pw_out_ratio(tol, sizeof tol, v.tolerance);
             const char *row[9] = {b->name, n, bm, cm, r, br, tol,
                                   vd_outcome_name(v.outcome), notes};
-            if (cl_out_table_add(t, row))
+            if (pw_out_table_add(t, row))
                 goto write_failed;
         }
     }
@@ -745,30 +745,30 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
             json_object_set(out, "benchmarks", list) ||
             json_object_set(out, "only_in_baseline", only_b) ||
             json_object_set(out, "only_in_contender", only_c) ||
-            cl_out_json(stdout, out))
+            pw_out_json(stdout, out))
             goto write_failed;
     } else {
         if (printf("contender %s against baseline %s (ratio < 1: the "
                    "contender is faster)\n", cont_path, base_path) < 0 ||
-            cl_out_table_print(t, stdout))
+            pw_out_table_print(t, stdout))
             goto write_failed;
     }
     if (fflush(stdout) != 0)
         goto write_failed;
     if (common == 0) {
-        cl_out_error(S_VERB, "%s and %s have no benchmark in common",
+        pw_out_error(S_VERB, "%s and %s have no benchmark in common",
                      base_path, cont_path);
-        rc = CL_EXIT_DATA;
+        rc = PW_EXIT_DATA;
     } else {
-        rc = failed ? CL_EXIT_DATA : CL_EXIT_OK;
+        rc = failed ? PW_EXIT_DATA : PW_EXIT_OK;
     }
     goto done;
 write_failed:
-    cl_out_error(S_VERB, "writing the output failed (or out of memory)");
+    pw_out_error(S_VERB, "writing the output failed (or out of memory)");
 done:
     if (s_oom)
-        rc = CL_EXIT_SYSTEM;
-    cl_out_table_destroy(&t);
+        rc = PW_EXIT_SYSTEM;
+    pw_out_table_destroy(&t);
     json_decref(out);
     json_decref(list);
     json_decref(only_b);
@@ -801,8 +801,8 @@ cl_import_main(int argc, char **argv)
     int c, nfiles;
 
     vd_params_default(&o.params);
-    if (cl_out_wants_help(argc, argv)) {
-        return cl_out_help(S_VERB, s_usage);
+    if (pw_out_wants_help(argc, argv)) {
+        return pw_out_help(S_VERB, s_usage);
     }
     optind = 0;
     opterr = 0;
@@ -811,38 +811,38 @@ cl_import_main(int argc, char **argv)
         case S_OPT_REF: o.reference = optarg; break;
         case S_OPT_JSON: o.json = true; break;
         case S_OPT_FLOOR:
-            if (cl_out_nonneg_opt(S_VERB, "--floor-us", optarg,
+            if (pw_out_nonneg_opt(S_VERB, "--floor-us", optarg,
                                   &o.params.floor_us))
-                return CL_EXIT_USAGE;
+                return PW_EXIT_USAGE;
             floor_set = true;
             break;
         case S_OPT_PARITY:
-            if (cl_out_nonneg_opt(S_VERB, "--parity", optarg,
+            if (pw_out_nonneg_opt(S_VERB, "--parity", optarg,
                                   &o.params.parity))
-                return CL_EXIT_USAGE;
+                return PW_EXIT_USAGE;
             break;
         case ':':
-            cl_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
-            return CL_EXIT_USAGE;
+            pw_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
+            return PW_EXIT_USAGE;
         default:
             /* optopt: a short option's letter, a long option's value
              * when it was given a value it does not take, else 0. */
             if (optopt > 0 && optopt < 256)
-                cl_out_error(S_VERB, "unknown option \"-%c\" (parity import "
+                pw_out_error(S_VERB, "unknown option \"-%c\" (parity import "
                              "--help)", optopt);
             else if (optopt >= 256)
-                cl_out_error(S_VERB, "\"%s\": the option takes no value",
+                pw_out_error(S_VERB, "\"%s\": the option takes no value",
                              argv[optind - 1]);
             else
-                cl_out_error(S_VERB, "unknown option \"%s\" (parity import "
+                pw_out_error(S_VERB, "unknown option \"%s\" (parity import "
                              "--help)", argv[optind - 1]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
     }
     if (optind >= argc) {
-        cl_out_error(S_VERB, "which format? hyperfine or gbench (parity "
+        pw_out_error(S_VERB, "which format? hyperfine or gbench (parity "
                      "import --help)");
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     kind = argv[optind++];
     nfiles = argc - optind;
@@ -850,23 +850,23 @@ cl_import_main(int argc, char **argv)
         o.params.floor_is_default = false;
     if (strcmp(kind, "hyperfine") == 0) {
         if (nfiles != 1) {
-            cl_out_error(S_VERB, "hyperfine takes one FILE.json, got %d",
+            pw_out_error(S_VERB, "hyperfine takes one FILE.json, got %d",
                          nfiles);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
         return s_hyperfine(argv[optind], &o);
     }
     if (strcmp(kind, "gbench") == 0) {
         if (nfiles != 2) {
-            cl_out_error(S_VERB, "gbench takes BASELINE.json and "
+            pw_out_error(S_VERB, "gbench takes BASELINE.json and "
                          "CONTENDER.json, got %d file%s", nfiles,
                          nfiles == 1 ? "" : "s");
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
         if (o.reference) {
-            cl_out_error(S_VERB, "--reference is for hyperfine; gbench "
+            pw_out_error(S_VERB, "--reference is for hyperfine; gbench "
                          "judges the contender against the baseline");
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
         if (!floor_set) {
             o.params.floor_us = 0.0;
@@ -874,6 +874,6 @@ cl_import_main(int argc, char **argv)
         }
         return s_gbench(argv[optind], argv[optind + 1], &o);
     }
-    cl_out_error(S_VERB, "unknown format \"%s\": hyperfine or gbench", kind);
-    return CL_EXIT_USAGE;
+    pw_out_error(S_VERB, "unknown format \"%s\": hyperfine or gbench", kind);
+    return PW_EXIT_USAGE;
 }

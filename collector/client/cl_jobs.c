@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "cl_conn.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 
 static const char *
@@ -46,13 +46,13 @@ cl_jobs_main(int argc, char **argv)
     char err[512];
     bool active = false, as_json = false;
     long limit = 50;
-    if (cl_out_wants_help(argc, argv)) {
+    if (pw_out_wants_help(argc, argv)) {
         s_jobs_usage(stdout);
-        return CL_EXIT_OK;
+        return PW_EXIT_OK;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error("jobs", "%s", err);
-        return CL_EXIT_USAGE;
+        pw_out_error("jobs", "%s", err);
+        return PW_EXIT_USAGE;
     }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--active") == 0) {
@@ -63,13 +63,13 @@ cl_jobs_main(int argc, char **argv)
             char *end;
             limit = strtol(argv[++i], &end, 10);
             if (*end || limit < 1 || limit > 1000) {
-                cl_out_error("jobs", "--limit \"%s\": want 1..1000", argv[i]);
-                return CL_EXIT_USAGE;
+                pw_out_error("jobs", "--limit \"%s\": want 1..1000", argv[i]);
+                return PW_EXIT_USAGE;
             }
         } else {
-            cl_out_error("jobs", "unexpected argument \"%s\" (parity jobs "
+            pw_out_error("jobs", "unexpected argument \"%s\" (parity jobs "
                          "--help)", argv[i]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
     }
     json_t *args = json_pack("{s:b,s:i}", "active", active, "limit",
@@ -77,21 +77,21 @@ cl_jobs_main(int argc, char **argv)
     json_t *body = NULL;
     int rc = cl_conn_ask("jobs", &co, "jobs", args, &body);
     json_decref(args);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         return rc;
     if (as_json) {
-        rc = cl_out_json(stdout, body) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+        rc = pw_out_json(stdout, body) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
         json_decref(body);
         return rc;
     }
-    cl_out_table_t *t = cl_out_table_new(6);
+    pw_out_table_t *t = pw_out_table_new(6);
     const char *head[] = { "job", "suite", "state", "created", "hosts",
                            "tags" };
-    cl_out_table_add(t, head);
+    pw_out_table_add(t, head);
     size_t i;
     json_t *j;
     json_array_foreach(json_object_get(body, "jobs"), i, j) {
-        char created[64], hosts[CL_CELL_MAX] = "", tags[CL_CELL_MAX] = "";
+        char created[64], hosts[PW_OUT_CELL_MAX] = "", tags[PW_OUT_CELL_MAX] = "";
         s_time(created, sizeof created,
                json_integer_value(json_object_get(j, "created_at_us")));
         const char *k;
@@ -109,12 +109,12 @@ cl_jobs_main(int argc, char **argv)
         const char *row[] = { s_str(j, "job", "?"), s_str(j, "suite", "?"),
                               s_str(j, "state", "?"), created,
                               *hosts ? hosts : "-", *tags ? tags : "-" };
-        cl_out_table_add(t, row);
+        pw_out_table_add(t, row);
     }
-    rc = cl_out_table_print(t, stdout) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+    rc = pw_out_table_print(t, stdout) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
     if (json_array_size(json_object_get(body, "jobs")) == 0)
         printf(active ? "(no active job)\n" : "(no job yet)\n");
-    cl_out_table_destroy(&t);
+    pw_out_table_destroy(&t);
     json_decref(body);
     return rc;
 }
@@ -125,36 +125,36 @@ cl_cancel_main(int argc, char **argv)
     cl_conn_opts_t co = { 0 };
     char err[512];
     const char *job = NULL;
-    if (cl_out_wants_help(argc, argv)) {
+    if (pw_out_wants_help(argc, argv)) {
         printf("usage: parity cancel JOB [connection options]\n\n"
                "Cancel a job: hosts that have not started it never will, "
                "running ones are\nasked to stop (their run ends "
                "cancelled). Connection options as in\n`parity hosts "
                "--help`.\n");
-        return CL_EXIT_OK;
+        return PW_EXIT_OK;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error("cancel", "%s", err);
-        return CL_EXIT_USAGE;
+        pw_out_error("cancel", "%s", err);
+        return PW_EXIT_USAGE;
     }
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-' || job) {
-            cl_out_error("cancel", "unexpected argument \"%s\" (parity "
+            pw_out_error("cancel", "unexpected argument \"%s\" (parity "
                          "cancel --help)", argv[i]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
         job = argv[i];
     }
     if (!job) {
-        cl_out_error("cancel", "which job? (parity cancel JOB; parity jobs "
+        pw_out_error("cancel", "which job? (parity cancel JOB; parity jobs "
                      "--active lists them)");
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     json_t *args = json_pack("{s:s}", "job", job);
     json_t *body = NULL;
     int rc = cl_conn_ask("cancel", &co, "cancel", args, &body);
     json_decref(args);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         return rc;
     json_int_t n = json_integer_value(json_object_get(body, "cancelled"));
     if (n > 0)
@@ -164,5 +164,5 @@ cl_cancel_main(int argc, char **argv)
         printf("job %s was already %s: nothing to cancel\n", job,
                s_str(body, "state", "over"));
     json_decref(body);
-    return CL_EXIT_OK;
+    return PW_EXIT_OK;
 }

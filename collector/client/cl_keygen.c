@@ -6,7 +6,7 @@
  * never readable by others, not even for a moment). Refuses to replace
  * either file unless --force. docs/commands/keygen.md.
  */
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_key.h"
 
@@ -71,7 +71,7 @@ cl_keygen_main(int argc, char **argv)
     const char *dir = ".";
     bool force = false, as_json = false;
     char pub[4096], sec[4096 + 8];
-    int c, rc = CL_EXIT_SYSTEM;
+    int c, rc = PW_EXIT_SYSTEM;
     zcert_t *cert = NULL;
     struct stat st;
 
@@ -84,37 +84,37 @@ cl_keygen_main(int argc, char **argv)
         case 'j': as_json = true; break;
         case 'h':
             s_usage(stdout);
-            return CL_EXIT_OK;
+            return PW_EXIT_OK;
         default:
-            cl_out_error("keygen", "unknown or incomplete option %s "
+            pw_out_error("keygen", "unknown or incomplete option %s "
                          "(parity keygen --help)", argv[optind - 1]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
     }
     if (optind != argc - 1) {
-        cl_out_error("keygen", optind >= argc
+        pw_out_error("keygen", optind >= argc
                      ? "NAME is required (parity keygen --help)"
                      : "one NAME only (parity keygen --help)");
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     const char *name = argv[optind];
     if (!s_valid_name(name)) {
-        cl_out_error("keygen", "NAME \"%s\": use letters, digits, '.', '_' "
+        pw_out_error("keygen", "NAME \"%s\": use letters, digits, '.', '_' "
                      "or '-' (at most %d, not starting with '.' or '-')",
                      name, S_NAME_MAX);
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     if (strlen(dir) > 3000) {
-        cl_out_error("keygen", "--dir: path too long");
-        return CL_EXIT_USAGE;
+        pw_out_error("keygen", "--dir: path too long");
+        return PW_EXIT_USAGE;
     }
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        cl_out_error("keygen", "mkdir %s: %s", dir, strerror(errno));
-        return CL_EXIT_SYSTEM;
+        pw_out_error("keygen", "mkdir %s: %s", dir, strerror(errno));
+        return PW_EXIT_SYSTEM;
     }
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        cl_out_error("keygen", "--dir %s: not a directory", dir);
-        return CL_EXIT_USAGE;
+        pw_out_error("keygen", "--dir %s: not a directory", dir);
+        return PW_EXIT_USAGE;
     }
     snprintf(pub, sizeof pub, "%s/%s", dir, name);
     snprintf(sec, sizeof sec, "%s_secret", pub);
@@ -122,9 +122,9 @@ cl_keygen_main(int argc, char **argv)
         const char *exists = access(pub, F_OK) == 0 ? pub
                            : access(sec, F_OK) == 0 ? sec : NULL;
         if (exists) {
-            cl_out_error("keygen", "%s exists; not replacing it without "
+            pw_out_error("keygen", "%s exists; not replacing it without "
                          "--force", exists);
-            return CL_EXIT_DATA;
+            return PW_EXIT_DATA;
         }
     } else {
         /* A new file gets the umask below; an old one keeps its mode. */
@@ -132,8 +132,8 @@ cl_keygen_main(int argc, char **argv)
     }
     cert = zcert_new();
     if (!cert) {
-        cl_out_error("keygen", "zcert_new: out of memory or no entropy");
-        return CL_EXIT_SYSTEM;
+        pw_out_error("keygen", "zcert_new: out of memory or no entropy");
+        return PW_EXIT_SYSTEM;
     }
     zcert_set_meta(cert, "name", "%s", name);
     /* The secret file is born 0600: no window where others can read. */
@@ -141,11 +141,11 @@ cl_keygen_main(int argc, char **argv)
     int saved = zcert_save(cert, pub);
     umask(old);
     if (saved != 0) {
-        cl_out_error("keygen", "zcert_save %s: %s", pub, strerror(errno));
+        pw_out_error("keygen", "zcert_save %s: %s", pub, strerror(errno));
         goto done;
     }
     if (chmod(sec, 0600) != 0 || chmod(pub, 0644) != 0) {
-        cl_out_error("keygen", "chmod %s: %s", pub, strerror(errno));
+        pw_out_error("keygen", "chmod %s: %s", pub, strerror(errno));
         goto done;
     }
     char fp[PW_KEY_FP_SIZE];
@@ -155,7 +155,7 @@ cl_keygen_main(int argc, char **argv)
                               "public_key", zcert_public_txt(cert),
                               "fingerprint", fp,
                               "public_file", pub, "secret_file", sec);
-        int w = o ? cl_out_json(stdout, o) : -1;
+        int w = o ? pw_out_json(stdout, o) : -1;
         json_decref(o);
         if (w != 0)
             goto done;
@@ -163,7 +163,7 @@ cl_keygen_main(int argc, char **argv)
         printf("public key %s\nfingerprint %s\nwrote %s (public) and %s "
                "(secret, 0600)\n", zcert_public_txt(cert), fp, pub, sec);
     }
-    rc = fflush(stdout) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+    rc = fflush(stdout) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
 done:
     zcert_destroy(&cert);
     return rc;

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "cl_conn.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 
 /* Exit status when the collector answered with an error: not 1, which
@@ -77,45 +77,45 @@ s_print_changes(FILE *f, const char *title, const json_t *list)
         return 0;
     fprintf(f, "%s (%zu):\n", title, json_array_size(list));
     enum { COLS = 9 };
-    cl_out_table_t *t = cl_out_table_new(COLS);
+    pw_out_table_t *t = pw_out_table_new(COLS);
     if (!t)
         return -1;
     static const char *const head[COLS] = { "id", "benchmark", "arms",
         "host", "metric", "change", "verdict", "between", "hosts" };
     for (size_t c = 1; c < COLS; c++)
         if (c != 5)
-            cl_out_table_left(t, c);
-    int rc = cl_out_table_add(t, head);
+            pw_out_table_left(t, c);
+    int rc = pw_out_table_add(t, head);
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
-        char cells[COLS][CL_CELL_MAX], from[CL_CELL_MAX], to[CL_CELL_MAX];
+        char cells[COLS][PW_OUT_CELL_MAX], from[PW_OUT_CELL_MAX], to[PW_OUT_CELL_MAX];
         double m = json_number_value(json_object_get(e, "magnitude"));
-        snprintf(cells[0], CL_CELL_MAX, "%" JSON_INTEGER_FORMAT,
+        snprintf(cells[0], PW_OUT_CELL_MAX, "%" JSON_INTEGER_FORMAT,
                  json_integer_value(json_object_get(e, "id")));
-        snprintf(cells[1], CL_CELL_MAX, "%s", s_str(e, "benchmark", "?"));
-        snprintf(cells[2], CL_CELL_MAX, "%s vs %s", s_str(e, "subject", "?"),
+        snprintf(cells[1], PW_OUT_CELL_MAX, "%s", s_str(e, "benchmark", "?"));
+        snprintf(cells[2], PW_OUT_CELL_MAX, "%s vs %s", s_str(e, "subject", "?"),
                  s_str(e, "other", "?"));
-        snprintf(cells[3], CL_CELL_MAX, "%s", s_str(e, "host", "?"));
-        snprintf(cells[4], CL_CELL_MAX, "%s", s_str(e, "metric", "?"));
-        snprintf(cells[5], CL_CELL_MAX, "%+.1f%%", (m - 1.0) * 100.0);
-        snprintf(cells[6], CL_CELL_MAX, "%s%s", s_str(e, "outcome", "?"),
+        snprintf(cells[3], PW_OUT_CELL_MAX, "%s", s_str(e, "host", "?"));
+        snprintf(cells[4], PW_OUT_CELL_MAX, "%s", s_str(e, "metric", "?"));
+        snprintf(cells[5], PW_OUT_CELL_MAX, "%+.1f%%", (m - 1.0) * 100.0);
+        snprintf(cells[6], PW_OUT_CELL_MAX, "%s%s", s_str(e, "outcome", "?"),
                  json_is_true(json_object_get(e, "within_noise"))
                  ? " (within noise)" : "");
         s_range_end(from, sizeof from, json_object_get(e, "before"));
         s_range_end(to, sizeof to, json_object_get(e, "after"));
-        snprintf(cells[7], CL_CELL_MAX, "%.100s .. %.100s", from, to);
-        snprintf(cells[8], CL_CELL_MAX, "%" JSON_INTEGER_FORMAT " of %"
+        snprintf(cells[7], PW_OUT_CELL_MAX, "%.100s .. %.100s", from, to);
+        snprintf(cells[8], PW_OUT_CELL_MAX, "%" JSON_INTEGER_FORMAT " of %"
                  JSON_INTEGER_FORMAT,
                  json_integer_value(json_object_get(e, "hosts_with_step")),
                  json_integer_value(json_object_get(e, "hosts_total")));
         const char *row[COLS];
         for (size_t c = 0; c < COLS; c++)
             row[c] = cells[c];
-        rc |= cl_out_table_add(t, row);
+        rc |= pw_out_table_add(t, row);
     }
-    rc |= cl_out_table_print(t, f);
-    cl_out_table_destroy(&t);
+    rc |= pw_out_table_print(t, f);
+    pw_out_table_destroy(&t);
     /* What changed on the host at each step, and why acked ones are. */
     json_array_foreach(list, i, e) {
         size_t k;
@@ -151,36 +151,36 @@ s_print_list(FILE *f, const char *title, const json_t *list)
     if (json_array_size(list) == 0)
         return 0;
     fprintf(f, "%s (%zu):\n", title, json_array_size(list));
-    cl_out_table_t *t = cl_out_table_new(8);
+    pw_out_table_t *t = pw_out_table_new(8);
     if (!t)
         return -1;
     static const char *const head[] = { "benchmark", "arms", "host",
         "before", "after", "before run", "after run", "after tags" };
     for (size_t c = 1; c < 8; c++)
-        cl_out_table_left(t, c);
-    int rc = cl_out_table_add(t, head);
+        pw_out_table_left(t, c);
+    int rc = pw_out_table_add(t, head);
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
-        char cells[8][CL_CELL_MAX];
+        char cells[8][PW_OUT_CELL_MAX];
         const json_t *b = json_object_get(e, "before"),
                      *a = json_object_get(e, "after");
-        snprintf(cells[0], CL_CELL_MAX, "%s", s_str(e, "benchmark", "?"));
-        snprintf(cells[1], CL_CELL_MAX, "%s vs %s", s_str(e, "subject", "?"),
+        snprintf(cells[0], PW_OUT_CELL_MAX, "%s", s_str(e, "benchmark", "?"));
+        snprintf(cells[1], PW_OUT_CELL_MAX, "%s vs %s", s_str(e, "subject", "?"),
                  s_str(e, "other", "?"));
-        snprintf(cells[2], CL_CELL_MAX, "%s", s_str(e, "host", "?"));
-        s_side(cells[3], CL_CELL_MAX, b);
-        s_side(cells[4], CL_CELL_MAX, a);
-        snprintf(cells[5], CL_CELL_MAX, "%s", s_str(b, "run_id", "?"));
-        snprintf(cells[6], CL_CELL_MAX, "%s", s_str(a, "run_id", "?"));
-        s_tagtext(cells[7], CL_CELL_MAX, json_object_get(a, "tags"));
+        snprintf(cells[2], PW_OUT_CELL_MAX, "%s", s_str(e, "host", "?"));
+        s_side(cells[3], PW_OUT_CELL_MAX, b);
+        s_side(cells[4], PW_OUT_CELL_MAX, a);
+        snprintf(cells[5], PW_OUT_CELL_MAX, "%s", s_str(b, "run_id", "?"));
+        snprintf(cells[6], PW_OUT_CELL_MAX, "%s", s_str(a, "run_id", "?"));
+        s_tagtext(cells[7], PW_OUT_CELL_MAX, json_object_get(a, "tags"));
         const char *row[8];
         for (size_t c = 0; c < 8; c++)
             row[c] = cells[c];
-        rc |= cl_out_table_add(t, row);
+        rc |= pw_out_table_add(t, row);
     }
-    rc |= cl_out_table_print(t, f);
-    cl_out_table_destroy(&t);
+    rc |= pw_out_table_print(t, f);
+    pw_out_table_destroy(&t);
     return rc;
 }
 
@@ -227,46 +227,46 @@ s_ack_main(int argc, char **argv, cl_conn_opts_t *co, bool ack)
         if (c == 'n' && ack) {
             note = optarg;
         } else {
-            cl_out_error(verb, c == ':' ? "%s needs a value" :
+            pw_out_error(verb, c == ':' ? "%s needs a value" :
                          "unexpected option %s (parity regressions --help)",
                          argv[optind - 1]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
     }
     if (optind + 1 != argc) {
-        cl_out_error(verb, "give one change point id (parity regressions "
+        pw_out_error(verb, "give one change point id (parity regressions "
                      "lists them)");
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     id_text = argv[optind];
     char *end;
     errno = 0;
     long long id = strtoll(id_text, &end, 10);
     if (*end || end == id_text || errno || id < 1) {
-        cl_out_error(verb, "\"%s\" is not a change point id", id_text);
-        return CL_EXIT_USAGE;
+        pw_out_error(verb, "\"%s\" is not a change point id", id_text);
+        return PW_EXIT_USAGE;
     }
     if (ack && (!note || !*note)) {
-        cl_out_error(verb, "--note TEXT is required: say why the change is "
+        pw_out_error(verb, "--note TEXT is required: say why the change is "
                      "known");
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     json_t *args = json_pack("{s:I}", "id", (json_int_t)id), *body = NULL;
     if (!args || (ack && json_object_set_new(args, "note",
                                              json_string(note)) != 0)) {
         json_decref(args);
-        cl_out_error(verb, "out of memory or --note is not UTF-8");
-        return ack ? CL_EXIT_USAGE : CL_EXIT_SYSTEM;
+        pw_out_error(verb, "out of memory or --note is not UTF-8");
+        return ack ? PW_EXIT_USAGE : PW_EXIT_SYSTEM;
     }
     int rc = cl_conn_ask(verb, co, ack ? "ack" : "unack", args, &body);
     json_decref(args);
-    if (rc == CL_EXIT_DATA)
+    if (rc == PW_EXIT_DATA)
         return S_EXIT_REPLY;
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         return rc;
     printf("change point %lld %s\n", id, ack ? "acked" : "open again");
     json_decref(body);
-    return fflush(stdout) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+    return fflush(stdout) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
 }
 
 /* The options of the listing; args gets what the collector reads. */
@@ -294,8 +294,8 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json)
             *as_json = true;
             break;
         case O_SINCE:
-            if (cl_out_duration(v, S_SINCE_MAX_S, &sec) != 0) {
-                cl_out_error("regressions", "--since \"%s\": want a duration "
+            if (pw_out_duration(v, S_SINCE_MAX_S, &sec) != 0) {
+                pw_out_error("regressions", "--since \"%s\": want a duration "
                              "such as 90s, 10m, 2h, 3d, 2w (at most 366d)", v);
                 return -1;
             }
@@ -306,43 +306,43 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json)
         case O_JOBS:
             n = strtol(v, &end, 10);
             if (*end || end == v || n < 1 || n > 1000) {
-                cl_out_error("regressions", "--jobs \"%s\": want 1..1000", v);
+                pw_out_error("regressions", "--jobs \"%s\": want 1..1000", v);
                 return -1;
             }
             json_object_set_new(args, "jobs", json_integer(n));
             jobs = true;
             break;
         case O_TAG:
-            if (cl_out_key_value(tags, v) != 0 || json_object_size(tags) > 256) {
-                cl_out_error("regressions", "--tag \"%s\": want KEY=VALUE",
+            if (pw_out_key_value(tags, v) != 0 || json_object_size(tags) > 256) {
+                pw_out_error("regressions", "--tag \"%s\": want KEY=VALUE",
                              v);
                 return -1;
             }
             break;
         case O_HOST:
             if (!*v || strlen(v) > 200) {
-                cl_out_error("regressions", "--host \"%.60s\": want a host "
+                pw_out_error("regressions", "--host \"%.60s\": want a host "
                              "name of 1..200 bytes", v);
                 return -1;
             }
             json_object_set_new(args, "host", json_string(v));
             break;
         case ':':
-            cl_out_error("regressions", "%s needs a value", argv[optind - 1]);
+            pw_out_error("regressions", "%s needs a value", argv[optind - 1]);
             return -1;
         default:
-            cl_out_error("regressions", "unexpected argument \"%s\" (parity "
+            pw_out_error("regressions", "unexpected argument \"%s\" (parity "
                          "regressions --help)", argv[optind - 1]);
             return -1;
         }
     }
     if (optind < argc) {
-        cl_out_error("regressions", "unexpected argument \"%s\" (parity "
+        pw_out_error("regressions", "unexpected argument \"%s\" (parity "
                      "regressions --help)", argv[optind]);
         return -1;
     }
     if (since && jobs) {
-        cl_out_error("regressions", "give --since or --jobs, not both");
+        pw_out_error("regressions", "give --since or --jobs, not both");
         return -1;
     }
     return 0;
@@ -389,20 +389,20 @@ cl_regressions_main(int argc, char **argv)
     cl_conn_opts_t co = { 0 };
     char err[512];
     bool as_json = false;
-    int rc = CL_EXIT_USAGE;
+    int rc = PW_EXIT_USAGE;
     json_t *args = json_object(), *tags = json_object(), *body = NULL;
-    if (cl_out_wants_help(argc, argv)) {
+    if (pw_out_wants_help(argc, argv)) {
         s_usage(stdout);
-        rc = CL_EXIT_OK;
+        rc = PW_EXIT_OK;
         goto done;
     }
     if (!args || !tags) {
-        cl_out_error("regressions", "out of memory");
-        rc = CL_EXIT_SYSTEM;
+        pw_out_error("regressions", "out of memory");
+        rc = PW_EXIT_SYSTEM;
         goto done;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error("regressions", "%s", err);
+        pw_out_error("regressions", "%s", err);
         goto done;
     }
     if (argc > 1 && (strcmp(argv[1], "ack") == 0 ||
@@ -414,18 +414,18 @@ cl_regressions_main(int argc, char **argv)
         goto done;
     json_object_set(args, "tags", tags);
     rc = cl_conn_ask("regressions", &co, "regressions", args, &body);
-    if (rc != CL_EXIT_OK) {
-        if (rc == CL_EXIT_DATA)
+    if (rc != PW_EXIT_OK) {
+        if (rc == PW_EXIT_DATA)
             rc = S_EXIT_REPLY;
         goto done;
     }
-    int w = as_json ? cl_out_json(stdout, body) : s_print(body);
+    int w = as_json ? pw_out_json(stdout, body) : s_print(body);
     if (w != 0 || fflush(stdout) != 0) {
-        cl_out_error("regressions", "writing stdout failed");
-        rc = CL_EXIT_SYSTEM;
+        pw_out_error("regressions", "writing stdout failed");
+        rc = PW_EXIT_SYSTEM;
         goto done;
     }
-    rc = s_open_regressions(body) ? S_REGRESSED : CL_EXIT_OK;
+    rc = s_open_regressions(body) ? S_REGRESSED : PW_EXIT_OK;
 done:
     json_decref(args);
     json_decref(tags);

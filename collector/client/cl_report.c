@@ -27,7 +27,7 @@
 
 #include "cl_aa.h"
 #include "cl_conn.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_site.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
@@ -258,7 +258,7 @@ s_hosts(FILE *f, s_fmt_t fmt, const json_t *rep)
         const json_t *fu = json_object_get(h, "floor_us");
         if (json_is_number(fu)) {
             char us[32];
-            cl_out_us(us, sizeof us, json_number_value(fu));
+            pw_out_us(us, sizeof us, json_number_value(fu));
             snprintf(floor, sizeof floor, "%s%s", us,
                      json_is_true(json_object_get(h, "floor_default")) ?
                      " (default: too few calibration samples)" : "");
@@ -393,7 +393,7 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
             continue;
         }
         char floor[32];
-        cl_out_us(floor, sizeof floor, json_number_value(
+        pw_out_us(floor, sizeof floor, json_number_value(
             json_object_get(v, "floor_us")));
         s_textf(f, fmt, "%s, %s vs %s: %s, ratio %.4f (tolerance %.4f), "
                 "best ratio %.4f (tolerance %.4f), noise %.4f, floor %s, "
@@ -476,7 +476,7 @@ s_label(char *buf, size_t len, const char *s, size_t max)
 {
     size_t at = 0, chars = 0;
     while (s[at] && chars < max) {
-        size_t l = cl_out_utf8_len((const unsigned char *)s + at);
+        size_t l = pw_out_utf8_len((const unsigned char *)s + at);
         at += l ? l : 1;
         chars++;
     }
@@ -501,11 +501,11 @@ s_box_arm(FILE *f, const cl_report_arm_t *a, double y, double lo, double hi)
         fputs(a->subject ? " (subject)" : "", f);
         fputs(": no measured samples</title>", f);
     } else {
-        cl_out_us(v[0], sizeof v[0], a->min_us);
-        cl_out_us(v[1], sizeof v[1], a->q25_us);
-        cl_out_us(v[2], sizeof v[2], a->median_us);
-        cl_out_us(v[3], sizeof v[3], a->q75_us);
-        cl_out_us(v[4], sizeof v[4], a->max_us);
+        pw_out_us(v[0], sizeof v[0], a->min_us);
+        pw_out_us(v[1], sizeof v[1], a->q25_us);
+        pw_out_us(v[2], sizeof v[2], a->median_us);
+        pw_out_us(v[3], sizeof v[3], a->q75_us);
+        pw_out_us(v[4], sizeof v[4], a->max_us);
         fprintf(f, "%s: n %ld, min %s, q25 %s, median %s, q75 %s, max %s"
                 "</title>", a->subject ? " (subject)" : "", a->n, v[0],
                 v[1], v[2], v[3], v[4]);
@@ -626,9 +626,9 @@ cl_report_boxplot(FILE *f, const char *caption, const cl_report_arm_t *arms,
     double ay = S_BOX_TOP + S_BOX_ROW * (double)na + 12;
     if (any) {
         char a[32], m[32], b[32];
-        cl_out_us(a, sizeof a, lo);
-        cl_out_us(m, sizeof m, (lo + hi) / 2);
-        cl_out_us(b, sizeof b, hi);
+        pw_out_us(a, sizeof a, lo);
+        pw_out_us(m, sizeof m, (lo + hi) / 2);
+        pw_out_us(b, sizeof b, hi);
         fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#555\">"
                 "<text x=\"%.1f\" y=\"%.1f\">%s</text>"
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>"
@@ -755,13 +755,13 @@ s_benchmarks(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
                 if (json_is_object(s)) {
                     snprintf(n, sizeof n, "%" JSON_INTEGER_FORMAT,
                              json_integer_value(json_object_get(s, "n")));
-                    cl_out_us(mn, sizeof mn, json_number_value(
+                    pw_out_us(mn, sizeof mn, json_number_value(
                         json_object_get(s, "min")));
-                    cl_out_us(md, sizeof md, json_number_value(
+                    pw_out_us(md, sizeof md, json_number_value(
                         json_object_get(s, "median")));
-                    cl_out_us(mx, sizeof mx, json_number_value(
+                    pw_out_us(mx, sizeof mx, json_number_value(
                         json_object_get(s, "max")));
-                    cl_out_us(iqr, sizeof iqr, json_number_value(
+                    pw_out_us(iqr, sizeof iqr, json_number_value(
                         json_object_get(s, "iqr")));
                 } else {
                     snprintf(n, sizeof n, "0");
@@ -821,7 +821,7 @@ cl_report_write(FILE *f, cl_report_format_t fmt, const json_t *rep,
 #define S_SINCE_MAX_S (366.0 * 86400)
 
 
-/* The answer to request id of --site: CL_EXIT_OK with *body, or the
+/* The answer to request id of --site: PW_EXIT_OK with *body, or the
  * exit code after printing why (the command named), except for an error
  * Reply of status expected, which the caller handles. *status is the
  * Reply's status when the collector answered with an error. */
@@ -833,17 +833,17 @@ s_site_wait(cl_conn_t *c, uint64_t id, const char *command, json_t **body,
     *status = 0;
     int st = cl_conn_wait(c, id, body, status, err, sizeof err);
     if (st == CL_CONN_OK)
-        return CL_EXIT_OK;
+        return PW_EXIT_OK;
     if (st == CL_CONN_REPLY && *status == 2 && strcmp(command, "series") == 0)
-        cl_out_error("report", "the collector does not answer \"series\" "
+        pw_out_error("report", "the collector does not answer \"series\" "
                      "(it predates parity report --site): upgrade the "
                      "collector");
     else if (!(st == CL_CONN_REPLY && expected && *status == expected))
-        cl_out_error("report", "%s: %s", command, err);
-    return st == CL_CONN_REPLY ? CL_EXIT_DATA : cl_conn_exit_code(st);
+        pw_out_error("report", "%s: %s", command, err);
+    return st == CL_CONN_REPLY ? PW_EXIT_DATA : cl_conn_exit_code(st);
 }
 
-/* Send one request of --site: CL_EXIT_OK with *id, or the exit code
+/* Send one request of --site: PW_EXIT_OK with *id, or the exit code
  * after printing why. */
 static int
 s_site_send(cl_conn_t *c, const char *command, const json_t *args,
@@ -852,8 +852,8 @@ s_site_send(cl_conn_t *c, const char *command, const json_t *args,
     char err[512];
     int st = cl_conn_send(c, command, args, id, err, sizeof err);
     if (st == CL_CONN_OK)
-        return CL_EXIT_OK;
-    cl_out_error("report", "%s: %s", command, err);
+        return PW_EXIT_OK;
+    pw_out_error("report", "%s: %s", command, err);
     return cl_conn_exit_code(st);
 }
 
@@ -866,7 +866,7 @@ s_site_ask(cl_conn_t *c, const char *command, const json_t *args,
     *body = NULL;
     *status = 0;
     int rc = s_site_send(c, command, args, &id);
-    return rc == CL_EXIT_OK ? s_site_wait(c, id, command, body, status,
+    return rc == PW_EXIT_OK ? s_site_wait(c, id, command, body, status,
                                           expected) : rc;
 }
 
@@ -882,7 +882,7 @@ s_site_series_add(cl_conn_t *c, json_t *args, const json_t *hosts,
 {
     json_t *x;
     size_t i;
-    int rc = CL_EXIT_OK, status;
+    int rc = PW_EXIT_OK, status;
     bool cut = json_is_true(json_object_get(one, "truncated"));
     if (cut && hosts && !json_object_get(args, "host")) {
         json_decref(one);
@@ -890,10 +890,10 @@ s_site_series_add(cl_conn_t *c, json_t *args, const json_t *hosts,
             json_object_set_new(args, "host", json_string(s_str(x, "name",
                                                                 "")));
             if ((rc = s_site_ask(c, "series", args, &one, &status, 0)) !=
-                CL_EXIT_OK)
+                PW_EXIT_OK)
                 break;
             rc = s_site_series_add(c, args, NULL, one, all);
-            if (rc != CL_EXIT_OK)
+            if (rc != PW_EXIT_OK)
                 break;
         }
         json_object_del(args, "host");
@@ -904,7 +904,7 @@ s_site_series_add(cl_conn_t *c, json_t *args, const json_t *hosts,
     if (cut)
         json_object_set_new(all, "truncated", json_true());
     json_decref(one);
-    return CL_EXIT_OK;
+    return PW_EXIT_OK;
 }
 
 /* The `series` arguments of benchmark k of list (its first series of
@@ -933,15 +933,15 @@ s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
     json_t *list = json_pack("{s:[],s:b}", "series", "truncated", 0),
            *args = json_deep_copy(filter), *one = NULL, *seen = json_object(),
            *firsts = json_array(), *ans = NULL, *ser;
-    int rc = CL_EXIT_SYSTEM, status;
+    int rc = PW_EXIT_SYSTEM, status;
     size_t i;
     uint64_t id = 0;
     char err[1024];
     if (!list || !args || !seen || !firsts ||
         json_object_set_new(args, "runs", json_integer(2)) != 0)
         goto oom;
-    if ((rc = s_site_ask(c, "series", args, &ans, &status, 0)) != CL_EXIT_OK
-        || (rc = s_site_series_add(c, args, hosts, ans, list)) != CL_EXIT_OK)
+    if ((rc = s_site_ask(c, "series", args, &ans, &status, 0)) != PW_EXIT_OK
+        || (rc = s_site_series_add(c, args, hosts, ans, list)) != PW_EXIT_OK)
         goto done;
     json_array_foreach(json_object_get(list, "series"), i, ser) {
         char key[2048];
@@ -959,40 +959,40 @@ s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
     size_t n = json_array_size(firsts);
     if (n > 0) {
         s_site_bench_args(args, json_array_get(firsts, 0));
-        if ((rc = s_site_send(c, "series", args, &id)) != CL_EXIT_OK)
+        if ((rc = s_site_send(c, "series", args, &id)) != PW_EXIT_OK)
             goto done;
     }
     for (i = 0; i < n; i++) {
         if ((rc = s_site_wait(c, id, "series", &ans, &status, 0)) !=
-            CL_EXIT_OK)
+            PW_EXIT_OK)
             goto done;
         if (!(one = json_pack("{s:[],s:b}", "series", "truncated", 0))) {
             json_decref(ans);
             goto oom;
         }
         s_site_bench_args(args, json_array_get(firsts, i));
-        if ((rc = s_site_series_add(c, args, hosts, ans, one)) != CL_EXIT_OK)
+        if ((rc = s_site_series_add(c, args, hosts, ans, one)) != PW_EXIT_OK)
             goto done;
         if (i + 1 < n) {
             s_site_bench_args(args, json_array_get(firsts, i + 1));
-            if ((rc = s_site_send(c, "series", args, &id)) != CL_EXIT_OK)
+            if ((rc = s_site_send(c, "series", args, &id)) != PW_EXIT_OK)
                 goto done;
         }
         if (cl_site_add(site, json_object_get(one, "series"), cut_all ||
                         json_is_true(json_object_get(one, "truncated")),
                         err, sizeof err) != 0) {
-            cl_out_error("report", "--site: %s", err);
-            rc = CL_EXIT_DATA;
+            pw_out_error("report", "--site: %s", err);
+            rc = PW_EXIT_DATA;
             goto done;
         }
         json_decref(one);
         one = NULL;
     }
-    rc = CL_EXIT_OK;
+    rc = PW_EXIT_OK;
     goto done;
 oom:
-    cl_out_error("report", "out of memory asking for the series");
-    rc = CL_EXIT_SYSTEM;
+    pw_out_error("report", "out of memory asking for the series");
+    rc = PW_EXIT_SYSTEM;
 done:
     json_decref(list);
     json_decref(args);
@@ -1031,18 +1031,18 @@ s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
     const json_t *cps;
     cl_conn_t *c = cl_conn_open(co, &code, err, sizeof err);
     if (!c) {
-        cl_out_error("report", "%s", err);
+        pw_out_error("report", "%s", err);
         return cl_conn_exit_code(code);
     }
     rc = s_site_ask(c, "hosts", NULL, &hosts, &status, 0);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         goto done;
     args = json_pack("{s:b}", "latest", 1);
     rc = s_site_ask(c, "verdicts", args, &latest, &status, 4);
-    if (rc != CL_EXIT_OK && status == 4) {
+    if (rc != PW_EXIT_OK && status == 4) {
         latest = json_null();     /* no job yet: the site says so */
-        rc = CL_EXIT_OK;
-    } else if (rc != CL_EXIT_OK) {
+        rc = PW_EXIT_OK;
+    } else if (rc != PW_EXIT_OK) {
         goto done;
     }
     json_decref(args);
@@ -1050,33 +1050,33 @@ s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
     if (args && since_us > 0)
         json_object_set_new(args, "since_us", json_integer(since_us));
     rc = s_site_ask(c, "regressions", args, &regs, &status, 0);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         goto done;
     cps = s_change_points(regs);
     if (!cps) {
-        cl_out_error("report", "the collector's regressions answer has no "
+        pw_out_error("report", "the collector's regressions answer has no "
                      "change points (\"change_points\"; it predates parity "
                      "report --site): upgrade the collector");
-        rc = CL_EXIT_DATA;
+        rc = PW_EXIT_DATA;
         goto done;
     }
     doc = json_pack("{s:I,s:O,s:O,s:O}", "generated_at_us",
                     (json_int_t)time(NULL) * 1000000, "hosts", hosts,
                     "latest", latest, "regressions", cps);
     if (!doc) {
-        cl_out_error("report", "out of memory assembling the site");
-        rc = CL_EXIT_SYSTEM;
+        pw_out_error("report", "out of memory assembling the site");
+        rc = PW_EXIT_SYSTEM;
         goto done;
     }
     if (!(site = cl_site_begin(doc, dir, err, sizeof err))) {
-        cl_out_error("report", "--site: %s", err);
-        rc = CL_EXIT_DATA;
+        pw_out_error("report", "--site: %s", err);
+        rc = PW_EXIT_DATA;
         goto done;
     }
     rc = s_site_series(c, args, hosts, site);
-    if (rc == CL_EXIT_OK && cl_site_end(&site, err, sizeof err) != 0) {
-        cl_out_error("report", "--site: %s", err);
-        rc = CL_EXIT_DATA;
+    if (rc == PW_EXIT_OK && cl_site_end(&site, err, sizeof err) != 0) {
+        pw_out_error("report", "--site: %s", err);
+        rc = PW_EXIT_DATA;
     }
 done:
     cl_site_end(&site, NULL, 0);
@@ -1143,7 +1143,7 @@ typedef struct {
     json_t *tags;              /* owned; {} when no --tag */
 } s_opts_t;
 
-/* Parse argv into o. CL_EXIT_OK, or CL_EXIT_USAGE after the error. */
+/* Parse argv into o. PW_EXIT_OK, or PW_EXIT_USAGE after the error. */
 static int
 s_parse(int argc, char **argv, s_opts_t *o)
 {
@@ -1157,58 +1157,58 @@ s_parse(int argc, char **argv, s_opts_t *o)
         case S_OPT_LATEST: o->latest = true; break;
         case S_OPT_OUT:
             if (!*optarg) {
-                cl_out_error("report", "--out needs a file name");
-                return CL_EXIT_USAGE;
+                pw_out_error("report", "--out needs a file name");
+                return PW_EXIT_USAGE;
             }
             o->out = optarg;
             break;
         case S_OPT_SITE:
             if (!*optarg) {
-                cl_out_error("report", "--site needs a directory");
-                return CL_EXIT_USAGE;
+                pw_out_error("report", "--site needs a directory");
+                return PW_EXIT_USAGE;
             }
             o->site = optarg;
             break;
         case S_OPT_SINCE: {
             double sec;
-            if (cl_out_duration(optarg, S_SINCE_MAX_S, &sec) != 0) {
-                cl_out_error("report", "--since \"%s\": want a duration "
+            if (pw_out_duration(optarg, S_SINCE_MAX_S, &sec) != 0) {
+                pw_out_error("report", "--since \"%s\": want a duration "
                              "up to 366d (90s, 10m, 2h, 3d, 2w)", optarg);
-                return CL_EXIT_USAGE;
+                return PW_EXIT_USAGE;
             }
             o->since_us = (json_int_t)(sec * 1e6);
             break;
         }
         case S_OPT_TAG:
-            if (cl_out_key_value(o->tags, optarg) != 0) {
-                cl_out_error("report", "--tag \"%s\": want KEY=VALUE",
+            if (pw_out_key_value(o->tags, optarg) != 0) {
+                pw_out_error("report", "--tag \"%s\": want KEY=VALUE",
                              optarg);
-                return CL_EXIT_USAGE;
+                return PW_EXIT_USAGE;
             }
             break;
         case ':':
             if (optopt == S_OPT_OUT)
-                cl_out_error("report", "--out needs a file name");
+                pw_out_error("report", "--out needs a file name");
             else if (optopt == S_OPT_SITE)
-                cl_out_error("report", "--site needs a directory");
+                pw_out_error("report", "--site needs a directory");
             else
-                cl_out_error("report", "%s needs a value", argv[optind - 1]);
-            return CL_EXIT_USAGE;
+                pw_out_error("report", "%s needs a value", argv[optind - 1]);
+            return PW_EXIT_USAGE;
         default:
-            cl_out_error("report", "unexpected argument \"%s\" (parity "
+            pw_out_error("report", "unexpected argument \"%s\" (parity "
                          "report --help)", argv[optind - 1]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
     }
     for (int i = optind; i < argc; i++) {
         if (o->job) {
-            cl_out_error("report", "unexpected argument \"%s\" (parity "
+            pw_out_error("report", "unexpected argument \"%s\" (parity "
                          "report --help)", argv[i]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
         o->job = argv[i];
     }
-    return CL_EXIT_OK;
+    return PW_EXIT_OK;
 }
 
 /* Which combinations make sense: one format, one job, --site alone. */
@@ -1216,29 +1216,29 @@ static int
 s_check(const s_opts_t *o)
 {
     if (o->site && (o->job || o->latest || o->formats || o->out)) {
-        cl_out_error("report", "--site writes a whole site: give it without "
+        pw_out_error("report", "--site writes a whole site: give it without "
                      "JOB, --latest, --markdown, --html or --out");
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     if (!o->site && (o->since_us > 0 || json_object_size(o->tags) > 0)) {
-        cl_out_error("report", "--since and --tag go with --site");
-        return CL_EXIT_USAGE;
+        pw_out_error("report", "--since and --tag go with --site");
+        return PW_EXIT_USAGE;
     }
     if (o->site)
-        return CL_EXIT_OK;
+        return PW_EXIT_OK;
     if (o->formats > 1) {
-        cl_out_error("report", "give one of --markdown, --html");
-        return CL_EXIT_USAGE;
+        pw_out_error("report", "give one of --markdown, --html");
+        return PW_EXIT_USAGE;
     }
     if (o->job && o->latest) {
-        cl_out_error("report", "give JOB or --latest, not both");
-        return CL_EXIT_USAGE;
+        pw_out_error("report", "give JOB or --latest, not both");
+        return PW_EXIT_USAGE;
     }
     if (!o->job && !o->latest) {
-        cl_out_error("report", "which job? (give JOB or --latest)");
-        return CL_EXIT_USAGE;
+        pw_out_error("report", "which job? (give JOB or --latest)");
+        return PW_EXIT_USAGE;
     }
-    return CL_EXIT_OK;
+    return PW_EXIT_OK;
 }
 
 /* One job's document: `report`, then `verdicts` of the same job. */
@@ -1251,19 +1251,19 @@ s_document(const cl_conn_opts_t *co, const s_opts_t *o)
     args = o->job ? json_pack("{s:s}", "job", o->job) :
                     json_pack("{s:b}", "latest", 1);
     rc = cl_conn_ask("report", co, "report", args, &rep);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         goto done;
     /* The verdicts of exactly the job the report is of, even when a new
      * job started in between (--latest). */
     json_decref(args);
     args = json_pack("{s:s}", "job", s_str(rep, "job", ""));
     rc = cl_conn_ask("report", co, "verdicts", args, &ver);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         goto done;
     f = o->out ? fopen(o->out, "w") : stdout;
     if (!f) {
-        cl_out_error("report", "--out %s: %s", o->out, strerror(errno));
-        rc = CL_EXIT_DATA;
+        pw_out_error("report", "--out %s: %s", o->out, strerror(errno));
+        rc = PW_EXIT_DATA;
         goto done;
     }
     int w = cl_report_write(f, o->fmt, rep, ver);
@@ -1272,9 +1272,9 @@ s_document(const cl_conn_opts_t *co, const s_opts_t *o)
     else
         w |= fflush(stdout) != 0 ? -1 : 0;
     if (w != 0) {
-        cl_out_error("report", "writing %s failed", o->out ? o->out :
+        pw_out_error("report", "writing %s failed", o->out ? o->out :
                      "stdout");
-        rc = o->out ? CL_EXIT_DATA : CL_EXIT_SYSTEM;
+        rc = o->out ? PW_EXIT_DATA : PW_EXIT_SYSTEM;
     }
 done:
     json_decref(args);
@@ -1290,20 +1290,20 @@ cl_report_main(int argc, char **argv)
     char err[512];
     s_opts_t o = { .fmt = S_MARKDOWN, .tags = json_object() };
     int rc;
-    if (cl_out_wants_help(argc, argv)) {
+    if (pw_out_wants_help(argc, argv)) {
         json_decref(o.tags);
         s_usage(stdout);
-        return CL_EXIT_OK;
+        return PW_EXIT_OK;
     }
     if (!o.tags) {
-        cl_out_error("report", "out of memory");
-        return CL_EXIT_SYSTEM;
+        pw_out_error("report", "out of memory");
+        return PW_EXIT_SYSTEM;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error("report", "%s", err);
-        rc = CL_EXIT_USAGE;
-    } else if ((rc = s_parse(argc, argv, &o)) == CL_EXIT_OK &&
-               (rc = s_check(&o)) == CL_EXIT_OK) {
+        pw_out_error("report", "%s", err);
+        rc = PW_EXIT_USAGE;
+    } else if ((rc = s_parse(argc, argv, &o)) == PW_EXIT_OK &&
+               (rc = s_check(&o)) == PW_EXIT_OK) {
         rc = o.site ? s_site(&co, o.site, o.since_us, o.tags) :
                       s_document(&co, &o);
     }

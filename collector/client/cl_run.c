@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cl_conn.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 #include "cl_verdicts.h"
 #include "pw_limits.h"
@@ -66,10 +66,10 @@ s_check_var(const char *s)
     const char *eq = strchr(s, '=');
     char name[PW_VAR_NAME_MAX + 2];
     if (!eq)
-        return 0;   /* cl_out_key_value says what is wrong */
+        return 0;   /* pw_out_key_value says what is wrong */
     snprintf(name, sizeof name, "%.*s", (int)(eq - s), s);
     if ((size_t)(eq - s) > PW_VAR_NAME_MAX || !pw_var_name_ok(name)) {
-        cl_out_error("run", "--var \"%.60s\": \"%.60s\" is not a variable "
+        pw_out_error("run", "--var \"%.60s\": \"%.60s\" is not a variable "
                      "name (letters, digits and _, not starting with a "
                      "digit, at most %d bytes)", s, name, PW_VAR_NAME_MAX);
         return -1;
@@ -215,7 +215,7 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
     if (!args || !last) {
         json_decref(args);
         free(last);
-        return CL_EXIT_SYSTEM;
+        return PW_EXIT_SYSTEM;
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -246,7 +246,7 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
         if (rc != CL_CONN_OK && s_interrupted)
             goto stopped;
         if (rc != CL_CONN_OK) {
-            cl_out_error("run", "%s", err);
+            pw_out_error("run", "%s", err);
             rc = cl_conn_exit_code(rc);
             goto done;
         }
@@ -258,9 +258,9 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
             break;
         if (s_interrupted) {
 stopped:
-            cl_out_error("run", "stopped waiting; job %s goes on (parity "
+            pw_out_error("run", "stopped waiting; job %s goes on (parity "
                          "cancel %s stops it)", job_id, job_id);
-            rc = CL_EXIT_SYSTEM;
+            rc = PW_EXIT_SYSTEM;
             goto done;
         }
         struct timespec ts = { 0, S_POLL_MS * 1000000L };
@@ -272,7 +272,7 @@ stopped:
                          sizeof err);
     json_decref(vargs);
     if (rc != CL_CONN_OK) {
-        cl_out_error("run", "%s", err);
+        pw_out_error("run", "%s", err);
         rc = cl_conn_exit_code(rc);
         goto done;
     }
@@ -281,24 +281,24 @@ stopped:
     if (as_json) {
         json_t *both = json_pack("{s:O,s:O}", "job", job, "verdicts",
                                  verdicts);
-        rc = both && cl_out_json(stdout, both) == 0 ? CL_EXIT_OK :
-                                                      CL_EXIT_SYSTEM;
+        rc = both && pw_out_json(stdout, both) == 0 ? PW_EXIT_OK :
+                                                      PW_EXIT_SYSTEM;
         json_decref(both);
     } else {
         rc = cl_verdicts_print(stdout, verdicts, CL_VERDICTS_TABLE) == 0 ?
-             CL_EXIT_OK : CL_EXIT_SYSTEM;
+             PW_EXIT_OK : PW_EXIT_SYSTEM;
     }
     json_decref(verdicts);
-    if (rc == CL_EXIT_OK) {
+    if (rc == PW_EXIT_OK) {
         size_t i, bad = 0, n = json_array_size(json_object_get(job, "hosts"));
         json_t *h;
         json_array_foreach(json_object_get(job, "hosts"), i, h)
             if (strcmp(s_str(h, "state", ""), "done") != 0)
                 bad++;
         if (bad) {
-            cl_out_error("run", "%zu of %zu hosts did not finish job %s",
+            pw_out_error("run", "%zu of %zu hosts did not finish job %s",
                          bad, n, job_id);
-            rc = CL_EXIT_DATA;
+            rc = PW_EXIT_DATA;
         }
     }
 done:
@@ -313,23 +313,23 @@ cl_run_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
     char err[2048];
-    if (cl_out_wants_help(argc, argv)) {
+    if (pw_out_wants_help(argc, argv)) {
         s_usage(stdout);
-        return CL_EXIT_OK;
+        return PW_EXIT_OK;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error("run", "%s", err);
-        return CL_EXIT_USAGE;
+        pw_out_error("run", "%s", err);
+        return PW_EXIT_USAGE;
     }
     json_t *args = json_object(), *hosts = json_array(), *tags = json_object();
     json_t *vars = json_object(), *only = json_array();
     const char *suite = NULL;
     bool wait = false, as_json = false;
-    int rc = CL_EXIT_USAGE;
+    int rc = PW_EXIT_USAGE;
     cl_conn_t *c = NULL;
     json_t *reply = NULL;
     if (!args || !hosts || !tags || !vars || !only) {
-        rc = CL_EXIT_SYSTEM;
+        rc = PW_EXIT_SYSTEM;
         goto done;
     }
     for (int i = 1; i < argc; i++) {
@@ -340,7 +340,7 @@ cl_run_main(int argc, char **argv)
                      strcmp(a, "--only") == 0 || strcmp(a, "--label") == 0 ||
                      strcmp(a, "--expire") == 0;
         if (takes && !v) {
-            cl_out_error("run", "%s needs a value", a);
+            pw_out_error("run", "%s needs a value", a);
             goto done;
         }
         if (strcmp(a, "--wait") == 0) {
@@ -349,22 +349,22 @@ cl_run_main(int argc, char **argv)
             as_json = true;
         } else if (strcmp(a, "--hosts") == 0) {
             if (s_add_list(hosts, v) != 0) {
-                cl_out_error("run", "--hosts \"%s\": want NAME,NAME,..., all "
+                pw_out_error("run", "--hosts \"%s\": want NAME,NAME,..., all "
                              "or KEY=VALUE", v);
                 goto done;
             }
             i++;
         } else if (strcmp(a, "--only") == 0) {
             if (s_add_list(only, v) != 0) {
-                cl_out_error("run", "--only \"%s\": want BENCH,BENCH,...", v);
+                pw_out_error("run", "--only \"%s\": want BENCH,BENCH,...", v);
                 goto done;
             }
             i++;
         } else if (strcmp(a, "--tag") == 0 || strcmp(a, "--var") == 0) {
             if (a[2] == 'v' && s_check_var(v) != 0)
                 goto done;
-            if (cl_out_key_value(a[2] == 't' ? tags : vars, v) != 0) {
-                cl_out_error("run", "%s \"%.60s\": want KEY=VALUE (a "
+            if (pw_out_key_value(a[2] == 't' ? tags : vars, v) != 0) {
+                pw_out_error("run", "%s \"%.60s\": want KEY=VALUE (a "
                              "non-empty KEY of at most 1024 bytes)", a, v);
                 goto done;
             }
@@ -373,7 +373,7 @@ cl_run_main(int argc, char **argv)
             char *end;
             long n = strtol(v, &end, 10);
             if (*end || end == v || n < PW_RUNS_MIN || n > PW_RUNS_MAX) {
-                cl_out_error("run", "--runs \"%s\": want a whole number from "
+                pw_out_error("run", "--runs \"%s\": want a whole number from "
                              "%d to %d", v, PW_RUNS_MIN, PW_RUNS_MAX);
                 goto done;
             }
@@ -384,8 +384,8 @@ cl_run_main(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--expire") == 0) {
             double s;
-            if (cl_out_duration(v, S_EXPIRE_MAX_S, &s) != 0) {
-                cl_out_error("run", "--expire \"%s\": want a duration such "
+            if (pw_out_duration(v, S_EXPIRE_MAX_S, &s) != 0) {
+                pw_out_error("run", "--expire \"%s\": want a duration such "
                              "as 90s, 10m, 2h, 1d (at most 30d)", v);
                 goto done;
             }
@@ -395,7 +395,7 @@ cl_run_main(int argc, char **argv)
                                 json_integer(us > 0 ? us : 1));
             i++;
         } else if (a[0] == '-' || suite) {
-            cl_out_error("run", "unexpected argument \"%s\" (parity run "
+            pw_out_error("run", "unexpected argument \"%s\" (parity run "
                          "--help)", a);
             goto done;
         } else {
@@ -403,12 +403,12 @@ cl_run_main(int argc, char **argv)
         }
     }
     if (!suite) {
-        cl_out_error("run", "which suite? (parity run SUITE; parity hosts "
+        pw_out_error("run", "which suite? (parity run SUITE; parity hosts "
                      "lists each host's suites)");
         goto done;
     }
     if (json_object_size(vars) > PW_VARS_MAX) {
-        cl_out_error("run", "more than %d --var", PW_VARS_MAX);
+        pw_out_error("run", "more than %d --var", PW_VARS_MAX);
         goto done;
     }
     json_object_set_new(args, "suite", json_string(suite));
@@ -419,19 +419,19 @@ cl_run_main(int argc, char **argv)
 
     int code;
     if (!(c = cl_conn_open(&co, &code, err, sizeof err))) {
-        cl_out_error("run", "%s", err);
+        pw_out_error("run", "%s", err);
         rc = cl_conn_exit_code(code);
         goto done;
     }
     code = cl_conn_request(c, "run", args, &reply, NULL, err, sizeof err);
     if (code != CL_CONN_OK) {
-        cl_out_error("run", "%s", err);
+        pw_out_error("run", "%s", err);
         rc = cl_conn_exit_code(code);
         goto done;
     }
     const char *job = s_str(reply, "job", "?");
     if (as_json && !wait) {
-        rc = cl_out_json(stdout, reply) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+        rc = pw_out_json(stdout, reply) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
         goto done;
     }
     FILE *info = wait ? stderr : stdout;
@@ -449,7 +449,7 @@ cl_run_main(int argc, char **argv)
                     s_str(h, "state", "?"));
         fprintf(info, "follow it: parity verdicts %s (after it ends), "
                 "parity jobs --active\n", job);
-        rc = CL_EXIT_OK;
+        rc = PW_EXIT_OK;
         goto done;
     }
     fflush(info);

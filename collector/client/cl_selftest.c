@@ -10,7 +10,7 @@
 
 #include "cl_aa.h"
 #include "cl_conn.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_limits.h"
 
@@ -82,7 +82,7 @@ s_count(const char *opt, const char *s, long max, long *out)
     char *end;
     long n = strtol(s, &end, 10);
     if (end == s || *end || n < 1 || n > max) {
-        cl_out_error(S_VERB, "%s \"%s\": want a whole number from 1 to %ld",
+        pw_out_error(S_VERB, "%s \"%s\": want a whole number from 1 to %ld",
                      opt, s, max);
         return -1;
     }
@@ -120,14 +120,14 @@ s_progress(const json_t *job, long trials, char (*last)[256])
 }
 
 /* Poll `job` until it is no longer active; *job is the last answer.
- * CL_EXIT_OK, or the exit code after saying why. */
+ * PW_EXIT_OK, or the exit code after saying why. */
 static int
 s_follow(cl_conn_t *c, const char *id, long trials, json_t **job)
 {
     char err[2048];
     char (*last)[256] = calloc(S_MAX_HOSTS, sizeof *last);
     json_t *args = json_pack("{s:s}", "job", id);
-    int rc = CL_EXIT_SYSTEM;
+    int rc = PW_EXIT_SYSTEM;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = s_on_int;
@@ -139,7 +139,7 @@ s_follow(cl_conn_t *c, const char *id, long trials, json_t **job)
         int code = cl_conn_request(c, "job", args, job, NULL, err,
                                    sizeof err);
         if (code != CL_CONN_OK && !s_interrupted) {
-            cl_out_error(S_VERB, "%s", err);
+            pw_out_error(S_VERB, "%s", err);
             rc = cl_conn_exit_code(code);
             break;
         }
@@ -147,11 +147,11 @@ s_follow(cl_conn_t *c, const char *id, long trials, json_t **job)
             s_progress(*job, trials, last);
         if (code == CL_CONN_OK &&
             strcmp(s_str(*job, "state", "active"), "active") != 0) {
-            rc = CL_EXIT_OK;
+            rc = PW_EXIT_OK;
             break;
         }
         if (s_interrupted) {
-            cl_out_error(S_VERB, "stopped waiting; job %s goes on (parity "
+            pw_out_error(S_VERB, "stopped waiting; job %s goes on (parity "
                          "cancel %s stops it)", id, id);
             break;
         }
@@ -184,10 +184,10 @@ s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
     int code = cl_conn_request(c, "hosts", NULL, &hosts, NULL, err,
                                sizeof err);
     if (code != CL_CONN_OK || !out) {
-        cl_out_error(S_VERB, "%s", code != CL_CONN_OK ? err
+        pw_out_error(S_VERB, "%s", code != CL_CONN_OK ? err
                                                       : "out of memory");
         json_decref(out);
-        return code != CL_CONN_OK ? cl_conn_exit_code(code) : CL_EXIT_SYSTEM;
+        return code != CL_CONN_OK ? cl_conn_exit_code(code) : PW_EXIT_SYSTEM;
     }
     size_t i, bad = 0, warned = 0;
     json_t *jh;
@@ -216,30 +216,30 @@ s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
         cl_aa_text(text, sizeof text, st);
         cl_aa_when(when, sizeof when, st);
         if (json_is_number(json_object_get(st, "floor_us")))
-            cl_out_us(floor, sizeof floor, json_number_value(
+            pw_out_us(floor, sizeof floor, json_number_value(
                 json_object_get(st, "floor_us")));
         printf("%s: %s%s, floor %s (self-test of %s)\n", name,
                cl_aa_warns(st) ? "warning: " : "", text, floor, when);
     }
-    int rc = CL_EXIT_OK;
+    int rc = PW_EXIT_OK;
     if (as_json) {
         json_t *both = json_pack("{s:O,s:o}", "job", job, "hosts", out);
         out = NULL;
-        rc = both && cl_out_json(stdout, both) == 0 ? CL_EXIT_OK
-                                                    : CL_EXIT_SYSTEM;
+        rc = both && pw_out_json(stdout, both) == 0 ? PW_EXIT_OK
+                                                    : PW_EXIT_SYSTEM;
         json_decref(both);
     }
     json_decref(out);
     json_decref(hosts);
-    if (rc == CL_EXIT_OK && bad)
-        cl_out_error(S_VERB, "%zu of %zu hosts did not finish self-test %s",
+    if (rc == PW_EXIT_OK && bad)
+        pw_out_error(S_VERB, "%zu of %zu hosts did not finish self-test %s",
                      bad, json_array_size(json_object_get(job, "hosts")), id);
-    if (rc == CL_EXIT_OK && warned)
-        cl_out_error(S_VERB, "%zu host%s gave more than %.0f %% false "
+    if (rc == PW_EXIT_OK && warned)
+        pw_out_error(S_VERB, "%zu host%s gave more than %.0f %% false "
                      "verdicts: their verdicts are less trustworthy "
                      "(docs/verdict.md)", warned, warned == 1 ? "" : "s",
                      100.0 * PW_SELFTEST_WARN_RATE);
-    return rc == CL_EXIT_OK && (bad || warned) ? CL_EXIT_DATA : rc;
+    return rc == PW_EXIT_OK && (bad || warned) ? PW_EXIT_DATA : rc;
 }
 
 enum { S_OPT_HOSTS = 256, S_OPT_TRIALS, S_OPT_LOOPS, S_OPT_WAIT,
@@ -254,8 +254,8 @@ static const struct option s_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* Parse argv into args (the `run` request) and the flags. CL_EXIT_OK or
- * CL_EXIT_USAGE (said). */
+/* Parse argv into args (the `run` request) and the flags. PW_EXIT_OK or
+ * PW_EXIT_USAGE (said). */
 static int
 s_parse(int argc, char **argv, json_t *hosts, long *trials, long *loops,
         bool *wait, bool *as_json)
@@ -267,40 +267,40 @@ s_parse(int argc, char **argv, json_t *hosts, long *trials, long *loops,
         switch (c) {
         case S_OPT_HOSTS:
             if (s_add_list(hosts, optarg) != 0) {
-                cl_out_error(S_VERB, "--hosts \"%s\": want NAME,NAME,..., "
+                pw_out_error(S_VERB, "--hosts \"%s\": want NAME,NAME,..., "
                              "all or KEY=VALUE", optarg);
-                return CL_EXIT_USAGE;
+                return PW_EXIT_USAGE;
             }
             break;
         case S_OPT_TRIALS:
             if (s_count("--trials", optarg, PW_SELFTEST_TRIALS_MAX, trials))
-                return CL_EXIT_USAGE;
+                return PW_EXIT_USAGE;
             break;
         case S_OPT_LOOPS:
             if (s_count("--loops", optarg, PW_SELFTEST_LOOPS_MAX, loops))
-                return CL_EXIT_USAGE;
+                return PW_EXIT_USAGE;
             break;
         case S_OPT_WAIT: *wait = true; break;
         case S_OPT_JSON: *as_json = true; break;
         case ':':
-            cl_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
-            return CL_EXIT_USAGE;
+            pw_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
+            return PW_EXIT_USAGE;
         default:
             if (optopt >= 256)
-                cl_out_error(S_VERB, "\"%s\": the option takes no value",
+                pw_out_error(S_VERB, "\"%s\": the option takes no value",
                              argv[optind - 1]);
             else
-                cl_out_error(S_VERB, "unknown option \"%s\" (parity selftest "
+                pw_out_error(S_VERB, "unknown option \"%s\" (parity selftest "
                              "--help)", argv[optind - 1]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
     }
     if (optind < argc) {
-        cl_out_error(S_VERB, "unexpected argument \"%s\" (parity selftest "
+        pw_out_error(S_VERB, "unexpected argument \"%s\" (parity selftest "
                      "--help)", argv[optind]);
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
-    return CL_EXIT_OK;
+    return PW_EXIT_OK;
 }
 
 int
@@ -310,18 +310,18 @@ cl_selftest_main(int argc, char **argv)
     char err[2048], num[24];
     long trials = PW_SELFTEST_TRIALS_DEFAULT, loops = 0;
     bool wait = false, as_json = false;
-    if (cl_out_wants_help(argc, argv))
-        return cl_out_help(S_VERB, s_usage);
+    if (pw_out_wants_help(argc, argv))
+        return pw_out_help(S_VERB, s_usage);
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error(S_VERB, "%s", err);
-        return CL_EXIT_USAGE;
+        pw_out_error(S_VERB, "%s", err);
+        return PW_EXIT_USAGE;
     }
     json_t *hosts = json_array(), *vars = json_object(), *reply = NULL;
     json_t *job = NULL;
     cl_conn_t *c = NULL;
     int rc = hosts && vars ? s_parse(argc, argv, hosts, &trials, &loops,
-                                     &wait, &as_json) : CL_EXIT_SYSTEM;
-    if (rc != CL_EXIT_OK)
+                                     &wait, &as_json) : PW_EXIT_SYSTEM;
+    if (rc != PW_EXIT_OK)
         goto done;
     snprintf(num, sizeof num, "%ld", trials);
     json_object_set_new(vars, "trials", json_string(num));
@@ -333,7 +333,7 @@ cl_selftest_main(int argc, char **argv)
                              "hosts", hosts, "vars", vars);
     int code;
     if (!(c = cl_conn_open(&co, &code, err, sizeof err))) {
-        cl_out_error(S_VERB, "%s", err);
+        pw_out_error(S_VERB, "%s", err);
         rc = cl_conn_exit_code(code);
         json_decref(args);
         goto done;
@@ -341,13 +341,13 @@ cl_selftest_main(int argc, char **argv)
     code = cl_conn_request(c, "run", args, &reply, NULL, err, sizeof err);
     json_decref(args);
     if (code != CL_CONN_OK) {
-        cl_out_error(S_VERB, "%s", err);
+        pw_out_error(S_VERB, "%s", err);
         rc = cl_conn_exit_code(code);
         goto done;
     }
     const char *id = s_str(reply, "job", "?");
     if (as_json && !wait) {
-        rc = cl_out_json(stdout, reply) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+        rc = pw_out_json(stdout, reply) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
         goto done;
     }
     FILE *info = wait ? stderr : stdout;
@@ -364,7 +364,7 @@ cl_selftest_main(int argc, char **argv)
     }
     fflush(info);
     rc = s_follow(c, id, trials, &job);
-    if (rc == CL_EXIT_OK)
+    if (rc == PW_EXIT_OK)
         rc = s_results(c, id, job, as_json);
 done:
     cl_conn_destroy(&c);

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "cl_conn.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
 
@@ -30,7 +30,7 @@ cl_show_main(int argc, char **argv)
     cl_conn_opts_t co = { 0 };
     char err[512];
     const char *run = NULL;
-    if (cl_out_wants_help(argc, argv)) {
+    if (pw_out_wants_help(argc, argv)) {
         printf("usage: parity show RUN [connection options]\n\n"
                "One host's run in full, as JSON shaped like a local "
                "results file (schema 3):\nsamples of every kind, "
@@ -38,30 +38,30 @@ cl_show_main(int argc, char **argv)
                "host, job_id, tags and label. RUN ids are in `parity "
                "verdicts --json`.\nConnection options as in `parity hosts "
                "--help`.\n");
-        return CL_EXIT_OK;
+        return PW_EXIT_OK;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error("show", "%s", err);
-        return CL_EXIT_USAGE;
+        pw_out_error("show", "%s", err);
+        return PW_EXIT_USAGE;
     }
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-' || run) {
-            cl_out_error("show", "unexpected argument \"%s\" (parity show "
+            pw_out_error("show", "unexpected argument \"%s\" (parity show "
                          "--help)", argv[i]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
         run = argv[i];
     }
     if (!run) {
-        cl_out_error("show", "which run? (parity show RUN)");
-        return CL_EXIT_USAGE;
+        pw_out_error("show", "which run? (parity show RUN)");
+        return PW_EXIT_USAGE;
     }
     json_t *args = json_pack("{s:s}", "run", run), *body = NULL;
     int rc = cl_conn_ask("show", &co, "show", args, &body);
     json_decref(args);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         return rc;
-    rc = cl_out_json(stdout, body) == 0 ? CL_EXIT_OK : CL_EXIT_SYSTEM;
+    rc = pw_out_json(stdout, body) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
     json_decref(body);
     return rc;
 }
@@ -126,7 +126,7 @@ cl_export_main(int argc, char **argv)
     char err[2048];
     const char *job = NULL, *out = NULL;
     bool force = false;
-    if (cl_out_wants_help(argc, argv)) {
+    if (pw_out_wants_help(argc, argv)) {
         printf("usage: parity export JOB --out DIR [--force] [connection "
                "options]\n\n"
                "Write the results file of every host of JOB: DIR/HOST.json, "
@@ -134,11 +134,11 @@ cl_export_main(int argc, char **argv)
                "run (the shape of `parity show`).\nDIR is created if "
                "missing; an existing HOST.json is kept unless --force.\n"
                "Connection options as in `parity hosts --help`.\n");
-        return CL_EXIT_OK;
+        return PW_EXIT_OK;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error("export", "%s", err);
-        return CL_EXIT_USAGE;
+        pw_out_error("export", "%s", err);
+        return PW_EXIT_USAGE;
     }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
@@ -146,29 +146,29 @@ cl_export_main(int argc, char **argv)
         else if (strcmp(argv[i], "--force") == 0)
             force = true;
         else if (argv[i][0] == '-' || job) {
-            cl_out_error("export", "unexpected argument \"%s\" (parity "
+            pw_out_error("export", "unexpected argument \"%s\" (parity "
                          "export --help)", argv[i]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         } else
             job = argv[i];
     }
     if (!job || !out) {
-        cl_out_error("export", "give JOB and --out DIR");
-        return CL_EXIT_USAGE;
+        pw_out_error("export", "give JOB and --out DIR");
+        return PW_EXIT_USAGE;
     }
     struct stat st;
     if (mkdir(out, 0755) != 0 && errno != EEXIST) {
-        cl_out_error("export", "--out %s: mkdir: %s", out, strerror(errno));
-        return CL_EXIT_SYSTEM;
+        pw_out_error("export", "--out %s: mkdir: %s", out, strerror(errno));
+        return PW_EXIT_SYSTEM;
     }
     if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        cl_out_error("export", "--out %s: not a directory", out);
-        return CL_EXIT_SYSTEM;
+        pw_out_error("export", "--out %s: not a directory", out);
+        return PW_EXIT_SYSTEM;
     }
     int code;
     cl_conn_t *c = cl_conn_open(&co, &code, err, sizeof err);
     if (!c) {
-        cl_out_error("export", "%s", err);
+        pw_out_error("export", "%s", err);
         return cl_conn_exit_code(code);
     }
     json_t *args = json_pack("{s:s}", "job", job), *jb = NULL;
@@ -176,7 +176,7 @@ cl_export_main(int argc, char **argv)
     int rc = cl_conn_request(c, "job", args, &jb, NULL, err, sizeof err);
     json_decref(args);
     if (rc != CL_CONN_OK) {
-        cl_out_error("export", "%s", err);
+        pw_out_error("export", "%s", err);
         rc = cl_conn_exit_code(rc);
         goto done;
     }
@@ -190,7 +190,7 @@ cl_export_main(int argc, char **argv)
         rc = cl_conn_request(c, "show", sa, &doc, NULL, err, sizeof err);
         json_decref(sa);
         if (rc != CL_CONN_OK) {
-            cl_out_error("export", "run %s: %s", s_str(r, "run_id", "?"),
+            pw_out_error("export", "run %s: %s", s_str(r, "run_id", "?"),
                          err);
             rc = cl_conn_exit_code(rc);
             goto done;
@@ -221,9 +221,9 @@ cl_export_main(int argc, char **argv)
         snprintf(path, sizeof path, "%s/%s.json", out, name);
         int w = s_write(path, doc, force, err, sizeof err);
         if (w != 0) {
-            cl_out_error("export", "%s", err);
+            pw_out_error("export", "%s", err);
             /* The exit status of keygen's "exists" too. */
-            rc = w == S_EXISTS ? CL_EXIT_DATA : CL_EXIT_SYSTEM;
+            rc = w == S_EXISTS ? PW_EXIT_DATA : PW_EXIT_SYSTEM;
             goto done;
         }
         printf("%s\n", path);
@@ -231,7 +231,7 @@ cl_export_main(int argc, char **argv)
     }
     if (files == 0)
         printf("(job %s has no stored runs)\n", job);
-    rc = CL_EXIT_OK;
+    rc = PW_EXIT_OK;
 done:
     json_decref(jb);
     json_decref(per_host);

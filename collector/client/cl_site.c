@@ -17,7 +17,7 @@
 
 #include "cl_site.h"
 
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_report.h"
 #include "cl_svg.h"
 
@@ -449,7 +449,7 @@ s_hosts(FILE *f, const s_site_t *s)
     json_array_foreach(hosts, i, h) {
         bool online = json_is_true(json_object_get(h, "online"));
         char floor[64], seen[64];
-        cl_out_us(floor, sizeof floor, json_number_value(json_object_get(
+        pw_out_us(floor, sizeof floor, json_number_value(json_object_get(
             h, "floor_us")));
         s_date(seen, sizeof seen, json_integer_value(json_object_get(
             h, "last_seen_us")));

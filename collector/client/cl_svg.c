@@ -12,7 +12,7 @@
 
 #include "cl_svg.h"
 
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_report.h"
 
 #define S_W     960.0
@@ -165,9 +165,9 @@ s_arm_text(char *buf, size_t len, const char *name, const json_t *s)
         snprintf(buf, len, "%s: no samples", name);
         return;
     }
-    cl_out_us(md, sizeof md, s_num(s, "median"));
-    cl_out_us(mn, sizeof mn, s_num(s, "min"));
-    cl_out_us(mx, sizeof mx, s_num(s, "max"));
+    pw_out_us(md, sizeof md, s_num(s, "median"));
+    pw_out_us(mn, sizeof mn, s_num(s, "min"));
+    pw_out_us(mx, sizeof mx, s_num(s, "max"));
     snprintf(buf, len, "%s median %s (min %s, max %s, n %" JSON_INTEGER_FORMAT
              ")", name, md, mn, mx, json_integer_value(json_object_get(s,
                                                                        "n")));
@@ -352,9 +352,9 @@ static void
 s_axes(FILE *f, const s_plot_t *p)
 {
     char lo[32], mid[32], hi[32], d0[32], d1[32];
-    cl_out_us(lo, sizeof lo, p->lo);
-    cl_out_us(mid, sizeof mid, (p->lo + p->hi) / 2);
-    cl_out_us(hi, sizeof hi, p->hi);
+    pw_out_us(lo, sizeof lo, p->lo);
+    pw_out_us(mid, sizeof mid, (p->lo + p->hi) / 2);
+    pw_out_us(hi, sizeof hi, p->hi);
     fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#555\" "
             "text-anchor=\"end\">"
             "<text x=\"%.1f\" y=\"%.1f\">%s</text>"

@@ -3,7 +3,7 @@
  * A verb is one line here, X(name, summary), and a file cl_<name>.c that
  * defines int cl_<name>_main(int argc, char **argv). argv[0] is the verb's
  * name; the function parses its own options, answers --help (usage on
- * stdout, exit 0) and returns one of the CL_EXIT_* codes of cl_out.h.
+ * stdout, exit 0) and returns one of the PW_EXIT_* codes of pw_out.h.
  * parity.c builds --help, `parity help VERB` and dispatch from this list,
  * so only verbs that work belong here, in the order --help shows them.
  */

@@ -1,7 +1,7 @@
 /* cl_verdict.c -- `parity verdict`: one comparison from the command line,
  * or many as JSON Lines on stdin (--batch). See docs/commands/verdict.md.
  */
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
 
@@ -73,13 +73,13 @@ static int
 s_check_arm(const char *opt, const double *x, size_t n)
 {
     if (n < 2) {
-        cl_out_error(S_VERB, "%s: %zu sample%s: at least 2 a side", opt, n,
+        pw_out_error(S_VERB, "%s: %zu sample%s: at least 2 a side", opt, n,
                      n == 1 ? "" : "s");
         return -1;
     }
     for (size_t i = 0; i < n; i++)
         if (!(x[i] > 0.0)) {
-            cl_out_error(S_VERB, "%s: sample %zu is %g: samples must be "
+            pw_out_error(S_VERB, "%s: sample %zu is %g: samples must be "
                          "finite and > 0", opt, i + 1, x[i]);
             return -1;
         }
@@ -91,22 +91,22 @@ s_single(const s_opts_t *o)
 {
     double *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
-    char err[S_ERR_MAX], name_a[CL_CELL_MAX] = "a", name_b[CL_CELL_MAX] = "b";
+    char err[S_ERR_MAX], name_a[PW_OUT_CELL_MAX] = "a", name_b[PW_OUT_CELL_MAX] = "b";
     vd_verdict_t v;
     json_t *j = NULL;
-    int rc = CL_EXIT_USAGE;
+    int rc = PW_EXIT_USAGE;
 
     if (o->names) {
         const char *comma = strchr(o->names, ',');
         size_t la = comma ? (size_t)(comma - o->names) : 0;
         if (!comma || la == 0 || !comma[1] || strchr(comma + 1, ',')) {
-            cl_out_error(S_VERB, "--names \"%s\": want two non-empty names "
+            pw_out_error(S_VERB, "--names \"%s\": want two non-empty names "
                          "separated by one comma, e.g. --names new,old",
                          o->names);
             goto done;
         }
         if (la >= sizeof name_a || strlen(comma + 1) >= sizeof name_b) {
-            cl_out_error(S_VERB, "--names: a name longer than %zu bytes",
+            pw_out_error(S_VERB, "--names: a name longer than %zu bytes",
                          sizeof name_a - 1);
             goto done;
         }
@@ -115,49 +115,49 @@ s_single(const s_opts_t *o)
         snprintf(name_b, sizeof name_b, "%s", comma + 1);
         json_t *check = json_pack("[s,s]", name_a, name_b);
         if (!check) {   /* JSON strings must be UTF-8 */
-            cl_out_error(S_VERB, "--names: the names are not UTF-8 text");
+            pw_out_error(S_VERB, "--names: the names are not UTF-8 text");
             goto done;
         }
         json_decref(check);
     }
-    if (cl_out_parse_list(o->a_list, VD_MAX_SAMPLES, &a, &na, err,
+    if (pw_out_parse_list(o->a_list, VD_MAX_SAMPLES, &a, &na, err,
                           sizeof err)) {
-        cl_out_error(S_VERB, "--a: %s", err);
+        pw_out_error(S_VERB, "--a: %s", err);
         goto done;
     }
-    if (cl_out_parse_list(o->b_list, VD_MAX_SAMPLES, &b, &nb, err,
+    if (pw_out_parse_list(o->b_list, VD_MAX_SAMPLES, &b, &nb, err,
                           sizeof err)) {
-        cl_out_error(S_VERB, "--b: %s", err);
+        pw_out_error(S_VERB, "--b: %s", err);
         goto done;
     }
-    rc = CL_EXIT_DATA;
+    rc = PW_EXIT_DATA;
     if (s_check_arm("--a", a, na) || s_check_arm("--b", b, nb))
         goto done;
     if (vd_compare(a, na, b, nb, &o->params, &v, err, sizeof err) != VD_OK) {
-        cl_out_error(S_VERB, "%s", err);
+        pw_out_error(S_VERB, "%s", err);
         goto done;
     }
-    rc = CL_EXIT_SYSTEM;
+    rc = PW_EXIT_SYSTEM;
     if (o->json) {
         j = pw_verdict_to_json(&v, PW_VERDICT_SUMMARIES);
         if (!j || json_object_set_new(j, "subject_name",
                                       json_string(name_a)) ||
             json_object_set_new(j, "other_name", json_string(name_b)) ||
-            cl_out_json(stdout, j) || fflush(stdout) != 0) {
-            cl_out_error(S_VERB, "writing the JSON verdict failed");
+            pw_out_json(stdout, j) || fflush(stdout) != 0) {
+            pw_out_error(S_VERB, "writing the JSON verdict failed");
             goto done;
         }
     } else {
         const char *names[2] = {name_a, name_b};
         vd_summary_t sums[2] = {v.a, v.b};
-        if (cl_out_arms(stdout, names, sums, 2) || fputc('\n', stdout) < 0 ||
-            cl_out_verdict(stdout, name_a, name_b, &v) ||
+        if (pw_out_arms(stdout, names, sums, 2) || fputc('\n', stdout) < 0 ||
+            pw_out_verdict(stdout, name_a, name_b, &v) ||
             fflush(stdout) != 0) {
-            cl_out_error(S_VERB, "writing the table failed");
+            pw_out_error(S_VERB, "writing the table failed");
             goto done;
         }
     }
-    rc = CL_EXIT_OK;
+    rc = PW_EXIT_OK;
 done:
     json_decref(j);
     free(a);
@@ -214,7 +214,7 @@ s_line_error(s_batch_t *bt, unsigned long long line, const char *text)
         return;
     k = (size_t)sprintf(p, "{\"line\":%llu,\"error\":\"", line);
     for (const unsigned char *s = (const unsigned char *)text; *s; s += n) {
-        n = cl_out_utf8_len(s);
+        n = pw_out_utf8_len(s);
         if (*s == '"' || *s == '\\') {
             p[k++] = '\\';
             p[k++] = (char)*s;
@@ -651,7 +651,7 @@ s_batch(const s_opts_t *o)
     char *in = NULL;
     size_t cap = S_BLOCK, len = 0, start = 0, scan = 0;
     unsigned long long lineno = 1;
-    int eof = 0, skipping = 0, rc = CL_EXIT_SYSTEM;
+    int eof = 0, skipping = 0, rc = PW_EXIT_SYSTEM;
 
     bt.defaults = o->params;
     /* PARITY_BATCH_JANSSON=1 sends every line through jansson: the tests
@@ -659,7 +659,7 @@ s_batch(const s_opts_t *o)
     bt.fast = !getenv("PARITY_BATCH_JANSSON");
     bt.out_cap = S_BLOCK + PW_VERDICT_TEXT_MAX + 64 + 6 * S_ERR_MAX;
     if (!(bt.out = malloc(bt.out_cap)) || !(in = malloc(cap))) {
-        cl_out_error(S_VERB, "out of memory for the batch buffers");
+        pw_out_error(S_VERB, "out of memory for the batch buffers");
         goto done;
     }
     for (;;) {
@@ -703,7 +703,7 @@ s_batch(const s_opts_t *o)
             } else {
                 char *grown = realloc(in, cap * 2);
                 if (!grown) {
-                    cl_out_error(S_VERB, "out of memory for a line of %zu "
+                    pw_out_error(S_VERB, "out of memory for a line of %zu "
                                  "bytes", len);
                     goto done;
                 }
@@ -714,7 +714,7 @@ s_batch(const s_opts_t *o)
         size_t got = fread(in + len, 1, cap - len, stdin);
         if (got == 0) {
             if (ferror(stdin)) {
-                cl_out_error(S_VERB, "reading stdin: %s", strerror(errno));
+                pw_out_error(S_VERB, "reading stdin: %s", strerror(errno));
                 goto done;
             }
             eof = 1;
@@ -725,13 +725,13 @@ s_batch(const s_opts_t *o)
     if (fflush(stdout) != 0 && !bt.write_errno)
         bt.write_errno = errno ? errno : EIO;
     if (bt.write_errno) {
-        cl_out_error(S_VERB, "writing stdout: %s", strerror(bt.write_errno));
+        pw_out_error(S_VERB, "writing stdout: %s", strerror(bt.write_errno));
         goto done;
     }
     if (bt.oom)
-        cl_out_error(S_VERB, "out of memory answering a line (its error "
+        pw_out_error(S_VERB, "out of memory answering a line (its error "
                      "line says where)");
-    rc = bt.oom ? CL_EXIT_SYSTEM : bt.bad_lines ? CL_EXIT_DATA : CL_EXIT_OK;
+    rc = bt.oom ? PW_EXIT_SYSTEM : bt.bad_lines ? PW_EXIT_DATA : PW_EXIT_OK;
 done:
     free(in);
     free(bt.out);
@@ -765,8 +765,8 @@ cl_verdict_main(int argc, char **argv)
     int c;
 
     vd_params_default(&o.params);
-    if (cl_out_wants_help(argc, argv)) {
-        return cl_out_help(S_VERB, s_usage);
+    if (pw_out_wants_help(argc, argv)) {
+        return pw_out_help(S_VERB, s_usage);
     }
     optind = 0;     /* full reinitialisation of glibc's getopt */
     opterr = 0;     /* our own messages, pinned by tests */
@@ -778,50 +778,50 @@ cl_verdict_main(int argc, char **argv)
         case S_OPT_JSON: o.json = true; break;
         case S_OPT_BATCH: o.batch = true; break;
         case S_OPT_FLOOR:
-            if (cl_out_nonneg_opt(S_VERB, "--floor-us", optarg,
+            if (pw_out_nonneg_opt(S_VERB, "--floor-us", optarg,
                                   &o.params.floor_us))
-                return CL_EXIT_USAGE;
+                return PW_EXIT_USAGE;
             o.params.floor_is_default = false;
             break;
         case S_OPT_PARITY:
-            if (cl_out_nonneg_opt(S_VERB, "--parity", optarg,
+            if (pw_out_nonneg_opt(S_VERB, "--parity", optarg,
                                   &o.params.parity))
-                return CL_EXIT_USAGE;
+                return PW_EXIT_USAGE;
             break;
         case ':':
-            cl_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
-            return CL_EXIT_USAGE;
+            pw_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
+            return PW_EXIT_USAGE;
         default:
             /* optopt: a short option's letter, a long option's value
              * when it was given a value it does not take, else 0. */
             if (optopt > 0 && optopt < 256)
-                cl_out_error(S_VERB, "unknown option \"-%c\" (parity verdict "
+                pw_out_error(S_VERB, "unknown option \"-%c\" (parity verdict "
                              "--help)", optopt);
             else if (optopt >= 256)
-                cl_out_error(S_VERB, "\"%s\": the option takes no value",
+                pw_out_error(S_VERB, "\"%s\": the option takes no value",
                              argv[optind - 1]);
             else
-                cl_out_error(S_VERB, "unknown option \"%s\" (parity verdict "
+                pw_out_error(S_VERB, "unknown option \"%s\" (parity verdict "
                              "--help)", argv[optind - 1]);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
     }
     if (optind < argc) {
-        cl_out_error(S_VERB, "unexpected argument \"%s\"", argv[optind]);
-        return CL_EXIT_USAGE;
+        pw_out_error(S_VERB, "unexpected argument \"%s\"", argv[optind]);
+        return PW_EXIT_USAGE;
     }
     if (o.batch) {
         if (o.a_list || o.b_list || o.names || o.json) {
-            cl_out_error(S_VERB, "--batch reads its arms from stdin and "
+            pw_out_error(S_VERB, "--batch reads its arms from stdin and "
                          "writes JSON: drop --a, --b, --names and --json");
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         }
         return s_batch(&o);
     }
     if (!o.a_list || !o.b_list) {
-        cl_out_error(S_VERB, "--a and --b are both needed (or --batch); "
+        pw_out_error(S_VERB, "--a and --b are both needed (or --batch); "
                      "parity verdict --help");
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     return s_single(&o);
 }

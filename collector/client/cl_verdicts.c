@@ -10,7 +10,7 @@
 
 #include "cl_aa.h"
 #include "cl_conn.h"
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 
 /* Hosts shown as columns; more are shown as rows (one per host). */
@@ -99,7 +99,7 @@ s_print_csv(FILE *f, const json_t *body)
         "consensus", "geomean_ratio" };
     const size_t n = sizeof head / sizeof *head;
     for (size_t i = 0; i < n; i++)
-        cl_out_csv_field(f, head[i], i + 1 == n);
+        pw_out_csv_field(f, head[i], i + 1 == n);
     size_t i, k;
     json_t *cmp, *e;
     json_array_foreach(json_object_get(body, "comparisons"), i, cmp) {
@@ -129,7 +129,7 @@ s_print_csv(FILE *f, const json_t *body)
                 num[0], num[1], num[2], num[3], num[4],
                 s_str(sum, "consensus", ""), gm };
             for (size_t c = 0; c < n; c++)
-                cl_out_csv_field(f, row[c], c + 1 == n);
+                pw_out_csv_field(f, row[c], c + 1 == n);
         }
     }
     return ferror(f) ? -1 : 0;
@@ -188,7 +188,7 @@ int
 cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
 {
     if (format == CL_VERDICTS_JSON)
-        return cl_out_json(f, body);
+        return pw_out_json(f, body);
     if (format == CL_VERDICTS_CSV)
         return s_print_csv(f, body);
 
@@ -197,13 +197,13 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
     size_t nh = json_array_size(hosts);
     bool columns = nh <= S_HOST_COLUMNS;
     size_t ncols = columns ? 4 + nh : 6;
-    const char *head[CL_TABLE_COLS];
-    char cells[CL_TABLE_COLS][CL_CELL_MAX];
-    const char *row[CL_TABLE_COLS];
+    const char *head[PW_OUT_TABLE_COLS];
+    char cells[PW_OUT_TABLE_COLS][PW_OUT_CELL_MAX];
+    const char *row[PW_OUT_TABLE_COLS];
     int rc = 0;
 
     if (format == CL_VERDICTS_TABLE) {
-        char tags[CL_CELL_MAX] = "";
+        char tags[PW_OUT_CELL_MAX] = "";
         const char *k;
         json_t *v;
         json_object_foreach(json_object_get(body, "tags"),  k, v) {
@@ -231,7 +231,7 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
         head[4] = "geomean";
         head[5] = "summary";
     }
-    cl_out_table_t *t = cl_out_table_new(ncols);
+    pw_out_table_t *t = pw_out_table_new(ncols);
     if (!t)
         return -1;
     if (format == CL_VERDICTS_MARKDOWN) {
@@ -240,7 +240,7 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
             fputs(i ? "---|" : "|---|", f);
         fputc('\n', f);
     } else {
-        cl_out_table_add(t, head);
+        pw_out_table_add(t, head);
     }
     size_t i;
     json_t *cmp;
@@ -249,37 +249,37 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
         size_t reps = columns ? 1 : json_array_size(json_object_get(cmp,
                                                                     "hosts"));
         for (size_t r = 0; r < reps; r++) {
-            snprintf(cells[0], CL_CELL_MAX, "%s", s_str(cmp, "benchmark",
+            snprintf(cells[0], PW_OUT_CELL_MAX, "%s", s_str(cmp, "benchmark",
                                                         "?"));
-            s_arms(cells[1], CL_CELL_MAX, cmp);
+            s_arms(cells[1], PW_OUT_CELL_MAX, cmp);
             size_t c = 2;
             if (columns) {
                 for (size_t h = 0; h < nh; h++, c++)
-                    s_cell(cells[c], CL_CELL_MAX, cmp,
+                    s_cell(cells[c], PW_OUT_CELL_MAX, cmp,
                            json_array_get(hosts, h));
             } else {
                 const json_t *e = json_array_get(json_object_get(cmp,
                                                                  "hosts"), r);
-                snprintf(cells[c++], CL_CELL_MAX, "%s", s_str(e, "host",
+                snprintf(cells[c++], PW_OUT_CELL_MAX, "%s", s_str(e, "host",
                                                               "?"));
                 json_t *one = json_pack("{s:s}", "host", s_str(e, "host",
                                                                ""));
-                s_cell(cells[c++], CL_CELL_MAX, cmp, one);
+                s_cell(cells[c++], PW_OUT_CELL_MAX, cmp, one);
                 json_decref(one);
             }
-            s_geomean(cells[c++], CL_CELL_MAX, sum);
-            snprintf(cells[c++], CL_CELL_MAX, "%s",
+            s_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
+            snprintf(cells[c++], PW_OUT_CELL_MAX, "%s",
                      s_str(sum, "consensus", "no hosts"));
             for (size_t q = 0; q < ncols; q++)
                 row[q] = cells[q];
             if (format == CL_VERDICTS_MARKDOWN)
                 rc |= s_print_markdown_row(f, row, ncols);
             else
-                cl_out_table_add(t, row);
+                pw_out_table_add(t, row);
         }
     }
     if (format == CL_VERDICTS_TABLE) {
-        rc |= cl_out_table_print(t, f);
+        rc |= pw_out_table_print(t, f);
         if (json_array_size(cmps) == 0)
             fprintf(f, "(no verdicts stored for this job%s)\n",
                     strcmp(s_str(body, "state", ""), "active") == 0 ?
@@ -311,7 +311,7 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
         fprintf(f, "ratio = subject median / other median on that host "
                 "(below 1: the subject is faster);\neach verdict uses its "
                 "host's own samples and noise floor.\n");
-    cl_out_table_destroy(&t);
+    pw_out_table_destroy(&t);
     return rc || ferror(f) ? -1 : 0;
 }
 
@@ -356,7 +356,7 @@ s_none_judged(const json_t *body)
             if (json_is_object(json_object_get(e, "verdict")))
                 return false;
     const json_t *hosts = json_object_get(body, "hosts");
-    cl_out_error("verdicts", "job %s (%s): no host produced a verdict%s",
+    pw_out_error("verdicts", "job %s (%s): no host produced a verdict%s",
                  s_str(body, "job", "?"), s_str(body, "state", "?"),
                  json_array_size(hosts) ? ":" : " (it had no hosts)");
     json_array_foreach(hosts, i, e)
@@ -391,13 +391,13 @@ cl_verdicts_main(int argc, char **argv)
     const char *job = NULL;
     cl_verdicts_format_t fmt = CL_VERDICTS_TABLE;
     int formats = 0;
-    if (cl_out_wants_help(argc, argv)) {
+    if (pw_out_wants_help(argc, argv)) {
         s_usage(stdout);
-        return CL_EXIT_OK;
+        return PW_EXIT_OK;
     }
     if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        cl_out_error("verdicts", "%s", err);
-        return CL_EXIT_USAGE;
+        pw_out_error("verdicts", "%s", err);
+        return PW_EXIT_USAGE;
     }
     bool latest = false;
     for (int i = 1; i < argc; i++) {
@@ -414,31 +414,31 @@ cl_verdicts_main(int argc, char **argv)
         } else if (strcmp(a, "--latest") == 0) {
             latest = true;
         } else if (a[0] == '-' || job) {
-            cl_out_error("verdicts", "unexpected argument \"%s\" (parity "
+            pw_out_error("verdicts", "unexpected argument \"%s\" (parity "
                          "verdicts --help)", a);
-            return CL_EXIT_USAGE;
+            return PW_EXIT_USAGE;
         } else {
             job = a;
         }
     }
     if (formats > 1 || (job && latest)) {
-        cl_out_error("verdicts", "%s", formats > 1 ?
+        pw_out_error("verdicts", "%s", formats > 1 ?
                      "give one of --json, --csv, --markdown" :
                      "give JOB or --latest, not both");
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     json_t *args = job ? json_pack("{s:s}", "job", job) :
                          json_pack("{s:b}", "latest", 1);
     json_t *body = NULL;
     int rc = cl_conn_ask("verdicts", &co, "verdicts", args, &body);
     json_decref(args);
-    if (rc != CL_EXIT_OK)
+    if (rc != PW_EXIT_OK)
         return rc;
-    rc = cl_verdicts_print(stdout, body, fmt) == 0 ? CL_EXIT_OK :
-                                                     CL_EXIT_SYSTEM;
+    rc = cl_verdicts_print(stdout, body, fmt) == 0 ? PW_EXIT_OK :
+                                                     PW_EXIT_SYSTEM;
     fflush(stdout);   /* the table first, then the reasons on stderr */
-    if (rc == CL_EXIT_OK && s_none_judged(body))
-        rc = CL_EXIT_DATA;
+    if (rc == PW_EXIT_OK && s_none_judged(body))
+        rc = PW_EXIT_DATA;
     json_decref(body);
     return rc;
 }

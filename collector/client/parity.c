@@ -5,9 +5,9 @@
  *   parity VERB --help         the same
  *   parity --version
  *
- * Exit codes are CL_EXIT_* (cl_out.h, docs/commands/README.md).
+ * Exit codes are PW_EXIT_* (pw_out.h, docs/commands/README.md).
  */
-#include "cl_out.h"
+#include "pw_out.h"
 #include "cl_verbs.h"
 #include "config.h"
 
@@ -47,10 +47,10 @@ static int
 s_flushed(void)
 {
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        cl_out_error(NULL, "writing stdout: %s", strerror(errno));
-        return CL_EXIT_SYSTEM;
+        pw_out_error(NULL, "writing stdout: %s", strerror(errno));
+        return PW_EXIT_SYSTEM;
     }
-    return CL_EXIT_OK;
+    return PW_EXIT_OK;
 }
 
 static const s_verb_t *
@@ -65,9 +65,9 @@ s_find(const char *name)
 static int
 s_unknown(const char *name)
 {
-    cl_out_error(NULL, "unknown verb \"%s\" (parity --help lists them)",
+    pw_out_error(NULL, "unknown verb \"%s\" (parity --help lists them)",
                  name);
-    return CL_EXIT_USAGE;
+    return PW_EXIT_USAGE;
 }
 
 int
@@ -77,7 +77,7 @@ main(int argc, char **argv)
 
     if (argc < 2) {
         s_usage(stderr);
-        return CL_EXIT_USAGE;
+        return PW_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         (strcmp(argv[1], "help") == 0 && argc == 2)) {
@@ -92,16 +92,16 @@ main(int argc, char **argv)
         char help[] = "--help";
         char *hargv[3] = {argv[2], help, NULL};
         if (argc > 3) {
-            cl_out_error(NULL, "help takes one verb, got %d", argc - 2);
-            return CL_EXIT_USAGE;
+            pw_out_error(NULL, "help takes one verb, got %d", argc - 2);
+            return PW_EXIT_USAGE;
         }
         if (!(verb = s_find(argv[2])))
             return s_unknown(argv[2]);
         return verb->run(2, hargv);
     }
     if (argv[1][0] == '-') {
-        cl_out_error(NULL, "unknown option \"%s\" (parity --help)", argv[1]);
-        return CL_EXIT_USAGE;
+        pw_out_error(NULL, "unknown option \"%s\" (parity --help)", argv[1]);
+        return PW_EXIT_USAGE;
     }
     if (!(verb = s_find(argv[1])))
         return s_unknown(argv[1]);

@@ -1,5 +1,5 @@
-/* cl_out.c -- shared output and argument helpers; see cl_out.h. */
-#include "cl_out.h"
+/* pw_out.c -- shared output and argument helpers; see pw_out.h. */
+#include "pw_out.h"
 #include "pw_json.h"
 
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 void
-cl_out_error(const char *verb, const char *fmt, ...)
+pw_out_error(const char *verb, const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "parity%s%s: ", verb ? " " : "", verb ? verb : "");
@@ -20,7 +20,7 @@ cl_out_error(const char *verb, const char *fmt, ...)
 }
 
 char *
-cl_out_us(char *buf, size_t len, double us)
+pw_out_us(char *buf, size_t len, double us)
 {
     /* Four significant figures or so, in the unit that keeps the integer
      * part under 1000: enough to read a 1 % difference. */
@@ -49,7 +49,7 @@ cl_out_us(char *buf, size_t len, double us)
 }
 
 char *
-cl_out_ratio(char *buf, size_t len, double x)
+pw_out_ratio(char *buf, size_t len, double x)
 {
     double a = fabs(x);
     if (a == 0.0 || (a >= 1e-3 && a < 1e4))
@@ -60,7 +60,7 @@ cl_out_ratio(char *buf, size_t len, double x)
 }
 
 int
-cl_out_parse_double(const char *s, double *out)
+pw_out_parse_double(const char *s, double *out)
 {
     char *end;
     double x;
@@ -80,7 +80,7 @@ cl_out_parse_double(const char *s, double *out)
 }
 
 int
-cl_out_parse_list(const char *s, size_t max, double **values, size_t *n,
+pw_out_parse_list(const char *s, size_t max, double **values, size_t *n,
                   char *err, size_t errlen)
 {
     size_t count = 1, used = 0;
@@ -118,7 +118,7 @@ cl_out_parse_list(const char *s, size_t max, double **values, size_t *n,
         }
         memcpy(item, p, len);
         item[len] = '\0';
-        if (cl_out_parse_double(item, &v[used]) != 0) {
+        if (pw_out_parse_double(item, &v[used]) != 0) {
             snprintf(err, errlen, "sample %zu is \"%s\": not a number",
                      used + 1, item);
             goto fail;
@@ -137,7 +137,7 @@ fail:
 }
 
 size_t
-cl_out_utf8_len(const unsigned char *s)
+pw_out_utf8_len(const unsigned char *s)
 {
     unsigned char c = s[0];
     if (c < 0x80)
@@ -160,7 +160,7 @@ cl_out_utf8_len(const unsigned char *s)
 
 /* ---- tables ---------------------------------------------------------- */
 
-struct cl_out_table {
+struct pw_out_table {
     unsigned left;  /* bit c: column c is left-aligned */
     size_t cols;
     size_t rows;
@@ -169,16 +169,16 @@ struct cl_out_table {
 };
 
 static const char *
-s_cell(const cl_out_table_t *t, size_t r, size_t c)
+s_cell(const pw_out_table_t *t, size_t r, size_t c)
 {
     return t->cells[r * t->cols + c];
 }
 
-cl_out_table_t *
-cl_out_table_new(size_t cols)
+pw_out_table_t *
+pw_out_table_new(size_t cols)
 {
-    cl_out_table_t *t;
-    if (cols == 0 || cols > CL_TABLE_COLS || !(t = calloc(1, sizeof *t)))
+    pw_out_table_t *t;
+    if (cols == 0 || cols > PW_OUT_TABLE_COLS || !(t = calloc(1, sizeof *t)))
         return NULL;
     t->cols = cols;
     t->left = 1u;
@@ -186,14 +186,14 @@ cl_out_table_new(size_t cols)
 }
 
 void
-cl_out_table_left(cl_out_table_t *t, size_t col)
+pw_out_table_left(pw_out_table_t *t, size_t col)
 {
     if (col < t->cols)
         t->left |= 1u << col;
 }
 
 void
-cl_out_table_destroy(cl_out_table_t **t)
+pw_out_table_destroy(pw_out_table_t **t)
 {
     if (!t || !*t)
         return;
@@ -205,14 +205,14 @@ cl_out_table_destroy(cl_out_table_t **t)
 }
 
 int
-cl_out_table_add(cl_out_table_t *t, const char *const *cells)
+pw_out_table_add(pw_out_table_t *t, const char *const *cells)
 {
     char **row;
     if (t->rows == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 8;
         char **nc;
-        if (cap > CL_TABLE_ROWS)
-            cap = CL_TABLE_ROWS;
+        if (cap > PW_OUT_TABLE_ROWS)
+            cap = PW_OUT_TABLE_ROWS;
         if (t->rows == cap ||
             !(nc = realloc(t->cells, cap * t->cols * sizeof *nc)))
             return -1;
@@ -241,9 +241,9 @@ s_width(const char *s)
 }
 
 int
-cl_out_table_print(const cl_out_table_t *t, FILE *f)
+pw_out_table_print(const pw_out_table_t *t, FILE *f)
 {
-    size_t width[CL_TABLE_COLS] = {0};
+    size_t width[PW_OUT_TABLE_COLS] = {0};
 
     for (size_t r = 0; r < t->rows; r++)
         for (size_t c = 0; c < t->cols; c++) {
@@ -278,35 +278,35 @@ cl_out_table_print(const cl_out_table_t *t, FILE *f)
 /* ---- verdicts -------------------------------------------------------- */
 
 int
-cl_out_arms(FILE *f, const char *const *names, const vd_summary_t *sums,
+pw_out_arms(FILE *f, const char *const *names, const vd_summary_t *sums,
             size_t count)
 {
     static const char *const head[] = {"arm", "n", "min", "median", "max",
                                        "IQR"};
-    cl_out_table_t *t = cl_out_table_new(6);
+    pw_out_table_t *t = pw_out_table_new(6);
     char n[32], mn[40], md[40], mx[40], iqr[40];
     int rc = -1;
 
-    if (!t || cl_out_table_add(t, head))
+    if (!t || pw_out_table_add(t, head))
         goto done;
     for (size_t i = 0; i < count; i++) {
         const char *row[6] = {names[i], n, mn, md, mx, iqr};
         snprintf(n, sizeof n, "%zu", sums[i].n);
-        cl_out_us(mn, sizeof mn, sums[i].min);
-        cl_out_us(md, sizeof md, sums[i].median);
-        cl_out_us(mx, sizeof mx, sums[i].max);
-        cl_out_us(iqr, sizeof iqr, sums[i].iqr);
-        if (cl_out_table_add(t, row))
+        pw_out_us(mn, sizeof mn, sums[i].min);
+        pw_out_us(md, sizeof md, sums[i].median);
+        pw_out_us(mx, sizeof mx, sums[i].max);
+        pw_out_us(iqr, sizeof iqr, sums[i].iqr);
+        if (pw_out_table_add(t, row))
             goto done;
     }
-    rc = cl_out_table_print(t, f);
+    rc = pw_out_table_print(t, f);
 done:
-    cl_out_table_destroy(&t);
+    pw_out_table_destroy(&t);
     return rc;
 }
 
 int
-cl_out_verdict(FILE *f, const char *subject, const char *other,
+pw_out_verdict(FILE *f, const char *subject, const char *other,
                const vd_verdict_t *v)
 {
     char floor[40];
@@ -315,15 +315,15 @@ cl_out_verdict(FILE *f, const char *subject, const char *other,
             vd_outcome_name(v->outcome));
     char r[32], t[32], n[32], br[32], bt[32];
 
-    cl_out_ratio(r, sizeof r, v->ratio);
-    cl_out_ratio(t, sizeof t, v->tolerance);
-    cl_out_ratio(n, sizeof n, v->noise);
-    cl_out_ratio(br, sizeof br, v->best_ratio);
-    cl_out_ratio(bt, sizeof bt, v->best_tolerance);
+    pw_out_ratio(r, sizeof r, v->ratio);
+    pw_out_ratio(t, sizeof t, v->tolerance);
+    pw_out_ratio(n, sizeof n, v->noise);
+    pw_out_ratio(br, sizeof br, v->best_ratio);
+    pw_out_ratio(bt, sizeof bt, v->best_tolerance);
     fprintf(f, "  ratio       %s  tolerance       %s  (noise %s)\n", r, t, n);
     fprintf(f, "  best_ratio  %s  best_tolerance  %s\n", br, bt);
     fprintf(f, "  floor %s, parity %.4g\n",
-            cl_out_us(floor, sizeof floor, v->floor_us), v->parity);
+            pw_out_us(floor, sizeof floor, v->floor_us), v->parity);
     for (unsigned i = 0; i < 32; i++) {
         const char *text = vd_diag_text(1u << i);
         if ((v->diagnostics & (1u << i)) && text)
@@ -336,7 +336,7 @@ cl_out_verdict(FILE *f, const char *subject, const char *other,
 }
 
 int
-cl_out_json(FILE *f, const json_t *j)
+pw_out_json(FILE *f, const json_t *j)
 {
     char *text = pw_json_dumps(j);
     int rc = -1;
@@ -347,17 +347,17 @@ cl_out_json(FILE *f, const json_t *j)
 }
 
 int
-cl_out_help(const char *verb, const char *usage)
+pw_out_help(const char *verb, const char *usage)
 {
     if (fputs(usage, stdout) < 0 || fflush(stdout) != 0) {
-        cl_out_error(verb, "writing the usage failed: %s", strerror(errno));
-        return CL_EXIT_SYSTEM;
+        pw_out_error(verb, "writing the usage failed: %s", strerror(errno));
+        return PW_EXIT_SYSTEM;
     }
-    return CL_EXIT_OK;
+    return PW_EXIT_OK;
 }
 
 bool
-cl_out_wants_help(int argc, char **argv)
+pw_out_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0)
@@ -369,7 +369,7 @@ cl_out_wants_help(int argc, char **argv)
 }
 
 void
-cl_out_csv_field(FILE *f, const char *s, bool last)
+pw_out_csv_field(FILE *f, const char *s, bool last)
 {
     if (strpbrk(s, ",\"\n")) {
         fputc('"', f);
@@ -386,22 +386,22 @@ cl_out_csv_field(FILE *f, const char *s, bool last)
 }
 
 int
-cl_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
+pw_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
                   double *out)
 {
-    if (cl_out_parse_double(arg, out) != 0) {
-        cl_out_error(verb, "%s \"%s\": not a number", opt, arg);
+    if (pw_out_parse_double(arg, out) != 0) {
+        pw_out_error(verb, "%s \"%s\": not a number", opt, arg);
         return -1;
     }
     if (*out < 0.0) {
-        cl_out_error(verb, "%s %s: must be >= 0", opt, arg);
+        pw_out_error(verb, "%s %s: must be >= 0", opt, arg);
         return -1;
     }
     return 0;
 }
 
 int
-cl_out_duration(const char *s, double max_s, double *out_s)
+pw_out_duration(const char *s, double max_s, double *out_s)
 {
     char *end;
     errno = 0;
@@ -427,7 +427,7 @@ cl_out_duration(const char *s, double max_s, double *out_s)
 }
 
 int
-cl_out_key_value(json_t *obj, const char *s)
+pw_out_key_value(json_t *obj, const char *s)
 {
     const char *eq = strchr(s, '=');
     char key[1025];   /* the collector's bound, 1024 bytes */

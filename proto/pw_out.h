@@ -1,12 +1,13 @@
-/* cl_out.h -- shared output and argument helpers of the `parity` command.
+/* pw_out.h -- output and argument helpers of every program: `parity`,
+ * `parity-agent run` and the collector's client verbs.
  *
  * Every verb prints through these, so tables, units, error lines and JSON
  * look the same everywhere: errors go to stderr as "parity VERB: text",
  * tables and JSON to stdout. Nothing here exits; each helper returns a
- * status and the verb decides its exit code (see CL_EXIT_*).
+ * status and the verb decides its exit code (see PW_EXIT_*).
  */
-#ifndef CL_OUT_H
-#define CL_OUT_H
+#ifndef PW_OUT_H
+#define PW_OUT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,108 +17,108 @@
 #include "vd_verdict.h"
 
 /* Exit codes of every verb; docs/commands/README.md is their reference. */
-#define CL_EXIT_OK      0   /* done; a loss is still a success */
-#define CL_EXIT_DATA    1   /* the input was read but is wrong: a bad
+#define PW_EXIT_OK      0   /* done; a loss is still a success */
+#define PW_EXIT_DATA    1   /* the input was read but is wrong: a bad
                                sample, batch line or file */
-#define CL_EXIT_USAGE   2   /* the command line is wrong */
-#define CL_EXIT_SYSTEM  3   /* out of memory, a write to stdout failed */
+#define PW_EXIT_USAGE   2   /* the command line is wrong */
+#define PW_EXIT_SYSTEM  3   /* out of memory, a write to stdout failed */
 
 /* A size for the buffers verbs format one cell into (tables copy cells
  * whole, whatever their length), and the most columns of a table. */
-#define CL_CELL_MAX     256
-#define CL_TABLE_COLS   12
+#define PW_OUT_CELL_MAX     256
+#define PW_OUT_TABLE_COLS   12
 /* Upper bound of the rows of one table, the header included: the
  * 100,000 commands a hyperfine file may hold and a header; beyond this
  * rows are refused. */
-#define CL_TABLE_ROWS   100001
+#define PW_OUT_TABLE_ROWS   100001
 
 /* Print "parity VERB: message" and a newline on stderr. */
-void cl_out_error(const char *verb, const char *fmt, ...)
+void pw_out_error(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* A time in microseconds for a reader, with its unit: "12.34 ns",
  * "566.0 µs", "1.234 ms", "2.500 s". Writes at most len bytes; returns buf. */
-char *cl_out_us(char *buf, size_t len, double us);
+char *pw_out_us(char *buf, size_t len, double us);
 
 /* A ratio, tolerance or noise for a reader: "%.4f" (0.8090, 16.6667),
  * or "%.4g" below 0.001 and from 10000 up (1e-05, 2.5e+20), where four
  * decimals would read 0.0000 or run on. Returns buf. */
-char *cl_out_ratio(char *buf, size_t len, double x);
+char *pw_out_ratio(char *buf, size_t len, double x);
 
 /* Parse a whole string as a finite double (no trailing text). Returns 0
  * and sets *out, or -1. */
-int cl_out_parse_double(const char *s, double *out);
+int pw_out_parse_double(const char *s, double *out);
 
 /* Parse the value of option opt (e.g. "--floor-us") as a finite number
  * >= 0 into *out; on failure print verb's error ("--floor-us \"x\": not a
  * number", "--parity -1: must be >= 0") and return -1. */
-int cl_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
+int pw_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
                       double *out);
 
 /* Parse a comma-separated list of numbers ("566,568, 576") into a new
  * array the caller frees. At most max values. Returns 0, or -1 with a
  * reason in err ("sample 3 is \"x\": not a number"). Values are not
  * checked against the rule; vd_compare does that. */
-int cl_out_parse_list(const char *s, size_t max, double **values,
+int pw_out_parse_list(const char *s, size_t max, double **values,
                       size_t *n, char *err, size_t errlen);
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when the bytes
  * there are not one (a stray continuation byte, an overlong form, a
  * surrogate, a sequence cut short). Never reads past a NUL. */
-size_t cl_out_utf8_len(const unsigned char *s);
+size_t pw_out_utf8_len(const unsigned char *s);
 
 /* A text table, aligned when printed: left-aligned first column, the
- * others right-aligned. cl_out_table_new returns NULL on out of memory;
- * cl_out_table_destroy accepts NULL and clears the pointer. */
-typedef struct cl_out_table cl_out_table_t;
+ * others right-aligned. pw_out_table_new returns NULL on out of memory;
+ * pw_out_table_destroy accepts NULL and clears the pointer. */
+typedef struct pw_out_table pw_out_table_t;
 
-cl_out_table_t *cl_out_table_new(size_t cols);
-void cl_out_table_destroy(cl_out_table_t **t);
+pw_out_table_t *pw_out_table_new(size_t cols);
+void pw_out_table_destroy(pw_out_table_t **t);
 /* Add a row of exactly cols cells (each copied whole; NULL is empty).
  * Returns 0, or -1 on out of memory or too many rows. */
-int cl_out_table_add(cl_out_table_t *t, const char *const *cells);
+int pw_out_table_add(pw_out_table_t *t, const char *const *cells);
 /* Left-align column col too (the first always is). */
-void cl_out_table_left(cl_out_table_t *t, size_t col);
+void pw_out_table_left(pw_out_table_t *t, size_t col);
 /* Print with two spaces between columns. Returns 0 or -1 on a write
  * error. */
-int cl_out_table_print(const cl_out_table_t *t, FILE *f);
+int pw_out_table_print(const pw_out_table_t *t, FILE *f);
 
 /* The arms table of `parity verdict` and the imports: a header row and one
  * row per arm (name, n, min, median, max, IQR). names[i] labels sums[i]. */
-int cl_out_arms(FILE *f, const char *const *names,
+int pw_out_arms(FILE *f, const char *const *names,
                 const vd_summary_t *sums, size_t count);
 
 /* The verdict block: outcome line, both ratios with their tolerances,
  * floor and parity, then the diagnostics as notes and the extra-runs
  * advice. subject and other name the arms. */
-int cl_out_verdict(FILE *f, const char *subject, const char *other,
+int pw_out_verdict(FILE *f, const char *subject, const char *other,
                    const vd_verdict_t *v);
 
 /* Dump a JSON value compactly with exact doubles and a newline. Does not
  * take the reference. Returns 0 or -1 on a write or memory error. */
-int cl_out_json(FILE *f, const json_t *j);
+int pw_out_json(FILE *f, const json_t *j);
 
 /* One CSV field of s then ',' (or '\n' when last), quoted as RFC 4180
  * says when s holds a comma, a quote or a newline. Errors show in
  * ferror(f). */
-void cl_out_csv_field(FILE *f, const char *s, bool last);
+void pw_out_csv_field(FILE *f, const char *s, bool last);
 
-/* Print a verb's usage on stdout and flush it: CL_EXIT_OK, or
- * CL_EXIT_SYSTEM after "parity VERB: writing the usage failed: <strerror>"
+/* Print a verb's usage on stdout and flush it: PW_EXIT_OK, or
+ * PW_EXIT_SYSTEM after "parity VERB: writing the usage failed: <strerror>"
  * when stdout is closed or full. */
-int cl_out_help(const char *verb, const char *usage);
+int pw_out_help(const char *verb, const char *usage);
 
 /* Look a long option name up: true when arg is exactly --help or -h,
  * used by every verb before its own parsing. */
-bool cl_out_wants_help(int argc, char **argv);
+bool pw_out_wants_help(int argc, char **argv);
 
 /* "90", "90s", "10m", "2h", "3d", "2w" (no unit: seconds) into *out_s:
  * 0, or -1 when s is not one or is beyond max_s or under 1 us. The
  * verbs' --since and --expire share it. */
-int cl_out_duration(const char *s, double max_s, double *out_s);
+int pw_out_duration(const char *s, double max_s, double *out_s);
 
 /* "KEY=VALUE" into obj[KEY] (KEY 1..1024 bytes, VALUE may be empty):
  * 0, or -1 when s is not one. --tag and --var share it. */
-int cl_out_key_value(json_t *obj, const char *s);
+int pw_out_key_value(json_t *obj, const char *s);
 
 #endif

@@ -1,0 +1,168 @@
+/* test_pw_out.c -- the shared output helpers every verb uses: units,
+ * number and list parsing, aligned tables and their bounds. */
+#include "pw_out.h"
+#include "../tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void
+test_units(void)
+{
+    char buf[64];
+    ok_str(pw_out_us(buf, sizeof buf, 0.01234), "12.34 ns", "below 1 µs in ns");
+    ok_str(pw_out_us(buf, sizeof buf, 5.5), "5.500 µs", "below 10 µs, 3 decimals");
+    ok_str(pw_out_us(buf, sizeof buf, 566.0), "566.0 µs", "below 1 ms in µs");
+    ok_str(pw_out_us(buf, sizeof buf, 1500.0), "1.500 ms", "below 1 s in ms");
+    ok_str(pw_out_us(buf, sizeof buf, 2.5e6), "2.500 s", "seconds");
+    ok_str(pw_out_us(buf, sizeof buf, NAN), "-", "not finite: a dash");
+    ok_str(pw_out_us(buf, sizeof buf, 0.5), "500.0 ns", "500 ns, 4 figures");
+    ok_str(pw_out_us(buf, sizeof buf, 1e-20), "1e-17 ns",
+           "below 1 ns: not a false 0.00 ns");
+    ok_str(pw_out_us(buf, sizeof buf, 0.0), "0", "zero (an IQR, a floor)");
+    ok_str(pw_out_us(buf, sizeof buf, -0.0), "0", "minus zero is 0");
+    ok_str(pw_out_us(buf, sizeof buf, 1.35e308), "1.35e+302 s",
+           "beyond 31 years: %%g, not 300 digits");
+    ok_str(pw_out_us(buf, 4, 566.0), "566", "truncated to the buffer");
+    ok_str(pw_out_ratio(buf, sizeof buf, 0.80898876), "0.8090",
+           "ratio: four decimals");
+    ok_str(pw_out_ratio(buf, sizeof buf, 1e-5), "1e-05",
+           "ratio 1e-5: not 0.0000");
+    ok_str(pw_out_ratio(buf, sizeof buf, 2.5e20), "2.5e+20",
+           "tolerance 2.5e20: not 21 digits");
+    ok_str(pw_out_ratio(buf, sizeof buf, 16.666666), "16.6667",
+           "tolerance 16.67: four decimals");
+}
+
+static void
+test_parsing(void)
+{
+    double x = 0, *v = NULL;
+    size_t n = 0;
+    char err[128] = "";
+
+    ok(pw_out_parse_double("1.5", &x) == 0 && x == 1.5, "1.5");
+    ok(pw_out_parse_double("25 ", &x) == 0 && x == 25.0, "trailing space");
+    ok(pw_out_parse_double("", &x) == -1, "empty refused");
+    ok(pw_out_parse_double("1x", &x) == -1, "trailing text refused");
+    ok(pw_out_parse_double("inf", &x) == -1, "infinity refused");
+    ok(pw_out_parse_double("1e999", &x) == -1, "overflow refused");
+    ok(pw_out_parse_double(NULL, &x) == -1, "NULL refused");
+
+    ok(pw_out_parse_list("1, 2,3", 10, &v, &n, err, sizeof err) == 0 &&
+       n == 3 && v[0] == 1 && v[1] == 2 && v[2] == 3, "list with spaces");
+    free(v);
+    v = NULL;
+    ok(pw_out_parse_list("1,2,3", 2, &v, &n, err, sizeof err) == -1 && !v,
+       "over the bound refused");
+    ok_str(err, "3 values, more than the limit of 2", "bound message");
+    ok(pw_out_parse_list("1,,2", 10, &v, &n, err, sizeof err) == -1,
+       "empty item refused");
+    ok_str(err, "sample 2 is empty", "empty item message");
+    ok(pw_out_parse_list("1,2,", 10, &v, &n, err, sizeof err) == -1,
+       "trailing comma refused");
+    ok_str(err, "sample 3 is empty", "trailing comma message");
+}
+
+static char *
+s_print(const pw_out_table_t *t)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    pw_out_table_print(t, f);
+    fclose(f);
+    return text;
+}
+
+static void
+test_tables(void)
+{
+    const char *head[] = {"arm", "median", "note"};
+    const char *row1[] = {"a", "566.0 µs", "x"};
+    const char *row2[] = {"longer", "1.0 ms", "yes"};
+    pw_out_table_t *t = pw_out_table_new(3);
+    char *text;
+
+    ok(t && pw_out_table_add(t, head) == 0 && pw_out_table_add(t, row1) == 0 &&
+       pw_out_table_add(t, row2) == 0, "three rows");
+    pw_out_table_left(t, 2);
+    text = s_print(t);
+    ok_str(text, "arm       median  note\n"
+                 "a       566.0 µs  x\n"
+                 "longer    1.0 ms  yes\n",
+           "aligned by characters, not bytes; first and chosen columns left");
+    free(text);
+    pw_out_table_destroy(&t);
+    ok(t == NULL, "destroy clears the pointer");
+    pw_out_table_destroy(&t);
+    pw_out_table_destroy(NULL);
+    ok(1, "destroy accepts NULL");
+    /* Cells are copied whole: two long names differing only at the end
+     * stay two names (hyperfine commands, gbench template names). */
+    char longa[400], longb[400];
+    memset(longa, 'x', 399);
+    longa[399] = '\0';
+    memcpy(longb, longa, sizeof longb);
+    longa[398] = 'A';
+    longb[398] = 'B';
+    const char *la[] = {longa}, *lb[] = {longb};
+    t = pw_out_table_new(1);
+    ok(t && pw_out_table_add(t, la) == 0 && pw_out_table_add(t, lb) == 0,
+       "rows of 399-byte cells");
+    text = s_print(t);
+    ok(text && strlen(text) == 800 && text[398] == 'A' && text[798] == 'B',
+       "long cells printed whole, not cut at PW_OUT_CELL_MAX");
+    free(text);
+    pw_out_table_destroy(&t);
+
+    const char *h2[] = {"a", "notes"}, *r2[] = {"xyz", ""};
+    t = pw_out_table_new(2);
+    pw_out_table_left(t, 1);
+    ok(t && pw_out_table_add(t, h2) == 0 && pw_out_table_add(t, r2) == 0,
+       "a row ending in an empty cell");
+    text = s_print(t);
+    ok_str(text, "a    notes\nxyz\n", "no trailing spaces for empty end cells");
+    free(text);
+    pw_out_table_destroy(&t);
+
+    ok(pw_out_table_new(0) == NULL && pw_out_table_new(PW_OUT_TABLE_COLS + 1) ==
+       NULL, "0 or too many columns refused");
+
+    t = pw_out_table_new(1);
+    int added = 0, refused = 0;
+    const char *cell[] = {"r"};
+    for (int i = 0; i < PW_OUT_TABLE_ROWS + 1; i++) {
+        if (pw_out_table_add(t, cell) == 0)
+            added++;
+        else
+            refused++;
+    }
+    ok(added == PW_OUT_TABLE_ROWS && refused == 1, "rows bounded at %d (added %d)",
+       PW_OUT_TABLE_ROWS, added);
+    ok(PW_OUT_TABLE_ROWS == 100001, "room for 100000 hyperfine commands and "
+       "the header");
+    pw_out_table_destroy(&t);
+}
+
+static void
+test_help(void)
+{
+    char a0[] = "verdict", a1[] = "--a", a2[] = "--help", dd[] = "--";
+    char *with[] = {a0, a1, a2, NULL};
+    char *after[] = {a0, dd, a2, NULL};
+    ok(pw_out_wants_help(3, with), "--help anywhere");
+    ok(!pw_out_wants_help(3, after), "not after --");
+}
+
+int
+main(void)
+{
+    test_units();
+    test_parsing();
+    test_tables();
+    test_help();
+    return tap_done();
+}
