@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "co_query.h"
+#include "co_reply.h"
 #include "pw_json.h"
 
 /* Rows one `series` answer reads at most (then "truncated"). */
 #define S_SERIES_ROWS_MAX 200000
 /* Bytes of series one answer carries at most: under a frame's body
- * (CO_QUERY_MAX_BODY), leaving a tenth for escapes and the rest. */
-#define S_SERIES_BYTES_MAX (CO_QUERY_MAX_BODY / 10 * 9)
+ * (CO_REPLY_MAX_BODY), leaving a tenth for escapes and the rest. */
+#define S_SERIES_BYTES_MAX (CO_REPLY_MAX_BODY / 10 * 9)
 
 bool
 co_changes_handles(const char *command)
@@ -54,7 +54,7 @@ s_str_arg(co_reply_t *c, const json_t *args, const char *key, size_t max,
         return true;
     }
     if (!json_is_string(j) || strlen(json_string_value(j)) > max) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"%s\" must be a string of at "
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"%s\" must be a string of at "
                       "most %zu bytes", key, max);
         return false;
     }
@@ -164,7 +164,7 @@ co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
                     "truncated", n > CO_CHANGES_LIST_MAX);
 done:
     if (!out)
-        co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
     json_decref(open);
     json_decref(acked);
     PQclear(r);
@@ -180,7 +180,7 @@ s_ack(co_reply_t *c, const json_t *args, bool ack)
     const char *note = NULL;
     char sid[24], at[24];
     if (!json_object_get(args, "id")) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"id\" is required: a change "
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"id\" is required: a change "
                       "point's id (parity regressions lists them)");
         return NULL;
     }
@@ -188,8 +188,8 @@ s_ack(co_reply_t *c, const json_t *args, bool ack)
         return NULL;
     if (ack && (!s_str_arg(c, args, "note", CO_CHANGES_NOTE_MAX, "", &note)
                 || !note[0])) {
-        if (c->status == CO_QUERY_OK)
-            co_reply_fail(c, CO_QUERY_BADARGS, "\"note\" is required: say "
+        if (c->status == CO_REPLY_OK)
+            co_reply_fail(c, CO_REPLY_BADARGS, "\"note\" is required: say "
                           "why the change is known");
         return NULL;
     }
@@ -206,7 +206,7 @@ s_ack(co_reply_t *c, const json_t *args, bool ack)
     bool found = PQntuples(r) == 1;
     PQclear(r);
     if (!found) {
-        co_reply_fail(c, CO_QUERY_NOTFOUND, "no change point %s", sid);
+        co_reply_fail(c, CO_REPLY_NOTFOUND, "no change point %s", sid);
         return NULL;
     }
     return json_pack("{s:I,s:b,s:o}", "id", id, "acked", ack, "note",
@@ -508,7 +508,7 @@ s_series(co_reply_t *c, const json_t *args)
     if (out)
         goto done;
 oom:
-    co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+    co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
 done:
     PQclear(r);
     PQclear(cps);
@@ -521,7 +521,7 @@ json_t *
 co_changes_handle(co_jobs_t *jobs, const char *command, const json_t *args,
                   int *status, char *err, size_t errlen)
 {
-    co_reply_t c = { jobs, CO_QUERY_OK, err, errlen };
+    co_reply_t c = { jobs, CO_REPLY_OK, err, errlen };
     json_t *body = NULL;
     if (errlen)
         err[0] = '\0';
@@ -532,10 +532,10 @@ co_changes_handle(co_jobs_t *jobs, const char *command, const json_t *args,
     else if (strcmp(command, "unack") == 0)
         body = s_ack(&c, args, false);
     else
-        co_reply_fail(&c, CO_QUERY_UNKNOWN, "unknown command \"%.40s\"",
+        co_reply_fail(&c, CO_REPLY_UNKNOWN, "unknown command \"%.40s\"",
                       command);
-    if (!body && c.status == CO_QUERY_OK)
-        co_reply_fail(&c, CO_QUERY_UNAVAILABLE, "out of memory");
+    if (!body && c.status == CO_REPLY_OK)
+        co_reply_fail(&c, CO_REPLY_UNAVAILABLE, "out of memory");
     *status = c.status;
     return body;
 }

@@ -39,7 +39,7 @@
 bool co_changes_handles(const char *command);
 
 /* Answer command (args borrowed) on jobs' connection. The reply body
- * (caller owns) with *status CO_QUERY_OK, or NULL with *status and err. */
+ * (caller owns) with *status CO_REPLY_OK, or NULL with *status and err. */
 json_t *co_changes_handle(co_jobs_t *jobs, const char *command,
                           const json_t *args, int *status, char *err,
                           size_t errlen);

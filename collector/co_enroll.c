@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "co_query.h"
 #include "co_reply.h"
 #include "pw_key.h"
 
@@ -234,12 +233,12 @@ s_candidates(co_reply_t *c, const json_t *args, s_cand_t **cands)
     *cands = NULL;
     if ((json_object_get(args, "fingerprint") && !fp)
         || (json_object_get(args, "name") && !name) || (!fp == !name)) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "give the key's \"fingerprint\" "
+        co_reply_fail(c, CO_REPLY_BADARGS, "give the key's \"fingerprint\" "
                       "or its host's \"name\" (one string, not both)");
         return -1;
     }
     if (fp && !pw_key_is_fingerprint(fp)) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"fingerprint\" %.80s: want "
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"fingerprint\" %.80s: want "
                       "SHA256: and 43 base64 characters, as parity hosts "
                       "--pending and parity-agent --fingerprint show it",
                       fp);
@@ -276,17 +275,17 @@ s_candidates(co_reply_t *c, const json_t *args, s_cand_t **cands)
     }
     PQclear(r);
     if (!out) {
-        co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
         return -1;
     }
     if (n == 0) {
         free(out);
         if (fp)
-            co_reply_fail(c, CO_QUERY_NOTFOUND, "no key has fingerprint %s "
+            co_reply_fail(c, CO_REPLY_NOTFOUND, "no key has fingerprint %s "
                           "(parity hosts --pending lists the keys waiting "
                           "for approval)", fp);
         else
-            co_reply_fail(c, CO_QUERY_NOTFOUND, "no host or pending key is "
+            co_reply_fail(c, CO_REPLY_NOTFOUND, "no host or pending key is "
                           "named \"%.100s\" (parity hosts, parity hosts "
                           "--pending)", name);
         return -1;
@@ -315,7 +314,7 @@ s_pick(co_reply_t *c, const s_cand_t *cands, int n,
     if (count <= 1)
         return one;
     *ambiguous = true;
-    co_reply_fail(c, CO_QUERY_BADARGS, "name \"%.100s\" is claimed by %d "
+    co_reply_fail(c, CO_REPLY_BADARGS, "name \"%.100s\" is claimed by %d "
                   "keys (%s%s): give the fingerprint instead", one->name,
                   count, list, count > S_AMBIGUOUS_SHOWN ? ", ..." : "");
     return NULL;
@@ -385,7 +384,7 @@ s_decision(co_reply_t *c, co_keys_t *keys, const char *admin,
     if (!k && !done) {
         /* Matched, but in a state this command does not take. */
         const s_cand_t *x = &cands[0];
-        co_reply_fail(c, CO_QUERY_BADARGS, "key %s (%.100s) is %s: %s", x->fp,
+        co_reply_fail(c, CO_REPLY_BADARGS, "key %s (%.100s) is %s: %s", x->fp,
                       x->name, co_key_state_name(x->state),
                       x->state == CO_KEY_PENDING
                       ? "it was never approved; reject it instead (parity "
@@ -413,7 +412,7 @@ co_enroll_handle(co_jobs_t *jobs, co_keys_t *keys, const char *admin_key,
                  const char *command, const json_t *args, int *status,
                  char *err, size_t errlen)
 {
-    co_reply_t c = { jobs, CO_QUERY_OK, err, errlen };
+    co_reply_t c = { jobs, CO_REPLY_OK, err, errlen };
     json_t *body = NULL;
     if (errlen)
         err[0] = '\0';
@@ -427,11 +426,11 @@ co_enroll_handle(co_jobs_t *jobs, co_keys_t *keys, const char *admin_key,
         if (rule)
             body = s_decision(&c, keys, admin_key, rule, args);
         else
-            co_reply_fail(&c, CO_QUERY_UNKNOWN, "unknown command \"%.40s\"",
+            co_reply_fail(&c, CO_REPLY_UNKNOWN, "unknown command \"%.40s\"",
                           command);
     }
-    if (!body && c.status == CO_QUERY_OK)
-        co_reply_fail(&c, CO_QUERY_UNAVAILABLE, "out of memory");
+    if (!body && c.status == CO_REPLY_OK)
+        co_reply_fail(&c, CO_REPLY_UNAVAILABLE, "out of memory");
     *status = c.status;
     return body;
 }

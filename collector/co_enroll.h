@@ -73,7 +73,7 @@ int co_enroll_poll(co_jobs_t *jobs, co_keys_t *keys, int64_t *version,
 bool co_enroll_handles(const char *command);
 
 /* Answer command (args borrowed) for the admin whose key is admin_key.
- * The reply body (caller owns) with *status CO_QUERY_OK, or NULL with
+ * The reply body (caller owns) with *status CO_REPLY_OK, or NULL with
  * *status and err. */
 json_t *co_enroll_handle(co_jobs_t *jobs, co_keys_t *keys,
                          const char *admin_key, const char *command,

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "co_changes.h"
-#include "co_query.h"
 #include "co_reply.h"
 #include "co_selftest.h"
 #include "pw_json.h"
@@ -91,7 +90,7 @@ s_close_row(json_t *row)
 {
     if (!row)
         return 0;
-    json_t *s = co_query_summary(json_object_get(row, "hosts"));
+    json_t *s = co_reply_summary(json_object_get(row, "hosts"));
     return s ? json_object_set_new(row, "summary", s) : -1;
 }
 
@@ -108,18 +107,18 @@ s_history(co_reply_t *c, const json_t *args)
     json_t *out = NULL, *pairs = json_array(), *pair = NULL, *row = NULL;
     PGresult *r = NULL;
     if (!bench || !*bench) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"benchmark\" (a benchmark's name) is "
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"benchmark\" (a benchmark's name) is "
                "required");
         goto fail;
     }
     if ((js && !json_is_string(js)) || (jo && !json_is_string(jo))) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"suite\" and \"other\" must be "
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"suite\" and \"other\" must be "
                "strings");
         goto fail;
     }
     if (jh && (!json_is_array(jh) ||
                json_array_size(jh) > CO_HISTORY_FILTERS_MAX)) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"hosts\" must be an array of at most "
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"hosts\" must be an array of at most "
                "%d host names", CO_HISTORY_FILTERS_MAX);
         goto fail;
     }
@@ -127,13 +126,13 @@ s_history(co_reply_t *c, const json_t *args)
     json_t *hv;
     json_array_foreach(jh, hi, hv)
         if (!json_is_string(hv)) {
-            co_reply_fail(c, CO_QUERY_BADARGS, "\"hosts\" must be host names");
+            co_reply_fail(c, CO_REPLY_BADARGS, "\"hosts\" must be host names");
             goto fail;
         }
     const json_t *jb = json_object_get(args, "by");
     const char *by = jb ? json_string_value(jb) : "";
     if (jb && (!by || strlen(by) > 200)) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"by\" must be a tag name of at "
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"by\" must be a tag name of at "
                       "most 200 bytes (\"\": run time)");
         goto fail;
     }
@@ -161,13 +160,13 @@ s_history(co_reply_t *c, const json_t *args)
     PQclear(r);
     r = NULL;
     if (!known) {
-        co_reply_fail(c, CO_QUERY_NOTFOUND, "no benchmark \"%.100s\"%s%.100s%s "
+        co_reply_fail(c, CO_REPLY_NOTFOUND, "no benchmark \"%.100s\"%s%.100s%s "
                "(parity verdicts lists the benchmarks of a job)", bench,
                *suite ? " in suite \"" : "", suite, *suite ? "\"" : "");
         goto fail;
     }
     if (*other && !arm_known) {
-        co_reply_fail(c, CO_QUERY_NOTFOUND, "benchmark \"%.100s\" has no verdict "
+        co_reply_fail(c, CO_REPLY_NOTFOUND, "benchmark \"%.100s\" has no verdict "
                "against an arm \"%.100s\"", bench, other);
         goto fail;
     }
@@ -231,7 +230,7 @@ s_history(co_reply_t *c, const json_t *args)
         goto oom;
     goto done;
 oom:
-    co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+    co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
 fail:
 done:
     PQclear(r);
@@ -326,12 +325,12 @@ s_regressions(co_reply_t *c, const json_t *args)
     const char *host = json_string_value(json_object_get(args, "host"));
     PGresult *r = NULL;
     if (json_object_get(args, "host") && (!host || strlen(host) > 200)) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"host\" must be a host name "
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"host\" must be a host name "
                       "of at most 200 bytes");
         goto fail;
     }
     if (json_object_get(args, "jobs") && json_object_get(args, "since_us")) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "give \"jobs\" or \"since_us\", not "
+        co_reply_fail(c, CO_REPLY_BADARGS, "give \"jobs\" or \"since_us\", not "
                "both");
         goto fail;
     }
@@ -400,7 +399,7 @@ s_regressions(co_reply_t *c, const json_t *args)
         goto oom;
     goto done;
 oom:
-    co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+    co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
 fail:
 done:
     PQclear(r);
@@ -413,15 +412,6 @@ done:
 
 /* ---- report ------------------------------------------------------- */
 
-/* An environment field's value (ag_env's {"value", "source"} shape). */
-static json_t *
-s_env_value(const json_t *env, const char *key)
-{
-    const json_t *f = json_object_get(env, key);
-    const json_t *v = json_is_object(f) ? json_object_get(f, "value") : f;
-    return v ? json_incref((json_t *)v) : json_null();
-}
-
 /* The job of args {"job": ID}, or the newest with {"latest": true} or
  * neither: one row of the job's fields, or NULL with c set. */
 static PGresult *
@@ -430,12 +420,12 @@ s_job_row(co_reply_t *c, const json_t *args)
     const json_t *jj = json_object_get(args, "job"),
                  *jl = json_object_get(args, "latest");
     if ((jj && !json_is_string(jj)) || (jl && !json_is_boolean(jl))) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"job\" must be a string and "
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"job\" must be a string and "
                "\"latest\" true or false");
         return NULL;
     }
     if (jj && json_is_true(jl)) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "give \"job\" or \"latest\", not both");
+        co_reply_fail(c, CO_REPLY_BADARGS, "give \"job\" or \"latest\", not both");
         return NULL;
     }
     static const char cols[] =
@@ -448,10 +438,10 @@ s_job_row(co_reply_t *c, const json_t *args)
     PGresult *r = co_reply_q(c, sql, jj ? 1 : 0, jj ? p : NULL);
     if (r && PQntuples(r) != 1) {
         if (jj)
-            co_reply_fail(c, CO_QUERY_NOTFOUND, "no job \"%.40s\" (parity jobs "
+            co_reply_fail(c, CO_REPLY_NOTFOUND, "no job \"%.40s\" (parity jobs "
                    "lists them)", p[0]);
         else
-            co_reply_fail(c, CO_QUERY_NOTFOUND, "no job yet (parity run starts "
+            co_reply_fail(c, CO_REPLY_NOTFOUND, "no job yet (parity run starts "
                    "one)");
         PQclear(r);
         return NULL;
@@ -551,10 +541,10 @@ s_report(co_reply_t *c, const json_t *args)
                               "s:o,s:o}",
             "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
             "reason", PQgetvalue(r, i, 2),
-            "cpu_model", s_env_value(env, "cpu_model"),
-            "kernel", s_env_value(env, "kernel"),
-            "arch", s_env_value(env, "arch"),
-            "logical_cpus", s_env_value(env, "logical_cpus"),
+            "cpu_model", co_reply_env_value(env, "cpu_model"),
+            "kernel", co_reply_env_value(env, "kernel"),
+            "arch", co_reply_env_value(env, "arch"),
+            "logical_cpus", co_reply_env_value(env, "logical_cpus"),
             "floor_us", json_object_get(floor, "floor_us") ?
                 json_object_get(floor, "floor_us") : json_null(),
             "floor_default", json_object_get(floor, "floor_default") ?
@@ -590,7 +580,7 @@ s_report(co_reply_t *c, const json_t *args)
     if (!r)
         goto fail;
     if (PQntuples(r) > CO_HISTORY_ARMS_MAX) {
-        co_reply_fail(c, CO_QUERY_TOO_BIG, "job %.40s has more than %d runs and "
+        co_reply_fail(c, CO_REPLY_TOO_BIG, "job %.40s has more than %d runs and "
                "arms: parity export gives them all", id, CO_HISTORY_ARMS_MAX);
         goto fail;
     }
@@ -606,7 +596,7 @@ s_report(co_reply_t *c, const json_t *args)
         goto fail;
     int ns = PQntuples(s);
     if (ns > CO_HISTORY_SAMPLES_MAX) {
-        co_reply_fail(c, CO_QUERY_TOO_BIG, "job %.40s has more than %d measured "
+        co_reply_fail(c, CO_REPLY_TOO_BIG, "job %.40s has more than %d measured "
                "samples: parity export gives them all", id,
                CO_HISTORY_SAMPLES_MAX);
         goto fail;
@@ -659,7 +649,7 @@ s_report(co_reply_t *c, const json_t *args)
         goto oom;
     goto done;
 oom:
-    co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+    co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
 fail:
 done:
     PQclear(j);
@@ -705,7 +695,7 @@ s_args_known(co_reply_t *c, const char *command, const json_t *args)
                 snprintf(list + used, sizeof list - used, "%s%s",
                          a ? " " : "", s_known[i].known[a]);
             }
-            co_reply_fail(c, CO_QUERY_BADARGS, "unknown argument \"%.60s\" for %s "
+            co_reply_fail(c, CO_REPLY_BADARGS, "unknown argument \"%.60s\" for %s "
                    "(known: %s)", k, command, list);
             return false;
         }
@@ -725,7 +715,7 @@ json_t *
 co_history_handle(co_jobs_t *jobs, const char *command, const json_t *args,
                   int *status, char *err, size_t errlen)
 {
-    co_reply_t c = { jobs, CO_QUERY_OK, err, errlen };
+    co_reply_t c = { jobs, CO_REPLY_OK, err, errlen };
     json_t *body = NULL;
     if (errlen)
         err[0] = '\0';
@@ -738,9 +728,9 @@ co_history_handle(co_jobs_t *jobs, const char *command, const json_t *args,
     else if (strcmp(command, "report") == 0)
         body = s_report(&c, args);
     else
-        co_reply_fail(&c, CO_QUERY_UNKNOWN, "unknown command \"%.40s\"", command);
-    if (!body && c.status == CO_QUERY_OK)
-        co_reply_fail(&c, CO_QUERY_UNAVAILABLE, "out of memory");
+        co_reply_fail(&c, CO_REPLY_UNKNOWN, "unknown command \"%.40s\"", command);
+    if (!body && c.status == CO_REPLY_OK)
+        co_reply_fail(&c, CO_REPLY_UNAVAILABLE, "out of memory");
     *status = c.status;
     return body;
 }

@@ -43,9 +43,9 @@
 #define CO_HISTORY_PAIRS_MAX     100000
 /* report: most measured samples summarised in one answer (32 MiB of
  * doubles), counting only runs without stored summaries; a larger job
- * is CO_QUERY_TOO_BIG. */
+ * is CO_REPLY_TOO_BIG. */
 #define CO_HISTORY_SAMPLES_MAX   4000000
-/* report: most (run, arm) rows; a larger job is CO_QUERY_TOO_BIG too
+/* report: most (run, arm) rows; a larger job is CO_REPLY_TOO_BIG too
  * (its answer would not fit in one frame anyway). */
 #define CO_HISTORY_ARMS_MAX      200000
 /* Most tags and hosts one request may filter by. */
@@ -56,8 +56,8 @@ bool co_history_handles(const char *command);
 
 /* Answer command with args (borrowed, a JSON object) using the database
  * connection of jobs (borrowed). Returns the reply body (caller owns it)
- * with *status CO_QUERY_OK, or NULL with *status one of co_query.h's
- * CO_QUERY_* codes and a one-line reason in err. */
+ * with *status CO_REPLY_OK, or NULL with *status one of co_reply.h's
+ * CO_REPLY_* codes and a one-line reason in err. */
 json_t *co_history_handle(co_jobs_t *jobs, const char *command,
                           const json_t *args, int *status, char *err,
                           size_t errlen);

@@ -180,65 +180,16 @@ typedef struct {
     char err[S_ERR_MAX];
 } s_res_t;
 
+/* One parameterised query through co_reply_q, its status and error
+ * line landing in res. */
 static PGresult *
 s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
     const char *const *p)
 {
-    char e[S_ERR_MAX];
-    PGconn *c = co_jobs_conn(q->cur, e, sizeof e);
-    if (!c) {
-        res->status = CO_QUERY_UNAVAILABLE;
-        s_err(res->err, sizeof res->err, "database unavailable: %s", e);
-        return NULL;
-    }
-    PGresult *r = PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);
-    if (co_jobs_timed_out(r)) {
-        res->status = CO_QUERY_TIMEOUT;
-        s_err(res->err, sizeof res->err, CO_QUERY_TIMEOUT_FMT,
-              co_jobs_statement_timeout_ms(q->cur) / 1000.0);
-        PQclear(r);
-        return NULL;
-    }
-    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-        res->status = CO_QUERY_UNAVAILABLE;
-        s_err(res->err, sizeof res->err, "database unavailable: query "
-              "failed: %s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-        char *nl = strchr(res->err, '\n');
-        if (nl)
-            *nl = '\0';
-        PQclear(r);
-        co_jobs_conn_check(q->cur);
-        return NULL;
-    }
+    co_reply_t c = { q->cur, CO_REPLY_OK, res->err, sizeof res->err };
+    PGresult *r = co_reply_q(&c, sql, n, p);
+    res->status = c.status;
     return r;
-}
-
-static json_t *
-s_int_or_null(PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col))
-        return json_null();
-    return json_integer((json_int_t)strtoll(PQgetvalue(r, row, col), NULL,
-                                            10));
-}
-
-/* A JSON text column, parsed; null when NULL or unparsable. */
-static json_t *
-s_json_col(PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col))
-        return json_null();
-    json_t *j = json_loads(PQgetvalue(r, row, col), JSON_DECODE_ANY, NULL);
-    return j ? j : json_null();
-}
-
-/* An environment field's value (ag_env's {"value", "source"} shape). */
-static json_t *
-s_env_value(const json_t *env, const char *key)
-{
-    const json_t *f = json_object_get(env, key);
-    const json_t *v = json_is_object(f) ? json_object_get(f, "value") : f;
-    return v ? json_incref((json_t *)v) : json_null();
 }
 
 /* ---- hosts -------------------------------------------------------- */
@@ -283,7 +234,7 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
     if (!r || !out)
         goto fail;
     for (int i = 0; i < PQntuples(r); i++) {
-        json_t *env = s_json_col(r, i, 6);
+        json_t *env = co_reply_json_col(r, i, 6);
         json_t *warnings = json_object_get(env, "warnings");
         warnings = json_is_array(warnings) ? json_copy(warnings) :
                    json_array();
@@ -302,20 +253,20 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
             "last_seen_us", (json_int_t)strtoll(PQgetvalue(r, i, 3), NULL,
                                                 10),
             "agent_version", PQgetvalue(r, i, 4),
-            "tags", s_json_col(r, i, 5),
+            "tags", co_reply_json_col(r, i, 5),
             "floor_us", strtod(PQgetvalue(r, i, 10), NULL),
             "floor_default", strcmp(PQgetvalue(r, i, 11), "t") == 0,
             "floor_samples", (json_int_t)strtoll(PQgetvalue(r, i, 12), NULL,
                                                  10),
-            "calibrated_at_us", s_int_or_null(r, i, 7),
-            "cpu_model", s_env_value(env, "cpu_model"),
-            "kernel", s_env_value(env, "kernel"),
-            "arch", s_env_value(env, "arch"),
-            "logical_cpus", s_env_value(env, "logical_cpus"),
+            "calibrated_at_us", co_reply_int_or_null(r, i, 7),
+            "cpu_model", co_reply_env_value(env, "cpu_model"),
+            "kernel", co_reply_env_value(env, "kernel"),
+            "arch", co_reply_env_value(env, "arch"),
+            "logical_cpus", co_reply_env_value(env, "logical_cpus"),
             "warnings", warnings,
-            "suites", s_json_col(r, i, 8),
+            "suites", co_reply_json_col(r, i, 8),
             "boot_id", PQgetvalue(r, i, 13),
-            "same_machine", s_json_col(r, i, 14));
+            "same_machine", co_reply_json_col(r, i, 14));
         json_decref(env);
         if (!h) {
             json_decref(selftest);
@@ -328,7 +279,7 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
                                                                    16)));
         json_object_set_new(h, "key_state", json_string(PQgetvalue(r, i,
                                                                    15)));
-        json_object_set_new(h, "suite_digests", s_json_col(r, i, 17));
+        json_object_set_new(h, "suite_digests", co_reply_json_col(r, i, 17));
         json_object_set_new(h, "selftest", selftest);
         json_array_append_new(out, h);
     }
@@ -337,8 +288,8 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
 fail:
     PQclear(r);
     json_decref(out);
-    if (res->status == CO_QUERY_OK) {
-        res->status = CO_QUERY_UNAVAILABLE;
+    if (res->status == CO_REPLY_OK) {
+        res->status = CO_REPLY_UNAVAILABLE;
         s_err(res->err, sizeof res->err, "out of memory");
     }
     return NULL;
@@ -362,7 +313,7 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
         bool found = PQntuples(r) == 1;
         PQclear(r);
         if (!found) {
-            res->status = CO_QUERY_NOTFOUND;
+            res->status = CO_REPLY_NOTFOUND;
             s_err(res->err, sizeof res->err, "no job \"%.40s\" (parity jobs "
                   "lists them)", job);
             return false;
@@ -371,13 +322,13 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
         return true;
     }
     if (json_object_get(args, "job")) {
-        res->status = CO_QUERY_BADARGS;
+        res->status = CO_REPLY_BADARGS;
         s_err(res->err, sizeof res->err, "\"job\" must be a string");
         return false;
     }
     const json_t *latest = json_object_get(args, "latest");
     if (latest && !json_is_true(latest)) {
-        res->status = CO_QUERY_BADARGS;
+        res->status = CO_REPLY_BADARGS;
         s_err(res->err, sizeof res->err, "\"latest\" must be true (or "
               "give \"job\")");
         return false;
@@ -388,7 +339,7 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
         return false;
     if (PQntuples(r) != 1) {
         PQclear(r);
-        res->status = CO_QUERY_NOTFOUND;
+        res->status = CO_REPLY_NOTFOUND;
         s_err(res->err, sizeof res->err, "no job yet (parity run starts "
               "one)");
         return false;
@@ -403,7 +354,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
 {
     char id[64];
     if (!json_object_get(args, "job")) {
-        res->status = CO_QUERY_BADARGS;
+        res->status = CO_REPLY_BADARGS;
         s_err(res->err, sizeof res->err, "\"job\" (a job id) is required");
         return NULL;
     }
@@ -421,13 +372,13 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
     job = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:o,s:I,s:I,s:o,s:o}",
         "job", PQgetvalue(r, 0, 0), "suite", PQgetvalue(r, 0, 1),
         "state", PQgetvalue(r, 0, 2), "label", PQgetvalue(r, 0, 3),
-        "tags", s_json_col(r, 0, 4), "vars", s_json_col(r, 0, 5),
+        "tags", co_reply_json_col(r, 0, 4), "vars", co_reply_json_col(r, 0, 5),
         "runs", (json_int_t)strtoll(PQgetvalue(r, 0, 6), NULL, 10),
-        "only", s_json_col(r, 0, 7),
+        "only", co_reply_json_col(r, 0, 7),
         "created_at_us", (json_int_t)strtoll(PQgetvalue(r, 0, 8), NULL, 10),
         "expires_at_us", (json_int_t)strtoll(PQgetvalue(r, 0, 9), NULL, 10),
-        "ended_at_us", s_int_or_null(r, 0, 10),
-        "hosts_spec", s_json_col(r, 0, 11));
+        "ended_at_us", co_reply_int_or_null(r, 0, 10),
+        "hosts_spec", co_reply_json_col(r, 0, 11));
     PQclear(r);
     r = s_q(q, res,
         "SELECT h.name, jh.state, jh.reason, jh.run_id, jh.benchmark, "
@@ -465,8 +416,8 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
                                                  10),
             "runs_ended", (json_int_t)strtoll(PQgetvalue(r, i, 8), NULL,
                                               10),
-            "progress", s_json_col(r, i, 9),
-            "benchmarks", s_int_or_null(r, i, 10)));
+            "progress", co_reply_json_col(r, i, 9),
+            "benchmarks", co_reply_int_or_null(r, i, 10)));
     PQclear(r);
     r = s_q(q, res,
         "SELECT r.run_uuid, h.name, b.name, COALESCE(r.status, 'running'), "
@@ -481,7 +432,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
             "benchmark", PQgetvalue(r, i, 2), "status", PQgetvalue(r, i, 3),
             "started_at_us", (json_int_t)strtoll(PQgetvalue(r, i, 4), NULL,
                                                  10),
-            "ended_at_us", s_int_or_null(r, i, 5)));
+            "ended_at_us", co_reply_int_or_null(r, i, 5)));
     PQclear(r);
     json_object_set_new(job, "hosts", hosts);
     json_object_set_new(job, "run_list", runs);
@@ -491,8 +442,8 @@ fail:
     json_decref(hosts);
     json_decref(runs);
     json_decref(job);
-    if (res->status == CO_QUERY_OK) {
-        res->status = CO_QUERY_UNAVAILABLE;
+    if (res->status == CO_REPLY_OK) {
+        res->status = CO_REPLY_UNAVAILABLE;
         s_err(res->err, sizeof res->err, "out of memory");
     }
     return NULL;
@@ -505,13 +456,13 @@ s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
     const json_t *ja = json_object_get(args, "active");
     json_int_t limit = json_is_integer(jl) ? json_integer_value(jl) : 50;
     if (ja && !json_is_boolean(ja)) {
-        res->status = CO_QUERY_BADARGS;
+        res->status = CO_REPLY_BADARGS;
         s_err(res->err, sizeof res->err, "\"active\" must be true or false");
         return NULL;
     }
     if ((jl && !json_is_integer(jl)) || limit < 1 ||
         limit > S_JOBS_LIMIT_MAX) {
-        res->status = CO_QUERY_BADARGS;
+        res->status = CO_REPLY_BADARGS;
         s_err(res->err, sizeof res->err, "\"limit\" must be 1..%d",
               S_JOBS_LIMIT_MAX);
         return NULL;
@@ -536,65 +487,22 @@ s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
                                              "s:o}",
             "job", PQgetvalue(r, i, 0), "suite", PQgetvalue(r, i, 1),
             "state", PQgetvalue(r, i, 2), "label", PQgetvalue(r, i, 3),
-            "tags", s_json_col(r, i, 4),
+            "tags", co_reply_json_col(r, i, 4),
             "created_at_us", (json_int_t)strtoll(PQgetvalue(r, i, 5), NULL,
                                                  10),
-            "ended_at_us", s_int_or_null(r, i, 6),
-            "hosts", s_json_col(r, i, 7)));
+            "ended_at_us", co_reply_int_or_null(r, i, 6),
+            "hosts", co_reply_json_col(r, i, 7)));
     PQclear(r);
     return json_pack("{s:o}", "jobs", out ? out : json_array());
 }
 
 /* ---- verdicts ----------------------------------------------------- */
 
-/* See co_query.h: shared by `verdicts` here and co_history's rows. */
-json_t *
-co_query_summary(const json_t *entries)
-{
-    size_t n = json_array_size(entries), k = 0;
-    vd_outcome_t *oc = calloc(n + 1, sizeof *oc);
-    double *ra = calloc(n + 1, sizeof *ra), *br = calloc(n + 1, sizeof *br);
-    json_t *out = NULL;
-    if (!oc || !ra || !br)
-        goto done;
-    for (size_t i = 0; i < n; i++) {
-        json_t *v = json_object_get(json_array_get(entries, i), "verdict");
-        vd_verdict_t vd;
-        char e[256];
-        if (!json_is_object(v) ||
-            pw_verdict_from_json(v, &vd, e, sizeof e) != PW_OK ||
-            !(vd.ratio > 0) || !(vd.best_ratio > 0))
-            continue;
-        oc[k] = vd.outcome;
-        ra[k] = vd.ratio;
-        br[k] = vd.best_ratio;
-        k++;
-    }
-    vd_fleet_t f;
-    char e[256], sentence[256];
-    if (vd_fleet_summarize(oc, ra, br, k, &f, e, sizeof e) != VD_OK)
-        goto done;
-    vd_fleet_consensus(&f, sentence, sizeof sentence);
-    out = json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:s}",
-        "hosts", (json_int_t)f.hosts,
-        "win", (json_int_t)f.count[VD_WIN],
-        "parity", (json_int_t)f.count[VD_PARITY],
-        "loss", (json_int_t)f.count[VD_LOSS],
-        "geomean_ratio", f.geomean_ratio,
-        "geomean_best_ratio", f.geomean_best_ratio,
-        "consensus", sentence);
-done:
-    free(oc);
-    free(ra);
-    free(br);
-    return out;
-}
-
 /* Close one comparison: the vd_fleet summary of its hosts' verdicts. */
 static int
 s_summarize(json_t *cmp)
 {
-    json_t *s = co_query_summary(json_object_get(cmp, "hosts"));
+    json_t *s = co_reply_summary(json_object_get(cmp, "hosts"));
     if (!s)
         return -1;
     json_object_set_new(cmp, "summary", s);
@@ -681,7 +589,7 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     out = json_pack("{s:s,s:s,s:s,s:o,s:s}", "job", id,
                     "suite", PQntuples(r) ? PQgetvalue(r, 0, 3) : "",
                     "state", PQntuples(r) ? PQgetvalue(r, 0, 4) : "",
-                    "tags", PQntuples(r) ? s_json_col(r, 0, 5) :
+                    "tags", PQntuples(r) ? co_reply_json_col(r, 0, 5) :
                     json_object(),
                     "label", PQntuples(r) ? PQgetvalue(r, 0, 6) : "");
     for (int i = 0; i < PQntuples(r); i++)
@@ -739,7 +647,7 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
             json_object_set_new(entry, "error", json_string(
                 "the run did not complete"));
         else if (!PQgetisnull(r, i, 5))
-            json_object_set_new(entry, "verdict", s_json_col(r, i, 5));
+            json_object_set_new(entry, "verdict", co_reply_json_col(r, i, 5));
         else
             json_object_set_new(entry, "error", json_string(
                 PQgetisnull(r, i, 6) ? "no verdict" : PQgetvalue(r, i, 6)));
@@ -764,8 +672,8 @@ fail:
     json_decref(cmps);
     json_decref(hosts);
     json_decref(out);
-    if (res->status == CO_QUERY_OK) {
-        res->status = CO_QUERY_UNAVAILABLE;
+    if (res->status == CO_REPLY_OK) {
+        res->status = CO_REPLY_UNAVAILABLE;
         s_err(res->err, sizeof res->err, "out of memory or bad stored "
               "verdict");
     }
@@ -779,7 +687,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
 {
     const char *run = json_string_value(json_object_get(args, "run"));
     if (!run) {
-        res->status = CO_QUERY_BADARGS;
+        res->status = CO_REPLY_BADARGS;
         s_err(res->err, sizeof res->err, "\"run\" (a run id, a string) is "
               "required");
         return NULL;
@@ -796,7 +704,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     if (!r)
         goto fail;
     if (PQntuples(r) != 1) {
-        res->status = CO_QUERY_NOTFOUND;
+        res->status = CO_REPLY_NOTFOUND;
         s_err(res->err, sizeof res->err, "no run \"%.60s\" (parity verdicts "
               "--json names them)", run);
         goto fail;
@@ -805,7 +713,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     int64_t started = strtoll(PQgetvalue(r, 0, 5), NULL, 10);
     int64_t ended = PQgetisnull(r, 0, 6) ? 0 :
                     strtoll(PQgetvalue(r, 0, 6), NULL, 10);
-    env = s_json_col(r, 0, 13);
+    env = co_reply_json_col(r, 0, 13);
     doc = pw_results_new("parity-collector", PARITY_VERSION,
                          PQgetvalue(r, 0, 1), "", json_is_object(env) ? env :
                          NULL, started);
@@ -818,7 +726,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     json_object_set_new(doc, "host", json_string(PQgetvalue(r, 0, 12)));
     json_object_set_new(doc, "job_id", json_string(PQgetvalue(r, 0, 9)));
     json_object_set_new(doc, "label", json_string(PQgetvalue(r, 0, 10)));
-    json_object_set_new(doc, "tags", s_json_col(r, 0, 11));
+    json_object_set_new(doc, "tags", co_reply_json_col(r, 0, 11));
 
     a = s_q(q, res, "SELECT idx, name, subject, array_to_json(argv)::text, "
             "shell, version_output FROM arms WHERE run = $1 ORDER BY idx", 1,
@@ -826,7 +734,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     if (!a)
         goto fail;
     for (int i = 0; i < PQntuples(a); i++) {
-        json_t *argv = s_json_col(a, i, 3);
+        json_t *argv = co_reply_json_col(a, i, 3);
         size_t n = json_array_size(argv);
         const char **vv = calloc(n + 1, sizeof *vv);
         if (!vv) {
@@ -889,7 +797,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     if (pw_results_finish(doc, VD_DEFAULT_PARITY,
                           strcmp(status, "complete") == 0, ended, e,
                           sizeof e) != PW_RESULTS_OK) {
-        res->status = CO_QUERY_UNAVAILABLE;
+        res->status = CO_REPLY_UNAVAILABLE;
         s_err(res->err, sizeof res->err, "results: %s", e);
         goto fail;
     }
@@ -903,7 +811,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     for (int i = 0; i < PQntuples(v); i++) {
         if (!PQgetisnull(v, i, 1))
             json_object_set_new(verdict, PQgetvalue(v, i, 0),
-                                s_json_col(v, i, 1));
+                                co_reply_json_col(v, i, 1));
         else if (!PQgetisnull(v, i, 2)) {
             json_decref(verr);
             verr = json_string(PQgetvalue(v, i, 2));
@@ -932,7 +840,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     json_decref(arms_by_idx);
     return doc;
 oom:
-    res->status = CO_QUERY_UNAVAILABLE;
+    res->status = CO_REPLY_UNAVAILABLE;
     s_err(res->err, sizeof res->err, "out of memory building the results");
 fail:
     PQclear(r);
@@ -951,10 +859,10 @@ static int
 s_jobs_status(int rc)
 {
     switch (rc) {
-    case CO_JOBS_OK: return CO_QUERY_OK;
-    case CO_JOBS_BADARGS: return CO_QUERY_BADARGS;
-    case CO_JOBS_NOTFOUND: return CO_QUERY_NOTFOUND;
-    default: return CO_QUERY_UNAVAILABLE;
+    case CO_JOBS_OK: return CO_REPLY_OK;
+    case CO_JOBS_BADARGS: return CO_REPLY_BADARGS;
+    case CO_JOBS_NOTFOUND: return CO_REPLY_NOTFOUND;
+    default: return CO_REPLY_UNAVAILABLE;
     }
 }
 
@@ -963,7 +871,7 @@ static void
 s_jobs_result(int rc, const char *err, s_res_t *res)
 {
     res->status = s_jobs_status(rc);
-    if (res->status == CO_QUERY_UNAVAILABLE)
+    if (res->status == CO_REPLY_UNAVAILABLE)
         s_err(res->err, sizeof res->err, "database unavailable: %.400s", err);
     else
         s_err(res->err, sizeof res->err, "%s", err);
@@ -985,7 +893,7 @@ s_cancel(co_query_t *q, const json_t *args, s_res_t *res)
 {
     const char *job = json_string_value(json_object_get(args, "job"));
     if (!job) {
-        res->status = CO_QUERY_BADARGS;
+        res->status = CO_REPLY_BADARGS;
         s_err(res->err, sizeof res->err, "\"job\" (a job id, a string) is "
               "required");
         return NULL;
@@ -1065,7 +973,7 @@ s_args_known(const char *cmd, const json_t *args, s_res_t *res)
             p += n;
         }
         if (!found) {
-            res->status = CO_QUERY_BADARGS;
+            res->status = CO_REPLY_BADARGS;
             s_err(res->err, sizeof res->err, "unknown argument \"%.60s\" "
                   "for %s (known: %s)", k, cmd, *known ? known : "none");
             return false;
@@ -1095,12 +1003,12 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
 {
     parity__reply__init(reply);
     reply->request_id = req->request_id;
-    s_res_t res = { CO_QUERY_OK, "" };
+    s_res_t res = { CO_REPLY_OK, "" };
     json_t *args = NULL, *body = NULL;
     const char *cmd = req->command ? req->command : "";
 
     if (!co_query_handles(cmd)) {
-        res.status = CO_QUERY_UNKNOWN;
+        res.status = CO_REPLY_UNKNOWN;
         s_err(res.err, sizeof res.err, "unknown command \"%.40s\"", cmd);
         goto out;
     }
@@ -1113,7 +1021,7 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
          st.st_mtim.tv_nsec != q->admin_mtime.tv_nsec))
         co_query_load_admins(q, q->admin_dir, lerr, sizeof lerr);
     if (!co_query_is_admin(q, key)) {
-        res.status = CO_QUERY_FORBIDDEN;
+        res.status = CO_REPLY_FORBIDDEN;
         s_err(res.err, sizeof res.err, "%s", q->admin_dir[0] ?
               "forbidden: this client's key is not in the collector's "
               "--admin directory" : "forbidden: the collector was started "
@@ -1125,7 +1033,7 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     json_error_t je;
     if (strlen(text) > CO_QUERY_MAX_ARGS ||
         !(args = json_loads(text, 0, &je)) || !json_is_object(args)) {
-        res.status = CO_QUERY_BADARGS;
+        res.status = CO_REPLY_BADARGS;
         s_err(res.err, sizeof res.err, "args_json must be a JSON object of "
               "at most %d bytes", CO_QUERY_MAX_ARGS);
         goto out;
@@ -1137,7 +1045,7 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     char derr[S_ERR_MAX - 64];
     q->cur = q->read && s_reads_only(cmd) ? q->read : q->jobs;
     if (co_jobs_conn_ready(q->cur, derr, sizeof derr) != 0) {
-        res.status = CO_QUERY_UNAVAILABLE;
+        res.status = CO_REPLY_UNAVAILABLE;
         s_err(res.err, sizeof res.err, "database unavailable: %s", derr);
         goto out;
     }
@@ -1164,20 +1072,20 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     else if (co_enroll_handles(cmd))
         body = co_enroll_handle(q->jobs, q->keys, key, cmd, args,
                                 &res.status, res.err, sizeof res.err);
-    if (res.status == CO_QUERY_OK && !body) {
-        res.status = CO_QUERY_UNAVAILABLE;
+    if (res.status == CO_REPLY_OK && !body) {
+        res.status = CO_REPLY_UNAVAILABLE;
         s_err(res.err, sizeof res.err, "out of memory");
     }
 out:
     reply->status = res.status;
-    if (res.status == CO_QUERY_OK) {
+    if (res.status == CO_REPLY_OK) {
         char *t = pw_json_dumps(body);
         if (!t) {
-            reply->status = CO_QUERY_UNAVAILABLE;
+            reply->status = CO_REPLY_UNAVAILABLE;
             reply->error = s_dup("out of memory writing the reply");
-        } else if (strlen(t) > CO_QUERY_MAX_BODY) {
+        } else if (strlen(t) > CO_REPLY_MAX_BODY) {
             free(t);
-            reply->status = CO_QUERY_TOO_BIG;
+            reply->status = CO_REPLY_TOO_BIG;
             reply->error = s_dup("the answer is larger than one frame");
         } else {
             reply->body_json = t;

@@ -15,12 +15,12 @@
  *   pending, approve, reject, revoke    agents' keys (co_enroll)
  *
  * Authorisation: only keys loaded from the --admin directory may send
- * these; anyone else gets CO_QUERY_FORBIDDEN and nothing happens.
+ * these; anyone else gets CO_REPLY_FORBIDDEN and nothing happens.
  *
  * Arguments: a command's unknown argument, a value of the wrong type or
- * out of range is CO_QUERY_BADARGS naming it, before anything is read or
+ * out of range is CO_REPLY_BADARGS naming it, before anything is read or
  * written. Each request first checks the database connection
- * (co_jobs_conn_ready): down is CO_QUERY_UNAVAILABLE, "database
+ * (co_jobs_conn_ready): down is CO_REPLY_UNAVAILABLE, "database
  * unavailable: ..."; every error text is one line.
  *
  * The module borrows a co_jobs_t (its database connection, and the job
@@ -34,31 +34,12 @@
 
 #include "co_jobs.h"
 #include "co_keys.h"
+#include "co_reply.h"
 #include "parity.pb-c.h"
-
-/* Reply.status values (docs/protocol.md 10.1). */
-enum {
-    CO_QUERY_OK = 0,
-    CO_QUERY_BADARGS = 1,      /* args_json or an argument is wrong */
-    CO_QUERY_UNKNOWN = 2,      /* no such command */
-    CO_QUERY_FORBIDDEN = 3,    /* the key is not an admin key */
-    CO_QUERY_NOTFOUND = 4,     /* no such job or run */
-    CO_QUERY_UNAVAILABLE = 5,  /* the database is down: try again */
-    CO_QUERY_TOO_BIG = 6,      /* the answer does not fit in one frame */
-    CO_QUERY_TIMEOUT = 7,      /* ran past --query-timeout: cancelled */
-};
-
-/* The error line of a query cancelled by the statement timeout. */
-#define CO_QUERY_TIMEOUT_FMT "query timed out: it ran longer than the " \
-    "collector's --query-timeout of %.3g s and was cancelled (ask for " \
-    "less, or raise --query-timeout)"
 
 /* Most admin keys, and the largest args_json accepted. */
 #define CO_QUERY_MAX_ADMINS 4096
 #define CO_QUERY_MAX_ARGS   65536
-/* A body larger than this is refused with CO_QUERY_TOO_BIG (the frame
- * bound is 4 MiB; the rest is room for the envelope). */
-#define CO_QUERY_MAX_BODY   (4000u * 1024u)
 
 typedef struct co_query co_query_t;
 
@@ -100,12 +81,5 @@ void co_query_handle(co_query_t *q, const char *public_key,
                      const Parity__Request *req, Parity__Reply *reply);
 
 void co_query_reply_clear(Parity__Reply *reply);
-
-/* The cross-host summary of one comparison's entries, each
- * {"verdict": {written form}, ...} or {"error": ...}: only entries with a
- * verdict count. {"hosts", "win", "parity", "loss", "geomean_ratio",
- * "geomean_best_ratio", "consensus"} from vd_fleet. entries is borrowed;
- * the caller owns the result; NULL on out of memory. */
-json_t *co_query_summary(const json_t *entries);
 
 #endif

@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "co_query.h"
 #include "pw_json.h"
+#include "vd_fleet.h"
+#include "vd_verdict.h"
 
 
 void
@@ -28,18 +29,19 @@ co_reply_q(co_reply_t *c, const char *sql, int n, const char *const *p)
     char e[256];
     PGconn *conn = co_jobs_conn(c->jobs, e, sizeof e);
     if (!conn) {
-        co_reply_fail(c, CO_QUERY_UNAVAILABLE, "database unavailable: %s", e);
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "database unavailable: %s", e);
         return NULL;
     }
     PGresult *r = PQexecParams(conn, sql, n, NULL, p, NULL, NULL, 0);
     if (co_jobs_timed_out(r)) {
-        co_reply_fail(c, CO_QUERY_TIMEOUT, CO_QUERY_TIMEOUT_FMT,
+        co_reply_fail(c, CO_REPLY_TIMEOUT, CO_REPLY_TIMEOUT_FMT,
                co_jobs_statement_timeout_ms(c->jobs) / 1000.0);
         PQclear(r);
         return NULL;
     }
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-        co_reply_fail(c, CO_QUERY_UNAVAILABLE, "query failed: %s",
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "database unavailable: "
+               "query failed: %s",
                r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
         char *nl = strchr(c->err, '\n');
         if (nl)
@@ -74,6 +76,15 @@ co_reply_json_col(PGresult *r, int row, int col)
     return j ? j : json_null();
 }
 
+/* ag_env's {"value", "source"} shape, or a bare value. */
+json_t *
+co_reply_env_value(const json_t *env, const char *key)
+{
+    const json_t *f = json_object_get(env, key);
+    const json_t *v = json_is_object(f) ? json_object_get(f, "value") : f;
+    return v ? json_incref((json_t *)v) : json_null();
+}
+
 const char *
 co_reply_str(const json_t *o, const char *k)
 {
@@ -90,7 +101,7 @@ co_reply_tags_arg(co_reply_t *c, const json_t *args)
     if (!t)
         return strdup("{}");
     if (!json_is_object(t) || json_object_size(t) > CO_REPLY_FILTERS_MAX) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"tags\" must be an object of at most "
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"tags\" must be an object of at most "
                "%d string values", CO_REPLY_FILTERS_MAX);
         return NULL;
     }
@@ -98,12 +109,12 @@ co_reply_tags_arg(co_reply_t *c, const json_t *args)
     const json_t *v;
     json_object_foreach((json_t *)t, k, v)
         if (!json_is_string(v)) {
-            co_reply_fail(c, CO_QUERY_BADARGS, "tag \"%.60s\" must be a string", k);
+            co_reply_fail(c, CO_REPLY_BADARGS, "tag \"%.60s\" must be a string", k);
             return NULL;
         }
     char *text = pw_json_dumps(t);
     if (!text)
-        co_reply_fail(c, CO_QUERY_UNAVAILABLE, "out of memory");
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
     return text;
 }
 
@@ -119,7 +130,7 @@ co_reply_int_arg(co_reply_t *c, const json_t *args, const char *key, json_int_t 
     }
     if (!json_is_integer(j) || json_integer_value(j) < lo ||
         json_integer_value(j) > hi) {
-        co_reply_fail(c, CO_QUERY_BADARGS, "\"%s\" must be an integer from %"
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"%s\" must be an integer from %"
                JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT, key, lo, hi);
         return false;
     }
@@ -127,3 +138,45 @@ co_reply_int_arg(co_reply_t *c, const json_t *args, const char *key, json_int_t 
     return true;
 }
 
+/* See co_reply.h: shared by `verdicts` (co_query) and co_history's rows. */
+json_t *
+co_reply_summary(const json_t *entries)
+{
+    size_t n = json_array_size(entries), k = 0;
+    vd_outcome_t *oc = calloc(n + 1, sizeof *oc);
+    double *ra = calloc(n + 1, sizeof *ra), *br = calloc(n + 1, sizeof *br);
+    json_t *out = NULL;
+    if (!oc || !ra || !br)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_object_get(json_array_get(entries, i), "verdict");
+        vd_verdict_t vd;
+        char e[256];
+        if (!json_is_object(v) ||
+            pw_verdict_from_json(v, &vd, e, sizeof e) != PW_OK ||
+            !(vd.ratio > 0) || !(vd.best_ratio > 0))
+            continue;
+        oc[k] = vd.outcome;
+        ra[k] = vd.ratio;
+        br[k] = vd.best_ratio;
+        k++;
+    }
+    vd_fleet_t f;
+    char e[256], sentence[256];
+    if (vd_fleet_summarize(oc, ra, br, k, &f, e, sizeof e) != VD_OK)
+        goto done;
+    vd_fleet_consensus(&f, sentence, sizeof sentence);
+    out = json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:s}",
+        "hosts", (json_int_t)f.hosts,
+        "win", (json_int_t)f.count[VD_WIN],
+        "parity", (json_int_t)f.count[VD_PARITY],
+        "loss", (json_int_t)f.count[VD_LOSS],
+        "geomean_ratio", f.geomean_ratio,
+        "geomean_best_ratio", f.geomean_best_ratio,
+        "consensus", sentence);
+done:
+    free(oc);
+    free(ra);
+    free(br);
+    return out;
+}

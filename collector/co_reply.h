@@ -1,8 +1,11 @@
-/* co_reply.h -- what the query commands (co_history, co_changes) share:
- * one answer's status and error line, its database round trip, and the
- * parsing of the arguments every command takes the same way.
+/* co_reply.h -- what the query commands (co_query, co_history,
+ * co_changes, co_enroll) share: the Reply's status codes, one answer's
+ * status and error line, its database round trip, the parsing of the
+ * arguments every command takes the same way, and the cross-host summary
+ * of one comparison. It sits below all of them: co_query dispatches to
+ * co_history and co_changes, and none of them includes co_query.h.
  *
- * The error line is the reply's; status is co_query.h's CO_QUERY_*.
+ * The error line is the reply's; status is one of CO_REPLY_*.
  * Nothing here prints; the connection is co_jobs' (borrowed).
  */
 #ifndef CO_REPLY_H
@@ -15,6 +18,27 @@
 #include <libpq-fe.h>
 
 #include "co_jobs.h"
+
+/* Reply.status values (docs/protocol.md 10.1). */
+enum {
+    CO_REPLY_OK = 0,
+    CO_REPLY_BADARGS = 1,      /* args_json or an argument is wrong */
+    CO_REPLY_UNKNOWN = 2,      /* no such command */
+    CO_REPLY_FORBIDDEN = 3,    /* the key is not an admin key */
+    CO_REPLY_NOTFOUND = 4,     /* no such job or run */
+    CO_REPLY_UNAVAILABLE = 5,  /* the database is down: try again */
+    CO_REPLY_TOO_BIG = 6,      /* the answer does not fit in one frame */
+    CO_REPLY_TIMEOUT = 7,      /* ran past --query-timeout: cancelled */
+};
+
+/* The error line of a query cancelled by the statement timeout. */
+#define CO_REPLY_TIMEOUT_FMT "query timed out: it ran longer than the " \
+    "collector's --query-timeout of %.3g s and was cancelled (ask for " \
+    "less, or raise --query-timeout)"
+
+/* A body larger than this is refused with CO_REPLY_TOO_BIG (the frame
+ * bound is 4 MiB; the rest is room for the envelope). */
+#define CO_REPLY_MAX_BODY   (4000u * 1024u)
 
 /* Most tags one request may filter by. */
 #define CO_REPLY_FILTERS_MAX 256
@@ -44,6 +68,9 @@ json_int_t co_reply_int(PGresult *r, int row, int col);
 json_t *co_reply_int_or_null(PGresult *r, int row, int col);
 json_t *co_reply_json_col(PGresult *r, int row, int col);
 const char *co_reply_str(const json_t *o, const char *k);
+/* An environment field's value (ag_env's {"value", "source"} shape, or
+ * the bare value); a new reference, null when absent. */
+json_t *co_reply_env_value(const json_t *env, const char *key);
 
 /* args "tags" as jsonb text for `tags @> $n` ({} when absent; every
  * value a string). Caller frees; NULL with c's status set. */
@@ -54,5 +81,12 @@ char *co_reply_tags_arg(co_reply_t *c, const json_t *args);
 bool co_reply_int_arg(co_reply_t *c, const json_t *args, const char *key,
                       json_int_t lo, json_int_t hi, json_int_t dflt,
                       json_int_t *out);
+
+/* The cross-host summary of one comparison's entries, each
+ * {"verdict": {written form}, ...} or {"error": ...}: only entries with a
+ * verdict count. {"hosts", "win", "parity", "loss", "geomean_ratio",
+ * "geomean_best_ratio", "consensus"} from vd_fleet. entries is borrowed;
+ * the caller owns the result; NULL on out of memory. */
+json_t *co_reply_summary(const json_t *entries);
 
 #endif

@@ -376,7 +376,7 @@ s_on_request(co_server_t *srv, const char *key, const uint8_t *rid,
     bool known = co_query_handles(cmd) || !env;   /* !env: not decoded */
     pw_wire_free(&env);
     if (!srv->pool || !known) {
-        s_reply_status(srv, rid, rlen, request_id, CO_QUERY_UNKNOWN,
+        s_reply_status(srv, rid, rlen, request_id, CO_REPLY_UNKNOWN,
                        "unknown command");
         return;
     }
@@ -395,7 +395,7 @@ s_on_request(co_server_t *srv, const char *key, const uint8_t *rid,
         co_queue_item_free(&it);
     }
     srv->c.busy++;
-    s_reply_status(srv, rid, rlen, request_id, CO_QUERY_UNAVAILABLE,
+    s_reply_status(srv, rid, rlen, request_id, CO_REPLY_UNAVAILABLE,
                    "collector busy: too many requests waiting; try again");
 }
 
