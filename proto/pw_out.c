@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void
 pw_out_error(const char *verb, const char *fmt, ...)
@@ -435,4 +436,87 @@ pw_out_key_value(json_t *obj, const char *s)
         return -1;
     snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
     return json_object_set_new(obj, key, json_string(eq + 1));
+}
+
+/* ---- the collector's answers --------------------------------------- */
+
+const char *
+pw_out_str(const json_t *o, const char *key, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s && *s ? s : dflt;
+}
+
+char *
+pw_out_time(char *buf, size_t len, json_int_t us, pw_out_time_form_t form)
+{
+    time_t t = (time_t)(us / 1000000);
+    struct tm tm;
+    size_t n = 0;
+    if (us > 0 && gmtime_r(&t, &tm)) {
+        if (form == PW_OUT_TIME_PAGE)
+            n = strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm);
+        else if (form == PW_OUT_TIME_PLOT)
+            n = strftime(buf, len, "%Y-%m-%d %H:%M", &tm);
+        else
+            n = strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm);
+    }
+    if (n == 0)
+        snprintf(buf, len, "-");
+    return buf;
+}
+
+const json_t *
+pw_out_entry(const json_t *cmp, const char *host)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(cmp, "hosts"), i, e)
+        if (strcmp(pw_out_str(e, "host", ""), host) == 0)
+            return e;
+    return NULL;
+}
+
+char *
+pw_out_cell(char *buf, size_t len, const json_t *entry)
+{
+    const json_t *v = json_object_get(entry, "verdict");
+    if (!entry) {
+        snprintf(buf, len, "-");
+    } else if (!json_is_object(v)) {
+        const char *st = pw_out_str(entry, "status", "complete");
+        snprintf(buf, len, "%s", strcmp(st, "complete") == 0 ? "no verdict"
+                                                             : st);
+    } else {
+        snprintf(buf, len, "%s %.3f", pw_out_str(v, "outcome", "?"),
+                 json_number_value(json_object_get(v, "ratio")));
+    }
+    return buf;
+}
+
+char *
+pw_out_geomean(char *buf, size_t len, const json_t *summary)
+{
+    if (json_integer_value(json_object_get(summary, "hosts")) == 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.3f", json_number_value(
+            json_object_get(summary, "geomean_ratio")));
+    return buf;
+}
+
+char *
+pw_out_floor(char *buf, size_t len, const json_t *host,
+             const char *dflt_note)
+{
+    const json_t *fu = json_object_get(host, "floor_us");
+    char us[32];
+    if (!json_is_number(fu))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%s%s", pw_out_us(us, sizeof us,
+                                             json_number_value(fu)),
+                 json_is_true(json_object_get(host, "floor_default")) ?
+                 dflt_note : "");
+    return buf;
 }

@@ -121,4 +121,39 @@ int pw_out_duration(const char *s, double max_s, double *out_s);
  * 0, or -1 when s is not one. --tag and --var share it. */
 int pw_out_key_value(json_t *obj, const char *s);
 
+/* ---- the collector's answers (docs/protocol.md section 10) ----------
+ * What every verb reads the same way from a Reply body, so one host's
+ * verdict, a date or a floor look alike in every table. All borrow. */
+
+/* o[key] when it is a non-empty string, else dflt. */
+const char *pw_out_str(const json_t *o, const char *key, const char *dflt);
+
+/* A time in microseconds since the epoch as a UTC date, or "-" when
+ * us <= 0: tables "2026-12-03 11:10:52Z", the site's pages "2026-12-03
+ * 11:10 UTC", its plots "2026-12-03 11:10". Returns buf. */
+typedef enum {
+    PW_OUT_TIME_TABLE = 0,
+    PW_OUT_TIME_PAGE,
+    PW_OUT_TIME_PLOT,
+} pw_out_time_form_t;
+char *pw_out_time(char *buf, size_t len, json_int_t us,
+                  pw_out_time_form_t form);
+
+/* The entry of host in a comparison's "hosts" array, or NULL. */
+const json_t *pw_out_entry(const json_t *cmp, const char *host);
+
+/* One host's verdict in a table cell: "-" when entry is NULL, its status
+ * when it has no verdict ("no verdict" when it completed), else the
+ * outcome and ratio, "win 0.4500". Returns buf. */
+char *pw_out_cell(char *buf, size_t len, const json_t *entry);
+
+/* A summary's geometric mean ratio, or "-" when no host has a verdict.
+ * Returns buf. */
+char *pw_out_geomean(char *buf, size_t len, const json_t *summary);
+
+/* A host's floor ("566.0 µs"), then dflt_note (" (default)") when it is
+ * the rule's default, or "-" when the host has none. Returns buf. */
+char *pw_out_floor(char *buf, size_t len, const json_t *host,
+                   const char *dflt_note);
+
 #endif

@@ -24,23 +24,6 @@
  * then the per-host rows are used, which need no list). */
 #define S_HOSTS_MAX 4096
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
-static void
-s_time(char *buf, size_t len, json_int_t us)
-{
-    time_t t = (time_t)(us / 1000000);
-    struct tm tm;
-    if (us <= 0 || !gmtime_r(&t, &tm) ||
-        strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "-");
-}
-
 /* "commit=c1 branch=main [label]" of a row. */
 static void
 s_tags(char *buf, size_t len, const json_t *row)
@@ -53,53 +36,13 @@ s_tags(char *buf, size_t len, const json_t *row)
         snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k,
                  json_string_value(v) ? json_string_value(v) : "");
     }
-    if (*s_str(row, "label", "")) {
+    if (*pw_out_str(row, "label", "")) {
         size_t used = strlen(buf);
         snprintf(buf + used, len - used, "%s[%s]", used ? " " : "",
-                 s_str(row, "label", ""));
+                 pw_out_str(row, "label", ""));
     }
     if (!buf[0])
         snprintf(buf, len, "-");
-}
-
-static const json_t *
-s_entry(const json_t *row, const char *host)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(row, "hosts"), i, e)
-        if (strcmp(s_str(e, "host", ""), host) == 0)
-            return e;
-    return NULL;
-}
-
-/* "loss 1.162", "no verdict", the run's state, or "-" without a run. */
-static void
-s_cell(char *buf, size_t len, const json_t *e)
-{
-    if (!e) {
-        snprintf(buf, len, "-");
-        return;
-    }
-    const json_t *v = json_object_get(e, "verdict");
-    if (!json_is_object(v)) {
-        const char *st = s_str(e, "status", "complete");
-        snprintf(buf, len, "%s", strcmp(st, "complete") == 0 ? "no verdict"
-                                                             : st);
-        return;
-    }
-    snprintf(buf, len, "%s %.3f", s_str(v, "outcome", "?"),
-             json_number_value(json_object_get(v, "ratio")));
-}
-
-static void
-s_geomean(char *buf, size_t len, const json_t *sum)
-{
-    if (json_integer_value(json_object_get(sum, "hosts")) == 0)
-        snprintf(buf, len, "-");
-    else
-        snprintf(buf, len, "%.3f",
-                 json_number_value(json_object_get(sum, "geomean_ratio")));
 }
 
 static int
@@ -117,7 +60,7 @@ s_pair_hosts(const json_t *pair, const char **names, size_t max)
     json_t *row, *e;
     json_array_foreach(json_object_get(pair, "rows"), i, row)
         json_array_foreach(json_object_get(row, "hosts"), k, e) {
-            const char *h = s_str(e, "host", "?");
+            const char *h = pw_out_str(e, "host", "?");
             size_t j = 0;
             while (j < n && strcmp(names[j], h) != 0)
                 j++;
@@ -143,9 +86,9 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
     const char *row[PW_OUT_TABLE_COLS];
     int rc = 0;
 
-    fprintf(f, "%s: %s vs %s  (suite %s)\n", s_str(body, "benchmark", "?"),
-            s_str(pair, "subject", "?"), s_str(pair, "other", "?"),
-            s_str(pair, "suite", "?"));
+    fprintf(f, "%s: %s vs %s  (suite %s)\n", pw_out_str(body, "benchmark", "?"),
+            pw_out_str(pair, "subject", "?"), pw_out_str(pair, "other", "?"),
+            pw_out_str(pair, "suite", "?"));
     head[0] = "when";
     head[1] = "job";
     head[2] = "tags";
@@ -175,23 +118,23 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
         const json_t *entries = json_object_get(r, "hosts");
         size_t reps = columns ? 1 : json_array_size(entries);
         for (size_t k = 0; k < reps; k++) {
-            s_time(cells[0], PW_OUT_CELL_MAX,
-                   json_integer_value(json_object_get(r, "at_us")));
-            snprintf(cells[1], PW_OUT_CELL_MAX, "%s", *s_str(r, "job", "") ?
-                     s_str(r, "job", "") : "(no job)");
+            pw_out_time(cells[0], PW_OUT_CELL_MAX,
+                   json_integer_value(json_object_get(r, "at_us")), PW_OUT_TIME_TABLE);
+            snprintf(cells[1], PW_OUT_CELL_MAX, "%s", *pw_out_str(r, "job", "") ?
+                     pw_out_str(r, "job", "") : "(no job)");
             s_tags(cells[2], PW_OUT_CELL_MAX, r);
             c = 3;
             if (columns) {
                 for (size_t h = 0; h < nh; h++, c++)
-                    s_cell(cells[c], PW_OUT_CELL_MAX, s_entry(r, hosts[h]));
+                    pw_out_cell(cells[c], PW_OUT_CELL_MAX, pw_out_entry(r, hosts[h]));
             } else {
                 const json_t *e = json_array_get(entries, k);
-                snprintf(cells[c++], PW_OUT_CELL_MAX, "%s", s_str(e, "host", "?"));
-                s_cell(cells[c++], PW_OUT_CELL_MAX, e);
+                snprintf(cells[c++], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
+                pw_out_cell(cells[c++], PW_OUT_CELL_MAX, e);
             }
-            s_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
+            pw_out_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
             snprintf(cells[c++], PW_OUT_CELL_MAX, "%s",
-                     s_str(sum, "consensus", "no hosts"));
+                     pw_out_str(sum, "consensus", "no hosts"));
             for (size_t q = 0; q < ncols; q++)
                 row[q] = cells[q];
             rc |= pw_out_table_add(t, row);
@@ -217,8 +160,8 @@ static void
 s_change_text(char *buf, size_t len, const json_t *cp)
 {
     double m = json_number_value(json_object_get(cp, "magnitude"));
-    snprintf(buf, len, "%s %+.1f%% %s%s", s_str(cp, "metric", "?"),
-             (m - 1.0) * 100.0, s_str(cp, "outcome", "?"),
+    snprintf(buf, len, "%s %+.1f%% %s%s", pw_out_str(cp, "metric", "?"),
+             (m - 1.0) * 100.0, pw_out_str(cp, "outcome", "?"),
              json_is_true(json_object_get(cp, "regression")) ? " (regression)"
              : json_is_true(json_object_get(cp, "within_noise"))
              ? " (within noise)" : "");
@@ -251,14 +194,14 @@ s_run_notes(const json_t *body)
                 json_integer_value(json_object_get(x, "index")));
             s_change_text(text, sizeof text, x);
             if (notes && run)
-                s_note_add(notes, s_str(run, "run", ""), text);
+                s_note_add(notes, pw_out_str(run, "run", ""), text);
         }
         json_array_foreach(json_object_get(s, "annotations"), k, x) {
             const json_t *run = json_array_get(runs, (size_t)
                 json_integer_value(json_object_get(x, "index")));
             if (notes && run)
-                s_note_add(notes, s_str(run, "run", ""),
-                           s_str(x, "text", ""));
+                s_note_add(notes, pw_out_str(run, "run", ""),
+                           pw_out_str(x, "text", ""));
         }
     }
     return notes;
@@ -280,8 +223,8 @@ s_print_changes(FILE *f, const json_t *body)
         char *vars = json_dumps(json_object_get(s, "vars"), JSON_COMPACT |
                                 JSON_SORT_KEYS);
         fprintf(f, "%s%s, %s vs %s%s%s:\n", any ? "" : "\nchanges:\n",
-                s_str(s, "host", "?"), s_str(s, "subject", "?"),
-                s_str(s, "other", "?"), vars && strcmp(vars, "{}") ? " " : "",
+                pw_out_str(s, "host", "?"), pw_out_str(s, "subject", "?"),
+                pw_out_str(s, "other", "?"), vars && strcmp(vars, "{}") ? " " : "",
                 vars && strcmp(vars, "{}") ? vars : "");
         free(vars);
         any = true;
@@ -292,7 +235,7 @@ s_print_changes(FILE *f, const json_t *body)
                 const json_t *run = json_array_get(runs, (size_t)
                     json_integer_value(json_object_get(x, "index")));
                 if (pass)
-                    snprintf(text, sizeof text, "%s", s_str(x, "text", ""));
+                    snprintf(text, sizeof text, "%s", pw_out_str(x, "text", ""));
                 else
                     s_change_text(text, sizeof text, x);
                 s_tags(tags, sizeof tags, run);
@@ -320,10 +263,10 @@ s_print_csv(FILE *f, const json_t *body)
         json_array_foreach(json_object_get(pair, "rows"), k, r) {
             const json_t *sum = json_object_get(r, "summary");
             char at[64], tags[PW_OUT_CELL_MAX], gm[32];
-            s_time(at, sizeof at,
-                   json_integer_value(json_object_get(r, "at_us")));
+            pw_out_time(at, sizeof at,
+                   json_integer_value(json_object_get(r, "at_us")), PW_OUT_TIME_TABLE);
             s_tags(tags, sizeof tags, r);
-            s_geomean(gm, sizeof gm, sum);
+            pw_out_geomean(gm, sizeof gm, sum);
             json_array_foreach(json_object_get(r, "hosts"), h, e) {
                 const json_t *v = json_object_get(e, "verdict");
                 char num[3][32];
@@ -331,13 +274,13 @@ s_print_csv(FILE *f, const json_t *body)
                 s_num(num[1], sizeof num[1], v, "best_ratio");
                 s_num(num[2], sizeof num[2], v, "tolerance");
                 const char *row[] = {
-                    s_str(body, "benchmark", ""), s_str(pair, "suite", ""),
-                    s_str(pair, "subject", ""), s_str(pair, "other", ""),
-                    at, s_str(r, "job", ""), tags, s_str(r, "label", ""),
-                    s_str(e, "host", ""), s_str(e, "run_id", ""),
-                    json_is_object(v) ? s_str(v, "outcome", "") : "error",
-                    num[0], num[1], num[2], s_str(sum, "consensus", ""), gm,
-                    s_str(notes, s_str(e, "run_id", ""), "") };
+                    pw_out_str(body, "benchmark", ""), pw_out_str(pair, "suite", ""),
+                    pw_out_str(pair, "subject", ""), pw_out_str(pair, "other", ""),
+                    at, pw_out_str(r, "job", ""), tags, pw_out_str(r, "label", ""),
+                    pw_out_str(e, "host", ""), pw_out_str(e, "run_id", ""),
+                    json_is_object(v) ? pw_out_str(v, "outcome", "") : "error",
+                    num[0], num[1], num[2], pw_out_str(sum, "consensus", ""), gm,
+                    pw_out_str(notes, pw_out_str(e, "run_id", ""), "") };
                 for (size_t q = 0; q < n; q++)
                     pw_out_csv_field(f, row[q], q + 1 == n);
             }
@@ -368,7 +311,7 @@ cl_history_print(FILE *f, const json_t *body, cl_history_format_t format)
     if (json_array_size(pairs) == 0)
         fprintf(f, "(no verdicts of %s match: none stored yet, or the "
                 "--host/--tag filters exclude them)\n",
-                s_str(body, "benchmark", "?"));
+                pw_out_str(body, "benchmark", "?"));
     else
         fprintf(f, "ratio = subject median / other median on that host "
                 "(below 1: the subject is faster);\neach verdict uses its "
@@ -423,7 +366,7 @@ s_history_hosts(const json_t *body)
         json_array_foreach(json_object_get(pair, "rows"), k, row)
             json_array_foreach(json_object_get(row, "hosts"), h, e)
                 if (names)
-                    json_object_set_new(names, s_str(e, "host", ""),
+                    json_object_set_new(names, pw_out_str(e, "host", ""),
                                         json_true());
     json_object_foreach(names, name, v)
         if (out && *name)
@@ -606,7 +549,7 @@ cl_history_main(int argc, char **argv)
         json_t *h;
         json_array_foreach(hosts, hi, h)
             want = want || strcmp(json_string_value(h),
-                                  s_str(one, "host", "")) == 0;
+                                  pw_out_str(one, "host", "")) == 0;
         if (keep && want)
             json_array_append(keep, one);
     }

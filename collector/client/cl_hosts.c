@@ -73,13 +73,6 @@ s_ago(char *buf, size_t len, json_int_t at_us)
         snprintf(buf, len, "%.0f d ago", s / 86400);
 }
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
 /* One line per machine that more than one host (agent) runs on: the
  * collector gives jobs to one of them at a time. Each group is printed
  * once, at its first host in the table's order. */
@@ -92,7 +85,7 @@ s_print_machines(const json_t *hosts)
         const json_t *same = json_object_get(h, "same_machine");
         if (json_array_size(same) == 0)
             continue;
-        const char *name = s_str(h, "name", "?");
+        const char *name = pw_out_str(h, "name", "?");
         bool first = true;
         size_t k;
         json_t *v;
@@ -103,7 +96,7 @@ s_print_machines(const json_t *hosts)
         }
         if (!first)
             continue;
-        printf("one machine (boot id %.8s...): %s", s_str(h, "boot_id", "?"),
+        printf("one machine (boot id %.8s...): %s", pw_out_str(h, "boot_id", "?"),
                name);
         json_array_foreach(same, k, v)
             printf(", %s", json_string_value(v) ? json_string_value(v) : "?");
@@ -127,7 +120,7 @@ s_print_selftests(const json_t *hosts)
         cl_aa_when(when, sizeof when, st);
         printf("warning: %s: %s (self-test of %s); its verdicts call "
                "noise a difference more often than the rule is built to\n",
-               s_str(h, "name", "?"), text, when);
+               pw_out_str(h, "name", "?"), text, when);
     }
 }
 
@@ -150,9 +143,9 @@ s_pending(const json_t *body)
               json_integer_value(json_object_get(k, "first_seen_us")));
         s_ago(last, sizeof last,
               json_integer_value(json_object_get(k, "last_seen_us")));
-        const char *row[] = { s_str(k, "fingerprint", "?"),
-                              s_str(k, "name", "-"), s_str(k, "address", "-"),
-                              s_str(k, "agent_version", "-"), first, last };
+        const char *row[] = { pw_out_str(k, "fingerprint", "?"),
+                              pw_out_str(k, "name", "-"), pw_out_str(k, "address", "-"),
+                              pw_out_str(k, "agent_version", "-"), first, last };
         pw_out_table_add(t, row);
     }
     int rc = pw_out_table_print(t, stdout) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
@@ -169,9 +162,9 @@ s_pending(const json_t *body)
 static void
 s_decided(const char *action, const json_t *b)
 {
-    const char *fp = s_str(b, "fingerprint", "?"), *name = s_str(b, "name",
+    const char *fp = pw_out_str(b, "fingerprint", "?"), *name = pw_out_str(b, "name",
                                                                  "-");
-    const char *state = s_str(b, "state", "?"), *was = s_str(b, "was", "?");
+    const char *state = pw_out_str(b, "state", "?"), *was = pw_out_str(b, "was", "?");
     if (strcmp(state, was) == 0) {
         printf("%s (%s) was %s already: nothing changed\n", fp, name, was);
         return;
@@ -208,10 +201,7 @@ s_print_hosts(const json_t *body)
              warn[PW_OUT_CELL_MAX] = "", self[64] = "-";
         s_ago(seen, sizeof seen,
               json_integer_value(json_object_get(h, "last_seen_us")));
-        pw_out_us(floor, sizeof floor,
-                  json_real_value(json_object_get(h, "floor_us")));
-        if (json_is_true(json_object_get(h, "floor_default")))
-            strncat(floor, " (default)", sizeof floor - strlen(floor) - 1);
+        pw_out_floor(floor, sizeof floor, h, " (default)");
         s_ago(cal, sizeof cal,
               json_integer_value(json_object_get(h, "calibrated_at_us")));
         size_t k;
@@ -225,7 +215,7 @@ s_print_hosts(const json_t *body)
         json_array_foreach(json_object_get(h, "warnings"), k, v) {
             if (k)
                 strncat(warn, ",", sizeof warn - strlen(warn) - 1);
-            strncat(warn, s_str(v, "code", "?"),
+            strncat(warn, pw_out_str(v, "code", "?"),
                     sizeof warn - strlen(warn) - 1);
         }
         /* false verdicts / trials, and the day; the words below. */
@@ -241,14 +231,14 @@ s_print_hosts(const json_t *body)
                      when);
         }
         /* A key shut out says so before whether it is online. */
-        const char *key_state = s_str(h, "key_state", "approved");
+        const char *key_state = pw_out_str(h, "key_state", "approved");
         const char *row[] = {
-            s_str(h, "name", "?"),
+            pw_out_str(h, "name", "?"),
             strcmp(key_state, "approved") != 0 ? key_state :
             json_is_true(json_object_get(h, "online")) ? "online" :
                                                          "offline",
-            seen, floor, cal, s_str(h, "cpu_model", "-"),
-            s_str(h, "kernel", "-"), *suites ? suites : "-", self,
+            seen, floor, cal, pw_out_str(h, "cpu_model", "-"),
+            pw_out_str(h, "kernel", "-"), *suites ? suites : "-", self,
             *warn ? warn : "-" };
         pw_out_table_add(t, row);
     }

@@ -9,23 +9,6 @@
 #include "pw_out.h"
 #include "cl_verbs.h"
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
-static void
-s_time(char *buf, size_t len, json_int_t us)
-{
-    time_t t = (time_t)(us / 1000000);
-    struct tm tm;
-    if (us <= 0 || !gmtime_r(&t, &tm) ||
-        strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "-");
-}
-
 static void
 s_jobs_usage(FILE *f)
 {
@@ -92,8 +75,8 @@ cl_jobs_main(int argc, char **argv)
     json_t *j;
     json_array_foreach(json_object_get(body, "jobs"), i, j) {
         char created[64], hosts[PW_OUT_CELL_MAX] = "", tags[PW_OUT_CELL_MAX] = "";
-        s_time(created, sizeof created,
-               json_integer_value(json_object_get(j, "created_at_us")));
+        pw_out_time(created, sizeof created,
+               json_integer_value(json_object_get(j, "created_at_us")), PW_OUT_TIME_TABLE);
         const char *k;
         json_t *v;
         json_object_foreach(json_object_get(j, "hosts"), k, v) {
@@ -106,8 +89,8 @@ cl_jobs_main(int argc, char **argv)
             snprintf(tags + u, sizeof tags - u, "%s%s=%s", u ? " " : "", k,
                      json_string_value(v) ? json_string_value(v) : "");
         }
-        const char *row[] = { s_str(j, "job", "?"), s_str(j, "suite", "?"),
-                              s_str(j, "state", "?"), created,
+        const char *row[] = { pw_out_str(j, "job", "?"), pw_out_str(j, "suite", "?"),
+                              pw_out_str(j, "state", "?"), created,
                               *hosts ? hosts : "-", *tags ? tags : "-" };
         pw_out_table_add(t, row);
     }
@@ -162,7 +145,7 @@ cl_cancel_main(int argc, char **argv)
                n == 1 ? "" : "s");
     else
         printf("job %s was already %s: nothing to cancel\n", job,
-               s_str(body, "state", "over"));
+               pw_out_str(body, "state", "over"));
     json_decref(body);
     return PW_EXIT_OK;
 }

@@ -25,20 +25,13 @@
 /* Longest --since: the collector's bound, 366 days. */
 #define S_SINCE_MAX_S (366.0 * 86400)
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
 
 
 /* "parity 1.002" of one side. */
 static void
 s_side(char *buf, size_t len, const json_t *side)
 {
-    snprintf(buf, len, "%s %.3f", s_str(side, "outcome", "?"),
+    snprintf(buf, len, "%s %.3f", pw_out_str(side, "outcome", "?"),
              json_number_value(json_object_get(side, "ratio")));
 }
 
@@ -93,13 +86,13 @@ s_print_changes(FILE *f, const char *title, const json_t *list)
         double m = json_number_value(json_object_get(e, "magnitude"));
         snprintf(cells[0], PW_OUT_CELL_MAX, "%" JSON_INTEGER_FORMAT,
                  json_integer_value(json_object_get(e, "id")));
-        snprintf(cells[1], PW_OUT_CELL_MAX, "%s", s_str(e, "benchmark", "?"));
-        snprintf(cells[2], PW_OUT_CELL_MAX, "%s vs %s", s_str(e, "subject", "?"),
-                 s_str(e, "other", "?"));
-        snprintf(cells[3], PW_OUT_CELL_MAX, "%s", s_str(e, "host", "?"));
-        snprintf(cells[4], PW_OUT_CELL_MAX, "%s", s_str(e, "metric", "?"));
+        snprintf(cells[1], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "benchmark", "?"));
+        snprintf(cells[2], PW_OUT_CELL_MAX, "%s vs %s", pw_out_str(e, "subject", "?"),
+                 pw_out_str(e, "other", "?"));
+        snprintf(cells[3], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
+        snprintf(cells[4], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "metric", "?"));
         snprintf(cells[5], PW_OUT_CELL_MAX, "%+.1f%%", (m - 1.0) * 100.0);
-        snprintf(cells[6], PW_OUT_CELL_MAX, "%s%s", s_str(e, "outcome", "?"),
+        snprintf(cells[6], PW_OUT_CELL_MAX, "%s%s", pw_out_str(e, "outcome", "?"),
                  json_is_true(json_object_get(e, "within_noise"))
                  ? " (within noise)" : "");
         s_range_end(from, sizeof from, json_object_get(e, "before"));
@@ -128,7 +121,7 @@ s_print_changes(FILE *f, const char *title, const json_t *list)
         if (json_is_object(ack))
             fprintf(f, "  %" JSON_INTEGER_FORMAT ": acked: %s\n",
                     json_integer_value(json_object_get(e, "id")),
-                    s_str(ack, "note", ""));
+                    pw_out_str(ack, "note", ""));
     }
     return rc;
 }
@@ -165,14 +158,14 @@ s_print_list(FILE *f, const char *title, const json_t *list)
         char cells[8][PW_OUT_CELL_MAX];
         const json_t *b = json_object_get(e, "before"),
                      *a = json_object_get(e, "after");
-        snprintf(cells[0], PW_OUT_CELL_MAX, "%s", s_str(e, "benchmark", "?"));
-        snprintf(cells[1], PW_OUT_CELL_MAX, "%s vs %s", s_str(e, "subject", "?"),
-                 s_str(e, "other", "?"));
-        snprintf(cells[2], PW_OUT_CELL_MAX, "%s", s_str(e, "host", "?"));
+        snprintf(cells[0], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "benchmark", "?"));
+        snprintf(cells[1], PW_OUT_CELL_MAX, "%s vs %s", pw_out_str(e, "subject", "?"),
+                 pw_out_str(e, "other", "?"));
+        snprintf(cells[2], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
         s_side(cells[3], PW_OUT_CELL_MAX, b);
         s_side(cells[4], PW_OUT_CELL_MAX, a);
-        snprintf(cells[5], PW_OUT_CELL_MAX, "%s", s_str(b, "run_id", "?"));
-        snprintf(cells[6], PW_OUT_CELL_MAX, "%s", s_str(a, "run_id", "?"));
+        snprintf(cells[5], PW_OUT_CELL_MAX, "%s", pw_out_str(b, "run_id", "?"));
+        snprintf(cells[6], PW_OUT_CELL_MAX, "%s", pw_out_str(a, "run_id", "?"));
         s_tagtext(cells[7], PW_OUT_CELL_MAX, json_object_get(a, "tags"));
         const char *row[8];
         for (size_t c = 0; c < 8; c++)

@@ -37,24 +37,6 @@ typedef cl_report_format_t s_fmt_t;
 #define S_MARKDOWN CL_REPORT_MARKDOWN
 #define S_HTML     CL_REPORT_HTML
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
-static void
-s_time(char *buf, size_t len, const json_t *us)
-{
-    json_int_t v = json_integer_value(us);
-    time_t t = (time_t)(v / 1000000);
-    struct tm tm;
-    if (v <= 0 || !gmtime_r(&t, &tm) ||
-        strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "-");
-}
-
 /* Write s escaped for fmt. Markdown: HTML's five characters as
  * entities (a renderer would pass raw HTML through), backslashes before
  * the punctuation that Markdown or a table cell reads, line breaks as
@@ -203,11 +185,13 @@ s_header(FILE *f, s_fmt_t fmt, const json_t *rep)
 {
     char title[256], tags[1024], vars[1024], created[64], ended[64];
     snprintf(title, sizeof title, "Parity report: job %s",
-             s_str(rep, "job", "?"));
+             pw_out_str(rep, "job", "?"));
     s_pairs(tags, sizeof tags, json_object_get(rep, "tags"));
     s_pairs(vars, sizeof vars, json_object_get(rep, "vars"));
-    s_time(created, sizeof created, json_object_get(rep, "created_at_us"));
-    s_time(ended, sizeof ended, json_object_get(rep, "ended_at_us"));
+    pw_out_time(created, sizeof created, json_integer_value(
+        json_object_get(rep, "created_at_us")), PW_OUT_TIME_TABLE);
+    pw_out_time(ended, sizeof ended, json_integer_value(
+        json_object_get(rep, "ended_at_us")), PW_OUT_TIME_TABLE);
     if (fmt == S_HTML) {
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
               "<meta charset=\"utf-8\">\n<title>", f);
@@ -227,10 +211,10 @@ s_header(FILE *f, s_fmt_t fmt, const json_t *rep)
         fputc('\n', f);
     }
     s_para_open(f, fmt);
-    s_textf(f, fmt, "suite %s, state %s, tags %s", s_str(rep, "suite", "?"),
-            s_str(rep, "state", "?"), tags);
-    if (*s_str(rep, "label", ""))
-        s_textf(f, fmt, ", label %s", s_str(rep, "label", ""));
+    s_textf(f, fmt, "suite %s, state %s, tags %s", pw_out_str(rep, "suite", "?"),
+            pw_out_str(rep, "state", "?"), tags);
+    if (*pw_out_str(rep, "label", ""))
+        s_textf(f, fmt, ", label %s", pw_out_str(rep, "label", ""));
     s_textf(f, fmt, ", variables %s, created %s, ended %s.", vars, created,
             ended);
     s_para_close(f, fmt);
@@ -249,27 +233,19 @@ s_hosts(FILE *f, s_fmt_t fmt, const json_t *rep)
     json_array_foreach(json_object_get(rep, "hosts"), i, h) {
         char st[512], cpu[256], kern[256], arch[64], ncpu[32], floor[96],
              warn[1024] = "";
-        snprintf(st, sizeof st, "%s%s%s", s_str(h, "state", "?"),
-                 *s_str(h, "reason", "") ? ": " : "", s_str(h, "reason", ""));
+        snprintf(st, sizeof st, "%s%s%s", pw_out_str(h, "state", "?"),
+                 *pw_out_str(h, "reason", "") ? ": " : "", pw_out_str(h, "reason", ""));
         s_scalar(cpu, sizeof cpu, json_object_get(h, "cpu_model"));
         s_scalar(kern, sizeof kern, json_object_get(h, "kernel"));
         s_scalar(arch, sizeof arch, json_object_get(h, "arch"));
         s_scalar(ncpu, sizeof ncpu, json_object_get(h, "logical_cpus"));
-        const json_t *fu = json_object_get(h, "floor_us");
-        if (json_is_number(fu)) {
-            char us[32];
-            pw_out_us(us, sizeof us, json_number_value(fu));
-            snprintf(floor, sizeof floor, "%s%s", us,
-                     json_is_true(json_object_get(h, "floor_default")) ?
-                     " (default: too few calibration samples)" : "");
-        } else {
-            snprintf(floor, sizeof floor, "-");
-        }
+        pw_out_floor(floor, sizeof floor, h,
+                     " (default: too few calibration samples)");
         json_array_foreach(json_object_get(h, "warnings"), k, wn) {
             size_t used = strlen(warn);
             snprintf(warn + used, sizeof warn - used, "%s%s: %s",
-                     used ? "; " : "", s_str(wn, "code", "?"),
-                     s_str(wn, "message", ""));
+                     used ? "; " : "", pw_out_str(wn, "code", "?"),
+                     pw_out_str(wn, "message", ""));
         }
         char self[256], when[96] = "";
         const json_t *sj = json_object_get(h, "selftest");
@@ -278,35 +254,11 @@ s_hosts(FILE *f, s_fmt_t fmt, const json_t *rep)
         if (*when)
             snprintf(self + strlen(self), sizeof self - strlen(self),
                      ", %s", when);
-        const char *row[] = { s_str(h, "host", "?"), st, cpu, kern, arch,
+        const char *row[] = { pw_out_str(h, "host", "?"), st, cpu, kern, arch,
                               ncpu, floor, self, *warn ? warn : "none" };
         s_row(f, fmt, row, 9, false);
     }
     s_table_close(f, fmt);
-}
-
-static const json_t *
-s_entry(const json_t *cmp, const char *host)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(cmp, "hosts"), i, e)
-        if (strcmp(s_str(e, "host", ""), host) == 0)
-            return e;
-    return NULL;
-}
-
-static void
-s_cell(char *buf, size_t len, const json_t *e)
-{
-    const json_t *v = json_object_get(e, "verdict");
-    if (!e)
-        snprintf(buf, len, "-");
-    else if (!json_is_object(v))
-        snprintf(buf, len, "no verdict");
-    else
-        snprintf(buf, len, "%s %.3f", s_str(v, "outcome", "?"),
-                 json_number_value(json_object_get(v, "ratio")));
 }
 
 /* The verdict table: one row per comparison, one column per host. Hosts
@@ -325,7 +277,7 @@ s_verdicts(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
     cells[0] = "benchmark";
     cells[1] = "arms";
     for (size_t h = 0; h < nh; h++)
-        cells[2 + h] = s_str(json_array_get(hosts, h), "host", "?");
+        cells[2 + h] = pw_out_str(json_array_get(hosts, h), "host", "?");
     cells[2 + nh] = "geomean";
     cells[3 + nh] = "summary";
     s_table_open(f, fmt);
@@ -335,12 +287,12 @@ s_verdicts(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
     json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
         const json_t *sum = json_object_get(cmp, "summary");
         char arms[512];
-        snprintf(arms, sizeof arms, "%s vs %s", s_str(cmp, "subject", "?"),
-                 s_str(cmp, "other", "?"));
-        cells[0] = s_str(cmp, "benchmark", "?");
+        snprintf(arms, sizeof arms, "%s vs %s", pw_out_str(cmp, "subject", "?"),
+                 pw_out_str(cmp, "other", "?"));
+        cells[0] = pw_out_str(cmp, "benchmark", "?");
         cells[1] = arms;
         for (size_t h = 0; h < nh; h++) {
-            s_cell(buf[h], sizeof buf[h], s_entry(cmp, s_str(
+            pw_out_cell(buf[h], sizeof buf[h], pw_out_entry(cmp, pw_out_str(
                 json_array_get(hosts, h), "host", "")));
             cells[2 + h] = buf[h];
         }
@@ -350,7 +302,7 @@ s_verdicts(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
         else
             snprintf(buf[nh], sizeof buf[nh], "-");
         cells[2 + nh] = buf[nh];
-        cells[3 + nh] = s_str(sum, "consensus", "no hosts");
+        cells[3 + nh] = pw_out_str(sum, "consensus", "no hosts");
         s_row(f, fmt, cells, nh + 4, false);
     }
     s_table_close(f, fmt);
@@ -378,17 +330,17 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
     size_t i;
     json_t *cmp;
     json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
-        if (strcmp(s_str(cmp, "benchmark", ""), bench) != 0)
+        if (strcmp(pw_out_str(cmp, "benchmark", ""), bench) != 0)
             continue;
-        const json_t *e = s_entry(cmp, host);
+        const json_t *e = pw_out_entry(cmp, host);
         if (!e)
             continue;
         const json_t *v = json_object_get(e, "verdict");
         s_para_open(f, fmt);
         if (!json_is_object(v)) {
             s_textf(f, fmt, "%s, %s vs %s: no verdict: %s", host,
-                    s_str(cmp, "subject", "?"), s_str(cmp, "other", "?"),
-                    s_str(e, "error", "?"));
+                    pw_out_str(cmp, "subject", "?"), pw_out_str(cmp, "other", "?"),
+                    pw_out_str(e, "error", "?"));
             s_para_close(f, fmt);
             continue;
         }
@@ -397,8 +349,8 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
             json_object_get(v, "floor_us")));
         s_textf(f, fmt, "%s, %s vs %s: %s, ratio %.4f (tolerance %.4f), "
                 "best ratio %.4f (tolerance %.4f), noise %.4f, floor %s, "
-                "parity %g.", host, s_str(cmp, "subject", "?"),
-                s_str(cmp, "other", "?"), s_str(v, "outcome", "?"),
+                "parity %g.", host, pw_out_str(cmp, "subject", "?"),
+                pw_out_str(cmp, "other", "?"), pw_out_str(v, "outcome", "?"),
                 json_number_value(json_object_get(v, "ratio")),
                 json_number_value(json_object_get(v, "tolerance")),
                 json_number_value(json_object_get(v, "best_ratio")),
@@ -423,7 +375,7 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
         json_t *vh;
         json_array_foreach(json_object_get(ver, "hosts"), k, vh) {
             const json_t *sj = json_object_get(vh, "selftest");
-            if (!sj || strcmp(s_str(vh, "host", ""), host) != 0)
+            if (!sj || strcmp(pw_out_str(vh, "host", ""), host) != 0)
                 continue;
             char self[256];
             cl_aa_text(self, sizeof self, sj);
@@ -654,7 +606,7 @@ s_arm_of(cl_report_arm_t *a, const json_t *arm)
 {
     const json_t *s = json_object_get(arm, "summary");
     memset(a, 0, sizeof *a);
-    a->name = s_str(arm, "name", "?");
+    a->name = pw_out_str(arm, "name", "?");
     a->subject = json_is_true(json_object_get(arm, "subject"));
     a->has_summary = json_is_object(s);
     if (!a->has_summary)
@@ -675,7 +627,7 @@ s_run_plots(FILE *f, const json_t *rep, const json_t *ver, const char *bench)
     size_t k, i, a;
     json_t *run, *cmp, *arm;
     json_array_foreach(json_object_get(rep, "run_list"), k, run) {
-        if (strcmp(s_str(run, "benchmark", ""), bench) != 0)
+        if (strcmp(pw_out_str(run, "benchmark", ""), bench) != 0)
             continue;
         cl_report_arm_t arms[CL_REPORT_BOX_ARMS];
         cl_report_ratio_t ratios[CL_REPORT_BOX_ARMS];
@@ -684,23 +636,23 @@ s_run_plots(FILE *f, const json_t *rep, const json_t *ver, const char *bench)
             if (na < CL_REPORT_BOX_ARMS)
                 s_arm_of(&arms[na++], arm);
         json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
-            if (strcmp(s_str(cmp, "benchmark", ""), bench) != 0)
+            if (strcmp(pw_out_str(cmp, "benchmark", ""), bench) != 0)
                 continue;
-            const json_t *e = s_entry(cmp, s_str(run, "host", ""));
+            const json_t *e = pw_out_entry(cmp, pw_out_str(run, "host", ""));
             const json_t *v = json_object_get(e, "verdict");
             if (!json_is_object(v) || nr >= CL_REPORT_BOX_ARMS ||
-                strcmp(s_str(e, "run_id", ""), s_str(run, "run_id", "")) != 0)
+                strcmp(pw_out_str(e, "run_id", ""), pw_out_str(run, "run_id", "")) != 0)
                 continue;
             ratios[nr++] = (cl_report_ratio_t){
-                .other = s_str(cmp, "other", "?"),
+                .other = pw_out_str(cmp, "other", "?"),
                 .ratio = json_number_value(json_object_get(v, "ratio")),
                 .tolerance = json_number_value(json_object_get(v,
                                                                "tolerance")),
-                .outcome = s_str(v, "outcome", NULL) };
+                .outcome = pw_out_str(v, "outcome", NULL) };
         }
         char caption[512];
-        snprintf(caption, sizeof caption, "%s, run %s", s_str(run, "host",
-                 "?"), s_str(run, "run_id", "?"));
+        snprintf(caption, sizeof caption, "%s, run %s", pw_out_str(run, "host",
+                 "?"), pw_out_str(run, "run_id", "?"));
         fputs("<div class=\"plot\">", f);
         cl_report_boxplot(f, caption, arms, na, ratios, nr);
         fputs("</div>\n", f);
@@ -722,15 +674,15 @@ s_benchmarks(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
     if (!seen || !order)
         goto done;
     json_array_foreach(json_object_get(ver, "comparisons"), i, x)
-        if (!json_object_get(seen, s_str(x, "benchmark", ""))) {
-            json_object_set_new(seen, s_str(x, "benchmark", ""), json_true());
-            json_array_append_new(order, json_string(s_str(x, "benchmark",
+        if (!json_object_get(seen, pw_out_str(x, "benchmark", ""))) {
+            json_object_set_new(seen, pw_out_str(x, "benchmark", ""), json_true());
+            json_array_append_new(order, json_string(pw_out_str(x, "benchmark",
                                                            "")));
         }
     json_array_foreach(runs, i, x)
-        if (!json_object_get(seen, s_str(x, "benchmark", ""))) {
-            json_object_set_new(seen, s_str(x, "benchmark", ""), json_true());
-            json_array_append_new(order, json_string(s_str(x, "benchmark",
+        if (!json_object_get(seen, pw_out_str(x, "benchmark", ""))) {
+            json_object_set_new(seen, pw_out_str(x, "benchmark", ""), json_true());
+            json_array_append_new(order, json_string(pw_out_str(x, "benchmark",
                                                            "")));
         }
     json_array_foreach(order, i, x) {
@@ -741,13 +693,13 @@ s_benchmarks(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
         s_table_open(f, fmt);
         s_row(f, fmt, head, 8, true);
         json_array_foreach(runs, k, run) {
-            if (strcmp(s_str(run, "benchmark", ""), bench) != 0)
+            if (strcmp(pw_out_str(run, "benchmark", ""), bench) != 0)
                 continue;
             json_array_foreach(json_object_get(run, "arms"), a, arm) {
                 const json_t *s = json_object_get(arm, "summary");
                 char n[32], mn[32], md[32], mx[32], iqr[32], errs[32],
                      name[300];
-                snprintf(name, sizeof name, "%s%s", s_str(arm, "name", "?"),
+                snprintf(name, sizeof name, "%s%s", pw_out_str(arm, "name", "?"),
                          json_is_true(json_object_get(arm, "subject")) ?
                          " (subject)" : "");
                 snprintf(errs, sizeof errs, "%" JSON_INTEGER_FORMAT,
@@ -770,7 +722,7 @@ s_benchmarks(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
                     snprintf(mx, sizeof mx, "-");
                     snprintf(iqr, sizeof iqr, "-");
                 }
-                const char *row[] = { s_str(run, "host", "?"), name, n, mn,
+                const char *row[] = { pw_out_str(run, "host", "?"), name, n, mn,
                                       md, mx, iqr, errs };
                 s_row(f, fmt, row, 8, false);
             }
@@ -779,18 +731,18 @@ s_benchmarks(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
         if (fmt == S_HTML)
             s_run_plots(f, rep, ver, bench);
         json_array_foreach(runs, k, run) {
-            if (strcmp(s_str(run, "benchmark", ""), bench) != 0)
+            if (strcmp(pw_out_str(run, "benchmark", ""), bench) != 0)
                 continue;
-            if (strcmp(s_str(run, "status", ""), "complete") != 0) {
+            if (strcmp(pw_out_str(run, "status", ""), "complete") != 0) {
                 s_para_open(f, fmt);
-                s_textf(f, fmt, "%s: run %s is %s%s%s.", s_str(run, "host",
-                        "?"), s_str(run, "run_id", "?"),
-                        s_str(run, "status", "?"),
-                        *s_str(run, "reason", "") ? ": " : "",
-                        s_str(run, "reason", ""));
+                s_textf(f, fmt, "%s: run %s is %s%s%s.", pw_out_str(run, "host",
+                        "?"), pw_out_str(run, "run_id", "?"),
+                        pw_out_str(run, "status", "?"),
+                        *pw_out_str(run, "reason", "") ? ": " : "",
+                        pw_out_str(run, "reason", ""));
                 s_para_close(f, fmt);
             }
-            s_diagnostics(f, fmt, ver, bench, s_str(run, "host", ""));
+            s_diagnostics(f, fmt, ver, bench, pw_out_str(run, "host", ""));
         }
     }
 done:
@@ -887,7 +839,7 @@ s_site_series_add(cl_conn_t *c, json_t *args, const json_t *hosts,
     if (cut && hosts && !json_object_get(args, "host")) {
         json_decref(one);
         json_array_foreach(json_object_get(hosts, "hosts"), i, x) {
-            json_object_set_new(args, "host", json_string(s_str(x, "name",
+            json_object_set_new(args, "host", json_string(pw_out_str(x, "name",
                                                                 "")));
             if ((rc = s_site_ask(c, "series", args, &one, &status, 0)) !=
                 PW_EXIT_OK)
@@ -912,10 +864,10 @@ s_site_series_add(cl_conn_t *c, json_t *args, const json_t *hosts,
 static void
 s_site_bench_args(json_t *args, const json_t *first)
 {
-    json_object_set_new(args, "suite", json_string(s_str(first, "suite",
+    json_object_set_new(args, "suite", json_string(pw_out_str(first, "suite",
                                                          "")));
     json_object_set_new(args, "benchmark", json_string(
-        s_str(first, "benchmark", "")));
+        pw_out_str(first, "benchmark", "")));
     json_object_set_new(args, "runs", json_integer(S_SITE_RUNS));
 }
 
@@ -945,8 +897,8 @@ s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
         goto done;
     json_array_foreach(json_object_get(list, "series"), i, ser) {
         char key[2048];
-        snprintf(key, sizeof key, "%s\x1f%s", s_str(ser, "suite", ""),
-                 s_str(ser, "benchmark", ""));
+        snprintf(key, sizeof key, "%s\x1f%s", pw_out_str(ser, "suite", ""),
+                 pw_out_str(ser, "benchmark", ""));
         if (json_object_get(seen, key) ||
             json_object_size(seen) >= CL_SITE_MAX_PAGES)
             continue;
@@ -1256,7 +1208,7 @@ s_document(const cl_conn_opts_t *co, const s_opts_t *o)
     /* The verdicts of exactly the job the report is of, even when a new
      * job started in between (--latest). */
     json_decref(args);
-    args = json_pack("{s:s}", "job", s_str(rep, "job", ""));
+    args = json_pack("{s:s}", "job", pw_out_str(rep, "job", ""));
     rc = cl_conn_ask("report", co, "verdicts", args, &ver);
     if (rc != PW_EXIT_OK)
         goto done;

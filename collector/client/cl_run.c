@@ -104,13 +104,6 @@ s_on_int(int sig)
     s_interrupted = 1;
 }
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
 /* One progress line per change; rounds only on a terminal. */
 static void
 s_progress(const json_t *job, char (*last)[512], size_t max, bool tty)
@@ -120,9 +113,9 @@ s_progress(const json_t *job, char (*last)[512], size_t max, bool tty)
     json_array_foreach(json_object_get(job, "hosts"), i, h) {
         if (i >= max)
             break;
-        const char *state = s_str(h, "state", "?");
+        const char *state = pw_out_str(h, "state", "?");
         const json_t *pg = json_object_get(h, "progress");
-        const char *bench = s_str(h, "benchmark", s_str(pg, "benchmark", ""));
+        const char *bench = pw_out_str(h, "benchmark", pw_out_str(pg, "benchmark", ""));
         json_int_t round = json_integer_value(json_object_get(h, "round"));
         json_int_t rounds = json_integer_value(json_object_get(h, "rounds"));
         if (rounds == 0) {
@@ -140,19 +133,19 @@ s_progress(const json_t *job, char (*last)[512], size_t max, bool tty)
             if (tty)
                 snprintf(line, sizeof line, "%-12s running  %s "
                          "(benchmark %lld/%lld)  round %lld/%lld",
-                         s_str(h, "host", "?"), bench, (long long)at,
+                         pw_out_str(h, "host", "?"), bench, (long long)at,
                          (long long)nb, (long long)round, (long long)rounds);
             else
                 snprintf(line, sizeof line, "%-12s running  %s "
-                         "(benchmark %lld/%lld)", s_str(h, "host", "?"),
+                         "(benchmark %lld/%lld)", pw_out_str(h, "host", "?"),
                          bench, (long long)at, (long long)nb);
         } else if (strcmp(state, "queued") == 0 &&
                    json_is_false(json_object_get(h, "online"))) {
             snprintf(line, sizeof line, "%-12s queued: offline, gets the job "
-                     "when it comes back", s_str(h, "host", "?"));
+                     "when it comes back", pw_out_str(h, "host", "?"));
         } else {
-            const char *why = s_str(h, "reason", "");
-            snprintf(line, sizeof line, "%-12s %s%s%s", s_str(h, "host", "?"),
+            const char *why = pw_out_str(h, "reason", "");
+            snprintf(line, sizeof line, "%-12s %s%s%s", pw_out_str(h, "host", "?"),
                      state, *why ? ": " : "", why);
         }
         if (strcmp(line, last[i]) != 0) {
@@ -172,13 +165,13 @@ s_tell_offline(const json_t *job, const char *job_id)
     size_t n = 0, i;
     json_t *h;
     json_array_foreach(json_object_get(job, "hosts"), i, h) {
-        if (strcmp(s_str(h, "state", ""), "queued") != 0 ||
+        if (strcmp(pw_out_str(h, "state", ""), "queued") != 0 ||
             !json_is_false(json_object_get(h, "online")))
             continue;
         size_t used = strlen(names);
         if (used < sizeof names - 64)
             snprintf(names + used, sizeof names - used, "%s%s",
-                     n ? ", " : "", s_str(h, "host", "?"));
+                     n ? ", " : "", pw_out_str(h, "host", "?"));
         n++;
     }
     if (n == 0)
@@ -254,7 +247,7 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
         s_progress(job, last, S_MAX_HOSTS, tty);
         if (!told_offline)
             told_offline = s_tell_offline(job, job_id);
-        if (strcmp(s_str(job, "state", "active"), "active") != 0)
+        if (strcmp(pw_out_str(job, "state", "active"), "active") != 0)
             break;
         if (s_interrupted) {
 stopped:
@@ -293,7 +286,7 @@ stopped:
         size_t i, bad = 0, n = json_array_size(json_object_get(job, "hosts"));
         json_t *h;
         json_array_foreach(json_object_get(job, "hosts"), i, h)
-            if (strcmp(s_str(h, "state", ""), "done") != 0)
+            if (strcmp(pw_out_str(h, "state", ""), "done") != 0)
                 bad++;
         if (bad) {
             pw_out_error("run", "%zu of %zu hosts did not finish job %s",
@@ -429,7 +422,7 @@ cl_run_main(int argc, char **argv)
         rc = cl_conn_exit_code(code);
         goto done;
     }
-    const char *job = s_str(reply, "job", "?");
+    const char *job = pw_out_str(reply, "job", "?");
     if (as_json && !wait) {
         rc = pw_out_json(stdout, reply) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
         goto done;
@@ -441,12 +434,12 @@ cl_run_main(int argc, char **argv)
             json_array_size(json_object_get(reply, "hosts")),
             json_array_size(json_object_get(reply, "hosts")) == 1 ? "" : "s");
     json_array_foreach(json_object_get(reply, "skipped"), i, h)
-        fprintf(info, "  skipped %s: %s\n", s_str(h, "host", "?"),
-                s_str(h, "reason", ""));
+        fprintf(info, "  skipped %s: %s\n", pw_out_str(h, "host", "?"),
+                pw_out_str(h, "reason", ""));
     if (!wait) {
         json_array_foreach(json_object_get(reply, "hosts"), i, h)
-            fprintf(info, "  %-12s %s\n", s_str(h, "host", "?"),
-                    s_str(h, "state", "?"));
+            fprintf(info, "  %-12s %s\n", pw_out_str(h, "host", "?"),
+                    pw_out_str(h, "state", "?"));
         fprintf(info, "follow it: parity verdicts %s (after it ends), "
                 "parity jobs --active\n", job);
         rc = PW_EXIT_OK;

@@ -52,13 +52,6 @@ s_on_int(int sig)
     s_interrupted = 1;
 }
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
 /* Append the comma-separated items of s to arr; -1 on an empty item. */
 static int
 s_add_list(json_t *arr, const char *s)
@@ -100,17 +93,17 @@ s_progress(const json_t *job, long trials, char (*last)[256])
         if (i >= S_MAX_HOSTS)
             break;
         char line[256];
-        const char *state = s_str(h, "state", "?");
+        const char *state = pw_out_str(h, "state", "?");
         json_int_t ended = json_integer_value(json_object_get(h,
                                                               "runs_ended"));
         if (strcmp(state, "running") == 0)
             snprintf(line, sizeof line, "%-12s running  trial %lld of %ld",
-                     s_str(h, "host", "?"),
+                     pw_out_str(h, "host", "?"),
                      (long long)(ended < trials ? ended + 1 : trials), trials);
         else
-            snprintf(line, sizeof line, "%-12s %s%s%s", s_str(h, "host", "?"),
-                     state, *s_str(h, "reason", "") ? ": " : "",
-                     s_str(h, "reason", ""));
+            snprintf(line, sizeof line, "%-12s %s%s%s", pw_out_str(h, "host", "?"),
+                     state, *pw_out_str(h, "reason", "") ? ": " : "",
+                     pw_out_str(h, "reason", ""));
         if (strcmp(line, last[i]) != 0) {
             fprintf(stderr, "  %s\n", line);
             snprintf(last[i], sizeof last[i], "%s", line);
@@ -146,7 +139,7 @@ s_follow(cl_conn_t *c, const char *id, long trials, json_t **job)
         if (code == CL_CONN_OK)
             s_progress(*job, trials, last);
         if (code == CL_CONN_OK &&
-            strcmp(s_str(*job, "state", "active"), "active") != 0) {
+            strcmp(pw_out_str(*job, "state", "active"), "active") != 0) {
             rc = PW_EXIT_OK;
             break;
         }
@@ -170,7 +163,7 @@ s_host(const json_t *hosts, const char *name)
     size_t i;
     json_t *h;
     json_array_foreach(json_object_get(hosts, "hosts"), i, h)
-        if (strcmp(s_str(h, "name", ""), name) == 0)
+        if (strcmp(pw_out_str(h, "name", ""), name) == 0)
             return h;
     return NULL;
 }
@@ -192,25 +185,25 @@ s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
     size_t i, bad = 0, warned = 0;
     json_t *jh;
     json_array_foreach(json_object_get(job, "hosts"), i, jh) {
-        const char *name = s_str(jh, "host", "?");
-        const char *state = s_str(jh, "state", "?");
+        const char *name = pw_out_str(jh, "host", "?");
+        const char *state = pw_out_str(jh, "state", "?");
         const json_t *st = json_object_get(s_host(hosts, name), "selftest");
         /* Only this job's result answers this run; an older one stays
          * the host's last until a new one ends done. */
-        bool ours = strcmp(s_str(st, "job", ""), id) == 0;
+        bool ours = strcmp(pw_out_str(st, "job", ""), id) == 0;
         if (!ours || strcmp(state, "done") != 0)
             bad++;
         else if (cl_aa_warns(st))
             warned++;
         json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:O}", "host",
-            name, "state", state, "reason", s_str(jh, "reason", ""),
+            name, "state", state, "reason", pw_out_str(jh, "reason", ""),
             "selftest", ours && st ? st : json_null()));
         if (as_json)
             continue;
         char text[256], when[96], floor[32] = "-";
         if (!ours || strcmp(state, "done") != 0) {
-            printf("%s: %s%s%s\n", name, state, *s_str(jh, "reason", "")
-                   ? ": " : "", s_str(jh, "reason", ""));
+            printf("%s: %s%s%s\n", name, state, *pw_out_str(jh, "reason", "")
+                   ? ": " : "", pw_out_str(jh, "reason", ""));
             continue;
         }
         cl_aa_text(text, sizeof text, st);
@@ -345,7 +338,7 @@ cl_selftest_main(int argc, char **argv)
         rc = cl_conn_exit_code(code);
         goto done;
     }
-    const char *id = s_str(reply, "job", "?");
+    const char *id = pw_out_str(reply, "job", "?");
     if (as_json && !wait) {
         rc = pw_out_json(stdout, reply) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
         goto done;
@@ -356,8 +349,8 @@ cl_selftest_main(int argc, char **argv)
     fprintf(info, "job %s: A/A self-test, %ld trial%s on %zu host%s\n", id,
             trials, trials == 1 ? "" : "s", n, n == 1 ? "" : "s");
     json_array_foreach(json_object_get(reply, "skipped"), i, h)
-        fprintf(info, "  skipped %s: %s\n", s_str(h, "host", "?"),
-                s_str(h, "reason", ""));
+        fprintf(info, "  skipped %s: %s\n", pw_out_str(h, "host", "?"),
+                pw_out_str(h, "reason", ""));
     if (!wait) {
         fprintf(info, "each host's result: parity hosts (after it ends)\n");
         goto done;

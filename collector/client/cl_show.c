@@ -17,13 +17,6 @@
 /* Most runs one export writes. */
 #define S_EXPORT_MAX_RUNS 100000
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
 int
 cl_show_main(int argc, char **argv)
 {
@@ -185,30 +178,30 @@ cl_export_main(int argc, char **argv)
     json_array_foreach(json_object_get(jb, "run_list"), i, r) {
         if (i >= S_EXPORT_MAX_RUNS)
             break;
-        json_t *sa = json_pack("{s:s}", "run", s_str(r, "run_id", "")),
+        json_t *sa = json_pack("{s:s}", "run", pw_out_str(r, "run_id", "")),
                *doc = NULL;
         rc = cl_conn_request(c, "show", sa, &doc, NULL, err, sizeof err);
         json_decref(sa);
         if (rc != CL_CONN_OK) {
-            pw_out_error("export", "run %s: %s", s_str(r, "run_id", "?"),
+            pw_out_error("export", "run %s: %s", pw_out_str(r, "run_id", "?"),
                          err);
             rc = cl_conn_exit_code(rc);
             goto done;
         }
-        const char *host = s_str(r, "host", "host");
+        const char *host = pw_out_str(r, "host", "host");
         json_t *have = json_object_get(per_host, host);
         if (!have) {
             /* The first run of the host is the document; later runs add
              * their benchmark to it. */
             json_object_set_new(doc, "run_ids", json_pack("[s]",
-                                s_str(doc, "run_id", "")));
+                                pw_out_str(doc, "run_id", "")));
             json_object_del(doc, "run_id");
             json_object_set_new(per_host, host, doc);
         } else {
             json_array_extend(json_object_get(have, "benchmarks"),
                               json_object_get(doc, "benchmarks"));
             json_array_append_new(json_object_get(have, "run_ids"),
-                                  json_string(s_str(doc, "run_id", "")));
+                                  json_string(pw_out_str(doc, "run_id", "")));
             json_decref(doc);
         }
     }

@@ -58,27 +58,10 @@ struct cl_site {
 };
 typedef struct cl_site s_site_t;
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
 static void
 s_err(char *err, size_t errlen, const char *call, const char *path)
 {
     snprintf(err, errlen, "%s %s: %s", call, path, strerror(errno));
-}
-
-static void
-s_date(char *buf, size_t len, json_int_t us)
-{
-    time_t t = (time_t)(us / 1000000);
-    struct tm tm;
-    if (us <= 0 || !gmtime_r(&t, &tm) ||
-        strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm) == 0)
-        snprintf(buf, len, "-");
 }
 
 /* "k=v k=v" of an object of strings, "-" when empty. */
@@ -212,8 +195,8 @@ s_group(s_site_t *s, const json_t *series)
     json_t *ser;
     json_array_foreach(series, i, ser) {
         char key[2048];
-        snprintf(key, sizeof key, "%s\x1f%s", s_str(ser, "suite", ""),
-                 s_str(ser, "benchmark", ""));
+        snprintf(key, sizeof key, "%s\x1f%s", pw_out_str(ser, "suite", ""),
+                 pw_out_str(ser, "benchmark", ""));
         json_t *at = json_object_get(s->by_key, key);
         if (!at) {
             size_t n = json_array_size(s->pages);
@@ -222,7 +205,7 @@ s_group(s_site_t *s, const json_t *series)
                 continue;
             }
             char file[128], safe[S_NAME_CHARS + 1];
-            const char *b = s_str(ser, "benchmark", "unnamed");
+            const char *b = pw_out_str(ser, "benchmark", "unnamed");
             size_t k = 0;
             for (; b[k] && k < S_NAME_CHARS; k++) {
                 char c = b[k];
@@ -234,8 +217,8 @@ s_group(s_site_t *s, const json_t *series)
             safe[k] = '\0';
             snprintf(file, sizeof file, "bench-%04zu-%s.html", n + 1, safe);
             if (json_array_append_new(s->pages, json_pack(
-                    "{s:s,s:s,s:s,s:[],s:i}", "suite", s_str(ser, "suite",
-                    ""), "benchmark", s_str(ser, "benchmark", ""), "file",
+                    "{s:s,s:s,s:s,s:[],s:i}", "suite", pw_out_str(ser, "suite",
+                    ""), "benchmark", pw_out_str(ser, "benchmark", ""), "file",
                     file, "series", "count", 0)) != 0 ||
                 json_object_set_new(s->by_key, key, json_integer(
                     (json_int_t)n)) != 0)
@@ -260,7 +243,7 @@ s_page_of(const s_site_t *s, const char *suite, const char *bench)
     json_t *at = json_object_get(s->by_key, key);
     if (!at)
         return NULL;
-    return s_str(json_array_get(s->pages, (size_t)json_integer_value(at)),
+    return pw_out_str(json_array_get(s->pages, (size_t)json_integer_value(at)),
                  "file", NULL);
 }
 
@@ -278,8 +261,8 @@ static void
 s_foot(FILE *f, const s_site_t *s)
 {
     char when[64];
-    s_date(when, sizeof when, json_integer_value(json_object_get(
-        s->doc, "generated_at_us")));
+    pw_out_time(when, sizeof when, json_integer_value(json_object_get(
+        s->doc, "generated_at_us")), PW_OUT_TIME_PAGE);
     fprintf(f, "<footer><p>Made by parity report --site at %s. Times are "
             "wall-clock per run; a ratio is subject median / other median "
             "on one host, judged with that host's own noise floor.</p>"
@@ -296,7 +279,7 @@ s_run_box(FILE *f, const json_t *ser, const json_t *run)
     for (size_t a = 0; a < 2; a++) {
         const json_t *sum = json_object_get(run, key[a]);
         memset(&arms[a], 0, sizeof arms[a]);
-        arms[a].name = s_str(ser, key[a], key[a]);
+        arms[a].name = pw_out_str(ser, key[a], key[a]);
         arms[a].subject = a == 0;
         arms[a].has_summary = json_is_object(sum);
         if (!arms[a].has_summary)
@@ -312,16 +295,16 @@ s_run_box(FILE *f, const json_t *ser, const json_t *run)
     bool has_ratio = json_is_number(json_object_get(run, "ratio")) &&
                      json_is_number(json_object_get(run, "tolerance"));
     ratio = (cl_report_ratio_t){
-        .other = s_str(ser, "other", "other"),
+        .other = pw_out_str(ser, "other", "other"),
         .ratio = json_number_value(json_object_get(run, "ratio")),
         .tolerance = json_number_value(json_object_get(run, "tolerance")),
-        .outcome = s_str(run, "outcome", NULL) };
+        .outcome = pw_out_str(run, "outcome", NULL) };
     char when[64], tags[512], caption[1024];
-    s_date(when, sizeof when, json_integer_value(json_object_get(run,
-                                                                 "time_us")));
+    pw_out_time(when, sizeof when, json_integer_value(json_object_get(run,
+                                                                 "time_us")), PW_OUT_TIME_PAGE);
     s_pairs(tags, sizeof tags, json_object_get(run, "tags"));
     snprintf(caption, sizeof caption, "%s, run %s, %s", when,
-             s_str(run, "run", "?"), tags);
+             pw_out_str(run, "run", "?"), tags);
     fputs("<div class=\"plot\">", f);
     cl_report_boxplot(f, caption, arms, 2, &ratio, has_ratio ? 1 : 0);
     fputs("</div>\n", f);
@@ -344,25 +327,25 @@ s_marks_list(FILE *f, const json_t *ser)
             json_object_get(m, "index")));
         char tags[512];
         s_pairs(tags, sizeof tags, json_object_get(run, "tags"));
-        const char *o = s_outcome(s_str(m, "outcome", NULL));
+        const char *o = s_outcome(pw_out_str(m, "outcome", NULL));
         fprintf(f, "<li>change point %" JSON_INTEGER_FORMAT ": <span "
                 "class=\"%s\">%s</span>, %s x%.4f%s, from run ",
                 json_integer_value(json_object_get(m, "id")), o, o,
-                s_str(m, "metric", "ratio"), json_number_value(
+                pw_out_str(m, "metric", "ratio"), json_number_value(
                     json_object_get(m, "magnitude")),
                 json_is_true(json_object_get(m, "within_noise")) ?
                 " (within noise)" : "");
-        cl_svg_text(f, s_str(run, "run", "?"));
+        cl_svg_text(f, pw_out_str(run, "run", "?"));
         fputs(" (", f);
         cl_svg_text(f, tags);
         fputs(")</li>\n", f);
     }
     json_array_foreach(json_object_get(ser, "annotations"), i, m) {
         fputs("<li>", f);
-        cl_svg_text(f, s_str(m, "kind", "change"));
+        cl_svg_text(f, pw_out_str(m, "kind", "change"));
         fprintf(f, " change before run %" JSON_INTEGER_FORMAT ": ",
                 json_integer_value(json_object_get(m, "index")) + 1);
-        cl_svg_text(f, s_str(m, "text", ""));
+        cl_svg_text(f, pw_out_str(m, "text", ""));
         fputs("</li>\n", f);
     }
     fputs("</ul>\n", f);
@@ -376,8 +359,8 @@ s_series(FILE *f, const json_t *ser)
     char vars[512], title[1536];
     s_pairs(vars, sizeof vars, json_object_get(ser, "vars"));
     snprintf(title, sizeof title, "%s: %s vs %s%s%s",
-             s_str(ser, "host", "?"), s_str(ser, "subject", "?"),
-             s_str(ser, "other", "?"), strcmp(vars, "-") ? ", " : "",
+             pw_out_str(ser, "host", "?"), pw_out_str(ser, "subject", "?"),
+             pw_out_str(ser, "other", "?"), strcmp(vars, "-") ? ", " : "",
              strcmp(vars, "-") ? vars : "");
     fputs("<section class=\"series\">\n<h2>", f);
     cl_svg_text(f, title);
@@ -407,10 +390,10 @@ s_bench_page(const s_site_t *s, const json_t *page, const char *dir,
              char *err, size_t errlen)
 {
     char tmp[S_PATH_MAX], title[1024];
-    const char *file = s_str(page, "file", "bench.html");
-    snprintf(title, sizeof title, "%s%s%s", s_str(page, "suite", ""),
-             *s_str(page, "suite", "") ? " / " : "",
-             s_str(page, "benchmark", "?"));
+    const char *file = pw_out_str(page, "file", "bench.html");
+    snprintf(title, sizeof title, "%s%s%s", pw_out_str(page, "suite", ""),
+             *pw_out_str(page, "suite", "") ? " / " : "",
+             pw_out_str(page, "benchmark", "?"));
     FILE *f = s_open(dir, file, tmp, sizeof tmp, err, errlen);
     if (!f)
         return -1;
@@ -449,27 +432,25 @@ s_hosts(FILE *f, const s_site_t *s)
     json_array_foreach(hosts, i, h) {
         bool online = json_is_true(json_object_get(h, "online"));
         char floor[64], seen[64];
-        pw_out_us(floor, sizeof floor, json_number_value(json_object_get(
-            h, "floor_us")));
-        s_date(seen, sizeof seen, json_integer_value(json_object_get(
-            h, "last_seen_us")));
+        pw_out_floor(floor, sizeof floor, h, " (default)");
+        pw_out_time(seen, sizeof seen, json_integer_value(json_object_get(
+            h, "last_seen_us")), PW_OUT_TIME_PAGE);
         fputs("<tr><td>", f);
-        cl_svg_text(f, s_str(h, "name", "?"));
-        fprintf(f, "</td><td class=\"%s\">%s</td><td>%s%s</td><td>",
+        cl_svg_text(f, pw_out_str(h, "name", "?"));
+        fprintf(f, "</td><td class=\"%s\">%s</td><td>%s</td><td>",
                 online ? "online" : "offline", online ? "online" : "offline",
-                floor, json_is_true(json_object_get(h, "floor_default")) ?
-                " (default)" : "");
-        cl_svg_text(f, s_str(h, "cpu_model", "-"));
+                floor);
+        cl_svg_text(f, pw_out_str(h, "cpu_model", "-"));
         fputs("</td><td>", f);
-        cl_svg_text(f, s_str(h, "kernel", "-"));
+        cl_svg_text(f, pw_out_str(h, "kernel", "-"));
         fprintf(f, "</td><td>%s</td><td>", seen);
         if (json_array_size(json_object_get(h, "warnings")) == 0)
             fputs("none", f);
         json_array_foreach(json_object_get(h, "warnings"), k, w) {
             fputs(k ? "<br>" : "", f);
-            cl_svg_text(f, s_str(w, "code", "?"));
+            cl_svg_text(f, pw_out_str(w, "code", "?"));
             fputs(": ", f);
-            cl_svg_text(f, s_str(w, "message", ""));
+            cl_svg_text(f, pw_out_str(w, "message", ""));
         }
         fputs("</td></tr>\n", f);
     }
@@ -486,8 +467,8 @@ s_worse(const void *a, const void *b)
         ry = json_is_true(json_object_get(y, "regression"));
     if (rx != ry)
         return ry - rx;
-    int lx = strcmp(s_str(x, "outcome", ""), "loss") == 0,
-        ly = strcmp(s_str(y, "outcome", ""), "loss") == 0;
+    int lx = strcmp(pw_out_str(x, "outcome", ""), "loss") == 0,
+        ly = strcmp(pw_out_str(y, "outcome", ""), "loss") == 0;
     if (lx != ly)
         return ly - lx;
     double mx = json_number_value(json_object_get(x, "magnitude")),
@@ -499,9 +480,9 @@ s_worse(const void *a, const void *b)
 static void
 s_cp_row(FILE *f, const s_site_t *s, const json_t *cp, bool acked)
 {
-    const char *o = s_outcome(s_str(cp, "outcome", NULL));
-    const char *page = s_page_of(s, s_str(cp, "suite", ""),
-                                 s_str(cp, "benchmark", ""));
+    const char *o = s_outcome(pw_out_str(cp, "outcome", NULL));
+    const char *page = s_page_of(s, pw_out_str(cp, "suite", ""),
+                                 pw_out_str(cp, "benchmark", ""));
     char before[512], after[512], vars[512];
     s_pairs(before, sizeof before, json_object_get(json_object_get(
         cp, "before"), "tags"));
@@ -515,22 +496,22 @@ s_cp_row(FILE *f, const s_site_t *s, const json_t *cp, bool acked)
             " (within noise)" : "");
     if (page) {
         fprintf(f, "<a href=\"%s\">", page);
-        cl_svg_text(f, s_str(cp, "benchmark", "?"));
+        cl_svg_text(f, pw_out_str(cp, "benchmark", "?"));
         fputs("</a>", f);
     } else {
-        cl_svg_text(f, s_str(cp, "benchmark", "?"));
+        cl_svg_text(f, pw_out_str(cp, "benchmark", "?"));
     }
     fputs("</td><td>", f);
-    cl_svg_text(f, s_str(cp, "host", "?"));
+    cl_svg_text(f, pw_out_str(cp, "host", "?"));
     fputs("</td><td>", f);
-    cl_svg_text(f, s_str(cp, "subject", "?"));
+    cl_svg_text(f, pw_out_str(cp, "subject", "?"));
     fputs(" vs ", f);
-    cl_svg_text(f, s_str(cp, "other", "?"));
+    cl_svg_text(f, pw_out_str(cp, "other", "?"));
     fputs("</td><td>", f);
     cl_svg_text(f, vars);
     double mag = json_number_value(json_object_get(cp, "magnitude"));
     fprintf(f, "</td><td>%s %+.1f %%</td><td>%.2g</td><td>",
-            s_str(cp, "metric", "ratio"), (mag - 1) * 100,
+            pw_out_str(cp, "metric", "ratio"), (mag - 1) * 100,
             json_number_value(json_object_get(cp, "p_value")));
     cl_svg_text(f, before);
     fputs(" &rarr; ", f);
@@ -549,7 +530,7 @@ s_cp_row(FILE *f, const s_site_t *s, const json_t *cp, bool acked)
     }
     if (acked) {
         fputs("</td><td>", f);
-        cl_svg_text(f, s_str(json_object_get(cp, "ack"), "note", ""));
+        cl_svg_text(f, pw_out_str(json_object_get(cp, "ack"), "note", ""));
     }
     fputs("</td></tr>\n", f);
 }
@@ -589,17 +570,6 @@ s_cps(FILE *f, const s_site_t *s, const char *which, const char *title)
     return 0;
 }
 
-static const json_t *
-s_entry(const json_t *cmp, const char *host)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(cmp, "hosts"), i, e)
-        if (strcmp(s_str(e, "host", ""), host) == 0)
-            return e;
-    return NULL;
-}
-
 /* The latest job: one row per comparison, one cell per host coloured by
  * its verdict's outcome. */
 static void
@@ -616,48 +586,48 @@ s_latest(FILE *f, const s_site_t *s)
     char tags[512];
     s_pairs(tags, sizeof tags, json_object_get(ver, "tags"));
     fputs("<h2>Latest job: ", f);
-    cl_svg_text(f, s_str(ver, "job", "?"));
+    cl_svg_text(f, pw_out_str(ver, "job", "?"));
     fputs("</h2>\n<p>suite ", f);
-    cl_svg_text(f, s_str(ver, "suite", "?"));
+    cl_svg_text(f, pw_out_str(ver, "suite", "?"));
     fputs(", state ", f);
-    cl_svg_text(f, s_str(ver, "state", "?"));
+    cl_svg_text(f, pw_out_str(ver, "state", "?"));
     fputs(", tags ", f);
     cl_svg_text(f, tags);
     fputs(".</p>\n<table class=\"latest\">\n<tr><th>benchmark</th>"
           "<th>arms</th>", f);
     json_array_foreach(hosts, h, host) {
         fputs("<th>", f);
-        cl_svg_text(f, s_str(host, "host", "?"));
+        cl_svg_text(f, pw_out_str(host, "host", "?"));
         fputs("</th>", f);
     }
     fputs("<th>across hosts</th></tr>\n", f);
     json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
-        const char *page = s_page_of(s, s_str(ver, "suite", ""),
-                                     s_str(cmp, "benchmark", ""));
+        const char *page = s_page_of(s, pw_out_str(ver, "suite", ""),
+                                     pw_out_str(cmp, "benchmark", ""));
         fputs("<tr><td>", f);
         if (page)
             fprintf(f, "<a href=\"%s\">", page);
-        cl_svg_text(f, s_str(cmp, "benchmark", "?"));
+        cl_svg_text(f, pw_out_str(cmp, "benchmark", "?"));
         fputs(page ? "</a></td><td>" : "</td><td>", f);
-        cl_svg_text(f, s_str(cmp, "subject", "?"));
+        cl_svg_text(f, pw_out_str(cmp, "subject", "?"));
         fputs(" vs ", f);
-        cl_svg_text(f, s_str(cmp, "other", "?"));
+        cl_svg_text(f, pw_out_str(cmp, "other", "?"));
         fputs("</td>", f);
         json_array_foreach(hosts, h, host) {
-            const json_t *e = s_entry(cmp, s_str(host, "host", ""));
+            const json_t *e = pw_out_entry(cmp, pw_out_str(host, "host", ""));
             const json_t *v = json_object_get(e, "verdict");
             if (!e) {
                 fputs("<td class=\"none\">-</td>", f);
             } else if (!json_is_object(v)) {
                 fputs("<td class=\"none\">no verdict</td>", f);
             } else {
-                const char *o = s_outcome(s_str(v, "outcome", NULL));
+                const char *o = s_outcome(pw_out_str(v, "outcome", NULL));
                 fprintf(f, "<td class=\"%s\">%s %.3f</td>", o, o,
                         json_number_value(json_object_get(v, "ratio")));
             }
         }
         fputs("<td>", f);
-        cl_svg_text(f, s_str(json_object_get(cmp, "summary"), "consensus",
+        cl_svg_text(f, pw_out_str(json_object_get(cmp, "summary"), "consensus",
                              "no hosts"));
         fputs("</td></tr>\n", f);
     }
@@ -681,12 +651,12 @@ s_bench_list(FILE *f, const s_site_t *s)
     fputs("<ul class=\"benchmarks\">\n", f);
     json_array_foreach(s->pages, i, page) {
         json_int_t n = json_integer_value(json_object_get(page, "count"));
-        fprintf(f, "<li><a href=\"%s\">", s_str(page, "file", ""));
-        if (*s_str(page, "suite", "")) {
-            cl_svg_text(f, s_str(page, "suite", ""));
+        fprintf(f, "<li><a href=\"%s\">", pw_out_str(page, "file", ""));
+        if (*pw_out_str(page, "suite", "")) {
+            cl_svg_text(f, pw_out_str(page, "suite", ""));
             fputs(" / ", f);
         }
-        cl_svg_text(f, s_str(page, "benchmark", "?"));
+        cl_svg_text(f, pw_out_str(page, "benchmark", "?"));
         fprintf(f, "</a> (%" JSON_INTEGER_FORMAT " series)</li>\n", n);
     }
     fputs("</ul>\n", f);
@@ -699,8 +669,8 @@ s_index(const s_site_t *s, const char *dir, char *err, size_t errlen)
     FILE *f = s_open(dir, "index.html", tmp, sizeof tmp, err, errlen);
     if (!f)
         return -1;
-    s_date(when, sizeof when, json_integer_value(json_object_get(
-        s->doc, "generated_at_us")));
+    pw_out_time(when, sizeof when, json_integer_value(json_object_get(
+        s->doc, "generated_at_us")), PW_OUT_TIME_PAGE);
     s_head(f, "Parity");
     fprintf(f, "<h1>Parity</h1>\n<p>The fleet as of %s.</p>\n", when);
     s_hosts(f, s);

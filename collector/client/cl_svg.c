@@ -37,13 +37,6 @@ typedef struct {
     double lw;            /* ratio axis half-width, natural log */
 } s_plot_t;
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
 void
 cl_svg_text(FILE *f, const char *s)
 {
@@ -58,16 +51,6 @@ cl_svg_text(FILE *f, const char *s)
         default: fputc(*s, f);
         }
     }
-}
-
-static void
-s_date(char *buf, size_t len, json_int_t us)
-{
-    time_t t = (time_t)(us / 1000000);
-    struct tm tm;
-    if (us <= 0 || !gmtime_r(&t, &tm) ||
-        strftime(buf, len, "%Y-%m-%d %H:%M", &tm) == 0)
-        snprintf(buf, len, "-");
 }
 
 static double
@@ -179,22 +162,22 @@ static void
 s_hover(char *buf, size_t len, const json_t *series, const json_t *r)
 {
     char when[32], tags[512], sub[256], oth[256], ver[128];
-    s_date(when, sizeof when, json_integer_value(json_object_get(r,
-                                                                 "time_us")));
+    pw_out_time(when, sizeof when, json_integer_value(json_object_get(r,
+                                                                 "time_us")), PW_OUT_TIME_PLOT);
     s_tags(tags, sizeof tags, json_object_get(r, "tags"));
-    s_arm_text(sub, sizeof sub, s_str(series, "subject", "subject"),
+    s_arm_text(sub, sizeof sub, pw_out_str(series, "subject", "subject"),
                json_object_get(r, "subject"));
-    s_arm_text(oth, sizeof oth, s_str(series, "other", "other"),
+    s_arm_text(oth, sizeof oth, pw_out_str(series, "other", "other"),
                json_object_get(r, "other"));
     if (json_is_number(json_object_get(r, "ratio")))
         snprintf(ver, sizeof ver, "ratio %.4f (tolerance %.4f): %s",
                  s_num(r, "ratio"), s_num(r, "tolerance"),
-                 s_str(r, "outcome", "no verdict"));
+                 pw_out_str(r, "outcome", "no verdict"));
     else
         snprintf(ver, sizeof ver, "no verdict");
     snprintf(buf, len, "%s, run %s%s%s; %s; %s; %s; %s", when,
-             s_str(r, "run", "?"), *s_str(r, "job", "") ? ", job " : "",
-             s_str(r, "job", ""), tags, sub, oth, ver);
+             pw_out_str(r, "run", "?"), *pw_out_str(r, "job", "") ? ", job " : "",
+             pw_out_str(r, "job", ""), tags, sub, oth, ver);
 }
 
 /* One arm's band (min-max), median line and points. */
@@ -267,7 +250,7 @@ s_ratio(FILE *f, const s_plot_t *p)
         if (!json_is_number(json_object_get(r, "ratio")) || !(ratio > 0) ||
             !isfinite(ratio))
             continue;
-        const char *o = s_str(r, "outcome", "none");
+        const char *o = pw_out_str(r, "outcome", "none");
         fprintf(f, "<circle class=\"pt ratio %s\" cx=\"%.1f\" cy=\"%.1f\" "
                 "r=\"3.5\" fill=\"%s\"/>\n", o, s_x(p, (double)i),
                 s_yr(p, ratio), cl_report_outcome_colour(o));
@@ -310,14 +293,14 @@ s_marks(FILE *f, const s_plot_t *p, const json_t *series)
             continue;
         double x = s_xb(p, (double)(at - (json_int_t)p->first));
         fprintf(f, "<g class=\"ann-mark\"><title>");
-        cl_svg_text(f, s_str(m, "kind", "change"));
+        cl_svg_text(f, pw_out_str(m, "kind", "change"));
         fputs(" change: ", f);
-        cl_svg_text(f, s_str(m, "text", ""));
+        cl_svg_text(f, pw_out_str(m, "text", ""));
         fprintf(f, "</title><line class=\"ann %s\" x1=\"%.1f\" x2=\"%.1f\" "
                 "y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
                 "stroke-dasharray=\"1 3\"/><polygon points=\"%.1f,%.1f "
                 "%.1f,%.1f %.1f,%.1f\" fill=\"%s\"/></g>\n",
-                s_str(m, "kind", "change"), x, x, S_PT0, S_PR1, S_ANN_COLOUR,
+                pw_out_str(m, "kind", "change"), x, x, S_PT0, S_PR1, S_ANN_COLOUR,
                 x - 5, S_PT0 - 8, x + 5, S_PT0 - 8, x, S_PT0, S_ANN_COLOUR);
     }
     json_array_foreach(json_object_get(series, "change_points"), i, m) {
@@ -325,7 +308,7 @@ s_marks(FILE *f, const s_plot_t *p, const json_t *series)
         if (at < (json_int_t)p->first || at >= (json_int_t)(p->first + p->n))
             continue;
         double x = s_xb(p, (double)(at - (json_int_t)p->first));
-        const char *o = s_str(m, "outcome", "none");
+        const char *o = pw_out_str(m, "outcome", "none");
         bool noise = json_is_true(json_object_get(m, "within_noise"));
         char before[512], after[512];
         s_tags(before, sizeof before, json_object_get(
@@ -335,7 +318,7 @@ s_marks(FILE *f, const s_plot_t *p, const json_t *series)
         fprintf(f, "<g class=\"cp-mark\"><title>change point %"
                 JSON_INTEGER_FORMAT " (%s x%.4f): %s%s; before: ",
                 json_integer_value(json_object_get(m, "id")),
-                s_str(m, "metric", "ratio"), s_num(m, "magnitude"), o,
+                pw_out_str(m, "metric", "ratio"), s_num(m, "magnitude"), o,
                 noise ? ", within noise" : "");
         cl_svg_text(f, before);
         fputs("; after: ", f);
@@ -372,10 +355,10 @@ s_axes(FILE *f, const s_plot_t *p)
             "width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#bbb\"/>\n",
             S_ML, S_PT0, S_W - S_ML - S_MR, S_PT1 - S_PT0, S_ML, S_PR0,
             S_W - S_ML - S_MR, S_PR1 - S_PR0);
-    s_date(d0, sizeof d0, json_integer_value(json_object_get(s_run(p, 0),
-                                                             "time_us")));
-    s_date(d1, sizeof d1, json_integer_value(json_object_get(
-        s_run(p, p->n - 1), "time_us")));
+    pw_out_time(d0, sizeof d0, json_integer_value(json_object_get(s_run(p, 0),
+                                                             "time_us")), PW_OUT_TIME_PLOT);
+    pw_out_time(d1, sizeof d1, json_integer_value(json_object_get(
+        s_run(p, p->n - 1), "time_us")), PW_OUT_TIME_PLOT);
     fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#555\">"
             "<text x=\"%.1f\" y=\"%.1f\">%s</text>"
             "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%zu run%s, "
@@ -392,12 +375,12 @@ s_legend(FILE *f, const json_t *series)
             "<rect x=\"%.1f\" y=\"8\" width=\"14\" height=\"10\" fill=\"%s\" "
             "fill-opacity=\"0.4\"/><text x=\"%.1f\" y=\"17\">",
             S_ML, S_SUBJECT_COLOUR, S_ML + 18);
-    cl_svg_text(f, s_str(series, "subject", "subject"));
+    cl_svg_text(f, pw_out_str(series, "subject", "subject"));
     fprintf(f, " (subject): median, min-max</text>"
             "<rect x=\"%.1f\" y=\"8\" width=\"14\" height=\"10\" fill=\"%s\" "
             "fill-opacity=\"0.4\"/><text x=\"%.1f\" y=\"17\">",
             S_ML + 330, S_OTHER_COLOUR, S_ML + 348);
-    cl_svg_text(f, s_str(series, "other", "other"));
+    cl_svg_text(f, pw_out_str(series, "other", "other"));
     fprintf(f, "</text><text x=\"%.1f\" y=\"17\" text-anchor=\"end\" "
             "fill=\"#555\">solid line: change point; dotted: environment "
             "change</text></g>\n", S_W - S_MR);

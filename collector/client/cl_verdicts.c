@@ -16,61 +16,25 @@
 /* Hosts shown as columns; more are shown as rows (one per host). */
 #define S_HOST_COLUMNS 8
 
-static const char *
-s_str(const json_t *o, const char *k, const char *dflt)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s && *s ? s : dflt;
-}
-
-/* The entry of host in a comparison's hosts, or NULL. */
-static const json_t *
-s_entry(const json_t *cmp, const char *host)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(cmp, "hosts"), i, e)
-        if (strcmp(s_str(e, "host", ""), host) == 0)
-            return e;
-    return NULL;
-}
-
 /* "loss 1.162", "no verdict", or the host's state when it has no run. */
 static void
 s_cell(char *buf, size_t len, const json_t *cmp, const json_t *host)
 {
-    const json_t *e = s_entry(cmp, s_str(host, "host", ""));
+    const json_t *e = pw_out_entry(cmp, pw_out_str(host, "host", ""));
     if (!e) {
-        const char *st = s_str(host, "state", "-");
+        /* No run of this pair from the host: where its job stands. */
+        const char *st = pw_out_str(host, "state", "-");
         snprintf(buf, len, "%s", strcmp(st, "done") == 0 ? "-" : st);
-        return;
+    } else {
+        pw_out_cell(buf, len, e);
     }
-    const json_t *v = json_object_get(e, "verdict");
-    if (!json_is_object(v)) {
-        const char *st = s_str(e, "status", "complete");
-        snprintf(buf, len, "%s", strcmp(st, "complete") == 0 ? "no verdict"
-                                                             : st);
-        return;
-    }
-    snprintf(buf, len, "%s %.3f", s_str(v, "outcome", "?"),
-             json_number_value(json_object_get(v, "ratio")));
 }
 
 static void
 s_arms(char *buf, size_t len, const json_t *cmp)
 {
-    snprintf(buf, len, "%s vs %s", s_str(cmp, "subject", "?"),
-             s_str(cmp, "other", "?"));
-}
-
-static void
-s_geomean(char *buf, size_t len, const json_t *sum)
-{
-    if (json_integer_value(json_object_get(sum, "hosts")) == 0)
-        snprintf(buf, len, "-");
-    else
-        snprintf(buf, len, "%.3f",
-                 json_number_value(json_object_get(sum, "geomean_ratio")));
+    snprintf(buf, len, "%s vs %s", pw_out_str(cmp, "subject", "?"),
+             pw_out_str(cmp, "other", "?"));
 }
 
 static int
@@ -122,12 +86,12 @@ s_print_csv(FILE *f, const json_t *body)
                     num[q][0] = '\0';
             }
             const char *row[] = {
-                s_str(body, "job", ""), s_str(cmp, "benchmark", ""),
-                s_str(cmp, "subject", ""), s_str(cmp, "other", ""),
-                s_str(e, "host", ""), s_str(e, "run_id", ""),
-                json_is_object(v) ? s_str(v, "outcome", "") : "error",
+                pw_out_str(body, "job", ""), pw_out_str(cmp, "benchmark", ""),
+                pw_out_str(cmp, "subject", ""), pw_out_str(cmp, "other", ""),
+                pw_out_str(e, "host", ""), pw_out_str(e, "run_id", ""),
+                json_is_object(v) ? pw_out_str(v, "outcome", "") : "error",
                 num[0], num[1], num[2], num[3], num[4],
-                s_str(sum, "consensus", ""), gm };
+                pw_out_str(sum, "consensus", ""), gm };
             for (size_t c = 0; c < n; c++)
                 pw_out_csv_field(f, row[c], c + 1 == n);
         }
@@ -148,10 +112,10 @@ s_print_suite_versions(FILE *f, const json_t *body, bool markdown)
         return;
     fprintf(f, "%ssuite %s: the hosts ran %zu versions of it (SHA-256 of "
             "the suite file):\n", markdown ? "\n" : "",
-            s_str(body, "suite", "?"), n);
+            pw_out_str(body, "suite", "?"), n);
     json_array_foreach(groups, i, g) {
         fprintf(f, "%s%.12s ", markdown ? "- " : "  ",
-                s_str(g, "digest", "?"));
+                pw_out_str(g, "digest", "?"));
         json_array_foreach(json_object_get(g, "hosts"), k, h)
             fprintf(f, "%s%s", k ? ", " : "", json_string_value(h) ?
                     json_string_value(h) : "?");
@@ -178,7 +142,7 @@ s_print_selftests(FILE *f, const json_t *hosts, bool markdown)
             fputc('\n', f);
         first = false;
         fprintf(f, "%s%s: %sthis host: %s%s%s%s\n", markdown ? "- " : "",
-                s_str(h, "host", "?"), cl_aa_warns(st) ? "warning: "
+                pw_out_str(h, "host", "?"), cl_aa_warns(st) ? "warning: "
                 : "", text, *when ? " (self-test of " : "", when,
                 *when ? ")" : json_is_object(st) ? "" : " (parity selftest)");
     }
@@ -212,9 +176,9 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
                      used ? " " : "", k, json_string_value(v) ?
                      json_string_value(v) : "");
         }
-        const char *label = s_str(body, "label", "");
-        fprintf(f, "job %s  suite %s  %s%s%s%s%s\n", s_str(body, "job", "?"),
-                s_str(body, "suite", "?"), s_str(body, "state", "?"),
+        const char *label = pw_out_str(body, "label", "");
+        fprintf(f, "job %s  suite %s  %s%s%s%s%s\n", pw_out_str(body, "job", "?"),
+                pw_out_str(body, "suite", "?"), pw_out_str(body, "state", "?"),
                 *tags ? "  tags " : "", tags, *label ? "  label " : "",
                 label);
     }
@@ -222,7 +186,7 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
     head[1] = "arms";
     if (columns) {
         for (size_t i = 0; i < nh; i++)
-            head[2 + i] = s_str(json_array_get(hosts, i), "host", "?");
+            head[2 + i] = pw_out_str(json_array_get(hosts, i), "host", "?");
         head[2 + nh] = "geomean";
         head[3 + nh] = "summary";
     } else {
@@ -249,7 +213,7 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
         size_t reps = columns ? 1 : json_array_size(json_object_get(cmp,
                                                                     "hosts"));
         for (size_t r = 0; r < reps; r++) {
-            snprintf(cells[0], PW_OUT_CELL_MAX, "%s", s_str(cmp, "benchmark",
+            snprintf(cells[0], PW_OUT_CELL_MAX, "%s", pw_out_str(cmp, "benchmark",
                                                         "?"));
             s_arms(cells[1], PW_OUT_CELL_MAX, cmp);
             size_t c = 2;
@@ -260,16 +224,16 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
             } else {
                 const json_t *e = json_array_get(json_object_get(cmp,
                                                                  "hosts"), r);
-                snprintf(cells[c++], PW_OUT_CELL_MAX, "%s", s_str(e, "host",
+                snprintf(cells[c++], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host",
                                                               "?"));
-                json_t *one = json_pack("{s:s}", "host", s_str(e, "host",
+                json_t *one = json_pack("{s:s}", "host", pw_out_str(e, "host",
                                                                ""));
                 s_cell(cells[c++], PW_OUT_CELL_MAX, cmp, one);
                 json_decref(one);
             }
-            s_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
+            pw_out_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
             snprintf(cells[c++], PW_OUT_CELL_MAX, "%s",
-                     s_str(sum, "consensus", "no hosts"));
+                     pw_out_str(sum, "consensus", "no hosts"));
             for (size_t q = 0; q < ncols; q++)
                 row[q] = cells[q];
             if (format == CL_VERDICTS_MARKDOWN)
@@ -282,7 +246,7 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
         rc |= pw_out_table_print(t, f);
         if (json_array_size(cmps) == 0)
             fprintf(f, "(no verdicts stored for this job%s)\n",
-                    strcmp(s_str(body, "state", ""), "active") == 0 ?
+                    strcmp(pw_out_str(body, "state", ""), "active") == 0 ?
                     " yet" : "");
     }
     if (format == CL_VERDICTS_TABLE || format == CL_VERDICTS_MARKDOWN) {
@@ -291,16 +255,16 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
         bool first = true;
         json_t *h;
         json_array_foreach(hosts, i, h) {
-            const char *st = s_str(h, "state", "?");
+            const char *st = pw_out_str(h, "state", "?");
             if (strcmp(st, "done") == 0)
                 continue;
             if (format == CL_VERDICTS_MARKDOWN && first)
                 fputc('\n', f);
             first = false;
             fprintf(f, "%s%s: %s%s%s\n", format == CL_VERDICTS_MARKDOWN ?
-                    "- " : "", s_str(h, "host", "?"), st,
-                    *s_str(h, "reason", "") ? ": " : "",
-                    s_str(h, "reason", ""));
+                    "- " : "", pw_out_str(h, "host", "?"), st,
+                    *pw_out_str(h, "reason", "") ? ": " : "",
+                    pw_out_str(h, "reason", ""));
         }
     }
     if (format == CL_VERDICTS_TABLE || format == CL_VERDICTS_MARKDOWN) {
@@ -320,21 +284,21 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
 static void
 s_host_reason(const json_t *body, const json_t *host)
 {
-    const char *name = s_str(host, "host", "?");
-    const char *st = s_str(host, "state", "?");
+    const char *name = pw_out_str(host, "host", "?");
+    const char *st = pw_out_str(host, "state", "?");
     if (strcmp(st, "done") != 0) {
-        const char *why = s_str(host, "reason", "");
+        const char *why = pw_out_str(host, "reason", "");
         fprintf(stderr, "  %s: %s%s%s\n", name, st, *why ? ": " : "", why);
         return;
     }
     size_t i;
     json_t *cmp;
     json_array_foreach(json_object_get(body, "comparisons"), i, cmp) {
-        const json_t *e = s_entry(cmp, name);
+        const json_t *e = pw_out_entry(cmp, name);
         if (e) {
             fprintf(stderr, "  %s: %s: %s\n", name,
-                    s_str(cmp, "benchmark", "?"),
-                    s_str(e, "error", s_str(e, "status", "no verdict")));
+                    pw_out_str(cmp, "benchmark", "?"),
+                    pw_out_str(e, "error", pw_out_str(e, "status", "no verdict")));
             return;
         }
     }
@@ -347,7 +311,7 @@ s_host_reason(const json_t *body, const json_t *host)
 static bool
 s_none_judged(const json_t *body)
 {
-    if (strcmp(s_str(body, "state", "active"), "active") == 0)
+    if (strcmp(pw_out_str(body, "state", "active"), "active") == 0)
         return false;
     size_t i, j;
     json_t *cmp, *e;
@@ -357,7 +321,7 @@ s_none_judged(const json_t *body)
                 return false;
     const json_t *hosts = json_object_get(body, "hosts");
     pw_out_error("verdicts", "job %s (%s): no host produced a verdict%s",
-                 s_str(body, "job", "?"), s_str(body, "state", "?"),
+                 pw_out_str(body, "job", "?"), pw_out_str(body, "state", "?"),
                  json_array_size(hosts) ? ":" : " (it had no hosts)");
     json_array_foreach(hosts, i, e)
         s_host_reason(body, e);
