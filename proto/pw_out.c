@@ -3,6 +3,7 @@
 #include "pw_json.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -424,6 +425,31 @@ pw_out_duration(const char *s, double max_s, double *out_s)
     if (v > max_s || v * 1e6 < 1)
         return -1;
     *out_s = v;
+    return 0;
+}
+
+void
+pw_out_getopt_error(const char *verb, int c, char *const *argv)
+{
+    const char *arg = optind > 0 ? argv[optind - 1] : "?";
+    if (c == ':')
+        pw_out_error(verb, "%s needs a value", arg);
+    else
+        pw_out_error(verb, "unexpected argument \"%s\" (parity %s --help)",
+                     arg, verb);
+}
+
+int
+pw_out_one_operand(const char *verb, int argc, char *const *argv,
+                   const char **arg)
+{
+    if (argc - optind > 1) {
+        pw_out_error(verb, "unexpected argument \"%s\" (parity %s --help)",
+                     argv[optind + 1], verb);
+        return -1;
+    }
+    if (argc - optind == 1)
+        *arg = argv[optind];
     return 0;
 }
 

@@ -112,6 +112,18 @@ int pw_out_help(const char *verb, const char *usage);
  * used by every verb before its own parsing. */
 bool pw_out_wants_help(int argc, char **argv);
 
+/* What a verb says when getopt_long (with an optstring that starts with
+ * ':' and opterr 0) returned c, ':' or '?': "--limit needs a value", or
+ * "unexpected argument \"ARG\" (parity VERB --help)". Reads getopt's
+ * optind. */
+void pw_out_getopt_error(const char *verb, int c, char *const *argv);
+
+/* After getopt_long: the one positional argument a verb takes into *arg
+ * (unchanged when there is none). 0, or -1 after "unexpected argument"
+ * for a second one. */
+int pw_out_one_operand(const char *verb, int argc, char *const *argv,
+                       const char **arg);
+
 /* "90", "90s", "10m", "2h", "3d", "2w" (no unit: seconds) into *out_s:
  * 0, or -1 when s is not one or is beyond max_s or under 1 us. The
  * verbs' --since and --expire share it. */

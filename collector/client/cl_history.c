@@ -7,6 +7,7 @@
 #include "cl_history.h"
 
 #include <stdbool.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,6 +437,84 @@ done:
     return rc;
 }
 
+/* The options of history into args, tags and hosts (what the collector
+ * reads) and the verb's own; 0, or -1 (said). */
+static int
+s_parse(int argc, char **argv, json_t *args, json_t *tags, json_t *hosts,
+        const char **bench, bool *as_json, bool *as_csv)
+{
+    enum { O_JSON = 256, O_CSV, O_ARM, O_SUITE, O_HOST, O_TAG, O_BY,
+           O_LIMIT };
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, O_JSON },
+        { "csv", no_argument, NULL, O_CSV },
+        { "arm", required_argument, NULL, O_ARM },
+        { "suite", required_argument, NULL, O_SUITE },
+        { "host", required_argument, NULL, O_HOST },
+        { "tag", required_argument, NULL, O_TAG },
+        { "by", required_argument, NULL, O_BY },
+        { "limit", required_argument, NULL, O_LIMIT },
+        { NULL, 0, NULL, 0 } };
+    int o;
+    optind = 1;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        const char *v = optarg;
+        char *end;
+        long n;
+        switch (o) {
+        case O_JSON:
+            *as_json = true;
+            break;
+        case O_CSV:
+            *as_csv = true;
+            break;
+        case O_ARM:
+        case O_SUITE:
+            json_object_set_new(args, o == O_ARM ? "other" : "suite",
+                                json_string(v));
+            break;
+        case O_HOST:
+            if (!*v || json_array_size(hosts) >= 256) {
+                pw_out_error("history", "--host \"%s\": want a host name "
+                             "(at most 256 of them)", v);
+                return -1;
+            }
+            json_array_append_new(hosts, json_string(v));
+            break;
+        case O_TAG:
+            if (pw_out_key_value(tags, v) != 0 ||
+                json_object_size(tags) > 256) {
+                pw_out_error("history", "--tag \"%s\": want KEY=VALUE", v);
+                return -1;
+            }
+            break;
+        case O_BY:
+            if (strlen(v) > 200) {
+                pw_out_error("history", "--by \"%.60s...\": want a tag name "
+                             "of at most 200 bytes", v);
+                return -1;
+            }
+            /* "time" is the default order; anything else is a tag. */
+            json_object_set_new(args, "by", json_string(
+                strcmp(v, "time") == 0 ? "" : v));
+            break;
+        case O_LIMIT:
+            n = strtol(v, &end, 10);
+            if (*end || end == v || n < 1 || n > 1000) {
+                pw_out_error("history", "--limit \"%s\": want 1..1000", v);
+                return -1;
+            }
+            json_object_set_new(args, "limit", json_integer(n));
+            break;
+        default:
+            pw_out_getopt_error("history", o, argv);
+            return -1;
+        }
+    }
+    return pw_out_one_operand("history", argc, argv, bench);
+}
+
 int
 cl_history_main(int argc, char **argv)
 {
@@ -460,65 +539,9 @@ cl_history_main(int argc, char **argv)
         pw_out_error("history", "%s", err);
         goto done;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = strcmp(a, "--arm") == 0 || strcmp(a, "--suite") == 0 ||
-                     strcmp(a, "--host") == 0 || strcmp(a, "--tag") == 0 ||
-                     strcmp(a, "--limit") == 0 || strcmp(a, "--by") == 0;
-        if (takes && !v) {
-            pw_out_error("history", "%s needs a value", a);
-            goto done;
-        }
-        if (strcmp(a, "--json") == 0) {
-            as_json = true;
-        } else if (strcmp(a, "--csv") == 0) {
-            as_csv = true;
-        } else if (strcmp(a, "--arm") == 0 || strcmp(a, "--suite") == 0) {
-            json_object_set_new(args, a[2] == 'a' ? "other" : "suite",
-                                json_string(v));
-            i++;
-        } else if (strcmp(a, "--host") == 0) {
-            if (!*v || json_array_size(hosts) >= 256) {
-                pw_out_error("history", "--host \"%s\": want a host name "
-                             "(at most 256 of them)", v);
-                goto done;
-            }
-            json_array_append_new(hosts, json_string(v));
-            i++;
-        } else if (strcmp(a, "--tag") == 0) {
-            if (pw_out_key_value(tags, v) != 0 || json_object_size(tags) > 256) {
-                pw_out_error("history", "--tag \"%s\": want KEY=VALUE", v);
-                goto done;
-            }
-            i++;
-        } else if (strcmp(a, "--by") == 0) {
-            if (strlen(v) > 200) {
-                pw_out_error("history", "--by \"%.60s...\": want a tag name "
-                             "of at most 200 bytes", v);
-                goto done;
-            }
-            /* "time" is the default order; anything else is a tag. */
-            json_object_set_new(args, "by", json_string(
-                strcmp(v, "time") == 0 ? "" : v));
-            i++;
-        } else if (strcmp(a, "--limit") == 0) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || end == v || n < 1 || n > 1000) {
-                pw_out_error("history", "--limit \"%s\": want 1..1000", v);
-                goto done;
-            }
-            json_object_set_new(args, "limit", json_integer(n));
-            i++;
-        } else if (a[0] == '-' || bench) {
-            pw_out_error("history", "unexpected argument \"%s\" (parity "
-                         "history --help)", a);
-            goto done;
-        } else {
-            bench = a;
-        }
-    }
+    if (s_parse(argc, argv, args, tags, hosts, &bench, &as_json,
+                &as_csv) != 0)
+        goto done;
     if (!bench) {
         pw_out_error("history", "which benchmark? (parity history BENCHMARK; "
                      "parity verdicts lists them)");

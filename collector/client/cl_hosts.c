@@ -1,5 +1,6 @@
 /* cl_hosts.c -- `parity hosts [--json]`: the fleet as the collector sees
  * it (docs/commands/hosts.md). */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -267,17 +268,32 @@ cl_hosts_main(int argc, char **argv)
         pw_out_error("hosts", "%s", err);
         return PW_EXIT_USAGE;
     }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
+    enum { O_JSON = 256, O_PENDING };
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, O_JSON },
+        { "pending", no_argument, NULL, O_PENDING },
+        { NULL, 0, NULL, 0 } };
+    int o;
+    optind = 1;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        if (o == O_JSON) {
             as_json = true;
-        } else if (strcmp(argv[i], "--pending") == 0) {
+        } else if (o == O_PENDING) {
             pending = true;
-        } else if (!action && argv[i][0] != '-'
-                   && (strcmp(argv[i], "approve") == 0
-                       || strcmp(argv[i], "reject") == 0
-                       || strcmp(argv[i], "revoke") == 0)) {
+        } else {
+            pw_out_error("hosts", "unknown argument \"%s\" (parity hosts "
+                         "--help)", argv[optind - 1]);
+            return PW_EXIT_USAGE;
+        }
+    }
+    /* Then nothing, or ACTION TARGET. */
+    for (int i = optind; i < argc; i++) {
+        if (i == optind && (strcmp(argv[i], "approve") == 0
+                            || strcmp(argv[i], "reject") == 0
+                            || strcmp(argv[i], "revoke") == 0)) {
             action = argv[i];
-        } else if (action && !target && argv[i][0] != '-') {
+        } else if (action && !target) {
             target = argv[i];
         } else {
             pw_out_error("hosts", "unknown argument \"%s\" (parity hosts "

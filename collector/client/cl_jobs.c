@@ -1,6 +1,7 @@
 /* cl_jobs.c -- `parity jobs [--active]` and `parity cancel JOB`
  * (docs/commands/jobs.md, cancel.md). */
 #include <stdbool.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -37,23 +38,36 @@ cl_jobs_main(int argc, char **argv)
         pw_out_error("jobs", "%s", err);
         return PW_EXIT_USAGE;
     }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--active") == 0) {
+    enum { O_ACTIVE = 256, O_JSON, O_LIMIT };
+    static const struct option opts[] = {
+        { "active", no_argument, NULL, O_ACTIVE },
+        { "json", no_argument, NULL, O_JSON },
+        { "limit", required_argument, NULL, O_LIMIT },
+        { NULL, 0, NULL, 0 } };
+    int o;
+    optind = 1;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        char *end;
+        if (o == O_ACTIVE) {
             active = true;
-        } else if (strcmp(argv[i], "--json") == 0) {
+        } else if (o == O_JSON) {
             as_json = true;
-        } else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
-            char *end;
-            limit = strtol(argv[++i], &end, 10);
-            if (*end || limit < 1 || limit > 1000) {
-                pw_out_error("jobs", "--limit \"%s\": want 1..1000", argv[i]);
+        } else if (o == O_LIMIT) {
+            limit = strtol(optarg, &end, 10);
+            if (*end || end == optarg || limit < 1 || limit > 1000) {
+                pw_out_error("jobs", "--limit \"%s\": want 1..1000", optarg);
                 return PW_EXIT_USAGE;
             }
         } else {
-            pw_out_error("jobs", "unexpected argument \"%s\" (parity jobs "
-                         "--help)", argv[i]);
+            pw_out_getopt_error("jobs", o, argv);
             return PW_EXIT_USAGE;
         }
+    }
+    if (optind < argc) {
+        pw_out_error("jobs", "unexpected argument \"%s\" (parity jobs "
+                     "--help)", argv[optind]);
+        return PW_EXIT_USAGE;
     }
     json_t *args = json_pack("{s:b,s:i}", "active", active, "limit",
                              (int)limit);
@@ -120,14 +134,16 @@ cl_cancel_main(int argc, char **argv)
         pw_out_error("cancel", "%s", err);
         return PW_EXIT_USAGE;
     }
-    for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-' || job) {
-            pw_out_error("cancel", "unexpected argument \"%s\" (parity "
-                         "cancel --help)", argv[i]);
-            return PW_EXIT_USAGE;
-        }
-        job = argv[i];
+    static const struct option opts[] = { { NULL, 0, NULL, 0 } };
+    int o;
+    optind = 1;
+    opterr = 0;
+    if ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        pw_out_getopt_error("cancel", o, argv);
+        return PW_EXIT_USAGE;
     }
+    if (pw_out_one_operand("cancel", argc, argv, &job) != 0)
+        return PW_EXIT_USAGE;
     if (!job) {
         pw_out_error("cancel", "which job? (parity cancel JOB; parity jobs "
                      "--active lists them)");

@@ -2,6 +2,7 @@
  * the fleet and, with --wait, follow it and print the verdicts
  * (docs/commands/run.md). */
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -301,6 +302,147 @@ done:
     return rc;
 }
 
+/* What `parity run` was asked: the request's args (suite, hosts, tags,
+ * vars, only, runs, label, expire_us) and the verb's own flags. */
+typedef struct {
+    json_t *args, *hosts, *tags, *vars, *only;
+    const char *suite;
+    bool wait, as_json;
+} s_req_t;
+
+/* run's options, as getopt_long returns them. */
+enum { O_WAIT = 256, O_JSON, O_HOSTS, O_ONLY, O_TAG, O_VAR, O_RUNS, O_LABEL,
+       O_EXPIRE };
+
+/* One option of run into r; 0, or -1 (said). */
+static int
+s_option(s_req_t *r, int o, const char *v)
+{
+    char *end;
+    long n;
+    double sec;
+    switch (o) {
+    case O_WAIT:
+        r->wait = true;
+        return 0;
+    case O_JSON:
+        r->as_json = true;
+        return 0;
+    case O_HOSTS:
+        if (s_add_list(r->hosts, v) == 0)
+            return 0;
+        pw_out_error("run", "--hosts \"%s\": want NAME,NAME,..., all or "
+                     "KEY=VALUE", v);
+        return -1;
+    case O_ONLY:
+        if (s_add_list(r->only, v) == 0)
+            return 0;
+        pw_out_error("run", "--only \"%s\": want BENCH,BENCH,...", v);
+        return -1;
+    case O_TAG:
+    case O_VAR:
+        if (o == O_VAR && s_check_var(v) != 0)
+            return -1;
+        if (pw_out_key_value(o == O_TAG ? r->tags : r->vars, v) == 0)
+            return 0;
+        pw_out_error("run", "%s \"%.60s\": want KEY=VALUE (a non-empty "
+                     "KEY of at most 1024 bytes)", o == O_TAG ? "--tag" :
+                     "--var", v);
+        return -1;
+    case O_RUNS:
+        n = strtol(v, &end, 10);
+        if (*end || end == v || n < PW_RUNS_MIN || n > PW_RUNS_MAX) {
+            pw_out_error("run", "--runs \"%s\": want a whole number from "
+                         "%d to %d", v, PW_RUNS_MIN, PW_RUNS_MAX);
+            return -1;
+        }
+        json_object_set_new(r->args, "runs", json_integer(n));
+        return 0;
+    case O_LABEL:
+        json_object_set_new(r->args, "label", json_string(v));
+        return 0;
+    case O_EXPIRE:
+        if (pw_out_duration(v, S_EXPIRE_MAX_S, &sec) != 0) {
+            pw_out_error("run", "--expire \"%s\": want a duration such as "
+                         "90s, 10m, 2h, 1d (at most 30d)", v);
+            return -1;
+        }
+        /* At least 1 us: 0 would mean never. */
+        json_object_set_new(r->args, "expire_us", json_integer(
+            sec * 1e6 >= 1 ? (json_int_t)(sec * 1e6) : 1));
+        return 0;
+    }
+    return -1;
+}
+
+/* The command line into r (its JSON parts already made); 0, or -1
+ * (said). */
+static int
+s_parse(int argc, char **argv, s_req_t *r)
+{
+    static const struct option opts[] = {
+        { "wait", no_argument, NULL, O_WAIT },
+        { "json", no_argument, NULL, O_JSON },
+        { "hosts", required_argument, NULL, O_HOSTS },
+        { "only", required_argument, NULL, O_ONLY },
+        { "tag", required_argument, NULL, O_TAG },
+        { "var", required_argument, NULL, O_VAR },
+        { "runs", required_argument, NULL, O_RUNS },
+        { "label", required_argument, NULL, O_LABEL },
+        { "expire", required_argument, NULL, O_EXPIRE },
+        { NULL, 0, NULL, 0 } };
+    int o;
+    optind = 1;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        if (o == ':' || o == '?') {
+            pw_out_getopt_error("run", o, argv);
+            return -1;
+        }
+        if (s_option(r, o, optarg) != 0)
+            return -1;
+    }
+    if (pw_out_one_operand("run", argc, argv, &r->suite) != 0)
+        return -1;
+    if (!r->suite) {
+        pw_out_error("run", "which suite? (parity run SUITE; parity hosts "
+                     "lists each host's suites)");
+        return -1;
+    }
+    if (json_object_size(r->vars) > PW_VARS_MAX) {
+        pw_out_error("run", "more than %d --var", PW_VARS_MAX);
+        return -1;
+    }
+    json_object_set_new(r->args, "suite", json_string(r->suite));
+    json_object_set(r->args, "hosts", r->hosts);
+    json_object_set(r->args, "tags", r->tags);
+    json_object_set(r->args, "vars", r->vars);
+    json_object_set(r->args, "only", r->only);
+    return 0;
+}
+
+/* What the collector said of a new job: its hosts and the ones skipped,
+ * on info (stderr under --wait, which prints the verdicts on stdout). */
+static void
+s_created(FILE *info, const json_t *reply, const char *suite, bool wait)
+{
+    const char *job = pw_out_str(reply, "job", "?");
+    size_t i, n = json_array_size(json_object_get(reply, "hosts"));
+    json_t *h;
+    fprintf(info, "job %s: suite %s on %zu host%s\n", job, suite, n,
+            n == 1 ? "" : "s");
+    json_array_foreach(json_object_get(reply, "skipped"), i, h)
+        fprintf(info, "  skipped %s: %s\n", pw_out_str(h, "host", "?"),
+                pw_out_str(h, "reason", ""));
+    if (wait)
+        return;
+    json_array_foreach(json_object_get(reply, "hosts"), i, h)
+        fprintf(info, "  %-12s %s\n", pw_out_str(h, "host", "?"),
+                pw_out_str(h, "state", "?"));
+    fprintf(info, "follow it: parity verdicts %s (after it ends), "
+            "parity jobs --active\n", job);
+}
+
 int
 cl_run_main(int argc, char **argv)
 {
@@ -314,146 +456,45 @@ cl_run_main(int argc, char **argv)
         pw_out_error("run", "%s", err);
         return PW_EXIT_USAGE;
     }
-    json_t *args = json_object(), *hosts = json_array(), *tags = json_object();
-    json_t *vars = json_object(), *only = json_array();
-    const char *suite = NULL;
-    bool wait = false, as_json = false;
-    int rc = PW_EXIT_USAGE;
+    s_req_t r = { json_object(), json_array(), json_object(), json_object(),
+                  json_array(), NULL, false, false };
+    int rc = PW_EXIT_USAGE, code;
     cl_conn_t *c = NULL;
     json_t *reply = NULL;
-    if (!args || !hosts || !tags || !vars || !only) {
+    if (!r.args || !r.hosts || !r.tags || !r.vars || !r.only) {
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = strcmp(a, "--hosts") == 0 || strcmp(a, "--tag") == 0 ||
-                     strcmp(a, "--var") == 0 || strcmp(a, "--runs") == 0 ||
-                     strcmp(a, "--only") == 0 || strcmp(a, "--label") == 0 ||
-                     strcmp(a, "--expire") == 0;
-        if (takes && !v) {
-            pw_out_error("run", "%s needs a value", a);
-            goto done;
-        }
-        if (strcmp(a, "--wait") == 0) {
-            wait = true;
-        } else if (strcmp(a, "--json") == 0) {
-            as_json = true;
-        } else if (strcmp(a, "--hosts") == 0) {
-            if (s_add_list(hosts, v) != 0) {
-                pw_out_error("run", "--hosts \"%s\": want NAME,NAME,..., all "
-                             "or KEY=VALUE", v);
-                goto done;
-            }
-            i++;
-        } else if (strcmp(a, "--only") == 0) {
-            if (s_add_list(only, v) != 0) {
-                pw_out_error("run", "--only \"%s\": want BENCH,BENCH,...", v);
-                goto done;
-            }
-            i++;
-        } else if (strcmp(a, "--tag") == 0 || strcmp(a, "--var") == 0) {
-            if (a[2] == 'v' && s_check_var(v) != 0)
-                goto done;
-            if (pw_out_key_value(a[2] == 't' ? tags : vars, v) != 0) {
-                pw_out_error("run", "%s \"%.60s\": want KEY=VALUE (a "
-                             "non-empty KEY of at most 1024 bytes)", a, v);
-                goto done;
-            }
-            i++;
-        } else if (strcmp(a, "--runs") == 0) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || end == v || n < PW_RUNS_MIN || n > PW_RUNS_MAX) {
-                pw_out_error("run", "--runs \"%s\": want a whole number from "
-                             "%d to %d", v, PW_RUNS_MIN, PW_RUNS_MAX);
-                goto done;
-            }
-            json_object_set_new(args, "runs", json_integer(n));
-            i++;
-        } else if (strcmp(a, "--label") == 0) {
-            json_object_set_new(args, "label", json_string(v));
-            i++;
-        } else if (strcmp(a, "--expire") == 0) {
-            double s;
-            if (pw_out_duration(v, S_EXPIRE_MAX_S, &s) != 0) {
-                pw_out_error("run", "--expire \"%s\": want a duration such "
-                             "as 90s, 10m, 2h, 1d (at most 30d)", v);
-                goto done;
-            }
-            /* At least 1 us: 0 would mean never. */
-            json_int_t us = (json_int_t)(s * 1e6);
-            json_object_set_new(args, "expire_us",
-                                json_integer(us > 0 ? us : 1));
-            i++;
-        } else if (a[0] == '-' || suite) {
-            pw_out_error("run", "unexpected argument \"%s\" (parity run "
-                         "--help)", a);
-            goto done;
-        } else {
-            suite = a;
-        }
-    }
-    if (!suite) {
-        pw_out_error("run", "which suite? (parity run SUITE; parity hosts "
-                     "lists each host's suites)");
+    if (s_parse(argc, argv, &r) != 0)
         goto done;
-    }
-    if (json_object_size(vars) > PW_VARS_MAX) {
-        pw_out_error("run", "more than %d --var", PW_VARS_MAX);
-        goto done;
-    }
-    json_object_set_new(args, "suite", json_string(suite));
-    json_object_set(args, "hosts", hosts);
-    json_object_set(args, "tags", tags);
-    json_object_set(args, "vars", vars);
-    json_object_set(args, "only", only);
-
-    int code;
     if (!(c = cl_conn_open(&co, &code, err, sizeof err))) {
         pw_out_error("run", "%s", err);
         rc = cl_conn_exit_code(code);
         goto done;
     }
-    code = cl_conn_request(c, "run", args, &reply, NULL, err, sizeof err);
+    code = cl_conn_request(c, "run", r.args, &reply, NULL, err, sizeof err);
     if (code != CL_CONN_OK) {
         pw_out_error("run", "%s", err);
         rc = cl_conn_exit_code(code);
         goto done;
     }
-    const char *job = pw_out_str(reply, "job", "?");
-    if (as_json && !wait) {
+    if (r.as_json && !r.wait) {
         rc = pw_out_json(stdout, reply) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
         goto done;
     }
-    FILE *info = wait ? stderr : stdout;
-    size_t i;
-    json_t *h;
-    fprintf(info, "job %s: suite %s on %zu host%s\n", job, suite,
-            json_array_size(json_object_get(reply, "hosts")),
-            json_array_size(json_object_get(reply, "hosts")) == 1 ? "" : "s");
-    json_array_foreach(json_object_get(reply, "skipped"), i, h)
-        fprintf(info, "  skipped %s: %s\n", pw_out_str(h, "host", "?"),
-                pw_out_str(h, "reason", ""));
-    if (!wait) {
-        json_array_foreach(json_object_get(reply, "hosts"), i, h)
-            fprintf(info, "  %-12s %s\n", pw_out_str(h, "host", "?"),
-                    pw_out_str(h, "state", "?"));
-        fprintf(info, "follow it: parity verdicts %s (after it ends), "
-                "parity jobs --active\n", job);
-        rc = PW_EXIT_OK;
-        goto done;
+    s_created(r.wait ? stderr : stdout, reply, r.suite, r.wait);
+    rc = PW_EXIT_OK;
+    if (r.wait) {
+        fflush(stderr);
+        rc = s_wait(c, pw_out_str(reply, "job", "?"), r.as_json);
     }
-    fflush(info);
-    rc = s_wait(c, job, as_json);
 done:
     cl_conn_destroy(&c);
     json_decref(reply);
-    json_decref(args);
-    json_decref(hosts);
-    json_decref(tags);
-    json_decref(vars);
-    json_decref(only);
+    json_decref(r.args);
+    json_decref(r.hosts);
+    json_decref(r.tags);
+    json_decref(r.vars);
+    json_decref(r.only);
     return rc;
 }

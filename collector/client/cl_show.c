@@ -4,6 +4,7 @@
  * export.md. */
 #include <errno.h>
 #include <stdbool.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,14 +38,16 @@ cl_show_main(int argc, char **argv)
         pw_out_error("show", "%s", err);
         return PW_EXIT_USAGE;
     }
-    for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-' || run) {
-            pw_out_error("show", "unexpected argument \"%s\" (parity show "
-                         "--help)", argv[i]);
-            return PW_EXIT_USAGE;
-        }
-        run = argv[i];
+    static const struct option opts[] = { { NULL, 0, NULL, 0 } };
+    int o;
+    optind = 1;
+    opterr = 0;
+    if ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        pw_out_getopt_error("show", o, argv);
+        return PW_EXIT_USAGE;
     }
+    if (pw_out_one_operand("show", argc, argv, &run) != 0)
+        return PW_EXIT_USAGE;
     if (!run) {
         pw_out_error("show", "which run? (parity show RUN)");
         return PW_EXIT_USAGE;
@@ -133,18 +136,26 @@ cl_export_main(int argc, char **argv)
         pw_out_error("export", "%s", err);
         return PW_EXIT_USAGE;
     }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
-            out = argv[++i];
-        else if (strcmp(argv[i], "--force") == 0)
+    enum { O_OUT = 256, O_FORCE };
+    static const struct option opts[] = {
+        { "out", required_argument, NULL, O_OUT },
+        { "force", no_argument, NULL, O_FORCE },
+        { NULL, 0, NULL, 0 } };
+    int o;
+    optind = 1;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        if (o == O_OUT) {
+            out = optarg;
+        } else if (o == O_FORCE) {
             force = true;
-        else if (argv[i][0] == '-' || job) {
-            pw_out_error("export", "unexpected argument \"%s\" (parity "
-                         "export --help)", argv[i]);
+        } else {
+            pw_out_getopt_error("export", o, argv);
             return PW_EXIT_USAGE;
-        } else
-            job = argv[i];
+        }
     }
+    if (pw_out_one_operand("export", argc, argv, &job) != 0)
+        return PW_EXIT_USAGE;
     if (!job || !out) {
         pw_out_error("export", "give JOB and --out DIR");
         return PW_EXIT_USAGE;

@@ -5,6 +5,7 @@
 #include "cl_verdicts.h"
 
 #include <stdbool.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -364,27 +365,30 @@ cl_verdicts_main(int argc, char **argv)
         return PW_EXIT_USAGE;
     }
     bool latest = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--json") == 0) {
-            fmt = CL_VERDICTS_JSON;
-            formats++;
-        } else if (strcmp(a, "--csv") == 0) {
-            fmt = CL_VERDICTS_CSV;
-            formats++;
-        } else if (strcmp(a, "--markdown") == 0) {
-            fmt = CL_VERDICTS_MARKDOWN;
-            formats++;
-        } else if (strcmp(a, "--latest") == 0) {
+    enum { O_JSON = 256, O_CSV, O_MARKDOWN, O_LATEST };
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, O_JSON },
+        { "csv", no_argument, NULL, O_CSV },
+        { "markdown", no_argument, NULL, O_MARKDOWN },
+        { "latest", no_argument, NULL, O_LATEST },
+        { NULL, 0, NULL, 0 } };
+    int o;
+    optind = 1;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        if (o == O_LATEST) {
             latest = true;
-        } else if (a[0] == '-' || job) {
-            pw_out_error("verdicts", "unexpected argument \"%s\" (parity "
-                         "verdicts --help)", a);
-            return PW_EXIT_USAGE;
+        } else if (o >= O_JSON && o <= O_MARKDOWN) {
+            fmt = o == O_JSON ? CL_VERDICTS_JSON : o == O_CSV ?
+                  CL_VERDICTS_CSV : CL_VERDICTS_MARKDOWN;
+            formats++;
         } else {
-            job = a;
+            pw_out_getopt_error("verdicts", o, argv);
+            return PW_EXIT_USAGE;
         }
     }
+    if (pw_out_one_operand("verdicts", argc, argv, &job) != 0)
+        return PW_EXIT_USAGE;
     if (formats > 1 || (job && latest)) {
         pw_out_error("verdicts", "%s", formats > 1 ?
                      "give one of --json, --csv, --markdown" :

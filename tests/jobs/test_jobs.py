@@ -1201,6 +1201,43 @@ def case_client():
            "run %s: %s" % (args[0], r.stderr.strip()[:120]))
     r = run("verdicts", "--json", "--csv")
     ok(r.returncode == 2, "verdicts with two formats")
+    # Every verb parses with getopt_long: a missing value, an unknown
+    # option, a second operand, and --opt=value, with the same words.
+    for verb, args, msg in (
+            ("jobs", ("--limit",), "--limit needs a value"),
+            ("jobs", ("--limit=0",), '--limit "0": want 1..1000'),
+            ("jobs", ("--bogus",), 'unexpected argument "--bogus" (parity '
+             "jobs --help)"),
+            ("jobs", ("extra",), 'unexpected argument "extra" (parity jobs '
+             "--help)"),
+            ("cancel", ("a", "b"), 'unexpected argument "b" (parity cancel '
+             "--help)"),
+            ("cancel", ("-x", "a"), 'unexpected argument "-x" (parity '
+             "cancel --help)"),
+            ("show", ("a", "b"), 'unexpected argument "b" (parity show '
+             "--help)"),
+            ("export", ("j", "--out"), "--out needs a value"),
+            ("export", ("j", "k", "--out=d"), 'unexpected argument "k" '
+             "(parity export --help)"),
+            ("verdicts", ("a", "b"), 'unexpected argument "b" (parity '
+             "verdicts --help)"),
+            ("verdicts", ("--wide",), 'unexpected argument "--wide" (parity '
+             "verdicts --help)"),
+            ("hosts", ("--bogus",), 'unknown argument "--bogus" (parity '
+             "hosts --help)"),
+            ("hosts", ("approve", "k", "more"), 'unknown argument "more" '
+             "(parity hosts --help)"),
+            ("history", ("b", "--tag"), "--tag needs a value"),
+            ("history", ("b", "c"), 'unexpected argument "c" (parity history '
+             "--help)"),
+            ("run", ("x", "--runs=1"), '--runs "1": want a whole number from '
+             "2 to 100000"),
+            ("run", ("x", "--label"), "--label needs a value"),
+            ("run", ("x", "y"), 'unexpected argument "y" (parity run '
+             "--help)")):
+        r = run(verb, *args)
+        ok(r.returncode == 2 and r.stderr == "parity %s: %s\n" % (verb, msg),
+           "%s %s: %s" % (verb, " ".join(args), r.stderr.strip()[:120]))
     for verb in ("run", "verdicts", "hosts", "jobs", "cancel", "show",
                  "export"):
         r = run(verb, "--help")
