@@ -1324,14 +1324,21 @@ s_job_uuid(char *out, size_t len)
              b[4], b[5]);
 }
 
-int
-co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
-               int64_t now_us, json_t **reply, char *err, size_t errlen)
+/* A run request's arguments, borrowed from its args object. */
+typedef struct {
+    const char *suite;
+    const json_t *sel, *only, *runs, *expire, *label, *tags, *vars;
+    bool all;                  /* no host list, or "all" in it */
+} s_create_t;
+
+/* Check run's args (docs/protocol.md 10.2) into c: CO_JOBS_OK, or
+ * CO_JOBS_BADARGS with err naming the argument. */
+static int
+s_create_args(const json_t *args, s_create_t *c, char *err, size_t errlen)
 {
-    *reply = NULL;
-    const char *suite = json_string_value(json_object_get(args, "suite"));
-    if (!json_is_object(args) || !suite || !*suite ||
-        strlen(suite) > CO_JOBS_MAX_TEXT) {
+    c->suite = json_string_value(json_object_get(args, "suite"));
+    if (!json_is_object(args) || !c->suite || !*c->suite ||
+        strlen(c->suite) > CO_JOBS_MAX_TEXT) {
         s_err(err, errlen, "\"suite\" must be a non-empty string of at most "
               "%d bytes", CO_JOBS_MAX_TEXT);
         return CO_JOBS_BADARGS;
@@ -1341,175 +1348,209 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
         s_check_map(args, "tags", err, errlen) ||
         s_check_map(args, "vars", err, errlen))
         return CO_JOBS_BADARGS;
-    const json_t *jruns = json_object_get(args, "runs");
-    const json_t *jexp = json_object_get(args, "expire_us");
-    const json_t *jlabel = json_object_get(args, "label");
-    if (jruns && (!json_is_integer(jruns) || json_integer_value(jruns) < 0 ||
-                  (json_integer_value(jruns) > 0 &&
-                   json_integer_value(jruns) < PW_RUNS_MIN) ||
-                  json_integer_value(jruns) > PW_RUNS_MAX)) {
+    c->runs = json_object_get(args, "runs");
+    c->expire = json_object_get(args, "expire_us");
+    c->label = json_object_get(args, "label");
+    json_int_t runs = json_integer_value(c->runs);
+    if (c->runs && (!json_is_integer(c->runs) || runs < 0 ||
+                    (runs > 0 && runs < PW_RUNS_MIN) || runs > PW_RUNS_MAX)) {
         s_err(err, errlen, "\"runs\" must be 0 (the suite's) or an integer "
               "%d..%d", PW_RUNS_MIN, PW_RUNS_MAX);
         return CO_JOBS_BADARGS;
     }
-    if (jexp && (!json_is_integer(jexp) || json_integer_value(jexp) < 0 ||
-                 json_integer_value(jexp) > CO_JOBS_MAX_EXPIRE_US)) {
+    if (c->expire && (!json_is_integer(c->expire) ||
+                      json_integer_value(c->expire) < 0 ||
+                      json_integer_value(c->expire) >
+                      CO_JOBS_MAX_EXPIRE_US)) {
         s_err(err, errlen, "\"expire_us\" must be 0 (never) or an integer "
               "of microseconds up to %lld (30 days)",
               (long long)CO_JOBS_MAX_EXPIRE_US);
         return CO_JOBS_BADARGS;
     }
-    if (jlabel && (!json_is_string(jlabel) ||
-                   json_string_length(jlabel) > CO_JOBS_MAX_TEXT)) {
+    if (c->label && (!json_is_string(c->label) ||
+                     json_string_length(c->label) > CO_JOBS_MAX_TEXT)) {
         s_err(err, errlen, "\"label\" must be a string of at most %d bytes",
               CO_JOBS_MAX_TEXT);
         return CO_JOBS_BADARGS;
     }
-    const json_t *sel = json_object_get(args, "hosts");
-    const json_t *only = json_object_get(args, "only");
-    bool all = !sel || json_array_size(sel) == 0 || s_list_has(sel, "all");
+    c->sel = json_object_get(args, "hosts");
+    c->only = json_object_get(args, "only");
+    c->tags = json_object_get(args, "tags");
+    c->vars = json_object_get(args, "vars");
+    c->all = !c->sel || json_array_size(c->sel) == 0 ||
+             s_list_has(c->sel, "all");
+    return CO_JOBS_OK;
+}
 
-    int rc = CO_JOBS_FAIL;
-    json_t *hosts = json_array(), *skipped = json_array();
-    json_t *named = json_object();   /* name -> matched count */
-    char *tags_txt = NULL, *vars_txt = NULL, *only_txt = NULL;
-    char *spec_txt = NULL;
-    PGresult *r = NULL;
-    int64_t *ids = NULL;
-    size_t n_ids = 0;
-    if (!hosts || !skipped || !named) {
-        s_err(err, errlen, "out of memory");
-        goto done;
+/* Why a picked host cannot run the job (row i of s_pick_hosts' query:
+ * has the suite, its benchmarks), into why; empty when it can. */
+static void
+s_cannot_run(const s_create_t *c, PGresult *r, int i, char *why, size_t len)
+{
+    why[0] = '\0';
+    if (strcmp(PQgetvalue(r, i, 3), "t") != 0) {
+        snprintf(why, len, "did not list suite \"%s\" in its last Hello",
+                 c->suite);
+        return;
     }
-    for (size_t i = 0; i < json_array_size(sel); i++) {
-        const char *s = json_string_value(json_array_get(sel, i));
+    json_t *b = json_loads(PQgetvalue(r, i, 4), 0, NULL);
+    for (size_t k = 0; k < json_array_size(c->only); k++) {
+        const char *want = json_string_value(json_array_get(c->only, k));
+        if (!s_list_has(b, want)) {
+            snprintf(why, len, "its suite \"%s\" has no benchmark \"%s\"",
+                     c->suite, want);
+            break;
+        }
+    }
+    json_decref(b);
+}
+
+/* Every name in the host list must be exactly one host: CO_JOBS_OK or
+ * CO_JOBS_BADARGS. named maps each name to the hosts that said it. */
+static int
+s_names_known(const json_t *named, char *err, size_t errlen)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)named, k, v) {
+        if (json_integer_value(v) == 0) {
+            s_err(err, errlen, "no host is named \"%s\" (parity hosts "
+                  "lists them)", k);
+            return CO_JOBS_BADARGS;
+        }
+        /* A host is its key; the name is only what it says in Hello.
+         * Two keys saying the same name must not both get a job meant
+         * for one machine. */
+        if (json_integer_value(v) > 1) {
+            s_err(err, errlen, "host name \"%s\" is claimed by %"
+                  JSON_INTEGER_FORMAT " hosts with different keys (parity "
+                  "hosts lists them): select by tag, or take the other "
+                  "keys off the allow-list", k, json_integer_value(v));
+            return CO_JOBS_BADARGS;
+        }
+    }
+    return CO_JOBS_OK;
+}
+
+/* The hosts the job goes to: their ids into *ids (caller frees; *n of
+ * them, at least one), those picked but unable to run it into skipped.
+ * CO_JOBS_OK, CO_JOBS_BADARGS (a named host cannot, no host can) or
+ * CO_JOBS_FAIL, with err. */
+static int
+s_pick_hosts(co_jobs_t *j, const s_create_t *c, json_t *skipped,
+             int64_t **ids, size_t *n, char *err, size_t errlen)
+{
+    int rc = CO_JOBS_FAIL;
+    json_t *named = json_object();   /* name -> matched count */
+    const char *ps[] = { c->suite };
+    PGresult *r = NULL;
+    *ids = NULL;
+    *n = 0;
+    for (size_t i = 0; named && i < json_array_size(c->sel); i++) {
+        const char *s = json_string_value(json_array_get(c->sel, i));
         if (strcmp(s, "all") != 0 && !strchr(s, '='))
             json_object_set_new(named, s, json_integer(0));
     }
-    const char *ps[] = { suite };
-    r = s_q(j, "SELECT h.id, h.name, h.tags::text, s.name IS NOT NULL, "
-            "COALESCE(array_to_json(s.benchmarks)::text, '[]') FROM hosts h "
-            "LEFT JOIN host_suites s ON s.host_id = h.id AND s.name = $1 "
-            "ORDER BY h.name, h.id", 1, ps, PGRES_TUPLES_OK, err, errlen);
-    if (!r)
-        goto done;
-    int nh = PQntuples(r);
-    ids = calloc((size_t)nh + 1, sizeof *ids);
-    if (!ids) {
+    if (!named)
         s_err(err, errlen, "out of memory");
+    else
+        r = s_q(j, "SELECT h.id, h.name, h.tags::text, s.name IS NOT NULL, "
+                "COALESCE(array_to_json(s.benchmarks)::text, '[]') FROM "
+                "hosts h LEFT JOIN host_suites s ON s.host_id = h.id AND "
+                "s.name = $1 ORDER BY h.name, h.id", 1, ps, PGRES_TUPLES_OK,
+                err, errlen);
+    int nh = r ? PQntuples(r) : 0;
+    if (r && !(*ids = calloc((size_t)nh + 1, sizeof **ids)))
+        s_err(err, errlen, "out of memory");
+    if (!*ids)
         goto done;
-    }
     for (int i = 0; i < nh; i++) {
         const char *name = PQgetvalue(r, i, 1);
         json_t *tags = json_loads(PQgetvalue(r, i, 2), 0, NULL);
         json_t *nm = json_object_get(named, name);
-        bool by_name = nm != NULL;
-        bool pick = all || by_name || s_tag_match(sel, tags);
+        bool pick = c->all || nm || s_tag_match(c->sel, tags);
         json_decref(tags);
-        if (by_name)
+        if (nm)
             json_integer_set(nm, json_integer_value(nm) + 1);
         if (!pick)
             continue;
-        bool has = strcmp(PQgetvalue(r, i, 3), "t") == 0;
-        char why[CO_JOBS_MAX_TEXT + 128] = "";
-        if (!has) {
-            snprintf(why, sizeof why, "did not list suite \"%s\" in its "
-                     "last Hello", suite);
-        } else {
-            json_t *b = json_loads(PQgetvalue(r, i, 4), 0, NULL);
-            for (size_t k = 0; k < json_array_size(only); k++) {
-                const char *want = json_string_value(json_array_get(only, k));
-                if (!s_list_has(b, want)) {
-                    snprintf(why, sizeof why, "its suite \"%s\" has no "
-                             "benchmark \"%s\"", suite, want);
-                    break;
-                }
-            }
-            json_decref(b);
+        char why[CO_JOBS_MAX_TEXT + 128];
+        s_cannot_run(c, r, i, why, sizeof why);
+        if (*why && nm && !c->all) {
+            s_err(err, errlen, "host \"%s\": %s", name, why);
+            rc = CO_JOBS_BADARGS;
+            goto done;
         }
-        if (*why) {
-            if (by_name && !all) {
-                s_err(err, errlen, "host \"%s\": %s", name, why);
-                rc = CO_JOBS_BADARGS;
-                goto done;
-            }
+        if (*why)
             json_array_append_new(skipped, json_pack("{s:s,s:s}", "host",
                                                      name, "reason", why));
-            continue;
-        }
-        ids[n_ids++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        else
+            (*ids)[(*n)++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
     }
-    {
-        const char *k;
-        json_t *v;
-        json_object_foreach(named, k, v) {
-            if (json_integer_value(v) == 0) {
-                s_err(err, errlen, "no host is named \"%s\" (parity hosts "
-                      "lists them)", k);
-                rc = CO_JOBS_BADARGS;
-                goto done;
-            }
-            /* A host is its key; the name is only what it says in Hello.
-             * Two keys saying the same name must not both get a job
-             * meant for one machine. */
-            if (json_integer_value(v) > 1) {
-                s_err(err, errlen, "host name \"%s\" is claimed by %"
-                      JSON_INTEGER_FORMAT " hosts with different keys "
-                      "(parity hosts lists them): select by tag, or take "
-                      "the other keys off the allow-list", k,
-                      json_integer_value(v));
-                rc = CO_JOBS_BADARGS;
-                goto done;
-            }
-        }
-    }
-    if (n_ids == 0) {
+    if ((rc = s_names_known(named, err, errlen)) != CO_JOBS_OK)
+        goto done;
+    if (*n == 0) {
         const json_t *first = json_array_get(skipped, 0);
         if (first)
             s_err(err, errlen, "no host can run suite \"%s\": %s %s "
                   "(%zu host%s skipped; parity hosts shows what each "
-                  "listed)", suite,
+                  "listed)", c->suite,
                   json_string_value(json_object_get(first, "host")),
                   json_string_value(json_object_get(first, "reason")),
                   json_array_size(skipped),
                   json_array_size(skipped) == 1 ? "" : "s");
         else
-            s_err(err, errlen, "no host can run suite \"%s\": %s", suite,
+            s_err(err, errlen, "no host can run suite \"%s\": %s", c->suite,
                   nh == 0 ? "no agent has said Hello yet" :
                   "no host matches");
         rc = CO_JOBS_BADARGS;
-        goto done;
+    }
+done:
+    if (rc != CO_JOBS_OK) {
+        free(*ids);
+        *ids = NULL;
     }
     PQclear(r);
-    r = NULL;
+    json_decref(named);
+    return rc;
+}
 
+/* The job's row and its hosts' rows in one transaction; uuid is the
+ * new job's, job gets its row id. CO_JOBS_OK or CO_JOBS_FAIL (rolled
+ * back) with err. */
+static int
+s_insert_job(co_jobs_t *j, const s_create_t *c, const char *requested_by,
+             const char *uuid, int64_t now_us, const int64_t *ids, size_t n,
+             char *job, size_t joblen, char *err, size_t errlen)
+{
     json_t *empty_obj = json_object(), *empty_arr = json_array();
-    const json_t *jt = json_object_get(args, "tags");
-    const json_t *jv = json_object_get(args, "vars");
-    tags_txt = json_dumps(jt ? jt : empty_obj, JSON_COMPACT);
-    vars_txt = json_dumps(jv ? jv : empty_obj, JSON_COMPACT);
-    only_txt = json_dumps(only ? only : empty_arr, JSON_COMPACT);
-    spec_txt = json_dumps(sel ? sel : empty_arr, JSON_COMPACT);
+    char *tags_txt = json_dumps(c->tags ? c->tags : empty_obj, JSON_COMPACT);
+    char *vars_txt = json_dumps(c->vars ? c->vars : empty_obj, JSON_COMPACT);
+    char *only_txt = json_dumps(c->only ? c->only : empty_arr, JSON_COMPACT);
+    char *spec_txt = json_dumps(c->sel ? c->sel : empty_arr, JSON_COMPACT);
     json_decref(empty_obj);
     json_decref(empty_arr);
+    int rc = CO_JOBS_FAIL;
+    PGresult *r = NULL;
+    pw_buf_t idt;
+    pw_buf_init(&idt, S_IDS_TEXT_MAX);
     if (!tags_txt || !vars_txt || !only_txt || !spec_txt) {
         s_err(err, errlen, "out of memory");
         goto done;
     }
-    char uuid[16], now[24], runs[16], expires[24];
-    s_job_uuid(uuid, sizeof uuid);
+    char now[24], runs[16], expires[24];
     snprintf(now, sizeof now, "%" PRId64, now_us);
     snprintf(runs, sizeof runs, "%" JSON_INTEGER_FORMAT,
-             jruns ? json_integer_value(jruns) : 0);
-    json_int_t exp_us = jexp ? json_integer_value(jexp) : 0;
+             json_integer_value(c->runs));
+    json_int_t exp_us = json_integer_value(c->expire);
     snprintf(expires, sizeof expires, "%" PRId64,
              exp_us > 0 ? now_us + (int64_t)exp_us : (int64_t)0);
     if ((rc = s_exec(j, "BEGIN", err, errlen)) != CO_JOBS_OK)
         goto done;
     rc = CO_JOBS_FAIL;
-    const char *pj[] = { uuid, suite, vars_txt, runs, only_txt, tags_txt,
-                         jlabel ? json_string_value(jlabel) : "", spec_txt,
-                         requested_by, now, expires };
+    const char *pj[] = { uuid, c->suite, vars_txt, runs, only_txt, tags_txt,
+                         c->label ? json_string_value(c->label) : "",
+                         spec_txt, requested_by, now, expires };
     r = s_q(j, "INSERT INTO jobs (job_uuid, suite, vars, runs, "
             "only_benchmarks, tags, label, hosts_spec, requested_by, "
             "created_at_us, expires_at_us) VALUES ($1, $2, $3::jsonb, "
@@ -1518,39 +1559,74 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
             PGRES_TUPLES_OK, err, errlen);
     if (!r)
         goto rollback;
-    char job[24];
-    snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 0));
+    snprintf(job, joblen, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
-    r = NULL;
     /* Every host's row in one statement: a job for 1,000 hosts must
      * not cost the writer 1,000 round trips. */
-    pw_buf_t idt;
-    pw_buf_init(&idt, S_IDS_TEXT_MAX);
-    s_ids_text(&idt, ids, n_ids);
+    s_ids_text(&idt, ids, n);
     const char *ph[] = { job, pw_buf_data(&idt), now };
-    PGresult *u = pw_buf_status(&idt) != PW_BUF_OK ? NULL :
+    r = pw_buf_status(&idt) != PW_BUF_OK ? NULL :
         s_q(j, "INSERT INTO job_hosts (job, host_id, state, queued_at_us, "
             "updated_at_us) SELECT $1, unnest($2::bigint[]), 'queued', $3, "
             "$3", 3, ph, PGRES_COMMAND_OK, err, errlen);
-    if (!u && pw_buf_status(&idt) != PW_BUF_OK)
+    if (!r && pw_buf_status(&idt) != PW_BUF_OK)
         s_err(err, errlen, "job hosts: %s",
               pw_buf_strerror(pw_buf_status(&idt)));
-    pw_buf_free(&idt);
-    if (!u)
+    if (!r)
         goto rollback;
-    PQclear(u);
+    PQclear(r);
+    r = NULL;
     /* Other collectors on the database offer it to their hosts at once
      * (co_jobs_poll); delivered at COMMIT, never before. */
     if (s_exec(j, "NOTIFY " CO_JOBS_CHANNEL ", 'job'", err, errlen)
         != CO_JOBS_OK)
         goto rollback;
-    if (s_exec(j, "COMMIT", err, errlen) != CO_JOBS_OK)
+    rc = s_exec(j, "COMMIT", err, errlen);
+    goto done;
+rollback:
+    s_rollback(j);
+done:
+    PQclear(r);
+    pw_buf_free(&idt);
+    free(tags_txt);
+    free(vars_txt);
+    free(only_txt);
+    free(spec_txt);
+    return rc;
+}
+
+int
+co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
+               int64_t now_us, json_t **reply, char *err, size_t errlen)
+{
+    s_create_t c;
+    *reply = NULL;
+    int rc = s_create_args(args, &c, err, errlen);
+    if (rc != CO_JOBS_OK)
+        return rc;
+    json_t *hosts = json_array(), *skipped = json_array();
+    PGresult *r = NULL;
+    int64_t *ids = NULL;
+    size_t n_ids = 0;
+    char uuid[16], job[24];
+    rc = CO_JOBS_FAIL;
+    if (!hosts || !skipped) {
+        s_err(err, errlen, "out of memory");
         goto done;
-    s_log(j, "job_created", "job=%s suite=\"%s\" hosts=%zu", uuid, suite,
+    }
+    if ((rc = s_pick_hosts(j, &c, skipped, &ids, &n_ids, err, errlen))
+        != CO_JOBS_OK)
+        goto done;
+    s_job_uuid(uuid, sizeof uuid);
+    if ((rc = s_insert_job(j, &c, requested_by, uuid, now_us, ids, n_ids,
+                           job, sizeof job, err, errlen)) != CO_JOBS_OK)
+        goto done;
+    s_log(j, "job_created", "job=%s suite=\"%s\" hosts=%zu", uuid, c.suite,
           n_ids);
     s_dispatch_many(j, ids, n_ids, now_us);
 
     const char *pr[] = { job };
+    rc = CO_JOBS_FAIL;
     r = s_q(j, "SELECT h.name, jh.state FROM job_hosts jh JOIN hosts h ON "
             "h.id = jh.host_id WHERE jh.job = $1 ORDER BY h.name, h.id", 1,
             pr, PGRES_TUPLES_OK, err, errlen);
@@ -1563,19 +1639,11 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
     *reply = json_pack("{s:s,s:O,s:O}", "job", uuid, "hosts", hosts,
                        "skipped", skipped);
     rc = *reply ? CO_JOBS_OK : CO_JOBS_FAIL;
-    goto done;
-rollback:
-    s_rollback(j);
 done:
     PQclear(r);
     free(ids);
-    free(tags_txt);
-    free(vars_txt);
-    free(only_txt);
-    free(spec_txt);
     json_decref(hosts);
     json_decref(skipped);
-    json_decref(named);
     return rc;
 }
 
