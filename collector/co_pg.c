@@ -272,12 +272,96 @@ co_pg_lock_dir(const char *data_dir, char *err, size_t errlen)
     return fd;
 }
 
+/* Running as root: the server runs as the `postgres` user, who must
+ * reach the data dir (abs) and write the log. 0, or -1 with err saying
+ * which directory is in the way. */
+static int
+s_as_postgres(co_pg_t *pg, const char *abs, char *err, size_t errlen)
+{
+    struct stat st;
+    struct passwd *pw = getpwnam("postgres");
+    if (!pw) {
+        s_err(err, errlen, "running as root needs a `postgres` user for "
+              "the server: getpwnam(\"postgres\") found none");
+        return -1;
+    }
+    pg->as_postgres = true;
+    pg->pg_uid = pw->pw_uid;
+    pg->pg_gid = pw->pw_gid;
+    /* The postgres user must be able to reach DATA_DIR/pg. */
+    if (stat(abs, &st) == 0 && (st.st_mode & 0001) == 0
+        && chmod(abs, (st.st_mode & 07777) | 0011) != 0) {
+        s_err(err, errlen, "chmod o+x %s: %s", abs, strerror(errno));
+        return -1;
+    }
+    /* Every ancestor must let the postgres user through; changing modes
+     * above the data dir is not ours to do, so say which. */
+    char up[PATH_MAX];
+    snprintf(up, sizeof up, "%s", abs);
+    char *slash;
+    while ((slash = strrchr(up, '/')) != NULL && slash != up) {
+        *slash = '\0';
+        if (stat(up, &st) == 0 && st.st_uid != pw->pw_uid
+            && (st.st_mode & 0001) == 0
+            && !(st.st_gid == pw->pw_gid && (st.st_mode & 0010))) {
+            s_err(err, errlen, "data dir %s: the postgres user cannot "
+                  "reach it: %s is mode %04o (chmod o+x %s, or choose "
+                  "another --data-dir)", abs, up,
+                  (unsigned)(st.st_mode & 07777), up);
+            return -1;
+        }
+    }
+    /* The log file is written by tools running as postgres. */
+    int fd = open(pg->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+        int rc = fchown(fd, pg->pg_uid, pg->pg_gid);
+        if (rc != 0)
+            s_err(err, errlen, "chown %s: %s", pg->log_path,
+                  strerror(errno));
+        close(fd);
+        return rc != 0 ? -1 : 0;
+    }
+    return 0;
+}
+
+/* Adopt the server of pg_dir when it is up and answers, else start one.
+ * 0, or -1 with err. */
+static int
+s_start(co_pg_t *pg, char *err, size_t errlen)
+{
+    const char *status_args[] = { "-D", pg->pg_dir, "status", NULL };
+    bool up = s_run(pg, "pg_ctl", status_args) == 0;
+    /* A server said to be running is adopted once it answers. One that
+     * is still dying (its postmaster killed a moment ago, its children
+     * not yet gone) never will: wait until it answers or is gone, then
+     * start a new one. */
+    for (int i = 0; up && i < 10 * atoi(CO_PG_WAIT_S); i++) {
+        char ci[CO_PG_PATH_MAX + 64];
+        snprintf(ci, sizeof ci, "host=%s dbname=postgres user=parity",
+                 pg->pg_dir);
+        if (PQping(ci) == PQPING_OK)
+            break;
+        usleep(100000);
+        up = s_run(pg, "pg_ctl", status_args) == 0;
+    }
+    if (up)
+        return 0;
+    const char *start_args[] = { "-D", pg->pg_dir, "-l", pg->log_path,
+                                 "-w", "-t", CO_PG_WAIT_S, "start", NULL };
+    int rc = s_run(pg, "pg_ctl", start_args);
+    if (rc != 0) {
+        s_err(err, errlen, "pg_ctl -D %s start failed (status %d), see %s",
+              pg->pg_dir, rc, pg->log_path);
+        return -1;
+    }
+    return 0;
+}
+
 co_pg_t *
 co_pg_new(const char *data_dir, char *err, size_t errlen)
 {
     co_pg_t *pg = calloc(1, sizeof *pg);
     char abs[PATH_MAX];
-    struct stat st;
 
     if (!pg) {
         s_err(err, errlen, "calloc co_pg: out of memory");
@@ -313,80 +397,9 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
                   "(set PARITY_PG_BINDIR, or use --db)");
         goto fail;
     }
-    if (geteuid() == 0) {
-        struct passwd *pw = getpwnam("postgres");
-        if (!pw) {
-            s_err(err, errlen, "running as root needs a `postgres` user "
-                  "for the server: getpwnam(\"postgres\") found none");
-            goto fail;
-        }
-        pg->as_postgres = true;
-        pg->pg_uid = pw->pw_uid;
-        pg->pg_gid = pw->pw_gid;
-        /* The postgres user must be able to reach DATA_DIR/pg. */
-        if (stat(abs, &st) == 0 && (st.st_mode & 0001) == 0
-            && chmod(abs, (st.st_mode & 07777) | 0011) != 0) {
-            s_err(err, errlen, "chmod o+x %s: %s", abs, strerror(errno));
-            goto fail;
-        }
-        /* Every ancestor must let the postgres user through; changing
-         * modes above the data dir is not ours to do, so say which. */
-        char up[PATH_MAX];
-        snprintf(up, sizeof up, "%s", abs);
-        char *slash;
-        while ((slash = strrchr(up, '/')) != NULL && slash != up) {
-            *slash = '\0';
-            if (stat(up, &st) == 0 && st.st_uid != pw->pw_uid
-                && (st.st_mode & 0001) == 0
-                && !(st.st_gid == pw->pw_gid && (st.st_mode & 0010))) {
-                s_err(err, errlen, "data dir %s: the postgres user cannot "
-                      "reach it: %s is mode %04o (chmod o+x %s, or choose "
-                      "another --data-dir)", abs, up,
-                      (unsigned)(st.st_mode & 07777), up);
-                goto fail;
-            }
-        }
-        /* The log file is written by tools running as postgres. */
-        int fd = open(pg->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            if (fchown(fd, pg->pg_uid, pg->pg_gid) != 0) {
-                s_err(err, errlen, "chown %s: %s", pg->log_path,
-                      strerror(errno));
-                close(fd);
-                goto fail;
-            }
-            close(fd);
-        }
-    }
-    if (s_initdb(pg, err, errlen) != 0)
+    if ((geteuid() == 0 && s_as_postgres(pg, abs, err, errlen) != 0) ||
+        s_initdb(pg, err, errlen) != 0 || s_start(pg, err, errlen) != 0)
         goto fail;
-
-    const char *status_args[] = { "-D", pg->pg_dir, "status", NULL };
-    bool up = s_run(pg, "pg_ctl", status_args) == 0;
-    /* A server said to be running is adopted once it answers. One that
-     * is still dying (its postmaster killed a moment ago, its children
-     * not yet gone) never will: wait until it answers or is gone, then
-     * start a new one. */
-    for (int i = 0; up && i < 10 * atoi(CO_PG_WAIT_S); i++) {
-        char ci[CO_PG_PATH_MAX + 64];
-        snprintf(ci, sizeof ci, "host=%s dbname=postgres user=parity",
-                 pg->pg_dir);
-        if (PQping(ci) == PQPING_OK)
-            break;
-        usleep(100000);
-        up = s_run(pg, "pg_ctl", status_args) == 0;
-    }
-    if (!up) {
-        const char *start_args[] = { "-D", pg->pg_dir, "-l", pg->log_path,
-                                     "-w", "-t", CO_PG_WAIT_S, "start",
-                                     NULL };
-        int rc = s_run(pg, "pg_ctl", start_args);
-        if (rc != 0) {
-            s_err(err, errlen, "pg_ctl -D %s start failed (status %d), "
-                  "see %s", pg->pg_dir, rc, pg->log_path);
-            goto fail;
-        }
-    }
     pg->running = true;
     if (s_create_db(pg, err, errlen) != 0)
         goto fail_stop;
