@@ -682,6 +682,103 @@ fail:
 
 /* ---- show --------------------------------------------------------- */
 
+/* The run's arms (rows of arms: idx, name, subject, argv, shell,
+ * version_output) into bench; their names by idx into by_idx, for the
+ * samples. 0, or -1 out of memory. */
+static int
+s_show_arms(json_t *bench, PGresult *a, json_t *by_idx)
+{
+    for (int i = 0; i < PQntuples(a); i++) {
+        json_t *argv = co_reply_json_col(a, i, 3);
+        size_t n = json_array_size(argv);
+        const char **vv = calloc(n + 1, sizeof *vv);
+        if (!vv) {
+            json_decref(argv);
+            return -1;
+        }
+        for (size_t k = 0; k < n; k++)
+            vv[k] = json_string_value(json_array_get(argv, k));
+        const char *shell = PQgetvalue(a, i, 4);
+        int rc = pw_results_add_arm(bench, PQgetvalue(a, i, 1),
+                                    strcmp(PQgetvalue(a, i, 2), "t") == 0,
+                                    *shell ? NULL : vv, *shell ? shell : NULL,
+                                    PQgetvalue(a, i, 5));
+        free(vv);
+        json_decref(argv);
+        if (rc != PW_RESULTS_OK)
+            return -1;
+        json_array_append_new(by_idx, json_string(PQgetvalue(a, i, 1)));
+    }
+    return 0;
+}
+
+/* The run's samples (rows of samples in batch order) into bench; a row
+ * of an unknown kind or arm is skipped. 0, or -1 out of memory. */
+static int
+s_show_samples(json_t *bench, PGresult *s, const json_t *by_idx)
+{
+    for (int i = 0; i < PQntuples(s); i++) {
+        pw_sample_t x;
+        memset(&x, 0, sizeof x);
+        x.kind = (pw_sample_kind_t)atoi(PQgetvalue(s, i, 0));
+        if (x.kind >= PW_SAMPLE_KIND_COUNT)
+            continue;
+        x.arm = x.kind == PW_SAMPLE_CALIBRATION ? NULL :
+                json_string_value(json_array_get(by_idx,
+                    (size_t)atoi(PQgetvalue(s, i, 1))));
+        if (x.kind != PW_SAMPLE_CALIBRATION && !x.arm)
+            continue;
+        x.round = (unsigned)strtoul(PQgetvalue(s, i, 2), NULL, 10);
+        x.position = (unsigned)strtoul(PQgetvalue(s, i, 3), NULL, 10);
+        x.wall_us = strtod(PQgetvalue(s, i, 4), NULL);
+        x.user_us = strtod(PQgetvalue(s, i, 5), NULL);
+        x.sys_us = strtod(PQgetvalue(s, i, 6), NULL);
+        x.maxrss_kb = strtoll(PQgetvalue(s, i, 7), NULL, 10);
+        x.exit_status = atoi(PQgetvalue(s, i, 8));
+        x.term_signal = atoi(PQgetvalue(s, i, 9));
+        x.cpu = atoi(PQgetvalue(s, i, 10));
+        x.start_unix_us = strtoll(PQgetvalue(s, i, 11), NULL, 10);
+        x.error = x.kind == PW_SAMPLE_ERROR ? PQgetvalue(s, i, 12) : NULL;
+        if (pw_results_add_sample(bench, &x) != PW_RESULTS_OK)
+            return -1;
+    }
+    return 0;
+}
+
+/* The stored verdicts (rows of verdicts: other_name, verdict_json,
+ * error, the floor and parity) into bench, and the first row's floor
+ * into doc: the ones computed with the host's calibration window. */
+static void
+s_show_verdicts(json_t *doc, json_t *bench, PGresult *v)
+{
+    json_t *verdict = json_object();
+    json_t *verr = json_null();
+    for (int i = 0; i < PQntuples(v); i++) {
+        if (!PQgetisnull(v, i, 1))
+            json_object_set_new(verdict, PQgetvalue(v, i, 0),
+                                co_reply_json_col(v, i, 1));
+        else if (!PQgetisnull(v, i, 2)) {
+            json_decref(verr);
+            verr = json_string(PQgetvalue(v, i, 2));
+        }
+        if (i == 0)
+            json_object_set_new(doc, "floor", json_pack(
+                "{s:f,s:b,s:I,s:f}",
+                "floor_us", strtod(PQgetvalue(v, i, 3), NULL),
+                "default", strcmp(PQgetvalue(v, i, 4), "t") == 0,
+                "calibration_samples",
+                (json_int_t)strtoll(PQgetvalue(v, i, 5), NULL, 10),
+                "parity", strtod(PQgetvalue(v, i, 6), NULL)));
+    }
+    if (PQntuples(v) > 0) {
+        json_object_set_new(bench, "verdict", verdict);
+        json_object_set_new(bench, "verdict_error", verr);
+    } else {
+        json_decref(verdict);
+        json_decref(verr);
+    }
+}
+
 static json_t *
 s_show(co_query_t *q, const json_t *args, s_res_t *res)
 {
@@ -733,58 +830,16 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
             pid);
     if (!a)
         goto fail;
-    for (int i = 0; i < PQntuples(a); i++) {
-        json_t *argv = co_reply_json_col(a, i, 3);
-        size_t n = json_array_size(argv);
-        const char **vv = calloc(n + 1, sizeof *vv);
-        if (!vv) {
-            json_decref(argv);
-            goto oom;
-        }
-        for (size_t k = 0; k < n; k++)
-            vv[k] = json_string_value(json_array_get(argv, k));
-        const char *shell = PQgetvalue(a, i, 4);
-        int rc = pw_results_add_arm(bench, PQgetvalue(a, i, 1),
-                                    strcmp(PQgetvalue(a, i, 2), "t") == 0,
-                                    *shell ? NULL : vv, *shell ? shell : NULL,
-                                    PQgetvalue(a, i, 5));
-        free(vv);
-        json_decref(argv);
-        if (rc != PW_RESULTS_OK)
-            goto oom;
-        json_array_append_new(arms_by_idx, json_string(PQgetvalue(a, i, 1)));
-    }
+    if (s_show_arms(bench, a, arms_by_idx) != 0)
+        goto oom;
     s = s_q(q, res, "SELECT kind, arm, round, position, wall_us, user_us, "
             "sys_us, maxrss_kb, exit_status, term_signal, cpu, "
             "start_unix_us, error FROM samples WHERE run = $1 ORDER BY "
             "batch_seq, idx", 1, pid);
     if (!s)
         goto fail;
-    for (int i = 0; i < PQntuples(s); i++) {
-        pw_sample_t x;
-        memset(&x, 0, sizeof x);
-        x.kind = (pw_sample_kind_t)atoi(PQgetvalue(s, i, 0));
-        if (x.kind >= PW_SAMPLE_KIND_COUNT)
-            continue;
-        x.arm = x.kind == PW_SAMPLE_CALIBRATION ? NULL :
-                json_string_value(json_array_get(arms_by_idx,
-                    (size_t)atoi(PQgetvalue(s, i, 1))));
-        if (x.kind != PW_SAMPLE_CALIBRATION && !x.arm)
-            continue;
-        x.round = (unsigned)strtoul(PQgetvalue(s, i, 2), NULL, 10);
-        x.position = (unsigned)strtoul(PQgetvalue(s, i, 3), NULL, 10);
-        x.wall_us = strtod(PQgetvalue(s, i, 4), NULL);
-        x.user_us = strtod(PQgetvalue(s, i, 5), NULL);
-        x.sys_us = strtod(PQgetvalue(s, i, 6), NULL);
-        x.maxrss_kb = strtoll(PQgetvalue(s, i, 7), NULL, 10);
-        x.exit_status = atoi(PQgetvalue(s, i, 8));
-        x.term_signal = atoi(PQgetvalue(s, i, 9));
-        x.cpu = atoi(PQgetvalue(s, i, 10));
-        x.start_unix_us = strtoll(PQgetvalue(s, i, 11), NULL, 10);
-        x.error = x.kind == PW_SAMPLE_ERROR ? PQgetvalue(s, i, 12) : NULL;
-        if (pw_results_add_sample(bench, &x) != PW_RESULTS_OK)
-            goto oom;
-    }
+    if (s_show_samples(bench, s, arms_by_idx) != 0)
+        goto oom;
     const char *status = PQgetisnull(r, 0, 7) ? "incomplete" :
                          PQgetvalue(r, 0, 7);
     if (pw_results_end_benchmark(bench, status, PQgetisnull(r, 0, 8) ? NULL :
@@ -806,32 +861,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
             "run = $1 ORDER BY other_arm", 1, pid);
     if (!v)
         goto fail;
-    json_t *verdict = json_object();
-    json_t *verr = json_null();
-    for (int i = 0; i < PQntuples(v); i++) {
-        if (!PQgetisnull(v, i, 1))
-            json_object_set_new(verdict, PQgetvalue(v, i, 0),
-                                co_reply_json_col(v, i, 1));
-        else if (!PQgetisnull(v, i, 2)) {
-            json_decref(verr);
-            verr = json_string(PQgetvalue(v, i, 2));
-        }
-        if (i == 0)
-            json_object_set_new(doc, "floor", json_pack(
-                "{s:f,s:b,s:I,s:f}",
-                "floor_us", strtod(PQgetvalue(v, i, 3), NULL),
-                "default", strcmp(PQgetvalue(v, i, 4), "t") == 0,
-                "calibration_samples",
-                (json_int_t)strtoll(PQgetvalue(v, i, 5), NULL, 10),
-                "parity", strtod(PQgetvalue(v, i, 6), NULL)));
-    }
-    if (PQntuples(v) > 0) {
-        json_object_set_new(bench, "verdict", verdict);
-        json_object_set_new(bench, "verdict_error", verr);
-    } else {
-        json_decref(verdict);
-        json_decref(verr);
-    }
+    s_show_verdicts(doc, bench, v);
     PQclear(r);
     PQclear(a);
     PQclear(s);
