@@ -94,6 +94,95 @@ s_close_row(json_t *row)
     return s ? json_object_set_new(row, "summary", s) : -1;
 }
 
+/* history's "suite", "other", "hosts" and "by": true, or false with c
+ * set. */
+static bool
+s_history_args(co_reply_t *c, const json_t *args)
+{
+    const json_t *js = json_object_get(args, "suite"),
+                 *jo = json_object_get(args, "other"),
+                 *jh = json_object_get(args, "hosts");
+    if ((js && !json_is_string(js)) || (jo && !json_is_string(jo))) {
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"suite\" and \"other\" must be "
+               "strings");
+        return false;
+    }
+    if (jh && (!json_is_array(jh) ||
+               json_array_size(jh) > CO_HISTORY_FILTERS_MAX)) {
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"hosts\" must be an array of at most "
+               "%d host names", CO_HISTORY_FILTERS_MAX);
+        return false;
+    }
+    size_t hi;
+    json_t *hv;
+    json_array_foreach(jh, hi, hv)
+        if (!json_is_string(hv)) {
+            co_reply_fail(c, CO_REPLY_BADARGS, "\"hosts\" must be host names");
+            return false;
+        }
+    const json_t *jb = json_object_get(args, "by");
+    const char *by = jb ? json_string_value(jb) : "";
+    if (jb && (!by || strlen(by) > 200)) {
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"by\" must be a tag name of at "
+                      "most 200 bytes (\"\": run time)");
+        return false;
+    }
+    return true;
+}
+
+/* history's rows (s_history_sql, n of them) grouped into pairs: one
+ * per arm pair, a row per job (or run), an entry per host. 0, or -1
+ * out of memory. */
+static int
+s_history_pairs(PGresult *r, int n, json_t *pairs)
+{
+    json_t *pair = NULL, *row = NULL;
+    for (int i = 0; i < n; i++) {
+        const char *su = PQgetvalue(r, i, 0), *subj = PQgetvalue(r, i, 1),
+                   *oth = PQgetvalue(r, i, 2), *grp = PQgetvalue(r, i, 3);
+        if (!pair || strcmp(co_reply_str(pair, "suite"), su) != 0 ||
+            strcmp(co_reply_str(pair, "subject"), subj) != 0 ||
+            strcmp(co_reply_str(pair, "other"), oth) != 0) {
+            if (s_close_row(row) != 0)
+                return -1;
+            row = NULL;
+            pair = json_pack("{s:s,s:s,s:s,s:[]}", "suite", su, "subject",
+                             subj, "other", oth, "rows");
+            if (!pair || json_array_append_new(pairs, pair) != 0)
+                return -1;
+        }
+        if (!row || strcmp(co_reply_str(row, "group"), grp) != 0) {
+            if (s_close_row(row) != 0)
+                return -1;
+            const char *job = PQgetvalue(r, i, 5);
+            row = json_pack("{s:s,s:s,s:s,s:I,s:o,s:s,s:[]}", "group", grp,
+                            "job", job, "run_id", *job ? "" :
+                            PQgetvalue(r, i, 6),
+                            "at_us", co_reply_int(r, i, 4),
+                            "tags", co_reply_json_col(r, i, 8),
+                            "label", PQgetvalue(r, i, 9), "hosts");
+            if (!row || json_array_append_new(json_object_get(pair, "rows"),
+                                              row) != 0)
+                return -1;
+        }
+        json_t *e = s_entry(r, i, 7, 6, 10, 11, 12);
+        if (!e)
+            return -1;
+        /* One entry per host: a later run of the same host in the same
+         * job replaces the earlier one (rows come in run order). */
+        json_t *hl = json_object_get(row, "hosts");
+        size_t last = json_array_size(hl);
+        if (last > 0 && strcmp(co_reply_str(json_array_get(hl, last - 1), "host"),
+                               PQgetvalue(r, i, 7)) == 0)
+            json_array_set_new(hl, last - 1, e);
+        else
+            json_array_append_new(hl, e);
+    }
+    if (s_close_row(row) != 0)
+        return -1;
+    return 0;
+}
+
 static json_t *
 s_history(co_reply_t *c, const json_t *args)
 {
@@ -104,38 +193,17 @@ s_history(co_reply_t *c, const json_t *args)
                  *jh = json_object_get(args, "hosts");
     json_int_t limit;
     char *tags = NULL, *hosts = NULL;
-    json_t *out = NULL, *pairs = json_array(), *pair = NULL, *row = NULL;
+    json_t *out = NULL, *pairs = json_array();
     PGresult *r = NULL;
     if (!bench || !*bench) {
         co_reply_fail(c, CO_REPLY_BADARGS, "\"benchmark\" (a benchmark's name) is "
                "required");
         goto fail;
     }
-    if ((js && !json_is_string(js)) || (jo && !json_is_string(jo))) {
-        co_reply_fail(c, CO_REPLY_BADARGS, "\"suite\" and \"other\" must be "
-               "strings");
+    if (!s_history_args(c, args))
         goto fail;
-    }
-    if (jh && (!json_is_array(jh) ||
-               json_array_size(jh) > CO_HISTORY_FILTERS_MAX)) {
-        co_reply_fail(c, CO_REPLY_BADARGS, "\"hosts\" must be an array of at most "
-               "%d host names", CO_HISTORY_FILTERS_MAX);
-        goto fail;
-    }
-    size_t hi;
-    json_t *hv;
-    json_array_foreach(jh, hi, hv)
-        if (!json_is_string(hv)) {
-            co_reply_fail(c, CO_REPLY_BADARGS, "\"hosts\" must be host names");
-            goto fail;
-        }
     const json_t *jb = json_object_get(args, "by");
     const char *by = jb ? json_string_value(jb) : "";
-    if (jb && (!by || strlen(by) > 200)) {
-        co_reply_fail(c, CO_REPLY_BADARGS, "\"by\" must be a tag name of at "
-                      "most 200 bytes (\"\": run time)");
-        goto fail;
-    }
     if (!co_reply_int_arg(c, args, "limit", 1, CO_HISTORY_LIMIT_MAX,
                    CO_HISTORY_LIMIT_DEFAULT, &limit) ||
         !(tags = co_reply_tags_arg(c, args)))
@@ -180,48 +248,7 @@ s_history(co_reply_t *c, const json_t *args)
     if (!r)
         goto fail;
     int n = PQntuples(r);
-    for (int i = 0; i < n; i++) {
-        const char *su = PQgetvalue(r, i, 0), *subj = PQgetvalue(r, i, 1),
-                   *oth = PQgetvalue(r, i, 2), *grp = PQgetvalue(r, i, 3);
-        if (!pair || strcmp(co_reply_str(pair, "suite"), su) != 0 ||
-            strcmp(co_reply_str(pair, "subject"), subj) != 0 ||
-            strcmp(co_reply_str(pair, "other"), oth) != 0) {
-            if (s_close_row(row) != 0)
-                goto oom;
-            row = NULL;
-            pair = json_pack("{s:s,s:s,s:s,s:[]}", "suite", su, "subject",
-                             subj, "other", oth, "rows");
-            if (!pair || json_array_append_new(pairs, pair) != 0)
-                goto oom;
-        }
-        if (!row || strcmp(co_reply_str(row, "group"), grp) != 0) {
-            if (s_close_row(row) != 0)
-                goto oom;
-            const char *job = PQgetvalue(r, i, 5);
-            row = json_pack("{s:s,s:s,s:s,s:I,s:o,s:s,s:[]}", "group", grp,
-                            "job", job, "run_id", *job ? "" :
-                            PQgetvalue(r, i, 6),
-                            "at_us", co_reply_int(r, i, 4),
-                            "tags", co_reply_json_col(r, i, 8),
-                            "label", PQgetvalue(r, i, 9), "hosts");
-            if (!row || json_array_append_new(json_object_get(pair, "rows"),
-                                              row) != 0)
-                goto oom;
-        }
-        json_t *e = s_entry(r, i, 7, 6, 10, 11, 12);
-        if (!e)
-            goto oom;
-        /* One entry per host: a later run of the same host in the same
-         * job replaces the earlier one (rows come in run order). */
-        json_t *hl = json_object_get(row, "hosts");
-        size_t last = json_array_size(hl);
-        if (last > 0 && strcmp(co_reply_str(json_array_get(hl, last - 1), "host"),
-                               PQgetvalue(r, i, 7)) == 0)
-            json_array_set_new(hl, last - 1, e);
-        else
-            json_array_append_new(hl, e);
-    }
-    if (s_close_row(row) != 0)
+    if (s_history_pairs(r, n, pairs) != 0)
         goto oom;
     out = json_pack("{s:s,s:s,s:s,s:I,s:b,s:O}", "benchmark", bench,
                     "suite", suite, "other", other, "limit", limit,
@@ -490,19 +517,13 @@ s_arm_summary(json_t *arm, PGresult *s, int from, int to, double *buf)
     return j ? json_object_set_new(arm, "summary", j) : -1;
 }
 
-static json_t *
-s_report(co_reply_t *c, const json_t *args)
+/* report's hosts: each job host's state, environment and floor into
+ * hosts. 0, or -1 with c set. */
+static int
+s_report_hosts(co_reply_t *c, const char *id, json_t *hosts)
 {
-    json_t *out = NULL, *hosts = json_array(), *runs = json_array();
-    PGresult *j = NULL, *r = NULL, *s = NULL;
-    double *buf = NULL;
-    if (!(j = s_job_row(c, args)))
-        goto fail;
-    if (!hosts || !runs)
-        goto oom;
-    const char *id = PQgetvalue(j, 0, 0);
     const char *p[] = { id };
-
+    PGresult *r;
     /* Each host's environment as its runs of this job saw it (the
      * host's latest snapshot when it stored no run), and the floor its
      * verdicts of this job used. */
@@ -522,7 +543,7 @@ s_report(co_reply_t *c, const json_t *args)
         " h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
         1, p);
     if (!r)
-        goto fail;
+        return -1;
     for (int i = 0; i < PQntuples(r); i++) {
         json_t *env = co_reply_json_col(r, i, 3);
         json_t *floor = co_reply_json_col(r, i, 4);
@@ -554,11 +575,24 @@ s_report(co_reply_t *c, const json_t *args)
             "warnings", warnings, "selftest", selftest);
         json_decref(env);
         json_decref(floor);
-        if (!h || json_array_append_new(hosts, h) != 0)
-            goto oom;
+        if (!h || json_array_append_new(hosts, h) != 0) {
+            PQclear(r);
+            co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+            return -1;
+        }
     }
     PQclear(r);
+    return 0;
+}
 
+/* report's runs: every run of job id with its arms' summaries into
+ * runs. 0, or -1 with c set (CO_REPLY_TOO_BIG past the bounds). */
+static int
+s_report_runs(co_reply_t *c, const char *id, json_t *runs)
+{
+    PGresult *r = NULL, *s = NULL;
+    double *buf = NULL;
+    int rc = -1;
     /* Every run's arms with their stored summaries, then the measured
      * samples of the runs that have none yet (still running, or never
      * ended), both in run order: one pass merges them. The raw samples
@@ -639,6 +673,32 @@ s_report(co_reply_t *c, const json_t *args)
                            s_arm_summary(arm, s, from, si, buf) != 0))
             goto oom;
     }
+    rc = 0;
+    goto done;
+oom:
+    co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+fail:
+done:
+    PQclear(r);
+    PQclear(s);
+    free(buf);
+    return rc;
+}
+
+static json_t *
+s_report(co_reply_t *c, const json_t *args)
+{
+    json_t *out = NULL, *hosts = json_array(), *runs = json_array();
+    PGresult *j = s_job_row(c, args);
+    if (!j)
+        goto done;
+    const char *id = PQgetvalue(j, 0, 0);
+    if (!hosts || !runs) {
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+        goto done;
+    }
+    if (s_report_hosts(c, id, hosts) != 0 || s_report_runs(c, id, runs) != 0)
+        goto done;
     out = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:O,s:O}",
         "job", id, "suite", PQgetvalue(j, 0, 1), "state", PQgetvalue(j, 0, 2),
         "label", PQgetvalue(j, 0, 3), "tags", co_reply_json_col(j, 0, 4),
@@ -646,16 +706,9 @@ s_report(co_reply_t *c, const json_t *args)
         "created_at_us", co_reply_int(j, 0, 7), "ended_at_us",
         co_reply_int_or_null(j, 0, 8), "hosts", hosts, "run_list", runs);
     if (!out)
-        goto oom;
-    goto done;
-oom:
-    co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
-fail:
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
 done:
     PQclear(j);
-    PQclear(r);
-    PQclear(s);
-    free(buf);
     json_decref(hosts);
     json_decref(runs);
     return out;
