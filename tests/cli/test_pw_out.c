@@ -99,7 +99,8 @@ test_tables(void)
     ok(t == NULL, "destroy clears the pointer");
     pw_out_table_destroy(&t);
     pw_out_table_destroy(NULL);
-    ok(1, "destroy accepts NULL");
+    ok(t == NULL, "destroy accepts NULL and a cleared pointer, and leaves "
+       "it NULL");
     /* Cells are copied whole: two long names differing only at the end
      * stay two names (hyperfine commands, gbench template names). */
     char longa[400], longb[400];

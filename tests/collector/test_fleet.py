@@ -72,10 +72,8 @@ class Fleet(tj.World):
 
     def start_collector(self, *extra):
         self.collector = subprocess.Popen(
-            [tj.COLLECTOR, "--data-dir", self.data, "--bind", self.endpoint,
-             "--key", self.key("collector") + "_secret", "--allow",
-             self.allow, "--admin", self.admin, "--heartbeat-ms", "200"]
-            + list(extra), stdout=self.log, stderr=self.log)
+            self.collector_cmd(self.endpoint, 200, *extra),
+            stdout=self.log, stderr=self.log)
         end = time.time() + 60
         while time.time() < end:
             if self.collector.poll() is not None:
@@ -87,12 +85,7 @@ class Fleet(tj.World):
         tj.bail("parity-collector not listening after 60 s")
 
     def stop_collector(self):
-        self.collector.terminate()
-        try:
-            rc = self.collector.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.collector.kill()
-            rc = self.collector.wait()
+        rc = self.stop(self.collector, wait=30)
         self.collector = None
         return rc
 
@@ -383,9 +376,8 @@ def main():
         case_slow_query(w)
         case_timeout(w)
     finally:
-        w.close(keep=tj.n_failed > 0)
-    print("1..%d" % tj.n_tests, flush=True)
-    sys.exit(1 if tj.n_failed else 0)
+        w.close(keep=tj.tap.n_failed > 0)
+    tj.pf.finish()
 
 
 if __name__ == "__main__":

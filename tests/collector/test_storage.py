@@ -629,13 +629,12 @@ def main():
         case_ensure(w, db, fx)
         case_retention(w, db, fx)
     finally:
-        keep = tj.n_failed > 0 and os.environ.get("PARITY_KEEP") == "1"
+        keep = tj.tap.n_failed > 0 and os.environ.get("PARITY_KEEP") == "1"
         if w.collector is None:   # else it stops the cluster on SIGTERM
             subprocess.run([TOOL, "stop", w.data], capture_output=True,
                            timeout=60)
         w.close(keep)
-    print("1..%d" % tj.n_tests, flush=True)
-    sys.exit(1 if tj.n_failed else 0)
+    tj.pf.finish()
 
 
 if __name__ == "__main__":

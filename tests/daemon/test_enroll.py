@@ -450,14 +450,13 @@ def main():
     try:
         CASES[sys.argv[1]](e)
     finally:
-        if ts.n_failed:
+        if ts.tap.n_failed:
             ts.diag("collector log tail:\n" + e.w.log_tail())
             for log in e.logs:
                 with open(log, errors="replace") as f:
                     ts.diag("%s tail:\n%s" % (log, f.read()[-1500:]))
-        e.w.close(keep=ts.n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
-    print("1..%d" % ts.n_tests)
-    sys.exit(1 if ts.n_failed else 0)
+        e.w.close(keep=ts.tap.n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
+    ts.pf.finish()
 
 
 if __name__ == "__main__":

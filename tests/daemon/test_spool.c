@@ -109,7 +109,9 @@ test_order_and_remove(void)
        "after destroy the spool opens again");
     ag_spool_destroy(&second);
     ag_spool_destroy(&sp);
-    ok(1, "destroy accepts NULL");
+    ag_spool_destroy(NULL);
+    ok(second == NULL && sp == NULL, "destroy accepts NULL and a cleared "
+       "pointer, and leaves it NULL");
 }
 
 static void

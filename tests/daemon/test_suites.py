@@ -364,14 +364,13 @@ def main():
     try:
         CASES[sys.argv[1]](f)
     finally:
-        if ts.n_failed:
+        if ts.tap.n_failed:
             diag("collector log tail:\n" + f.w.log_tail())
             for log in f.logs:
                 with open(log, errors="replace") as fh:
                     diag("%s tail:\n%s" % (log, fh.read()[-2500:]))
-        f.w.close(keep=ts.n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
-    print("1..%d" % ts.n_tests)
-    sys.exit(1 if ts.n_failed else 0)
+        f.w.close(keep=ts.tap.n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
+    ts.pf.finish()
 
 
 if __name__ == "__main__":

@@ -37,11 +37,9 @@ import os
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 
@@ -54,134 +52,58 @@ PARITY = os.environ.get("PARITY_TEST_PARITY") or \
     os.path.join(BUILD, "collector", "client", "parity")
 KEYGEN = os.path.join(BUILD, "tests", "daemon", "daemon-keygen")
 
-n_tests = 0
-n_failed = 0
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+import parity_fixtures as pf  # noqa: E402
+from parity_fixtures import (ok, diag, bail, free_port, pg_bindir,  # noqa
+                             as_pg_owner, tap)
 
 
-def ok(cond, what):
-    global n_tests, n_failed
-    n_tests += 1
-    what = " ".join(str(what).split())   # one TAP line
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n_tests, what),
-          flush=True)
-    if not cond:
-        n_failed += 1
-    return cond
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
-
-
-def bail(text):
-    print("Bail out! " + text, flush=True)
-    sys.exit(1)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def pg_bindir():
-    if os.environ.get("PARITY_PG_BINDIR"):
-        return os.environ["PARITY_PG_BINDIR"]
-    base = "/usr/lib/postgresql"
-    versions = sorted(os.listdir(base), key=lambda v: int(v)) \
-        if os.path.isdir(base) else []
-    return os.path.join(base, versions[-1], "bin") if versions else ""
-
-
-def as_pg_owner(cmd):
-    """Run a PostgreSQL tool as the postgres user when we are root."""
-    if os.getuid() == 0:
-        return ["runuser", "-u", "postgres", "--"] + cmd
-    return cmd
-
-
-class World:
-    """A temp dir with keys, one collector, a suite dir and a spool."""
+class World(pf.World):
+    """Keys for the collector, an agent on the allow-list, an impostor and
+    an admin; a spool; the collector under self.wrap (valgrind)."""
 
     def __init__(self, name):
-        self.root = tempfile.mkdtemp(prefix="parity-sys-%s-" % name)
-        os.chmod(self.root, 0o755)  # the postgres user must reach DATA/pg
-        self.data = os.path.join(self.root, "data")
-        self.keys = os.path.join(self.root, "keys")
-        self.allow = os.path.join(self.root, "allow")
-        self.suites = os.path.join(self.root, "suites")
+        super().__init__("parity-sys-%s-" % name, PARITY, COLLECTOR)
         self.spool = os.path.join(self.root, "spool")
-        for d in (self.keys, self.allow, self.suites):
-            os.makedirs(d)
         self.port = free_port()
         self.endpoint = "tcp://127.0.0.1:%d" % self.port
-        self.collector = None
         self.children = []   # agents started here, killed at close
         # Commands put before the collector's and the daemon's (valgrind),
         # and their heartbeat interval.
         self.wrap = []
         self.heartbeat_ms = "500"
-
         self.collector_log = open(os.path.join(self.root, "collector.log"),
                                   "ab")
         self.keygen("collector")
-        self.keygen("agent")
+        self.keygen("agent", allow=True)
         self.keygen("impostor")
-        self.keygen("admin")
-        shutil.copy(os.path.join(self.keys, "agent"), self.allow)
-        self.admin = os.path.join(self.root, "admin")
-        os.makedirs(self.admin)
-        shutil.copy(os.path.join(self.keys, "admin"), self.admin)
+        self.keygen("admin", admin=True)
 
-    def keygen(self, name):
-        path = os.path.join(self.keys, name)
-        r = subprocess.run([PARITY, "keygen", name, "--dir", self.keys],
-                           capture_output=True, text=True, timeout=30)
-        if r.returncode != 0 and "unknown" in (r.stdout + r.stderr):
-            # `parity keygen` not built yet: the same zcert files.
-            diag("parity keygen missing; using daemon-keygen")
-            r = subprocess.run([KEYGEN, path], capture_output=True,
+    def keygen(self, name, allow=False, admin=False):
+        if not os.access(PARITY, os.X_OK):
+            # `parity` not built: daemon-keygen writes the same zcert files.
+            diag("parity missing; using daemon-keygen")
+            r = subprocess.run([KEYGEN, self.key(name)], capture_output=True,
                                text=True, timeout=30)
-        if r.returncode != 0 or not os.path.exists(path + "_secret"):
-            bail("keygen %s failed: %s%s" % (path, r.stdout, r.stderr))
-        return path
-
-    def key(self, name):
-        return os.path.join(self.keys, name)
+            if r.returncode != 0:
+                bail("daemon-keygen %s: %s" % (name, r.stderr))
+            for d, want in ((self.allow, allow), (self.admin, admin)):
+                if want:
+                    shutil.copy(self.key(name), d)
+            return self.key(name)
+        return super().keygen(name, allow, admin)
 
     def start_collector(self):
         self.collector = subprocess.Popen(
-            self.wrap + [COLLECTOR, "--data-dir", self.data, "--bind",
-                         "tcp://127.0.0.1:%d" % self.port, "--key",
-                         self.key("collector") + "_secret", "--allow",
-                         self.allow, "--admin", self.admin,
-                         "--heartbeat-ms", self.heartbeat_ms],
+            self.wrap + self.collector_cmd("tcp://127.0.0.1:%d" % self.port,
+                                           self.heartbeat_ms),
             stdout=self.collector_log, stderr=self.collector_log)
-        # Ready when its port accepts TCP (after migrations and bind).
-        end = time.time() + 60
-        while time.time() < end:
-            if self.collector.poll() is not None:
-                bail("parity-collector exited %d; log:\n%s" % (
-                    self.collector.returncode, self.log_tail()))
-            try:
-                socket.create_connection(("127.0.0.1", self.port),
-                                         timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        bail("parity-collector not listening after 60 s")
+        self.wait_tcp(self.collector, self.port, self.log_tail)
 
     def kill_collector(self, sig=signal.SIGKILL):
-        if self.collector and self.collector.poll() is None:
-            self.collector.send_signal(sig)
-            try:
-                self.collector.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.collector.kill()
-                self.collector.wait()
+        self.stop(self.collector, sig, wait=30)
         self.collector = None
 
     def log_tail(self, n=30):
@@ -193,17 +115,6 @@ class World:
     def pg(self, *args):
         return as_pg_owner([os.path.join(pg_bindir(), "pg_ctl"), "-D",
                             os.path.join(self.data, "pg")] + list(args))
-
-    def psql(self, sql):
-        r = subprocess.run(
-            [os.path.join(pg_bindir(), "psql"), "-X", "-A", "-t", "-q",
-             "-v", "ON_ERROR_STOP=1", "-h", os.path.join(self.data, "pg"),
-             "-U", "parity", "-d", "parity", "-c", sql],
-            capture_output=True, text=True, timeout=30)
-        if r.returncode != 0:
-            diag("psql: " + r.stderr)
-            return None
-        return r.stdout.strip()
 
     def write_suite(self, runs, sleep_s=0.002):
         path = os.path.join(self.suites, "e2e.yaml")
@@ -253,16 +164,6 @@ class World:
             return 0
         return sum(1 for n in os.listdir(self.spool) if n.endswith(".msg"))
 
-    def wait_for(self, sql, want, timeout):
-        end = time.time() + timeout
-        got = None
-        while time.time() < end:
-            got = self.psql(sql)
-            if got == want:
-                return got
-            time.sleep(0.25)
-        return got
-
     def close(self, keep):
         for p in self.children:
             if p.poll() is None:
@@ -276,10 +177,7 @@ class World:
             subprocess.run(self.pg("stop", "-m", "immediate", "-w"),
                            capture_output=True, timeout=60)
         self.collector_log.close()
-        if keep:
-            diag("kept " + self.root)
-        else:
-            shutil.rmtree(self.root, ignore_errors=True)
+        self.remove(keep)
 
 
 def results_samples(path):
@@ -622,7 +520,7 @@ def case_refused(w):
         daemon.kill()
         daemon.wait()
     ok(daemon.returncode == 0, "the daemon exits 0 on SIGTERM")
-    if n_failed:
+    if tap.n_failed:
         diag("daemon log:\n" + log[-3000:])
 
 
@@ -761,11 +659,10 @@ def main():
     try:
         CASES[sys.argv[1]](w)
     finally:
-        if n_failed:
+        if tap.n_failed:
             diag("collector log tail:\n" + w.log_tail())
-        w.close(keep=n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
-    print("1..%d" % n_tests)
-    sys.exit(1 if n_failed else 0)
+        w.close(keep=tap.n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
+    pf.finish()
 
 
 if __name__ == "__main__":

@@ -330,7 +330,7 @@ def case_fleet():
         ok(r.returncode == 1 and "forbidden" in r.stderr,
            "history from a non-admin key is forbidden")
     finally:
-        w.close(keep=tj.n_failed > 0)
+        w.close(keep=tj.tap.n_failed > 0)
 
 
 def raw_checks(w):
@@ -431,8 +431,7 @@ def main():
         if not os.access(exe, os.X_OK):
             tj.bail("%s not built" % exe)
     {"fleet": case_fleet}[sys.argv[1]]()
-    print("1..%d" % tj.n_tests, flush=True)
-    sys.exit(1 if tj.n_failed else 0)
+    tj.pf.finish()
 
 
 if __name__ == "__main__":

@@ -33,11 +33,16 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+import parity_fixtures as pf  # noqa: E402
+from parity_fixtures import ok, diag, bail, free_port, pg_bindir, tap  # noqa: E402,F401,E501
 
 BUILD = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else
                         os.environ["PARITY_BUILD_DIR"])
@@ -46,47 +51,6 @@ COLLECTOR = os.path.join(BUILD, "collector", "parity-collector")
 PARITY = os.path.join(BUILD, "collector", "client", "parity")
 REQUEST = os.path.join(BUILD, "tests", "jobs", "jobs-request")
 HEARTBEAT_MS = "200"   # offline after 5 beats: 1 s
-
-n_tests = 0
-n_failed = 0
-
-
-def ok(cond, what):
-    global n_tests, n_failed
-    n_tests += 1
-    what = " ".join(str(what).split())
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n_tests, what),
-          flush=True)
-    if not cond:
-        n_failed += 1
-    return cond
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
-
-
-def bail(text):
-    print("Bail out! " + text, flush=True)
-    sys.exit(1)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def pg_bindir():
-    if os.environ.get("PARITY_PG_BINDIR"):
-        return os.environ["PARITY_PG_BINDIR"]
-    base = "/usr/lib/postgresql"
-    vs = sorted(os.listdir(base), key=int) if os.path.isdir(base) else []
-    return os.path.join(base, vs[-1], "bin") if vs else ""
-
 
 SUITE = """suite: fleet
 defaults:
@@ -124,17 +88,12 @@ benchmarks:
 """
 
 
-class World:
+class World(pf.World):
+    """Keys for three agents (alpha, beta, gamma), a stranger on the
+    allow-list, and keys no collector knows; the fleet and long suites."""
+
     def __init__(self):
-        self.root = tempfile.mkdtemp(prefix="parity-jobs-")
-        os.chmod(self.root, 0o755)   # the postgres user must reach data/pg
-        self.data = os.path.join(self.root, "data")
-        self.keys = os.path.join(self.root, "keys")
-        self.allow = os.path.join(self.root, "allow")
-        self.admin = os.path.join(self.root, "admin")
-        self.suites = os.path.join(self.root, "suites")
-        for d in (self.keys, self.allow, self.admin, self.suites):
-            os.makedirs(d)
+        super().__init__("parity-jobs-", PARITY, COLLECTOR)
         with open(os.path.join(self.suites, "fleet.yaml"), "w") as f:
             f.write(SUITE)
         with open(os.path.join(self.suites, "long.yaml"), "w") as f:
@@ -143,40 +102,17 @@ class World:
         self.endpoint = "tcp://127.0.0.1:%d" % self.port
         for name in ("collector", "alpha", "beta", "gamma", "admin",
                      "stranger", "unknown", "impostor"):
-            self.keygen(name)
-        for name in ("alpha", "beta", "gamma", "stranger"):
-            shutil.copy(self.key(name), self.allow)
-        shutil.copy(self.key("admin"), self.admin)
-        self.collector = None
+            self.keygen(name, allow=name in ("alpha", "beta", "gamma",
+                                             "stranger"),
+                        admin=name == "admin")
         self.agents = {}
         self.log = open(os.path.join(self.root, "collector.log"), "ab")
 
-    def key(self, name):
-        return os.path.join(self.keys, name)
-
-    def keygen(self, name):
-        r = subprocess.run([PARITY, "keygen", name, "--dir", self.keys],
-                           capture_output=True, text=True, timeout=30)
-        if r.returncode != 0:
-            bail("parity keygen %s: %s" % (name, r.stderr))
-
     def start_collector(self):
         self.collector = subprocess.Popen(
-            [COLLECTOR, "--data-dir", self.data, "--bind", self.endpoint,
-             "--key", self.key("collector") + "_secret", "--allow",
-             self.allow, "--admin", self.admin, "--heartbeat-ms",
-             HEARTBEAT_MS], stdout=self.log, stderr=self.log)
-        end = time.time() + 60
-        while time.time() < end:
-            if self.collector.poll() is not None:
-                bail("parity-collector exited %d" % self.collector.returncode)
-            try:
-                socket.create_connection(("127.0.0.1", self.port),
-                                         timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        bail("parity-collector not listening after 60 s")
+            self.collector_cmd(self.endpoint, HEARTBEAT_MS),
+            stdout=self.log, stderr=self.log)
+        self.wait_tcp(self.collector, self.port)
 
     def start_agent(self, name):
         home = os.path.join(self.root, "agent-" + name)
@@ -190,14 +126,7 @@ class World:
             stdout=log, stderr=log, cwd=home)
 
     def stop_agent(self, name, sig=signal.SIGTERM):
-        p = self.agents.pop(name, None)
-        if p and p.poll() is None:
-            p.send_signal(sig)
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        self.stop(self.agents.pop(name, None), sig)
 
     def parity(self, *args, key="admin", timeout=60, env=None):
         e = dict(os.environ)
@@ -219,17 +148,6 @@ class World:
                                              r.stdout, r.stderr))
             return None
 
-    def psql(self, sql):
-        r = subprocess.run(
-            [os.path.join(pg_bindir(), "psql"), "-X", "-A", "-t", "-q",
-             "-v", "ON_ERROR_STOP=1", "-h", os.path.join(self.data, "pg"),
-             "-U", "parity", "-d", "parity", "-c", sql],
-            capture_output=True, text=True, timeout=30)
-        if r.returncode != 0:
-            diag("psql: " + r.stderr)
-            return None
-        return r.stdout.strip()
-
     def host_states(self):
         h = self.pjson("hosts", "--json")
         return {x["name"]: x["online"] for x in (h or {}).get("hosts", [])}
@@ -242,13 +160,6 @@ class World:
                 return True
             time.sleep(0.2)
         return False
-
-    def job(self, job_id):
-        return self.pjson("jobs", "--json")  # unused helper kept simple
-
-    def job_state(self, job_id):
-        j = self.pjson("verdicts", job_id, "--json")
-        return j
 
     def wait_job(self, job_id, timeout):
         end = time.time() + timeout
@@ -264,12 +175,7 @@ class World:
         for n in list(self.agents):
             self.stop_agent(n)
         if self.collector and self.collector.poll() is None:
-            self.collector.send_signal(signal.SIGTERM)
-            try:
-                rc = self.collector.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.collector.kill()
-                rc = self.collector.wait()
+            rc = self.stop(self.collector, wait=30)
             ok(rc == 0, "the collector exits 0 on SIGTERM (%d)" % rc)
         self.log.close()
         # Sanitizer reports (an ASan build) of any of our processes.
@@ -281,10 +187,7 @@ class World:
                         if b"Sanitizer" in f.read():
                             reports.append(n)
         ok(not reports, "no sanitizer report in the logs %s" % reports)
-        if keep:
-            diag("kept " + self.root)
-        else:
-            shutil.rmtree(self.root, ignore_errors=True)
+        self.remove(keep)
 
 
 def requests(w, lines, key="admin", timeout_ms=5000):
@@ -634,7 +537,7 @@ def case_fleet():
            "a name two keys claim is refused: %s" % r.stderr.strip())
         w.stop_agent("twin")
     finally:
-        w.close(keep=n_failed > 0)
+        w.close(keep=tap.n_failed > 0)
 
 
 def wait_samples(w, job, hosts, timeout=30):
@@ -926,10 +829,8 @@ def case_restart():
 
         # -- the database stopped under the collector --------------------
         pg = os.path.join(w.data, "pg")
-        ctl = [os.path.join(pg_bindir(), "pg_ctl"), "stop", "-D", pg, "-m",
-               "fast", "-w"]
-        if os.getuid() == 0:
-            ctl = ["runuser", "-u", "postgres", "--"] + ctl
+        ctl = pf.as_pg_owner([os.path.join(pg_bindir(), "pg_ctl"), "stop",
+                              "-D", pg, "-m", "fast", "-w"])
         r = subprocess.run(ctl, capture_output=True, text=True, timeout=60)
         ok(r.returncode == 0, "pg_ctl stop of the collector's cluster (%s)" %
            r.stderr.strip())
@@ -956,7 +857,7 @@ def case_restart():
            "the database started again: the very next query is answered "
            "(%s)" % (got[0][1][:100],))
     finally:
-        w.close(keep=n_failed > 0)
+        w.close(keep=tap.n_failed > 0)
 
 
 def case_client():
@@ -1441,7 +1342,7 @@ def case_selftest():
            r.stdout, "report: the self-test column, beta's warning, and the "
            "line beside each verdict (%s)" % r.stdout[:600])
     finally:
-        w.close(n_failed > 0)
+        w.close(tap.n_failed > 0)
 
 
 def main():
@@ -1453,8 +1354,7 @@ def main():
             bail("%s not built" % exe)
     {"fleet": case_fleet, "client": case_client,
      "restart": case_restart, "selftest": case_selftest}[case]()
-    print("1..%d" % n_tests, flush=True)
-    sys.exit(1 if n_failed else 0)
+    pf.finish()
 
 
 if __name__ == "__main__":

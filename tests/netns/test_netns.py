@@ -49,7 +49,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 BUILD = os.environ.get("PARITY_BUILD_DIR") or \
@@ -73,41 +72,20 @@ RUN_HOSTS = [("a1", 20), ("a2", 20), ("a3", 150)]   # (host, --runs)
 DAEMON_HOSTS = ["d1", "d2"]
 INTRUDER = "x"
 
-n_tests = 0
-n_failed = 0
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+import parity_fixtures as pf  # noqa: E402
+from parity_fixtures import ok, diag, pg_bindir, tap  # noqa: E402
 
 
 class Deadline(Exception):
     pass
 
 
-def ok(cond, what):
-    global n_tests, n_failed
-    n_tests += 1
-    what = " ".join(str(what).split())   # one TAP line
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n_tests, what),
-          flush=True)
-    if not cond:
-        n_failed += 1
-    return bool(cond)
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
-
-
 def skip_all(reason):
     print("1..0 # SKIP " + reason, flush=True)
     sys.exit(0)
-
-
-def pg_bindir():
-    if os.environ.get("PARITY_PG_BINDIR"):
-        return os.environ["PARITY_PG_BINDIR"]
-    base = "/usr/lib/postgresql"
-    vs = sorted(os.listdir(base), key=int) if os.path.isdir(base) else []
-    return os.path.join(base, vs[-1], "bin") if vs else ""
 
 
 def sh(cmd, timeout=STEP_S, check=True, **kw):
@@ -215,33 +193,20 @@ class Topology:
         self.created = []
 
 
-class World:
-    """Temp dir, keys, suites, the collector and its database."""
+class World(pf.World):
+    """Keys (every host's on the allow-list but the intruder's), suites,
+    and the collector in the collector's namespace."""
 
     def __init__(self, topo):
+        super().__init__("parity-netns-", PARITY, COLLECTOR)
         self.topo = topo
-        self.root = tempfile.mkdtemp(prefix="parity-netns-")
-        os.chmod(self.root, 0o755)   # the postgres user must reach DATA/pg
-        self.data = os.path.join(self.root, "data")
-        self.keys = os.path.join(self.root, "keys")
-        self.allow = os.path.join(self.root, "allow")
-        self.admin = os.path.join(self.root, "admin")
-        self.suites = os.path.join(self.root, "suites")
-        for d in (self.keys, self.allow, self.admin, self.suites):
-            os.makedirs(d)
         self.endpoint = "tcp://%s:%d" % (topo.collector_ip, PORT)
         self.procs = []
-        self.collector = None
-        self.collector_log_path = os.path.join(self.root, "collector.log")
         for name in ["collector", "admin", INTRUDER] + \
                 [h for h, _ in RUN_HOSTS] + DAEMON_HOSTS:
-            sh([PARITY, "keygen", name, "--dir", self.keys])
-            if name not in ("collector", "admin", INTRUDER):
-                shutil.copy(self.key(name), self.allow)
-        shutil.copy(self.key("admin"), self.admin)
-
-    def key(self, name):
-        return os.path.join(self.keys, name)
+            self.keygen(name, allow=name not in ("collector", "admin",
+                                                 INTRUDER),
+                        admin=name == "admin")
 
     def spawn(self, host, cmd, log):
         f = open(os.path.join(self.root, log), "ab")
@@ -261,11 +226,9 @@ class World:
     def start_collector(self):
         # Enrollment off: the intruder's key fails the handshake, as
         # phase_run_mode checks (tests/daemon/test_enroll.py has it on).
-        self.collector = self.spawn("c", [
-            COLLECTOR, "--data-dir", self.data, "--bind", self.endpoint,
-            "--key", self.key("collector") + "_secret", "--allow",
-            self.allow, "--admin", self.admin, "--heartbeat-ms",
-            str(HEARTBEAT_MS), "--enroll", "off"], "collector.log")
+        self.collector = self.spawn("c", self.collector_cmd(
+            self.endpoint, HEARTBEAT_MS, "--enroll", "off"),
+            "collector.log")
         # Ready once bound (after the cluster is up and migrated).
         end = time.time() + 45
         while time.time() < end:
@@ -278,29 +241,10 @@ class World:
             time.sleep(0.1)
         raise RuntimeError("parity-collector not listening after 45 s")
 
-    def psql(self, sql):
-        r = sh([os.path.join(pg_bindir(), "psql"), "-X", "-A", "-t", "-q",
-                "-v", "ON_ERROR_STOP=1", "-h", os.path.join(self.data, "pg"),
-                "-U", "parity", "-d", "parity", "-c", sql], check=False)
-        if r.returncode != 0:
-            diag("psql: " + r.stderr.strip())
-            return None
-        return r.stdout.strip()
-
     def rows(self, sql):
         text = self.psql(sql)
         return [line.split("|") for line in text.splitlines()] \
             if text else []
-
-    def wait_for(self, sql, want, timeout):
-        end = time.time() + timeout
-        got = None
-        while time.time() < end:
-            got = self.psql(sql)
-            if got == want:
-                return got
-            time.sleep(0.2)
-        return got
 
     def client(self, *args):
         """`parity` with the admin key, run in the collector's namespace."""
@@ -317,16 +261,6 @@ class World:
         return sum(1 for n in os.listdir(d) if n.endswith(".msg")) \
             if os.path.isdir(d) else 0
 
-    def stop(self, p, sig=signal.SIGTERM, wait=10):
-        if p.poll() is None:
-            p.send_signal(sig)
-            try:
-                p.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        return p.returncode
-
     def close(self, keep):
         for p in reversed(self.procs):
             self.stop(p, wait=10)
@@ -335,11 +269,8 @@ class World:
             cmd = [os.path.join(pg_bindir(), "pg_ctl"), "-D",
                    os.path.join(self.data, "pg"), "stop", "-m", "immediate",
                    "-w"]
-            sh(["runuser", "-u", "postgres", "--"] + cmd, check=False)
-        if keep:
-            diag("kept " + self.root)
-        else:
-            shutil.rmtree(self.root, ignore_errors=True)
+            sh(pf.as_pg_owner(cmd), check=False)
+        self.remove(keep)
 
 
 def write_suite(w, name, runs, quick_us, slow_us):
@@ -694,19 +625,26 @@ def main():
     try:
         topo = Topology()
         topo.build([h for h, _ in RUN_HOSTS] + [INTRUDER] + DAEMON_HOSTS)
-        ok(True, "topology: %d namespaces on %s.0/24 (%s)"
-           % (len(topo.created), topo.subnet, topo.prefix))
+        hosts = [h for h, _ in RUN_HOSTS] + [INTRUDER] + DAEMON_HOSTS
+        listed = sh(["ip", "netns", "list"]).stdout.split()
+        ok(len(topo.created) == len(hosts) + 1 and
+           all(ns in listed for ns in topo.created) and
+           len(set(topo.ip.values())) == len(hosts),
+           "topology: %d namespaces on %s.0/24 (%s), each host its own "
+           "address" % (len(topo.created), topo.subnet, topo.prefix))
         routes = {h: topo.routes(h) for h in ["c"] + list(topo.ns)}
         ok(all(len(rt.splitlines()) == 1 and
                rt.startswith("%s.0/24 dev %s " % (
                    topo.subnet, "br0" if h == "c" else "eth0"))
                for h, rt in routes.items()),
            "every namespace routes only its own /24 (no default route)")
-        if n_failed:
+        if tap.n_failed:
             diag("\n".join("%s: %s" % hr for hr in routes.items()))
         w = World(topo)
         w.start_collector()
-        ok(True, "parity-collector listening on %s in %s"
+        ok(w.collector.poll() is None and
+           "event=listening" in w.log("collector.log"),
+           "parity-collector listening on %s in %s"
            % (w.endpoint, topo.collector_ns))
         phase_run_mode(w)
         phase_daemon(w)
@@ -718,18 +656,17 @@ def main():
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if n_failed and w:
+        if tap.n_failed and w:
             diag("collector log tail:\n" + w.log("collector.log")[-3000:])
         if w:
-            w.close(keep=n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
+            w.close(keep=tap.n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
         if topo:
             topo.close()
         left = sh(["ip", "netns", "list"], check=False).stdout
         ok(topo is None or "pty%d-" % os.getpid() not in left,
            "cleanup: no namespace of this run is left")
     diag("%.1f s" % (time.time() - started))
-    print("1..%d" % n_tests)
-    sys.exit(1 if n_failed else 0)
+    pf.finish()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,186 @@
+"""parity_fixtures -- what the Python system tests share.
+
+TAP output (ok, diag, bail, finish), a free TCP port, PostgreSQL's tools
+(pg_bindir, as_pg_owner) and World: a temp dir with keys made by
+`parity keygen`, an allow-list, an admin directory, a suites directory,
+and one parity-collector with its private PostgreSQL, read with psql.
+
+tests/jobs, tests/daemon and tests/netns subclass World with their own
+agents; a test adds this folder to sys.path and imports what it uses:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "..", "helpers"))
+    from parity_fixtures import World, ok, diag, bail, tap
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+
+class Tap:
+    """The counts of one TAP stream (one process)."""
+
+    def __init__(self):
+        self.n_tests = 0
+        self.n_failed = 0
+
+
+tap = Tap()
+
+
+def ok(cond, what):
+    tap.n_tests += 1
+    what = " ".join(str(what).split())   # one TAP line
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (tap.n_tests, what),
+          flush=True)
+    if not cond:
+        tap.n_failed += 1
+    return cond
+
+
+def diag(text):
+    for line in str(text).splitlines():
+        print("# " + line, flush=True)
+
+
+def bail(text):
+    print("Bail out! " + text, flush=True)
+    sys.exit(1)
+
+
+def finish():
+    """The plan line, and the exit status TAP harnesses read."""
+    print("1..%d" % tap.n_tests, flush=True)
+    sys.exit(1 if tap.n_failed else 0)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def pg_bindir():
+    if os.environ.get("PARITY_PG_BINDIR"):
+        return os.environ["PARITY_PG_BINDIR"]
+    base = "/usr/lib/postgresql"
+    versions = sorted(os.listdir(base), key=int) \
+        if os.path.isdir(base) else []
+    return os.path.join(base, versions[-1], "bin") if versions else ""
+
+
+def as_pg_owner(cmd):
+    """Run a PostgreSQL tool as the postgres user when we are root."""
+    if os.getuid() == 0:
+        return ["runuser", "-u", "postgres", "--"] + cmd
+    return cmd
+
+
+class World:
+    """A temp dir (prefix names the test) with keys/, allow/, admin/ and
+    suites/, keys made with `parity` (the client binary at parity), and
+    one collector at self.endpoint once started (data in data/)."""
+
+    def __init__(self, prefix, parity, collector):
+        self.parity_exe = parity
+        self.collector_exe = collector
+        self.root = tempfile.mkdtemp(prefix=prefix)
+        os.chmod(self.root, 0o755)   # the postgres user must reach data/pg
+        self.data = os.path.join(self.root, "data")
+        self.keys = os.path.join(self.root, "keys")
+        self.allow = os.path.join(self.root, "allow")
+        self.admin = os.path.join(self.root, "admin")
+        self.suites = os.path.join(self.root, "suites")
+        for d in (self.keys, self.allow, self.admin, self.suites):
+            os.makedirs(d)
+        self.collector = None
+
+    def key(self, name):
+        return os.path.join(self.keys, name)
+
+    def keygen(self, name, allow=False, admin=False):
+        """A key pair keys/NAME(_secret); on the allow-list or the admin
+        directory when asked."""
+        r = subprocess.run([self.parity_exe, "keygen", name, "--dir",
+                            self.keys], capture_output=True, text=True,
+                           timeout=30)
+        if r.returncode != 0 or not os.path.exists(self.key(name) +
+                                                   "_secret"):
+            bail("parity keygen %s: %s%s" % (name, r.stdout, r.stderr))
+        if allow:
+            shutil.copy(self.key(name), self.allow)
+        if admin:
+            shutil.copy(self.key(name), self.admin)
+        return self.key(name)
+
+    def collector_cmd(self, bind, heartbeat_ms, *extra):
+        """parity-collector's command line for this world."""
+        return [self.collector_exe, "--data-dir", self.data, "--bind", bind,
+                "--key", self.key("collector") + "_secret", "--allow",
+                self.allow, "--admin", self.admin, "--heartbeat-ms",
+                str(heartbeat_ms)] + list(extra)
+
+    def wait_tcp(self, proc, port, log_tail=lambda: "", timeout=60):
+        """Until proc (the collector) accepts TCP on 127.0.0.1:port, after
+        its migrations and bind; bails when it exits or never does."""
+        end = time.time() + timeout
+        while time.time() < end:
+            if proc.poll() is not None:
+                bail("parity-collector exited %d; log:\n%s" % (
+                    proc.returncode, log_tail()))
+            try:
+                socket.create_connection(("127.0.0.1", port),
+                                         timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        bail("parity-collector not listening after %d s" % timeout)
+
+    def psql_cmd(self, sql):
+        return [os.path.join(pg_bindir(), "psql"), "-X", "-A", "-t", "-q",
+                "-v", "ON_ERROR_STOP=1", "-h", os.path.join(self.data, "pg"),
+                "-U", "parity", "-d", "parity", "-c", sql]
+
+    def psql(self, sql):
+        """One statement's rows as psql -At prints them, or None (said)."""
+        r = subprocess.run(self.psql_cmd(sql), capture_output=True,
+                           text=True, timeout=30)
+        if r.returncode != 0:
+            diag("psql: " + r.stderr.strip())
+            return None
+        return r.stdout.strip()
+
+    def wait_for(self, sql, want, timeout, every=0.25):
+        """Until psql(sql) == want; the last answer either way."""
+        end = time.time() + timeout
+        got = None
+        while time.time() < end:
+            got = self.psql(sql)
+            if got == want:
+                return got
+            time.sleep(every)
+        return got
+
+    def stop(self, p, sig=signal.SIGTERM, wait=20):
+        """Signal p and wait for it (kill after wait s): its exit code."""
+        if p and p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        return p.returncode if p else None
+
+    def remove(self, keep):
+        if keep:
+            diag("kept " + self.root)
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
