@@ -174,10 +174,8 @@ s_sample_stats(const json_t *b, const char *arm, double *user, double *sys,
 static void
 s_csv_s(FILE *f, double us, bool last)
 {
-    char buf[64] = "";
-    if (isfinite(us))
-        snprintf(buf, sizeof buf, "%.9f", us / 1e6);
-    pw_out_csv_field(f, buf, last);
+    char buf[PW_OUT_NUMBER_MAX];
+    pw_out_csv_field(f, pw_out_number(buf, sizeof buf, us / 1e6), last);
 }
 
 static void
@@ -218,10 +216,10 @@ s_csv_arm(FILE *f, const json_t *b, const json_t *arm,
     s_csv_s(f, s ? s_num(s, "iqr") : NAN, false);
     pw_out_csv_field(f, v ? json_string_value(json_object_get(v, "outcome"))
                           : "", false);
-    snprintf(buf, sizeof buf, "%.6f", v ? s_num(v, "ratio") : 0);
-    pw_out_csv_field(f, v ? buf : "", false);
-    snprintf(buf, sizeof buf, "%.6f", v ? s_num(v, "tolerance") : 0);
-    pw_out_csv_field(f, v ? buf : "", true);
+    pw_out_csv_field(f, pw_out_json_number(buf, sizeof buf, v, "ratio"),
+                     false);
+    pw_out_csv_field(f, pw_out_json_number(buf, sizeof buf, v, "tolerance"),
+                     true);
 }
 
 int

@@ -428,6 +428,33 @@ pw_out_duration(const char *s, double max_s, double *out_s)
     return 0;
 }
 
+char *
+pw_out_number(char *buf, size_t len, double x)
+{
+    if (len == 0)
+        return buf;
+    buf[0] = '\0';
+    if (!isfinite(x))
+        return buf;
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    return buf;
+}
+
+char *
+pw_out_json_number(char *buf, size_t len, const json_t *o, const char *key)
+{
+    const json_t *x = json_object_get(o, key);
+    if (json_is_number(x))
+        return pw_out_number(buf, len, json_number_value(x));
+    if (len)
+        buf[0] = '\0';
+    return buf;
+}
+
 void
 pw_out_getopt_error(const char *verb, int c, char *const *argv)
 {

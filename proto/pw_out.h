@@ -98,6 +98,17 @@ int pw_out_verdict(FILE *f, const char *subject, const char *other,
  * take the reference. Returns 0 or -1 on a write or memory error. */
 int pw_out_json(FILE *f, const json_t *j);
 
+/* A number for a file a program reads back (CSV): the shortest "%.15g"
+ * to "%.17g" text that parses to exactly x, so every CSV writer gives
+ * the same digits ("0.8", "1.2345678901234567"); "" when x is not
+ * finite. Returns buf (PW_OUT_NUMBER_MAX bytes are enough). */
+#define PW_OUT_NUMBER_MAX 32
+char *pw_out_number(char *buf, size_t len, double x);
+
+/* pw_out_number of o[key], "" when it is not a number. */
+char *pw_out_json_number(char *buf, size_t len, const json_t *o,
+                         const char *key);
+
 /* One CSV field of s then ',' (or '\n' when last), quoted as RFC 4180
  * says when s holds a comma, a quote or a newline. Errors show in
  * ferror(f). */

@@ -146,16 +146,6 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
     return rc;
 }
 
-static void
-s_num(char *buf, size_t len, const json_t *v, const char *key)
-{
-    const json_t *x = json_object_get(v, key);
-    if (json_is_number(x))
-        snprintf(buf, len, "%.17g", json_number_value(x));
-    else
-        buf[0] = '\0';
-}
-
 /* "ratio +79.1% loss (regression)" of a change point. */
 static void
 s_change_text(char *buf, size_t len, const json_t *cp)
@@ -263,17 +253,18 @@ s_print_csv(FILE *f, const json_t *body)
     json_array_foreach(json_object_get(body, "pairs"), i, pair)
         json_array_foreach(json_object_get(pair, "rows"), k, r) {
             const json_t *sum = json_object_get(r, "summary");
-            char at[64], tags[PW_OUT_CELL_MAX], gm[32];
+            char at[64], tags[PW_OUT_CELL_MAX], gm[PW_OUT_NUMBER_MAX] = "";
             pw_out_time(at, sizeof at,
                    json_integer_value(json_object_get(r, "at_us")), PW_OUT_TIME_TABLE);
             s_tags(tags, sizeof tags, r);
-            pw_out_geomean(gm, sizeof gm, sum);
+            if (json_integer_value(json_object_get(sum, "hosts")) > 0)
+                pw_out_json_number(gm, sizeof gm, sum, "geomean_ratio");
             json_array_foreach(json_object_get(r, "hosts"), h, e) {
                 const json_t *v = json_object_get(e, "verdict");
-                char num[3][32];
-                s_num(num[0], sizeof num[0], v, "ratio");
-                s_num(num[1], sizeof num[1], v, "best_ratio");
-                s_num(num[2], sizeof num[2], v, "tolerance");
+                char num[3][PW_OUT_NUMBER_MAX];
+                pw_out_json_number(num[0], sizeof num[0], v, "ratio");
+                pw_out_json_number(num[1], sizeof num[1], v, "best_ratio");
+                pw_out_json_number(num[2], sizeof num[2], v, "tolerance");
                 const char *row[] = {
                     pw_out_str(body, "benchmark", ""), pw_out_str(pair, "suite", ""),
                     pw_out_str(pair, "subject", ""), pw_out_str(pair, "other", ""),

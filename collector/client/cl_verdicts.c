@@ -69,23 +69,16 @@ s_print_csv(FILE *f, const json_t *body)
     json_t *cmp, *e;
     json_array_foreach(json_object_get(body, "comparisons"), i, cmp) {
         const json_t *sum = json_object_get(cmp, "summary");
-        char gm[32] = "";
+        char gm[PW_OUT_NUMBER_MAX] = "";
         if (json_integer_value(json_object_get(sum, "hosts")) > 0)
-            snprintf(gm, sizeof gm, "%.17g", json_number_value(
-                     json_object_get(sum, "geomean_ratio")));
+            pw_out_json_number(gm, sizeof gm, sum, "geomean_ratio");
         json_array_foreach(json_object_get(cmp, "hosts"), k, e) {
             const json_t *v = json_object_get(e, "verdict");
-            char num[5][32];
+            char num[5][PW_OUT_NUMBER_MAX];
             const char *keys[] = { "ratio", "best_ratio", "tolerance",
                                    "best_tolerance", "floor_us" };
-            for (int q = 0; q < 5; q++) {
-                const json_t *x = json_object_get(v, keys[q]);
-                if (json_is_number(x))
-                    snprintf(num[q], sizeof num[q], "%.17g",
-                             json_number_value(x));
-                else
-                    num[q][0] = '\0';
-            }
+            for (int q = 0; q < 5; q++)
+                pw_out_json_number(num[q], sizeof num[q], v, keys[q]);
             const char *row[] = {
                 pw_out_str(body, "job", ""), pw_out_str(cmp, "benchmark", ""),
                 pw_out_str(cmp, "subject", ""), pw_out_str(cmp, "other", ""),

@@ -4,6 +4,7 @@
 #include "../tap.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 static void
@@ -11,6 +12,13 @@ test_units(void)
 {
     char buf[64];
     ok_str(pw_out_us(buf, sizeof buf, 0.01234), "12.34 ns", "below 1 µs in ns");
+    ok_str(pw_out_number(buf, sizeof buf, 0.8), "0.8",
+           "CSV numbers: the shortest text that reads back exactly");
+    ok_str(pw_out_number(buf, sizeof buf, 0.1 + 0.2), "0.30000000000000004",
+           "CSV numbers: 17 digits when 15 and 16 do not read back");
+    ok_str(pw_out_number(buf, sizeof buf, 566.0 / 1e6), "0.000566",
+           "CSV numbers: seconds from microseconds");
+    ok_str(pw_out_number(buf, sizeof buf, NAN), "", "CSV numbers: NaN empty");
     ok_str(pw_out_us(buf, sizeof buf, 5.5), "5.500 µs", "below 10 µs, 3 decimals");
     ok_str(pw_out_us(buf, sizeof buf, 566.0), "566.0 µs", "below 1 ms in µs");
     ok_str(pw_out_us(buf, sizeof buf, 1500.0), "1.500 ms", "below 1 s in ms");

@@ -115,6 +115,10 @@ s_history_tests(void)
     ok(t && s_count(t, "\n") == 4 && strstr(t, ",\"commit=c,1\",") &&
        strstr(t, ",run-x,") == NULL && strstr(t, ",win,0.5,"),
        "CSV: a header and one line per job and host, quoted tags");
+    ok(t && strstr(t, ",win,0.5,0.5,0.05,") && !strstr(t, ".000"),
+       "CSV: ratio, best ratio and tolerance with the same digits as "
+       "verdicts --csv (pw_out_number), the geomean not rounded to 3 "
+       "places");
     free(t);
 
     /* Nine hosts: one line per job and host instead of columns. */
