@@ -346,7 +346,7 @@ s_cgroup(json_t *env, json_t *warnings)
                 double share = (double)quota / (double)period;
                 s_put(env, "cpu_quota", json_real(share), qpath);
                 s_warn(warnings, "cpu_quota", "a CPU quota of %.2f CPUs is "
-                       "set (%s: %ld per %ld us)", share, qpath, quota,
+                       "set (%s: %ld per %ld µs)", share, qpath, quota,
                        period);
             }
         }

@@ -528,7 +528,7 @@ static const struct {
     {VD_DIAG_WIDE_TOLERANCE, "wide_tolerance",
      "tolerance above 10 %: a 10 % difference would not be seen"},
     {VD_DIAG_DEFAULT_FLOOR, "default_floor",
-     "no calibration of 100 runs or more: the default 25 us floor was used"},
+     "no calibration of 100 runs or more: the default 25 µs floor was used"},
     {VD_DIAG_RATIOS_DISAGREE, "ratios_disagree",
      "the median and best-run ratios disagree"},
 };

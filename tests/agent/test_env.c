@@ -192,7 +192,7 @@ main(void)
        25000 && json_number_value(ag_env_value(env, "cpu_quota")) == 0.25,
        "cgroup v1 quota from the cpu controller's path");
     ok_str(s_warning(env, "cpu_quota"), "a CPU quota of 0.25 CPUs is set "
-           "(/sys/fs/cgroup/cpu/grp/cpu.cfs_quota_us: 25000 per 100000 us)",
+           "(/sys/fs/cgroup/cpu/grp/cpu.cfs_quota_us: 25000 per 100000 µs)",
            "v1 CPU quota warning");
     ok(json_integer_value(ag_env_value(env, "memory_limit_bytes")) ==
        2147483648LL, "cgroup v1 memory limit");

@@ -1,5 +1,8 @@
 /* test_verdict.c -- the verdict rule against the spec's worked example,
  * the seed's three cases, and properties over random arms. */
+#include <stdbool.h>
+#include <string.h>
+
 #include "vd_verdict.h"
 #include "../tap.h"
 
@@ -329,6 +332,15 @@ test_names(void)
     ok(vd_outcome_parse("draw", &o) == VD_ERR, "parse rejects unknown");
     ok(vd_diag_name(VD_DIAG_FEW_RUNS) && vd_diag_text(VD_DIAG_FEW_RUNS),
        "diagnostics have names and texts");
+    /* Every program spells the unit "µs" (U+00B5), as pw_out_us does. */
+    bool micro = true;
+    for (unsigned bit = 1; bit && bit <= VD_DIAG_RATIOS_DISAGREE; bit <<= 1) {
+        const char *t = vd_diag_text(bit);
+        micro &= !t || (!strstr(t, " us ") && !strstr(t, "\xce\xbc"));
+    }
+    ok(micro && strstr(vd_diag_text(VD_DIAG_DEFAULT_FLOOR), "25 \xc2\xb5s"),
+       "diagnostics spell microseconds \"µs\": %s",
+       vd_diag_text(VD_DIAG_DEFAULT_FLOOR));
 }
 
 static void
