@@ -1045,7 +1045,7 @@ static void
 s_usage(FILE *f)
 {
     fprintf(f,
-"usage: parity report JOB | --latest [--markdown | --html] [--out FILE]\n"
+"usage: parity report [JOB | --latest] [--markdown | --html] [--out FILE]\n"
 "                     [connection options]\n"
 "       parity report --site DIR [--since DURATION] [--tag KEY=VALUE]...\n"
 "                     [connection options]\n\n"
@@ -1054,7 +1054,7 @@ s_usage(FILE *f)
 "cross-host summary, and per benchmark each host's arm summaries (n, min,\n"
 "median, max, IQR), a box plot per run (--html) and the verdicts'\n"
 "diagnostics.\n\n"
-"  --latest    the newest job\n"
+"  --latest    the newest job (also without JOB)\n"
 "  --markdown  Markdown (the default)\n"
 "  --html      one HTML file, inline CSS and SVG, no external resources\n"
 "  --out FILE  write there instead of stdout\n\n"
@@ -1186,10 +1186,7 @@ s_check(const s_opts_t *o)
         pw_out_error("report", "give JOB or --latest, not both");
         return PW_EXIT_USAGE;
     }
-    if (!o->job && !o->latest) {
-        pw_out_error("report", "which job? (give JOB or --latest)");
-        return PW_EXIT_USAGE;
-    }
+    /* No JOB is the newest job (--latest), as `verdicts` does. */
     return PW_EXIT_OK;
 }
 

@@ -382,6 +382,10 @@ def report_checks(w, jobs, errors):
                                            jobs["esc"]),
        "report --latest is Markdown of the newest job (%d %s)" %
        (r.returncode, r.stderr.strip()))
+    r = w.parity("report")
+    ok(r.returncode == 0 and r.stdout == md,
+       "report without JOB is the newest job's, as verdicts does (%d %s)" %
+       (r.returncode, r.stderr.strip()))
     ok("&lt;script&gt;alert(1)&lt;/script&gt;" in md and ESC_NAME not in md
        and "x&amp;y" in md,
        "Markdown escapes the benchmark's and arm's names")
@@ -415,7 +419,6 @@ def report_checks(w, jobs, errors):
     errors += [
         (("report", "0123456789ab"), 1,
          'parity report: no job "0123456789ab" (parity jobs lists them)'),
-        (("report",), 2, "parity report: which job? (give JOB or --latest)"),
         (("report", "--latest", jobs["c3"]), 2,
          "parity report: give JOB or --latest, not both"),
         (("report", "--latest", "--html", "--markdown"), 2,
