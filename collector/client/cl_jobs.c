@@ -16,10 +16,11 @@ s_jobs_usage(FILE *f)
     fprintf(f, "usage: parity jobs [--active] [--limit N] [--json] "
                "[connection options]\n\n"
                "The latest jobs (newest first): id, suite, state, when, "
-               "hosts per state, tags.\n\n"
+               "hosts per state, tags, label.\n\n"
                "  --active   only jobs still running or queued somewhere\n"
                "  --limit N  at most N jobs (default 50, at most 1000)\n"
                "  --json     the collector's answer as JSON\n"
+
                "Connection options as in `parity hosts --help`.\n");
 }
 
@@ -81,9 +82,9 @@ cl_jobs_main(int argc, char **argv)
         json_decref(body);
         return rc;
     }
-    pw_out_table_t *t = pw_out_table_new(6);
+    pw_out_table_t *t = pw_out_table_new(7);
     const char *head[] = { "job", "suite", "state", "created", "hosts",
-                           "tags" };
+                           "tags", "label" };
     pw_out_table_add(t, head);
     size_t i;
     json_t *j;
@@ -105,7 +106,8 @@ cl_jobs_main(int argc, char **argv)
         }
         const char *row[] = { pw_out_str(j, "job", "?"), pw_out_str(j, "suite", "?"),
                               pw_out_str(j, "state", "?"), created,
-                              *hosts ? hosts : "-", *tags ? tags : "-" };
+                              *hosts ? hosts : "-", *tags ? tags : "-",
+                              pw_out_str(j, "label", "-") };
         pw_out_table_add(t, row);
     }
     rc = pw_out_table_print(t, stdout) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;

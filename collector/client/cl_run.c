@@ -105,6 +105,29 @@ s_on_int(int sig)
     s_interrupted = 1;
 }
 
+/* A line for every run of the job that ended since the last poll
+ * (seen holds the run ids already told). A benchmark that starts and
+ * ends between two polls (startup: /bin/true 6 times, ~50 ms) is never
+ * the current one a poll sees, so the per-host line alone missed it;
+ * run_list has every run. */
+static void
+s_runs_ended(const json_t *job, json_t *seen)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(job, "run_list"), i, r) {
+        const char *id = pw_out_str(r, "run_id", "");
+        const char *st = pw_out_str(r, "status", "running");
+        if (!*id || strcmp(st, "running") == 0 ||
+            json_object_get(seen, id) ||
+            json_object_size(seen) >= S_MAX_HOSTS * 64)
+            continue;
+        json_object_set_new(seen, id, json_true());
+        fprintf(stderr, "  %-12s %s: %s\n", pw_out_str(r, "host", "?"),
+                pw_out_str(r, "benchmark", "?"), st);
+    }
+}
+
 /* One progress line per change; rounds only on a terminal. */
 static void
 s_progress(const json_t *job, char (*last)[512], size_t max, bool tty)
@@ -206,8 +229,10 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
     struct timespec miss_ts = { 0, 0 };   /* first unanswered poll */
     bool tty = isatty(STDERR_FILENO), told_offline = false;
     char (*last)[512] = calloc(S_MAX_HOSTS, sizeof *last);
-    if (!args || !last) {
+    json_t *seen = json_object();   /* run ids whose end was told */
+    if (!args || !last || !seen) {
         json_decref(args);
+        json_decref(seen);
         free(last);
         return PW_EXIT_SYSTEM;
     }
@@ -245,6 +270,7 @@ s_wait(cl_conn_t *c, const char *job_id, bool as_json)
             goto done;
         }
         miss_ts = (struct timespec){ 0, 0 };
+        s_runs_ended(job, seen);
         s_progress(job, last, S_MAX_HOSTS, tty);
         if (!told_offline)
             told_offline = s_tell_offline(job, job_id);
@@ -298,6 +324,7 @@ stopped:
 done:
     json_decref(job);
     json_decref(args);
+    json_decref(seen);
     free(last);
     return rc;
 }

@@ -235,8 +235,21 @@ def case_fleet():
            "--wait prints the verdict table")
         ok("alpha" in r.stderr and "done" in r.stderr,
            "--wait printed progress lines")
+        ended = [ln.split() for ln in r.stderr.splitlines()
+                 if ln.rstrip().endswith(": complete")]
+        ok(all(any(e[0] == h and e[1] == b + ":" for e in ended)
+               for h in ("alpha", "beta", "gamma")
+               for b in ("sleepy", "startup")),
+           "--wait tells each host's end of every benchmark, the 50 ms "
+           "startup too (%s)" % ended)
         jobs = w.pjson("jobs", "--json") or {"jobs": [{}]}
         job = jobs["jobs"][0].get("job", "?")
+        r = w.parity("jobs")
+        lines = r.stdout.splitlines()
+        ok(r.returncode == 0 and lines and lines[0].split()[-1] == "label"
+           and any(ln.startswith(job) and ln.rstrip().endswith(" e2e")
+                   for ln in lines),
+           "parity jobs shows the label in its last column (%s)" % lines[:2])
         v = w.pjson("verdicts", job, "--json") or {}
         cmps = v.get("comparisons", [])
         ok(len(cmps) == 2, "two comparisons (sleepy, startup): %d" %
