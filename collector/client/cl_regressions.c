@@ -16,6 +16,7 @@
 
 #include "cl_conn.h"
 #include "pw_out.h"
+#include "cl_regressions.h"
 #include "cl_verbs.h"
 
 /* Exit status when the collector answered with an error: not 1, which
@@ -144,18 +145,20 @@ s_print_list(FILE *f, const char *title, const json_t *list)
     if (json_array_size(list) == 0)
         return 0;
     fprintf(f, "%s (%zu):\n", title, json_array_size(list));
-    pw_out_table_t *t = pw_out_table_new(8);
+    enum { COLS = 9 };
+    pw_out_table_t *t = pw_out_table_new(COLS);
     if (!t)
         return -1;
-    static const char *const head[] = { "benchmark", "arms", "host",
-        "before", "after", "before run", "after run", "after tags" };
-    for (size_t c = 1; c < 8; c++)
+    static const char *const head[COLS] = { "benchmark", "arms", "host",
+        "before", "after", "before run", "after run", "before tags",
+        "after tags" };
+    for (size_t c = 1; c < COLS; c++)
         pw_out_table_left(t, c);
     int rc = pw_out_table_add(t, head);
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
-        char cells[8][PW_OUT_CELL_MAX];
+        char cells[COLS][PW_OUT_CELL_MAX];
         const json_t *b = json_object_get(e, "before"),
                      *a = json_object_get(e, "after");
         snprintf(cells[0], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "benchmark", "?"));
@@ -166,9 +169,10 @@ s_print_list(FILE *f, const char *title, const json_t *list)
         s_side(cells[4], PW_OUT_CELL_MAX, a);
         snprintf(cells[5], PW_OUT_CELL_MAX, "%s", pw_out_str(b, "run_id", "?"));
         snprintf(cells[6], PW_OUT_CELL_MAX, "%s", pw_out_str(a, "run_id", "?"));
-        s_tagtext(cells[7], PW_OUT_CELL_MAX, json_object_get(a, "tags"));
-        const char *row[8];
-        for (size_t c = 0; c < 8; c++)
+        s_tagtext(cells[7], PW_OUT_CELL_MAX, json_object_get(b, "tags"));
+        s_tagtext(cells[8], PW_OUT_CELL_MAX, json_object_get(a, "tags"));
+        const char *row[COLS];
+        for (size_t c = 0; c < COLS; c++)
             row[c] = cells[c];
         rc |= pw_out_table_add(t, row);
     }
@@ -341,39 +345,39 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json)
     return 0;
 }
 
-static int
-s_print(const json_t *body)
+int
+cl_regressions_print(FILE *f, const json_t *body)
 {
     const json_t *cps = json_object_get(body, "change_points"),
                  *worse = json_object_get(body, "regressions"),
                  *better = json_object_get(body, "improvements");
-    int w = s_print_changes(stdout, "change points", json_object_get(cps,
-                                                                    "open"));
+    int w = s_print_changes(f, "change points",
+                            json_object_get(cps, "open"));
     if (json_array_size(json_object_get(cps, "acked")))
-        fputc('\n', stdout);
-    w |= s_print_changes(stdout, "acked", json_object_get(cps, "acked"));
+        fputc('\n', f);
+    w |= s_print_changes(f, "acked", json_object_get(cps, "acked"));
     if (json_array_size(worse) || json_array_size(better))
-        fputc('\n', stdout);
-    w |= s_print_list(stdout, "verdict worse than the previous job's", worse);
+        fputc('\n', f);
+    w |= s_print_list(f, "verdict worse than the previous job's", worse);
     if (json_array_size(worse) && json_array_size(better))
-        fputc('\n', stdout);
-    w |= s_print_list(stdout, "verdict better than the previous job's",
+        fputc('\n', f);
+    w |= s_print_list(f, "verdict better than the previous job's",
                       better);
-    printf("%zu open regressions, %zu other open change points, %zu acked; "
-           "against the previous job: %zu worse, %zu better, %"
-           JSON_INTEGER_FORMAT " unchanged, %" JSON_INTEGER_FORMAT " with no "
-           "earlier verdict\n", s_open_regressions(body),
-           json_array_size(json_object_get(cps, "open")) -
-           s_open_regressions(body),
-           json_array_size(json_object_get(cps, "acked")),
-           json_array_size(worse), json_array_size(better),
-           json_integer_value(json_object_get(body, "unchanged")),
-           json_integer_value(json_object_get(body, "first")));
+    fprintf(f, "%zu open regressions, %zu other open change points, %zu "
+            "acked; against the previous job: %zu worse, %zu better, %"
+            JSON_INTEGER_FORMAT " unchanged, %" JSON_INTEGER_FORMAT " with "
+            "no earlier verdict\n", s_open_regressions(body),
+            json_array_size(json_object_get(cps, "open")) -
+            s_open_regressions(body),
+            json_array_size(json_object_get(cps, "acked")),
+            json_array_size(worse), json_array_size(better),
+            json_integer_value(json_object_get(body, "unchanged")),
+            json_integer_value(json_object_get(body, "first")));
     if (json_is_true(json_object_get(body, "truncated")) ||
         json_is_true(json_object_get(cps, "truncated")))
-        printf("(more than one answer holds: give --tag, --host or "
-               "--since)\n");
-    return w;
+        fprintf(f, "(more than one answer holds: give --tag, --host or "
+                "--since)\n");
+    return w || ferror(f) ? -1 : 0;
 }
 
 int
@@ -412,7 +416,8 @@ cl_regressions_main(int argc, char **argv)
             rc = S_EXIT_REPLY;
         goto done;
     }
-    int w = as_json ? pw_out_json(stdout, body) : s_print(body);
+    int w = as_json ? pw_out_json(stdout, body) :
+                    cl_regressions_print(stdout, body);
     if (w != 0 || fflush(stdout) != 0) {
         pw_out_error("regressions", "writing stdout failed");
         rc = PW_EXIT_SYSTEM;

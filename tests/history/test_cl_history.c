@@ -3,12 +3,14 @@
  * collector: host columns and the per-host layout past 7 hosts, a row
  * without a job, a host missing from a row, CSV quoting; the report's
  * escaping of hostile names in HTML and Markdown, a host without a
- * verdict, a run that did not complete, a default floor, diagnostics. */
+ * verdict, a run that did not complete, a default floor, diagnostics;
+ * the regressions pairs with both runs' tags. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl_history.h"
+#include "cl_regressions.h"
 #include "cl_report.h"
 #include "tap.h"
 
@@ -259,10 +261,42 @@ s_report_tests(void)
     json_decref(ver);
 }
 
+/* regressions: a pair that got worse names both runs and their tags. */
+static void
+s_regressions_tests(void)
+{
+    json_t *body = json_pack(
+        "{s:{s:[],s:[]},s:[{s:s,s:s,s:s,s:s,"
+        "s:{s:s,s:f,s:s,s:{s:s,s:s}},s:{s:s,s:f,s:s,s:{s:s}}}],"
+        "s:[],s:i,s:i}",
+        "change_points", "open", "acked",
+        "regressions", "benchmark", "grows", "subject", "new", "other", "old",
+        "host", "alpha",
+        "before", "outcome", "parity", "ratio", 1.0, "run_id", "r1", "tags",
+        "commit", "c1", "phase", "early",
+        "after", "outcome", "loss", "ratio", 1.5, "run_id", "r2", "tags",
+        "commit", "c2",
+        "improvements", "unchanged", 3, "first", 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int rc = body ? cl_regressions_print(f, body) : -1;
+    fclose(f);
+    ok(rc == 0 && buf && strstr(buf, "before tags") &&
+       strstr(buf, "after tags") && strstr(buf, "commit=c1 phase=early") &&
+       strstr(buf, "commit=c2") && strstr(buf, "r1") && strstr(buf, "r2") &&
+       strstr(buf, "1 worse, 0 better, 3 unchanged"),
+       "regressions: a worse pair shows the tags of the run before and "
+       "the run after");
+    free(buf);
+    json_decref(body);
+}
+
 int
 main(void)
 {
     s_history_tests();
+    s_regressions_tests();
     s_report_tests();
     return tap_done();
 }
