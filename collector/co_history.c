@@ -556,7 +556,9 @@ s_report_hosts(co_reply_t *c, const char *id, json_t *hosts)
             json_decref(warnings);
             json_decref(env);
             json_decref(floor);
-            goto oom;
+            PQclear(r);
+            co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+            return -1;
         }
         json_t *h = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:O,s:O,s:O,"
                               "s:o,s:o}",

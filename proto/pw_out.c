@@ -559,6 +559,17 @@ pw_out_geomean(char *buf, size_t len, const json_t *summary)
 }
 
 char *
+pw_out_kernel(char *buf, size_t len, const json_t *host)
+{
+    const char *k = pw_out_str(host, "kernel", "-");
+    const char *sp = strchr(k, ' ');
+    if (sp && sp[1] && sp[1] != ' ')
+        k = sp + 1;
+    snprintf(buf, len, "%.*s", (int)strcspn(k, " "), k);
+    return buf;
+}
+
+char *
 pw_out_floor(char *buf, size_t len, const json_t *host,
              const char *dflt_note)
 {

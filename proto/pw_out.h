@@ -179,4 +179,11 @@ char *pw_out_geomean(char *buf, size_t len, const json_t *summary);
 char *pw_out_floor(char *buf, size_t len, const json_t *host,
                    const char *dflt_note);
 
+/* The kernel release of a host's "kernel" ("Linux 6.1.0-18-amd64 #1 SMP
+ * PREEMPT_DYNAMIC Debian ...", uname's sysname, release and version):
+ * its second word, "6.1.0-18-amd64"; the whole text when it has one
+ * word; "-" when host has none. Tables show this; the environment keeps
+ * the whole text. Returns buf. */
+char *pw_out_kernel(char *buf, size_t len, const json_t *host);
+
 #endif

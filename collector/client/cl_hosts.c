@@ -203,6 +203,8 @@ s_print_hosts(const json_t *body)
         s_ago(seen, sizeof seen,
               json_integer_value(json_object_get(h, "last_seen_us")));
         pw_out_floor(floor, sizeof floor, h, " (default)");
+        char kern[PW_OUT_CELL_MAX];
+        pw_out_kernel(kern, sizeof kern, h);
         s_ago(cal, sizeof cal,
               json_integer_value(json_object_get(h, "calibrated_at_us")));
         size_t k;
@@ -239,7 +241,7 @@ s_print_hosts(const json_t *body)
             json_is_true(json_object_get(h, "online")) ? "online" :
                                                          "offline",
             seen, floor, cal, pw_out_str(h, "cpu_model", "-"),
-            pw_out_str(h, "kernel", "-"), *suites ? suites : "-", self,
+            kern, *suites ? suites : "-", self,
             *warn ? warn : "-" };
         pw_out_table_add(t, row);
     }

@@ -236,7 +236,7 @@ s_hosts(FILE *f, s_fmt_t fmt, const json_t *rep)
         snprintf(st, sizeof st, "%s%s%s", pw_out_str(h, "state", "?"),
                  *pw_out_str(h, "reason", "") ? ": " : "", pw_out_str(h, "reason", ""));
         s_scalar(cpu, sizeof cpu, json_object_get(h, "cpu_model"));
-        s_scalar(kern, sizeof kern, json_object_get(h, "kernel"));
+        pw_out_kernel(kern, sizeof kern, h);
         s_scalar(arch, sizeof arch, json_object_get(h, "arch"));
         s_scalar(ncpu, sizeof ncpu, json_object_get(h, "logical_cpus"));
         pw_out_floor(floor, sizeof floor, h,

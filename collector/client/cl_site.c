@@ -431,7 +431,7 @@ s_hosts(FILE *f, const s_site_t *s)
           "<th>warnings</th></tr>\n", f);
     json_array_foreach(hosts, i, h) {
         bool online = json_is_true(json_object_get(h, "online"));
-        char floor[64], seen[64];
+        char floor[64], seen[64], kern[PW_OUT_CELL_MAX];
         pw_out_floor(floor, sizeof floor, h, " (default)");
         pw_out_time(seen, sizeof seen, json_integer_value(json_object_get(
             h, "last_seen_us")), PW_OUT_TIME_PAGE);
@@ -442,7 +442,7 @@ s_hosts(FILE *f, const s_site_t *s)
                 floor);
         cl_svg_text(f, pw_out_str(h, "cpu_model", "-"));
         fputs("</td><td>", f);
-        cl_svg_text(f, pw_out_str(h, "kernel", "-"));
+        cl_svg_text(f, pw_out_kernel(kern, sizeof kern, h));
         fprintf(f, "</td><td>%s</td><td>", seen);
         if (json_array_size(json_object_get(h, "warnings")) == 0)
             fputs("none", f);
