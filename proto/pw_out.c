@@ -540,9 +540,16 @@ pw_out_cell(char *buf, size_t len, const json_t *entry)
         const char *st = pw_out_str(entry, "status", "complete");
         snprintf(buf, len, "%s", strcmp(st, "complete") == 0 ? "no verdict"
                                                              : st);
-    } else {
+    } else if (!json_is_number(json_object_get(v, "tolerance"))) {
         snprintf(buf, len, "%s %.3f", pw_out_str(v, "outcome", "?"),
                  json_number_value(json_object_get(v, "ratio")));
+    } else {
+        /* The tolerance beside the ratio says how close the call was:
+         * "parity 1.030 (tol. 0.040)" was nearly a loss. */
+        snprintf(buf, len, "%s %.3f (tol. %.3f)",
+                 pw_out_str(v, "outcome", "?"),
+                 json_number_value(json_object_get(v, "ratio")),
+                 json_number_value(json_object_get(v, "tolerance")));
     }
     return buf;
 }

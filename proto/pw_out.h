@@ -167,7 +167,8 @@ const json_t *pw_out_entry(const json_t *cmp, const char *host);
 
 /* One host's verdict in a table cell: "-" when entry is NULL, its status
  * when it has no verdict ("no verdict" when it completed), else the
- * outcome and ratio, "win 0.4500". Returns buf. */
+ * outcome, the ratio and the tolerance it was judged with, "win 0.450
+ * (tol. 0.040)", so a reader sees how close the call was. Returns buf. */
 char *pw_out_cell(char *buf, size_t len, const json_t *entry);
 
 /* A summary's geometric mean ratio, or "-" when no host has a verdict.

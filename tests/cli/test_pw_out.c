@@ -12,6 +12,15 @@ test_units(void)
 {
     char buf[64];
     ok_str(pw_out_us(buf, sizeof buf, 0.01234), "12.34 ns", "below 1 µs in ns");
+    json_t *e = json_pack("{s:s,s:{s:s,s:f,s:f}}", "host", "a", "verdict",
+                          "outcome", "win", "ratio", 0.45, "tolerance",
+                          0.447);
+    ok_str(pw_out_cell(buf, sizeof buf, e), "win 0.450 (tol. 0.447)",
+           "a verdict cell shows the tolerance beside the ratio");
+    json_object_del(json_object_get(e, "verdict"), "tolerance");
+    ok_str(pw_out_cell(buf, sizeof buf, e), "win 0.450",
+           "a verdict without a tolerance: the ratio alone");
+    json_decref(e);
     ok_str(pw_out_number(buf, sizeof buf, 0.8), "0.8",
            "CSV numbers: the shortest text that reads back exactly");
     ok_str(pw_out_number(buf, sizeof buf, 0.1 + 0.2), "0.30000000000000004",

@@ -241,9 +241,10 @@ s_report_tests(void)
                       "trials (4.0 %, above 2 %)."),
        "Markdown: the host's self-test beside its verdict, with the "
        "warning above 2 %%");
-    ok(m && strstr(m, "| loss 1.250 | incomplete | 1.000 | loss on the "
-                      "only host |"), "the verdict table, a host without "
-       "a verdict shows its run's status (as history and verdicts do)");
+    ok(m && strstr(m, "| loss 1.250 (tol. 0.050) | incomplete | 1.000 | "
+                      "loss on the only host |"), "the verdict table: the "
+       "tolerance beside the ratio; a host without a verdict shows its "
+       "run's status (as history and verdicts do)");
     ok(m && strstr(m, "| h&lt;1&gt; | a'b&amp;c\\*d (subject) | 5 | 566.0 µs "
                       "| 576.0 µs | 722.0 µs | 122.0 µs | 0 |") &&
        strstr(m, "| h&lt;1&gt; | old\\|x | 0 | - | - | - | - | 2 |"),
