@@ -79,13 +79,19 @@ if [ "${1:-}" = "--stop" ]; then
     exit 0
 fi
 
+echo "quickstart: checking the Debian packages Parity needs" \
+     "(deploy/install.sh asks apt only for missing ones)"
 deploy/install.sh
 if [ -n "${PARITY_QUICKSTART_BUILD:-}" ]; then
     # Absolute: the agents start from their own directories.
     BUILD=$(cd "$CALLER" && cd "$PARITY_QUICKSTART_BUILD" && pwd) || {
         echo "quickstart: PARITY_QUICKSTART_BUILD=$PARITY_QUICKSTART_BUILD" \
              "is not a directory" >&2; exit 1; }
+    echo "quickstart: using the build in $BUILD"
 else
+    echo "quickstart: building parity, parity-collector and parity-agent" \
+         "into $ROOT/build (meson and ninja; the first build takes a few" \
+         "minutes, a later one seconds)"
     deploy/build.sh
     BUILD=$ROOT/build
 fi
@@ -111,6 +117,7 @@ if [ "$(id -u)" -eq 0 ] && command -v runuser >/dev/null 2>&1 &&
 fi
 for name in collector alpha beta admin; do
     if [ ! -f "$VAR/keys/${name}_secret" ]; then
+        echo "quickstart: making the $name key pair in $VAR/keys"
         "$PARITY" keygen "$name" --dir "$VAR/keys" --force >/dev/null
     fi
 done

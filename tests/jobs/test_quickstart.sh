@@ -48,13 +48,25 @@ for pass in $passes; do
     [ $rc -eq 0 ] || sed 's/^/# /' "$VAR/out.txt" | tail -40
     has "alpha .*online" && has "beta .*online"; ok $? "$pass: both agents online in parity hosts"
     has "running .*compress"; ok $? "$pass: progress lines name host and benchmark"
+    has "alpha .*startup: complete" && has "beta .*startup: complete"
+    ok $? "$pass: --wait tells the end of the short startup benchmark on both hosts"
+    has "^quickstart: checking the Debian packages" &&
+        has "^quickstart: using the build in $BUILD$"
+    ok $? "$pass: says what it does before the packages and the build"
+    case $pass in
+        first|ordinary-user) has "^quickstart: making the admin key pair in $qvar/keys$" ;;
+        *) ! has "making the" ;;
+    esac
+    ok $? "$pass: says when it makes keys (not when it reuses them)"
     has "^job [0-9a-f]*  suite example  ended  tags source=quickstart"; ok $? "$pass: the verdict table's header"
-    grep -E "^compress +gzip-1 vs gzip-9 +(win|loss) [0-9.]+ +(win|loss) [0-9.]+ " "$VAR/out.txt" >/dev/null
+    # A cell: outcome, ratio and the tolerance, "win 0.202 (tol. 0.040)".
+    cell="[0-9.]+ \\(tol\\. [0-9.]+\\)"
+    grep -E "^compress +gzip-1 vs gzip-9 +(win|loss) $cell +(win|loss) $cell " "$VAR/out.txt" >/dev/null
     ok $? "$pass: compress is a clear win or loss on both hosts"
-    grep -E "^same +md5sum-a vs md5sum-b +parity [0-9.]+ +parity [0-9.]+ .*parity on all 2 hosts" "$VAR/out.txt" >/dev/null
+    grep -E "^same +md5sum-a vs md5sum-b +parity $cell +parity $cell .*parity on all 2 hosts" "$VAR/out.txt" >/dev/null
     ok $? "$pass: same program twice is parity on both hosts"
     # Floor-decided: parity on a noisy host, not promised on a quiet one.
-    grep -E "^startup +true vs echo +(win|parity|loss) [0-9.]+ +(win|parity|loss) [0-9.]+ " "$VAR/out.txt" >/dev/null
+    grep -E "^startup +true vs echo +(win|parity|loss) $cell +(win|parity|loss) $cell " "$VAR/out.txt" >/dev/null
     ok $? "$pass: the startup row has both hosts' verdicts"
     has "quickstart: stopped the collector, its PostgreSQL and both agents"; ok $? "$pass: says everything stopped"
     left=$(pgrep -f -- "--data-dir $qvar/collector|--spool $qvar/agents" | wc -l)
