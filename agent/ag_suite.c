@@ -50,6 +50,9 @@ typedef struct {
     char **var_names;            /* the variables in effect */
     char **var_values;
     size_t var_count;
+    /* used[i]: var_names[i] is declared under variables: or some ${name}
+     * reads it. A --var that stays unused is a typo (s_unused_var). */
+    bool *var_used;
     size_t copied;               /* bytes of strings copied so far */
 } s_ctx_t;
 
@@ -349,6 +352,7 @@ s_subst(s_ctx_t *c, yaml_node_t *n, const char *what, bool for_shell,
                    "or set it under variables:)", what, name, name);
             goto out;
         }
+        c->var_used[v] = true;
         if (for_shell) {
             char ref[160];
             int m = snprintf(ref, sizeof ref, "${PARITY_VAR_");
@@ -766,6 +770,30 @@ s_bench(s_ctx_t *c, yaml_node_t *n, const s_settings_t *defaults,
     return AG_SUITE_OK;
 }
 
+/* A --var that neither variables: declares nor any ${name} reads would
+ * run silently on the defaults (a typo: --var imput=...): AG_SUITE_ERR
+ * naming it and the suite's variables, or AG_SUITE_OK. */
+static int
+s_unused_var(s_ctx_t *c, const char *suite)
+{
+    size_t i;
+    for (i = 0; i < c->var_count && c->var_used[i]; i++)
+        ;
+    if (i == c->var_count)
+        return AG_SUITE_OK;
+    char list[512] = "";
+    for (size_t k = 0; k < c->var_count; k++) {
+        size_t used = strlen(list);
+        if (c->var_used[k] && used + 4 < sizeof list)
+            snprintf(list + used, sizeof list - used, "%s%s",
+                     used ? ", " : "", c->var_names[k]);
+    }
+    return s_fail(c, NULL, "--var %s: suite \"%s\" has no variable \"%s\" "
+                  "(%s%s)", c->var_names[i], suite, c->var_names[i],
+                  *list ? "its variables: " : "it has no variables",
+                  list);
+}
+
 /* variables: from the file, then --var over them. */
 static int
 s_vars(s_ctx_t *c, yaml_node_t *n, const ag_var_t *vars, size_t nvars)
@@ -782,7 +810,8 @@ s_vars(s_ctx_t *c, yaml_node_t *n, const ag_var_t *vars, size_t nvars)
         return s_fail(c, n, "variables: more than %d", AG_SUITE_MAX_VARS);
     c->var_names = calloc(own + nvars + 1, sizeof *c->var_names);
     c->var_values = calloc(own + nvars + 1, sizeof *c->var_values);
-    if (!c->var_names || !c->var_values)
+    c->var_used = calloc(own + nvars + 1, sizeof *c->var_used);
+    if (!c->var_names || !c->var_values || !c->var_used)
         return s_fail(c, n, "variables: out of memory");
     for (size_t i = 0; i < own; i++) {
         yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
@@ -810,6 +839,7 @@ s_vars(s_ctx_t *c, yaml_node_t *n, const ag_var_t *vars, size_t nvars)
             return AG_SUITE_ERR;
         c->var_names[c->var_count] = strdup(s_scalar(k));
         c->var_values[c->var_count] = strdup(s_scalar(v));
+        c->var_used[c->var_count] = true;   /* declared: the suite's own */
         c->var_count++;
         if (!c->var_names[c->var_count - 1] ||
             !c->var_values[c->var_count - 1])
@@ -923,7 +953,7 @@ s_suite(s_ctx_t *c, const ag_var_t *vars, size_t nvars, ag_suite_t *suite)
                 return s_fail(c, bn, "two benchmarks named \"%s\"",
                               suite->benchmarks[i].name);
     }
-    return AG_SUITE_OK;
+    return s_unused_var(c, suite->name);
 }
 
 /* Flow collections ([ ] and { }) one suite may nest. A real suite needs
@@ -1039,6 +1069,7 @@ ag_suite_load_buffer(const char *name, const char *text, size_t len,
         }
     }
 done:
+    free(c.var_used);
     if (suite && !suite->var_names) {
         /* s_vars failed before handing its arrays to the suite. */
         suite->var_names = c.var_names;

@@ -716,6 +716,43 @@ s_vars(void)
        AG_SUITE_ERR, "0 runs refused");
 }
 
+/* A --var the suite never uses (neither declared under variables: nor
+ * read by a ${name}) is refused, naming the suite's variables; the
+ * daemon refuses such a job with this text. */
+static void
+s_unused_vars(void)
+{
+    static const char decl[] =
+        "suite: s\nvariables: {input: a.txt, lines: \"10\"}\n"
+        "benchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+        "        command: [head, -n, \"${lines}\", \"${input}\"]\n"
+        "      - name: b\n        command: [cat, \"${size}\"]\n";
+    ag_suite_t *s = NULL;
+    char err[512] = "";
+    ag_var_t typo[] = { { "size", "1" }, { "imput", "b.txt" } };
+    ok(ag_suite_load_buffer("t.yaml", decl, sizeof decl - 1, typo, 2, &s,
+                            err, sizeof err) == AG_SUITE_ERR && !s,
+       "a --var the suite never uses is refused");
+    ok_str(err, "t.yaml: --var imput: suite \"s\" has no variable "
+           "\"imput\" (its variables: input, lines, size)",
+           "... naming the suite's variables, declared and ${}-read");
+    ag_var_t fine[] = { { "size", "1" }, { "input", "b.txt" } };
+    ok(ag_suite_load_buffer("t.yaml", decl, sizeof decl - 1, fine, 2, &s,
+                            err, sizeof err) == AG_SUITE_OK && s &&
+       strcmp(s->benchmarks[0].arms[0].cmd.argv[3], "b.txt") == 0,
+       "declared and ${}-read variables are taken: %s", err);
+    ag_suite_destroy(&s);
+    static const char none[] = "suite: s\nbenchmarks:\n  - name: x\n"
+        "    arms:\n      - name: a\n        command: [true]\n"
+        "      - name: b\n        command: [false]\n";
+    ag_var_t one = { "input", "x" };
+    ok(ag_suite_load_buffer("t.yaml", none, sizeof none - 1, &one, 1, &s,
+                            err, sizeof err) == AG_SUITE_ERR, "a suite "
+       "without variables refuses any --var");
+    ok_str(err, "t.yaml: --var input: suite \"s\" has no variable "
+           "\"input\" (it has no variables)", "... and says it has none");
+}
+
 int
 main(void)
 {
@@ -725,5 +762,6 @@ main(void)
     s_alias_bomb();
     s_good();
     s_vars();
+    s_unused_vars();
     return tap_done();
 }

@@ -524,6 +524,21 @@ def case_fleet():
         r = w.parity("run", "fleet", "--hosts", "nobody")
         ok(r.returncode == 1 and "no host is named" in r.stderr,
            "an unknown host name is refused")
+        # A --var the suite never uses: only the agents know the suite's
+        # variables (a Hello lists suites and benchmarks), so each agent
+        # refuses the job naming them, and verdicts says so.
+        r = w.parity("run", "fleet", "--hosts", "alpha", "--var",
+                     "typo_input=x", "--wait", timeout=60)
+        why = ('--var typo_input: suite "fleet" has no variable '
+               '"typo_input" (it has no variables)')
+        ok(r.returncode == 1 and why in r.stderr,
+           "run --var the suite never uses: alpha refuses, naming the "
+           "suite's variables (%d %s)" % (r.returncode, r.stderr[-300:]))
+        r = w.parity("verdicts")
+        ok(r.returncode == 1 and "alpha" in r.stdout + r.stderr and
+           why in r.stdout + r.stderr,
+           "verdicts of that job exits 1 with alpha's reason (%d %s)" %
+           (r.returncode, (r.stdout + r.stderr)[-300:]))
 
         # -- a second key that calls itself "alpha" ----------------------
         w.keygen("twin")
