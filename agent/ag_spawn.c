@@ -403,6 +403,147 @@ s_kill_all(int pidfd, pid_t pid)
     kill(-pid, SIGKILL);
 }
 
+/* The child's stdin, stdout and stderr (a capture's pipe, the caller's
+ * fd, or /dev/null, opened into *devnull here, outside the timed window,
+ * so the child only dup2()s before exec) and its working directory, into
+ * fa; captures start empty. 0, or -1 with err. */
+static int
+s_file_actions(const ag_spawn_req_t *req, posix_spawn_file_actions_t *fa,
+               ag_capture_t *const caps[2], int *devnull, char *err,
+               size_t errlen)
+{
+    int e;
+    if (req->stdin_fd < 0 || (req->stdout_fd < 0 && !req->stdout_capture) ||
+        (req->stderr_fd < 0 && !req->stderr_capture)) {
+        *devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (*devnull < 0) {
+            snprintf(err, errlen, "open(/dev/null): %s", strerror(errno));
+            return -1;
+        }
+    }
+    int fds[3] = { req->stdin_fd, req->stdout_fd, req->stderr_fd };
+    for (int i = 0; i < 2; i++)
+        if (caps[i]) {
+            fds[i + 1] = caps[i]->write_fd;
+            /* Start empty: drop what an escaped descendant of an earlier
+             * run may have written since. */
+            if (i == 0 || caps[1] != caps[0]) {
+                s_capture_drain(caps[i], 64, false);
+                caps[i]->len = 0;
+                caps[i]->total = 0;
+            }
+        }
+    for (int i = 0; i < 3; i++) {
+        e = posix_spawn_file_actions_adddup2(fa, fds[i] >= 0 ? fds[i]
+                                                             : *devnull, i);
+        if (e != 0) {
+            snprintf(err, errlen, "posix_spawn_file_actions fd %d: %s", i,
+                     strerror(e));
+            return -1;
+        }
+    }
+    if (req->cwd &&
+        (e = posix_spawn_file_actions_addchdir_np(fa, req->cwd)) != 0) {
+        snprintf(err, errlen, "posix_spawn_file_actions_addchdir_np(%s): %s",
+                 req->cwd, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+/* Own process group, so a timeout or cancel can kill everything the
+ * command started and the terminal's Ctrl-C reaches only the agent.
+ * Signals the agent blocks are unblocked, and those a program like the
+ * daemon may ignore are reset (handled ones reset at exec). */
+static void
+s_spawn_attr(posix_spawnattr_t *attr)
+{
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigemptyset(&all);
+    static const int reset[] = { SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP,
+                                 SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM };
+    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
+        sigaddset(&all, reset[i]);
+    posix_spawnattr_setpgroup(attr, 0);
+    posix_spawnattr_setsigmask(attr, &none);
+    posix_spawnattr_setsigdefault(attr, &all);
+    posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP |
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+}
+
+/* Reap pid (retrying EINTR) into res: CPU times, peak RSS, the counters
+ * (req->counters), exit status or signal. 0, or -1 with err. */
+static int
+s_reap(const ag_spawn_req_t *req, pid_t pid, ag_spawn_result_t *res,
+       char *err, size_t errlen)
+{
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    while (wait4(pid, &status, 0, &ru) < 0) {
+        if (errno != EINTR) {
+            snprintf(err, errlen, "wait4(%d): %s", (int)pid, strerror(errno));
+            return -1;
+        }
+    }
+    /* Reaped: the child's counts (and its children's) are in ours. */
+    if (req->counters)
+        ag_counters_read(req->counters, res->counters);
+    res->user_us = s_tv_us(&ru.ru_utime);
+    res->sys_us = s_tv_us(&ru.ru_stime);
+    res->maxrss_kb = ru.ru_maxrss;
+    if (WIFEXITED(status)) {
+        res->exit_status = WEXITSTATUS(status);
+        res->term_signal = 0;
+    } else {
+        res->exit_status = -1;
+        res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    }
+    return 0;
+}
+
+/* After the wait (w: 0 exited, 1 timed out, else cancelled): the CPU
+ * the child ended on, then nothing of its process group left running,
+ * and the captures' last bytes. Returns ag_spawn_run's code. */
+static int
+s_settle(const ag_spawn_req_t *req, ag_spawn_result_t *res, int w,
+         pid_t pid, int pidfd, ag_capture_t *const caps[2])
+{
+    int rc;
+    if (w == 0) {
+        /* Pinned to one CPU, that is where it ended; otherwise read it
+         * (about 25 µs of /proc work per run on the development VM). A
+         * readable pidfd means the child has exited and, not reaped yet,
+         * is a zombie whose stat still holds its last CPU. */
+        if (req->cpu_count == 1)
+            res->cpu = req->cpus[0];
+        else
+            res->cpu = s_last_cpu(pid);
+        rc = AG_SPAWN_OK;
+    } else if (w == 1) {
+        res->timed_out = true;
+        rc = AG_SPAWN_OK;
+    } else {
+        rc = AG_SPAWN_CANCELLED;
+    }
+    /* Whatever the command left running in its group goes too: it would
+     * otherwise load the machine during the next run. The leader is not
+     * reaped yet, so the group id cannot have been reused. At a timeout
+     * or cancel the child itself is killed through its pidfd as well: a
+     * child that moved to another group would otherwise never end. */
+    if (w == 0)
+        kill(-pid, SIGKILL);
+    else
+        s_kill_all(pidfd, pid);
+    for (int i = 0; i < 2; i++)
+        if (caps[i] && (i == 0 || caps[1] != caps[0])) {
+            s_capture_drain(caps[i], 64, true);
+            s_capture_finish(caps[i]);
+        }
+    return rc;
+}
+
 int
 ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
              char *err, size_t errlen)
@@ -432,67 +573,17 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
         goto done;
     }
     fa_ok = true;
-    /* /dev/null is opened here, outside the timed window, so the child
-     * only dup2()s before exec instead of resolving a path. */
-    if (req->stdin_fd < 0 || (req->stdout_fd < 0 && !req->stdout_capture) ||
-        (req->stderr_fd < 0 && !req->stderr_capture)) {
-        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull < 0) {
-            snprintf(err, errlen, "open(/dev/null): %s", strerror(errno));
-            goto done;
-        }
-    }
-    int fds[3] = { req->stdin_fd, req->stdout_fd, req->stderr_fd };
     ag_capture_t *const caps[2] = { req->stdout_capture,
                                     req->stderr_capture };
-    for (int i = 0; i < 2; i++)
-        if (caps[i]) {
-            fds[i + 1] = caps[i]->write_fd;
-            /* Start empty: drop what an escaped descendant of an earlier
-             * run may have written since. */
-            if (i == 0 || caps[1] != caps[0]) {
-                s_capture_drain(caps[i], 64, false);
-                caps[i]->len = 0;
-                caps[i]->total = 0;
-            }
-        }
-    for (int i = 0; i < 3; i++) {
-        e = posix_spawn_file_actions_adddup2(&fa, fds[i] >= 0 ? fds[i]
-                                                              : devnull, i);
-        if (e != 0) {
-            snprintf(err, errlen, "posix_spawn_file_actions fd %d: %s", i,
-                     strerror(e));
-            goto done;
-        }
-    }
-    if (req->cwd &&
-        (e = posix_spawn_file_actions_addchdir_np(&fa, req->cwd)) != 0) {
-        snprintf(err, errlen, "posix_spawn_file_actions_addchdir_np(%s): %s",
-                 req->cwd, strerror(e));
+    if (s_file_actions(req, &fa, caps, &devnull, err, errlen) != 0)
         goto done;
-    }
 
     if ((e = posix_spawnattr_init(&attr)) != 0) {
         snprintf(err, errlen, "posix_spawnattr_init: %s", strerror(e));
         goto done;
     }
     attr_ok = true;
-    /* Own process group, so a timeout or cancel can kill everything the
-     * command started and the terminal's Ctrl-C reaches only the agent.
-     * Signals the agent blocks are unblocked, and those a program like
-     * the daemon may ignore are reset (handled ones reset at exec). */
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigemptyset(&all);
-    static const int reset[] = { SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP,
-                                 SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM };
-    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
-        sigaddset(&all, reset[i]);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    s_spawn_attr(&attr);
 
     if (req->cpu_count > 0) {
         if (s_pin(req->cpus, req->cpu_count, &saved_affinity, err,
@@ -547,61 +638,10 @@ ag_spawn_run(const ag_spawn_req_t *req, ag_spawn_result_t *res,
         s_kill_all(pidfd, pid);
         goto reap;
     }
-    if (w == 0) {
-        /* Pinned to one CPU, that is where it ended; otherwise read it
-         * (about 25 us of /proc work per run on the development VM). A
-         * readable pidfd means the child has exited and, not reaped yet,
-         * is a zombie whose stat still holds its last CPU. */
-        if (req->cpu_count == 1)
-            res->cpu = req->cpus[0];
-        else
-            res->cpu = s_last_cpu(pid);
-        rc = AG_SPAWN_OK;
-    } else if (w == 1) {
-        res->timed_out = true;
-        rc = AG_SPAWN_OK;
-    } else {
-        rc = AG_SPAWN_CANCELLED;
-    }
-    /* Whatever the command left running in its group goes too: it would
-     * otherwise load the machine during the next run. The leader is not
-     * reaped yet, so the group id cannot have been reused. At a timeout
-     * or cancel the child itself is killed through its pidfd as well: a
-     * child that moved to another group would otherwise never end. */
-    if (w == 0)
-        kill(-pid, SIGKILL);
-    else
-        s_kill_all(pidfd, pid);
-    for (int i = 0; i < 2; i++)
-        if (caps[i] && (i == 0 || caps[1] != caps[0])) {
-            s_capture_drain(caps[i], 64, true);
-            s_capture_finish(caps[i]);
-        }
-
-reap:;
-    int status = 0;
-    struct rusage ru;
-    memset(&ru, 0, sizeof ru);
-    while (wait4(pid, &status, 0, &ru) < 0) {
-        if (errno != EINTR) {
-            snprintf(err, errlen, "wait4(%d): %s", (int)pid, strerror(errno));
-            rc = AG_SPAWN_ERR;
-            goto done;
-        }
-    }
-    /* Reaped: the child's counts (and its children's) are in ours. */
-    if (req->counters)
-        ag_counters_read(req->counters, res->counters);
-    res->user_us = s_tv_us(&ru.ru_utime);
-    res->sys_us = s_tv_us(&ru.ru_stime);
-    res->maxrss_kb = ru.ru_maxrss;
-    if (WIFEXITED(status)) {
-        res->exit_status = WEXITSTATUS(status);
-        res->term_signal = 0;
-    } else {
-        res->exit_status = -1;
-        res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    }
+    rc = s_settle(req, res, w, pid, pidfd, caps);
+reap:
+    if (s_reap(req, pid, res, err, errlen) != 0)
+        rc = AG_SPAWN_ERR;
 
 done:
     s_waiter_stop(&waiter);   /* the child is reaped, or was never made */
