@@ -142,6 +142,74 @@ s_print_selftests(FILE *f, const json_t *hosts, bool markdown)
     }
 }
 
+/* The table's first line: job, suite, state, tags and label. */
+static void
+s_job_line(FILE *f, const json_t *body)
+{
+    char tags[PW_OUT_CELL_MAX] = "";
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(body, "tags"), k, v) {
+        size_t used = strlen(tags);
+        snprintf(tags + used, sizeof tags - used, "%s%s=%s",
+                 used ? " " : "", k, json_string_value(v) ?
+                 json_string_value(v) : "");
+    }
+    const char *label = pw_out_str(body, "label", "");
+    fprintf(f, "job %s  suite %s  %s%s%s%s%s\n", pw_out_str(body, "job", "?"),
+            pw_out_str(body, "suite", "?"), pw_out_str(body, "state", "?"),
+            *tags ? "  tags " : "", tags, *label ? "  label " : "", label);
+}
+
+/* One row of comparison cmp: benchmark, arms, then a cell per host
+ * (columns) or host r's name and cell, then geomean and summary. */
+static void
+s_row_cells(char cells[][PW_OUT_CELL_MAX], const json_t *cmp,
+            const json_t *hosts, bool columns, size_t r)
+{
+    const json_t *sum = json_object_get(cmp, "summary");
+    size_t c = 2;
+    snprintf(cells[0], PW_OUT_CELL_MAX, "%s",
+             pw_out_str(cmp, "benchmark", "?"));
+    s_arms(cells[1], PW_OUT_CELL_MAX, cmp);
+    if (columns) {
+        for (size_t h = 0; h < json_array_size(hosts); h++, c++)
+            s_cell(cells[c], PW_OUT_CELL_MAX, cmp, json_array_get(hosts, h));
+    } else {
+        const json_t *e = json_array_get(json_object_get(cmp, "hosts"), r);
+        snprintf(cells[c++], PW_OUT_CELL_MAX, "%s",
+                 pw_out_str(e, "host", "?"));
+        json_t *one = json_pack("{s:s}", "host", pw_out_str(e, "host", ""));
+        s_cell(cells[c++], PW_OUT_CELL_MAX, cmp, one);
+        json_decref(one);
+    }
+    pw_out_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
+    snprintf(cells[c], PW_OUT_CELL_MAX, "%s",
+             pw_out_str(sum, "consensus", "no hosts"));
+}
+
+/* Hosts that did not finish say why (in Markdown as a list after a blank
+ * line, so a report keeps it). */
+static void
+s_unfinished(FILE *f, const json_t *hosts, bool markdown)
+{
+    bool first = true;
+    size_t i;
+    json_t *h;
+    json_array_foreach(hosts, i, h) {
+        const char *st = pw_out_str(h, "state", "?");
+        if (strcmp(st, "done") == 0)
+            continue;
+        if (markdown && first)
+            fputc('\n', f);
+        first = false;
+        fprintf(f, "%s%s: %s%s%s\n", markdown ? "- " : "",
+                pw_out_str(h, "host", "?"), st,
+                *pw_out_str(h, "reason", "") ? ": " : "",
+                pw_out_str(h, "reason", ""));
+    }
+}
+
 int
 cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
 {
@@ -160,22 +228,8 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
     const char *row[PW_OUT_TABLE_COLS];
     int rc = 0;
 
-    if (format == CL_VERDICTS_TABLE) {
-        char tags[PW_OUT_CELL_MAX] = "";
-        const char *k;
-        json_t *v;
-        json_object_foreach(json_object_get(body, "tags"),  k, v) {
-            size_t used = strlen(tags);
-            snprintf(tags + used, sizeof tags - used, "%s%s=%s",
-                     used ? " " : "", k, json_string_value(v) ?
-                     json_string_value(v) : "");
-        }
-        const char *label = pw_out_str(body, "label", "");
-        fprintf(f, "job %s  suite %s  %s%s%s%s%s\n", pw_out_str(body, "job", "?"),
-                pw_out_str(body, "suite", "?"), pw_out_str(body, "state", "?"),
-                *tags ? "  tags " : "", tags, *label ? "  label " : "",
-                label);
-    }
+    if (format == CL_VERDICTS_TABLE)
+        s_job_line(f, body);
     head[0] = "benchmark";
     head[1] = "arms";
     if (columns) {
@@ -203,31 +257,10 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
     size_t i;
     json_t *cmp;
     json_array_foreach(cmps, i, cmp) {
-        const json_t *sum = json_object_get(cmp, "summary");
         size_t reps = columns ? 1 : json_array_size(json_object_get(cmp,
                                                                     "hosts"));
         for (size_t r = 0; r < reps; r++) {
-            snprintf(cells[0], PW_OUT_CELL_MAX, "%s", pw_out_str(cmp, "benchmark",
-                                                        "?"));
-            s_arms(cells[1], PW_OUT_CELL_MAX, cmp);
-            size_t c = 2;
-            if (columns) {
-                for (size_t h = 0; h < nh; h++, c++)
-                    s_cell(cells[c], PW_OUT_CELL_MAX, cmp,
-                           json_array_get(hosts, h));
-            } else {
-                const json_t *e = json_array_get(json_object_get(cmp,
-                                                                 "hosts"), r);
-                snprintf(cells[c++], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host",
-                                                              "?"));
-                json_t *one = json_pack("{s:s}", "host", pw_out_str(e, "host",
-                                                               ""));
-                s_cell(cells[c++], PW_OUT_CELL_MAX, cmp, one);
-                json_decref(one);
-            }
-            pw_out_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
-            snprintf(cells[c++], PW_OUT_CELL_MAX, "%s",
-                     pw_out_str(sum, "consensus", "no hosts"));
+            s_row_cells(cells, cmp, hosts, columns, r);
             for (size_t q = 0; q < ncols; q++)
                 row[q] = cells[q];
             if (format == CL_VERDICTS_MARKDOWN)
@@ -244,24 +277,7 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
                     " yet" : "");
     }
     if (format == CL_VERDICTS_TABLE || format == CL_VERDICTS_MARKDOWN) {
-        /* Hosts that did not finish say why (in Markdown as a list
-         * after a blank line, so a report keeps it). */
-        bool first = true;
-        json_t *h;
-        json_array_foreach(hosts, i, h) {
-            const char *st = pw_out_str(h, "state", "?");
-            if (strcmp(st, "done") == 0)
-                continue;
-            if (format == CL_VERDICTS_MARKDOWN && first)
-                fputc('\n', f);
-            first = false;
-            fprintf(f, "%s%s: %s%s%s\n", format == CL_VERDICTS_MARKDOWN ?
-                    "- " : "", pw_out_str(h, "host", "?"), st,
-                    *pw_out_str(h, "reason", "") ? ": " : "",
-                    pw_out_str(h, "reason", ""));
-        }
-    }
-    if (format == CL_VERDICTS_TABLE || format == CL_VERDICTS_MARKDOWN) {
+        s_unfinished(f, hosts, format == CL_VERDICTS_MARKDOWN);
         s_print_suite_versions(f, body, format == CL_VERDICTS_MARKDOWN);
         s_print_selftests(f, hosts, format == CL_VERDICTS_MARKDOWN);
     }
