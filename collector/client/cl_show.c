@@ -115,6 +115,56 @@ s_write(const char *path, const json_t *doc, bool force, char *err,
     return rc;
 }
 
+/* Every run of job, each `show`n, into per_host: host -> one results
+ * document (the host's first run, with every later run's benchmarks
+ * appended and the run ids in "run_ids"). A PW_EXIT_* code (said). */
+static int
+s_collect(cl_conn_t *c, const char *job, json_t *per_host)
+{
+    char err[2048];
+    json_t *args = json_pack("{s:s}", "job", job), *jb = NULL;
+    int rc = cl_conn_request(c, "job", args, &jb, NULL, err, sizeof err);
+    json_decref(args);
+    if (rc != CL_CONN_OK) {
+        pw_out_error("export", "%s", err);
+        return cl_conn_exit_code(rc);
+    }
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(jb, "run_list"), i, r) {
+        if (i >= S_EXPORT_MAX_RUNS)
+            break;
+        json_t *sa = json_pack("{s:s}", "run", pw_out_str(r, "run_id", "")),
+               *doc = NULL;
+        rc = cl_conn_request(c, "show", sa, &doc, NULL, err, sizeof err);
+        json_decref(sa);
+        if (rc != CL_CONN_OK) {
+            pw_out_error("export", "run %s: %s", pw_out_str(r, "run_id", "?"),
+                         err);
+            json_decref(jb);
+            return cl_conn_exit_code(rc);
+        }
+        const char *host = pw_out_str(r, "host", "host");
+        json_t *have = json_object_get(per_host, host);
+        if (!have) {
+            /* The first run of the host is the document; later runs add
+             * their benchmark to it. */
+            json_object_set_new(doc, "run_ids", json_pack("[s]",
+                                pw_out_str(doc, "run_id", "")));
+            json_object_del(doc, "run_id");
+            json_object_set_new(per_host, host, doc);
+        } else {
+            json_array_extend(json_object_get(have, "benchmarks"),
+                              json_object_get(doc, "benchmarks"));
+            json_array_append_new(json_object_get(have, "run_ids"),
+                                  json_string(pw_out_str(doc, "run_id", "")));
+            json_decref(doc);
+        }
+    }
+    json_decref(jb);
+    return PW_EXIT_OK;
+}
+
 int
 cl_export_main(int argc, char **argv)
 {
@@ -175,47 +225,10 @@ cl_export_main(int argc, char **argv)
         pw_out_error("export", "%s", err);
         return cl_conn_exit_code(code);
     }
-    json_t *args = json_pack("{s:s}", "job", job), *jb = NULL;
     json_t *per_host = json_object();
-    int rc = cl_conn_request(c, "job", args, &jb, NULL, err, sizeof err);
-    json_decref(args);
-    if (rc != CL_CONN_OK) {
-        pw_out_error("export", "%s", err);
-        rc = cl_conn_exit_code(rc);
+    int rc = s_collect(c, job, per_host);
+    if (rc != PW_EXIT_OK)
         goto done;
-    }
-    size_t i;
-    json_t *r;
-    json_array_foreach(json_object_get(jb, "run_list"), i, r) {
-        if (i >= S_EXPORT_MAX_RUNS)
-            break;
-        json_t *sa = json_pack("{s:s}", "run", pw_out_str(r, "run_id", "")),
-               *doc = NULL;
-        rc = cl_conn_request(c, "show", sa, &doc, NULL, err, sizeof err);
-        json_decref(sa);
-        if (rc != CL_CONN_OK) {
-            pw_out_error("export", "run %s: %s", pw_out_str(r, "run_id", "?"),
-                         err);
-            rc = cl_conn_exit_code(rc);
-            goto done;
-        }
-        const char *host = pw_out_str(r, "host", "host");
-        json_t *have = json_object_get(per_host, host);
-        if (!have) {
-            /* The first run of the host is the document; later runs add
-             * their benchmark to it. */
-            json_object_set_new(doc, "run_ids", json_pack("[s]",
-                                pw_out_str(doc, "run_id", "")));
-            json_object_del(doc, "run_id");
-            json_object_set_new(per_host, host, doc);
-        } else {
-            json_array_extend(json_object_get(have, "benchmarks"),
-                              json_object_get(doc, "benchmarks"));
-            json_array_append_new(json_object_get(have, "run_ids"),
-                                  json_string(pw_out_str(doc, "run_id", "")));
-            json_decref(doc);
-        }
-    }
     const char *host;
     json_t *doc;
     size_t files = 0;
@@ -237,7 +250,6 @@ cl_export_main(int argc, char **argv)
         printf("(job %s has no stored runs)\n", job);
     rc = PW_EXIT_OK;
 done:
-    json_decref(jb);
     json_decref(per_host);
     cl_conn_destroy(&c);
     return rc;
