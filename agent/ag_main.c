@@ -86,6 +86,86 @@ s_help(const char *prog, bool with_daemon)
     return AG_EXIT_OK;
 }
 
+/* What `parity-agent run`'s options ask for. */
+typedef struct {
+    ag_var_t vars[AG_SUITE_MAX_VARS];
+    size_t nvars;
+    const char *only[S_MAX_ONLY];
+    size_t nonly;
+    ag_harness_opts_t hopts;
+    ag_cli_opts_t copts;
+} s_run_t;
+
+/* One option c (getopt_long's) with its value v into r: 0, or an exit
+ * code after saying what is wrong (or printing the help). */
+static int
+s_run_option(s_run_t *r, int c, char *v, char **argv)
+{
+    const char *prog = r->copts.prog;
+    char err[1024];
+    unsigned long n;
+    switch (c) {
+    case 'v':
+        if (r->nvars >= AG_SUITE_MAX_VARS) {
+            fprintf(stderr, "%s: more than %d --var\n", prog,
+                    AG_SUITE_MAX_VARS);
+            return AG_EXIT_USAGE;
+        }
+        if (ag_var_parse(v, &r->vars[r->nvars], err, sizeof err) != 0) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            return AG_EXIT_USAGE;
+        }
+        r->nvars++;
+        return 0;
+    case 'o':
+        if (r->nonly >= S_MAX_ONLY) {
+            fprintf(stderr, "%s: more than %d --only\n", prog, S_MAX_ONLY);
+            return AG_EXIT_USAGE;
+        }
+        r->only[r->nonly++] = v;
+        return 0;
+    case 'r':
+        if (ag_cli_uint(v, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS, &n) != 0) {
+            fprintf(stderr, "%s: --runs %s: expected an integer from %d to "
+                    "%d\n", prog, v, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS);
+            return AG_EXIT_USAGE;
+        }
+        r->hopts.runs = (unsigned)n;
+        return 0;
+    case 'w':
+        if (ag_cli_uint(v, 0, AG_SUITE_MAX_WARMUP, &n) != 0) {
+            fprintf(stderr, "%s: --warmup %s: expected an integer from 0 to "
+                    "%d\n", prog, v, AG_SUITE_MAX_WARMUP);
+            return AG_EXIT_USAGE;
+        }
+        r->hopts.warmup = (int)n;
+        return 0;
+    case 'O':
+    case 'e':
+        r->copts.export_path = v;
+        return 0;
+    case 'M':
+        r->copts.export_markdown = v;
+        return 0;
+    case 'C':
+        r->copts.export_csv = v;
+        return 0;
+    case 'j':
+        r->copts.json = true;
+        return 0;
+    case 'h':
+        return s_help(prog, false);
+    case ':':
+        fprintf(stderr, "%s: option %s needs a value\n", prog,
+                argv[optind - 1]);
+        return AG_EXIT_USAGE;
+    default:
+        fprintf(stderr, "%s: unknown option \"%s\" (parity-agent --help)\n",
+                prog, argv[optind - 1]);
+        return AG_EXIT_USAGE;
+    }
+}
+
 static int
 s_run_main(int argc, char **argv)
 {
@@ -103,15 +183,10 @@ s_run_main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     const char *prog = "parity-agent run";
-    ag_var_t vars[AG_SUITE_MAX_VARS];
-    size_t nvars = 0;
-    const char *only[S_MAX_ONLY];
-    size_t nonly = 0;
-    ag_harness_opts_t hopts = { .warmup = -1 };
-    ag_cli_opts_t copts = { .prog = prog, .tool = "parity-agent",
-                            .parity = VD_DEFAULT_PARITY };
+    s_run_t r = { .hopts = { .warmup = -1 },
+                  .copts = { .prog = prog, .tool = "parity-agent",
+                             .parity = VD_DEFAULT_PARITY } };
     char err[1024];
-    unsigned long v;
     int c;
 
     /* --collector and friends: stream the run through the spool. */
@@ -124,69 +199,9 @@ s_run_main(int argc, char **argv)
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'v':
-            if (nvars >= AG_SUITE_MAX_VARS) {
-                fprintf(stderr, "%s: more than %d --var\n", prog,
-                        AG_SUITE_MAX_VARS);
-                return AG_EXIT_USAGE;
-            }
-            if (ag_var_parse(optarg, &vars[nvars], err, sizeof err) != 0) {
-                fprintf(stderr, "%s: %s\n", prog, err);
-                return AG_EXIT_USAGE;
-            }
-            nvars++;
-            break;
-        case 'o':
-            if (nonly >= S_MAX_ONLY) {
-                fprintf(stderr, "%s: more than %d --only\n", prog,
-                        S_MAX_ONLY);
-                return AG_EXIT_USAGE;
-            }
-            only[nonly++] = optarg;
-            break;
-        case 'r':
-            if (ag_cli_uint(optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
-                            &v) != 0) {
-                fprintf(stderr, "%s: --runs %s: expected an integer from %d "
-                        "to %d\n", prog, optarg, AG_SUITE_MIN_RUNS,
-                        AG_SUITE_MAX_RUNS);
-                return AG_EXIT_USAGE;
-            }
-            hopts.runs = (unsigned)v;
-            break;
-        case 'w':
-            if (ag_cli_uint(optarg, 0, AG_SUITE_MAX_WARMUP, &v) != 0) {
-                fprintf(stderr, "%s: --warmup %s: expected an integer from 0 "
-                        "to %d\n", prog, optarg, AG_SUITE_MAX_WARMUP);
-                return AG_EXIT_USAGE;
-            }
-            hopts.warmup = (int)v;
-            break;
-        case 'O':
-        case 'e':
-            copts.export_path = optarg;
-            break;
-        case 'M':
-            copts.export_markdown = optarg;
-            break;
-        case 'C':
-            copts.export_csv = optarg;
-            break;
-        case 'j':
-            copts.json = true;
-            break;
-        case 'h':
-            return s_help(prog, false);
-        case ':':
-            fprintf(stderr, "%s: option %s needs a value\n", prog,
-                    argv[optind - 1]);
-            return AG_EXIT_USAGE;
-        default:
-            fprintf(stderr, "%s: unknown option \"%s\" (parity-agent "
-                    "--help)\n", prog, argv[optind - 1]);
-            return AG_EXIT_USAGE;
-        }
+        int code = s_run_option(&r, c, optarg, argv);
+        if (code != 0 || c == 'h')
+            return code;
     }
     if (optind >= argc) {
         fprintf(stderr, "%s: missing the suite file (parity-agent run "
@@ -200,15 +215,15 @@ s_run_main(int argc, char **argv)
         return AG_EXIT_USAGE;
     }
     ag_suite_t *suite = NULL;
-    if (ag_suite_load(path, vars, nvars, &suite, err, sizeof err) != 0) {
+    if (ag_suite_load(path, r.vars, r.nvars, &suite, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", prog, err);
         return AG_EXIT_DATA;
     }
-    hopts.only = nonly ? only : NULL;
-    hopts.only_count = nonly;
+    r.hopts.only = r.nonly ? r.only : NULL;
+    r.hopts.only_count = r.nonly;
     int code = ag_stream_wanted(&sopts)
-             ? ag_stream_session(suite, &hopts, &copts, &sopts)
-             : ag_cli_session(suite, &hopts, &copts);
+             ? ag_stream_session(suite, &r.hopts, &r.copts, &sopts)
+             : ag_cli_session(suite, &r.hopts, &r.copts);
     ag_suite_destroy(&suite);
     return code;
 }

@@ -642,6 +642,9 @@ cases = [
      "parity-agent run: option --var needs a value\n"),
     ([AGENT, "run", p, "--var", "novalue"], 2,
      "parity-agent run: --var novalue: expected NAME=VALUE\n"),
+    ([AGENT, "run", p, "--var", "typo=1"], 1,
+     "parity-agent run: %s: --var typo: suite \"two\" has no variable "
+     "\"typo\" (it has no variables)\n" % p),
     ([AGENT, "run", p, p], 2,
      "parity-agent run: one suite file expected, got \"%s\" too\n" % p),
     ([AGENT, "run", p, "--only", "three"], 2,
