@@ -1457,6 +1457,93 @@ s_copy_cal_group(co_db_t *db, const co_db_batch_item_t *items,
     return cal > 0 ? s_copy_send(db, s_copy_cal_sql, err, errlen) : CO_DB_OK;
 }
 
+/* Look each batch's run up and check its samples: want[k] for those to
+ * store (their run ids in runs[k], their keys appended to keys' three
+ * array texts), the others' rc set (refused, unknown run). The number
+ * wanted, or -1 (CO_DB_FAIL: the database failed) with err. */
+static int
+s_batch_candidates(co_db_t *db, co_db_batch_item_t *items, size_t n,
+                   int64_t *runs, bool *want, pw_buf_t *keys, char *err,
+                   size_t errlen)
+{
+    int cand = 0;
+    for (size_t k = 0; k < n; k++) {
+        co_db_batch_item_t *it = &items[k];
+        const Parity__SampleBatch *b = it->batch;
+        size_t n_arms = 0;
+        char what[CO_DB_UUID_MAX + 32];
+        snprintf(what, sizeof what, "batch %.*s/%u", CO_DB_UUID_MAX,
+                 b->run_id, b->batch_seq);
+        it->rc = s_run_lookup(db, it->host_id, b->run_id, &runs[k], &n_arms,
+                              what, it->err, sizeof it->err);
+        if (it->rc == CO_DB_FAIL) {
+            s_err(err, errlen, "%s", it->err);
+            return -1;
+        }
+        if (it->rc != CO_DB_OK)
+            continue;
+        if (s_check_samples(b, n_arms, it->err, sizeof it->err) != 0) {
+            it->rc = CO_DB_REFUSED;
+            s_refusal_keep(db, it->host_id, b->run_id, b->batch_seq,
+                           it->err);
+            continue;
+        }
+        want[k] = true;
+        cand++;
+        /* "{1,2,3" until closed below; a failure sticks to the text. */
+        pw_buf_printf(&keys[0], "%s%" PRId64, keys[0].len ? "," : "{",
+                      runs[k]);
+        pw_buf_printf(&keys[1], "%s%u", keys[1].len ? "," : "{",
+                      b->batch_seq);
+        pw_buf_printf(&keys[2], "%s%zu", keys[2].len ? "," : "{",
+                      b->n_samples);
+    }
+    return cand;
+}
+
+/* Which wanted batches the INSERT's RETURNING rows (run, batch_seq) say
+ * are new, into fresh: each row claims the first unclaimed item with its
+ * key; the rest (stored before, or twice in this group) are duplicates. */
+static void
+s_batches_fresh(PGresult *r, const co_db_batch_item_t *items, size_t n,
+                const int64_t *runs, const bool *want, bool *fresh)
+{
+    for (int row = 0; row < PQntuples(r); row++) {
+        int64_t run = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+        unsigned seq = (unsigned)strtoul(PQgetvalue(r, row, 1), NULL, 10);
+        for (size_t k = 0; k < n; k++)
+            if (want[k] && !fresh[k] && runs[k] == run
+                && items[k].batch->batch_seq == seq) {
+                fresh[k] = true;
+                break;
+            }
+    }
+}
+
+/* After a group refused as a whole: one batch at a time, so one bad
+ * batch does not sink the others. CO_DB_OK, or CO_DB_FAIL with err when
+ * the database failed (those stored before stay stored, and acked). */
+static int
+s_batches_one_by_one(co_db_t *db, co_db_batch_item_t *items, size_t n,
+                     const bool *want, char *err, size_t errlen)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (!want[k])
+            continue;
+        items[k].rc = co_db_batch(db, items[k].host_id, items[k].batch,
+                                  &items[k].stored, items[k].err,
+                                  sizeof items[k].err);
+        if (items[k].rc == CO_DB_FAIL) {
+            for (size_t j = k + 1; j < n; j++)
+                if (want[j])
+                    items[j].rc = CO_DB_FAIL;
+            s_err(err, errlen, "%s", items[k].err);
+            return CO_DB_FAIL;
+        }
+    }
+    return CO_DB_OK;
+}
+
 /* co_db_batches with the three int arrays' text (run, batch_seq,
  * n_samples) in keys[0..2], which the caller frees. */
 static int
@@ -1478,37 +1565,11 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
         items[k].stored = 0;
         items[k].err[0] = '\0';
     }
-    for (size_t k = 0; k < n; k++) {
-        co_db_batch_item_t *it = &items[k];
-        const Parity__SampleBatch *b = it->batch;
-        size_t n_arms = 0;
-        char what[CO_DB_UUID_MAX + 32];
-        snprintf(what, sizeof what, "batch %.*s/%u", CO_DB_UUID_MAX,
-                 b->run_id, b->batch_seq);
-        it->rc = s_run_lookup(db, it->host_id, b->run_id, &runs[k], &n_arms,
-                              what, it->err, sizeof it->err);
-        if (it->rc == CO_DB_FAIL) {
-            s_err(err, errlen, "%s", it->err);
-            goto fail_all;
-        }
-        if (it->rc != CO_DB_OK)
-            continue;
-        if (s_check_samples(b, n_arms, it->err, sizeof it->err) != 0) {
-            it->rc = CO_DB_REFUSED;
-            s_refusal_keep(db, it->host_id, b->run_id, b->batch_seq,
-                           it->err);
-            continue;
-        }
-        want[k] = true;
-        cand++;
-        /* "{1,2,3" until closed below; a failure sticks to the text. */
-        pw_buf_printf(&keys[0], "%s%" PRId64, keys[0].len ? "," : "{",
-                      runs[k]);
-        pw_buf_printf(&keys[1], "%s%u", keys[1].len ? "," : "{",
-                      b->batch_seq);
-        pw_buf_printf(&keys[2], "%s%zu", keys[2].len ? "," : "{",
-                      b->n_samples);
-    }
+    int got = s_batch_candidates(db, items, n, runs, want, keys, err,
+                                 errlen);
+    if (got < 0)
+        goto fail_all;
+    cand = (size_t)got;
     if (cand == 0)
         return CO_DB_OK;
     for (int a = 0; a < 3; a++)
@@ -1530,20 +1591,8 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
                           3, p, PGRES_TUPLES_OK, &rc, err, errlen);
     if (!r)
         goto rollback;
-    /* Which candidates are new: each returned row claims the first
-     * unclaimed item with its key; the rest (stored before, or twice in
-     * this group) are duplicates. */
     bool fresh[CO_DB_GROUP_MAX] = { false };
-    for (int row = 0; row < PQntuples(r); row++) {
-        int64_t run = strtoll(PQgetvalue(r, row, 0), NULL, 10);
-        unsigned seq = (unsigned)strtoul(PQgetvalue(r, row, 1), NULL, 10);
-        for (size_t k = 0; k < n; k++)
-            if (want[k] && !fresh[k] && runs[k] == run
-                && items[k].batch->batch_seq == seq) {
-                fresh[k] = true;
-                break;
-            }
-    }
+    s_batches_fresh(r, items, n, runs, want, fresh);
     PQclear(r);
     s_copy_begin(db);
     size_t rows = 0;
@@ -1571,25 +1620,8 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
     return CO_DB_OK;
 rollback:
     s_rollback(db);
-    if (rc == CO_DB_REFUSED && co_db_connected(db)) {
-        /* One bad batch must not sink the others: one at a time. */
-        for (size_t k = 0; k < n; k++) {
-            if (!want[k])
-                continue;
-            items[k].rc = co_db_batch(db, items[k].host_id, items[k].batch,
-                                      &items[k].stored, items[k].err,
-                                      sizeof items[k].err);
-            if (items[k].rc == CO_DB_FAIL) {
-                /* Those stored above stay stored (and acked). */
-                for (size_t j = k + 1; j < n; j++)
-                    if (want[j])
-                        items[j].rc = CO_DB_FAIL;
-                s_err(err, errlen, "%s", items[k].err);
-                return CO_DB_FAIL;
-            }
-        }
-        return CO_DB_OK;
-    }
+    if (rc == CO_DB_REFUSED && co_db_connected(db))
+        return s_batches_one_by_one(db, items, n, want, err, errlen);
 fail_all:
     for (size_t k = 0; k < n; k++)
         if (items[k].rc == CO_DB_OK || want[k]) {
