@@ -484,6 +484,54 @@ s_unit_us(const char *unit)
     return 0.0;
 }
 
+/* Entry i (named name) of path's real_time in microseconds, into *us:
+ * 0, or -1 after saying what is wrong with it (unit, missing, not a
+ * number, not > 0, too large). */
+static int
+s_gbench_time(const char *path, size_t i, const char *name, const json_t *b,
+              double *us)
+{
+    const json_t *unit = json_object_get(b, "time_unit");
+    const json_t *real = json_object_get(b, "real_time");
+    double mult;
+    if (unit && !json_is_string(unit)) {
+        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"time_unit\" "
+                     "is not a string", path, i, name);
+        return -1;
+    }
+    if (!(mult = s_unit_us(json_string_value(unit)))) {
+        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): unknown "
+                     "time_unit \"%s\" (ns, us, ms or s)", path, i, name,
+                     json_string_value(unit));
+        return -1;
+    }
+    if (!real) {
+        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): no "
+                     "\"real_time\"", path, i, name);
+        return -1;
+    }
+    if (!json_is_number(real)) {
+        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+                     "is not a number", path, i, name);
+        return -1;
+    }
+    if (!(json_number_value(real) > 0.0)) {
+        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+                     "is %g: times must be > 0", path, i, name,
+                     json_number_value(real));
+        return -1;
+    }
+    if (!isfinite(json_number_value(real) * mult)) {
+        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+                     "is %g %s: too large for a time", path, i, name,
+                     json_number_value(real),
+                     unit ? json_string_value(unit) : "ns");
+        return -1;
+    }
+    *us = json_number_value(real) * mult;
+    return 0;
+}
+
 /* Group the iteration entries of path by run_name. 0 or -1 after
  * printing. */
 static int
@@ -520,11 +568,8 @@ s_gbench_load(const char *path, s_gbench_t *g)
                                                                  "run_name"));
         const char *run_type = json_string_value(json_object_get(b,
                                                                  "run_type"));
-        const json_t *unit = json_object_get(b, "time_unit");
-        const json_t *real = json_object_get(b, "real_time");
         const json_t *pos;
         s_arm_t *arm;
-        double mult;
 
         if (!json_is_object(b)) {
             pw_out_error(S_VERB, "%s: benchmarks[%zu] is not an object",
@@ -567,41 +612,10 @@ s_gbench_load(const char *path, s_gbench_t *g)
                     json_object_get(b, "error_message"));
             continue;
         }
-        if (unit && !json_is_string(unit)) {
-            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"time_unit\" "
-                         "is not a string", path, i, name);
+        double us;
+        if (s_gbench_time(path, i, name, b, &us) != 0)
             return -1;
-        }
-        if (!(mult = s_unit_us(json_string_value(unit)))) {
-            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): unknown "
-                         "time_unit \"%s\" (ns, us, ms or s)", path, i, name,
-                         json_string_value(unit));
-            return -1;
-        }
-        if (!real) {
-            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): no "
-                         "\"real_time\"", path, i, name);
-            return -1;
-        }
-        if (!json_is_number(real)) {
-            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
-                         "is not a number", path, i, name);
-            return -1;
-        }
-        if (!(json_number_value(real) > 0.0)) {
-            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
-                         "is %g: times must be > 0", path, i, name,
-                         json_number_value(real));
-            return -1;
-        }
-        if (!isfinite(json_number_value(real) * mult)) {
-            pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
-                         "is %g %s: too large for a time", path, i, name,
-                         json_number_value(real),
-                         unit ? json_string_value(unit) : "ns");
-            return -1;
-        }
-        if (s_arm_push(arm, json_number_value(real) * mult)) {
+        if (s_arm_push(arm, us)) {
             if (s_oom)
                 pw_out_error(S_VERB, "%s: out of memory", path);
             else
@@ -638,6 +652,33 @@ s_gbench_unusable(const s_arm_t *arm, const char *side, char *buf,
         return buf;
     }
     return NULL;
+}
+
+/* The table row of one judged benchmark: name, repetitions, both
+ * medians, both ratios, the tolerance, the outcome and the diagnostics.
+ * 0, or -1 out of memory. */
+static int
+s_gbench_row(pw_out_table_t *t, const s_arm_t *b, const s_arm_t *c,
+             const vd_verdict_t *v)
+{
+    char n[40], bm[40], cm[40], r[32], br[32], tol[32];
+    char notes[PW_OUT_CELL_MAX] = "";
+    for (unsigned bit = 0; bit < 32; bit++) {
+        const char *name = vd_diag_name(1u << bit);
+        if ((v->diagnostics & (1u << bit)) && name)
+            snprintf(notes + strlen(notes),
+                     sizeof notes - strlen(notes), "%s%s",
+                     notes[0] ? "," : "", name);
+    }
+    snprintf(n, sizeof n, "%zu/%zu", b->n, c->n);
+    pw_out_us(bm, sizeof bm, v->b.median);
+    pw_out_us(cm, sizeof cm, v->a.median);
+    pw_out_ratio(r, sizeof r, v->ratio);
+    pw_out_ratio(br, sizeof br, v->best_ratio);
+    pw_out_ratio(tol, sizeof tol, v->tolerance);
+    const char *row[9] = {b->name, n, bm, cm, r, br, tol,
+                          vd_outcome_name(v->outcome), notes};
+    return pw_out_table_add(t, row);
 }
 
 static int
@@ -703,24 +744,7 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
             if (!entry || json_array_append_new(list, entry))
                 goto write_failed;
         } else {
-            char n[40], bm[40], cm[40], r[32], br[32], tol[32];
-            char notes[PW_OUT_CELL_MAX] = "";
-            for (unsigned bit = 0; bit < 32; bit++) {
-                const char *name = vd_diag_name(1u << bit);
-                if ((v.diagnostics & (1u << bit)) && name)
-                    snprintf(notes + strlen(notes),
-                             sizeof notes - strlen(notes), "%s%s",
-                             notes[0] ? "," : "", name);
-            }
-            snprintf(n, sizeof n, "%zu/%zu", b->n, c->n);
-            pw_out_us(bm, sizeof bm, v.b.median);
-            pw_out_us(cm, sizeof cm, v.a.median);
-            pw_out_ratio(r, sizeof r, v.ratio);
-            pw_out_ratio(br, sizeof br, v.best_ratio);
-            pw_out_ratio(tol, sizeof tol, v.tolerance);
-            const char *row[9] = {b->name, n, bm, cm, r, br, tol,
-                                  vd_outcome_name(v.outcome), notes};
-            if (pw_out_table_add(t, row))
+            if (s_gbench_row(t, b, c, &v))
                 goto write_failed;
         }
     }
