@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pw_err.h"
+
 /* File layout: a 24-byte header, then the payload.
  *   0  8  magic "PSPOOL1\n"
  *   8  8  seq, little endian (must equal the number in the file name)
@@ -48,21 +50,6 @@ struct ag_spool {
     char *problems[AG_SPOOL_MAX_PROBLEMS];
     size_t problem_count;
 };
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static uint32_t
 s_crc32(const unsigned char *p, size_t n)
@@ -184,7 +171,7 @@ s_write_file(ag_spool_t *sp, const char *name, const void *head,
     fd = openat(sp->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
                 0600);
     if (fd < 0) {
-        s_err(err, errlen, "open %s: %s", tmp_path, strerror(errno));
+        pw_err(err, errlen, "open %s: %s", tmp_path, strerror(errno));
         goto out;
     }
     const void *parts[2] = { head, body };
@@ -197,8 +184,8 @@ s_write_file(ag_spool_t *sp, const char *name, const void *head,
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0) {
-                s_err(err, errlen, "write %s: %s", tmp_path,
-                      strerror(errno));
+                pw_err(err, errlen, "write %s: %s", tmp_path,
+                       strerror(errno));
                 goto out_unlink;
             }
             p += w;
@@ -206,22 +193,22 @@ s_write_file(ag_spool_t *sp, const char *name, const void *head,
         }
     }
     if (fsync(fd) != 0) {
-        s_err(err, errlen, "fsync %s: %s", tmp_path, strerror(errno));
+        pw_err(err, errlen, "fsync %s: %s", tmp_path, strerror(errno));
         goto out_unlink;
     }
     if (close(fd) != 0) {
         fd = -1;
-        s_err(err, errlen, "close %s: %s", tmp_path, strerror(errno));
+        pw_err(err, errlen, "close %s: %s", tmp_path, strerror(errno));
         goto out_unlink;
     }
     fd = -1;
     if (renameat(sp->dir_fd, tmp, sp->dir_fd, name) != 0) {
-        s_err(err, errlen, "rename %s to %s: %s", tmp_path, path,
-              strerror(errno));
+        pw_err(err, errlen, "rename %s to %s: %s", tmp_path, path,
+               strerror(errno));
         goto out_unlink;
     }
     if (fsync(sp->dir_fd) != 0) {
-        s_err(err, errlen, "fsync %s: %s", sp->dir, strerror(errno));
+        pw_err(err, errlen, "fsync %s: %s", sp->dir, strerror(errno));
         goto out;
     }
     rc = AG_SPOOL_OK;
@@ -245,23 +232,23 @@ s_read_file(ag_spool_t *sp, const char *name, size_t max,
     int rc = AG_SPOOL_ERR;
     if (fd < 0) {
         rc = errno == ENOENT ? AG_SPOOL_NOTFOUND : AG_SPOOL_ERR;
-        s_err(err, errlen, "open %s/%s: %s", sp->dir, name, strerror(errno));
+        pw_err(err, errlen, "open %s/%s: %s", sp->dir, name, strerror(errno));
         return rc;
     }
     if (fstat(fd, &st) != 0) {
-        s_err(err, errlen, "fstat %s/%s: %s", sp->dir, name, strerror(errno));
+        pw_err(err, errlen, "fstat %s/%s: %s", sp->dir, name, strerror(errno));
         goto out;
     }
     if ((uint64_t)st.st_size > max) {
-        s_err(err, errlen, "%s/%s: %lld bytes, more than the bound of %zu",
-              sp->dir, name, (long long)st.st_size, max);
+        pw_err(err, errlen, "%s/%s: %lld bytes, more than the bound of %zu",
+               sp->dir, name, (long long)st.st_size, max);
         rc = AG_SPOOL_CORRUPT;
         goto out;
     }
     size_t n = (size_t)st.st_size;
     buf = malloc(n + 1);
     if (!buf) {
-        s_err(err, errlen, "malloc %zu: out of memory", n + 1);
+        pw_err(err, errlen, "malloc %zu: out of memory", n + 1);
         goto out;
     }
     size_t got = 0;
@@ -270,8 +257,8 @@ s_read_file(ag_spool_t *sp, const char *name, size_t max,
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            s_err(err, errlen, "read %s/%s: %s", sp->dir, name,
-                  strerror(errno));
+            pw_err(err, errlen, "read %s/%s: %s", sp->dir, name,
+                   strerror(errno));
             goto out;
         }
         if (r == 0)
@@ -329,9 +316,9 @@ s_fsync_parent(const char *dir, char *err, size_t errlen)
     int rc = AG_SPOOL_ERR;
     int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        s_err(err, errlen, "open %s: %s", parent, strerror(errno));
+        pw_err(err, errlen, "open %s: %s", parent, strerror(errno));
     else if (fsync(fd) != 0)
-        s_err(err, errlen, "fsync %s: %s", parent, strerror(errno));
+        pw_err(err, errlen, "fsync %s: %s", parent, strerror(errno));
     else
         rc = AG_SPOOL_OK;
     if (fd >= 0)
@@ -417,7 +404,7 @@ s_scan(ag_spool_t *sp, char *err, size_t errlen)
     struct dirent *de;
     uint64_t highest = 0;
     if (dfd < 0 || !(d = fdopendir(dfd))) {
-        s_err(err, errlen, "opendir %s: %s", sp->dir, strerror(errno));
+        pw_err(err, errlen, "opendir %s: %s", sp->dir, strerror(errno));
         if (dfd >= 0)
             close(dfd);
         return AG_SPOOL_ERR;
@@ -456,7 +443,7 @@ s_scan(ag_spool_t *sp, char *err, size_t errlen)
         }
         if (s_insert(sp, seq, len) != AG_SPOOL_OK) {
             closedir(d);
-            s_err(err, errlen, "malloc: out of memory indexing %s", sp->dir);
+            pw_err(err, errlen, "malloc: out of memory indexing %s", sp->dir);
             return AG_SPOOL_ERR;
         }
     }
@@ -492,24 +479,24 @@ ag_spool_open(const char *dir, const ag_spool_limits_t *limits,
     ag_spool_t *sp = NULL;
     *out = NULL;
     if (!dir || !*dir) {
-        s_err(err, errlen, "spool: empty directory name");
+        pw_err(err, errlen, "spool: empty directory name");
         return AG_SPOOL_ERR;
     }
     if (strlen(dir) > S_PATH_MAX - 64) {
-        s_err(err, errlen, "spool: directory name longer than %u bytes",
-              S_PATH_MAX - 64);
+        pw_err(err, errlen, "spool: directory name longer than %u bytes",
+               S_PATH_MAX - 64);
         return AG_SPOOL_ERR;
     }
     if (mkdir(dir, 0700) == 0) {
         if (s_fsync_parent(dir, err, errlen) != AG_SPOOL_OK)
             return AG_SPOOL_ERR;
     } else if (errno != EEXIST) {
-        s_err(err, errlen, "mkdir %s: %s", dir, strerror(errno));
+        pw_err(err, errlen, "mkdir %s: %s", dir, strerror(errno));
         return AG_SPOOL_ERR;
     }
     sp = calloc(1, sizeof *sp);
     if (!sp) {
-        s_err(err, errlen, "calloc: out of memory");
+        pw_err(err, errlen, "calloc: out of memory");
         return AG_SPOOL_ERR;
     }
     pthread_mutex_init(&sp->lock, NULL);
@@ -517,7 +504,7 @@ ag_spool_open(const char *dir, const ag_spool_limits_t *limits,
     sp->lock_fd = -1;
     sp->dir = strdup(dir);
     if (!sp->dir) {
-        s_err(err, errlen, "strdup: out of memory");
+        pw_err(err, errlen, "strdup: out of memory");
         goto fail;
     }
     sp->max_bytes = limits && limits->max_bytes ? limits->max_bytes
@@ -526,7 +513,7 @@ ag_spool_open(const char *dir, const ag_spool_limits_t *limits,
                        ? limits->max_messages : AG_SPOOL_DEFAULT_MAX_MESSAGES;
     sp->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sp->dir_fd < 0) {
-        s_err(err, errlen, "open %s: %s", dir, strerror(errno));
+        pw_err(err, errlen, "open %s: %s", dir, strerror(errno));
         goto fail;
     }
     /* Two processes on one spool would hand out the same seqs and delete
@@ -534,13 +521,13 @@ ag_spool_open(const char *dir, const ag_spool_limits_t *limits,
     sp->lock_fd = openat(sp->dir_fd, S_LOCK_FILE, O_RDWR | O_CREAT |
                          O_CLOEXEC, 0600);
     if (sp->lock_fd < 0) {
-        s_err(err, errlen, "open %s/%s: %s", dir, S_LOCK_FILE,
-              strerror(errno));
+        pw_err(err, errlen, "open %s/%s: %s", dir, S_LOCK_FILE,
+               strerror(errno));
         goto fail;
     }
     if (flock(sp->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        s_err(err, errlen, "spool %s is in use by another process "
-              "(flock %s/%s: %s)", dir, dir, S_LOCK_FILE, strerror(errno));
+        pw_err(err, errlen, "spool %s is in use by another process "
+               "(flock %s/%s: %s)", dir, dir, S_LOCK_FILE, strerror(errno));
         goto fail;
     }
     if (s_scan(sp, err, errlen) != AG_SPOOL_OK)
@@ -599,28 +586,28 @@ ag_spool_append(ag_spool_t *sp, uint64_t seq, const void *data, size_t len,
     unsigned char head[S_HEADER];
     pthread_mutex_lock(&sp->lock);
     if (seq == 0 || seq >= sp->next_seq) {
-        s_err(err, errlen, "spool append: seq %" PRIu64 " was not taken "
-              "with ag_spool_take_seq", seq);
+        pw_err(err, errlen, "spool append: seq %" PRIu64 " was not taken "
+               "with ag_spool_take_seq", seq);
         goto out;
     }
     if (len > AG_SPOOL_MAX_MESSAGE_BYTES) {
-        s_err(err, errlen, "spool append: message of %zu bytes is above "
-              "the bound of %u bytes", len, AG_SPOOL_MAX_MESSAGE_BYTES);
+        pw_err(err, errlen, "spool append: message of %zu bytes is above "
+               "the bound of %u bytes", len, AG_SPOOL_MAX_MESSAGE_BYTES);
         goto out;
     }
     size_t at = s_find(sp, seq);
     if (at < sp->count && sp->entries[at].seq == seq) {
-        s_err(err, errlen, "spool append: seq %" PRIu64 " already held",
-              seq);
+        pw_err(err, errlen, "spool append: seq %" PRIu64 " already held",
+               seq);
         goto out;
     }
     if (!force && (sp->count + 1 > sp->max_messages
                    || sp->bytes + len > sp->max_bytes)) {
-        s_err(err, errlen, "spool %s is full: %zu messages, %" PRIu64
-              " bytes held (bounds %" PRIu32 " messages, %" PRIu64
-              " bytes; --spool-max); waiting for the collector to ack",
-              sp->dir, sp->count, sp->bytes, sp->max_messages,
-              sp->max_bytes);
+        pw_err(err, errlen, "spool %s is full: %zu messages, %" PRIu64
+               " bytes held (bounds %" PRIu32 " messages, %" PRIu64
+               " bytes; --spool-max); waiting for the collector to ack",
+               sp->dir, sp->count, sp->bytes, sp->max_messages,
+               sp->max_bytes);
         rc = AG_SPOOL_FULL;
         goto out;
     }
@@ -633,7 +620,7 @@ ag_spool_append(ag_spool_t *sp, uint64_t seq, const void *data, size_t len,
         != AG_SPOOL_OK)
         goto out;
     if (s_insert(sp, seq, (uint32_t)len) != AG_SPOOL_OK) {
-        s_err(err, errlen, "malloc: out of memory indexing %s", sp->dir);
+        pw_err(err, errlen, "malloc: out of memory indexing %s", sp->dir);
         unlinkat(sp->dir_fd, name, 0);
         goto out;
     }
@@ -657,7 +644,7 @@ ag_spool_read(ag_spool_t *sp, uint64_t seq, void **data, size_t *len,
     pthread_mutex_lock(&sp->lock);
     size_t at = s_find(sp, seq);
     if (at == sp->count || sp->entries[at].seq != seq) {
-        s_err(err, errlen, "spool: seq %" PRIu64 " not held", seq);
+        pw_err(err, errlen, "spool: seq %" PRIu64 " not held", seq);
         rc = AG_SPOOL_NOTFOUND;
         goto out;
     }
@@ -672,7 +659,7 @@ ag_spool_read(ag_spool_t *sp, uint64_t seq, void **data, size_t *len,
             s_quarantine(sp, name, why);
         else
             s_problem(sp, "%s/%s: %s", sp->dir, name, why);
-        s_err(err, errlen, "%s/%s: %s", sp->dir, name, why);
+        pw_err(err, errlen, "%s/%s: %s", sp->dir, name, why);
         s_drop(sp, at);
         rc = AG_SPOOL_CORRUPT;
         goto out;
@@ -697,14 +684,14 @@ ag_spool_remove(ag_spool_t *sp, uint64_t seq, char *err, size_t errlen)
     pthread_mutex_lock(&sp->lock);
     size_t at = s_find(sp, seq);
     if (at == sp->count || sp->entries[at].seq != seq) {
-        s_err(err, errlen, "spool: seq %" PRIu64 " not held", seq);
+        pw_err(err, errlen, "spool: seq %" PRIu64 " not held", seq);
         rc = AG_SPOOL_NOTFOUND;
         goto out;
     }
     s_msg_name(name, sizeof name, seq);
     if (unlinkat(sp->dir_fd, name, 0) != 0 && errno != ENOENT) {
-        s_err(err, errlen, "unlink %s/%s: %s", sp->dir, name,
-              strerror(errno));
+        pw_err(err, errlen, "unlink %s/%s: %s", sp->dir, name,
+               strerror(errno));
         rc = AG_SPOOL_ERR;
         goto out;
     }
@@ -799,7 +786,7 @@ ag_spool_state_write(ag_spool_t *sp, const char *name, const char *text,
                      char *err, size_t errlen)
 {
     if (!s_state_name_ok(name)) {
-        s_err(err, errlen, "spool state: bad name \"%s\"", name);
+        pw_err(err, errlen, "spool state: bad name \"%s\"", name);
         return AG_SPOOL_ERR;
     }
     pthread_mutex_lock(&sp->lock);
@@ -829,13 +816,13 @@ ag_spool_state_clear(ag_spool_t *sp, const char *name, char *err,
 {
     int rc = AG_SPOOL_OK;
     if (!s_state_name_ok(name)) {
-        s_err(err, errlen, "spool state: bad name \"%s\"", name);
+        pw_err(err, errlen, "spool state: bad name \"%s\"", name);
         return AG_SPOOL_ERR;
     }
     pthread_mutex_lock(&sp->lock);
     if (unlinkat(sp->dir_fd, name, 0) != 0 && errno != ENOENT) {
-        s_err(err, errlen, "unlink %s/%s: %s", sp->dir, name,
-              strerror(errno));
+        pw_err(err, errlen, "unlink %s/%s: %s", sp->dir, name,
+               strerror(errno));
         rc = AG_SPOOL_ERR;
     } else {
         fsync(sp->dir_fd);

@@ -13,6 +13,7 @@
 #include <zmq.h>
 
 #include "co_enroll.h"
+#include "pw_err.h"
 
 #define CO_AUTH_ENDPOINT "inproc://zeromq.zap.01"
 /* A ZAP request has 6 frames (7 with a CURVE key is still 7 at most for
@@ -32,20 +33,6 @@ struct co_auth {
     co_keys_t *db_keys;           /* co_auth_set_keys; NULL: files only */
     bool enroll;
 };
-
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static bool
 s_ends_with(const char *s, const char *suffix)
@@ -78,12 +65,12 @@ s_load_dir(co_auth_t *a, const char *dir, struct timespec *mt, char *err,
     struct dirent *e;
 
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        s_err(err, errlen, "allow-list %s: %s", dir,
-              errno ? strerror(errno) : "not a directory");
+        pw_err(err, errlen, "allow-list %s: %s", dir,
+               errno ? strerror(errno) : "not a directory");
         return -1;
     }
     if (!(d = opendir(dir))) {
-        s_err(err, errlen, "opendir %s: %s", dir, strerror(errno));
+        pw_err(err, errlen, "opendir %s: %s", dir, strerror(errno));
         return -1;
     }
     while ((e = readdir(d)) != NULL && a->n_keys < CO_AUTH_MAX_KEYS) {
@@ -110,7 +97,7 @@ co_auth_add_dir(co_auth_t *a, const char *dir, char *err, size_t errlen)
 {
     free(a->dir2);
     if (!(a->dir2 = strdup(dir))) {
-        s_err(err, errlen, "co_auth: out of memory");
+        pw_err(err, errlen, "co_auth: out of memory");
         return -1;
     }
     return s_load(a, err, errlen);
@@ -121,27 +108,27 @@ co_auth_new(void *ctx, const char *allow_dir, char *err, size_t errlen)
 {
     co_auth_t *a = calloc(1, sizeof *a);
     if (!a) {
-        s_err(err, errlen, "calloc co_auth: out of memory");
+        pw_err(err, errlen, "calloc co_auth: out of memory");
         return NULL;
     }
     a->dir = strdup(allow_dir);
     a->keys = calloc(CO_AUTH_MAX_KEYS, sizeof *a->keys);
     if (!a->dir || !a->keys) {
-        s_err(err, errlen, "co_auth: out of memory");
+        pw_err(err, errlen, "co_auth: out of memory");
         goto fail;
     }
     if (s_load(a, err, errlen) != 0)
         goto fail;
     a->rep = zmq_socket(ctx, ZMQ_REP);
     if (!a->rep) {
-        s_err(err, errlen, "zmq_socket(ZMQ_REP): %s", zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_socket(ZMQ_REP): %s", zmq_strerror(errno));
         goto fail;
     }
     int linger = 0;
     zmq_setsockopt(a->rep, ZMQ_LINGER, &linger, sizeof linger);
     if (zmq_bind(a->rep, CO_AUTH_ENDPOINT) != 0) {
-        s_err(err, errlen, "zmq_bind(%s): %s", CO_AUTH_ENDPOINT,
-              zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_bind(%s): %s", CO_AUTH_ENDPOINT,
+               zmq_strerror(errno));
         goto fail;
     }
     return a;
@@ -255,21 +242,21 @@ co_auth_handle(co_auth_t *a, char *key_out, char *why, size_t whylen)
         /* A REP socket must answer before the next request. */
         s_reply(a, n > 1 ? frames[1] : "", n > 1 ? lens[1] : 0, "500",
                 "malformed ZAP request", "");
-        s_err(why, whylen, "malformed ZAP request (%zu frames)", n);
+        pw_err(why, whylen, "malformed ZAP request (%zu frames)", n);
         return -1;
     }
     char mech[16] = "";
     memcpy(mech, frames[5], lens[5] < 15 ? lens[5] : 15);
     if (strcmp(mech, "CURVE") != 0 || n != 7 || lens[6] != 32) {
         s_reply(a, frames[1], lens[1], "400", "CURVE required", "");
-        s_err(why, whylen, "mechanism %s refused (CURVE required)",
-              mech[0] ? mech : "?");
+        pw_err(why, whylen, "mechanism %s refused (CURVE required)",
+               mech[0] ? mech : "?");
         return 0;
     }
     char key[41];
     if (!zmq_z85_encode(key, (const uint8_t *)frames[6], 32)) {
         s_reply(a, frames[1], lens[1], "400", "bad key", "");
-        s_err(why, whylen, "client key not encodable");
+        pw_err(why, whylen, "client key not encodable");
         return 0;
     }
     if (key_out)
@@ -287,18 +274,18 @@ co_auth_handle(co_auth_t *a, char *key_out, char *why, size_t whylen)
     }
     if (v == CO_AUTH_DENIED) {
         s_reply(a, frames[1], lens[1], "400", "key refused", "");
-        s_err(why, whylen, "client key %s was %s (parity hosts)", key,
-              co_key_state_name(st));
+        pw_err(why, whylen, "client key %s was %s (parity hosts)", key,
+               co_key_state_name(st));
     } else if (a->enroll) {
         s_reply(a, frames[1], lens[1], "400", "too many keys pending", "");
-        s_err(why, whylen, "client key %s refused: %d keys wait for "
-              "approval already (parity hosts --pending)", key,
-              CO_ENROLL_MAX_PENDING);
+        pw_err(why, whylen, "client key %s refused: %d keys wait for "
+               "approval already (parity hosts --pending)", key,
+               CO_ENROLL_MAX_PENDING);
     } else {
         s_reply(a, frames[1], lens[1], "400", "key not in the allow-list",
                 "");
-        s_err(why, whylen, "client key %s not in the allow-list %s", key,
-              a->dir);
+        pw_err(why, whylen, "client key %s not in the allow-list %s", key,
+               a->dir);
     }
     return 0;
 }

@@ -17,6 +17,7 @@
 #include "co_floors.h"
 #include "co_migrations.h"
 #include "pw_buf.h"
+#include "pw_err.h"
 #include "pw_json.h"
 #include "pw_wire.h"
 #include "vd_verdict.h"
@@ -78,9 +79,6 @@ struct co_db {
     char what[CO_DB_UUID_MAX + 48];
 };
 
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* What this connection holds about rows it wrote (run ids, calibration
  * windows) is forgotten whenever they may be undone: a failed statement,
  * a rollback, a failed COMMIT, a lost connection. Rows a later COMMIT
@@ -90,18 +88,6 @@ s_forget_written(co_db_t *db)
 {
     co_floors_clear(db->floors);
     memset(db->runs, 0, sizeof db->runs);
-}
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    err[strcspn(err, "\n")] = '\0';
 }
 
 /* Classify a failed result: data and constraint errors (SQLSTATE classes
@@ -121,18 +107,18 @@ s_fail(co_db_t *db, PGresult *r, const char *what, char *err, size_t errlen)
                         : NULL;
     s_forget_written(db);   /* what it wrote is about to be undone */
     if (state && strncmp(state, "22", 2) == 0) {
-        s_err(err, errlen, "%s%sthe database refused it: %s (SQLSTATE %s)",
-              db->what, db->what[0] ? ": " : "", why ? why : "data error",
-              state);
+        pw_err_line(err, errlen, "%s%sthe database refused it: %s (SQLSTATE %s)",
+                    db->what, db->what[0] ? ": " : "", why ? why : "data error",
+                    state);
         return CO_DB_REFUSED;
     }
     if (state && strncmp(state, "23", 2) == 0) {
-        s_err(err, errlen, "%s%sthe database refused it: a constraint "
-              "failed (SQLSTATE %s)", db->what, db->what[0] ? ": " : "",
-              state);
+        pw_err_line(err, errlen, "%s%sthe database refused it: a constraint "
+                    "failed (SQLSTATE %s)", db->what, db->what[0] ? ": " : "",
+                    state);
         return CO_DB_REFUSED;
     }
-    s_err(err, errlen, "%s: %s", what, PQerrorMessage(db->conn));
+    pw_err_line(err, errlen, "%s: %s", what, PQerrorMessage(db->conn));
     return CO_DB_FAIL;
 }
 
@@ -245,7 +231,7 @@ co_db_connect(co_db_t *db, char *err, size_t errlen)
     db->conn = PQconnectdbParams(keys, vals, 1);
     if (PQstatus(db->conn) != CONNECTION_OK) {
         /* Not the conninfo itself: it may hold a password. */
-        s_err(err, errlen, "PQconnectdb: %s", PQerrorMessage(db->conn));
+        pw_err_line(err, errlen, "PQconnectdb: %s", PQerrorMessage(db->conn));
         co_db_disconnect(db);
         return CO_DB_FAIL;
     }
@@ -258,8 +244,8 @@ co_db_connect(co_db_t *db, char *err, size_t errlen)
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     if (!ok) {
-        s_err(err, errlen, "SET synchronous_commit, jit: %s",
-              PQerrorMessage(db->conn));
+        pw_err_line(err, errlen, "SET synchronous_commit, jit: %s",
+                    PQerrorMessage(db->conn));
         co_db_disconnect(db);
         return CO_DB_FAIL;
     }
@@ -307,8 +293,8 @@ s_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
         /* PostgreSQL answers COMMIT of a transaction in which a
          * statement failed with ROLLBACK, and no error: what it held is
          * gone and must not be acked. */
-        s_err(err, errlen, "COMMIT: the transaction had failed and was "
-              "rolled back (%s)", PQcmdStatus(r));
+        pw_err_line(err, errlen, "COMMIT: the transaction had failed and was "
+                    "rolled back (%s)", PQcmdStatus(r));
         s_forget_written(db);
         rc = CO_DB_FAIL;
     }
@@ -338,7 +324,7 @@ co_db_begin(co_db_t *db, char *err, size_t errlen)
     if (db->outer)
         return CO_DB_OK;
     if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
-        s_err(err, errlen, "BEGIN: not connected");
+        pw_err_line(err, errlen, "BEGIN: not connected");
         return CO_DB_FAIL;
     }
     db->outer = true;
@@ -420,7 +406,7 @@ co_db_migrate(co_db_t *db, int *applied, char *err, size_t errlen)
     if (applied)
         *applied = 0;
     if (!co_db_connected(db)) {
-        s_err(err, errlen, "migrate: not connected");
+        pw_err_line(err, errlen, "migrate: not connected");
         return CO_DB_FAIL;
     }
     rc = s_exec(db, "CREATE TABLE IF NOT EXISTS schema_version ("
@@ -445,8 +431,8 @@ co_db_migrate(co_db_t *db, int *applied, char *err, size_t errlen)
         PGresult *r = PQexec(db->conn, m->sql);
         if (PQresultStatus(r) != PGRES_COMMAND_OK
             && PQresultStatus(r) != PGRES_TUPLES_OK) {
-            s_err(err, errlen, "migration %s: %s", m->name,
-                  PQerrorMessage(db->conn));
+            pw_err_line(err, errlen, "migration %s: %s", m->name,
+                        PQerrorMessage(db->conn));
             PQclear(r);
             s_rollback(db);
             rc = CO_DB_FAIL;
@@ -510,8 +496,8 @@ s_check_environment(const char *what, const char *text, char *err,
     bool object = json_is_object(j);
     json_decref(j);
     if (!object) {
-        s_err(err, errlen, "%s: environment_json is not a JSON object (%s)",
-              what, j ? "another JSON value" : je.text);
+        pw_err_line(err, errlen, "%s: environment_json is not a JSON object (%s)",
+                    what, j ? "another JSON value" : je.text);
         return -1;
     }
     return 0;
@@ -528,7 +514,7 @@ s_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
 
     *host_id = 0;
     if (!tags) {
-        s_err(err, errlen, "hello: tags to JSON: out of memory");
+        pw_err_line(err, errlen, "hello: tags to JSON: out of memory");
         return CO_DB_FAIL;
     }
     if (s_check_environment("hello", h->environment_json, err, errlen)
@@ -574,7 +560,7 @@ s_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
         char *benches = a ? json_dumps(a, JSON_COMPACT) : NULL;
         json_decref(a);
         if (!benches) {
-            s_err(err, errlen, "hello: suites to JSON: out of memory");
+            pw_err_line(err, errlen, "hello: suites to JSON: out of memory");
             rc = CO_DB_FAIL;
             goto rollback;
         }
@@ -724,7 +710,7 @@ s_copy_results(co_db_t *db, const char *sql, int rc, char *err,
         if (st == PGRES_COPY_IN)
             (void)PQputCopyEnd(db->conn, "parity: COPY abandoned");
         if (++n >= S_COPY_RESULTS_MAX) {
-            s_err(err, errlen, "%s: the server did not end the COPY", sql);
+            pw_err_line(err, errlen, "%s: the server did not end the COPY", sql);
             co_db_disconnect(db);
             return CO_DB_FAIL;
         }
@@ -741,8 +727,8 @@ s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
     if (bst != PW_BUF_OK) {
         /* Nothing was sent. Too big is the message's size (a group is
          * then stored one batch at a time); out of memory may pass. */
-        s_err(err, errlen, "COPY data: %s (at most %u bytes)",
-              pw_buf_strerror(bst), S_COPY_MAX);
+        pw_err_line(err, errlen, "COPY data: %s (at most %u bytes)",
+                    pw_buf_strerror(bst), S_COPY_MAX);
         return bst == PW_BUF_TOOBIG ? CO_DB_REFUSED : CO_DB_FAIL;
     }
     int brc = s_begin_flush(db, err, errlen);
@@ -757,7 +743,7 @@ s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
     PQclear(r);
     if (PQputCopyData(db->conn, pw_buf_data(&db->copy),
                       (int)db->copy.len) != 1) {
-        s_err(err, errlen, "PQputCopyData: %s", PQerrorMessage(db->conn));
+        pw_err_line(err, errlen, "PQputCopyData: %s", PQerrorMessage(db->conn));
         s_forget_written(db);
         /* The server stays in COPY-IN until the copy ends: end it as
          * failed (it rolls the rows back), then collect the results. */
@@ -765,7 +751,7 @@ s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
         return s_copy_results(db, sql, CO_DB_FAIL, NULL, 0);
     }
     if (PQputCopyEnd(db->conn, NULL) != 1) {
-        s_err(err, errlen, "PQputCopyEnd: %s", PQerrorMessage(db->conn));
+        pw_err_line(err, errlen, "PQputCopyEnd: %s", PQerrorMessage(db->conn));
         s_forget_written(db);
         return s_copy_results(db, sql, CO_DB_FAIL, NULL, 0);
     }
@@ -833,13 +819,13 @@ s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
     PGresult *r;
 
     if (c->n_wall_us == 0) {
-        s_err(err, errlen, "calibration %s: no samples", c->calibration_id);
+        pw_err_line(err, errlen, "calibration %s: no samples", c->calibration_id);
         return CO_DB_REFUSED;
     }
     for (size_t i = 0; i < c->n_wall_us; i++)
         if (!isfinite(c->wall_us[i]) || c->wall_us[i] <= 0) {
-            s_err(err, errlen, "calibration %s: sample %zu is %g (must be "
-                  "finite and > 0)", c->calibration_id, i, c->wall_us[i]);
+            pw_err_line(err, errlen, "calibration %s: sample %zu is %g (must be "
+                        "finite and > 0)", c->calibration_id, i, c->wall_us[i]);
             return CO_DB_REFUSED;
         }
     snprintf(host, sizeof host, "%" PRId64, host_id);
@@ -931,7 +917,7 @@ s_run_cached(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
     for (size_t i = 0; i < CO_DB_RUN_CACHE; i++)
         if (db->runs[i].id && strcmp(db->runs[i].uuid, uuid) == 0) {
             if (db->runs[i].host_id != host_id) {
-                s_err(err, errlen, "run %s belongs to another host", uuid);
+                pw_err_line(err, errlen, "run %s belongs to another host", uuid);
                 return CO_DB_REFUSED;
             }
             *run = db->runs[i].id;
@@ -1021,8 +1007,8 @@ s_refused_run(co_db_t *db, int64_t host_id, const char *uuid,
         return rc;
     rc = CO_DB_LATER;
     if (PQntuples(r) == 1) {
-        s_err(err, errlen, "%s depends on run_start %s, which was refused: "
-              "%s", what, uuid, PQgetvalue(r, 0, 0));
+        pw_err_line(err, errlen, "%s depends on run_start %s, which was refused: "
+                    "%s", what, uuid, PQgetvalue(r, 0, 0));
         rc = CO_DB_DEPENDS;
     }
     PQclear(r);
@@ -1059,7 +1045,7 @@ s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
         PQclear(r);
         rc = s_refused_run(db, host_id, uuid, what, err, errlen);
         if (rc == CO_DB_LATER)
-            s_err(err, errlen, "run %s: no RunStart stored yet", uuid);
+            pw_err_line(err, errlen, "run %s: no RunStart stored yet", uuid);
         return rc;
     }
     int64_t id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -1074,7 +1060,7 @@ s_run_lookup(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
         *n_arms = arms;
     return CO_DB_OK;
 other:
-    s_err(err, errlen, "run %s belongs to another host", uuid);
+    pw_err_line(err, errlen, "run %s belongs to another host", uuid);
     return CO_DB_REFUSED;
 }
 
@@ -1093,7 +1079,7 @@ s_run_arms(co_db_t *db, const char *runid, const Parity__RunStart *rs,
     pw_buf_t sql;
     pw_buf_init(&sql, S_SQL_MAX);
     if (!p || !argv_s || !idx) {
-        s_err(err, errlen, "run_start: out of memory for %zu arms", n);
+        pw_err_line(err, errlen, "run_start: out of memory for %zu arms", n);
         goto done;
     }
     pw_buf_adds(&sql, "INSERT INTO arms (run, idx, name, subject, argv, "
@@ -1106,8 +1092,8 @@ s_run_arms(co_db_t *db, const char *runid, const Parity__RunStart *rs,
         argv_s[i] = argv ? json_dumps(argv, JSON_COMPACT) : NULL;
         json_decref(argv);
         if (!argv_s[i]) {
-            s_err(err, errlen, "run_start: argv to JSON: out of memory "
-                  "or not UTF-8");
+            pw_err_line(err, errlen, "run_start: argv to JSON: out of memory "
+                        "or not UTF-8");
             rc = CO_DB_REFUSED;
             goto done;
         }
@@ -1123,8 +1109,8 @@ s_run_arms(co_db_t *db, const char *runid, const Parity__RunStart *rs,
                       b + 6, b + 7);
     }
     if (pw_buf_status(&sql) != PW_BUF_OK) {
-        s_err(err, errlen, "run_start: arms statement: %s",
-              pw_buf_strerror(pw_buf_status(&sql)));
+        pw_err_line(err, errlen, "run_start: arms statement: %s",
+                    pw_buf_strerror(pw_buf_status(&sql)));
         goto done;
     }
     PGresult *r = s_query(db, pw_buf_data(&sql), (int)(n * COLS), p,
@@ -1159,20 +1145,20 @@ s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
     if (rc != CO_DB_LATER)
         return rc;
     if (rs->n_arms < 1) {
-        s_err(err, errlen, "run_start %s: no arms", rs->run_id);
+        pw_err_line(err, errlen, "run_start %s: no arms", rs->run_id);
         return CO_DB_REFUSED;
     }
     for (size_t i = 0; i < rs->n_arms; i++) {
         if (!rs->arms[i]->name || !rs->arms[i]->name[0]) {
-            s_err(err, errlen, "run_start %s: arm %zu has no name",
-                  rs->run_id, i);
+            pw_err_line(err, errlen, "run_start %s: arm %zu has no name",
+                        rs->run_id, i);
             return CO_DB_REFUSED;
         }
         for (size_t k = 0; k < i; k++)
             if (strcmp(rs->arms[k]->name, rs->arms[i]->name) == 0) {
-                s_err(err, errlen, "run_start %s: arms %zu and %zu are both "
-                      "named \"%.64s\"", rs->run_id, k, i,
-                      rs->arms[i]->name);
+                pw_err_line(err, errlen, "run_start %s: arms %zu and %zu are both "
+                            "named \"%.64s\"", rs->run_id, k, i,
+                            rs->arms[i]->name);
                 return CO_DB_REFUSED;
             }
     }
@@ -1180,7 +1166,7 @@ s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
                             errlen) != 0)
         return CO_DB_REFUSED;
     if (!(tags = s_tags_json(rs->tags, rs->n_tags))) {
-        s_err(err, errlen, "run_start: tags to JSON: out of memory");
+        pw_err_line(err, errlen, "run_start: tags to JSON: out of memory");
         return CO_DB_FAIL;
     }
     snprintf(host, sizeof host, "%" PRId64, host_id);
@@ -1275,8 +1261,8 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
                 size_t errlen)
 {
     if (b->batch_seq > INT32_MAX) {
-        s_err(err, errlen, "batch %s/%u: batch_seq is above %d", b->run_id,
-              b->batch_seq, INT32_MAX);
+        pw_err_line(err, errlen, "batch %s/%u: batch_seq is above %d", b->run_id,
+                    b->batch_seq, INT32_MAX);
         return -1;
     }
     for (size_t i = 0; i < b->n_samples; i++) {
@@ -1285,25 +1271,25 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
         const double times[] = { s->wall_us, s->user_us, s->sys_us };
         for (int t = 0; t < 3; t++) {
             if (!isfinite(times[t])) {
-                s_err(err, errlen, "batch %s/%u: sample %zu has a %s that "
-                      "is not finite", b->run_id, b->batch_seq, i, names[t]);
+                pw_err_line(err, errlen, "batch %s/%u: sample %zu has a %s that "
+                            "is not finite", b->run_id, b->batch_seq, i, names[t]);
                 return -1;
             }
             if (times[t] < 0) {
-                s_err(err, errlen, "batch %s/%u: sample %zu has a negative "
-                      "%s", b->run_id, b->batch_seq, i, names[t]);
+                pw_err_line(err, errlen, "batch %s/%u: sample %zu has a negative "
+                            "%s", b->run_id, b->batch_seq, i, names[t]);
                 return -1;
             }
         }
         if ((int)s->kind < 0 || (int)s->kind > PARITY__SAMPLE_KIND__ERROR) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has unknown kind %d",
-                  b->run_id, b->batch_seq, i, (int)s->kind);
+            pw_err_line(err, errlen, "batch %s/%u: sample %zu has unknown kind %d",
+                        b->run_id, b->batch_seq, i, (int)s->kind);
             return -1;
         }
         if (s->kind != PARITY__SAMPLE_KIND__CALIBRATION && s->arm >= n_arms) {
-            s_err(err, errlen, "batch %s/%u: sample %zu names arm %u (the "
-                  "run has %zu arms)", b->run_id, b->batch_seq, i, s->arm,
-                  n_arms);
+            pw_err_line(err, errlen, "batch %s/%u: sample %zu names arm %u (the "
+                        "run has %zu arms)", b->run_id, b->batch_seq, i, s->arm,
+                        n_arms);
             return -1;
         }
         if (s->instructions < 0 || s->cycles < 0 || s->task_clock_ns < 0) {
@@ -1314,9 +1300,9 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
             return -1;
         }
         if (s->round > INT32_MAX || s->position > INT32_MAX) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has a %s above %d",
-                  b->run_id, b->batch_seq, i,
-                  s->round > INT32_MAX ? "round" : "position", INT32_MAX);
+            pw_err_line(err, errlen, "batch %s/%u: sample %zu has a %s above %d",
+                        b->run_id, b->batch_seq, i,
+                        s->round > INT32_MAX ? "round" : "position", INT32_MAX);
             return -1;
         }
         /* The one text of a sample (a program's exit or stderr, which an
@@ -1324,8 +1310,8 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
         size_t elen = s->error ? strlen(s->error) : 0;
         size_t good = elen ? pw_wire_utf8_valid(s->error, elen) : 0;
         if (good < elen) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has an error that is "
-                  "not UTF-8 (byte %zu)", b->run_id, b->batch_seq, i, good);
+            pw_err_line(err, errlen, "batch %s/%u: sample %zu has an error that is "
+                        "not UTF-8 (byte %zu)", b->run_id, b->batch_seq, i, good);
             return -1;
         }
     }
@@ -1477,7 +1463,7 @@ s_batch_candidates(co_db_t *db, co_db_batch_item_t *items, size_t n,
         it->rc = s_run_lookup(db, it->host_id, b->run_id, &runs[k], &n_arms,
                               what, it->err, sizeof it->err);
         if (it->rc == CO_DB_FAIL) {
-            s_err(err, errlen, "%s", it->err);
+            pw_err_line(err, errlen, "%s", it->err);
             return -1;
         }
         if (it->rc != CO_DB_OK)
@@ -1537,7 +1523,7 @@ s_batches_one_by_one(co_db_t *db, co_db_batch_item_t *items, size_t n,
             for (size_t j = k + 1; j < n; j++)
                 if (want[j])
                     items[j].rc = CO_DB_FAIL;
-            s_err(err, errlen, "%s", items[k].err);
+            pw_err_line(err, errlen, "%s", items[k].err);
             return CO_DB_FAIL;
         }
     }
@@ -1556,8 +1542,8 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
     int rc;
 
     if (n > CO_DB_GROUP_MAX) {
-        s_err(err, errlen, "co_db_batches: %zu batches (at most %d)", n,
-              CO_DB_GROUP_MAX);
+        pw_err_line(err, errlen, "co_db_batches: %zu batches (at most %d)", n,
+                    CO_DB_GROUP_MAX);
         return CO_DB_FAIL;
     }
     for (size_t k = 0; k < n; k++) {
@@ -1576,8 +1562,8 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
         (void)pw_buf_adds(&keys[a], "}");
     for (int a = 0; a < 3; a++)
         if (pw_buf_status(&keys[a]) != PW_BUF_OK) {
-            s_err(err, errlen, "batches: keys: %s",
-                  pw_buf_strerror(pw_buf_status(&keys[a])));
+            pw_err_line(err, errlen, "batches: keys: %s",
+                        pw_buf_strerror(pw_buf_status(&keys[a])));
             goto fail_all;
         }
     if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
@@ -1748,7 +1734,7 @@ s_host_calibration(co_db_t *db, int64_t host_id, int64_t until_us,
     *cal = s_doubles(r, 0, n);
     PQclear(r);
     if (!*cal) {
-        s_err(err, errlen, "floor: out of memory");
+        pw_err_line(err, errlen, "floor: out of memory");
         return CO_DB_FAIL;
     }
     return CO_DB_OK;
@@ -1975,7 +1961,7 @@ s_run_samples(co_db_t *db, const char *runid, int64_t started_at_us,
     *x = malloc((rows ? rows : 1) * sizeof **x);
     *arm_of = malloc((rows ? rows : 1) * sizeof **arm_of);
     if (!*x || !*arm_of) {
-        s_err(err, errlen, "run_end: out of memory for %zu samples", rows);
+        pw_err_line(err, errlen, "run_end: out of memory for %zu samples", rows);
         PQclear(r);
         return CO_DB_FAIL;
     }
@@ -2053,7 +2039,7 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
     pw_buf_t sql;
     pw_buf_init(&sql, S_SQL_MAX);
     if (!p) {
-        s_err(err, errlen, "run_end: out of memory for %zu results", np);
+        pw_err_line(err, errlen, "run_end: out of memory for %zu results", np);
         goto done;
     }
     size_t k = 0;
@@ -2087,8 +2073,8 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
             "sa.idx = v.subject_arm ON CONFLICT DO NOTHING");
     }
     if (pw_buf_status(&sql) != PW_BUF_OK) {
-        s_err(err, errlen, "run_end: results statement: %s",
-              pw_buf_strerror(pw_buf_status(&sql)));
+        pw_err_line(err, errlen, "run_end: results statement: %s",
+                    pw_buf_strerror(pw_buf_status(&sql)));
         goto done;
     }
     PGresult *r = s_query(db, pw_buf_data(&sql), (int)np, p,
@@ -2159,7 +2145,7 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
     s_summary_row_t *sum = calloc(narms ? narms : 1, sizeof *sum);
     s_verdict_row_t *ver = calloc(narms ? narms : 1, sizeof *ver);
     if (!buf || !sum || !ver) {
-        s_err(err, errlen, "run_end: out of memory for %zu samples", n);
+        pw_err_line(err, errlen, "run_end: out of memory for %zu samples", n);
         goto done;
     }
     for (size_t i = 0; i < n; i++)
@@ -2217,8 +2203,8 @@ s_refused_batch(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         return rc;
     rc = CO_DB_LATER;
     if (PQntuples(r) == 1) {
-        s_err(err, errlen, "run_end %s counts batch %s, which was refused: "
-              "%s", re->run_id, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+        pw_err_line(err, errlen, "run_end %s counts batch %s, which was refused: "
+                    "%s", re->run_id, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
         rc = CO_DB_DEPENDS;
     }
     PQclear(r);
@@ -2247,7 +2233,7 @@ s_run_end_ready(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         return rc;
     if (PQntuples(r) != 1) {   /* deleted behind the run cache's back */
         PQclear(r);
-        s_err(err, errlen, "run %s: no RunStart stored", re->run_id);
+        pw_err_line(err, errlen, "run %s: no RunStart stored", re->run_id);
         return CO_DB_LATER;
     }
     bool ended_before = !PQgetisnull(r, 0, 0);
@@ -2260,8 +2246,8 @@ s_run_end_ready(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
     if (have < (long)re->batches) {
         rc = s_refused_batch(db, host_id, re, runid, batches, err, errlen);
         if (rc == CO_DB_LATER)
-            s_err(err, errlen, "run_end %s: %ld of %u batches stored",
-                  re->run_id, have, re->batches);
+            pw_err_line(err, errlen, "run_end %s: %ld of %u batches stored",
+                        re->run_id, have, re->batches);
         return rc;
     }
     return CO_DB_OK;
@@ -2283,8 +2269,8 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
 
     *verdicts = 0;
     if (!status) {
-        s_err(err, errlen, "run_end %s: unknown status %d", re->run_id,
-              (int)re->status);
+        pw_err_line(err, errlen, "run_end %s: unknown status %d", re->run_id,
+                    (int)re->status);
         return CO_DB_REFUSED;
     }
     co_db_set_floor_window(db, floor_window);
@@ -2344,7 +2330,7 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         goto rollback;
     size_t n = 0;
     if (!(errors = calloc(narms ? narms : 1, sizeof *errors))) {
-        s_err(err, errlen, "run_end: out of memory");
+        pw_err_line(err, errlen, "run_end: out of memory");
         rc = CO_DB_FAIL;
         goto rollback;
     }
@@ -2477,12 +2463,12 @@ co_db_partitions_ensure(co_db_t *db, int64_t now_us, int months_ahead,
 {
     int rc = CO_DB_OK;
     if (months_ahead < 0 || months_ahead > CO_DB_MONTHS_AHEAD_MAX) {
-        s_err(err, errlen, "partitions: %d months ahead (0..%d)",
-              months_ahead, CO_DB_MONTHS_AHEAD_MAX);
+        pw_err_line(err, errlen, "partitions: %d months ahead (0..%d)",
+                    months_ahead, CO_DB_MONTHS_AHEAD_MAX);
         return CO_DB_REFUSED;
     }
     if (!co_db_connected(db)) {
-        s_err(err, errlen, "partitions: not connected");
+        pw_err_line(err, errlen, "partitions: not connected");
         return CO_DB_FAIL;
     }
     for (int k = 0; k <= months_ahead && rc == CO_DB_OK; k++) {
@@ -2528,12 +2514,12 @@ co_db_retention(co_db_t *db, int64_t keep_us, int64_t now_us, int *dropped,
     char cut[24];
     *dropped = 0;
     if (keep_us <= 0 || now_us <= 0) {
-        s_err(err, errlen, "retention: keep %" PRId64 " us and now %" PRId64
-              " us must be > 0", keep_us, now_us);
+        pw_err_line(err, errlen, "retention: keep %" PRId64 " us and now %" PRId64
+                    " us must be > 0", keep_us, now_us);
         return CO_DB_REFUSED;
     }
     if (!co_db_connected(db)) {
-        s_err(err, errlen, "retention: not connected");
+        pw_err_line(err, errlen, "retention: not connected");
         return CO_DB_FAIL;
     }
     int64_t cutoff = now_us > INT64_MIN + keep_us ? now_us - keep_us :

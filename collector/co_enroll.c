@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "co_reply.h"
+#include "pw_err.h"
 #include "pw_key.h"
 
 /* Candidates a name or fingerprint may match at most (a fingerprint is
@@ -16,24 +17,6 @@
 /* Fingerprints an ambiguous name's error lists at most. */
 #define S_AMBIGUOUS_SHOWN 4
 #define S_REVOKED_REASON "the host's key was revoked (parity hosts revoke)"
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    char *nl = strchr(err, '\n');
-    if (nl)
-        *nl = '\0';
-}
 
 /* One statement that returns rows on the writer's co_jobs connection;
  * NULL with err. *data says the database refused the values themselves
@@ -47,7 +30,7 @@ s_rows(co_jobs_t *jobs, const char *sql, int n, const char *const *p,
     if (data)
         *data = false;
     if (!c) {
-        s_err(err, errlen, "database unavailable: %s", e);
+        pw_err_line(err, errlen, "database unavailable: %s", e);
         return NULL;
     }
     PGresult *r = PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);
@@ -56,8 +39,8 @@ s_rows(co_jobs_t *jobs, const char *sql, int n, const char *const *p,
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     if (data)
         *data = state && strncmp(state, "22", 2) == 0;
-    s_err(err, errlen, "host_keys: %s",
-          r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    pw_err_line(err, errlen, "host_keys: %s",
+                r ? PQresultErrorMessage(r) : PQerrorMessage(c));
     PQclear(r);
     co_jobs_conn_check(jobs);
     return NULL;
@@ -77,7 +60,7 @@ co_enroll_hello(co_jobs_t *jobs, const char *key, const char *name,
     *state = CO_KEY_UNKNOWN;
     *created = false;
     if (pw_key_fingerprint(key, fp) != 0) {
-        s_err(err, errlen, "key %.40s is not a Z85 public key", key);
+        pw_err_line(err, errlen, "key %.40s is not a Z85 public key", key);
         return CO_ENROLL_REFUSED;
     }
     /* A claim, shown to the operator: bounded like any stored text. */
@@ -110,8 +93,8 @@ co_enroll_hello(co_jobs_t *jobs, const char *key, const char *name,
                    1, p, &data, err, errlen);
         if (r && PQntuples(r) == 0) {
             PQclear(r);
-            s_err(err, errlen, "%d keys wait for approval already",
-                  CO_ENROLL_MAX_PENDING);
+            pw_err_line(err, errlen, "%d keys wait for approval already",
+                        CO_ENROLL_MAX_PENDING);
             return CO_ENROLL_FULL;
         }
     }

@@ -18,6 +18,8 @@
 
 #include <libpq-fe.h>
 
+#include "pw_err.h"
+
 /* Longest path we build; the socket path must also fit sun_path (108). */
 #define CO_PG_PATH_MAX (PATH_MAX + 32)
 /* Seconds pg_ctl waits for start and stop. */
@@ -35,20 +37,6 @@ struct co_pg {
     bool running;                    /* started or found running, not stopped */
     int lock_fd;                     /* DATA_DIR/collector.lock, flock'ed */
 };
-
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static bool
 s_is_exec(const char *dir, const char *name)
@@ -154,7 +142,7 @@ s_mkdir(const char *path, mode_t mode, char *err, size_t errlen)
 {
     if (mkdir(path, mode) == 0 || errno == EEXIST)
         return 0;
-    s_err(err, errlen, "mkdir %s: %s", path, strerror(errno));
+    pw_err(err, errlen, "mkdir %s: %s", path, strerror(errno));
     return -1;
 }
 
@@ -171,22 +159,22 @@ s_initdb(co_pg_t *pg, char *err, size_t errlen)
     if (s_mkdir(pg->pg_dir, 0700, err, errlen) != 0)
         return -1;
     if (pg->as_postgres && chown(pg->pg_dir, pg->pg_uid, pg->pg_gid) != 0) {
-        s_err(err, errlen, "chown %s postgres: %s", pg->pg_dir,
-              strerror(errno));
+        pw_err(err, errlen, "chown %s postgres: %s", pg->pg_dir,
+               strerror(errno));
         return -1;
     }
     const char *args[] = { "-D", pg->pg_dir, "-U", "parity", "-A", "trust",
                            "-E", "UTF8", "--no-instructions", NULL };
     int rc = s_run(pg, "initdb", args);
     if (rc != 0) {
-        s_err(err, errlen, "initdb -D %s failed (status %d), see %s",
-              pg->pg_dir, rc, pg->log_path);
+        pw_err(err, errlen, "initdb -D %s failed (status %d), see %s",
+               pg->pg_dir, rc, pg->log_path);
         return -1;
     }
     snprintf(conf, sizeof conf, "%s/postgresql.conf", pg->pg_dir);
     FILE *f = fopen(conf, "a");
     if (!f) {
-        s_err(err, errlen, "fopen %s: %s", conf, strerror(errno));
+        pw_err(err, errlen, "fopen %s: %s", conf, strerror(errno));
         return -1;
     }
     /* No TCP at all; the socket lives in the data directory, which only
@@ -197,7 +185,7 @@ s_initdb(co_pg_t *pg, char *err, size_t errlen)
                "max_connections = 20\n"
                "logging_collector = off\n", pg->pg_dir);
     if (fclose(f) != 0) {
-        s_err(err, errlen, "fclose %s: %s", conf, strerror(errno));
+        pw_err(err, errlen, "fclose %s: %s", conf, strerror(errno));
         return -1;
     }
     return 0;
@@ -214,20 +202,20 @@ s_create_db(co_pg_t *pg, char *err, size_t errlen)
              pg->pg_dir);
     PGconn *c = PQconnectdb(ci);
     if (PQstatus(c) != CONNECTION_OK) {
-        s_err(err, errlen, "connect %s: %s", ci, PQerrorMessage(c));
+        pw_err(err, errlen, "connect %s: %s", ci, PQerrorMessage(c));
         goto done;
     }
     r = PQexec(c, "SELECT 1 FROM pg_database WHERE datname = 'parity'");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        s_err(err, errlen, "select pg_database: %s", PQerrorMessage(c));
+        pw_err(err, errlen, "select pg_database: %s", PQerrorMessage(c));
         goto done;
     }
     if (PQntuples(r) == 0) {
         PQclear(r);
         r = PQexec(c, "CREATE DATABASE parity");
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-            s_err(err, errlen, "CREATE DATABASE parity: %s",
-                  PQerrorMessage(c));
+            pw_err(err, errlen, "CREATE DATABASE parity: %s",
+                   PQerrorMessage(c));
             goto done;
         }
     }
@@ -247,7 +235,7 @@ co_pg_lock_dir(const char *data_dir, char *err, size_t errlen)
     snprintf(lock, sizeof lock, "%s/collector.lock", data_dir);
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
-        s_err(err, errlen, "open %s: %s", lock, strerror(errno));
+        pw_err(err, errlen, "open %s: %s", lock, strerror(errno));
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -255,9 +243,9 @@ co_pg_lock_dir(const char *data_dir, char *err, size_t errlen)
         ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
         pid[n > 0 ? n : 0] = '\0';
         pid[strcspn(pid, "\n")] = '\0';
-        s_err(err, errlen, "data dir %s is in use by another "
-              "parity-collector (pid %s; %s is locked)", data_dir,
-              pid[0] ? pid : "?", lock);
+        pw_err(err, errlen, "data dir %s is in use by another "
+               "parity-collector (pid %s; %s is locked)", data_dir,
+               pid[0] ? pid : "?", lock);
         close(fd);
         return -1;
     }
@@ -265,7 +253,7 @@ co_pg_lock_dir(const char *data_dir, char *err, size_t errlen)
     int mlen = snprintf(mine, sizeof mine, "%ld\n", (long)getpid());
     if (ftruncate(fd, 0) != 0
         || pwrite(fd, mine, (size_t)mlen, 0) != mlen) {
-        s_err(err, errlen, "write %s: %s", lock, strerror(errno));
+        pw_err(err, errlen, "write %s: %s", lock, strerror(errno));
         close(fd);
         return -1;
     }
@@ -281,8 +269,8 @@ s_as_postgres(co_pg_t *pg, const char *abs, char *err, size_t errlen)
     struct stat st;
     struct passwd *pw = getpwnam("postgres");
     if (!pw) {
-        s_err(err, errlen, "running as root needs a `postgres` user for "
-              "the server: getpwnam(\"postgres\") found none");
+        pw_err(err, errlen, "running as root needs a `postgres` user for "
+               "the server: getpwnam(\"postgres\") found none");
         return -1;
     }
     pg->as_postgres = true;
@@ -291,7 +279,7 @@ s_as_postgres(co_pg_t *pg, const char *abs, char *err, size_t errlen)
     /* The postgres user must be able to reach DATA_DIR/pg. */
     if (stat(abs, &st) == 0 && (st.st_mode & 0001) == 0
         && chmod(abs, (st.st_mode & 07777) | 0011) != 0) {
-        s_err(err, errlen, "chmod o+x %s: %s", abs, strerror(errno));
+        pw_err(err, errlen, "chmod o+x %s: %s", abs, strerror(errno));
         return -1;
     }
     /* Every ancestor must let the postgres user through; changing modes
@@ -304,10 +292,10 @@ s_as_postgres(co_pg_t *pg, const char *abs, char *err, size_t errlen)
         if (stat(up, &st) == 0 && st.st_uid != pw->pw_uid
             && (st.st_mode & 0001) == 0
             && !(st.st_gid == pw->pw_gid && (st.st_mode & 0010))) {
-            s_err(err, errlen, "data dir %s: the postgres user cannot "
-                  "reach it: %s is mode %04o (chmod o+x %s, or choose "
-                  "another --data-dir)", abs, up,
-                  (unsigned)(st.st_mode & 07777), up);
+            pw_err(err, errlen, "data dir %s: the postgres user cannot "
+                   "reach it: %s is mode %04o (chmod o+x %s, or choose "
+                   "another --data-dir)", abs, up,
+                   (unsigned)(st.st_mode & 07777), up);
             return -1;
         }
     }
@@ -316,8 +304,8 @@ s_as_postgres(co_pg_t *pg, const char *abs, char *err, size_t errlen)
     if (fd >= 0) {
         int rc = fchown(fd, pg->pg_uid, pg->pg_gid);
         if (rc != 0)
-            s_err(err, errlen, "chown %s: %s", pg->log_path,
-                  strerror(errno));
+            pw_err(err, errlen, "chown %s: %s", pg->log_path,
+                   strerror(errno));
         close(fd);
         return rc != 0 ? -1 : 0;
     }
@@ -350,8 +338,8 @@ s_start(co_pg_t *pg, char *err, size_t errlen)
                                  "-w", "-t", CO_PG_WAIT_S, "start", NULL };
     int rc = s_run(pg, "pg_ctl", start_args);
     if (rc != 0) {
-        s_err(err, errlen, "pg_ctl -D %s start failed (status %d), see %s",
-              pg->pg_dir, rc, pg->log_path);
+        pw_err(err, errlen, "pg_ctl -D %s start failed (status %d), see %s",
+               pg->pg_dir, rc, pg->log_path);
         return -1;
     }
     return 0;
@@ -364,7 +352,7 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
     char abs[PATH_MAX];
 
     if (!pg) {
-        s_err(err, errlen, "calloc co_pg: out of memory");
+        pw_err(err, errlen, "calloc co_pg: out of memory");
         return NULL;
     }
     /* One collector per data dir: a second one would adopt the running
@@ -372,13 +360,13 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
     if ((pg->lock_fd = co_pg_lock_dir(data_dir, err, errlen)) < 0)
         goto fail;
     if (!realpath(data_dir, abs)) {
-        s_err(err, errlen, "realpath %s: %s", data_dir, strerror(errno));
+        pw_err(err, errlen, "realpath %s: %s", data_dir, strerror(errno));
         goto fail;
     }
     /* ".s.PGSQL.5432" and "pg/" must fit a Unix socket path. */
     if (strlen(abs) > 80) {
-        s_err(err, errlen, "data dir %s: path longer than 80 characters "
-              "(the server's socket path would not fit)", abs);
+        pw_err(err, errlen, "data dir %s: path longer than 80 characters "
+               "(the server's socket path would not fit)", abs);
         goto fail;
     }
     snprintf(pg->data_dir, sizeof pg->data_dir, "%s", abs);
@@ -389,12 +377,12 @@ co_pg_new(const char *data_dir, char *err, size_t errlen)
     if (s_find_bindir(pg->bindir, sizeof pg->bindir) != 0) {
         const char *env = getenv("PARITY_PG_BINDIR");
         if (env && *env)
-            s_err(err, errlen, "no PostgreSQL binaries: PARITY_PG_BINDIR=%s "
-                  "has no executable initdb", env);
+            pw_err(err, errlen, "no PostgreSQL binaries: PARITY_PG_BINDIR=%s "
+                   "has no executable initdb", env);
         else
-            s_err(err, errlen, "no PostgreSQL binaries: looked in "
-                  "/usr/lib/postgresql/*/bin and pg_config --bindir "
-                  "(set PARITY_PG_BINDIR, or use --db)");
+            pw_err(err, errlen, "no PostgreSQL binaries: looked in "
+                   "/usr/lib/postgresql/*/bin and pg_config --bindir "
+                   "(set PARITY_PG_BINDIR, or use --db)");
         goto fail;
     }
     if ((geteuid() == 0 && s_as_postgres(pg, abs, err, errlen) != 0) ||
@@ -440,8 +428,8 @@ co_pg_stop(co_pg_t *pg, char *err, size_t errlen)
                            CO_PG_WAIT_S, "stop", NULL };
     int rc = s_run(pg, "pg_ctl", args);
     if (rc != 0) {
-        s_err(err, errlen, "pg_ctl -D %s stop -m fast failed (status %d), "
-              "see %s", pg->pg_dir, rc, pg->log_path);
+        pw_err(err, errlen, "pg_ctl -D %s stop -m fast failed (status %d), "
+               "see %s", pg->pg_dir, rc, pg->log_path);
         return -1;
     }
     pg->running = false;

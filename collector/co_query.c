@@ -16,6 +16,7 @@
 #include "co_history.h"
 #include "co_selftest.h"
 #include "config.h"
+#include "pw_err.h"
 #include "pw_json.h"
 #include "pw_key.h"
 #include "pw_results.h"
@@ -41,19 +42,6 @@ struct co_query {
     char admin_dir[4096];          /* "" until co_query_load_admins */
     struct timespec admin_mtime;   /* reloaded when it changes */
 };
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 co_query_t *
 co_query_new(co_jobs_t *jobs, int floor_window, co_keys_t *keys)
@@ -90,7 +78,7 @@ co_query_load_admins(co_query_t *q, const char *dir, char *err,
     struct stat st;
     DIR *d = opendir(dir);
     if (!d || fstat(dirfd(d), &st) != 0) {
-        s_err(err, errlen, "opendir %s: %s", dir, strerror(errno));
+        pw_err(err, errlen, "opendir %s: %s", dir, strerror(errno));
         if (d)
             closedir(d);
         return -1;
@@ -290,7 +278,7 @@ fail:
     json_decref(out);
     if (res->status == CO_REPLY_OK) {
         res->status = CO_REPLY_UNAVAILABLE;
-        s_err(res->err, sizeof res->err, "out of memory");
+        pw_err(res->err, sizeof res->err, "out of memory");
     }
     return NULL;
 }
@@ -314,8 +302,8 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
         PQclear(r);
         if (!found) {
             res->status = CO_REPLY_NOTFOUND;
-            s_err(res->err, sizeof res->err, "no job \"%.40s\" (parity jobs "
-                  "lists them)", job);
+            pw_err(res->err, sizeof res->err, "no job \"%.40s\" (parity jobs "
+                   "lists them)", job);
             return false;
         }
         snprintf(id, len, "%s", job);
@@ -323,14 +311,14 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
     }
     if (json_object_get(args, "job")) {
         res->status = CO_REPLY_BADARGS;
-        s_err(res->err, sizeof res->err, "\"job\" must be a string");
+        pw_err(res->err, sizeof res->err, "\"job\" must be a string");
         return false;
     }
     const json_t *latest = json_object_get(args, "latest");
     if (latest && !json_is_true(latest)) {
         res->status = CO_REPLY_BADARGS;
-        s_err(res->err, sizeof res->err, "\"latest\" must be true (or "
-              "give \"job\")");
+        pw_err(res->err, sizeof res->err, "\"latest\" must be true (or "
+               "give \"job\")");
         return false;
     }
     PGresult *r = s_q(q, res, "SELECT job_uuid FROM jobs ORDER BY "
@@ -340,8 +328,8 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
     if (PQntuples(r) != 1) {
         PQclear(r);
         res->status = CO_REPLY_NOTFOUND;
-        s_err(res->err, sizeof res->err, "no job yet (parity run starts "
-              "one)");
+        pw_err(res->err, sizeof res->err, "no job yet (parity run starts "
+               "one)");
         return false;
     }
     snprintf(id, len, "%s", PQgetvalue(r, 0, 0));
@@ -355,7 +343,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
     char id[64];
     if (!json_object_get(args, "job")) {
         res->status = CO_REPLY_BADARGS;
-        s_err(res->err, sizeof res->err, "\"job\" (a job id) is required");
+        pw_err(res->err, sizeof res->err, "\"job\" (a job id) is required");
         return NULL;
     }
     if (!s_job_arg(q, args, id, sizeof id, res))
@@ -444,7 +432,7 @@ fail:
     json_decref(job);
     if (res->status == CO_REPLY_OK) {
         res->status = CO_REPLY_UNAVAILABLE;
-        s_err(res->err, sizeof res->err, "out of memory");
+        pw_err(res->err, sizeof res->err, "out of memory");
     }
     return NULL;
 }
@@ -457,14 +445,14 @@ s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
     json_int_t limit = json_is_integer(jl) ? json_integer_value(jl) : 50;
     if (ja && !json_is_boolean(ja)) {
         res->status = CO_REPLY_BADARGS;
-        s_err(res->err, sizeof res->err, "\"active\" must be true or false");
+        pw_err(res->err, sizeof res->err, "\"active\" must be true or false");
         return NULL;
     }
     if ((jl && !json_is_integer(jl)) || limit < 1 ||
         limit > S_JOBS_LIMIT_MAX) {
         res->status = CO_REPLY_BADARGS;
-        s_err(res->err, sizeof res->err, "\"limit\" must be 1..%d",
-              S_JOBS_LIMIT_MAX);
+        pw_err(res->err, sizeof res->err, "\"limit\" must be 1..%d",
+               S_JOBS_LIMIT_MAX);
         return NULL;
     }
     char lim[24];
@@ -674,8 +662,8 @@ fail:
     json_decref(out);
     if (res->status == CO_REPLY_OK) {
         res->status = CO_REPLY_UNAVAILABLE;
-        s_err(res->err, sizeof res->err, "out of memory or bad stored "
-              "verdict");
+        pw_err(res->err, sizeof res->err, "out of memory or bad stored "
+               "verdict");
     }
     return NULL;
 }
@@ -785,8 +773,8 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     const char *run = json_string_value(json_object_get(args, "run"));
     if (!run) {
         res->status = CO_REPLY_BADARGS;
-        s_err(res->err, sizeof res->err, "\"run\" (a run id, a string) is "
-              "required");
+        pw_err(res->err, sizeof res->err, "\"run\" (a run id, a string) is "
+               "required");
         return NULL;
     }
     const char *p[] = { run };
@@ -802,8 +790,8 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
         goto fail;
     if (PQntuples(r) != 1) {
         res->status = CO_REPLY_NOTFOUND;
-        s_err(res->err, sizeof res->err, "no run \"%.60s\" (parity verdicts "
-              "--json names them)", run);
+        pw_err(res->err, sizeof res->err, "no run \"%.60s\" (parity verdicts "
+               "--json names them)", run);
         goto fail;
     }
     const char *pid[] = { PQgetvalue(r, 0, 0) };
@@ -853,7 +841,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
                           strcmp(status, "complete") == 0, ended, e,
                           sizeof e) != PW_RESULTS_OK) {
         res->status = CO_REPLY_UNAVAILABLE;
-        s_err(res->err, sizeof res->err, "results: %s", e);
+        pw_err(res->err, sizeof res->err, "results: %s", e);
         goto fail;
     }
     v = s_q(q, res, "SELECT other_name, verdict_json, error, floor_us, "
@@ -871,7 +859,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     return doc;
 oom:
     res->status = CO_REPLY_UNAVAILABLE;
-    s_err(res->err, sizeof res->err, "out of memory building the results");
+    pw_err(res->err, sizeof res->err, "out of memory building the results");
 fail:
     PQclear(r);
     PQclear(a);
@@ -902,9 +890,9 @@ s_jobs_result(int rc, const char *err, s_res_t *res)
 {
     res->status = s_jobs_status(rc);
     if (res->status == CO_REPLY_UNAVAILABLE)
-        s_err(res->err, sizeof res->err, "database unavailable: %.400s", err);
+        pw_err(res->err, sizeof res->err, "database unavailable: %.400s", err);
     else
-        s_err(res->err, sizeof res->err, "%s", err);
+        pw_err(res->err, sizeof res->err, "%s", err);
 }
 
 static json_t *
@@ -924,8 +912,8 @@ s_cancel(co_query_t *q, const json_t *args, s_res_t *res)
     const char *job = json_string_value(json_object_get(args, "job"));
     if (!job) {
         res->status = CO_REPLY_BADARGS;
-        s_err(res->err, sizeof res->err, "\"job\" (a job id, a string) is "
-              "required");
+        pw_err(res->err, sizeof res->err, "\"job\" (a job id, a string) is "
+               "required");
         return NULL;
     }
     json_t *reply = NULL;
@@ -1004,8 +992,8 @@ s_args_known(const char *cmd, const json_t *args, s_res_t *res)
         }
         if (!found) {
             res->status = CO_REPLY_BADARGS;
-            s_err(res->err, sizeof res->err, "unknown argument \"%.60s\" "
-                  "for %s (known: %s)", k, cmd, *known ? known : "none");
+            pw_err(res->err, sizeof res->err, "unknown argument \"%.60s\" "
+                   "for %s (known: %s)", k, cmd, *known ? known : "none");
             return false;
         }
     }
@@ -1039,7 +1027,7 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
 
     if (!co_query_handles(cmd)) {
         res.status = CO_REPLY_UNKNOWN;
-        s_err(res.err, sizeof res.err, "unknown command \"%.40s\"", cmd);
+        pw_err(res.err, sizeof res.err, "unknown command \"%.40s\"", cmd);
         goto out;
     }
     /* Keys added to or removed from --admin count from the next request,
@@ -1052,10 +1040,10 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
         co_query_load_admins(q, q->admin_dir, lerr, sizeof lerr);
     if (!co_query_is_admin(q, key)) {
         res.status = CO_REPLY_FORBIDDEN;
-        s_err(res.err, sizeof res.err, "%s", q->admin_dir[0] ?
-              "forbidden: this client's key is not in the collector's "
-              "--admin directory" : "forbidden: the collector was started "
-              "without --admin, so no client may query or run jobs");
+        pw_err(res.err, sizeof res.err, "%s", q->admin_dir[0] ?
+               "forbidden: this client's key is not in the collector's "
+               "--admin directory" : "forbidden: the collector was started "
+               "without --admin, so no client may query or run jobs");
         goto out;
     }
     const char *text = req->args_json && *req->args_json ? req->args_json :
@@ -1064,8 +1052,8 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     if (strlen(text) > CO_QUERY_MAX_ARGS ||
         !(args = json_loads(text, 0, &je)) || !json_is_object(args)) {
         res.status = CO_REPLY_BADARGS;
-        s_err(res.err, sizeof res.err, "args_json must be a JSON object of "
-              "at most %d bytes", CO_QUERY_MAX_ARGS);
+        pw_err(res.err, sizeof res.err, "args_json must be a JSON object of "
+               "at most %d bytes", CO_QUERY_MAX_ARGS);
         goto out;
     }
     if (!s_args_known(cmd, args, &res))
@@ -1076,7 +1064,7 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     q->cur = q->read && s_reads_only(cmd) ? q->read : q->jobs;
     if (co_jobs_conn_ready(q->cur, derr, sizeof derr) != 0) {
         res.status = CO_REPLY_UNAVAILABLE;
-        s_err(res.err, sizeof res.err, "database unavailable: %s", derr);
+        pw_err(res.err, sizeof res.err, "database unavailable: %s", derr);
         goto out;
     }
     if (strcmp(cmd, "hosts") == 0)
@@ -1104,7 +1092,7 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
                                 &res.status, res.err, sizeof res.err);
     if (res.status == CO_REPLY_OK && !body) {
         res.status = CO_REPLY_UNAVAILABLE;
-        s_err(res.err, sizeof res.err, "out of memory");
+        pw_err(res.err, sizeof res.err, "out of memory");
     }
 out:
     reply->status = res.status;

@@ -27,6 +27,7 @@
 #include "co_qpool.h"
 #include "co_query.h"
 #include "co_store.h"
+#include "pw_err.h"
 #include "pw_key.h"
 
 #define CO_MONITOR_ENDPOINT "inproc://co-server-monitor"
@@ -90,20 +91,6 @@ struct co_server {
     co_lat_t query_lat;           /* Request read -> answered */
     uint8_t reply[CO_REPLY_MAX];
 };
-
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int64_t
 s_now_us(void)
@@ -880,8 +867,8 @@ s_workers_new(co_server_t *srv, char *err, size_t errlen)
         || zmq_setsockopt(srv->results, ZMQ_RCVHWM, &hwm, sizeof hwm)
         || zmq_setsockopt(srv->results, ZMQ_LINGER, &linger, sizeof linger)
         || zmq_bind(srv->results, CO_OUT_ENDPOINT) != 0) {
-        s_err(err, errlen, "zmq_bind(%s): %s", CO_OUT_ENDPOINT,
-              zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_bind(%s): %s", CO_OUT_ENDPOINT,
+               zmq_strerror(errno));
         return -1;
     }
     srv->store = co_store_new(&srv->cfg, srv->db, srv->ctx, srv->keys, err,
@@ -957,7 +944,7 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
     zcert_t *cert = NULL;
 
     if (!srv) {
-        s_err(err, errlen, "calloc co_server: out of memory");
+        pw_err(err, errlen, "calloc co_server: out of memory");
         return NULL;
     }
     srv->cfg = *cfg;
@@ -968,23 +955,23 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
     srv->db = db;
     srv->peers = zhashx_new();
     if (!srv->peers) {
-        s_err(err, errlen, "zhashx_new: out of memory");
+        pw_err(err, errlen, "zhashx_new: out of memory");
         goto fail;
     }
     zhashx_set_destructor(srv->peers, s_peer_free);
 
     cert = zcert_load(cfg->key_path);
     if (!cert) {
-        s_err(err, errlen, "--key %s: cannot read a CURVE certificate "
-              "(zcert_load failed; make one with `parity keygen`)",
-              cfg->key_path);
+        pw_err(err, errlen, "--key %s: cannot read a CURVE certificate "
+               "(zcert_load failed; make one with `parity keygen`)",
+               cfg->key_path);
         goto fail;
     }
     /* A public-only certificate has an all-zero secret key. */
     if (strcmp(zcert_secret_txt(cert),
                "0000000000000000000000000000000000000000") == 0) {
-        s_err(err, errlen, "--key %s: no secret key in it (give the "
-              "_secret file that `parity keygen` wrote)", cfg->key_path);
+        pw_err(err, errlen, "--key %s: no secret key in it (give the "
+               "_secret file that `parity keygen` wrote)", cfg->key_path);
         goto fail;
     }
     snprintf(srv->public_key, sizeof srv->public_key, "%s",
@@ -992,7 +979,7 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
 
     srv->ctx = zmq_ctx_new();
     if (!srv->ctx) {
-        s_err(err, errlen, "zmq_ctx_new: %s", zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_ctx_new: %s", zmq_strerror(errno));
         goto fail;
     }
     srv->auth = co_auth_new(srv->ctx, cfg->allow_dir, err, errlen);
@@ -1000,7 +987,7 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
         goto fail;
     srv->keys = co_keys_new();
     if (!srv->keys) {
-        s_err(err, errlen, "co_keys_new: out of memory");
+        pw_err(err, errlen, "co_keys_new: out of memory");
         goto fail;
     }
     co_auth_set_keys(srv->auth, srv->keys, cfg->enroll);
@@ -1009,7 +996,7 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
 
     srv->router = zmq_socket(srv->ctx, ZMQ_ROUTER);
     if (!srv->router) {
-        s_err(err, errlen, "zmq_socket(ZMQ_ROUTER): %s", zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_socket(ZMQ_ROUTER): %s", zmq_strerror(errno));
         goto fail;
     }
     int one = 1, hwm = CO_SERVER_HWM, linger = 0;
@@ -1025,7 +1012,7 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
         || zmq_setsockopt(srv->router, ZMQ_RCVHWM, &hwm, sizeof hwm)
         || zmq_setsockopt(srv->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one)
         || zmq_setsockopt(srv->router, ZMQ_LINGER, &linger, sizeof linger)) {
-        s_err(err, errlen, "zmq_setsockopt(ROUTER): %s", zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_setsockopt(ROUTER): %s", zmq_strerror(errno));
         goto fail;
     }
     if (zmq_socket_monitor(srv->router, CO_MONITOR_ENDPOINT,
@@ -1033,20 +1020,20 @@ co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
                            | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
                            | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
                            | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
-        s_err(err, errlen, "zmq_socket_monitor: %s", zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_socket_monitor: %s", zmq_strerror(errno));
         goto fail;
     }
     srv->monitor = zmq_socket(srv->ctx, ZMQ_PAIR);
     if (!srv->monitor
         || zmq_setsockopt(srv->monitor, ZMQ_LINGER, &linger, sizeof linger)
         || zmq_connect(srv->monitor, CO_MONITOR_ENDPOINT) != 0) {
-        s_err(err, errlen, "zmq_connect(%s): %s", CO_MONITOR_ENDPOINT,
-              zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_connect(%s): %s", CO_MONITOR_ENDPOINT,
+               zmq_strerror(errno));
         goto fail;
     }
     if (zmq_bind(srv->router, cfg->bind) != 0) {
-        s_err(err, errlen, "--bind %s: zmq_bind: %s", cfg->bind,
-              zmq_strerror(errno));
+        pw_err(err, errlen, "--bind %s: zmq_bind: %s", cfg->bind,
+               zmq_strerror(errno));
         goto fail;
     }
     size_t elen = sizeof srv->endpoint;
@@ -1070,29 +1057,29 @@ co_server_check(const co_server_config_t *cfg, char *err, size_t errlen)
      * but a typo should not wait for a new cluster's initdb to be told. */
     if (!cfg->bind || strncmp(cfg->bind, "tcp://", 6) != 0
         || !strchr(cfg->bind + 6, ':')) {
-        s_err(err, errlen, "--bind %s: want tcp://HOST:PORT (e.g. "
-              "tcp://*:5555)", cfg->bind ? cfg->bind : "");
+        pw_err(err, errlen, "--bind %s: want tcp://HOST:PORT (e.g. "
+               "tcp://*:5555)", cfg->bind ? cfg->bind : "");
         return -1;
     }
     zcert_t *cert = zcert_load(cfg->key_path);
     if (!cert) {
-        s_err(err, errlen, "--key %s: cannot read a CURVE certificate "
-              "(zcert_load failed; make one with `parity keygen`)",
-              cfg->key_path);
+        pw_err(err, errlen, "--key %s: cannot read a CURVE certificate "
+               "(zcert_load failed; make one with `parity keygen`)",
+               cfg->key_path);
         return -1;
     }
     bool no_secret = strcmp(zcert_secret_txt(cert),
                             "0000000000000000000000000000000000000000") == 0;
     zcert_destroy(&cert);
     if (no_secret) {
-        s_err(err, errlen, "--key %s: no secret key in it (give the "
-              "_secret file that `parity keygen` wrote)", cfg->key_path);
+        pw_err(err, errlen, "--key %s: no secret key in it (give the "
+               "_secret file that `parity keygen` wrote)", cfg->key_path);
         return -1;
     }
     if (stat(cfg->allow_dir, &st) != 0 || !S_ISDIR(st.st_mode)
         || access(cfg->allow_dir, R_OK | X_OK) != 0) {
-        s_err(err, errlen, "--allow %s: not a readable directory",
-              cfg->allow_dir);
+        pw_err(err, errlen, "--allow %s: not a readable directory",
+               cfg->allow_dir);
         return -1;
     }
     return 0;

@@ -16,6 +16,7 @@
 #include <yaml.h>
 #include <zmq.h>
 
+#include "pw_err.h"
 #include "pw_out.h"
 #include "pw_json.h"
 #include "pw_wire.h"
@@ -68,21 +69,6 @@ typedef struct {
     char timeout[S_VALUE_MAX];
 } s_config_t;
 
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 int
 cl_conn_take_args(int *argc, char **argv, cl_conn_opts_t *o, char *err,
                   size_t errlen)
@@ -99,7 +85,7 @@ cl_conn_take_args(int *argc, char **argv, cl_conn_opts_t *o, char *err,
             size_t n = strlen(names[k]);
             if (strcmp(argv[i], names[k]) == 0) {
                 if (i + 1 >= *argc) {
-                    s_err(err, errlen, "%s needs a value", names[k]);
+                    pw_err(err, errlen, "%s needs a value", names[k]);
                     return -1;
                 }
                 hit = k;
@@ -276,8 +262,8 @@ s_resolve(s_setting_t *s, const char *flag_value, s_config_t *cfg,
     else
         snprintf(why, sizeof why, "%.600s has no \"%s:\"", cfg->path,
                  s->file_key);
-    s_err(err, errlen, "no %s: not given by %s, $%s is not set, and %s "
-          "(see docs/client.md)", s->name, s->flag, s->env, why);
+    pw_err(err, errlen, "no %s: not given by %s, $%s is not set, and %s "
+           "(see docs/client.md)", s->name, s->flag, s->env, why);
     return -1;
 }
 
@@ -302,16 +288,16 @@ s_load_collector_key(const s_setting_t *s, uint8_t out[32], char *err,
         zmq_z85_decode(out, s->raw))
         return 0;
     if (access(s->value, R_OK) != 0) {
-        s_err(err, errlen, "collector key from %s: %s: %s", s->source,
-              s->value, strerror(errno));
+        pw_err(err, errlen, "collector key from %s: %s: %s", s->source,
+               s->value, strerror(errno));
         return -1;
     }
     zcert_t *c = zcert_load(s->value);
     if (!c || s_all_zero(zcert_public_key(c))) {
         zcert_destroy(&c);
-        s_err(err, errlen, "collector key from %s: %s is not a CURVE "
-              "certificate (want the collector's public file from `parity "
-              "keygen`)", s->source, s->value);
+        pw_err(err, errlen, "collector key from %s: %s is not a CURVE "
+               "certificate (want the collector's public file from `parity "
+               "keygen`)", s->source, s->value);
         return -1;
     }
     memcpy(out, zcert_public_key(c), 32);
@@ -324,23 +310,23 @@ s_load_own_key(const s_setting_t *s, uint8_t pub[32], uint8_t sec[32],
                char *pub_txt, char *err, size_t errlen)
 {
     if (access(s->value, R_OK) != 0) {
-        s_err(err, errlen, "own key from %s: %s: %s", s->source, s->value,
-              strerror(errno));
+        pw_err(err, errlen, "own key from %s: %s: %s", s->source, s->value,
+               strerror(errno));
         return -1;
     }
     /* zcert_load reads FILE_secret when it exists beside FILE. */
     zcert_t *c = zcert_load(s->value);
     if (!c || s_all_zero(zcert_public_key(c))) {
         zcert_destroy(&c);
-        s_err(err, errlen, "own key from %s: %s is not a CURVE certificate "
-              "(make one with `parity keygen NAME`)", s->source, s->value);
+        pw_err(err, errlen, "own key from %s: %s is not a CURVE certificate "
+               "(make one with `parity keygen NAME`)", s->source, s->value);
         return -1;
     }
     if (s_all_zero(zcert_secret_key(c))) {
         zcert_destroy(&c);
-        s_err(err, errlen, "own key from %s: %s has no secret key, and no "
-              "%s_secret is beside it (give the _secret file `parity "
-              "keygen` wrote)", s->source, s->value, s->value);
+        pw_err(err, errlen, "own key from %s: %s has no secret key, and no "
+               "%s_secret is beside it (give the _secret file `parity "
+               "keygen` wrote)", s->source, s->value, s->value);
         return -1;
     }
     memcpy(pub, zcert_public_key(c), 32);
@@ -366,8 +352,8 @@ s_address(const s_setting_t *s, char *out, size_t len, char *err,
     long port = colon ? strtol(colon + 1, &end, 10) : 0;
     if (strncmp(v, "tcp://", 6) != 0 || !colon || colon == v + 6 ||
         !end || *end || port < 1 || port > 65535) {
-        s_err(err, errlen, "collector address from %s: \"%.200s\" is not "
-              "tcp://HOST:PORT", s->source, s->value);
+        pw_err(err, errlen, "collector address from %s: \"%.200s\" is not "
+               "tcp://HOST:PORT", s->source, s->value);
         return -1;
     }
     snprintf(out, len, "%.4000s", v);
@@ -385,7 +371,7 @@ cl_conn_open(const cl_conn_opts_t *o, int *code, char *err, size_t errlen)
     uint8_t server[32], pub[32], sec[32];
     int rc = CL_CONN_SYSTEM;
     if (!cfg || !set || !c) {
-        s_err(err, errlen, "out of memory");
+        pw_err(err, errlen, "out of memory");
         goto fail;
     }
     set[0] = (s_setting_t){ .name = "collector address",
@@ -425,8 +411,8 @@ cl_conn_open(const cl_conn_opts_t *o, int *code, char *err, size_t errlen)
     if (t && *t && (pw_out_parse_double(t, &c->timeout_s) != 0 ||
                     !(c->timeout_s > 0) ||
                     c->timeout_s > CL_CONN_MAX_TIMEOUT_S)) {
-        s_err(err, errlen, "%s \"%.40s\": want seconds, more than 0 and at "
-              "most %.0f", tsrc, t, CL_CONN_MAX_TIMEOUT_S);
+        pw_err(err, errlen, "%s \"%.40s\": want seconds, more than 0 and at "
+               "most %.0f", tsrc, t, CL_CONN_MAX_TIMEOUT_S);
         goto fail;
     }
 
@@ -437,7 +423,7 @@ cl_conn_open(const cl_conn_opts_t *o, int *code, char *err, size_t errlen)
     c->ctx = zmq_ctx_new();
     c->sock = c->ctx ? zmq_socket(c->ctx, ZMQ_DEALER) : NULL;
     if (!c->sock) {
-        s_err(err, errlen, "zmq_socket(DEALER): %s", zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_socket(DEALER): %s", zmq_strerror(errno));
         goto fail;
     }
     int linger = 0;
@@ -447,7 +433,7 @@ cl_conn_open(const cl_conn_opts_t *o, int *code, char *err, size_t errlen)
         zmq_setsockopt(c->sock, ZMQ_CURVE_SECRETKEY, sec, 32) ||
         zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger) ||
         zmq_setsockopt(c->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg)) {
-        s_err(err, errlen, "zmq_setsockopt(CURVE): %s", zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_setsockopt(CURVE): %s", zmq_strerror(errno));
         goto fail;
     }
     snprintf(c->mon_endpoint, sizeof c->mon_endpoint,
@@ -456,13 +442,13 @@ cl_conn_open(const cl_conn_opts_t *o, int *code, char *err, size_t errlen)
         !(c->mon = zmq_socket(c->ctx, ZMQ_PAIR)) ||
         zmq_setsockopt(c->mon, ZMQ_LINGER, &linger, sizeof linger) ||
         zmq_connect(c->mon, c->mon_endpoint) != 0) {
-        s_err(err, errlen, "zmq_socket_monitor: %s", zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_socket_monitor: %s", zmq_strerror(errno));
         goto fail;
     }
     if (zmq_connect(c->sock, c->address) != 0) {
         rc = CL_CONN_CONFIG;
-        s_err(err, errlen, "collector address from %s: zmq_connect(%s): %s",
-              set[0].source, c->address, zmq_strerror(errno));
+        pw_err(err, errlen, "collector address from %s: zmq_connect(%s): %s",
+               set[0].source, c->address, zmq_strerror(errno));
         goto fail;
     }
     free(cfg);
@@ -556,32 +542,32 @@ s_no_answer(const cl_conn_t *c, const s_seen_t *seen, char *err,
             size_t errlen)
 {
     if (seen->auth_failed)
-        s_err(err, errlen, "the collector at %s refused this client's key "
-              "%s (own key from %s): it is not in the collector's --allow "
-              "or --admin directory, or an operator revoked or rejected it "
-              "(parity hosts)", c->address, c->public_key, c->key_source);
+        pw_err(err, errlen, "the collector at %s refused this client's key "
+               "%s (own key from %s): it is not in the collector's --allow "
+               "or --admin directory, or an operator revoked or rejected it "
+               "(parity hosts)", c->address, c->public_key, c->key_source);
     else if (seen->handshake_failed ||
              (seen->connected && seen->disconnected && !seen->handshake_ok))
-        s_err(err, errlen, "the CURVE handshake with %s failed: is the "
-              "collector key (from %s) the collector's public key?",
-              c->address, c->ckey_source);
+        pw_err(err, errlen, "the CURVE handshake with %s failed: is the "
+               "collector key (from %s) the collector's public key?",
+               c->address, c->ckey_source);
     else if (seen->handshake_ok)
-        s_err(err, errlen, "no answer from the collector at %s within "
-              "%.1f s: it accepted the connection but did not answer (an "
-              "older collector, or overloaded)", c->address, c->timeout_s);
+        pw_err(err, errlen, "no answer from the collector at %s within "
+               "%.1f s: it accepted the connection but did not answer (an "
+               "older collector, or overloaded)", c->address, c->timeout_s);
     else if (seen->connected)
-        s_err(err, errlen, "no answer from %s within %.1f s: the connection "
-              "was made but its handshake never finished (is it "
-              "parity-collector that listens there?)", c->address,
-              c->timeout_s);
+        pw_err(err, errlen, "no answer from %s within %.1f s: the connection "
+               "was made but its handshake never finished (is it "
+               "parity-collector that listens there?)", c->address,
+               c->timeout_s);
     else if (seen->refused)
-        s_err(err, errlen, "cannot connect to the collector at %s: the "
-              "connection is refused (is parity-collector running and "
-              "listening there?)", c->address);
+        pw_err(err, errlen, "cannot connect to the collector at %s: the "
+               "connection is refused (is parity-collector running and "
+               "listening there?)", c->address);
     else
-        s_err(err, errlen, "no answer from the collector at %s within "
-              "%.1f s: no connection was made (a host that is down, or a "
-              "firewall dropping it?)", c->address, c->timeout_s);
+        pw_err(err, errlen, "no answer from the collector at %s within "
+               "%.1f s: no connection was made (a host that is down, or a "
+               "firewall dropping it?)", c->address, c->timeout_s);
 }
 
 int
@@ -590,7 +576,7 @@ cl_conn_send(cl_conn_t *c, const char *command, const json_t *args,
 {
     char *args_txt = args ? pw_json_dumps(args) : strdup("{}");
     if (!args_txt) {
-        s_err(err, errlen, "out of memory");
+        pw_err(err, errlen, "out of memory");
         return CL_CONN_SYSTEM;
     }
     Parity__Request req;
@@ -611,8 +597,8 @@ cl_conn_send(cl_conn_t *c, const char *command, const json_t *args,
     rc = zmq_send(c->sock, buf, len, ZMQ_DONTWAIT);
     free(buf);
     if (rc < 0) {
-        s_err(err, errlen, "zmq_send to %s: %s", c->address,
-              zmq_strerror(errno));
+        pw_err(err, errlen, "zmq_send to %s: %s", c->address,
+               zmq_strerror(errno));
         return CL_CONN_SYSTEM;
     }
     *id_out = id;
@@ -645,7 +631,7 @@ cl_conn_wait(cl_conn_t *c, uint64_t id, json_t **body, int *status,
                                    { c->mon, 0, ZMQ_POLLIN, 0 } };
         long ms = (long)(left * 1000) + 1;
         if (zmq_poll(items, 2, ms > 200 ? 200 : ms) < 0 && errno != EINTR) {
-            s_err(err, errlen, "zmq_poll: %s", zmq_strerror(errno));
+            pw_err(err, errlen, "zmq_poll: %s", zmq_strerror(errno));
             return CL_CONN_SYSTEM;
         }
         if (items[1].revents & ZMQ_POLLIN)
@@ -667,8 +653,8 @@ cl_conn_wait(cl_conn_t *c, uint64_t id, json_t **body, int *status,
         if (wrc != PW_WIRE_OK)
             continue;   /* not for us to judge; keep waiting */
         if (in->body_case == PARITY__ENVELOPE__BODY_ERROR) {
-            s_err(err, errlen, "the collector refused the request: %s",
-                  in->error->message ? in->error->message : "");
+            pw_err(err, errlen, "the collector refused the request: %s",
+                   in->error->message ? in->error->message : "");
             pw_wire_free(&in);
             if (status)
                 *status = -1;
@@ -683,8 +669,8 @@ cl_conn_wait(cl_conn_t *c, uint64_t id, json_t **body, int *status,
         if (r->status != 0) {
             if (status)
                 *status = r->status;
-            s_err(err, errlen, "%s", r->error && *r->error ? r->error :
-                  "the collector answered with an error");
+            pw_err(err, errlen, "%s", r->error && *r->error ? r->error :
+                   "the collector answered with an error");
             pw_wire_free(&in);
             return CL_CONN_REPLY;
         }
@@ -693,8 +679,8 @@ cl_conn_wait(cl_conn_t *c, uint64_t id, json_t **body, int *status,
                            &je);
         pw_wire_free(&in);
         if (!*body) {
-            s_err(err, errlen, "the collector's reply is not JSON: %s",
-                  je.text);
+            pw_err(err, errlen, "the collector's reply is not JSON: %s",
+                   je.text);
             return CL_CONN_REPLY;
         }
         return CL_CONN_OK;
