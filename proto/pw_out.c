@@ -481,6 +481,21 @@ pw_out_one_operand(const char *verb, int argc, char *const *argv,
 }
 
 int
+pw_out_operand_only(const char *verb, int argc, char **argv,
+                    const char **arg)
+{
+    static const struct option none[] = { { NULL, 0, NULL, 0 } };
+    int o;
+    optind = 1;
+    opterr = 0;
+    if ((o = getopt_long(argc, argv, ":", none, NULL)) != -1) {
+        pw_out_getopt_error(verb, o, argv);
+        return -1;
+    }
+    return pw_out_one_operand(verb, argc, argv, arg);
+}
+
+int
 pw_out_key_value(json_t *obj, const char *s)
 {
     const char *eq = strchr(s, '=');

@@ -135,6 +135,12 @@ void pw_out_getopt_error(const char *verb, int c, char *const *argv);
 int pw_out_one_operand(const char *verb, int argc, char *const *argv,
                        const char **arg);
 
+/* For a verb that takes no option but --help and one operand: parse
+ * argv with getopt_long and take the operand into *arg (unchanged when
+ * none). 0, or -1 after pw_out_getopt_error or "unexpected argument". */
+int pw_out_operand_only(const char *verb, int argc, char **argv,
+                        const char **arg);
+
 /* "90", "90s", "10m", "2h", "3d", "2w" (no unit: seconds) into *out_s:
  * 0, or -1 when s is not one or is beyond max_s or under 1 us. The
  * verbs' --since and --expire share it. */

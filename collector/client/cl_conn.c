@@ -106,6 +106,17 @@ cl_conn_take_args(int *argc, char **argv, cl_conn_opts_t *o, char *err,
     return 0;
 }
 
+int
+cl_conn_verb_args(const char *verb, int *argc, char **argv,
+                  cl_conn_opts_t *o)
+{
+    char err[512];
+    if (cl_conn_take_args(argc, argv, o, err, sizeof err) == 0)
+        return 0;
+    pw_out_error(verb, "%s", err);
+    return -1;
+}
+
 /* ---- config file ---------------------------------------------------- */
 
 static void

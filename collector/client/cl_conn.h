@@ -60,6 +60,11 @@ typedef struct cl_conn cl_conn_t;
 int cl_conn_take_args(int *argc, char **argv, cl_conn_opts_t *o, char *err,
                       size_t errlen);
 
+/* cl_conn_take_args for verb: -1 after printing "parity VERB: ..." when
+ * an option lacks its value (the verb exits PW_EXIT_USAGE), else 0. */
+int cl_conn_verb_args(const char *verb, int *argc, char **argv,
+                      cl_conn_opts_t *o);
+
 /* Resolve the settings, load the keys and connect (ZeroMQ connects in the
  * background: an unreachable collector shows at the first request).
  * Caller owns the result; NULL with err (CL_CONN_CONFIG or _SYSTEM in

@@ -510,7 +510,6 @@ int
 cl_history_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
-    char err[512];
     const char *bench = NULL;
     bool as_json = false, as_csv = false;
     int rc = PW_EXIT_USAGE;
@@ -526,10 +525,8 @@ cl_history_main(int argc, char **argv)
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error("history", "%s", err);
+    if (cl_conn_verb_args("history", &argc, argv, &co) != 0)
         goto done;
-    }
     if (s_parse(argc, argv, args, tags, hosts, &bench, &as_json,
                 &as_csv) != 0)
         goto done;

@@ -259,17 +259,14 @@ int
 cl_hosts_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
-    char err[512];
     bool as_json = false, pending = false;
     const char *action = NULL, *target = NULL;
     if (pw_out_wants_help(argc, argv)) {
         s_usage(stdout);
         return PW_EXIT_OK;
     }
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error("hosts", "%s", err);
+    if (cl_conn_verb_args("hosts", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
-    }
     enum { O_JSON = 256, O_PENDING };
     static const struct option opts[] = {
         { "json", no_argument, NULL, O_JSON },

@@ -28,17 +28,14 @@ int
 cl_jobs_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
-    char err[512];
     bool active = false, as_json = false;
     long limit = 50;
     if (pw_out_wants_help(argc, argv)) {
         s_jobs_usage(stdout);
         return PW_EXIT_OK;
     }
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error("jobs", "%s", err);
+    if (cl_conn_verb_args("jobs", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
-    }
     enum { O_ACTIVE = 256, O_JSON, O_LIMIT };
     static const struct option opts[] = {
         { "active", no_argument, NULL, O_ACTIVE },
@@ -122,7 +119,6 @@ int
 cl_cancel_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
-    char err[512];
     const char *job = NULL;
     if (pw_out_wants_help(argc, argv)) {
         printf("usage: parity cancel JOB [connection options]\n\n"
@@ -132,19 +128,9 @@ cl_cancel_main(int argc, char **argv)
                "--help`.\n");
         return PW_EXIT_OK;
     }
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error("cancel", "%s", err);
+    if (cl_conn_verb_args("cancel", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
-    }
-    static const struct option opts[] = { { NULL, 0, NULL, 0 } };
-    int o;
-    optind = 1;
-    opterr = 0;
-    if ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-        pw_out_getopt_error("cancel", o, argv);
-        return PW_EXIT_USAGE;
-    }
-    if (pw_out_one_operand("cancel", argc, argv, &job) != 0)
+    if (pw_out_operand_only("cancel", argc, argv, &job) != 0)
         return PW_EXIT_USAGE;
     if (!job) {
         pw_out_error("cancel", "which job? (parity cancel JOB; parity jobs "

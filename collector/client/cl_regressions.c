@@ -384,7 +384,6 @@ int
 cl_regressions_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
-    char err[512];
     bool as_json = false;
     int rc = PW_EXIT_USAGE;
     json_t *args = json_object(), *tags = json_object(), *body = NULL;
@@ -398,10 +397,8 @@ cl_regressions_main(int argc, char **argv)
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error("regressions", "%s", err);
+    if (cl_conn_verb_args("regressions", &argc, argv, &co) != 0)
         goto done;
-    }
     if (argc > 1 && (strcmp(argv[1], "ack") == 0 ||
                      strcmp(argv[1], "unack") == 0)) {
         rc = s_ack_main(argc - 1, argv + 1, &co, argv[1][0] == 'a');

@@ -1236,7 +1236,6 @@ int
 cl_report_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
-    char err[512];
     s_opts_t o = { .fmt = S_MARKDOWN, .tags = json_object() };
     int rc;
     if (pw_out_wants_help(argc, argv)) {
@@ -1248,8 +1247,7 @@ cl_report_main(int argc, char **argv)
         pw_out_error("report", "out of memory");
         return PW_EXIT_SYSTEM;
     }
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error("report", "%s", err);
+    if (cl_conn_verb_args("report", &argc, argv, &co) != 0) {
         rc = PW_EXIT_USAGE;
     } else if ((rc = s_parse(argc, argv, &o)) == PW_EXIT_OK &&
                (rc = s_check(&o)) == PW_EXIT_OK) {

@@ -479,10 +479,8 @@ cl_run_main(int argc, char **argv)
         s_usage(stdout);
         return PW_EXIT_OK;
     }
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error("run", "%s", err);
+    if (cl_conn_verb_args("run", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
-    }
     s_req_t r = { json_object(), json_array(), json_object(), json_object(),
                   json_array(), NULL, false, false };
     int rc = PW_EXIT_USAGE, code;

@@ -22,7 +22,6 @@ int
 cl_show_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
-    char err[512];
     const char *run = NULL;
     if (pw_out_wants_help(argc, argv)) {
         printf("usage: parity show RUN [connection options]\n\n"
@@ -34,19 +33,9 @@ cl_show_main(int argc, char **argv)
                "--help`.\n");
         return PW_EXIT_OK;
     }
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error("show", "%s", err);
+    if (cl_conn_verb_args("show", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
-    }
-    static const struct option opts[] = { { NULL, 0, NULL, 0 } };
-    int o;
-    optind = 1;
-    opterr = 0;
-    if ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-        pw_out_getopt_error("show", o, argv);
-        return PW_EXIT_USAGE;
-    }
-    if (pw_out_one_operand("show", argc, argv, &run) != 0)
+    if (pw_out_operand_only("show", argc, argv, &run) != 0)
         return PW_EXIT_USAGE;
     if (!run) {
         pw_out_error("show", "which run? (parity show RUN)");
@@ -182,10 +171,8 @@ cl_export_main(int argc, char **argv)
                "Connection options as in `parity hosts --help`.\n");
         return PW_EXIT_OK;
     }
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error("export", "%s", err);
+    if (cl_conn_verb_args("export", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
-    }
     enum { O_OUT = 256, O_FORCE };
     static const struct option opts[] = {
         { "out", required_argument, NULL, O_OUT },

@@ -361,7 +361,6 @@ int
 cl_verdicts_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
-    char err[512];
     const char *job = NULL;
     cl_verdicts_format_t fmt = CL_VERDICTS_TABLE;
     int formats = 0;
@@ -369,10 +368,8 @@ cl_verdicts_main(int argc, char **argv)
         s_usage(stdout);
         return PW_EXIT_OK;
     }
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error("verdicts", "%s", err);
+    if (cl_conn_verb_args("verdicts", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
-    }
     bool latest = false;
     enum { O_JSON = 256, O_CSV, O_MARKDOWN, O_LATEST };
     static const struct option opts[] = {
