@@ -496,6 +496,21 @@ pw_out_operand_only(const char *verb, int argc, char **argv,
 }
 
 int
+pw_out_add_list(json_t *arr, const char *s, size_t max)
+{
+    for (const char *p = s;;) {
+        const char *c = strchr(p, ',');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (n == 0 || json_array_size(arr) >= max ||
+            json_array_append_new(arr, json_stringn(p, n)) != 0)
+            return -1;
+        if (!c)
+            return 0;
+        p = c + 1;
+    }
+}
+
+int
 pw_out_key_value(json_t *obj, const char *s)
 {
     const char *eq = strchr(s, '=');

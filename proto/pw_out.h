@@ -146,6 +146,11 @@ int pw_out_operand_only(const char *verb, int argc, char **argv,
  * verbs' --since and --expire share it. */
 int pw_out_duration(const char *s, double max_s, double *out_s);
 
+/* The comma-separated items of s ("a,b,c") appended to arr as strings:
+ * 0, or -1 on an empty item or when arr would pass max items. --hosts
+ * and --only share it. */
+int pw_out_add_list(json_t *arr, const char *s, size_t max);
+
 /* "KEY=VALUE" into obj[KEY] (KEY 1..1024 bytes, VALUE may be empty):
  * 0, or -1 when s is not one. --tag and --var share it. */
 int pw_out_key_value(json_t *obj, const char *s);

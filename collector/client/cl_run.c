@@ -23,6 +23,8 @@
  * one that hangs only at the timeout. */
 #define S_POLL_MS 400
 #define S_RIDE_OUT_S 60.0
+/* Most --hosts and --only items (the collector refuses more). */
+#define S_MAX_ITEMS 4096
 /* Most hosts whose progress is followed. */
 #define S_MAX_HOSTS 4096
 /* Longest --expire: 30 days. */
@@ -76,23 +78,6 @@ s_check_var(const char *s)
         return -1;
     }
     return 0;
-}
-
-/* Append the comma-separated items of s to arr; -1 on an empty item. */
-static int
-s_add_list(json_t *arr, const char *s)
-{
-    const char *p = s;
-    for (;;) {
-        const char *c = strchr(p, ',');
-        size_t n = c ? (size_t)(c - p) : strlen(p);
-        if (n == 0 || json_array_size(arr) >= 4096)
-            return -1;
-        json_array_append_new(arr, json_stringn(p, n));
-        if (!c)
-            return 0;
-        p = c + 1;
-    }
 }
 
 
@@ -356,13 +341,13 @@ s_option(s_req_t *r, int o, const char *v)
         r->as_json = true;
         return 0;
     case O_HOSTS:
-        if (s_add_list(r->hosts, v) == 0)
+        if (pw_out_add_list(r->hosts, v, S_MAX_ITEMS) == 0)
             return 0;
         pw_out_error("run", "--hosts \"%s\": want NAME,NAME,..., all or "
                      "KEY=VALUE", v);
         return -1;
     case O_ONLY:
-        if (s_add_list(r->only, v) == 0)
+        if (pw_out_add_list(r->only, v, S_MAX_ITEMS) == 0)
             return 0;
         pw_out_error("run", "--only \"%s\": want BENCH,BENCH,...", v);
         return -1;

@@ -52,22 +52,6 @@ s_on_int(int sig)
     s_interrupted = 1;
 }
 
-/* Append the comma-separated items of s to arr; -1 on an empty item. */
-static int
-s_add_list(json_t *arr, const char *s)
-{
-    for (const char *p = s;;) {
-        const char *c = strchr(p, ',');
-        size_t n = c ? (size_t)(c - p) : strlen(p);
-        if (n == 0 || json_array_size(arr) >= S_MAX_HOSTS)
-            return -1;
-        json_array_append_new(arr, json_stringn(p, n));
-        if (!c)
-            return 0;
-        p = c + 1;
-    }
-}
-
 /* s as a whole number 1..max into *out; -1 (said) when it is not. */
 static int
 s_count(const char *opt, const char *s, long max, long *out)
@@ -259,7 +243,7 @@ s_parse(int argc, char **argv, json_t *hosts, long *trials, long *loops,
     while ((c = getopt_long(argc, argv, ":", s_options, NULL)) != -1) {
         switch (c) {
         case S_OPT_HOSTS:
-            if (s_add_list(hosts, optarg) != 0) {
+            if (pw_out_add_list(hosts, optarg, S_MAX_HOSTS) != 0) {
                 pw_out_error(S_VERB, "--hosts \"%s\": want NAME,NAME,..., "
                              "all or KEY=VALUE", optarg);
                 return PW_EXIT_USAGE;
@@ -305,10 +289,8 @@ cl_selftest_main(int argc, char **argv)
     bool wait = false, as_json = false;
     if (pw_out_wants_help(argc, argv))
         return pw_out_help(S_VERB, s_usage);
-    if (cl_conn_take_args(&argc, argv, &co, err, sizeof err) != 0) {
-        pw_out_error(S_VERB, "%s", err);
+    if (cl_conn_verb_args(S_VERB, &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
-    }
     json_t *hosts = json_array(), *vars = json_object(), *reply = NULL;
     json_t *job = NULL;
     cl_conn_t *c = NULL;
