@@ -39,50 +39,13 @@ COLLECTOR = os.path.join(BUILD, "collector", "parity-collector")
 PARITY = os.path.join(BUILD, "collector", "client", "parity")
 HEARTBEAT_MS = "200"
 
-n_tests = 0
-n_failed = 0
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+import parity_fixtures as pf  # noqa: E402
+from parity_fixtures import ok, diag, bail, free_port, pg_bindir, tap  # noqa: E402,F401,E501
 
-
-def ok(cond, what):
-    global n_tests, n_failed
-    n_tests += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") %
-          (n_tests, " ".join(str(what).split())), flush=True)
-    if not cond:
-        n_failed += 1
-    return cond
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
-
-
-def bail(text):
-    print("Bail out! " + text, flush=True)
-    sys.exit(1)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def pg_bindir():
-    if os.environ.get("PARITY_PG_BINDIR"):
-        return os.environ["PARITY_PG_BINDIR"]
-    base = "/usr/lib/postgresql"
-    vs = sorted(os.listdir(base), key=int) if os.path.isdir(base) else []
-    return os.path.join(base, vs[-1], "bin") if vs else ""
-
-
-def as_pg(argv):
-    """PostgreSQL refuses to run as root: its tools run as postgres."""
-    return (["runuser", "-u", "postgres", "--"] + argv
-            if os.geteuid() == 0 else argv)
+as_pg = pf.as_pg_owner   # PostgreSQL refuses to run as root
 
 
 SUITE = """suite: scale
@@ -333,7 +296,7 @@ class World:
                         if b"Sanitizer" in f.read():
                             bad.append(name)
         ok(not bad, "no sanitizer report in the logs %s" % bad)
-        if n_failed and os.environ.get("PARITY_KEEP"):
+        if tap.n_failed and os.environ.get("PARITY_KEEP"):
             diag("kept " + self.root)
         else:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -522,8 +485,7 @@ def main():
             case_replica(w, job)
     finally:
         w.close()
-    print("1..%d" % n_tests, flush=True)
-    sys.exit(1 if n_failed else 0)
+    pf.finish()
 
 
 if __name__ == "__main__":
