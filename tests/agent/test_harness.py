@@ -16,21 +16,11 @@ import tempfile
 import time
 
 AGENT, PARITY, PROG = sys.argv[1:4]
-N = 0
-FAILED = 0
-
-
-def ok(cond, name, diag=None):
-    global N, FAILED
-    N += 1
-    print(("ok" if cond else "not ok") + " %d - %s" % (N, name))
-    if not cond:
-        FAILED += 1
-        if diag is not None:
-            for line in str(diag).splitlines()[:30]:
-                print("# " + line)
-    sys.stdout.flush()
-    return cond
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+import parity_fixtures as pf  # noqa: E402
+from parity_fixtures import ok, tap  # noqa: E402,F401
 
 
 def run(args, timeout=60, **kw):
@@ -53,7 +43,7 @@ def suite(name, text):
 
 
 def agent_run(suite_path, *extra, timeout=60):
-    out = path("results-%d.json" % N)
+    out = path("results-%d.json" % tap.n_tests)
     r = run([AGENT, "run", suite_path, "--export-json", out] + list(extra),
             timeout=timeout)
     doc = None
@@ -897,5 +887,4 @@ r = run([AGENT, "env"])
 ok(r.returncode == 0 and "hostname" in r.stdout and "uname(2)" in r.stdout,
    "parity-agent env: text with sources")
 
-print("1..%d" % N)
-sys.exit(1 if FAILED else 0)
+pf.finish()

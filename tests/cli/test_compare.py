@@ -21,22 +21,13 @@ import sys
 import tempfile
 
 PARITY, PROG = sys.argv[1:3]
-N = 0
-FAILED = 0
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+import parity_fixtures as pf  # noqa: E402
+from parity_fixtures import ok, tap  # noqa: E402,F401
+
 TMP = tempfile.mkdtemp(prefix="parity-compare-test-")
-
-
-def ok(cond, name, diag=None):
-    global N, FAILED
-    N += 1
-    print(("ok" if cond else "not ok") + " %d - %s" % (N, name))
-    if not cond:
-        FAILED += 1
-        if diag is not None:
-            for line in str(diag).splitlines()[:30]:
-                print("# " + line)
-    sys.stdout.flush()
-    return cond
 
 
 def path(name):
@@ -404,5 +395,4 @@ ok(r.returncode == 0 and all(f in r.stdout for f in flags),
    "--help names every flag (the completions read it)",
    [f for f in flags if f not in r.stdout])
 
-print("1..%d" % N)
-sys.exit(1 if FAILED else 0)
+pf.finish()

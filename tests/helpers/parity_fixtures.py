@@ -33,13 +33,17 @@ class Tap:
 tap = Tap()
 
 
-def ok(cond, what):
+def ok(cond, what, detail=None):
+    """One TAP line; on failure also the first 30 lines of detail."""
     tap.n_tests += 1
     what = " ".join(str(what).split())   # one TAP line
     print(("ok %d - %s" if cond else "not ok %d - %s") % (tap.n_tests, what),
           flush=True)
     if not cond:
         tap.n_failed += 1
+        if detail is not None:
+            for line in str(detail).splitlines()[:30]:
+                print("# " + line, flush=True)
     return cond
 
 

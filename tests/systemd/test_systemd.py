@@ -59,25 +59,13 @@ PEER = os.path.join(BUILD, "tests", "daemon", "daemon-peer")
 # WATCHDOG_USEC given to the daemons: pings are due every second.
 WATCHDOG_USEC = 2000000
 
-n_tests = 0
-n_failed = 0
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+import parity_fixtures as pf  # noqa: E402
+from parity_fixtures import ok, diag, tap  # noqa: E402,F401
+
 children = []
-
-
-def ok(cond, what):
-    global n_tests, n_failed
-    n_tests += 1
-    what = " ".join(str(what).split())
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n_tests, what),
-          flush=True)
-    if not cond:
-        n_failed += 1
-    return cond
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line, flush=True)
 
 
 def bail(text):
@@ -93,12 +81,7 @@ def cleanup():
             p.wait()
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = pf.free_port
 
 
 def wait_for(cond, timeout, step=0.1):
@@ -809,8 +792,7 @@ def main():
         cases[CASE]()
     finally:
         cleanup()
-    print("1..%d" % n_tests)
-    sys.exit(1 if n_failed else 0)
+    pf.finish()
 
 
 if __name__ == "__main__":
