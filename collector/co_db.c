@@ -107,9 +107,9 @@ s_fail(co_db_t *db, PGresult *r, const char *what, char *err, size_t errlen)
                         : NULL;
     s_forget_written(db);   /* what it wrote is about to be undone */
     if (state && strncmp(state, "22", 2) == 0) {
-        pw_err_line(err, errlen, "%s%sthe database refused it: %s (SQLSTATE %s)",
-                    db->what, db->what[0] ? ": " : "", why ? why : "data error",
-                    state);
+        pw_err_line(err, errlen, "%s%sthe database refused it: %s (SQLSTATE "
+                    "%s)", db->what, db->what[0] ? ": " : "",
+                    why ? why : "data error", state);
         return CO_DB_REFUSED;
     }
     if (state && strncmp(state, "23", 2) == 0) {
@@ -496,8 +496,8 @@ s_check_environment(const char *what, const char *text, char *err,
     bool object = json_is_object(j);
     json_decref(j);
     if (!object) {
-        pw_err_line(err, errlen, "%s: environment_json is not a JSON object (%s)",
-                    what, j ? "another JSON value" : je.text);
+        pw_err_line(err, errlen, "%s: environment_json is not a JSON object "
+                    "(%s)", what, j ? "another JSON value" : je.text);
         return -1;
     }
     return 0;
@@ -710,7 +710,8 @@ s_copy_results(co_db_t *db, const char *sql, int rc, char *err,
         if (st == PGRES_COPY_IN)
             (void)PQputCopyEnd(db->conn, "parity: COPY abandoned");
         if (++n >= S_COPY_RESULTS_MAX) {
-            pw_err_line(err, errlen, "%s: the server did not end the COPY", sql);
+            pw_err_line(err, errlen, "%s: the server did not end the COPY",
+                        sql);
             co_db_disconnect(db);
             return CO_DB_FAIL;
         }
@@ -743,7 +744,8 @@ s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
     PQclear(r);
     if (PQputCopyData(db->conn, pw_buf_data(&db->copy),
                       (int)db->copy.len) != 1) {
-        pw_err_line(err, errlen, "PQputCopyData: %s", PQerrorMessage(db->conn));
+        pw_err_line(err, errlen, "PQputCopyData: %s",
+                    PQerrorMessage(db->conn));
         s_forget_written(db);
         /* The server stays in COPY-IN until the copy ends: end it as
          * failed (it rolls the rows back), then collect the results. */
@@ -819,13 +821,15 @@ s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
     PGresult *r;
 
     if (c->n_wall_us == 0) {
-        pw_err_line(err, errlen, "calibration %s: no samples", c->calibration_id);
+        pw_err_line(err, errlen, "calibration %s: no samples",
+                    c->calibration_id);
         return CO_DB_REFUSED;
     }
     for (size_t i = 0; i < c->n_wall_us; i++)
         if (!isfinite(c->wall_us[i]) || c->wall_us[i] <= 0) {
-            pw_err_line(err, errlen, "calibration %s: sample %zu is %g (must be "
-                        "finite and > 0)", c->calibration_id, i, c->wall_us[i]);
+            pw_err_line(err, errlen, "calibration %s: sample %zu is %g (must "
+                        "be finite and > 0)", c->calibration_id, i,
+                        c->wall_us[i]);
             return CO_DB_REFUSED;
         }
     snprintf(host, sizeof host, "%" PRId64, host_id);
@@ -917,7 +921,8 @@ s_run_cached(co_db_t *db, int64_t host_id, const char *uuid, int64_t *run,
     for (size_t i = 0; i < CO_DB_RUN_CACHE; i++)
         if (db->runs[i].id && strcmp(db->runs[i].uuid, uuid) == 0) {
             if (db->runs[i].host_id != host_id) {
-                pw_err_line(err, errlen, "run %s belongs to another host", uuid);
+                pw_err_line(err, errlen, "run %s belongs to another host",
+                            uuid);
                 return CO_DB_REFUSED;
             }
             *run = db->runs[i].id;
@@ -1007,8 +1012,8 @@ s_refused_run(co_db_t *db, int64_t host_id, const char *uuid,
         return rc;
     rc = CO_DB_LATER;
     if (PQntuples(r) == 1) {
-        pw_err_line(err, errlen, "%s depends on run_start %s, which was refused: "
-                    "%s", what, uuid, PQgetvalue(r, 0, 0));
+        pw_err_line(err, errlen, "%s depends on run_start %s, which was "
+                    "refused: %s", what, uuid, PQgetvalue(r, 0, 0));
         rc = CO_DB_DEPENDS;
     }
     PQclear(r);
@@ -1156,8 +1161,8 @@ s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
         }
         for (size_t k = 0; k < i; k++)
             if (strcmp(rs->arms[k]->name, rs->arms[i]->name) == 0) {
-                pw_err_line(err, errlen, "run_start %s: arms %zu and %zu are both "
-                            "named \"%.64s\"", rs->run_id, k, i,
+                pw_err_line(err, errlen, "run_start %s: arms %zu and %zu are "
+                            "both named \"%.64s\"", rs->run_id, k, i,
                             rs->arms[i]->name);
                 return CO_DB_REFUSED;
             }
@@ -1261,8 +1266,8 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
                 size_t errlen)
 {
     if (b->batch_seq > INT32_MAX) {
-        pw_err_line(err, errlen, "batch %s/%u: batch_seq is above %d", b->run_id,
-                    b->batch_seq, INT32_MAX);
+        pw_err_line(err, errlen, "batch %s/%u: batch_seq is above %d",
+                    b->run_id, b->batch_seq, INT32_MAX);
         return -1;
     }
     for (size_t i = 0; i < b->n_samples; i++) {
@@ -1271,38 +1276,41 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
         const double times[] = { s->wall_us, s->user_us, s->sys_us };
         for (int t = 0; t < 3; t++) {
             if (!isfinite(times[t])) {
-                pw_err_line(err, errlen, "batch %s/%u: sample %zu has a %s that "
-                            "is not finite", b->run_id, b->batch_seq, i, names[t]);
+                pw_err_line(err, errlen, "batch %s/%u: sample %zu has a %s "
+                            "that is not finite", b->run_id, b->batch_seq, i,
+                            names[t]);
                 return -1;
             }
             if (times[t] < 0) {
-                pw_err_line(err, errlen, "batch %s/%u: sample %zu has a negative "
-                            "%s", b->run_id, b->batch_seq, i, names[t]);
+                pw_err_line(err, errlen, "batch %s/%u: sample %zu has a "
+                            "negative %s", b->run_id, b->batch_seq, i,
+                            names[t]);
                 return -1;
             }
         }
         if ((int)s->kind < 0 || (int)s->kind > PARITY__SAMPLE_KIND__ERROR) {
-            pw_err_line(err, errlen, "batch %s/%u: sample %zu has unknown kind %d",
-                        b->run_id, b->batch_seq, i, (int)s->kind);
+            pw_err_line(err, errlen, "batch %s/%u: sample %zu has unknown "
+                        "kind %d", b->run_id, b->batch_seq, i, (int)s->kind);
             return -1;
         }
         if (s->kind != PARITY__SAMPLE_KIND__CALIBRATION && s->arm >= n_arms) {
-            pw_err_line(err, errlen, "batch %s/%u: sample %zu names arm %u (the "
-                        "run has %zu arms)", b->run_id, b->batch_seq, i, s->arm,
-                        n_arms);
+            pw_err_line(err, errlen, "batch %s/%u: sample %zu names arm %u "
+                        "(the run has %zu arms)", b->run_id, b->batch_seq, i,
+                        s->arm, n_arms);
             return -1;
         }
         if (s->instructions < 0 || s->cycles < 0 || s->task_clock_ns < 0) {
-            s_err(err, errlen, "batch %s/%u: sample %zu has a negative %s",
-                  b->run_id, b->batch_seq, i, s->instructions < 0 ?
-                  "instructions" : s->cycles < 0 ? "cycles" :
-                  "task_clock_ns");
+            pw_err_line(err, errlen, "batch %s/%u: sample %zu has a "
+                        "negative %s", b->run_id, b->batch_seq, i,
+                        s->instructions < 0 ? "instructions" :
+                        s->cycles < 0 ? "cycles" : "task_clock_ns");
             return -1;
         }
         if (s->round > INT32_MAX || s->position > INT32_MAX) {
-            pw_err_line(err, errlen, "batch %s/%u: sample %zu has a %s above %d",
-                        b->run_id, b->batch_seq, i,
-                        s->round > INT32_MAX ? "round" : "position", INT32_MAX);
+            pw_err_line(err, errlen, "batch %s/%u: sample %zu has a %s above "
+                        "%d", b->run_id, b->batch_seq, i,
+                        s->round > INT32_MAX ? "round" : "position",
+                        INT32_MAX);
             return -1;
         }
         /* The one text of a sample (a program's exit or stderr, which an
@@ -1310,8 +1318,9 @@ s_check_samples(const Parity__SampleBatch *b, size_t n_arms, char *err,
         size_t elen = s->error ? strlen(s->error) : 0;
         size_t good = elen ? pw_wire_utf8_valid(s->error, elen) : 0;
         if (good < elen) {
-            pw_err_line(err, errlen, "batch %s/%u: sample %zu has an error that is "
-                        "not UTF-8 (byte %zu)", b->run_id, b->batch_seq, i, good);
+            pw_err_line(err, errlen, "batch %s/%u: sample %zu has an error "
+                        "that is not UTF-8 (byte %zu)", b->run_id,
+                        b->batch_seq, i, good);
             return -1;
         }
     }
@@ -1961,7 +1970,8 @@ s_run_samples(co_db_t *db, const char *runid, int64_t started_at_us,
     *x = malloc((rows ? rows : 1) * sizeof **x);
     *arm_of = malloc((rows ? rows : 1) * sizeof **arm_of);
     if (!*x || !*arm_of) {
-        pw_err_line(err, errlen, "run_end: out of memory for %zu samples", rows);
+        pw_err_line(err, errlen, "run_end: out of memory for %zu samples",
+                    rows);
         PQclear(r);
         return CO_DB_FAIL;
     }
@@ -2203,8 +2213,9 @@ s_refused_batch(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         return rc;
     rc = CO_DB_LATER;
     if (PQntuples(r) == 1) {
-        pw_err_line(err, errlen, "run_end %s counts batch %s, which was refused: "
-                    "%s", re->run_id, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+        pw_err_line(err, errlen, "run_end %s counts batch %s, which was "
+                    "refused: %s", re->run_id, PQgetvalue(r, 0, 0),
+                    PQgetvalue(r, 0, 1));
         rc = CO_DB_DEPENDS;
     }
     PQclear(r);
@@ -2514,8 +2525,8 @@ co_db_retention(co_db_t *db, int64_t keep_us, int64_t now_us, int *dropped,
     char cut[24];
     *dropped = 0;
     if (keep_us <= 0 || now_us <= 0) {
-        pw_err_line(err, errlen, "retention: keep %" PRId64 " us and now %" PRId64
-                    " us must be > 0", keep_us, now_us);
+        pw_err_line(err, errlen, "retention: keep %" PRId64 " µs and now %"
+                    PRId64 " µs must be > 0", keep_us, now_us);
         return CO_DB_REFUSED;
     }
     if (!co_db_connected(db)) {
