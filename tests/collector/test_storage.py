@@ -551,7 +551,7 @@ def case_retention(w, db, fx):
     hc_keep = db.one("SELECT count(*) FROM host_calibration WHERE "
                      "taken_at_us >= %d;" % cutoff)
     r = tool("retention", w.data, 0, NOW)
-    ok(r.returncode == 1 and "retention: keep 0 us and now %d us must be "
+    ok(r.returncode == 1 and "retention: keep 0 µs and now %d µs must be "
        "> 0" % NOW in r.stderr, "keep 0 refused: %s" % r.stderr.strip())
     r = tool("retention", w.data, keep, NOW)
     ok(r.returncode == 0 and r.stdout.strip() == "dropped 1",
