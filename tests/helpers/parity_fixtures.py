@@ -183,6 +183,18 @@ class World:
                 p.wait()
         return p.returncode if p else None
 
+    def sanitizer_logs(self):
+        """The *.log files under the root holding a sanitizer report (an
+        ASan build's processes write theirs to their logs)."""
+        bad = []
+        for dirpath, _, names in os.walk(self.root):
+            for name in names:
+                if name.endswith(".log"):
+                    with open(os.path.join(dirpath, name), "rb") as f:
+                        if b"Sanitizer" in f.read():
+                            bad.append(name)
+        return bad
+
     def remove(self, keep):
         if keep:
             diag("kept " + self.root)

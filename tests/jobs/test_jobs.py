@@ -178,14 +178,7 @@ class World(pf.World):
             rc = self.stop(self.collector, wait=30)
             ok(rc == 0, "the collector exits 0 on SIGTERM (%d)" % rc)
         self.log.close()
-        # Sanitizer reports (an ASan build) of any of our processes.
-        reports = []
-        for dirpath, _, names in os.walk(self.root):
-            for n in names:
-                if n.endswith(".log"):
-                    with open(os.path.join(dirpath, n), "rb") as f:
-                        if b"Sanitizer" in f.read():
-                            reports.append(n)
+        reports = self.sanitizer_logs()
         ok(not reports, "no sanitizer report in the logs %s" % reports)
         self.remove(keep)
 

@@ -26,10 +26,8 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
@@ -151,35 +149,22 @@ class Cluster:
                           "stop", timeout=60)
 
 
-class World:
+class World(pf.World):
+    """Keys for the collectors and four agents, the scale and long suites,
+    three collectors' ports, and the cluster they share (Cluster)."""
+
     def __init__(self):
-        self.root = tempfile.mkdtemp(prefix="parity-scale-")
-        os.chmod(self.root, 0o755)
+        super().__init__("parity-scale-", PARITY, COLLECTOR)
         self.pg = Cluster(self.root)
-        self.keys = os.path.join(self.root, "keys")
-        self.allow = os.path.join(self.root, "allow")
-        self.admin = os.path.join(self.root, "admin")
-        self.suites = os.path.join(self.root, "suites")
-        for d in (self.keys, self.allow, self.admin, self.suites):
-            os.makedirs(d)
         with open(os.path.join(self.suites, "scale.yaml"), "w") as f:
             f.write(SUITE)
         with open(os.path.join(self.suites, "long.yaml"), "w") as f:
             f.write(LONG_SUITE)
         for name in ("collector", "admin") + AGENTS:
-            r = subprocess.run([PARITY, "keygen", name, "--dir", self.keys],
-                               capture_output=True, text=True, timeout=30)
-            if r.returncode != 0:
-                bail("parity keygen %s: %s" % (name, r.stderr))
-        for name in AGENTS:
-            shutil.copy(self.key(name), self.allow)
-        shutil.copy(self.key("admin"), self.admin)
+            self.keygen(name, allow=name in AGENTS, admin=name == "admin")
         self.ports = {1: free_port(), 2: free_port(), 3: free_port()}
         self.collectors = {}
         self.agents = {}
-
-    def key(self, name):
-        return os.path.join(self.keys, name)
 
     def endpoint(self, n):
         return "tcp://127.0.0.1:%d" % self.ports[n]
@@ -197,17 +182,7 @@ class World:
         p = subprocess.Popen(self.collector_args(n, extra), stdout=log,
                              stderr=log)
         self.collectors[n] = p
-        end = time.time() + 60
-        while time.time() < end:
-            if p.poll() is not None:
-                bail("collector %d exited %d" % (n, p.returncode))
-            try:
-                socket.create_connection(("127.0.0.1", self.ports[n]),
-                                         timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        bail("collector %d not listening after 60 s" % n)
+        self.wait_tcp(p, self.ports[n])
 
     def start_agent(self, name, order):
         home = os.path.join(self.root, "agent-" + name)
@@ -288,18 +263,9 @@ class World:
                     rc = p.wait()
                 ok(rc == 0, "collector %d exits 0 on SIGTERM (%d)" % (n, rc))
         self.pg.stop()
-        bad = []
-        for dirpath, _, names in os.walk(self.root):
-            for name in names:
-                if name.endswith(".log"):
-                    with open(os.path.join(dirpath, name), "rb") as f:
-                        if b"Sanitizer" in f.read():
-                            bad.append(name)
+        bad = self.sanitizer_logs()
         ok(not bad, "no sanitizer report in the logs %s" % bad)
-        if tap.n_failed and os.environ.get("PARITY_KEEP"):
-            diag("kept " + self.root)
-        else:
-            shutil.rmtree(self.root, ignore_errors=True)
+        self.remove(tap.n_failed and os.environ.get("PARITY_KEEP"))
 
 
 def run_job(w, n, suite):
