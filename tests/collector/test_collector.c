@@ -13,6 +13,7 @@
 
 #include "co_client.h"
 #include "tap.h"
+#include "co_sql.h"
 #include "vd_verdict.h"
 
 #define N_MEASURED 60          /* per arm */
@@ -28,14 +29,7 @@ static PGconn *s_pg;
 static long
 s_sql_long(const char *sql)
 {
-    PGresult *r = PQexec(s_pg, sql);
-    long v = -1;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-        v = strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    else
-        tap_diag("sql %s: %s", sql, PQerrorMessage(s_pg));
-    PQclear(r);
-    return v;
+    return cc_sql_long(s_pg, sql);
 }
 
 static json_t *

@@ -23,22 +23,16 @@
 #include "co_client.h"
 #include "pw_key.h"
 #include "tap.h"
+#include "co_sql.h"
 
 static PGconn *s_pg;
-static uint64_t s_req_id = 1000;
 
 static long
 s_sql_long(const char *sql)
 {
-    PGresult *r = PQexec(s_pg, sql);
-    long v = -1;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-        v = strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    else
-        tap_diag("sql %s: %s", sql, PQerrorMessage(s_pg));
-    PQclear(r);
-    return v;
+    return cc_sql_long(s_pg, sql);
 }
+static uint64_t s_req_id = 1000;
 
 /* One text value of key's host_keys row ("" when none). */
 static const char *
