@@ -550,14 +550,21 @@ pw_out_time(char *buf, size_t len, json_int_t us, pw_out_time_form_t form)
 }
 
 const json_t *
-pw_out_entry(const json_t *cmp, const char *host)
+pw_out_named(const json_t *o, const char *list, const char *key,
+             const char *value)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(cmp, "hosts"), i, e)
-        if (strcmp(pw_out_str(e, "host", ""), host) == 0)
+    json_array_foreach(json_object_get(o, list), i, e)
+        if (strcmp(pw_out_str(e, key, ""), value) == 0)
             return e;
     return NULL;
+}
+
+const json_t *
+pw_out_entry(const json_t *cmp, const char *host)
+{
+    return pw_out_named(cmp, "hosts", "host", host);
 }
 
 char *

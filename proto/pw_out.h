@@ -173,6 +173,10 @@ typedef enum {
 char *pw_out_time(char *buf, size_t len, json_int_t us,
                   pw_out_time_form_t form);
 
+/* The first object of o[list] whose string key is value, or NULL. */
+const json_t *pw_out_named(const json_t *o, const char *list,
+                           const char *key, const char *value);
+
 /* The entry of host in a comparison's "hosts" array, or NULL. */
 const json_t *pw_out_entry(const json_t *cmp, const char *host);
 

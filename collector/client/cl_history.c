@@ -87,7 +87,8 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
     const char *row[PW_OUT_TABLE_COLS];
     int rc = 0;
 
-    fprintf(f, "%s: %s vs %s  (suite %s)\n", pw_out_str(body, "benchmark", "?"),
+    fprintf(f, "%s: %s vs %s  (suite %s)\n",
+            pw_out_str(body, "benchmark", "?"),
             pw_out_str(pair, "subject", "?"), pw_out_str(pair, "other", "?"),
             pw_out_str(pair, "suite", "?"));
     head[0] = "when";
@@ -120,17 +121,21 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
         size_t reps = columns ? 1 : json_array_size(entries);
         for (size_t k = 0; k < reps; k++) {
             pw_out_time(cells[0], PW_OUT_CELL_MAX,
-                   json_integer_value(json_object_get(r, "at_us")), PW_OUT_TIME_TABLE);
-            snprintf(cells[1], PW_OUT_CELL_MAX, "%s", *pw_out_str(r, "job", "") ?
+                   json_integer_value(json_object_get(r, "at_us")),
+                   PW_OUT_TIME_TABLE);
+            snprintf(cells[1], PW_OUT_CELL_MAX, "%s",
+                     *pw_out_str(r, "job", "") ?
                      pw_out_str(r, "job", "") : "(no job)");
             s_tags(cells[2], PW_OUT_CELL_MAX, r);
             c = 3;
             if (columns) {
                 for (size_t h = 0; h < nh; h++, c++)
-                    pw_out_cell(cells[c], PW_OUT_CELL_MAX, pw_out_entry(r, hosts[h]));
+                    pw_out_cell(cells[c], PW_OUT_CELL_MAX,
+                                pw_out_entry(r, hosts[h]));
             } else {
                 const json_t *e = json_array_get(entries, k);
-                snprintf(cells[c++], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
+                snprintf(cells[c++], PW_OUT_CELL_MAX, "%s",
+                         pw_out_str(e, "host", "?"));
                 pw_out_cell(cells[c++], PW_OUT_CELL_MAX, e);
             }
             pw_out_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
@@ -215,7 +220,8 @@ s_print_changes(FILE *f, const json_t *body)
                                 JSON_SORT_KEYS);
         fprintf(f, "%s%s, %s vs %s%s%s:\n", any ? "" : "\nchanges:\n",
                 pw_out_str(s, "host", "?"), pw_out_str(s, "subject", "?"),
-                pw_out_str(s, "other", "?"), vars && strcmp(vars, "{}") ? " " : "",
+                pw_out_str(s, "other", "?"),
+                vars && strcmp(vars, "{}") ? " " : "",
                 vars && strcmp(vars, "{}") ? vars : "");
         free(vars);
         any = true;
@@ -226,7 +232,8 @@ s_print_changes(FILE *f, const json_t *body)
                 const json_t *run = json_array_get(runs, (size_t)
                     json_integer_value(json_object_get(x, "index")));
                 if (pass)
-                    snprintf(text, sizeof text, "%s", pw_out_str(x, "text", ""));
+                    snprintf(text, sizeof text, "%s",
+                             pw_out_str(x, "text", ""));
                 else
                     s_change_text(text, sizeof text, x);
                 s_tags(tags, sizeof tags, run);
@@ -255,7 +262,8 @@ s_print_csv(FILE *f, const json_t *body)
             const json_t *sum = json_object_get(r, "summary");
             char at[64], tags[PW_OUT_CELL_MAX], gm[PW_OUT_NUMBER_MAX] = "";
             pw_out_time(at, sizeof at,
-                   json_integer_value(json_object_get(r, "at_us")), PW_OUT_TIME_TABLE);
+                   json_integer_value(json_object_get(r, "at_us")),
+                   PW_OUT_TIME_TABLE);
             s_tags(tags, sizeof tags, r);
             if (json_integer_value(json_object_get(sum, "hosts")) > 0)
                 pw_out_json_number(gm, sizeof gm, sum, "geomean_ratio");
@@ -266,12 +274,16 @@ s_print_csv(FILE *f, const json_t *body)
                 pw_out_json_number(num[1], sizeof num[1], v, "best_ratio");
                 pw_out_json_number(num[2], sizeof num[2], v, "tolerance");
                 const char *row[] = {
-                    pw_out_str(body, "benchmark", ""), pw_out_str(pair, "suite", ""),
-                    pw_out_str(pair, "subject", ""), pw_out_str(pair, "other", ""),
-                    at, pw_out_str(r, "job", ""), tags, pw_out_str(r, "label", ""),
+                    pw_out_str(body, "benchmark", ""),
+                    pw_out_str(pair, "suite", ""),
+                    pw_out_str(pair, "subject", ""),
+                    pw_out_str(pair, "other", ""),
+                    at, pw_out_str(r, "job", ""), tags,
+                    pw_out_str(r, "label", ""),
                     pw_out_str(e, "host", ""), pw_out_str(e, "run_id", ""),
                     json_is_object(v) ? pw_out_str(v, "outcome", "") : "error",
-                    num[0], num[1], num[2], pw_out_str(sum, "consensus", ""), gm,
+                    num[0], num[1], num[2], pw_out_str(sum, "consensus", ""),
+                    gm,
                     pw_out_str(notes, pw_out_str(e, "run_id", ""), "") };
                 for (size_t q = 0; q < n; q++)
                     pw_out_csv_field(f, row[q], q + 1 == n);

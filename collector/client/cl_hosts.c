@@ -97,7 +97,8 @@ s_print_machines(const json_t *hosts)
         }
         if (!first)
             continue;
-        printf("one machine (boot id %.8s...): %s", pw_out_str(h, "boot_id", "?"),
+        printf("one machine (boot id %.8s...): %s",
+               pw_out_str(h, "boot_id", "?"),
                name);
         json_array_foreach(same, k, v)
             printf(", %s", json_string_value(v) ? json_string_value(v) : "?");
@@ -145,8 +146,10 @@ s_pending(const json_t *body)
         s_ago(last, sizeof last,
               json_integer_value(json_object_get(k, "last_seen_us")));
         const char *row[] = { pw_out_str(k, "fingerprint", "?"),
-                              pw_out_str(k, "name", "-"), pw_out_str(k, "address", "-"),
-                              pw_out_str(k, "agent_version", "-"), first, last };
+                              pw_out_str(k, "name", "-"),
+                              pw_out_str(k, "address", "-"),
+                              pw_out_str(k, "agent_version", "-"), first,
+                              last };
         pw_out_table_add(t, row);
     }
     int rc = pw_out_table_print(t, stdout) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
@@ -163,9 +166,10 @@ s_pending(const json_t *body)
 static void
 s_decided(const char *action, const json_t *b)
 {
-    const char *fp = pw_out_str(b, "fingerprint", "?"), *name = pw_out_str(b, "name",
-                                                                 "-");
-    const char *state = pw_out_str(b, "state", "?"), *was = pw_out_str(b, "was", "?");
+    const char *fp = pw_out_str(b, "fingerprint", "?");
+    const char *name = pw_out_str(b, "name", "-");
+    const char *state = pw_out_str(b, "state", "?");
+    const char *was = pw_out_str(b, "was", "?");
     if (strcmp(state, was) == 0) {
         printf("%s (%s) was %s already: nothing changed\n", fp, name, was);
         return;

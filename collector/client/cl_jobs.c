@@ -86,9 +86,11 @@ cl_jobs_main(int argc, char **argv)
     size_t i;
     json_t *j;
     json_array_foreach(json_object_get(body, "jobs"), i, j) {
-        char created[64], hosts[PW_OUT_CELL_MAX] = "", tags[PW_OUT_CELL_MAX] = "";
+        char created[64], hosts[PW_OUT_CELL_MAX] = "",
+             tags[PW_OUT_CELL_MAX] = "";
         pw_out_time(created, sizeof created,
-               json_integer_value(json_object_get(j, "created_at_us")), PW_OUT_TIME_TABLE);
+               json_integer_value(json_object_get(j, "created_at_us")),
+               PW_OUT_TIME_TABLE);
         const char *k;
         json_t *v;
         json_object_foreach(json_object_get(j, "hosts"), k, v) {
@@ -101,7 +103,8 @@ cl_jobs_main(int argc, char **argv)
             snprintf(tags + u, sizeof tags - u, "%s%s=%s", u ? " " : "", k,
                      json_string_value(v) ? json_string_value(v) : "");
         }
-        const char *row[] = { pw_out_str(j, "job", "?"), pw_out_str(j, "suite", "?"),
+        const char *row[] = { pw_out_str(j, "job", "?"),
+                              pw_out_str(j, "suite", "?"),
                               pw_out_str(j, "state", "?"), created,
                               *hosts ? hosts : "-", *tags ? tags : "-",
                               pw_out_str(j, "label", "-") };

@@ -83,17 +83,22 @@ s_print_changes(FILE *f, const char *title, const json_t *list)
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
-        char cells[COLS][PW_OUT_CELL_MAX], from[PW_OUT_CELL_MAX], to[PW_OUT_CELL_MAX];
+        char cells[COLS][PW_OUT_CELL_MAX], from[PW_OUT_CELL_MAX],
+             to[PW_OUT_CELL_MAX];
         double m = json_number_value(json_object_get(e, "magnitude"));
         snprintf(cells[0], PW_OUT_CELL_MAX, "%" JSON_INTEGER_FORMAT,
                  json_integer_value(json_object_get(e, "id")));
-        snprintf(cells[1], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "benchmark", "?"));
-        snprintf(cells[2], PW_OUT_CELL_MAX, "%s vs %s", pw_out_str(e, "subject", "?"),
+        snprintf(cells[1], PW_OUT_CELL_MAX, "%s",
+                 pw_out_str(e, "benchmark", "?"));
+        snprintf(cells[2], PW_OUT_CELL_MAX, "%s vs %s",
+                 pw_out_str(e, "subject", "?"),
                  pw_out_str(e, "other", "?"));
         snprintf(cells[3], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
-        snprintf(cells[4], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "metric", "?"));
+        snprintf(cells[4], PW_OUT_CELL_MAX, "%s",
+                 pw_out_str(e, "metric", "?"));
         snprintf(cells[5], PW_OUT_CELL_MAX, "%+.1f%%", (m - 1.0) * 100.0);
-        snprintf(cells[6], PW_OUT_CELL_MAX, "%s%s", pw_out_str(e, "outcome", "?"),
+        snprintf(cells[6], PW_OUT_CELL_MAX, "%s%s",
+                 pw_out_str(e, "outcome", "?"),
                  json_is_true(json_object_get(e, "within_noise"))
                  ? " (within noise)" : "");
         s_range_end(from, sizeof from, json_object_get(e, "before"));
@@ -161,14 +166,18 @@ s_print_list(FILE *f, const char *title, const json_t *list)
         char cells[COLS][PW_OUT_CELL_MAX];
         const json_t *b = json_object_get(e, "before"),
                      *a = json_object_get(e, "after");
-        snprintf(cells[0], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "benchmark", "?"));
-        snprintf(cells[1], PW_OUT_CELL_MAX, "%s vs %s", pw_out_str(e, "subject", "?"),
+        snprintf(cells[0], PW_OUT_CELL_MAX, "%s",
+                 pw_out_str(e, "benchmark", "?"));
+        snprintf(cells[1], PW_OUT_CELL_MAX, "%s vs %s",
+                 pw_out_str(e, "subject", "?"),
                  pw_out_str(e, "other", "?"));
         snprintf(cells[2], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
         s_side(cells[3], PW_OUT_CELL_MAX, b);
         s_side(cells[4], PW_OUT_CELL_MAX, a);
-        snprintf(cells[5], PW_OUT_CELL_MAX, "%s", pw_out_str(b, "run_id", "?"));
-        snprintf(cells[6], PW_OUT_CELL_MAX, "%s", pw_out_str(a, "run_id", "?"));
+        snprintf(cells[5], PW_OUT_CELL_MAX, "%s",
+                 pw_out_str(b, "run_id", "?"));
+        snprintf(cells[6], PW_OUT_CELL_MAX, "%s",
+                 pw_out_str(a, "run_id", "?"));
         s_tagtext(cells[7], PW_OUT_CELL_MAX, json_object_get(b, "tags"));
         s_tagtext(cells[8], PW_OUT_CELL_MAX, json_object_get(a, "tags"));
         const char *row[COLS];

@@ -211,7 +211,8 @@ s_header(FILE *f, s_fmt_t fmt, const json_t *rep)
         fputc('\n', f);
     }
     s_para_open(f, fmt);
-    s_textf(f, fmt, "suite %s, state %s, tags %s", pw_out_str(rep, "suite", "?"),
+    s_textf(f, fmt, "suite %s, state %s, tags %s",
+            pw_out_str(rep, "suite", "?"),
             pw_out_str(rep, "state", "?"), tags);
     if (*pw_out_str(rep, "label", ""))
         s_textf(f, fmt, ", label %s", pw_out_str(rep, "label", ""));
@@ -234,7 +235,8 @@ s_hosts(FILE *f, s_fmt_t fmt, const json_t *rep)
         char st[512], cpu[256], kern[256], arch[64], ncpu[32], floor[96],
              warn[1024] = "";
         snprintf(st, sizeof st, "%s%s%s", pw_out_str(h, "state", "?"),
-                 *pw_out_str(h, "reason", "") ? ": " : "", pw_out_str(h, "reason", ""));
+                 *pw_out_str(h, "reason", "") ? ": " : "",
+                 pw_out_str(h, "reason", ""));
         s_scalar(cpu, sizeof cpu, json_object_get(h, "cpu_model"));
         pw_out_kernel(kern, sizeof kern, h);
         s_scalar(arch, sizeof arch, json_object_get(h, "arch"));
@@ -287,7 +289,8 @@ s_verdicts(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
     json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
         const json_t *sum = json_object_get(cmp, "summary");
         char arms[512];
-        snprintf(arms, sizeof arms, "%s vs %s", pw_out_str(cmp, "subject", "?"),
+        snprintf(arms, sizeof arms, "%s vs %s",
+                 pw_out_str(cmp, "subject", "?"),
                  pw_out_str(cmp, "other", "?"));
         cells[0] = pw_out_str(cmp, "benchmark", "?");
         cells[1] = arms;
@@ -339,7 +342,8 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
         s_para_open(f, fmt);
         if (!json_is_object(v)) {
             s_textf(f, fmt, "%s, %s vs %s: no verdict: %s", host,
-                    pw_out_str(cmp, "subject", "?"), pw_out_str(cmp, "other", "?"),
+                    pw_out_str(cmp, "subject", "?"),
+                    pw_out_str(cmp, "other", "?"),
                     pw_out_str(e, "error", "?"));
             s_para_close(f, fmt);
             continue;
@@ -641,7 +645,8 @@ s_run_plots(FILE *f, const json_t *rep, const json_t *ver, const char *bench)
             const json_t *e = pw_out_entry(cmp, pw_out_str(run, "host", ""));
             const json_t *v = json_object_get(e, "verdict");
             if (!json_is_object(v) || nr >= CL_REPORT_BOX_ARMS ||
-                strcmp(pw_out_str(e, "run_id", ""), pw_out_str(run, "run_id", "")) != 0)
+                strcmp(pw_out_str(e, "run_id", ""),
+                       pw_out_str(run, "run_id", "")) != 0)
                 continue;
             ratios[nr++] = (cl_report_ratio_t){
                 .other = pw_out_str(cmp, "other", "?"),
@@ -651,8 +656,8 @@ s_run_plots(FILE *f, const json_t *rep, const json_t *ver, const char *bench)
                 .outcome = pw_out_str(v, "outcome", NULL) };
         }
         char caption[512];
-        snprintf(caption, sizeof caption, "%s, run %s", pw_out_str(run, "host",
-                 "?"), pw_out_str(run, "run_id", "?"));
+        snprintf(caption, sizeof caption, "%s, run %s",
+                 pw_out_str(run, "host", "?"), pw_out_str(run, "run_id", "?"));
         fputs("<div class=\"plot\">", f);
         cl_report_boxplot(f, caption, arms, na, ratios, nr);
         fputs("</div>\n", f);
@@ -675,13 +680,15 @@ s_benchmarks(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
         goto done;
     json_array_foreach(json_object_get(ver, "comparisons"), i, x)
         if (!json_object_get(seen, pw_out_str(x, "benchmark", ""))) {
-            json_object_set_new(seen, pw_out_str(x, "benchmark", ""), json_true());
+            json_object_set_new(seen, pw_out_str(x, "benchmark", ""),
+                                json_true());
             json_array_append_new(order, json_string(pw_out_str(x, "benchmark",
                                                            "")));
         }
     json_array_foreach(runs, i, x)
         if (!json_object_get(seen, pw_out_str(x, "benchmark", ""))) {
-            json_object_set_new(seen, pw_out_str(x, "benchmark", ""), json_true());
+            json_object_set_new(seen, pw_out_str(x, "benchmark", ""),
+                                json_true());
             json_array_append_new(order, json_string(pw_out_str(x, "benchmark",
                                                            "")));
         }
@@ -699,7 +706,8 @@ s_benchmarks(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
                 const json_t *s = json_object_get(arm, "summary");
                 char n[32], mn[32], md[32], mx[32], iqr[32], errs[32],
                      name[300];
-                snprintf(name, sizeof name, "%s%s", pw_out_str(arm, "name", "?"),
+                snprintf(name, sizeof name, "%s%s",
+                         pw_out_str(arm, "name", "?"),
                          json_is_true(json_object_get(arm, "subject")) ?
                          " (subject)" : "");
                 snprintf(errs, sizeof errs, "%" JSON_INTEGER_FORMAT,
@@ -722,8 +730,8 @@ s_benchmarks(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
                     snprintf(mx, sizeof mx, "-");
                     snprintf(iqr, sizeof iqr, "-");
                 }
-                const char *row[] = { pw_out_str(run, "host", "?"), name, n, mn,
-                                      md, mx, iqr, errs };
+                const char *row[] = { pw_out_str(run, "host", "?"), name,
+                                      n, mn, md, mx, iqr, errs };
                 s_row(f, fmt, row, 8, false);
             }
         }
@@ -735,8 +743,9 @@ s_benchmarks(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
                 continue;
             if (strcmp(pw_out_str(run, "status", ""), "complete") != 0) {
                 s_para_open(f, fmt);
-                s_textf(f, fmt, "%s: run %s is %s%s%s.", pw_out_str(run, "host",
-                        "?"), pw_out_str(run, "run_id", "?"),
+                s_textf(f, fmt, "%s: run %s is %s%s%s.",
+                        pw_out_str(run, "host", "?"),
+                        pw_out_str(run, "run_id", "?"),
                         pw_out_str(run, "status", "?"),
                         *pw_out_str(run, "reason", "") ? ": " : "",
                         pw_out_str(run, "reason", ""));

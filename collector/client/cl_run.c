@@ -124,7 +124,8 @@ s_progress(const json_t *job, char (*last)[512], size_t max, bool tty)
             break;
         const char *state = pw_out_str(h, "state", "?");
         const json_t *pg = json_object_get(h, "progress");
-        const char *bench = pw_out_str(h, "benchmark", pw_out_str(pg, "benchmark", ""));
+        const char *bench = pw_out_str(h, "benchmark",
+                                       pw_out_str(pg, "benchmark", ""));
         json_int_t round = json_integer_value(json_object_get(h, "round"));
         json_int_t rounds = json_integer_value(json_object_get(h, "rounds"));
         if (rounds == 0) {
@@ -154,7 +155,8 @@ s_progress(const json_t *job, char (*last)[512], size_t max, bool tty)
                      "when it comes back", pw_out_str(h, "host", "?"));
         } else {
             const char *why = pw_out_str(h, "reason", "");
-            snprintf(line, sizeof line, "%-12s %s%s%s", pw_out_str(h, "host", "?"),
+            snprintf(line, sizeof line, "%-12s %s%s%s",
+                     pw_out_str(h, "host", "?"),
                      state, *why ? ": " : "", why);
         }
         if (strcmp(line, last[i]) != 0) {

@@ -85,7 +85,8 @@ s_progress(const json_t *job, long trials, char (*last)[256])
                      pw_out_str(h, "host", "?"),
                      (long long)(ended < trials ? ended + 1 : trials), trials);
         else
-            snprintf(line, sizeof line, "%-12s %s%s%s", pw_out_str(h, "host", "?"),
+            snprintf(line, sizeof line, "%-12s %s%s%s",
+                     pw_out_str(h, "host", "?"),
                      state, *pw_out_str(h, "reason", "") ? ": " : "",
                      pw_out_str(h, "reason", ""));
         if (strcmp(line, last[i]) != 0) {
@@ -140,18 +141,6 @@ s_follow(cl_conn_t *c, const char *id, long trials, json_t **job)
     return rc;
 }
 
-/* The host object of `hosts` named name, or NULL. */
-static const json_t *
-s_host(const json_t *hosts, const char *name)
-{
-    size_t i;
-    json_t *h;
-    json_array_foreach(json_object_get(hosts, "hosts"), i, h)
-        if (strcmp(pw_out_str(h, "name", ""), name) == 0)
-            return h;
-    return NULL;
-}
-
 /* After the job: each of its hosts' result, from `hosts`. */
 static int
 s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
@@ -171,7 +160,8 @@ s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
     json_array_foreach(json_object_get(job, "hosts"), i, jh) {
         const char *name = pw_out_str(jh, "host", "?");
         const char *state = pw_out_str(jh, "state", "?");
-        const json_t *st = json_object_get(s_host(hosts, name), "selftest");
+        const json_t *st = json_object_get(
+            pw_out_named(hosts, "hosts", "name", name), "selftest");
         /* Only this job's result answers this run; an older one stays
          * the host's last until a new one ends done. */
         bool ours = strcmp(pw_out_str(st, "job", ""), id) == 0;

@@ -462,7 +462,8 @@ s_hosts(FILE *f, const s_site_t *s)
 static int
 s_worse(const void *a, const void *b)
 {
-    const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
+    const json_t *x = *(const json_t *const *)a,
+                  *y = *(const json_t *const *)b;
     int rx = json_is_true(json_object_get(x, "regression")),
         ry = json_is_true(json_object_get(y, "regression"));
     if (rx != ry)

@@ -162,8 +162,9 @@ static void
 s_hover(char *buf, size_t len, const json_t *series, const json_t *r)
 {
     char when[32], tags[512], sub[256], oth[256], ver[128];
-    pw_out_time(when, sizeof when, json_integer_value(json_object_get(r,
-                                                                 "time_us")), PW_OUT_TIME_PLOT);
+    pw_out_time(when, sizeof when,
+                json_integer_value(json_object_get(r, "time_us")),
+                PW_OUT_TIME_PLOT);
     s_tags(tags, sizeof tags, json_object_get(r, "tags"));
     s_arm_text(sub, sizeof sub, pw_out_str(series, "subject", "subject"),
                json_object_get(r, "subject"));
@@ -176,7 +177,8 @@ s_hover(char *buf, size_t len, const json_t *series, const json_t *r)
     else
         snprintf(ver, sizeof ver, "no verdict");
     snprintf(buf, len, "%s, run %s%s%s; %s; %s; %s; %s", when,
-             pw_out_str(r, "run", "?"), *pw_out_str(r, "job", "") ? ", job " : "",
+             pw_out_str(r, "run", "?"),
+             *pw_out_str(r, "job", "") ? ", job " : "",
              pw_out_str(r, "job", ""), tags, sub, oth, ver);
 }
 
@@ -300,7 +302,8 @@ s_marks(FILE *f, const s_plot_t *p, const json_t *series)
                 "y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
                 "stroke-dasharray=\"1 3\"/><polygon points=\"%.1f,%.1f "
                 "%.1f,%.1f %.1f,%.1f\" fill=\"%s\"/></g>\n",
-                pw_out_str(m, "kind", "change"), x, x, S_PT0, S_PR1, S_ANN_COLOUR,
+                pw_out_str(m, "kind", "change"), x, x, S_PT0, S_PR1,
+                S_ANN_COLOUR,
                 x - 5, S_PT0 - 8, x + 5, S_PT0 - 8, x, S_PT0, S_ANN_COLOUR);
     }
     json_array_foreach(json_object_get(series, "change_points"), i, m) {
@@ -355,8 +358,9 @@ s_axes(FILE *f, const s_plot_t *p)
             "width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#bbb\"/>\n",
             S_ML, S_PT0, S_W - S_ML - S_MR, S_PT1 - S_PT0, S_ML, S_PR0,
             S_W - S_ML - S_MR, S_PR1 - S_PR0);
-    pw_out_time(d0, sizeof d0, json_integer_value(json_object_get(s_run(p, 0),
-                                                             "time_us")), PW_OUT_TIME_PLOT);
+    pw_out_time(d0, sizeof d0,
+                json_integer_value(json_object_get(s_run(p, 0), "time_us")),
+                PW_OUT_TIME_PLOT);
     pw_out_time(d1, sizeof d1, json_integer_value(json_object_get(
         s_run(p, p->n - 1), "time_us")), PW_OUT_TIME_PLOT);
     fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#555\">"

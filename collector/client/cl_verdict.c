@@ -91,7 +91,8 @@ s_single(const s_opts_t *o)
 {
     double *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
-    char err[S_ERR_MAX], name_a[PW_OUT_CELL_MAX] = "a", name_b[PW_OUT_CELL_MAX] = "b";
+    char err[S_ERR_MAX], name_a[PW_OUT_CELL_MAX] = "a",
+         name_b[PW_OUT_CELL_MAX] = "b";
     vd_verdict_t v;
     json_t *j = NULL;
     int rc = PW_EXIT_USAGE;

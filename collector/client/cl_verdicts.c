@@ -308,7 +308,8 @@ s_host_reason(const json_t *body, const json_t *host)
         if (e) {
             fprintf(stderr, "  %s: %s: %s\n", name,
                     pw_out_str(cmp, "benchmark", "?"),
-                    pw_out_str(e, "error", pw_out_str(e, "status", "no verdict")));
+                    pw_out_str(e, "error",
+                               pw_out_str(e, "status", "no verdict")));
             return;
         }
     }

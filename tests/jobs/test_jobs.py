@@ -52,6 +52,15 @@ PARITY = os.path.join(BUILD, "collector", "client", "parity")
 REQUEST = os.path.join(BUILD, "tests", "jobs", "jobs-request")
 HEARTBEAT_MS = "200"   # offline after 5 beats: 1 s
 
+# /bin/true against echo: the cheapest pair (fleet's and quick's startup).
+STARTUP_ARMS = """    arms:
+      - name: "true"
+        subject: true
+        command: [/bin/true]
+      - name: echo
+        command: [/bin/echo, hello]
+"""
+
 SUITE = """suite: fleet
 defaults:
   runs: 6
@@ -65,13 +74,7 @@ benchmarks:
       - name: slow
         command: [sleep, "0.2"]
   - name: startup
-    arms:
-      - name: "true"
-        subject: true
-        command: [/bin/true]
-      - name: echo
-        command: [/bin/echo, hello]
-"""
+""" + STARTUP_ARMS
 
 # Long enough to kill an agent in the middle: 40 rounds of 2 x 0.1 s.
 LONG_SUITE = """suite: long
@@ -1173,13 +1176,7 @@ benchmarks:
   - name: startup
     runs: 3
     warmup: 0
-    arms:
-      - name: "true"
-        subject: true
-        command: [/bin/true]
-      - name: echo
-        command: [/bin/echo, hello]
-"""
+""" + STARTUP_ARMS
 
 AA_LINE = re.compile(r"^(alpha|beta): (warning: )?(\d+) false verdicts? in 5 "
                      r"A/A trials( \(\d+\.\d %, above 2 %\))?, floor "
