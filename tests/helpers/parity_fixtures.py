@@ -87,6 +87,21 @@ def as_pg_owner(cmd):
     return cmd
 
 
+def stop_all(procs, sig=signal.SIGTERM, wait=20):
+    """Signal every process of procs at once, then wait for each (kill
+    after wait s): agents stop together, not one after the other."""
+    procs = [p for p in procs if p]
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(sig)
+    for p in procs:
+        try:
+            p.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 class World:
     """A temp dir (prefix names the test) with keys/, allow/, admin/ and
     suites/, keys made with `parity` (the client binary at parity), and

@@ -245,14 +245,7 @@ class World(pf.World):
         return v
 
     def close(self):
-        for p in self.agents.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.agents.values():
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        pf.stop_all(self.agents.values())
         for n, p in self.collectors.items():
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
