@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "ag_calstore.h"
 #include "ag_env.h"
 #include "ag_spawn.h"
 #include "config.h"
@@ -33,9 +34,18 @@ struct ag_harness {
     atomic_int cancelled;        /* 0, or 1 + the ag_run_status_t asked */
 };
 
+/* What one ag_harness_run() call keeps across its benchmarks: every
+ * calibration run so far (the stopping rule's floor). */
+typedef struct {
+    const ag_harness_opts_t *opts;
+    double *cal;
+    size_t ncal, cal_cap;
+} s_session_t;
+
 /* Everything one benchmark run needs, built before its first spawn. */
 typedef struct {
     ag_harness_t *h;
+    s_session_t *ss;
     const ag_suite_t *suite;
     const ag_bench_t *b;
     const ag_callbacks_t *cb;
@@ -65,6 +75,10 @@ typedef struct {
     double last_cpu_after_us;    /* thread CPU at the last window's end */
     double between_cpu_us;       /* summed between windows */
     double windows_wall_us;
+    /* runs: auto only: each arm's measured wall times so far, room for
+     * the cap (the stopping rule compares them at each look). */
+    double *meas[AG_SUITE_MAX_ARMS];
+    size_t nmeas[AG_SUITE_MAX_ARMS];
 } s_run_t;
 
 /* Account one timed window: the CPU since the previous one ended. */
@@ -504,6 +518,8 @@ s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
     }
     if (s_emit(r, &s) != 0)
         return -1;
+    if (kind == AG_SAMPLE_MEASURED && r->meas[a])
+        r->meas[a][r->nmeas[a]++] = s.wall_us;
     return s_hook(r, a, &arm->conclude, "conclude", -1, true);
 }
 
@@ -539,6 +555,7 @@ s_run_free(s_run_t *r)
         free(r->envp[i]);
         free(r->path[i]);
         free(r->versions[i]);
+        free(r->meas[i]);
     }
     if (r->cap_ok)
         ag_capture_close(&r->cap);
@@ -649,11 +666,74 @@ s_open_out(const ag_out_t *o, int *fd, char *why, size_t len)
     return 0;
 }
 
+/* The rounds planned for b under o: true for runs: auto (*runs is then
+ * the cap). --runs N overrides a suite's auto, --runs auto its N. */
+static bool
+s_plan(const ag_harness_opts_t *o, const ag_bench_t *b, unsigned *runs)
+{
+    bool autorun = o->runs_auto || (!o->runs && b->runs_auto);
+    if (autorun)
+        *runs = o->max_runs ? o->max_runs
+              : b->max_runs ? b->max_runs : AG_SUITE_DEFAULT_MAX_RUNS;
+    else
+        *runs = o->runs ? o->runs : b->runs;
+    return autorun;
+}
+
+/* Keep a calibration run for the stopping rule's floor; false when out
+ * of memory (the floor then has the runs kept so far). */
+static bool
+s_keep_cal(s_session_t *ss, double wall_us)
+{
+    if (ss->ncal == ss->cal_cap) {
+        size_t cap = ss->cal_cap ? ss->cal_cap * 2 : 256;
+        double *p = realloc(ss->cal, cap * sizeof *p);
+        if (!p)
+            return false;
+        ss->cal = p;
+        ss->cal_cap = cap;
+    }
+    ss->cal[ss->ncal++] = wall_us;
+    return true;
+}
+
+/* runs: auto, at a look after done rounds: DECISIVE when the subject's
+ * verdict against every other arm is decisive, else CAP at the cap and
+ * MORE before it. The floor is the one the results will be judged with
+ * as known now: the store pooled with this session's calibration. */
+static vd_stop_t
+s_look(const s_run_t *r, unsigned done, unsigned cap)
+{
+    const ag_harness_opts_t *o = r->ss->opts;
+    vd_stop_t more = done >= cap ? VD_STOP_CAP : VD_STOP_MORE;
+    ag_floor_t f;
+    vd_params_t p;
+    char err[256];
+    if (ag_calstore_floor(o->store_us, o->store_n, r->ss->cal, r->ss->ncal,
+                          o->fresh_floor, &f, err, sizeof err) != 0)
+        return more;
+    p.parity = o->parity > 0 ? o->parity : VD_DEFAULT_PARITY;
+    p.floor_us = f.floor_us;
+    p.floor_is_default = f.is_default;
+    size_t sub = r->b->subject;
+    for (size_t a = 0; a < r->arm_count; a++) {
+        vd_verdict_t v;
+        if (a == sub)
+            continue;
+        if (vd_compare(r->meas[sub], r->nmeas[sub], r->meas[a], r->nmeas[a],
+                       &p, &v, err, sizeof err) != VD_OK ||
+            !vd_adaptive_decisive(&v))
+            return more;
+    }
+    return VD_STOP_DECISIVE;
+}
+
 static int
 s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
-            const ag_harness_opts_t *opts, const char *env_json,
+            s_session_t *ss, const char *env_json,
             const ag_callbacks_t *cb, const char *noop)
 {
+    const ag_harness_opts_t *opts = ss->opts;
     const ag_bench_t *b = &suite->benchmarks[bi];
     s_run_t r;
     unsigned *order = NULL;
@@ -663,6 +743,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
 
     memset(&r, 0, sizeof r);
     r.h = h;
+    r.ss = ss;
     r.suite = suite;
     r.b = b;
     r.cb = cb;
@@ -670,7 +751,11 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
     r.arm_count = b->arm_count;
     r.out_fd = r.err_fd = -1;
     r.status = AG_RUN_COMPLETE;
-    unsigned runs = opts->runs ? opts->runs : b->runs;
+    unsigned runs;
+    bool autorun = s_plan(opts, b, &runs);
+    unsigned cap = runs;
+    unsigned look = autorun ? vd_adaptive_next(0, cap) : runs;
+    vd_stop_t stop = VD_STOP_MORE;
     unsigned warmup = opts->warmup >= 0 ? (unsigned)opts->warmup : b->warmup;
     size_t n = b->arm_count;
     int64_t started = s_unix_us();
@@ -686,6 +771,9 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
         for (size_t p = 0; p < n; p++)
             order[(size_t)rd * n + p] = (unsigned)((rd + p) % n);
 
+    for (size_t a = 0; autorun && a < n; a++)
+        if (!(r.meas[a] = calloc(runs, sizeof *r.meas[a])))
+            s_fail(&r, "out of memory for %u rounds of runs: auto", runs);
     for (size_t a = 0; a < n; a++) {
         const ag_arm_t *arm = &b->arms[a];
         if (arm->cmd.argv) {
@@ -732,7 +820,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
     ag_run_start_t start = {
         .suite = suite->name, .benchmark = b->name, .benchmark_index = bi,
         .bench = b, .arms = info, .arm_count = n, .subject = b->subject,
-        .runs = runs, .warmup = warmup, .order = order,
+        .runs = runs, .runs_auto = autorun, .warmup = warmup, .order = order,
         .environment_json = env_json, .started_at_us = started,
     };
     if (cb->on_run_start && cb->on_run_start(cb->ctx, &start) != 0)
@@ -747,7 +835,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
         setup_done = a + 1;
     }
 
-    unsigned total = warmup + runs, done = 0;
+    unsigned total = warmup + look, done = 0, taken = 0;
     for (unsigned w = 0; w < warmup && r.status == AG_RUN_COMPLETE; w++) {
         for (size_t p = 0; p < n && r.status == AG_RUN_COMPLETE; p++)
             s_measure(&r, order[(size_t)(w % runs) * n + p],
@@ -781,6 +869,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
             break;
         }
         s_account(&r, &res);
+        s_keep_cal(ss, res.wall_us);
         ag_sample_t s;
         memset(&s, 0, sizeof s);
         s.kind = AG_SAMPLE_CALIBRATION;
@@ -790,12 +879,21 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
         if (s_emit(&r, &s) != 0)
             break;
         done++;
+        taken = rd + 1;
+        if (autorun && taken == look) {
+            stop = s_look(&r, taken, cap);
+            if (stop == VD_STOP_MORE)
+                look = vd_adaptive_next(taken, cap);
+        }
         if (cb->on_progress) {
             double el = s_mono_us() - t0;
-            ag_progress_t pg = { b->name, false, rd + 1, runs, el,
-                                 el / done * (total - done) };
+            unsigned of = warmup + look;
+            ag_progress_t pg = { b->name, false, rd + 1, look, el,
+                                 el / done * (of > done ? of - done : 0) };
             cb->on_progress(cb->ctx, &pg);
         }
+        if (stop != VD_STOP_MORE)
+            break;
     }
     /* Cleanup runs even after a failure or a Ctrl-C, and the first
      * cancel does not stop it: it is what leaves the machine as it was.
@@ -808,6 +906,8 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
         .reason = r.status == AG_RUN_COMPLETE ? NULL : r.reason,
         .stderr_tail = r.have_tail ? r.tail : NULL,
         .samples = r.samples, .ended_at_us = s_unix_us(),
+        .rounds = taken, .runs_auto = autorun, .max_runs = cap,
+        .stop = r.status == AG_RUN_COMPLETE ? stop : VD_STOP_MORE,
         .between_cpu_us = r.between_cpu_us,
         .windows_wall_us = r.windows_wall_us,
     };
@@ -820,12 +920,23 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
     return rc;
 }
 
+/* The rounds a benchmark surely takes: its runs, or with runs: auto
+ * its first look's (the session-start calibration tops these up to the
+ * target, so the first look already has a full floor). */
+static unsigned
+s_first_rounds(const ag_harness_opts_t *o, const ag_bench_t *b)
+{
+    unsigned runs;
+    return s_plan(o, b, &runs) ? vd_adaptive_next(0, runs) : runs;
+}
+
 int
 ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
                const ag_harness_opts_t *opts_in, const ag_callbacks_t *cb_in,
                char *err, size_t errlen)
 {
     ag_harness_opts_t opts = { .warmup = -1 };
+    s_session_t ss = { .opts = &opts };
     ag_callbacks_t cb = { 0 };
     char *env_json = NULL;
     double *cal = NULL;
@@ -836,7 +947,7 @@ ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
         opts = *opts_in;
     if (cb_in)
         cb = *cb_in;
-    if (opts.runs > AG_SUITE_MAX_RUNS ||
+    if (opts.runs > AG_SUITE_MAX_RUNS || opts.max_runs > AG_SUITE_MAX_RUNS ||
         (opts.warmup >= 0 && opts.warmup > AG_SUITE_MAX_WARMUP)) {
         snprintf(err, errlen, "runs must be 1..%d and warmup 0..%d",
                  AG_SUITE_MAX_RUNS, AG_SUITE_MAX_WARMUP);
@@ -869,7 +980,7 @@ ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
         if (opts.only_count == 0)
             selected[i] = true;
         if (selected[i])
-            total_rounds += opts.runs ? opts.runs : suite->benchmarks[i].runs;
+            total_rounds += s_first_rounds(&opts, &suite->benchmarks[i]);
     }
 
     const char *noop = opts.noop_path ? opts.noop_path
@@ -913,6 +1024,7 @@ ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
         if (c != AG_SPAWN_OK)
             goto done;
         cal[got] = res.wall_us;
+        s_keep_cal(&ss, res.wall_us);
     }
     if (cb.on_calibration && cb.on_calibration(cb.ctx, cal, got, taken) != 0) {
         rc = AG_HARNESS_STOPPED;
@@ -926,7 +1038,7 @@ ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
             rc = AG_HARNESS_STOPPED;
             break;
         }
-        if (s_run_bench(h, suite, i, &opts, env_json, &cb, noop) ==
+        if (s_run_bench(h, suite, i, &ss, env_json, &cb, noop) ==
             AG_HARNESS_STOPPED) {
             rc = AG_HARNESS_STOPPED;
             break;
@@ -936,5 +1048,6 @@ done:
     free(selected);
     free(env_json);
     free(cal);
+    free(ss.cal);
     return rc;
 }

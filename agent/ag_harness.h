@@ -16,6 +16,11 @@
  *     on_run_end    status (complete, failed, incomplete, cancelled),
  *                   reason, the failing command's stderr tail
  *
+ * Adaptive runs (`runs: auto`): the plan is made for max_runs rounds;
+ * at each look (vd_adaptive_next) the subject is compared with every
+ * other arm on the rounds so far, and the benchmark ends when all are
+ * decisive or at the cap. on_run_end says how many rounds and why.
+ *
  * Order: warm-up rounds first (kind WARMUP), then `runs` rounds; round r
  * runs the arms rotated by r (A B C, B C A, C A B ...), then one
  * calibration run of the no-op program at position arm_count, through the
@@ -46,6 +51,7 @@
 #include <stdint.h>
 
 #include "ag_suite.h"
+#include "vd_adaptive.h"
 
 #define AG_HARNESS_OK        0
 #define AG_HARNESS_ERR      -1   /* could not run at all; err says why */
@@ -118,7 +124,10 @@ typedef struct {
     const ag_arm_info_t *arms;
     size_t arm_count;
     size_t subject;          /* index of the subject arm */
-    unsigned runs;           /* measured rounds, after the override */
+    unsigned runs;           /* measured rounds, after the override;
+                                with runs_auto the cap */
+    bool runs_auto;          /* rounds stop once the verdicts are
+                                decisive (vd_adaptive.h) */
     unsigned warmup;         /* warm-up rounds, after the override */
     /* order[r * arm_count + p] = arm at position p of measured round r,
      * for r < runs. Warm-up round w uses row w % runs. */
@@ -131,7 +140,8 @@ typedef struct {
     const char *benchmark;
     bool warmup;             /* a warm-up round just ended */
     unsigned round;          /* rounds done, 1 .. rounds */
-    unsigned rounds;         /* warm-up or measured rounds in all */
+    unsigned rounds;         /* warm-up or measured rounds in all; with
+                                runs: auto the next look's */
     double elapsed_us;       /* since this benchmark started */
     double eta_us;           /* estimated time left for this benchmark */
 } ag_progress_t;
@@ -142,6 +152,11 @@ typedef struct {
     const char *reason;      /* NULL when complete */
     const char *stderr_tail; /* the failing command's; NULL if none */
     uint64_t samples;        /* how many on_sample calls this run made */
+    unsigned rounds;         /* measured rounds taken */
+    bool runs_auto;          /* runs: auto; then max_runs and stop */
+    unsigned max_runs;
+    vd_stop_t stop;          /* DECISIVE or CAP; MORE when it ended
+                                otherwise (failed, interrupted) */
     int64_t ended_at_us;     /* unix time */
     /* The harness's own CPU (its thread's) between the end of one timed
      * window and the start of the next, summed over the run, against the
@@ -172,6 +187,20 @@ typedef struct {
     /* Calibration samples the session aims for; 0 means
      * AG_HARNESS_CALIBRATION_TARGET. */
     unsigned calibration_target;
+    /* `--runs auto`: every selected benchmark adds rounds in steps until
+     * its verdicts are decisive (vd_adaptive.h) or it has max_runs;
+     * false: runs, else each benchmark's own (its runs_auto). */
+    bool runs_auto;
+    unsigned max_runs;           /* the cap; 0: each benchmark's own */
+    double parity;               /* the stopping rule's flat tolerance;
+                                    0: VD_DEFAULT_PARITY */
+    /* The stopping rule's floor: the host's calibration store (oldest
+     * first; NULL, 0: none) pooled with this session's calibration runs
+     * as ag_calstore_floor() does, or with fresh_floor the session's
+     * alone. Borrowed for the call. */
+    const double *store_us;
+    size_t store_n;
+    bool fresh_floor;
 } ag_harness_opts_t;
 
 typedef struct ag_harness ag_harness_t;

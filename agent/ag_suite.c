@@ -20,11 +20,11 @@
 static const char *const s_top_keys[] = {
     "suite", "variables", "defaults", "benchmarks", NULL };
 static const char *const s_defaults_keys[] = {
-    "runs", "warmup", "timeout", "stdout", "stderr", "expect_exit", "cpus",
-    "versions", NULL };
-static const char *const s_bench_keys[] = {
-    "name", "arms", "runs", "warmup", "timeout", "stdout", "stderr",
+    "runs", "max_runs", "warmup", "timeout", "stdout", "stderr",
     "expect_exit", "cpus", "versions", NULL };
+static const char *const s_bench_keys[] = {
+    "name", "arms", "runs", "max_runs", "warmup", "timeout", "stdout",
+    "stderr", "expect_exit", "cpus", "versions", NULL };
 static const char *const s_arm_keys[] = {
     "name", "subject", "command", "shell", "cwd", "env", "setup", "cleanup",
     "prepare", "conclude", "versions", NULL };
@@ -33,6 +33,8 @@ static const char *const s_arm_keys[] = {
  * point into the yaml document until copied into a benchmark. */
 typedef struct {
     unsigned runs;
+    bool runs_auto;              /* runs: auto */
+    unsigned max_runs;           /* the cap of runs: auto */
     unsigned warmup;
     double timeout_s;
     yaml_node_t *stdout_node;
@@ -499,10 +501,28 @@ s_settings(s_ctx_t *c, yaml_node_t *n, s_settings_t *s)
     yaml_node_t *v;
     long x;
     if ((v = s_get(c, n, "runs"))) {
-        if (s_uint(c, v, "runs", AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
+        if (v->type == YAML_SCALAR_NODE && strcmp(s_scalar(v), "auto") == 0)
+            s->runs_auto = true;
+        else if (v->type != YAML_SCALAR_NODE ||
+                 s_uint(c, v, "runs", AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
+                        &x) != AG_SUITE_OK)
+            return s_fail(c, v, "runs: expected auto or an integer from %d "
+                          "to %d, found %s%s%s", AG_SUITE_MIN_RUNS,
+                          AG_SUITE_MAX_RUNS,
+                          v->type == YAML_SCALAR_NODE ? "\"" : "",
+                          v->type == YAML_SCALAR_NODE ? s_scalar(v)
+                                                      : s_kind_name(v),
+                          v->type == YAML_SCALAR_NODE ? "\"" : "");
+        else {
+            s->runs_auto = false;
+            s->runs = (unsigned)x;
+        }
+    }
+    if ((v = s_get(c, n, "max_runs"))) {
+        if (s_uint(c, v, "max_runs", AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
                    &x) != AG_SUITE_OK)
             return AG_SUITE_ERR;
-        s->runs = (unsigned)x;
+        s->max_runs = (unsigned)x;
     }
     if ((v = s_get(c, n, "warmup"))) {
         if (s_uint(c, v, "warmup", 0, AG_SUITE_MAX_WARMUP, &x) !=
@@ -717,7 +737,9 @@ s_bench(s_ctx_t *c, yaml_node_t *n, const s_settings_t *defaults,
     s_settings_t s = *defaults;
     if (s_settings(c, n, &s) != AG_SUITE_OK)
         return AG_SUITE_ERR;
-    b->runs = s.runs;
+    b->runs_auto = s.runs_auto;
+    b->max_runs = s.max_runs ? s.max_runs : AG_SUITE_DEFAULT_MAX_RUNS;
+    b->runs = s.runs_auto ? b->max_runs : s.runs;
     b->warmup = s.warmup;
     b->timeout_s = s.timeout_s;
     b->expect_exit = s.expect_exit;

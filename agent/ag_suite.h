@@ -43,6 +43,7 @@
 
 /* Defaults when neither the benchmark nor the suite's `defaults` say. */
 #define AG_SUITE_DEFAULT_RUNS       10
+#define AG_SUITE_DEFAULT_MAX_RUNS   PW_MAX_RUNS_DEFAULT  /* of runs: auto */
 #define AG_SUITE_DEFAULT_WARMUP     1
 #define AG_SUITE_DEFAULT_TIMEOUT_S  300.0
 
@@ -91,7 +92,12 @@ typedef struct {
     size_t arm_count;      /* 2 .. AG_SUITE_MAX_ARMS */
     size_t subject;        /* index of the subject arm */
     unsigned runs;         /* measured rounds, AG_SUITE_MIN_RUNS ..
-                              AG_SUITE_MAX_RUNS */
+                              AG_SUITE_MAX_RUNS; with runs_auto the
+                              cap, max_runs */
+    bool runs_auto;        /* `runs: auto`: rounds are added in steps
+                              until the verdict is decisive
+                              (vd_adaptive.h) or max_runs */
+    unsigned max_runs;     /* the cap of runs: auto (default 100) */
     unsigned warmup;       /* warm-up rounds, 0 .. AG_SUITE_MAX_WARMUP */
     double timeout_s;      /* per run; > 0 */
     ag_out_t out;          /* stdout */

@@ -15,6 +15,14 @@
 /* Measured rounds of a benchmark: a verdict needs two runs a side. */
 #define PW_RUNS_MIN       2
 #define PW_RUNS_MAX       100000
+/* `runs: auto` (docs/verdict.md "Adaptive runs"): rounds are added in
+ * steps until the verdict is decisive or max_runs rounds are taken. A
+ * job's runs (JobOffer.runs, the jobs row, `parity run --runs auto`)
+ * carries it as PW_RUNS_AUTO: 1 is never a count of runs, since a
+ * verdict needs 2. The cap is the suite's max_runs, else
+ * PW_MAX_RUNS_DEFAULT; max_runs has the bounds of runs. */
+#define PW_RUNS_AUTO      1
+#define PW_MAX_RUNS_DEFAULT 100
 /* Warm-up rounds. */
 #define PW_WARMUP_MAX     10000
 /* Variables of a suite (its own and --var together), and the bytes of

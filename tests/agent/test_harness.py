@@ -641,8 +641,8 @@ cases = [
      "parity-agent run: --only three: suite \"two\" has no such benchmark "
      "(it has: one, two)\n"),
     ([AGENT, "run", bad_yaml], 1,
-     "parity-agent run: %s:4:11: runs: expected an integer from 2 to "
-     "100000, found \"many\"\n" % bad_yaml),
+     "parity-agent run: %s:4:11: runs: expected auto or an integer from 2 "
+     "to 100000, found \"many\"\n" % bad_yaml),
     ([AGENT, "run", path("nope.yaml")], 1,
      "parity-agent run: %s: open: No such file or directory\n"
      % path("nope.yaml")),

@@ -49,8 +49,8 @@ static const bad_t s_bad[] = {
       "missing key \"name\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    colour: red\n",
       "t.yaml:4:5: unknown key \"colour\" in a benchmark (expected one of: "
-      "name, arms, runs, warmup, timeout, stdout, stderr, expect_exit, cpus, "
-      "versions)" },
+      "name, arms, runs, max_runs, warmup, timeout, stdout, stderr, "
+      "expect_exit, cpus, versions)" },
     { "suite: s\nbenchmarks:\n  - name: x\n",
       "t.yaml:3:5: benchmark \"x\": missing key \"arms\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    arms: a\n",
@@ -128,19 +128,19 @@ static const bad_t s_bad[] = {
     { "suite: s\nbenchmarks:\n  - name: x\n" ARMS2 "  - name: x\n" ARMS2,
       "t.yaml:9:5: two benchmarks named \"x\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: 0\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found "
+      "t.yaml:4:11: runs: expected auto or an integer from 2 to 100000, found "
       "\"0\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: 1\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found "
+      "t.yaml:4:11: runs: expected auto or an integer from 2 to 100000, found "
       "\"1\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: 100001\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found "
+      "t.yaml:4:11: runs: expected auto or an integer from 2 to 100000, found "
       "\"100001\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: ten\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found "
+      "t.yaml:4:11: runs: expected auto or an integer from 2 to 100000, found "
       "\"ten\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: [1]\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found a "
+      "t.yaml:4:11: runs: expected auto or an integer from 2 to 100000, found a "
       "list" },
     { "suite: s\nbenchmarks:\n  - name: x\n    warmup: -1\n" ARMS2,
       "t.yaml:4:13: warmup: expected an integer from 0 to 10000, found "
@@ -181,7 +181,17 @@ static const bad_t s_bad[] = {
       "t.yaml:2:11: defaults: expected a mapping, found a list" },
     { "suite: s\ndefaults:\n  arms: []\nbenchmarks: []\n",
       "t.yaml:3:3: unknown key \"arms\" in defaults (expected one of: runs, "
-      "warmup, timeout, stdout, stderr, expect_exit, cpus, versions)" },
+      "max_runs, warmup, timeout, stdout, stderr, expect_exit, cpus, "
+      "versions)" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    runs: Auto\n" ARMS2,
+      "t.yaml:4:11: runs: expected auto or an integer from 2 to 100000, "
+      "found \"Auto\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    max_runs: 1\n" ARMS2,
+      "t.yaml:4:15: max_runs: expected an integer from 2 to 100000, found "
+      "\"1\"" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    max_runs: auto\n" ARMS2,
+      "t.yaml:4:15: max_runs: expected an integer from 2 to 100000, found "
+      "\"auto\"" },
     { "suite: s\nvariables: [a]\nbenchmarks: []\n",
       "t.yaml:2:12: variables: expected a mapping of name: value, found a "
       "list" },
@@ -234,11 +244,11 @@ static const bad_t s_bad[] = {
       "t.yaml:5:5: merge keys (<<) are not supported in a benchmark: write "
       "the keys out (anchors and aliases are fine)" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: \" 3\"\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found \" 3\"" },
+      "t.yaml:4:11: runs: expected auto or an integer from 2 to 100000, found \" 3\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: +3\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found \"+3\"" },
+      "t.yaml:4:11: runs: expected auto or an integer from 2 to 100000, found \"+3\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: 1000000000000\n" ARMS2,
-      "t.yaml:4:11: runs: expected an integer from 2 to 100000, found "
+      "t.yaml:4:11: runs: expected auto or an integer from 2 to 100000, found "
       "\"1000000000000\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    timeout: -1\n" ARMS2,
       "t.yaml:4:14: timeout: expected seconds above 0 and at most 86400, "
@@ -441,7 +451,7 @@ s_depth_cases(void)
         ag_suite_load_buffer("t.yaml", buf, n, NULL, 0, &s, err,
                              sizeof err);
         ok_str(err, levels == 64 ? "t.yaml:3:6: unknown key \"k\" in a "
-               "benchmark (expected one of: name, arms, runs, warmup, "
+               "benchmark (expected one of: name, arms, runs, max_runs, warmup, "
                "timeout, stdout, stderr, expect_exit, cpus, versions)" :
                "t.yaml:3:165: more than 64 levels of [ ] and { } nesting",
                "%d levels of [ and {", levels);
@@ -580,6 +590,17 @@ s_good(void)
         "  - name: second\n"
         "    arms:\n"
         "      - {name: x, command: [x]}\n"
+        "      - {name: y, command: [y]}\n"
+        "  - name: third\n"
+        "    runs: auto\n"
+        "    arms:\n"
+        "      - {name: x, command: [x]}\n"
+        "      - {name: y, command: [y]}\n"
+        "  - name: fourth\n"
+        "    runs: auto\n"
+        "    max_runs: 40\n"
+        "    arms:\n"
+        "      - {name: x, command: [x]}\n"
         "      - {name: y, command: [y]}\n";
     ag_var_t vars[] = { { "word", "a; rm -rf /" } };
     ag_suite_t *s = NULL;
@@ -590,7 +611,12 @@ s_good(void)
     if (rc != AG_SUITE_OK)
         return;
     ok_str(s->name, "good", "suite name");
-    ok(s->benchmark_count == 2, "two benchmarks");
+    ok(s->benchmark_count == 4, "four benchmarks");
+    ok(!s->benchmarks[0].runs_auto && s->benchmarks[2].runs_auto &&
+       s->benchmarks[2].runs == 100 && s->benchmarks[2].max_runs == 100,
+       "runs: auto, capped at 100 by default");
+    ok(s->benchmarks[3].runs_auto && s->benchmarks[3].runs == 40 &&
+       s->benchmarks[3].max_runs == 40, "runs: auto with max_runs: 40");
     const ag_bench_t *b = &s->benchmarks[0];
     ok(b->runs == 3 && b->warmup == 2, "runs from the benchmark, warmup "
        "from defaults");
@@ -622,7 +648,7 @@ s_good(void)
     const ag_bench_t *c = &s->benchmarks[1];
     ok(c->runs == 7 && c->subject == 0 && c->arms[0].subject,
        "defaults apply, and the first arm is the subject by default");
-    ok(ag_suite_find(s, "second") == c && !ag_suite_find(s, "third"),
+    ok(ag_suite_find(s, "second") == c && !ag_suite_find(s, "fifth"),
        "ag_suite_find");
     ag_suite_destroy(&s);
     ok(s == NULL, "destroy clears the pointer");
