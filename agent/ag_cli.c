@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ag_export.h"
@@ -85,6 +86,14 @@ s_write(const char *prog, const char *path,
         return -1;
     }
     return 0;
+}
+
+static int64_t
+s_unix_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static double
@@ -165,6 +174,68 @@ s_exports(const ag_cli_opts_t *copts, const json_t *doc)
     return ok;
 }
 
+/* The host's calibration store: its path and runs, or path[0] '\0'
+ * when it cannot be used (said on stderr; the session goes on). */
+static void
+s_store_load(const ag_cli_opts_t *copts, char *path, size_t pathlen,
+             double **store, size_t *n)
+{
+    char err[1024], note[1024];
+    *store = NULL;
+    *n = 0;
+    if (ag_calstore_path(copts->calstore_dir, path, pathlen, err,
+                         sizeof err) != AG_CALSTORE_OK) {
+        fprintf(stderr, "%s: calibration store: %s; the floor is this "
+                "invocation's runs alone\n", copts->prog, err);
+        path[0] = '\0';
+        return;
+    }
+    if (ag_calstore_load(path, store, n, note, sizeof note, err,
+                         sizeof err) != AG_CALSTORE_OK) {
+        fprintf(stderr, "%s: %s; the floor is this invocation's runs "
+                "alone\n", copts->prog, err);
+        path[0] = '\0';
+        return;
+    }
+    if (note[0])
+        fprintf(stderr, "%s: %s\n", copts->prog, note);
+}
+
+/* The floor for the session's verdicts from the store and its runs, and
+ * its runs added to the store. NULL floor (the document's own runs)
+ * when the runs cannot be had. */
+static const ag_floor_t *
+s_store_floor(const ag_cli_opts_t *copts, ag_record_t *rec,
+              const char *path, const double *store, size_t store_n,
+              ag_floor_t *f)
+{
+    char err[1024], note[1024];
+    double *cal = NULL;
+    size_t n = 0;
+    const ag_floor_t *out = NULL;
+    if (ag_record_calibration(rec, &cal, &n, err, sizeof err) != 0 ||
+        ag_calstore_floor(store, store_n, cal, n, copts->fresh_floor, f, err,
+                          sizeof err) != AG_CALSTORE_OK) {
+        fprintf(stderr, "%s: floor: %s\n", copts->prog, err);
+        goto done;
+    }
+    out = f;
+    if (f->why == AG_FLOOR_WHY_NOISY)
+        fprintf(stderr, "%s: this invocation's calibration runs are much "
+                "noisier than the calibration store's (q90 - q10 %.0f us "
+                "against %.0f us): the floor is this invocation's alone\n",
+                copts->prog, f->session_floor_us, f->store_floor_us);
+    if (path[0] && n > 0 &&
+        ag_calstore_append(path, cal, n, s_unix_us(), note, sizeof note,
+                           err, sizeof err) != AG_CALSTORE_OK)
+        fprintf(stderr, "%s: %s\n", copts->prog, err);
+    else if (path[0] && n > 0 && note[0])
+        fprintf(stderr, "%s: %s\n", copts->prog, note);
+done:
+    free(cal);
+    return out;
+}
+
 int
 ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
                const ag_cli_opts_t *copts)
@@ -176,6 +247,11 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
     struct sigaction sa, old_int, old_term;
     bool handlers = false;
     s_progress_t pg = { false };
+    char store_path[4096];
+    double *store = NULL;
+    size_t store_n = 0;
+    ag_harness_opts_t ho = { .warmup = -1 };
+    ag_floor_t floor;
 
     if (s_check_export(copts->prog, "--export-json",
                        copts->export_path) != 0 ||
@@ -188,6 +264,13 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
         fprintf(stderr, "%s: %s\n", copts->prog, err);
         return AG_EXIT_SYSTEM;
     }
+    s_store_load(copts, store_path, sizeof store_path, &store, &store_n);
+    if (hopts)
+        ho = *hopts;
+    ho.store_us = store;
+    ho.store_n = store_n;
+    ho.fresh_floor = copts->fresh_floor;
+    ho.parity = copts->parity;
     if (!(rec = ag_record_new(suite, copts->tool, err, sizeof err))) {
         fprintf(stderr, "%s: %s\n", copts->prog, err);
         goto done;
@@ -210,7 +293,7 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
         copts->wrap(copts->wrap_ctx, &cb, &wrapped);
         cb = wrapped;
     }
-    int rc = ag_harness_run(h, suite, hopts, &cb, err, sizeof err);
+    int rc = ag_harness_run(h, suite, &ho, &cb, err, sizeof err);
     if (pg.drawn) {
         fprintf(stderr, "\r\033[K");
         fflush(stderr);
@@ -223,7 +306,9 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
     }
     getrusage(RUSAGE_SELF, &ru1);
     bool complete = rc == AG_HARNESS_OK;
-    if (!(doc = ag_record_finish(rec, copts->parity, complete, err,
+    const ag_floor_t *fl = s_store_floor(copts, rec, store_path, store,
+                                         store_n, &floor);
+    if (!(doc = ag_record_finish(rec, copts->parity, fl, complete, err,
                                  sizeof err))) {
         fprintf(stderr, "%s: %s\n", copts->prog, err);
         goto done;
@@ -255,5 +340,6 @@ done:
     json_decref(doc);
     ag_record_destroy(&rec);
     ag_harness_destroy(&h);
+    free(store);
     return code;
 }

@@ -29,6 +29,11 @@ typedef struct {
     const char *export_markdown; /* and its table as Markdown here */
     const char *export_csv;      /* and as CSV here (ag_export.h) */
     double parity;           /* flat tolerance */
+    /* The host's calibration store (ag_calstore.h) lives in this
+     * directory; NULL: the user's cache. */
+    const char *calstore_dir;
+    bool fresh_floor;        /* --fresh-floor: this invocation's runs
+                                alone (they are still stored) */
     /* Optional: wrap the session's callbacks (parity-agent run
      * --collector streams them through the spool, ag_daemon.h). */
     void (*wrap)(void *ctx, const ag_callbacks_t *inner,
@@ -37,7 +42,11 @@ typedef struct {
 } ag_cli_opts_t;
 
 /* Run suite with hopts and report; returns an AG_EXIT_* code. suite and
- * hopts are borrowed. Errors go to stderr as "PROG: message". */
+ * hopts are borrowed. Errors go to stderr as "PROG: message". The floor
+ * pools the host's calibration store with this session's calibration
+ * runs (ag_calstore_floor), which are then added to the store; a store
+ * that cannot be used is said on stderr and the session goes on with
+ * its own runs. */
 int ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
                    const ag_cli_opts_t *copts);
 

@@ -2,6 +2,7 @@
  * docs/spool.md. */
 #include "ag_daemon.h"
 
+#include "ag_calstore.h"
 #include "ag_config.h"
 #include "ag_log.h"
 #include "ag_notify.h"
@@ -66,6 +67,7 @@ typedef struct {
      * lock); the others read it under lock and copy what they keep. */
     ag_suitedir_t *suites;
     const char *suites_dir;
+    const char *spool_dir;          /* keeps the calibration store */
     ag_suitedir_watch_t *watch;     /* NULL: inotify unavailable */
     pthread_t watcher;
     bool watcher_started;
@@ -84,6 +86,79 @@ s_on_signal(int sig)
     s_stop_signal = sig;
     if (s_signal_harness)
         ag_harness_cancel(s_signal_harness, AG_RUN_INCOMPLETE);
+}
+
+/* A job's calibration runs, kept for the agent's calibration store
+ * (ag_calstore.h, in its spool directory): the store's runs feed the
+ * stopping rule of runs: auto, and the job's are added to it after. */
+typedef struct {
+    char path[4096];             /* "" when the store is not usable */
+    double *store;
+    size_t store_n;
+    double *cal;
+    size_t n, cap;
+} s_calkeep_t;
+
+static int
+s_calkeep_add(s_calkeep_t *k, const double *x, size_t n)
+{
+    if (k->n + n > k->cap) {
+        size_t cap = k->cap ? k->cap : 256;
+        while (cap < k->n + n)
+            cap *= 2;
+        double *p = realloc(k->cal, cap * sizeof *p);
+        if (!p)
+            return 0;   /* the store misses some runs, nothing worse */
+        k->cal = p;
+        k->cap = cap;
+    }
+    memcpy(k->cal + k->n, x, n * sizeof *x);
+    k->n += n;
+    return 0;
+}
+
+static int
+s_calkeep_session(void *ctx, const double *wall_us, size_t n, int64_t at)
+{
+    (void)at;
+    return s_calkeep_add(ctx, wall_us, n);
+}
+
+static int
+s_calkeep_sample(void *ctx, const ag_sample_t *sm)
+{
+    return sm->kind == AG_SAMPLE_CALIBRATION
+           ? s_calkeep_add(ctx, &sm->wall_us, 1) : 0;
+}
+
+static void
+s_calkeep_load(s_calkeep_t *k, const char *dir, ag_harness_opts_t *ho)
+{
+    char err[1024], note[1024];
+    if (ag_calstore_path(dir, k->path, sizeof k->path, err, sizeof err)
+            != AG_CALSTORE_OK ||
+        ag_calstore_load(k->path, &k->store, &k->store_n, note, sizeof note,
+                         err, sizeof err) != AG_CALSTORE_OK) {
+        ag_logf("calibration", "store unusable: %s", err);
+        k->path[0] = '\0';
+        return;
+    }
+    if (note[0])
+        ag_logf("calibration", "%s", note);
+    ho->store_us = k->store;
+    ho->store_n = k->store_n;
+}
+
+static void
+s_calkeep_store(s_calkeep_t *k)
+{
+    char err[1024], note[1024];
+    if (k->path[0] && k->n &&
+        ag_calstore_append(k->path, k->cal, k->n, s_unix_us(), note,
+                           sizeof note, err, sizeof err) != AG_CALSTORE_OK)
+        ag_logf("calibration", "store not updated: %s", err);
+    free(k->store);
+    free(k->cal);
 }
 
 /* Error 21: the collector revoked our key. The job running here and
@@ -179,8 +254,8 @@ s_daemon_job_message(void *ctx, const Parity__Envelope *env)
             return;
         }
     }
-    if ((jo->runs && (jo->runs < AG_SUITE_MIN_RUNS ||
-                      jo->runs > AG_SUITE_MAX_RUNS)) ||
+    if ((jo->runs && jo->runs != PW_RUNS_AUTO &&
+         (jo->runs < AG_SUITE_MIN_RUNS || jo->runs > AG_SUITE_MAX_RUNS)) ||
         jo->n_vars > AG_SUITE_MAX_VARS) {
         snprintf(why, sizeof why, "runs %u / vars %zu outside this agent's "
                  "bounds (%d..%d runs, %d vars)", jo->runs, jo->n_vars,
@@ -263,10 +338,17 @@ s_run_job(s_daemon_t *d, s_job_t *job)
         ag_stream_job_status(d->stream, job->job_id, "refused", err, NULL);
         goto out;
     }
-    ag_harness_opts_t ho = { .runs = jo->runs, .warmup = -1,
+    bool autorun = jo->runs == PW_RUNS_AUTO;
+    ag_harness_opts_t ho = { .runs = autorun ? 0 : jo->runs,
+                             .runs_auto = autorun, .warmup = -1,
                              .only = (const char *const *)jo->only,
                              .only_count = jo->n_only };
+    s_calkeep_t keep = { 0 };
+    ag_callbacks_t inner = { .ctx = &keep,
+                             .on_calibration = s_calkeep_session,
+                             .on_sample = s_calkeep_sample };
     ag_callbacks_t cb;
+    s_calkeep_load(&keep, d->spool_dir, &ho);
     /* Reset before the job becomes current: a JobCancel that arrives
      * from now on must not be cleared. */
     ag_harness_reset(d->harness);
@@ -276,7 +358,7 @@ s_run_job(s_daemon_t *d, s_job_t *job)
     ag_stream_set_state(d->stream, "running", job->job_id);
     ag_stream_job_started(d->stream, job->job_id, digest);
     ag_stream_set_job(d->stream, job->job_id, jo);
-    ag_stream_callbacks(d->stream, NULL, &cb);
+    ag_stream_callbacks(d->stream, &inner, &cb);
     if (s_stop_signal)
         ag_harness_cancel(d->harness, AG_RUN_INCOMPLETE);
     int rc = ag_harness_run(d->harness, suite, &ho, &cb, err, sizeof err);
@@ -297,6 +379,7 @@ s_run_job(s_daemon_t *d, s_job_t *job)
                              ? AG_STREAM_STOP_REASON : NULL, NULL);
     else
         ag_stream_job_status(d->stream, job->job_id, "failed", err, NULL);
+    s_calkeep_store(&keep);
 out:
     ag_suite_destroy(&suite);
     pw_wire_free(&env);
@@ -755,6 +838,7 @@ s_serve(s_daemon_t *d, ag_stream_opts_t *o, char *err, size_t errlen)
     o->job_ctx = d;
     o->stop_signal = &s_stop_signal;
     o->suites = d->suites;
+    d->spool_dir = o->spool_dir;
     d->stream = ag_stream_open(o, err, errlen);
     if (!d->stream)
         return AG_DAEMON_EXIT_USAGE;

@@ -2,7 +2,8 @@
  * or (daemon mode, agent/ag_daemon.h) serve a collector.
  *
  *   parity-agent run SUITE.yaml [--var k=v]... [--only BENCH]...
- *                    [--runs N] [--warmup N] [--out FILE] [--json]
+ *                    [--runs N|auto] [--max-runs N] [--fresh-floor]
+ *                    [--warmup N] [--out FILE] [--json]
  *                    [--export-json FILE] [--export-markdown FILE]
  *                    [--export-csv FILE]
  *   parity-agent env [--json]
@@ -34,8 +35,9 @@ s_usage(FILE *f)
     fprintf(f,
         "usage: parity-agent run SUITE.yaml [--var NAME=VALUE]... "
         "[--only BENCH]...\n"
-        "                        [--runs N] [--warmup N] [--out FILE] "
-        "[--json]\n"
+        "                        [--runs N|auto] [--max-runs N] "
+        "[--fresh-floor]\n"
+        "                        [--warmup N] [--out FILE] [--json]\n"
         "                        [--export-json FILE] "
         "[--export-markdown FILE]\n"
         "                        [--export-csv FILE]\n"
@@ -54,6 +56,13 @@ s_usage(FILE *f)
         "PARITY_VAR_NAME)\n"
         "  --only BENCH        run only this benchmark (repeatable)\n"
         "  --runs N            measured rounds, overriding the suite's\n"
+        "  --runs auto         add rounds until each verdict is decisive "
+        "(docs/verdict.md)\n"
+        "  --max-runs N        the cap of runs: auto (default: the suite's "
+        "max_runs, 100)\n"
+        "  --fresh-floor       the floor from this run's no-op runs alone, "
+        "not the\n"
+        "                      host's calibration store\n"
         "  --warmup N          warm-up rounds, overriding the suite's\n"
         "  --json              the results file on stdout instead of the "
         "table\n"
@@ -125,12 +134,29 @@ s_run_option(s_run_t *r, int c, char *v, char **argv)
         r->only[r->nonly++] = v;
         return 0;
     case 'r':
+        r->hopts.runs_auto = strcmp(v, "auto") == 0;
+        if (r->hopts.runs_auto) {
+            r->hopts.runs = 0;
+            return 0;
+        }
         if (ag_cli_uint(v, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS, &n) != 0) {
-            fprintf(stderr, "%s: --runs %s: expected an integer from %d to "
-                    "%d\n", prog, v, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS);
+            fprintf(stderr, "%s: --runs %s: expected auto or an integer from "
+                    "%d to %d\n", prog, v, AG_SUITE_MIN_RUNS,
+                    AG_SUITE_MAX_RUNS);
             return AG_EXIT_USAGE;
         }
         r->hopts.runs = (unsigned)n;
+        return 0;
+    case 'm':
+        if (ag_cli_uint(v, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS, &n) != 0) {
+            fprintf(stderr, "%s: --max-runs %s: expected an integer from %d "
+                    "to %d\n", prog, v, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS);
+            return AG_EXIT_USAGE;
+        }
+        r->hopts.max_runs = (unsigned)n;
+        return 0;
+    case 'f':
+        r->copts.fresh_floor = true;
         return 0;
     case 'w':
         if (ag_cli_uint(v, 0, AG_SUITE_MAX_WARMUP, &n) != 0) {
@@ -173,6 +199,8 @@ s_run_main(int argc, char **argv)
         { "var", required_argument, NULL, 'v' },
         { "only", required_argument, NULL, 'o' },
         { "runs", required_argument, NULL, 'r' },
+        { "max-runs", required_argument, NULL, 'm' },
+        { "fresh-floor", no_argument, NULL, 'f' },
         { "warmup", required_argument, NULL, 'w' },
         { "out", required_argument, NULL, 'O' },
         { "export-json", required_argument, NULL, 'e' },

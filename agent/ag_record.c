@@ -168,6 +168,25 @@ s_on_progress(void *ctx, const ag_progress_t *p)
         r->progress(r->progress_ctx, p);
 }
 
+/* runs: auto: "runs" becomes the rounds taken (the order keeps those
+ * rows) and "adaptive" says the cap and why it stopped. */
+static int
+s_adaptive(json_t *bench, const ag_run_end_t *e)
+{
+    json_t *order = json_object_get(bench, "order");
+    while (json_array_size(order) > e->rounds)
+        json_array_remove(order, json_array_size(order) - 1);
+    json_object_set_new(bench, "runs", json_integer(e->rounds));
+    const char *why = e->stop == VD_STOP_DECISIVE ? "decisive"
+                    : e->stop == VD_STOP_CAP ? "cap" : "stopped";
+    return json_object_set_new(bench, "adaptive",
+                               json_pack("{s:I,s:I,s:s}", "max_runs",
+                                         (json_int_t)e->max_runs,
+                                         "runs_taken",
+                                         (json_int_t)e->rounds,
+                                         "stopped", why));
+}
+
 static int
 s_on_run_end(void *ctx, const ag_run_end_t *e)
 {
@@ -183,6 +202,8 @@ s_on_run_end(void *ctx, const ag_run_end_t *e)
                                   "share", e->windows_wall_us > 0
                                       ? e->between_cpu_us / e->windows_wall_us
                                       : 0.0));
+    if (e->runs_auto && s_adaptive(r->bench, e) != 0)
+        return -1;
     return pw_results_end_benchmark(r->bench, ag_run_status_name(e->status),
                                     e->reason, e->stderr_tail,
                                     e->ended_at_us);
@@ -203,6 +224,13 @@ ag_record_callbacks(ag_record_t *r,
     return cb;
 }
 
+int
+ag_record_calibration(const ag_record_t *r, double **out, size_t *n,
+                      char *err, size_t errlen)
+{
+    return pw_results_calibration_samples(r->doc, out, n, err, errlen);
+}
+
 bool
 ag_record_any_failed(const ag_record_t *r)
 {
@@ -210,11 +238,33 @@ ag_record_any_failed(const ag_record_t *r)
 }
 
 json_t *
-ag_record_finish(ag_record_t *r, double parity, bool complete, char *err,
-                 size_t errlen)
+ag_record_finish(ag_record_t *r, double parity, const ag_floor_t *floor,
+                 bool complete, char *err, size_t errlen)
 {
-    if (pw_results_finish(r->doc, parity, complete, s_unix_us(), err,
-                          errlen) != PW_RESULTS_OK)
+    if (!floor) {
+        if (pw_results_finish(r->doc, parity, complete, s_unix_us(), err,
+                              errlen) != PW_RESULTS_OK)
+            return NULL;
+        return json_incref(r->doc);
+    }
+    vd_params_t p = { .parity = parity, .floor_us = floor->floor_us,
+                      .floor_is_default = floor->is_default };
+    char text[512];
+    ag_floor_describe(floor, text, sizeof text);
+    json_t *fl = json_pack("{s:f,s:b,s:I,s:f,s:s,s:s,s:I,s:I,s:f,s:f,s:s}",
+                           "floor_us", floor->floor_us,
+                           "default", floor->is_default,
+                           "calibration_samples", (json_int_t)floor->samples,
+                           "parity", parity,
+                           "source", ag_floor_source_name(floor->source),
+                           "why", ag_floor_why_name(floor->why),
+                           "store_samples", (json_int_t)floor->store_n,
+                           "session_samples", (json_int_t)floor->session_n,
+                           "store_floor_us", floor->store_floor_us,
+                           "session_floor_us", floor->session_floor_us,
+                           "text", text);
+    if (pw_results_finish_floor(r->doc, &p, fl, complete, s_unix_us(), err,
+                                errlen) != PW_RESULTS_OK)
         return NULL;
     return json_incref(r->doc);
 }

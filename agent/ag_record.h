@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <jansson.h>
 
+#include "ag_calstore.h"
 #include "ag_harness.h"
 
 typedef struct ag_record ag_record_t;
@@ -31,13 +32,21 @@ ag_callbacks_t ag_record_callbacks(ag_record_t *r,
                                    void (*progress)(void *, const ag_progress_t *),
                                    void *progress_ctx);
 
+/* Every calibration run recorded so far (session start and rounds) into
+ * a new malloc'd array the caller frees; *n the count. */
+int ag_record_calibration(const ag_record_t *r, double **out, size_t *n,
+                          char *err, size_t errlen);
+
 /* True when any benchmark ended "failed". */
 bool ag_record_any_failed(const ag_record_t *r);
 
 /* Floor and verdicts (parity: the flat tolerance); complete false after
- * an interrupt. Returns a new reference to the document (caller owns),
- * or NULL with err set. */
-json_t *ag_record_finish(ag_record_t *r, double parity, bool complete,
+ * an interrupt. floor (borrowed) is the floor chosen with the host's
+ * calibration store (ag_calstore_floor), recorded with where it came
+ * from; NULL: q90 - q10 of the document's own calibration runs. Returns
+ * a new reference to the document (caller owns), or NULL with err set. */
+json_t *ag_record_finish(ag_record_t *r, double parity,
+                         const ag_floor_t *floor, bool complete,
                          char *err, size_t errlen);
 
 #endif

@@ -23,9 +23,22 @@ s_bench(FILE *f, const json_t *b)
 
     long long runs = json_integer_value(json_object_get(b, "runs"));
     long long warm = json_integer_value(json_object_get(b, "warmup"));
-    fprintf(f, "%s: %s (%lld run%s, %lld warm-up%s)\n",
+    const json_t *ad = json_object_get(b, "adaptive");
+    char how[160] = "";
+    /* runs: auto says how many and why it stopped. */
+    if (ad) {
+        const char *why = json_string_value(json_object_get(ad, "stopped"));
+        long long cap = json_integer_value(json_object_get(ad, "max_runs"));
+        snprintf(how, sizeof how, ": auto, %s", !why ? "?"
+                 : strcmp(why, "decisive") == 0 ? "stopped when decisive"
+                 : strcmp(why, "cap") == 0 ? "not decisive at the cap"
+                 : "stopped early");
+        snprintf(how + strlen(how), sizeof how - strlen(how),
+                 " (at most %lld)", cap);
+    }
+    fprintf(f, "%s: %s (%lld run%s%s, %lld warm-up%s)\n",
             json_string_value(json_object_get(b, "name")),
-            status ? status : "?", runs, runs == 1 ? "" : "s", warm,
+            status ? status : "?", runs, runs == 1 ? "" : "s", how, warm,
             warm == 1 ? "" : "s");
     for (i = 0; i < narms && i < 64; i++) {
         const json_t *arm = json_array_get(arms, i);
@@ -80,14 +93,18 @@ ag_report_print(FILE *f, const json_t *doc)
     const json_t *fl = json_object_get(doc, "floor");
     if (fl) {
         char us[40];
-        fprintf(f, "floor: %s (%s, %lld calibration runs)\n",
-                pw_out_us(us, sizeof us,
-                          json_number_value(json_object_get(fl, "floor_us"))),
-                json_is_true(json_object_get(fl, "default"))
-                    ? "the default: fewer than 100 calibration runs"
-                    : "this session's q90 - q10 of no-op runs",
-                (long long)json_integer_value(
-                    json_object_get(fl, "calibration_samples")));
+        const char *text = json_string_value(json_object_get(fl, "text"));
+        pw_out_us(us, sizeof us,
+                  json_number_value(json_object_get(fl, "floor_us")));
+        if (text)
+            fprintf(f, "floor: %s, %s\n", us, text);
+        else
+            fprintf(f, "floor: %s (%s, %lld calibration runs)\n", us,
+                    json_is_true(json_object_get(fl, "default"))
+                        ? "the default: fewer than 100 calibration runs"
+                        : "this session's q90 - q10 of no-op runs",
+                    (long long)json_integer_value(
+                        json_object_get(fl, "calibration_samples")));
     }
     json_array_foreach(json_object_get(doc, "warnings"), i, w)
         fprintf(f, "warning: %s\n",

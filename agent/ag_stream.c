@@ -1010,6 +1010,9 @@ ag_stream_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
     ag_cli_opts_t c = *copts;
     c.wrap = s_wrap;
     c.wrap_ctx = s;
+    /* The agent's state directory keeps its calibration store. */
+    if (!c.calstore_dir)
+        c.calstore_dir = so->spool_dir;
     int code = ag_cli_session(suite, hopts, &c);
     double timeout = so->ack_timeout_s > 0 ? so->ack_timeout_s
                                            : AG_STREAM_ACK_TIMEOUT_S;

@@ -1329,6 +1329,7 @@ typedef struct {
     const char *suite;
     const json_t *sel, *only, *runs, *expire, *label, *tags, *vars;
     bool all;                  /* no host list, or "all" in it */
+    bool runs_auto;            /* runs is "auto" */
 } s_create_t;
 
 /* Check run's args (docs/protocol.md 10.2) into c: CO_JOBS_OK, or
@@ -1351,11 +1352,15 @@ s_create_args(const json_t *args, s_create_t *c, char *err, size_t errlen)
     c->runs = json_object_get(args, "runs");
     c->expire = json_object_get(args, "expire_us");
     c->label = json_object_get(args, "label");
+    /* "auto" is kept and offered as PW_RUNS_AUTO (pw_limits.h). */
+    c->runs_auto = json_is_string(c->runs) &&
+                   strcmp(json_string_value(c->runs), "auto") == 0;
     json_int_t runs = json_integer_value(c->runs);
-    if (c->runs && (!json_is_integer(c->runs) || runs < 0 ||
-                    (runs > 0 && runs < PW_RUNS_MIN) || runs > PW_RUNS_MAX)) {
-        s_err(err, errlen, "\"runs\" must be 0 (the suite's) or an integer "
-              "%d..%d", PW_RUNS_MIN, PW_RUNS_MAX);
+    if (c->runs && !c->runs_auto &&
+        (!json_is_integer(c->runs) || runs < 0 ||
+         (runs > 0 && runs < PW_RUNS_MIN) || runs > PW_RUNS_MAX)) {
+        s_err(err, errlen, "\"runs\" must be 0 (the suite's), \"auto\" or "
+              "an integer %d..%d", PW_RUNS_MIN, PW_RUNS_MAX);
         return CO_JOBS_BADARGS;
     }
     if (c->expire && (!json_is_integer(c->expire) ||
@@ -1541,7 +1546,8 @@ s_insert_job(co_jobs_t *j, const s_create_t *c, const char *requested_by,
     char now[24], runs[16], expires[24];
     snprintf(now, sizeof now, "%" PRId64, now_us);
     snprintf(runs, sizeof runs, "%" JSON_INTEGER_FORMAT,
-             json_integer_value(c->runs));
+             c->runs_auto ? (json_int_t)PW_RUNS_AUTO
+                          : json_integer_value(c->runs));
     json_int_t exp_us = json_integer_value(c->expire);
     snprintf(expires, sizeof expires, "%" PRId64,
              exp_us > 0 ? now_us + (int64_t)exp_us : (int64_t)0);

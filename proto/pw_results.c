@@ -383,12 +383,32 @@ done:
 }
 
 int
+pw_results_finish_floor(json_t *doc, const vd_params_t *params, json_t *floor,
+                        bool complete, int64_t ended_at_us, char *err,
+                        size_t errlen)
+{
+    size_t i;
+    json_t *b;
+    if (!floor) {
+        snprintf(err, errlen, "results: out of memory for the floor");
+        return PW_RESULTS_ERR;
+    }
+    json_object_set_new(doc, "floor", floor);
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, b)
+        if (s_finish_bench(b, params, err, errlen) != PW_RESULTS_OK)
+            return PW_RESULTS_ERR;
+    json_object_set_new(doc, "complete", json_boolean(complete));
+    json_object_set_new(doc, "ended_at_us",
+                        json_integer((json_int_t)ended_at_us));
+    return PW_RESULTS_OK;
+}
+
+int
 pw_results_finish(json_t *doc, double parity, bool complete,
                   int64_t ended_at_us, char *err, size_t errlen)
 {
     double *cal = NULL;
-    size_t ncal = 0, i;
-    json_t *b;
+    size_t ncal = 0;
     vd_params_t params;
     int rc = PW_RESULTS_ERR;
 
@@ -400,19 +420,14 @@ pw_results_finish(json_t *doc, double parity, bool complete,
     if (vd_floor(cal, ncal, &params.floor_us, &params.floor_is_default, err,
                  errlen) != VD_OK)
         goto done;
-    json_object_set_new(doc, "floor",
-                        json_pack("{s:f,s:b,s:I,s:f}",
-                                  "floor_us", params.floor_us,
-                                  "default", params.floor_is_default,
-                                  "calibration_samples", (json_int_t)ncal,
-                                  "parity", params.parity));
-    json_array_foreach(json_object_get(doc, "benchmarks"), i, b)
-        if (s_finish_bench(b, &params, err, errlen) != PW_RESULTS_OK)
-            goto done;
-    json_object_set_new(doc, "complete", json_boolean(complete));
-    json_object_set_new(doc, "ended_at_us",
-                        json_integer((json_int_t)ended_at_us));
-    rc = PW_RESULTS_OK;
+    rc = pw_results_finish_floor(doc, &params,
+                                 json_pack("{s:f,s:b,s:I,s:f}",
+                                           "floor_us", params.floor_us,
+                                           "default", params.floor_is_default,
+                                           "calibration_samples",
+                                           (json_int_t)ncal,
+                                           "parity", params.parity),
+                                 complete, ended_at_us, err, errlen);
 done:
     free(cal);
     return rc;

@@ -7,7 +7,10 @@
  *    "complete": true, "started_at_us": ..., "ended_at_us": ...,
  *    "environment": {...ag_env...}, "warnings": [...],
  *    "floor": {"floor_us": 31.2, "default": false,
- *              "calibration_samples": 130, "parity": 0.04},
+ *              "calibration_samples": 1000, "parity": 0.04,
+ *              "source": "pooled", "why": "store", "store_samples": 900,
+ *              "session_samples": 130, "store_floor_us": 30.8,
+ *              "session_floor_us": 35.1, "text": "..."},
  *    "calibration": {"taken_at_us": ..., "wall_us": [...]},
  *    "benchmarks": [
  *      {"name": "compress", "status": "complete", "reason": null,
@@ -123,6 +126,14 @@ int pw_results_arm_samples(const json_t *bench, const char *arm,
  * that verdict. Sets "complete" and "ended_at_us". */
 int pw_results_finish(json_t *doc, double parity, bool complete,
                       int64_t ended_at_us, char *err, size_t errlen);
+
+/* pw_results_finish with a floor the caller chose (a host's calibration
+ * store, agent/ag_calstore.h): params holds the parity and floor every
+ * verdict uses; floor becomes the document's "floor" object (reference
+ * stolen, NULL is an error) and should say where the floor came from. */
+int pw_results_finish_floor(json_t *doc, const vd_params_t *params,
+                            json_t *floor, bool complete,
+                            int64_t ended_at_us, char *err, size_t errlen);
 
 /* Check the document's required fields and types (for readers such as
  * `parity import`); err names the first problem. */

@@ -46,7 +46,13 @@ static const char s_usage[] =
     "/bin/sh -c; after \"--\" each command is an argv, run without a "
     "shell.\n"
     "\n"
-    "  -r, --runs N              measured rounds (default 10, 2..100000)\n"
+    "  -r, --runs N|auto         measured rounds (default 10, 2..100000);\n"
+    "                            auto: add rounds until the verdict is\n"
+    "                            decisive (docs/verdict.md)\n"
+    "  -M, --max-runs N          the cap of --runs auto (default 100)\n"
+    "      --fresh-floor         the floor from this invocation's no-op "
+    "runs\n"
+    "                            alone, not the host's calibration store\n"
     "  -w, --warmup N            warm-up rounds (default 1, 0..10000)\n"
     "  -n, --command-name NAME   name a command (once per command, in order)\n"
     "  -N, --shell=none          split each command into words, no shell\n"
@@ -95,6 +101,8 @@ typedef struct {
 typedef struct {
     ag_cli_opts_t copts;
     unsigned long runs, warmup;
+    bool runs_auto;          /* --runs auto */
+    unsigned long max_runs;  /* --max-runs; 0: PW_MAX_RUNS_DEFAULT */
     const char *names[S_MAX_NAMES];
     size_t nnames;
     const char *hooks[S_HOOKS][AG_SUITE_MAX_ARMS];
@@ -159,8 +167,8 @@ static const struct {
     const char *opt;
     const char *why;
 } s_hyperfine_only[] = {
-    { "-m/--min-runs", "it runs exactly --runs rounds" },
-    { "-M/--max-runs", "it runs exactly --runs rounds" },
+    { "-m/--min-runs", "it runs exactly --runs rounds, or with --runs auto "
+                       "at least 10" },
     { "-i/--ignore-failure", "a command that fails stops its comparison "
                              "(exit 4)" },
     { "--show-output", "the commands' output is discarded" },
@@ -194,20 +202,22 @@ static const struct option s_longopts[] = {
     { "export-markdown", required_argument, NULL, 'K' },
     { "export-csv", required_argument, NULL, 'V' },
     { "help", no_argument, NULL, 'h' },
+    { "max-runs", required_argument, NULL, 'M' },
+    { "fresh-floor", no_argument, NULL, 'F' },
     { "min-runs", required_argument, NULL, S_HF_BASE + 0 },
-    { "max-runs", required_argument, NULL, S_HF_BASE + 1 },
-    { "ignore-failure", no_argument, NULL, S_HF_BASE + 2 },
-    { "show-output", no_argument, NULL, S_HF_BASE + 3 },
-    { "output", required_argument, NULL, S_HF_BASE + 4 },
-    { "input", required_argument, NULL, S_HF_BASE + 5 },
-    { "style", required_argument, NULL, S_HF_BASE + 6 },
-    { "sort", required_argument, NULL, S_HF_BASE + 7 },
-    { "time-unit", required_argument, NULL, S_HF_BASE + 8 },
-    { "export-asciidoc", required_argument, NULL, S_HF_BASE + 9 },
-    { "export-orgmode", required_argument, NULL, S_HF_BASE + 10 },
+    { "ignore-failure", no_argument, NULL, S_HF_BASE + 1 },
+    { "show-output", no_argument, NULL, S_HF_BASE + 2 },
+    { "output", required_argument, NULL, S_HF_BASE + 3 },
+    { "input", required_argument, NULL, S_HF_BASE + 4 },
+    { "style", required_argument, NULL, S_HF_BASE + 5 },
+    { "sort", required_argument, NULL, S_HF_BASE + 6 },
+    { "time-unit", required_argument, NULL, S_HF_BASE + 7 },
+    { "export-asciidoc", required_argument, NULL, S_HF_BASE + 8 },
+    { "export-orgmode", required_argument, NULL, S_HF_BASE + 9 },
     { NULL, 0, NULL, 0 },
 };
-/* m, M, i and u are hyperfine's short forms of the above. */
+/* m, i and u are hyperfine's short forms of the above; -M
+ * (--max-runs) means what it means in hyperfine. */
 static const char s_shortopts[] = ":r:w:n:NS:p:C:s:c:L:P:D:hm:M:iu:";
 
 /* The values after an option's own (-L NAME VALUES, -P NAME MIN MAX):
@@ -291,12 +301,27 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     }
     switch (c) {
     case 'r':
-        if (ag_cli_uint(optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
+        o->runs_auto = strcmp(optarg, "auto") == 0;
+        if (!o->runs_auto &&
+            ag_cli_uint(optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
                         &o->runs) != 0) {
-            pw_out_error(S_VERB, "--runs %s: expected an integer from %d to "
-                         "%d", optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS);
+            pw_out_error(S_VERB, "--runs %s: expected auto or an integer "
+                         "from %d to %d", optarg, AG_SUITE_MIN_RUNS,
+                         AG_SUITE_MAX_RUNS);
             return -1;
         }
+        return 0;
+    case 'M':
+        if (ag_cli_uint(optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
+                        &o->max_runs) != 0) {
+            pw_out_error(S_VERB, "--max-runs %s: expected an integer from %d "
+                         "to %d", optarg, AG_SUITE_MIN_RUNS,
+                         AG_SUITE_MAX_RUNS);
+            return -1;
+        }
+        return 0;
+    case 'F':
+        o->copts.fresh_floor = true;
         return 0;
     case 'w':
         if (ag_cli_uint(optarg, 0, AG_SUITE_MAX_WARMUP, &o->warmup) != 0) {
@@ -366,8 +391,8 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
         return 0;
     case 'h':
         return 1;
-    case 'm': case 'M': case 'i': case 'u':
-        c = S_HF_BASE + (c == 'm' ? 0 : c == 'M' ? 1 : c == 'i' ? 2 : 8);
+    case 'm': case 'i': case 'u':
+        c = S_HF_BASE + (c == 'm' ? 0 : c == 'i' ? 1 : 7);
         /* fall through */
     default:
         if (c >= S_HF_BASE) {
@@ -451,6 +476,11 @@ s_parse(s_opts_t *o, int argc, char **argv)
         int r = s_option(o, c, argc, argv);
         if (r != 0)
             return r;
+    }
+    if (o->max_runs && !o->runs_auto) {
+        pw_out_error(S_VERB, "--max-runs %lu: a cap for --runs auto, which "
+                     "is not given", o->max_runs);
+        return -1;
     }
     bool scan = false;
     for (size_t i = 0; i < o->nparams; i++)
@@ -924,7 +954,8 @@ cl_compare_main(int argc, char **argv)
         goto done;
     /* The names, commands and hooks are copied into the suite. */
     s_pool_free(&b.pool);
-    ag_harness_opts_t hopts = { .warmup = -1 };
+    ag_harness_opts_t hopts = { .warmup = -1, .runs_auto = o->runs_auto,
+                                .max_runs = (unsigned)o->max_runs };
     code = ag_cli_session(suite, &hopts, &o->copts);
 done:
     ag_suite_destroy(&suite);

@@ -35,7 +35,7 @@ s_usage(FILE *f)
 {
     fprintf(f,
 "usage: parity run SUITE [--hosts NAME,...|all|KEY=VALUE] [--tag KEY=VALUE]...\n"
-"                  [--var NAME=VALUE]... [--runs N] [--only BENCH]...\n"
+"                  [--var NAME=VALUE]... [--runs N|auto] [--only BENCH]...\n"
 "                  [--label TEXT] [--expire DURATION] [--wait] [--json]\n"
 "                  [connection options]\n\n"
 "Ask every matching host that has SUITE (it said so in its Hello) to run it.\n"
@@ -45,7 +45,9 @@ s_usage(FILE *f)
 "                  hosts by tag (e.g. arch=x86_64); comma-separated, may repeat\n"
 "  --tag K=V       a tag kept with every run of the job (commit=abc123)\n"
 "  --var N=V       a suite variable\n"
-"  --runs N        runs per arm, %d..%d (default: the suite's)\n"
+"  --runs N        runs per arm, %d..%d (default: the suite's); auto: each\n"
+"                  host adds rounds until the verdict is decisive, at most\n"
+"                  the suite's max_runs (100)\n"
 "  --only BENCH    run only these benchmarks (comma-separated, may repeat)\n"
 "  --label TEXT    a label kept with every run\n"
 "  --expire D      hosts that have not started it within D (30s, 10m, 2h,\n"
@@ -364,10 +366,14 @@ s_option(s_req_t *r, int o, const char *v)
                      "--var", v);
         return -1;
     case O_RUNS:
+        if (strcmp(v, "auto") == 0) {
+            json_object_set_new(r->args, "runs", json_string("auto"));
+            return 0;
+        }
         n = strtol(v, &end, 10);
         if (*end || end == v || n < PW_RUNS_MIN || n > PW_RUNS_MAX) {
-            pw_out_error("run", "--runs \"%s\": want a whole number from "
-                         "%d to %d", v, PW_RUNS_MIN, PW_RUNS_MAX);
+            pw_out_error("run", "--runs \"%s\": want auto or a whole number "
+                         "from %d to %d", v, PW_RUNS_MIN, PW_RUNS_MAX);
             return -1;
         }
         json_object_set_new(r->args, "runs", json_integer(n));

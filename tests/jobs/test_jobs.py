@@ -660,11 +660,14 @@ def case_restart():
              '"tags": "a" must have a non-empty key and a string value of '
              "at most 1024 bytes"),
             ("run", '{"suite": "fleet", "runs": 1}', "1",
-             '"runs" must be 0 (the suite\'s) or an integer 2..100000'),
+             '"runs" must be 0 (the suite\'s), "auto" or an integer '
+             '2..100000'),
             ("run", '{"suite": "fleet", "runs": 2.5}', "1",
-             '"runs" must be 0 (the suite\'s) or an integer 2..100000'),
+             '"runs" must be 0 (the suite\'s), "auto" or an integer '
+             '2..100000'),
             ("run", '{"suite": "fleet", "runs": 100001}', "1",
-             '"runs" must be 0 (the suite\'s) or an integer 2..100000'),
+             '"runs" must be 0 (the suite\'s), "auto" or an integer '
+             '2..100000'),
             ("run", '{"suite": "fleet", "expire_us": 9223372036854775807}',
              "1", '"expire_us" must be 0 (never) or an integer of '
              "microseconds up to 2592000000000 (30 days)"),
@@ -1113,10 +1116,10 @@ def case_client():
              "non-empty KEY of at most 1024 bytes)"),
             (sum((("--var", "v%d=1" % i) for i in range(257)), ()),
              "more than 256 --var"),
-            (("--runs", "1"), '--runs "1": want a whole number from 2 to '
-             "100000"),
-            (("--runs", "100001"), '--runs "100001": want a whole number '
-             "from 2 to 100000"),
+            (("--runs", "1"), '--runs "1": want auto or a whole number from '
+             "2 to 100000"),
+            (("--runs", "100001"), '--runs "100001": want auto or a whole '
+             "number from 2 to 100000"),
             (("--expire", "31d"), '--expire "31d": want a duration such as '
              "90s, 10m, 2h, 1d (at most 30d)"),
             (("--hosts", "a,,b"), '--hosts "a,,b": want NAME,NAME,..., all '
