@@ -219,12 +219,10 @@ s_store_floor(const ag_cli_opts_t *copts, ag_record_t *rec,
         fprintf(stderr, "%s: floor: %s\n", copts->prog, err);
         goto done;
     }
+    /* A much noisier invocation is said with the floor in the report
+     * and the results file (ag_floor_describe), not on stderr: stderr
+     * is for what went wrong. */
     out = f;
-    if (f->why == AG_FLOOR_WHY_NOISY)
-        fprintf(stderr, "%s: this invocation's calibration runs are much "
-                "noisier than the calibration store's (q90 - q10 %.0f us "
-                "against %.0f us): the floor is this invocation's alone\n",
-                copts->prog, f->session_floor_us, f->store_floor_us);
     if (path[0] && n > 0 &&
         ag_calstore_append(path, cal, n, s_unix_us(), note, sizeof note,
                            err, sizeof err) != AG_CALSTORE_OK)

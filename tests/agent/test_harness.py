@@ -29,6 +29,9 @@ def run(args, timeout=60, **kw):
 
 
 TMP = tempfile.mkdtemp(prefix="parity-agent-test-")
+# Each run of the test has its own calibration store (ag_calstore.h),
+# never the user's.
+os.environ["XDG_CACHE_HOME"] = os.path.join(TMP, "cache")
 
 
 def path(name):
@@ -106,8 +109,10 @@ ok(len(cal) == 4 and all(s["position"] == 3 and s["arm"] is None
    "one calibration run per round, after the arms")
 ok(doc and len(doc["calibration"]["wall_us"]) == 96,
    "96 session-start calibration runs to reach 100")
-ok(doc and doc["floor"]["calibration_samples"] == 100 and
-   doc["floor"]["default"] is False, "floor from 100 calibration samples")
+ok(doc and doc["floor"]["session_samples"] == 100 and
+   doc["floor"]["calibration_samples"] >= 100 and
+   doc["floor"]["default"] is False, "floor from 100 calibration samples "
+   "of the session (and the host's calibration store)")
 ok(all(b["summary"][a]["n"] == 4 for a in "abc"),
    "summaries count only measured samples (warm-ups discarded)")
 ok(set(b["verdict"].keys()) == {"b", "c"} and
@@ -622,7 +627,8 @@ cases = [
      "parity-agent run: missing the suite file (parity-agent run "
      "SUITE.yaml)\n"),
     ([AGENT, "run", p, "--runs", "0"], 2,
-     "parity-agent run: --runs 0: expected an integer from 2 to 100000\n"),
+     "parity-agent run: --runs 0: expected auto or an integer from 2 to "
+     "100000\n"),
     ([AGENT, "run", p, "--warmup", "x"], 2,
      "parity-agent run: --warmup x: expected an integer from 0 to 10000\n"),
     ([AGENT, "run", p, "--frobnicate"], 2,
@@ -659,7 +665,8 @@ cases = [
     ([PARITY, "compare", "--", "/bin/true", "--"], 2,
      "parity compare: command 2 is empty: put the command after \"--\"\n"),
     ([PARITY, "compare", "--runs", "0", "--", "a", "--", "b"], 2,
-     "parity compare: --runs 0: expected an integer from 2 to 100000\n"),
+     "parity compare: --runs 0: expected auto or an integer from 2 to "
+     "100000\n"),
     ([PARITY, "compare", "--warmup", "--", "a", "--", "b"], 2,
      "parity compare: --warmup needs a value\n"),
     ([PARITY, "compare", "--fast", "--", "a", "--", "b"], 2,
@@ -760,12 +767,16 @@ ok(r.returncode == 0 and "/bin/true#2" in r.stdout and "verdict:" in
    r.stdout)
 for args, msg in (
         ([PARITY, "compare", "-r", "1", "a", "b"],
-         "parity compare: --runs 1: expected an integer from 2 to 100000\n"),
-        ([AGENT, "run", "x.yaml", "--runs", "1"],
-         "parity-agent run: --runs 1: expected an integer from 2 to "
+         "parity compare: --runs 1: expected auto or an integer from 2 to "
          "100000\n"),
+        ([AGENT, "run", "x.yaml", "--runs", "1"],
+         "parity-agent run: --runs 1: expected auto or an integer from 2 "
+         "to 100000\n"),
         ([AGENT, "run", "x.yaml", "--runs", "100001"],
-         "parity-agent run: --runs 100001: expected an integer from 2 to "
+         "parity-agent run: --runs 100001: expected auto or an integer from "
+         "2 to 100000\n"),
+        ([AGENT, "run", "x.yaml", "--max-runs", "1"],
+         "parity-agent run: --max-runs 1: expected an integer from 2 to "
          "100000\n")):
     r = run(args)
     ok(r.returncode == 2 and r.stderr == msg, "one range of --runs "

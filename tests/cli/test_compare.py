@@ -28,6 +28,9 @@ import parity_fixtures as pf  # noqa: E402
 from parity_fixtures import ok, tap  # noqa: E402,F401
 
 TMP = tempfile.mkdtemp(prefix="parity-compare-test-")
+# Each run of the test has its own calibration store (ag_calstore.h),
+# never the user's.
+os.environ["XDG_CACHE_HOME"] = os.path.join(TMP, "cache")
 
 
 def path(name):
@@ -293,7 +296,8 @@ errors = [
     (["-S", "bash", "--", "a", "--", "b"],
      "--shell bash: the commands after \"--\" are argvs, run without a "
      "shell"),
-    (["-r", "0", "a", "b"], "--runs 0: expected an integer from 2 to 100000"),
+    (["-r", "0", "a", "b"], "--runs 0: expected auto or an integer from 2 "
+     "to 100000"),
     (["-w", "x", "a", "b"],
      "--warmup x: expected an integer from 0 to 10000"),
     (["-r"], "-r needs a value"),
@@ -350,13 +354,23 @@ errors = [
      "--export-markdown /nonexistent-dir/x.md: cannot write in "
      "/nonexistent-dir: No such file or directory"),
     (["--frob", "a", "b"], "unknown option \"--frob\" (parity compare --help)"),
+    (["-M", "3", "a", "b"], "--max-runs 3: a cap for --runs auto, which is "
+     "not given"),
+    (["--runs", "10", "--max-runs", "30", "a", "b"], "--max-runs 30: a cap "
+     "for --runs auto, which is not given"),
+    (["--runs", "auto", "--max-runs", "1", "a", "b"], "--max-runs 1: "
+     "expected an integer from 2 to 100000"),
+    (["--runs", "auto", "-M", "100001", "a", "b"], "--max-runs 100001: "
+     "expected an integer from 2 to 100000"),
+    (["--runs", "Auto", "a", "b"], "--runs Auto: expected auto or an integer "
+     "from 2 to 100000"),
     (["-x", "a", "b"], "unknown option \"-x\" (parity compare --help)"),
 ]
 hyperfine_only = [
-    (["-m", "3"], "-m/--min-runs", "it runs exactly --runs rounds"),
-    (["--min-runs", "3"], "-m/--min-runs", "it runs exactly --runs rounds"),
-    (["-M", "3"], "-M/--max-runs", "it runs exactly --runs rounds"),
-    (["--max-runs", "3"], "-M/--max-runs", "it runs exactly --runs rounds"),
+    (["-m", "3"], "-m/--min-runs", "it runs exactly --runs rounds, or with "
+     "--runs auto at least 10"),
+    (["--min-runs", "3"], "-m/--min-runs", "it runs exactly --runs rounds, "
+     "or with --runs auto at least 10"),
     (["-i"], "-i/--ignore-failure",
      "a command that fails stops its comparison (exit 4)"),
     (["--ignore-failure"], "-i/--ignore-failure",
