@@ -342,6 +342,26 @@ def case_fleet():
         ok(v.get("state") == "ended" and
            [c["benchmark"] for c in v.get("comparisons", [])] == ["startup"],
            "that job ran only --only startup and ended")
+        # -- runs: auto through the collector (PW_RUNS_AUTO) -----------
+        r = w.parity("run", "fleet", "--hosts", "alpha", "--only", "sleepy",
+                     "--runs", "auto", "--json")
+        reply = json.loads(r.stdout) if r.returncode == 0 else {}
+        auto_job = reply.get("job", "?")
+        ok(w.psql("SELECT runs FROM jobs WHERE job_uuid = '%s'" % auto_job)
+           == "1", "--runs auto is kept as runs 1 (PW_RUNS_AUTO)")
+        v = w.wait_job(auto_job, 60) or {}
+        rounds = w.psql("SELECT r.runs || ' ' || (SELECT max(s.round) + 1 "
+                        "FROM samples s WHERE s.run = r.id AND s.kind = 0) "
+                        "FROM runs r WHERE r.job_id = '%s'" % auto_job)
+        ok(v.get("state") == "ended" and rounds == "100 10",
+           "alpha ran it as runs: auto: planned for the cap of 100, "
+           "decisive after 10 rounds (20 ms against 200 ms): %s" % rounds)
+        store = [f for f in os.listdir(os.path.join(w.root, "agent-alpha",
+                                                    "spool"))
+                 if f.startswith("calibration-")]
+        ok(any(f.startswith("calibration-") and not f.endswith(".lock")
+               for f in store), "the agent keeps its calibration store in "
+           "its state directory (--spool): %s" % store)
         r = w.parity("run", "fleet", "--hosts", "arch=no-such-arch")
         ok(r.returncode == 1 and "no host matches" in r.stderr,
            "a tag no host has is refused (%s)" % r.stderr.strip())
