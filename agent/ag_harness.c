@@ -949,8 +949,8 @@ ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
         cb = *cb_in;
     if (opts.runs > AG_SUITE_MAX_RUNS || opts.max_runs > AG_SUITE_MAX_RUNS ||
         (opts.warmup >= 0 && opts.warmup > AG_SUITE_MAX_WARMUP)) {
-        snprintf(err, errlen, "runs must be 1..%d and warmup 0..%d",
-                 AG_SUITE_MAX_RUNS, AG_SUITE_MAX_WARMUP);
+        snprintf(err, errlen, "runs and max_runs must be at most %d and "
+                 "warmup 0..%d", AG_SUITE_MAX_RUNS, AG_SUITE_MAX_WARMUP);
         return AG_HARNESS_ERR;
     }
     selected = calloc(suite->benchmark_count + 1, sizeof *selected);
