@@ -3,7 +3,7 @@
 measured with the built `parity compare` on this machine.
 
     tests/bench/adaptive.py BUILD_DIR [--trials 200] [--per 20]
-                            [--trials-105 N] [--repeats 30]
+                            [--trials-ab N] [--trials-105 N] [--repeats 30]
                             [--floor-invocations 20]
                             [--modes 10,30,auto] [--cases floor,aa1,...]
 
@@ -44,6 +44,8 @@ import time
 ap = argparse.ArgumentParser()
 ap.add_argument("build")
 ap.add_argument("--trials", type=int, default=200)
+ap.add_argument("--trials-ab", type=int, default=0,
+                help="trials of 10 vs 11 ms (default: --trials)")
 ap.add_argument("--trials-105", type=int, default=0,
                 help="trials of 10 vs 10.5 ms (default: --trials)")
 ap.add_argument("--per", type=int, default=20)
@@ -160,7 +162,8 @@ if "floor" in CASES:
     floor_case()
 cases = [("aa1", "A/A 1 ms", 1000, 1000, "false", a.trials),
          ("aa10", "A/A 10 ms", 10000, 10000, "false", a.trials),
-         ("ab10", "A/B 10 vs 11 ms", 11000, 10000, "found", a.trials),
+         ("ab10", "A/B 10 vs 11 ms", 11000, 10000, "found",
+          a.trials_ab or a.trials),
          ("ab105", "A/B 10 vs 10.5 ms", 10500, 10000, "found",
           a.trials_105 or a.trials)]
 for key, name, ua, ub, want, n in cases:
