@@ -47,10 +47,9 @@
 /* A no-op run longer than 10 s is not a measurement. */
 #define AG_CALSTORE_MAX_WALL_US 10e6
 /* "Much noisier": this invocation's own q90 - q10 (at least
- * VD_FLOOR_MIN_SAMPLES runs) above this many times the store's. Across
- * 20 invocations on an idle VM a session's floor varied by 2.1x from
- * lowest to highest while the pooled one held within 12 %; 2x the store
- * is past that ordinary spread. */
+ * VD_FLOOR_MIN_SAMPLES runs) above this many times the store's. Under
+ * steady load, single invocations' floors ranged 0.5x to 1.5x of the
+ * pooled one (docs/performance.md); 2x is past that ordinary spread. */
 #define AG_CALSTORE_NOISY_RATIO 2.0
 
 typedef enum {
