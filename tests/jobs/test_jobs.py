@@ -1178,8 +1178,8 @@ def case_client():
             ("history", ("b", "--tag"), "--tag needs a value"),
             ("history", ("b", "c"), 'unexpected argument "c" (parity history '
              "--help)"),
-            ("run", ("x", "--runs=1"), '--runs "1": want a whole number from '
-             "2 to 100000"),
+            ("run", ("x", "--runs=1"), '--runs "1": want auto or a whole '
+             "number from 2 to 100000"),
             ("run", ("x", "--label"), "--label needs a value"),
             ("run", ("x", "y"), 'unexpected argument "y" (parity run '
              "--help)")):
