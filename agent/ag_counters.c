@@ -151,11 +151,20 @@ ag_counters_missing(const ag_counters_t *c)
 void
 ag_counters_reset(ag_counters_t *c)
 {
-    for (int i = 0; c && i < AG_CTR_COUNT; i++)
-        if (c->fd[i] >= 0 &&
+    for (int i = 0; c && i < AG_CTR_COUNT; i++) {
+        if (c->fd[i] < 0)
+            continue;
+        /* A fresh event for each spawn: with one event kept across
+         * spawns, Linux 6.1 counted the first two children and 0 for
+         * every later one (see the header). A reopen that fails leaves
+         * the counter missing from here on, its reads -1. */
+        close(c->fd[i]);
+        c->fd[i] = s_open(s_defs[i].type, s_defs[i].config);
+        if (c->fd[i] < 0 ||
             read(c->fd[i], c->base[i], sizeof c->base[i]) !=
             sizeof c->base[i])
             memset(c->base[i], 0, sizeof c->base[i]);
+    }
 }
 
 void

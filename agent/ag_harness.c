@@ -40,6 +40,9 @@ typedef struct {
     const ag_harness_opts_t *opts;
     double *cal;
     size_t ncal, cal_cap;
+    /* Counters opened on the session's thread (the one that spawns),
+     * NULL on out of memory: runs then keep wall time alone. */
+    ag_counters_t *ctr;
 } s_session_t;
 
 /* Everything one benchmark run needs, built before its first spawn. */
@@ -448,6 +451,13 @@ s_fill(ag_sample_t *s, const ag_spawn_result_t *res)
     s->term_signal = res->term_signal;
     s->cpu = res->cpu;
     s->start_unix_us = res->start_unix_us;
+    /* -1: not counted on this host, which the sample says with 0. */
+    s->instructions = res->counters[AG_CTR_INSTRUCTIONS] > 0
+                      ? res->counters[AG_CTR_INSTRUCTIONS] : 0;
+    s->cycles = res->counters[AG_CTR_CYCLES] > 0
+                ? res->counters[AG_CTR_CYCLES] : 0;
+    s->task_clock_ns = res->counters[AG_CTR_TASK_CLOCK] > 0
+                       ? res->counters[AG_CTR_TASK_CLOCK] : 0;
 }
 
 /* One timed run of arm a (prepare and conclude around it, untimed). */
@@ -477,6 +487,7 @@ s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
     req.cpu_count = r->b->cpu_count;
     req.timeout_us = r->b->timeout_s * 1e6;
     req.cancel_fd = r->h->cancel_fd;
+    req.counters = r->ss->ctr;
     off_t mark = s_err_mark(r);
     int rc = ag_spawn_run(&req, &res, err, sizeof err);
     if (rc == AG_SPAWN_CANCELLED) {
@@ -954,9 +965,10 @@ ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
         return AG_HARNESS_ERR;
     }
     selected = calloc(suite->benchmark_count + 1, sizeof *selected);
-    if (!selected) {
+    ss.ctr = ag_counters_new();
+    if (!selected || !ss.ctr) {
         snprintf(err, errlen, "ag_harness_run: out of memory");
-        return AG_HARNESS_ERR;
+        goto done;
     }
     for (size_t i = 0; i < opts.only_count; i++) {
         const ag_bench_t *b = ag_suite_find(suite, opts.only[i]);
@@ -1049,5 +1061,6 @@ done:
     free(env_json);
     free(cal);
     free(ss.cal);
+    ag_counters_destroy(&ss.ctr);
     return rc;
 }

@@ -141,6 +141,8 @@ s_on_sample(void *ctx, const ag_sample_t *s)
         .maxrss_kb = s->maxrss_kb, .exit_status = s->exit_status,
         .term_signal = s->term_signal, .cpu = s->cpu,
         .start_unix_us = s->start_unix_us, .error = NULL,
+        .instructions = s->instructions, .cycles = s->cycles,
+        .task_clock_ns = s->task_clock_ns,
     };
     if (r->npending == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 1024;

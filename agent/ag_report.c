@@ -74,6 +74,11 @@ s_bench(FILE *f, const json_t *b)
         if (pw_verdict_from_json(v, &vd, e, sizeof e) == PW_OK &&
             pw_out_verdict(f, subject ? subject : "?", key, &vd) != 0)
             return -1;
+        /* The instructions comparison, beside the verdict (never it). */
+        const char *ins = json_string_value(
+            json_object_get(json_object_get(v, "instructions"), "text"));
+        if (ins)
+            fprintf(f, "  counters: %s\n", ins);
     }
     const char *why = json_string_value(json_object_get(b, "verdict_error"));
     if (why)

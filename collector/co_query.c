@@ -727,6 +727,10 @@ s_show_samples(json_t *bench, PGresult *s, const json_t *by_idx)
         x.cpu = atoi(PQgetvalue(s, i, 10));
         x.start_unix_us = strtoll(PQgetvalue(s, i, 11), NULL, 10);
         x.error = x.kind == PW_SAMPLE_ERROR ? PQgetvalue(s, i, 12) : NULL;
+        /* NULL (not counted) reads as "", which is 0: not written. */
+        x.instructions = strtoll(PQgetvalue(s, i, 13), NULL, 10);
+        x.cycles = strtoll(PQgetvalue(s, i, 14), NULL, 10);
+        x.task_clock_ns = strtoll(PQgetvalue(s, i, 15), NULL, 10);
         if (pw_results_add_sample(bench, &x) != PW_RESULTS_OK)
             return -1;
     }
@@ -822,8 +826,8 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
         goto oom;
     s = s_q(q, res, "SELECT kind, arm, round, position, wall_us, user_us, "
             "sys_us, maxrss_kb, exit_status, term_signal, cpu, "
-            "start_unix_us, error FROM samples WHERE run = $1 ORDER BY "
-            "batch_seq, idx", 1, pid);
+            "start_unix_us, error, instructions, cycles, task_clock_ns "
+            "FROM samples WHERE run = $1 ORDER BY batch_seq, idx", 1, pid);
     if (!s)
         goto fail;
     if (s_show_samples(bench, s, arms_by_idx) != 0)

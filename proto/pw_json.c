@@ -1,6 +1,9 @@
 /* pw_json.c -- the verdict's written form; see pw_json.h. */
 #include "pw_json.h"
 
+#include "vd_adaptive.h"
+#include "vd_counter.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -99,6 +102,22 @@ pw_verdict_to_json(const vd_verdict_t *v, unsigned flags)
 fail:
     json_decref(o);
     return NULL;
+}
+
+json_t *
+pw_counter_to_json(const char *counter, vd_outcome_t wall,
+                   const vd_verdict_t *cv)
+{
+    char text[VD_COUNTER_TEXT_MAX];
+    vd_counter_text(text, sizeof text, counter, wall, cv);
+    return json_pack("{s:s,s:s,s:f,s:f,s:f,s:f,s:b,s:f,s:f,s:s}",
+                     "counter", counter,
+                     "outcome", vd_outcome_name(cv->outcome),
+                     "ratio", cv->ratio, "best_ratio", cv->best_ratio,
+                     "tolerance", cv->tolerance, "noise", cv->noise,
+                     "decisive", vd_adaptive_decisive(cv),
+                     "subject_median", cv->a.median,
+                     "other_median", cv->b.median, "text", text);
 }
 
 /* ---- reading --------------------------------------------------------- */

@@ -58,6 +58,14 @@ enum {
  * caller owns, or NULL when jansson runs out of memory. */
 json_t *pw_verdict_to_json(const vd_verdict_t *v, unsigned flags);
 
+/* The counter comparison beside a verdict (vd_counter.h) as
+ * {"counter", "outcome", "ratio", "best_ratio", "tolerance", "noise",
+ *  "decisive", "subject_median", "other_median", "text"}; wall is the
+ * wall-time verdict's outcome, for the text. Caller owns the result;
+ * NULL on out of memory. */
+json_t *pw_counter_to_json(const char *counter, vd_outcome_t wall,
+                           const vd_verdict_t *cv);
+
 /* One arm's summary as {"n", "min", "q25", "median", "q75", "max", "iqr",
  * "mean"}. Caller owns the result; NULL on out of memory. */
 json_t *pw_summary_to_json(const vd_summary_t *s);

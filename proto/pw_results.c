@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pw_json.h"
+#include "vd_counter.h"
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when it is not
  * one. Never reads past a NUL (a NUL is no continuation byte). */
@@ -206,6 +207,13 @@ pw_results_add_sample(json_t *bench, const pw_sample_t *s)
                                                : json_null());
     if (s->error)
         json_object_set_new(o, "error", s_text(s->error));
+    const char *names[3] = { "instructions", "cycles", "task_clock_ns" };
+    const int64_t counts[3] = { s->instructions, s->cycles,
+                                s->task_clock_ns };
+    for (size_t i = 0; i < 3; i++)
+        if (counts[i] > 0)
+            json_object_set_new(o, names[i],
+                                json_integer((json_int_t)counts[i]));
     return json_array_append_new(json_object_get(bench, "samples"), o) == 0
            ? PW_RESULTS_OK : PW_RESULTS_ERR;
 }
@@ -288,20 +296,29 @@ fail:
     return PW_RESULTS_ERR;
 }
 
-int
-pw_results_arm_samples(const json_t *bench, const char *arm, double **out,
-                       size_t *n, char *err, size_t errlen)
+/* field of every measured sample of arm; with all, *n is 0 as soon as
+ * one such sample lacks a number > 0 there. */
+static int
+s_arm_values(const json_t *bench, const char *arm, const char *field,
+             bool all, double **out, size_t *n, char *err, size_t errlen)
 {
     double *a = NULL;
     size_t count = 0, cap = 0, i;
     json_t *s;
+    *out = NULL;
+    *n = 0;
     json_array_foreach(json_object_get(bench, "samples"), i, s) {
         const char *k = json_string_value(json_object_get(s, "kind"));
         const char *name = json_string_value(json_object_get(s, "arm"));
-        if (k && name && strcmp(k, "measured") == 0 &&
-            strcmp(name, arm) == 0 &&
-            s_push(&a, &count, &cap,
-                   json_number_value(json_object_get(s, "wall_us"))) != 0) {
+        if (!k || !name || strcmp(k, "measured") != 0 ||
+            strcmp(name, arm) != 0)
+            continue;
+        const json_t *v = json_object_get(s, field);
+        if (all && !(json_is_number(v) && json_number_value(v) > 0)) {
+            free(a);
+            return PW_RESULTS_OK;
+        }
+        if (s_push(&a, &count, &cap, json_number_value(v)) != 0) {
             free(a);
             snprintf(err, errlen, "arm %s: out of memory or more than %u "
                      "samples", arm, VD_MAX_SAMPLES);
@@ -311,6 +328,45 @@ pw_results_arm_samples(const json_t *bench, const char *arm, double **out,
     *out = a;
     *n = count;
     return PW_RESULTS_OK;
+}
+
+int
+pw_results_arm_samples(const json_t *bench, const char *arm, double **out,
+                       size_t *n, char *err, size_t errlen)
+{
+    return s_arm_values(bench, arm, "wall_us", false, out, n, err, errlen);
+}
+
+int
+pw_results_arm_counts(const json_t *bench, const char *arm,
+                      const char *counter, double **out, size_t *n,
+                      char *err, size_t errlen)
+{
+    return s_arm_values(bench, arm, counter, true, out, n, err, errlen);
+}
+
+/* Beside verdict v of the subject against arm other: the instructions
+ * comparison, where both arms counted them on every measured run. */
+static void
+s_add_counter(json_t *vj, const json_t *b, const char *subject,
+              const char *other, const vd_verdict_t *v)
+{
+    double *a = NULL, *o = NULL;
+    size_t na = 0, no = 0;
+    vd_verdict_t cv;
+    char e[256];
+    if (pw_results_arm_counts(b, subject, "instructions", &a, &na, e,
+                              sizeof e) == PW_RESULTS_OK &&
+        pw_results_arm_counts(b, other, "instructions", &o, &no, e,
+                              sizeof e) == PW_RESULTS_OK &&
+        na >= 2 && no >= 2 &&
+        vd_counter_compare(a, na, o, no, v->parity, &cv, e, sizeof e)
+            == VD_OK)
+        json_object_set_new(vj, "instructions",
+                            pw_counter_to_json("instructions", v->outcome,
+                                               &cv));
+    free(a);
+    free(o);
 }
 
 /* Summaries and verdicts of one benchmark. */
@@ -364,8 +420,10 @@ s_finish_bench(json_t *b, const vd_params_t *params, char *err,
                          subject_name, name, e);
                 continue;
             }
-            json_object_set_new(verdict, name,
-                                pw_verdict_to_json(&v, PW_VERDICT_SUMMARIES));
+            json_t *vj = pw_verdict_to_json(&v, PW_VERDICT_SUMMARIES);
+            if (vj)
+                s_add_counter(vj, b, subject_name, name, &v);
+            json_object_set_new(verdict, name, vj);
         }
     }
     json_object_set_new(b, "summary", summary);

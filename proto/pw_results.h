@@ -21,9 +21,12 @@
  *       "samples": [{"kind": "measured", "arm": "gzip1", "round": 0,
  *                    "position": 0, "wall_us": ..., "user_us": ...,
  *                    "sys_us": ..., "maxrss_kb": ..., "exit_status": 0,
- *                    "term_signal": 0, "cpu": 1, "start_unix_us": ...}],
+ *                    "term_signal": 0, "cpu": 1, "start_unix_us": ...,
+ *                    "instructions": ..., "cycles": ...,
+ *                    "task_clock_ns": ...}],
  *       "summary": {"gzip1": {pw_summary}, ...},
- *       "verdict": {"gzip9": {pw_verdict with summaries}}}]}
+ *       "verdict": {"gzip9": {pw_verdict with summaries,
+ *                             "instructions": {pw_counter_to_json}}}}]}
  *
  * Samples of every kind (warmup, measured, calibration, error) are kept;
  * only "measured" ones enter summaries and verdicts. A calibration
@@ -69,6 +72,11 @@ typedef struct {
     int cpu;                   /* -1 unknown: written as null */
     int64_t start_unix_us;
     const char *error;         /* error samples only */
+    /* Hardware counters of the command and its children (parity.proto
+     * Sample 14-16): written only when > 0, i.e. counted on this host. */
+    int64_t instructions;
+    int64_t cycles;
+    int64_t task_clock_ns;
 } pw_sample_t;
 
 /* A new document with the header fields; environment is borrowed (a
@@ -119,9 +127,18 @@ int pw_results_arm_samples(const json_t *bench, const char *arm,
                            double **out, size_t *n, char *err,
                            size_t errlen);
 
+/* The measured counts of one counter ("instructions", "cycles",
+ * "task_clock_ns") of one arm, as pw_results_arm_samples; *n is 0 when
+ * any measured sample of the arm lacks it (not counted on this host). */
+int pw_results_arm_counts(const json_t *bench, const char *arm,
+                          const char *counter, double **out, size_t *n,
+                          char *err, size_t errlen);
+
 /* Finish doc: the floor from its calibration samples (vd_floor), then for
  * each benchmark the summaries and a verdict of the subject against every
- * other arm (vd_compare). A benchmark whose status is "failed", or an arm
+ * other arm (vd_compare), with an "instructions" comparison beside it
+ * where both arms' measured samples all counted instructions
+ * (vd_counter.h; it never changes the verdict). A benchmark whose status is "failed", or an arm
  * with fewer than 2 measured samples, gets "verdict_error" instead of
  * that verdict. Sets "complete" and "ended_at_us". */
 int pw_results_finish(json_t *doc, double parity, bool complete,

@@ -93,6 +93,23 @@ main(int argc, char **argv)
        "their CPU is in the count (%lld ns; rusage of sh and its children "
        "%.0f ns)", (long long)r.counters[AG_CTR_TASK_CLOCK], cpu_ns);
 
+    /* Every later run of the same set is counted too: one event kept
+     * across spawns once counted the first two and 0 from then on. */
+    const char *spin10[] = { s_prog, "spin", "10000", NULL };
+    int counted = 0;
+    for (int k = 0; k < 6; k++) {
+        if (s_run(c, spin10, &r) != AG_SPAWN_OK)
+            continue;
+        cpu_ns = (r.user_us + r.sys_us) * 1e3;
+        if (r.counters[AG_CTR_TASK_CLOCK] >= 0.8 * cpu_ns && cpu_ns > 5e6)
+            counted++;
+        else
+            printf("# run %d: task_clock %lld ns, rusage %.0f ns\n", k,
+                   (long long)r.counters[AG_CTR_TASK_CLOCK], cpu_ns);
+    }
+    ok(counted == 6, "6 more runs of one set: each counts its CPU time "
+       "(%d did)", counted);
+
     /* Hardware counters: counted where they open, named where not. */
     for (int k = AG_CTR_INSTRUCTIONS; k <= AG_CTR_CYCLES; k++) {
         const char *name = ag_counters_name((ag_ctr_t)k);
