@@ -20,6 +20,7 @@
 #include "pw_err.h"
 #include "pw_json.h"
 #include "pw_wire.h"
+#include "vd_counter.h"
 #include "vd_verdict.h"
 
 /* Recently used runs (uuid -> id, host), so that a batch costs no lookup. */
@@ -1826,16 +1827,59 @@ s_num(char *buf, size_t len, double x)
 typedef struct {
     char sa[24], oa[24], nsub[24], noth[24], fs[16], diag[16], extra[16];
     char ratio[32], best[32], tol[32], noise[32], btol[32], fl[32], par[32];
-    char json[PW_VERDICT_TEXT_MAX];
+    /* The verdict's written form, and the instructions comparison
+     * beside it (pw_counter_to_json: 10 fields and its line). */
+    char json[PW_VERDICT_TEXT_MAX + 640];
     char error[256];
     const char *p[S_VERDICT_COLS];
 } s_verdict_row_t;
+
+/* ins[0..n) when every run counted its instructions, else NULL. */
+static const double *
+s_counted(const double *ins, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(ins[i] > 0))
+            return NULL;
+    return n ? ins : NULL;
+}
+
+/* v's written form into w->json (pw_verdict_write, as the library
+ * writes it), with the instructions comparison added where both arms
+ * counted them (ia, ib; NULL: not counted). False when the verdict did
+ * not fit; a comparison that does not fit is left out. */
+static bool
+s_verdict_json(s_verdict_row_t *w, const vd_verdict_t *v, const double *ia,
+               size_t na, const double *ib, size_t nb)
+{
+    vd_verdict_t cv;
+    char e[256];
+    int len = pw_verdict_write(w->json, sizeof w->json, v,
+                               PW_VERDICT_SUMMARIES);
+    if (len < 2)
+        return false;
+    if (!ia || !ib ||
+        vd_counter_compare(ia, na, ib, nb, v->parity, &cv, e, sizeof e)
+            != VD_OK)
+        return true;
+    json_t *o = pw_counter_to_json("instructions", v->outcome, &cv);
+    char *text = o ? pw_json_dumps(o) : NULL;
+    size_t at = (size_t)len - 1;          /* the closing brace */
+    if (text && w->json[at] == '}' &&
+        at + strlen(text) + 18 < sizeof w->json)
+        snprintf(w->json + at, sizeof w->json - at, ",\"instructions\":%s}",
+                 text);
+    free(text);
+    json_decref(o);
+    return true;
+}
 
 static void
 s_verdict_row(s_verdict_row_t *w, const char *runid, const char *host,
               size_t subject, size_t other, const char *other_name,
               const double *a, size_t na, const double *b, size_t nb,
-              const vd_params_t *vp, int floor_samples)
+              const vd_params_t *vp, int floor_samples, const double *ia,
+              const double *ib)
 {
     vd_verdict_t v;
     const char *outcome = NULL, *json_p = NULL, *error = NULL;
@@ -1860,8 +1904,7 @@ s_verdict_row(s_verdict_row_t *w, const char *runid, const char *host,
         pbt = w->btol;
         snprintf(w->diag, sizeof w->diag, "%u", v.diagnostics);
         snprintf(w->extra, sizeof w->extra, "%u", v.extra_runs);
-        if (pw_verdict_write(w->json, sizeof w->json, &v,
-                             PW_VERDICT_SUMMARIES) >= 0)
+        if (s_verdict_json(w, &v, ia, na, ib, nb))
             json_p = w->json;
     } else {
         error = w->error;
@@ -1881,15 +1924,42 @@ s_verdict_row(s_verdict_row_t *w, const char *runid, const char *host,
  * again without the bound, so the margin only saves time. */
 #define S_PRUNE_MARGIN_US (24LL * 3600 * 1000000)
 
-/* The run's samples as run_end needs them: MEASURED wall_us grouped by
- * arm in arm order (arm_of[i] is x[i]'s arm) and ERROR counts per arm
- * (errors has narms slots). Partitions before the run's start are
- * pruned when every sample of its batches (expected) is found that way.
- * Caller frees x and arm_of. */
 void
 co_db_set_run_samples(co_db_t *db, const co_db_run_cache_t *cache)
 {
     db->run_cache = cache;
+}
+
+/* A run's MEASURED samples as run_end needs them, grouped by arm in arm
+ * order: arm_of[i] is x[i]'s arm, ins[i] its instructions (0: not
+ * counted). The three arrays are owned (s_samples_free). */
+typedef struct {
+    double *x;
+    double *ins;
+    size_t *arm_of;
+    size_t n;
+} s_samples_t;
+
+static void
+s_samples_free(s_samples_t *s)
+{
+    free(s->x);
+    free(s->ins);
+    free(s->arm_of);
+    memset(s, 0, sizeof *s);
+}
+
+/* Room for n samples in s; false on out of memory (s freed). */
+static bool
+s_samples_alloc(s_samples_t *s, size_t n)
+{
+    s->x = malloc((n ? n : 1) * sizeof *s->x);
+    s->ins = malloc((n ? n : 1) * sizeof *s->ins);
+    s->arm_of = malloc((n ? n : 1) * sizeof *s->arm_of);
+    if (s->x && s->ins && s->arm_of)
+        return true;
+    s_samples_free(s);
+    return false;
 }
 
 /* s_run_samples from the writer's copy (co_db_set_run_samples): false
@@ -1897,7 +1967,7 @@ co_db_set_run_samples(co_db_t *db, const co_db_run_cache_t *cache)
  * each arm's samples in their stored order. */
 static bool
 s_run_samples_cached(co_db_t *db, long long expected, size_t narms,
-                     double **x, size_t **arm_of, size_t *n, int64_t *errors)
+                     s_samples_t *out, int64_t *errors)
 {
     const co_db_run_cache_t *c = db->run_cache;
     if (!c || expected < 0 || c->n != (size_t)expected)
@@ -1917,13 +1987,7 @@ s_run_samples_cached(co_db_t *db, long long expected, size_t narms,
     }
     for (size_t a = 0; a < narms; a++)
         start[a + 1] += start[a];
-    *x = malloc((m ? m : 1) * sizeof **x);
-    *arm_of = malloc((m ? m : 1) * sizeof **arm_of);
-    if (!*x || !*arm_of) {
-        free(*x);
-        free(*arm_of);
-        *x = NULL;
-        *arm_of = NULL;
+    if (!s_samples_alloc(out, m)) {
         free(start);
         return false;
     }
@@ -1933,43 +1997,45 @@ s_run_samples_cached(co_db_t *db, long long expected, size_t narms,
             errors[arm]++;
         if (c->kind[i] != PARITY__SAMPLE_KIND__MEASURED)
             continue;
-        (*x)[start[arm]] = c->wall_us[i];
-        (*arm_of)[start[arm]++] = arm;
+        out->x[start[arm]] = c->wall_us[i];
+        out->ins[start[arm]] = c->instructions ? c->instructions[i] : 0;
+        out->arm_of[start[arm]++] = arm;
     }
-    *n = m;
+    out->n = m;
     free(start);
     return true;
 }
 
+/* The run's samples (s_samples_t) and its ERROR counts per arm (errors
+ * has narms slots). Partitions before the run's start are pruned when
+ * every sample of its batches (expected) is found that way. */
 static int
 s_run_samples(co_db_t *db, const char *runid, int64_t started_at_us,
-              long long expected, size_t narms, double **x, size_t **arm_of,
-              size_t *n, int64_t *errors, char *err, size_t errlen)
+              long long expected, size_t narms, s_samples_t *out,
+              int64_t *errors, char *err, size_t errlen)
 {
     int rc;
-    if (s_run_samples_cached(db, expected, narms, x, arm_of, n, errors))
+    if (s_run_samples_cached(db, expected, narms, out, errors))
         return CO_DB_OK;
     char lo[24];
     int64_t bound = started_at_us > INT64_MIN + S_PRUNE_MARGIN_US ?
                     started_at_us - S_PRUNE_MARGIN_US : INT64_MIN;
     snprintf(lo, sizeof lo, "%" PRId64, bound);
     const char *p[] = { runid, lo };
-    PGresult *r = s_query(db, "SELECT arm, wall_us, kind FROM samples WHERE "
-                          "run = $1 AND start_unix_us >= $2 ORDER BY arm, "
-                          "batch_seq, idx", 2, p, PGRES_TUPLES_OK, &rc, err,
-                          errlen);
+    PGresult *r = s_query(db, "SELECT arm, wall_us, kind, instructions "
+                          "FROM samples WHERE run = $1 AND start_unix_us >= "
+                          "$2 ORDER BY arm, batch_seq, idx", 2, p,
+                          PGRES_TUPLES_OK, &rc, err, errlen);
     if (r && PQntuples(r) != expected) {
         PQclear(r);
-        r = s_query(db, "SELECT arm, wall_us, kind FROM samples WHERE "
-                    "run = $1 ORDER BY arm, batch_seq, idx", 1, p,
-                    PGRES_TUPLES_OK, &rc, err, errlen);
+        r = s_query(db, "SELECT arm, wall_us, kind, instructions FROM "
+                    "samples WHERE run = $1 ORDER BY arm, batch_seq, idx", 1,
+                    p, PGRES_TUPLES_OK, &rc, err, errlen);
     }
     if (!r)
         return rc;
     size_t rows = (size_t)PQntuples(r), k = 0;
-    *x = malloc((rows ? rows : 1) * sizeof **x);
-    *arm_of = malloc((rows ? rows : 1) * sizeof **arm_of);
-    if (!*x || !*arm_of) {
+    if (!s_samples_alloc(out, rows)) {
         pw_err_line(err, errlen, "run_end: out of memory for %zu samples",
                     rows);
         PQclear(r);
@@ -1982,10 +2048,12 @@ s_run_samples(co_db_t *db, const char *runid, int64_t started_at_us,
             errors[arm]++;
         if (kind != PARITY__SAMPLE_KIND__MEASURED)
             continue;
-        (*x)[k] = strtod(PQgetvalue(r, (int)i, 1), NULL);
-        (*arm_of)[k++] = arm;
+        out->x[k] = strtod(PQgetvalue(r, (int)i, 1), NULL);
+        /* NULL (not counted) reads as "": 0. */
+        out->ins[k] = strtod(PQgetvalue(r, (int)i, 3), NULL);
+        out->arm_of[k++] = arm;
     }
-    *n = k;
+    out->n = k;
     PQclear(r);
     return CO_DB_OK;
 }
@@ -2143,11 +2211,13 @@ s_run_floor(co_db_t *db, int64_t host_id, const char *runid, int64_t until,
  * summary, from the run's samples x (grouped by arm, see s_run_samples). */
 static int
 s_run_verdicts(co_db_t *db, const char *runid, const char *host,
-               PGresult *arms, size_t subject, const double *x,
-               const size_t *arm_of, size_t n, const int64_t *errors,
-               const vd_params_t *vp, int used, unsigned *verdicts,
-               char *err, size_t errlen)
+               PGresult *arms, size_t subject, const s_samples_t *sm,
+               const int64_t *errors, const vd_params_t *vp, int used,
+               unsigned *verdicts, char *err, size_t errlen)
 {
+    const double *x = sm->x;
+    const size_t *arm_of = sm->arm_of;
+    size_t n = sm->n;
     size_t narms = (size_t)PQntuples(arms);
     size_t a_off = 0, a_n = 0, nv = 0;
     int rc = CO_DB_FAIL;
@@ -2177,7 +2247,9 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
         if (k != subject)
             s_verdict_row(&ver[nv++], runid, host, subject, k,
                           PQgetvalue(arms, (int)k, 1), x + a_off, a_n,
-                          x + b_off, b_n, vp, used);
+                          x + b_off, b_n, vp, used,
+                          s_counted(sm->ins + a_off, a_n),
+                          s_counted(sm->ins + b_off, b_n));
     }
     rc = narms ? s_store_results(db, sum, narms, ver, nv, err, errlen)
                : CO_DB_OK;
@@ -2274,8 +2346,7 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
     char runid[24], host[24], batches[16], samples[24], ended[24];
     const char *status = s_status_name(re->status);
     PGresult *r = NULL, *arms = NULL;
-    double *x = NULL;
-    size_t *arm_of = NULL;
+    s_samples_t sm = { 0 };
     int64_t *errors = NULL;
 
     *verdicts = 0;
@@ -2339,18 +2410,17 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
                      err, errlen);
     if (rc != CO_DB_OK)
         goto rollback;
-    size_t n = 0;
     if (!(errors = calloc(narms ? narms : 1, sizeof *errors))) {
         pw_err_line(err, errlen, "run_end: out of memory");
         rc = CO_DB_FAIL;
         goto rollback;
     }
-    rc = s_run_samples(db, runid, started, expected, narms, &x, &arm_of, &n,
-                       errors, err, errlen);
+    rc = s_run_samples(db, runid, started, expected, narms, &sm, errors, err,
+                       errlen);
     if (rc != CO_DB_OK)
         goto rollback;
-    rc = s_run_verdicts(db, runid, host, arms, subject, x, arm_of, n, errors,
-                        &vp, used, verdicts, err, errlen);
+    rc = s_run_verdicts(db, runid, host, arms, subject, &sm, errors, &vp,
+                        used, verdicts, err, errlen);
     if (rc != CO_DB_OK)
         goto rollback;
     rc = s_exec(db, "COMMIT", err, errlen);
@@ -2363,8 +2433,7 @@ rollback:
     s_rollback(db);
 done:
     PQclear(arms);
-    free(x);
-    free(arm_of);
+    s_samples_free(&sm);
     free(errors);
     return rc;
 }

@@ -145,6 +145,7 @@ void co_db_abort(co_db_t *db);
 typedef struct {
     const int32_t *arm;
     const double *wall_us;
+    const double *instructions;   /* 0: not counted; NULL: none kept */
     const uint8_t *kind;
     size_t n;
 } co_db_run_cache_t;

@@ -13,6 +13,7 @@ typedef struct {
     char key[160];                /* "host_id:run_id" */
     int32_t *arm;
     double *wall_us;
+    double *instructions;
     uint8_t *kind;
     size_t n, cap;
     co_db_run_cache_t view;
@@ -33,6 +34,7 @@ s_run_free(void **item)
         return;
     free(r->arm);
     free(r->wall_us);
+    free(r->instructions);
     free(r->kind);
     free(r);
     *item = NULL;
@@ -101,10 +103,13 @@ s_grow(s_run_t *r, size_t more)
     double *w = realloc(r->wall_us, cap * sizeof *w);
     if (w)
         r->wall_us = w;
+    double *ins = realloc(r->instructions, cap * sizeof *ins);
+    if (ins)
+        r->instructions = ins;
     uint8_t *k = realloc(r->kind, cap * sizeof *k);
     if (k)
         r->kind = k;
-    if (!a || !w || !k)
+    if (!a || !w || !ins || !k)
         return -1;
     r->cap = cap;
     return 0;
@@ -143,6 +148,7 @@ co_runs_add(co_runs_t *runs, int64_t host_id, const Parity__SampleBatch *b)
         const Parity__Sample *s = b->samples[i];
         r->arm[r->n] = (int32_t)s->arm;
         r->wall_us[r->n] = s->wall_us;
+        r->instructions[r->n] = (double)s->instructions;
         r->kind[r->n] = (uint8_t)s->kind;
         r->n++;
     }
@@ -160,6 +166,7 @@ co_runs_get(co_runs_t *runs, int64_t host_id, const char *run_id)
         return NULL;
     r->view.arm = r->arm;
     r->view.wall_us = r->wall_us;
+    r->view.instructions = r->instructions;
     r->view.kind = r->kind;
     r->view.n = r->n;
     return &r->view;

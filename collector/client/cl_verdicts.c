@@ -210,6 +210,28 @@ s_unfinished(FILE *f, const json_t *hosts, bool markdown)
     }
 }
 
+/* The instructions comparison beside each verdict that has one
+ * (hosts that count instructions, docs/verdict.md "Counters beside wall
+ * time"): a line per host and comparison, after the table. */
+static void
+s_print_counters(FILE *f, const json_t *cmps, bool markdown)
+{
+    size_t i, k;
+    json_t *cmp, *h;
+    json_array_foreach(cmps, i, cmp)
+        json_array_foreach(json_object_get(cmp, "hosts"), k, h) {
+            const char *text = json_string_value(json_object_get(
+                json_object_get(json_object_get(h, "verdict"),
+                                "instructions"), "text"));
+            if (text)
+                fprintf(f, "%s%s %s vs %s on %s: %s\n", markdown ? "- " : "",
+                        pw_out_str(cmp, "benchmark", "?"),
+                        pw_out_str(cmp, "subject", "?"),
+                        pw_out_str(cmp, "other", "?"),
+                        pw_out_str(h, "host", "?"), text);
+        }
+}
+
 int
 cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
 {
@@ -280,6 +302,7 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
         s_unfinished(f, hosts, format == CL_VERDICTS_MARKDOWN);
         s_print_suite_versions(f, body, format == CL_VERDICTS_MARKDOWN);
         s_print_selftests(f, hosts, format == CL_VERDICTS_MARKDOWN);
+        s_print_counters(f, cmps, format == CL_VERDICTS_MARKDOWN);
     }
     if (format == CL_VERDICTS_TABLE && json_array_size(cmps) > 0)
         fprintf(f, "ratio = subject median / other median on that host "

@@ -1,12 +1,15 @@
 /* test_results.c -- pw_results: the results file built, finished (floor
  * and verdicts) and checked. The verdicts must equal vd_compare on the
  * same samples; the worked example of the spec is one of them. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pw_json.h"
 #include "pw_results.h"
 #include "tap.h"
+#include "vd_adaptive.h"
+#include "vd_counter.h"
 #include "vd_verdict.h"
 
 static const double s_a[] = { 566, 568, 576, 690, 722 };
@@ -49,6 +52,78 @@ s_doc(size_t ncal, const char *status, size_t nb)
     pw_results_add_sample(b, &e);
     pw_results_end_benchmark(b, status, NULL, "tail \xff\xfe bytes", 4);
     return doc;
+}
+
+/* A benchmark whose measured samples counted instructions (all of them,
+ * or all but the other arm's last): s_a's subject executes 3 % more. */
+static json_t *
+s_counted_doc(bool all)
+{
+    json_t *doc = pw_results_new("test", "0", "s", "s.yaml", NULL, 1);
+    json_t *b = pw_results_add_benchmark(doc, "b", 5, 0, 3);
+    pw_results_add_arm(b, "new", true, NULL, "true", NULL);
+    pw_results_add_arm(b, "old", false, NULL, "true", NULL);
+    for (size_t i = 0; i < 5; i++) {
+        pw_sample_t sa = { .kind = PW_SAMPLE_MEASURED, .arm = "new",
+                           .round = (unsigned)i, .wall_us = s_a[i],
+                           .cpu = -1, .instructions = 1030000 + (int64_t)i,
+                           .cycles = 0, .task_clock_ns = 500000 };
+        pw_sample_t sb = sa;
+        sb.arm = "old";
+        sb.wall_us = s_b[i];
+        sb.instructions = all || i < 4 ? 1000000 + (int64_t)i * 2 : 0;
+        pw_results_add_sample(b, &sa);
+        pw_results_add_sample(b, &sb);
+    }
+    pw_results_end_benchmark(b, "complete", NULL, NULL, 4);
+    return doc;
+}
+
+static void
+s_counters(void)
+{
+    char err[256], want[VD_COUNTER_TEXT_MAX];
+    json_t *doc = s_counted_doc(true);
+    ok(pw_results_finish(doc, 0.04, true, 9, err, sizeof err) ==
+       PW_RESULTS_OK, "finish a counted benchmark");
+    json_t *b = json_array_get(json_object_get(doc, "benchmarks"), 0);
+    json_t *s0 = json_array_get(json_object_get(b, "samples"), 0);
+    ok(json_integer_value(json_object_get(s0, "instructions")) == 1030000 &&
+       json_integer_value(json_object_get(s0, "task_clock_ns")) == 500000 &&
+       !json_object_get(s0, "cycles"),
+       "a sample writes the counters it counted, and no cycles (0)");
+    json_t *v = json_object_get(json_object_get(b, "verdict"), "old");
+    json_t *ins = json_object_get(v, "instructions");
+    double a[5], o[5];
+    for (int i = 0; i < 5; i++) {
+        a[i] = 1030000 + i;
+        o[i] = 1000000 + i * 2;
+    }
+    vd_verdict_t cv, wall;
+    vd_counter_compare(a, 5, o, 5, 0.04, &cv, err, sizeof err);
+    pw_verdict_from_json(v, &wall, err, sizeof err);
+    vd_counter_text(want, sizeof want, "instructions", wall.outcome, &cv);
+    ok(ins && json_number_value(json_object_get(ins, "ratio")) == cv.ratio &&
+       json_is_true(json_object_get(ins, "decisive")) ==
+       vd_adaptive_decisive(&cv),
+       "beside the verdict: the instructions comparison, as vd_counter "
+       "says");
+    ok_str(json_string_value(json_object_get(ins, "text")), want,
+           "its line");
+    ok(strstr(want, "instructions +3.0 % (parity, decisive)") != NULL,
+       "3 %% more instructions: parity, decisive (%s)", want);
+    ok(wall.outcome == VD_PARITY && wall.ratio == json_number_value(
+           json_object_get(v, "ratio")),
+       "the wall-time verdict is the one of the wall times, unchanged");
+    json_decref(doc);
+
+    doc = s_counted_doc(false);
+    pw_results_finish(doc, 0.04, true, 9, err, sizeof err);
+    b = json_array_get(json_object_get(doc, "benchmarks"), 0);
+    v = json_object_get(json_object_get(b, "verdict"), "old");
+    ok(v && !json_object_get(v, "instructions"),
+       "one run of an arm not counted: no instructions comparison");
+    json_decref(doc);
 }
 
 int
@@ -96,6 +171,8 @@ main(void)
     ok_str(json_string_value(json_array_get(ord, 0)), "cpp",
            "order written with arm names");
     ok(json_is_true(json_object_get(doc, "complete")), "complete");
+    ok(!json_object_get(v, "instructions"),
+       "no counts, no instructions comparison");
     json_decref(doc);
 
     doc = s_doc(99, "complete", 5);
@@ -201,5 +278,6 @@ main(void)
        pw_sample_kind_parse("x", &k) == PW_RESULTS_ERR &&
        strcmp(pw_sample_kind_name(PW_SAMPLE_KIND_COUNT), "?") == 0,
        "kind names");
+    s_counters();
     return tap_done();
 }

@@ -358,6 +358,14 @@ main(int argc, char **argv)
        && cc_wait_ack(s, early, 5000)
        && s_sql_long("SELECT count(*) FROM verdicts") == 1,
        "the early RunEnd resent: acked as a duplicate, one verdict");
+    /* Both arms counted the same instructions on every run: beside the
+     * wall-time verdict, a comparison of them that finds no change. */
+    ok(s_sql_long("SELECT count(*) FROM verdicts WHERE verdict_json::jsonb "
+                  "-> 'instructions' ->> 'text' = 'wall time ' || outcome "
+                  "|| '; instructions +0.0 % (parity, decisive)' AND "
+                  "(verdict_json::jsonb -> 'instructions' ->> 'ratio')"
+                  "::float8 = 1") == 1,
+       "the verdict carries the instructions comparison and its line");
 
     /* The stored verdict equals vd_compare on the same samples. */
     double A[N_MEASURED], B[N_MEASURED], C[N_CAL + N_ROUND_CAL];

@@ -102,6 +102,30 @@ main(void)
        "markdown: a host that did not finish is listed after the table");
     free(t);
 
+    /* The instructions comparison beside a verdict: one line per host
+     * that counted them, after the table; none without. */
+    t = s_print(body, CL_VERDICTS_TABLE);
+    ok(t && !strstr(t, "instructions"), "table: no counters line where "
+       "no host counted instructions");
+    free(t);
+    json_t *ct = json_deep_copy(body);
+    json_t *cv = json_object_get(json_array_get(json_object_get(
+        json_array_get(json_object_get(ct, "comparisons"), 0), "hosts"), 0),
+        "verdict");
+    json_object_set_new(cv, "instructions", json_pack("{s:s,s:s}",
+        "counter", "instructions", "text",
+        "wall time loss; instructions +3.1 % (parity, decisive)"));
+    t = s_print(ct, CL_VERDICTS_TABLE);
+    ok(t && strstr(t, "\nzip new vs old|x on alpha: wall time loss; "
+                      "instructions +3.1 % (parity, decisive)\n"),
+       "table: the instructions line of alpha's verdict");
+    free(t);
+    t = s_print(ct, CL_VERDICTS_MARKDOWN);
+    ok(t && strstr(t, "\n- zip new vs old|x on alpha: wall time loss; "),
+       "markdown: as a list item");
+    free(t);
+    json_decref(ct);
+
     /* Each host's last A/A self-test beside its verdicts: none, a clean
      * one, one above 2 %. */
     json_t *aa = json_deep_copy(body);
