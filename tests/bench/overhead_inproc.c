@@ -2,7 +2,10 @@
  * alternated run by run in one process, so machine drift (the other
  * programs on a shared host) falls on both equally. The bare side stops
  * its clock after wait4 (reaping included); ag_spawn_run stops when the
- * pidfd is readable. Prints min, q25 and median of each and the ratios.
+ * pidfd is readable. A third side is ag_spawn_run with the counters on
+ * (ag_counters.h: what the harness does since issue 13), against the
+ * same call without them. Prints min, q25 and median of each and the
+ * ratios.
  *
  *   overhead-inproc RUNS [PROG]      PROG defaults to /bin/true
  */
@@ -51,7 +54,9 @@ main(int argc, char **argv)
         posix_spawn_file_actions_adddup2(&fa, devnull, i);
     double *bare = malloc((size_t)runs * sizeof *bare);
     double *ag = malloc((size_t)runs * sizeof *ag);
-    if (!bare || !ag)
+    double *ctr = malloc((size_t)runs * sizeof *ctr);
+    ag_counters_t *set = ag_counters_new();
+    if (!bare || !ag || !ctr || !set)
         return 3;
     char err[512];
     for (long r = 0; r < runs; r++) {
@@ -75,9 +80,16 @@ main(int argc, char **argv)
             return 1;
         }
         ag[r] = res.wall_us;
+        req.counters = set;
+        if (ag_spawn_run(&req, &res, err, sizeof err) != AG_SPAWN_OK) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        ctr[r] = res.wall_us;
     }
     qsort(bare, (size_t)runs, sizeof *bare, s_cmp);
     qsort(ag, (size_t)runs, sizeof *ag, s_cmp);
+    qsort(ctr, (size_t)runs, sizeof *ctr, s_cmp);
     printf("%s, %ld runs each, alternated\n", prog, runs);
     printf("bare posix_spawn+wait4  min %.1f  q25 %.1f  median %.1f us\n",
            bare[0], bare[runs / 4], bare[runs / 2]);
@@ -86,7 +98,15 @@ main(int argc, char **argv)
     printf("ratio ag/bare           min %.3f  q25 %.3f  median %.3f "
            "(limit 1.03)\n", ag[0] / bare[0], ag[runs / 4] / bare[runs / 4],
            ag[runs / 2] / bare[runs / 2]);
+    printf("ag_spawn_run, counters  min %.1f  q25 %.1f  median %.1f us "
+           "(open: %s)\n", ctr[0], ctr[runs / 4], ctr[runs / 2],
+           *ag_counters_missing(set) ? ag_counters_missing(set) : "all");
+    printf("ratio counters/ag       min %.3f  q25 %.3f  median %.3f\n",
+           ctr[0] / ag[0], ctr[runs / 4] / ag[runs / 4],
+           ctr[runs / 2] / ag[runs / 2]);
+    ag_counters_destroy(&set);
     free(bare);
     free(ag);
+    free(ctr);
     return 0;
 }
