@@ -739,6 +739,94 @@ s_look(const s_run_t *r, unsigned done, unsigned cap)
     return VD_STOP_DECISIVE;
 }
 
+/* Before a benchmark's first spawn: each arm's argv (its program found
+ * in PATH once), environment and `versions` output, the output files and
+ * the stderr capture, and info for on_run_start. A failure fails the
+ * benchmark (r->status); nothing is spawned then. */
+static void
+s_prepare(s_run_t *r, ag_arm_info_t *info, unsigned runs, bool autorun)
+{
+    const ag_bench_t *b = r->b;
+    size_t n = b->arm_count;
+    char why[600];
+
+    for (size_t a = 0; autorun && a < n; a++)
+        if (!(r->meas[a] = calloc(runs, sizeof *r->meas[a])))
+            s_fail(r, "out of memory for %u rounds of runs: auto", runs);
+    for (size_t a = 0; a < n; a++) {
+        const ag_arm_t *arm = &b->arms[a];
+        if (arm->cmd.argv) {
+            r->argv[a] = (const char **)arm->cmd.argv;
+            char found[4096];
+            if (ag_spawn_resolve(arm->cmd.argv[0], found, sizeof found) == 0)
+                r->path[a] = strdup(found);   /* NULL: posix_spawnp then */
+        } else {
+            r->shell_argv[a][0] = "/bin/sh";
+            r->shell_argv[a][1] = "-c";
+            r->shell_argv[a][2] = arm->cmd.shell;
+            r->shell_argv[a][3] = NULL;
+            r->argv[a] = r->shell_argv[a];
+        }
+        r->envp[a] = s_envp(arm->env, arm->env_count);
+        if (!r->envp[a])
+            s_fail(r, "out of memory for the environment of arm \"%s\"",
+                   arm->name);
+    }
+    if (r->status == AG_RUN_COMPLETE &&
+        s_check_cpus(b, why, sizeof why) != 0)
+        s_fail(r, "%s", why);
+    if (r->status == AG_RUN_COMPLETE) {
+        if (s_open_out(&b->out, &r->out_fd, why, sizeof why) != 0)
+            s_fail(r, "stdout: %s", why);
+        else if (s_open_out(&b->err, &r->err_fd, why, sizeof why) != 0)
+            s_fail(r, "stderr: %s", why);
+        else if (ag_capture_open(&r->cap, r->cap_buf, sizeof r->cap_buf,
+                                 false, why, sizeof why) != 0)
+            s_fail(r, "%s", why);
+        else
+            r->cap_ok = true;
+    }
+    for (size_t a = 0; a < n; a++) {
+        r->versions[a] = r->status == AG_RUN_COMPLETE ? s_versions(r, a)
+                                                     : NULL;
+        info[a].name = b->arms[a].name;
+        info[a].subject = b->arms[a].subject;
+        info[a].argv = b->arms[a].cmd.argv ?
+                       (const char *const *)b->arms[a].cmd.argv : NULL;
+        info[a].shell = b->arms[a].cmd.shell;
+        info[a].version_output = r->versions[a] ? r->versions[a] : "";
+    }
+}
+
+/* The no-op run after measured round rd (the spec's calibration per
+ * round): kept for the stopping rule's floor and emitted. 0, or -1 with
+ * the benchmark stopped or failed. */
+static int
+s_round_calibration(s_run_t *r, unsigned rd)
+{
+    ag_spawn_result_t res;
+    char err[512];
+    int c = s_calibrate_once(r->h, r->noop, r->b->cpus, r->b->cpu_count,
+                             &res, err, sizeof err);
+    if (c == AG_SPAWN_CANCELLED) {
+        s_stop(r, s_cancel_status(r->h), "interrupted");
+        return -1;
+    }
+    if (c != AG_SPAWN_OK) {
+        s_fail(r, "%s", err);
+        return -1;
+    }
+    s_account(r, &res);
+    s_keep_cal(r->ss, res.wall_us);
+    ag_sample_t s;
+    memset(&s, 0, sizeof s);
+    s.kind = AG_SAMPLE_CALIBRATION;
+    s.round = rd;
+    s.position = (unsigned)r->arm_count;
+    s_fill(&s, &res);
+    return s_emit(r, &s);
+}
+
 static int
 s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
             s_session_t *ss, const char *env_json,
@@ -749,7 +837,6 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
     s_run_t r;
     unsigned *order = NULL;
     ag_arm_info_t info[AG_SUITE_MAX_ARMS];
-    char why[600];
     int rc = AG_HARNESS_OK;
 
     memset(&r, 0, sizeof r);
@@ -782,52 +869,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
         for (size_t p = 0; p < n; p++)
             order[(size_t)rd * n + p] = (unsigned)((rd + p) % n);
 
-    for (size_t a = 0; autorun && a < n; a++)
-        if (!(r.meas[a] = calloc(runs, sizeof *r.meas[a])))
-            s_fail(&r, "out of memory for %u rounds of runs: auto", runs);
-    for (size_t a = 0; a < n; a++) {
-        const ag_arm_t *arm = &b->arms[a];
-        if (arm->cmd.argv) {
-            r.argv[a] = (const char **)arm->cmd.argv;
-            char found[4096];
-            if (ag_spawn_resolve(arm->cmd.argv[0], found, sizeof found) == 0)
-                r.path[a] = strdup(found);   /* NULL: posix_spawnp then */
-        } else {
-            r.shell_argv[a][0] = "/bin/sh";
-            r.shell_argv[a][1] = "-c";
-            r.shell_argv[a][2] = arm->cmd.shell;
-            r.shell_argv[a][3] = NULL;
-            r.argv[a] = r.shell_argv[a];
-        }
-        r.envp[a] = s_envp(arm->env, arm->env_count);
-        if (!r.envp[a])
-            s_fail(&r, "out of memory for the environment of arm \"%s\"",
-                   arm->name);
-    }
-    if (r.status == AG_RUN_COMPLETE && s_check_cpus(b, why, sizeof why) != 0)
-        s_fail(&r, "%s", why);
-    if (r.status == AG_RUN_COMPLETE) {
-        if (s_open_out(&b->out, &r.out_fd, why, sizeof why) != 0)
-            s_fail(&r, "stdout: %s", why);
-        else if (s_open_out(&b->err, &r.err_fd, why, sizeof why) != 0)
-            s_fail(&r, "stderr: %s", why);
-        else if (ag_capture_open(&r.cap, r.cap_buf, sizeof r.cap_buf, false,
-                                 why, sizeof why) != 0)
-            s_fail(&r, "%s", why);
-        else
-            r.cap_ok = true;
-    }
-    for (size_t a = 0; a < n; a++) {
-        r.versions[a] = r.status == AG_RUN_COMPLETE ? s_versions(&r, a)
-                                                    : NULL;
-        info[a].name = b->arms[a].name;
-        info[a].subject = b->arms[a].subject;
-        info[a].argv = b->arms[a].cmd.argv ?
-                       (const char *const *)b->arms[a].cmd.argv : NULL;
-        info[a].shell = b->arms[a].cmd.shell;
-        info[a].version_output = r.versions[a] ? r.versions[a] : "";
-    }
-
+    s_prepare(&r, info, runs, autorun);
     ag_run_start_t start = {
         .suite = suite->name, .benchmark = b->name, .benchmark_index = bi,
         .bench = b, .arms = info, .arm_count = n, .subject = b->subject,
@@ -867,27 +909,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
                       (unsigned)p);
         if (r.status != AG_RUN_COMPLETE)
             break;
-        ag_spawn_result_t res;
-        char err[512];
-        int c = s_calibrate_once(h, noop, b->cpus, b->cpu_count, &res, err,
-                                 sizeof err);
-        if (c == AG_SPAWN_CANCELLED) {
-            s_stop(&r, s_cancel_status(h), "interrupted");
-            break;
-        }
-        if (c != AG_SPAWN_OK) {
-            s_fail(&r, "%s", err);
-            break;
-        }
-        s_account(&r, &res);
-        s_keep_cal(ss, res.wall_us);
-        ag_sample_t s;
-        memset(&s, 0, sizeof s);
-        s.kind = AG_SAMPLE_CALIBRATION;
-        s.round = rd;
-        s.position = (unsigned)n;
-        s_fill(&s, &res);
-        if (s_emit(&r, &s) != 0)
+        if (s_round_calibration(&r, rd) != 0)
             break;
         done++;
         taken = rd + 1;
