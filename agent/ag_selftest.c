@@ -60,7 +60,9 @@ ag_selftest_suite(const ag_var_t *vars, size_t var_count, ag_suite_t **out,
     ag_bench_spec_t benches[PW_SELFTEST_TRIALS_MAX];
     memset(benches, 0, sizeof benches);
     for (long i = 0; i < trials; i++) {
-        snprintf(names[i], sizeof names[i], "aa-%03ld", i + 1);
+        /* trials <= PW_SELFTEST_TRIALS_MAX (256): at most "aa-256". */
+        snprintf(names[i], sizeof names[i], "aa-%03u",
+                 (unsigned)(i + 1) % 1000u);
         benches[i].name = names[i];
         benches[i].arms = arms;
         benches[i].arm_count = 2;

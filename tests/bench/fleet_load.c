@@ -8,7 +8,7 @@
  *       admin_secret, DIR/allow/aNNNN (public), DIR/secret/aNNNN_secret,
  *       DIR/agent_keys.txt ("INDEX\tNAME\tZ85" per agent). Keys already
  *       there are kept: a cached history names its hosts by these keys.
- *   fleet-load run --endpoint tcp://127.0.0.1:PORT --keys DIR
+ *   fleet-load run --endpoint tcp://127.0.0.1:PORT[,PORT2...] --keys DIR
  *       [--agents 1000] [--streamers 100] [--duration 300]
  *       [--heartbeat-ms 1000] [--rounds 200] [--batch-ms 1000]
  *       [--job-every 60] [--collector-pid PID] [--collector-log FILE]
@@ -233,8 +233,15 @@ typedef struct {
     bool job_done_pending;    /* JobStatus done still to send */
 } fl_agent_t;
 
+#define FL_MAX_ENDPOINTS 8
+
 typedef struct {
     const char *endpoint;
+    /* --endpoint A,B,...: agent i connects to endpoints[i % n] (several
+     * collectors on one database, issue 14); the admin client to the
+     * first. */
+    char *endpoints[FL_MAX_ENDPOINTS];
+    int nendpoints;
     const char *keys;
     int agents, streamers, duration_s, heartbeat_ms, rounds, batch_ms;
     int herd;   /* --phase batch: every streamer's runs in step */
@@ -245,6 +252,7 @@ typedef struct {
     FILE *slow;               /* --slow-log */
     pid_t collector_pid;
     const char *collector_log;
+    const char *collector_log2;   /* the second collector's, or NULL */
 } fl_opts_t;
 
 typedef struct {
@@ -273,7 +281,7 @@ fl_on_signal(int sig)
 }
 
 static void *
-fl_socket(zcert_t *cert)
+fl_socket(zcert_t *cert, const char *endpoint)
 {
     void *s = zmq_socket(s_ctx, ZMQ_DEALER);
     if (!s)
@@ -285,7 +293,7 @@ fl_socket(zcert_t *cert)
     zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, s_server_key_bin, 32);
     zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, zcert_public_key(cert), 32);
     zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, zcert_secret_key(cert), 32);
-    if (zmq_connect(s, O.endpoint) != 0) {
+    if (zmq_connect(s, endpoint) != 0) {
         zmq_close(s);
         return NULL;
     }
@@ -350,7 +358,7 @@ fl_hello(fl_agent_t *a)
 static void
 fl_connect(fl_agent_t *a, int64_t now)
 {
-    a->sock = fl_socket(a->cert);
+    a->sock = fl_socket(a->cert, O.endpoints[a->index % O.nendpoints]);
     a->greeted = false;
     a->connected_ms = now;
     a->last_heard_ms = now;
@@ -1172,11 +1180,12 @@ fl_usage(void)
 {
     fprintf(stderr,
         "usage: fleet-load keygen DIR N\n"
-        "       fleet-load run --endpoint tcp://127.0.0.1:PORT --keys DIR\n"
+        "       fleet-load run --endpoint tcp://127.0.0.1:PORT[,...] --keys DIR\n"
         "              [--agents N] [--streamers N] [--duration S]\n"
         "              [--heartbeat-ms N] [--rounds N] [--batch-ms N]\n"
         "              [--job-every S] [--collector-pid PID]\n"
-        "              [--collector-log FILE] [--queries 0|1]\n"
+        "              [--collector-log FILE] [--collector-log2 FILE]\n"
+        "              [--queries 0|1]\n"
               "              [--batch-samples N] [--slow-ms N --slow-log FILE]\n"
         "              [--phase run|batch]\n");
     return 2;
@@ -1223,6 +1232,8 @@ main(int argc, char **argv)
             O.keys = v;
         else if (strcmp(k, "--collector-log") == 0)
             O.collector_log = v;
+        else if (strcmp(k, "--collector-log2") == 0)
+            O.collector_log2 = v;
         else if (strcmp(k, "--slow-log") == 0) {
             if (O.slow)
                 fclose(O.slow);
@@ -1259,11 +1270,20 @@ main(int argc, char **argv)
     if (!O.endpoint || !O.keys)
         return fl_usage();
     /* Loopback only: this program floods what it connects to. */
-    if (strncmp(O.endpoint, "tcp://127.0.0.1:", 16) != 0) {
-        fprintf(stderr, "fleet-load: --endpoint must be tcp://127.0.0.1:PORT"
-                "\n");
-        return 2;
+    char *list = strdup(O.endpoint), *save = NULL;
+    for (char *e = list ? strtok_r(list, ",", &save) : NULL; e;
+         e = strtok_r(NULL, ",", &save)) {
+        if (strncmp(e, "tcp://127.0.0.1:", 16) != 0 ||
+            O.nendpoints == FL_MAX_ENDPOINTS) {
+            fprintf(stderr, "fleet-load: --endpoint must be up to %d of "
+                    "tcp://127.0.0.1:PORT, comma-separated\n",
+                    FL_MAX_ENDPOINTS);
+            return 2;
+        }
+        O.endpoints[O.nendpoints++] = e;
     }
+    if (O.nendpoints == 0)
+        return fl_usage();
     if (O.streamers > O.agents)
         O.streamers = O.agents;
     signal(SIGINT, fl_on_signal);
@@ -1320,7 +1340,7 @@ main(int argc, char **argv)
         fprintf(stderr, "fleet-load: cannot load %s\n", path);
         return 1;
     }
-    A.sock = fl_socket(admin);
+    A.sock = fl_socket(admin, O.endpoints[0]);
     if (!A.sock) {
         fprintf(stderr, "fleet-load: admin socket: %s\n", zmq_strerror(errno));
         return 1;
@@ -1328,6 +1348,7 @@ main(int argc, char **argv)
 
     long rss_before = fl_proc_kb(O.collector_pid, "VmRSS");
     long log_from = fl_file_size(O.collector_log);
+    long log2_from = fl_file_size(O.collector_log2);
 
     /* Ramp: 50 agents every 100 ms, until all are greeted (bounded). */
     int64_t t0 = fl_now_ms();
@@ -1396,6 +1417,7 @@ main(int argc, char **argv)
     if (A.pending_id && !A.pending_timed)
         fl_lat_add(&s_cmd[A.pending_cmd].lat, fl_now_ms_f() - A.sent_ms);
     long log_to = fl_file_size(O.collector_log);
+    long log2_to = fl_file_size(O.collector_log2);
     for (int i = 0; i < O.agents; i++) {
         fl_agent_t *a = &ag[i];
         if (a->beat_expect_from_ms)
@@ -1431,6 +1453,9 @@ main(int argc, char **argv)
     int false_offline_log = keys ? fl_log_offline(O.collector_log, log_from,
                                                   log_to, keys, log_seen)
                                  : -1;
+    if (keys && O.collector_log2)
+        false_offline_log += fl_log_offline(O.collector_log2, log2_from,
+                                            log2_to, keys, log_seen);
     free(keys);
     int false_offline = 0;
     for (int i = 0; i < O.agents; i++)

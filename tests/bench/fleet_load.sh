@@ -54,6 +54,13 @@
 #       within one batch interval, so 100 RunEnds arrive together every run
 #   --queries 0: the admin client asks only stats, run and jobs (no hosts,
 #       verdicts, history, regressions loop): ingest and liveness alone
+#   --collectors 2: a second collector (issue 14) on the first one's
+#       PostgreSQL (--db on its socket, its own --data-dir for the lock,
+#       --name c2); agent i connects to collector i % 2, the admin client
+#       (hosts, verdicts, jobs) to the first. false_offline counts both
+#       collectors' logs and the first's hosts answers (which show every
+#       agent, whichever collector holds it); collector_rss_mb is the
+#       first's
 set -eu
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -62,6 +69,7 @@ BUILD=$(cd "$1" && pwd)
 shift
 AGENTS=1000 STREAMERS=100 DURATION=300 HIST=20000000 REUSE="" COMPARE=""
 TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 BATCH_SAMPLES=128 JOB_EVERY=60 KEEP=0 QUERIES=1 SLOW=0 PHASE=run
+NCOLL=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --agents) AGENTS=$2; shift 2 ;;
@@ -79,10 +87,12 @@ while [ $# -gt 0 ]; do
     --queries) QUERIES=$2; shift 2 ;;
     --slow-ms) SLOW=$2; shift 2 ;;
     --phase) PHASE=$2; shift 2 ;;
+    --collectors) NCOLL=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     *) echo "fleet_load.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
+case "$NCOLL" in 1|2) ;; *) echo "fleet_load.sh: --collectors 1 or 2" >&2; exit 2 ;; esac
 for v in "$AGENTS" "$STREAMERS" "$DURATION" "$HIST" "$HB" "$ROUNDS" \
          "$BATCH_MS" "$BATCH_SAMPLES" "$JOB_EVERY" "$QUERIES" "$SLOW"; do
     case "$v" in ''|*[!0-9]*) echo "fleet_load.sh: not a number: $v" >&2
@@ -235,20 +245,49 @@ run_one() {
     START_S=$(elapsed "$t0")
     NSAMPLES=$(psql_q "$W/data" -c "SELECT count(*) FROM samples")
     log "$COLLECTOR: listening after $START_S s, $NSAMPLES history samples"
+    ENDPOINTS=tcp://127.0.0.1:$port
+    C2LOG=""
+    if [ "$NCOLL" = 2 ]; then
+        C2LOG=$W/collector2.log
+        C1PID=$CPID
+        port2=$(free_port)
+        "$COLLECTOR" --bind "tcp://127.0.0.1:$port2" \
+            --key "$KEYS/collector_secret" --allow "$KEYS/allow" \
+            --admin "$KEYS/admin" --db "host=$W/data/pg user=parity dbname=parity" \
+            --data-dir "$W/data2" --name c2 --heartbeat-ms "$HB" \
+            --log-level info 2>>"$W/collector2.log" &
+        C2PID=$!
+        i=0
+        until grep -q "event=listening" "$W/collector2.log" 2>/dev/null; do
+            kill -0 "$C2PID" 2>/dev/null || { log "collector 2 exited"; tail -5 "$W/collector2.log"; exit 1; }
+            i=$((i + 1)); [ "$i" -lt 600 ] || { log "collector 2 not listening"; exit 1; }
+            sleep 0.1
+        done
+        ENDPOINTS=$ENDPOINTS,tcp://127.0.0.1:$port2
+        CPID=$C1PID
+        log "collector 2 (--db on the first one's cluster) on port $port2"
+    fi
     set +e
-    "$FL" run --endpoint "tcp://127.0.0.1:$port" --keys "$KEYS" \
+    "$FL" run --endpoint "$ENDPOINTS" --keys "$KEYS" \
         --agents "$AGENTS" --streamers "$STREAMERS" --duration "$DURATION" \
         --heartbeat-ms "$HB" --rounds "$ROUNDS" --batch-ms "$BATCH_MS" \
         --batch-samples "$BATCH_SAMPLES" \
         --job-every "$JOB_EVERY" --queries "$QUERIES" --collector-pid "$CPID" \
         --phase "$PHASE" --slow-ms "$SLOW" --slow-log "$W/slow_acks.txt" \
-        --collector-log "$clog" | tee "$W/out.txt"
+        --collector-log "$clog" ${C2LOG:+--collector-log2 "$C2LOG"} \
+        | tee "$W/out.txt"
     set -e
+    if [ "$NCOLL" = 2 ]; then
+        CPID=$C2PID
+        stop_collector
+        CPID=$C1PID
+    fi
     stop_collector
-    python3 - "$W/out.txt" "$2" "$NSAMPLES" "$LOAD_S" "$START_S" "$1" <<'PY'
+    python3 - "$W/out.txt" "$2" "$NSAMPLES" "$LOAD_S" "$START_S" "$1" "$NCOLL" <<'PY'
 import json, sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("{")]
 d = json.loads(lines[-1]) if lines else {"error": "fleet-load printed no JSON"}
+d["collectors"] = int(sys.argv[7])
 d["history_samples"] = int(sys.argv[3])
 d["load_s"] = None if sys.argv[4] == "null" else round(float(sys.argv[4]), 1)
 d["start_s"] = round(float(sys.argv[5]), 1)
