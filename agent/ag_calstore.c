@@ -409,10 +409,15 @@ ag_calstore_floor(const double *store, size_t store_n, const double *session,
             s_say(err, errlen, "floor: out of memory");
             return AG_CALSTORE_ERR;
         }
-        memcpy(pool, store + (store_n - from_store),
-               from_store * sizeof *pool);
-        memcpy(pool + from_store, session + (session_n - from_session),
-               from_session * sizeof *pool);
+        /* Either side may be empty, and then NULL: memcpy wants a
+         * pointer even for 0 bytes. */
+        if (from_store)
+            memcpy(pool, store + (store_n - from_store),
+                   from_store * sizeof *pool);
+        if (from_session)
+            memcpy(pool + from_store,
+                   session + (session_n - from_session),
+                   from_session * sizeof *pool);
         use = pool;
     }
     if (vd_floor(use, n, &f.floor_us, &f.is_default, err, errlen) != VD_OK)

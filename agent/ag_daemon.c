@@ -102,6 +102,8 @@ typedef struct {
 static int
 s_calkeep_add(s_calkeep_t *k, const double *x, size_t n)
 {
+    if (n == 0)
+        return 0;   /* a session-start report with nothing (x NULL) */
     if (k->n + n > k->cap) {
         size_t cap = k->cap ? k->cap : 256;
         while (cap < k->n + n)
