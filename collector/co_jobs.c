@@ -13,6 +13,7 @@
 
 #include "co_db.h"
 #include "pw_buf.h"
+#include "pw_err.h"
 #include "pw_limits.h"
 #include "pw_wire.h"
 
@@ -57,21 +58,6 @@ struct co_jobs {
     int64_t free_hosts[CO_JOBS_STATUS_BATCH];
     size_t n_end, n_free;
 };
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static void
 s_log(co_jobs_t *j, const char *event, const char *fmt, ...)
@@ -165,8 +151,8 @@ s_settings(co_jobs_t *j, char *err, size_t errlen)
     if (ok)
         return 0;
     const char *m = PQerrorMessage(j->conn);
-    s_err(err, errlen, "SET jit, statement_timeout: %.*s",
-          (int)strcspn(m, "\n"), m);
+    pw_err(err, errlen, "SET jit, statement_timeout: %.*s",
+           (int)strcspn(m, "\n"), m);
     PQfinish(j->conn);
     j->conn = NULL;
     return -1;
@@ -194,7 +180,7 @@ co_jobs_conn(co_jobs_t *j, char *err, size_t errlen)
     if (!j->conn || PQstatus(j->conn) != CONNECTION_OK) {
         /* libpq's message has several lines: the first says it. */
         const char *m = j->conn ? PQerrorMessage(j->conn) : "out of memory";
-        s_err(err, errlen, "PQconnectdb: %.*s", (int)strcspn(m, "\n"), m);
+        pw_err(err, errlen, "PQconnectdb: %.*s", (int)strcspn(m, "\n"), m);
         if (j->conn)
             PQfinish(j->conn);
         j->conn = NULL;
@@ -238,7 +224,7 @@ co_jobs_conn_ready(co_jobs_t *j, char *err, size_t errlen)
         bool fine = r && PQresultStatus(r) == PGRES_TUPLES_OK;
         if (!fine) {
             const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
-            s_err(err, errlen, "%.*s", (int)strcspn(m, "\n"), m);
+            pw_err(err, errlen, "%.*s", (int)strcspn(m, "\n"), m);
         }
         PQclear(r);
         if (fine)
@@ -259,8 +245,8 @@ s_q(co_jobs_t *j, const char *sql, int n, const char *const *p,
         return NULL;
     PGresult *r = PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);
     if (!r || PQresultStatus(r) != want) {
-        s_err(err, errlen, "%.40s...: %s", sql,
-              r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+        pw_err(err, errlen, "%.40s...: %s", sql,
+               r ? PQresultErrorMessage(r) : PQerrorMessage(c));
         char *nl = err ? strchr(err, '\n') : NULL;
         if (nl)
             *nl = '\0';
@@ -332,7 +318,7 @@ s_host_id(co_jobs_t *j, const char *key, int64_t *id, char *err,
         return CO_JOBS_FAIL;
     if (PQntuples(r) != 1) {
         PQclear(r);
-        s_err(err, errlen, "no stored host has key %.40s", key);
+        pw_err(err, errlen, "no stored host has key %.40s", key);
         return CO_JOBS_REFUSED;
     }
     *id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -494,7 +480,7 @@ s_claim(co_jobs_t *j, int64_t *jobs, const int64_t *hosts, size_t n,
     const char *p[] = { pw_buf_data(&jt), pw_buf_data(&ht), now };
     PGresult *r = NULL;
     if (pw_buf_status(&jt) != PW_BUF_OK || pw_buf_status(&ht) != PW_BUF_OK)
-        s_err(err, errlen, "offered rows: too many");
+        pw_err(err, errlen, "offered rows: too many");
     else
         r = s_q(j,
             /* suite_digest: the suite's as the host's Hello listed it;
@@ -538,7 +524,7 @@ s_unclaim(co_jobs_t *j, const int64_t *jobs, const int64_t *hosts, size_t n,
     const char *p[] = { pw_buf_data(&jt), pw_buf_data(&ht) };
     PGresult *r = NULL;
     if (pw_buf_status(&jt) != PW_BUF_OK || pw_buf_status(&ht) != PW_BUF_OK)
-        s_err(err, errlen, "offered rows: too many");
+        pw_err(err, errlen, "offered rows: too many");
     else
         r = s_q(j, "UPDATE job_hosts h SET state = 'queued', offered_at_us "
                 "= NULL FROM unnest($1::bigint[], $2::bigint[]) AS u(job, "
@@ -754,7 +740,7 @@ s_replace_suites(co_jobs_t *j, const char *host, const Parity__Hello *h,
         char *bt = b ? json_dumps(b, JSON_COMPACT) : NULL;
         json_decref(b);
         if (!bt) {
-            s_err(err, errlen, "hello: suites to JSON: out of memory");
+            pw_err(err, errlen, "hello: suites to JSON: out of memory");
             goto fail;
         }
         const char *pi[] = { host, s->name, s->digest ? s->digest : "", bt };
@@ -944,7 +930,7 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
     const char *final = s_final_of(state);
     if (!final && strcmp(state, "running") != 0 &&
         strcmp(state, "queued") != 0) {
-        s_err(err, errlen, "job_status: unknown state \"%.40s\"", state);
+        pw_err(err, errlen, "job_status: unknown state \"%.40s\"", state);
         return CO_JOBS_REFUSED;
     }
     char host[24], now[24], round[16], rounds[16];
@@ -966,8 +952,8 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
         return CO_JOBS_FAIL;
     if (PQntuples(r) != 1) {
         PQclear(r);
-        s_err(err, errlen, "job_status: job \"%.40s\" was not given to this "
-              "host", pf[0]);
+        pw_err(err, errlen, "job_status: job \"%.40s\" was not given to this "
+               "host", pf[0]);
         return CO_JOBS_REFUSED;
     }
     char cur[16], job[24];
@@ -984,8 +970,8 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
     if (!movable || strcmp(state, "queued") == 0)
         return CO_JOBS_OK;
     if (open > 0) {
-        s_err(err, errlen, "job_status done: %ld run(s) of job %.40s "
-              "have no RunEnd stored yet", open, pf[0]);
+        pw_err(err, errlen, "job_status done: %ld run(s) of job %.40s "
+               "have no RunEnd stored yet", open, pf[0]);
         return CO_JOBS_LATER;
     }
     const char *p[] = { job, host, final ? final : "running",
@@ -1036,7 +1022,7 @@ co_jobs_status_commit(co_jobs_t *j, int64_t now_us, char *err,
                       size_t errlen)
 {
     if (!j->in_batch) {
-        s_err(err, errlen, "co_jobs_status_commit: no batch is open");
+        pw_err(err, errlen, "co_jobs_status_commit: no batch is open");
         return CO_JOBS_FAIL;
     }
     j->in_batch = false;
@@ -1048,8 +1034,8 @@ co_jobs_status_commit(co_jobs_t *j, int64_t now_us, char *err,
     bool rolled_back = strcmp(PQcmdStatus(r), "ROLLBACK") == 0;
     PQclear(r);
     if (rolled_back) {
-        s_err(err, errlen, "job statuses rolled back after a failed "
-              "statement");
+        pw_err(err, errlen, "job statuses rolled back after a failed "
+               "statement");
         return CO_JOBS_FAIL;
     }
     for (size_t i = 0; i < j->n_end; i++) {
@@ -1241,8 +1227,8 @@ s_check_map(const json_t *args, const char *name, char *err, size_t errlen)
     if (!m)
         return 0;
     if (!json_is_object(m) || json_object_size(m) > CO_JOBS_MAX_ITEMS) {
-        s_err(err, errlen, "\"%s\" must be an object of at most %d strings",
-              name, CO_JOBS_MAX_ITEMS);
+        pw_err(err, errlen, "\"%s\" must be an object of at most %d strings",
+               name, CO_JOBS_MAX_ITEMS);
         return -1;
     }
     const char *k;
@@ -1250,9 +1236,9 @@ s_check_map(const json_t *args, const char *name, char *err, size_t errlen)
     json_object_foreach((json_t *)m, k, v) {
         if (!json_is_string(v) || !*k || strlen(k) > CO_JOBS_MAX_TEXT ||
             json_string_length(v) > CO_JOBS_MAX_TEXT) {
-            s_err(err, errlen, "\"%s\": \"%.40s\" must have a non-empty key "
-                  "and a string value of at most %d bytes", name, k,
-                  CO_JOBS_MAX_TEXT);
+            pw_err(err, errlen, "\"%s\": \"%.40s\" must have a non-empty key "
+                   "and a string value of at most %d bytes", name, k,
+                   CO_JOBS_MAX_TEXT);
             return -1;
         }
     }
@@ -1267,16 +1253,16 @@ s_check_list(const json_t *args, const char *name, size_t max, char *err,
     if (!a)
         return 0;
     if (!json_is_array(a) || json_array_size(a) > max) {
-        s_err(err, errlen, "\"%s\" must be an array of at most %zu strings",
-              name, max);
+        pw_err(err, errlen, "\"%s\" must be an array of at most %zu strings",
+               name, max);
         return -1;
     }
     for (size_t i = 0; i < json_array_size(a); i++) {
         const json_t *v = json_array_get(a, i);
         if (!json_is_string(v) || json_string_length(v) == 0 ||
             json_string_length(v) > CO_JOBS_MAX_TEXT) {
-            s_err(err, errlen, "\"%s\"[%zu] must be a non-empty string of "
-                  "at most %d bytes", name, i, CO_JOBS_MAX_TEXT);
+            pw_err(err, errlen, "\"%s\"[%zu] must be a non-empty string of "
+                   "at most %d bytes", name, i, CO_JOBS_MAX_TEXT);
             return -1;
         }
     }
@@ -1340,8 +1326,8 @@ s_create_args(const json_t *args, s_create_t *c, char *err, size_t errlen)
     c->suite = json_string_value(json_object_get(args, "suite"));
     if (!json_is_object(args) || !c->suite || !*c->suite ||
         strlen(c->suite) > CO_JOBS_MAX_TEXT) {
-        s_err(err, errlen, "\"suite\" must be a non-empty string of at most "
-              "%d bytes", CO_JOBS_MAX_TEXT);
+        pw_err(err, errlen, "\"suite\" must be a non-empty string of at most "
+               "%d bytes", CO_JOBS_MAX_TEXT);
         return CO_JOBS_BADARGS;
     }
     if (s_check_list(args, "hosts", CO_JOBS_MAX_HOSTS, err, errlen) ||
@@ -1359,23 +1345,23 @@ s_create_args(const json_t *args, s_create_t *c, char *err, size_t errlen)
     if (c->runs && !c->runs_auto &&
         (!json_is_integer(c->runs) || runs < 0 ||
          (runs > 0 && runs < PW_RUNS_MIN) || runs > PW_RUNS_MAX)) {
-        s_err(err, errlen, "\"runs\" must be 0 (the suite's), \"auto\" or "
-              "an integer %d..%d", PW_RUNS_MIN, PW_RUNS_MAX);
+        pw_err(err, errlen, "\"runs\" must be 0 (the suite's), \"auto\" or "
+               "an integer %d..%d", PW_RUNS_MIN, PW_RUNS_MAX);
         return CO_JOBS_BADARGS;
     }
     if (c->expire && (!json_is_integer(c->expire) ||
                       json_integer_value(c->expire) < 0 ||
                       json_integer_value(c->expire) >
                       CO_JOBS_MAX_EXPIRE_US)) {
-        s_err(err, errlen, "\"expire_us\" must be 0 (never) or an integer "
-              "of microseconds up to %lld (30 days)",
-              (long long)CO_JOBS_MAX_EXPIRE_US);
+        pw_err(err, errlen, "\"expire_us\" must be 0 (never) or an integer "
+               "of microseconds up to %lld (30 days)",
+               (long long)CO_JOBS_MAX_EXPIRE_US);
         return CO_JOBS_BADARGS;
     }
     if (c->label && (!json_is_string(c->label) ||
                      json_string_length(c->label) > CO_JOBS_MAX_TEXT)) {
-        s_err(err, errlen, "\"label\" must be a string of at most %d bytes",
-              CO_JOBS_MAX_TEXT);
+        pw_err(err, errlen, "\"label\" must be a string of at most %d bytes",
+               CO_JOBS_MAX_TEXT);
         return CO_JOBS_BADARGS;
     }
     c->sel = json_object_get(args, "hosts");
@@ -1419,18 +1405,18 @@ s_names_known(const json_t *named, char *err, size_t errlen)
     json_t *v;
     json_object_foreach((json_t *)named, k, v) {
         if (json_integer_value(v) == 0) {
-            s_err(err, errlen, "no host is named \"%s\" (parity hosts "
-                  "lists them)", k);
+            pw_err(err, errlen, "no host is named \"%s\" (parity hosts "
+                   "lists them)", k);
             return CO_JOBS_BADARGS;
         }
         /* A host is its key; the name is only what it says in Hello.
          * Two keys saying the same name must not both get a job meant
          * for one machine. */
         if (json_integer_value(v) > 1) {
-            s_err(err, errlen, "host name \"%s\" is claimed by %"
-                  JSON_INTEGER_FORMAT " hosts with different keys (parity "
-                  "hosts lists them): select by tag, or take the other "
-                  "keys off the allow-list", k, json_integer_value(v));
+            pw_err(err, errlen, "host name \"%s\" is claimed by %"
+                   JSON_INTEGER_FORMAT " hosts with different keys (parity "
+                   "hosts lists them): select by tag, or take the other "
+                   "keys off the allow-list", k, json_integer_value(v));
             return CO_JOBS_BADARGS;
         }
     }
@@ -1457,7 +1443,7 @@ s_pick_hosts(co_jobs_t *j, const s_create_t *c, json_t *skipped,
             json_object_set_new(named, s, json_integer(0));
     }
     if (!named)
-        s_err(err, errlen, "out of memory");
+        pw_err(err, errlen, "out of memory");
     else
         r = s_q(j, "SELECT h.id, h.name, h.tags::text, s.name IS NOT NULL, "
                 "COALESCE(array_to_json(s.benchmarks)::text, '[]') FROM "
@@ -1466,7 +1452,7 @@ s_pick_hosts(co_jobs_t *j, const s_create_t *c, json_t *skipped,
                 err, errlen);
     int nh = r ? PQntuples(r) : 0;
     if (r && !(*ids = calloc((size_t)nh + 1, sizeof **ids)))
-        s_err(err, errlen, "out of memory");
+        pw_err(err, errlen, "out of memory");
     if (!*ids)
         goto done;
     for (int i = 0; i < nh; i++) {
@@ -1482,7 +1468,7 @@ s_pick_hosts(co_jobs_t *j, const s_create_t *c, json_t *skipped,
         char why[CO_JOBS_MAX_TEXT + 128];
         s_cannot_run(c, r, i, why, sizeof why);
         if (*why && nm && !c->all) {
-            s_err(err, errlen, "host \"%s\": %s", name, why);
+            pw_err(err, errlen, "host \"%s\": %s", name, why);
             rc = CO_JOBS_BADARGS;
             goto done;
         }
@@ -1497,17 +1483,17 @@ s_pick_hosts(co_jobs_t *j, const s_create_t *c, json_t *skipped,
     if (*n == 0) {
         const json_t *first = json_array_get(skipped, 0);
         if (first)
-            s_err(err, errlen, "no host can run suite \"%s\": %s %s "
-                  "(%zu host%s skipped; parity hosts shows what each "
-                  "listed)", c->suite,
-                  json_string_value(json_object_get(first, "host")),
-                  json_string_value(json_object_get(first, "reason")),
-                  json_array_size(skipped),
-                  json_array_size(skipped) == 1 ? "" : "s");
+            pw_err(err, errlen, "no host can run suite \"%s\": %s %s "
+                   "(%zu host%s skipped; parity hosts shows what each "
+                   "listed)", c->suite,
+                   json_string_value(json_object_get(first, "host")),
+                   json_string_value(json_object_get(first, "reason")),
+                   json_array_size(skipped),
+                   json_array_size(skipped) == 1 ? "" : "s");
         else
-            s_err(err, errlen, "no host can run suite \"%s\": %s", c->suite,
-                  nh == 0 ? "no agent has said Hello yet" :
-                  "no host matches");
+            pw_err(err, errlen, "no host can run suite \"%s\": %s", c->suite,
+                   nh == 0 ? "no agent has said Hello yet" :
+                   "no host matches");
         rc = CO_JOBS_BADARGS;
     }
 done:
@@ -1540,7 +1526,7 @@ s_insert_job(co_jobs_t *j, const s_create_t *c, const char *requested_by,
     pw_buf_t idt;
     pw_buf_init(&idt, S_IDS_TEXT_MAX);
     if (!tags_txt || !vars_txt || !only_txt || !spec_txt) {
-        s_err(err, errlen, "out of memory");
+        pw_err(err, errlen, "out of memory");
         goto done;
     }
     char now[24], runs[16], expires[24];
@@ -1576,8 +1562,8 @@ s_insert_job(co_jobs_t *j, const s_create_t *c, const char *requested_by,
             "updated_at_us) SELECT $1, unnest($2::bigint[]), 'queued', $3, "
             "$3", 3, ph, PGRES_COMMAND_OK, err, errlen);
     if (!r && pw_buf_status(&idt) != PW_BUF_OK)
-        s_err(err, errlen, "job hosts: %s",
-              pw_buf_strerror(pw_buf_status(&idt)));
+        pw_err(err, errlen, "job hosts: %s",
+               pw_buf_strerror(pw_buf_status(&idt)));
     if (!r)
         goto rollback;
     PQclear(r);
@@ -1617,7 +1603,7 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
     char uuid[16], job[24];
     rc = CO_JOBS_FAIL;
     if (!hosts || !skipped) {
-        s_err(err, errlen, "out of memory");
+        pw_err(err, errlen, "out of memory");
         goto done;
     }
     if ((rc = s_pick_hosts(j, &c, skipped, &ids, &n_ids, err, errlen))
@@ -1772,8 +1758,8 @@ co_jobs_cancel(co_jobs_t *j, const char *job_id, int64_t now_us,
         return CO_JOBS_FAIL;
     if (PQntuples(r) != 1) {
         PQclear(r);
-        s_err(err, errlen, "no job \"%.40s\" (parity jobs lists them)",
-              job_id);
+        pw_err(err, errlen, "no job \"%.40s\" (parity jobs lists them)",
+               job_id);
         return CO_JOBS_NOTFOUND;
     }
     char job[24], state[16];

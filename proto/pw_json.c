@@ -6,24 +6,11 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "pw_err.h"
 
 /* Every diagnostic bit vd_verdict.h defines, in bit order. The bits are
  * found by asking vd_diag_name, so a new bit needs no change here. */
@@ -128,11 +115,11 @@ s_get_number(const json_t *obj, const char *key, double *out,
 {
     const json_t *v = json_object_get(obj, key);
     if (!v) {
-        s_err(err, errlen, "missing \"%s\"", key);
+        pw_err(err, errlen, "missing \"%s\"", key);
         return PW_ERR;
     }
     if (!json_is_number(v)) {
-        s_err(err, errlen, "\"%s\" is not a number", key);
+        pw_err(err, errlen, "\"%s\" is not a number", key);
         return PW_ERR;
     }
     *out = json_number_value(v);
@@ -147,14 +134,14 @@ pw_summary_from_json(const json_t *obj, vd_summary_t *out,
     const json_t *n;
 
     if (!json_is_object(obj)) {
-        s_err(err, errlen, "summary is not an object");
+        pw_err(err, errlen, "summary is not an object");
         return PW_ERR;
     }
     n = json_object_get(obj, "n");
     if (!json_is_integer(n) || json_integer_value(n) < 0 ||
         json_integer_value(n) > (json_int_t)VD_MAX_SAMPLES) {
-        s_err(err, errlen, "summary \"n\" is not an integer in 0..%u",
-              VD_MAX_SAMPLES);
+        pw_err(err, errlen, "summary \"n\" is not an integer in 0..%u",
+               VD_MAX_SAMPLES);
         return PW_ERR;
     }
     s.n = (size_t)json_integer_value(n);
@@ -179,14 +166,14 @@ pw_diagnostics_from_json(const json_t *arr, unsigned *bits,
     const json_t *item;
 
     if (!json_is_array(arr)) {
-        s_err(err, errlen, "\"diagnostics\" is not an array");
+        pw_err(err, errlen, "\"diagnostics\" is not an array");
         return PW_ERR;
     }
     json_array_foreach(arr, i, item) {
         const char *name = json_string_value(item);
         unsigned b;
         if (!name) {
-            s_err(err, errlen, "diagnostic %zu is not a string", i + 1);
+            pw_err(err, errlen, "diagnostic %zu is not a string", i + 1);
             return PW_ERR;
         }
         for (b = 0; b < S_DIAG_BITS; b++) {
@@ -195,7 +182,7 @@ pw_diagnostics_from_json(const json_t *arr, unsigned *bits,
                 break;
         }
         if (b == S_DIAG_BITS) {
-            s_err(err, errlen, "unknown diagnostic \"%.64s\"", name);
+            pw_err(err, errlen, "unknown diagnostic \"%.64s\"", name);
             return PW_ERR;
         }
         result |= 1u << b;
@@ -214,18 +201,18 @@ pw_verdict_from_json(const json_t *obj, vd_verdict_t *out,
     char sub[160];
 
     if (!json_is_object(obj)) {
-        s_err(err, errlen, "verdict is not an object");
+        pw_err(err, errlen, "verdict is not an object");
         return PW_ERR;
     }
     memset(&v, 0, sizeof v);
     outcome = json_string_value(json_object_get(obj, "outcome"));
     if (!outcome) {
-        s_err(err, errlen, "missing \"outcome\" (a string)");
+        pw_err(err, errlen, "missing \"outcome\" (a string)");
         return PW_ERR;
     }
     if (vd_outcome_parse(outcome, &v.outcome) != VD_OK) {
-        s_err(err, errlen, "\"outcome\" is \"%.32s\": not win, parity or loss",
-              outcome);
+        pw_err(err, errlen,
+               "\"outcome\" is \"%.32s\": not win, parity or loss", outcome);
         return PW_ERR;
     }
     if (s_get_number(obj, "ratio", &v.ratio, err, errlen) ||
@@ -242,20 +229,20 @@ pw_verdict_from_json(const json_t *obj, vd_verdict_t *out,
     if ((item = json_object_get(obj, "extra_runs"))) {
         if (!json_is_integer(item) || json_integer_value(item) < 0 ||
             json_integer_value(item) > VD_MAX_EXTRA_RUNS) {
-            s_err(err, errlen, "\"extra_runs\" is not an integer in 0..%d",
-                  VD_MAX_EXTRA_RUNS);
+            pw_err(err, errlen, "\"extra_runs\" is not an integer in 0..%d",
+                   VD_MAX_EXTRA_RUNS);
             return PW_ERR;
         }
         v.extra_runs = (unsigned)json_integer_value(item);
     }
     if ((item = json_object_get(obj, "subject")) &&
         pw_summary_from_json(item, &v.a, sub, sizeof sub)) {
-        s_err(err, errlen, "\"subject\": %s", sub);
+        pw_err(err, errlen, "\"subject\": %s", sub);
         return PW_ERR;
     }
     if ((item = json_object_get(obj, "other")) &&
         pw_summary_from_json(item, &v.b, sub, sizeof sub)) {
-        s_err(err, errlen, "\"other\": %s", sub);
+        pw_err(err, errlen, "\"other\": %s", sub);
         return PW_ERR;
     }
     *out = v;

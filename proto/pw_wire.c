@@ -2,31 +2,18 @@
 #include "pw_wire.h"
 
 #include <stdalign.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pw_err.h"
 
 static const char *const s_err_names[PW_WIRE_ECOUNT] = {
     "ok", "empty", "too_big", "parse", "version", "no_body",
     "unknown_body", "limit", "seq", "no_hello", "field", "store", "nomem",
     "budget", "dependency",
 };
-
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 const char *
 pw_wire_err_name(int code)
@@ -100,11 +87,11 @@ s_check_id(const char *body, const char *field, const char *id, char *err,
            size_t errlen)
 {
     if (!id || !id[0]) {
-        s_err(err, errlen, "%s: empty %s", body, field);
+        pw_err(err, errlen, "%s: empty %s", body, field);
         return PW_WIRE_EFIELD;
     }
     if (pw_wire_utf8_valid(id, strlen(id)) != strlen(id)) {
-        s_err(err, errlen, "%s: %s is not UTF-8", body, field);
+        pw_err(err, errlen, "%s: %s is not UTF-8", body, field);
         return PW_WIRE_EFIELD;
     }
     return PW_WIRE_OK;
@@ -163,52 +150,52 @@ s_check(const Parity__Envelope *env, char *err, size_t errlen)
     Parity__Envelope__BodyCase body = env->body_case;
 
     if (body == PARITY__ENVELOPE__BODY__NOT_SET) {
-        s_err(err, errlen, "envelope: no body");
+        pw_err(err, errlen, "envelope: no body");
         return PW_WIRE_ENOBODY;
     }
     if (pw_wire_is_data(body) && env->seq == 0) {
-        s_err(err, errlen, "envelope: %s with seq 0 (data messages need "
-              "seq > 0)", pw_wire_body_name(body));
+        pw_err(err, errlen, "envelope: %s with seq 0 (data messages need "
+               "seq > 0)", pw_wire_body_name(body));
         return PW_WIRE_ESEQ;
     }
     switch (body) {
     case PARITY__ENVELOPE__BODY_SAMPLE_BATCH:
         if (env->sample_batch->n_samples > PW_WIRE_MAX_BATCH) {
-            s_err(err, errlen, "sample_batch: %zu samples (at most %u)",
-                  env->sample_batch->n_samples, PW_WIRE_MAX_BATCH);
+            pw_err(err, errlen, "sample_batch: %zu samples (at most %u)",
+                   env->sample_batch->n_samples, PW_WIRE_MAX_BATCH);
             return PW_WIRE_ELIMIT;
         }
         return s_check_id("sample_batch", "run_id",
                           env->sample_batch->run_id, err, errlen);
     case PARITY__ENVELOPE__BODY_CALIBRATION:
         if (env->calibration->n_wall_us > PW_WIRE_MAX_CALIBRATION) {
-            s_err(err, errlen, "calibration: %zu samples (at most %u)",
-                  env->calibration->n_wall_us, PW_WIRE_MAX_CALIBRATION);
+            pw_err(err, errlen, "calibration: %zu samples (at most %u)",
+                   env->calibration->n_wall_us, PW_WIRE_MAX_CALIBRATION);
             return PW_WIRE_ELIMIT;
         }
         return s_check_id("calibration", "calibration_id",
                           env->calibration->calibration_id, err, errlen);
     case PARITY__ENVELOPE__BODY_HELLO:
         if (env->hello->n_suites > PW_WIRE_MAX_SUITES) {
-            s_err(err, errlen, "hello: %zu suites (at most %u)",
-                  env->hello->n_suites, PW_WIRE_MAX_SUITES);
+            pw_err(err, errlen, "hello: %zu suites (at most %u)",
+                   env->hello->n_suites, PW_WIRE_MAX_SUITES);
             return PW_WIRE_ELIMIT;
         }
         if (env->hello->n_tags > PW_WIRE_MAX_TAGS) {
-            s_err(err, errlen, "hello: %zu tags (at most %u)",
-                  env->hello->n_tags, PW_WIRE_MAX_TAGS);
+            pw_err(err, errlen, "hello: %zu tags (at most %u)",
+                   env->hello->n_tags, PW_WIRE_MAX_TAGS);
             return PW_WIRE_ELIMIT;
         }
         break;
     case PARITY__ENVELOPE__BODY_RUN_START:
         if (env->run_start->n_arms > PW_WIRE_MAX_ARMS) {
-            s_err(err, errlen, "run_start: %zu arms (at most %u)",
-                  env->run_start->n_arms, PW_WIRE_MAX_ARMS);
+            pw_err(err, errlen, "run_start: %zu arms (at most %u)",
+                   env->run_start->n_arms, PW_WIRE_MAX_ARMS);
             return PW_WIRE_ELIMIT;
         }
         if (env->run_start->n_tags > PW_WIRE_MAX_TAGS) {
-            s_err(err, errlen, "run_start: %zu tags (at most %u)",
-                  env->run_start->n_tags, PW_WIRE_MAX_TAGS);
+            pw_err(err, errlen, "run_start: %zu tags (at most %u)",
+                   env->run_start->n_tags, PW_WIRE_MAX_TAGS);
             return PW_WIRE_ELIMIT;
         }
         return s_check_id("run_start", "run_id", env->run_start->run_id,
@@ -458,9 +445,9 @@ s_prescan(const uint8_t *buf, size_t len, uint64_t *seq_out, bool *scanned,
     for (size_t k = 0; k < S_NBOUNDS; k++) {
         if ((int)s_bounds[k].body != body || counts[k] <= s_bounds[k].max)
             continue;
-        s_err(err, errlen, "%s: %zu %s (at most %u)",
-              pw_wire_body_name(s_bounds[k].body), counts[k],
-              s_bounds[k].what, s_bounds[k].max);
+        pw_err(err, errlen, "%s: %zu %s (at most %u)",
+               pw_wire_body_name(s_bounds[k].body), counts[k],
+               s_bounds[k].what, s_bounds[k].max);
         return PW_WIRE_ELIMIT;
     }
     return PW_WIRE_OK;
@@ -536,9 +523,9 @@ pw_wire_pack(const Parity__Envelope *env, uint8_t *buf, size_t cap,
         return rc;
     size_t need = parity__envelope__get_packed_size(env);
     if (need > cap || need > PW_WIRE_MAX_FRAME) {
-        s_err(err, errlen, "pack: %s needs %zu bytes (buffer %zu, frame "
-              "limit %u)", pw_wire_body_name(env->body_case), need, cap,
-              PW_WIRE_MAX_FRAME);
+        pw_err(err, errlen, "pack: %s needs %zu bytes (buffer %zu, frame "
+               "limit %u)", pw_wire_body_name(env->body_case), need, cap,
+               PW_WIRE_MAX_FRAME);
         return PW_WIRE_ETOOBIG;
     }
     *len = parity__envelope__pack(env, buf);
@@ -552,13 +539,13 @@ pw_wire_pack_alloc(const Parity__Envelope *env, uint8_t **out, size_t *len,
     *out = NULL;
     size_t need = parity__envelope__get_packed_size(env);
     if (need > PW_WIRE_MAX_FRAME) {
-        s_err(err, errlen, "pack: %s needs %zu bytes (frame limit %u)",
-              pw_wire_body_name(env->body_case), need, PW_WIRE_MAX_FRAME);
+        pw_err(err, errlen, "pack: %s needs %zu bytes (frame limit %u)",
+               pw_wire_body_name(env->body_case), need, PW_WIRE_MAX_FRAME);
         return PW_WIRE_ETOOBIG;
     }
     uint8_t *buf = malloc(need ? need : 1);
     if (!buf) {
-        s_err(err, errlen, "pack: malloc(%zu) failed", need);
+        pw_err(err, errlen, "pack: malloc(%zu) failed", need);
         return PW_WIRE_ENOMEM;
     }
     int rc = pw_wire_pack(env, buf, need, len, err, errlen);
@@ -584,20 +571,20 @@ s_unpack_failed(const uint8_t *buf, size_t len, const s_budget_t *budget,
             *seq_out = seq;
     }
     if (budget->over) {
-        s_err(err, errlen, "unpack: decoding a %zu-byte %s frame needs more "
-              "than %u bytes of memory (the decode budget)", len,
-              pw_wire_body_name((Parity__Envelope__BodyCase)body),
-              PW_WIRE_DECODE_BUDGET);
+        pw_err(err, errlen, "unpack: decoding a %zu-byte %s frame needs more "
+               "than %u bytes of memory (the decode budget)", len,
+               pw_wire_body_name((Parity__Envelope__BodyCase)body),
+               PW_WIRE_DECODE_BUDGET);
         return PW_WIRE_EBUDGET;
     }
     if (budget->nomem) {
-        s_err(err, errlen, "unpack: out of memory decoding a %zu-byte %s "
-              "frame", len,
-              pw_wire_body_name((Parity__Envelope__BodyCase)body));
+        pw_err(err, errlen, "unpack: out of memory decoding a %zu-byte %s "
+               "frame", len,
+               pw_wire_body_name((Parity__Envelope__BodyCase)body));
         return PW_WIRE_ENOMEM;
     }
-    s_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
-          "(garbage or truncated)", len);
+    pw_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
+           "(garbage or truncated)", len);
     return PW_WIRE_EPARSE;
 }
 
@@ -615,12 +602,12 @@ pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
     if (max == 0 || max > PW_WIRE_MAX_FRAME)
         max = PW_WIRE_MAX_FRAME;
     if (len == 0) {
-        s_err(err, errlen, "unpack: empty frame");
+        pw_err(err, errlen, "unpack: empty frame");
         return PW_WIRE_EEMPTY;
     }
     if (len > max) {
-        s_err(err, errlen, "unpack: frame of %zu bytes (limit %zu)", len,
-              max);
+        pw_err(err, errlen, "unpack: frame of %zu bytes (limit %zu)", len,
+               max);
         return PW_WIRE_ETOOBIG;
     }
     bool scanned = false;
@@ -644,38 +631,38 @@ pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
      * the bounds' prescan see a frame that does not scan: refuse it, so
      * that peek and unpack always agree (tests/fuzz, issue 11). */
     if (!scanned) {
-        s_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
-              "(field number 0, or a field protobuf does not have)", len);
+        pw_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
+               "(field number 0, or a field protobuf does not have)", len);
         rc = PW_WIRE_EPARSE;
         goto fail;
     }
     if (seq_out)
         *seq_out = env->seq;
     if (env->version != PW_WIRE_VERSION) {
-        s_err(err, errlen, "unpack: protocol version %u (this side speaks "
-              "%u)", env->version, PW_WIRE_VERSION);
+        pw_err(err, errlen, "unpack: protocol version %u (this side speaks "
+               "%u)", env->version, PW_WIRE_VERSION);
         rc = PW_WIRE_EVERSION;
         goto fail;
     }
     if (env->body_case == PARITY__ENVELOPE__BODY__NOT_SET
         && env->base.n_unknown_fields > 0) {
-        s_err(err, errlen, "unpack: unknown body (field %u)",
-              env->base.unknown_fields[0].tag);
+        pw_err(err, errlen, "unpack: unknown body (field %u)",
+               env->base.unknown_fields[0].tag);
         rc = PW_WIRE_EUNKNOWN;
         goto fail;
     }
     s_deep_t deep = { NULL, NULL };
     (void)s_deep(&parity__envelope__descriptor, buf, len, "", 0, &deep);
     if (deep.broken) {
-        s_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
-              "(field number 0, or a field protobuf does not have, inside "
-              "%s)", len, deep.broken);
+        pw_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
+               "(field number 0, or a field protobuf does not have, inside "
+               "%s)", len, deep.broken);
         rc = PW_WIRE_EPARSE;
         goto fail;
     }
     if (deep.nul) {
-        s_err(err, errlen, "%s: text field %s holds U+0000 (NUL)",
-              pw_wire_body_name(env->body_case), deep.nul);
+        pw_err(err, errlen, "%s: text field %s holds U+0000 (NUL)",
+               pw_wire_body_name(env->body_case), deep.nul);
         rc = PW_WIRE_EFIELD;
         goto fail;
     }
