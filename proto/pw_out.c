@@ -466,6 +466,22 @@ pw_out_getopt_error(const char *verb, int c, char *const *argv)
                      arg, verb);
 }
 
+void
+pw_out_option_error(const char *verb, int c, char *const *argv)
+{
+    const char *arg = optind > 0 ? argv[optind - 1] : "?";
+    if (c == ':')
+        pw_out_error(verb, "%s needs a value", arg);
+    else if (optopt > 0 && optopt < 256)
+        pw_out_error(verb, "unknown option \"-%c\" (parity %s --help)",
+                     optopt, verb);
+    else if (optopt >= 256)
+        pw_out_error(verb, "\"%s\": the option takes no value", arg);
+    else
+        pw_out_error(verb, "unknown option \"%s\" (parity %s --help)", arg,
+                     verb);
+}
+
 int
 pw_out_one_operand(const char *verb, int argc, char *const *argv,
                    const char **arg)

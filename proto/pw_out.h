@@ -129,6 +129,16 @@ bool pw_out_wants_help(int argc, char **argv);
  * optind. */
 void pw_out_getopt_error(const char *verb, int c, char *const *argv);
 
+/* The same for a verb whose getopt_long may also return '?' for an
+ * option it does not know or a long option given a value it does not
+ * take (optstring ':' plus its short letters, opterr 0): "--limit needs
+ * a value", "unknown option \"-q\" (parity VERB --help)", "\"--json=1\":
+ * the option takes no value", or "unknown option \"--frob\" (parity VERB
+ * --help)". Tells them apart by getopt's optopt: a short option's letter,
+ * a long option's value (callers number theirs from 256) when it was
+ * given a value, else 0. Reads optind and optopt. */
+void pw_out_option_error(const char *verb, int c, char *const *argv);
+
 /* After getopt_long: the one positional argument a verb takes into *arg
  * (unchanged when there is none). 0, or -1 after "unexpected argument"
  * for a second one. */

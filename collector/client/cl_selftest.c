@@ -249,16 +249,8 @@ s_parse(int argc, char **argv, json_t *hosts, long *trials, long *loops,
             break;
         case S_OPT_WAIT: *wait = true; break;
         case S_OPT_JSON: *as_json = true; break;
-        case ':':
-            pw_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
-            return PW_EXIT_USAGE;
         default:
-            if (optopt >= 256)
-                pw_out_error(S_VERB, "\"%s\": the option takes no value",
-                             argv[optind - 1]);
-            else
-                pw_out_error(S_VERB, "unknown option \"%s\" (parity selftest "
-                             "--help)", argv[optind - 1]);
+            pw_out_option_error(S_VERB, c, argv);
             return PW_EXIT_USAGE;
         }
     }

@@ -789,21 +789,8 @@ cl_verdict_main(int argc, char **argv)
                                   &o.params.parity))
                 return PW_EXIT_USAGE;
             break;
-        case ':':
-            pw_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
-            return PW_EXIT_USAGE;
         default:
-            /* optopt: a short option's letter, a long option's value
-             * when it was given a value it does not take, else 0. */
-            if (optopt > 0 && optopt < 256)
-                pw_out_error(S_VERB, "unknown option \"-%c\" (parity verdict "
-                             "--help)", optopt);
-            else if (optopt >= 256)
-                pw_out_error(S_VERB, "\"%s\": the option takes no value",
-                             argv[optind - 1]);
-            else
-                pw_out_error(S_VERB, "unknown option \"%s\" (parity verdict "
-                             "--help)", argv[optind - 1]);
+            pw_out_option_error(S_VERB, c, argv);
             return PW_EXIT_USAGE;
         }
     }
