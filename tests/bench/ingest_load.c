@@ -334,41 +334,30 @@ main(int argc, char **argv)
             return 2;
         }
     }
-    char dir[] = "/tmp/parity-ingest-XXXXXX";
-    if (!mkdtemp(dir))
+    cc_files_t fx;
+    if (cc_files_make(&fx, "/tmp/parity-ingest-XXXXXX") != 0)
         return 1;
-    chmod(dir, 0711);
-    char allow[128], key[128], data[128], logp[128], path[160];
-    snprintf(allow, sizeof allow, "%s/allow", dir);
-    snprintf(key, sizeof key, "%s/collector", dir);
-    snprintf(data, sizeof data, "%s/data", dir);
-    snprintf(logp, sizeof logp, "%s/collector.log", dir);
-    mkdir(allow, 0755);
-    zcert_t *server = zcert_new();
-    zcert_save(server, key);
     int total_certs = agents + idle;
     zcert_t **certs = calloc((size_t)total_certs, sizeof *certs);
     for (int i = 0; i < total_certs; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "a%d", i);
         certs[i] = zcert_new();
-        snprintf(path, sizeof path, "%s/a%d", allow, i);
-        zcert_save_public(certs[i], path);
+        cc_files_allow(&fx, name, certs[i]);
     }
-    snprintf(key, sizeof key, "%s/collector_secret", dir);
-    char *cargv[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key", key,
-                      "--allow", allow, "--data-dir", data, "--log-level",
-                      "warn", NULL };
+    char *cargv[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
+                      fx.key, "--allow", fx.allow, "--data-dir", fx.datadir,
+                      "--log-level", "warn", NULL };
     /* --log-level warn hides "listening"; start at info instead. */
     cargv[9] = "--log-level";
     cargv[10] = "info";
     cc_collector_t col;
-    if (cc_collector_start(&col, cargv, logp, 60000) != 0) {
+    if (cc_collector_start(&col, cargv, fx.log, 60000) != 0) {
         fprintf(stderr, "ingest-load: collector did not start, see %s\n",
-                logp);
+                fx.log);
         return 1;
     }
-    char ci[256];
-    snprintf(ci, sizeof ci, "host=%s/pg dbname=parity user=parity", data);
-    PGconn *pg = PQconnectdb(ci);
+    PGconn *pg = PQconnectdb(fx.conninfo);
 
     /* 3. memory per connected idle agent, first: after the ingest the
      * heap has room to spare and would hide what connections cost. */
@@ -480,7 +469,6 @@ main(int argc, char **argv)
     for (int i = 0; i < total_certs; i++)
         zcert_destroy(&certs[i]);
     free(certs);
-    zcert_destroy(&server);
     free(th);
     free(ag);
     free(idle_s);
@@ -489,7 +477,7 @@ main(int argc, char **argv)
     {
         char line[8192];
         long groups = -1;
-        FILE *f = fopen(logp, "r");
+        FILE *f = fopen(fx.log, "r");
         while (f && fgets(line, sizeof line, f)) {
             const char *g = strstr(line, "event=final_counters");
             g = g ? strstr(g, " groups=") : NULL;
@@ -503,9 +491,7 @@ main(int argc, char **argv)
                    "batches each\n", groups, rounds * agents * batches,
                    (double)rounds * agents * batches / (double)groups);
     }
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "ingest-load: could not remove %s\n", dir);
+    if (cc_files_remove(&fx, true) != 0)
+        fprintf(stderr, "ingest-load: could not remove %s\n", fx.dir);
     return failed || st != 0 || (long)acked != stored ? 1 : 0;
 }

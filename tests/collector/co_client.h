@@ -317,6 +317,79 @@ cc_collector_stop(cc_collector_t *c, int sig, int timeout_ms)
     return -1;
 }
 
+/* ---- the collector's files ------------------------------------------- */
+
+/* What every collector test starts from, under one new directory: an
+ * empty allow-list directory, the paths of the data dir and the log (the
+ * collector makes those), and the collector's CURVE key pair, saved. */
+typedef struct {
+    char dir[64];
+    char allow[128];      /* made; cc_files_allow puts keys in it */
+    char datadir[128];    /* --data-dir */
+    char log[128];        /* collector.log */
+    char key[128];        /* the secret file, what --key takes */
+    char conninfo[192];   /* libpq, to the collector's own database */
+    zcert_t *server;      /* the pair saved; cc_files_remove destroys it */
+} cc_files_t;
+
+/* Make the directory from tmpl ("/tmp/parity-NAME-XXXXXX") and what is
+ * under it. 0, or -1 after perror. Its mode is 0711: as root the
+ * collector runs its database server as postgres, which must reach
+ * data/. */
+static inline int
+cc_files_make(cc_files_t *f, const char *tmpl)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "%s", tmpl);
+    if (!mkdtemp(f->dir)) {
+        perror("mkdtemp");
+        return -1;
+    }
+    chmod(f->dir, 0711);
+    snprintf(f->allow, sizeof f->allow, "%s/allow", f->dir);
+    snprintf(f->datadir, sizeof f->datadir, "%s/data", f->dir);
+    snprintf(f->log, sizeof f->log, "%s/collector.log", f->dir);
+    snprintf(f->conninfo, sizeof f->conninfo,
+             "host=%s/pg dbname=parity user=parity", f->datadir);
+    if (mkdir(f->allow, 0755) != 0) {
+        perror("mkdir");
+        return -1;
+    }
+    /* zcert_save writes KEY (public) and KEY_secret; --key takes the
+     * second. */
+    char pub[128];
+    snprintf(pub, sizeof pub, "%s/collector", f->dir);
+    snprintf(f->key, sizeof f->key, "%s/collector_secret", f->dir);
+    f->server = zcert_new();
+    if (!f->server || zcert_save(f->server, pub) != 0) {
+        perror("zcert_save");
+        return -1;
+    }
+    return 0;
+}
+
+/* Put cert's public key in the allow-list as name. 0 or -1. */
+static inline int
+cc_files_allow(const cc_files_t *f, const char *name, zcert_t *cert)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", f->allow, name);
+    return zcert_save_public(cert, path);
+}
+
+/* Destroy the key pair; with remove, delete the directory too (a failed
+ * test keeps it to be read). 0, or -1 when the removal failed. */
+static inline int
+cc_files_remove(cc_files_t *f, bool remove)
+{
+    zcert_destroy(&f->server);
+    if (!remove)
+        return 0;
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 /* True when the log holds a line with every one of the given needles
  * (NULL-terminated). */
 static inline bool

@@ -22,35 +22,13 @@
 #define N_CAL 200              /* samples of the Calibration message */
 #define INJECT "'); DROP TABLE runs; --"
 
-static char s_dir[256];
-static char s_conninfo[512];
+static cc_files_t s_fx;
 static PGconn *s_pg;
 
 static long
 s_sql_long(const char *sql)
 {
     return cc_sql_long(s_pg, sql);
-}
-
-static json_t *
-s_stats(void *s)
-{
-    static uint64_t id = 100;
-    Parity__Envelope *e = cc_request(s, ++id, "stats", 3000);
-    json_t *j = NULL;
-    if (e && e->reply->status == 0)
-        j = json_loads(e->reply->body_json, 0, NULL);
-    pw_wire_free(&e);
-    return j;
-}
-
-static long
-s_counter(void *s, const char *name)
-{
-    json_t *j = s_stats(s);
-    long v = j ? (long)json_integer_value(json_object_get(j, name)) : -1;
-    json_decref(j);
-    return v;
 }
 
 /* Deterministic sample values: two clouds about 10 % apart. */
@@ -185,8 +163,8 @@ s_pg_ctl(const char *action)
     s_pg_bin(bin, sizeof bin, "pg_ctl");
     snprintf(cmd, sizeof cmd, "%s %s -D %s/data/pg -l %s/data/pg.log -w "
              "-m fast %s >/dev/null 2>&1",
-             geteuid() == 0 ? "runuser -u postgres --" : "", bin, s_dir,
-             s_dir, action);
+             geteuid() == 0 ? "runuser -u postgres --" : "", bin, s_fx.dir,
+             s_fx.dir, action);
     return system(cmd);
 }
 
@@ -204,59 +182,42 @@ main(int argc, char **argv)
         return 2;
     }
     const char *exe = argv[1];
-    char path[700], keyfile[600], allow[600], datadir[600], logp[600];
     cc_collector_t col;
 
-    snprintf(s_dir, sizeof s_dir, "/tmp/parity-co-XXXXXX");
-    if (!mkdtemp(s_dir)) {
-        perror("mkdtemp");
+    if (cc_files_make(&s_fx, "/tmp/parity-co-XXXXXX") != 0)
         return 1;
-    }
-    snprintf(allow, sizeof allow, "%s/allow", s_dir);
-    snprintf(datadir, sizeof datadir, "%s/data", s_dir);
-    snprintf(logp, sizeof logp, "%s/collector.log", s_dir);
-    snprintf(keyfile, sizeof keyfile, "%s/collector", s_dir);
-    mkdir(allow, 0755);
-
-    zcert_t *server = zcert_new(), *agent = zcert_new(), *rogue = zcert_new();
+    zcert_t *agent = zcert_new(), *rogue = zcert_new();
     zcert_t *agent2 = zcert_new();
-    zcert_save(server, keyfile);
-    snprintf(path, sizeof path, "%s/agent", allow);
-    zcert_save_public(agent, path);
-    snprintf(path, sizeof path, "%s/agent2", allow);
-    zcert_save_public(agent2, path);
-    snprintf(keyfile, sizeof keyfile, "%s/collector_secret", s_dir);
+    cc_files_allow(&s_fx, "agent", agent);
+    cc_files_allow(&s_fx, "agent2", agent2);
 
     /* Enrollment off: a key in no directory fails the handshake, as the
      * security checks below expect (test_enroll.c has it on). */
     char *cargv[] = { (char *)exe, "--bind", "tcp://127.0.0.1:0", "--key",
-                      keyfile, "--allow", allow, "--data-dir", datadir,
-                      "--heartbeat-ms", "500", "--enroll", "off", NULL };
-    /* As root the server runs as postgres, which must reach data/. */
-    chmod(s_dir, 0711);
-    if (!ok(cc_collector_start(&col, cargv, logp, 60000) == 0,
+                      s_fx.key, "--allow", s_fx.allow, "--data-dir",
+                      s_fx.datadir, "--heartbeat-ms", "500", "--enroll", "off",
+                      NULL };
+    if (!ok(cc_collector_start(&col, cargv, s_fx.log, 60000) == 0,
             "collector starts with a new private cluster (endpoint %s)",
             col.endpoint)) {
         char cmd[700];
-        snprintf(cmd, sizeof cmd, "sed 's/^/# /' %s", logp);
+        snprintf(cmd, sizeof cmd, "sed 's/^/# /' %s", s_fx.log);
         if (system(cmd) != 0)
             tap_diag("no log");
         printf("Bail out! collector did not start\n");
         return 1;
     }
-    ok(strcmp(col.public_key, zcert_public_txt(server)) == 0,
+    ok(strcmp(col.public_key, zcert_public_txt(s_fx.server)) == 0,
        "it logs the public key of --key");
 
-    snprintf(s_conninfo, sizeof s_conninfo,
-             "host=%s/data/pg dbname=parity user=parity", s_dir);
-    s_pg = PQconnectdb(s_conninfo);
+    s_pg = PQconnectdb(s_fx.conninfo);
     ok(PQstatus(s_pg) == CONNECTION_OK, "psql-style access to the "
        "collector's database through DATA_DIR/pg");
     long version = s_sql_long("SELECT max(version) FROM schema_version");
     char want[64];
     snprintf(want, sizeof want, "migrations_applied=%ld schema_version=%ld",
              version, version);
-    ok(version >= 1 && cc_log_has(logp, "event=db_up", want),
+    ok(version >= 1 && cc_log_has(s_fx.log, "event=db_up", want),
        "first start applies every migration (%s)", want);
     ok(s_sql_long("SELECT count(*) FROM schema_version") == version,
        "one schema_version row per migration");
@@ -494,7 +455,7 @@ main(int argc, char **argv)
     }
 
     /* ---- bad input from an authenticated peer ------------------------ */
-    long parse0 = s_counter(s, "bad_parse");
+    long parse0 = cc_stat(s, "bad_parse");
     uint8_t junk[300];
     for (size_t i = 0; i < sizeof junk; i++)
         junk[i] = (uint8_t)(i * 31 + 7);
@@ -518,7 +479,7 @@ main(int argc, char **argv)
         free(full);
         ok(!cc_wait_ack(s, seq, 800), "truncated batch: no ack");
     }
-    ok(s_counter(s, "bad_parse") == parse0 + 2,
+    ok(cc_stat(s, "bad_parse") == parse0 + 2,
        "bad_parse moved by 2 (garbage, truncated)");
 
     uint8_t small[256];
@@ -543,22 +504,22 @@ main(int argc, char **argv)
     zmq_send(s, "b", 1, 0);
     e = cc_recv(s, 3000);
     ok(e && e->body_case == PARITY__ENVELOPE__BODY_ERROR
-       && e->error->code == 3 && s_counter(s, "frames") == 1,
+       && e->error->code == 3 && cc_stat(s, "frames") == 1,
        "two frames in one message: Error{code 3}, frames counted");
     pw_wire_free(&e);
-    ok(s_counter(s, "bad_version") == 1 && s_counter(s, "bad_unknown_body")
+    ok(cc_stat(s, "bad_version") == 1 && cc_stat(s, "bad_unknown_body")
        == 1, "bad_version and bad_unknown_body counted");
-    ok(cc_log_count(logp, "event=bad_input", zcert_public_txt(agent)) == 1,
+    ok(cc_log_count(s_fx.log, "event=bad_input", zcert_public_txt(agent)) == 1,
        "six bad messages within 10 s: one bad_input line for this peer");
     {
         Parity__Envelope ue;
         Parity__Ack ua = PARITY__ACK__INIT;
-        long unexpected0 = s_counter(s, "unexpected");
+        long unexpected0 = cc_stat(s, "unexpected");
         ua.seq = 5;
         pw_wire_init(&ue, 0);
         pw_wire_set_body(&ue, PARITY__ENVELOPE__BODY_ACK, &ua);
         cc_send(s, &ue);
-        ok(s_counter(s, "unexpected") == unexpected0 + 1,
+        ok(cc_stat(s, "unexpected") == unexpected0 + 1,
            "an Ack sent to the collector: counted as unexpected, ignored");
     }
 
@@ -593,7 +554,7 @@ main(int argc, char **argv)
     }
 
     /* 100 MB in one frame: libzmq cuts that connection (ZMQ_MAXMSGSIZE). */
-    long disc0 = s_counter(s, "disconnects");
+    long disc0 = cc_stat(s, "disconnects");
     {
         void *big = cc_dealer(ctx, col.endpoint, agent2, col.public_key);
         size_t n = 100u << 20;
@@ -608,7 +569,7 @@ main(int argc, char **argv)
     e = cc_request(s, 1, "ping", 3000);
     ok(e && e->reply->status == 0, "collector alive after 100 MB (ping)");
     pw_wire_free(&e);
-    ok(s_counter(s, "disconnects") > disc0, "disconnects counter moved");
+    ok(cc_stat(s, "disconnects") > disc0, "disconnects counter moved");
     ok(s_sql_long("SELECT count(*) FROM samples") == (long)total + grouped
        && s_sql_long("SELECT count(*) FROM batches") == 5,
        "none of the bad input was stored");
@@ -619,7 +580,7 @@ main(int argc, char **argv)
     pw_wire_free(&e);
 
     /* ---- security: rejected peers get nothing in and nothing out ----- */
-    long auth0 = s_counter(s, "auth_failed");
+    long auth0 = cc_stat(s, "auth_failed");
     {
         void *u = cc_dealer(ctx, col.endpoint, rogue, col.public_key);
         cc_hello(u, "rogue");
@@ -648,15 +609,15 @@ main(int argc, char **argv)
         pw_wire_free(&got);
         zmq_close(n);
     }
-    ok(s_counter(s, "auth_failed") >= auth0 + 3,
+    ok(cc_stat(s, "auth_failed") >= auth0 + 3,
        "auth_failed counted all three (%ld -> %ld)", auth0,
-       s_counter(s, "auth_failed"));
-    ok(s_counter(s, "peers") == 2,
+       cc_stat(s, "auth_failed"));
+    ok(cc_stat(s, "peers") == 2,
        "not one of their messages reached the server loop (peers 2)");
     ok(s_sql_long("SELECT count(*) FROM hosts") == 2
        && s_sql_long("SELECT count(*) FROM runs") == 2,
        "nothing of theirs stored");
-    ok(cc_log_has(logp, "event=auth_denied", zcert_public_txt(rogue)),
+    ok(cc_log_has(s_fx.log, "event=auth_denied", zcert_public_txt(rogue)),
        "the denied key is logged");
 
     /* ---- database down: no acks; back: acks ------------------------- */
@@ -722,10 +683,10 @@ main(int argc, char **argv)
            "down is stored by the next data message: Ack{0}, then its Ack");
     }
     zmq_close(late);
-    ok(cc_log_has(logp, "event=db_down", NULL)
-       && cc_log_has(logp, "event=db_up", "migrations_applied=0"),
+    ok(cc_log_has(s_fx.log, "event=db_down", NULL)
+       && cc_log_has(s_fx.log, "event=db_up", "migrations_applied=0"),
        "db_down and db_up are logged");
-    s_pg = PQconnectdb(s_conninfo);
+    s_pg = PQconnectdb(s_fx.conninfo);
     ok(s_sql_long("SELECT count(*) FROM batches WHERE batch_seq = 0 AND "
                   "run = (SELECT id FROM runs WHERE run_uuid = 'run-0002')")
        == 1, "stored exactly once");
@@ -734,7 +695,7 @@ main(int argc, char **argv)
 
 
     /* ---- offline detection ---------------------------------------- */
-    int offline0 = cc_log_count(logp, "event=offline",
+    int offline0 = cc_log_count(s_fx.log, "event=offline",
                                 zcert_public_txt(agent));
     ok(s_sql_long("SELECT count(*) FROM hosts WHERE online AND name = "
                   "'host-1'") == 1, "host-1 is online while it beats");
@@ -749,14 +710,14 @@ main(int argc, char **argv)
     bool line = false, rows = false;
     while (cc_now_ms() < until && !(line && rows)) {
         usleep(100000);
-        line = cc_log_count(logp, "event=offline", zcert_public_txt(agent))
+        line = cc_log_count(s_fx.log, "event=offline", zcert_public_txt(agent))
                > offline0;
         rows = line && s_sql_long("SELECT count(*) FROM hosts WHERE "
                                   "online") == 0;
     }
     tap_diag("offline: line %d rows %d after %lld ms", line, rows,
              (long long)(cc_now_ms() - until + 15000));
-    ok(line && rows && cc_log_count(logp, "event=offline",
+    ok(line && rows && cc_log_count(s_fx.log, "event=offline",
                                     zcert_public_txt(agent))
                        == offline0 + 1,
        "a silent agent is marked offline (logged once, stored)");
@@ -764,14 +725,14 @@ main(int argc, char **argv)
     /* A second collector on the same data dir is refused. */
     {
         char cmd[3000], log3[700];
-        snprintf(log3, sizeof log3, "%s.second", logp);
+        snprintf(log3, sizeof log3, "%s.second", s_fx.log);
         snprintf(cmd, sizeof cmd, "timeout 30 %s --bind tcp://127.0.0.1:0 "
-                 "--key %s --allow %s --data-dir %s 2>%s", exe, keyfile,
-                 allow, datadir, log3);
+                 "--key %s --allow %s --data-dir %s 2>%s", exe, s_fx.key,
+                 s_fx.allow, s_fx.datadir, log3);
         int st = system(cmd);
         char want2[800];
         snprintf(want2, sizeof want2, "data dir %s is in use by another "
-                 "parity-collector (pid %d;", datadir, (int)col.pid);
+                 "parity-collector (pid %d;", s_fx.datadir, (int)col.pid);
         ok(WIFEXITED(st) && WEXITSTATUS(st) == 1
            && cc_log_has(log3, "event=pg_failed", want2),
            "a second collector on the same data dir: exit 1, names the pid");
@@ -787,29 +748,30 @@ main(int argc, char **argv)
     /* ---- SIGUSR1, SIGTERM: counters, exit 0, PostgreSQL stopped ------ */
     kill(col.pid, SIGUSR1);
     until = cc_now_ms() + 3000;
-    while (cc_now_ms() < until && !cc_log_has(logp, "event=counters", NULL))
+    while (cc_now_ms() < until
+           && !cc_log_has(s_fx.log, "event=counters", NULL))
         usleep(50000);
-    ok(cc_log_has(logp, "event=counters", "samples_stored="),
+    ok(cc_log_has(s_fx.log, "event=counters", "samples_stored="),
        "SIGUSR1 logs the counters");
     PQfinish(s_pg);
     s_pg = NULL;
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
     zmq_close(last);
-    ok(cc_log_has(logp, "event=final_counters", "bad_parse=")
-       && cc_log_has(logp, "event=pg_stopped", NULL),
+    ok(cc_log_has(s_fx.log, "event=final_counters", "bad_parse=")
+       && cc_log_has(s_fx.log, "event=pg_stopped", NULL),
        "final counters logged, PostgreSQL stopped");
     ok(!s_pg_running(), "pg_ctl status: no server running");
 
     /* ---- restart on the same data dir: reuse, nothing to migrate ---- */
     char logp2[700];
-    snprintf(logp2, sizeof logp2, "%s.2", logp);
+    snprintf(logp2, sizeof logp2, "%s.2", s_fx.log);
     ok(cc_collector_start(&col, cargv, logp2, 60000) == 0,
        "restart on the same data dir");
     snprintf(want, sizeof want, "migrations_applied=0 schema_version=%ld",
              version);
     ok(cc_log_has(logp2, "event=db_up", want), "re-migration applies nothing "
        "(%s)", want);
-    s_pg = PQconnectdb(s_conninfo);
+    s_pg = PQconnectdb(s_fx.conninfo);
     ok(s_sql_long("SELECT count(*) FROM hosts WHERE online") == 0,
        "at start every stored host is offline");
     ok(s_sql_long("SELECT count(*) FROM samples") == (long)total + grouped
@@ -845,7 +807,7 @@ main(int argc, char **argv)
        drained);
     ok(!s_pg_running(), "and its PostgreSQL is stopped again");
     ok(s_pg_ctl("start") == 0, "(PostgreSQL started by the test to look)");
-    s_pg = PQconnectdb(s_conninfo);
+    s_pg = PQconnectdb(s_fx.conninfo);
     long stored_drain = s_sql_long("SELECT count(*) FROM batches WHERE run = "
                                    "(SELECT id FROM runs WHERE run_uuid = "
                                    "'run-drain')");
@@ -859,17 +821,12 @@ main(int argc, char **argv)
     s_pg_ctl("stop");
 
     zmq_ctx_term(ctx);
-    zcert_destroy(&server);
     zcert_destroy(&agent);
     zcert_destroy(&rogue);
     zcert_destroy(&agent2);
-    if (tap_failed_ == 0) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", s_dir);
-        if (system(cmd) != 0)
-            tap_diag("could not remove %s", s_dir);
-    } else {
-        tap_diag("kept %s (collector.log, data/pg.log)", s_dir);
-    }
+    if (cc_files_remove(&s_fx, tap_failed_ == 0) != 0)
+        tap_diag("could not remove %s", s_fx.dir);
+    else if (tap_failed_ != 0)
+        tap_diag("kept %s (collector.log, data/pg.log)", s_fx.dir);
     return tap_done();
 }

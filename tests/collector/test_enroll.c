@@ -547,55 +547,42 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: test-enroll PATH/TO/parity-collector\n");
         return 2;
     }
-    char dir[] = "/tmp/parity-enroll-XXXXXX";
-    char path[300], keyfile[200], allow[200], admin[200], datadir[200],
-         logp[200], logp2[200], conninfo[300], keysvc[256];
+    cc_files_t fx;
+    char path[300], admin[200], logp2[200], keysvc[256];
     cc_collector_t col;
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (cc_files_make(&fx, "/tmp/parity-enroll-XXXXXX") != 0)
         return 1;
-    }
-    chmod(dir, 0711);   /* as root the server runs as postgres */
-    snprintf(allow, sizeof allow, "%s/allow", dir);
-    snprintf(admin, sizeof admin, "%s/admin", dir);
-    snprintf(datadir, sizeof datadir, "%s/data", dir);
-    snprintf(logp, sizeof logp, "%s/collector.log", dir);
-    snprintf(logp2, sizeof logp2, "%s/collector2.log", dir);
-    mkdir(allow, 0755);
+    snprintf(admin, sizeof admin, "%s/admin", fx.dir);
+    snprintf(logp2, sizeof logp2, "%s/collector2.log", fx.dir);
     mkdir(admin, 0755);
-    zcert_t *server = zcert_new(), *adm = zcert_new(), *filed = zcert_new();
+    zcert_t *adm = zcert_new(), *filed = zcert_new();
     zcert_t *p = zcert_new(), *q = zcert_new(), *r = zcert_new();
     zcert_t *t1 = zcert_new(), *t2 = zcert_new(), *y = zcert_new();
     zcert_t *z = zcert_new(), *nw = zcert_new(), *bn = zcert_new();
     zcert_t *sr = zcert_new(), *sa = zcert_new();
-    snprintf(keyfile, sizeof keyfile, "%s/collector", dir);
-    zcert_save(server, keyfile);
-    snprintf(keyfile, sizeof keyfile, "%s/collector_secret", dir);
     snprintf(path, sizeof path, "%s/admin", admin);
     zcert_save_public(adm, path);
-    snprintf(path, sizeof path, "%s/filed", allow);
-    zcert_save_public(filed, path);
+    cc_files_allow(&fx, "filed", filed);
     char *cargv[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
-                      keyfile, "--allow", allow, "--admin", admin,
-                      "--data-dir", datadir, "--heartbeat-ms", "200", NULL };
-    if (!ok(cc_collector_start(&col, cargv, logp, 60000) == 0,
+                      fx.key, "--allow", fx.allow, "--admin", admin,
+                      "--data-dir", fx.datadir, "--heartbeat-ms", "200",
+                      NULL };
+    if (!ok(cc_collector_start(&col, cargv, fx.log, 60000) == 0,
             "collector starts (enrollment on by default)")) {
         printf("Bail out! collector did not start\n");
         return 1;
     }
-    snprintf(conninfo, sizeof conninfo, "host=%s/pg dbname=parity "
-             "user=parity", datadir);
-    s_pg = PQconnectdb(conninfo);
+    s_pg = PQconnectdb(fx.conninfo);
     ok(PQstatus(s_pg) == CONNECTION_OK, "its database answers");
-    s_log_value(logp, "event=listening", "key_service=", keysvc,
+    s_log_value(fx.log, "event=listening", "key_service=", keysvc,
                 sizeof keysvc);
     ok(strncmp(keysvc, "tcp://127.0.0.1:", 16) == 0
-       && cc_log_has(logp, "event=listening", "enroll=on"),
+       && cc_log_has(fx.log, "event=listening", "enroll=on"),
        "it serves its key on %s", keysvc);
     void *ctx = zmq_ctx_new();
     s_key_service(ctx, &col, keysvc);
     s_world_t w = { ctx, &col, cc_dealer(ctx, col.endpoint, adm,
-                                         col.public_key), logp };
+                                         col.public_key), fx.log };
     s_pending_then_approved(&w, p, filed);
     s_revoke(&w, p, filed);
     s_reject_and_refusals(&w, q, r, t1, t2);
@@ -609,8 +596,8 @@ main(int argc, char **argv)
     /* --enroll off: the database's approvals still count. */
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
     char *cargv2[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
-                       keyfile, "--allow", allow, "--admin", admin,
-                       "--data-dir", datadir, "--heartbeat-ms", "200",
+                       fx.key, "--allow", fx.allow, "--admin", admin,
+                       "--data-dir", fx.datadir, "--heartbeat-ms", "200",
                        "--enroll", "off", NULL };
     ok(cc_collector_start(&col, cargv2, logp2, 60000) == 0,
        "the collector starts again with --enroll off");
@@ -634,10 +621,10 @@ main(int argc, char **argv)
 
     /* Heartbeats a minute apart: the keys are read at start only. */
     char logp3[220];
-    snprintf(logp3, sizeof logp3, "%s/collector3.log", dir);
+    snprintf(logp3, sizeof logp3, "%s/collector3.log", fx.dir);
     char *cargv3[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
-                       keyfile, "--allow", allow, "--admin", admin,
-                       "--data-dir", datadir, "--heartbeat-ms", "60000",
+                       fx.key, "--allow", fx.allow, "--admin", admin,
+                       "--data-dir", fx.datadir, "--heartbeat-ms", "60000",
                        NULL };
     ok(cc_collector_start(&col, cargv3, logp3, 60000) == 0,
        "the collector starts again, reading the keys once a minute");
@@ -649,17 +636,14 @@ main(int argc, char **argv)
     zmq_ctx_term(ctx);
     PQfinish(s_pg);
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
-    ok(!cc_log_has(logp, "Sanitizer", NULL)
-       && !cc_log_has(logp, "runtime error", NULL)
+    ok(!cc_log_has(fx.log, "Sanitizer", NULL)
+       && !cc_log_has(fx.log, "runtime error", NULL)
        && !cc_log_has(logp2, "Sanitizer", NULL),
        "no sanitizer report in the collector's logs");
-    zcert_t *all[] = { server, adm, filed, p, q, r, t1, t2, y, z, nw, bn,
-                       sr, sa };
+    zcert_t *all[] = { adm, filed, p, q, r, t1, t2, y, z, nw, bn, sr, sa };
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         zcert_destroy(&all[i]);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (tap_failed_ == 0 && system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    if (cc_files_remove(&fx, tap_failed_ == 0) != 0)
+        tap_diag("could not remove %s", fx.dir);
     return tap_done();
 }

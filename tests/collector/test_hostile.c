@@ -599,42 +599,26 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: test-hostile PATH/TO/parity-collector\n");
         return 2;
     }
-    char dir[] = "/tmp/parity-hostile-XXXXXX";
-    char path[300], keyfile[200], allow[200], datadir[200], logp[200];
-    char conninfo[400];
+    cc_files_t fx;
+    char logp[160];
     cc_collector_t col;
 
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (cc_files_make(&fx, "/tmp/parity-hostile-XXXXXX") != 0)
         return 1;
-    }
-    chmod(dir, 0711);   /* as root the server runs as postgres */
-    snprintf(allow, sizeof allow, "%s/allow", dir);
-    snprintf(datadir, sizeof datadir, "%s/data", dir);
-    snprintf(logp, sizeof logp, "%s/collector.log", dir);
-    mkdir(allow, 0755);
-    zcert_t *server = zcert_new(), *a = zcert_new(), *b = zcert_new();
-    zcert_t *c = zcert_new();
-    snprintf(keyfile, sizeof keyfile, "%s/collector", dir);
-    zcert_save(server, keyfile);
-    snprintf(keyfile, sizeof keyfile, "%s/collector_secret", dir);
-    const char *names[] = { "a", "b", "c" };
-    zcert_t *certs[] = { a, b, c };
-    for (int i = 0; i < 3; i++) {
-        snprintf(path, sizeof path, "%s/%s", allow, names[i]);
-        zcert_save_public(certs[i], path);
-    }
+    snprintf(logp, sizeof logp, "%s", fx.log);
+    zcert_t *a = zcert_new(), *b = zcert_new(), *c = zcert_new();
+    cc_files_allow(&fx, "a", a);
+    cc_files_allow(&fx, "b", b);
+    cc_files_allow(&fx, "c", c);
     char *cargv[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
-                      keyfile, "--allow", allow, "--data-dir", datadir,
+                      fx.key, "--allow", fx.allow, "--data-dir", fx.datadir,
                       "--heartbeat-ms", "500", NULL };
     if (!ok(cc_collector_start(&col, cargv, logp, 60000) == 0,
             "collector starts")) {
         printf("Bail out! collector did not start\n");
         return 1;
     }
-    snprintf(conninfo, sizeof conninfo,
-             "host=%s/pg dbname=parity user=parity", datadir);
-    s_pg = PQconnectdb(conninfo);
+    s_pg = PQconnectdb(fx.conninfo);
     void *ctx = zmq_ctx_new();
     void *sa = cc_dealer(ctx, col.endpoint, a, col.public_key);
     void *sb = cc_dealer(ctx, col.endpoint, b, col.public_key);
@@ -896,7 +880,7 @@ main(int argc, char **argv)
     {
         char pidfile[300];
         long pgpid = 0;
-        snprintf(pidfile, sizeof pidfile, "%s/pg/postmaster.pid", datadir);
+        snprintf(pidfile, sizeof pidfile, "%s/pg/postmaster.pid", fx.datadir);
         FILE *f = fopen(pidfile, "r");
         if (f) {
             if (fscanf(f, "%ld", &pgpid) != 1)
@@ -910,12 +894,12 @@ main(int argc, char **argv)
         ok(!cc_log_has(logp, "runtime error", NULL)
            && !cc_log_has(logp, "Sanitizer", NULL),
            "no sanitizer report in the collector's log (ASan/UBSan builds)");
-        snprintf(logp, sizeof logp, "%s/collector2.log", dir);
+        snprintf(logp, sizeof logp, "%s/collector2.log", fx.dir);
         ok(pgpid > 0 && cc_collector_start(&col, cargv, logp, 90000) == 0
            && cc_log_has(logp, "event=db_up", "migrations_applied=0"),
            "after kill -9 of the collector and its server, a new start "
            "comes up on the same data dir");
-        s_pg = PQconnectdb(conninfo);
+        s_pg = PQconnectdb(fx.conninfo);
         ok(s_sql_long("SELECT count(*) FROM samples") == 24 + 8 + 2
            && s_sql_long("SELECT count(*) FROM runs WHERE status = "
                          "'complete'") == 2,
@@ -941,17 +925,14 @@ main(int argc, char **argv)
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
     {
         char pidfile[300];
-        snprintf(pidfile, sizeof pidfile, "%s/pg/postmaster.pid", datadir);
+        snprintf(pidfile, sizeof pidfile, "%s/pg/postmaster.pid", fx.datadir);
         ok(access(pidfile, F_OK) != 0, "and its PostgreSQL is stopped "
            "(no postmaster.pid)");
     }
-    zcert_destroy(&server);
     zcert_destroy(&a);
     zcert_destroy(&b);
     zcert_destroy(&c);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (tap_failed_ == 0 && system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    if (cc_files_remove(&fx, tap_failed_ == 0) != 0)
+        tap_diag("could not remove %s", fx.dir);
     return tap_done();
 }

@@ -141,31 +141,18 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: test-peers PATH/TO/parity-collector\n");
         return 2;
     }
-    char dir[] = "/tmp/parity-peers-XXXXXX";
-    char path[300], keyfile[200], allow[200], datadir[200], logp[200];
+    cc_files_t fx;
     cc_collector_t col;
 
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    if (cc_files_make(&fx, "/tmp/parity-peers-XXXXXX") != 0)
         return 1;
-    }
-    chmod(dir, 0711);   /* as root the server runs as postgres */
-    snprintf(allow, sizeof allow, "%s/allow", dir);
-    snprintf(datadir, sizeof datadir, "%s/data", dir);
-    snprintf(logp, sizeof logp, "%s/collector.log", dir);
-    mkdir(allow, 0755);
-    zcert_t *server = zcert_new(), *a = zcert_new(), *c = zcert_new();
-    snprintf(keyfile, sizeof keyfile, "%s/collector", dir);
-    zcert_save(server, keyfile);
-    snprintf(keyfile, sizeof keyfile, "%s/collector_secret", dir);
-    snprintf(path, sizeof path, "%s/a", allow);
-    zcert_save_public(a, path);
-    snprintf(path, sizeof path, "%s/c", allow);
-    zcert_save_public(c, path);
+    zcert_t *a = zcert_new(), *c = zcert_new();
+    cc_files_allow(&fx, "a", a);
+    cc_files_allow(&fx, "c", c);
     char *cargv[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
-                      keyfile, "--allow", allow, "--data-dir", datadir,
+                      fx.key, "--allow", fx.allow, "--data-dir", fx.datadir,
                       "--heartbeat-ms", "200", NULL };
-    if (!ok(cc_collector_start(&col, cargv, logp, 60000) == 0,
+    if (!ok(cc_collector_start(&col, cargv, fx.log, 60000) == 0,
             "collector starts")) {
         printf("Bail out! collector did not start\n");
         return 1;
@@ -180,15 +167,12 @@ main(int argc, char **argv)
     zmq_close(sa);
     zmq_ctx_term(ctx);
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
-    ok(!cc_log_has(logp, "runtime error", NULL)
-       && !cc_log_has(logp, "Sanitizer", NULL),
+    ok(!cc_log_has(fx.log, "runtime error", NULL)
+       && !cc_log_has(fx.log, "Sanitizer", NULL),
        "no sanitizer report in the collector's log");
-    zcert_destroy(&server);
     zcert_destroy(&a);
     zcert_destroy(&c);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (tap_failed_ == 0 && system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    if (cc_files_remove(&fx, tap_failed_ == 0) != 0)
+        tap_diag("could not remove %s", fx.dir);
     return tap_done();
 }
