@@ -9,6 +9,7 @@
  * 5 million pairs per second holds. Not a test: figures go to
  * docs/performance.md with the command that made them. */
 #include "vd_verdict.h"
+#include "../xorshift.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -26,10 +27,7 @@ static uint64_t s_rng = 0x853c49e6748fea9bull;
 static double
 s_uniform(void)
 {
-    s_rng ^= s_rng >> 12;
-    s_rng ^= s_rng << 25;
-    s_rng ^= s_rng >> 27;
-    return (double)((s_rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+    return xs_uniform(&s_rng);
 }
 
 static double

@@ -3,6 +3,7 @@
  * error of the reader. */
 #include "pw_json.h"
 #include "../tap.h"
+#include "../xorshift.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,10 +13,7 @@ static uint64_t s_rng = 0x2545f4914f6cdd1dull;
 static double
 s_uniform(void)
 {
-    s_rng ^= s_rng >> 12;
-    s_rng ^= s_rng << 25;
-    s_rng ^= s_rng >> 27;
-    return (double)((s_rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+    return xs_uniform(&s_rng);
 }
 
 static vd_verdict_t

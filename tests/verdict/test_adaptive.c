@@ -4,6 +4,7 @@
  * the first look that crosses an edge does not. */
 #include "vd_adaptive.h"
 #include "../tap.h"
+#include "../xorshift.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -11,15 +12,10 @@
 
 static uint64_t s_rng = 0x2545f4914f6cdd1dull;
 
-/* xorshift64*: deterministic, so a failure reproduces. */
 static double
 s_uniform(void)
 {
-    s_rng ^= s_rng >> 12;
-    s_rng ^= s_rng << 25;
-    s_rng ^= s_rng >> 27;
-    return ((double)((s_rng * 2685821657736338717ull) >> 11) + 0.5) /
-           9007199254740992.0;
+    return xs_uniform_open(&s_rng);
 }
 
 static double

@@ -5,20 +5,17 @@
 
 #include "vd_verdict.h"
 #include "../tap.h"
+#include "../xorshift.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 
 static uint64_t s_rng = 0x9e3779b97f4a7c15ull;
 
-/* xorshift64*: deterministic, so a failure reproduces. */
 static double
 s_uniform(void)
 {
-    s_rng ^= s_rng >> 12;
-    s_rng ^= s_rng << 25;
-    s_rng ^= s_rng >> 27;
-    return (double)((s_rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+    return xs_uniform(&s_rng);
 }
 
 static void
