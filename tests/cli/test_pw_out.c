@@ -1,6 +1,7 @@
 /* test_pw_out.c -- the shared output helpers every verb uses: units,
  * number and list parsing, aligned tables and their bounds. */
 #include "pw_out.h"
+#include "../capture.h"
 #include "../tap.h"
 
 #include <stdlib.h>
@@ -81,17 +82,14 @@ test_parsing(void)
     ok_str(err, "sample 3 is empty", "trailing comma message");
 }
 
+/* The table's text, whatever pw_out_table_print returned: the checks
+ * read what it wrote. */
 static char *
 s_print(const pw_out_table_t *t)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
-        return NULL;
-    pw_out_table_print(t, f);
-    fclose(f);
-    return text;
+    capture_t c;
+    pw_out_table_print(t, capture_open(&c));
+    return capture_text(&c, 0);
 }
 
 static void

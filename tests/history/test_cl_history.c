@@ -12,36 +12,23 @@
 #include "cl_history.h"
 #include "cl_regressions.h"
 #include "cl_report.h"
+#include "capture.h"
 #include "tap.h"
 
 static char *
 s_history(const json_t *body, cl_history_format_t fmt)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    int rc = cl_history_print(f, body, fmt);
-    fclose(f);
-    if (rc != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    capture_t c;
+    int rc = cl_history_print(capture_open(&c), body, fmt);
+    return capture_text(&c, rc);
 }
 
 static char *
 s_report(const json_t *rep, const json_t *ver, cl_report_format_t fmt)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    int rc = cl_report_write(f, fmt, rep, ver);
-    fclose(f);
-    if (rc != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    capture_t c;
+    int rc = cl_report_write(capture_open(&c), fmt, rep, ver);
+    return capture_text(&c, rc);
 }
 
 static json_t *
@@ -279,11 +266,10 @@ s_regressions_tests(void)
         "after", "outcome", "loss", "ratio", 1.5, "run_id", "r2", "tags",
         "commit", "c2",
         "improvements", "unchanged", 3, "first", 0);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+    capture_t c;
+    FILE *f = capture_open(&c);
     int rc = body ? cl_regressions_print(f, body) : -1;
-    fclose(f);
+    char *buf = capture_text(&c, rc);
     ok(rc == 0 && buf && strstr(buf, "before tags") &&
        strstr(buf, "after tags") && strstr(buf, "commit=c1 phase=early") &&
        strstr(buf, "commit=c2") && strstr(buf, "r1") && strstr(buf, "r2") &&

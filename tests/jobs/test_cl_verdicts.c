@@ -7,21 +7,15 @@
 #include <string.h>
 
 #include "cl_verdicts.h"
+#include "capture.h"
 #include "tap.h"
 
 static char *
 s_print(const json_t *body, cl_verdicts_format_t fmt)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    int rc = cl_verdicts_print(f, body, fmt);
-    fclose(f);
-    if (rc != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    capture_t c;
+    int rc = cl_verdicts_print(capture_open(&c), body, fmt);
+    return capture_text(&c, rc);
 }
 
 static json_t *
