@@ -547,6 +547,26 @@ pw_out_str(const json_t *o, const char *key, const char *dflt)
 }
 
 char *
+pw_out_pairs(char *buf, size_t len, const json_t *obj, const char *empty)
+{
+    const char *k;
+    json_t *v;
+    if (len == 0)
+        return buf;
+    buf[0] = '\0';
+    json_object_foreach((json_t *)obj, k, v) {
+        size_t used = strlen(buf);
+        if (used + 1 >= len)
+            break;
+        snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k,
+                 json_string_value(v) ? json_string_value(v) : "");
+    }
+    if (!buf[0])
+        snprintf(buf, len, "%s", empty);
+    return buf;
+}
+
+char *
 pw_out_time(char *buf, size_t len, json_int_t us, pw_out_time_form_t form)
 {
     time_t t = (time_t)(us / 1000000);

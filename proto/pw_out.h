@@ -172,6 +172,13 @@ int pw_out_key_value(json_t *obj, const char *s);
 /* o[key] when it is a non-empty string, else dflt. */
 const char *pw_out_str(const json_t *o, const char *key, const char *dflt);
 
+/* "k=v k=v" of an object of strings (tags, vars), in the object's order;
+ * a value that is not a string shows as empty. empty (may be "") when the
+ * object has no member or is not an object. Cut at len, between pairs
+ * or inside one. Returns buf. */
+char *pw_out_pairs(char *buf, size_t len, const json_t *obj,
+                   const char *empty);
+
 /* A time in microseconds since the epoch as a UTC date, or "-" when
  * us <= 0: tables "2026-12-03 11:10:52Z", the site's pages "2026-12-03
  * 11:10 UTC", its plots "2026-12-03 11:10". Returns buf. */

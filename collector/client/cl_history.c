@@ -29,14 +29,7 @@
 static void
 s_tags(char *buf, size_t len, const json_t *row)
 {
-    const char *k;
-    json_t *v;
-    buf[0] = '\0';
-    json_object_foreach(json_object_get(row, "tags"), k, v) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k,
-                 json_string_value(v) ? json_string_value(v) : "");
-    }
+    pw_out_pairs(buf, len, json_object_get(row, "tags"), "");
     if (*pw_out_str(row, "label", "")) {
         size_t used = strlen(buf);
         snprintf(buf + used, len - used, "%s[%s]", used ? " " : "",

@@ -87,7 +87,7 @@ cl_jobs_main(int argc, char **argv)
     json_t *j;
     json_array_foreach(json_object_get(body, "jobs"), i, j) {
         char created[64], hosts[PW_OUT_CELL_MAX] = "",
-             tags[PW_OUT_CELL_MAX] = "";
+             tags[PW_OUT_CELL_MAX];
         pw_out_time(created, sizeof created,
                json_integer_value(json_object_get(j, "created_at_us")),
                PW_OUT_TIME_TABLE);
@@ -98,15 +98,11 @@ cl_jobs_main(int argc, char **argv)
             snprintf(hosts + u, sizeof hosts - u, "%s%s %lld", u ? ", " : "",
                      k, (long long)json_integer_value(v));
         }
-        json_object_foreach(json_object_get(j, "tags"), k, v) {
-            size_t u = strlen(tags);
-            snprintf(tags + u, sizeof tags - u, "%s%s=%s", u ? " " : "", k,
-                     json_string_value(v) ? json_string_value(v) : "");
-        }
+        pw_out_pairs(tags, sizeof tags, json_object_get(j, "tags"), "-");
         const char *row[] = { pw_out_str(j, "job", "?"),
                               pw_out_str(j, "suite", "?"),
                               pw_out_str(j, "state", "?"), created,
-                              *hosts ? hosts : "-", *tags ? tags : "-",
+                              *hosts ? hosts : "-", tags,
                               pw_out_str(j, "label", "-") };
         pw_out_table_add(t, row);
     }

@@ -36,21 +36,6 @@ s_side(char *buf, size_t len, const json_t *side)
              json_number_value(json_object_get(side, "ratio")));
 }
 
-static void
-s_tagtext(char *buf, size_t len, const json_t *tags)
-{
-    const char *k;
-    json_t *v;
-    buf[0] = '\0';
-    json_object_foreach((json_t *)tags, k, v) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k,
-                 json_string_value(v) ? json_string_value(v) : "");
-    }
-    if (!buf[0])
-        snprintf(buf, len, "-");
-}
-
 /* "commit=abc" of a side's tags: the commit tag alone when it has one. */
 static void
 s_range_end(char *buf, size_t len, const json_t *side)
@@ -60,7 +45,7 @@ s_range_end(char *buf, size_t len, const json_t *side)
     if (commit)
         snprintf(buf, len, "%s", commit);
     else
-        s_tagtext(buf, len, tags);
+        pw_out_pairs(buf, len, tags, "-");
 }
 
 /* The change points table: id, what, where, how much, since when. */
@@ -178,8 +163,10 @@ s_print_list(FILE *f, const char *title, const json_t *list)
                  pw_out_str(b, "run_id", "?"));
         snprintf(cells[6], PW_OUT_CELL_MAX, "%s",
                  pw_out_str(a, "run_id", "?"));
-        s_tagtext(cells[7], PW_OUT_CELL_MAX, json_object_get(b, "tags"));
-        s_tagtext(cells[8], PW_OUT_CELL_MAX, json_object_get(a, "tags"));
+        pw_out_pairs(cells[7], PW_OUT_CELL_MAX, json_object_get(b, "tags"),
+                     "-");
+        pw_out_pairs(cells[8], PW_OUT_CELL_MAX, json_object_get(a, "tags"),
+                     "-");
         const char *row[COLS];
         for (size_t c = 0; c < COLS; c++)
             row[c] = cells[c];

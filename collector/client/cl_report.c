@@ -150,22 +150,6 @@ s_para_close(FILE *f, s_fmt_t fmt)
     fputs(fmt == S_HTML ? "</p>\n" : "\n", f);
 }
 
-/* "k=v k=v" of an object of strings, "-" when empty. */
-static void
-s_pairs(char *buf, size_t len, const json_t *obj)
-{
-    const char *k;
-    json_t *v;
-    buf[0] = '\0';
-    json_object_foreach((json_t *)obj, k, v) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k,
-                 json_string_value(v) ? json_string_value(v) : "");
-    }
-    if (!buf[0])
-        snprintf(buf, len, "-");
-}
-
 /* A JSON scalar as text ("-" for null or absent). */
 static void
 s_scalar(char *buf, size_t len, const json_t *v)
@@ -186,8 +170,8 @@ s_header(FILE *f, s_fmt_t fmt, const json_t *rep)
     char title[256], tags[1024], vars[1024], created[64], ended[64];
     snprintf(title, sizeof title, "Parity report: job %s",
              pw_out_str(rep, "job", "?"));
-    s_pairs(tags, sizeof tags, json_object_get(rep, "tags"));
-    s_pairs(vars, sizeof vars, json_object_get(rep, "vars"));
+    pw_out_pairs(tags, sizeof tags, json_object_get(rep, "tags"), "-");
+    pw_out_pairs(vars, sizeof vars, json_object_get(rep, "vars"), "-");
     pw_out_time(created, sizeof created, json_integer_value(
         json_object_get(rep, "created_at_us")), PW_OUT_TIME_TABLE);
     pw_out_time(ended, sizeof ended, json_integer_value(

@@ -64,24 +64,6 @@ s_err(char *err, size_t errlen, const char *call, const char *path)
     snprintf(err, errlen, "%s %s: %s", call, path, strerror(errno));
 }
 
-/* "k=v k=v" of an object of strings, "-" when empty. */
-static void
-s_pairs(char *buf, size_t len, const json_t *obj)
-{
-    const char *k;
-    json_t *v;
-    buf[0] = '\0';
-    json_object_foreach((json_t *)obj, k, v) {
-        size_t used = strlen(buf);
-        if (used + 1 >= len)
-            break;
-        snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k,
-                 json_string_value(v) ? json_string_value(v) : "");
-    }
-    if (!buf[0])
-        snprintf(buf, len, "-");
-}
-
 static const char *
 s_outcome(const char *o)
 {
@@ -302,7 +284,7 @@ s_run_box(FILE *f, const json_t *ser, const json_t *run)
     char when[64], tags[512], caption[1024];
     pw_out_time(when, sizeof when, json_integer_value(json_object_get(run,
                                                                  "time_us")), PW_OUT_TIME_PAGE);
-    s_pairs(tags, sizeof tags, json_object_get(run, "tags"));
+    pw_out_pairs(tags, sizeof tags, json_object_get(run, "tags"), "-");
     snprintf(caption, sizeof caption, "%s, run %s, %s", when,
              pw_out_str(run, "run", "?"), tags);
     fputs("<div class=\"plot\">", f);
@@ -326,7 +308,7 @@ s_marks_list(FILE *f, const json_t *ser)
         const json_t *run = json_array_get(runs, (size_t)json_integer_value(
             json_object_get(m, "index")));
         char tags[512];
-        s_pairs(tags, sizeof tags, json_object_get(run, "tags"));
+        pw_out_pairs(tags, sizeof tags, json_object_get(run, "tags"), "-");
         const char *o = s_outcome(pw_out_str(m, "outcome", NULL));
         fprintf(f, "<li>change point %" JSON_INTEGER_FORMAT ": <span "
                 "class=\"%s\">%s</span>, %s x%.4f%s, from run ",
@@ -357,7 +339,7 @@ s_series(FILE *f, const json_t *ser)
     const json_t *runs = json_object_get(ser, "runs");
     size_t total = json_array_size(runs), shown = 0;
     char vars[512], title[1536];
-    s_pairs(vars, sizeof vars, json_object_get(ser, "vars"));
+    pw_out_pairs(vars, sizeof vars, json_object_get(ser, "vars"), "-");
     snprintf(title, sizeof title, "%s: %s vs %s%s%s",
              pw_out_str(ser, "host", "?"), pw_out_str(ser, "subject", "?"),
              pw_out_str(ser, "other", "?"), strcmp(vars, "-") ? ", " : "",
@@ -485,11 +467,11 @@ s_cp_row(FILE *f, const s_site_t *s, const json_t *cp, bool acked)
     const char *page = s_page_of(s, pw_out_str(cp, "suite", ""),
                                  pw_out_str(cp, "benchmark", ""));
     char before[512], after[512], vars[512];
-    s_pairs(before, sizeof before, json_object_get(json_object_get(
-        cp, "before"), "tags"));
-    s_pairs(after, sizeof after, json_object_get(json_object_get(
-        cp, "after"), "tags"));
-    s_pairs(vars, sizeof vars, json_object_get(cp, "vars"));
+    pw_out_pairs(before, sizeof before, json_object_get(json_object_get(
+        cp, "before"), "tags"), "-");
+    pw_out_pairs(after, sizeof after, json_object_get(json_object_get(
+        cp, "after"), "tags"), "-");
+    pw_out_pairs(vars, sizeof vars, json_object_get(cp, "vars"), "-");
     fprintf(f, "<tr class=\"cp\"><td class=\"%s\">%s%s%s</td><td>", o, o,
             json_is_true(json_object_get(cp, "regression")) ?
             " (regression)" : "",
@@ -585,7 +567,7 @@ s_latest(FILE *f, const s_site_t *s)
         return;
     }
     char tags[512];
-    s_pairs(tags, sizeof tags, json_object_get(ver, "tags"));
+    pw_out_pairs(tags, sizeof tags, json_object_get(ver, "tags"), "-");
     fputs("<h2>Latest job: ", f);
     cl_svg_text(f, pw_out_str(ver, "job", "?"));
     fputs("</h2>\n<p>suite ", f);

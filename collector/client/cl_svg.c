@@ -122,24 +122,6 @@ s_ranges(s_plot_t *p)
     p->hi += pad;
 }
 
-/* "k=v k=v" of a tags object into buf, "no tags" when empty. */
-static void
-s_tags(char *buf, size_t len, const json_t *tags)
-{
-    const char *k;
-    json_t *v;
-    buf[0] = '\0';
-    json_object_foreach((json_t *)tags, k, v) {
-        size_t used = strlen(buf);
-        if (used + 1 >= len)
-            break;
-        snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", k,
-                 json_string_value(v) ? json_string_value(v) : "");
-    }
-    if (!buf[0])
-        snprintf(buf, len, "no tags");
-}
-
 static void
 s_arm_text(char *buf, size_t len, const char *name, const json_t *s)
 {
@@ -165,7 +147,7 @@ s_hover(char *buf, size_t len, const json_t *series, const json_t *r)
     pw_out_time(when, sizeof when,
                 json_integer_value(json_object_get(r, "time_us")),
                 PW_OUT_TIME_PLOT);
-    s_tags(tags, sizeof tags, json_object_get(r, "tags"));
+    pw_out_pairs(tags, sizeof tags, json_object_get(r, "tags"), "no tags");
     s_arm_text(sub, sizeof sub, pw_out_str(series, "subject", "subject"),
                json_object_get(r, "subject"));
     s_arm_text(oth, sizeof oth, pw_out_str(series, "other", "other"),
@@ -314,10 +296,13 @@ s_marks(FILE *f, const s_plot_t *p, const json_t *series)
         const char *o = pw_out_str(m, "outcome", "none");
         bool noise = json_is_true(json_object_get(m, "within_noise"));
         char before[512], after[512];
-        s_tags(before, sizeof before, json_object_get(
-            json_array_get(p->runs, (size_t)at - (at > 0)), "tags"));
-        s_tags(after, sizeof after, json_object_get(
-            json_array_get(p->runs, (size_t)at), "tags"));
+        const json_t *run_before = json_array_get(p->runs,
+                                                  (size_t)at - (at > 0));
+        const json_t *run_after = json_array_get(p->runs, (size_t)at);
+        pw_out_pairs(before, sizeof before,
+                     json_object_get(run_before, "tags"), "no tags");
+        pw_out_pairs(after, sizeof after, json_object_get(run_after, "tags"),
+                     "no tags");
         fprintf(f, "<g class=\"cp-mark\"><title>change point %"
                 JSON_INTEGER_FORMAT " (%s x%.4f): %s%s; before: ",
                 json_integer_value(json_object_get(m, "id")),

@@ -146,15 +146,8 @@ s_print_selftests(FILE *f, const json_t *hosts, bool markdown)
 static void
 s_job_line(FILE *f, const json_t *body)
 {
-    char tags[PW_OUT_CELL_MAX] = "";
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(body, "tags"), k, v) {
-        size_t used = strlen(tags);
-        snprintf(tags + used, sizeof tags - used, "%s%s=%s",
-                 used ? " " : "", k, json_string_value(v) ?
-                 json_string_value(v) : "");
-    }
+    char tags[PW_OUT_CELL_MAX];
+    pw_out_pairs(tags, sizeof tags, json_object_get(body, "tags"), "");
     const char *label = pw_out_str(body, "label", "");
     fprintf(f, "job %s  suite %s  %s%s%s%s%s\n", pw_out_str(body, "job", "?"),
             pw_out_str(body, "suite", "?"), pw_out_str(body, "state", "?"),

@@ -173,6 +173,26 @@ test_help(void)
     ok(!pw_out_wants_help(3, after), "not after --");
 }
 
+/* The "k=v k=v" text every table, report and page shows tags with. */
+static void
+test_pairs(void)
+{
+    char buf[64], small[8];
+    json_t *tags = json_pack("{s:s,s:s,s:i}", "commit", "c1", "branch",
+                             "main", "n", 3);
+    json_t *none = json_object();
+    ok_str(pw_out_pairs(buf, sizeof buf, tags, "-"),
+           "commit=c1 branch=main n=", "pairs in order, a non-string empty");
+    ok_str(pw_out_pairs(buf, sizeof buf, none, "-"), "-",
+           "an empty object: the text for none");
+    ok_str(pw_out_pairs(buf, sizeof buf, NULL, "no tags"), "no tags",
+           "no object: the text for none");
+    ok_str(pw_out_pairs(small, sizeof small, tags, "-"), "commit=",
+           "cut at the buffer's size");
+    json_decref(tags);
+    json_decref(none);
+}
+
 int
 main(void)
 {
@@ -180,5 +200,6 @@ main(void)
     test_parsing();
     test_tables();
     test_help();
+    test_pairs();
     return tap_done();
 }
