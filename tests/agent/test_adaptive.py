@@ -18,9 +18,13 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+import parity_fixtures as pf  # noqa: E402
+from parity_fixtures import ok, plan  # noqa: E402
+
 AGENT, PARITY, PROG = sys.argv[1:4]
-N = 0
-FAILED = 0
 TMP = tempfile.mkdtemp(prefix="parity-adaptive-test-")
 CACHE = os.path.join(TMP, "cache")
 os.environ["XDG_CACHE_HOME"] = CACHE
@@ -30,28 +34,9 @@ STORE = os.path.join(CACHE, "parity", "calibration-" + HOST)
 P = shlex.quote(PROG)
 
 
-def ok(cond, name, diag=None):
-    global N, FAILED
-    N += 1
-    print(("ok" if cond else "not ok") + " %d - %s" % (N, name))
-    if not cond:
-        FAILED += 1
-        if diag is not None:
-            for line in str(diag).splitlines()[:30]:
-                print("# " + line)
-    sys.stdout.flush()
-    return cond
-
-
 def compare(*args, timeout=300):
     """parity compare --json ARGS: (status, document or {}, stderr)."""
-    r = subprocess.run([PARITY, "compare", "--json"] + list(args),
-                       capture_output=True, text=True, timeout=timeout)
-    try:
-        doc = json.loads(r.stdout)
-    except ValueError:
-        doc = {}
-    return r.returncode, doc, r.stderr
+    return pf.compare_json(PARITY, args, timeout)
 
 
 def store_lines():
@@ -247,6 +232,6 @@ ok(r.returncode == 0 and b["runs"] == 5 and
    b["adaptive"]["max_runs"] == 5, "--max-runs 5 caps it: one look at 5",
    b.get("adaptive"))
 
-print("1..%d" % N)
+status = plan()
 subprocess.run(["rm", "-rf", TMP])
-sys.exit(1 if FAILED else 0)
+sys.exit(status)

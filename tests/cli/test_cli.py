@@ -18,25 +18,14 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+from parity_fixtures import ok, plan  # noqa: E402
+
 PARITY = os.environ.get("PARITY") or (sys.argv[1] if len(sys.argv) > 1 else "")
 SRC = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(SRC, "..", "..", "examples")
-
-count = 0
-failed = 0
-
-
-def ok(cond, name, diag=None):
-    global count, failed
-    count += 1
-    print(("ok" if cond else "not ok") + " %d - %s" % (count, name))
-    if not cond:
-        failed += 1
-        if diag:
-            for line in str(diag).splitlines()[:12]:
-                print("# " + line)
-    sys.stdout.flush()
-    return cond
 
 
 def run(args, stdin=b"", env=None, stdout=subprocess.PIPE, timeout=60):
@@ -1188,8 +1177,7 @@ def main():
     system_errors()
     imports()
     docs_examples()
-    print("1..%d" % count)
-    return 1 if failed else 0
+    return plan()
 
 
 if __name__ == "__main__":

@@ -38,14 +38,8 @@ def path(name):
 
 
 def compare(*args, timeout=120):
-    """parity compare ARGS --json: (exit status, document or {}, stderr)."""
-    r = subprocess.run([PARITY, "compare", "--json"] + list(args),
-                       capture_output=True, text=True, timeout=timeout)
-    try:
-        doc = json.loads(r.stdout)
-    except ValueError:
-        doc = {}
-    return r.returncode, doc, r.stderr
+    """parity compare --json ARGS: (status, document or {}, stderr)."""
+    return pf.compare_json(PARITY, args, timeout)
 
 
 def arms(doc, bench=0):

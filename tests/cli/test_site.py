@@ -35,6 +35,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+from parity_fixtures import ok, plan, skip  # noqa: E402
+
 RENDER = os.environ.get("SITE_RENDER", "")
 FIXTURE = os.environ.get("SITE_FIXTURE", os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "site_fixture.json"))
@@ -48,22 +53,6 @@ COLOURS = {           # cl_report_outcome_colour, and the site's CSS
     "cell": {"win": "rgb(200, 230, 201)", "parity": "rgb(238, 238, 238)",
              "loss": "rgb(255, 205, 210)"},
 }
-
-count = 0
-failed = 0
-
-
-def ok(cond, name, diag=None):
-    global count, failed
-    count += 1
-    print(("ok" if cond else "not ok") + " %d - %s" % (count, name))
-    if not cond:
-        failed += 1
-        if diag:
-            for line in str(diag).splitlines()[:15]:
-                print("# " + line)
-    sys.stdout.flush()
-    return cond
 
 
 # --- the DOM as Chromium serialised it ------------------------------------
@@ -523,15 +512,13 @@ def check_usage():
 def main():
     check_usage()
     if not os.access(CHROMIUM, os.X_OK):
-        ok(True, "the site in a browser # SKIP %s not found: install "
-           "Debian's chromium (deploy/install.sh does)" % CHROMIUM)
-        print("1..%d" % count)
-        return 1 if failed else 0
+        skip("the site in a browser", "%s not found: install Debian's "
+             "chromium (deploy/install.sh does)" % CHROMIUM)
+        return plan()
     if not RENDER or not os.access(RENDER, os.X_OK):
-        ok(True, "the site in a browser # SKIP SITE_RENDER is not set to "
-           "the site-render program (meson test sets it)")
-        print("1..%d" % count)
-        return 1 if failed else 0
+        skip("the site in a browser", "SITE_RENDER is not set to the "
+             "site-render program (meson test sets it)")
+        return plan()
     data = json.load(open(FIXTURE, encoding="utf-8"))
     tmp = tempfile.mkdtemp(prefix="parity-site-")
     try:
@@ -542,8 +529,7 @@ def main():
         if not ok(p.returncode == 0 and
                   os.path.isfile(os.path.join(site, "index.html")),
                   "site-render writes the site", p.stderr.decode()):
-            print("1..%d" % count)
-            return 1
+            return plan()
         p = subprocess.run([RENDER, FIXTURE, site], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
         ok(p.returncode == 0, "a site is rewritten in place (its marker "
@@ -562,8 +548,7 @@ def main():
             screenshot(site, links[0], "site-bench.png")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % count)
-    return 1 if failed else 0
+    return plan()
 
 
 if __name__ == "__main__":

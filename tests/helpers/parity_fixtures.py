@@ -12,6 +12,7 @@ agents; a test adds this folder to sys.path and imports what it uses:
         os.path.abspath(__file__)), "..", "helpers"))
     from parity_fixtures import World, ok, diag, bail, tap
 """
+import json
 import os
 import shutil
 import signal
@@ -33,8 +34,9 @@ class Tap:
 tap = Tap()
 
 
-def ok(cond, what, detail=None):
-    """One TAP line; on failure also the first 30 lines of detail."""
+def ok(cond, what, detail=None, tail=False):
+    """One TAP line; on failure also the first 30 lines of detail (the
+    last 30 with tail: where a long log says what went wrong)."""
     tap.n_tests += 1
     what = " ".join(str(what).split())   # one TAP line
     print(("ok %d - %s" if cond else "not ok %d - %s") % (tap.n_tests, what),
@@ -42,9 +44,16 @@ def ok(cond, what, detail=None):
     if not cond:
         tap.n_failed += 1
         if detail is not None:
-            for line in str(detail).splitlines()[:30]:
+            lines = str(detail).splitlines()
+            for line in lines[-30:] if tail else lines[:30]:
                 print("# " + line, flush=True)
     return cond
+
+
+def skip(what, reason):
+    """A TAP line for a check that cannot run here, and why."""
+    tap.n_tests += 1
+    print("ok %d - %s # SKIP %s" % (tap.n_tests, what, reason), flush=True)
 
 
 def diag(text):
@@ -57,10 +66,16 @@ def bail(text):
     sys.exit(1)
 
 
-def finish():
-    """The plan line, and the exit status TAP harnesses read."""
+def plan():
+    """The plan line; the exit status TAP harnesses read (1 when a check
+    failed), for a main() that returns it."""
     print("1..%d" % tap.n_tests, flush=True)
-    sys.exit(1 if tap.n_failed else 0)
+    return 1 if tap.n_failed else 0
+
+
+def finish():
+    """The plan line, and exit with the status TAP harnesses read."""
+    sys.exit(plan())
 
 
 def free_port():
@@ -85,6 +100,18 @@ def as_pg_owner(cmd):
     if os.getuid() == 0:
         return ["runuser", "-u", "postgres", "--"] + cmd
     return cmd
+
+
+def compare_json(parity, args, timeout=120):
+    """`parity compare --json ARGS` through the client binary parity:
+    (exit status, the document or {} when stdout is not JSON, stderr)."""
+    r = subprocess.run([parity, "compare", "--json"] + list(args),
+                       capture_output=True, text=True, timeout=timeout)
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        doc = {}
+    return r.returncode, doc, r.stderr
 
 
 def stop_all(procs, sig=signal.SIGTERM, wait=20):
