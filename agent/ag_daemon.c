@@ -12,6 +12,7 @@
 #include "ag_stream.h"
 #include "ag_suite.h"
 #include "ag_suitedir.h"
+#include "pw_clock.h"
 #include "pw_key.h"
 #include "pw_limits.h"
 #include "pw_wire.h"
@@ -37,22 +38,6 @@
  * thread reads it, and only an atomic makes that cross-thread hand-over
  * defined (TSan reported it). Lock-free, so async-signal-safe. */
 static _Atomic int s_stop_signal;
-
-static int64_t
-s_unix_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t
-s_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 typedef struct {
     uint8_t *bytes;     /* the JobOffer envelope, packed (a deep copy) */
@@ -156,7 +141,7 @@ s_calkeep_store(s_calkeep_t *k)
 {
     char err[1024], note[1024];
     if (k->path[0] && k->n &&
-        ag_calstore_append(k->path, k->cal, k->n, s_unix_us(), note,
+        ag_calstore_append(k->path, k->cal, k->n, pw_clock_unix_us(), note,
                            sizeof note, err, sizeof err) != AG_CALSTORE_OK)
         ag_logf("calibration", "store not updated: %s", err);
     free(k->store);
@@ -327,7 +312,7 @@ s_run_job(s_daemon_t *d, s_job_t *job)
         ag_stream_job_status(d->stream, job->job_id, "refused", why, NULL);
         goto out;
     }
-    if (jo->expires_at_us > 0 && s_unix_us() > jo->expires_at_us) {
+    if (jo->expires_at_us > 0 && pw_clock_unix_us() > jo->expires_at_us) {
         ag_stream_job_status(d->stream, job->job_id, "refused", "expired "
                              "before it could start", NULL);
         goto out;
@@ -394,7 +379,7 @@ s_calibrate(ag_stream_t *s, char *err, size_t errlen)
 {
     double wall[AG_HARNESS_CALIBRATION_TARGET];
     const char *argv[] = { ag_harness_default_noop(), NULL };
-    int64_t taken = s_unix_us();
+    int64_t taken = pw_clock_unix_us();
     for (size_t i = 0; i < AG_HARNESS_CALIBRATION_TARGET; i++) {
         ag_spawn_req_t req;
         ag_spawn_result_t res;
@@ -685,11 +670,11 @@ s_enroll(const ag_stream_opts_t *o)
     }
     pw_key_fingerprint(ag_stream_public_key(s), fp);
     ag_link_stats_t st;
-    int64_t end = s_mono_ms() + (int64_t)(timeout * 1000);
+    int64_t end = pw_clock_mono_ms() + (int64_t)(timeout * 1000);
     for (;;) {
         ag_stream_link_stats(s, &st);
         if (st.ready || st.pending || st.denied || st.key_mismatch
-            || st.auth_refused || s_mono_ms() >= end)
+            || st.auth_refused || pw_clock_mono_ms() >= end)
             break;
         struct timespec ts = { 0, 50 * 1000000 };
         nanosleep(&ts, NULL);

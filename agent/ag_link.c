@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "pw_clock.h"
 
 /* Most messages handled in one tick, so a flood of acks cannot starve the
  * caller's own work. */
@@ -78,22 +79,6 @@ struct ag_link {
     pthread_mutex_t stats_lock;
     ag_link_stats_t stats;
 };
-
-static int64_t
-s_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
-s_unix_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static void
 s_log(ag_link_t *l, const char *event, const char *fmt, ...)
@@ -208,7 +193,7 @@ s_send_heartbeat(ag_link_t *l)
     memcpy(state, l->state, sizeof state);
     memcpy(job, l->job_id, sizeof job);
     pthread_mutex_unlock(&l->stats_lock);
-    if (pw_wire_pack_heartbeat(s_unix_us(),
+    if (pw_wire_pack_heartbeat(pw_clock_unix_us(),
                                (uint32_t)ag_spool_count(l->spool),
                                state, job, buf, sizeof buf, &len)
         == PW_WIRE_OK)
@@ -890,7 +875,8 @@ ag_link_new(const ag_link_opts_t *opts, ag_spool_t *spool, char *err,
     l->backoff_ms = AG_LINK_BACKOFF_MIN_MS;
     l->resend_wait_ms = AG_LINK_RESEND_MS;
     l->resend_burst = 1;
-    l->rng = (uint64_t)s_unix_us() ^ ((uint64_t)getpid() << 32) ^ 0x9E37u;
+    l->rng = (uint64_t)pw_clock_unix_us() ^ ((uint64_t)getpid() << 32)
+             ^ 0x9E37u;
     snprintf(l->state, sizeof l->state, "idle");
     if (s_endpoints(l, opts->endpoint, err, errlen) != 0)
         goto fail;
@@ -918,7 +904,7 @@ ag_link_new(const ag_link_opts_t *opts, ag_spool_t *spool, char *err,
     }
     if (s_collector_key(l, opts, err, errlen) != 0)
         goto fail;
-    if (!l->need_key && s_connect(l, s_now_ms()) != AG_LINK_OK) {
+    if (!l->need_key && s_connect(l, pw_clock_mono_ms()) != AG_LINK_OK) {
         snprintf(err, errlen, "zmq_connect(%s): %s", l->endpoint,
                  zmq_strerror(zmq_errno()));
         goto fail;
@@ -975,7 +961,7 @@ ag_link_set_state(ag_link_t *l, const char *state, const char *job_id)
 int
 ag_link_tick(ag_link_t *l, int wait_ms, int wake_fd, bool *woken)
 {
-    int64_t now = s_now_ms();
+    int64_t now = pw_clock_mono_ms();
     if (woken)
         *woken = false;
     if (!l->sock && now >= l->reconnect_at_ms) {
@@ -1014,7 +1000,7 @@ ag_link_tick(ag_link_t *l, int wait_ms, int wake_fd, bool *woken)
         wake_index = n++;
     }
     int rc = zmq_poll(items, n, timeout);
-    now = s_now_ms();
+    now = pw_clock_mono_ms();
     if (rc > 0 && wake_index >= 0 && (items[wake_index].revents & ZMQ_POLLIN)
         && woken)
         *woken = true;

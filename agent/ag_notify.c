@@ -6,9 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <systemd/sd-daemon.h>
+
+#include "pw_clock.h"
 
 /* "READY=1\nSTATUS=" or "STOPPING=1\nSTATUS=" and the text. */
 #define S_MSG_MAX (AG_NOTIFY_STATUS_MAX + 32)
@@ -36,14 +37,6 @@ s_init(void)
      * variables never pings for us. */
     if (s_enabled && sd_watchdog_enabled(0, &usec) > 0 && usec > 0)
         s_interval_us = usec / 2;
-}
-
-static int64_t
-s_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 bool
@@ -91,7 +84,7 @@ s_send(const char *head, bool ready, bool stopping, const char *fmt,
         goto out;     /* the same STATUS again: nothing new to say */
     rc = sd_notify(0, msg);
     snprintf(s_last_status, sizeof s_last_status, "%s", text);
-    int64_t now = s_mono_us();
+    int64_t now = pw_clock_mono_us();
     if (ready && !s_ready) {
         s_ready = true;
         s_next_ping_us = now + (int64_t)s_interval_us;
@@ -141,7 +134,7 @@ ag_notify_tick(void)
     if (!s_enabled)
         return false;
     bool status_due = false;
-    int64_t now = s_mono_us();
+    int64_t now = pw_clock_mono_us();
     pthread_mutex_lock(&s_lock);
     if (s_ready && s_interval_us > 0 && now >= s_next_ping_us) {
         /* A failed send is not retried sooner: the next one is due at

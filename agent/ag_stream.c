@@ -7,6 +7,7 @@
 #include "ag_recover.h"
 #include "ag_spool.h"
 #include "config.h"
+#include "pw_clock.h"
 #include "pw_limits.h"
 #include "pw_wire.h"
 
@@ -26,22 +27,6 @@
 #include <unistd.h>
 
 #define S_ERR 512
-
-static int64_t
-s_unix_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t
-s_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 s_uuid(char out[37])
@@ -223,7 +208,7 @@ static int
 s_flush(ag_stream_t *s)
 {
     char err[S_ERR];
-    s->last_flush_ms = s_mono_ms();
+    s->last_flush_ms = pw_clock_mono_ms();
     if (s->batch_count == 0 || !s->run_open)
         return 0;
     Parity__Envelope env;
@@ -370,7 +355,7 @@ s_cb_run_start(void *ctx, const ag_run_start_t *st)
         return -1;
     }
     s->run_open = true;
-    s->last_flush_ms = s_mono_ms();
+    s->last_flush_ms = pw_clock_mono_ms();
     s_write_run_state(s);
     ag_logf("run_start", "run=%s suite=%s benchmark=%s", s->run_id,
             st->suite, st->benchmark);
@@ -408,7 +393,7 @@ s_cb_sample(void *ctx, const ag_sample_t *x)
         }
         s->batch_count++;
         if (s->batch_count == PW_WIRE_MAX_BATCH
-            || s_mono_ms() - s->last_flush_ms >= AG_STREAM_FLUSH_MS)
+            || pw_clock_mono_ms() - s->last_flush_ms >= AG_STREAM_FLUSH_MS)
             stop = s_flush(s);
     }
     int inner = s->inner.on_sample ? s->inner.on_sample(s->inner.ctx, x) : 0;
@@ -423,12 +408,12 @@ static void
 s_cb_progress(void *ctx, const ag_progress_t *p)
 {
     ag_stream_t *s = ctx;
-    if (s_mono_ms() - s->last_flush_ms >= AG_STREAM_FLUSH_MS
+    if (pw_clock_mono_ms() - s->last_flush_ms >= AG_STREAM_FLUSH_MS
         && s_flush(s) != 0)
         ag_logf("spool_full", "run %s stops after this round", s->run_id);
     /* A job's progress, at most every AG_STREAM_PROGRESS_MS (each is a
      * spooled, fsync'd message). */
-    if (s->job_id && s_mono_ms() - s->last_progress_ms
+    if (s->job_id && pw_clock_mono_ms() - s->last_progress_ms
         >= AG_STREAM_PROGRESS_MS) {
         Parity__Envelope env;
         Parity__JobStatus js;
@@ -444,7 +429,7 @@ s_cb_progress(void *ctx, const ag_progress_t *p)
         pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_STATUS, &js);
         if (s_emit(s, &env, false, err, sizeof err) != AG_SPOOL_OK)
             ag_logf("spool_error", "progress of job %s: %s", s->job_id, err);
-        s->last_progress_ms = s_mono_ms();
+        s->last_progress_ms = pw_clock_mono_ms();
     }
     if (s->inner.on_progress)
         s->inner.on_progress(s->inner.ctx, p);
@@ -463,7 +448,7 @@ s_emit_run_end(ag_stream_t *s, const char *run_id, Parity__RunStatus status,
     re.reason = (char *)(reason ? reason : "");
     re.batches = batches;
     re.samples = samples;
-    re.ended_at_us = s_unix_us();
+    re.ended_at_us = pw_clock_unix_us();
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_END, &re);
     if (s_emit(s, &env, true, err, sizeof err) != AG_SPOOL_OK) {
@@ -526,7 +511,7 @@ ag_stream_set_job(ag_stream_t *s, const char *job_id,
     s->job = offer;
     s->job_failed[0] = 0;
     s->stop_reason[0] = 0;
-    s->last_progress_ms = s_mono_ms();
+    s->last_progress_ms = pw_clock_mono_ms();
 }
 
 const char *
@@ -948,8 +933,8 @@ ag_stream_link_stats(ag_stream_t *s, ag_link_stats_t *out)
 size_t
 ag_stream_drain(ag_stream_t *s, double timeout_s)
 {
-    int64_t end = s_mono_ms() + (int64_t)(timeout_s * 1000);
-    while (ag_spool_count(s->spool) > 0 && s_mono_ms() < end) {
+    int64_t end = pw_clock_mono_ms() + (int64_t)(timeout_s * 1000);
+    while (ag_spool_count(s->spool) > 0 && pw_clock_mono_ms() < end) {
         struct timespec ts = { 0, 20 * 1000000 };
         nanosleep(&ts, NULL);
     }

@@ -3,6 +3,7 @@
 
 #include "ag_log.h"
 #include "ag_suite.h"
+#include "pw_clock.h"
 #include "pw_limits.h"
 
 #include <dirent.h>
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <time.h>
 #include <unistd.h>
 
 #define S_ERR 512
@@ -287,14 +287,6 @@ struct ag_suitedir_watch {
     int64_t rewatch_ms;      /* when to look for a vanished directory */
 };
 
-static int64_t
-s_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 ag_suitedir_watch_t *
 ag_suitedir_watch_new(const char *dir, char *err, size_t errlen)
 {
@@ -377,7 +369,7 @@ s_watch_read(ag_suitedir_watch_t *w, int64_t now)
 bool
 ag_suitedir_watch_wait(ag_suitedir_watch_t *w, int wait_ms)
 {
-    int64_t now = s_mono_ms();
+    int64_t now = pw_clock_mono_ms();
     if (w->wd < 0 && now >= w->rewatch_ms) {
         w->wd = inotify_add_watch(w->fd, w->dir, S_WATCH_MASK | IN_ONLYDIR);
         if (w->wd >= 0)
@@ -397,8 +389,8 @@ ag_suitedir_watch_wait(ag_suitedir_watch_t *w, int wait_ms)
     struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
     int timeout = due > now ? (int)(due - now) : 0;
     if (poll(&pfd, 1, timeout) > 0 && (pfd.revents & POLLIN))
-        s_watch_read(w, s_mono_ms());
-    now = s_mono_ms();
+        s_watch_read(w, pw_clock_mono_ms());
+    now = pw_clock_mono_ms();
     if (w->dirty && (now - w->last_ms >= AG_SUITEDIR_QUIET_MS
                      || now - w->first_ms >= AG_SUITEDIR_SETTLE_MAX_MS)) {
         w->dirty = false;

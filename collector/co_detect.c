@@ -10,12 +10,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "co_log.h"
+#include "pw_clock.h"
 
 /* Environment fields whose change between two runs is worth a note on a
  * series (ag_env's keys). */
@@ -41,14 +41,6 @@ struct co_detect {
     size_t head, count;
     co_detect_counters_t c;
 };
-
-static int64_t
-s_unix_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* Run sql as the prepared statement name (prepared on this connection
  * the first time: planning the series query took 8 ms, running it
@@ -230,7 +222,7 @@ s_store(PGconn *c, const s_series_t *s, const char *metric,
     snprintf(av, sizeof av, "%.17g", ch->after);
     snprintf(mag, sizeof mag, "%.17g", ch->magnitude);
     snprintf(pv, sizeof pv, "%.17g", ch->p_value);
-    snprintf(at, sizeof at, "%" PRId64, s_unix_us());
+    snprintf(at, sizeof at, "%" PRId64, pw_clock_unix_us());
     /* Slower subject: the ratio or the subject's median went up and the
      * rule says loss beyond the noise. The other arm's own steps are
      * kept and shown, but are not the subject's regression. */

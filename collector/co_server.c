@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <czmq.h>
@@ -27,6 +26,7 @@
 #include "co_qpool.h"
 #include "co_query.h"
 #include "co_store.h"
+#include "pw_clock.h"
 #include "pw_err.h"
 #include "pw_key.h"
 
@@ -92,22 +92,6 @@ struct co_server {
     uint8_t reply[CO_REPLY_MAX];
 };
 
-static int64_t
-s_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t
-s_unix_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* ---- peers ------------------------------------------------------------ */
 
 static void
@@ -127,7 +111,7 @@ s_peer(co_server_t *srv, const char *key)
         return p;
     if (zhashx_size(srv->peers) >= CO_SERVER_MAX_PEERS
         || !(p = calloc(1, sizeof *p))) {
-        int64_t now = s_now_us();
+        int64_t now = pw_clock_mono_us();
         srv->c.peers_refused++;
         if (now - srv->refuse_logged_us >= CO_AUTH_LOG_EVERY_US) {
             srv->refuse_logged_us = now;
@@ -395,7 +379,7 @@ s_handle(co_server_t *srv, zmq_msg_t *rid, zmq_msg_t *body, bool extra)
     size_t rlen = zmq_msg_size(rid);
     int body_case = 0;
     uint64_t seq = 0;
-    int64_t now = s_now_us();
+    int64_t now = pw_clock_mono_us();
 
     /* No User-Id means ZAP did not vouch for the peer: cannot happen with
      * CURVE and our handler; drop without a word if it ever does. */
@@ -514,7 +498,7 @@ s_drain_results(co_server_t *srv, int burst)
         if (rc == 0 && (h.flags & CO_OUT_DONE)) {
             h.key[sizeof h.key - 1] = '\0';
             s_peer_t *p = zhashx_lookup(srv->peers, h.key);
-            int64_t now = s_now_us();
+            int64_t now = pw_clock_mono_us();
             bool request = h.kind == CO_ITEM_REQUEST;
             co_lat_add(request ? &srv->query_lat : &srv->store_lat, now,
                        now - h.arrived_us);
@@ -563,7 +547,7 @@ s_drain_monitor(co_server_t *srv)
         case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
         case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
         case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH: {
-            int64_t now = s_now_us();
+            int64_t now = pw_clock_mono_us();
             srv->c.auth_failed++;
             if (now - srv->auth_logged_us >= CO_AUTH_LOG_EVERY_US) {
                 srv->auth_logged_us = now;
@@ -589,7 +573,7 @@ s_drain_auth(co_server_t *srv)
         if (rc < 0)
             return;
         if (rc == 0) {
-            int64_t now = s_now_us();
+            int64_t now = pw_clock_mono_us();
             if (now - srv->auth_logged_us >= CO_AUTH_LOG_EVERY_US) {
                 srv->auth_logged_us = now;
                 co_log(CO_LOG_WARN, "auth_denied", "why=%s",
@@ -643,7 +627,7 @@ s_drain_keysvc(co_server_t *srv)
 static void
 s_beat(co_server_t *srv)
 {
-    int64_t now = s_now_us();
+    int64_t now = pw_clock_mono_us();
     int64_t interval = (int64_t)srv->cfg.heartbeat_ms * 1000;
     size_t len;
     if (now < srv->next_beat_us)
@@ -651,7 +635,7 @@ s_beat(co_server_t *srv)
     srv->next_beat_us = now + interval;
     /* A key file added or removed counts for peers connected already. */
     co_auth_refresh(srv->auth);
-    if (pw_wire_pack_heartbeat(s_unix_us(), 0, "idle", "", srv->reply,
+    if (pw_wire_pack_heartbeat(pw_clock_unix_us(), 0, "idle", "", srv->reply,
                                sizeof srv->reply, &len) != PW_WIRE_OK)
         return;
     zlistx_t *evict = NULL;
@@ -824,7 +808,7 @@ s_stats_json(co_server_t *srv)
     json_t *o = s_counters_json(srv);
     if (!o)
         return NULL;
-    int64_t now = s_now_us();
+    int64_t now = pw_clock_mono_us();
     size_t items = 0, bytes = 0, waiting = 0;
     int busy = 0;
     struct rlimit rl;
@@ -1155,7 +1139,8 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
                             "(or --admin): every agent and client is "
                             "refused until one is added"));
     }
-    srv->next_beat_us = s_now_us() + (int64_t)srv->cfg.heartbeat_ms * 1000;
+    srv->next_beat_us = pw_clock_mono_us()
+                        + (int64_t)srv->cfg.heartbeat_ms * 1000;
     while (!*stop) {
         zmq_pollitem_t items[] = {
             { srv->router, 0, ZMQ_POLLIN, 0 },
@@ -1164,7 +1149,7 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
             { srv->results, 0, ZMQ_POLLIN, 0 },
             { srv->keysvc, 0, ZMQ_POLLIN, 0 },
         };
-        int64_t wait = srv->next_beat_us - s_now_us();
+        int64_t wait = srv->next_beat_us - pw_clock_mono_us();
         if (wait < 0)
             wait = 0;
         /* Poll at least every 100 ms so a signal is seen promptly even if
@@ -1173,7 +1158,7 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
         if (ms > 100)
             ms = 100;
         int rc = zmq_poll(items, srv->keysvc ? 5 : 4, ms);
-        int64_t woke = s_now_us();
+        int64_t woke = pw_clock_mono_us();
         if (rc < 0 && errno != EINTR) {
             co_log(CO_LOG_ERROR, "poll_failed", "errno=%d", errno);
             s_drain_workers(srv);
@@ -1199,7 +1184,7 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
         s_beat(srv);
         if (ag_notify_tick())   /* systemd: watchdog ping, STATUS= */
             s_notify_status(srv);
-        int64_t done = s_now_us();
+        int64_t done = pw_clock_mono_us();
         co_lat_add(&srv->loop_lat, done, done - woke);
     }
     ag_notify_stopping("stopping: storing what the writer holds");

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <czmq.h>
 #include <jansson.h>
@@ -21,6 +20,7 @@
 #include "co_out.h"
 #include "co_query.h"
 #include "co_runs.h"
+#include "pw_clock.h"
 #include "pw_key.h"
 
 /* Hosts whose last_seen is written at the next tick, at most. */
@@ -124,14 +124,6 @@ co_step_name(co_step_t step)
     return step < CO_STEP_COUNT ? s_step_names[step] : "unknown";
 }
 
-static int64_t
-s_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static bool s_may_log(int64_t *logged_us, uint64_t *unlogged);
 
 /* A step of the writer that began at t0 has ended: count its time, and
@@ -140,7 +132,7 @@ static bool s_may_log(int64_t *logged_us, uint64_t *unlogged);
 static void
 s_step(co_store_t *st, co_step_t step, int64_t t0)
 {
-    int64_t us = s_now_us() - t0;
+    int64_t us = pw_clock_mono_us() - t0;
     st->c.step_us[step] += (uint64_t)us;
     if (us < CO_STORE_SLOW_US)
         return;
@@ -231,7 +223,7 @@ s_error(co_store_t *st, const uint8_t *rid, size_t rid_len, int code,
 static bool
 s_may_log(int64_t *logged_us, uint64_t *unlogged)
 {
-    int64_t now = s_now_us();
+    int64_t now = pw_clock_mono_us();
     if (*logged_us != 0 && now - *logged_us < CO_SERVER_LOG_EVERY_US) {
         (*unlogged)++;
         return false;
@@ -305,7 +297,7 @@ s_db_lost(co_store_t *st, const char *why)
     st->db_up = false;
     if (st->db_backoff_us == 0)
         st->db_backoff_us = CO_SERVER_DB_RETRY_MIN_US;
-    st->db_retry_at_us = s_now_us() + st->db_backoff_us;
+    st->db_retry_at_us = pw_clock_mono_us() + st->db_backoff_us;
 }
 
 static void
@@ -313,7 +305,7 @@ s_db_try(co_store_t *st)
 {
     char err[512], q[600];
     int applied = 0;
-    if (st->db_up || s_now_us() < st->db_retry_at_us)
+    if (st->db_up || pw_clock_mono_us() < st->db_retry_at_us)
         return;
     if (co_db_connect(st->db, err, sizeof err) == CO_DB_OK
         && co_db_migrate(st->db, &applied, err, sizeof err) == CO_DB_OK) {
@@ -329,7 +321,7 @@ s_db_try(co_store_t *st)
                                           : CO_SERVER_DB_RETRY_MIN_US;
     if (st->db_backoff_us > CO_SERVER_DB_RETRY_MAX_US)
         st->db_backoff_us = CO_SERVER_DB_RETRY_MAX_US;
-    st->db_retry_at_us = s_now_us() + st->db_backoff_us;
+    st->db_retry_at_us = pw_clock_mono_us() + st->db_backoff_us;
     co_log(CO_LOG_WARN, "db_retry", "in_ms=%" PRId64 " why=%s",
            st->db_backoff_us / 1000, co_log_quote(q, sizeof q, err));
 }
@@ -485,7 +477,7 @@ s_pending_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
     char fp[PW_KEY_FP_SIZE], err[512], msg[640], q[600], qn[200];
     co_key_state_t state = co_keys_get(st->keys, p->key);
     bool created = false;
-    int64_t now = s_now_us();
+    int64_t now = pw_clock_mono_us();
     int rc = CO_ENROLL_OK;
     pw_key_fingerprint(p->key, fp);
     p->hello_on_rid = false;
@@ -572,7 +564,7 @@ s_on_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
     p->hello_on_rid = true;
     snprintf(p->name, sizeof p->name, "%s", h->agent_name ? h->agent_name
                                                           : "");
-    int64_t t0 = s_now_us();
+    int64_t t0 = pw_clock_mono_us();
     bool stored = s_store_hello(st, p, h);
     if (stored) {
         co_log(CO_LOG_INFO, "hello", "peer=%s host_id=%" PRId64 " name=%s",
@@ -694,7 +686,7 @@ s_txn_commit(co_store_t *st)
     bool ok = true;
     /* Messages may wait without a transaction: its BEGIN failed. */
     if (st->txn_open) {
-        int64_t t0 = s_now_us();
+        int64_t t0 = pw_clock_mono_us();
         st->txn_open = false;
         ok = co_db_commit(st->db, err, sizeof err) == CO_DB_OK;
         s_step(st, CO_STEP_COMMIT, t0);
@@ -771,7 +763,7 @@ s_group_flush(co_store_t *st)
         st->items[k].host_id = st->group[k].peer->host_id;
         st->items[k].batch = st->group[k].env->sample_batch;
     }
-    int64_t t0 = s_now_us();
+    int64_t t0 = pw_clock_mono_us();
     if (s_txn_begin(st)) {
         co_db_batches(st->db, st->items, st->n_group, err, sizeof err);
         s_step(st, CO_STEP_BATCHES, t0);
@@ -818,7 +810,7 @@ s_status_flush(co_store_t *st)
         return;
     s_group_flush(st);
     s_txn_commit(st);
-    int64_t t0 = s_now_us(), now = co_jobs_now_us();
+    int64_t t0 = pw_clock_mono_us(), now = co_jobs_now_us();
     char err[256] = "";
     bool ok = !st->jobs ||
               co_jobs_status_begin(st->jobs, err, sizeof err) == CO_JOBS_OK;
@@ -915,7 +907,7 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
     case PARITY__ENVELOPE__BODY_CALIBRATION:
     case PARITY__ENVELOPE__BODY_RUN_START:
     case PARITY__ENVELOPE__BODY_RUN_END:
-        t0 = s_now_us();
+        t0 = pw_clock_mono_us();
         if (!s_txn_begin(st)) {
             snprintf(err, sizeof err, "database down");
         } else if (env->body_case == PARITY__ENVELOPE__BODY_CALIBRATION) {
@@ -957,7 +949,7 @@ s_on_request(co_store_t *st, const co_queue_item_t *item,
     Parity__Reply rep;
     uint8_t *buf = NULL;
     size_t len;
-    int64_t t0 = s_now_us();
+    int64_t t0 = pw_clock_mono_us();
     co_query_handle(st->query, item->key, req, &rep);
     s_step(st, CO_STEP_REQUEST, t0);
     pw_wire_init(&env, 0);
@@ -977,7 +969,7 @@ s_on_offline(co_store_t *st, const char *key)
     if (!p)
         return;
     int64_t host_id = p->host_id;
-    int64_t t0 = s_now_us();
+    int64_t t0 = pw_clock_mono_us();
     /* Forget the peer: a new connection must say Hello again, and the
      * table stays bounded by the peers that are alive. */
     zhashx_delete(st->peers, key);
@@ -1152,7 +1144,7 @@ s_keys_poll(co_store_t *st, int64_t now)
 static void
 s_timers(co_store_t *st)
 {
-    int64_t now = s_now_us();
+    int64_t now = pw_clock_mono_us();
     if (st->db_up && now >= st->next_maintain_us) {
         s_maintain(st, now);
         s_step(st, CO_STEP_MAINTAIN, now);
@@ -1166,7 +1158,7 @@ s_timers(co_store_t *st)
         co_jobs_tick(st->jobs, co_jobs_now_us());   /* expiry, job ends */
     s_keys_poll(st, now);
     s_step(st, CO_STEP_TICK, now);
-    now = s_now_us();
+    now = pw_clock_mono_us();
     s_flush_heard(st);
     s_step(st, CO_STEP_HEARD, now);
 }
@@ -1176,7 +1168,7 @@ s_thread(void *arg)
 {
     co_store_t *st = arg;
     while (!st->stop) {
-        int64_t now = s_now_us();
+        int64_t now = pw_clock_mono_us();
         int64_t wait = st->next_tick_us - now;
         if (!st->db_up && st->db_retry_at_us - now < wait)
             wait = st->db_retry_at_us - now;
@@ -1185,14 +1177,14 @@ s_thread(void *arg)
         if (wait < 0)
             wait = 0;
         co_queue_item_t *it = co_queue_pop(st->in, wait);
-        int64_t burst_us = s_now_us();
+        int64_t burst_us = pw_clock_mono_us();
         for (int n = 0; it; ) {
             s_handle(st, &it);
             if (++n >= CO_STORE_BURST || st->stop)
                 break;
             /* What the burst stored waits for its COMMIT: a long one
              * would make every Ack in it late. */
-            if (s_now_us() - burst_us >= CO_STORE_TXN_US)
+            if (pw_clock_mono_us() - burst_us >= CO_STORE_TXN_US)
                 break;
             it = co_queue_pop(st->in, 0);
         }
