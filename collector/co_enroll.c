@@ -395,10 +395,8 @@ co_enroll_handle(co_jobs_t *jobs, co_keys_t *keys, const char *admin_key,
                  const char *command, const json_t *args, int *status,
                  char *err, size_t errlen)
 {
-    co_reply_t c = { jobs, CO_REPLY_OK, err, errlen };
+    co_reply_t c = co_reply_begin(jobs, err, errlen);
     json_t *body = NULL;
-    if (errlen)
-        err[0] = '\0';
     if (strcmp(command, "pending") == 0) {
         body = s_pending(&c);
     } else {
@@ -412,8 +410,5 @@ co_enroll_handle(co_jobs_t *jobs, co_keys_t *keys, const char *admin_key,
             co_reply_fail(&c, CO_REPLY_UNKNOWN, "unknown command \"%.40s\"",
                           command);
     }
-    if (!body && c.status == CO_REPLY_OK)
-        co_reply_fail(&c, CO_REPLY_UNAVAILABLE, "out of memory");
-    *status = c.status;
-    return body;
+    return co_reply_end(&c, body, status);
 }

@@ -11,6 +11,24 @@
 #include "vd_verdict.h"
 
 
+co_reply_t
+co_reply_begin(co_jobs_t *jobs, char *err, size_t errlen)
+{
+    co_reply_t c = { jobs, CO_REPLY_OK, err, errlen };
+    if (errlen)
+        err[0] = '\0';
+    return c;
+}
+
+json_t *
+co_reply_end(co_reply_t *c, json_t *body, int *status)
+{
+    if (!body && c->status == CO_REPLY_OK)
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+    *status = c->status;
+    return body;
+}
+
 void
 co_reply_fail(co_reply_t *c, int status, const char *fmt, ...)
 {

@@ -51,6 +51,15 @@ typedef struct {
     size_t errlen;
 } co_reply_t;
 
+/* A command handler's reply: status OK and an empty error line, in err
+ * (errlen bytes, may be 0) for jobs' connection. */
+co_reply_t co_reply_begin(co_jobs_t *jobs, char *err, size_t errlen);
+
+/* A command handler's end: body, its *status c's. A NULL body with no
+ * failure said yet is out of memory (CO_REPLY_UNAVAILABLE), so every
+ * handler answers something. */
+json_t *co_reply_end(co_reply_t *c, json_t *body, int *status);
+
 /* Set c's status and error line. */
 void co_reply_fail(co_reply_t *c, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
