@@ -48,27 +48,53 @@ s_range_end(char *buf, size_t len, const json_t *side)
         pw_out_pairs(buf, len, tags, "-");
 }
 
+/* Both tables of the verb have nine columns. */
+#define S_COLS 9
+
+/* The heading "TITLE (N):" and a table under head: its columns
+ * left-aligned but the first (an id or a benchmark) and the one numbered
+ * right (S_COLS: none). NULL when out of memory. */
+static pw_out_table_t *
+s_table_new(FILE *f, const char *title, size_t n,
+            const char *const head[S_COLS], size_t right, int *rc)
+{
+    fprintf(f, "%s (%zu):\n", title, n);
+    pw_out_table_t *t = pw_out_table_new(S_COLS);
+    if (!t)
+        return NULL;
+    for (size_t c = 1; c < S_COLS; c++)
+        if (c != right)
+            pw_out_table_left(t, c);
+    *rc = pw_out_table_add(t, head);
+    return t;
+}
+
+static int
+s_table_add(pw_out_table_t *t, char cells[S_COLS][PW_OUT_CELL_MAX])
+{
+    const char *row[S_COLS];
+    for (size_t c = 0; c < S_COLS; c++)
+        row[c] = cells[c];
+    return pw_out_table_add(t, row);
+}
+
 /* The change points table: id, what, where, how much, since when. */
 static int
 s_print_changes(FILE *f, const char *title, const json_t *list)
 {
+    static const char *const head[S_COLS] = { "id", "benchmark", "arms",
+        "host", "metric", "change", "verdict", "between", "hosts" };
     if (json_array_size(list) == 0)
         return 0;
-    fprintf(f, "%s (%zu):\n", title, json_array_size(list));
-    enum { COLS = 9 };
-    pw_out_table_t *t = pw_out_table_new(COLS);
+    int rc = 0;
+    pw_out_table_t *t = s_table_new(f, title, json_array_size(list), head,
+                                    5, &rc);
     if (!t)
         return -1;
-    static const char *const head[COLS] = { "id", "benchmark", "arms",
-        "host", "metric", "change", "verdict", "between", "hosts" };
-    for (size_t c = 1; c < COLS; c++)
-        if (c != 5)
-            pw_out_table_left(t, c);
-    int rc = pw_out_table_add(t, head);
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
-        char cells[COLS][PW_OUT_CELL_MAX], from[PW_OUT_CELL_MAX],
+        char cells[S_COLS][PW_OUT_CELL_MAX], from[PW_OUT_CELL_MAX],
              to[PW_OUT_CELL_MAX];
         double m = json_number_value(json_object_get(e, "magnitude"));
         snprintf(cells[0], PW_OUT_CELL_MAX, "%" JSON_INTEGER_FORMAT,
@@ -93,10 +119,7 @@ s_print_changes(FILE *f, const char *title, const json_t *list)
                  JSON_INTEGER_FORMAT,
                  json_integer_value(json_object_get(e, "hosts_with_step")),
                  json_integer_value(json_object_get(e, "hosts_total")));
-        const char *row[COLS];
-        for (size_t c = 0; c < COLS; c++)
-            row[c] = cells[c];
-        rc |= pw_out_table_add(t, row);
+        rc |= s_table_add(t, cells);
     }
     rc |= pw_out_table_print(t, f);
     pw_out_table_destroy(&t);
@@ -132,23 +155,20 @@ s_open_regressions(const json_t *body)
 static int
 s_print_list(FILE *f, const char *title, const json_t *list)
 {
-    if (json_array_size(list) == 0)
-        return 0;
-    fprintf(f, "%s (%zu):\n", title, json_array_size(list));
-    enum { COLS = 9 };
-    pw_out_table_t *t = pw_out_table_new(COLS);
-    if (!t)
-        return -1;
-    static const char *const head[COLS] = { "benchmark", "arms", "host",
+    static const char *const head[S_COLS] = { "benchmark", "arms", "host",
         "before", "after", "before run", "after run", "before tags",
         "after tags" };
-    for (size_t c = 1; c < COLS; c++)
-        pw_out_table_left(t, c);
-    int rc = pw_out_table_add(t, head);
+    if (json_array_size(list) == 0)
+        return 0;
+    int rc = 0;
+    pw_out_table_t *t = s_table_new(f, title, json_array_size(list), head,
+                                    S_COLS, &rc);
+    if (!t)
+        return -1;
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
-        char cells[COLS][PW_OUT_CELL_MAX];
+        char cells[S_COLS][PW_OUT_CELL_MAX];
         const json_t *b = json_object_get(e, "before"),
                      *a = json_object_get(e, "after");
         snprintf(cells[0], PW_OUT_CELL_MAX, "%s",
@@ -167,10 +187,7 @@ s_print_list(FILE *f, const char *title, const json_t *list)
                      "-");
         pw_out_pairs(cells[8], PW_OUT_CELL_MAX, json_object_get(a, "tags"),
                      "-");
-        const char *row[COLS];
-        for (size_t c = 0; c < COLS; c++)
-            row[c] = cells[c];
-        rc |= pw_out_table_add(t, row);
+        rc |= s_table_add(t, cells);
     }
     rc |= pw_out_table_print(t, f);
     pw_out_table_destroy(&t);
