@@ -28,11 +28,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+import parity_fixtures as pf  # noqa: E402
 
 SUITE = """suite: soak
 defaults:
@@ -82,59 +85,26 @@ if NAGENTS < 1 or NAGENTS > 200:
 AGENT = os.path.join(BUILD, "agent", "parity-agent")
 COLLECTOR = os.path.join(BUILD, "collector", "parity-collector")
 PARITY = os.path.join(BUILD, "collector", "client", "parity")
-
-
-def pg_bindir():
-    env = os.environ.get("PARITY_PG_BINDIR")
-    if env:
-        return env
-    vs = sorted(int(v) for v in os.listdir("/usr/lib/postgresql")
-                if v.isdigit())
-    return "/usr/lib/postgresql/%d/bin" % vs[-1]
-
-
-PGBIN = pg_bindir()
-AS_PG = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+PGBIN = pf.pg_bindir()
 
 
 def say(text):
     print("soak: %6.0f s  %s" % (time.time() - T0, text), flush=True)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-class Soak:
+class Soak(pf.World):
     def __init__(self):
-        self.root = tempfile.mkdtemp(prefix="parity-soak-")
-        os.chmod(self.root, 0o755)   # the postgres user must reach data/pg
-        self.data = os.path.join(self.root, "data")
-        self.keys = os.path.join(self.root, "keys")
-        self.allow = os.path.join(self.root, "allow")
-        self.admin = os.path.join(self.root, "admin")
-        self.suites = os.path.join(self.root, "suites")
-        for d in (self.keys, self.allow, self.admin, self.suites):
-            os.makedirs(d)
+        super().__init__("parity-soak-", PARITY, COLLECTOR)
         with open(os.path.join(self.suites, "soak.yaml"), "w") as f:
             f.write(SUITE)
-        self.port = free_port()
+        self.port = pf.free_port()
         self.endpoint = "tcp://127.0.0.1:%d" % self.port
         self.names = ["soak-%02d" % i for i in range(NAGENTS)]
-        for n in ["collector", "admin"] + self.names:
-            r = subprocess.run([PARITY, "keygen", n, "--dir", self.keys],
-                               capture_output=True, text=True, timeout=30)
-            if r.returncode != 0:
-                sys.exit("fleet_soak: parity keygen %s: %s" % (n, r.stderr))
+        self.keygen("collector")
+        self.keygen("admin", admin=True)
         for n in self.names:
-            shutil.copy(os.path.join(self.keys, n), self.allow)
-        shutil.copy(os.path.join(self.keys, "admin"), self.admin)
+            self.keygen(n, allow=True)
         self.log = open(os.path.join(self.root, "collector.log"), "ab")
-        self.collector = None
         self.agents = {}
         self.kills = 0
         self.pg_stops = 0
@@ -142,25 +112,14 @@ class Soak:
         self.job_failures = 0
 
     def start_collector(self, timeout=120):
+        # 1000 ms: the collector's default heartbeat, what the soak is of.
         self.collector = subprocess.Popen(
-            [COLLECTOR, "--data-dir", self.data, "--bind", self.endpoint,
-             "--key", os.path.join(self.keys, "collector_secret"),
-             "--allow", self.allow, "--admin", self.admin],
+            self.collector_cmd(self.endpoint, 1000),
             stdout=self.log, stderr=self.log)
-        end = time.time() + timeout
-        while time.time() < end:
-            if self.collector.poll() is not None:
-                sys.exit("fleet_soak: parity-collector exited %d, see %s" %
-                         (self.collector.returncode,
-                          os.path.join(self.root, "collector.log")))
-            try:
-                socket.create_connection(("127.0.0.1", self.port),
-                                         timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        sys.exit("fleet_soak: parity-collector not listening after %d s" %
-                 timeout)
+        self.wait_tcp(self.collector, self.port,
+                      lambda: "see " + os.path.join(self.root,
+                                                    "collector.log"),
+                      timeout)
 
     def kill_collector(self):
         self.collector.send_signal(signal.SIGKILL)
@@ -168,13 +127,7 @@ class Soak:
         self.kills += 1
 
     def stop_collector(self):
-        if self.collector and self.collector.poll() is None:
-            self.collector.send_signal(signal.SIGTERM)
-            try:
-                self.collector.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.collector.kill()
-                self.collector.wait()
+        self.stop(self.collector, wait=60)
 
     def start_agent(self, name):
         home = os.path.join(self.root, "agent-" + name)
@@ -182,34 +135,25 @@ class Soak:
         log = open(os.path.join(home, "agent.log"), "ab")
         self.agents[name] = subprocess.Popen(
             [AGENT, "--collector", self.endpoint, "--collector-key",
-             os.path.join(self.keys, "collector"), "--key",
-             os.path.join(self.keys, name), "--suites", self.suites,
+             self.key("collector"), "--key", self.key(name), "--suites",
+             self.suites,
              "--spool", os.path.join(home, "spool"), "--name", name],
             stdout=log, stderr=log, cwd=home)
 
     def stop_agents(self):
-        for p in self.agents.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.agents.values():
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        pf.stop_all(self.agents.values())
 
     def pg_ctl(self, *args):
         return subprocess.run(
-            AS_PG + [os.path.join(PGBIN, "pg_ctl"), "-D",
-                     os.path.join(self.data, "pg")] + list(args),
+            pf.as_pg_owner([os.path.join(PGBIN, "pg_ctl"), "-D",
+                            os.path.join(self.data, "pg")] + list(args)),
             capture_output=True, text=True, timeout=120)
 
     def psql(self, sql):
-        r = subprocess.run(
-            [os.path.join(PGBIN, "psql"), "-X", "-A", "-t", "-q", "-F", "\t",
-             "-v", "ON_ERROR_STOP=1", "-h", os.path.join(self.data, "pg"),
-             "-U", "parity", "-d", "parity", "-c", sql],
-            capture_output=True, text=True, timeout=300)
+        """All the rows, tab-separated; raises on an error: the soak's
+        accounting reads whole tables and cannot go on without them."""
+        r = subprocess.run(self.psql_cmd(sql) + ["-F", "\t"],
+                           capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             raise RuntimeError("psql: " + r.stderr.strip())
         return r.stdout

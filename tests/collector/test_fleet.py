@@ -368,9 +368,7 @@ def case_timeout(w):
 
 
 def main():
-    for exe in (tj.PARITY, tj.AGENT, tj.COLLECTOR, REQUEST):
-        if not os.access(exe, os.X_OK):
-            tj.bail("%s not built" % exe)
+    tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, REQUEST)
     w = Fleet()
     try:
         case_slow_query(w)

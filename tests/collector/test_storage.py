@@ -616,9 +616,7 @@ def case_retention(w, db, fx):
 
 
 def main():
-    for exe in (TOOL, tj.COLLECTOR, tj.PARITY, tj.REQUEST):
-        if not os.access(exe, os.X_OK):
-            tj.bail("%s not built" % exe)
+    tj.pf.need(TOOL, tj.COLLECTOR, tj.PARITY, tj.REQUEST)
     w = tj.World()
     db = Db(w)
     fx = Fixture()

@@ -12,22 +12,15 @@ import tempfile
 import time
 import zlib
 
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+from parity_fixtures import finish, ok  # noqa: E402
+
 BUILD = sys.argv[1]
 AGENT = os.path.join(BUILD, "agent", "parity-agent")
 PARITY = os.path.join(BUILD, "collector", "client", "parity")
 KEYGEN = os.path.join(BUILD, "tests", "daemon", "daemon-keygen")
-n = 0
-failed = 0
-
-
-def ok(cond, what):
-    global n, failed
-    n += 1
-    what = " ".join(str(what).split())
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what),
-          flush=True)
-    if not cond:
-        failed += 1
 
 
 def run(args, timeout=30):
@@ -272,5 +265,4 @@ ok(rc == 3 and "remain spooled in" in err,
    "run with nobody to ack: exit 3 and how many remain spooled")
 
 shutil.rmtree(root, ignore_errors=True)
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+finish()

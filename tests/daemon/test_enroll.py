@@ -446,9 +446,7 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] not in CASES:
         bail("usage: test_enroll.py CASE BUILD_DIR; cases: "
              + ", ".join(CASES))
-    for prog in (AGENT, COLLECTOR, PARITY):
-        if not os.access(prog, os.X_OK):
-            bail("%s is not built" % prog)
+    ts.pf.need(AGENT, COLLECTOR, PARITY)
     e = Enroll(sys.argv[1])
     try:
         CASES[sys.argv[1]](e)

@@ -20,7 +20,6 @@ import re
 import os
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -28,12 +27,15 @@ import tempfile
 import time
 import zlib
 
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+from parity_fixtures import finish, free_port, ok  # noqa: E402
+
 BUILD = sys.argv[1]
 AGENT = os.path.join(BUILD, "agent", "parity-agent")
 PEER = os.path.join(BUILD, "tests", "daemon", "daemon-peer")
 KEYGEN = os.path.join(BUILD, "tests", "daemon", "daemon-keygen")
-n = 0
-failed = 0
 children = []   # every process started here; killed at exit
 
 
@@ -43,25 +45,6 @@ def s_kill_children():
         if p.poll() is None:
             p.kill()
             p.wait()
-
-
-def ok(cond, what):
-    global n, failed
-    n += 1
-    what = " ".join(str(what).split())
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what),
-          flush=True)
-    if not cond:
-        failed += 1
-    return cond
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 root = tempfile.mkdtemp(prefix="parity-jobs-")
@@ -534,5 +517,4 @@ ok(rc == 0, "daemon exits 0")
 peer.stop()
 
 shutil.rmtree(root, ignore_errors=True) if not os.environ.get("PARITY_KEEP") else print("# kept " + root)
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+finish()

@@ -32,7 +32,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -140,13 +139,8 @@ def log_count(path, word):
 
 
 def stop(p):
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-    return p.returncode
+    """SIGTERM, and SIGKILL after 30 s: its exit code."""
+    return ts.pf.stop(p, wait=30)
 
 
 def case_update(f):
@@ -357,9 +351,7 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] not in CASES:
         bail("usage: test_suites.py CASE BUILD_DIR; cases: "
              + ", ".join(CASES))
-    for prog in (AGENT, COLLECTOR, PARITY):
-        if not os.access(prog, os.X_OK):
-            bail("%s is not built" % prog)
+    ts.pf.need(AGENT, COLLECTOR, PARITY)
     f = Fleet(sys.argv[1])
     try:
         CASES[sys.argv[1]](f)

@@ -228,6 +228,18 @@ def finish_agent(w, agent, timeout):
     return agent.returncode, err
 
 
+def start_long_run(w, **agent_opts):
+    """A run of 600 rounds under way: the collector started, the agent's
+    batches being stored. (the agent, its results file)."""
+    suite = w.write_suite(runs=600)
+    results = os.path.join(w.root, "results.json")
+    w.start_collector()
+    agent = w.agent_run(suite, results, **agent_opts)
+    ok(w.wait_for("SELECT count(*) > 0 FROM batches", "t", 30) == "t",
+       "batches are being stored")
+    return agent, results
+
+
 def case_complete(w):
     suite = w.write_suite(runs=15)
     results = os.path.join(w.root, "results.json")
@@ -277,12 +289,7 @@ def case_complete(w):
 
 
 def case_collector_kill(w):
-    suite = w.write_suite(runs=600)
-    results = os.path.join(w.root, "results.json")
-    w.start_collector()
-    agent = w.agent_run(suite, results)
-    ok(w.wait_for("SELECT count(*) > 0 FROM batches", "t", 30) == "t",
-       "batches are being stored")
+    agent, results = start_long_run(w)
     w.kill_collector(signal.SIGKILL)
     ok(not os.path.exists(results), "the collector was killed in the "
        "middle of the run (no results file yet)")
@@ -298,12 +305,7 @@ def case_collector_kill(w):
 
 
 def case_pg_stop(w):
-    suite = w.write_suite(runs=600)
-    results = os.path.join(w.root, "results.json")
-    w.start_collector()
-    agent = w.agent_run(suite, results, ack_timeout=90)
-    ok(w.wait_for("SELECT count(*) > 0 FROM batches", "t", 30) == "t",
-       "batches are being stored")
+    agent, results = start_long_run(w, ack_timeout=90)
     r = subprocess.run(w.pg("stop", "-m", "fast", "-w"), capture_output=True,
                        text=True, timeout=60)
     ok(not os.path.exists(results), "the database went down in the middle "
@@ -324,12 +326,7 @@ def case_pg_stop(w):
 
 
 def case_agent_kill(w):
-    suite = w.write_suite(runs=600)
-    results = os.path.join(w.root, "results.json")
-    w.start_collector()
-    agent = w.agent_run(suite, results)
-    ok(w.wait_for("SELECT count(*) > 0 FROM batches", "t", 30) == "t",
-       "batches are being stored")
+    agent, results = start_long_run(w)
     # Freeze the collector so that batches pile up unacked in the spool.
     w.collector.send_signal(signal.SIGSTOP)
     time.sleep(2.5)
@@ -371,12 +368,7 @@ def case_agent_kill(w):
        "it is the only Calibration (%s)" % got)
     ok("no samples" not in w.log_tail(100000),
        "no Calibration without samples was sent (none refused)")
-    daemon.send_signal(signal.SIGTERM)
-    try:
-        daemon.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        daemon.kill()
-        daemon.wait()
+    w.stop(daemon, wait=30)
     ok(daemon.returncode == 0, "the daemon exits 0 on SIGTERM (%d)"
        % daemon.returncode)
 
@@ -433,12 +425,7 @@ def case_job(w):
        % (r.returncode, (r.stderr or r.stdout).strip()[-200:]))
     time.sleep(1)
     ok(w.psql("SELECT count(*) FROM runs") == "1", "no second run appeared")
-    daemon.send_signal(signal.SIGTERM)
-    try:
-        daemon.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        daemon.kill()
-        daemon.wait()
+    w.stop(daemon, wait=30)
     ok(daemon.returncode == 0, "the daemon exits 0 on SIGTERM")
 
 
@@ -513,12 +500,7 @@ def case_refused(w):
        and w.psql("SELECT count(*) FROM refusals") == "1",
        "nothing of the run is stored; one refusal is remembered")
     ok(daemon.poll() is None, "the daemon keeps running")
-    daemon.send_signal(signal.SIGTERM)
-    try:
-        daemon.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        daemon.kill()
-        daemon.wait()
+    w.stop(daemon, wait=30)
     ok(daemon.returncode == 0, "the daemon exits 0 on SIGTERM")
     if tap.n_failed:
         diag("daemon log:\n" + log[-3000:])
@@ -571,12 +553,7 @@ def case_valgrind(w):
     ok(w.psql("SELECT status FROM runs") == "complete"
        and w.psql("SELECT count(*) FROM verdicts") == "1",
        "the run is stored complete with its verdict")
-    daemon.send_signal(signal.SIGTERM)
-    try:
-        daemon.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        daemon.kill()
-        daemon.wait()
+    w.stop(daemon, wait=30)
     collector = w.collector
     w.kill_collector(signal.SIGTERM)
     took = time.time() - t0
@@ -640,9 +617,7 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] not in CASES:
         bail("usage: test_system.py CASE BUILD_DIR; cases: "
              + ", ".join(CASES))
-    for prog in (AGENT, COLLECTOR, PARITY):
-        if not os.access(prog, os.X_OK):
-            bail("%s is not built" % prog)
+    pf.need(AGENT, COLLECTOR, PARITY)
     if sys.argv[1] == "valgrind":
         if not shutil.which("valgrind"):
             print("1..0 # SKIP valgrind is not installed (Debian package "

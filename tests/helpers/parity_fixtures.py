@@ -73,6 +73,13 @@ def plan():
     return 1 if tap.n_failed else 0
 
 
+def need(*programs):
+    """Bail out unless every one of programs is built (executable)."""
+    for p in programs:
+        if not os.access(p, os.X_OK):
+            bail("%s is not built" % p)
+
+
 def finish():
     """The plan line, and exit with the status TAP harnesses read."""
     sys.exit(plan())
@@ -112,6 +119,19 @@ def compare_json(parity, args, timeout=120):
     except ValueError:
         doc = {}
     return r.returncode, doc, r.stderr
+
+
+def stop(p, sig=signal.SIGTERM, wait=20):
+    """Signal p (a Popen, or None) and wait for it, killing it after wait
+    s: its exit code (None for no process)."""
+    if p and p.poll() is None:
+        p.send_signal(sig)
+        try:
+            p.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return p.returncode if p else None
 
 
 def stop_all(procs, sig=signal.SIGTERM, wait=20):
@@ -216,14 +236,7 @@ class World:
 
     def stop(self, p, sig=signal.SIGTERM, wait=20):
         """Signal p and wait for it (kill after wait s): its exit code."""
-        if p and p.poll() is None:
-            p.send_signal(sig)
-            try:
-                p.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        return p.returncode if p else None
+        return stop(p, sig, wait)
 
     def sanitizer_logs(self):
         """The *.log files under the root holding a sanitizer report (an

@@ -242,9 +242,7 @@ def case_changes():
 
 
 def main():
-    for exe in (tj.PARITY, tj.AGENT, tj.COLLECTOR, tj.REQUEST):
-        if not os.access(exe, os.X_OK):
-            tj.bail("%s not built" % exe)
+    tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, tj.REQUEST)
     {"changes": case_changes}[sys.argv[1]]()
     tj.pf.finish()
 

@@ -430,9 +430,7 @@ def report_checks(w, jobs, errors):
 
 
 def main():
-    for exe in (tj.PARITY, tj.AGENT, tj.COLLECTOR):
-        if not os.access(exe, os.X_OK):
-            tj.bail("%s not built" % exe)
+    tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR)
     {"fleet": case_fleet}[sys.argv[1]]()
     tj.pf.finish()
 

@@ -1388,11 +1388,8 @@ def case_selftest():
 
 def main():
     case = sys.argv[1]
-    for exe in (PARITY,) + ((AGENT, COLLECTOR, REQUEST)
-                            if case in ("fleet", "restart", "selftest")
-                            else ()):
-        if not os.access(exe, os.X_OK):
-            bail("%s not built" % exe)
+    pf.need(PARITY, *((AGENT, COLLECTOR, REQUEST)
+                      if case in ("fleet", "restart", "selftest") else ()))
     {"fleet": case_fleet, "client": case_client,
      "restart": case_restart, "selftest": case_selftest}[case]()
     pf.finish()

@@ -422,9 +422,7 @@ def case_lock(w):
 
 
 def main():
-    for exe in (AGENT, COLLECTOR, PARITY):
-        if not os.access(exe, os.X_OK):
-            bail("%s not built" % exe)
+    pf.need(AGENT, COLLECTOR, PARITY)
     if not os.path.exists(os.path.join(pg_bindir(), "pg_basebackup")):
         print("1..0 # SKIP no PostgreSQL server binaries", flush=True)
         return

@@ -197,12 +197,7 @@ def check_watchdog(notify, pid, ready_t, who):
 
 
 def stop_and_check(notify, proc, who):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(timeout=90)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        rc = proc.wait()
+    rc = pf.stop(proc, wait=90)
     ok(rc == 0, "%s: SIGTERM: exit 0 (got %s)" % (who, rc))
     stopping = notify.first(proc.pid, "STOPPING", lambda v: v == "1")
     ok(stopping is not None and "stopping" in stopping[1].get("STATUS", ""),
@@ -585,13 +580,7 @@ def run_until(cmd, pattern, log_path, timeout=30):
             found[0] = re.search(pattern, f.read())
         return found[0] is not None or p.poll() is not None
     wait_for(seen, timeout)
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+    pf.stop(p, wait=30)
     with open(log_path) as f:
         return found[0], f.read()
 
