@@ -1,7 +1,9 @@
 """parity_fixtures -- what the Python system tests share.
 
-TAP output (ok, diag, bail, finish), a free TCP port, PostgreSQL's tools
-(pg_bindir, as_pg_owner) and World: a temp dir with keys made by
+TAP output (ok, skip, diag, bail, plan, finish), the programs a test
+needs (need), stopping processes (stop, stop_all), a free TCP port,
+`parity compare --json` (compare_json), PostgreSQL's tools (pg_bindir,
+as_pg_owner) and World: a temp dir with keys made by
 `parity keygen`, an allow-list, an admin directory, a suites directory,
 and one parity-collector with its private PostgreSQL, read with psql.
 
