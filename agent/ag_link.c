@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "pw_clock.h"
+#include "pw_monitor.h"
 
 /* Most messages handled in one tick, so a flood of acks cannot starve the
  * caller's own work. */
@@ -458,19 +459,9 @@ s_get_key(ag_link_t *l, int64_t now)
 static void
 s_drain_monitor(ag_link_t *l)
 {
-    for (int i = 0; l->mon && i < 64; i++) {
-        zmq_msg_t ev, addr;
-        void *raw = zsock_resolve(l->mon);
-        zmq_msg_init(&ev);
-        if (zmq_msg_recv(&ev, raw, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&ev);
-            return;
-        }
-        zmq_msg_init(&addr);
-        zmq_msg_recv(&addr, raw, 0);
-        uint16_t event = 0;
-        if (zmq_msg_size(&ev) >= 2)
-            memcpy(&event, zmq_msg_data(&ev), 2);
+    int event;
+    for (int i = 0; l->mon && i < 64
+         && (event = pw_monitor_next(zsock_resolve(l->mon))) >= 0; i++) {
         l->tcp_up |= event == ZMQ_EVENT_CONNECTED;
         if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && !l->auth_refused) {
             l->auth_refused = true;
@@ -478,8 +469,6 @@ s_drain_monitor(ag_link_t *l)
             l->stats.auth_refused = true;
             pthread_mutex_unlock(&l->stats_lock);
         }
-        zmq_msg_close(&ev);
-        zmq_msg_close(&addr);
     }
 }
 

@@ -29,6 +29,7 @@
 #include "pw_clock.h"
 #include "pw_err.h"
 #include "pw_key.h"
+#include "pw_monitor.h"
 
 #define CO_MONITOR_ENDPOINT "inproc://co-server-monitor"
 #define CO_RID_MAX CO_QUEUE_RID_MAX
@@ -525,18 +526,8 @@ s_drain_results(co_server_t *srv, int burst)
 static void
 s_drain_monitor(co_server_t *srv)
 {
-    for (;;) {
-        zmq_msg_t ev, addr;
-        zmq_msg_init(&ev);
-        if (zmq_msg_recv(&ev, srv->monitor, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&ev);
-            return;
-        }
-        zmq_msg_init(&addr);
-        zmq_msg_recv(&addr, srv->monitor, 0);
-        uint16_t event = 0;
-        if (zmq_msg_size(&ev) >= 2)
-            memcpy(&event, zmq_msg_data(&ev), 2);
+    int event;
+    while ((event = pw_monitor_next(srv->monitor)) >= 0) {
         switch (event) {
         case ZMQ_EVENT_ACCEPTED:
             srv->c.accepted++;
@@ -552,15 +543,13 @@ s_drain_monitor(co_server_t *srv)
             if (now - srv->auth_logged_us >= CO_AUTH_LOG_EVERY_US) {
                 srv->auth_logged_us = now;
                 co_log(CO_LOG_WARN, "handshake_failed",
-                       "event=%u count=%" PRIu64, event, srv->c.auth_failed);
+                       "event=%d count=%" PRIu64, event, srv->c.auth_failed);
             }
             break;
         }
         default:
             break;
         }
-        zmq_msg_close(&ev);
-        zmq_msg_close(&addr);
     }
 }
 

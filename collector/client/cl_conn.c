@@ -19,6 +19,7 @@
 #include "pw_err.h"
 #include "pw_out.h"
 #include "pw_json.h"
+#include "pw_monitor.h"
 #include "pw_wire.h"
 
 #define S_PATH_MAX 4096
@@ -518,18 +519,8 @@ typedef struct {
 static void
 s_drain_monitor(cl_conn_t *c, s_seen_t *seen)
 {
-    for (;;) {
-        zmq_msg_t ev, addr;
-        zmq_msg_init(&ev);
-        if (zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&ev);
-            return;
-        }
-        zmq_msg_init(&addr);
-        zmq_msg_recv(&addr, c->mon, 0);
-        uint16_t event = 0;
-        if (zmq_msg_size(&ev) >= 2)
-            memcpy(&event, zmq_msg_data(&ev), 2);
+    int event;
+    while ((event = pw_monitor_next(c->mon)) >= 0) {
         switch (event) {
         case ZMQ_EVENT_CONNECTED: seen->connected = true; break;
         case ZMQ_EVENT_CONNECT_RETRIED: seen->refused = true; break;
@@ -543,8 +534,6 @@ s_drain_monitor(cl_conn_t *c, s_seen_t *seen)
         default:
             break;
         }
-        zmq_msg_close(&ev);
-        zmq_msg_close(&addr);
     }
 }
 
