@@ -58,6 +58,10 @@ ag_notify_watchdog_interval_us(void)
  * new assignment), into msg; the text alone into text. */
 static void
 s_format(char *msg, char text[AG_NOTIFY_STATUS_MAX], const char *head,
+         const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+
+static void
+s_format(char *msg, char text[AG_NOTIFY_STATUS_MAX], const char *head,
          const char *fmt, va_list ap)
 {
     vsnprintf(text, AG_NOTIFY_STATUS_MAX, fmt, ap);
@@ -69,6 +73,10 @@ s_format(char *msg, char text[AG_NOTIFY_STATUS_MAX], const char *head,
 
 /* Send head + STATUS=; update the state under the lock so that a ping
  * never goes out between READY's decision and READY itself. */
+static int
+s_send(const char *head, bool ready, bool stopping, const char *fmt,
+       va_list ap) __attribute__((format(printf, 4, 0)));
+
 static int
 s_send(const char *head, bool ready, bool stopping, const char *fmt,
        va_list ap)
