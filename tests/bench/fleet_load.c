@@ -349,7 +349,13 @@ fl_hello(fl_agent_t *a)
     h.suites = sis;
     h.n_tags = 2;
     h.tags = tags;
-    h.boot_id = "fleet-load";
+    /* Each agent its own machine, as on a fleet: one shared boot id
+     * would make the collector run jobs on one agent at a time (one
+     * machine) and list every other agent under each host's
+     * same_machine (2,000 x 1,999 names: more than a frame). */
+    char boot[48];
+    snprintf(boot, sizeof boot, "fleet-load-%d", a->index);
+    h.boot_id = boot;
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_HELLO, &h);
     fl_send_env(a->sock, &env, NULL, NULL);
