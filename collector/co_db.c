@@ -20,7 +20,6 @@
 #include "pw_err.h"
 #include "pw_json.h"
 #include "pw_wire.h"
-#include "vd_counter.h"
 #include "vd_verdict.h"
 
 /* Recently used runs (uuid -> id, host), so that a batch costs no lookup. */
@@ -1828,7 +1827,7 @@ typedef struct {
     char sa[24], oa[24], nsub[24], noth[24], fs[16], diag[16], extra[16];
     char ratio[32], best[32], tol[32], noise[32], btol[32], fl[32], par[32];
     /* The verdict's written form, and the instructions comparison
-     * beside it (pw_counter_to_json: 10 fields and its line). */
+     * beside it (pw_counter_compare_json: 10 fields and its line). */
     char json[PW_VERDICT_TEXT_MAX + 640];
     char error[256];
     const char *p[S_VERDICT_COLS];
@@ -1852,17 +1851,11 @@ static bool
 s_verdict_json(s_verdict_row_t *w, const vd_verdict_t *v, const double *ia,
                size_t na, const double *ib, size_t nb)
 {
-    vd_verdict_t cv;
-    char e[256];
     int len = pw_verdict_write(w->json, sizeof w->json, v,
                                PW_VERDICT_SUMMARIES);
     if (len < 2)
         return false;
-    if (!ia || !ib ||
-        vd_counter_compare(ia, na, ib, nb, v->parity, &cv, e, sizeof e)
-            != VD_OK)
-        return true;
-    json_t *o = pw_counter_to_json("instructions", v->outcome, &cv);
+    json_t *o = pw_counter_compare_json("instructions", ia, na, ib, nb, v);
     char *text = o ? pw_json_dumps(o) : NULL;
     size_t at = (size_t)len - 1;          /* the closing brace */
     if (text && w->json[at] == '}' &&

@@ -92,19 +92,23 @@ fail:
 }
 
 json_t *
-pw_counter_to_json(const char *counter, vd_outcome_t wall,
-                   const vd_verdict_t *cv)
+pw_counter_compare_json(const char *counter, const double *a, size_t na,
+                        const double *b, size_t nb, const vd_verdict_t *wall)
 {
-    char text[VD_COUNTER_TEXT_MAX];
-    vd_counter_text(text, sizeof text, counter, wall, cv);
+    vd_verdict_t cv;
+    char text[VD_COUNTER_TEXT_MAX], e[256];
+    if (!a || !b || vd_counter_compare(a, na, b, nb, wall->parity, &cv, e,
+                                       sizeof e) != VD_OK)
+        return NULL;
+    vd_counter_text(text, sizeof text, counter, wall->outcome, &cv);
     return json_pack("{s:s,s:s,s:f,s:f,s:f,s:f,s:b,s:f,s:f,s:s}",
                      "counter", counter,
-                     "outcome", vd_outcome_name(cv->outcome),
-                     "ratio", cv->ratio, "best_ratio", cv->best_ratio,
-                     "tolerance", cv->tolerance, "noise", cv->noise,
-                     "decisive", vd_adaptive_decisive(cv),
-                     "subject_median", cv->a.median,
-                     "other_median", cv->b.median, "text", text);
+                     "outcome", vd_outcome_name(cv.outcome),
+                     "ratio", cv.ratio, "best_ratio", cv.best_ratio,
+                     "tolerance", cv.tolerance, "noise", cv.noise,
+                     "decisive", vd_adaptive_decisive(&cv),
+                     "subject_median", cv.a.median,
+                     "other_median", cv.b.median, "text", text);
 }
 
 /* ---- reading --------------------------------------------------------- */

@@ -58,13 +58,16 @@ enum {
  * caller owns, or NULL when jansson runs out of memory. */
 json_t *pw_verdict_to_json(const vd_verdict_t *v, unsigned flags);
 
-/* The counter comparison beside a verdict (vd_counter.h) as
- * {"counter", "outcome", "ratio", "best_ratio", "tolerance", "noise",
- *  "decisive", "subject_median", "other_median", "text"}; wall is the
- * wall-time verdict's outcome, for the text. Caller owns the result;
- * NULL on out of memory. */
-json_t *pw_counter_to_json(const char *counter, vd_outcome_t wall,
-                           const vd_verdict_t *cv);
+/* The comparison of a counter's counts beside wall-time verdict wall
+ * (vd_counter_compare of the subject's a[0..na) and the other arm's
+ * b[0..nb) with wall's parity) as {"counter", "outcome", "ratio",
+ * "best_ratio", "tolerance", "noise", "decisive", "subject_median",
+ * "other_median", "text"}. Caller owns the result; NULL when a or b is
+ * NULL, the counts cannot be compared (fewer than 2, a count not > 0)
+ * or out of memory. */
+json_t *pw_counter_compare_json(const char *counter, const double *a,
+                                size_t na, const double *b, size_t nb,
+                                const vd_verdict_t *wall);
 
 /* One arm's summary as {"n", "min", "q25", "median", "q75", "max", "iqr",
  * "mean"}. Caller owns the result; NULL on out of memory. */

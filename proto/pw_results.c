@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "pw_json.h"
-#include "vd_counter.h"
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when it is not
  * one. Never reads past a NUL (a NUL is no continuation byte). */
@@ -353,18 +352,14 @@ s_add_counter(json_t *vj, const json_t *b, const char *subject,
 {
     double *a = NULL, *o = NULL;
     size_t na = 0, no = 0;
-    vd_verdict_t cv;
     char e[256];
+    json_t *cj = NULL;
     if (pw_results_arm_counts(b, subject, "instructions", &a, &na, e,
                               sizeof e) == PW_RESULTS_OK &&
         pw_results_arm_counts(b, other, "instructions", &o, &no, e,
                               sizeof e) == PW_RESULTS_OK &&
-        na >= 2 && no >= 2 &&
-        vd_counter_compare(a, na, o, no, v->parity, &cv, e, sizeof e)
-            == VD_OK)
-        json_object_set_new(vj, "instructions",
-                            pw_counter_to_json("instructions", v->outcome,
-                                               &cv));
+        (cj = pw_counter_compare_json("instructions", a, na, o, no, v)))
+        json_object_set_new(vj, "instructions", cj);
     free(a);
     free(o);
 }

@@ -26,7 +26,7 @@
  *                    "task_clock_ns": ...}],
  *       "summary": {"gzip1": {pw_summary}, ...},
  *       "verdict": {"gzip9": {pw_verdict with summaries,
- *                             "instructions": {pw_counter_to_json}}}}]}
+ *                             "instructions": {pw_counter_compare_json}}}}]}
  *
  * Samples of every kind (warmup, measured, calibration, error) are kept;
  * only "measured" ones enter summaries and verdicts. A calibration
