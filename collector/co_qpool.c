@@ -56,6 +56,10 @@ s_renice_backend(s_worker_t *w)
     if (setpriority(PRIO_PROCESS, (id_t)pid, CO_QPOOL_NICE) != 0)
         co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d", pid,
                errno);
+    /* Parallel workers are processes of their own, at the server's
+     * priority: a query that spawns two would take both cores from the
+     * writer at full priority (hosts, history did under fleet_load). */
+    PQclear(PQexec(c, "SET max_parallel_workers_per_gather = 0"));
 }
 
 static void

@@ -9,8 +9,12 @@
 # verdicts, history and regressions, a job every --job-every s; for
 # --duration s. Its last line is one JSON object (fields: fleet_load.c's
 # header), plus history_samples (count(*) of samples before the load),
-# load_s (bulk load), start_s (collector start: its migrations included)
-# and build.
+# load_s (bulk load), start_s (collector start: its migrations included),
+# settle_s (--settle), build, and disk_flush: tests/bench/fsync_probe.py
+# beside the load in the cluster's directory (8 KiB and fdatasync every
+# 50 ms: p50_ms, p99_ms, max_ms, over_100_ms, the ten worst with wall
+# times), the disk's own cost of a durable COMMIT while the load runs,
+# which every Ack waits for.
 #
 #   verdict_p99_ms is RunEnd sent -> its Ack: the collector acks a RunEnd
 #   only after the transaction that stored the run's verdicts committed
@@ -61,15 +65,22 @@
 #       collectors' logs and the first's hosts answers (which show every
 #       agent, whichever collector holds it); collector_rss_mb is the
 #       first's
+#   --settle vacuum|none (vacuum): after the collector's start (and its
+#       migrations), VACUUM (FREEZE, ANALYZE) the database and sync before
+#       the load, as a year-old database would have been by autovacuum
+#       long ago; settle_s in the JSON. With none, the first autovacuum
+#       of every freshly loaded or migrated table (20 M samples: every
+#       page rewritten) runs during the load, and its writes make the
+#       WAL's fsync wait up to 300 ms (2026-12-03, docs/performance.md)
 set -eu
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
-[ $# -ge 1 ] || { sed -n '2,48p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,55p' "$0" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd)
 shift
 AGENTS=1000 STREAMERS=100 DURATION=300 HIST=20000000 REUSE="" COMPARE=""
 TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 BATCH_SAMPLES=128 JOB_EVERY=60 KEEP=0 QUERIES=1 SLOW=0 PHASE=run
-NCOLL=1
+NCOLL=1 SETTLE=vacuum
 while [ $# -gt 0 ]; do
     case "$1" in
     --agents) AGENTS=$2; shift 2 ;;
@@ -85,6 +96,7 @@ while [ $# -gt 0 ]; do
     --batch-samples) BATCH_SAMPLES=$2; shift 2 ;;
     --job-every) JOB_EVERY=$2; shift 2 ;;
     --queries) QUERIES=$2; shift 2 ;;
+    --settle) SETTLE=$2; shift 2 ;;
     --slow-ms) SLOW=$2; shift 2 ;;
     --phase) PHASE=$2; shift 2 ;;
     --collectors) NCOLL=$2; shift 2 ;;
@@ -93,6 +105,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$NCOLL" in 1|2) ;; *) echo "fleet_load.sh: --collectors 1 or 2" >&2; exit 2 ;; esac
+case "$SETTLE" in vacuum|none) ;; *) echo "fleet_load.sh: --settle vacuum or none" >&2; exit 2 ;; esac
 for v in "$AGENTS" "$STREAMERS" "$DURATION" "$HIST" "$HB" "$ROUNDS" \
          "$BATCH_MS" "$BATCH_SAMPLES" "$JOB_EVERY" "$QUERIES" "$SLOW"; do
     case "$v" in ''|*[!0-9]*) echo "fleet_load.sh: not a number: $v" >&2
@@ -245,6 +258,14 @@ run_one() {
     START_S=$(elapsed "$t0")
     NSAMPLES=$(psql_q "$W/data" -c "SELECT count(*) FROM samples")
     log "$COLLECTOR: listening after $START_S s, $NSAMPLES history samples"
+    SETTLE_S=null
+    if [ "$SETTLE" = vacuum ]; then
+        t0=$(date +%s.%N)
+        psql_q "$W/data" -c "VACUUM (FREEZE, ANALYZE)"
+        sync
+        SETTLE_S=$(elapsed "$t0")
+        log "VACUUM (FREEZE, ANALYZE) and sync in $SETTLE_S s"
+    fi
     ENDPOINTS=tcp://127.0.0.1:$port
     C2LOG=""
     if [ "$NCOLL" = 2 ]; then
@@ -267,6 +288,11 @@ run_one() {
         CPID=$C1PID
         log "collector 2 (--db on the first one's cluster) on port $port2"
     fi
+    # The disk's own COMMIT cost beside the load (fsync_probe.py): the
+    # floor under every Ack, since an Ack follows its COMMIT.
+    python3 "$ROOT/tests/bench/fsync_probe.py" "$W" "$((DURATION + 60))" \
+        > "$W/fsync.json" &
+    PROBE=$!
     set +e
     "$FL" run --endpoint "$ENDPOINTS" --keys "$KEYS" \
         --agents "$AGENTS" --streamers "$STREAMERS" --duration "$DURATION" \
@@ -277,13 +303,15 @@ run_one() {
         --collector-log "$clog" ${C2LOG:+--collector-log2 "$C2LOG"} \
         | tee "$W/out.txt"
     set -e
+    kill -TERM "$PROBE" 2>/dev/null || true
+    wait "$PROBE" || true
     if [ "$NCOLL" = 2 ]; then
         CPID=$C2PID
         stop_collector
         CPID=$C1PID
     fi
     stop_collector
-    python3 - "$W/out.txt" "$2" "$NSAMPLES" "$LOAD_S" "$START_S" "$1" "$NCOLL" <<'PY'
+    python3 - "$W/out.txt" "$2" "$NSAMPLES" "$LOAD_S" "$START_S" "$1" "$NCOLL" "$SETTLE_S" "$W/fsync.json" <<'PY'
 import json, sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("{")]
 d = json.loads(lines[-1]) if lines else {"error": "fleet-load printed no JSON"}
@@ -291,6 +319,16 @@ d["collectors"] = int(sys.argv[7])
 d["history_samples"] = int(sys.argv[3])
 d["load_s"] = None if sys.argv[4] == "null" else round(float(sys.argv[4]), 1)
 d["start_s"] = round(float(sys.argv[5]), 1)
+d["settle_s"] = None if sys.argv[8] == "null" else round(float(sys.argv[8]), 1)
+try:
+    f = json.load(open(sys.argv[9]))
+    d["disk_flush"] = f
+    sys.stderr.write("fleet_load: the disk beside the load (fsync_probe.py, "
+                     "8 KiB + fdatasync every 50 ms): p50 %s ms, p99 %s ms, "
+                     "max %s ms, %d over 100 ms\n" % (f["p50_ms"], f["p99_ms"],
+                     f["max_ms"], f["over_100_ms"]))
+except (OSError, ValueError, KeyError):
+    d["disk_flush"] = None
 d["build"] = sys.argv[6]
 json.dump(d, open(sys.argv[2], "w"))
 PY
