@@ -451,6 +451,55 @@ s_settings(int argc, char **argv, s_settings_t *st, ag_config_t **conf)
     return -1;
 }
 
+/* Our handlers, not CZMQ's: SIGTERM must drain, not just interrupt. */
+static void
+s_signals(void)
+{
+    zsys_handler_set(NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = s_on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = s_on_dump;
+    sigaction(SIGUSR1, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Connect and migrate. Our own cluster (own) not answering is a
+ * failure (NULL); somebody else's database being down is something to
+ * wait out (a handle that is not connected; the writer reconnects).
+ * NULL also when out of memory. Caller owns the handle. */
+static co_db_t *
+s_db_up(const char *conninfo, const char *name, bool own)
+{
+    char err[1024], q[1100];
+    int applied = 0;
+    co_db_t *db = co_db_new(conninfo);
+    if (!db) {
+        co_log(CO_LOG_ERROR, "db_failed", "why=\"co_db_new: out of memory\"");
+        return NULL;
+    }
+    co_db_set_collector(db, name);
+    if (co_db_connect(db, err, sizeof err) != CO_DB_OK
+        || co_db_migrate(db, &applied, err, sizeof err) != CO_DB_OK) {
+        co_log(own ? CO_LOG_ERROR : CO_LOG_WARN, "db_down", "why=%s",
+               co_log_quote(q, sizeof q, err));
+        co_db_disconnect(db);
+        if (own)
+            co_db_destroy(&db);
+        return db;
+    }
+    int version = 0;
+    co_db_schema_version(db, &version, err, sizeof err);
+    /* Whoever was online when we stopped is not connected now. */
+    co_db_hosts_offline(db, err, sizeof err);
+    co_log(CO_LOG_INFO, "db_up", "migrations_applied=%d schema_version=%d",
+           applied, version);
+    return db;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -481,18 +530,7 @@ main(int argc, char **argv)
     db_conninfo = st.db_conninfo;
     data_dir = st.data_dir;
 
-    /* Our handlers, not CZMQ's: SIGTERM must drain, not just interrupt. */
-    zsys_handler_set(NULL);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = s_on_stop;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sa.sa_handler = s_on_dump;
-    sigaction(SIGUSR1, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
+    s_signals();
     co_log(CO_LOG_INFO, "start", "version=%s pid=%ld name=%s", PARITY_VERSION,
            (long)getpid(), cfg.name);
     s_raise_fd_limit();
@@ -520,30 +558,9 @@ main(int argc, char **argv)
         db_conninfo = co_pg_conninfo(pg);
         cfg.private_db = true;
     }
-    db = co_db_new(db_conninfo);
-    if (!db) {
-        co_log(CO_LOG_ERROR, "db_failed", "why=\"co_db_new: out of memory\"");
+    db = s_db_up(db_conninfo, cfg.name, pg != NULL);
+    if (!db)
         goto done;
-    }
-    co_db_set_collector(db, cfg.name);
-    int applied = 0;
-    if (co_db_connect(db, err, sizeof err) != CO_DB_OK
-        || co_db_migrate(db, &applied, err, sizeof err) != CO_DB_OK) {
-        /* Our own cluster not answering is a failure; somebody else's
-         * database being down is something to wait out. */
-        co_log(pg ? CO_LOG_ERROR : CO_LOG_WARN, "db_down", "why=%s",
-               co_log_quote(q, sizeof q, err));
-        co_db_disconnect(db);
-        if (pg)
-            goto done;
-    } else {
-        int version = 0;
-        co_db_schema_version(db, &version, err, sizeof err);
-        /* Whoever was online when we stopped is not connected now. */
-        co_db_hosts_offline(db, err, sizeof err);
-        co_log(CO_LOG_INFO, "db_up", "migrations_applied=%d "
-               "schema_version=%d", applied, version);
-    }
     cfg.conninfo = db_conninfo;   /* co_jobs/co_query's own connection */
     srv = co_server_new(&cfg, db, err, sizeof err);
     if (!srv) {
