@@ -285,12 +285,38 @@ s_shell_opt(s_opts_t *o, const char *v)
     return 0;
 }
 
+/* -L NAME VALUES and -P NAME MIN MAX (hyperfine's parameters): their
+ * later values are the next arguments. -1 when wrong (said), else 0. */
+static int
+s_param_opt(s_opts_t *o, int c, int argc, char **argv)
+{
+    const char *more[2];
+    if (c == 'L') {
+        if (s_more_values(argc, argv, "-L", "NAME VALUES", 1, more) != 0 ||
+            s_add_param(o, "-L", optarg) != 0)
+            return -1;
+        o->params[o->nparams - 1].list = more[0];
+        return 0;
+    }
+    for (size_t i = 0; i < o->nparams; i++)
+        if (o->params[i].scan) {
+            pw_out_error(S_VERB, "-P given twice (add values with -L)");
+            return -1;
+        }
+    if (s_more_values(argc, argv, "-P", "NAME MIN MAX", 2, more) != 0 ||
+        s_add_param(o, "-P", optarg) != 0)
+        return -1;
+    o->params[o->nparams - 1].scan = true;
+    o->params[o->nparams - 1].min = more[0];
+    o->params[o->nparams - 1].max = more[1];
+    return 0;
+}
+
 /* One option of getopt_long's; -1 when it is wrong (said), 1 for
  * --help, 0 otherwise. */
 static int
 s_option(s_opts_t *o, int c, int argc, char **argv)
 {
-    const char *more[2];
     /* "--" is where commands start, never an option's value: the old
      * form `--warmup -- CMD` forgot the value. */
     if (c != ':' && optarg && strcmp(optarg, "--") == 0) {
@@ -355,25 +381,8 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     case 'R':
         o->reference = optarg;
         return 0;
-    case 'L':
-        if (s_more_values(argc, argv, "-L", "NAME VALUES", 1, more) != 0 ||
-            s_add_param(o, "-L", optarg) != 0)
-            return -1;
-        o->params[o->nparams - 1].list = more[0];
-        return 0;
-    case 'P':
-        for (size_t i = 0; i < o->nparams; i++)
-            if (o->params[i].scan) {
-                pw_out_error(S_VERB, "-P given twice (add values with -L)");
-                return -1;
-            }
-        if (s_more_values(argc, argv, "-P", "NAME MIN MAX", 2, more) != 0 ||
-            s_add_param(o, "-P", optarg) != 0)
-            return -1;
-        o->params[o->nparams - 1].scan = true;
-        o->params[o->nparams - 1].min = more[0];
-        o->params[o->nparams - 1].max = more[1];
-        return 0;
+    case 'L': case 'P':
+        return s_param_opt(o, c, argc, argv);
     case 'D':
         o->step = optarg;
         return 0;
