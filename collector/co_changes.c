@@ -33,7 +33,7 @@ s_dbl(PGresult *r, int row, int col)
 /* Significant digits a `series` number keeps: 1 in 10^7 is far below
  * any timer's resolution and any run's noise, and a number of 8 or fewer
  * digits instead of PostgreSQL's 17 made the answer (and the client's
- * parsing of it, 100 benchmarks for a site) a third smaller. */
+ * parsing of it, 100 benchmarks for a site) a fifth shorter. */
 #define S_SERIES_DIGITS 7
 
 static json_t *
