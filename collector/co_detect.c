@@ -46,17 +46,18 @@ struct co_detect {
  * the first time: planning the series query took 8 ms, running it
  * 0.2 ms; co_detect_session makes the plan generic). */
 static PGresult *
-s_q(PGconn *c, const char *name, const char *sql, int n,
-    const char *const *p, ExecStatusType want, char *err, size_t errlen)
+s_qx(PGconn *c, const char *name, const char *sql, int n,
+     const char *const *p, const int *lens, const int *fmts, int binary,
+     ExecStatusType want, char *err, size_t errlen)
 {
-    PGresult *r = PQexecPrepared(c, name, n, p, NULL, NULL, 0);
+    PGresult *r = PQexecPrepared(c, name, n, p, lens, fmts, binary);
     const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     if (st && strcmp(st, "26000") == 0) {   /* not prepared yet */
         PQclear(r);
         r = PQprepare(c, name, sql, n, NULL);
         if (PQresultStatus(r) == PGRES_COMMAND_OK) {
             PQclear(r);
-            r = PQexecPrepared(c, name, n, p, NULL, NULL, 0);
+            r = PQexecPrepared(c, name, n, p, lens, fmts, binary);
         }
     }
     if (PQresultStatus(r) != want) {
@@ -66,6 +67,13 @@ s_q(PGconn *c, const char *name, const char *sql, int n,
         return NULL;
     }
     return r;
+}
+
+static PGresult *
+s_q(PGconn *c, const char *name, const char *sql, int n,
+    const char *const *p, ExecStatusType want, char *err, size_t errlen)
+{
+    return s_qx(c, name, sql, n, p, NULL, NULL, 0, want, err, errlen);
 }
 
 /* ---- annotations ------------------------------------------------------ */
@@ -249,23 +257,181 @@ s_store(PGconn *c, const s_series_t *s, const char *metric,
     return 0;
 }
 
-/* The series' newest points (oldest first) and change points of each
- * metric. */
+/* ---- the window ------------------------------------------------------- */
+
+/* A series' newest points, oldest first: run ids and the three metrics
+ * (ratio, subject, other). */
+typedef struct {
+    size_t n, cap;
+    int64_t *ids;
+    vd_point_t *pt[3];
+} s_window_t;
+
+/* detect_windows.points (migration 015): version, window length, then
+ * per run its id and both arms' six numbers, each 8 bytes big-endian. */
+#define S_PACK_VERSION 1
+#define S_PACK_HEAD    5
+#define S_PACK_POINT   (13 * 8)
+
 static int
-s_series(PGconn *c, const s_series_t *s, const vd_change_params_t *params,
-         int *found, char *err, size_t errlen)
+s_window_init(s_window_t *w, size_t cap)
+{
+    memset(w, 0, sizeof *w);
+    w->cap = cap ? cap : 1;
+    w->ids = calloc(w->cap, sizeof *w->ids);
+    for (int m = 0; m < 3; m++)
+        w->pt[m] = calloc(w->cap, sizeof *w->pt[m]);
+    return w->ids && w->pt[0] && w->pt[1] && w->pt[2] ? 0 : -1;
+}
+
+static void
+s_window_free(s_window_t *w)
+{
+    free(w->ids);
+    for (int m = 0; m < 3; m++)
+        free(w->pt[m]);
+    memset(w, 0, sizeof *w);
+}
+
+/* Point i's ratio from its arms. The ratio of the minimums too:
+ * vd_change's timing-mode check reads min (NaN there let sticky timing
+ * modes of the subject through: 440 reports in 11,430 runs, against 1). */
+static void
+s_ratio_point(s_window_t *w, size_t i)
+{
+    const vd_point_t *a = &w->pt[1][i], *b = &w->pt[2][i];
+    w->pt[0][i] = (vd_point_t){ a->median / b->median, a->min / b->min,
+                                NAN, NAN, NAN, a->n < b->n ? a->n : b->n };
+}
+
+static void
+s_put64(unsigned char *p, uint64_t v)
+{
+    for (int k = 7; k >= 0; k--, v >>= 8)
+        p[k] = (unsigned char)(v & 0xff);
+}
+
+static uint64_t
+s_get64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < 8; k++)
+        v = v << 8 | p[k];
+    return v;
+}
+
+static void
+s_put_dbl(unsigned char **p, double x)
+{
+    uint64_t v;
+    memcpy(&v, &x, sizeof v);
+    s_put64(*p, v);
+    *p += 8;
+}
+
+static double
+s_get_dbl(const unsigned char **p)
+{
+    uint64_t v = s_get64(*p);
+    double x;
+    memcpy(&x, &v, sizeof x);
+    *p += 8;
+    return x;
+}
+
+/* Both arms' points of w as detect_windows.points; caller frees. */
+static unsigned char *
+s_pack(const s_window_t *w, size_t window, size_t *len)
+{
+    *len = S_PACK_HEAD + w->n * S_PACK_POINT;
+    unsigned char *buf = malloc(*len), *p = buf;
+    if (!buf)
+        return NULL;
+    *p++ = S_PACK_VERSION;
+    for (int k = 3; k >= 0; k--)
+        *p++ = (unsigned char)(window >> (8 * k));
+    for (size_t i = 0; i < w->n; i++) {
+        s_put64(p, (uint64_t)w->ids[i]);
+        p += 8;
+        for (int m = 1; m < 3; m++) {
+            const vd_point_t *x = &w->pt[m][i];
+            s_put_dbl(&p, x->median);
+            s_put_dbl(&p, x->min);
+            s_put_dbl(&p, x->q25);
+            s_put_dbl(&p, x->q75);
+            s_put_dbl(&p, x->max);
+            s_put_dbl(&p, (double)x->n);
+        }
+    }
+    return buf;
+}
+
+/* w (capacity >= window) from points written with this window; -1 when
+ * the row is of another version or window, or malformed. */
+static int
+s_unpack(const unsigned char *p, size_t len, size_t window, bool other,
+         s_window_t *w)
+{
+    if (len < S_PACK_HEAD || p[0] != S_PACK_VERSION ||
+        (len - S_PACK_HEAD) % S_PACK_POINT != 0)
+        return -1;
+    size_t stored = (size_t)p[1] << 24 | (size_t)p[2] << 16 |
+                    (size_t)p[3] << 8 | p[4];
+    size_t n = (len - S_PACK_HEAD) / S_PACK_POINT;
+    if (stored != window || n > window || n > w->cap)
+        return -1;
+    p += S_PACK_HEAD;
+    for (size_t i = 0; i < n; i++) {
+        w->ids[i] = (int64_t)s_get64(p);
+        p += 8;
+        for (int m = 1; m < 3; m++) {
+            vd_point_t *x = &w->pt[m][i];
+            x->median = s_get_dbl(&p);
+            x->min = s_get_dbl(&p);
+            x->q25 = s_get_dbl(&p);
+            x->q75 = s_get_dbl(&p);
+            x->max = s_get_dbl(&p);
+            x->n = (size_t)s_get_dbl(&p);
+        }
+        if (other)
+            s_ratio_point(w, i);
+    }
+    w->n = n;
+    return 0;
+}
+
+/* The points of a series' runs: columns 1.. of these queries' rows. */
+#define S_POINT_COLS \
+    "r.id, ss.median, ss.min, ss.q25, ss.q75, ss.max, ss.n, " \
+    "so.median, so.min, so.q25, so.q75, so.max, so.n FROM runs r " \
+    "JOIN arms a1 ON a1.run = r.id AND a1.name = $4 " \
+    "JOIN run_summaries ss ON ss.run = r.id AND ss.arm = a1.idx " \
+    "LEFT JOIN arms a2 ON a2.run = r.id AND a2.name = $5 " \
+    "LEFT JOIN run_summaries so ON so.run = r.id AND so.arm = a2.idx "
+
+/* Row `row` of a point query as point i of w. */
+static void
+s_take_row(PGresult *r, int row, bool other, s_window_t *w, size_t i)
+{
+    w->ids[i] = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+    s_point(r, row, 1, &w->pt[1][i]);
+    if (other) {
+        s_point(r, row, 7, &w->pt[2][i]);
+        s_ratio_point(w, i);
+    }
+}
+
+/* The whole window: the series' newest `window` points up to s->started,
+ * read run by run (the cost detect_windows saves). */
+static int
+s_read_full(PGconn *c, const s_series_t *s, size_t window, s_window_t *w,
+            char *err, size_t errlen)
 {
     char lim[16];
-    snprintf(lim, sizeof lim, "%zu", params->window);
+    snprintf(lim, sizeof lim, "%zu", window);
     const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
                         s->started, lim };
-    PGresult *r = s_q(c, "det_series",
-        "SELECT r.id, ss.median, ss.min, ss.q25, ss.q75, ss.max, ss.n, "
-        "so.median, so.min, so.q25, so.q75, so.max, so.n FROM runs r "
-        "JOIN arms a1 ON a1.run = r.id AND a1.name = $4 "
-        "JOIN run_summaries ss ON ss.run = r.id AND ss.arm = a1.idx "
-        "LEFT JOIN arms a2 ON a2.run = r.id AND a2.name = $5 "
-        "LEFT JOIN run_summaries so ON so.run = r.id AND so.arm = a2.idx "
+    PGresult *r = s_q(c, "det_series", "SELECT " S_POINT_COLS
         "WHERE r.benchmark_id = $1 AND r.host_id = $2 AND r.vars = "
         "$3::jsonb AND r.status = 'complete' AND r.started_at_us <= $6 "
         "AND ss.median IS NOT NULL AND ($5 = '' OR so.median IS NOT NULL) "
@@ -274,62 +440,159 @@ s_series(PGconn *c, const s_series_t *s, const vd_change_params_t *params,
     if (!r)
         return -1;
     size_t n = (size_t)PQntuples(r);
+    for (size_t i = 0; i < n && i < w->cap; i++)
+        s_take_row(r, (int)(n - 1 - i), s->other[0] != '\0', w, i);
+    w->n = n < w->cap ? n : w->cap;
+    PQclear(r);
+    return 0;
+}
+
+/* The window from the series' detect_windows row and run's own point,
+ * when the row ends just before run: 1 with w filled, 0 when the window
+ * must be read in full, -1 with err. */
+static int
+s_read_kept(PGconn *c, const s_series_t *s, const char *run, size_t window,
+            s_window_t *w, char *err, size_t errlen)
+{
+    const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
+                        s->started, run };
+    /* Binary results: the points are bytea; the rest int8. */
+    PGresult *r = s_qx(c, "det_kept",
+        "SELECT w.newest_run, w.points, (SELECT count(*) FROM runs r WHERE "
+        "r.benchmark_id = $1 AND r.host_id = $2 AND r.vars = $3::jsonb AND "
+        "r.started_at_us > w.newest_started_us AND r.started_at_us <= $6 "
+        "AND r.id <> $7::bigint AND r.status = 'complete') "
+        "FROM detect_windows w WHERE w.benchmark_id = $1 AND w.host_id = $2 "
+        "AND w.vars = $3::jsonb AND w.subject = $4 AND w.other = $5 "
+        "AND w.newest_started_us <= $6", 7, p, NULL, NULL, 1,
+        PGRES_TUPLES_OK, err, errlen);
+    if (!r)
+        return -1;
+    int64_t run_id = strtoll(run, NULL, 10);
+    bool usable = PQntuples(r) == 1 && PQgetlength(r, 0, 0) == 8 &&
+                  PQgetlength(r, 0, 2) == 8 &&
+                  s_get64((const unsigned char *)PQgetvalue(r, 0, 2)) == 0 &&
+                  s_unpack((const unsigned char *)PQgetvalue(r, 0, 1),
+                           (size_t)PQgetlength(r, 0, 1), window,
+                           s->other[0] != '\0', w) == 0;
+    bool same = usable && (int64_t)s_get64((const unsigned char *)
+                                           PQgetvalue(r, 0, 0)) == run_id;
+    PQclear(r);
+    if (!usable || same)
+        return usable ? 1 : 0;   /* the run is the row's newest already */
+    r = s_q(c, "det_point", "SELECT " S_POINT_COLS "WHERE r.id = $6::bigint "
+        "AND r.status = 'complete' AND ss.median IS NOT NULL AND ($5 = '' OR "
+        "so.median IS NOT NULL) AND r.benchmark_id = $1 AND r.host_id = $2 "
+        "AND r.vars = $3::jsonb", 6, (const char *const[]){ s->bench,
+        s->host, s->vars, s->subject, s->other, run }, PGRES_TUPLES_OK, err,
+        errlen);
+    if (!r)
+        return -1;
     int rc = 0;
-    int64_t *ids = calloc(n ? n : 1, sizeof *ids);
-    vd_point_t *pt[3];
+    if (PQntuples(r) == 1) {
+        if (w->n == window) {      /* the oldest leaves the window */
+            memmove(w->ids, w->ids + 1, (w->n - 1) * sizeof *w->ids);
+            for (int m = 0; m < 3; m++)
+                memmove(w->pt[m], w->pt[m] + 1, (w->n - 1) *
+                        sizeof *w->pt[m]);
+            w->n--;
+        }
+        s_take_row(r, 0, s->other[0] != '\0', w, w->n++);
+        rc = 1;
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Keep w, whose newest run is run, as the series' detect_windows row. */
+static int
+s_keep(PGconn *c, const s_series_t *s, const char *run, const s_window_t *w,
+       size_t window, char *err, size_t errlen)
+{
+    size_t len;
+    unsigned char *buf = s_pack(w, window, &len);
+    if (!buf) {
+        snprintf(err, errlen, "window: out of memory");
+        return -1;
+    }
+    const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
+                        run, s->started, (const char *)buf };
+    int lens[8] = { 0, 0, 0, 0, 0, 0, 0, (int)len };
+    int fmts[8] = { 0, 0, 0, 0, 0, 0, 0, 1 };
+    PGresult *r = s_qx(c, "det_keep",
+        "INSERT INTO detect_windows (benchmark_id, host_id, vars, subject, "
+        "other, newest_run, newest_started_us, points) VALUES ($1, $2, "
+        "$3::jsonb, $4, $5, $6, $7, $8) ON CONFLICT (benchmark_id, host_id, "
+        "vars, subject, other) DO UPDATE SET newest_run = EXCLUDED.newest_run,"
+        " newest_started_us = EXCLUDED.newest_started_us, points = "
+        "EXCLUDED.points", 8, p, lens, fmts, 0, PGRES_COMMAND_OK, err,
+        errlen);
+    free(buf);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
+/* A series' window up to run (kept row, or read in full and kept), and
+ * the change points of each metric in it. */
+static int
+s_series(PGconn *c, const s_series_t *s, const char *run,
+         const vd_change_params_t *params, int *found, char *err,
+         size_t errlen)
+{
+    s_window_t w;
     vd_change_t ch[16];
-    for (int m = 0; m < 3; m++)
-        pt[m] = calloc(n ? n : 1, sizeof *pt[m]);
-    if (!ids || !pt[0] || !pt[1] || !pt[2]) {
-        snprintf(err, errlen, "series: out of memory for %zu points", n);
-        rc = -1;
+    int rc = -1;
+    if (s_window_init(&w, params->window) != 0) {
+        snprintf(err, errlen, "series: out of memory for %zu points",
+                 params->window);
         goto done;
     }
-    for (size_t i = 0; i < n; i++) {
-        int row = (int)(n - 1 - i);    /* oldest first */
-        ids[i] = strtoll(PQgetvalue(r, row, 0), NULL, 10);
-        s_point(r, row, 1, &pt[1][i]);
-        if (s->other[0]) {
-            s_point(r, row, 7, &pt[2][i]);
-            /* The ratio of the minimums too: vd_change's timing-mode
-             * check reads min (NaN there let sticky timing modes of the
-             * subject through: 440 reports in 11,430 runs, against 1). */
-            pt[0][i] = (vd_point_t){ pt[1][i].median / pt[2][i].median,
-                                     pt[1][i].min / pt[2][i].min,
-                                     NAN, NAN, NAN,
-                                     pt[1][i].n < pt[2][i].n ? pt[1][i].n
-                                                             : pt[2][i].n };
-        }
-    }
+    int kept = s_read_kept(c, s, run, params->window, &w, err, errlen);
+    if (kept < 0 || (kept == 0 && s_read_full(c, s, params->window, &w, err,
+                                              errlen) != 0))
+        goto done;
+    /* A window that ends with the run is worth keeping; one that does
+     * not (the run has no summary) is read in full next time. */
+    if (w.n > 0 && w.ids[w.n - 1] == strtoll(run, NULL, 10) &&
+        s_keep(c, s, run, &w, params->window, err, errlen) != 0)
+        goto done;
+    rc = 0;
     static const char *const metric[3] = { "ratio", "subject", "other" };
-    for (int m = 0; m < 3 && rc == 0 && n >= 2; m++) {
+    for (int m = 0; m < 3 && rc == 0 && w.n >= 2; m++) {
         if (m != 1 && !s->other[0])
             continue;
         vd_change_params_t mp = *params;
         mp.floor_us = m == 0 ? 0.0 : s->floor_us;
         size_t nch = 0;
-        if (vd_change_find(pt[m], n, &mp, ch, 16, &nch, err, errlen) != VD_OK) {
+        if (vd_change_find(w.pt[m], w.n, &mp, ch, 16, &nch, err, errlen) !=
+            VD_OK) {
             rc = -1;
             break;
         }
         for (size_t k = 0; k < nch && rc == 0; k++)
-            if (ch[k].index >= 1 && ch[k].index < n)
-                rc = s_store(c, s, metric[m], ids, n, &ch[k], found, err,
+            if (ch[k].index >= 1 && ch[k].index < w.n)
+                rc = s_store(c, s, metric[m], w.ids, w.n, &ch[k], found, err,
                              errlen);
     }
 done:
-    PQclear(r);
-    free(ids);
-    for (int m = 0; m < 3; m++)
-        free(pt[m]);
+    s_window_free(&w);
     return rc;
 }
 
 void
 co_detect_session(PGconn *c)
 {
+    /* No wait for the WAL's flush at each commit: what this session
+     * writes is the detect_windows cache (read in full again when lost)
+     * and change points, which a crash within the WAL writer's delay
+     * would lose until the series' next run finds the step again (it is
+     * still in the window). Waiting for fsync beside a busy disk was most
+     * of the p99 of co_detect_run once it kept windows. */
     PQclear(PQexec(c, "SET statement_timeout = '10s'; SET jit = off; "
-                   "SET plan_cache_mode = force_generic_plan"));
+                   "SET plan_cache_mode = force_generic_plan; "
+                   "SET synchronous_commit = off"));
 }
 
 int
@@ -377,7 +640,7 @@ co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
         if (k == subject && narms > 1)
             continue;
         s.other = narms > 1 ? PQgetvalue(arms, k, 0) : "";
-        rc = s_series(c, &s, params, found, err, errlen);
+        rc = s_series(c, &s, id, params, found, err, errlen);
     }
     PQclear(arms);
     PQclear(info);

@@ -60,8 +60,9 @@ void co_detect_counters(co_detect_t *d, co_detect_counters_t *out);
 void co_detect_destroy(co_detect_t **d);
 
 /* Session settings for a connection co_detect_run uses: a statement
- * timeout (10 s), no JIT, and generic plans for its prepared statements
- * (planning the series query costs 40 times running it). */
+ * timeout (10 s), no JIT, generic plans for its prepared statements
+ * (planning the series query costs 40 times running it), and commits
+ * that do not wait for the WAL's fsync (co_detect.c says why). */
 void co_detect_session(PGconn *c);
 
 /* The work for one run on connection c: every series it is in. *found

@@ -864,23 +864,33 @@ s_site_bench_args(json_t *args, const json_t *first)
     json_object_set_new(args, "runs", json_integer(S_SITE_RUNS));
 }
 
+/* Benchmarks asked for ahead of the page being drawn, one per
+ * connection (cl_conn keeps one request outstanding per connection):
+ * with one ahead, the collector's database work and its encoding of the
+ * next answer ran one after the other while the client drew; with two,
+ * the collector's two query workers overlap them (docs/performance.md,
+ * issue 9). */
+#define S_SITE_AHEAD 2
+
 /* The series of the site, in two passes so that no answer outgrows a
  * frame (docs/protocol.md 10.14): every series with its newest 2 runs,
  * to learn the benchmarks, then each benchmark's series in full, written
- * as its page (the client holds one benchmark's series, not the
- * fleet's), either per host when one answer cannot hold it. The next
- * benchmark is asked for before a page is drawn, so that the collector
- * answers while the client draws. */
+ * as its page (the client holds S_SITE_AHEAD benchmarks' series at most,
+ * not the fleet's), either per host when one answer cannot hold it.
+ * Benchmark i goes over conns[i % S_SITE_AHEAD], asked for before the
+ * pages ahead of it are drawn, so that the collector answers while the
+ * client draws. conns[0] is c; the others are opened here with co. */
 static int
-s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
-              cl_site_t *site)
+s_site_series(cl_conn_t *c, const cl_conn_opts_t *co, const json_t *filter,
+              const json_t *hosts, cl_site_t *site)
 {
+    cl_conn_t *conns[S_SITE_AHEAD] = { c };
+    uint64_t ids[S_SITE_AHEAD] = { 0 };
     json_t *list = json_pack("{s:[],s:b}", "series", "truncated", 0),
            *args = json_deep_copy(filter), *one = NULL, *seen = json_object(),
            *firsts = json_array(), *ans = NULL, *ser;
-    int rc = PW_EXIT_SYSTEM, status;
+    int rc = PW_EXIT_SYSTEM, status, code = 0;
     size_t i;
-    uint64_t id = 0;
     char err[1024];
     if (!list || !args || !seen || !firsts ||
         json_object_set_new(args, "runs", json_integer(2)) != 0)
@@ -902,13 +912,22 @@ s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
     json_decref(list);
     list = NULL;
     size_t n = json_array_size(firsts);
-    if (n > 0) {
-        s_site_bench_args(args, json_array_get(firsts, 0));
-        if ((rc = s_site_send(c, "series", args, &id)) != PW_EXIT_OK)
+    for (i = 0; i < n && i < S_SITE_AHEAD; i++) {
+        if (!conns[i] && !(conns[i] = cl_conn_open(co, &code, err,
+                                                   sizeof err))) {
+            pw_out_error("report", "%s", err);
+            rc = cl_conn_exit_code(code);
+            goto done;
+        }
+        s_site_bench_args(args, json_array_get(firsts, i));
+        if ((rc = s_site_send(conns[i], "series", args, &ids[i])) !=
+            PW_EXIT_OK)
             goto done;
     }
     for (i = 0; i < n; i++) {
-        if ((rc = s_site_wait(c, id, "series", &ans, &status, 0)) !=
+        cl_conn_t *ci = conns[i % S_SITE_AHEAD];
+        uint64_t *id = &ids[i % S_SITE_AHEAD];
+        if ((rc = s_site_wait(ci, *id, "series", &ans, &status, 0)) !=
             PW_EXIT_OK)
             goto done;
         if (!(one = json_pack("{s:[],s:b}", "series", "truncated", 0))) {
@@ -916,11 +935,11 @@ s_site_series(cl_conn_t *c, const json_t *filter, const json_t *hosts,
             goto oom;
         }
         s_site_bench_args(args, json_array_get(firsts, i));
-        if ((rc = s_site_series_add(c, args, hosts, ans, one)) != PW_EXIT_OK)
+        if ((rc = s_site_series_add(ci, args, hosts, ans, one)) != PW_EXIT_OK)
             goto done;
-        if (i + 1 < n) {
-            s_site_bench_args(args, json_array_get(firsts, i + 1));
-            if ((rc = s_site_send(c, "series", args, &id)) != PW_EXIT_OK)
+        if (i + S_SITE_AHEAD < n) {
+            s_site_bench_args(args, json_array_get(firsts, i + S_SITE_AHEAD));
+            if ((rc = s_site_send(ci, "series", args, id)) != PW_EXIT_OK)
                 goto done;
         }
         if (cl_site_add(site, json_object_get(one, "series"), cut_all ||
@@ -944,6 +963,8 @@ done:
     json_decref(one);
     json_decref(seen);
     json_decref(firsts);
+    for (i = 1; i < S_SITE_AHEAD; i++)
+        cl_conn_destroy(&conns[i]);
     return rc;
 }
 
@@ -1018,7 +1039,7 @@ s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
         rc = PW_EXIT_DATA;
         goto done;
     }
-    rc = s_site_series(c, args, hosts, site);
+    rc = s_site_series(c, co, args, hosts, site);
     if (rc == PW_EXIT_OK && cl_site_end(&site, err, sizeof err) != 0) {
         pw_out_error("report", "--site: %s", err);
         rc = PW_EXIT_DATA;

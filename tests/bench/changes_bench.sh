@@ -19,15 +19,19 @@
 #                    benchmarks x 10 hosts x 200 runs), and the `series`
 #                    request of one benchmark alone (`parity history
 #                    BENCH --json`, which asks `history` and `series`)
-#   detect           tests/bench/detect-bench: co_detect_run on
-#                    --detect-runs random complete runs (target <= 5 ms)
+#   detect           tests/bench/detect-bench: co_detect_run on the
+#                    newest run of --detect-runs random series, with the
+#                    window its previous run kept, PostgreSQL restarted
+#                    in between (target <= 5 ms); and the rebuild of a
+#                    window that was not kept
 #
 # Peers, named beside each figure: regressions against --compare
 # OTHER_BUILD_DIR's collector on the same database (default: none; the
 # benchmark of issue 9 used the commit before fe94a6c, whose regressions
 # is the verdict against the previous job alone); the site against its
-# own `series` requests; detection against reading the series window and
-# vd_change_find alone (detect_bench.c).
+# own `series` requests and --compare's client and collector; detection
+# against reading the series window run by run and vd_change_find alone,
+# what it did per RunEnd before migration 015 (detect_bench.c).
 #
 # Options:
 #   --series N (10000): benchmarks = N / (10 hosts x --varsets)
@@ -39,14 +43,15 @@
 #   --reuse-db DIR: keep the keys and the loaded cluster (stopped) in DIR
 #       (DIR/base-sN-rN) and copy it from there next time
 #   --compare OTHER_BUILD_DIR: that build's parity-collector answers
-#       `parity regressions` on the same database, after this one
+#       `parity regressions` on the same database, after this one, and
+#       that build's `parity report --site` is timed against it
 #   --keep: keep the temp dir (cluster, logs, site)
 #
 # The last line is one JSON object with every figure.
 set -eu
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
-[ $# -ge 1 ] || { sed -n '2,43p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,49p' "$0" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd)
 shift
 SERIES=10000 VARSETS=10 RUNS=200 DETECT_RUNS=500 REUSE="" COMPARE="" KEEP=0
@@ -78,7 +83,8 @@ SERIES=$(( BENCHES * HOSTS * VARSETS ))
 
 ninja -C "$BUILD" -j1 collector/parity-collector collector/client/parity \
     tests/bench/detect-bench >/dev/null
-[ -z "$COMPARE" ] || ninja -C "$COMPARE" -j1 collector/parity-collector >/dev/null
+[ -z "$COMPARE" ] || ninja -C "$COMPARE" -j1 collector/parity-collector \
+    collector/client/parity >/dev/null
 COLLECTOR=$BUILD/collector/parity-collector
 PARITY=$BUILD/collector/client/parity
 DETECT=$BUILD/tests/bench/detect-bench
@@ -255,12 +261,18 @@ case "$SER_TIMES" in *fail*) SER_MED=null SER_MAX=null ;;
 log "history BENCH --json (history + series of one benchmark) x3 (s):$SER_TIMES;" \
     "$SER_BYTES bytes ${SER_ERR:+($SER_ERR)}"
 
-# Detection, last: it may store change points.
-"$DETECT" "host=$W/data/pg dbname=parity user=parity" --runs "$DETECT_RUNS" \
-    | tee "$W/detect.txt"
 stop_collector
+# Detection, last: it may store change points. On the cluster alone
+# (started here as for the bulk load), so that detect-bench can restart
+# it between keeping each series' window and timing the RunEnds: those
+# then read from the OS's page cache, not from shared buffers.
+$AS_PG "$PGBIN/pg_ctl" -D "$W/data/pg" -l "$W/data/pg.log" -w -t 120 start >/dev/null
+"$DETECT" "host=$W/data/pg dbname=parity user=parity" --runs "$DETECT_RUNS" \
+    --between "$AS_PG $PGBIN/pg_ctl -D $W/data/pg -l $W/data/pg.log -m fast -w -t 120 restart >/dev/null" \
+    | tee "$W/detect.txt"
+$AS_PG "$PGBIN/pg_ctl" -D "$W/data/pg" -m fast -w -t 120 stop >/dev/null
 
-P_MED=null P_MAX=null P_JSON_BYTES=null
+P_MED=null P_MAX=null P_JSON_BYTES=null P_SITE_S=null P_SITE_BYTES=0
 if [ -n "$COMPARE" ]; then
     start_collector "$COMPARE/collector/parity-collector" "$W/data" "$port" \
         "$W/compare.log"
@@ -268,6 +280,13 @@ if [ -n "$COMPARE" ]; then
     P_MED=$REG_MED P_MAX=$REG_MAX P_JSON_BYTES=$REG_JSON_BYTES
     log "regressions of $COMPARE: median $P_MED s, max $P_MAX s;" \
         "--json $P_JSON_BYTES bytes"
+    # The site by that build's client and collector, on the same database
+    # after this build's (whose detection above kept windows it ignores).
+    rm -rf "$W/site-compare"
+    P_SITE_S=$(timed "$W/site-compare.txt" "$COMPARE/collector/client/parity" \
+        report --site "$W/site-compare")
+    P_SITE_BYTES=$(du -sb "$W/site-compare" 2>/dev/null | cut -f1 || echo 0)
+    log "site of $COMPARE: $P_SITE_S s, ${P_SITE_BYTES:-0} bytes"
     stop_collector
 fi
 
@@ -304,13 +323,18 @@ d = {
   "history_error": "$SER_ERR" or None,
   "detect_ms": detect.get("detect_ms"), "detect_peer_ms": detect.get("peer_ms"),
   "detect_ratio": detect.get("ratio_median"),
+  "detect_rebuild_ms": detect.get("rebuild_ms"),
 }
 if compare:
   d["compare"] = {"build": compare, "regressions_s": num("$P_MED"),
                   "regressions_max_s": num("$P_MAX"),
-                  "regressions_json_bytes": num("$P_JSON_BYTES")}
+                  "regressions_json_bytes": num("$P_JSON_BYTES"),
+                  "site_s": num("$P_SITE_S"),
+                  "site_bytes": int("${P_SITE_BYTES:-0}" or 0)}
   d["ratio_regressions"] = ratio(d["regressions_s"], d["compare"]["regressions_s"])
   print("ratio regressions this / %s (medians): %s" % (compare, d["ratio_regressions"]))
+  d["ratio_site"] = ratio(d["site_s"], d["compare"]["site_s"])
+  print("ratio site this / %s: %s" % (compare, d["ratio_site"]))
 if d["site_s"] is not None and d["history_one_benchmark_s"]:
   print("ratio site / one benchmark's history+series: %s (%d pages)"
         % (ratio(d["site_s"], d["history_one_benchmark_s"]), d["site_pages"]))

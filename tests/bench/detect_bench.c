@@ -2,24 +2,32 @@
  * stored run (issue 9: "adds <= 5 ms to a RunEnd"), on a loaded
  * database (tests/bench/changes_bench.sh loads one).
  *
- *   detect-bench CONNINFO [--runs N] [--seed S]
+ *   detect-bench CONNINFO [--runs N] [--seed S] [--between CMD]
  *
- * Calls co_detect_run (collector/co_detect.h: what the detection thread
- * does after each RunEnd's COMMIT) on N (default 500, at most 100000)
- * complete runs drawn at random (setseed(S)), with
- * vd_change_params_default, one at a time on one connection, and times
- * each call, in the detection thread's session (co_detect_session). The
- * named peer, measured on the same runs beside each call
- * (which of the two goes first alternates): the part that cannot be avoided, i.e. reading the run's series
- * window (the same SELECT as co_detect.c's s_series, copied here) and
- * vd_change_find on its three metrics. The difference is what
- * co_detect adds around it (the run's own rows, the change-point look-
- * ups and stores, annotations).
+ * What a RunEnd costs: the detection thread (collector/co_detect.h)
+ * calls co_detect_run on the run just stored, the newest of its series,
+ * whose window (detect_windows, migration 015) its previous run left.
+ * So for N (default 500, at most 100000) series drawn at random
+ * (setseed(S)), each series' newest two complete runs:
  *
+ *   1. rebuild: co_detect_run on the second newest, with no kept window
+ *      (the table starts empty): the series' window read run by run and
+ *      kept. This is the cost of a series' first RunEnd after an upgrade,
+ *      or after a run arrived out of order or was dropped from the queue;
+ *   2. CMD, when given, through sh (changes_bench.sh restarts PostgreSQL
+ *      there, so that step 3 reads from the OS's page cache, not from
+ *      shared buffers), then a new connection;
+ *   3. RunEnd: co_detect_run on the newest run, timed; beside each call
+ *      the named peer on the same run (which of the two goes first
+ *      alternates): the window read run by run (the same SELECT as
+ *      co_detect.c's s_read_full, copied here) and vd_change_find on its
+ *      three metrics, i.e. what co_detect_run did per RunEnd before 014.
+ *
+ * One connection, in the detection thread's session (co_detect_session).
  * Prints one line per figure and, last, one JSON object:
  *   {"runs", "found", "detect_ms": {"median", "p90", "p99", "max"},
- *    "read_ms": {...}, "find_ms": {...}, "ratio_median",
- *    "target_ms": 5, "met"}
+ *    "peer_ms", "read_ms", "find_ms", "rebuild_ms": {...}, "ratio_median",
+ *    "between" (CMD was given), "target_ms": 5, "met"}
  * Not a test: figures go to docs/performance.md. Exit 0, or 1 with the
  * error on stderr. */
 #include <inttypes.h>
@@ -39,9 +47,9 @@
 #define S_RUNS_MAX     100000
 #define S_TARGET_MS    5.0
 
-/* co_detect.c's s_series query, for one (run, subject, other): the
- * window of points the detection reads, prepared once as co_detect
- * does. Kept in step by hand. */
+/* co_detect.c's s_read_full query, for one (run, subject, other): the
+ * window of points detection read at every RunEnd before migration 015,
+ * prepared once as co_detect does. Kept in step by hand. */
 static const char s_window_sql[] =
     "SELECT r.id, ss.median, ss.min, ss.q25, ss.q75, ss.max, ss.n, "
     "so.median, so.min, so.q25, so.q75, so.max, so.n FROM runs r "
@@ -179,14 +187,79 @@ s_json(const char *key, const double *sorted, size_t n, bool comma)
            s_q(sorted, n, 0.99), sorted[n - 1], comma ? ", " : "");
 }
 
+/* A connection in the detection thread's session (timeout, no JIT,
+ * generic plans), the peer's window query prepared once as co_detect's
+ * are. NULL after printing why. */
+static PGconn *
+s_connect(const char *conninfo)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "detect-bench: PQconnectdb: %s", PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
+    co_detect_session(c);
+    PGresult *prep = PQprepare(c, "detect_bench_window", s_window_sql, 7,
+                               NULL);
+    if (PQresultStatus(prep) != PGRES_COMMAND_OK) {
+        fprintf(stderr, "detect-bench: PQprepare: %s", PQerrorMessage(c));
+        PQclear(prep);
+        PQfinish(c);
+        return NULL;
+    }
+    PQclear(prep);
+    return c;
+}
+
+/* n series at random (setseed(seed)), each as its newest two complete
+ * runs' ids (columns "newest", "previous"); not timed. */
+static PGresult *
+s_pick(PGconn *c, long n, double seed)
+{
+    char sseed[32], slimit[24];
+    snprintf(sseed, sizeof sseed, "%.6f", seed);
+    snprintf(slimit, sizeof slimit, "%ld", n);
+    const char *ps[] = { sseed }, *pl[] = { slimit };
+    PQclear(PQexecParams(c, "SELECT setseed($1::float8)", 1, NULL, ps, NULL,
+                         NULL, 0));
+    return PQexecParams(c, "WITH k AS (SELECT DISTINCT benchmark_id, "
+        "host_id, vars FROM series), pick AS (SELECT * FROM k ORDER BY "
+        "random() LIMIT $1::int) SELECT x.ids[1], x.ids[2] FROM pick p "
+        "CROSS JOIN LATERAL (SELECT array_agg(id ORDER BY started_at_us DESC) "
+        "AS ids FROM (SELECT r.id, r.started_at_us FROM runs r WHERE "
+        "r.benchmark_id = p.benchmark_id AND r.host_id = p.host_id AND "
+        "r.vars = p.vars AND r.status = 'complete' ORDER BY r.started_at_us "
+        "DESC LIMIT 2) q) x WHERE x.ids[2] IS NOT NULL", 1, NULL, pl, NULL,
+        NULL, 0);
+}
+
+/* co_detect_run on run, timed into *ms; found accumulates. */
+static int
+s_detect(PGconn *c, const char *run, const vd_change_params_t *params,
+         double *ms, long *found)
+{
+    char err[512];
+    int f = 0;
+    double t0 = s_now_ms();
+    int rc = co_detect_run(c, strtoll(run, NULL, 10), params, &f, err,
+                           sizeof err);
+    *ms = s_now_ms() - t0;
+    *found += f;
+    if (rc != 0)
+        fprintf(stderr, "detect-bench: co_detect_run %s: %s\n", run, err);
+    return rc;
+}
+
 int
 main(int argc, char **argv)
 {
     long runs = S_RUNS_DEFAULT;
     double seed = 0.42;
+    const char *between = NULL;
     if (argc < 2 || argv[1][0] == '-') {
         fprintf(stderr, "usage: detect-bench CONNINFO [--runs N] "
-                        "[--seed S (-1..1)]\n");
+                        "[--seed S (-1..1)] [--between CMD]\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {
@@ -203,50 +276,29 @@ main(int argc, char **argv)
                 fprintf(stderr, "detect-bench: --seed -1..1\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--between") == 0 && i + 1 < argc) {
+            between = argv[++i];
         } else {
             fprintf(stderr, "detect-bench: unknown argument %s\n", argv[i]);
             return 2;
         }
     }
-    PGconn *c = PQconnectdb(argv[1]);
-    if (PQstatus(c) != CONNECTION_OK) {
-        fprintf(stderr, "detect-bench: PQconnectdb: %s", PQerrorMessage(c));
-        PQfinish(c);
+    PGconn *c = s_connect(argv[1]);
+    if (!c)
         return 1;
-    }
-    /* The detection thread's session (timeout, no JIT, generic plans);
-     * the peer's window query prepared once, as co_detect's is. */
-    co_detect_session(c);
-    PGresult *prep = PQprepare(c, "detect_bench_window", s_window_sql, 7,
-                               NULL);
-    if (PQresultStatus(prep) != PGRES_COMMAND_OK) {
-        fprintf(stderr, "detect-bench: PQprepare: %s", PQerrorMessage(c));
-        PQclear(prep);
-        PQfinish(c);
-        return 1;
-    }
-    PQclear(prep);
-    char sseed[32], slimit[24], err[512];
-    snprintf(sseed, sizeof sseed, "%.6f", seed);
-    snprintf(slimit, sizeof slimit, "%ld", runs);
-    const char *ps[] = { sseed }, *pl[] = { slimit };
-    PQclear(PQexecParams(c, "SELECT setseed($1::float8)", 1, NULL, ps, NULL,
-                         NULL, 0));
-    /* A random sample of complete runs (not timed). */
-    PGresult *ids = PQexecParams(c, "SELECT id FROM runs WHERE status = "
-        "'complete' ORDER BY random() LIMIT $1::int", 1, NULL, pl, NULL,
-        NULL, 0);
+    PGresult *ids = s_pick(c, runs, seed);
     if (PQresultStatus(ids) != PGRES_TUPLES_OK || PQntuples(ids) == 0) {
-        fprintf(stderr, "detect-bench: no complete runs: %s",
-                PQerrorMessage(c));
+        fprintf(stderr, "detect-bench: no series with two complete runs: "
+                "%s", PQerrorMessage(c));
         PQclear(ids);
         PQfinish(c);
         return 1;
     }
     size_t n = (size_t)PQntuples(ids);
     double *total = calloc(n, sizeof *total), *read = calloc(n, sizeof *read),
-           *find = calloc(n, sizeof *find), *peer = calloc(n, sizeof *peer);
-    if (!total || !read || !find || !peer) {
+           *find = calloc(n, sizeof *find), *peer = calloc(n, sizeof *peer),
+           *rebuild = calloc(n, sizeof *rebuild);
+    if (!total || !read || !find || !peer || !rebuild) {
         fprintf(stderr, "detect-bench: out of memory\n");
         return 1;
     }
@@ -254,7 +306,22 @@ main(int argc, char **argv)
     vd_change_params_default(&params);
     long found = 0;
     int rc = 0;
-    /* Whichever goes first reads the run's pages from disk or the OS
+    char err[512];
+    /* 1: each series' window as its previous RunEnd left it. */
+    PQclear(PQexec(c, "DELETE FROM detect_windows"));
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = s_detect(c, PQgetvalue(ids, (int)i, 1), &params, &rebuild[i],
+                      &found) ? 1 : 0;
+    /* 2 */
+    if (rc == 0 && between) {
+        PQfinish(c);
+        int st = system(between);
+        if (st != 0)
+            fprintf(stderr, "detect-bench: --between exited %d\n", st);
+        if (!(c = s_connect(argv[1])))
+            rc = 1;
+    }
+    /* 3: whichever goes first reads the run's pages from disk or the OS
      * cache, the second from shared buffers: the order alternates, so
      * both see the same mix. */
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -267,28 +334,22 @@ main(int argc, char **argv)
                     rc = 1;
                 }
                 peer[i] = read[i] + find[i];
-                continue;
-            }
-            int f = 0;
-            double t0 = s_now_ms();
-            if (co_detect_run(c, strtoll(id, NULL, 10), &params, &f, err,
-                              sizeof err) != 0) {
-                fprintf(stderr, "detect-bench: co_detect_run %s: %s\n", id,
-                        err);
+            } else if (s_detect(c, id, &params, &total[i], &found) != 0) {
                 rc = 1;
             }
-            total[i] = s_now_ms() - t0;
-            found += f;
         }
     }
     if (rc == 0) {
-        printf("detect-bench: %zu random complete runs, window %zu, "
-               "vd_change_params_default; %ld change points stored\n", n,
-               params.window, found);
-        s_print("co_detect_run (per run)", total, n);
+        printf("detect-bench: %zu random series, each's newest complete run "
+               "(a RunEnd), window %zu, vd_change_params_default; %ld change "
+               "points stored%s%s\n", n, params.window, found,
+               between ? "; between the kept windows and the RunEnds: " : "",
+               between ? between : "");
+        s_print("co_detect_run (per RunEnd)", total, n);
         s_print("peer: window read + vd_change_find", peer, n);
         s_print("  of which the window read", read, n);
         s_print("  of which vd_change_find x3", find, n);
+        s_print("rebuild (no kept window)", rebuild, n);
         double ratio = s_q(total, n, 0.5) / s_q(peer, n, 0.5);
         bool met = s_q(total, n, 0.99) <= S_TARGET_MS;
         printf("ratio co_detect_run / peer (medians): %.2f\n", ratio);
@@ -299,13 +360,16 @@ main(int argc, char **argv)
         s_json("peer_ms", peer, n, true);
         s_json("read_ms", read, n, true);
         s_json("find_ms", find, n, true);
-        printf("\"ratio_median\": %.3f, \"target_ms\": %.0f, \"met\": %s}\n",
-               ratio, S_TARGET_MS, met ? "true" : "false");
+        s_json("rebuild_ms", rebuild, n, true);
+        printf("\"ratio_median\": %.3f, \"between\": %s, \"target_ms\": "
+               "%.0f, \"met\": %s}\n", ratio, between ? "true" : "false",
+               S_TARGET_MS, met ? "true" : "false");
     }
     free(total);
     free(read);
     free(find);
     free(peer);
+    free(rebuild);
     PQclear(ids);
     PQfinish(c);
     return rc;

@@ -308,6 +308,23 @@ test_dumps(void)
     free(text);
     json_decref(o);
 
+    /* Strings and keys are escaped by pw_json's own writer when ASCII:
+     * exactly as jansson's, every control character and a NUL included. */
+    char all[40];
+    for (int i = 0; i < 32; i++)
+        all[i] = (char)i;
+    memcpy(all + 32, "\"\\/a\x7f~ ", 7);
+    o = json_pack("{s:s%,s:s,s:I,s:b}", "ctl\x01\t\"\\", all,
+                  (size_t)39, "utf8 \u00e9\u2603", "\u00e9 \x1f",
+                  "big", (json_int_t)-9007199254740993LL, "no", 0);
+    text = pw_json_dumps(o);
+    char *want = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY);
+    ok(text && want && strcmp(text, want) == 0,
+       "strings and keys escaped as jansson escapes them");
+    free(text);
+    free(want);
+    json_decref(o);
+
     o = json_array();
     json_t *inner = o;
     for (int i = 0; i < PW_JSON_DEPTH_MAX + 2; i++) {

@@ -16,10 +16,12 @@ parity-collector with its private PostgreSQL, two parity-agent daemons
            series (no change point from it), and every error message of
            ack and unack is pinned. The `series` request shows the
            runs, the change point's index and no annotation (nothing
-           changed on the hosts).
+           changed on the hosts). The window detection kept for each
+           series (detect_windows) is the one it would read run by run.
 """
 import json
 import os
+import struct
 import sys
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
@@ -69,6 +71,50 @@ def wait_change_points(w, n, timeout=90, hosts=()):
     return body
 
 
+# What detection reads run by run (co_detect.c s_read_full) for the
+# window that ends at a kept row's newest run: ids and subject medians.
+FULL_WINDOW = """SELECT string_agg(id || ':' || median, ' ' ORDER BY
+ started_at_us) FROM (SELECT r.id, r.started_at_us, ss.median FROM runs r
+ JOIN arms a1 ON a1.run = r.id AND a1.name = '%(subject)s'
+ JOIN run_summaries ss ON ss.run = r.id AND ss.arm = a1.idx
+ LEFT JOIN arms a2 ON a2.run = r.id AND a2.name = '%(other)s'
+ LEFT JOIN run_summaries so ON so.run = r.id AND so.arm = a2.idx
+ WHERE r.benchmark_id = %(bench)s AND r.host_id = %(host)s
+ AND r.vars = '%(vars)s'::jsonb AND r.status = 'complete'
+ AND r.started_at_us <= %(started)s AND ss.median IS NOT NULL
+ AND ('%(other)s' = '' OR so.median IS NOT NULL)
+ ORDER BY r.started_at_us DESC LIMIT 200) q"""
+
+
+def check_kept_windows(w):
+    """Each series' window that detection kept (detect_windows,
+    migration 015: extended run by run as runs were stored) is the
+    window it would read in full: the same runs, the same medians."""
+    rows = w.psql("SELECT benchmark_id, host_id, vars::text, subject, "
+                  "other, newest_run, newest_started_us, "
+                  "encode(points, 'hex') FROM detect_windows") or ""
+    good, seen = True, 0
+    for line in rows.splitlines():
+        bench, host, vars_, subject, other, newest, started, hexa = \
+            line.split("|")
+        raw = bytes.fromhex(hexa)
+        n = (len(raw) - 5) // 104
+        pts = [struct.unpack(">q6d6d", raw[5 + 104 * i:5 + 104 * (i + 1)])
+               for i in range(n)]
+        kept = " ".join("%d:%r" % (p[0], p[1]) for p in pts)
+        full = w.psql(FULL_WINDOW % {
+            "bench": bench, "host": host, "vars": vars_, "subject": subject,
+            "other": other, "started": started}) or ""
+        full = " ".join("%s:%r" % (x.split(":")[0], float(x.split(":")[1]))
+                        for x in full.split())
+        seen += 1
+        if kept != full or not pts or pts[-1][0] != int(newest):
+            good = False
+            diag("kept %s\nfull %s" % (kept[:300], full[:300]))
+    ok(good and seen >= len(HOSTS), "the windows detection kept are the "
+       "windows it would read run by run (%d series)" % seen)
+
+
 def case_changes():
     w = tj.World()
     try:
@@ -92,6 +138,7 @@ def case_changes():
         ok(good == 12, "12 jobs ran (%d)" % good)
 
         body = wait_change_points(w, 2, hosts=HOSTS)
+        check_kept_windows(w)
         cps = body.get("change_points", {}).get("open", [])
         regs = [c for c in cps if c["regression"]]
         ok(sorted({c["host"] for c in regs}) == list(HOSTS),
