@@ -35,7 +35,13 @@ typedef struct {
 } s_entry_t;
 
 struct ag_spool {
+    /* Guards the index below, never held across a write to the disk: the
+     * agent's network thread asks it for counts at every Heartbeat, and
+     * a durable append's fsyncs can take a second on a busy disk. */
     pthread_mutex_t lock;
+    /* Serialises the state files' writes and removals (tmp, fsync,
+     * rename), which must not interleave; the index stays free. */
+    pthread_mutex_t state_lock;
     char *dir;
     int dir_fd;
     int lock_fd;               /* flock'd: one process per spool */
@@ -45,6 +51,8 @@ struct ag_spool {
     size_t count;
     size_t cap;
     uint64_t bytes;
+    size_t writing;            /* appends between their check and insert */
+    uint64_t writing_bytes;
     uint64_t next_seq;         /* next number to hand out */
     uint64_t leased_to;        /* counter file says numbers < this are used */
     char *problems[AG_SPOOL_MAX_PROBLEMS];
@@ -500,6 +508,7 @@ ag_spool_open(const char *dir, const ag_spool_limits_t *limits,
         return AG_SPOOL_ERR;
     }
     pthread_mutex_init(&sp->lock, NULL);
+    pthread_mutex_init(&sp->state_lock, NULL);
     sp->dir_fd = -1;
     sp->lock_fd = -1;
     sp->dir = strdup(dir);
@@ -554,6 +563,7 @@ ag_spool_destroy(ag_spool_t **spp)
     free(sp->entries);
     free(sp->dir);
     pthread_mutex_destroy(&sp->lock);
+    pthread_mutex_destroy(&sp->state_lock);
     free(sp);
     *spp = NULL;
 }
@@ -577,55 +587,71 @@ out:
     return seq;
 }
 
-int
-ag_spool_append(ag_spool_t *sp, uint64_t seq, const void *data, size_t len,
-                bool force, char *err, size_t errlen)
+/* The checks of an append, under the index lock: a seq taken and not
+ * held, and room counting the appends still being written. */
+static int
+s_append_check(ag_spool_t *sp, uint64_t seq, size_t len, bool force,
+               char *err, size_t errlen)
 {
-    int rc = AG_SPOOL_ERR;
-    char name[64];
-    unsigned char head[S_HEADER];
-    pthread_mutex_lock(&sp->lock);
     if (seq == 0 || seq >= sp->next_seq) {
         pw_err(err, errlen, "spool append: seq %" PRIu64 " was not taken "
                "with ag_spool_take_seq", seq);
-        goto out;
+        return AG_SPOOL_ERR;
     }
     if (len > AG_SPOOL_MAX_MESSAGE_BYTES) {
         pw_err(err, errlen, "spool append: message of %zu bytes is above "
                "the bound of %u bytes", len, AG_SPOOL_MAX_MESSAGE_BYTES);
-        goto out;
+        return AG_SPOOL_ERR;
     }
     size_t at = s_find(sp, seq);
     if (at < sp->count && sp->entries[at].seq == seq) {
         pw_err(err, errlen, "spool append: seq %" PRIu64 " already held",
                seq);
-        goto out;
+        return AG_SPOOL_ERR;
     }
-    if (!force && (sp->count + 1 > sp->max_messages
-                   || sp->bytes + len > sp->max_bytes)) {
+    if (!force && (sp->count + sp->writing + 1 > sp->max_messages
+                   || sp->bytes + sp->writing_bytes + len > sp->max_bytes)) {
         pw_err(err, errlen, "spool %s is full: %zu messages, %" PRIu64
                " bytes held (bounds %" PRIu32 " messages, %" PRIu64
                " bytes; --spool-max); waiting for the collector to ack",
                sp->dir, sp->count, sp->bytes, sp->max_messages,
                sp->max_bytes);
-        rc = AG_SPOOL_FULL;
-        goto out;
+        return AG_SPOOL_FULL;
     }
+    return AG_SPOOL_OK;
+}
+
+int
+ag_spool_append(ag_spool_t *sp, uint64_t seq, const void *data, size_t len,
+                bool force, char *err, size_t errlen)
+{
+    char name[64];
+    unsigned char head[S_HEADER];
+    pthread_mutex_lock(&sp->lock);
+    int rc = s_append_check(sp, seq, len, force, err, errlen);
+    if (rc == AG_SPOOL_OK) {
+        sp->writing++;
+        sp->writing_bytes += len;
+    }
+    pthread_mutex_unlock(&sp->lock);
+    if (rc != AG_SPOOL_OK)
+        return rc;
+    /* The file is written and made durable without the lock (each seq
+     * has its own file); only then does the index hold it. */
     memcpy(head, S_MAGIC, 8);
     s_put64(head + 8, seq);
     s_put32(head + 16, (uint32_t)len);
     s_put32(head + 20, s_crc32(data, len));
     s_msg_name(name, sizeof name, seq);
-    if (s_write_file(sp, name, head, sizeof head, data, len, err, errlen)
-        != AG_SPOOL_OK)
-        goto out;
-    if (s_insert(sp, seq, (uint32_t)len) != AG_SPOOL_OK) {
+    rc = s_write_file(sp, name, head, sizeof head, data, len, err, errlen);
+    pthread_mutex_lock(&sp->lock);
+    sp->writing--;
+    sp->writing_bytes -= len;
+    if (rc == AG_SPOOL_OK && s_insert(sp, seq, (uint32_t)len) != AG_SPOOL_OK) {
         pw_err(err, errlen, "malloc: out of memory indexing %s", sp->dir);
         unlinkat(sp->dir_fd, name, 0);
-        goto out;
+        rc = AG_SPOOL_ERR;
     }
-    rc = AG_SPOOL_OK;
-out:
     pthread_mutex_unlock(&sp->lock);
     return rc;
 }
@@ -736,8 +762,8 @@ bool
 ag_spool_has_room(ag_spool_t *sp, size_t len)
 {
     pthread_mutex_lock(&sp->lock);
-    bool room = sp->count + 1 <= sp->max_messages
-                && sp->bytes + len <= sp->max_bytes;
+    bool room = sp->count + sp->writing + 1 <= sp->max_messages
+                && sp->bytes + sp->writing_bytes + len <= sp->max_bytes;
     pthread_mutex_unlock(&sp->lock);
     return room;
 }
@@ -789,10 +815,10 @@ ag_spool_state_write(ag_spool_t *sp, const char *name, const char *text,
         pw_err(err, errlen, "spool state: bad name \"%s\"", name);
         return AG_SPOOL_ERR;
     }
-    pthread_mutex_lock(&sp->lock);
+    pthread_mutex_lock(&sp->state_lock);
     int rc = s_write_file(sp, name, text, strlen(text), NULL, 0, err,
                           errlen);
-    pthread_mutex_unlock(&sp->lock);
+    pthread_mutex_unlock(&sp->state_lock);
     return rc;
 }
 
@@ -803,10 +829,10 @@ ag_spool_state_read(ag_spool_t *sp, const char *name)
     size_t n = 0;
     if (!s_state_name_ok(name))
         return NULL;
-    pthread_mutex_lock(&sp->lock);
+    pthread_mutex_lock(&sp->state_lock);
     if (s_read_file(sp, name, 1u << 20, &buf, &n, NULL, 0) != AG_SPOOL_OK)
         buf = NULL;
-    pthread_mutex_unlock(&sp->lock);
+    pthread_mutex_unlock(&sp->state_lock);
     return (char *)buf;
 }
 
@@ -819,7 +845,7 @@ ag_spool_state_clear(ag_spool_t *sp, const char *name, char *err,
         pw_err(err, errlen, "spool state: bad name \"%s\"", name);
         return AG_SPOOL_ERR;
     }
-    pthread_mutex_lock(&sp->lock);
+    pthread_mutex_lock(&sp->state_lock);
     if (unlinkat(sp->dir_fd, name, 0) != 0 && errno != ENOENT) {
         pw_err(err, errlen, "unlink %s/%s: %s", sp->dir, name,
                strerror(errno));
@@ -827,6 +853,6 @@ ag_spool_state_clear(ag_spool_t *sp, const char *name, char *err,
     } else {
         fsync(sp->dir_fd);
     }
-    pthread_mutex_unlock(&sp->lock);
+    pthread_mutex_unlock(&sp->state_lock);
     return rc;
 }

@@ -25,6 +25,12 @@
  *
  * Thread safety: every function takes the spool's own mutex, so a
  * measuring thread may append while the network thread reads and removes.
+ * No function holds it while it writes and fsyncs a file (an append
+ * checks and reserves its room under it, writes its file, then indexes
+ * it; the state files have a lock of their own), so the network thread's
+ * counts at every Heartbeat never wait for the disk. Appends of one seq
+ * from two threads at once are not supported (take_seq hands out each
+ * once).
  *
  * Ownership: ag_spool_open() returns a spool the caller owns and frees
  * with ag_spool_destroy(). ag_spool_read() returns a malloc'd buffer the

@@ -6,10 +6,38 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+/* A disk that stalls on demand: while s_slow_fsync is set, fsync waits
+ * 800 ms before it syncs. ag_spool.c is compiled into this program, so
+ * its fsync calls come here rather than to the C library. */
+static atomic_int s_slow_fsync, s_in_fsync;
+
+int
+fsync(int fd)
+{
+    if (atomic_load(&s_slow_fsync)) {
+        atomic_store(&s_in_fsync, 1);
+        struct timespec ts = { 0, 800L * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    return (int)syscall(SYS_fsync, fd);
+}
+
+static double
+s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 static char root[256];
 
@@ -411,6 +439,70 @@ test_open_errors(void)
        && strstr(err, "plainfile"), "a plain file is not a spool: %s", err);
 }
 
+typedef struct {
+    ag_spool_t *sp;
+    uint64_t seq;
+    int rc;
+} s_append_arg_t;
+
+static void *
+s_append_thread(void *arg)
+{
+    s_append_arg_t *a = arg;
+    char err[512];
+    a->rc = ag_spool_append(a->sp, a->seq, "slow", 4, false, err, sizeof err);
+    return NULL;
+}
+
+/* The network thread asks the spool for its count at every Heartbeat: an
+ * append's fsyncs on a stalled disk must not hold it (a collector with a
+ * 1 s timeout called an agent offline during a 1 s stall), and the room
+ * an append in flight takes still counts against the bounds. */
+static void
+test_append_off_lock(void)
+{
+    char dir[300], err[512];
+    ag_spool_t *sp = NULL;
+    ag_spool_limits_t lim = { .max_bytes = 1 << 20, .max_messages = 2 };
+    snprintf(dir, sizeof dir, "%s/offlock", root);
+    if (ag_spool_open(dir, &lim, &sp, err, sizeof err) != AG_SPOOL_OK) {
+        ok(0, "open: %s", err);
+        return;
+    }
+    uint64_t s1 = ag_spool_take_seq(sp, err, sizeof err);
+    ok(ag_spool_append(sp, s1, "one", 3, false, err, sizeof err) ==
+       AG_SPOOL_OK, "a first message");
+    s_append_arg_t a = { sp, ag_spool_take_seq(sp, err, sizeof err), -1 };
+    uint64_t s3 = ag_spool_take_seq(sp, err, sizeof err);
+    pthread_t t;
+    atomic_store(&s_in_fsync, 0);
+    atomic_store(&s_slow_fsync, 1);
+    if (pthread_create(&t, NULL, s_append_thread, &a) != 0) {
+        atomic_store(&s_slow_fsync, 0);
+        ok(0, "pthread_create");
+        ag_spool_destroy(&sp);
+        return;
+    }
+    while (!atomic_load(&s_in_fsync))
+        usleep(1000);
+    double t0 = s_now_ms();
+    size_t n = ag_spool_count(sp);
+    bool room = ag_spool_has_room(sp, 1);
+    int full = ag_spool_append(sp, s3, "three", 5, false, err, sizeof err);
+    double took = s_now_ms() - t0;
+    pthread_join(t, NULL);
+    atomic_store(&s_slow_fsync, 0);
+    ok(took < 200, "count, has_room and a refused append answer while an "
+       "append waits 800 ms in fsync (%.1f ms)", took);
+    ok(n == 1, "the message being written is not counted yet (%zu)", n);
+    ok(!room && full == AG_SPOOL_FULL, "its room counts: the bound of 2 "
+       "messages is reached (room %d, append %d)", room, full);
+    ok(a.rc == AG_SPOOL_OK && ag_spool_count(sp) == 2,
+       "the slow append is held once done (rc %d, count %zu)", a.rc,
+       ag_spool_count(sp));
+    ag_spool_destroy(&sp);
+}
+
 int
 main(void)
 {
@@ -428,6 +520,7 @@ main(void)
     test_problem_bound();
     test_mkdir_names();
     test_open_errors();
+    test_append_off_lock();
     s_rmtree(root);
     return tap_done();
 }
