@@ -182,6 +182,12 @@ s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
 
 /* ---- hosts -------------------------------------------------------- */
 
+/* Names listed in a host's same_machine, at most (a string for the SQL):
+ * agents in containers share their machine's boot id, and a list of
+ * every other one for every host grows as the square of them (a few
+ * thousand outgrew the 4 MiB frame); same_machine_count has them all. */
+#define S_SAME_MACHINE_MAX "16"
+
 /* One query for every host: the floor is the one kept on the host's row
  * (co_db writes it at each Calibration and RunEnd, 006), and online and
  * last_seen are the database's, which the collector keeps current. */
@@ -209,15 +215,18 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         "COALESCE(h.floor_us, $1::float8), "
         "COALESCE(h.floor_is_default, true), COALESCE(h.floor_samples, 0), "
         "h.boot_id, (SELECT COALESCE(json_agg(o.name ORDER BY o.name), '[]') "
-        " FROM hosts o WHERE h.boot_id <> '' AND o.boot_id = h.boot_id AND "
-        " o.id <> h.id)::text, "
+        " FROM (SELECT o.name FROM hosts o WHERE h.boot_id <> '' AND "
+        " o.boot_id = h.boot_id AND o.id <> h.id ORDER BY o.name LIMIT "
+        S_SAME_MACHINE_MAX ") o)::text, "
         /* No host_keys row: approved by a file of --allow. */
         "COALESCE((SELECT k.state FROM host_keys k WHERE "
         " k.public_key = h.public_key), 'approved') , "
         "COALESCE(h.collector, ''), "
         "(SELECT COALESCE(json_object_agg(s.name, s.digest ORDER BY s.name), "
         " '{}') FROM host_suites s WHERE s.host_id = h.id)::text, "
-        CO_SELFTEST_SQL("h.id") " "
+        CO_SELFTEST_SQL("h.id") ", "
+        "(SELECT count(*) FROM hosts o WHERE h.boot_id <> '' AND "
+        " o.boot_id = h.boot_id AND o.id <> h.id) "
         "FROM hosts h ORDER BY h.name, h.id", 1, p);
     if (!r || !out)
         goto fail;
@@ -269,6 +278,8 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
                                                                    15)));
         json_object_set_new(h, "suite_digests", co_reply_json_col(r, i, 17));
         json_object_set_new(h, "selftest", selftest);
+        json_object_set_new(h, "same_machine_count", json_integer(
+            (json_int_t)strtoll(PQgetvalue(r, i, 19), NULL, 10)));
         json_array_append_new(out, h);
     }
     PQclear(r);

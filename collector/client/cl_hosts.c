@@ -102,6 +102,12 @@ s_print_machines(const json_t *hosts)
                name);
         json_array_foreach(same, k, v)
             printf(", %s", json_string_value(v) ? json_string_value(v) : "?");
+        /* The collector lists 16 others at most; the count has them all. */
+        json_int_t all = json_integer_value(json_object_get(
+            h, "same_machine_count"));
+        if (all > (json_int_t)json_array_size(same))
+            printf(" and %lld more", (long long)(all -
+                                      (json_int_t)json_array_size(same)));
         printf(": their jobs run one at a time\n");
     }
 }

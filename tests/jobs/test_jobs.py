@@ -580,6 +580,26 @@ def case_fleet():
            'or take the other keys off the allow-list' in r.stderr,
            "a name two keys claim is refused: %s" % r.stderr.strip())
         w.stop_agent("twin")
+        # Agents in containers share their machine's boot id: a host lists
+        # 16 others at most, and counts them all.
+        boot = w.psql("SELECT boot_id FROM hosts WHERE name = 'beta'")
+        w.psql("INSERT INTO hosts (public_key, name, boot_id) SELECT "
+               "'box-key-' || i, 'box-' || lpad(i::text, 2, '0'), '%s' "
+               "FROM generate_series(1, 20) i" % boot)
+        hosts = w.pjson("hosts", "--json") or {"hosts": []}
+        beta = [h for h in hosts["hosts"] if h["name"] == "beta"]
+        others = int(w.psql("SELECT count(*) FROM hosts WHERE boot_id = "
+                            "'%s' AND name <> 'beta'" % boot))
+        ok(beta and len(beta[0]["same_machine"]) == 16 and
+           beta[0]["same_machine"] == sorted(beta[0]["same_machine"]) and
+           beta[0]["same_machine_count"] == others and others > 20,
+           "same_machine lists 16 of beta's %d others, same_machine_count "
+           "all (%s)" % (others, beta[0].get("same_machine_count")
+                         if beta else None))
+        r = w.parity("hosts")
+        ok(r.returncode == 0 and "and %d more: their jobs run one at a "
+           "time" % (others + 1 - 17) in r.stdout,
+           "parity hosts names the first 17 of a machine and counts the rest")
     finally:
         w.close(keep=tap.n_failed > 0)
 
