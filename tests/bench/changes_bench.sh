@@ -89,49 +89,21 @@ COLLECTOR=$BUILD/collector/parity-collector
 PARITY=$BUILD/collector/client/parity
 DETECT=$BUILD/tests/bench/detect-bench
 
-PGBIN=${PARITY_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
-AS_PG=""
-[ "$(id -u)" -ne 0 ] || AS_PG="runuser -u postgres --"
+. "$ROOT/tests/bench/bench_lib.sh"
+PGBIN=$(pg_bindir)
+AS_PG=$(as_pg)
 
 log() { echo "changes_bench: $*"; }
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# start_collector EXE DATA PORT LOG: sets CPID; waits for "event=listening".
+# start_collector EXE DATA PORT LOG: sets CPID; waits (<= 10 min) for
+# "event=listening".
 start_collector() {
     "$1" --bind "tcp://127.0.0.1:$3" --key "$KEYS/collector_secret" \
         --allow "$KEYS/allow" --admin "$KEYS/admin" --data-dir "$2" \
         --query-timeout 300s --log-level info 2>>"$4" &
     CPID=$!
-    i=0
-    while ! grep -q "event=listening" "$4" 2>/dev/null; do
-        kill -0 "$CPID" 2>/dev/null || { log "collector exited, see $4"; tail -5 "$4"; exit 1; }
-        i=$((i + 1))
-        [ "$i" -lt 6000 ] || { log "collector not listening after 10 min"; exit 1; }
-        sleep 0.1
-    done
+    wait_listening "$4" 6000
 }
-
-# stop_collector: SIGTERM, 120 s, then SIGKILL.
-stop_collector() {
-    kill -TERM "$CPID" 2>/dev/null || true
-    i=0
-    while kill -0 "$CPID" 2>/dev/null && [ "$i" -lt 1200 ]; do
-        sleep 0.1; i=$((i + 1))
-    done
-    kill -KILL "$CPID" 2>/dev/null || true
-    wait "$CPID" 2>/dev/null || true
-}
-
-psql_q() {
-    d=$1
-    shift
-    "$PGBIN/psql" -X -A -t -q -v ON_ERROR_STOP=1 -h "$d/pg" -U parity -d parity "$@"
-}
-
-elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'; }
 
 # timed FILE CMD...: runs CMD (stdout to FILE), prints its wall seconds;
 # exit status 0 or 1 is an answer (regressions exits 1 on an open one).
@@ -141,7 +113,7 @@ timed() {
     t0=$(date +%s.%N)
     rc=0
     "$@" >"$out" 2>"$out.err" || rc=$?
-    e=$(elapsed "$t0")
+    e=$(elapsed "$t0" 3)
     [ "$rc" -le 1 ] || { log "$* failed ($rc): $(head -c 300 "$out.err")" >&2; echo "fail"; return 0; }
     echo "$e"
 }
@@ -184,7 +156,7 @@ if [ -n "$BASE" ] && [ -d "$BASE/pg" ]; then
         cp "$W/fresh/pg/postgresql.auto.conf" "$W/data/pg/"
     sed -i "s|^unix_socket_directories = .*|unix_socket_directories = '$W/data/pg'|" "$conf"
     rm -rf "$W/fresh"
-    log "history copied from $BASE in $(elapsed "$t0") s"
+    log "history copied from $BASE in $(elapsed "$t0" 3) s"
 else
     log "bulk-loading history ..."
     # The collector makes the cluster and its schema, then stops.
@@ -196,7 +168,7 @@ else
         -v varsets="$VARSETS" -v nights="$RUNS" -v rounds=30 \
         -f "$ROOT/tests/bench/changes_history.sql" >/dev/null
     psql_q "$W/data" -c "VACUUM (ANALYZE)" >/dev/null
-    LOAD_S=$(elapsed "$t0")
+    LOAD_S=$(elapsed "$t0" 3)
     $AS_PG "$PGBIN/pg_ctl" -D "$W/data/pg" -m fast -w -t 120 stop >/dev/null
     log "history loaded in $LOAD_S s"
     if [ -n "$BASE" ]; then
@@ -231,7 +203,7 @@ port=$(free_port)
 export PARITY_COLLECTOR="tcp://127.0.0.1:$port"
 t0=$(date +%s.%N)
 start_collector "$COLLECTOR" "$W/data" "$port" "$W/collector.log"
-START_S=$(elapsed "$t0")
+START_S=$(elapsed "$t0" 3)
 NRUNS=$(psql_q "$W/data" -c "SELECT count(*) FROM runs")
 NCP=$(psql_q "$W/data" -c "SELECT count(*) FROM change_points")
 DBSIZE=$(psql_q "$W/data" -c "SELECT pg_database_size('parity') / 1048576")

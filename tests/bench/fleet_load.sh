@@ -128,9 +128,9 @@ FL=$TOOL/tests/bench/fleet-load
 ninja -C "$BUILD" -j1 collector/parity-collector >/dev/null
 [ -z "$COMPARE" ] || ninja -C "$COMPARE" -j1 collector/parity-collector >/dev/null
 
-PGBIN=${PARITY_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
-AS_PG=""
-[ "$(id -u)" -ne 0 ] || AS_PG="runuser -u postgres --"
+. "$ROOT/tests/bench/bench_lib.sh"
+PGBIN=$(pg_bindir)
+AS_PG=$(as_pg)
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # Rounds per history run: 365 nights x 50 hosts x 4 benchmarks x 3.
@@ -141,10 +141,6 @@ NKEYS=$AGENTS
 
 log() { echo "fleet_load: $*"; }
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
 # start_collector EXE DATA KEYS PORT LOG: sets CPID; waits (<= 30 min: a
 # migration of 20 M rows) for its "event=listening" line.
 start_collector() {
@@ -152,35 +148,8 @@ start_collector() {
         --allow "$3/allow" --admin "$3/admin" --data-dir "$2" \
         --heartbeat-ms "$HB" --log-level info 2>>"$5" &
     CPID=$!
-    i=0
-    while ! grep -q "event=listening" "$5" 2>/dev/null; do
-        kill -0 "$CPID" 2>/dev/null || { log "collector exited, see $5"; tail -5 "$5"; exit 1; }
-        i=$((i + 1))
-        [ "$i" -lt 18000 ] || { log "collector not listening after 30 min"; exit 1; }
-        sleep 0.1
-    done
+    wait_listening "$5" 18000
 }
-
-# stop_collector: SIGTERM (it stops its server too), 120 s, then SIGKILL.
-stop_collector() {
-    kill -TERM "$CPID" 2>/dev/null || true
-    i=0
-    while kill -0 "$CPID" 2>/dev/null && [ "$i" -lt 1200 ]; do
-        sleep 0.1; i=$((i + 1))
-    done
-    kill -KILL "$CPID" 2>/dev/null || true
-    wait "$CPID" 2>/dev/null || true
-}
-
-# psql_q DATA ARGS...: psql on DATA's private cluster.
-psql_q() {
-    d=$1
-    shift
-    "$PGBIN/psql" -X -A -t -q -v ON_ERROR_STOP=1 -h "$d/pg" -U parity -d parity "$@"
-}
-
-# elapsed T0: seconds since T0 (date +%s.%N), one decimal.
-elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # load_history DATA KEYS: the year of history into a fresh cluster.
 load_history() {

@@ -1,0 +1,58 @@
+# bench_lib.sh -- shell helpers shared by the benchmark scripts that run
+# a real parity-collector on its private cluster (fleet_load.sh,
+# changes_bench.sh). Sourced, not run. The caller defines log() (its
+# own prefix) before using these, and sets:
+#   PGBIN  PostgreSQL's bin directory (pg_bindir below gives the default)
+#   CPID   set by wait_listening's caller: the collector's pid
+
+# pg_bindir: PARITY_PG_BINDIR, else the newest /usr/lib/postgresql/*/bin.
+pg_bindir() {
+    echo "${PARITY_PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}"
+}
+
+# as_pg: the prefix that runs a command as the postgres user when we
+# are root (PostgreSQL refuses to run as root), else nothing.
+as_pg() {
+    [ "$(id -u)" -ne 0 ] || echo "runuser -u postgres --"
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_listening LOG TENTHS: waits until collector CPID logs
+# "event=listening" in LOG, at most TENTHS tenths of a second; exits the
+# script when it dies first or does not listen in time.
+wait_listening() {
+    i=0
+    while ! grep -q "event=listening" "$1" 2>/dev/null; do
+        kill -0 "$CPID" 2>/dev/null || { log "collector exited, see $1"; tail -5 "$1"; exit 1; }
+        i=$((i + 1))
+        [ "$i" -lt "$2" ] || { log "collector not listening after $(($2 / 10)) s"; exit 1; }
+        sleep 0.1
+    done
+}
+
+# stop_collector: SIGTERM (it stops its server too), 120 s, then SIGKILL.
+stop_collector() {
+    kill -TERM "$CPID" 2>/dev/null || true
+    i=0
+    while kill -0 "$CPID" 2>/dev/null && [ "$i" -lt 1200 ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+    kill -KILL "$CPID" 2>/dev/null || true
+    wait "$CPID" 2>/dev/null || true
+}
+
+# psql_q DATA ARGS...: psql on DATA's private cluster.
+psql_q() {
+    d=$1
+    shift
+    "$PGBIN/psql" -X -A -t -q -v ON_ERROR_STOP=1 -h "$d/pg" -U parity -d parity "$@"
+}
+
+# elapsed T0 [DIGITS]: seconds since T0 (date +%s.%N), DIGITS decimals (1).
+elapsed() {
+    awk -v a="$1" -v b="$(date +%s.%N)" -v d="${2:-1}" \
+        'BEGIN { printf "%.*f", d, b - a }'
+}
