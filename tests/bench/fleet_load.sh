@@ -65,6 +65,8 @@
 #       collectors' logs and the first's hosts answers (which show every
 #       agent, whichever collector holds it); collector_rss_mb is the
 #       first's
+#   --disk-probe 0|1 (1): run tests/bench/fsync_probe.py beside the load
+#       (disk_flush in the JSON); it adds 20 fdatasyncs a second of its own
 #   --settle vacuum|none (vacuum): after the collector's start (and its
 #       migrations), VACUUM (FREEZE, ANALYZE) the database and sync before
 #       the load, as a year-old database would have been by autovacuum
@@ -75,12 +77,12 @@
 set -eu
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
-[ $# -ge 1 ] || { sed -n '2,55p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,76p' "$0" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd)
 shift
 AGENTS=1000 STREAMERS=100 DURATION=300 HIST=20000000 REUSE="" COMPARE=""
 TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 BATCH_SAMPLES=128 JOB_EVERY=60 KEEP=0 QUERIES=1 SLOW=0 PHASE=run
-NCOLL=1 SETTLE=vacuum
+NCOLL=1 SETTLE=vacuum PROBE_ON=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --agents) AGENTS=$2; shift 2 ;;
@@ -97,6 +99,7 @@ while [ $# -gt 0 ]; do
     --job-every) JOB_EVERY=$2; shift 2 ;;
     --queries) QUERIES=$2; shift 2 ;;
     --settle) SETTLE=$2; shift 2 ;;
+    --disk-probe) PROBE_ON=$2; shift 2 ;;
     --slow-ms) SLOW=$2; shift 2 ;;
     --phase) PHASE=$2; shift 2 ;;
     --collectors) NCOLL=$2; shift 2 ;;
@@ -105,6 +108,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$NCOLL" in 1|2) ;; *) echo "fleet_load.sh: --collectors 1 or 2" >&2; exit 2 ;; esac
+case "$PROBE_ON" in 0|1) ;; *) echo "fleet_load.sh: --disk-probe 0 or 1" >&2; exit 2 ;; esac
 case "$SETTLE" in vacuum|none) ;; *) echo "fleet_load.sh: --settle vacuum or none" >&2; exit 2 ;; esac
 for v in "$AGENTS" "$STREAMERS" "$DURATION" "$HIST" "$HB" "$ROUNDS" \
          "$BATCH_MS" "$BATCH_SAMPLES" "$JOB_EVERY" "$QUERIES" "$SLOW"; do
@@ -259,9 +263,12 @@ run_one() {
     fi
     # The disk's own COMMIT cost beside the load (fsync_probe.py): the
     # floor under every Ack, since an Ack follows its COMMIT.
-    python3 "$ROOT/tests/bench/fsync_probe.py" "$W" "$((DURATION + 60))" \
-        > "$W/fsync.json" &
-    PROBE=$!
+    PROBE=""
+    if [ "$PROBE_ON" = 1 ]; then
+        python3 "$ROOT/tests/bench/fsync_probe.py" "$W" "$((DURATION + 60))" \
+            > "$W/fsync.json" &
+        PROBE=$!
+    fi
     set +e
     "$FL" run --endpoint "$ENDPOINTS" --keys "$KEYS" \
         --agents "$AGENTS" --streamers "$STREAMERS" --duration "$DURATION" \
@@ -272,8 +279,10 @@ run_one() {
         --collector-log "$clog" ${C2LOG:+--collector-log2 "$C2LOG"} \
         | tee "$W/out.txt"
     set -e
-    kill -TERM "$PROBE" 2>/dev/null || true
-    wait "$PROBE" || true
+    if [ -n "$PROBE" ]; then
+        kill -TERM "$PROBE" 2>/dev/null || true
+        wait "$PROBE" || true
+    fi
     if [ "$NCOLL" = 2 ]; then
         CPID=$C2PID
         stop_collector
