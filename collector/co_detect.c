@@ -448,8 +448,9 @@ s_read_full(PGconn *c, const s_series_t *s, size_t window, s_window_t *w,
 }
 
 /* The window from the series' detect_windows row and run's own point,
- * when the row ends just before run: 1 with w filled, 0 when the window
- * must be read in full, -1 with err. */
+ * when the row ends just before run: 1 with w filled, 2 with w filled
+ * when the row ends with run already (nothing to keep), 0 when the
+ * window must be read in full, -1 with err. */
 static int
 s_read_kept(PGconn *c, const s_series_t *s, const char *run, size_t window,
             s_window_t *w, char *err, size_t errlen)
@@ -478,8 +479,10 @@ s_read_kept(PGconn *c, const s_series_t *s, const char *run, size_t window,
     bool same = usable && (int64_t)s_get64((const unsigned char *)
                                            PQgetvalue(r, 0, 0)) == run_id;
     PQclear(r);
-    if (!usable || same)
-        return usable ? 1 : 0;   /* the run is the row's newest already */
+    if (!usable)
+        return 0;
+    if (same)
+        return 2;                /* the run is the row's newest already */
     r = s_q(c, "det_point", "SELECT " S_POINT_COLS "WHERE r.id = $6::bigint "
         "AND r.status = 'complete' AND ss.median IS NOT NULL AND ($5 = '' OR "
         "so.median IS NOT NULL) AND r.benchmark_id = $1 AND r.host_id = $2 "
@@ -553,9 +556,10 @@ s_series(PGconn *c, const s_series_t *s, const char *run,
     if (kept < 0 || (kept == 0 && s_read_full(c, s, params->window, &w, err,
                                               errlen) != 0))
         goto done;
-    /* A window that ends with the run is worth keeping; one that does
-     * not (the run has no summary) is read in full next time. */
-    if (w.n > 0 && w.ids[w.n - 1] == strtoll(run, NULL, 10) &&
+    /* A window that ends with the run is worth keeping (unless the row
+     * holds it already); one that does not (the run has no summary) is
+     * read in full next time. */
+    if (kept != 2 && w.n > 0 && w.ids[w.n - 1] == strtoll(run, NULL, 10) &&
         s_keep(c, s, run, &w, params->window, err, errlen) != 0)
         goto done;
     rc = 0;
