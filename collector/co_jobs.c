@@ -666,21 +666,6 @@ s_dispatch(co_jobs_t *j, int64_t host_id, int64_t now_us)
     s_dispatch_many(j, &host_id, 1, now_us);
 }
 
-void
-co_jobs_mark_seen(co_jobs_t *j, const int64_t *host_ids, size_t n)
-{
-    char err[256];
-    pw_buf_t ids;
-    pw_buf_init(&ids, n * 21 + 3);
-    s_ids_text(&ids, host_ids, n);
-    const char *p[] = { pw_buf_data(&ids) };
-    PGresult *r = pw_buf_status(&ids) != PW_BUF_OK ? NULL :
-        s_q(j, "UPDATE hosts SET last_seen = now() WHERE id = "
-            "ANY($1::bigint[])", 1, p, PGRES_COMMAND_OK, err, sizeof err);
-    PQclear(r);
-    pw_buf_free(&ids);
-}
-
 /* Rows of host in state `from` become lost with reason; jobs that are now
  * complete end. */
 static void

@@ -182,10 +182,6 @@ bool co_jobs_is_online(const co_jobs_t *jobs, const char *public_key);
 void co_jobs_heartbeat(co_jobs_t *jobs, const char *public_key,
                        const Parity__Heartbeat *hb, int64_t now_us);
 
-/* Write now() as last_seen of the n hosts (ids): one statement however
- * many. Best effort: a failure leaves the old times. */
-void co_jobs_mark_seen(co_jobs_t *jobs, const int64_t *host_ids, size_t n);
-
 /* When the host was last heard by co_jobs (Hello or Heartbeat), 0 when
  * it is not online. */
 int64_t co_jobs_last_heard_us(const co_jobs_t *jobs, const char *public_key);

@@ -20,6 +20,7 @@
 #include "co_out.h"
 #include "co_query.h"
 #include "co_runs.h"
+#include "co_seen.h"
 #include "pw_clock.h"
 #include "pw_key.h"
 
@@ -108,6 +109,7 @@ struct co_store {
     s_pending_t status[CO_JOBS_STATUS_BATCH];
     size_t n_status;
     int64_t *heard;                /* [S_HEARD_MAX] host ids */
+    co_seen_t *seen;               /* their last_seen, off this path */
     size_t n_heard;
     int64_t slow_logged_us;        /* last slow_store line */
     uint64_t slow_unlogged;
@@ -368,8 +370,9 @@ s_jobs_new(co_store_t *st, char *err, size_t errlen)
     st->jobs = co_jobs_new(&o);
     st->query = st->jobs ? co_query_new(st->jobs, st->cfg.floor_window,
                                         st->keys) : NULL;
-    if (!st->query) {
-        snprintf(err, errlen, "co_jobs/co_query: out of memory");
+    st->seen = co_seen_new(st->cfg.conninfo);
+    if (!st->query || !st->seen) {
+        snprintf(err, errlen, "co_jobs/co_query/co_seen: out of memory");
         return -1;
     }
     if (st->cfg.admin_dir
@@ -1074,13 +1077,14 @@ s_handle(co_store_t *st, co_queue_item_t **itemp)
 }
 
 /* Write last_seen of the hosts heard since the last tick: one statement
- * however many, so 1,000 agents' heartbeats cost one UPDATE a second. */
+ * however many, so 1,000 agents' heartbeats cost one UPDATE a second,
+ * sent by co_seen on its own connection and never waited for here. */
 static void
 s_flush_heard(co_store_t *st)
 {
     if (st->n_heard == 0 || !st->jobs)
         return;
-    co_jobs_mark_seen(st->jobs, st->heard, st->n_heard);
+    co_seen_add(st->seen, st->heard, st->n_heard, pw_clock_mono_us());
     st->n_heard = 0;
     for (s_peer_t *p = zhashx_first(st->peers); p;
          p = zhashx_next(st->peers))
@@ -1197,6 +1201,7 @@ s_thread(void *arg)
          * (at most 100 ms) of their COMMIT. */
         if (st->jobs && st->db_up)
             co_jobs_poll(st->jobs, co_jobs_now_us());
+        co_seen_poll(st->seen, pw_clock_mono_us());
         s_publish(st);
     }
     s_group_flush(st);
@@ -1305,6 +1310,7 @@ co_store_destroy(co_store_t **stp)
         zmq_close(st->out);
     co_query_destroy(&st->query);
     co_jobs_destroy(&st->jobs);
+    co_seen_destroy(&st->seen);
     zhashx_destroy(&st->peers);
     co_queue_destroy(&st->in);
     free(st->heard);

@@ -20,6 +20,11 @@ poll `stats` through a second client.
                holds `jobs` for 6 s: `parity jobs` exits 1 within ~4 s
                with the exact `query timed out` line, a raw Request gets
                status 7; after the lock goes the same command works.
+  rows held    the agents stream again; psql holds every row of `hosts`
+               (FOR NO KEY UPDATE) for 5 s: acks keep rising, no
+               backend waits for a lock (co_seen's UPDATE of last_seen
+               skips held rows on its own connection; the writer used to
+               wait for it), and last_seen moves on once they are let go.
 
 The lock for the slow query is on `verdicts`, not `jobs`: the writer
 thread's job tick runs `UPDATE job_hosts ... FROM jobs` every heartbeat,
@@ -367,12 +372,104 @@ def case_timeout(w):
        [(g.returncode, g.stderr.strip()) for g in got])
 
 
+def streaming_again(w, before):
+    """True once each agent has a batch stored after id `before`."""
+    end = time.time() + 30
+    while time.time() < end:
+        if count(w, "SELECT count(DISTINCT r.host_id) FROM batches b JOIN "
+                 "runs r ON r.id = b.run WHERE r.id > %d" % before) == 3:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def case_rows_held(w):
+    """A client holding every host's row: last_seen's UPDATE (co_seen)
+    skips them on its own connection; the writer never waits."""
+    before = count(w, "SELECT coalesce(max(id), 0) FROM runs")
+    for n in AGENTS:
+        w.start_run(n)
+    if not ok(streaming_again(w, before), "rows held: the three agents "
+              "stream a new run"):
+        return
+    stats = Stats(w)
+    try:
+        samples0 = count(w, "SELECT count(*) FROM samples")
+        locker = subprocess.Popen(
+            [os.path.join(tj.pg_bindir(), "psql"), "-X", "-q", "-v",
+             "ON_ERROR_STOP=1", "-h", os.path.join(w.data, "pg"), "-U",
+             "parity", "-d", "parity", "-c",
+             "BEGIN; SELECT id FROM hosts FOR NO KEY UPDATE; SELECT "
+             "pg_sleep(%d); COMMIT;" % LOCK_S],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, PGAPPNAME="rows-held"))
+        end = time.time() + 10
+        while time.time() < end and count(
+                w, "SELECT count(*) FROM pg_stat_activity WHERE "
+                "application_name = 'rows-held' AND state = 'active' AND "
+                "wait_event = 'PgSleep'") != 1:
+            time.sleep(0.05)
+        if not ok(time.time() < end, "psql holds every row of hosts (FOR "
+                  "NO KEY UPDATE, as an UPDATE of last_seen would) for "
+                  "%d s" % LOCK_S):
+            diag("psql: %s %s" % (locker.poll(), locker.stderr.read()
+                                  if locker.poll() is not None else ""))
+            return
+        t0 = time.time()
+        acked, waiting = [], []
+        while locker.poll() is None and time.time() - t0 < 15:
+            s = stats.get()
+            if s:
+                acked.append((time.time() - t0, s["acked"]))
+            waiting.append(count(w, "SELECT count(*) FROM pg_locks WHERE "
+                                 "NOT granted"))
+            time.sleep(0.5)
+        ok(locker.wait(timeout=10) == 0, "the row holder ran its %d s and "
+           "committed (%s)" % (LOCK_S, locker.stderr.read().strip()))
+        # The agents' batches come once a second: a rise every other look.
+        rise_at = [t for (t, y), (_, x) in zip(acked[1:], acked) if y > x]
+        gap = max((b - a for a, b in zip(rise_at, rise_at[1:])), default=99)
+        ok(len(acked) >= 7 and len(rise_at) >= 3 and gap <= 2.0,
+           "acked rose %d times in %d stats answers while the rows were "
+           "held, at most %.1f s apart (<= 2 s: %s)" %
+           (len(rise_at), len(acked), gap, [a for _, a in acked]))
+        ok(len(waiting) >= 7 and max(waiting) == 0, "no backend waited for "
+           "a lock in %d looks at pg_locks (the most waiting at once: %s)"
+           % (len(waiting), max(waiting, default=None)))
+        ok(count(w, "SELECT count(*) FROM samples") > samples0 >= 0,
+           "samples rows grew while the rows were held")
+        # Released: the agents' next Heartbeats write last_seen again.
+        released = w.psql("SELECT now()")
+        end = time.time() + 5
+        fresh = -1
+        while time.time() < end and fresh != 3:
+            fresh = count(w, "SELECT count(*) FROM hosts WHERE name IN "
+                          "('alpha', 'beta', 'gamma') AND last_seen > "
+                          "'%s'::timestamptz" % released)
+            time.sleep(0.2)
+        ok(fresh == 3, "after the rows are let go, all three hosts' "
+           "last_seen moves past that moment within 5 s (%d)" % fresh)
+        for n, p in w.agents.items():
+            try:
+                rc = p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                rc = None
+            ok(rc == 0, "rows held: %s's run exits 0 (%s)" % (n, rc))
+        log = w.log_text()
+        ok(not any("event=offline" in l and ("peer=%s " % public_key(w, n))
+                   in l for n in AGENTS for l in log.splitlines()),
+           "rows held: no event=offline names an agent")
+    finally:
+        stats.close()
+
+
 def main():
     tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, REQUEST)
     w = Fleet()
     try:
         case_slow_query(w)
         case_timeout(w)
+        case_rows_held(w)
     finally:
         w.close(keep=tj.tap.n_failed > 0)
     tj.pf.finish()
