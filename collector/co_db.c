@@ -66,6 +66,10 @@ struct co_db {
     /* Its BEGIN is not sent yet: it goes with the first statement (the
      * first message's SAVEPOINT in the same round trip). */
     bool begin_pending;
+    /* The last message's RELEASE SAVEPOINT is not sent yet: it goes with
+     * the next message's SAVEPOINT, or the COMMIT releases it (one round
+     * trip a message less; the writer's time is mostly round trips). */
+    bool release_pending;
     int64_t last_run_end;          /* runs.id of the last RunEnd stored */
     /* The newest calibration rows of the hosts this connection stores
      * for (co_floors.h): a RunEnd's floor without reading them back.
@@ -194,6 +198,7 @@ co_db_disconnect(co_db_t *db)
     if (db) {
         db->outer = false;
         db->begin_pending = false;
+        db->release_pending = false;
         s_forget_written(db);
     }
 }
@@ -276,10 +281,14 @@ s_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
      * the whole burst costs one COMMIT. */
     if (db->outer && strcmp(sql, "BEGIN") == 0) {
         sql = db->begin_pending ? "BEGIN; SAVEPOINT co_msg"
-                                : "SAVEPOINT co_msg";
+              : db->release_pending ? "RELEASE SAVEPOINT co_msg; "
+                                      "SAVEPOINT co_msg"
+              : "SAVEPOINT co_msg";
         db->begin_pending = false;
+        db->release_pending = false;
     } else if (db->outer && strcmp(sql, "COMMIT") == 0) {
-        sql = "RELEASE SAVEPOINT co_msg";
+        db->release_pending = true;
+        return CO_DB_OK;
     } else if (s_begin_flush(db, err, errlen) != CO_DB_OK) {
         return CO_DB_FAIL;
     }
@@ -310,6 +319,12 @@ s_rollback(co_db_t *db)
         return;
     if (db->outer && db->begin_pending)
         return;   /* nothing was sent */
+    /* No message's savepoint is open: the one still held is the last
+     * message's, stored and about to be acked, and must not be undone.
+     * A statement that failed here has failed the whole transaction,
+     * which its COMMIT then reports (ROLLBACK), acking nothing. */
+    if (db->outer && db->release_pending)
+        return;
     if (db->outer) {
         PQclear(PQexec(db->conn, "ROLLBACK TO SAVEPOINT co_msg; "
                        "RELEASE SAVEPOINT co_msg"));
@@ -338,6 +353,7 @@ co_db_commit(co_db_t *db, char *err, size_t errlen)
     if (!db->outer)
         return CO_DB_OK;
     db->outer = false;
+    db->release_pending = false;     /* COMMIT releases it */
     if (db->begin_pending) {
         db->begin_pending = false;   /* nothing was sent */
         return CO_DB_OK;
@@ -354,6 +370,7 @@ co_db_abort(co_db_t *db)
     if (!db->outer)
         return;
     db->outer = false;
+    db->release_pending = false;     /* ROLLBACK undoes it all */
     if (db->begin_pending) {
         db->begin_pending = false;   /* nothing was sent */
         s_forget_written(db);
