@@ -222,39 +222,46 @@ co_db_connected(const co_db_t *db)
     return db->conn && PQstatus(db->conn) == CONNECTION_OK;
 }
 
+PGconn *
+co_db_open(const char *conninfo, const char *settings, char *err,
+           size_t errlen)
+{
+    /* A server that takes the TCP connection and never answers would
+     * stall the thread connecting (the writer's every Ack) for minutes.
+     * connect_timeout comes first so that one in the user's conninfo
+     * wins. */
+    const char *const keys[] = { "connect_timeout", "dbname", NULL };
+    const char *const vals[] = { CO_DB_CONNECT_TIMEOUT, conninfo, NULL };
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    const char *what = "PQconnectdb";
+    if (c && PQstatus(c) == CONNECTION_OK) {
+        /* Quiet NOTICEs (e.g. "relation exists, skipping") would go to
+         * stderr and break the one-line-per-event log. */
+        PQsetNoticeProcessor(c, s_quiet, NULL);
+        if (!settings)
+            return c;
+        PGresult *r = PQexec(c, settings);
+        bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        if (ok)
+            return c;
+        what = "settings";
+    }
+    const char *m = c ? PQerrorMessage(c) : "out of memory";
+    pw_err(err, errlen, "%s: %.*s", what, (int)strcspn(m, "\n"), m);
+    PQfinish(c);
+    return NULL;
+}
+
 int
 co_db_connect(co_db_t *db, char *err, size_t errlen)
 {
     co_db_disconnect(db);
     memset(db->runs, 0, sizeof db->runs);
-    /* The connect runs on the collector's only loop: a server that takes
-     * the TCP connection and never answers would stall every peer (and
-     * the CURVE handshakes) for minutes. connect_timeout comes first so
-     * that one in the user's conninfo wins. */
-    const char *const keys[] = { "connect_timeout", "dbname", NULL };
-    const char *const vals[] = { CO_DB_CONNECT_TIMEOUT, db->conninfo, NULL };
-    db->conn = PQconnectdbParams(keys, vals, 1);
-    if (PQstatus(db->conn) != CONNECTION_OK) {
-        /* Not the conninfo itself: it may hold a password. */
-        pw_err_line(err, errlen, "PQconnectdb: %s", PQerrorMessage(db->conn));
-        co_db_disconnect(db);
-        return CO_DB_FAIL;
-    }
-    /* Quiet NOTICEs (e.g. "relation exists, skipping") would go to stderr
-     * and break the one-line-per-event log. */
-    PQsetNoticeProcessor(db->conn, s_quiet, NULL);
     /* jit off: co_jobs says why. */
-    PGresult *r = PQexec(db->conn, "SET synchronous_commit = on; "
-                         "SET jit = off");
-    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    PQclear(r);
-    if (!ok) {
-        pw_err_line(err, errlen, "SET synchronous_commit, jit: %s",
-                    PQerrorMessage(db->conn));
-        co_db_disconnect(db);
-        return CO_DB_FAIL;
-    }
-    return CO_DB_OK;
+    db->conn = co_db_open(db->conninfo, "SET synchronous_commit = on; "
+                          "SET jit = off", err, errlen);
+    return db->conn ? CO_DB_OK : CO_DB_FAIL;
 }
 
 /* Send co_db_begin's BEGIN if it is still waiting for a statement. */

@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include <libpq-fe.h>
+
 #include "parity.pb-c.h"
 
 enum {
@@ -38,8 +40,8 @@ enum {
     CO_DB_DEPENDS = -3,
 };
 
-/* Seconds a connect may take unless the conninfo says otherwise: every
- * connection of the collector is made on its only loop. */
+/* Seconds a connect may take unless the conninfo says otherwise (each
+ * is made on a thread with other work waiting: co_db_open). */
 #define CO_DB_CONNECT_TIMEOUT "2"
 
 /* Default size of the calibration window behind a host's floor. */
@@ -52,6 +54,15 @@ typedef struct co_db co_db_t;
 /* A handle for conninfo (copied). Does not connect. Caller owns it. */
 co_db_t *co_db_new(const char *conninfo);
 void co_db_destroy(co_db_t **db);
+
+/* A new connection to conninfo, every connection of the collector made
+ * the same way: connect_timeout CO_DB_CONNECT_TIMEOUT unless conninfo
+ * says otherwise, NOTICEs quieted (they would break the one-line log),
+ * then the statements of settings (NULL: none). NULL on failure, with
+ * err "PQconnectdb: " or "settings: " and libpq's first line (never the
+ * conninfo: it may hold a password). Caller owns it (PQfinish). */
+PGconn *co_db_open(const char *conninfo, const char *settings, char *err,
+                   size_t errlen);
 
 /* (Re)connect; drops a previous connection first. */
 int co_db_connect(co_db_t *db, char *err, size_t errlen);

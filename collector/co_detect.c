@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "co_db.h"
 #include "co_log.h"
 #include "pw_clock.h"
 
@@ -660,13 +661,9 @@ s_connect(co_detect_t *d)
     if (d->conn && PQstatus(d->conn) == CONNECTION_OK)
         return true;
     PQfinish(d->conn);
-    d->conn = PQconnectdb(d->conninfo);
-    if (PQstatus(d->conn) != CONNECTION_OK) {
-        snprintf(err, sizeof err, "%s", PQerrorMessage(d->conn));
-        err[strcspn(err, "\n")] = '\0';
+    d->conn = co_db_open(d->conninfo, NULL, err, sizeof err);
+    if (!d->conn) {
         co_log(CO_LOG_WARN, "detect_db", "why=\"%s\"", err);
-        PQfinish(d->conn);
-        d->conn = NULL;
         return false;
     }
     /* Detection is background work: it must never hold locks long, and

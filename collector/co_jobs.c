@@ -171,22 +171,8 @@ co_jobs_conn(co_jobs_t *j, char *err, size_t errlen)
         PQfinish(j->conn);
         j->conn = NULL;
     }
-    /* The same bound as co_db's connection: a server that takes the TCP
-     * connection and never answers must not stall the loop for minutes.
-     * connect_timeout comes first so that one in the conninfo wins. */
-    const char *const keys[] = { "connect_timeout", "dbname", NULL };
-    const char *const vals[] = { CO_DB_CONNECT_TIMEOUT, j->conninfo, NULL };
-    j->conn = PQconnectdbParams(keys, vals, 1);
-    if (!j->conn || PQstatus(j->conn) != CONNECTION_OK) {
-        /* libpq's message has several lines: the first says it. */
-        const char *m = j->conn ? PQerrorMessage(j->conn) : "out of memory";
-        pw_err(err, errlen, "PQconnectdb: %.*s", (int)strcspn(m, "\n"), m);
-        if (j->conn)
-            PQfinish(j->conn);
-        j->conn = NULL;
-        return NULL;
-    }
-    if (s_settings(j, err, errlen) != 0)
+    j->conn = co_db_open(j->conninfo, NULL, err, errlen);
+    if (!j->conn || s_settings(j, err, errlen) != 0)
         return NULL;
     return j->conn;
 }

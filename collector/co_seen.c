@@ -30,7 +30,6 @@ struct co_seen {
     int64_t error_logged_us;
     int64_t *ids;              /* [CO_SEEN_MAX] the next write's */
     size_t n;
-    co_seen_counters_t c;
 };
 
 co_seen_t *
@@ -75,28 +74,18 @@ s_connect(co_seen_t *s, int64_t now_us)
         return true;
     if (now_us < s->retry_at_us)
         return false;
-    const char *const keys[] = { "connect_timeout", "dbname", NULL };
-    const char *const vals[] = { CO_DB_CONNECT_TIMEOUT, s->conninfo, NULL };
-    s->conn = PQconnectdbParams(keys, vals, 1);
-    PGresult *r = NULL;
-    if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
-        r = PQexec(s->conn, "SET synchronous_commit = off; SET jit = off; "
-                   "SET statement_timeout = '10s'");
-    bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK &&
-              PQsetnonblocking(s->conn, 1) == 0;
-    PQclear(r);
-    if (ok) {
-        s->c.connects++;
+    char err[256], q[300];
+    s->conn = co_db_open(s->conninfo, "SET synchronous_commit = off; "
+                         "SET jit = off; SET statement_timeout = '10s'",
+                         err, sizeof err);
+    if (s->conn && PQsetnonblocking(s->conn, 1) == 0) {
         s->down_logged = false;
         return true;
     }
     if (!s->down_logged) {
-        char q[300];
-        const char *m = s->conn ? PQerrorMessage(s->conn) : "out of memory";
-        char first[256];
-        snprintf(first, sizeof first, "%.*s", (int)strcspn(m, "\n"), m);
         co_log(CO_LOG_WARN, "seen_db", "why=%s",
-               co_log_quote(q, sizeof q, first));
+               co_log_quote(q, sizeof q, s->conn ? "PQsetnonblocking failed"
+                                                 : err));
         s->down_logged = true;
     }
     s_close(s);
@@ -114,19 +103,14 @@ s_read(co_seen_t *s, int64_t now_us)
     }
     PGresult *r;
     while (!PQisBusy(s->conn) && (r = PQgetResult(s->conn)) != NULL) {
-        if (PQresultStatus(r) == PGRES_COMMAND_OK)
-            s->c.writes++;
-        else {
-            s->c.failed++;
-            if (now_us - s->error_logged_us >= S_LOG_EVERY_US) {
-                char q[300], first[256];
-                const char *m = PQresultErrorMessage(r);
-                snprintf(first, sizeof first, "%.*s", (int)strcspn(m, "\n"),
-                         m);
-                co_log(CO_LOG_WARN, "seen_failed", "why=%s",
-                       co_log_quote(q, sizeof q, first));
-                s->error_logged_us = now_us;
-            }
+        if (PQresultStatus(r) != PGRES_COMMAND_OK &&
+            now_us - s->error_logged_us >= S_LOG_EVERY_US) {
+            char q[300], first[256];
+            const char *m = PQresultErrorMessage(r);
+            snprintf(first, sizeof first, "%.*s", (int)strcspn(m, "\n"), m);
+            co_log(CO_LOG_WARN, "seen_failed", "why=%s",
+                   co_log_quote(q, sizeof q, first));
+            s->error_logged_us = now_us;
         }
         PQclear(r);
     }
@@ -200,19 +184,5 @@ co_seen_add(co_seen_t *s, const int64_t *ids, size_t n, int64_t now_us)
     size_t take = n < room ? n : room;
     memcpy(s->ids + s->n, ids, take * sizeof *ids);
     s->n += take;
-    s->c.dropped += n - take;
     co_seen_poll(s, now_us);
-}
-
-int
-co_seen_busy(const co_seen_t *s)
-{
-    return s && s->out;
-}
-
-co_seen_counters_t
-co_seen_counters(const co_seen_t *s)
-{
-    co_seen_counters_t z = { 0 };
-    return s ? s->c : z;
 }

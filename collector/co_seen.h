@@ -18,7 +18,8 @@
  * heartbeat interval, and a crash losing the last one costs nothing.
  *
  * Ids given while an UPDATE is still out wait for the next one (a
- * set of at most CO_SEEN_MAX; more are dropped and counted). Connecting
+ * set of at most CO_SEEN_MAX; more are dropped: they are heard again
+ * within an interval). Connecting
  * is the one step that waits (a Unix socket or connect_timeout, 2 s),
  * at most once per CO_SEEN_RETRY_US after a failure.
  *
@@ -34,13 +35,6 @@
 
 typedef struct co_seen co_seen_t;
 
-typedef struct {
-    uint64_t writes;       /* UPDATEs answered OK */
-    uint64_t failed;       /* UPDATEs answered with an error */
-    uint64_t dropped;      /* ids that found the set full */
-    uint64_t connects;     /* connections made */
-} co_seen_counters_t;
-
 /* Caller owns the result (co_seen_destroy); NULL on out of memory. The
  * conninfo is copied; nothing connects before the first co_seen_add. */
 co_seen_t *co_seen_new(const char *conninfo);
@@ -55,10 +49,5 @@ void co_seen_add(co_seen_t *s, const int64_t *ids, size_t n, int64_t now_us);
 /* Read what the server has sent without waiting; when no UPDATE is out
  * and ids wait, send them (connecting first if need be, see above). */
 void co_seen_poll(co_seen_t *s, int64_t now_us);
-
-/* True while an UPDATE is out (sent and not yet answered). */
-int co_seen_busy(const co_seen_t *s);
-
-co_seen_counters_t co_seen_counters(const co_seen_t *s);
 
 #endif

@@ -109,8 +109,8 @@ struct co_store {
     s_pending_t status[CO_JOBS_STATUS_BATCH];
     size_t n_status;
     int64_t *heard;                /* [S_HEARD_MAX] host ids */
-    co_seen_t *seen;               /* their last_seen, off this path */
     size_t n_heard;
+    co_seen_t *seen;               /* their last_seen, off this path */
     int64_t slow_logged_us;        /* last slow_store line */
     uint64_t slow_unlogged;
 };
