@@ -1205,9 +1205,30 @@ s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
     if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
         goto done;
     const char *pb[] = { s_str(rs->suite), s_str(rs->benchmark) };
-    r = s_query(db, "INSERT INTO benchmarks (suite, name) VALUES ($1, $2) "
-                "ON CONFLICT (suite, name) DO UPDATE SET name = EXCLUDED.name "
-                "RETURNING id", 2, pb, PGRES_TUPLES_OK, &rc, err, errlen);
+    /* DO NOTHING, not an upsert that updates: that locks the row until
+     * the burst's COMMIT, and every other writer (of this collector or
+     * another on the database) storing a run of the benchmark would
+     * wait for it, or deadlock with it over two benchmarks. */
+    r = s_query(db, "WITH ins AS (INSERT INTO benchmarks (suite, name) "
+                "VALUES ($1, $2) ON CONFLICT (suite, name) DO NOTHING "
+                "RETURNING id) SELECT id FROM ins UNION ALL SELECT id FROM "
+                "benchmarks WHERE suite = $1 AND name = $2", 2, pb,
+                PGRES_TUPLES_OK, &rc, err, errlen);
+    if (r && PQntuples(r) == 0) {
+        /* Another writer's row, committed after this statement began:
+         * a new statement sees it. */
+        PQclear(r);
+        r = s_query(db, "SELECT id FROM benchmarks WHERE suite = $1 AND "
+                    "name = $2", 2, pb, PGRES_TUPLES_OK, &rc, err, errlen);
+        if (r && PQntuples(r) == 0) {
+            PQclear(r);
+            r = NULL;
+            rc = CO_DB_FAIL;
+            pw_err_line(err, errlen, "run_start %s: benchmark %.64s/%.64s "
+                        "neither stored nor found", rs->run_id,
+                        s_str(rs->suite), s_str(rs->benchmark));
+        }
+    }
     if (!r)
         goto rollback;
     snprintf(bench, sizeof bench, "%s", PQgetvalue(r, 0, 0));

@@ -25,6 +25,14 @@ poll `stats` through a second client.
                backend waits for a lock (co_seen's UPDATE of last_seen
                skips held rows on its own connection; the writer used to
                wait for it), and last_seen moves on once they are let go.
+  benchmark held
+               psql holds the stream benchmark's row FOR KEY SHARE for
+               5 s, as another collector's writer storing a run of it
+               does (its runs row's foreign key) until its COMMIT; the
+               three agents start a new run: all three RunStarts are
+               stored while it is held and no backend waits for a lock
+               (the RunStart's upsert of the benchmark used to lock the
+               row FOR UPDATE and wait, or deadlock with another writer).
 
 The lock for the slow query is on `verdicts`, not `jobs`: the writer
 thread's job tick runs `UPDATE job_hosts ... FROM jobs` every heartbeat,
@@ -463,6 +471,57 @@ def case_rows_held(w):
         stats.close()
 
 
+def case_benchmark_held(w):
+    """Another writer's run of the same benchmark, not committed yet:
+    a RunStart does not wait for it."""
+    before = count(w, "SELECT coalesce(max(id), 0) FROM runs")
+    locker = subprocess.Popen(
+        [os.path.join(tj.pg_bindir(), "psql"), "-X", "-q", "-v",
+         "ON_ERROR_STOP=1", "-h", os.path.join(w.data, "pg"), "-U",
+         "parity", "-d", "parity", "-c",
+         "BEGIN; SELECT id FROM benchmarks WHERE suite = 'stream' FOR KEY "
+         "SHARE; SELECT pg_sleep(%d); COMMIT;" % LOCK_S],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, PGAPPNAME="benchmark-held"))
+    end = time.time() + 10
+    while time.time() < end and count(
+            w, "SELECT count(*) FROM pg_stat_activity WHERE "
+            "application_name = 'benchmark-held' AND wait_event = "
+            "'PgSleep'") != 1:
+        time.sleep(0.05)
+    if not ok(time.time() < end, "psql holds the stream benchmark's row "
+              "(FOR KEY SHARE, as a writer's uncommitted run of it does) "
+              "for %d s" % LOCK_S):
+        diag("psql: %s" % locker.poll())
+        return
+    t0 = time.time()
+    for n in AGENTS:
+        w.start_run(n)
+    new, waiting = -1, []
+    while locker.poll() is None and new != 3:
+        new = count(w, "SELECT count(*) FROM runs r JOIN benchmarks b ON "
+                    "b.id = r.benchmark_id WHERE b.suite = 'stream' AND "
+                    "r.id > %d" % before)
+        waiting.append(count(w, "SELECT count(*) FROM pg_locks WHERE NOT "
+                             "granted"))
+        time.sleep(0.2)
+    held = locker.poll() is None
+    ok(new == 3 and held, "benchmark held: the three RunStarts are stored "
+       "while the row is held (%d runs after %.1f s, still held: %s)" %
+       (new, time.time() - t0, held))
+    ok(len(waiting) > 0 and max(waiting) == 0, "benchmark held: no backend "
+       "waited for a lock in %d looks at pg_locks (most at once: %s)" %
+       (len(waiting), max(waiting, default=None)))
+    ok(locker.wait(timeout=15) == 0, "the benchmark's holder ran its %d s "
+       "and committed (%s)" % (LOCK_S, locker.stderr.read().strip()))
+    for n, p in w.agents.items():
+        try:
+            rc = p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            rc = None
+        ok(rc == 0, "benchmark held: %s's run exits 0 (%s)" % (n, rc))
+
+
 def main():
     tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, REQUEST)
     w = Fleet()
@@ -470,6 +529,7 @@ def main():
         case_slow_query(w)
         case_timeout(w)
         case_rows_held(w)
+        case_benchmark_held(w)
     finally:
         w.close(keep=tj.tap.n_failed > 0)
     tj.pf.finish()
