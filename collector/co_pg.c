@@ -146,6 +146,21 @@ s_mkdir(const char *path, mode_t mode, char *err, size_t errlen)
     return -1;
 }
 
+/* shared_buffers of a new private cluster, in MiB: a sixteenth of the
+ * machine's memory, between PostgreSQL's default (128) and 1,024. With
+ * the default, the client queries over a year of history and the
+ * writer's inserts took turns evicting each other's pages: under
+ * tests/bench/fleet_load.sh every Ack was slower (p50 22 -> 16 ms with
+ * 1 GiB, docs/performance.md, session 22). */
+static long
+s_shared_buffers_mb(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    long mb = pages > 0 && size > 0 ? (long)((double)pages * size / 16
+                                             / (1024 * 1024)) : 0;
+    return mb < 128 ? 128 : mb > 1024 ? 1024 : mb;
+}
+
 static int
 s_initdb(co_pg_t *pg, char *err, size_t errlen)
 {
@@ -183,7 +198,9 @@ s_initdb(co_pg_t *pg, char *err, size_t errlen)
                "listen_addresses = ''\n"
                "unix_socket_directories = '%s'\n"
                "max_connections = 20\n"
-               "logging_collector = off\n", pg->pg_dir);
+               "shared_buffers = %ldMB\n"
+               "logging_collector = off\n", pg->pg_dir,
+            s_shared_buffers_mb());
     if (fclose(f) != 0) {
         pw_err(err, errlen, "fclose %s: %s", conf, strerror(errno));
         return -1;

@@ -16,6 +16,9 @@ poll `stats` through a second client.
                rows grow, nobody is called offline and the loop's longest
                gap stays under 1 s. Every sample of the three results
                files is stored once.
+  shared buffers
+               the private cluster's shared_buffers is a sixteenth of the
+               machine's memory, between 128 MiB and 1 GiB.
   timeout      the collector restarted with --query-timeout 2s; psql
                holds `jobs` for 6 s: `parity jobs` exits 1 within ~4 s
                with the exact `query timed out` line, a raw Request gets
@@ -522,11 +525,23 @@ def case_benchmark_held(w):
         ok(rc == 0, "benchmark held: %s's run exits 0 (%s)" % (n, rc))
 
 
+def case_shared_buffers(w):
+    """The private cluster's shared_buffers: a sixteenth of the machine's
+    memory, between 128 MiB and 1 GiB (co_pg, docs/collector.md)."""
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    want = min(max(int(ram / 16 / 2 ** 20), 128), 1024)
+    got = count(w, "SELECT setting::bigint * 8 / 1024 FROM pg_settings "
+                "WHERE name = 'shared_buffers'")
+    ok(got == want, "the private cluster's shared_buffers is %d MiB (%d "
+       "MiB of memory / 16, within 128..1024: %d)" % (got, ram >> 20, want))
+
+
 def main():
     tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, REQUEST)
     w = Fleet()
     try:
         case_slow_query(w)
+        case_shared_buffers(w)
         case_timeout(w)
         case_rows_held(w)
         case_benchmark_held(w)
