@@ -18,7 +18,8 @@ poll `stats` through a second client.
                files is stored once.
   shared buffers
                the private cluster's shared_buffers is a sixteenth of the
-               machine's memory, between 128 MiB and 1 GiB.
+               machine's memory, between 128 MiB and 1 GiB, and its
+               autovacuum_naptime 10 s.
   timeout      the collector restarted with --query-timeout 2s; psql
                holds `jobs` for 6 s: `parity jobs` exits 1 within ~4 s
                with the exact `query timed out` line, a raw Request gets
@@ -534,6 +535,10 @@ def case_shared_buffers(w):
                 "WHERE name = 'shared_buffers'")
     ok(got == want, "the private cluster's shared_buffers is %d MiB (%d "
        "MiB of memory / 16, within 128..1024: %d)" % (got, ram >> 20, want))
+    nap = count(w, "SELECT setting FROM pg_settings WHERE name = "
+                "'autovacuum_naptime'")
+    ok(nap == 10, "its autovacuum visits every 10 s, so that the samples "
+       "BRIN's summarisation requests are worked off (%d s)" % nap)
 
 
 def main():
