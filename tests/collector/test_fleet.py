@@ -395,6 +395,30 @@ def streaming_again(w, before):
     return False
 
 
+def hold_rows(w, select, app, what):
+    """psql running select (which locks rows) in a transaction that
+    sleeps LOCK_S s, in the background: its Popen once it sleeps (the
+    rows are held), else None, each with a test named what."""
+    locker = subprocess.Popen(
+        [os.path.join(tj.pg_bindir(), "psql"), "-X", "-q", "-v",
+         "ON_ERROR_STOP=1", "-h", os.path.join(w.data, "pg"), "-U",
+         "parity", "-d", "parity", "-c",
+         "BEGIN; %s; SELECT pg_sleep(%d); COMMIT;" % (select, LOCK_S)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, PGAPPNAME=app))
+    end = time.time() + 10
+    while time.time() < end and count(
+            w, "SELECT count(*) FROM pg_stat_activity WHERE "
+            "application_name = '%s' AND state = 'active' AND "
+            "wait_event = 'PgSleep'" % app) != 1:
+        time.sleep(0.05)
+    if ok(time.time() < end, "%s for %d s" % (what, LOCK_S)):
+        return locker
+    diag("psql: %s %s" % (locker.poll(), locker.stderr.read()
+                          if locker.poll() is not None else ""))
+    return None
+
+
 def case_rows_held(w):
     """A client holding every host's row: last_seen's UPDATE (co_seen)
     skips them on its own connection; the writer never waits."""
@@ -407,25 +431,10 @@ def case_rows_held(w):
     stats = Stats(w)
     try:
         samples0 = count(w, "SELECT count(*) FROM samples")
-        locker = subprocess.Popen(
-            [os.path.join(tj.pg_bindir(), "psql"), "-X", "-q", "-v",
-             "ON_ERROR_STOP=1", "-h", os.path.join(w.data, "pg"), "-U",
-             "parity", "-d", "parity", "-c",
-             "BEGIN; SELECT id FROM hosts FOR NO KEY UPDATE; SELECT "
-             "pg_sleep(%d); COMMIT;" % LOCK_S],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, PGAPPNAME="rows-held"))
-        end = time.time() + 10
-        while time.time() < end and count(
-                w, "SELECT count(*) FROM pg_stat_activity WHERE "
-                "application_name = 'rows-held' AND state = 'active' AND "
-                "wait_event = 'PgSleep'") != 1:
-            time.sleep(0.05)
-        if not ok(time.time() < end, "psql holds every row of hosts (FOR "
-                  "NO KEY UPDATE, as an UPDATE of last_seen would) for "
-                  "%d s" % LOCK_S):
-            diag("psql: %s %s" % (locker.poll(), locker.stderr.read()
-                                  if locker.poll() is not None else ""))
+        locker = hold_rows(w, "SELECT id FROM hosts FOR NO KEY UPDATE",
+                           "rows-held", "psql holds every row of hosts (FOR "
+                           "NO KEY UPDATE, as an UPDATE of last_seen would)")
+        if not locker:
             return
         t0 = time.time()
         acked, waiting = [], []
@@ -479,24 +488,11 @@ def case_benchmark_held(w):
     """Another writer's run of the same benchmark, not committed yet:
     a RunStart does not wait for it."""
     before = count(w, "SELECT coalesce(max(id), 0) FROM runs")
-    locker = subprocess.Popen(
-        [os.path.join(tj.pg_bindir(), "psql"), "-X", "-q", "-v",
-         "ON_ERROR_STOP=1", "-h", os.path.join(w.data, "pg"), "-U",
-         "parity", "-d", "parity", "-c",
-         "BEGIN; SELECT id FROM benchmarks WHERE suite = 'stream' FOR KEY "
-         "SHARE; SELECT pg_sleep(%d); COMMIT;" % LOCK_S],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env=dict(os.environ, PGAPPNAME="benchmark-held"))
-    end = time.time() + 10
-    while time.time() < end and count(
-            w, "SELECT count(*) FROM pg_stat_activity WHERE "
-            "application_name = 'benchmark-held' AND wait_event = "
-            "'PgSleep'") != 1:
-        time.sleep(0.05)
-    if not ok(time.time() < end, "psql holds the stream benchmark's row "
-              "(FOR KEY SHARE, as a writer's uncommitted run of it does) "
-              "for %d s" % LOCK_S):
-        diag("psql: %s" % locker.poll())
+    locker = hold_rows(w, "SELECT id FROM benchmarks WHERE suite = 'stream' "
+                       "FOR KEY SHARE", "benchmark-held", "psql holds the "
+                       "stream benchmark's row (FOR KEY SHARE, as a "
+                       "writer's uncommitted run of it does)")
+    if not locker:
         return
     t0 = time.time()
     for n in AGENTS:
