@@ -16,6 +16,7 @@ agents; a test adds this folder to sys.path and imports what it uses:
 """
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -88,6 +89,25 @@ def finish():
 
 
 def free_port():
+    """A port free now whose next one is free too (a collector's key
+    service binds port + 1), below the kernel's ephemeral range: a port
+    the kernel handed out would be the one it gives next to some
+    outgoing connection, and port + 1 of it (a collector of a test
+    running beside this one took such a port + 1 away, 2026-12-03).
+    Falls back to a port the kernel picks."""
+    rng = random.Random()
+    for _ in range(200):
+        p = rng.randrange(20000, 32000)
+        a, b = socket.socket(), socket.socket()
+        try:
+            a.bind(("127.0.0.1", p))
+            b.bind(("127.0.0.1", p + 1))
+            return p
+        except OSError:
+            continue
+        finally:
+            a.close()
+            b.close()
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
