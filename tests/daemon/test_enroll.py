@@ -30,7 +30,6 @@ Environment: PARITY_BUILD_DIR (default: from meson), PARITY_PG_BINDIR.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -43,30 +42,12 @@ ok, diag, bail = ts.ok, ts.diag, ts.bail
 AGENT, COLLECTOR, PARITY = ts.AGENT, ts.COLLECTOR, ts.PARITY
 
 
-def port_pair():
-    """A port whose next one is free too (the key service is port + 1)."""
-    for _ in range(200):
-        a, b = socket.socket(), socket.socket()
-        try:
-            a.bind(("127.0.0.1", 0))
-            p = a.getsockname()[1]
-            b.bind(("127.0.0.1", p + 1))
-            return p
-        except OSError:
-            continue
-        finally:
-            a.close()
-            b.close()
-    bail("no free pair of ports")
-
-
 class Enroll:
     """The World plus enrolling helpers."""
 
     def __init__(self, case):
+        # World's port has its next one free too (the key service's).
         self.w = ts.World("enroll-" + case)
-        self.w.port = port_pair()
-        self.w.endpoint = "tcp://127.0.0.1:%d" % self.w.port
         self.ak = os.path.join(self.w.root, "agentkeys")
         os.makedirs(self.ak)
         self.logs = []
