@@ -596,7 +596,15 @@ fl_stream(fl_agent_t *a, int64_t now, bool streaming)
             a->job_done_pending = true;
         return;   /* the next run starts at once */
     }
-    a->next_send_ms = now + O.batch_ms;
+    /* A fixed rate from the streamer's own phase, as an agent on its own
+     * host keeps: from `now` instead, every streamer that came due
+     * within one slow pass of this loop took the same next time, and
+     * the phases spread at the start merged into ever larger clumps
+     * (data messages a writer burst met at once 4 -> 8 within 90 s).
+     * Behind by a whole interval (a full window): its phase restarts. */
+    a->next_send_ms += O.batch_ms;
+    if (a->next_send_ms <= now)
+        a->next_send_ms = now + O.batch_ms;
 }
 
 static void
@@ -922,6 +930,11 @@ fl_admin_read(fl_agent_t *ag)
             fl_cmd_t *c = &s_cmd[A.pending_cmd];
             if (S.measuring)
                 fl_lat_add(&c->lat, now - A.sent_ms);
+            /* With --slow-log: every answer's time, to line the Acks up
+             * with what the admin client asked. */
+            if (S.measuring && O.slow)
+                fprintf(O.slow, "query wall=%.3f cmd=%s ms=%.1f\n",
+                        fl_wall_s(), c->command, now - A.sent_ms);
             json_t *body = NULL;
             if (env->reply->status != 0) {
                 c->errors++;
@@ -946,6 +959,11 @@ fl_admin_read(fl_agent_t *ag)
                 fl_stat_max(body, "dup_dropped", &A.dup_dropped);
                 json_decref(A.last_stats);
                 A.last_stats = json_incref(body);
+                /* The writer's step totals over time (--slow-log). */
+                char *txt = O.slow ? json_dumps(body, JSON_COMPACT) : NULL;
+                if (txt)
+                    fprintf(O.slow, "stats wall=%.3f %s\n", fl_wall_s(), txt);
+                free(txt);
             } else if (body && A.pending_cmd == FL_C_RUN && A.njobs < 256) {
                 const char *id = json_string_value(json_object_get(body,
                                                                    "job"));

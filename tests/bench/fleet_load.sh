@@ -52,7 +52,10 @@
 #   --job-every S (60) --keep (keep the temp dirs)
 #   --slow-ms N: fleet-load writes each Ack later than N ms to
 #       slow_acks.txt in the temp dir (with --keep), to line up with the
-#       collector's log
+#       collector's log; with it go a line per admin answer (query
+#       wall= cmd= ms=) and each `stats` answer (stats wall= JSON), so
+#       that --slow-ms 1 gives every Ack, every query and the writer's
+#       step totals over time
 #   --phase run|batch: run (default) starts each streamer at its own point
 #       of a run's period, as independent hosts are; batch starts all runs
 #       within one batch interval, so 100 RunEnds arrive together every run
