@@ -1483,18 +1483,56 @@ co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
     return rc;
 }
 
-/* The calibration samples of the group's new batches into
- * host_calibration, one COPY (none when they have none). */
-static int
-s_copy_cal_group(co_db_t *db, const co_db_batch_item_t *items,
-                 const bool *fresh, size_t n, char *err, size_t errlen)
+/* The group's calibration samples (those with wall_us > 0, as
+ * s_copy_cal_rows takes them) as five array texts for the batches
+ * INSERT (run, batch_seq, host_id, taken_at_us, wall_us), so that they
+ * go into host_calibration in that statement, joined to the batches it
+ * stored: no COPY of their own (two round trips a group fewer). Only
+ * the first item of a key: a second one in the group is a duplicate
+ * that the INSERT skips. The texts' limit is the COPY's. */
+static void
+s_cal_arrays(const co_db_batch_item_t *items, size_t n, const int64_t *runs,
+             const bool *want, pw_buf_t *cal)
 {
-    size_t cal = 0;
-    s_copy_begin(db);
-    for (size_t k = 0; k < n; k++)
-        if (fresh[k])
-            cal += s_copy_cal_rows(db, items[k].host_id, items[k].batch);
-    return cal > 0 ? s_copy_send(db, s_copy_cal_sql, err, errlen) : CO_DB_OK;
+    for (size_t k = 0; k < n; k++) {
+        if (!want[k])
+            continue;
+        bool first = true;
+        for (size_t j = 0; j < k && first; j++)
+            first = !(want[j] && runs[j] == runs[k]
+                      && items[j].batch->batch_seq == items[k].batch->batch_seq);
+        const Parity__SampleBatch *b = items[k].batch;
+        for (size_t i = 0; first && i < b->n_samples; i++) {
+            const Parity__Sample *x = b->samples[i];
+            if (x->kind != PARITY__SAMPLE_KIND__CALIBRATION || !(x->wall_us > 0))
+                continue;
+            const char *sep = cal[0].len ? "," : "{";
+            pw_buf_printf(&cal[0], "%s%" PRId64, sep, runs[k]);
+            pw_buf_printf(&cal[1], "%s%u", sep, b->batch_seq);
+            pw_buf_printf(&cal[2], "%s%" PRId64, sep, items[k].host_id);
+            pw_buf_printf(&cal[3], "%s%" PRId64, sep, x->start_unix_us);
+            pw_buf_printf(&cal[4], "%s%.17g", sep, x->wall_us);
+        }
+    }
+    for (int a = 0; a < 5; a++)
+        (void)pw_buf_adds(&cal[a], cal[a].len ? "}" : "{}");
+}
+
+/* The fresh batches' calibration samples, stored by the INSERT, into
+ * the rows held for the floor (co_floors), as s_cal_row does. */
+static void
+s_cal_hold(co_db_t *db, const co_db_batch_item_t *items, size_t n,
+           const bool *fresh)
+{
+    for (size_t k = 0; k < n; k++) {
+        const Parity__SampleBatch *b = items[k].batch;
+        for (size_t i = 0; fresh[k] && i < b->n_samples; i++) {
+            const Parity__Sample *x = b->samples[i];
+            if (x->kind == PARITY__SAMPLE_KIND__CALIBRATION && x->wall_us > 0)
+                co_floors_add(db->floors, items[k].host_id, x->start_unix_us,
+                              x->wall_us);
+        }
+    }
 }
 
 /* Look each batch's run up and check its samples: want[k] for those to
@@ -1584,8 +1622,12 @@ s_batches_one_by_one(co_db_t *db, co_db_batch_item_t *items, size_t n,
     return CO_DB_OK;
 }
 
-/* co_db_batches with the three int arrays' text (run, batch_seq,
- * n_samples) in keys[0..2], which the caller frees. */
+/* The arrays of the batches INSERT: three of keys (run, batch_seq,
+ * n_samples), five of calibration samples (s_cal_arrays). */
+#define S_BATCH_ARRAYS 8
+
+/* co_db_batches with the INSERT's array texts in keys[0..7] (empty
+ * buffers), which the caller frees. */
 static int
 s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
           pw_buf_t *keys, char *err, size_t errlen)
@@ -1614,21 +1656,37 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
         return CO_DB_OK;
     for (int a = 0; a < 3; a++)
         (void)pw_buf_adds(&keys[a], "}");
-    for (int a = 0; a < 3; a++)
+    s_cal_arrays(items, n, runs, want, &keys[3]);
+    for (int a = 0; a < S_BATCH_ARRAYS; a++)
         if (pw_buf_status(&keys[a]) != PW_BUF_OK) {
-            pw_err_line(err, errlen, "batches: keys: %s",
+            pw_err_line(err, errlen, "batches: %s: %s",
+                        a < 3 ? "keys" : "calibration samples",
                         pw_buf_strerror(pw_buf_status(&keys[a])));
+            /* Too big for one statement: one batch at a time. */
+            if (pw_buf_status(&keys[a]) == PW_BUF_TOOBIG && a >= 3)
+                return s_batches_one_by_one(db, items, n, want, err, errlen);
             goto fail_all;
         }
     if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
         goto fail_all;
-    const char *p[] = { pw_buf_data(&keys[0]), pw_buf_data(&keys[1]),
-                        pw_buf_data(&keys[2]) };
-    PGresult *r = s_query(db, "INSERT INTO batches (run, batch_seq, "
-                          "n_samples) SELECT * FROM unnest($1::bigint[], "
-                          "$2::integer[], $3::integer[]) ON CONFLICT (run, "
-                          "batch_seq) DO NOTHING RETURNING run, batch_seq",
-                          3, p, PGRES_TUPLES_OK, &rc, err, errlen);
+    const char *p[S_BATCH_ARRAYS];
+    for (int a = 0; a < S_BATCH_ARRAYS; a++)
+        p[a] = pw_buf_data(&keys[a]);
+    /* The calibration samples of the batches this INSERT stores (not of
+     * those stored before) go into host_calibration with it. */
+    PGresult *r = s_query(db, "WITH b AS (INSERT INTO batches (run, "
+                          "batch_seq, n_samples) SELECT * FROM "
+                          "unnest($1::bigint[], $2::integer[], "
+                          "$3::integer[]) ON CONFLICT (run, batch_seq) DO "
+                          "NOTHING RETURNING run, batch_seq), c AS (INSERT "
+                          "INTO host_calibration (host_id, taken_at_us, "
+                          "wall_us) SELECT u.h, u.t, u.w FROM "
+                          "unnest($4::bigint[], $5::integer[], "
+                          "$6::bigint[], $7::bigint[], $8::float8[]) AS u "
+                          "(r, s, h, t, w) JOIN b ON b.run = u.r AND "
+                          "b.batch_seq = u.s) SELECT run, batch_seq FROM b",
+                          S_BATCH_ARRAYS, p, PGRES_TUPLES_OK, &rc, err,
+                          errlen);
     if (!r)
         goto rollback;
     bool fresh[CO_DB_GROUP_MAX] = { false };
@@ -1645,9 +1703,7 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
         rc = s_copy_send(db, s_copy_samples_sql, err, errlen);
         if (rc != CO_DB_OK)
             goto rollback;
-        if ((rc = s_copy_cal_group(db, items, fresh, n, err, errlen)) !=
-            CO_DB_OK)
-            goto rollback;
+        s_cal_hold(db, items, n, fresh);
     }
     if ((rc = s_exec(db, "COMMIT", err, errlen)) != CO_DB_OK)
         goto rollback;
@@ -1677,16 +1733,17 @@ int
 co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n, char *err,
               size_t errlen)
 {
-    /* At most 64 numbers of 20 digits and a comma each, per array. */
-    pw_buf_t keys[3];
-    for (int a = 0; a < 3; a++)
-        pw_buf_init(&keys[a], CO_DB_GROUP_MAX * 21 + 3);
+    /* The keys: at most 64 numbers of 20 digits and a comma each, per
+     * array; the calibration samples' five: the COPY's limit. */
+    pw_buf_t keys[S_BATCH_ARRAYS];
+    for (int a = 0; a < S_BATCH_ARRAYS; a++)
+        pw_buf_init(&keys[a], a < 3 ? CO_DB_GROUP_MAX * 21 + 3 : S_COPY_MAX);
     /* A refusal of the group is not sent: its batches are then stored
      * one by one, each under its own name. */
     s_what(db, "batches");
     int rc = s_batches(db, items, n, keys, err, errlen);
     s_what(db, NULL);
-    for (int a = 0; a < 3; a++)
+    for (int a = 0; a < S_BATCH_ARRAYS; a++)
         pw_buf_free(&keys[a]);
     return rc;
 }

@@ -116,7 +116,11 @@ s_batch(Parity__SampleBatch *b, Parity__Sample *x, Parity__Sample **px,
         x[i].kind = k < 2 ? PARITY__SAMPLE_KIND__CALIBRATION :
                     PARITY__SAMPLE_KIND__MEASURED;
         x[i].arm = k < 2 ? 0 : (unsigned)(k % 2);
-        x[i].wall_us = k == 1 ? 0.0 : 1000.0 + (double)(seq * 100 + i);
+        /* A calibration sample's third: its wall_us goes to
+         * host_calibration as text in co_db_batches, and must come back
+         * the same double. */
+        x[i].wall_us = k == 1 ? 0.0 : 1000.0 + (double)(seq * 100 + i)
+                       + (k == 0 ? 1.0 / 3.0 : 0.0);
         x[i].round = (unsigned)(i / 6);
         x[i].start_unix_us = t0 + (int64_t)(seq * 1000 + i);
     }
@@ -148,11 +152,18 @@ s_ingest(co_db_t *db, int64_t host, const char *uuid, int64_t now)
     size_t stored = 0;
     if (co_db_batch(db, host, &b[0], &stored, err, sizeof err) != CO_DB_OK)
         return s_die("batch", err);
-    co_db_batch_item_t items[2] = { { .host_id = host, .batch = &b[1] },
-                                    { .host_id = host, .batch = &b[2] } };
-    if (co_db_batches(db, items, 2, err, sizeof err) != CO_DB_OK ||
+    /* b[2] twice in the group and b[0] stored before: duplicates, whose
+     * calibration samples must not be stored again. */
+    co_db_batch_item_t items[4] = { { .host_id = host, .batch = &b[1] },
+                                    { .host_id = host, .batch = &b[2] },
+                                    { .host_id = host, .batch = &b[2] },
+                                    { .host_id = host, .batch = &b[0] } };
+    if (co_db_batches(db, items, 4, err, sizeof err) != CO_DB_OK ||
         items[0].rc != CO_DB_OK || items[1].rc != CO_DB_OK)
         return s_die("batches", items[0].err[0] ? items[0].err : err);
+    if (items[2].rc != CO_DB_DUP || items[3].rc != CO_DB_DUP ||
+        items[0].stored != 12 || items[2].stored != 0)
+        return s_die("batches", "duplicates not answered as duplicates");
     double cal[150];
     for (int i = 0; i < 150; i++)
         cal[i] = 400.0 + (double)((i * 37) % 101);

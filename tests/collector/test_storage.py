@@ -464,14 +464,18 @@ def case_ingest(w, db, fx):
     rows = db.run("SELECT taken_at_us, wall_us FROM host_calibration WHERE "
                   "host_id = 3 AND taken_at_us >= %d ORDER BY 1, 2;" % NOW)
     # storage_tool: 3 batches of 12, each 2 calibration samples of which
-    # one is 0 us; then 150 Calibration samples at NOW + 5000.
-    want = sorted([(NOW + seq * 1000 + i, 1000.0 + seq * 100 + i)
+    # one is 0 us (the others at a third past a whole us: the group's go
+    # to host_calibration as text); the group holds one batch twice and
+    # one stored before, whose samples count once; then 150 Calibration
+    # samples at NOW + 5000.
+    want = sorted([(NOW + seq * 1000 + i, 1000.0 + seq * 100 + i + 1 / 3)
                    for seq in range(3) for i in range(12) if i % 6 == 0] +
                   [(NOW + 5000, 400.0 + (i * 37) % 101) for i in range(150)])
     got = [(int(a), float(b)) for a, b in rows]
     ok(got == want,
        "host_calibration got the batches' calibration samples > 0 (both "
-       "batch paths) and the Calibration's (%d rows)" % len(got))
+       "batch paths, each once, exactly) and the Calibration's (%d rows)"
+       % len(got))
     f = db.run("SELECT floor_us, floor_is_default, floor_samples FROM hosts "
                "WHERE id = 3;")[0]
     exp = floor_of(old + [w for (_, w) in want])
