@@ -15,6 +15,7 @@
 #include <libpq-fe.h>
 
 #include "co_floors.h"
+#include "co_ids.h"
 #include "co_migrations.h"
 #include "pw_buf.h"
 #include "pw_err.h"
@@ -37,6 +38,9 @@
 /* Most bytes of one SQL statement's text built by appending: the arms of
  * a run (64) or a run's summaries and verdicts, a few kB each. */
 #define S_SQL_MAX       (1u << 20)
+/* Benchmark and environment ids held (co_ids): a fleet's suites and
+ * hosts' environments in use at once, far more than one burst needs. */
+#define S_IDS_SLOTS     512
 
 typedef struct {
     char uuid[CO_DB_UUID_MAX];
@@ -76,6 +80,10 @@ struct co_db {
      * Forgotten whenever what this connection wrote may be undone. NULL
      * when out of memory: the floor is then always read. */
     co_floors_t *floors;
+    /* Ids of benchmarks and environments by their keys (co_ids.h): a
+     * RunStart's two look-ups, mostly. Forgotten with the floors. NULL
+     * when out of memory: then always asked. */
+    co_ids_t *ids;
     /* The message being stored ("batch R/3", "hello"), set by the store
      * functions while they run: a statement the database refuses for
      * the message's content is reported under this name, never with the
@@ -91,6 +99,7 @@ static void
 s_forget_written(co_db_t *db)
 {
     co_floors_clear(db->floors);
+    co_ids_clear(db->ids);
     memset(db->runs, 0, sizeof db->runs);
 }
 
@@ -162,6 +171,7 @@ co_db_new(const char *conninfo)
     }
     db->floor_window = CO_DB_FLOOR_WINDOW;
     db->floors = co_floors_new(CO_DB_FLOOR_WINDOW);
+    db->ids = co_ids_new(S_IDS_SLOTS);
     pw_buf_init(&db->copy, S_COPY_MAX);
     return db;
 }
@@ -210,6 +220,7 @@ co_db_destroy(co_db_t **db)
         return;
     co_db_disconnect(*db);
     co_floors_destroy(&(*db)->floors);
+    co_ids_destroy(&(*db)->ids);
     free((*db)->conninfo);
     pw_buf_free(&(*db)->copy);
     free(*db);
@@ -1093,6 +1104,113 @@ other:
     return CO_DB_REFUSED;
 }
 
+/* A key of co_ids: a tag byte, then parts each followed by a NUL (so
+ * that "ab"+"c" and "a"+"bc" differ). Caller frees; NULL out of memory. */
+static char *
+s_ids_key(char tag, const char *a, size_t alen, const char *b, size_t *len)
+{
+    size_t blen = strlen(b);
+    char *k = malloc(alen + blen + 3);
+    if (!k)
+        return NULL;
+    k[0] = tag;
+    memcpy(k + 1, a, alen);
+    k[alen + 1] = '\0';
+    memcpy(k + alen + 2, b, blen);
+    k[alen + blen + 2] = '\0';
+    *len = alen + blen + 3;
+    return k;
+}
+
+/* The id of the RunStart's benchmark, stored if new, as text in bench:
+ * held (co_ids) after the first time. */
+static int
+s_benchmark_id(co_db_t *db, const Parity__RunStart *rs, char *bench,
+               size_t len, char *err, size_t errlen)
+{
+    int rc = CO_DB_OK;
+    int64_t id;
+    size_t klen = 0;
+    const char *suite = s_str(rs->suite);
+    char *key = s_ids_key('b', suite, strlen(suite), s_str(rs->benchmark),
+                          &klen);
+    if (key && co_ids_get(db->ids, key, klen, &id)) {
+        snprintf(bench, len, "%" PRId64, id);
+        free(key);
+        return CO_DB_OK;
+    }
+    const char *pb[] = { suite, s_str(rs->benchmark) };
+    /* DO NOTHING, not an upsert that updates: that locks the row until
+     * the burst's COMMIT, and every other writer (of this collector or
+     * another on the database) storing a run of the benchmark would
+     * wait for it, or deadlock with it over two benchmarks. */
+    PGresult *r = s_query(db, "WITH ins AS (INSERT INTO benchmarks (suite, "
+                          "name) VALUES ($1, $2) ON CONFLICT (suite, name) "
+                          "DO NOTHING RETURNING id) SELECT id FROM ins UNION "
+                          "ALL SELECT id FROM benchmarks WHERE suite = $1 AND "
+                          "name = $2", 2, pb, PGRES_TUPLES_OK, &rc, err,
+                          errlen);
+    if (r && PQntuples(r) == 0) {
+        /* Another writer's row, committed after this statement began:
+         * a new statement sees it. */
+        PQclear(r);
+        r = s_query(db, "SELECT id FROM benchmarks WHERE suite = $1 AND "
+                    "name = $2", 2, pb, PGRES_TUPLES_OK, &rc, err, errlen);
+        if (r && PQntuples(r) == 0) {
+            PQclear(r);
+            r = NULL;
+            rc = CO_DB_FAIL;
+            pw_err_line(err, errlen, "run_start %s: benchmark %.64s/%.64s "
+                        "neither stored nor found", rs->run_id, suite,
+                        s_str(rs->benchmark));
+        }
+    }
+    if (r) {
+        snprintf(bench, len, "%s", PQgetvalue(r, 0, 0));
+        if (key)
+            co_ids_put(db->ids, key, klen, strtoll(bench, NULL, 10));
+        PQclear(r);
+    }
+    free(key);
+    return rc;
+}
+
+/* The id of the host's environment json, stored if new, as text in
+ * envid (empty when the statement found none): held after the first
+ * time. */
+static int
+s_environment_id(co_db_t *db, int64_t host_id, const char *json,
+                 char *envid, size_t len, char *err, size_t errlen)
+{
+    int rc = CO_DB_OK;
+    int64_t id;
+    size_t klen = 0;
+    char host[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    char *key = s_ids_key('e', host, strlen(host), json, &klen);
+    if (key && co_ids_get(db->ids, key, klen, &id)) {
+        snprintf(envid, len, "%" PRId64, id);
+        free(key);
+        return CO_DB_OK;
+    }
+    const char *pe[] = { host, json };
+    PGresult *r = s_query(db, "WITH ins AS (INSERT INTO environments "
+                          "(host_id, digest, environment_json) VALUES ($1, "
+                          "md5($2), $2) ON CONFLICT (host_id, digest) DO "
+                          "NOTHING RETURNING id) SELECT id FROM ins UNION ALL "
+                          "SELECT id FROM environments WHERE host_id = $1 "
+                          "AND digest = md5($2)", 2, pe, PGRES_TUPLES_OK, &rc,
+                          err, errlen);
+    if (r && PQntuples(r) > 0) {
+        snprintf(envid, len, "%s", PQgetvalue(r, 0, 0));
+        if (key)
+            co_ids_put(db->ids, key, klen, strtoll(envid, NULL, 10));
+    }
+    PQclear(r);
+    free(key);
+    return rc;
+}
+
 /* Every arm of a run in one INSERT (a statement per arm was a round trip
  * per arm for each run). Arms are at most PW_WIRE_MAX_ARMS. */
 static int
@@ -1204,49 +1322,13 @@ s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
     snprintf(started, sizeof started, "%" PRId64, rs->started_at_us);
     if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
         goto done;
-    const char *pb[] = { s_str(rs->suite), s_str(rs->benchmark) };
-    /* DO NOTHING, not an upsert that updates: that locks the row until
-     * the burst's COMMIT, and every other writer (of this collector or
-     * another on the database) storing a run of the benchmark would
-     * wait for it, or deadlock with it over two benchmarks. */
-    r = s_query(db, "WITH ins AS (INSERT INTO benchmarks (suite, name) "
-                "VALUES ($1, $2) ON CONFLICT (suite, name) DO NOTHING "
-                "RETURNING id) SELECT id FROM ins UNION ALL SELECT id FROM "
-                "benchmarks WHERE suite = $1 AND name = $2", 2, pb,
-                PGRES_TUPLES_OK, &rc, err, errlen);
-    if (r && PQntuples(r) == 0) {
-        /* Another writer's row, committed after this statement began:
-         * a new statement sees it. */
-        PQclear(r);
-        r = s_query(db, "SELECT id FROM benchmarks WHERE suite = $1 AND "
-                    "name = $2", 2, pb, PGRES_TUPLES_OK, &rc, err, errlen);
-        if (r && PQntuples(r) == 0) {
-            PQclear(r);
-            r = NULL;
-            rc = CO_DB_FAIL;
-            pw_err_line(err, errlen, "run_start %s: benchmark %.64s/%.64s "
-                        "neither stored nor found", rs->run_id,
-                        s_str(rs->suite), s_str(rs->benchmark));
-        }
-    }
-    if (!r)
+    if ((rc = s_benchmark_id(db, rs, bench, sizeof bench, err, errlen))
+        != CO_DB_OK)
         goto rollback;
-    snprintf(bench, sizeof bench, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
-    if (rs->environment_json && rs->environment_json[0]) {
-        const char *pe[] = { host, rs->environment_json };
-        r = s_query(db, "WITH ins AS (INSERT INTO environments (host_id, "
-                    "digest, environment_json) VALUES ($1, md5($2), $2) "
-                    "ON CONFLICT (host_id, digest) DO NOTHING RETURNING id) "
-                    "SELECT id FROM ins UNION ALL SELECT id FROM environments "
-                    "WHERE host_id = $1 AND digest = md5($2)", 2, pe,
-                    PGRES_TUPLES_OK, &rc, err, errlen);
-        if (!r)
-            goto rollback;
-        if (PQntuples(r) > 0)
-            snprintf(envid, sizeof envid, "%s", PQgetvalue(r, 0, 0));
-        PQclear(r);
-    }
+    if (rs->environment_json && rs->environment_json[0] &&
+        (rc = s_environment_id(db, host_id, rs->environment_json, envid,
+                               sizeof envid, err, errlen)) != CO_DB_OK)
+        goto rollback;
     const char *p[] = { rs->run_id, host, bench, s_str(rs->job_id),
                         s_str(rs->label), tags, runs, warmup, started,
                         envid[0] ? envid : NULL };
@@ -2440,7 +2522,7 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
     int64_t run = 0;
     char runid[24], host[24], batches[16], samples[24], ended[24];
     const char *status = s_status_name(re->status);
-    PGresult *r = NULL, *arms = NULL;
+    PGresult *arms = NULL;
     s_samples_t sm = { 0 };
     int64_t *errors = NULL;
 
@@ -2473,20 +2555,14 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         s_rollback(db);
         return rc;
     }
+    /* The run's end, and its arms read in the same statement (one round
+     * trip): the subject is the arm flagged so, else arm 0. */
     const char *pu[] = { runid, status, s_str(re->reason), batches, samples,
                          ended };
-    r = s_query(db, "UPDATE runs SET status = $2, reason = $3, batches = $4, "
-                "samples = $5, ended_at_us = $6 WHERE id = $1", 6, pu,
-                PGRES_COMMAND_OK, &rc, err, errlen);
-    if (!r)
-        goto rollback;
-    PQclear(r);
-    r = NULL;
-
-    /* Arms, and the subject (the arm flagged so, else arm 0). */
-    const char *pa[] = { runid };
-    arms = s_query(db, "SELECT idx, name, subject FROM arms WHERE run = $1 "
-                   "ORDER BY idx", 1, pa, PGRES_TUPLES_OK, &rc, err, errlen);
+    arms = s_query(db, "WITH u AS (UPDATE runs SET status = $2, reason = $3, "
+                   "batches = $4, samples = $5, ended_at_us = $6 WHERE id = "
+                   "$1) SELECT idx, name, subject FROM arms WHERE run = $1 "
+                   "ORDER BY idx", 6, pu, PGRES_TUPLES_OK, &rc, err, errlen);
     if (!arms)
         goto rollback;
     size_t narms = (size_t)PQntuples(arms), subject = 0;
@@ -2523,7 +2599,6 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         *verdicts = 0;
     goto done;
 rollback:
-    PQclear(r);
     *verdicts = 0;
     s_rollback(db);
 done:
