@@ -41,6 +41,9 @@
 /* Benchmark and environment ids held (co_ids): a fleet's suites and
  * hosts' environments in use at once, far more than one burst needs. */
 #define S_IDS_SLOTS     512
+/* The writer's hot statements of fixed text, prepared once per
+ * connection (s_query_p): ten or so. */
+#define S_PREPARED_MAX  16
 
 typedef struct {
     char uuid[CO_DB_UUID_MAX];
@@ -84,6 +87,11 @@ struct co_db {
      * RunStart's two look-ups, mostly. Forgotten with the floors. NULL
      * when out of memory: then always asked. */
     co_ids_t *ids;
+    /* The statements prepared on this connection (s_query_p), by the
+     * address of their text: string literals only. Emptied with the
+     * connection. */
+    const char *prepared[S_PREPARED_MAX];
+    int n_prepared;
     /* The message being stored ("batch R/3", "hello"), set by the store
      * functions while they run: a statement the database refuses for
      * the message's content is reported under this name, never with the
@@ -209,6 +217,7 @@ co_db_disconnect(co_db_t *db)
         db->outer = false;
         db->begin_pending = false;
         db->release_pending = false;
+        db->n_prepared = 0;     /* they lived in the server process */
         s_forget_written(db);
     }
 }
@@ -406,6 +415,53 @@ s_query(co_db_t *db, const char *sql, int n, const char *const *params,
     if ((*rc = s_begin_flush(db, err, errlen)) != CO_DB_OK)
         return NULL;
     PGresult *r = PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != want) {
+        *rc = s_fail(db, r, sql, err, errlen);
+        PQclear(r);
+        return NULL;
+    }
+    *rc = CO_DB_OK;
+    return r;
+}
+
+/* The name under which sql is prepared on this connection, preparing it
+ * the first time: false when it is not (no room, or PQprepare failed:
+ * the caller then sends the text, whose failure says why). A statement
+ * prepared is not undone by a rollback. */
+static bool
+s_prepared(co_db_t *db, const char *sql, int n, char *name, size_t len)
+{
+    int k = 0;
+    while (k < db->n_prepared && db->prepared[k] != sql)
+        k++;
+    snprintf(name, len, "co_p%d", k);
+    if (k < db->n_prepared)
+        return true;
+    if (k == S_PREPARED_MAX)
+        return false;
+    PGresult *r = PQprepare(db->conn, name, sql, n, NULL);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (ok)
+        db->prepared[db->n_prepared++] = sql;
+    return ok;
+}
+
+/* s_query for the hot statements of fixed text (a string literal: it is
+ * known by its address): parsed and planned once per connection, not
+ * at every message. Under a fleet's load the writer's server process
+ * waits for a CPU about as long as it runs (docs/performance.md,
+ * session 23), so its CPU is the writer's time. */
+static PGresult *
+s_query_p(co_db_t *db, const char *sql, int n, const char *const *params,
+          ExecStatusType want, int *rc, char *err, size_t errlen)
+{
+    char name[16];
+    if ((*rc = s_begin_flush(db, err, errlen)) != CO_DB_OK)
+        return NULL;
+    if (!s_prepared(db, sql, n, name, sizeof name))
+        return s_query(db, sql, n, params, want, rc, err, errlen);
+    PGresult *r = PQexecPrepared(db->conn, name, n, params, NULL, NULL, 0);
     if (PQresultStatus(r) != want) {
         *rc = s_fail(db, r, sql, err, errlen);
         PQclear(r);
@@ -1335,7 +1391,7 @@ s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
     /* A job's run takes the job's variables (they make its series,
      * 007), its tags under the run's own (which win) and its label when
      * the run has none: in the same statement, whatever the agent sent. */
-    r = s_query(db, "INSERT INTO runs (run_uuid, host_id, benchmark_id, "
+    r = s_query_p(db, "INSERT INTO runs (run_uuid, host_id, benchmark_id, "
                 "job_id, label, tags, runs, warmup, started_at_us, "
                 "environment, vars) SELECT $1, $2::bigint, $3::bigint, $4, "
                 "CASE WHEN $5 = '' THEN COALESCE(j.label, '') ELSE $5 END, "
@@ -1581,12 +1637,13 @@ s_cal_arrays(const co_db_batch_item_t *items, size_t n, const int64_t *runs,
             continue;
         bool first = true;
         for (size_t j = 0; j < k && first; j++)
-            first = !(want[j] && runs[j] == runs[k]
-                      && items[j].batch->batch_seq == items[k].batch->batch_seq);
+            first = !(want[j] && runs[j] == runs[k] &&
+                      items[j].batch->batch_seq == items[k].batch->batch_seq);
         const Parity__SampleBatch *b = items[k].batch;
         for (size_t i = 0; first && i < b->n_samples; i++) {
             const Parity__Sample *x = b->samples[i];
-            if (x->kind != PARITY__SAMPLE_KIND__CALIBRATION || !(x->wall_us > 0))
+            if (x->kind != PARITY__SAMPLE_KIND__CALIBRATION ||
+                !(x->wall_us > 0))
                 continue;
             const char *sep = cal[0].len ? "," : "{";
             pw_buf_printf(&cal[0], "%s%" PRId64, sep, runs[k]);
@@ -1756,7 +1813,7 @@ s_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
         p[a] = pw_buf_data(&keys[a]);
     /* The calibration samples of the batches this INSERT stores (not of
      * those stored before) go into host_calibration with it. */
-    PGresult *r = s_query(db, "WITH b AS (INSERT INTO batches (run, "
+    PGresult *r = s_query_p(db, "WITH b AS (INSERT INTO batches (run, "
                           "batch_seq, n_samples) SELECT * FROM "
                           "unnest($1::bigint[], $2::integer[], "
                           "$3::integer[]) ON CONFLICT (run, batch_seq) DO "
@@ -2372,7 +2429,7 @@ s_run_floor(co_db_t *db, int64_t host_id, const char *runid, int64_t until,
                          win, until_s, at };
     /* The run's floor, and the host's row (s_host_floor_save's rule), in
      * one round trip. */
-    PGresult *r = s_query(db, "WITH f AS (INSERT INTO floors (host_id, run, "
+    PGresult *r = s_query_p(db, "WITH f AS (INSERT INTO floors (host_id, run, "
                           "floor_us, is_default, n_samples, window_size, "
                           "until_us) VALUES ($1, $2, $3, $4, $5, $6, $7) ON "
                           "CONFLICT (run) DO NOTHING) UPDATE hosts SET "
@@ -2483,7 +2540,7 @@ s_run_end_ready(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
 {
     int rc;
     const char *pc[] = { runid, batches };
-    PGresult *r = s_query(db, "SELECT status, started_at_us, (SELECT "
+    PGresult *r = s_query_p(db, "SELECT status, started_at_us, (SELECT "
                           "count(*) FROM batches WHERE run = $1 AND "
                           "batch_seq < $2), (SELECT COALESCE(sum(n_samples), "
                           "0) FROM batches WHERE run = $1) FROM runs WHERE "
@@ -2559,10 +2616,11 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
      * trip): the subject is the arm flagged so, else arm 0. */
     const char *pu[] = { runid, status, s_str(re->reason), batches, samples,
                          ended };
-    arms = s_query(db, "WITH u AS (UPDATE runs SET status = $2, reason = $3, "
-                   "batches = $4, samples = $5, ended_at_us = $6 WHERE id = "
-                   "$1) SELECT idx, name, subject FROM arms WHERE run = $1 "
-                   "ORDER BY idx", 6, pu, PGRES_TUPLES_OK, &rc, err, errlen);
+    arms = s_query_p(db, "WITH u AS (UPDATE runs SET status = $2, reason = "
+                     "$3, batches = $4, samples = $5, ended_at_us = $6 WHERE "
+                     "id = $1) SELECT idx, name, subject FROM arms WHERE run "
+                     "= $1 ORDER BY idx", 6, pu, PGRES_TUPLES_OK, &rc, err,
+                     errlen);
     if (!arms)
         goto rollback;
     size_t narms = (size_t)PQntuples(arms), subject = 0;
