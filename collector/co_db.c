@@ -1178,93 +1178,83 @@ s_ids_key(char tag, const char *a, size_t alen, const char *b, size_t *len)
     return k;
 }
 
-/* The id of the RunStart's benchmark, stored if new, as text in bench:
- * held (co_ids) after the first time. */
+/* The id of a row by its natural key, as text in out: held (co_ids)
+ * after the first time, else from sql ($1, $2: params), which stores the
+ * row if new and returns its id. No row means another writer's, committed
+ * after the statement began: a new statement (again) sees it. Still none
+ * is a failure when required, else out stays empty. Takes key (NULL when
+ * out of memory: not held). */
 static int
-s_benchmark_id(co_db_t *db, const Parity__RunStart *rs, char *bench,
-               size_t len, char *err, size_t errlen)
+s_id_of(co_db_t *db, char *key, size_t klen, const char *sql,
+        const char *again, const char *const *params, bool required,
+        char *out, size_t len, char *err, size_t errlen)
 {
     int rc = CO_DB_OK;
     int64_t id;
-    size_t klen = 0;
-    const char *suite = s_str(rs->suite);
-    char *key = s_ids_key('b', suite, strlen(suite), s_str(rs->benchmark),
-                          &klen);
+    out[0] = '\0';
     if (key && co_ids_get(db->ids, key, klen, &id)) {
-        snprintf(bench, len, "%" PRId64, id);
+        snprintf(out, len, "%" PRId64, id);
         free(key);
         return CO_DB_OK;
     }
-    const char *pb[] = { suite, s_str(rs->benchmark) };
-    /* DO NOTHING, not an upsert that updates: that locks the row until
-     * the burst's COMMIT, and every other writer (of this collector or
-     * another on the database) storing a run of the benchmark would
-     * wait for it, or deadlock with it over two benchmarks. */
-    PGresult *r = s_query(db, "WITH ins AS (INSERT INTO benchmarks (suite, "
-                          "name) VALUES ($1, $2) ON CONFLICT (suite, name) "
-                          "DO NOTHING RETURNING id) SELECT id FROM ins UNION "
-                          "ALL SELECT id FROM benchmarks WHERE suite = $1 AND "
-                          "name = $2", 2, pb, PGRES_TUPLES_OK, &rc, err,
+    PGresult *r = s_query(db, sql, 2, params, PGRES_TUPLES_OK, &rc, err,
                           errlen);
     if (r && PQntuples(r) == 0) {
-        /* Another writer's row, committed after this statement began:
-         * a new statement sees it. */
         PQclear(r);
-        r = s_query(db, "SELECT id FROM benchmarks WHERE suite = $1 AND "
-                    "name = $2", 2, pb, PGRES_TUPLES_OK, &rc, err, errlen);
-        if (r && PQntuples(r) == 0) {
-            PQclear(r);
-            r = NULL;
-            rc = CO_DB_FAIL;
-            pw_err_line(err, errlen, "run_start %s: benchmark %.64s/%.64s "
-                        "neither stored nor found", rs->run_id, suite,
-                        s_str(rs->benchmark));
-        }
+        r = s_query(db, again, 2, params, PGRES_TUPLES_OK, &rc, err, errlen);
     }
-    if (r) {
-        snprintf(bench, len, "%s", PQgetvalue(r, 0, 0));
-        if (key)
-            co_ids_put(db->ids, key, klen, strtoll(bench, NULL, 10));
-        PQclear(r);
-    }
-    free(key);
-    return rc;
-}
-
-/* The id of the host's environment json, stored if new, as text in
- * envid (empty when the statement found none): held after the first
- * time. */
-static int
-s_environment_id(co_db_t *db, int64_t host_id, const char *json,
-                 char *envid, size_t len, char *err, size_t errlen)
-{
-    int rc = CO_DB_OK;
-    int64_t id;
-    size_t klen = 0;
-    char host[24];
-    snprintf(host, sizeof host, "%" PRId64, host_id);
-    char *key = s_ids_key('e', host, strlen(host), json, &klen);
-    if (key && co_ids_get(db->ids, key, klen, &id)) {
-        snprintf(envid, len, "%" PRId64, id);
-        free(key);
-        return CO_DB_OK;
-    }
-    const char *pe[] = { host, json };
-    PGresult *r = s_query(db, "WITH ins AS (INSERT INTO environments "
-                          "(host_id, digest, environment_json) VALUES ($1, "
-                          "md5($2), $2) ON CONFLICT (host_id, digest) DO "
-                          "NOTHING RETURNING id) SELECT id FROM ins UNION ALL "
-                          "SELECT id FROM environments WHERE host_id = $1 "
-                          "AND digest = md5($2)", 2, pe, PGRES_TUPLES_OK, &rc,
-                          err, errlen);
     if (r && PQntuples(r) > 0) {
-        snprintf(envid, len, "%s", PQgetvalue(r, 0, 0));
+        snprintf(out, len, "%s", PQgetvalue(r, 0, 0));
         if (key)
-            co_ids_put(db->ids, key, klen, strtoll(envid, NULL, 10));
+            co_ids_put(db->ids, key, klen, strtoll(out, NULL, 10));
+    } else if (r && required) {
+        rc = CO_DB_FAIL;
+        pw_err_line(err, errlen, "%s: %.64s/%.64s neither stored nor found",
+                    db->what, params[0], params[1]);
     }
     PQclear(r);
     free(key);
     return rc;
+}
+
+/* The id of the RunStart's benchmark, stored if new, as text in bench. */
+static int
+s_benchmark_id(co_db_t *db, const Parity__RunStart *rs, char *bench,
+               size_t len, char *err, size_t errlen)
+{
+    size_t klen = 0;
+    const char *pb[] = { s_str(rs->suite), s_str(rs->benchmark) };
+    char *key = s_ids_key('b', pb[0], strlen(pb[0]), pb[1], &klen);
+    /* DO NOTHING, not an upsert that updates: that locks the row until
+     * the burst's COMMIT, and every other writer (of this collector or
+     * another on the database) storing a run of the benchmark would
+     * wait for it, or deadlock with it over two benchmarks. */
+    return s_id_of(db, key, klen, "WITH ins AS (INSERT INTO benchmarks "
+                   "(suite, name) VALUES ($1, $2) ON CONFLICT (suite, name) "
+                   "DO NOTHING RETURNING id) SELECT id FROM ins UNION ALL "
+                   "SELECT id FROM benchmarks WHERE suite = $1 AND name = $2",
+                   "SELECT id FROM benchmarks WHERE suite = $1 AND name = $2",
+                   pb, true, bench, len, err, errlen);
+}
+
+/* The id of the host's environment json, stored if new, as text in
+ * envid (empty when neither). */
+static int
+s_environment_id(co_db_t *db, int64_t host_id, const char *json,
+                 char *envid, size_t len, char *err, size_t errlen)
+{
+    size_t klen = 0;
+    char host[24];
+    snprintf(host, sizeof host, "%" PRId64, host_id);
+    const char *pe[] = { host, json };
+    char *key = s_ids_key('e', host, strlen(host), json, &klen);
+    return s_id_of(db, key, klen, "WITH ins AS (INSERT INTO environments "
+                   "(host_id, digest, environment_json) VALUES ($1, md5($2), "
+                   "$2) ON CONFLICT (host_id, digest) DO NOTHING RETURNING "
+                   "id) SELECT id FROM ins UNION ALL SELECT id FROM "
+                   "environments WHERE host_id = $1 AND digest = md5($2)",
+                   "SELECT id FROM environments WHERE host_id = $1 AND "
+                   "digest = md5($2)", pe, false, envid, len, err, errlen);
 }
 
 /* Every arm of a run in one INSERT (a statement per arm was a round trip

@@ -108,6 +108,20 @@ s_int_array(const char *text, long long *out, int max)
     return n;
 }
 
+/* Elements of an array's text ("{}" none, "{a,b}" two), any length. */
+static long
+s_elements(const char *text)
+{
+    if (!text || text[0] != '{')
+        abort();
+    if (strcmp(text, "{}") == 0)
+        return 0;
+    long n = 1;
+    for (const char *p = text; *p; p++)
+        n += *p == ',';
+    return n;
+}
+
 /* The statement after a WITH's common table expressions (whose own
  * RETURNING does not make the statement return rows); sql itself when
  * it has none. */
@@ -154,6 +168,10 @@ s_answer(const char *sql, int n, const char *const *params)
         if (s_int_array(params[1], seq, S_ROWS_MAX) != rows
             || s_int_array(params[2], cnt, S_ROWS_MAX) != rows)
             abort();   /* the three arrays must line up */
+        /* The calibration samples' five arrays must line up too. */
+        for (int a = 4; a < n; a++)
+            if (s_elements(params[a]) != s_elements(params[3]))
+                abort();
         r = s_result(PGRES_TUPLES_OK, rows, 2);
         for (int i = 0; i < rows; i++) {
             snprintf(s_cell(r, i, 0)->text, S_CELL_MAX, "%lld", run[i]);
@@ -306,6 +324,49 @@ PQexecParams(PGconn *conn, const char *command, int nParams,
         if (paramValues[i])
             (void)strlen(paramValues[i]);
     return s_answer(command, nParams, paramValues);
+}
+
+/* Statements prepared by name (co_db prepares its hot ones): their
+ * text, to answer PQexecPrepared as PQexecParams would. */
+#define S_PREPARED_MAX 32
+static struct {
+    char name[32];
+    char *sql;
+} s_prepared[S_PREPARED_MAX];
+
+PGresult *
+PQprepare(PGconn *conn, const char *stmtName, const char *query,
+          int nParams, const Oid *paramTypes)
+{
+    (void)nParams;
+    (void)paramTypes;
+    if (conn->in_copy || strlen(stmtName) >= sizeof s_prepared[0].name)
+        abort();
+    int k = 0;
+    while (k < S_PREPARED_MAX && s_prepared[k].sql &&
+           strcmp(s_prepared[k].name, stmtName) != 0)
+        k++;
+    if (k == S_PREPARED_MAX)
+        abort();   /* co_db prepares a few, once per connection */
+    free(s_prepared[k].sql);
+    snprintf(s_prepared[k].name, sizeof s_prepared[k].name, "%s", stmtName);
+    s_prepared[k].sql = strdup(query);
+    if (!s_prepared[k].sql)
+        abort();
+    return s_result(PGRES_COMMAND_OK, 0, 0);
+}
+
+PGresult *
+PQexecPrepared(PGconn *conn, const char *stmtName, int nParams,
+               const char *const *paramValues, const int *paramLengths,
+               const int *paramFormats, int resultFormat)
+{
+    for (int k = 0; k < S_PREPARED_MAX && s_prepared[k].sql; k++)
+        if (strcmp(s_prepared[k].name, stmtName) == 0)
+            return PQexecParams(conn, s_prepared[k].sql, nParams, NULL,
+                                paramValues, paramLengths, paramFormats,
+                                resultFormat);
+    abort();       /* executed before it was prepared */
 }
 
 int
