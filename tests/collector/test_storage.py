@@ -370,14 +370,20 @@ def case_migrate(w, db, fx):
        "the old floor query gives alpha's floor %r" % (floor_before,))
 
     r = tool("migrate", w.data)
-    ok(r.returncode == 0 and r.stdout.strip() == "applied 10",
-       "storage-tool migrate applies 006 to 015 (%r)" % r.stdout)
+    ok(r.returncode == 0 and r.stdout.strip() == "applied 11",
+       "storage-tool migrate applies 006 to 016 (%r)" % r.stdout)
     after = checksums(db, columns)
     bad = [t for t in OLD_TABLES if before[t] != after[t]]
     ok(not bad, "every row of every old table survived (count and md5 of "
        "its columns): differ %s" % bad)
-    ok(db.one("SELECT max(version) FROM schema_version;") == "15",
-       "schema_version is 15")
+    ok(db.one("SELECT max(version) FROM schema_version;") == "16",
+       "schema_version is 16")
+    # 016: hosts finds each host's self-test through it, not a scan of
+    # every job per host.
+    ok(db.one("SELECT indexdef FROM pg_indexes WHERE indexname = "
+              "'jobs_selftest';") == "CREATE INDEX jobs_selftest ON "
+       "public.jobs USING btree (id) WHERE (suite = 'parity-selftest'::text)",
+       "016 made the index of self-test jobs")
     # 009: the hosts of files stay approved by their files (no row).
     ok(db.one("SELECT count(*) FROM host_keys;") == "0"
        and db.one("SELECT count(*) FROM hosts;") == str(len(fx.hosts)),
