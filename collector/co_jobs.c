@@ -554,24 +554,37 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
         goto db_error;
     }
     r = s_q(j,
-        /* Busy: the host, or an online host of the same machine (same
-         * boot id), has a running row: two agents of one machine would
-         * measure each other. */
-        "WITH busy AS (SELECT DISTINCT b.host_id, hb.boot_id FROM job_hosts "
+        /* cand: the hosts asked about and the other agents of their
+         * machines (same non-empty boot id). A host that ends a job frees
+         * its machine, and the machine's oldest queued job goes next,
+         * whichever of its agents it is for: offering only the host that
+         * ended would hand it its own next job and starve its siblings
+         * for as long as it has work.
+         * Busy: the host, or an online host of the same machine, has a
+         * running row: two agents of one machine would measure each
+         * other. */
+        "WITH cand AS (SELECT id FROM hosts WHERE id = ANY($1::bigint[]) "
+        " UNION SELECT s.id FROM hosts g JOIN hosts s ON s.boot_id = "
+        " g.boot_id WHERE g.id = ANY($1::bigint[]) AND g.boot_id <> ''), "
+        "busy AS (SELECT DISTINCT b.host_id, hb.boot_id FROM job_hosts "
         " b JOIN hosts hb ON hb.id = b.host_id JOIN host_liveness lb ON "
         " lb.host_id = b.host_id WHERE b.state = 'running' "
-        " AND (lb.live OR b.host_id = ANY($1::bigint[]))) "
-        "SELECT DISTINCT ON (h.host_id) j.id, j.job_uuid, j.suite, "
-        "j.vars::text, j.runs, array_to_json(j.only_benchmarks)::text, "
-        "j.tags::text, j.label, j.expires_at_us, h.host_id, hh.boot_id "
+        " AND (lb.live OR b.host_id IN (SELECT id FROM cand))) "
+        "SELECT * FROM (SELECT DISTINCT ON (h.host_id) j.id, j.job_uuid, "
+        "j.suite, j.vars::text, j.runs, "
+        "array_to_json(j.only_benchmarks)::text, j.tags::text, j.label, "
+        "j.expires_at_us, h.host_id, hh.boot_id, j.created_at_us "
         "FROM job_hosts h JOIN jobs j ON j.id = h.job "
         "JOIN hosts hh ON hh.id = h.host_id "
-        "WHERE h.host_id = ANY($1::bigint[]) AND h.state = 'queued' AND "
-        "j.state = 'active' AND (j.expires_at_us = 0 OR "
+        "WHERE h.host_id IN (SELECT id FROM cand) AND h.state = 'queued' "
+        "AND j.state = 'active' AND (j.expires_at_us = 0 OR "
         "j.expires_at_us > $2::bigint) AND NOT EXISTS (SELECT 1 FROM busy "
         "WHERE busy.host_id = h.host_id OR (hh.boot_id <> '' AND "
         "busy.boot_id = hh.boot_id)) "
-        "ORDER BY h.host_id, j.created_at_us, j.id", 2, ps, PGRES_TUPLES_OK,
+        "ORDER BY h.host_id, j.created_at_us, j.id) q "
+        /* Oldest job first: s_machine_taken keeps the first row of each
+         * machine. */
+        "ORDER BY q.created_at_us, q.id, q.host_id", 2, ps, PGRES_TUPLES_OK,
         err, sizeof err);
     if (!r)
         goto db_error;

@@ -329,6 +329,25 @@ def case_fleet():
         r = w.parity("verdicts", "--latest")
         ok(r.returncode == 0 and job in r.stdout,
            "parity verdicts --latest shows job %s" % job)
+        # Two jobs queued at once: the machine takes its oldest job next,
+        # whichever agent it is for. A host that ends the first job must
+        # not take its own second one while its siblings still wait for
+        # the first (that starved siblings for as long as one had work).
+        first, second = [
+            (json.loads(r.stdout) if r.returncode == 0 else {}).get("job")
+            for r in (w.parity("run", "fleet", "--only", "startup",
+                               "--json") for _ in range(2))]
+        done = [w.wait_job(j, 90) if j else None for j in (first, second)]
+        ok(all(d and d.get("state") == "ended" for d in done),
+           "two queued jobs ended (%s)" % [d and d.get("state")
+                                           for d in done])
+        order = w.psql(
+            "SELECT j.job_uuid FROM job_hosts h JOIN jobs j ON j.id = h.job "
+            "WHERE j.job_uuid IN ('%s', '%s') ORDER BY h.offered_at_us"
+            % (first, second)).split()
+        ok(order == [first] * 3 + [second] * 3,
+           "one machine's agents got the older job first, all three before "
+           "any took the newer one (%s)" % order)
 
         # -- hosts picked by a tag of their Hello ----------------------
         arch = os.uname().machine
