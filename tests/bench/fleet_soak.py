@@ -6,14 +6,18 @@ The soak of issue 8 (part 5), run by tests/bench/soak.sh. Real processes on
 127.0.0.1 only: parity-collector with its private PostgreSQL in a temp dir,
 --agents (20) parity-agent daemons with their own keys, suites and spools,
 and the `parity` client creating a job for every host every --job-every
-(15) s for --duration (600) s. Meanwhile the collector is killed with
+(15) s for --duration (600) s, while fewer than two of its jobs are
+active: the agents share this machine's boot id, so the collector runs
+their jobs one at a time (docs/protocol.md, 10.2), about 26 s of work
+per job for 20 agents, and a job every 15 s would queue without bound. Meanwhile the collector is killed with
 SIGKILL and started again (same data dir: it adopts the running server)
 every --kill-every (120) s, and PostgreSQL is stopped (pg_ctl stop -m fast
 as its owner) at --pg-stop-at (300) s for --pg-stop-for (20) s, then
 started again.
 
-At the end job creation stops, the agents finish their runs and their
-spools drain (bounded: 300 s), and every sample is accounted for against
+At the end job creation stops, the agents finish the active jobs and
+their spools drain (bounded: 300 s), the agents stop, and every sample
+is accounted for against
 the agents' own counts: each agent's log line `event=run_end run=ID
 batches=B samples=N` (the RunEnd it spooled) against the stored run and
 count(*) of its rows in samples; no (run, batch_seq, idx) twice; every
@@ -21,7 +25,8 @@ stored run is one an agent reported; every run has its RunEnd stored.
 
 Last line: one JSON object: runs, samples_expected, samples_stored,
 duplicates, missing, extra, runs_missing, runs_without_end,
-runs_unknown, kills, pg_stops, jobs_created, spools_left, ok.
+runs_unknown, kills, pg_stops, jobs_created, jobs_active, spools_left,
+ok.
 """
 import json
 import os
@@ -180,6 +185,14 @@ class Soak(pf.World):
         else:
             self.job_failures += 1
 
+    def active_jobs(self):
+        """Jobs not yet ended, or None while the database is away."""
+        try:
+            return int(self.psql("SELECT count(*) FROM jobs WHERE state = "
+                                 "'active'").strip())
+        except (RuntimeError, ValueError, subprocess.TimeoutExpired):
+            return None
+
     def agent_log(self, name):
         path = os.path.join(self.root, "agent-" + name, "agent.log")
         with open(path, errors="replace") as f:
@@ -273,14 +286,17 @@ def main():
     pg_stopped_at = None
     pg_done = PG_STOP_FOR == 0
     next_job = 0
+    left = active = None
     try:
         while True:
             t = time.time() - T0
             if t >= DURATION:
                 break
             if t >= next_job:
-                s.create_job()
-                next_job = t + JOB_EVERY
+                active = s.active_jobs()
+                if active is not None and active < 2:
+                    s.create_job()
+                    next_job = t + JOB_EVERY
             if t >= next_kill:
                 s.kill_collector()
                 s.start_collector()
@@ -318,23 +334,29 @@ def main():
         quiet = 0
         while time.time() < end and quiet < 3:
             left, open_runs = s.spool_left(), s.open_runs()
-            quiet = quiet + 1 if left == 0 and open_runs == 0 else 0
+            active = s.active_jobs()
+            quiet = (quiet + 1 if left == 0 and open_runs == 0 and
+                     active == 0 else 0)
             time.sleep(2)
-        left = s.spool_left()
-        say("drained: %d spooled messages left, %d runs open" %
-            (left, s.open_runs()))
+        # Stopped before the count: an agent still at work could store a
+        # run between the reading of its log and the query.
+        s.stop_agents()
+        left, active = s.spool_left(), s.active_jobs()
+        say("drained: %d spooled messages left, %d runs open, %s jobs "
+            "active" % (left, s.open_runs(), active))
         res = account(s)
     finally:
         s.stop_agents()
         s.stop_collector()
         s.log.close()
     res.update({"kills": s.kills, "pg_stops": s.pg_stops,
-                "jobs_created": s.jobs, "spools_left": left})
+                "jobs_created": s.jobs, "jobs_active": active,
+                "spools_left": left})
     res["ok"] = (res["duplicates"] == 0 and res["missing"] == 0 and
                  res["extra"] == 0 and res["runs_missing"] == 0 and
                  res["runs_without_end"] == 0 and res["runs_unknown"] == 0
                  and res["runend_mismatch"] == 0 and left == 0 and
-                 res["runs"] > 0)
+                 active == 0 and res["runs"] > 0)
     if KEEP or not res["ok"]:
         say("kept %s" % s.root)
     else:
