@@ -922,64 +922,69 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
     snprintf(now, sizeof now, "%" PRId64, now_us);
     snprintf(round, sizeof round, "%u", st->round);
     snprintf(rounds, sizeof rounds, "%u", st->rounds);
-    /* The row, and for `done` how many of the job's runs on this host
-     * have no RunEnd stored: one round trip. */
-    const char *pf[] = { st->job_id ? st->job_id : "", host,
-                         final ? final : "" };
-    PGresult *r = s_q(j, "SELECT h.state, j.id, CASE WHEN $3 = 'done' THEN "
-                      "(SELECT count(*) FROM runs WHERE job_id = $1 AND "
-                      "host_id = $2 AND status IS NULL) ELSE 0 END "
-                      "FROM job_hosts h JOIN jobs j ON j.id = h.job WHERE "
-                      "j.job_uuid = $1 AND h.host_id = $2", 3, pf,
-                      PGRES_TUPLES_OK, err, errlen);
+    /* queued/running may still move, and lost to a final state (late
+     * results); progress never revives a lost row: it may be a stale
+     * message of a dead process, resent from its spool. The other final
+     * states stay. A `done` waits while a run of the job on this host
+     * has no RunEnd stored. The row as it was, the count of open runs
+     * and the move: one round trip, since a job for 100 hosts brings
+     * 200 statuses within seconds and the RunEnds queue behind them.
+     * The move re-checks the state on the row it updates (another
+     * collector may have moved it since the snapshot). */
+    bool moves = strcmp(state, "queued") != 0;
+    const char *p[] = { st->job_id ? st->job_id : "", host,
+                        final ? final : "", moves ? (final ? final :
+                        "running") : "", st->reason ? st->reason : "",
+                        st->run_id ? st->run_id : "",
+                        st->benchmark ? st->benchmark : "", round, rounds,
+                        now, st->suite_digest ? st->suite_digest : "" };
+    /* suite_digest: the agent's word for the file it runs wins over the
+     * one its Hello listed when the job was offered. */
+    PGresult *r = s_q(j,
+        "WITH cur AS (SELECT h.job, h.host_id, h.state, CASE WHEN $3 = "
+        "'done' THEN (SELECT count(*) FROM runs WHERE job_id = $1 AND "
+        "host_id = $2 AND status IS NULL) ELSE 0 END AS open "
+        "FROM job_hosts h JOIN jobs j ON j.id = h.job WHERE "
+        "j.job_uuid = $1 AND h.host_id = $2), "
+        "upd AS (UPDATE job_hosts t SET state = $4, reason = $5, "
+        "run_id = CASE WHEN $6 = '' THEN t.run_id ELSE $6 END, "
+        "benchmark = CASE WHEN $7 = '' THEN t.benchmark ELSE $7 END, "
+        "suite_digest = CASE WHEN $11 = '' THEN t.suite_digest ELSE $11 "
+        "END, round = $8::int, rounds = $9::int, updated_at_us = $10, "
+        "offered_at_us = COALESCE(t.offered_at_us, $10), "
+        "ended_at_us = CASE WHEN $4 = 'running' THEN NULL ELSE $10 END "
+        "FROM cur WHERE t.job = cur.job AND t.host_id = cur.host_id AND "
+        "$4 <> '' AND cur.open = 0 AND (t.state IN ('queued', 'running') "
+        "OR ($3 <> '' AND t.state = 'lost')) RETURNING t.job) "
+        "SELECT cur.state, cur.job, cur.open, (SELECT count(*) FROM upd) "
+        "FROM cur", 11, p, PGRES_TUPLES_OK, err, errlen);
     if (!r)
         return CO_JOBS_FAIL;
     if (PQntuples(r) != 1) {
         PQclear(r);
         pw_err(err, errlen, "job_status: job \"%.40s\" was not given to this "
-               "host", pf[0]);
+               "host", p[0]);
         return CO_JOBS_REFUSED;
     }
     char cur[16], job[24];
     snprintf(cur, sizeof cur, "%s", PQgetvalue(r, 0, 0));
     snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 1));
     long open = strtol(PQgetvalue(r, 0, 2), NULL, 10);
+    bool moved = strtol(PQgetvalue(r, 0, 3), NULL, 10) > 0;
     PQclear(r);
-    /* queued/running may still move, and lost to a final state (late
-     * results); progress never revives a lost row: it may be a stale
-     * message of a dead process, resent from its spool. The other final
-     * states stay. */
     bool open_row = strcmp(cur, "queued") == 0 || strcmp(cur, "running") == 0;
     bool movable = open_row || (final && strcmp(cur, "lost") == 0);
-    if (!movable || strcmp(state, "queued") == 0)
+    if (!movable || !moves)
         return CO_JOBS_OK;
     if (open > 0) {
         pw_err(err, errlen, "job_status done: %ld run(s) of job %.40s "
-               "have no RunEnd stored yet", open, pf[0]);
+               "have no RunEnd stored yet", open, p[0]);
         return CO_JOBS_LATER;
     }
-    const char *p[] = { job, host, final ? final : "running",
-                        st->reason ? st->reason : "", st->run_id ?
-                        st->run_id : "", st->benchmark ? st->benchmark : "",
-                        round, rounds, now,
-                        st->suite_digest ? st->suite_digest : "" };
-    /* suite_digest: the agent's word for the file it runs wins over the
-     * one its Hello listed when the job was offered. */
-    r = s_q(j,
-        "UPDATE job_hosts SET state = $3, reason = $4, "
-        "run_id = CASE WHEN $5 = '' THEN run_id ELSE $5 END, "
-        "benchmark = CASE WHEN $6 = '' THEN benchmark ELSE $6 END, "
-        "suite_digest = CASE WHEN $10 = '' THEN suite_digest ELSE $10 END, "
-        "round = $7::int, rounds = $8::int, updated_at_us = $9, "
-        "offered_at_us = COALESCE(offered_at_us, $9), "
-        "ended_at_us = CASE WHEN $3 = 'running' THEN NULL ELSE $9 END "
-        "WHERE job = $1 AND host_id = $2", 10, p, PGRES_COMMAND_OK, err,
-        errlen);
-    if (!r)
-        return CO_JOBS_FAIL;
-    PQclear(r);
+    if (!moved)
+        return CO_JOBS_OK;   /* another collector moved it first */
     if (final) {
-        s_log(j, "host_final", "job=%s host_id=%s state=%s", pf[0], host,
+        s_log(j, "host_final", "job=%s host_id=%s state=%s", p[0], host,
               final);
         if (j->in_batch) {
             s_set_add(j->end_jobs, &j->n_end, strtoll(job, NULL, 10));
