@@ -102,10 +102,6 @@ struct co_store {
     /* The burst's transaction (co_db_begin): what was stored in it is
      * answered only after its COMMIT. */
     bool txn_open;
-    /* A RunEnd was stored: the burst commits now. Its Ack is the moment
-     * the verdict is stored, what a user waits for; the messages queued
-     * behind it go in the next burst rather than ahead of its COMMIT. */
-    bool run_ended;
     s_pending_t pending[CO_STORE_PENDING_MAX];
     size_t n_pending;
     /* The burst's JobStatus messages: stored together after its COMMIT
@@ -932,7 +928,6 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
                                st->cfg.floor_window, st->cfg.parity,
                                &verdicts, err, sizeof err);
             s_step(st, CO_STEP_RUN_END, t0);
-            st->run_ended = true;
             s_defer(st, p, itemp, envp, rc, 0, verdicts, err);
             if (rc == CO_DB_OK)
                 st->pending[st->n_pending - 1].run = co_db_last_run_end(st->db);
@@ -1189,7 +1184,7 @@ s_thread(void *arg)
         int64_t burst_us = pw_clock_mono_us();
         for (int n = 0; it; ) {
             s_handle(st, &it);
-            if (++n >= CO_STORE_BURST || st->stop || st->run_ended)
+            if (++n >= CO_STORE_BURST || st->stop)
                 break;
             /* What the burst stored waits for its COMMIT: a long one
              * would make every Ack in it late. */
@@ -1197,7 +1192,6 @@ s_thread(void *arg)
                 break;
             it = co_queue_pop(st->in, 0);
         }
-        st->run_ended = false;
         s_group_flush(st);
         s_txn_commit(st);
         s_status_flush(st);
