@@ -1,6 +1,7 @@
 /* co_detect.c -- change points as runs are stored; see co_detect.h. */
 #include "co_detect.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -16,6 +17,7 @@
 
 #include "co_db.h"
 #include "co_log.h"
+#include "co_pg.h"
 #include "pw_clock.h"
 
 /* Environment fields whose change between two runs is worth a note on a
@@ -32,6 +34,7 @@ struct co_detect {
     char *conninfo;
     double parity;
     bool renice;          /* the private cluster: lower our priority */
+    bool renice_again;    /* its last try was refused for now (EAGAIN) */
     PGconn *conn;
     pthread_t thread;
     bool started;
@@ -658,8 +661,13 @@ static bool
 s_connect(co_detect_t *d)
 {
     char err[512];
-    if (d->conn && PQstatus(d->conn) == CONNECTION_OK)
+    if (d->conn && PQstatus(d->conn) == CONNECTION_OK) {
+        if (d->renice_again)          /* the kernel said EAGAIN */
+            d->renice_again = co_pg_renice(PQbackendPID(d->conn),
+                                           CO_DETECT_NICE) != 0
+                              && errno == EAGAIN;
         return true;
+    }
     PQfinish(d->conn);
     d->conn = co_db_open(d->conninfo, NULL, err, sizeof err);
     if (!d->conn) {
@@ -670,9 +678,11 @@ s_connect(co_detect_t *d)
      * on the private cluster its server process yields the CPU to the
      * writer's and to queries (as co_qpool's do, further). */
     co_detect_session(d->conn);
-    if (d->renice && PQbackendPID(d->conn) > 0)
-        setpriority(PRIO_PROCESS, (id_t)PQbackendPID(d->conn),
-                    CO_DETECT_NICE);
+    if (d->renice && co_pg_renice(PQbackendPID(d->conn), CO_DETECT_NICE)) {
+        co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d",
+               PQbackendPID(d->conn), errno);
+        d->renice_again = errno == EAGAIN;
+    }
     return true;
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -472,4 +473,28 @@ co_pg_destroy(co_pg_t **pg)
         close((*pg)->lock_fd);   /* releases the flock */
     free(*pg);
     *pg = NULL;
+}
+
+int
+co_pg_renice(int pid, int nice)
+{
+    char path[64], text[16];
+    if (pid <= 0 || nice < 0 || nice > 19) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (setpriority(PRIO_PROCESS, (id_t)pid, nice) != 0)
+        return -1;
+    snprintf(path, sizeof path, "/proc/%d/autogroup", pid);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;   /* a kernel without autogroup */
+    int len = snprintf(text, sizeof text, "%d\n", nice);
+    ssize_t n = write(fd, text, (size_t)len);
+    int saved = n < 0 ? errno : EIO;
+    close(fd);
+    if (n == len)
+        return 0;
+    errno = saved;
+    return -1;
 }

@@ -48,4 +48,15 @@ int co_pg_stop(co_pg_t *pg, char *err, size_t errlen);
  * exit calls co_pg_stop first). NULL is fine. */
 void co_pg_destroy(co_pg_t **pg);
 
+/* Lower a server process's CPU priority to nice (0..19): its own nice
+ * value and, where the kernel groups CPU time by session (autogroup,
+ * /proc/PID/autogroup), its session's. Every PostgreSQL server process
+ * is a session of its own (setsid at fork), so with autogroup on its
+ * own nice value weighs against nothing: each backend got as much CPU
+ * as the collector's whole session. Returns 0, or -1 with errno (EAGAIN:
+ * the kernel takes one autogroup change per 100 ms from an unprivileged
+ * process; try again later). No autogroup in the kernel is not an
+ * error. */
+int co_pg_renice(int pid, int nice);
+
 #endif

@@ -14,6 +14,7 @@
 #include "co_jobs.h"
 #include "co_log.h"
 #include "co_out.h"
+#include "co_pg.h"
 #include "co_query.h"
 
 typedef struct {
@@ -53,9 +54,12 @@ s_renice_backend(s_worker_t *w)
     if (pid <= 0 || pid == w->niced_pid)
         return;
     w->niced_pid = pid;
-    if (setpriority(PRIO_PROCESS, (id_t)pid, CO_QPOOL_NICE) != 0)
+    if (co_pg_renice(pid, CO_QPOOL_NICE) != 0) {
         co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d", pid,
                errno);
+        if (errno == EAGAIN)
+            w->niced_pid = 0;      /* the next request tries again */
+    }
     /* Parallel workers are processes of their own, at the server's
      * priority: a query that spawns two would take both cores from the
      * writer at full priority (hosts, history did under fleet_load). */

@@ -20,6 +20,9 @@ poll `stats` through a second client.
                the private cluster's shared_buffers is a sixteenth of the
                machine's memory, between 128 MiB and 1 GiB, and its
                autovacuum_naptime 10 s.
+  renice       the two query workers' server processes run at nice 10,
+               and so do their sessions' autogroups (where the kernel has
+               them); one server process (the writer's) stays at 0.
   timeout      the collector restarted with --query-timeout 2s; psql
                holds `jobs` for 6 s: `parity jobs` exits 1 within ~4 s
                with the exact `query timed out` line, a raw Request gets
@@ -537,12 +540,51 @@ def case_shared_buffers(w):
        "BRIN's summarisation requests are worked off (%d s)" % nap)
 
 
+def proc_nice(pid):
+    """(nice, autogroup nice or None) of a process, from /proc."""
+    with open("/proc/%d/stat" % pid) as f:
+        nice = int(f.read().rsplit(")", 1)[1].split()[16])
+    try:
+        with open("/proc/%d/autogroup" % pid) as f:
+            group = int(f.read().split("nice")[1])
+    except FileNotFoundError:
+        group = None     # a kernel without autogroup
+    return nice, group
+
+
+def case_renice(w):
+    """The query workers' server processes yield the CPU to the writer's:
+    nice 10, and so is their session's autogroup (each PostgreSQL server
+    process is a session of its own, and with autogroup on its nice value
+    alone weighed against nothing). The writer's stays at 0."""
+    # Two workers by default: four queries reach both connections.
+    got = [w.parity("hosts") for _ in range(4)]
+    ok(all(g.returncode == 0 for g in got), "parity hosts, 4 times")
+    text = w.psql("SELECT pid FROM pg_stat_activity WHERE backend_type = "
+                  "'client backend' AND pid <> pg_backend_pid()")
+    pids = [int(x) for x in text.split()] if text else []
+    seen = [(pid,) + proc_nice(pid) for pid in pids]
+    diag("server processes (pid, nice, autogroup nice): %s" % seen)
+    niced = [s for s in seen if s[1] == 10]
+    ok(len(niced) >= 2, "the two query workers' server processes run at "
+       "nice 10 (%d of %d)" % (len(niced), len(seen)))
+    if any(s[2] is None for s in seen):
+        tj.pf.skip("autogroup nice of the query workers' server processes",
+                    "this kernel has no /proc/PID/autogroup")
+    else:
+        ok(all(s[2] == 10 for s in niced), "their autogroups too: nice 10 "
+           "(%s)" % [s[2] for s in niced])
+    ok(any(s[1] == 0 and s[2] in (0, None) for s in seen),
+       "a server process at nice 0 remains (the writer's)")
+
+
 def main():
     tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, REQUEST)
     w = Fleet()
     try:
         case_slow_query(w)
         case_shared_buffers(w)
+        case_renice(w)
         case_timeout(w)
         case_rows_held(w)
         case_benchmark_held(w)
