@@ -14,6 +14,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,11 @@ HOST = "".join(c if c.isalnum() or c in ".-" else "_"
                for c in os.uname().nodename)
 STORE = os.path.join(CACHE, "parity", "calibration-" + HOST)
 P = shlex.quote(PROG)
+# The timed arms sleep with coreutils' sleep, not PROG: in a sanitized
+# build PROG's own start is 50-60 ms of CPU on some VMs (ASan's shadow
+# memory), noise that swamped 2 against 20 ms under CI's load.
+SLEEP = shutil.which("sleep") or "/bin/sleep"
+S = shlex.quote(SLEEP)
 
 
 def compare(*args, timeout=300):
@@ -151,7 +157,7 @@ os.environ["XDG_CACHE_HOME"] = CACHE
 # --- runs: auto ------------------------------------------------------------
 # 2 ms against 20 ms: decisive at the first look, 10 runs.
 code, doc, err = compare("--runs", "auto", "--fresh-floor", "-w", "0", "--",
-                         PROG, "sleep", "2000", "--", PROG, "sleep", "20000")
+                         SLEEP, "0.002", "--", SLEEP, "0.02")
 b = doc["benchmarks"][0] if doc.get("benchmarks") else {}
 v = list(b.get("verdict", {}).values())[:1]
 ok(code == 0 and b.get("runs") == 10 and len(b.get("order", [])) == 10 and
@@ -177,9 +183,9 @@ count2 = os.path.join(TMP, "count2")
 with open(count2, "w") as f:
     f.write("0\n")
 script = ("n=$(cat %s); echo $((n+1)) > %s; if [ $((n %% 3)) = 0 ]; then "
-          "%s sleep 100000; else %s sleep %s; fi")
-slow = script % (count, count, P, P, 200000)
-fast = script % (count2, count2, P, P, 100000)
+          "%s 0.1; else %s %s; fi")
+slow = script % (count, count, S, S, "0.2")
+fast = script % (count2, count2, S, S, "0.1")
 code, doc, err = compare("--runs", "auto", "--max-runs", "12", "-w", "0",
                          fast, slow)
 b = doc["benchmarks"][0] if doc.get("benchmarks") else {}
@@ -202,9 +208,9 @@ suite = os.path.join(TMP, "auto.yaml")
 with open(suite, "w") as f:
     f.write("suite: auto\nbenchmarks:\n  - name: far\n    runs: auto\n"
             "    max_runs: 30\n    warmup: 0\n    arms:\n"
-            "      - {name: a, command: [%s, sleep, '2000']}\n"
-            "      - {name: b, command: [%s, sleep, '20000']}\n"
-            % (json.dumps(PROG), json.dumps(PROG)))
+            "      - {name: a, command: [%s, '0.002']}\n"
+            "      - {name: b, command: [%s, '0.02']}\n"
+            % (json.dumps(SLEEP), json.dumps(SLEEP)))
 out = os.path.join(TMP, "auto.json")
 r = subprocess.run([AGENT, "run", suite, "--export-json", out],
                    capture_output=True, text=True, timeout=300)
