@@ -34,7 +34,7 @@ struct co_detect {
     char *conninfo;
     double parity;
     bool renice;          /* the private cluster: lower our priority */
-    bool renice_again;    /* its last try was refused for now (EAGAIN) */
+    int niced_pid;        /* the server process reniced last */
     PGconn *conn;
     pthread_t thread;
     bool started;
@@ -657,15 +657,28 @@ co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
 
 /* ---- the thread ------------------------------------------------------- */
 
+/* The server process of the connection at CO_DETECT_NICE, once per
+ * connection, as co_qpool's workers do (EAGAIN: at the next call). */
+static void
+s_renice_backend(co_detect_t *d)
+{
+    int pid = PQbackendPID(d->conn);
+    if (!d->renice || pid <= 0 || pid == d->niced_pid)
+        return;
+    d->niced_pid = pid;
+    if (co_pg_renice(pid, CO_DETECT_NICE) != 0) {
+        co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d", pid, errno);
+        if (errno == EAGAIN)
+            d->niced_pid = 0;
+    }
+}
+
 static bool
 s_connect(co_detect_t *d)
 {
     char err[512];
     if (d->conn && PQstatus(d->conn) == CONNECTION_OK) {
-        if (d->renice_again)          /* the kernel said EAGAIN */
-            d->renice_again = co_pg_renice(PQbackendPID(d->conn),
-                                           CO_DETECT_NICE) != 0
-                              && errno == EAGAIN;
+        s_renice_backend(d);
         return true;
     }
     PQfinish(d->conn);
@@ -678,11 +691,7 @@ s_connect(co_detect_t *d)
      * on the private cluster its server process yields the CPU to the
      * writer's and to queries (as co_qpool's do, further). */
     co_detect_session(d->conn);
-    if (d->renice && co_pg_renice(PQbackendPID(d->conn), CO_DETECT_NICE)) {
-        co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d",
-               PQbackendPID(d->conn), errno);
-        d->renice_again = errno == EAGAIN;
-    }
+    s_renice_backend(d);
     return true;
 }
 

@@ -32,7 +32,6 @@ os.environ["XDG_CACHE_HOME"] = CACHE
 HOST = "".join(c if c.isalnum() or c in ".-" else "_"
                for c in os.uname().nodename)
 STORE = os.path.join(CACHE, "parity", "calibration-" + HOST)
-P = shlex.quote(PROG)
 # The timed arms sleep with coreutils' sleep, not PROG: in a sanitized
 # build PROG's own start is 50-60 ms of CPU on some VMs (ASan's shadow
 # memory), noise that swamped 2 against 20 ms under CI's load.
