@@ -15,7 +15,8 @@
  *       [--queries 1]  (0: no hosts/verdicts/history/regressions loop)
  *       [--batch-samples 128]
  *
- * One process, one ZeroMQ context, one poll loop over every socket.
+ * One process, one ZeroMQ context, one loop: epoll over the sockets' ZMQ_FDs
+ * (fl_pump; zmq_poll over 1,001 sockets was most of its CPU).
  * Agents (names fl-0000 ...) say Hello with the suite "fleet" (bench0..3)
  * and tag role=stream|idle, beat every --heartbeat-ms, and behave as the
  * protocol asks an agent to (docs/protocol.md sections 5 and 6): at most
