@@ -658,19 +658,14 @@ co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
 /* ---- the thread ------------------------------------------------------- */
 
 /* The server process of the connection at CO_DETECT_NICE, once per
- * connection, as co_qpool's workers do (EAGAIN: at the next call). */
+ * connection (co_pg_renice_once), as co_qpool's workers do. */
 static void
 s_renice_backend(co_detect_t *d)
 {
     int pid = PQbackendPID(d->conn);
-    if (!d->renice || pid <= 0 || pid == d->niced_pid)
-        return;
-    d->niced_pid = pid;
-    if (co_pg_renice(pid, CO_DETECT_NICE) != 0) {
+    if (d->renice && co_pg_renice_once(pid, CO_DETECT_NICE,
+                                       &d->niced_pid) < 0)
         co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d", pid, errno);
-        if (errno == EAGAIN)
-            d->niced_pid = 0;
-    }
 }
 
 static bool

@@ -476,6 +476,19 @@ co_pg_destroy(co_pg_t **pg)
 }
 
 int
+co_pg_renice_once(int pid, int nice, int *done_pid)
+{
+    if (pid <= 0 || pid == *done_pid)
+        return 0;
+    *done_pid = pid;
+    if (co_pg_renice(pid, nice) == 0)
+        return 1;
+    if (errno == EAGAIN)
+        *done_pid = 0;
+    return -1;
+}
+
+int
 co_pg_renice(int pid, int nice)
 {
     char path[64], text[16];

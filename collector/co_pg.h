@@ -59,4 +59,11 @@ void co_pg_destroy(co_pg_t **pg);
  * error. */
 int co_pg_renice(int pid, int nice);
 
+/* co_pg_renice once per server process, for a connection that may be
+ * made again: *done_pid is the process done last (a new connection is
+ * a new process); after EAGAIN it is cleared, so the next call tries
+ * again. Returns 0 when pid was done already (or is not one), 1 when it
+ * is done now, -1 with errno when it failed. */
+int co_pg_renice_once(int pid, int nice, int *done_pid);
+
 #endif

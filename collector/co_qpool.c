@@ -51,15 +51,11 @@ s_renice_backend(s_worker_t *w)
     char err[256];
     PGconn *c = co_jobs_conn(w->jobs, err, sizeof err);
     int pid = c ? PQbackendPID(c) : 0;
-    if (pid <= 0 || pid == w->niced_pid)
+    int rc = co_pg_renice_once(pid, CO_QPOOL_NICE, &w->niced_pid);
+    if (rc == 0)
         return;
-    w->niced_pid = pid;
-    if (co_pg_renice(pid, CO_QPOOL_NICE) != 0) {
-        co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d", pid,
-               errno);
-        if (errno == EAGAIN)
-            w->niced_pid = 0;      /* the next request tries again */
-    }
+    if (rc < 0)
+        co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d", pid, errno);
     /* Parallel workers are processes of their own, at the server's
      * priority: a query that spawns two would take both cores from the
      * writer at full priority (hosts, history did under fleet_load). */
