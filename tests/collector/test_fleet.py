@@ -91,6 +91,10 @@ class Fleet(tj.World):
     """tests/jobs' World with collector flags of this test's choosing."""
 
     def start_collector(self, *extra):
+        # Only this start's lines: after a restart the log already has
+        # the last one's event=listening (CI once ran `parity jobs`
+        # before the new collector had bound its port).
+        since = len(self.log_text())
         self.collector = subprocess.Popen(
             self.collector_cmd(self.endpoint, 200, *extra),
             stdout=self.log, stderr=self.log)
@@ -99,7 +103,7 @@ class Fleet(tj.World):
             if self.collector.poll() is not None:
                 tj.bail("parity-collector exited %d" %
                         self.collector.returncode)
-            if "event=listening" in self.log_text():
+            if "event=listening" in self.log_text()[since:]:
                 return
             time.sleep(0.1)
         tj.bail("parity-collector not listening after 60 s")
