@@ -59,6 +59,7 @@ typedef struct {
      * client never says Hello and often is gone after its answer, so a
      * Heartbeat to it would only be dropped and counted. */
     bool said_hello;
+    unsigned beat_slot;           /* the interval's slice it is beaten in */
     int64_t drop_logged_us;       /* last queue_full line for it */
     /* What its key may send (co_auth_verdict), as of verdict_gen. */
     co_auth_verdict_t verdict;
@@ -84,7 +85,9 @@ struct co_server {
     zhashx_t *peers;              /* key -> s_peer_t (owned) */
     co_counters_t c;              /* the loop's own counters */
     co_counters_t total;          /* c + the writer's, for readers */
-    int64_t next_beat_us;
+    int64_t next_beat_us;         /* the next slice of Heartbeats */
+    unsigned beat_slice;          /* which slice that is */
+    unsigned beat_slot_next;      /* the slot of the next peer made */
     int64_t auth_logged_us;
     int64_t refuse_logged_us;
     co_lat_t loop_lat;            /* time between two polls, working */
@@ -123,6 +126,7 @@ s_peer(co_server_t *srv, const char *key)
         return NULL;
     }
     snprintf(p->key, sizeof p->key, "%s", key);
+    p->beat_slot = srv->beat_slot_next++ % CO_SERVER_BEAT_SLICES;
     zhashx_insert(srv->peers, key, p);
     return p;
 }
@@ -618,12 +622,16 @@ s_beat(co_server_t *srv)
 {
     int64_t now = pw_clock_mono_us();
     int64_t interval = (int64_t)srv->cfg.heartbeat_ms * 1000;
+    int64_t slice_us = interval / CO_SERVER_BEAT_SLICES;
     size_t len;
     if (now < srv->next_beat_us)
         return;
-    srv->next_beat_us = now + interval;
+    srv->next_beat_us = now + (slice_us > 0 ? slice_us : 1);
+    unsigned slice = srv->beat_slice;
+    srv->beat_slice = (slice + 1) % CO_SERVER_BEAT_SLICES;
     /* A key file added or removed counts for peers connected already. */
-    co_auth_refresh(srv->auth);
+    if (slice == 0)
+        co_auth_refresh(srv->auth);
     if (pw_wire_pack_heartbeat(pw_clock_unix_us(), 0, "idle", "", srv->reply,
                                sizeof srv->reply, &len) != PW_WIRE_OK)
         return;
@@ -653,7 +661,7 @@ s_beat(co_server_t *srv)
             }
             continue;
         }
-        if (p->rid_len > 0 && p->said_hello)
+        if (p->rid_len > 0 && p->said_hello && p->beat_slot == slice)
             s_send(srv, p->rid, p->rid_len, srv->reply, len);
     }
     /* zlistx_add_end copied nothing: the keys live in the peers, which
@@ -1128,8 +1136,8 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
                             "(or --admin): every agent and client is "
                             "refused until one is added"));
     }
-    srv->next_beat_us = pw_clock_mono_us()
-                        + (int64_t)srv->cfg.heartbeat_ms * 1000;
+    srv->next_beat_us = pw_clock_mono_us() + (int64_t)srv->cfg.heartbeat_ms
+                        * 1000 / CO_SERVER_BEAT_SLICES;
     while (!*stop) {
         zmq_pollitem_t items[] = {
             { srv->router, 0, ZMQ_POLLIN, 0 },

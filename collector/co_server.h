@@ -16,8 +16,9 @@
  * over an inproc PULL (co_out) and leave through the ROUTER.
  *
  * The loop owns liveness: a peer's last frame is stamped when it is
- * read, Heartbeats go out every interval, and a peer silent for
- * CO_SERVER_MISSED_BEATS intervals is offline (the writer is told).
+ * read, Heartbeats go out every interval (spread over it), and a peer
+ * silent for CO_SERVER_MISSED_BEATS intervals is offline (the writer is
+ * told).
  * Everything it holds is bounded: peers (idle ones evicted), each peer's
  * frames waiting for the writer (count and bytes), the writer's and the
  * workers' queues. A data frame whose seq is still waiting or being
@@ -48,6 +49,11 @@
 #define CO_SERVER_PEER_BYTES (32u * 1024 * 1024)
 /* Beats a peer may miss before it is offline (docs/protocol.md, 6). */
 #define CO_SERVER_MISSED_BEATS 5
+/* Heartbeats go out in this many slices of the interval, each peer in
+ * one of them: a fleet's 1,000 at once kept ZeroMQ's I/O thread
+ * encrypting and writing for milliseconds, and every Ack queued behind
+ * them waited (docs/performance.md, session 27). */
+#define CO_SERVER_BEAT_SLICES 16
 /* Largest Request frame the loop decodes to route it (args_json is at
  * most 64 KiB); a larger one goes to a query worker, which refuses it. */
 #define CO_SERVER_ROUTE_DECODE_MAX (128u * 1024)

@@ -1,6 +1,7 @@
 /* test_peers.c -- parity-collector and raw CURVE peers (issue 11):
  * Heartbeats go to agents only (a client that never said Hello is not
- * heartbeated, and nothing is counted as dropped for it). */
+ * heartbeated, and nothing is counted as dropped for it), spread over
+ * the interval rather than all at once (issue 8). */
 #include <libpq-fe.h>
 #include <jansson.h>
 
@@ -56,6 +57,75 @@ s_client_beats(void *ctx, cc_collector_t *col, void *agent, zcert_t *c)
     ok(dropped0 >= 0 && dropped == dropped0,
        "a client without Hello is not heartbeated: sends_dropped %ld -> "
        "%ld", dropped0, dropped);
+}
+
+#define S_SPREAD_AGENTS 16
+
+/* The collector's Heartbeats to S_SPREAD_AGENTS agents are spread over
+ * the interval (16 slices of 200 ms), not sent in one burst: the first
+ * one each agent gets after a common instant comes at times that span
+ * most of an interval (all at once, they would lie within a few ms). */
+static void
+s_spread(void *ctx, cc_collector_t *col, zcert_t **certs)
+{
+    void *s[S_SPREAD_AGENTS];
+    int greeted = 0;
+    for (int i = 0; i < S_SPREAD_AGENTS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "spread-%02d", i);
+        s[i] = cc_dealer(ctx, col->endpoint, certs[i], col->public_key);
+        greeted += cc_hello(s[i], name) == 0 && cc_wait_ack(s[i], 0, 5000);
+    }
+    ok(greeted == S_SPREAD_AGENTS, "%d agents greeted", greeted);
+    int64_t first[S_SPREAD_AGENTS] = { 0 }, t0 = cc_now_ms() + 400;
+    int beats[S_SPREAD_AGENTS] = { 0 };
+    for (int64_t next = 0, now; (now = cc_now_ms()) < t0 + 1200;) {
+        if (now >= next) {      /* beat like agents: they stay online */
+            for (int i = 0; i < S_SPREAD_AGENTS; i++)
+                cc_beat(s[i]);
+            next = now + 100;
+        }
+        zmq_pollitem_t it[S_SPREAD_AGENTS];
+        for (int i = 0; i < S_SPREAD_AGENTS; i++)
+            it[i] = (zmq_pollitem_t){ s[i], 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(it, S_SPREAD_AGENTS, 10) <= 0)
+            continue;
+        int64_t at = cc_now_ms();
+        for (int i = 0; i < S_SPREAD_AGENTS; i++) {
+            zmq_msg_t m;
+            zmq_msg_init(&m);
+            Parity__Envelope *e = NULL;
+            if ((it[i].revents & ZMQ_POLLIN)
+                && zmq_msg_recv(&m, s[i], ZMQ_DONTWAIT) >= 0
+                && pw_wire_unpack(zmq_msg_data(&m), zmq_msg_size(&m), 0, &e,
+                                  NULL, NULL, 0) == PW_WIRE_OK
+                && e->body_case == PARITY__ENVELOPE__BODY_HEARTBEAT
+                && at >= t0) {
+                beats[i]++;
+                if (!first[i])
+                    first[i] = at;
+            }
+            pw_wire_free(&e);
+            zmq_msg_close(&m);
+        }
+    }
+    int64_t lo = INT64_MAX, hi = 0;
+    int fewest = INT32_MAX;
+    for (int i = 0; i < S_SPREAD_AGENTS; i++) {
+        if (first[i] && first[i] < lo)
+            lo = first[i];
+        if (first[i] > hi)
+            hi = first[i];
+        if (beats[i] < fewest)
+            fewest = beats[i];
+    }
+    ok(fewest >= 4, "every agent gets its Heartbeats (fewest: %d in 1.2 s "
+       "at 200 ms)", fewest);
+    ok(lo != INT64_MAX && hi - lo >= 80, "the first Heartbeats after one "
+       "instant span %lld ms of the 200 ms interval (at least 80: spread)",
+       (long long)(hi - lo));
+    for (int i = 0; i < S_SPREAD_AGENTS; i++)
+        zmq_close(s[i]);
 }
 
 /* A Hello whose agent_name holds U+0000, from a raw peer: Error 10
@@ -147,8 +217,15 @@ main(int argc, char **argv)
     if (cc_files_make(&fx, "/tmp/parity-peers-XXXXXX") != 0)
         return 1;
     zcert_t *a = zcert_new(), *c = zcert_new();
+    zcert_t *spread[S_SPREAD_AGENTS];
     cc_files_allow(&fx, "a", a);
     cc_files_allow(&fx, "c", c);
+    for (int i = 0; i < S_SPREAD_AGENTS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%02d", i);
+        spread[i] = zcert_new();
+        cc_files_allow(&fx, name, spread[i]);
+    }
     char *cargv[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
                       fx.key, "--allow", fx.allow, "--data-dir", fx.datadir,
                       "--heartbeat-ms", "200", NULL };
@@ -164,6 +241,7 @@ main(int argc, char **argv)
     s_client_beats(ctx, &col, sa, c);
     s_nul_hello(sa);
     s_requests(sa);
+    s_spread(ctx, &col, spread);   /* sa goes silent meanwhile: last */
     zmq_close(sa);
     zmq_ctx_term(ctx);
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
@@ -172,6 +250,8 @@ main(int argc, char **argv)
        "no sanitizer report in the collector's log");
     zcert_destroy(&a);
     zcert_destroy(&c);
+    for (int i = 0; i < S_SPREAD_AGENTS; i++)
+        zcert_destroy(&spread[i]);
     if (cc_files_remove(&fx, tap_failed_ == 0) != 0)
         tap_diag("could not remove %s", fx.dir);
     return tap_done();
