@@ -615,18 +615,26 @@ s_drain_keysvc(co_server_t *srv)
     }
 }
 
-/* Heartbeat every peer heard recently; tell the writer about silent
- * ones; forget peers idle for long. */
+/* The time between two slices of Heartbeats (CO_SERVER_BEAT_SLICES). */
+static int64_t
+s_beat_slice_us(const co_server_t *srv)
+{
+    int64_t us = (int64_t)srv->cfg.heartbeat_ms * 1000
+                 / CO_SERVER_BEAT_SLICES;
+    return us > 0 ? us : 1;
+}
+
+/* Heartbeat the peers of this slice of the interval; tell the writer
+ * about silent ones; forget peers idle for long. */
 static void
 s_beat(co_server_t *srv)
 {
     int64_t now = pw_clock_mono_us();
     int64_t interval = (int64_t)srv->cfg.heartbeat_ms * 1000;
-    int64_t slice_us = interval / CO_SERVER_BEAT_SLICES;
     size_t len;
     if (now < srv->next_beat_us)
         return;
-    srv->next_beat_us = now + (slice_us > 0 ? slice_us : 1);
+    srv->next_beat_us = now + s_beat_slice_us(srv);
     unsigned slice = srv->beat_slice;
     srv->beat_slice = (slice + 1) % CO_SERVER_BEAT_SLICES;
     /* A key file added or removed counts for peers connected already. */
@@ -1136,8 +1144,7 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
                             "(or --admin): every agent and client is "
                             "refused until one is added"));
     }
-    srv->next_beat_us = pw_clock_mono_us() + (int64_t)srv->cfg.heartbeat_ms
-                        * 1000 / CO_SERVER_BEAT_SLICES;
+    srv->next_beat_us = pw_clock_mono_us() + s_beat_slice_us(srv);
     while (!*stop) {
         zmq_pollitem_t items[] = {
             { srv->router, 0, ZMQ_POLLIN, 0 },

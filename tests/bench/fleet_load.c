@@ -316,6 +316,7 @@ fl_greeted(fl_agent_t *a, bool greeted, int64_t now)
     atomic_store_explicit(&s_alive_since[a->index], greeted ? now : -1,
                           memory_order_relaxed);
 }
+
 static uint64_t s_sends;      /* zmq_send calls, to see which tick sent */
 static bool s_again = true;   /* a socket to look at: do not wait */
 
@@ -1112,18 +1113,18 @@ fl_admin_tick(int64_t now, bool loop)
 }
 
 /* Wait for the pending request (up to timeout), reading agents too. */
-static void fl_pump(fl_agent_t *ag, int ms, bool streaming, bool admin_loop);
+static void fl_pump(fl_agent_t *ag, int ms, bool streaming);
 
 static void
 fl_admin_sync(fl_agent_t *ag, int cmd, const char *args, int timeout_ms)
 {
     int64_t until = fl_now_ms() + timeout_ms;
     while (A.pending_id && fl_now_ms() < until)
-        fl_pump(ag, 50, false, false);
+        fl_pump(ag, 50, false);
     A.pending_id = 0;
     fl_admin_send(cmd, args);
     while (A.pending_id && fl_now_ms() < until)
-        fl_pump(ag, 50, false, false);
+        fl_pump(ag, 50, false);
     if (A.pending_id) {
         s_cmd[cmd].timeouts++;
         A.pending_id = 0;
@@ -1144,7 +1145,7 @@ fl_agent_drain(fl_agent_t *a)
 }
 
 static void
-fl_pump(fl_agent_t *ag, int ms, bool streaming, bool admin_loop)
+fl_pump(fl_agent_t *ag, int ms, bool streaming)
 {
     struct epoll_event ev[256];
     int n = epoll_wait(s_ep, ev, 256, s_again ? 0 : ms);
@@ -1152,8 +1153,8 @@ fl_pump(fl_agent_t *ag, int ms, bool streaming, bool admin_loop)
         if (ev[k].data.u32 > 0 && ev[k].data.u32 <= (uint32_t)O.agents)
             ag[ev[k].data.u32 - 1].check = true;
     s_again = false;
-    /* One socket: looked at on every pass (fl_admin_sync sends on it
-     * outside this loop). */
+    /* The admin socket, when not on its thread: looked at on every pass
+     * (fl_admin_sync sends on it outside this loop). */
     if (!s_admin_threaded && fl_readable(A.sock))
         fl_admin_read();
     s_again |= !s_admin_threaded && fl_readable(A.sock);
@@ -1172,8 +1173,8 @@ fl_pump(fl_agent_t *ag, int ms, bool streaming, bool admin_loop)
             s_again = true;
         }
     }
-    if (!s_admin_threaded)
-        fl_admin_tick(now, admin_loop);
+    if (!s_admin_threaded)      /* outside the measured load: no loop */
+        fl_admin_tick(now, false);
 }
 
 /* The admin client's loop while the load is measured: its replies and
@@ -1529,7 +1530,7 @@ main(int argc, char **argv)
         int64_t now = fl_now_ms();
         for (int k = 0; k < 50 && started < O.agents; k++)
             fl_connect(&ag[started++], now);
-        fl_pump(ag, 100, false, false);
+        fl_pump(ag, 100, false);
         if (started == O.agents && S.hello_acks >= (uint64_t)O.agents)
             break;
     }
@@ -1539,7 +1540,7 @@ main(int argc, char **argv)
         greeted += ag[i].greeted;
     /* Let the greeted fleet beat a little before memory is read. */
     for (int64_t u = fl_now_ms() + 2 * O.heartbeat_ms; fl_now_ms() < u;)
-        fl_pump(ag, 50, false, false);
+        fl_pump(ag, 50, false);
     long rss_fleet = fl_proc_kb(O.collector_pid, "VmRSS");
     printf("fleet-load: %d agents connected, %d greeted in %.1f s; collector"
            " RSS %ld kB before, %ld kB with the fleet\n", started, greeted,
@@ -1576,7 +1577,7 @@ main(int argc, char **argv)
         return 1;
     }
     while (!s_stop && fl_now_ms() < S.measure_until_ms) {
-        fl_pump(ag, 20, true, false);
+        fl_pump(ag, 20, true);
         if (fl_now_ms() >= next_report) {
             next_report += 30000;
             printf("fleet-load: %4.0f s: %llu acks, %llu data sent, %llu "
@@ -1618,7 +1619,7 @@ main(int argc, char **argv)
                     || ag[i].job_done_pending;
         if (!busy || fl_now_ms() >= drain_until || s_stop)
             break;
-        fl_pump(ag, 50, false, false);
+        fl_pump(ag, 50, false);
     }
     int unacked = 0;
     for (int i = 0; i < O.agents; i++)

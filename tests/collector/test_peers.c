@@ -8,28 +8,57 @@
 #include "co_client.h"
 #include "tap.h"
 
-/* Heartbeats received on s within ms (other messages skipped), beating
- * every 100 ms like an agent (cc_recv hides Heartbeats, so not it). */
+#define S_SPREAD_AGENTS 16
+
+/* Heartbeats received within ms on each of n sockets (other messages
+ * skipped) into beats[i], beating every 100 ms like agents (cc_recv
+ * hides Heartbeats, so not it); first[i], when first is not NULL, gets
+ * when socket i's first one came (0: none). n <= S_SPREAD_AGENTS. */
+static void
+s_beats_n(void **s, int n, int ms, int *beats, int64_t *first)
+{
+    zmq_pollitem_t it[S_SPREAD_AGENTS];
+    for (int i = 0; i < n; i++) {
+        it[i] = (zmq_pollitem_t){ s[i], 0, ZMQ_POLLIN, 0 };
+        beats[i] = 0;
+        if (first)
+            first[i] = 0;
+    }
+    int64_t until = cc_now_ms() + ms, next = 0;
+    for (int64_t now; (now = cc_now_ms()) < until;) {
+        if (now >= next) {
+            for (int i = 0; i < n; i++)
+                cc_beat(s[i]);
+            next = now + 100;
+        }
+        if (zmq_poll(it, n, until - now < 10 ? (long)(until - now) : 10)
+            <= 0)
+            continue;
+        int64_t at = cc_now_ms();
+        for (int i = 0; i < n; i++) {
+            zmq_msg_t m;
+            zmq_msg_init(&m);
+            Parity__Envelope *e = NULL;
+            if ((it[i].revents & ZMQ_POLLIN)
+                && zmq_msg_recv(&m, s[i], ZMQ_DONTWAIT) >= 0
+                && pw_wire_unpack(zmq_msg_data(&m), zmq_msg_size(&m), 0, &e,
+                                  NULL, NULL, 0) == PW_WIRE_OK
+                && e->body_case == PARITY__ENVELOPE__BODY_HEARTBEAT) {
+                beats[i]++;
+                if (first && !first[i])
+                    first[i] = at;
+            }
+            pw_wire_free(&e);
+            zmq_msg_close(&m);
+        }
+    }
+}
+
 static int
 s_beats(void *s, int ms)
 {
     int n = 0;
-    int64_t until = cc_now_ms() + ms;
-    for (int64_t left; (left = until - cc_now_ms()) > 0;) {
-        cc_beat(s);
-        zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll(&it, 1, left < 100 ? (long)left : 100) <= 0)
-            continue;
-        zmq_msg_t m;
-        zmq_msg_init(&m);
-        Parity__Envelope *e = NULL;
-        if (zmq_msg_recv(&m, s, ZMQ_DONTWAIT) >= 0
-            && pw_wire_unpack(zmq_msg_data(&m), zmq_msg_size(&m), 0, &e,
-                              NULL, NULL, 0) == PW_WIRE_OK)
-            n += e->body_case == PARITY__ENVELOPE__BODY_HEARTBEAT;
-        pw_wire_free(&e);
-        zmq_msg_close(&m);
-    }
+    s_beats_n(&s, 1, ms, &n, NULL);
     return n;
 }
 
@@ -59,8 +88,6 @@ s_client_beats(void *ctx, cc_collector_t *col, void *agent, zcert_t *c)
        "%ld", dropped0, dropped);
 }
 
-#define S_SPREAD_AGENTS 16
-
 /* The collector's Heartbeats to S_SPREAD_AGENTS agents are spread over
  * the interval (16 slices of 200 ms), not sent in one burst: the first
  * one each agent gets after a common instant comes at times that span
@@ -77,38 +104,10 @@ s_spread(void *ctx, cc_collector_t *col, zcert_t **certs)
         greeted += cc_hello(s[i], name) == 0 && cc_wait_ack(s[i], 0, 5000);
     }
     ok(greeted == S_SPREAD_AGENTS, "%d agents greeted", greeted);
-    int64_t first[S_SPREAD_AGENTS] = { 0 }, t0 = cc_now_ms() + 400;
-    int beats[S_SPREAD_AGENTS] = { 0 };
-    for (int64_t next = 0, now; (now = cc_now_ms()) < t0 + 1200;) {
-        if (now >= next) {      /* beat like agents: they stay online */
-            for (int i = 0; i < S_SPREAD_AGENTS; i++)
-                cc_beat(s[i]);
-            next = now + 100;
-        }
-        zmq_pollitem_t it[S_SPREAD_AGENTS];
-        for (int i = 0; i < S_SPREAD_AGENTS; i++)
-            it[i] = (zmq_pollitem_t){ s[i], 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll(it, S_SPREAD_AGENTS, 10) <= 0)
-            continue;
-        int64_t at = cc_now_ms();
-        for (int i = 0; i < S_SPREAD_AGENTS; i++) {
-            zmq_msg_t m;
-            zmq_msg_init(&m);
-            Parity__Envelope *e = NULL;
-            if ((it[i].revents & ZMQ_POLLIN)
-                && zmq_msg_recv(&m, s[i], ZMQ_DONTWAIT) >= 0
-                && pw_wire_unpack(zmq_msg_data(&m), zmq_msg_size(&m), 0, &e,
-                                  NULL, NULL, 0) == PW_WIRE_OK
-                && e->body_case == PARITY__ENVELOPE__BODY_HEARTBEAT
-                && at >= t0) {
-                beats[i]++;
-                if (!first[i])
-                    first[i] = at;
-            }
-            pw_wire_free(&e);
-            zmq_msg_close(&m);
-        }
-    }
+    int64_t first[S_SPREAD_AGENTS];
+    int beats[S_SPREAD_AGENTS];
+    s_beats_n(s, S_SPREAD_AGENTS, 400, beats, NULL);   /* settle */
+    s_beats_n(s, S_SPREAD_AGENTS, 1200, beats, first);
     int64_t lo = INT64_MAX, hi = 0;
     int fewest = INT32_MAX;
     for (int i = 0; i < S_SPREAD_AGENTS; i++) {
