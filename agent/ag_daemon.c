@@ -5,6 +5,7 @@
 #include "ag_calstore.h"
 #include "ag_config.h"
 #include "ag_log.h"
+#include "ag_machine.h"
 #include "ag_notify.h"
 #include "ag_selftest.h"
 #include "ag_spawn.h"
@@ -12,6 +13,7 @@
 #include "ag_stream.h"
 #include "ag_suite.h"
 #include "ag_suitedir.h"
+#include "ag_topup.h"
 #include "pw_clock.h"
 #include "pw_key.h"
 #include "pw_limits.h"
@@ -19,12 +21,15 @@
 
 #include <czmq.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +43,18 @@
  * thread reads it, and only an atomic makes that cross-thread hand-over
  * defined (TSan reported it). Lock-free, so async-signal-safe. */
 static _Atomic int s_stop_signal;
+/* The job loop's eventfd: a signal, or a job queued, wakes it. */
+static _Atomic int s_wake_fd = -1;
+
+static void
+s_wake_main(void)
+{
+    uint64_t one = 1;
+    int fd = s_wake_fd;
+    if (fd >= 0 && write(fd, &one, sizeof one) < 0) {
+        /* a full counter wakes the reader all the same */
+    }
+}
 
 typedef struct {
     uint8_t *bytes;     /* the JobOffer envelope, packed (a deep copy) */
@@ -61,6 +78,8 @@ typedef struct {
     s_job_t queue[AG_DAEMON_MAX_QUEUE];
     size_t queued;
     char current[128];              /* job running now, "" when idle */
+    ag_machine_t *machine;          /* NULL: no lock could be opened */
+    ag_topup_t topup;               /* calibration while idle */
 } s_daemon_t;
 
 static ag_harness_t *_Atomic s_signal_harness;   /* as s_stop_signal */
@@ -69,6 +88,7 @@ static void
 s_on_signal(int sig)
 {
     s_stop_signal = sig;
+    s_wake_main();
     if (s_signal_harness)
         ag_harness_cancel(s_signal_harness, AG_RUN_INCOMPLETE);
 }
@@ -275,6 +295,27 @@ s_daemon_job_message(void *ctx, const Parity__Envelope *env)
         return;
     }
     ag_stream_job_status(d->stream, jo->job_id, "queued", NULL, NULL);
+    s_wake_main();
+}
+
+/* Take the machine lock for a job, waiting for the machine's other
+ * agents. false: not held (no lock file, a signal, an error: logged). */
+static bool
+s_machine_take(s_daemon_t *d, const char *job_id)
+{
+    char err[S_ERR];
+    long waited = 0;
+    if (!d->machine)
+        return false;
+    int rc = ag_machine_take(d->machine, true, &s_stop_signal, &waited, err,
+                             sizeof err);
+    if (rc == AG_MACHINE_ERR)
+        ag_logf("machine_lock_failed", "job %s runs without the machine "
+                "lock: %s", job_id, err);
+    else if (rc == AG_MACHINE_OK && waited >= AG_MACHINE_POLL_MS)
+        ag_logf("machine_lock_waited", "job %s waited %ld ms for another "
+                "agent of this machine", job_id, waited);
+    return rc == AG_MACHINE_OK;
 }
 
 static void
@@ -342,13 +383,20 @@ s_run_job(s_daemon_t *d, s_job_t *job)
     pthread_mutex_lock(&d->lock);
     snprintf(d->current, sizeof d->current, "%s", job->job_id);
     pthread_mutex_unlock(&d->lock);
+    /* The machine's other agents calibrate or run a job: wait (a cancel
+     * meanwhile is seen by the harness as it starts). */
+    bool locked = s_machine_take(d, job->job_id);
     ag_stream_set_state(d->stream, "running", job->job_id);
     ag_stream_job_started(d->stream, job->job_id, digest);
     ag_stream_set_job(d->stream, job->job_id, jo);
     ag_stream_callbacks(d->stream, &inner, &cb);
     if (s_stop_signal)
         ag_harness_cancel(d->harness, AG_RUN_INCOMPLETE);
+    ag_stream_set_measuring(d->stream, true);
     int rc = ag_harness_run(d->harness, suite, &ho, &cb, err, sizeof err);
+    ag_stream_set_measuring(d->stream, false);
+    if (locked)
+        ag_machine_release(d->machine);
     char failed[S_ERR];
     snprintf(failed, sizeof failed, "%s", ag_stream_job_failed(d->stream));
     ag_stream_set_job(d->stream, NULL, NULL);
@@ -372,37 +420,52 @@ out:
     pw_wire_free(&env);
 }
 
-/* The floor at start: >= 100 no-op runs through the harness's spawn
- * path, sent as one Calibration. */
-static int
-s_calibrate(ag_stream_t *s, char *err, size_t errlen)
+/* Idle: a calibration batch if one is due (ag_topup.h), sent as one
+ * Calibration and added to the agent's store. */
+static void
+s_topup(s_daemon_t *d)
 {
-    double wall[AG_HARNESS_CALIBRATION_TARGET];
-    const char *argv[] = { ag_harness_default_noop(), NULL };
-    int64_t taken = pw_clock_unix_us();
-    for (size_t i = 0; i < AG_HARNESS_CALIBRATION_TARGET; i++) {
-        ag_spawn_req_t req;
-        ag_spawn_result_t res;
-        ag_spawn_req_init(&req);
-        req.argv = argv;
-        req.timeout_us = 10e6;
-        if (s_stop_signal)
-            return -1;
-        if (ag_spawn_run(&req, &res, err, errlen) != AG_SPAWN_OK)
-            return -1;
-        wall[i] = res.wall_us;
+    char err[S_ERR], note[1024], path[4096];
+    double *store = NULL;
+    size_t store_n = 0;
+    ag_topup_batch_t b;
+    if (!d->machine || pw_clock_mono_ms() < ag_topup_next_ms(&d->topup))
+        return;
+    bool have_store =
+        ag_calstore_path(d->spool_dir, path, sizeof path, err, sizeof err)
+            == AG_CALSTORE_OK
+        && ag_calstore_load(path, &store, &store_n, note, sizeof note, err,
+                            sizeof err) == AG_CALSTORE_OK;
+    free(store);
+    ag_stream_set_measuring(d->stream, true);
+    int rc = ag_topup_try(&d->topup, d->machine, ag_harness_default_noop(),
+                          store_n, &s_stop_signal, pw_clock_mono_ms(), &b,
+                          err, sizeof err);
+    ag_stream_set_measuring(d->stream, false);
+    if (rc == AG_TOPUP_ERR) {
+        ag_logf("calibration_failed", "%s", err);
+        return;
     }
-    if (ag_stream_calibration(s, wall, AG_HARNESS_CALIBRATION_TARGET, taken,
-                              err, errlen) != AG_SPOOL_OK)
-        return -1;
-    double lo = wall[0], hi = wall[0];
-    for (size_t i = 1; i < AG_HARNESS_CALIBRATION_TARGET; i++) {
-        lo = wall[i] < lo ? wall[i] : lo;
-        hi = wall[i] > hi ? wall[i] : hi;
+    if (rc != AG_TOPUP_DONE)
+        return;
+    if (ag_stream_calibration(d->stream, b.wall_us, b.n, b.from_us, err,
+                              sizeof err) != AG_SPOOL_OK) {
+        ag_logf("calibration_failed", "not spooled: %s", err);
+        return;
     }
-    ag_logf("calibration", "runs=%d noop=%s min_us=%.1f max_us=%.1f",
-            AG_HARNESS_CALIBRATION_TARGET, argv[0], lo, hi);
-    return 0;
+    if (have_store && ag_calstore_append(path, b.wall_us, b.n, b.from_us,
+                                         note, sizeof note, err, sizeof err)
+                      != AG_CALSTORE_OK)
+        ag_logf("calibration", "store not updated: %s", err);
+    double lo = b.wall_us[0], hi = b.wall_us[0];
+    for (size_t i = 1; i < b.n; i++) {
+        lo = b.wall_us[i] < lo ? b.wall_us[i] : lo;
+        hi = b.wall_us[i] > hi ? b.wall_us[i] : hi;
+    }
+    ag_logf("calibration", "runs=%zu from_us=%" PRId64 " to_us=%" PRId64
+            " load=%.2f busy=%s min_us=%.1f max_us=%.1f store=%zu", b.n,
+            b.from_us, b.to_us, b.load, b.busy ? "yes" : "no", lo, hi,
+            store_n + b.n);
 }
 
 void
@@ -418,8 +481,9 @@ ag_daemon_usage(FILE *f)
 "       parity-agent --fingerprint --key FILE\n"
 "\n"
 "Daemon mode: connect to the collector (CURVE, the collector's public key\n"
-"pinned), say hello, calibrate this host's noise floor, then run the jobs\n"
-"the collector offers, one at a time, from suites in --suites only.\n"
+"pinned), say hello, run the jobs the collector offers, one at a time,\n"
+"from suites in --suites only, and calibrate this host's noise floor in\n"
+"small batches while idle and the machine is quiet.\n"
 "Every message is written to the spool (fsync) before it is sent and kept\n"
 "until the collector acks it. The first start without --key's files\n"
 "makes the key pair; until an operator approves it on the collector\n"
@@ -445,7 +509,15 @@ ag_daemon_usage(FILE *f)
 "  --name NAME           the name shown for this host (default: hostname)\n"
 "  --spool-max MB        bound on the spool (default 256); when full, new\n"
 "                        runs are refused until the collector acks\n"
-"  --heartbeat-ms N      heartbeat interval (default 1000)\n");
+"  --heartbeat-ms N      heartbeat interval (default 1000)\n"
+"  --machine-lock FILE   the lock every agent of this machine shares: one\n"
+"                        job or calibration at a time (default\n"
+"                        $PARITY_MACHINE_LOCK, else %s)\n"
+"  --calibration-every S  seconds between calibration batches once the\n"
+"                        store holds %d runs (default %d; 0: none); each\n"
+"                        batch is %d no-op runs, taken idle and quiet\n",
+            AG_MACHINE_LOCK_DEFAULT, AG_TOPUP_FILL, AG_TOPUP_EVERY_DEFAULT,
+            AG_TOPUP_BATCH);
     fprintf(f,
 "  --config FILE         options from FILE (YAML, KEY: VALUE; the keys are\n"
 "                        the options above without --, trust-first-use:\n"
@@ -461,7 +533,7 @@ ag_daemon_usage(FILE *f)
             ag_config_dir());
     fprintf(f,
 "\n"
-"Under systemd (Type=notify) it says READY=1 once calibrated, STATUS=\n"
+"Under systemd (Type=notify) it says READY=1 once started, STATUS=\n"
 "(connected or not, messages spooled), STOPPING=1, and pings WatchdogSec=.\n"
 "\n"
 "SIGTERM or SIGINT: stop the current run (RunEnd INCOMPLETE \"agent\n"
@@ -488,14 +560,54 @@ ag_daemon_usage(FILE *f)
  * trust-first-use, a flag given as yes or no. */
 static const char *const s_config_keys[] = {
     "collector", "collector-key", "collector-fingerprint", "trust-first-use",
-    "key", "suites", "spool", "name", "spool-max", "heartbeat-ms", NULL,
+    "key", "suites", "spool", "name", "spool-max", "heartbeat-ms",
+    "machine-lock", "calibration-every", NULL,
 };
 
-/* The file's entries into *fo, each checked by the flag's own parser,
- * whose error is prefixed with FILE:LINE. */
+/* What the command line asks besides serving (--enroll, --fingerprint),
+ * and the daemon's own settings (the machine lock, calibration). */
+typedef struct {
+    bool enroll;
+    bool fingerprint;
+    const char *machine_lock;     /* NULL: ag_machine's default */
+    long cal_every;               /* -1: not given */
+} s_mode_t;
+
+/* --machine-lock FILE or --calibration-every S (flag names, value). 1
+ * taken, 0 not one of them, -1 bad value (err). */
 static int
-s_config_opts(const ag_config_t *conf, ag_stream_opts_t *fo, char *err,
-              size_t errlen)
+s_take_mode_opt(const char *flag, const char *value, s_mode_t *m, char *err,
+                size_t errlen)
+{
+    if (strcmp(flag, "--machine-lock") == 0) {
+        if (!value || !*value) {
+            snprintf(err, errlen, "--machine-lock needs a FILE");
+            return -1;
+        }
+        m->machine_lock = value;
+        return 1;
+    }
+    if (strcmp(flag, "--calibration-every") != 0)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long v = value ? strtol(value, &end, 10) : -1;
+    if (!value || !*value || *end || errno || v < 0
+        || v > AG_TOPUP_EVERY_MAX) {
+        snprintf(err, errlen, "--calibration-every \"%.64s\": want whole "
+                 "seconds, 0 (no calibration batches) to %d", value ? value
+                 : "", AG_TOPUP_EVERY_MAX);
+        return -1;
+    }
+    m->cal_every = v;
+    return 1;
+}
+
+/* The file's entries into *fo and *fm, each checked by the flag's own
+ * parser, whose error is prefixed with FILE:LINE. */
+static int
+s_config_opts(const ag_config_t *conf, ag_stream_opts_t *fo, s_mode_t *fm,
+              char *err, size_t errlen)
 {
     for (size_t i = 0; i < ag_config_count(conf); i++) {
         const ag_config_entry_t *e = ag_config_entry(conf, i);
@@ -505,7 +617,14 @@ s_config_opts(const ag_config_t *conf, ag_stream_opts_t *fo, char *err,
                          NULL };
         int n = 3;
         ag_config_where(conf, e, where, sizeof where);
-        if (strcmp(e->key, "suites") == 0) {
+        int taken = s_take_mode_opt(flag, e->value, fm, why, sizeof why);
+        if (taken < 0) {
+            snprintf(err, errlen, "%.250s: %.250s", where, why);
+            return -1;
+        }
+        if (taken) {
+            continue;
+        } else if (strcmp(e->key, "suites") == 0) {
             fo->suites_dir = e->value;
         } else if (strcmp(e->key, "trust-first-use") == 0) {
             bool yes = strcmp(e->value, "yes") == 0
@@ -525,12 +644,6 @@ s_config_opts(const ag_config_t *conf, ag_stream_opts_t *fo, char *err,
     return 0;
 }
 
-/* What the command line asks besides serving: --enroll, --fingerprint. */
-typedef struct {
-    bool enroll;
-    bool fingerprint;
-} s_mode_t;
-
 /* The daemon's options: flags from args (a copy of argv the strings of
  * *o then point into), then the configuration file (--config FILE, else
  * SYSCONFDIR/parity/agent.yaml if it exists) for what the flags left
@@ -542,12 +655,19 @@ s_daemon_options(int argc, char **args, ag_stream_opts_t *o, s_mode_t *mode,
     const char *path = NULL;
     char def[512];
     ag_stream_opts_t fo = { 0 };
+    s_mode_t fm = { .cal_every = -1 };
     int n = argc;
     if (ag_config_take_arg(&n, args, &path, err, errlen) != AG_CONFIG_OK
         || ag_stream_take_args(&n, args, o, err, errlen) != 0)
         return -1;
     for (int i = 1; i < n; i++) {
-        if (strcmp(args[i], "--suites") == 0 && i + 1 < n) {
+        int taken = s_take_mode_opt(args[i], i + 1 < n ? args[i + 1] : NULL,
+                                    mode, err, errlen);
+        if (taken < 0)
+            return -1;
+        if (taken) {
+            i++;
+        } else if (strcmp(args[i], "--suites") == 0 && i + 1 < n) {
             o->suites_dir = args[++i];
         } else if (strcmp(args[i], "--enroll") == 0) {
             mode->enroll = true;
@@ -563,8 +683,12 @@ s_daemon_options(int argc, char **args, ag_stream_opts_t *o, s_mode_t *mode,
     snprintf(def, sizeof def, "%s/agent.yaml", ag_config_dir());
     if (ag_config_load(path ? path : def, s_config_keys, path != NULL, conf,
                        err, errlen) != AG_CONFIG_OK
-        || s_config_opts(*conf, &fo, err, errlen) != 0)
+        || s_config_opts(*conf, &fo, &fm, err, errlen) != 0)
         return -1;
+    if (!mode->machine_lock)
+        mode->machine_lock = fm.machine_lock;
+    if (mode->cal_every < 0)
+        mode->cal_every = fm.cal_every;
 #define S_UNSET_TAKE(field) do { if (!o->field) o->field = fo.field; } while (0)
     S_UNSET_TAKE(collector);
     S_UNSET_TAKE(collector_key);
@@ -780,7 +904,10 @@ s_watch_main(void *arg)
     return NULL;
 }
 
-/* The job loop: one job at a time from the queue, until a signal. */
+/* The job loop: one job at a time from the queue, until a signal; a
+ * calibration batch when one is due and no job waits. Between them it
+ * sleeps on s_wake_fd (a job queued, a signal) until the next batch is
+ * due: nothing of it wakes while another agent of the machine measures. */
 static void
 s_job_loop(s_daemon_t *d)
 {
@@ -801,15 +928,26 @@ s_job_loop(s_daemon_t *d)
             free(job.bytes);
             continue;
         }
-        struct timespec ts = { 0, 100 * 1000000 };
-        nanosleep(&ts, NULL);
+        s_topup(d);
+        int64_t now = pw_clock_mono_ms(), due = ag_topup_next_ms(&d->topup);
+        int64_t wait = due > now ? due - now : 0;
+        if (!d->machine || wait > AG_DAEMON_IDLE_MAX_MS)
+            wait = AG_DAEMON_IDLE_MAX_MS;
+        struct pollfd pfd = { .fd = s_wake_fd, .events = POLLIN };
+        if (poll(&pfd, 1, (int)wait) > 0) {
+            uint64_t v;
+            if (read(s_wake_fd, &v, sizeof v) < 0) {
+                /* EAGAIN: nothing left to read */
+            }
+        }
     }
 }
 
 /* Serve until a signal: stream, calibration, the suite watcher, jobs.
  * Returns an exit code; err says why for a failure. */
 static int
-s_serve(s_daemon_t *d, ag_stream_opts_t *o, char *err, size_t errlen)
+s_serve(s_daemon_t *d, ag_stream_opts_t *o, const s_mode_t *mode, char *err,
+        size_t errlen)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -821,6 +959,28 @@ s_serve(s_daemon_t *d, ag_stream_opts_t *o, char *err, size_t errlen)
     d->harness = ag_harness_new(err, errlen);
     if (!d->harness)
         return AG_DAEMON_EXIT_FAIL;
+    /* The machine lock: a path given and not usable is the operator's
+     * mistake; the default not usable (a sandbox without /run/lock) is
+     * said once, and jobs then rely on the collector's grouping alone,
+     * with no calibration batches (they would measure the siblings). */
+    char lerr[S_ERR];
+    d->machine = ag_machine_new(mode->machine_lock, lerr, sizeof lerr);
+    if (!d->machine && mode->machine_lock) {
+        snprintf(err, errlen, "--machine-lock: %.400s", lerr);
+        return AG_DAEMON_EXIT_USAGE;
+    }
+    if (!d->machine)
+        ag_logf("machine_lock_unavailable", "%s; jobs run without it and "
+                "the floor comes from the jobs' calibration runs alone", lerr);
+    int wfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wfd < 0) {
+        snprintf(err, errlen, "eventfd: %s", strerror(errno));
+        return AG_DAEMON_EXIT_FAIL;
+    }
+    s_wake_fd = wfd;
+    ag_topup_init(&d->topup, mode->cal_every < 0 ? AG_TOPUP_EVERY_DEFAULT
+                                                 : (unsigned)mode->cal_every,
+                  pw_clock_mono_ms());
     o->on_job_message = s_daemon_job_message;
     o->job_ctx = d;
     o->stop_signal = &s_stop_signal;
@@ -841,12 +1001,12 @@ s_serve(s_daemon_t *d, ag_stream_opts_t *o, char *err, size_t errlen)
     if (prc != 0)
         ag_logf("suites_unwatched", "pthread_create: %s; changes to --suites "
                 "are not noticed until the agent restarts", strerror(prc));
-    if (s_calibrate(d->stream, err, errlen) != 0 && !s_stop_signal)
-        ag_logf("calibration_failed", "%s", err);
     /* Ready without waiting for the collector: the spool holds what is
      * measured while it is away, and `systemctl start` must not hang
-     * on another host. STATUS= says whether it is connected. */
-    if (!s_stop_signal && ag_notify_ready("calibrated; connecting to %s, "
+     * on another host. STATUS= says whether it is connected. No
+     * calibration first: the machine is busy starting (docs/agent.md
+     * "Calibration"); the batches come once it is idle. */
+    if (!s_stop_signal && ag_notify_ready("started; connecting to %s, "
                                           "%zu suites", o->collector,
                                           nsuites) < 0)
         ag_logf("notify_failed", "READY=1 could not be sent to "
@@ -866,7 +1026,7 @@ int
 ag_daemon_main(int argc, char **argv)
 {
     ag_stream_opts_t o = { 0 };
-    s_mode_t mode = { 0 };
+    s_mode_t mode = { .cal_every = -1 };
     char err[S_ERR];
     int code = AG_DAEMON_EXIT_FAIL;
     s_daemon_t d = { 0 };
@@ -909,7 +1069,7 @@ ag_daemon_main(int argc, char **argv)
         code = s_enroll(&o);
         goto out;
     }
-    code = s_serve(&d, &o, err, sizeof err);
+    code = s_serve(&d, &o, &mode, err, sizeof err);
     if (code != AG_DAEMON_EXIT_OK)
         fprintf(stderr, "parity-agent: %s\n", err);
     goto out;
@@ -923,6 +1083,12 @@ out:
     }
     ag_suitedir_watch_destroy(&d.watch);
     s_signal_harness = NULL;
+    ag_machine_destroy(&d.machine);
+    if (s_wake_fd >= 0) {
+        int fd = s_wake_fd;
+        s_wake_fd = -1;
+        close(fd);
+    }
     ag_stream_destroy(&d.stream);
     ag_harness_destroy(&d.harness);
     pthread_mutex_lock(&d.lock);

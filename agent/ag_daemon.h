@@ -14,6 +14,9 @@
 #define AG_DAEMON_EXIT_USAGE   2   /* bad command line, unreadable key */
 
 #define AG_DAEMON_MAX_QUEUE       64     /* jobs waiting; more are refused */
+/* The idle job loop's longest sleep: a job queued, a signal or a
+ * calibration batch due wakes it sooner. */
+#define AG_DAEMON_IDLE_MAX_MS     60000
 /* --enroll waits this long for the collector's answer (--ack-timeout
  * overrides). */
 #define AG_DAEMON_ENROLL_TIMEOUT_S 30.0

@@ -50,6 +50,10 @@ struct ag_stream {
     bool net_started;
     atomic_bool stop;
     int wake_fd;                       /* eventfd: something was spooled */
+    /* A measured run or a calibration is under way on this machine's
+     * lock: spooled messages wait for the next heartbeat's tick instead
+     * of waking the network thread (ag_stream_set_measuring). */
+    atomic_bool measuring;
     char collector[256];               /* --collector, for STATUS= */
     pthread_mutex_t emit_lock;         /* seq order == spool order */
     char *job_id;
@@ -118,7 +122,7 @@ s_emit(ag_stream_t *s, Parity__Envelope *env, bool force, char *err,
 out:
     pthread_mutex_unlock(&s->emit_lock);
     free(buf);
-    if (rc == AG_SPOOL_OK)
+    if (rc == AG_SPOOL_OK && !atomic_load(&s->measuring))
         s_wake(s);
     return rc;
 }
@@ -606,7 +610,12 @@ s_net_main(void *arg)
     ag_stream_t *s = arg;
     while (!atomic_load(&s->stop)) {
         bool woken = false;
-        ag_link_tick(s->link, 200, s->wake_fd, &woken);
+        /* While measuring, the tick sleeps until its own timers (the
+         * heartbeat, a resend) or a message from the collector: nothing
+         * of ours wakes during a timed run that need not. */
+        ag_link_tick(s->link, atomic_load(&s->measuring)
+                              ? AG_STREAM_MEASURING_WAIT_MS : 200,
+                     s->wake_fd, &woken);
         s_take_hello(s);
         /* Pings come from this thread, not the job loop: a job runs for
          * as long as its suite says, while this loop turns every 200 ms
@@ -910,6 +919,14 @@ bool
 ag_stream_has_room(ag_stream_t *s, uint64_t bytes)
 {
     return ag_spool_has_room(s->spool, bytes);
+}
+
+void
+ag_stream_set_measuring(ag_stream_t *s, bool on)
+{
+    atomic_store(&s->measuring, on);
+    if (!on)
+        s_wake(s);   /* what was spooled meanwhile goes now */
 }
 
 void

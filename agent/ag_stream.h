@@ -42,6 +42,9 @@
 
 #define AG_STREAM_FLUSH_MS        1000   /* a batch waits at most this long */
 #define AG_STREAM_PROGRESS_MS     5000   /* JobStatus "running" progress */
+/* The network thread's longest sleep while measuring: its timers (the
+ * heartbeat, a resend, the liveness check) end it sooner. */
+#define AG_STREAM_MEASURING_WAIT_MS 60000
 #define AG_STREAM_MAX_SPOOL_MB    (1u << 20)
 #define AG_STREAM_RESTART_REASON  "agent restarted during run"
 #define AG_STREAM_STOP_REASON     "agent stopped"
@@ -144,6 +147,12 @@ size_t ag_stream_spooled(ag_stream_t *s);
 bool ag_stream_has_room(ag_stream_t *s, uint64_t bytes);
 
 /* What the heartbeats say: "idle"/"running" and the job (copied). */
+/* on: a measured run or a calibration begins on this machine; spooled
+ * messages then wait for the network thread's next heartbeat tick, and
+ * the thread sleeps until its own timers or the collector wake it.
+ * off: it ends; what waits is sent now. Any thread. */
+void ag_stream_set_measuring(ag_stream_t *s, bool on);
+
 void ag_stream_set_state(ag_stream_t *s, const char *state,
                          const char *job_id);
 

@@ -192,13 +192,22 @@ PARITY_COLLECTOR_KEY=$VAR/keys/collector
 PARITY_KEY=$VAR/keys/admin
 export PARITY_COLLECTOR PARITY_COLLECTOR_KEY PARITY_KEY
 
-# Both agents online (their Hello stored, calibration sent).
-i=0
-until "$PARITY" hosts --json 2>/dev/null | python3 -c '
+# Both agents online (their Hello stored) and calibrated: a floor of at
+# least 100 no-op runs. An agent calibrates once idle, in batches of 20
+# taken when the machine is quiet (docs/agent.md "Calibration"); the
+# first time that takes about 10 s, later runs find the floor stored.
+hosts_ready() {
+    "$PARITY" hosts --json 2>/dev/null | python3 -c '
 import json, sys
 h = {x["name"]: x for x in json.load(sys.stdin)["hosts"]}
-ok = all(h.get(n, {}).get("online") for n in ("alpha", "beta"))
-sys.exit(0 if ok else 1)'; do
+want = sys.argv[1]
+ok = all(h.get(n, {}).get("online") and
+         (want == "online" or not h[n].get("floor_default", True))
+         for n in ("alpha", "beta"))
+sys.exit(0 if ok else 1)' "$1"
+}
+i=0
+until hosts_ready online; do
     if [ $i -ge 60 ]; then
         echo "quickstart: the agents did not come online; their logs:" >&2
         tail -n 5 "$VAR/agents/alpha/agent.log" "$VAR/agents/beta/agent.log" >&2
@@ -206,6 +215,17 @@ sys.exit(0 if ok else 1)'; do
     fi
     sleep 0.5; i=$((i + 1))
 done
+if ! hosts_ready calibrated; then
+    echo "quickstart: the agents are online; waiting for their first" \
+         "calibration (batches of no-op runs while the machine is quiet)"
+    i=0
+    until hosts_ready calibrated || [ $i -ge 120 ]; do
+        sleep 0.5; i=$((i + 1))
+    done
+    hosts_ready calibrated ||
+        echo "quickstart: not calibrated after 60 s (a busy machine);" \
+             "the job's own no-op runs give its floor"
+fi
 echo
 "$PARITY" hosts
 echo

@@ -4,6 +4,7 @@ command lines: --help, every usage error, unreadable keys and suites, the
 spool-full refusal, SIGTERM while no collector answers. TAP. No collector
 is started: these are the errors a user meets before one is reached."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -173,6 +174,34 @@ ok(rc == 2 and "%s:1: trust-first-use maybe: want yes or no" % conf in err,
    "agent.yaml trust-first-use: maybe is refused: %s"
    % err.strip().replace(root, "T"))
 
+# The machine lock and the calibration batches' interval.
+for args, want in (
+        (["--calibration-every", "soon"], 'parity-agent: --calibration-every '
+         '"soon": want whole seconds, 0 (no calibration batches) to 86400\n'
+         '(see parity-agent --help)\n'),
+        (["--calibration-every", "-5"], 'parity-agent: --calibration-every '
+         '"-5": want whole seconds, 0 (no calibration batches) to 86400\n'
+         '(see parity-agent --help)\n'),
+        (["--calibration-every"], 'parity-agent: --calibration-every "": '
+         'want whole seconds, 0 (no calibration batches) to 86400\n'
+         '(see parity-agent --help)\n'),
+        (["--machine-lock", os.path.join(root, "no", "such", "dir", "m.lock")],
+         "parity-agent: --machine-lock: machine lock %s: open: No such file "
+         "or directory\n" % os.path.join(root, "no", "such", "dir",
+                                         "m.lock"))):
+    rc, out, err = run(base + args)
+    # (the suites directory's broken file is logged first)
+    err = "".join(x for x in err.splitlines(True) if " event=" not in x)
+    ok(rc == 2 and err == want, "%s: exit 2, %r" % (" ".join(args)
+                                                    .replace(root, "T"),
+                                                    err.replace(root, "T")))
+with open(conf, "w") as f:
+    f.write("calibration-every: 1.5\n")
+rc, out, err = run(base + ["--config", conf])
+ok(rc == 2 and '%s:1: --calibration-every "1.5": want whole seconds' % conf
+   in err, "agent.yaml calibration-every: 1.5 is refused: %s"
+   % err.strip().replace(root, "T"))
+
 # A key file without its secret half cannot authenticate.
 shutil.copy(AK, os.path.join(root, "public-only"))
 rc, out, err = run(base[:4] + ["--key", os.path.join(root, "public-only")]
@@ -182,29 +211,52 @@ ok(rc == 2 and "no secret key" in err,
 
 # The daemon offers valid suites only and stops cleanly on SIGTERM even
 # while no collector ever answers.
+elog_path = os.path.join(root, "daemon-err.log")
+elog = open(elog_path, "w")
 p = subprocess.Popen([AGENT] + base + ["--heartbeat-ms", "100"],
-                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                     text=True)
+                     stdout=subprocess.PIPE, stderr=elog, text=True)
 time.sleep(1.0)
 rc, out, err = run(base)
 ok(rc == 2 and "spool %s is in use by another process" % SP in err,
    "a second agent on the same spool is refused: %s"
    % err.strip().splitlines()[-1].replace(root, "T") if err.strip()
    else "(no stderr)")
-time.sleep(0.5)
+# Idle, it calibrates after its first seconds (agent/ag_topup.h): a
+# batch of 20 no-op runs, spooled while no collector answers.
+end = time.time() + 30
+while time.time() < end and "event=calibration " not in open(elog_path).read():
+    time.sleep(0.2)
 p.send_signal(signal.SIGTERM)
 try:
-    out, err = p.communicate(timeout=20)
+    out, _ = p.communicate(timeout=20)
 except subprocess.TimeoutExpired:
     p.kill()
-    out, err = p.communicate()
+    out, _ = p.communicate()
+elog.close()
+err = open(elog_path).read()
 ok(p.returncode == 0, "SIGTERM with no collector: exit 0 (%d)"
    % p.returncode)
 ok("event=suite_invalid" in err and "broken.yaml" in err,
    "a suite file that does not load is reported and not offered")
 ok("suites=1" in err, "the one valid suite is offered")
-ok("event=calibration runs=100" in err or "event=stop" in err,
-   "start-up calibration ran (or SIGTERM came first)")
+ok(re.search(r"event=calibration runs=20 from_us=\d+ to_us=\d+ load=[\d.]+ "
+             r"busy=(yes|no) ", err),
+   "a calibration batch of 20 runs, with its instants and the machine's "
+   "load: %s" % [x for x in err.splitlines() if "calibration" in x][:1])
+
+
+def log_at(text, event):
+    """The instant (s) of the first log line of event=EVENT, or None."""
+    import datetime
+    m = re.search(r"^(\S+)Z parity-agent event=%s " % event, text, re.M)
+    return datetime.datetime.fromisoformat(m.group(1)).timestamp() \
+        if m else None
+
+
+t_start, t_cal = log_at(err, "start"), log_at(err, "calibration")
+ok(t_start is not None and t_cal is not None and t_cal - t_start >= 2.0,
+   "the first batch comes 2 s or more after the start (%s s)"
+   % (round(t_cal - t_start, 3) if t_start and t_cal else None))
 ok("messages left in the spool for the next start" in err,
    "on stop it says what stays in the spool")
 spooled = [x for x in os.listdir(SP) if x.endswith(".msg")]

@@ -36,6 +36,14 @@ class Tap:
 
 tap = Tap()
 
+# Agents on one machine share its machine lock (agent/ag_machine.h,
+# default /run/lock/parity-machine.lock). Tests run side by side, and
+# each test's agents stand for a machine of their own: one lock file per
+# test process, unless the test names one.
+if not os.environ.get("PARITY_MACHINE_LOCK"):
+    os.environ["PARITY_MACHINE_LOCK"] = os.path.join(
+        tempfile.gettempdir(), "parity-machine-test-%d.lock" % os.getpid())
+
 
 def ok(cond, what, detail=None, tail=False):
     """One TAP line; on failure also the first 30 lines of detail (the
@@ -85,6 +93,12 @@ def need(*programs):
 
 def finish():
     """The plan line, and exit with the status TAP harnesses read."""
+    lock = os.environ.get("PARITY_MACHINE_LOCK", "")
+    if lock.endswith("-test-%d.lock" % os.getpid()):
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
     sys.exit(plan())
 
 

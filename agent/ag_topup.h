@@ -1,0 +1,74 @@
+/* ag_topup.h -- the daemon's calibration: small batches of no-op runs
+ * taken while the agent is idle and the machine is quiet, under the
+ * machine lock (docs/agent.md "Calibration").
+ *
+ * A daemon that calibrated 100 runs at start measured its start: the
+ * other agents of the machine calibrating, the collector and its
+ * PostgreSQL starting. Every start added 100 such runs to the host's
+ * pool, and the floor came out 9 times that of a local run on the same
+ * machine (docs/performance.md "The daemon's floor"). Here the first
+ * batch waits AG_TOPUP_SETTLE_MS after start; each batch holds the
+ * machine lock, looks AG_LOAD_MIN_WINDOW_MS at what the rest of the
+ * machine uses (ag_load) and measures only below AG_LOAD_QUIET_CORES.
+ * A machine that stays busy for AG_TOPUP_PATIENCE_MS is measured anyway
+ * and the batch says busy, so that a host always gets a floor. Batches
+ * come every AG_TOPUP_FAST_MS while the agent's store holds fewer than
+ * AG_TOPUP_FILL runs, then every `every_s` seconds.
+ *
+ * Library code: nothing here prints or exits.
+ */
+#ifndef AG_TOPUP_H
+#define AG_TOPUP_H
+
+#include "ag_machine.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AG_TOPUP_DONE    0    /* a batch was measured */
+#define AG_TOPUP_LATER   1    /* not now (lock held, machine busy) */
+#define AG_TOPUP_ERR    -1
+
+#define AG_TOPUP_BATCH         20      /* runs a batch: ~25 ms here */
+#define AG_TOPUP_SETTLE_MS     2000    /* none sooner after start */
+#define AG_TOPUP_FILL          100     /* below: batches come fast */
+#define AG_TOPUP_FAST_MS       1000
+#define AG_TOPUP_RETRY_MS      1000    /* lock held or machine busy */
+#define AG_TOPUP_PATIENCE_MS   10000   /* then measure anyway, busy */
+#define AG_TOPUP_EVERY_DEFAULT 60      /* seconds, once filled */
+#define AG_TOPUP_EVERY_MAX     86400
+
+typedef struct {
+    unsigned every_s;          /* 0: no batches at all */
+    int64_t next_ms;           /* monotonic ms of the next try */
+    int64_t unquiet_since_ms;  /* first busy look of this batch, or 0 */
+} ag_topup_t;
+
+typedef struct {
+    double wall_us[AG_TOPUP_BATCH];
+    size_t n;
+    int64_t from_us, to_us;    /* unix us: first run's start, last's end */
+    double load;               /* others' cores, the look and the batch */
+    bool busy;                 /* load >= AG_LOAD_QUIET_CORES */
+    long lock_wait_ms;
+} ag_topup_batch_t;
+
+/* Start the schedule: the first try AG_TOPUP_SETTLE_MS after now_ms. */
+void ag_topup_init(ag_topup_t *t, unsigned every_s, int64_t now_ms);
+
+/* Monotonic ms of the next try; INT64_MAX when every_s is 0. */
+int64_t ag_topup_next_ms(const ag_topup_t *t);
+
+/* Try a batch now (the caller is idle): take the machine lock without
+ * waiting, look at the machine, run AG_TOPUP_BATCH no-op runs of NOOP
+ * through ag_spawn, release the lock. store_n: runs the agent's store
+ * holds (it sets the next try). AG_TOPUP_DONE with *b; AG_TOPUP_LATER
+ * when another agent holds the lock, the machine is busy (within the
+ * patience) or *stop was set; AG_TOPUP_ERR with err (a run failed). */
+int ag_topup_try(ag_topup_t *t, ag_machine_t *m, const char *noop,
+                 size_t store_n, const _Atomic int *stop, int64_t now_ms,
+                 ag_topup_batch_t *b, char *err, size_t errlen);
+
+#endif
