@@ -926,6 +926,7 @@ s_job_loop(s_daemon_t *d)
         if (have) {
             s_run_job(d, &job);
             free(job.bytes);
+            ag_topup_postpone(&d->topup, pw_clock_mono_ms());
             continue;
         }
         s_topup(d);

@@ -24,6 +24,13 @@ ag_topup_next_ms(const ag_topup_t *t)
     return t->every_s ? t->next_ms : INT64_MAX;
 }
 
+void
+ag_topup_postpone(ag_topup_t *t, int64_t now_ms)
+{
+    if (t->next_ms < now_ms + AG_TOPUP_SETTLE_MS)
+        t->next_ms = now_ms + AG_TOPUP_SETTLE_MS;
+}
+
 /* The batch's runs, the lock held. */
 static int
 s_batch(const char *noop, const _Atomic int *stop, ag_topup_batch_t *b,

@@ -61,6 +61,11 @@ void ag_topup_init(ag_topup_t *t, unsigned every_s, int64_t now_ms);
 /* Monotonic ms of the next try; INT64_MAX when every_s is 0. */
 int64_t ag_topup_next_ms(const ag_topup_t *t);
 
+/* A job just ended: no batch sooner than AG_TOPUP_SETTLE_MS from now_ms
+ * (the machine is still warm from it, and the machine's other agents
+ * may have a job waiting for the lock). */
+void ag_topup_postpone(ag_topup_t *t, int64_t now_ms);
+
 /* Try a batch now (the caller is idle): take the machine lock without
  * waiting, look at the machine, run AG_TOPUP_BATCH no-op runs of NOOP
  * through ag_spawn, release the lock. store_n: runs the agent's store

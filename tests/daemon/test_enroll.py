@@ -233,12 +233,12 @@ def case_pending(e):
     ok(w.psql("SELECT status FROM runs") == "complete",
        "the run is stored complete")
     # The run's calibration, and the daemon's batches of 20 no-op runs
-    # taken while it waited (idle, after its first seconds).
+    # taken while it waited (idle, after its first seconds and once the
+    # machine was quiet: on a busy one maybe none yet).
     cal = w.psql("SELECT count(*) - count(DISTINCT calibration_id), "
-                 "count(*) FILTER (WHERE n_samples <> 20), count(*) FILTER "
-                 "(WHERE n_samples = 20) > 0 FROM calibrations")
-    ok(cal == "0|1|t", "the run's calibration and the daemon's batches "
-       "stored once each (duplicates|others|batches: %s)" % cal)
+                 "count(*) FILTER (WHERE n_samples <> 20) FROM calibrations")
+    ok(cal == "0|1", "the run's calibration and the daemon's batches "
+       "stored once each (duplicates|not batches: %s)" % cal)
     ok(d.poll() is None and open(dlog).read().count("event=start ") == 1
        and e.wait_log(dlog, "event=approved the collector accepts this "
                       "agent's key now; sending the spool", 1),

@@ -24,6 +24,10 @@ temp dir, three parity-agent daemons (alpha, beta, gamma), keys from
            the job ends; an agent restarted at once, and a (fake) agent
            whose new connection beats idle, are lost; the database stopped under the collector:
            one-line status 5 answers
+  machine  two agents of one machine calibrating every second while
+           each runs a job that sleeps (the machine looks quiet) and
+           both one more: no calibration batch overlaps another or a
+           job's runs, by the runs' own instants
   client   every client setting error (missing, wrong, from flags, env or
            client.yaml) and an unreachable collector; needs no collector
 """
@@ -117,7 +121,7 @@ class World(pf.World):
             stdout=self.log, stderr=self.log)
         self.wait_tcp(self.collector, self.port)
 
-    def start_agent(self, name):
+    def start_agent(self, name, *extra):
         home = os.path.join(self.root, "agent-" + name)
         os.makedirs(home, exist_ok=True)
         log = open(os.path.join(home, "agent.log"), "ab")
@@ -125,7 +129,7 @@ class World(pf.World):
             [AGENT, "--collector", self.endpoint, "--collector-key",
              self.key("collector"), "--key", self.key(name), "--suites",
              self.suites, "--spool", os.path.join(home, "spool"),
-             "--name", name, "--heartbeat-ms", HEARTBEAT_MS],
+             "--name", name, "--heartbeat-ms", HEARTBEAT_MS] + list(extra),
             stdout=log, stderr=log, cwd=home)
 
     def stop_agent(self, name, sig=signal.SIGTERM):
@@ -1425,11 +1429,99 @@ def case_selftest():
         w.close(tap.n_failed > 0)
 
 
+def calibration_windows(w, name):
+    """The (from_us, to_us) of every calibration batch agent NAME logged."""
+    path = os.path.join(w.root, "agent-" + name, "agent.log")
+    with open(path, errors="replace") as f:
+        return [(int(m.group(1)), int(m.group(2))) for m in re.finditer(
+            r"event=calibration runs=\d+ from_us=(\d+) to_us=(\d+) ",
+            f.read())]
+
+
+def overlaps(a, b):
+    """Pairs of half-open intervals, one from each list, that overlap."""
+    return [(x, y) for x in a for y in b if x[0] < y[1] and y[0] < x[1]]
+
+
+def case_machine():
+    """Two agents on one machine: calibration batches under the machine
+    lock never overlap each other, nor a job of either agent, judged by
+    the runs' own start and end instants. The `long` suite sleeps: the
+    machine looks quiet during it, so only the lock keeps the idle
+    sibling's batches out of it."""
+    w = World()
+    names = ("alpha", "beta")
+
+    def batches():
+        return {n: calibration_windows(w, n) for n in names}
+
+    def wait_batches(at_least, timeout=60):
+        end = time.time() + timeout
+        while time.time() < end and min(
+                len(c) for c in batches().values()) < at_least:
+            time.sleep(0.5)
+        return batches()
+
+    try:
+        w.start_collector()
+        for name in names:
+            w.start_agent(name, "--calibration-every", "1")
+        if not w.wait_online(list(names), True):
+            bail("alpha and beta did not come online")
+        before = wait_batches(1)
+        ok(all(before.values()), "both agents calibrate once idle: %s"
+           % {n: len(c) for n, c in before.items()})
+        for hosts, suite in (("beta", "long"), ("alpha", "long"),
+                             ("alpha,beta", "fleet")):
+            r = w.parity("run", suite, "--hosts", hosts, "--wait",
+                         timeout=120)
+            ok(r.returncode == 0, "job %s on %s ends (%d: %s)"
+               % (suite, hosts, r.returncode, r.stderr.strip()[-200:]))
+        after = wait_batches(max(len(c) for c in before.values()) + 1)
+        cal = after
+        ok(all(len(after[n]) > len(before[n]) for n in names),
+           "both calibrate again after the jobs: %s"
+           % {n: (len(before[n]), len(after[n])) for n in names})
+        ok(not overlaps(cal["alpha"], cal["beta"]),
+           "no batch of alpha overlaps one of beta: %s"
+           % overlaps(cal["alpha"], cal["beta"])[:3])
+        # A job holds the lock from before its first run to after its
+        # last: its span on a host is its runs' first sample's start to
+        # the last one's end.
+        rows = w.psql(
+            "SELECT h.name, r.job_id, min(s.start_unix_us), "
+            "max(s.start_unix_us + s.wall_us::bigint + 1), count(*) "
+            "FROM samples s JOIN runs r ON r.id = s.run JOIN hosts h ON "
+            "h.id = r.host_id WHERE r.job_id <> '' GROUP BY 1, 2") or ""
+        spans = {}
+        n_samples = 0
+        for line in rows.splitlines():
+            name, job, lo, hi, n = line.split("|")
+            spans.setdefault(name, []).append((int(lo), int(hi)))
+            n_samples += int(n)
+        ok(sorted(len(spans.get(n, [])) for n in names) == [2, 2],
+           "two jobs' samples per host, %d samples in all" % n_samples)
+        every_job = spans.get("alpha", []) + spans.get("beta", [])
+        every_cal = cal["alpha"] + cal["beta"]
+        ok(not overlaps(every_cal, every_job),
+           "no calibration batch overlaps a job of either agent: %s"
+           % overlaps(every_cal, every_job)[:3])
+        ok(not overlaps(spans.get("alpha", []), spans.get("beta", [])),
+           "the two agents' jobs never overlap")
+        stored = w.psql("SELECT count(*) FROM calibrations WHERE "
+                        "n_samples = 20")
+        ok(stored == str(len(every_cal)), "every batch is stored once "
+           "(%s of %d)" % (stored, len(every_cal)))
+    finally:
+        w.close(tap.n_failed > 0)
+
+
 def main():
     case = sys.argv[1]
     pf.need(PARITY, *((AGENT, COLLECTOR, REQUEST)
-                      if case in ("fleet", "restart", "selftest") else ()))
-    {"fleet": case_fleet, "client": case_client,
+                      if case in ("fleet", "restart", "selftest", "machine")
+                      else ()))
+    {"fleet": case_fleet, "client": case_client, "machine": case_machine,
      "restart": case_restart, "selftest": case_selftest}[case]()
     pf.finish()
 
