@@ -898,6 +898,7 @@ static void *
 s_watch_main(void *arg)
 {
     s_daemon_t *d = arg;
+    pthread_setname_np(pthread_self(), "ag-watch");
     while (!s_stop_signal && !atomic_load(&d->watch_stop))
         if (ag_suitedir_watch_wait(d->watch, 200))
             s_rescan(d);

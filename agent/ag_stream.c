@@ -608,6 +608,9 @@ static void *
 s_net_main(void *arg)
 {
     ag_stream_t *s = arg;
+    /* Named, so that what each thread costs can be read per thread
+     * (/proc/PID/task/TID/comm; tests/bench/daemon_floor.py). */
+    pthread_setname_np(pthread_self(), "ag-net");
     while (!atomic_load(&s->stop)) {
         bool woken = false;
         /* While measuring, the tick sleeps until its own timers (the
