@@ -448,8 +448,8 @@ s_topup(s_daemon_t *d)
     }
     if (rc != AG_TOPUP_DONE)
         return;
-    if (ag_stream_calibration(d->stream, b.wall_us, b.n, b.from_us, err,
-                              sizeof err) != AG_SPOOL_OK) {
+    if (ag_stream_calibration(d->stream, b.wall_us, b.n, b.from_us, !b.busy,
+                              err, sizeof err) != AG_SPOOL_OK) {
         ag_logf("calibration_failed", "not spooled: %s", err);
         return;
     }

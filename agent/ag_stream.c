@@ -167,7 +167,8 @@ ag_stream_job_started(ag_stream_t *s, const char *job_id,
 
 int
 ag_stream_calibration(ag_stream_t *s, const double *wall_us, size_t n,
-                      int64_t taken_at_us, char *err, size_t errlen)
+                      int64_t taken_at_us, bool quiet, char *err,
+                      size_t errlen)
 {
     Parity__Envelope env;
     Parity__Calibration cal;
@@ -180,6 +181,7 @@ ag_stream_calibration(ag_stream_t *s, const double *wall_us, size_t n,
     cal.wall_us = (double *)wall_us;
     cal.n_wall_us = n;
     cal.taken_at_us = taken_at_us;
+    cal.quiet = quiet;
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_CALIBRATION, &cal);
     return s_emit(s, &env, false, err, errlen);
@@ -261,7 +263,7 @@ s_cb_calibration(void *ctx, const double *wall_us, size_t n,
     /* The harness reports its session-start calibration even when the
      * rounds alone reach the target (n == 0): nothing to send, and the
      * collector refuses a Calibration without samples. */
-    if (n > 0 && ag_stream_calibration(s, wall_us, n, taken_at_us, err,
+    if (n > 0 && ag_stream_calibration(s, wall_us, n, taken_at_us, false, err,
                                        sizeof err) != AG_SPOOL_OK) {
         ag_logf("spool_error", "calibration: %s", err);
         snprintf(s->stop_reason, sizeof s->stop_reason, "%s", err);

@@ -753,6 +753,14 @@ static void
 s_field_i64(co_db_t *db, int64_t v) { s_put_i32(db, 8); s_put_u64(db, (uint64_t)v); }
 
 static void
+s_field_bool(co_db_t *db, bool v)
+{
+    uint8_t b = v ? 1 : 0;
+    s_put_i32(db, 1);
+    s_put(db, &b, 1);
+}
+
+static void
 s_field_f64(co_db_t *db, double v)
 {
     uint64_t bits;
@@ -857,19 +865,21 @@ s_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
  * Calibration messages and the rounds' CALIBRATION samples, read by the
  * floor through its (host_id, taken_at_us) index. */
 static const char s_copy_cal_sql[] =
-    "COPY host_calibration (host_id, taken_at_us, wall_us) FROM STDIN "
-    "(FORMAT binary)";
+    "COPY host_calibration (host_id, taken_at_us, wall_us, quiet) FROM "
+    "STDIN (FORMAT binary)";
 
-/* One host_calibration row (3 fields, 38 bytes: callers reserve more). */
+/* One host_calibration row (4 fields, 43 bytes: callers reserve more). */
 static void
-s_cal_row(co_db_t *db, int64_t host_id, int64_t taken_at_us, double wall_us)
+s_cal_row(co_db_t *db, int64_t host_id, int64_t taken_at_us, double wall_us,
+          bool quiet)
 {
-    s_put_i16(db, 3);
+    s_put_i16(db, 4);
     s_field_i64(db, host_id);
     s_field_i64(db, taken_at_us);
     s_field_f64(db, wall_us);
+    s_field_bool(db, quiet);
     /* Held from now: a failed COPY or a rollback forgets every host. */
-    co_floors_add(db->floors, host_id, taken_at_us, wall_us);
+    co_floors_add(db->floors, host_id, taken_at_us, wall_us, quiet);
 }
 
 /* Append a batch's CALIBRATION samples with wall_us > 0 (those the floor
@@ -883,7 +893,7 @@ s_copy_cal_rows(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b)
         const Parity__Sample *x = b->samples[i];
         if (x->kind != PARITY__SAMPLE_KIND__CALIBRATION || !(x->wall_us > 0))
             continue;
-        s_cal_row(db, host_id, x->start_unix_us, x->wall_us);
+        s_cal_row(db, host_id, x->start_unix_us, x->wall_us, false);
         n++;
     }
     return n;
@@ -928,10 +938,11 @@ s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
     snprintf(n, sizeof n, "%zu", c->n_wall_us);
     if ((rc = s_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
         return rc;
-    const char *p[] = { c->calibration_id, host, taken, n };
+    const char *p[] = { c->calibration_id, host, taken, n,
+                        c->quiet ? "t" : "f" };
     r = s_query(db, "INSERT INTO calibrations (calibration_id, host_id, "
-                "taken_at_us, n_samples) VALUES ($1, $2, $3, $4) "
-                "ON CONFLICT (calibration_id) DO NOTHING RETURNING id", 4, p,
+                "taken_at_us, n_samples, quiet) VALUES ($1, $2, $3, $4, $5) "
+                "ON CONFLICT (calibration_id) DO NOTHING RETURNING id", 5, p,
                 PGRES_TUPLES_OK, &rc, err, errlen);
     if (!r)
         goto rollback;
@@ -959,7 +970,7 @@ s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
     /* The same samples where the floor reads them (006). */
     s_copy_begin(db);
     for (size_t i = 0; i < c->n_wall_us; i++)
-        s_cal_row(db, host_id, c->taken_at_us, c->wall_us[i]);
+        s_cal_row(db, host_id, c->taken_at_us, c->wall_us[i], c->quiet);
     if ((rc = s_copy_send(db, s_copy_cal_sql, err, errlen)) != CO_DB_OK)
         goto rollback;
     /* The host's row shows the floor from its window ending now (or at
@@ -1659,7 +1670,7 @@ s_cal_hold(co_db_t *db, const co_db_batch_item_t *items, size_t n,
             const Parity__Sample *x = b->samples[i];
             if (x->kind == PARITY__SAMPLE_KIND__CALIBRATION && x->wall_us > 0)
                 co_floors_add(db->floors, items[k].host_id, x->start_unix_us,
-                              x->wall_us);
+                              x->wall_us, false);
         }
     }
 }
@@ -1891,20 +1902,6 @@ s_status_name(Parity__RunStatus s)
     }
 }
 
-/* Doubles of column 0 of a text result. Caller frees. */
-static double *
-s_doubles(PGresult *r, int col, size_t *n)
-{
-    size_t rows = (size_t)PQntuples(r);
-    double *x = malloc((rows ? rows : 1) * sizeof *x);
-    if (!x)
-        return NULL;
-    for (size_t i = 0; i < rows; i++)
-        x[i] = strtod(PQgetvalue(r, (int)i, col), NULL);
-    *n = rows;
-    return x;
-}
-
 /* Hold the host's newest rows (co_floors): one read when the host is
  * first needed on this connection, then kept as they are stored. */
 static int
@@ -1916,90 +1913,132 @@ s_floor_load(co_db_t *db, int64_t host_id, char *err, size_t errlen)
     snprintf(lim, sizeof lim, "%d", co_floors_window_size(db->floors));
     const char *p[] = { host, lim };
     PGresult *r = s_query(db,
-        "SELECT taken_at_us, wall_us FROM host_calibration WHERE host_id = "
-        "$1 ORDER BY taken_at_us DESC LIMIT $2", 2, p, PGRES_TUPLES_OK, &rc,
-        err, errlen);
+        "SELECT taken_at_us, wall_us, quiet FROM host_calibration WHERE "
+        "host_id = $1 ORDER BY taken_at_us DESC LIMIT $2", 2, p,
+        PGRES_TUPLES_OK, &rc, err, errlen);
     if (!r)
         return rc;
     size_t n = (size_t)PQntuples(r);
     int64_t *t = malloc((n ? n : 1) * sizeof *t);
     double *w = malloc((n ? n : 1) * sizeof *w);
-    if (t && w) {
+    bool *q = malloc((n ? n : 1) * sizeof *q);
+    if (t && w && q) {
         for (size_t i = 0; i < n; i++) {
             t[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
             w[i] = strtod(PQgetvalue(r, (int)i, 1), NULL);
+            q[i] = PQgetvalue(r, (int)i, 2)[0] == 't';
         }
-        co_floors_load(db->floors, host_id, t, w, n);   /* else: read */
+        co_floors_load(db->floors, host_id, t, w, q, n);   /* else: read */
     }
     free(t);
     free(w);
+    free(q);
     PQclear(r);
     return CO_DB_OK;
 }
 
-/* The host's calibration samples taken up to until_us, newest first, at
- * most window: Calibration messages and the rounds' CALIBRATION samples
- * alike, both in host_calibration (006). From the rows held (co_floors)
- * when they can say, else by an index scan of (host_id, taken_at_us)
- * that stops after window rows. *cal is the caller's to free. */
+/* The host's calibration rows taken up to until_us, at most window:
+ * Calibration messages and the rounds' CALIBRATION samples alike, both
+ * in host_calibration (006). From the rows held (co_floors) when they
+ * can say, else by an index scan of (host_id, taken_at_us) that stops
+ * after window rows. *rows is the caller's to free. */
 static int
 s_host_calibration(co_db_t *db, int64_t host_id, int64_t until_us,
-                   int window, double **cal, size_t *n, char *err,
+                   int window, co_floors_row_t **rows, size_t *n, char *err,
                    size_t errlen)
 {
     int rc;
     char host[24], until[24], lim[16];
-    *cal = NULL;
+    *rows = NULL;
     if (db->floors) {
         co_floors_set_window(db->floors, window);
         if (!co_floors_known(db->floors, host_id)
             && (rc = s_floor_load(db, host_id, err, errlen)) != CO_DB_OK)
             return rc;
-        *cal = malloc((size_t)window * sizeof **cal);
-        if (*cal && co_floors_window(db->floors, host_id, until_us, *cal, n))
+        *rows = malloc((size_t)window * sizeof **rows);
+        if (*rows && co_floors_window(db->floors, host_id, until_us, *rows,
+                                      n))
             return CO_DB_OK;
-        free(*cal);
-        *cal = NULL;
+        free(*rows);
+        *rows = NULL;
     }
     snprintf(host, sizeof host, "%" PRId64, host_id);
     snprintf(until, sizeof until, "%" PRId64, until_us);
     snprintf(lim, sizeof lim, "%d", window);
     const char *p[] = { host, until, lim };
     PGresult *r = s_query(db,
-        "SELECT wall_us FROM host_calibration WHERE host_id = $1 AND "
-        "taken_at_us <= $2 ORDER BY taken_at_us DESC LIMIT $3", 3, p,
-        PGRES_TUPLES_OK, &rc, err, errlen);
+        "SELECT taken_at_us, wall_us, quiet FROM host_calibration WHERE "
+        "host_id = $1 AND taken_at_us <= $2 ORDER BY taken_at_us DESC "
+        "LIMIT $3", 3, p, PGRES_TUPLES_OK, &rc, err, errlen);
     if (!r)
         return rc;
-    *cal = s_doubles(r, 0, n);
+    *n = (size_t)PQntuples(r);
+    *rows = malloc((*n ? *n : 1) * sizeof **rows);
+    for (size_t i = 0; *rows && i < *n; i++)
+        (*rows)[i] = (co_floors_row_t){
+            strtoll(PQgetvalue(r, (int)i, 0), NULL, 10),
+            strtod(PQgetvalue(r, (int)i, 1), NULL),
+            PQgetvalue(r, (int)i, 2)[0] == 't' };
     PQclear(r);
-    if (!*cal) {
+    if (!*rows) {
         pw_err_line(err, errlen, "floor: out of memory");
         return CO_DB_FAIL;
     }
     return CO_DB_OK;
 }
 
-/* The host's floor from its calibration window ending at until_us. */
+/* A floor and what it pooled (017). */
+typedef struct {
+    double floor_us;
+    bool is_default;
+    int used;              /* runs it was computed from */
+    bool quiet;            /* quiet runs alone (>= 100 in the window) */
+    int64_t oldest_us, newest_us;   /* of the runs used; 0 when none */
+} s_floor_t;
+
+/* The host's floor from its calibration window ending at until_us: its
+ * quiet runs when the window holds at least VD_FLOOR_MIN_SAMPLES of them,
+ * else every run of the window (docs/collector.md "The floor"). */
 static int
 s_host_floor(co_db_t *db, int64_t host_id, int64_t until_us, int window,
-             double *floor_us, bool *is_default, int *used, char *err,
-             size_t errlen)
+             s_floor_t *fl, char *err, size_t errlen)
 {
-    size_t n = 0;
-    double *cal = NULL;
-    int rc = s_host_calibration(db, host_id, until_us, window, &cal, &n, err,
-                                errlen);
+    size_t n = 0, nq = 0;
+    co_floors_row_t *rows = NULL;
+    memset(fl, 0, sizeof *fl);
+    int rc = s_host_calibration(db, host_id, until_us, window, &rows, &n,
+                                err, errlen);
     if (rc != CO_DB_OK)
         return rc;
-    char verr[256];
-    if (vd_floor(cal, n, floor_us, is_default, verr, sizeof verr) != VD_OK) {
-        /* A stored bad sample must not block the run: use the default. */
-        *floor_us = VD_DEFAULT_FLOOR_US;
-        *is_default = true;
+    for (size_t i = 0; i < n; i++)
+        nq += rows[i].quiet;
+    fl->quiet = nq >= VD_FLOOR_MIN_SAMPLES;
+    double *cal = malloc((n ? n : 1) * sizeof *cal);
+    if (!cal) {
+        free(rows);
+        pw_err_line(err, errlen, "floor: out of memory");
+        return CO_DB_FAIL;
     }
-    *used = (int)n;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (fl->quiet && !rows[i].quiet)
+            continue;
+        cal[m++] = rows[i].wall_us;
+        if (!fl->oldest_us || rows[i].taken_us < fl->oldest_us)
+            fl->oldest_us = rows[i].taken_us;
+        if (rows[i].taken_us > fl->newest_us)
+            fl->newest_us = rows[i].taken_us;
+    }
+    char verr[256];
+    if (vd_floor(cal, m, &fl->floor_us, &fl->is_default, verr, sizeof verr)
+        != VD_OK) {
+        /* A stored bad sample must not block the run: use the default. */
+        fl->floor_us = VD_DEFAULT_FLOOR_US;
+        fl->is_default = true;
+    }
+    fl->used = (int)m;
     free(cal);
+    free(rows);
     return CO_DB_OK;
 }
 
@@ -2009,22 +2048,27 @@ static void s_num(char *buf, size_t len, double x);
  * row holds one whose window ends later (a RunEnd resent from a spool
  * must not put an old floor back). */
 static int
-s_host_floor_save(co_db_t *db, int64_t host_id, double floor_us,
-                  bool is_default, int used, int64_t at_us, char *err,
-                  size_t errlen)
+s_host_floor_save(co_db_t *db, int64_t host_id, const s_floor_t *fl,
+                  int64_t at_us, char *err, size_t errlen)
 {
     int rc;
-    char host[24], fl[32], nused[16], at[24];
+    char host[24], fv[32], nused[16], at[24], lo[24], hi[24];
     snprintf(host, sizeof host, "%" PRId64, host_id);
-    s_num(fl, sizeof fl, floor_us);
-    snprintf(nused, sizeof nused, "%d", used);
+    s_num(fv, sizeof fv, fl->floor_us);
+    snprintf(nused, sizeof nused, "%d", fl->used);
     snprintf(at, sizeof at, "%" PRId64, at_us);
-    const char *p[] = { host, fl, is_default ? "t" : "f", nused, at };
+    snprintf(lo, sizeof lo, "%" PRId64, fl->oldest_us);
+    snprintf(hi, sizeof hi, "%" PRId64, fl->newest_us);
+    const char *p[] = { host, fv, fl->is_default ? "t" : "f", nused, at,
+                        fl->quiet ? "t" : "f", fl->used ? lo : NULL,
+                        fl->used ? hi : NULL };
     PGresult *r = s_query(db, "UPDATE hosts SET floor_us = $2, "
                           "floor_is_default = $3, floor_samples = $4, "
-                          "floor_at_us = $5 WHERE id = $1 AND (floor_at_us "
-                          "IS NULL OR floor_at_us <= $5)", 5, p,
-                          PGRES_COMMAND_OK, &rc, err, errlen);
+                          "floor_at_us = $5, floor_quiet = $6, "
+                          "floor_oldest_us = $7, floor_newest_us = $8 "
+                          "WHERE id = $1 AND (floor_at_us IS NULL OR "
+                          "floor_at_us <= $5)", 8, p, PGRES_COMMAND_OK, &rc,
+                          err, errlen);
     PQclear(r);
     return rc;
 }
@@ -2033,15 +2077,11 @@ static int
 s_host_floor_refresh(co_db_t *db, int64_t host_id, int64_t until_us,
                      int window, char *err, size_t errlen)
 {
-    double floor_us;
-    bool is_default;
-    int used = 0;
-    int rc = s_host_floor(db, host_id, until_us, window, &floor_us,
-                          &is_default, &used, err, errlen);
+    s_floor_t fl;
+    int rc = s_host_floor(db, host_id, until_us, window, &fl, err, errlen);
     if (rc != CO_DB_OK)
         return rc;
-    return s_host_floor_save(db, host_id, floor_us, is_default, used,
-                             until_us, err, errlen);
+    return s_host_floor_save(db, host_id, &fl, until_us, err, errlen);
 }
 
 static void
@@ -2396,37 +2436,42 @@ s_run_floor(co_db_t *db, int64_t host_id, const char *runid, int64_t until,
             size_t errlen)
 {
     int rc;
-    double floor_us;
-    bool is_default;
-    rc = s_host_floor(db, host_id, until, floor_window, &floor_us,
-                      &is_default, used, err, errlen);
+    s_floor_t fl;
+    rc = s_host_floor(db, host_id, until, floor_window, &fl, err, errlen);
     if (rc != CO_DB_OK)
         return rc;
-    vp->floor_us = floor_us;
-    vp->floor_is_default = is_default;
-    char host[24], fl[32], nused[16], win[16], until_s[24];
+    *used = fl.used;
+    vp->floor_us = fl.floor_us;
+    vp->floor_is_default = fl.is_default;
+    char host[24], fv[32], nused[16], win[16], until_s[24], lo[24], hi[24];
     snprintf(host, sizeof host, "%" PRId64, host_id);
-    s_num(fl, sizeof fl, floor_us);
+    s_num(fv, sizeof fv, fl.floor_us);
     snprintf(nused, sizeof nused, "%d", *used);
     snprintf(win, sizeof win, "%d", floor_window);
     snprintf(until_s, sizeof until_s, "%" PRId64, until);
+    snprintf(lo, sizeof lo, "%" PRId64, fl.oldest_us);
+    snprintf(hi, sizeof hi, "%" PRId64, fl.newest_us);
     /* A run without an end time has until INT64_MAX: the row's window
      * ends now, so that a later calibration still replaces it. */
     int64_t now = s_now_us();
     char at[24];
     snprintf(at, sizeof at, "%" PRId64, until < now ? until : now);
-    const char *pf[] = { host, runid, fl, is_default ? "t" : "f", nused,
-                         win, until_s, at };
+    const char *pf[] = { host, runid, fv, fl.is_default ? "t" : "f", nused,
+                         win, until_s, at, fl.quiet ? "t" : "f",
+                         fl.used ? lo : NULL, fl.used ? hi : NULL };
     /* The run's floor, and the host's row (s_host_floor_save's rule), in
      * one round trip. */
     PGresult *r = s_query_p(db, "WITH f AS (INSERT INTO floors (host_id, run, "
                           "floor_us, is_default, n_samples, window_size, "
-                          "until_us) VALUES ($1, $2, $3, $4, $5, $6, $7) ON "
+                          "until_us, quiet, oldest_us, newest_us) VALUES ($1, "
+                          "$2, $3, $4, $5, $6, $7, $9, $10, $11) ON "
                           "CONFLICT (run) DO NOTHING) UPDATE hosts SET "
                           "floor_us = $3, floor_is_default = $4, "
-                          "floor_samples = $5, floor_at_us = $8 WHERE id = "
-                          "$1 AND (floor_at_us IS NULL OR floor_at_us <= $8)",
-                          8, pf, PGRES_COMMAND_OK, &rc, err, errlen);
+                          "floor_samples = $5, floor_at_us = $8, floor_quiet "
+                          "= $9, floor_oldest_us = $10, floor_newest_us = $11 "
+                          "WHERE id = $1 AND (floor_at_us IS NULL OR "
+                          "floor_at_us <= $8)",
+                          11, pf, PGRES_COMMAND_OK, &rc, err, errlen);
     PQclear(r);
     return rc;
 }

@@ -7,6 +7,7 @@
 typedef struct {
     int64_t taken_us;
     double wall_us;
+    bool quiet;
 } s_row_t;
 
 typedef struct {
@@ -129,7 +130,7 @@ s_slot(co_floors_t *f)
 
 bool
 co_floors_load(co_floors_t *f, int64_t host_id, const int64_t *taken_us,
-               const double *wall_us, size_t n)
+               const double *wall_us, const bool *quiet, size_t n)
 {
     co_floors_forget(f, host_id);
     if (n > (size_t)f->window)
@@ -139,7 +140,8 @@ co_floors_load(co_floors_t *f, int64_t host_id, const int64_t *taken_us,
     if (!h->rows)
         return false;
     for (size_t i = 0; i < n; i++)
-        h->rows[i] = (s_row_t){ taken_us[i], wall_us[i] };
+        h->rows[i] = (s_row_t){ taken_us[i], wall_us[i],
+                                quiet ? quiet[i] : false };
     qsort(h->rows, n, sizeof *h->rows, s_cmp_row);
     h->host_id = host_id;
     h->used = true;
@@ -153,7 +155,7 @@ co_floors_load(co_floors_t *f, int64_t host_id, const int64_t *taken_us,
 
 void
 co_floors_add(co_floors_t *f, int64_t host_id, int64_t taken_us,
-              double wall_us)
+              double wall_us, bool quiet)
 {
     s_host_t *h = f ? s_find(f, host_id) : NULL;
     if (!h)
@@ -176,13 +178,13 @@ co_floors_add(co_floors_t *f, int64_t host_id, int64_t taken_us,
         memmove(&h->rows[at + 1], &h->rows[at],
                 (h->n - at) * sizeof *h->rows);
     }
-    h->rows[at] = (s_row_t){ taken_us, wall_us };
+    h->rows[at] = (s_row_t){ taken_us, wall_us, quiet };
     h->n++;
 }
 
 bool
 co_floors_window(co_floors_t *f, int64_t host_id, int64_t until_us,
-                 double *out, size_t *n)
+                 co_floors_row_t *out, size_t *n)
 {
     s_host_t *h = s_find(f, host_id);
     if (!h)
@@ -196,7 +198,8 @@ co_floors_window(co_floors_t *f, int64_t host_id, int64_t until_us,
     if (end < h->n && !h->complete)
         return false;
     for (size_t i = 0; i < end; i++)
-        out[i] = h->rows[i].wall_us;
+        out[i] = (co_floors_row_t){ h->rows[i].taken_us, h->rows[i].wall_us,
+                                    h->rows[i].quiet };
     *n = end;
     return true;
 }

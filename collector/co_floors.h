@@ -3,8 +3,8 @@
  * back from host_calibration (a 1,000-row index scan, ~5 ms under load
  * and the largest part of a RunEnd; docs/performance.md).
  *
- * For each host it holds its newest `window` rows (taken_at_us, wall_us)
- * as host_calibration has them: loaded once from the database, then
+ * For each host it holds its newest `window` rows (taken_at_us, wall_us,
+ * quiet) as host_calibration has them: loaded once from the database, then
  * added to as the same connection stores more. The floor's window is
  * "the newest `window` rows taken at or before a run's end"; the held
  * rows answer that exactly when none of them is newer than the run's end
@@ -32,6 +32,13 @@
 
 #define CO_FLOORS_MAX_HOSTS 2048
 
+/* One held row, as host_calibration has it. */
+typedef struct {
+    int64_t taken_us;
+    double wall_us;
+    bool quiet;
+} co_floors_row_t;
+
 typedef struct co_floors co_floors_t;
 
 /* Rows held per host at most: window (1..). Caller owns the result;
@@ -51,20 +58,20 @@ void co_floors_clear(co_floors_t *f);
 bool co_floors_known(const co_floors_t *f, int64_t host_id);
 
 /* Hold the host's newest rows as the database gave them (n <= window,
- * any order): all of its rows when n < window. False on out of memory
- * (the host is then not held). */
+ * any order; quiet NULL: none is): all of its rows when n < window.
+ * False on out of memory (the host is then not held). */
 bool co_floors_load(co_floors_t *f, int64_t host_id, const int64_t *taken_us,
-                    const double *wall_us, size_t n);
+                    const double *wall_us, const bool *quiet, size_t n);
 
 /* One more row stored for the host; nothing when it is not held. */
 void co_floors_add(co_floors_t *f, int64_t host_id, int64_t taken_us,
-                   double wall_us);
+                   double wall_us, bool quiet);
 
-/* The wall times of the host's newest rows (at most window) taken at or
- * before until_us into out (window slots), their count in *n. False when
+/* The host's newest rows (at most window) taken at or before until_us
+ * into out (window slots), oldest first, their count in *n. False when
  * the host is not held or the held rows cannot say (some are newer than
  * until_us and older ones were not kept). */
 bool co_floors_window(co_floors_t *f, int64_t host_id, int64_t until_us,
-                      double *out, size_t *n);
+                      co_floors_row_t *out, size_t *n);
 
 #endif

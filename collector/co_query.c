@@ -226,7 +226,10 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         " '{}') FROM host_suites s WHERE s.host_id = h.id)::text, "
         CO_SELFTEST_SQL("h.id") ", "
         "(SELECT count(*) FROM hosts o WHERE h.boot_id <> '' AND "
-        " o.boot_id = h.boot_id AND o.id <> h.id) "
+        " o.boot_id = h.boot_id AND o.id <> h.id), "
+        /* What the floor pooled (017). */
+        "COALESCE(h.floor_quiet, false), h.floor_oldest_us, "
+        "h.floor_newest_us "
         "FROM hosts h ORDER BY h.name, h.id", 1, p);
     if (!r || !out)
         goto fail;
@@ -280,6 +283,12 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         json_object_set_new(h, "selftest", selftest);
         json_object_set_new(h, "same_machine_count", json_integer(
             (json_int_t)strtoll(PQgetvalue(r, i, 19), NULL, 10)));
+        json_object_set_new(h, "floor_quiet", json_boolean(
+            strcmp(PQgetvalue(r, i, 20), "t") == 0));
+        json_object_set_new(h, "floor_oldest_us",
+                            co_reply_int_or_null(r, i, 21));
+        json_object_set_new(h, "floor_newest_us",
+                            co_reply_int_or_null(r, i, 22));
         json_array_append_new(out, h);
     }
     PQclear(r);

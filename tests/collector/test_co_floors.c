@@ -70,6 +70,7 @@ s_trial(unsigned seed, int window, int *answered, int *asked)
     /* The database's answer to the load: newest `window` rows. */
     double *vals = malloc(MAXROWS * sizeof *vals);
     double *got = malloc(MAXROWS * sizeof *got);
+    co_floors_row_t *rows = malloc(MAXROWS * sizeof *rows);
     row_t *c = malloc(MAXROWS * sizeof *c);
     memcpy(c, s_all, s_nall * sizeof *c);
     qsort(c, s_nall, sizeof *c, s_cmp_desc);
@@ -79,7 +80,7 @@ s_trial(unsigned seed, int window, int *answered, int *asked)
         lt[i] = c[i].t;
         vals[i] = c[i].w;
     }
-    co_floors_load(f, 7, lt, vals, nl);
+    co_floors_load(f, 7, lt, vals, NULL, nl);
     for (int step = 0; step < 3 * window && s_nall < MAXROWS; step++) {
         int64_t at;
         if (rand() % 10 == 0)   /* a resent, older row */
@@ -93,12 +94,14 @@ s_trial(unsigned seed, int window, int *answered, int *asked)
             continue;
         double w = 100.0 + rand() % 1000 + (double)step / 7.0;
         s_all[s_nall++] = (row_t){ at, w };
-        co_floors_add(f, 7, at, w);
+        co_floors_add(f, 7, at, w, false);
         int64_t until = rand() % 3 ? INT64_MAX : 500 + rand() % (int)(t - 499);
         size_t n = 0;
         (*asked)++;
-        if (!co_floors_window(f, 7, until, got, &n))
+        if (!co_floors_window(f, 7, until, rows, &n))
             continue;
+        for (size_t i = 0; i < n; i++)
+            got[i] = rows[i].wall_us;
         (*answered)++;
         size_t ne = s_expect(window, until, vals);
         qsort(got, n, sizeof *got, s_cmp_d);
@@ -109,6 +112,7 @@ s_trial(unsigned seed, int window, int *answered, int *asked)
     free(c);
     free(vals);
     free(got);
+    free(rows);
     co_floors_destroy(&f);
     return wrong;
 }
@@ -117,52 +121,60 @@ int
 main(void)
 {
     co_floors_t *f = co_floors_new(4);
-    double out[8];
+    co_floors_row_t out[8];
     size_t n = 99;
     ok(f != NULL, "new");
     ok(!co_floors_known(f, 1), "an unknown host is not held");
     ok(!co_floors_window(f, 1, INT64_MAX, out, &n),
        "an unknown host cannot answer");
-    co_floors_add(f, 1, 10, 1.0);
+    co_floors_add(f, 1, 10, 1.0, false);
     ok(!co_floors_known(f, 1), "adding to an unknown host holds nothing");
 
     /* Two rows: all of the host's, so any end can be answered. */
     int64_t t2[] = { 20, 10 };
     double w2[] = { 2.0, 1.0 };
-    ok(co_floors_load(f, 1, t2, w2, 2), "load 2 of a window of 4");
-    ok(co_floors_window(f, 1, 15, out, &n) && n == 1 && out[0] == 1.0,
+    bool q2[] = { true, false };
+    ok(co_floors_load(f, 1, t2, w2, q2, 2), "load 2 of a window of 4");
+    ok(co_floors_window(f, 1, 15, out, &n) && n == 1 && out[0].wall_us == 1.0
+       && out[0].taken_us == 10 && !out[0].quiet,
        "complete rows answer an end between them");
-    co_floors_add(f, 1, 30, 3.0);
-    co_floors_add(f, 1, 40, 4.0);
-    co_floors_add(f, 1, 50, 5.0);   /* 10 leaves the window */
+    co_floors_add(f, 1, 30, 3.0, false);
+    co_floors_add(f, 1, 40, 4.0, true);
+    co_floors_add(f, 1, 50, 5.0, false);   /* 10 leaves the window */
     ok(co_floors_window(f, 1, INT64_MAX, out, &n) && n == 4
-       && out[0] == 2.0 && out[3] == 5.0, "window keeps the newest 4");
+       && out[0].wall_us == 2.0 && out[3].wall_us == 5.0,
+       "window keeps the newest 4");
+    ok(out[0].quiet && !out[1].quiet && out[2].quiet && !out[3].quiet
+       && out[2].taken_us == 40, "each row keeps its instant and whether "
+       "it was quiet");
     ok(!co_floors_window(f, 1, 45, out, &n),
        "an end before the newest row cannot be answered once rows left");
-    co_floors_add(f, 1, 5, 0.5);    /* older than all held: not newest */
+    co_floors_add(f, 1, 5, 0.5, false);   /* older than all held */
     ok(co_floors_window(f, 1, INT64_MAX, out, &n) && n == 4
-       && out[0] == 2.0, "an old resent row does not enter a full window");
-    co_floors_add(f, 1, 35, 3.5);   /* out of order, among the newest */
+       && out[0].wall_us == 2.0, "an old resent row does not enter a full window");
+    co_floors_add(f, 1, 35, 3.5, true);   /* out of order, among the newest */
     ok(co_floors_window(f, 1, INT64_MAX, out, &n) && n == 4
-       && out[0] == 3.0 && out[1] == 3.5 && out[2] == 4.0,
+       && out[0].wall_us == 3.0 && out[1].wall_us == 3.5 && out[1].quiet
+       && out[2].wall_us == 4.0,
        "an out-of-order row goes in its place");
     co_floors_set_window(f, 8);
     ok(!co_floors_known(f, 1), "a new window forgets every host");
-    ok(co_floors_load(f, 2, t2, w2, 2), "load again");
+    ok(co_floors_load(f, 2, t2, w2, NULL, 2), "load again");
     co_floors_forget(f, 2);
     ok(!co_floors_known(f, 2), "forget");
-    ok(co_floors_load(f, 3, NULL, NULL, 0), "a host without rows");
+    ok(co_floors_load(f, 3, NULL, NULL, NULL, 0), "a host without rows");
     ok(co_floors_window(f, 3, INT64_MAX, out, &n) && n == 0,
        "answers: no rows");
     co_floors_clear(f);
     ok(!co_floors_known(f, 3), "clear");
     int64_t t9[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
     double w9[9] = { 0 };
-    ok(!co_floors_load(f, 4, t9, w9, 9), "more rows than the window: no");
+    ok(!co_floors_load(f, 4, t9, w9, NULL, 9),
+       "more rows than the window: no");
 
     /* Bounded: a new host beyond the bound takes the least recent. */
     for (int64_t h = 1; h <= CO_FLOORS_MAX_HOSTS + 1; h++)
-        co_floors_load(f, h, t2, w2, 2);
+        co_floors_load(f, h, t2, w2, NULL, 2);
     ok(!co_floors_known(f, 1) && co_floors_known(f, CO_FLOORS_MAX_HOSTS + 1)
        && co_floors_known(f, 2), "the least recently used host is evicted");
     co_floors_destroy(&f);

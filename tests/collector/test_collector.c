@@ -694,6 +694,72 @@ main(int argc, char **argv)
        "the late Hello updated the host's stored name");
 
 
+    /* ---- quiet calibration runs (017) ---------------------------------
+     * Busy runs spread wide, then quiet ones close together: the floor
+     * pools every run of the window until 100 quiet ones are there, then
+     * those alone, and says so on the host's row. */
+    {
+        enum { N_BUSY = 150, N_Q1 = 60, N_Q2 = 40 };
+        double busy[N_BUSY], quiet[N_Q1 + N_Q2];
+        for (unsigned i = 0; i < N_BUSY; i++)
+            busy[i] = 3000.0 + (double)((i * 13) % 2000);
+        for (unsigned i = 0; i < N_Q1 + N_Q2; i++)
+            quiet[i] = 900.0 + (double)((i * 11) % 60) + 0.5;
+        int64_t qt0 = cc_unix_us();
+        struct { const char *id; double *w; size_t n; bool quiet;
+                 int64_t at; } msgs[] = {
+            { "cal-busy", busy, N_BUSY, false, qt0 },
+            { "cal-quiet-1", quiet, N_Q1, true, qt0 + 1000 },
+            { "cal-quiet-2", quiet + N_Q1, N_Q2, true, qt0 + 2000 },
+        };
+        const char *row = "SELECT floor_quiet::int, floor_samples, "
+                          "floor_oldest_us, floor_newest_us FROM hosts WHERE "
+                          "name = 'host-1'";
+        for (unsigned k = 0; k < 3; k++) {
+            Parity__Envelope qe;
+            Parity__Calibration qc = PARITY__CALIBRATION__INIT;
+            qc.calibration_id = (char *)msgs[k].id;
+            qc.n_wall_us = msgs[k].n;
+            qc.wall_us = msgs[k].w;
+            qc.taken_at_us = msgs[k].at;
+            qc.quiet = msgs[k].quiet;
+            pw_wire_init(&qe, 900 + k);
+            pw_wire_set_body(&qe, PARITY__ENVELOPE__BODY_CALIBRATION, &qc);
+            ok(cc_send(s, &qe) == 0 && cc_wait_ack(s, 900 + k, 5000),
+               "Calibration %s (quiet %d) acked", msgs[k].id,
+               msgs[k].quiet);
+            PGresult *qr = PQexec(s_pg, row);
+            bool got = PQresultStatus(qr) == PGRES_TUPLES_OK
+                       && PQntuples(qr) == 1;
+            long q = got ? atol(PQgetvalue(qr, 0, 0)) : -1;
+            long n = got ? atol(PQgetvalue(qr, 0, 1)) : -1;
+            long long lo = got ? atoll(PQgetvalue(qr, 0, 2)) : -1;
+            long long hi = got ? atoll(PQgetvalue(qr, 0, 3)) : -1;
+            PQclear(qr);
+            if (k < 2)
+                ok(q == 0 && n > N_BUSY && hi == msgs[k].at,
+                   "%s: fewer than 100 quiet runs: the floor pools every "
+                   "run of the window, busy ones too (quiet %ld, %ld runs, "
+                   "newest %lld)", msgs[k].id, q, n, hi);
+            else
+                ok(q == 1 && n == N_Q1 + N_Q2 && lo == qt0 + 1000
+                   && hi == qt0 + 2000,
+                   "100 quiet runs: the floor is theirs alone (quiet %ld, "
+                   "%ld runs, %lld to %lld)", q, n, lo - qt0, hi - qt0);
+        }
+        double qwant = 0;
+        bool dflt = true;
+        char qerr[128];
+        vd_floor(quiet, N_Q1 + N_Q2, &qwant, &dflt, qerr, sizeof qerr);
+        PGresult *fr = PQexec(s_pg, "SELECT floor_us FROM hosts WHERE name "
+                              "= 'host-1'");
+        double got = PQntuples(fr) == 1 ? strtod(PQgetvalue(fr, 0, 0), NULL)
+                                        : -1;
+        PQclear(fr);
+        ok(got == qwant && !dflt, "its value is vd_floor of the quiet runs: "
+           "%.3f us (want %.3f)", got, qwant);
+    }
+
     /* ---- offline detection ---------------------------------------- */
     int offline0 = cc_log_count(s_fx.log, "event=offline",
                                 zcert_public_txt(agent));

@@ -370,14 +370,19 @@ def case_migrate(w, db, fx):
        "the old floor query gives alpha's floor %r" % (floor_before,))
 
     r = tool("migrate", w.data)
-    ok(r.returncode == 0 and r.stdout.strip() == "applied 11",
-       "storage-tool migrate applies 006 to 016 (%r)" % r.stdout)
+    ok(r.returncode == 0 and r.stdout.strip() == "applied 12",
+       "storage-tool migrate applies 006 to 017 (%r)" % r.stdout)
     after = checksums(db, columns)
     bad = [t for t in OLD_TABLES if before[t] != after[t]]
     ok(not bad, "every row of every old table survived (count and md5 of "
        "its columns): differ %s" % bad)
-    ok(db.one("SELECT max(version) FROM schema_version;") == "16",
-       "schema_version is 16")
+    ok(db.one("SELECT max(version) FROM schema_version;") == "17",
+       "schema_version is 17")
+    # 017: every old calibration row is not quiet, so the floor of every
+    # old host stays what it was.
+    ok(db.run("SELECT count(*) FILTER (WHERE quiet), count(*) FROM "
+              "host_calibration;")[0] == ["0", str(len(fx.cal))],
+       "017 marks no old calibration row quiet")
     # 016: hosts finds each host's self-test through it, not a scan of
     # every job per host.
     ok(db.one("SELECT indexdef FROM pg_indexes WHERE indexname = "
