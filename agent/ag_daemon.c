@@ -426,21 +426,13 @@ static void
 s_topup(s_daemon_t *d)
 {
     char err[S_ERR], note[1024], path[4096];
-    double *store = NULL;
-    size_t store_n = 0;
     ag_topup_batch_t b;
     if (!d->machine || pw_clock_mono_ms() < ag_topup_next_ms(&d->topup))
         return;
-    bool have_store =
-        ag_calstore_path(d->spool_dir, path, sizeof path, err, sizeof err)
-            == AG_CALSTORE_OK
-        && ag_calstore_load(path, &store, &store_n, note, sizeof note, err,
-                            sizeof err) == AG_CALSTORE_OK;
-    free(store);
     ag_stream_set_measuring(d->stream, true);
     int rc = ag_topup_try(&d->topup, d->machine, ag_harness_default_noop(),
-                          store_n, &s_stop_signal, pw_clock_mono_ms(), &b,
-                          err, sizeof err);
+                          &s_stop_signal, pw_clock_mono_ms(), &b, err,
+                          sizeof err);
     ag_stream_set_measuring(d->stream, false);
     if (rc == AG_TOPUP_ERR) {
         ag_logf("calibration_failed", "%s", err);
@@ -453,9 +445,12 @@ s_topup(s_daemon_t *d)
         ag_logf("calibration_failed", "not spooled: %s", err);
         return;
     }
-    if (have_store && ag_calstore_append(path, b.wall_us, b.n, b.from_us,
-                                         note, sizeof note, err, sizeof err)
-                      != AG_CALSTORE_OK)
+    /* The agent's store (runs: auto's floor) takes them too. */
+    if (ag_calstore_path(d->spool_dir, path, sizeof path, err, sizeof err)
+            != AG_CALSTORE_OK
+        || ag_calstore_append(path, b.wall_us, b.n, b.from_us, note,
+                              sizeof note, err, sizeof err)
+            != AG_CALSTORE_OK)
         ag_logf("calibration", "store not updated: %s", err);
     double lo = b.wall_us[0], hi = b.wall_us[0];
     for (size_t i = 1; i < b.n; i++) {
@@ -463,9 +458,9 @@ s_topup(s_daemon_t *d)
         hi = b.wall_us[i] > hi ? b.wall_us[i] : hi;
     }
     ag_logf("calibration", "runs=%zu from_us=%" PRId64 " to_us=%" PRId64
-            " load=%.2f busy=%s min_us=%.1f max_us=%.1f store=%zu", b.n,
-            b.from_us, b.to_us, b.load, b.busy ? "yes" : "no", lo, hi,
-            store_n + b.n);
+            " load=%.2f busy=%s min_us=%.1f max_us=%.1f quiet_since_start=%zu",
+            b.n, b.from_us, b.to_us, b.load, b.busy ? "yes" : "no", lo, hi,
+            d->topup.quiet_runs);
 }
 
 void
@@ -513,8 +508,8 @@ ag_daemon_usage(FILE *f)
 "  --machine-lock FILE   the lock every agent of this machine shares: one\n"
 "                        job or calibration at a time (default\n"
 "                        $PARITY_MACHINE_LOCK, else %s)\n"
-"  --calibration-every S  seconds between calibration batches once the\n"
-"                        store holds %d runs (default %d; 0: none); each\n"
+"  --calibration-every S  seconds between calibration batches once %d\n"
+"                        quiet runs were taken (default %d; 0: none); each\n"
 "                        batch is %d no-op runs, taken idle and quiet\n",
             AG_MACHINE_LOCK_DEFAULT, AG_TOPUP_FILL, AG_TOPUP_EVERY_DEFAULT,
             AG_TOPUP_BATCH);

@@ -57,7 +57,7 @@ s_batch(const char *noop, const _Atomic int *stop, ag_topup_batch_t *b,
 
 int
 ag_topup_try(ag_topup_t *t, ag_machine_t *m, const char *noop,
-             size_t store_n, const _Atomic int *stop, int64_t now_ms,
+             const _Atomic int *stop, int64_t now_ms,
              ag_topup_batch_t *b, char *err, size_t errlen)
 {
     ag_load_snap_t s0, s1;
@@ -97,10 +97,12 @@ ag_topup_try(ag_topup_t *t, ag_machine_t *m, const char *noop,
     }
     b->load = ag_load_others(&s0, &s1);
     b->busy = b->load >= AG_LOAD_QUIET_CORES;
+    if (!b->busy)
+        t->quiet_runs += b->n;
     t->unquiet_since_ms = 0;
     t->next_ms = pw_clock_mono_ms()
-               + (store_n + b->n < AG_TOPUP_FILL ? AG_TOPUP_FAST_MS
-                                                 : (int64_t)t->every_s * 1000);
+               + (t->quiet_runs < AG_TOPUP_FILL ? AG_TOPUP_FAST_MS
+                                                : (int64_t)t->every_s * 1000);
 out:
     ag_machine_release(m);
     return rc;

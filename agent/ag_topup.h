@@ -12,8 +12,9 @@
  * machine uses (ag_load) and measures only below AG_LOAD_QUIET_CORES.
  * A machine that stays busy for AG_TOPUP_PATIENCE_MS is measured anyway
  * and the batch says busy, so that a host always gets a floor. Batches
- * come every AG_TOPUP_FAST_MS while the agent's store holds fewer than
- * AG_TOPUP_FILL runs, then every `every_s` seconds.
+ * come every AG_TOPUP_FAST_MS until AG_TOPUP_FILL quiet runs were taken
+ * since the start (the collector's floor pools quiet runs alone once it
+ * has that many), then every `every_s` seconds.
  *
  * Library code: nothing here prints or exits.
  */
@@ -33,7 +34,7 @@
 
 #define AG_TOPUP_BATCH         20      /* runs a batch: ~25 ms here */
 #define AG_TOPUP_SETTLE_MS     2000    /* none sooner after start */
-#define AG_TOPUP_FILL          100     /* below: batches come fast */
+#define AG_TOPUP_FILL          100     /* quiet runs: fast until then */
 #define AG_TOPUP_FAST_MS       1000
 #define AG_TOPUP_RETRY_MS      1000    /* lock held or machine busy */
 #define AG_TOPUP_PATIENCE_MS   10000   /* then measure anyway, busy */
@@ -44,6 +45,7 @@ typedef struct {
     unsigned every_s;          /* 0: no batches at all */
     int64_t next_ms;           /* monotonic ms of the next try */
     int64_t unquiet_since_ms;  /* first busy look of this batch, or 0 */
+    size_t quiet_runs;         /* taken quiet since the start */
 } ag_topup_t;
 
 typedef struct {
@@ -68,12 +70,11 @@ void ag_topup_postpone(ag_topup_t *t, int64_t now_ms);
 
 /* Try a batch now (the caller is idle): take the machine lock without
  * waiting, look at the machine, run AG_TOPUP_BATCH no-op runs of NOOP
- * through ag_spawn, release the lock. store_n: runs the agent's store
- * holds (it sets the next try). AG_TOPUP_DONE with *b; AG_TOPUP_LATER
+ * through ag_spawn, release the lock. AG_TOPUP_DONE with *b; AG_TOPUP_LATER
  * when another agent holds the lock, the machine is busy (within the
  * patience) or *stop was set; AG_TOPUP_ERR with err (a run failed). */
 int ag_topup_try(ag_topup_t *t, ag_machine_t *m, const char *noop,
-                 size_t store_n, const _Atomic int *stop, int64_t now_ms,
+                 const _Atomic int *stop, int64_t now_ms,
                  ag_topup_batch_t *b, char *err, size_t errlen);
 
 #endif

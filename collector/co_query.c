@@ -577,6 +577,20 @@ fail:
     return -1;
 }
 
+/* A run's floor_pool from four columns from col of r (floors: n_samples,
+ * quiet, oldest_us, newest_us): {"runs", "quiet", "oldest_us",
+ * "newest_us"}, null where a run stored before 017 has none. */
+static json_t *
+s_floor_pool(PGresult *r, int i, int col)
+{
+    return json_pack("{s:I,s:o,s:o,s:o}",
+        "runs", (json_int_t)strtoll(PQgetvalue(r, i, col), NULL, 10),
+        "quiet", PQgetisnull(r, i, col + 1) ? json_null()
+                 : json_boolean(PQgetvalue(r, i, col + 1)[0] == 't'),
+        "oldest_us", co_reply_int_or_null(r, i, col + 2),
+        "newest_us", co_reply_int_or_null(r, i, col + 3));
+}
+
 static json_t *
 s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
 {
@@ -614,10 +628,12 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     const char *pv[] = { id, lim };
     r = s_q(q, res,
         "SELECT b.name, sa.name, v.other_name, h.name, r.run_uuid, "
-        "v.verdict_json, v.error, r.status "
+        "v.verdict_json, v.error, r.status, f.n_samples, f.quiet, "
+        "f.oldest_us, f.newest_us "
         "FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id "
         "JOIN hosts h ON h.id = r.host_id JOIN verdicts v ON v.run = r.id "
         "JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
+        "LEFT JOIN floors f ON f.run = r.id "
         "WHERE r.job_id = $1 "
         "ORDER BY min(r.id) OVER (PARTITION BY b.name), b.name, "
         "v.other_arm, h.name, h.id, r.id LIMIT $2::int", 2, pv);
@@ -647,6 +663,9 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
                                   PQgetvalue(r, i, 7));
         if (!entry)
             goto fail;
+        /* What its floor pooled (017; null parts for an older run). */
+        if (!PQgetisnull(r, i, 8))
+            json_object_set_new(entry, "floor_pool", s_floor_pool(r, i, 8));
         bool complete = !PQgetisnull(r, i, 7) &&
                         strcmp(PQgetvalue(r, i, 7), "complete") == 0;
         /* Only a complete run's verdict speaks for its host: a run cut
@@ -773,14 +792,18 @@ s_show_verdicts(json_t *doc, json_t *bench, PGresult *v)
             json_decref(verr);
             verr = json_string(PQgetvalue(v, i, 2));
         }
-        if (i == 0)
-            json_object_set_new(doc, "floor", json_pack(
+        if (i == 0) {
+            json_t *fl = json_pack(
                 "{s:f,s:b,s:I,s:f}",
                 "floor_us", strtod(PQgetvalue(v, i, 3), NULL),
                 "default", strcmp(PQgetvalue(v, i, 4), "t") == 0,
                 "calibration_samples",
                 (json_int_t)strtoll(PQgetvalue(v, i, 5), NULL, 10),
-                "parity", strtod(PQgetvalue(v, i, 6), NULL)));
+                "parity", strtod(PQgetvalue(v, i, 6), NULL));
+            if (fl && !PQgetisnull(v, i, 7))
+                json_object_set_new(fl, "pool", s_floor_pool(v, i, 7));
+            json_object_set_new(doc, "floor", fl);
+        }
     }
     if (PQntuples(v) > 0) {
         json_object_set_new(bench, "verdict", verdict);
@@ -868,9 +891,11 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
         pw_err(res->err, sizeof res->err, "results: %s", e);
         goto fail;
     }
-    v = s_q(q, res, "SELECT other_name, verdict_json, error, floor_us, "
-            "floor_is_default, floor_samples, parity FROM verdicts WHERE "
-            "run = $1 ORDER BY other_arm", 1, pid);
+    v = s_q(q, res, "SELECT v.other_name, v.verdict_json, v.error, "
+            "v.floor_us, v.floor_is_default, v.floor_samples, v.parity, "
+            "f.n_samples, f.quiet, f.oldest_us, f.newest_us FROM verdicts "
+            "v LEFT JOIN floors f ON f.run = v.run WHERE v.run = $1 ORDER "
+            "BY v.other_arm", 1, pid);
     if (!v)
         goto fail;
     s_show_verdicts(doc, bench, v);

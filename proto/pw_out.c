@@ -649,6 +649,55 @@ pw_out_kernel(char *buf, size_t len, const json_t *host)
     return buf;
 }
 
+/* A span of seconds, short: "40 s", "12 min", "3 h", "2 d". */
+static void
+s_span(char *buf, size_t len, double s)
+{
+    if (s < 0)
+        s = 0;
+    if (s < 120)
+        snprintf(buf, len, "%.0f s", s);
+    else if (s < 7200)
+        snprintf(buf, len, "%.0f min", s / 60);
+    else if (s < 172800)
+        snprintf(buf, len, "%.0f h", s / 3600);
+    else
+        snprintf(buf, len, "%.0f d", s / 86400);
+}
+
+char *
+pw_out_pool(char *buf, size_t len, const json_t *pool)
+{
+    const json_t *n = json_object_get(pool, "runs");
+    if (!n)
+        n = json_object_get(pool, "floor_samples");
+    const json_t *lo = json_object_get(pool, "oldest_us");
+    if (!lo)
+        lo = json_object_get(pool, "floor_oldest_us");
+    const json_t *hi = json_object_get(pool, "newest_us");
+    if (!hi)
+        hi = json_object_get(pool, "floor_newest_us");
+    const json_t *q = json_object_get(pool, "quiet");
+    if (!q)
+        q = json_object_get(pool, "floor_quiet");
+    if (json_integer_value(n) <= 0 || !json_is_integer(lo)
+        || !json_is_integer(hi)) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double now = (double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+    char young[32], old[32];
+    s_span(young, sizeof young, (now - (double)json_integer_value(hi)) / 1e6);
+    s_span(old, sizeof old, (now - (double)json_integer_value(lo)) / 1e6);
+    snprintf(buf, len, "%" JSON_INTEGER_FORMAT "%s, %s to %s old",
+             json_integer_value(n), json_is_true(q) ? " quiet runs"
+             : json_is_false(q) ? " runs with busy ones" : " runs", young,
+             old);
+    return buf;
+}
+
 char *
 pw_out_floor(char *buf, size_t len, const json_t *host,
              const char *dflt_note)

@@ -207,6 +207,14 @@ char *pw_out_cell(char *buf, size_t len, const json_t *entry);
  * Returns buf. */
 char *pw_out_geomean(char *buf, size_t len, const json_t *summary);
 
+/* What a floor pooled, from an object with "runs" (or "floor_samples"),
+ * "quiet", "oldest_us", "newest_us" (Unix us): "100 quiet runs, 4 s to
+ * 2 min old" (quiet runs alone), "200 runs with busy ones, ..." (every
+ * run of the window: fewer than 100 were quiet), "200 runs, ..."
+ * (unknown: stored before the collector kept it), "-" without runs or
+ * instants. Returns buf. */
+char *pw_out_pool(char *buf, size_t len, const json_t *pool);
+
 /* A host's floor ("566.0 µs"), then dflt_note (" (default)") when it is
  * the rule's default, or "-" when the host has none. Returns buf. */
 char *pw_out_floor(char *buf, size_t len, const json_t *host,

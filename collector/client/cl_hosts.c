@@ -74,48 +74,6 @@ s_ago(char *buf, size_t len, json_int_t at_us)
         snprintf(buf, len, "%.0f d ago", s / 86400);
 }
 
-/* A span of time, short: "40 s", "12 min", "3 h", "2 d". */
-static void
-s_span(char *buf, size_t len, double s)
-{
-    if (s < 0)
-        s = 0;
-    if (s < 120)
-        snprintf(buf, len, "%.0f s", s);
-    else if (s < 7200)
-        snprintf(buf, len, "%.0f min", s / 60);
-    else if (s < 172800)
-        snprintf(buf, len, "%.0f h", s / 3600);
-    else
-        snprintf(buf, len, "%.0f d", s / 86400);
-}
-
-/* What the floor pools: "200 quiet, 5 s to 3 min old" (quiet runs
- * alone), "180 with busy, ..." (fewer than 100 quiet runs in the window:
- * every run of it, a job's and a busy machine's too), "-" for none. */
-static void
-s_pool(char *buf, size_t len, const json_t *h)
-{
-    json_int_t n = json_integer_value(json_object_get(h, "floor_samples"));
-    const json_t *lo = json_object_get(h, "floor_oldest_us");
-    const json_t *hi = json_object_get(h, "floor_newest_us");
-    if (n <= 0 || !json_is_integer(lo) || !json_is_integer(hi)) {
-        snprintf(buf, len, "-");
-        return;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    double now = (double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-    char young[32], old[32];
-    s_span(young, sizeof young,
-           (now - (double)json_integer_value(hi)) / 1e6);
-    s_span(old, sizeof old, (now - (double)json_integer_value(lo)) / 1e6);
-    snprintf(buf, len, "%" JSON_INTEGER_FORMAT " %s, %s to %s old", n,
-             json_is_true(json_object_get(h, "floor_quiet")) ? "quiet"
-                                                              : "with busy",
-             young, old);
-}
-
 /* One line per machine that more than one host (agent) runs on: the
  * collector gives jobs to one of them at a time. Each group is printed
  * once, at its first host in the table's order. */
@@ -256,7 +214,7 @@ s_print_hosts(const json_t *body)
         s_ago(seen, sizeof seen,
               json_integer_value(json_object_get(h, "last_seen_us")));
         pw_out_floor(floor, sizeof floor, h, " (default)");
-        s_pool(pool, sizeof pool, h);
+        pw_out_pool(pool, sizeof pool, h);
         char kern[PW_OUT_CELL_MAX];
         pw_out_kernel(kern, sizeof kern, h);
         s_ago(cal, sizeof cal,

@@ -142,6 +142,41 @@ s_print_selftests(FILE *f, const json_t *hosts, bool markdown)
     }
 }
 
+/* What each host's floor pooled, one line per host: its newest run's
+ * (a collector that does not send "floor_pool": none). */
+static void
+s_print_floors(FILE *f, const json_t *hosts, const json_t *cmps,
+               bool markdown)
+{
+    size_t i, k, e;
+    json_t *h, *cmp, *entry;
+    bool first = true;
+    json_array_foreach(hosts, i, h) {
+        const char *name = pw_out_str(h, "host", "?");
+        const json_t *pool = NULL, *verdict = NULL;
+        json_array_foreach(cmps, k, cmp)
+            json_array_foreach(json_object_get(cmp, "hosts"), e, entry)
+                if (strcmp(pw_out_str(entry, "host", ""), name) == 0
+                    && json_object_get(entry, "floor_pool")) {
+                    pool = json_object_get(entry, "floor_pool");
+                    verdict = json_object_get(entry, "verdict");
+                }
+        if (!pool)
+            continue;
+        char text[160], us[32];
+        pw_out_pool(text, sizeof text, pool);
+        const json_t *fu = json_object_get(verdict, "floor_us");
+        if (markdown && first)
+            fputc('\n', f);
+        first = false;
+        fprintf(f, "%s%s: floor %s from %s%s\n", markdown ? "- " : "", name,
+                json_is_number(fu) ? pw_out_us(us, sizeof us,
+                                               json_number_value(fu)) : "?",
+                text, json_is_false(json_object_get(pool, "quiet"))
+                ? " (fewer than 100 quiet in its window)" : "");
+    }
+}
+
 /* The table's first line: job, suite, state, tags and label. */
 static void
 s_job_line(FILE *f, const json_t *body)
@@ -295,6 +330,7 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
         s_unfinished(f, hosts, format == CL_VERDICTS_MARKDOWN);
         s_print_suite_versions(f, body, format == CL_VERDICTS_MARKDOWN);
         s_print_selftests(f, hosts, format == CL_VERDICTS_MARKDOWN);
+        s_print_floors(f, hosts, cmps, format == CL_VERDICTS_MARKDOWN);
         s_print_counters(f, cmps, format == CL_VERDICTS_MARKDOWN);
     }
     if (format == CL_VERDICTS_TABLE && json_array_size(cmps) > 0)
