@@ -43,17 +43,25 @@
  * thread reads it, and only an atomic makes that cross-thread hand-over
  * defined (TSan reported it). Lock-free, so async-signal-safe. */
 static _Atomic int s_stop_signal;
-/* The job loop's eventfd: a signal, or a job queued, wakes it. */
+/* The job loop's eventfd: a signal, or a job queued, wakes it. The
+ * suite watcher's: a signal, or the daemon's end (never read, so it
+ * stays readable once written). */
 static _Atomic int s_wake_fd = -1;
+static _Atomic int s_watch_wake_fd = -1;
+
+static void
+s_wake_fd_write(int fd)
+{
+    uint64_t one = 1;
+    if (fd >= 0 && write(fd, &one, sizeof one) < 0) {
+        /* a full counter wakes the reader all the same */
+    }
+}
 
 static void
 s_wake_main(void)
 {
-    uint64_t one = 1;
-    int fd = s_wake_fd;
-    if (fd >= 0 && write(fd, &one, sizeof one) < 0) {
-        /* a full counter wakes the reader all the same */
-    }
+    s_wake_fd_write(s_wake_fd);
 }
 
 typedef struct {
@@ -89,6 +97,7 @@ s_on_signal(int sig)
 {
     s_stop_signal = sig;
     s_wake_main();
+    s_wake_fd_write(s_watch_wake_fd);
     if (s_signal_harness)
         ag_harness_cancel(s_signal_harness, AG_RUN_INCOMPLETE);
 }
@@ -894,8 +903,11 @@ s_watch_main(void *arg)
 {
     s_daemon_t *d = arg;
     pthread_setname_np(pthread_self(), "ag-watch");
+    /* No timeout to turn on: a signal or the daemon's end writes
+     * s_watch_wake_fd, so the thread sleeps through every measured run. */
     while (!s_stop_signal && !atomic_load(&d->watch_stop))
-        if (ag_suitedir_watch_wait(d->watch, 200))
+        if (ag_suitedir_watch_wait(d->watch, s_watch_wake_fd >= 0
+                                             ? AG_DAEMON_IDLE_MAX_MS : 200))
             s_rescan(d);
     return NULL;
 }
@@ -992,6 +1004,13 @@ s_serve(s_daemon_t *d, ag_stream_opts_t *o, const s_mode_t *mode, char *err,
     size_t nsuites = d->suites->count;
     ag_logf("start", "collector=%s spool=%s suites=%s (%zu)", o->collector,
             o->spool_dir, o->suites_dir, nsuites);
+    if (d->watch) {
+        int wfd2 = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (wfd2 >= 0) {
+            s_watch_wake_fd = wfd2;
+            ag_suitedir_watch_set_wake(d->watch, wfd2);
+        }
+    }
     int prc = d->watch ? pthread_create(&d->watcher, NULL, s_watch_main, d)
                        : 0;
     d->watcher_started = d->watch && prc == 0;
@@ -1076,7 +1095,13 @@ usage:
 out:
     if (d.watcher_started) {
         atomic_store(&d.watch_stop, true);
+        s_wake_fd_write(s_watch_wake_fd);
         pthread_join(d.watcher, NULL);
+    }
+    if (s_watch_wake_fd >= 0) {
+        int fd = s_watch_wake_fd;
+        s_watch_wake_fd = -1;
+        close(fd);
     }
     ag_suitedir_watch_destroy(&d.watch);
     s_signal_harness = NULL;

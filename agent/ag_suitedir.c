@@ -285,12 +285,15 @@ struct ag_suitedir_watch {
     int64_t first_ms;        /* the burst's first event */
     int64_t last_ms;         /* its latest */
     int64_t rewatch_ms;      /* when to look for a vanished directory */
+    int wake_fd;             /* readable: return at once; -1 none */
 };
 
 ag_suitedir_watch_t *
 ag_suitedir_watch_new(const char *dir, char *err, size_t errlen)
 {
     ag_suitedir_watch_t *w = calloc(1, sizeof *w);
+    if (w)
+        w->wake_fd = -1;
     if (!w || !(w->dir = strdup(dir))) {
         snprintf(err, errlen, "calloc: out of memory");
         free(w);
@@ -366,6 +369,12 @@ s_watch_read(ag_suitedir_watch_t *w, int64_t now)
     }
 }
 
+void
+ag_suitedir_watch_set_wake(ag_suitedir_watch_t *w, int fd)
+{
+    w->wake_fd = fd;
+}
+
 bool
 ag_suitedir_watch_wait(ag_suitedir_watch_t *w, int wait_ms)
 {
@@ -386,9 +395,11 @@ ag_suitedir_watch_wait(ag_suitedir_watch_t *w, int wait_ms)
     }
     if (w->wd < 0 && w->rewatch_ms < due)
         due = w->rewatch_ms;
-    struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
+    struct pollfd pfd[2] = { { .fd = w->fd, .events = POLLIN },
+                             { .fd = w->wake_fd, .events = POLLIN } };
     int timeout = due > now ? (int)(due - now) : 0;
-    if (poll(&pfd, 1, timeout) > 0 && (pfd.revents & POLLIN))
+    if (poll(pfd, w->wake_fd >= 0 ? 2 : 1, timeout) > 0
+        && (pfd[0].revents & POLLIN))
         s_watch_read(w, pw_clock_mono_ms());
     now = pw_clock_mono_ms();
     if (w->dirty && (now - w->last_ms >= AG_SUITEDIR_QUIET_MS

@@ -103,6 +103,11 @@ ag_suitedir_watch_t *ag_suitedir_watch_new(const char *dir, char *err,
  * above); the caller then scans the directory. */
 bool ag_suitedir_watch_wait(ag_suitedir_watch_t *w, int wait_ms);
 
+/* Also end a wait as soon as fd is readable (-1: none); fd stays the
+ * caller's, which neither reads nor closes it here. A stop flag's
+ * eventfd: the watching thread then needs no timeout to see it. */
+void ag_suitedir_watch_set_wake(ag_suitedir_watch_t *w, int fd);
+
 /* Close the watch, free *w, set it to NULL. Accepts NULL. */
 void ag_suitedir_watch_destroy(ag_suitedir_watch_t **w);
 

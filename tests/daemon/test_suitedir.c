@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -162,6 +163,25 @@ test_watch(void)
        "watch: back in place, watched again (a change)");
     s_write(dir, "b.yaml", s_suite("beta", "1"));
     ok(s_reports(w, 800) == 1, "watch: and it sees the next save");
+    /* A wake fd ends a long wait at once: the daemon's watcher sleeps
+     * with no timer and is woken this way at a signal or its end. */
+    int efd = eventfd(0, EFD_CLOEXEC);
+    ag_suitedir_watch_set_wake(w, efd);
+    uint64_t one = 1;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool wrote = write(efd, &one, sizeof one) == sizeof one;
+    bool rep = ag_suitedir_watch_wait(w, 60000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3
+              + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    ok(wrote && !rep && ms < 1000, "watch: a readable wake fd ends a 60 s "
+       "wait at once, reporting nothing (%.1f ms)", ms);
+    s_write(dir, "c.yaml", s_suite("gamma", "1"));
+    ag_suitedir_watch_set_wake(w, -1);
+    ok(s_reports(w, 800) == 1, "watch: without it, changes are seen as "
+       "before");
+    close(efd);
     ag_suitedir_watch_destroy(&w);
     ok(w == NULL, "watch: destroy clears the pointer");
     char missing[320];
