@@ -37,7 +37,8 @@ s_batch(const char *noop, const _Atomic int *stop, ag_topup_batch_t *b,
         char *err, size_t errlen)
 {
     const char *argv[] = { noop, NULL };
-    for (b->n = 0; b->n < AG_TOPUP_BATCH; b->n++) {
+    b->n = 0;
+    for (int i = 0; i < AG_TOPUP_WARMUP + AG_TOPUP_BATCH; i++) {
         ag_spawn_req_t req;
         ag_spawn_result_t res;
         if (stop && *stop)
@@ -47,10 +48,12 @@ s_batch(const char *noop, const _Atomic int *stop, ag_topup_batch_t *b,
         req.timeout_us = 10e6;
         if (ag_spawn_run(&req, &res, err, errlen) != AG_SPAWN_OK)
             return AG_TOPUP_ERR;
+        if (i < AG_TOPUP_WARMUP)
+            continue;
         if (b->n == 0)
             b->from_us = res.start_unix_us;
         b->to_us = res.start_unix_us + (int64_t)res.wall_us;
-        b->wall_us[b->n] = res.wall_us;
+        b->wall_us[b->n++] = res.wall_us;
     }
     return AG_TOPUP_DONE;
 }

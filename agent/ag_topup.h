@@ -9,7 +9,8 @@
  * machine (docs/performance.md "The daemon's floor"). Here the first
  * batch waits AG_TOPUP_SETTLE_MS after start; each batch holds the
  * machine lock, looks AG_LOAD_MIN_WINDOW_MS at what the rest of the
- * machine uses (ag_load) and measures only below AG_LOAD_QUIET_CORES.
+ * machine uses (ag_load) and measures only below AG_LOAD_QUIET_CORES,
+ * after AG_TOPUP_WARMUP runs it does not keep.
  * A machine that stays busy for AG_TOPUP_PATIENCE_MS is measured anyway
  * and the batch says busy, so that a host always gets a floor. Batches
  * come every AG_TOPUP_FAST_MS until AG_TOPUP_FILL quiet runs were taken
@@ -33,6 +34,11 @@
 #define AG_TOPUP_ERR    -1
 
 #define AG_TOPUP_BATCH         20      /* runs a batch: ~25 ms here */
+/* Runs before them, not kept: after the look the CPU was idle, and the
+ * first runs are slow while it wakes (here the first run's median was
+ * 2.1 ms, the fifth's 1.4, the tenth's and later 1.1-1.2; the per-round
+ * runs of a job come after its runs, warm). */
+#define AG_TOPUP_WARMUP         10
 #define AG_TOPUP_SETTLE_MS     2000    /* none sooner after start */
 #define AG_TOPUP_FILL          100     /* quiet runs: fast until then */
 #define AG_TOPUP_FAST_MS       1000

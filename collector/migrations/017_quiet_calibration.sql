@@ -4,7 +4,7 @@
 --
 -- A Calibration says whether its runs were quiet: taken by an idle agent
 -- holding its machine's lock while the rest of the machine used under a
--- quarter of a CPU (docs/protocol.md, Calibration). Everything else (a
+-- tenth of a CPU (docs/protocol.md, Calibration). Everything else (a
 -- job's own calibration runs, an older agent's) is not. The floor pools
 -- the host's last `--floor-window` runs and, when at least 100 of them
 -- are quiet, those alone. The columns default to false, so every row
