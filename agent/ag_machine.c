@@ -1,6 +1,8 @@
 /* ag_machine.c -- see ag_machine.h. */
 #include "ag_machine.h"
 
+#include "pw_clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,14 +18,6 @@ struct ag_machine {
     bool held;
     char path[4096];
 };
-
-static long
-s_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 ag_machine_t *
 ag_machine_new(const char *path, char *err, size_t errlen)
@@ -79,7 +73,7 @@ int
 ag_machine_take(ag_machine_t *m, bool wait, const _Atomic int *stop,
                 long *waited_ms, char *err, size_t errlen)
 {
-    long t0 = s_mono_ms();
+    int64_t t0 = pw_clock_mono_ms();
     if (waited_ms)
         *waited_ms = 0;
     if (m->held) {
@@ -90,7 +84,7 @@ ag_machine_take(ag_machine_t *m, bool wait, const _Atomic int *stop,
         if (flock(m->fd, LOCK_EX | LOCK_NB) == 0) {
             m->held = true;
             if (waited_ms)
-                *waited_ms = s_mono_ms() - t0;
+                *waited_ms = (long)(pw_clock_mono_ms() - t0);
             return AG_MACHINE_OK;
         }
         if (errno != EWOULDBLOCK && errno != EINTR) {

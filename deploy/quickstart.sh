@@ -175,6 +175,11 @@ until grep -q "event=listening" "$VAR/collector.log"; do
     sleep 0.1; i=$((i + 1))
 done
 
+# Where this start's lines begin in each agent's log (they append).
+for host in alpha beta; do
+    wc -l <"$VAR/agents/$host/agent.log" 2>/dev/null >"$VAR/agents/$host/log.start" ||
+        echo 0 >"$VAR/agents/$host/log.start"
+done
 for host in alpha beta; do
     dir=$VAR/agents/$host
     # Each agent in its own directory: the example suite's input file is a
@@ -192,10 +197,22 @@ PARITY_COLLECTOR_KEY=$VAR/keys/collector
 PARITY_KEY=$VAR/keys/admin
 export PARITY_COLLECTOR PARITY_COLLECTOR_KEY PARITY_KEY
 
-# Both agents online (their Hello stored) and calibrated: a floor of at
-# least 100 quiet no-op runs. An agent calibrates once idle, in batches of 20
-# taken when the machine is quiet (docs/agent.md "Calibration"); the
-# first time that takes about 10 s, later runs find the floor stored.
+# Both agents online (their Hello stored) and calibrated: 100 quiet no-op
+# runs taken since this start, and a floor of quiet runs. An agent
+# calibrates once idle, in batches of 20 taken when the machine is quiet
+# (docs/agent.md "Calibration"), about 7 s for both: the job's verdicts
+# then use a floor of this minute, not one of the last run.
+filled() {
+    for host in alpha beta; do
+        tail -n +"$(( $(cat "$VAR/agents/$host/log.start") + 1 ))" \
+            "$VAR/agents/$host/agent.log" | awk '
+            match($0, /quiet_since_start=[0-9]+/) {
+                n = substr($0, RSTART + 18, RLENGTH - 18) + 0
+                if (n >= 100) ok = 1
+            }
+            END { exit ok ? 0 : 1 }' || return 1
+    done
+}
 hosts_ready() {
     "$PARITY" hosts --json 2>/dev/null | python3 -c '
 import json, sys
@@ -218,19 +235,17 @@ until hosts_ready online; do
     fi
     sleep 0.5; i=$((i + 1))
 done
-if ! hosts_ready calibrated; then
-    echo "quickstart: the agents are online; waiting for their first" \
-         "calibration (batches of no-op runs while the machine is quiet)"
-    i=0
-    # Asked once a second: each question is work the agents' look at
-    # the machine sees.
-    until hosts_ready calibrated || [ $i -ge 60 ]; do
-        sleep 1; i=$((i + 1))
-    done
-    hosts_ready calibrated ||
-        echo "quickstart: fewer than 100 quiet calibration runs after" \
-             "60 s (a busy machine): the floors pool busy runs too"
-fi
+echo "quickstart: the agents are online; waiting for them to calibrate" \
+     "(batches of no-op runs while the machine is quiet)"
+i=0
+# Asked once a second: each question is work the agents' look at the
+# machine sees.
+until { filled && hosts_ready calibrated; } || [ $i -ge 60 ]; do
+    sleep 1; i=$((i + 1))
+done
+{ filled && hosts_ready calibrated; } ||
+    echo "quickstart: fewer than 100 quiet calibration runs after 60 s" \
+         "(a busy machine): the floors pool busy runs too"
 echo
 "$PARITY" hosts
 echo

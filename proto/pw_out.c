@@ -649,9 +649,8 @@ pw_out_kernel(char *buf, size_t len, const json_t *host)
     return buf;
 }
 
-/* A span of seconds, short: "40 s", "12 min", "3 h", "2 d". */
-static void
-s_span(char *buf, size_t len, double s)
+char *
+pw_out_span(char *buf, size_t len, double s)
 {
     if (s < 0)
         s = 0;
@@ -663,6 +662,7 @@ s_span(char *buf, size_t len, double s)
         snprintf(buf, len, "%.0f h", s / 3600);
     else
         snprintf(buf, len, "%.0f d", s / 86400);
+    return buf;
 }
 
 char *
@@ -689,8 +689,9 @@ pw_out_pool(char *buf, size_t len, const json_t *pool)
     clock_gettime(CLOCK_REALTIME, &ts);
     double now = (double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
     char young[32], old[32];
-    s_span(young, sizeof young, (now - (double)json_integer_value(hi)) / 1e6);
-    s_span(old, sizeof old, (now - (double)json_integer_value(lo)) / 1e6);
+    pw_out_span(young, sizeof young,
+                (now - (double)json_integer_value(hi)) / 1e6);
+    pw_out_span(old, sizeof old, (now - (double)json_integer_value(lo)) / 1e6);
     snprintf(buf, len, "%" JSON_INTEGER_FORMAT "%s, %s to %s old",
              json_integer_value(n), json_is_true(q) ? " quiet runs"
              : json_is_false(q) ? " runs with busy ones" : " runs", young,

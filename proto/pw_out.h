@@ -207,6 +207,10 @@ char *pw_out_cell(char *buf, size_t len, const json_t *entry);
  * Returns buf. */
 char *pw_out_geomean(char *buf, size_t len, const json_t *summary);
 
+/* A span of seconds, short: "40 s", "12 min", "3 h", "2 d" (below 0:
+ * "0 s"). Returns buf. */
+char *pw_out_span(char *buf, size_t len, double seconds);
+
 /* What a floor pooled, from an object with "runs" (or "floor_samples"),
  * "quiet", "oldest_us", "newest_us" (Unix us): "100 quiet runs, 4 s to
  * 2 min old" (quiet runs alone), "200 runs with busy ones, ..." (every

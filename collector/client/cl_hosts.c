@@ -62,16 +62,8 @@ s_ago(char *buf, size_t len, json_int_t at_us)
     clock_gettime(CLOCK_REALTIME, &ts);
     double s = ((double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3 - (double)at_us)
                / 1e6;
-    if (s < 0)
-        s = 0;
-    if (s < 120)
-        snprintf(buf, len, "%.0f s ago", s);
-    else if (s < 7200)
-        snprintf(buf, len, "%.0f min ago", s / 60);
-    else if (s < 172800)
-        snprintf(buf, len, "%.0f h ago", s / 3600);
-    else
-        snprintf(buf, len, "%.0f d ago", s / 86400);
+    char span[32];
+    snprintf(buf, len, "%s ago", pw_out_span(span, sizeof span, s));
 }
 
 /* One line per machine that more than one host (agent) runs on: the
