@@ -6,7 +6,8 @@ machine, in the same minute (docs/performance.md "The daemon's floor").
                                 [--compare OTHER_BUILD_DIR] [--json]
 
 For each build (--build, default ./build; and --compare's, when given):
-deploy/quickstart.sh --keep, N times in a row on one var dir of its own
+its checkout's deploy/quickstart.sh --keep (the checkout beside the build
+dir, else this one's), N times in a row on one var dir of its own
 (the second and later runs keep the stores, as a user's would). After
 each run, in the same minute:
 
@@ -68,6 +69,13 @@ class Build:
         self.parity = os.path.join(self.build, "collector", "client",
                                    "parity")
         self.agent = os.path.join(self.build, "agent", "parity-agent")
+        # The build's own quickstart (its checkout's, beside the build
+        # dir) when there is one: an older one waits for what its
+        # agents did, not for what this checkout's do.
+        own = os.path.join(os.path.dirname(self.build), "deploy",
+                           "quickstart.sh")
+        self.quickstart_sh = own if os.access(own, os.X_OK) else \
+            os.path.join(ROOT, "deploy", "quickstart.sh")
 
     def env(self):
         e = dict(os.environ)
@@ -85,8 +93,8 @@ class Build:
         return e
 
     def quickstart(self, arg):
-        return run([os.path.join(ROOT, "deploy", "quickstart.sh")] +
-                   ([arg] if arg else []), env=self.env(), timeout=900)
+        return run([self.quickstart_sh] + ([arg] if arg else []),
+                   env=self.env(), timeout=900)
 
 
 def startup_verdicts(doc):
