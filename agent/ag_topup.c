@@ -66,7 +66,7 @@ ag_topup_try(ag_topup_t *t, ag_machine_t *m, const char *noop,
     ag_load_snap_t s0, s1;
     memset(b, 0, sizeof *b);
     t->next_ms = now_ms + AG_TOPUP_RETRY_MS;
-    int rc = ag_machine_take(m, false, stop, &b->lock_wait_ms, err, errlen);
+    int rc = ag_machine_take(m, false, stop, NULL, err, errlen);
     if (rc == AG_MACHINE_BUSY)
         return AG_TOPUP_LATER;
     if (rc != AG_MACHINE_OK)

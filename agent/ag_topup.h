@@ -60,7 +60,6 @@ typedef struct {
     int64_t from_us, to_us;    /* unix us: first run's start, last's end */
     double load;               /* others' cores, the look and the batch */
     bool busy;                 /* load >= AG_LOAD_QUIET_CORES */
-    long lock_wait_ms;
 } ag_topup_batch_t;
 
 /* Start the schedule: the first try AG_TOPUP_SETTLE_MS after now_ms. */

@@ -185,6 +185,8 @@ for args, want in (
         (["--calibration-every"], 'parity-agent: --calibration-every "": '
          'want whole seconds, 0 (no calibration batches) to 86400\n'
          '(see parity-agent --help)\n'),
+        (["--machine-lock"], 'parity-agent: --machine-lock needs a FILE\n'
+         '(see parity-agent --help)\n'),
         (["--machine-lock", os.path.join(root, "no", "such", "dir", "m.lock")],
          "parity-agent: --machine-lock: machine lock %s: open: No such file "
          "or directory\n" % os.path.join(root, "no", "such", "dir",
