@@ -197,10 +197,10 @@ PARITY_COLLECTOR_KEY=$VAR/keys/collector
 PARITY_KEY=$VAR/keys/admin
 export PARITY_COLLECTOR PARITY_COLLECTOR_KEY PARITY_KEY
 
-# Both agents online (their Hello stored) and calibrated: 100 quiet no-op
+# Both agents online (their Hello stored) and calibrated: 200 quiet no-op
 # runs taken since this start, and a floor of quiet runs. An agent
 # calibrates once idle, in batches of 20 taken when the machine is quiet
-# (docs/agent.md "Calibration"), about 7 s for both: the job's verdicts
+# (docs/agent.md "Calibration"), about 12 s for both: the job's verdicts
 # then use a floor of this minute, not one of the last run.
 filled() {
     for host in alpha beta; do
@@ -208,7 +208,7 @@ filled() {
             "$VAR/agents/$host/agent.log" | awk '
             match($0, /quiet_since_start=[0-9]+/) {
                 n = substr($0, RSTART + 18, RLENGTH - 18) + 0
-                if (n >= 100) ok = 1
+                if (n >= 200) ok = 1
             }
             END { exit ok ? 0 : 1 }' || return 1
     done
@@ -244,7 +244,7 @@ until { filled && hosts_ready calibrated; } || [ $i -ge 60 ]; do
     sleep 1; i=$((i + 1))
 done
 { filled && hosts_ready calibrated; } ||
-    echo "quickstart: fewer than 100 quiet calibration runs after 60 s" \
+    echo "quickstart: fewer than 200 quiet calibration runs after 60 s" \
          "(a busy machine): the floors pool busy runs too"
 echo
 "$PARITY" hosts
