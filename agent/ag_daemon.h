@@ -17,6 +17,9 @@
 /* The idle job loop's longest sleep: a job queued, a signal or a
  * calibration batch due wakes it sooner. */
 #define AG_DAEMON_IDLE_MAX_MS     60000
+/* A job keeps the machine lock until the collector acked its runs, at
+ * most this long (a collector away: the next job need not wait more). */
+#define AG_DAEMON_HANDOFF_MS      2000
 /* --enroll waits this long for the collector's answer (--ack-timeout
  * overrides). */
 #define AG_DAEMON_ENROLL_TIMEOUT_S 30.0

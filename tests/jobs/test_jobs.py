@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
@@ -1443,6 +1444,59 @@ def overlaps(a, b):
     return [(x, y) for x in a for y in b if x[0] < y[1] and y[0] < x[1]]
 
 
+def handoff(w, names):
+    """A job keeps the machine lock until the collector stored its runs,
+    at most AG_DAEMON_HANDOFF_MS (2 s): with the collector's writer held
+    (a transaction locks its batches table), the first host of a job on
+    both says so and lets the other measure 2 s after its last run."""
+    hold = subprocess.Popen(w.psql_cmd("")[:-2] + ["-f", "-"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    hold.stdin.write("BEGIN;\nLOCK TABLE batches IN EXCLUSIVE MODE;\n"
+                     "SELECT 'held';\n")
+    hold.stdin.flush()
+    if hold.stdout.readline().strip() != "held":
+        bail("could not lock the batches table")
+    done = []
+    job = threading.Thread(target=lambda: done.append(w.parity(
+        "run", "fleet", "--hosts", ",".join(names), "--wait", timeout=120)))
+    job.start()
+    said, end = None, time.time() + 60
+    while said is None and time.time() < end:
+        for n in names:
+            with open(os.path.join(w.root, "agent-" + n, "agent.log"),
+                      errors="replace") as f:
+                m = re.search(r"event=handoff (job (\S+): .*)", f.read())
+            if m:
+                said = (n, m.group(1), m.group(2))
+        time.sleep(0.2)
+    hold.stdin.write("COMMIT;\n")
+    hold.stdin.close()
+    hold.wait(timeout=30)
+    job.join(timeout=130)
+    r = done[0] if done else None
+    ok(r is not None and r.returncode == 0, "the job with the writer held "
+       "ends (%s)" % (repr((r.returncode, r.stderr.strip()[-200:])) if r
+                      else "no answer in 120 s"))
+    if not said:
+        ok(False, "an agent says it released the lock with runs unacked")
+        return
+    first, line, job_id = said
+    ok(line == "job %s: runs not yet acked after 2000 ms; the machine "
+       "lock is released" % job_id, "%s says: %s" % (first, line))
+    rows = w.psql("SELECT h.name, min(s.start_unix_us), max(s.start_unix_us"
+                  " + s.wall_us::bigint) FROM samples s JOIN runs r ON r.id "
+                  "= s.run JOIN hosts h ON h.id = r.host_id WHERE r.job_id "
+                  "= '%s' GROUP BY 1" % job_id) or ""
+    span = {n: (int(a), int(b)) for n, a, b in
+            (line.split("|") for line in rows.splitlines())}
+    other = [n for n in names if n != first][0]
+    gap = (span[other][0] - span[first][1]) / 1000.0 if len(span) == 2 \
+        else None
+    ok(gap is not None and gap >= 2000, "%s measured %s ms after %s's "
+       "last run (the handoff: 2000 ms)" % (other, gap, first))
+
+
 def case_machine():
     """Two agents on one machine: calibration batches under the machine
     lock never overlap each other, nor a job of either agent, judged by
@@ -1512,6 +1566,7 @@ def case_machine():
                         "n_samples = 20")
         ok(stored == str(len(every_cal)), "every batch is stored once "
            "(%s of %d)" % (stored, len(every_cal)))
+        handoff(w, names)
     finally:
         w.close(tap.n_failed > 0)
 
