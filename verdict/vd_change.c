@@ -134,6 +134,14 @@ s_beta_inc(double a, double b, double x)
     return 1.0 - exp(lfront) * s_beta_cf(b, a, 1.0 - x) / b;
 }
 
+double
+vd_change_student_p(double t, double df)
+{
+    if (isnan(t) || !(df > 0.0))
+        return NAN;
+    return s_beta_inc(df / 2.0, 0.5, df / (df + t * t));
+}
+
 /* Two-sided p-value of Student's t-test (pooled variance, as Otava's
  * scipy ttest_ind_from_stats) between v[a..c) and v[c..b). Otava feeds it
  * numpy's ddof=0 deviations; here they are the unbiased ones. *diff gets
@@ -161,8 +169,7 @@ s_ttest(const double *v, size_t a, size_t c, size_t b, double *diff)
     double se2 = ss / df * (1.0 / (double)n1 + 1.0 / (double)n2);
     if (!(se2 > 0.0))
         return m1 == m2 ? 1.0 : 0.0;
-    double t = (m2 - m1) / sqrt(se2);
-    return s_beta_inc(df / 2.0, 0.5, df / (df + t * t));
+    return vd_change_student_p((m2 - m1) / sqrt(se2), df);
 }
 
 /* ---- E-Divisive ------------------------------------------------------ */

@@ -110,4 +110,9 @@ int vd_change_find(const vd_point_t *x, size_t n,
                    const vd_change_params_t *params, vd_change_t *out,
                    size_t max_out, size_t *n_out, char *err, size_t errlen);
 
+/* Two-sided p-value of Student's t statistic t with df degrees of
+ * freedom: 2 P(T > |t|). 0 for an infinite t, NaN for a NaN t or df <= 0.
+ * vd_otava's test uses it too. */
+double vd_change_student_p(double t, double df);
+
 #endif
