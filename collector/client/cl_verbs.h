@@ -24,7 +24,8 @@
     X(show,    "one stored run in full, as a results file") \
     X(export,  "write every host's results file of a job") \
     X(history, "one benchmark's verdicts over time, per job and host") \
-    X(regressions, "pairs whose outcome got worse since the previous job") \
+    X(regressions, "change points over time: steps of a series, open first") \
+    X(changes, "change points of any series (CSV, JSON Lines), offline") \
     X(report,  "one job as a Markdown or HTML report for people")
 
 #define CL_VERB_PROTOTYPE(name, summary) \
