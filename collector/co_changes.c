@@ -115,6 +115,8 @@ static const char s_list_sql[] =
     " WHEN ra.tags ? 'commit' THEN (SELECT count(DISTINCT r3.host_id) FROM "
     " runs r3 WHERE r3.benchmark_id = cp.benchmark_id AND r3.vars = cp.vars "
     " AND r3.tags->>'commit' = ra.tags->>'commit') ELSE 1 END "
+    ", cp.ratio_magnitude, cp.subject_magnitude, cp.other_magnitude, "
+    "cp.updated_at_us "
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs rb ON rb.id = "
     "cp.before_run JOIN runs ra ON ra.id = cp.after_run "
@@ -131,6 +133,13 @@ s_side(PGresult *r, int i, int col)
                      "tags", co_reply_json_col(r, i, col + 2));
 }
 
+/* A nullable double column: null or its number. */
+static json_t *
+s_opt_dbl(PGresult *r, int i, int col)
+{
+    return PQgetisnull(r, i, col) ? json_null() : json_real(s_dbl(r, i, col));
+}
+
 static json_t *
 s_change_point(PGresult *r, int i)
 {
@@ -138,13 +147,17 @@ s_change_point(PGresult *r, int i)
         json_pack("{s:s,s:I}", "note", PQgetvalue(r, i, 20),
                   "at_us", co_reply_int(r, i, 21));
     json_t *notes = co_reply_json_col(r, i, 19);
-    return json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:f,s:f,s:s,s:b,"
-                     "s:b,s:o,s:o,s:I,s:I,s:o,s:o}",
+    json_t *mags = json_pack("{s:o,s:o,s:o}", "ratio", s_opt_dbl(r, i, 24),
+                             "subject", s_opt_dbl(r, i, 25),
+                             "other", s_opt_dbl(r, i, 26));
+    return json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:f,s:o,s:f,s:s,"
+                     "s:b,s:b,s:o,s:o,s:I,s:I,s:o,s:o,s:o}",
         "id", co_reply_int(r, i, 0), "suite", PQgetvalue(r, i, 1),
         "benchmark", PQgetvalue(r, i, 2), "host", PQgetvalue(r, i, 3),
         "subject", PQgetvalue(r, i, 4), "other", PQgetvalue(r, i, 5),
         "vars", co_reply_json_col(r, i, 6), "metric", PQgetvalue(r, i, 7),
-        "magnitude", s_dbl(r, i, 8), "p_value", s_dbl(r, i, 9),
+        "magnitude", s_dbl(r, i, 8), "magnitudes", mags,
+        "p_value", s_dbl(r, i, 9),
         "outcome", PQgetvalue(r, i, 10),
         "within_noise", strcmp(PQgetvalue(r, i, 11), "t") == 0,
         "regression", strcmp(PQgetvalue(r, i, 12), "t") == 0,
@@ -152,7 +165,8 @@ s_change_point(PGresult *r, int i)
         "hosts_with_step", co_reply_int(r, i, 22),
         "hosts_total", co_reply_int(r, i, 23),
         "annotations", json_is_array(notes) ? notes : json_array(),
-        "ack", ack);
+        "ack", ack, "updated_at_us", PQgetisnull(r, i, 27) ? json_null()
+        : json_integer(co_reply_int(r, i, 27)));
 }
 
 json_t *

@@ -185,80 +185,155 @@ s_point(PGresult *r, int row, int col, vd_point_t *pt)
     pt->n = (size_t)strtoull(PQgetvalue(r, row, col + 5), NULL, 10);
 }
 
-/* Store one change point unless the series has one within two runs of
- * it already (a change found again as the window moves). */
-static int
-s_store(PGconn *c, const s_series_t *s, const char *metric,
-        const int64_t *ids, size_t n, const vd_change_t *ch, int *found,
-        char *err, size_t errlen)
+/* One step of a series, as stored: the change of the metric that names
+ * it (ratio; subject for a one-arm series; other when the other arm
+ * moved) and each metric's magnitude where it stepped at the same runs
+ * (NaN where not). */
+typedef struct {
+    const char *metric;
+    const vd_change_t *ch;
+    double mag[3];        /* ratio, subject, other */
+} s_step_t;
+
+static void
+s_dbl_text(char *buf, size_t len, double x)
 {
+    if (isnan(x))
+        buf[0] = '\0';   /* NULL: the parameter is sent as NULL */
+    else
+        snprintf(buf, len, "%.17g", x);
+}
+
+/* The annotations between runs a and b as a JSON array text (caller
+ * frees), or NULL with err. */
+static char *
+s_notes_json(PGconn *c, int64_t a, int64_t b, char *err, size_t errlen)
+{
+    char notes[S_ANNOT_MAX][S_ANNOT_LEN];
+    size_t nn = 0;
+    if (s_annotations(c, a, b, notes, &nn, err, errlen) != 0)
+        return NULL;
+    json_t *arr = json_array();
+    for (size_t k = 0; arr && k < nn; k++)
+        json_array_append_new(arr, json_string(notes[k]));
+    char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    if (!text)
+        snprintf(err, errlen, "change point: out of memory");
+    return text;
+}
+
+/* Store one step: update the series' change point within two runs of it
+ * in place (the same step judged again with more runs: its id and ack
+ * stay), else insert one. *found counts the inserted. */
+static int
+s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
+        const s_step_t *st, int *found, char *err, size_t errlen)
+{
+    const vd_change_t *ch = st->ch;
     char near[5 * 24 + 8], before[24], after[24], bv[32], av[32], mag[32];
-    char pv[32], at[24];
+    char pv[32], at[24], mr[32], ms[32], mo[32];
     size_t len = (size_t)snprintf(near, sizeof near, "{");
     for (size_t k = ch->index >= 2 ? ch->index - 2 : 0;
          k <= ch->index + 2 && k < n; k++)
         len += (size_t)snprintf(near + len, sizeof near - len, "%s%" PRId64,
                                 len > 1 ? "," : "", ids[k]);
     snprintf(near + len, sizeof near - len, "}");
-    const char *pn[] = { s->bench, s->host, s->vars, s->subject, s->other,
-                         metric, near };
-    PGresult *r = s_q(c, "det_known",
-        "SELECT 1 FROM change_points WHERE benchmark_id = "
-                      "$1 AND host_id = $2 AND vars = $3::jsonb AND subject "
-                      "= $4 AND other = $5 AND metric = $6 AND after_run = "
-                      "ANY($7::bigint[])", 7, pn, PGRES_TUPLES_OK, err,
-                      errlen);
-    if (!r)
-        return -1;
-    bool known = PQntuples(r) > 0;
-    PQclear(r);
-    if (known)
-        return 0;
-    char notes[S_ANNOT_MAX][S_ANNOT_LEN];
-    size_t nn = 0;
-    if (s_annotations(c, ids[ch->index - 1], ids[ch->index], notes, &nn, err,
-                      errlen) != 0)
-        return -1;
-    json_t *arr = json_array();
-    for (size_t k = 0; arr && k < nn; k++)
-        json_array_append_new(arr, json_string(notes[k]));
-    char *notes_json = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-    json_decref(arr);
-    if (!notes_json) {
-        snprintf(err, errlen, "change point: out of memory");
-        return -1;
-    }
     snprintf(before, sizeof before, "%" PRId64, ids[ch->index - 1]);
     snprintf(after, sizeof after, "%" PRId64, ids[ch->index]);
+    const char *pn[] = { s->bench, s->host, s->vars, s->subject, s->other,
+                         near, st->metric, after };
+    /* The nearest first: this very (metric, run) when it is there, so
+     * that an update never collides with the unique key. */
+    PGresult *r = s_q(c, "det_known",
+        "SELECT id, after_run FROM change_points WHERE benchmark_id = $1 "
+        "AND host_id = $2 AND vars = $3::jsonb AND subject = $4 AND other "
+        "= $5 AND after_run = ANY($6::bigint[]) ORDER BY (metric = $7 AND "
+        "after_run = $8::bigint) DESC, abs(after_run - $8::bigint), id "
+        "LIMIT 1", 8, pn, PGRES_TUPLES_OK, err, errlen);
+    if (!r)
+        return -1;
+    char known[24] = "";
+    bool moved = true;
+    if (PQntuples(r) == 1) {
+        snprintf(known, sizeof known, "%s", PQgetvalue(r, 0, 0));
+        moved = strcmp(PQgetvalue(r, 0, 1), after) != 0;
+    }
+    PQclear(r);
+    char *notes_json = NULL;
+    if (moved && !(notes_json = s_notes_json(c, ids[ch->index - 1],
+                                             ids[ch->index], err, errlen)))
+        return -1;
     snprintf(bv, sizeof bv, "%.17g", ch->before);
     snprintf(av, sizeof av, "%.17g", ch->after);
     snprintf(mag, sizeof mag, "%.17g", ch->magnitude);
     snprintf(pv, sizeof pv, "%.17g", ch->p_value);
     snprintf(at, sizeof at, "%" PRId64, pw_clock_unix_us());
+    s_dbl_text(mr, sizeof mr, st->mag[0]);
+    s_dbl_text(ms, sizeof ms, st->mag[1]);
+    s_dbl_text(mo, sizeof mo, st->mag[2]);
     /* Slower subject: the ratio or the subject's median went up and the
-     * rule says loss beyond the noise. The other arm's own steps are
-     * kept and shown, but are not the subject's regression. */
-    bool regression = strcmp(metric, "other") != 0 && !ch->within_noise &&
-                      ch->outcome == VD_LOSS;
+     * rule says loss beyond the noise. A step of the other arm (with or
+     * without the subject's) is the environment's, not the subject's
+     * regression. */
+    bool regression = strcmp(st->metric, "other") != 0 && !ch->within_noise
+                      && ch->outcome == VD_LOSS;
     const char *pi[] = { s->bench, s->host, s->vars, s->subject, s->other,
-                         metric, before, after, bv, av, mag, pv,
+                         st->metric, before, after, bv, av, mag, pv,
                          vd_outcome_name(ch->outcome),
                          ch->within_noise ? "t" : "f",
-                         regression ? "t" : "f", notes_json, at };
-    r = s_q(c, "det_insert",
-        "INSERT INTO change_points (benchmark_id, host_id, vars, "
+                         regression ? "t" : "f", notes_json, at,
+                         mr[0] ? mr : NULL, ms[0] ? ms : NULL,
+                         mo[0] ? mo : NULL, known };
+    if (known[0])
+        r = s_q(c, "det_update",
+            "UPDATE change_points SET metric = $6, before_run = $7, "
+            "after_run = $8, before_value = $9, after_value = $10, "
+            "magnitude = $11, p_value = $12, outcome = $13, within_noise = "
+            "$14, regression = $15, annotations = CASE WHEN $16::json IS "
+            "NULL THEN annotations ELSE ARRAY(SELECT "
+            "json_array_elements_text($16::json)) END, updated_at_us = $17, "
+            "ratio_magnitude = $18, subject_magnitude = $19, "
+            "other_magnitude = $20 WHERE id = $21::bigint AND $1::bigint "
+            "IS NOT NULL AND $2::bigint IS NOT NULL AND $3::jsonb IS NOT "
+            "NULL AND $4::text IS NOT NULL AND $5::text IS NOT NULL", 21,
+            pi, PGRES_COMMAND_OK, err, errlen);
+    else
+        r = s_q(c, "det_insert",
+            "INSERT INTO change_points (benchmark_id, host_id, vars, "
             "subject, other, metric, before_run, after_run, before_value, "
             "after_value, magnitude, p_value, outcome, within_noise, "
-            "regression, annotations, detected_at_us) VALUES ($1, $2, "
-            "$3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-            "ARRAY(SELECT json_array_elements_text($16::json)), $17) ON "
-            "CONFLICT DO NOTHING", 17, pi, PGRES_COMMAND_OK, err, errlen);
+            "regression, annotations, detected_at_us, ratio_magnitude, "
+            "subject_magnitude, other_magnitude) VALUES ($1, $2, $3::jsonb, "
+            "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+            "ARRAY(SELECT json_array_elements_text($16::json)), $17, $18, "
+            "$19, $20) ON CONFLICT DO NOTHING", 20, pi, PGRES_COMMAND_OK,
+            err, errlen);
     free(notes_json);
     if (!r)
         return -1;
-    *found += atoi(PQcmdTuples(r));
+    if (!known[0])
+        *found += atoi(PQcmdTuples(r));
     PQclear(r);
     return 0;
+}
+
+/* The change of list ch[0..n) within two points of index not yet used,
+ * nearest first; -1 when none. */
+static int
+s_near(const vd_change_t *ch, size_t n, const bool *used, size_t index)
+{
+    int best = -1;
+    size_t dist = 3;
+    for (size_t k = 0; k < n; k++) {
+        size_t d = ch[k].index > index ? ch[k].index - index
+                                       : index - ch[k].index;
+        if (!used[k] && d < dist) {
+            dist = d;
+            best = (int)k;
+        }
+    }
+    return best;
 }
 
 /* ---- the window ------------------------------------------------------- */
@@ -541,6 +616,45 @@ s_keep(PGconn *c, const s_series_t *s, const char *run, const s_window_t *w,
     return 0;
 }
 
+/* The steps of a window from each metric's changes (ch[m][0..nch[m]),
+ * m: ratio, subject, other): a ratio change with the arms' changes at the
+ * same runs; a subject change the ratio did not show, under "other" when
+ * the other arm moved with it; the other arm's own. Each is stored once
+ * (s_store). */
+static int
+s_steps(PGconn *c, const s_series_t *s, const s_window_t *w,
+        vd_change_t (*ch)[16], const size_t *nch, int *found, char *err,
+        size_t errlen)
+{
+    bool used[3][16] = { { false } };
+    int rc = 0;
+    for (int m = 0; m < 3 && rc == 0; m++)
+        for (size_t k = 0; k < nch[m] && rc == 0; k++) {
+            const vd_change_t *x = &ch[m][k];
+            if (used[m][k] || x->index < 1 || x->index >= w->n)
+                continue;
+            used[m][k] = true;
+            s_step_t st = { m == 0 ? "ratio" : m == 1 ? "subject" : "other",
+                            x, { NAN, NAN, NAN } };
+            st.mag[m] = x->magnitude;
+            for (int o = m + 1; o < 3; o++) {
+                int j = s_near(ch[o], nch[o], used[o], x->index);
+                if (j >= 0) {
+                    used[o][j] = true;
+                    st.mag[o] = ch[o][j].magnitude;
+                    /* Both arms moved and the ratio did not: the
+                     * environment changed, named by the other arm. */
+                    if (m == 1 && o == 2) {
+                        st.metric = "other";
+                        st.ch = &ch[o][j];
+                    }
+                }
+            }
+            rc = s_store(c, s, w->ids, w->n, &st, found, err, errlen);
+        }
+    return rc;
+}
+
 /* A series' window up to run (kept row, or read in full and kept), and
  * the change points of each metric in it. */
 static int
@@ -549,7 +663,8 @@ s_series(PGconn *c, const s_series_t *s, const char *run,
          size_t errlen)
 {
     s_window_t w;
-    vd_change_t ch[16];
+    vd_change_t ch[3][16];
+    size_t nch[3] = { 0, 0, 0 };
     int rc = -1;
     if (s_window_init(&w, params->window) != 0) {
         snprintf(err, errlen, "series: out of memory for %zu points",
@@ -567,23 +682,18 @@ s_series(PGconn *c, const s_series_t *s, const char *run,
         s_keep(c, s, run, &w, params->window, err, errlen) != 0)
         goto done;
     rc = 0;
-    static const char *const metric[3] = { "ratio", "subject", "other" };
     for (int m = 0; m < 3 && rc == 0 && w.n >= 2; m++) {
+        nch[m] = 0;
         if (m != 1 && !s->other[0])
             continue;
         vd_change_params_t mp = *params;
         mp.floor_us = m == 0 ? 0.0 : s->floor_us;
-        size_t nch = 0;
-        if (vd_change_find(w.pt[m], w.n, &mp, ch, 16, &nch, err, errlen) !=
-            VD_OK) {
+        if (vd_change_find(w.pt[m], w.n, &mp, ch[m], 16, &nch[m], err,
+                           errlen) != VD_OK)
             rc = -1;
-            break;
-        }
-        for (size_t k = 0; k < nch && rc == 0; k++)
-            if (ch[k].index >= 1 && ch[k].index < w.n)
-                rc = s_store(c, s, metric[m], w.ids, w.n, &ch[k], found, err,
-                             errlen);
     }
+    if (rc == 0 && w.n >= 2)
+        rc = s_steps(c, s, &w, ch, nch, found, err, errlen);
 done:
     s_window_free(&w);
     return rc;

@@ -385,6 +385,37 @@ s_mins_agree(const s_work_t *wk, size_t a, size_t c, size_t b, double dmed,
     return rel_min * rel > 0.0 && fabs(rel_min) >= need;
 }
 
+/* Whether a change whose side is as short as min_segment is where the
+ * step is. A step with fewer new runs after it than min_segment can only
+ * be split min_segment from the end, which puts runs of the old level on
+ * the new side: 2 runs after a 10 % step gave a change one run early,
+ * "parity (within noise)". So when a side has exactly min_segment points,
+ * its point next to the change must be nearer its own side's level (the
+ * median of the side without it) than the other side's; if not, the
+ * change is not located yet and waits for the next run. Longer sides are
+ * not checked: there the split is free to sit where the step is, and a
+ * noisy first run must not hide a small step for good. */
+static bool
+s_located(const s_work_t *wk, size_t a, size_t c, size_t b,
+          const s_judged_t *j)
+{
+    size_t ms = wk->p->min_segment;
+    vd_summary_t rest;
+    if (ms < 2)
+        return true;
+    if (b - c == ms && vd_summarize(wk->med + c + 1, b - c - 1, &rest, NULL,
+                                    0) == VD_OK &&
+        !(fabs(wk->med[c] - rest.median) <
+          fabs(wk->med[c] - j->before.median)))
+        return false;
+    if (c - a == ms && vd_summarize(wk->med + a, c - 1 - a, &rest, NULL,
+                                    0) == VD_OK &&
+        !(fabs(wk->med[c - 1] - rest.median) <
+          fabs(wk->med[c - 1] - j->after.median)))
+        return false;
+    return true;
+}
+
 static int
 s_judge(const s_work_t *wk, size_t k, s_judged_t *j)
 {
@@ -423,7 +454,8 @@ s_judge(const s_work_t *wk, size_t k, s_judged_t *j)
             j->passes = after > j->before.q75 && before < j->after.q25;
         else
             j->passes = after < j->before.q25 && before > j->after.q75;
-        j->passes = j->passes && s_mins_agree(wk, a, c, b, dmed, rel);
+        j->passes = j->passes && s_mins_agree(wk, a, c, b, dmed, rel) &&
+                    s_located(wk, a, c, b, j);
     }
     return VD_OK;
 }

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""test_fleet_changes.py BUILD_DIR -- the change-points contract
+(docs/regressions.md, "What a change point is") on an exact fleet (TAP).
+
+A parity-collector with its private PostgreSQL, the `parity` client and
+fleet-feed (tests/history/fleet_feed.c): four agents h1..h4 that send
+exactly the samples they are given, as the independent fleet written
+from docs/protocol.md did. 40 commits c01..c40, one run a commit a host,
+15 rounds of two arms, 1 % noise a sample (seeded):
+
+  step   the subject arm is 10 % slower from c25 on, on h1..h3; h4 level.
+  noise  both arms the same (A/A): no change point anywhere.
+  modes  each run's samples in two timing modes 30 % apart, the share of
+         the slow one moving from run to run; the fastest runs stay put:
+         no change point.
+
+What a user reads is checked exactly: one change point per host h1..h3,
+between c24 and c25, loss, x1.10 (with the ratio's and the subject's
+magnitude, the other arm's null), on "3 of 4" hosts everywhere; none on
+h4; `parity regressions` exits 1 and its table says so; `parity history
+step --json` shows the same change points with the same ids; and `parity
+changes` on the series as stored finds the same index.
+"""
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+os.environ["PARITY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "jobs"))
+import test_jobs as tj  # noqa: E402  (World, ok, diag, bail)
+
+ok, diag = tj.ok, tj.diag
+BUILD = sys.argv[1]
+FEED = os.path.join(BUILD, "tests", "history", "fleet-feed")
+HOSTS = ("h1", "h2", "h3", "h4")
+COMMITS = ["c%02d" % i for i in range(1, 41)]
+ROUNDS = 15
+BASE_US = 10000.0
+
+
+def modes_samples(rng, slow_share):
+    return [round(BASE_US * (1.3 if rng.random() < slow_share else 1.0) *
+                  (1 + rng.gauss(0, 0.005)), 1) for _ in range(ROUNDS)]
+
+
+def plan_lines(seed=1):
+    rng = random.Random(seed)
+    out = []
+    for h in HOSTS:
+        # A floor of about 240 us: 200 quiet no-op runs.
+        out.append({"host": h, "quiet": True, "calibration": [
+            round(1000 + rng.random() * 300, 1) for _ in range(200)]})
+    t0 = int(time.time() * 1e6) - 40 * 3600 * 1000000
+    for ci, commit in enumerate(COMMITS):
+        for hi, h in enumerate(HOSTS):
+            slow = 1.10 if (ci + 1 >= 25 and h != "h4") else 1.0
+            arms = [{"name": "new", "subject": True, "samples": [
+                round(BASE_US * slow * (1 + rng.gauss(0, 0.01)), 1)
+                for _ in range(ROUNDS)]},
+                {"name": "old", "samples": [
+                    round(BASE_US * (1 + rng.gauss(0, 0.01)), 1)
+                    for _ in range(ROUNDS)]}]
+            start = t0 + (ci * 3600 + hi * 60) * 1000000
+            out.append({"host": h, "suite": "fleet", "bench": "step",
+                        "tags": {"commit": commit}, "start_us": start,
+                        "arms": arms})
+            out.append({"host": h, "suite": "fleet", "bench": "noise",
+                        "tags": {"commit": commit},
+                        "start_us": start + 10 * 1000000, "arms": [
+                            {"name": "a", "subject": True, "samples": [
+                                round(BASE_US * (1 + rng.gauss(0, 0.01)), 1)
+                                for _ in range(ROUNDS)]},
+                            {"name": "b", "samples": [
+                                round(BASE_US * (1 + rng.gauss(0, 0.01)), 1)
+                                for _ in range(ROUNDS)]}]})
+            share = rng.choice((0.2, 0.5, 0.8))
+            out.append({"host": h, "suite": "fleet", "bench": "modes",
+                        "tags": {"commit": commit},
+                        "start_us": start + 20 * 1000000, "arms": [
+                            {"name": "a", "subject": True,
+                             "samples": modes_samples(rng, share)},
+                            {"name": "b",
+                             "samples": modes_samples(rng, 0.5)}]})
+    return out
+
+
+def feed(w, lines):
+    r = subprocess.run([FEED, w.endpoint, w.key("collector"), w.keys],
+                       input="".join(json.dumps(x) + "\n" for x in lines),
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode == 0 or diag(r.stderr[-500:])
+
+
+def settled(w, timeout=90):
+    """The open change points once detection has caught up: the list is
+    the same for 3 s, and every run's series was looked at (detection
+    trails the writer on its own thread)."""
+    last, since, end, body = None, time.time(), time.time() + timeout, {}
+    while time.time() < end:
+        body = w.pjson("regressions", "--json") or {}
+        cur = json.dumps(body.get("change_points"), sort_keys=True)
+        if cur != last:
+            last, since = cur, time.time()
+        elif time.time() - since > 3:
+            break
+        time.sleep(0.5)
+    return body
+
+
+def check_step(w, body):
+    cps = body.get("change_points", {}).get("open", [])
+    step = [c for c in cps if c["benchmark"] == "step"]
+    by_host = {}
+    for c in step:
+        by_host.setdefault(c["host"], []).append(c)
+    ok(sorted(by_host) == ["h1", "h2", "h3"] and
+       all(len(v) == 1 for v in by_host.values()),
+       "one change point per host with the step, none on h4: %s"
+       % {h: len(v) for h, v in by_host.items()})
+    for c in step:
+        rng = (c["before"]["tags"].get("commit"),
+               c["after"]["tags"].get("commit"))
+        m = c.get("magnitudes", {})
+        ok(rng == ("c24", "c25") and c["metric"] == "ratio" and
+           c["outcome"] == "loss" and not c["within_noise"] and
+           c["regression"] and abs(c["magnitude"] - 1.10) < 0.01 and
+           abs((m.get("ratio") or 0) - 1.10) < 0.01 and
+           abs((m.get("subject") or 0) - 1.10) < 0.01 and
+           m.get("other") is None and c["hosts_with_step"] == 3 and
+           c["hosts_total"] == 4,
+           "%s: between %s and %s, %s %s, x%.4f (ratio %s, subject %s, "
+           "other %s), %d of %d hosts" % (
+               c["host"], rng[0], rng[1], c["metric"], c["outcome"] +
+               (" (within noise)" if c["within_noise"] else ""),
+               c["magnitude"], m.get("ratio"), m.get("subject"),
+               m.get("other"), c["hosts_with_step"], c["hosts_total"]))
+    others = [(c["benchmark"], c["host"]) for c in cps
+              if c["benchmark"] != "step"]
+    ok(others == [], "no change point on noise or timing modes: %s"
+       % others)
+    return {c["host"]: c["id"] for c in step}
+
+
+def check_views(w, ids):
+    r = w.parity("regressions")
+    rows = [ln for ln in r.stdout.splitlines() if " step " in ln]
+    ok(r.returncode == 1 and len(rows) == 3 and
+       all("loss" in ln and "c24 .. c25" in ln and "3 of 4" in ln
+           for ln in rows),
+       "parity regressions exits 1; its table: one row a host, loss, "
+       "c24 .. c25, 3 of 4 (%d):\n%s" % (r.returncode, "\n".join(rows)))
+    hist = w.pjson("history", "step", "--json") or {}
+    seen = {}
+    for s in hist.get("series", []):
+        for c in s.get("change_points", []):
+            seen.setdefault(s.get("host"), []).append(c.get("id"))
+    ok(seen == {h: [i] for h, i in ids.items()},
+       "history step --json: the same change points, the same ids (%s; "
+       "regressions %s)" % (seen, ids))
+    # The collector's detector and `parity changes` are the same code:
+    # h1's ratio series as stored gives the same index.
+    h1 = [s for s in hist.get("series", []) if s.get("host") == "h1"]
+    runs = h1[0].get("runs", []) if h1 else []
+    lines = "".join(json.dumps({"median": x["ratio"],
+                                "label": x["tags"].get("commit")}) + "\n"
+                    for x in runs)
+    r = subprocess.run([tj.PARITY, "changes", "--jsonl", "--json"],
+                       input=lines, capture_output=True, text=True,
+                       timeout=60)
+    try:
+        got = [c["label_after"] for c in
+               json.loads(r.stdout)["metrics"][0]["change_points"]]
+    except (ValueError, KeyError, IndexError):
+        got = r.stderr.strip()
+    ok(got == ["c25"], "parity changes on h1's stored ratios (%d runs): %s"
+       % (len(runs), got))
+
+
+def main():
+    tj.pf.need(tj.PARITY, tj.COLLECTOR, FEED)
+    w = tj.World()
+    try:
+        for h in HOSTS:
+            w.keygen(h, allow=True)
+        w.start_collector()
+        ok(feed(w, plan_lines()), "fleet-feed sends 4 hosts x 40 commits "
+           "x 3 benchmarks")
+        body = settled(w)
+        ids = check_step(w, body)
+        check_views(w, ids)
+    finally:
+        w.close(tj.tap.n_failed > 0)
+    tj.pf.finish()
+
+
+if __name__ == "__main__":
+    main()
