@@ -17,4 +17,8 @@ shift
 BIN="$BUILD/tests/bench/changepoints"
 [ -x "$BIN" ] || { echo "changepoints.sh: no $BIN (ninja -C $BUILD tests/bench/changepoints)" >&2; exit 2; }
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?') $(uname -m), load $(cut -d' ' -f1 /proc/loadavg)"
-exec timeout 300 "$BIN" "$@"
+timeout 300 "$BIN" "$@"
+echo
+QUALITY="$BUILD/tests/bench/changes-quality"
+[ -x "$QUALITY" ] || { echo "changepoints.sh: no $QUALITY" >&2; exit 2; }
+exec timeout 120 "$QUALITY" 200
