@@ -1,5 +1,6 @@
 /* co_changes.c -- see co_changes.h. */
 #include "co_changes.h"
+#include "co_events.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -82,12 +83,13 @@ s_str_arg(co_reply_t *c, const json_t *args, const char *key, size_t max,
  * move when the subject does (one host's noise may hide it from one of
  * them); `other` is the other arm's own. */
 #define S_SAME_SIDE \
-    "(c2.metric = cp.metric OR (c2.metric <> 'other' AND " \
-    "cp.metric <> 'other'))"
+    "((c2.metric = 'other') = (cp.metric = 'other'))"
 
-/* Hosts counted with a step: change points of the same series on other
- * hosts whose first run after the step is of the same job, or has the
- * same commit tag; and the hosts that ran that job or commit at all. */
+/* Hosts counted with a step: change points of the same series key on
+ * other hosts, the same side and direction, whose first run after the
+ * step is of the same job, or has the same commit tag (the members of
+ * one event, S_EVENT_SQL); and the hosts that ran that job or commit at
+ * all. */
 static const char s_list_sql[] =
     "SELECT cp.id, b.suite, b.name, h.name, cp.subject, cp.other, "
     "cp.vars::text, cp.metric, cp.magnitude, cp.p_value, cp.outcome, "
@@ -101,13 +103,13 @@ static const char s_list_sql[] =
     " r2.job_id = ra.job_id AND r2.job_id <> '' AND c2.benchmark_id = "
     " cp.benchmark_id AND "
     " c2.subject = cp.subject AND c2.other = cp.other AND c2.vars = cp.vars "
-    " AND " S_SAME_SIDE " AND c2.outcome = cp.outcome) "
+    " AND " S_SAME_SIDE " AND (c2.magnitude > 1) = (cp.magnitude > 1)) "
     " WHEN ra.tags ? 'commit' THEN (SELECT count(DISTINCT c2.host_id) FROM "
     " change_points c2 JOIN runs r2 ON r2.id = c2.after_run WHERE "
     " c2.benchmark_id = cp.benchmark_id AND c2.subject = cp.subject AND "
     " c2.other = cp.other AND c2.vars = cp.vars AND " S_SAME_SIDE
-    " AND c2.outcome = cp.outcome AND r2.tags->>'commit' = "
-    " ra.tags->>'commit') ELSE 1 END, "
+    " AND (c2.magnitude > 1) = (cp.magnitude > 1) AND r2.job_id = '' AND "
+    " r2.tags->>'commit' = ra.tags->>'commit') ELSE 1 END, "
     "CASE WHEN ra.job_id <> '' THEN (SELECT count(DISTINCT r3.host_id) FROM "
     " runs r3 WHERE r3.job_id = ra.job_id AND r3.job_id <> '' AND "
     " r3.benchmark_id = "
@@ -116,7 +118,7 @@ static const char s_list_sql[] =
     " runs r3 WHERE r3.benchmark_id = cp.benchmark_id AND r3.vars = cp.vars "
     " AND r3.tags->>'commit' = ra.tags->>'commit') ELSE 1 END "
     ", cp.ratio_magnitude, cp.subject_magnitude, cp.other_magnitude, "
-    "cp.updated_at_us "
+    "cp.updated_at_us, rb.job_id, ra.job_id "
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs rb ON rb.id = "
     "cp.before_run JOIN runs ra ON ra.id = cp.after_run "
@@ -126,11 +128,12 @@ static const char s_list_sql[] =
     "cp.magnitude, 1e-300))) DESC, cp.id LIMIT $4";
 
 static json_t *
-s_side(PGresult *r, int i, int col)
+s_side(PGresult *r, int i, int col, int job_col)
 {
-    return json_pack("{s:s,s:I,s:o}", "run", PQgetvalue(r, i, col),
+    return json_pack("{s:s,s:I,s:o,s:s}", "run", PQgetvalue(r, i, col),
                      "time_us", co_reply_int(r, i, col + 1),
-                     "tags", co_reply_json_col(r, i, col + 2));
+                     "tags", co_reply_json_col(r, i, col + 2),
+                     "job", PQgetvalue(r, i, job_col));
 }
 
 /* A nullable double column: null or its number. */
@@ -161,7 +164,7 @@ s_change_point(PGresult *r, int i)
         "outcome", PQgetvalue(r, i, 10),
         "within_noise", strcmp(PQgetvalue(r, i, 11), "t") == 0,
         "regression", strcmp(PQgetvalue(r, i, 12), "t") == 0,
-        "before", s_side(r, i, 13), "after", s_side(r, i, 16),
+        "before", s_side(r, i, 13, 28), "after", s_side(r, i, 16, 29),
         "hosts_with_step", co_reply_int(r, i, 22),
         "hosts_total", co_reply_int(r, i, 23),
         "annotations", json_is_array(notes) ? notes : json_array(),
@@ -188,8 +191,10 @@ co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
                                          cp) != 0)
             goto done;
     }
-    out = json_pack("{s:O,s:O,s:b}", "open", open, "acked", acked,
-                    "truncated", n > CO_CHANGES_LIST_MAX);
+    json_t *events = co_events_group(open, acked);
+    out = events ? json_pack("{s:O,s:O,s:o,s:b}", "open", open, "acked",
+                             acked, "events", events, "truncated",
+                             n > CO_CHANGES_LIST_MAX) : NULL;
 done:
     if (!out)
         co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
@@ -200,6 +205,21 @@ done:
 }
 
 /* ---- ack, unack ----------------------------------------------------- */
+
+/* m: the members of change point $1's event (co_events.h): the same
+ * series key but the host, side and direction, whose first run after it
+ * is of the same job, or (outside jobs) has the same commit tag. */
+#define S_EVENT_SQL \
+    "WITH t AS (SELECT cp.id, cp.benchmark_id, cp.subject, cp.other, " \
+    " cp.vars, cp.metric = 'other' AS env, cp.magnitude > 1 AS up, " \
+    " ra.tags->>'commit' AS ac, ra.job_id AS aj FROM change_points cp " \
+    " JOIN runs ra ON ra.id = cp.after_run WHERE cp.id = $1), " \
+    "m AS (SELECT c.id FROM t, change_points c JOIN runs ra ON ra.id = " \
+    " c.after_run WHERE c.id = t.id OR (c.benchmark_id = t.benchmark_id " \
+    " AND c.subject = t.subject AND c.other = t.other AND c.vars = t.vars " \
+    " AND (c.metric = 'other') = t.env AND (c.magnitude > 1) = t.up AND " \
+    " CASE WHEN t.aj <> '' THEN ra.job_id = t.aj WHEN t.ac IS NOT NULL " \
+    " THEN ra.tags->>'commit' = t.ac AND ra.job_id = '' ELSE false END)) "
 
 static json_t *
 s_ack(co_reply_t *c, const json_t *args, bool ack)
@@ -225,20 +245,39 @@ s_ack(co_reply_t *c, const json_t *args, bool ack)
     snprintf(at, sizeof at, "%" PRId64, co_jobs_now_us());
     const char *p[] = { sid, note, at };
     PGresult *r = ack
-        ? co_reply_q(c, "UPDATE change_points SET ack_note = $2, acked_at_us "
-                     "= $3 WHERE id = $1 RETURNING id", 3, p)
-        : co_reply_q(c, "UPDATE change_points SET ack_note = NULL, "
-                     "acked_at_us = NULL WHERE id = $1 RETURNING id", 1, p);
+        ? co_reply_q(c, S_EVENT_SQL ", u AS (UPDATE change_points cp SET ack_note = "
+                     "$2, acked_at_us = $3 FROM m WHERE cp.id = m.id "
+                     "RETURNING cp.id, (SELECT name FROM hosts h WHERE h.id "
+                     "= cp.host_id) AS host) SELECT * FROM u ORDER BY host, "
+                     "id", 3, p)
+        : co_reply_q(c, S_EVENT_SQL ", u AS (UPDATE change_points cp SET ack_note = "
+                     "NULL, acked_at_us = NULL FROM m WHERE cp.id = m.id "
+                     "RETURNING cp.id, (SELECT name FROM hosts h WHERE h.id "
+                     "= cp.host_id) AS host) SELECT * FROM u ORDER BY host, "
+                     "id", 1, p);
     if (!r)
         return NULL;
-    bool found = PQntuples(r) == 1;
-    PQclear(r);
-    if (!found) {
+    int n = PQntuples(r);
+    json_t *members = json_array(), *hosts = json_array(), *out = NULL;
+    for (int i = 0; members && hosts && i < n; i++)
+        if (json_array_append_new(members, json_integer(co_reply_int(r, i,
+                                                                     0))) ||
+            json_array_append_new(hosts, json_string(PQgetvalue(r, i, 1))))
+            goto done;
+    if (n == 0) {
         co_reply_fail(c, CO_REPLY_NOTFOUND, "no change point %s", sid);
-        return NULL;
+        goto done;
     }
-    return json_pack("{s:I,s:b,s:o}", "id", id, "acked", ack, "note",
-                     ack ? json_string(note) : json_null());
+    out = json_pack("{s:I,s:b,s:o,s:O,s:O}", "id", id, "acked", ack, "note",
+                    ack ? json_string(note) : json_null(), "members", members,
+                    "hosts", hosts);
+    if (!out)
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+done:
+    json_decref(members);
+    json_decref(hosts);
+    PQclear(r);
+    return out;
 }
 
 /* ---- series --------------------------------------------------------- */

@@ -140,6 +140,50 @@ s_print_changes(FILE *f, const char *title, const json_t *list)
     return rc;
 }
 
+/* One line a fleet event (co_events.h): "#1 step (new vs old): slower
+ * on 3 of 4 hosts between c24 and c25, ratio x1.10 (x1.098 to x1.101),
+ * loss: h1, h2, h3". */
+static int
+s_print_events(FILE *f, const char *title, const json_t *list)
+{
+    size_t i, k;
+    const json_t *e, *h;
+    if (json_array_size(list) == 0)
+        return 0;
+    fprintf(f, "%s (%zu):\n", title, json_array_size(list));
+    json_array_foreach(list, i, e) {
+        char from[PW_OUT_CELL_MAX], to[PW_OUT_CELL_MAX], vars[256];
+        double m = json_number_value(json_object_get(e, "magnitude")),
+               lo = json_number_value(json_object_get(e, "magnitude_min")),
+               hi = json_number_value(json_object_get(e, "magnitude_max"));
+        s_range_end(from, sizeof from, json_object_get(e, "before"));
+        s_range_end(to, sizeof to, json_object_get(e, "after"));
+        pw_out_pairs(vars, sizeof vars, json_object_get(e, "vars"), "");
+        fprintf(f, "  #%" JSON_INTEGER_FORMAT " %s (%s vs %s%s%s): %s on %"
+                JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " host%s "
+                "between %s and %s, %s x%.2f",
+                json_integer_value(json_object_get(e, "id")),
+                pw_out_str(e, "benchmark", "?"), pw_out_str(e, "subject", "?"),
+                pw_out_str(e, "other", "?"), vars[0] ? ", " : "", vars,
+                pw_out_str(e, "direction", "?"),
+                json_integer_value(json_object_get(e, "hosts_with_step")),
+                json_integer_value(json_object_get(e, "hosts_total")),
+                json_integer_value(json_object_get(e, "hosts_total")) == 1
+                ? "" : "s", from, to, pw_out_str(e, "metric", "?"), m);
+        if (lo != hi)
+            fprintf(f, " (x%.3f to x%.3f)", lo, hi);
+        fprintf(f, ", %s%s:", pw_out_str(e, "outcome", "?"),
+                json_is_true(json_object_get(e, "within_noise"))
+                ? " (within noise)" : "");
+        json_array_foreach(json_object_get(e, "hosts"), k, h)
+            fprintf(f, "%s%s", k ? ", " : " ", json_string_value(h) ?
+                    json_string_value(h) : "?");
+        fputc('\n', f);
+    }
+    fputc('\n', f);
+    return ferror(f) ? -1 : 0;
+}
+
 /* Open change points that are regressions. */
 static size_t
 s_open_regressions(const json_t *body)
@@ -274,7 +318,17 @@ s_ack_main(int argc, char **argv, cl_conn_opts_t *co, bool ack)
         return S_EXIT_REPLY;
     if (rc != PW_EXIT_OK)
         return rc;
-    printf("change point %lld %s\n", id, ack ? "acked" : "open again");
+    /* An event's members are acked together (docs/regressions.md). */
+    const json_t *hosts = json_object_get(body, "hosts"), *h;
+    size_t n = json_array_size(json_object_get(body, "members")), i;
+    printf("change point %lld %s", id, ack ? "acked" : "open again");
+    if (n > 1) {
+        printf(", with its event: %zu change points on ", n);
+        json_array_foreach(hosts, i, h)
+            printf("%s%s", i ? ", " : "", json_string_value(h) ?
+                   json_string_value(h) : "?");
+    }
+    printf("\n");
     json_decref(body);
     return fflush(stdout) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
 }
@@ -364,8 +418,12 @@ cl_regressions_print(FILE *f, const json_t *body)
     const json_t *cps = json_object_get(body, "change_points"),
                  *worse = json_object_get(body, "regressions"),
                  *better = json_object_get(body, "improvements");
-    int w = s_print_changes(f, "change points",
-                            json_object_get(cps, "open"));
+    const json_t *events = json_object_get(cps, "events");
+    int w = s_print_events(f, "events", json_object_get(events, "open"));
+    w |= s_print_events(f, "acked events", json_object_get(events,
+                                                           "acked"));
+    w |= s_print_changes(f, "change points",
+                         json_object_get(cps, "open"));
     if (json_array_size(json_object_get(cps, "acked")))
         fputc('\n', f);
     w |= s_print_changes(f, "acked", json_object_get(cps, "acked"));

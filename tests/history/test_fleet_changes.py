@@ -148,7 +148,8 @@ def check_step(w, body):
 
 def check_views(w, ids):
     r = w.parity("regressions")
-    rows = [ln for ln in r.stdout.splitlines() if " step " in ln]
+    rows = [ln for ln in r.stdout.splitlines()
+            if ln.split()[:1] and ln.split()[0].isdigit() and " step " in ln]
     ok(r.returncode == 1 and len(rows) == 3 and
        all("loss" in ln and "c24 .. c25" in ln and "3 of 4" in ln
            for ln in rows),
@@ -181,6 +182,60 @@ def check_views(w, ids):
        % (len(runs), got))
 
 
+def check_event(w, ids):
+    """One fleet event for the step: one id to ack, three members, the
+    same host count as each change point's; its line in the table; ack
+    by its id acks all three, unack opens all three again."""
+    body = w.pjson("regressions", "--json") or {}
+    ev = body.get("change_points", {}).get("events", {}).get("open", [])
+    step = [e for e in ev if e["benchmark"] == "step"]
+    e = step[0] if len(step) == 1 else {}
+    ok(len(step) == 1 and len(ev) == 1 and e["id"] == min(ids.values()) and
+       sorted(e["members"]) == sorted(ids.values()) and
+       e["hosts"] and sorted(e["hosts"]) == ["h1", "h2", "h3"] and
+       e["hosts_with_step"] == 3 and e["hosts_total"] == 4 and
+       e["direction"] == "slower" and e["outcome"] == "loss" and
+       e["regression"] and not e["within_noise"] and
+       e["before"]["tags"]["commit"] == "c24" and
+       e["after"]["tags"]["commit"] == "c25" and
+       1.09 < e["magnitude_min"] <= e["magnitude"] <= e["magnitude_max"]
+       < 1.11, "one event: id %s (the smallest member), members %s, %s of "
+       "%s hosts, %s, x%.4f (x%.4f to x%.4f)" % (
+           e.get("id"), e.get("members"), e.get("hosts_with_step"),
+           e.get("hosts_total"), e.get("direction"), e.get("magnitude", 0),
+           e.get("magnitude_min", 0), e.get("magnitude_max", 0)))
+    r = w.parity("regressions")
+    want = ("  #%d step (new vs old): slower on 3 of 4 hosts between c24 and "
+            "c25, ratio x%.2f (x%.3f to x%.3f), loss: %s" % (
+                e.get("id", 0), e.get("magnitude", 0),
+                e.get("magnitude_min", 0), e.get("magnitude_max", 0),
+                ", ".join(e.get("hosts", []))))
+    lines = r.stdout.splitlines()
+    ok(lines[:2] == ["events (1):", want], "the table's first lines:\n%s"
+       % "\n".join(lines[:2]))
+    r = w.parity("regressions", "ack", str(e.get("id", 0)), "--note",
+                 "known: the slower build")
+    ok(r.returncode == 0 and r.stdout.strip() == "change point %d acked, "
+       "with its event: 3 change points on %s" % (
+           e.get("id", 0), ", ".join(sorted(ids))),
+       "ack the event's id: %s" % r.stdout.strip())
+    r = w.parity("regressions", "--json")
+    body = json.loads(r.stdout) if r.stdout else {}
+    cps = body.get("change_points", {})
+    ok(r.returncode == 0 and len(cps.get("acked", [])) == 3 and
+       not cps.get("open") and len(cps["events"]["acked"]) == 1 and
+       not cps["events"]["open"],
+       "every member acked: exit %d, the event under acked" % r.returncode)
+    r = w.parity("regressions", "unack", str(ids["h2"]))
+    ok(r.returncode == 0 and r.stdout.strip() == "change point %d open "
+       "again, with its event: 3 change points on %s" % (
+           ids["h2"], ", ".join(sorted(ids))),
+       "unack a member: its event opens again (%s)" % r.stdout.strip())
+    r = w.parity("regressions")
+    ok(r.returncode == 1, "an open regression fails again (%d)"
+       % r.returncode)
+
+
 def main():
     tj.pf.need(tj.PARITY, tj.COLLECTOR, FEED)
     w = tj.World()
@@ -193,6 +248,7 @@ def main():
         body = settled(w)
         ids = check_step(w, body)
         check_views(w, ids)
+        check_event(w, ids)
     finally:
         w.close(tj.tap.n_failed > 0)
     tj.pf.finish()
