@@ -103,12 +103,12 @@ static const char s_list_sql[] =
     " r2.job_id = ra.job_id AND r2.job_id <> '' AND c2.benchmark_id = "
     " cp.benchmark_id AND "
     " c2.subject = cp.subject AND c2.other = cp.other AND c2.vars = cp.vars "
-    " AND " S_SAME_SIDE " AND (c2.magnitude > 1) = (cp.magnitude > 1)) "
+    " AND " S_SAME_SIDE " AND (c2.magnitude > 1) = (cp.magnitude > 1) AND c2.superseded_at_us IS NULL) "
     " WHEN ra.tags ? 'commit' THEN (SELECT count(DISTINCT c2.host_id) FROM "
     " change_points c2 JOIN runs r2 ON r2.id = c2.after_run WHERE "
     " c2.benchmark_id = cp.benchmark_id AND c2.subject = cp.subject AND "
     " c2.other = cp.other AND c2.vars = cp.vars AND " S_SAME_SIDE
-    " AND (c2.magnitude > 1) = (cp.magnitude > 1) AND r2.job_id = '' AND "
+    " AND (c2.magnitude > 1) = (cp.magnitude > 1) AND c2.superseded_at_us IS NULL AND r2.job_id = '' AND "
     " r2.tags->>'commit' = ra.tags->>'commit') ELSE 1 END, "
     "CASE WHEN ra.job_id <> '' THEN (SELECT count(DISTINCT r3.host_id) FROM "
     " runs r3 WHERE r3.job_id = ra.job_id AND r3.job_id <> '' AND "
@@ -118,7 +118,7 @@ static const char s_list_sql[] =
     " runs r3 WHERE r3.benchmark_id = cp.benchmark_id AND r3.vars = cp.vars "
     " AND r3.tags->>'commit' = ra.tags->>'commit') ELSE 1 END "
     ", cp.ratio_magnitude, cp.subject_magnitude, cp.other_magnitude, "
-    "cp.updated_at_us, rb.job_id, ra.job_id "
+    "cp.updated_at_us, rb.job_id, ra.job_id, cp.superseded_at_us "
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs rb ON rb.id = "
     "cp.before_run JOIN runs ra ON ra.id = cp.after_run "
@@ -184,22 +184,28 @@ co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
     if (!r)
         return NULL;
     json_t *open = json_array(), *acked = json_array(), *out = NULL;
+    json_t *gone = json_array();
     int n = PQntuples(r);
-    for (int i = 0; open && acked && i < n && i < CO_CHANGES_LIST_MAX; i++) {
+    for (int i = 0; open && acked && gone && i < n &&
+                    i < CO_CHANGES_LIST_MAX; i++) {
         json_t *cp = s_change_point(r, i);
-        if (!cp || json_array_append_new(PQgetisnull(r, i, 21) ? open : acked,
-                                         cp) != 0)
+        json_t *to = !PQgetisnull(r, i, 30) ? gone
+                     : PQgetisnull(r, i, 21) ? open : acked;
+        if (!cp || (!PQgetisnull(r, i, 30) && json_object_set_new(cp,
+                "superseded_at_us", json_integer(co_reply_int(r, i, 30)))) ||
+            json_array_append_new(to, cp) != 0)
             goto done;
     }
     json_t *events = co_events_group(open, acked);
-    out = events ? json_pack("{s:O,s:O,s:o,s:b}", "open", open, "acked",
-                             acked, "events", events, "truncated",
-                             n > CO_CHANGES_LIST_MAX) : NULL;
+    out = events ? json_pack("{s:O,s:O,s:O,s:o,s:b}", "open", open, "acked",
+                             acked, "superseded", gone, "events", events,
+                             "truncated", n > CO_CHANGES_LIST_MAX) : NULL;
 done:
     if (!out)
         co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
     json_decref(open);
     json_decref(acked);
+    json_decref(gone);
     PQclear(r);
     return out;
 }
@@ -218,6 +224,7 @@ done:
     " c.after_run WHERE c.id = t.id OR (c.benchmark_id = t.benchmark_id " \
     " AND c.subject = t.subject AND c.other = t.other AND c.vars = t.vars " \
     " AND (c.metric = 'other') = t.env AND (c.magnitude > 1) = t.up AND " \
+    " c.superseded_at_us IS NULL AND " \
     " CASE WHEN t.aj <> '' THEN ra.job_id = t.aj WHEN t.ac IS NOT NULL " \
     " THEN ra.tags->>'commit' = t.ac AND ra.job_id = '' ELSE false END)) "
 
@@ -331,7 +338,8 @@ static const char s_series_cp_sql[] =
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs ra ON ra.id = cp.after_run "
     "WHERE ($1 = '' OR b.suite = $1) AND ($2 = '' OR b.name = $2) AND "
-    " ($3 = '' OR h.name = $3) AND ra.started_at_us >= $4 "
+    " ($3 = '' OR h.name = $3) AND ra.started_at_us >= $4 AND "
+    " cp.superseded_at_us IS NULL "
     "ORDER BY cp.id LIMIT 20000";
 
 static json_t *

@@ -228,7 +228,8 @@ s_notes_json(PGconn *c, int64_t a, int64_t b, char *err, size_t errlen)
  * stay), else insert one. *found counts the inserted. */
 static int
 s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
-        const s_step_t *st, int *found, char *err, size_t errlen)
+        const s_step_t *st, int *found, int64_t *id_out, char *err,
+        size_t errlen)
 {
     const vd_change_t *ch = st->ch;
     char near[5 * 24 + 8], before[24], after[24], bv[32], av[32], mag[32];
@@ -294,7 +295,8 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
             "NULL THEN annotations ELSE ARRAY(SELECT "
             "json_array_elements_text($16::json)) END, updated_at_us = $17, "
             "ratio_magnitude = $18, subject_magnitude = $19, "
-            "other_magnitude = $20 WHERE id = $21::bigint AND $1::bigint "
+            "other_magnitude = $20, superseded_at_us = NULL WHERE id = "
+            "$21::bigint AND $1::bigint "
             "IS NOT NULL AND $2::bigint IS NOT NULL AND $3::jsonb IS NOT "
             "NULL AND $4::text IS NOT NULL AND $5::text IS NOT NULL", 21,
             pi, PGRES_COMMAND_OK, err, errlen);
@@ -307,13 +309,18 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
             "subject_magnitude, other_magnitude) VALUES ($1, $2, $3::jsonb, "
             "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
             "ARRAY(SELECT json_array_elements_text($16::json)), $17, $18, "
-            "$19, $20) ON CONFLICT DO NOTHING", 20, pi, PGRES_COMMAND_OK,
-            err, errlen);
+            "$19, $20) ON CONFLICT DO NOTHING RETURNING id", 20, pi,
+            PGRES_TUPLES_OK, err, errlen);
     free(notes_json);
     if (!r)
         return -1;
+    /* 0: none written (another collector's detection stored the same
+     * step first): nothing is superseded on this pass. */
+    *id_out = known[0] ? strtoll(known, NULL, 10)
+              : PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10)
+              : 0;
     if (!known[0])
-        *found += atoi(PQcmdTuples(r));
+        *found += PQntuples(r);
     PQclear(r);
     return 0;
 }
@@ -616,6 +623,52 @@ s_keep(PGconn *c, const s_series_t *s, const char *run, const s_window_t *w,
     return 0;
 }
 
+/* "{1,2,3}" of ids[0..n) into buf (len >= 24 * n + 3). */
+static void
+s_id_array(char *buf, size_t len, const int64_t *ids, size_t n)
+{
+    size_t at = (size_t)snprintf(buf, len, "{");
+    for (size_t k = 0; k < n && at < len; k++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, k ? "," : "",
+                               ids[k]);
+    if (at < len)
+        snprintf(buf + at, len - at, "}");
+}
+
+/* The series' change points whose first run after lies where this
+ * window could place one (CO_DETECT_EDGE runs from either end) and that
+ * no step of it matched (kept: the ids written now) are superseded: the
+ * runs since showed them to be noise, or placed them better (019). */
+static int
+s_supersede(PGconn *c, const s_series_t *s, const s_window_t *w,
+            const int64_t *kept, size_t nkept, char *err, size_t errlen)
+{
+    char *zone, keep[48 * 24 + 3], at[24];
+    if (w->n <= 2 * CO_DETECT_EDGE)
+        return 0;
+    size_t nz = w->n - 2 * CO_DETECT_EDGE, zlen = 24 * nz + 3;
+    if (!(zone = malloc(zlen))) {
+        snprintf(err, errlen, "supersede: out of memory");
+        return -1;
+    }
+    s_id_array(zone, zlen, w->ids + CO_DETECT_EDGE, nz);
+    s_id_array(keep, sizeof keep, kept, nkept);
+    snprintf(at, sizeof at, "%" PRId64, pw_clock_unix_us());
+    const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
+                        zone, keep, at };
+    PGresult *r = s_q(c, "det_supersede",
+        "UPDATE change_points SET superseded_at_us = $8 WHERE benchmark_id "
+        "= $1 AND host_id = $2 AND vars = $3::jsonb AND subject = $4 AND "
+        "other = $5 AND superseded_at_us IS NULL AND after_run = "
+        "ANY($6::bigint[]) AND NOT id = ANY($7::bigint[])", 8, p,
+        PGRES_COMMAND_OK, err, errlen);
+    free(zone);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
 /* The steps of a window from each metric's changes (ch[m][0..nch[m]),
  * m: ratio, subject, other): a ratio change with the arms' changes at the
  * same runs; a subject change the ratio did not show, under "other" when
@@ -627,6 +680,9 @@ s_steps(PGconn *c, const s_series_t *s, const s_window_t *w,
         size_t errlen)
 {
     bool used[3][16] = { { false } };
+    int64_t kept[48];      /* the change points written, by id */
+    size_t nkept = 0;
+    bool whole = true;
     int rc = 0;
     for (int m = 0; m < 3 && rc == 0; m++)
         for (size_t k = 0; k < nch[m] && rc == 0; k++) {
@@ -650,9 +706,13 @@ s_steps(PGconn *c, const s_series_t *s, const s_window_t *w,
                     }
                 }
             }
-            rc = s_store(c, s, w->ids, w->n, &st, found, err, errlen);
+            rc = s_store(c, s, w->ids, w->n, &st, found, &kept[nkept],
+                         err, errlen);
+            whole = whole && kept[nkept] != 0;
+            nkept++;
         }
-    return rc;
+    return rc == 0 && whole ? s_supersede(c, s, w, kept, nkept, err, errlen)
+                            : rc;
 }
 
 /* A series' window up to run (kept row, or read in full and kept), and

@@ -28,6 +28,10 @@
 /* Runs waiting at most; points read per series (the window). */
 #define CO_DETECT_QUEUE 4096
 #define CO_DETECT_WINDOW_MAX 1000
+/* Runs at either end of a window where it cannot place a change (the
+ * minimum segment, vd_change_params_default): a stored change point
+ * there is neither confirmed nor superseded by it. */
+#define CO_DETECT_EDGE 3
 
 typedef struct co_detect co_detect_t;
 

@@ -236,6 +236,58 @@ def check_event(w, ids):
        % r.returncode)
 
 
+def check_superseded(w, ids, rng_seed=2):
+    """A change point detection no longer finds leaves the open list for
+    "superseded": one stored (as an older collector's detection might
+    have) on h1 at c10, where the series is level; h1's next run makes
+    detection judge the series again."""
+    w.psql("INSERT INTO change_points (benchmark_id, host_id, vars, "
+           "subject, other, metric, before_run, after_run, before_value, "
+           "after_value, magnitude, p_value, outcome, within_noise, "
+           "regression, detected_at_us) SELECT r.benchmark_id, r.host_id, "
+           "'{}', 'new', 'old', 'subject', (SELECT r2.id FROM runs r2 WHERE "
+           "r2.benchmark_id = r.benchmark_id AND r2.host_id = r.host_id AND "
+           "r2.tags->>'commit' = 'c09'), r.id, 1, 1.05, 1.05, 0.001, "
+           "'parity', true, false, 1 FROM runs r JOIN hosts h ON h.id = "
+           "r.host_id JOIN benchmarks b ON b.id = r.benchmark_id WHERE "
+           "h.name = 'h1' AND b.name = 'step' AND r.tags->>'commit' = 'c10'")
+    stale = w.psql("SELECT max(id) FROM change_points")
+    before = w.psql("SELECT updated_at_us FROM change_points WHERE id = %d"
+                    % ids["h1"])
+    rng = random.Random(rng_seed)
+    t = int(time.time() * 1e6)
+    ok(feed(w, [{"host": "h1", "suite": "fleet", "bench": "step",
+                 "tags": {"commit": "c41"}, "start_us": t, "arms": [
+                     {"name": "new", "subject": True, "samples": [
+                         round(BASE_US * 1.1 * (1 + rng.gauss(0, 0.01)), 1)
+                         for _ in range(ROUNDS)]},
+                     {"name": "old", "samples": [
+                         round(BASE_US * (1 + rng.gauss(0, 0.01)), 1)
+                         for _ in range(ROUNDS)]}]}]),
+       "h1 runs c41")
+    end, body = time.time() + 60, {}
+    while time.time() < end:
+        body = w.pjson("regressions", "--json") or {}
+        gone = body.get("change_points", {}).get("superseded", [])
+        if gone:
+            break
+        time.sleep(0.5)
+    cps = body.get("change_points", {})
+    gone = [c["id"] for c in cps.get("superseded", [])]
+    kept = sorted(c["id"] for c in cps.get("open", []) + cps.get("acked", [])
+                  if c["benchmark"] == "step")
+    ok(gone == [int(stale or 0)] and kept == sorted(ids.values()),
+       "the change point at c10 is superseded (%s), the step's three keep "
+       "their ids (%s)" % (gone, kept))
+    h1 = [c for c in cps.get("open", []) + cps.get("acked", [])
+          if c["host"] == "h1" and c["benchmark"] == "step"]
+    ok(len(h1) == 1 and h1[0]["updated_at_us"] and before and
+       h1[0]["updated_at_us"] > int(before) and
+       h1[0]["after"]["tags"]["commit"] == "c25",
+       "h1's change point judged again with c41: updated in place (%s, was "
+       "%s), still c25" % (h1[0]["updated_at_us"] if h1 else None, before))
+
+
 def main():
     tj.pf.need(tj.PARITY, tj.COLLECTOR, FEED)
     w = tj.World()
@@ -249,6 +301,7 @@ def main():
         ids = check_step(w, body)
         check_views(w, ids)
         check_event(w, ids)
+        check_superseded(w, ids)
     finally:
         w.close(tj.tap.n_failed > 0)
     tj.pf.finish()

@@ -1,0 +1,12 @@
+-- 019_change_points_superseded.sql -- a change point that detection no
+-- longer finds (docs/regressions.md "What a change point is"). Applied
+-- once by co_db_migrate after 018. Never edit an applied migration.
+--
+-- Detection judges a series again at each of its runs. A stored change
+-- point whose first run after it lies where the window could place one
+-- (min_segment runs from either end) and that no step of the window
+-- matches any more (the runs since showed it was noise, or a step was
+-- placed better) gets superseded_at_us: it leaves the open and acked
+-- lists and is listed apart, never left behind as a stale "parity". A
+-- later window that finds it again clears it.
+ALTER TABLE change_points ADD COLUMN superseded_at_us bigint;
