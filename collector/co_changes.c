@@ -118,7 +118,8 @@ static const char s_list_sql[] =
     " runs r3 WHERE r3.benchmark_id = cp.benchmark_id AND r3.vars = cp.vars "
     " AND r3.tags->>'commit' = ra.tags->>'commit') ELSE 1 END "
     ", cp.ratio_magnitude, cp.subject_magnitude, cp.other_magnitude, "
-    "cp.updated_at_us, rb.job_id, ra.job_id, cp.superseded_at_us "
+    "cp.updated_at_us, rb.job_id, ra.job_id, cp.superseded_at_us, "
+    "cp.trend_per_run "
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs rb ON rb.id = "
     "cp.before_run JOIN runs ra ON ra.id = cp.after_run "
@@ -154,7 +155,7 @@ s_change_point(PGresult *r, int i)
                              "subject", s_opt_dbl(r, i, 25),
                              "other", s_opt_dbl(r, i, 26));
     return json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:f,s:o,s:f,s:s,"
-                     "s:b,s:b,s:o,s:o,s:I,s:I,s:o,s:o,s:o}",
+                     "s:b,s:b,s:o,s:o,s:I,s:I,s:o,s:o,s:o,s:o}",
         "id", co_reply_int(r, i, 0), "suite", PQgetvalue(r, i, 1),
         "benchmark", PQgetvalue(r, i, 2), "host", PQgetvalue(r, i, 3),
         "subject", PQgetvalue(r, i, 4), "other", PQgetvalue(r, i, 5),
@@ -169,7 +170,9 @@ s_change_point(PGresult *r, int i)
         "hosts_total", co_reply_int(r, i, 23),
         "annotations", json_is_array(notes) ? notes : json_array(),
         "ack", ack, "updated_at_us", PQgetisnull(r, i, 27) ? json_null()
-        : json_integer(co_reply_int(r, i, 27)));
+        : json_integer(co_reply_int(r, i, 27)),
+        "trend", PQgetisnull(r, i, 31) ? json_null()
+        : json_pack("{s:f}", "per_run", s_dbl(r, i, 31)));
 }
 
 json_t *

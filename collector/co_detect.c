@@ -1,5 +1,6 @@
 /* co_detect.c -- change points as runs are stored; see co_detect.h. */
 #include "co_detect.h"
+#include "vd_trend.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -193,6 +194,7 @@ typedef struct {
     const char *metric;
     const vd_change_t *ch;
     double mag[3];        /* ratio, subject, other */
+    double trend;         /* a trend's rate a run (vd_trend.h); NaN: a step */
 } s_step_t;
 
 static void
@@ -233,7 +235,7 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
 {
     const vd_change_t *ch = st->ch;
     char near[5 * 24 + 8], before[24], after[24], bv[32], av[32], mag[32];
-    char pv[32], at[24], mr[32], ms[32], mo[32];
+    char pv[32], at[24], mr[32], ms[32], mo[32], tr[32];
     size_t len = (size_t)snprintf(near, sizeof near, "{");
     for (size_t k = ch->index >= 2 ? ch->index - 2 : 0;
          k <= ch->index + 2 && k < n; k++)
@@ -273,6 +275,7 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
     s_dbl_text(mr, sizeof mr, st->mag[0]);
     s_dbl_text(ms, sizeof ms, st->mag[1]);
     s_dbl_text(mo, sizeof mo, st->mag[2]);
+    s_dbl_text(tr, sizeof tr, st->trend);
     /* Slower subject: the ratio or the subject's median went up and the
      * rule says loss beyond the noise. A step of the other arm (with or
      * without the subject's) is the environment's, not the subject's
@@ -285,7 +288,7 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
                          ch->within_noise ? "t" : "f",
                          regression ? "t" : "f", notes_json, at,
                          mr[0] ? mr : NULL, ms[0] ? ms : NULL,
-                         mo[0] ? mo : NULL, known };
+                         mo[0] ? mo : NULL, known, tr[0] ? tr : NULL };
     if (known[0])
         r = s_q(c, "det_update",
             "UPDATE change_points SET metric = $6, before_run = $7, "
@@ -295,10 +298,10 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
             "NULL THEN annotations ELSE ARRAY(SELECT "
             "json_array_elements_text($16::json)) END, updated_at_us = $17, "
             "ratio_magnitude = $18, subject_magnitude = $19, "
-            "other_magnitude = $20, superseded_at_us = NULL WHERE id = "
-            "$21::bigint AND $1::bigint "
+            "other_magnitude = $20, superseded_at_us = NULL, "
+            "trend_per_run = $22 WHERE id = $21::bigint AND $1::bigint "
             "IS NOT NULL AND $2::bigint IS NOT NULL AND $3::jsonb IS NOT "
-            "NULL AND $4::text IS NOT NULL AND $5::text IS NOT NULL", 21,
+            "NULL AND $4::text IS NOT NULL AND $5::text IS NOT NULL", 22,
             pi, PGRES_COMMAND_OK, err, errlen);
     else
         r = s_q(c, "det_insert",
@@ -306,11 +309,11 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
             "subject, other, metric, before_run, after_run, before_value, "
             "after_value, magnitude, p_value, outcome, within_noise, "
             "regression, annotations, detected_at_us, ratio_magnitude, "
-            "subject_magnitude, other_magnitude) VALUES ($1, $2, $3::jsonb, "
-            "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-            "ARRAY(SELECT json_array_elements_text($16::json)), $17, $18, "
-            "$19, $20) ON CONFLICT DO NOTHING RETURNING id", 20, pi,
-            PGRES_TUPLES_OK, err, errlen);
+            "subject_magnitude, other_magnitude, trend_per_run) VALUES ($1, "
+            "$2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
+            "$15, ARRAY(SELECT json_array_elements_text($16::json)), $17, "
+            "$18, $19, $20, $22) ON CONFLICT DO NOTHING RETURNING id, "
+            "$21::text", 22, pi, PGRES_TUPLES_OK, err, errlen);
     free(notes_json);
     if (!r)
         return -1;
@@ -643,7 +646,7 @@ static int
 s_supersede(PGconn *c, const s_series_t *s, const s_window_t *w,
             const int64_t *kept, size_t nkept, char *err, size_t errlen)
 {
-    char *zone, keep[48 * 24 + 3], at[24];
+    char *zone, keep[(3 * 16 + 8) * 24 + 3], at[24];
     if (w->n <= 2 * CO_DETECT_EDGE)
         return 0;
     size_t nz = w->n - 2 * CO_DETECT_EDGE, zlen = 24 * nz + 3;
@@ -674,16 +677,75 @@ s_supersede(PGconn *c, const s_series_t *s, const s_window_t *w,
  * same runs; a subject change the ratio did not show, under "other" when
  * the other arm moved with it; the other arm's own. Each is stored once
  * (s_store). */
+/* Drifts: each metric's staircase (vd_trend.h) among the changes not
+ * used yet, stored as one change point; its folded changes and the
+ * other metrics' near them marked used. The ratio's first: a drift of
+ * the subject shows there, unless the other arm's noise hides it. */
+static int
+s_trends(PGconn *c, const s_series_t *s, const s_window_t *w,
+         const vd_change_params_t *params, vd_change_t (*ch)[16],
+         const size_t *nch, bool (*used)[16], int *found, int64_t *kept,
+         size_t *nkept, bool *whole, char *err, size_t errlen)
+{
+    static const char *const name[3] = { "ratio", "subject", "other" };
+    for (int p = 0; p < 3; p++) {
+        vd_change_t free_ch[16];
+        size_t map[16], nf = 0, ntr = 0;
+        vd_trend_t tr[8];
+        if (p != 1 && !s->other[0])
+            continue;
+        for (size_t k = 0; k < nch[p]; k++)
+            if (!used[p][k]) {
+                map[nf] = k;
+                free_ch[nf++] = ch[p][k];
+            }
+        vd_params_t rule = params->rule;
+        rule.floor_us = p == 0 ? 0.0 : s->floor_us;
+        if (vd_trend_find(w->pt[p], w->n, free_ch, nf, &rule, tr, 8, &ntr,
+                          err, errlen) != VD_OK)
+            return -1;
+        for (size_t t = 0; t < ntr; t++) {
+            double pmin = 1.0;
+            for (size_t f = tr[t].first; f <= tr[t].last; f++) {
+                used[p][map[f]] = true;
+                pmin = free_ch[f].p_value < pmin ? free_ch[f].p_value : pmin;
+            }
+            /* The other metrics' changes the same way within its span
+             * are the same drift seen through them. */
+            bool up = tr[t].total > 1.0;
+            for (int o = 0; o < 3; o++)
+                for (size_t k = 0; o != p && k < nch[o]; k++)
+                    if (ch[o][k].index + 2 >= tr[t].start &&
+                        ch[o][k].index <= tr[t].end + 2 &&
+                        (ch[o][k].magnitude > 1.0) == up)
+                        used[o][k] = true;
+            vd_change_t one = { tr[t].start, tr[t].before, tr[t].now,
+                                tr[t].total, pmin, tr[t].outcome,
+                                tr[t].within_noise };
+            s_step_t st = { name[p], &one, { NAN, NAN, NAN },
+                            tr[t].per_point };
+            st.mag[p] = tr[t].total;
+            if (s_store(c, s, w->ids, w->n, &st, found, &kept[*nkept], err,
+                        errlen) != 0)
+                return -1;
+            *whole = *whole && kept[*nkept] != 0;
+            (*nkept)++;
+        }
+    }
+    return 0;
+}
+
 static int
 s_steps(PGconn *c, const s_series_t *s, const s_window_t *w,
-        vd_change_t (*ch)[16], const size_t *nch, int *found, char *err,
-        size_t errlen)
+        const vd_change_params_t *params, vd_change_t (*ch)[16],
+        const size_t *nch, int *found, char *err, size_t errlen)
 {
     bool used[3][16] = { { false } };
-    int64_t kept[48];      /* the change points written, by id */
+    int64_t kept[3 * 16 + 8];   /* the change points written, by id */
     size_t nkept = 0;
     bool whole = true;
-    int rc = 0;
+    int rc = s_trends(c, s, w, params, ch, nch, used, found, kept, &nkept,
+                      &whole, err, errlen);
     for (int m = 0; m < 3 && rc == 0; m++)
         for (size_t k = 0; k < nch[m] && rc == 0; k++) {
             const vd_change_t *x = &ch[m][k];
@@ -691,7 +753,7 @@ s_steps(PGconn *c, const s_series_t *s, const s_window_t *w,
                 continue;
             used[m][k] = true;
             s_step_t st = { m == 0 ? "ratio" : m == 1 ? "subject" : "other",
-                            x, { NAN, NAN, NAN } };
+                            x, { NAN, NAN, NAN }, NAN };
             st.mag[m] = x->magnitude;
             for (int o = m + 1; o < 3; o++) {
                 int j = s_near(ch[o], nch[o], used[o], x->index);
@@ -753,7 +815,7 @@ s_series(PGconn *c, const s_series_t *s, const char *run,
             rc = -1;
     }
     if (rc == 0 && w.n >= 2)
-        rc = s_steps(c, s, &w, ch, nch, found, err, errlen);
+        rc = s_steps(c, s, &w, params, ch, nch, found, err, errlen);
 done:
     s_window_free(&w);
     return rc;

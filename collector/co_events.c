@@ -63,6 +63,12 @@ s_event_new(const json_t *cp)
         "after", json_object_get(cp, "after"),
         "hosts", "members", "mags", "regression", 0, "within_noise", 1,
         "outcome", json_object_get(cp, "outcome"), "open", 0);
+    if (e && json_object_set(e, "trend", json_object_get(cp, "trend")
+                             ? json_object_get(cp, "trend")
+                             : json_null()) != 0) {
+        json_decref(e);
+        return NULL;
+    }
     if (e && json_object_set_new(e, "direction", json_string(
             json_number_value(json_object_get(cp, "magnitude")) > 1.0
             ? "slower" : "faster")) != 0) {

@@ -15,6 +15,7 @@
 #include "cl_verbs.h"
 #include "vd_change.h"
 #include "vd_otava.h"
+#include "vd_trend.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -560,12 +561,43 @@ s_parity(const s_input_t *in, size_t k, const s_opts_t *o, json_t *arr)
         pw_out_error(S_VERB, "%s: \"%s\": %s", in->path, m->name, err);
         goto done;
     }
+    /* A staircase of small changes one way is one drift (vd_trend.h),
+     * as the collector stores it. */
+    vd_trend_t tr[64];
+    size_t ntr = 0, t = 0;
+    if (vd_trend_find(pt, in->n, out, nout, &p.rule, tr, 64, &ntr, err,
+                      sizeof err) != VD_OK) {
+        pw_out_error(S_VERB, "%s: \"%s\": %s", in->path, m->name, err);
+        goto done;
+    }
     for (size_t c = 0; c < nout; c++) {
         const vd_change_t *ch = &out[c];
-        if (json_array_append_new(arr, s_cp_json(in, ch->index, ch->before,
-                ch->after, ch->p_value,
-                json_string(vd_outcome_name(ch->outcome)),
-                json_boolean(ch->within_noise))) != 0) {
+        json_t *cp;
+        if (t < ntr && c == tr[t].first) {
+            double pmin = 1.0;
+            for (size_t f = tr[t].first; f <= tr[t].last; f++)
+                pmin = out[f].p_value < pmin ? out[f].p_value : pmin;
+            cp = s_cp_json(in, tr[t].start, tr[t].before, tr[t].now, pmin,
+                           json_string(vd_outcome_name(tr[t].outcome)),
+                           json_boolean(tr[t].within_noise));
+            if (cp && json_object_update_new(cp, json_pack("{s:s,s:f,s:I,"
+                    "s:I}", "kind", "trend", "per_point", tr[t].per_point,
+                    "steps", (json_int_t)(tr[t].last - tr[t].first + 1),
+                    "until_index", (json_int_t)tr[t].end)) != 0) {
+                json_decref(cp);
+                cp = NULL;
+            }
+            c = tr[t++].last;
+        } else {
+            cp = s_cp_json(in, ch->index, ch->before, ch->after, ch->p_value,
+                           json_string(vd_outcome_name(ch->outcome)),
+                           json_boolean(ch->within_noise));
+            if (cp && json_object_set_new(cp, "kind", json_string("step"))) {
+                json_decref(cp);
+                cp = NULL;
+            }
+        }
+        if (json_array_append_new(arr, cp) != 0) {
             s_oom = true;
             pw_out_error(S_VERB, "out of memory");
             goto done;
@@ -716,10 +748,15 @@ s_table(FILE *f, const json_t *doc)
         json_array_foreach(cps, k, c) {
             char b[7][64], out[64];
             const json_t *oc = json_object_get(c, "outcome");
-            snprintf(out, sizeof out, "%s%s", json_is_string(oc)
+            const json_t *pp = json_object_get(c, "per_point");
+            char trend[64] = "";
+            if (json_is_number(pp))
+                snprintf(trend, sizeof trend, ", a trend: %+.2f %% a point",
+                         100.0 * json_number_value(pp));
+            snprintf(out, sizeof out, "%s%s%s", json_is_string(oc)
                      ? json_string_value(oc) : "-",
                      json_is_true(json_object_get(c, "within_noise"))
-                     ? " (within noise)" : "");
+                     ? " (within noise)" : "", trend);
             const char *row[] = {
                 s_text(b[0], 64, json_object_get(c, "index"), S_INT),
                 s_text(b[1], 64, json_object_get(c, "label_before"), S_P),

@@ -105,8 +105,9 @@ s_print_changes(FILE *f, const char *title, const json_t *list)
                  pw_out_str(e, "subject", "?"),
                  pw_out_str(e, "other", "?"));
         snprintf(cells[3], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
-        snprintf(cells[4], PW_OUT_CELL_MAX, "%s",
-                 pw_out_str(e, "metric", "?"));
+        snprintf(cells[4], PW_OUT_CELL_MAX, "%s%s",
+                 pw_out_str(e, "metric", "?"),
+                 json_is_object(json_object_get(e, "trend")) ? " trend" : "");
         snprintf(cells[5], PW_OUT_CELL_MAX, "%+.1f%%", (m - 1.0) * 100.0);
         snprintf(cells[6], PW_OUT_CELL_MAX, "%s%s",
                  pw_out_str(e, "outcome", "?"),
@@ -159,9 +160,18 @@ s_print_events(FILE *f, const char *title, const json_t *list)
         s_range_end(from, sizeof from, json_object_get(e, "before"));
         s_range_end(to, sizeof to, json_object_get(e, "after"));
         pw_out_pairs(vars, sizeof vars, json_object_get(e, "vars"), "");
+        const json_t *trend = json_object_get(e, "trend");
+        char when[2 * PW_OUT_CELL_MAX + 64];
+        if (json_is_object(trend))
+            snprintf(when, sizeof when, "drifting from %.100s on (%+.2f %% a "
+                     "run)", to, 100.0 * json_number_value(json_object_get(
+                         trend, "per_run")));
+        else
+            snprintf(when, sizeof when, "between %.100s and %.100s", from,
+                     to);
         fprintf(f, "  #%" JSON_INTEGER_FORMAT " %s (%s vs %s%s%s): %s on %"
                 JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " host%s "
-                "between %s and %s, %s x%.2f",
+                "%s, %s x%.2f%s",
                 json_integer_value(json_object_get(e, "id")),
                 pw_out_str(e, "benchmark", "?"), pw_out_str(e, "subject", "?"),
                 pw_out_str(e, "other", "?"), vars[0] ? ", " : "", vars,
@@ -169,7 +179,8 @@ s_print_events(FILE *f, const char *title, const json_t *list)
                 json_integer_value(json_object_get(e, "hosts_with_step")),
                 json_integer_value(json_object_get(e, "hosts_total")),
                 json_integer_value(json_object_get(e, "hosts_total")) == 1
-                ? "" : "s", from, to, pw_out_str(e, "metric", "?"), m);
+                ? "" : "s", when, pw_out_str(e, "metric", "?"), m,
+                json_is_object(trend) ? " so far" : "");
         if (lo != hi)
             fprintf(f, " (x%.3f to x%.3f)", lo, hi);
         fprintf(f, ", %s%s:", pw_out_str(e, "outcome", "?"),

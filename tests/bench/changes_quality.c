@@ -24,6 +24,7 @@
  * go to docs/regressions.md with tests/bench/changepoints.sh. */
 #include "vd_change.h"
 #include "vd_otava.h"
+#include "vd_trend.h"
 #include "verdict/series_gen.h"
 
 #include <math.h>
@@ -61,10 +62,25 @@ s_find(int m, const vd_point_t *pts, size_t n, s_found_t *f)
             exit(1);
         }
         f->n = f->n > S_MAX_CP ? S_MAX_CP : f->n;
-        for (size_t k = 0; k < f->n; k++) {
-            f->idx[k] = cp[k].index;
-            f->loss[k] = cp[k].outcome == VD_LOSS && !cp[k].within_noise;
+        /* What a user reads: a staircase folded into one trend. */
+        vd_trend_t tr[S_MAX_CP];
+        size_t ntr = 0, t = 0, out = 0;
+        if (vd_trend_find(pts, n, cp, f->n, &p.rule, tr, S_MAX_CP, &ntr, err,
+                          sizeof err) != VD_OK) {
+            fprintf(stderr, "changes-quality: %s\n", err);
+            exit(1);
         }
+        for (size_t k = 0; k < f->n; k++, out++) {
+            bool trend = t < ntr && k == tr[t].first;
+            f->idx[out] = trend ? tr[t].start : cp[k].index;
+            f->loss[out] = trend ? tr[t].outcome == VD_LOSS &&
+                                   !tr[t].within_noise
+                                 : cp[k].outcome == VD_LOSS &&
+                                   !cp[k].within_noise;
+            if (trend)
+                k = tr[t++].last;
+        }
+        f->n = out;
         return;
     }
     double x[S_MAX_N];

@@ -122,6 +122,21 @@ def parity_method():
        "timing modes with each run's min: no change point")
     ok(len(cps("--jsonl", "--otava", stdin=lines) or []) >= 3,
        "--otava, without the filter, reports the modes' spells")
+    # A drift of 0.5 % a point from point 15: one change point, a trend.
+    rng = random.Random(4)
+    drift = "".join("%r\n" % round(100 * 1.005 ** max(0, i - 15) *
+                                   (1 + rng.gauss(0, 0.003)), 3)
+                    for i in range(80))
+    got = cps("--jsonl", stdin=drift) or []
+    ok(len(got) == 1 and got[0].get("kind") == "trend" and
+       15 <= got[0]["index"] <= 25 and
+       0.004 < got[0].get("per_point", 0) < 0.006 and
+       got[0]["steps"] >= 3 and got[0]["outcome"] == "loss",
+       "a drift of 0.5 %% a point: one change point, a trend (%s)"
+       % [(c.get("kind"), c["index"], c.get("per_point"), c.get("steps"))
+          for c in got])
+    got = cps(write("step.csv", csv_of(step_series(2), "c"))) or []
+    ok([c.get("kind") for c in got] == ["step"], "a step says kind step")
     nomin = "".join(json.dumps({"median": p["median"]}) + "\n" for p in pts)
     ok([c["index"] for c in cps("--jsonl", "--otava", stdin=nomin) or []] ==
        [c["index"] for c in cps("--jsonl", "--otava", stdin=lines) or []],

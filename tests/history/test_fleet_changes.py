@@ -13,6 +13,9 @@ from docs/protocol.md did. 40 commits c01..c40, one run a commit a host,
   modes  each run's samples in two timing modes 30 % apart, the share of
          the slow one moving from run to run; the fastest runs stay put:
          no change point.
+  drift  on h1 the subject arm is 0.5 % slower a commit from c10 on: one
+         change point, a trend (where it began, its rate, the total),
+         not a row per segment; the other hosts level.
 
 What a user reads is checked exactly: one change point per host h1..h3,
 between c24 and c25, loss, x1.10 (with the ratio's and the subject's
@@ -78,6 +81,18 @@ def plan_lines(seed=1):
                             {"name": "b", "samples": [
                                 round(BASE_US * (1 + rng.gauss(0, 0.01)), 1)
                                 for _ in range(ROUNDS)]}]})
+            grow = 1.005 ** (ci + 1 - 10) if (h == "h1" and ci + 1 >= 10) \
+                else 1.0
+            out.append({"host": h, "suite": "fleet", "bench": "drift",
+                        "tags": {"commit": commit},
+                        "start_us": start + 30 * 1000000, "arms": [
+                            {"name": "new", "subject": True, "samples": [
+                                round(BASE_US * grow *
+                                      (1 + rng.gauss(0, 0.01)), 1)
+                                for _ in range(ROUNDS)]},
+                            {"name": "old", "samples": [
+                                round(BASE_US * (1 + rng.gauss(0, 0.01)), 1)
+                                for _ in range(ROUNDS)]}]})
             share = rng.choice((0.2, 0.5, 0.8))
             out.append({"host": h, "suite": "fleet", "bench": "modes",
                         "tags": {"commit": commit},
@@ -140,9 +155,26 @@ def check_step(w, body):
                c["magnitude"], m.get("ratio"), m.get("subject"),
                m.get("other"), c["hosts_with_step"], c["hosts_total"]))
     others = [(c["benchmark"], c["host"]) for c in cps
-              if c["benchmark"] != "step"]
+              if c["benchmark"] not in ("step", "drift")]
     ok(others == [], "no change point on noise or timing modes: %s"
        % others)
+    drift = [c for c in cps if c["benchmark"] == "drift"]
+    d = drift[0] if len(drift) == 1 else {}
+    start = int(d.get("after", {}).get("tags", {}).get("commit", "c0")[1:])
+    rate = (d.get("trend") or {}).get("per_run", 0)
+    # The drift's steps stored while it was young are superseded by it.
+    gone = [c for c in body.get("change_points", {}).get("superseded", [])]
+    ok(all(c["benchmark"] == "drift" and c["host"] == "h1" for c in gone),
+       "superseded so far: the drift's early steps alone (%s)"
+       % [(c["benchmark"], c["host"], c["after"]["tags"].get("commit"))
+          for c in gone])
+    ok(len(drift) == 1 and d["host"] == "h1" and 10 <= start <= 16 and
+       0.003 < rate < 0.007 and d["regression"] and
+       1.10 < d["magnitude"] < 1.20,
+       "the drift: one change point on h1, a trend from c%02d on, %+.2f %% a "
+       "run, x%.3f so far (%d change points: %s)" % (
+           start, 100 * rate, d.get("magnitude", 0), len(drift),
+           [(c["host"], c["after"]["tags"].get("commit")) for c in drift]))
     return {c["host"]: c["id"] for c in step}
 
 
@@ -190,7 +222,11 @@ def check_event(w, ids):
     ev = body.get("change_points", {}).get("events", {}).get("open", [])
     step = [e for e in ev if e["benchmark"] == "step"]
     e = step[0] if len(step) == 1 else {}
-    ok(len(step) == 1 and len(ev) == 1 and e["id"] == min(ids.values()) and
+    drift = [x for x in ev if x["benchmark"] == "drift"]
+    ok(len(drift) == 1 and drift[0]["hosts"] == ["h1"] and
+       drift[0]["trend"] and drift[0]["hosts_with_step"] == 1,
+       "the drift is an event of its own, on h1")
+    ok(len(step) == 1 and len(ev) == 2 and e["id"] == min(ids.values()) and
        sorted(e["members"]) == sorted(ids.values()) and
        e["hosts"] and sorted(e["hosts"]) == ["h1", "h2", "h3"] and
        e["hosts_with_step"] == 3 and e["hosts_total"] == 4 and
@@ -211,8 +247,11 @@ def check_event(w, ids):
                 e.get("magnitude_min", 0), e.get("magnitude_max", 0),
                 ", ".join(e.get("hosts", []))))
     lines = r.stdout.splitlines()
-    ok(lines[:2] == ["events (1):", want], "the table's first lines:\n%s"
-       % "\n".join(lines[:2]))
+    ok(lines[:1] == ["events (2):"] and want in lines[1:3] and any(
+        ln.startswith("  #%d drift (new vs old): slower on 1 of 4 hosts "
+                      "drifting from c" % (drift[0]["id"] if drift else 0))
+        for ln in lines[1:3]), "the table's first lines:\n%s"
+       % "\n".join(lines[:3]))
     r = w.parity("regressions", "ack", str(e.get("id", 0)), "--note",
                  "known: the slower build")
     ok(r.returncode == 0 and r.stdout.strip() == "change point %d acked, "
@@ -222,10 +261,12 @@ def check_event(w, ids):
     r = w.parity("regressions", "--json")
     body = json.loads(r.stdout) if r.stdout else {}
     cps = body.get("change_points", {})
-    ok(r.returncode == 0 and len(cps.get("acked", [])) == 3 and
-       not cps.get("open") and len(cps["events"]["acked"]) == 1 and
-       not cps["events"]["open"],
-       "every member acked: exit %d, the event under acked" % r.returncode)
+    step_open = [c for c in cps.get("open", []) if c["benchmark"] == "step"]
+    ok(r.returncode == 1 and len(cps.get("acked", [])) == 3 and
+       not step_open and len(cps["events"]["acked"]) == 1 and
+       [x["benchmark"] for x in cps["events"]["open"]] == ["drift"],
+       "every member acked, the event under acked; the drift still open "
+       "(exit %d)" % r.returncode)
     r = w.parity("regressions", "unack", str(ids["h2"]))
     ok(r.returncode == 0 and r.stdout.strip() == "change point %d open "
        "again, with its event: 3 change points on %s" % (
@@ -269,11 +310,12 @@ def check_superseded(w, ids, rng_seed=2):
     while time.time() < end:
         body = w.pjson("regressions", "--json") or {}
         gone = body.get("change_points", {}).get("superseded", [])
-        if gone:
+        if any(str(c["id"]) == stale for c in gone):
             break
         time.sleep(0.5)
     cps = body.get("change_points", {})
-    gone = [c["id"] for c in cps.get("superseded", [])]
+    gone = [c["id"] for c in cps.get("superseded", [])
+            if c["benchmark"] == "step"]
     kept = sorted(c["id"] for c in cps.get("open", []) + cps.get("acked", [])
                   if c["benchmark"] == "step")
     ok(gone == [int(stale or 0)] and kept == sorted(ids.values()),
