@@ -79,21 +79,40 @@ s_table_add(pw_out_table_t *t, char cells[S_COLS][PW_OUT_CELL_MAX])
 }
 
 /* The change points table: id, what, where, how much, since when. */
+/* Whether a listed item (event or change point) is shown: within noise
+ * only with --all. */
+static bool
+s_shown(const json_t *e, bool all)
+{
+    return all || !json_is_true(json_object_get(e, "within_noise"));
+}
+
+static size_t
+s_count_shown(const json_t *list, bool all)
+{
+    size_t i, n = 0;
+    const json_t *e;
+    json_array_foreach(list, i, e) n += s_shown(e, all);
+    return n;
+}
+
 static int
-s_print_changes(FILE *f, const char *title, const json_t *list)
+s_print_changes(FILE *f, const char *title, const json_t *list, bool all)
 {
     static const char *const head[S_COLS] = { "id", "benchmark", "arms",
         "host", "metric", "change", "verdict", "between", "hosts" };
-    if (json_array_size(list) == 0)
+    if (s_count_shown(list, all) == 0)
         return 0;
     int rc = 0;
-    pw_out_table_t *t = s_table_new(f, title, json_array_size(list), head,
+    pw_out_table_t *t = s_table_new(f, title, s_count_shown(list, all), head,
                                     5, &rc);
     if (!t)
         return -1;
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
+        if (!s_shown(e, all))
+            continue;
         char cells[S_COLS][PW_OUT_CELL_MAX], from[PW_OUT_CELL_MAX],
              to[PW_OUT_CELL_MAX];
         double m = json_number_value(json_object_get(e, "magnitude"));
@@ -126,6 +145,8 @@ s_print_changes(FILE *f, const char *title, const json_t *list)
     pw_out_table_destroy(&t);
     /* What changed on the host at each step, and why acked ones are. */
     json_array_foreach(list, i, e) {
+        if (!s_shown(e, all))
+            continue;
         size_t k;
         json_t *note;
         json_array_foreach(json_object_get(e, "annotations"), k, note)
@@ -145,14 +166,16 @@ s_print_changes(FILE *f, const char *title, const json_t *list)
  * on 3 of 4 hosts between c24 and c25, ratio x1.10 (x1.098 to x1.101),
  * loss: h1, h2, h3". */
 static int
-s_print_events(FILE *f, const char *title, const json_t *list)
+s_print_events(FILE *f, const char *title, const json_t *list, bool all)
 {
     size_t i, k;
     const json_t *e, *h;
-    if (json_array_size(list) == 0)
+    if (s_count_shown(list, all) == 0)
         return 0;
-    fprintf(f, "%s (%zu):\n", title, json_array_size(list));
+    fprintf(f, "%s (%zu):\n", title, s_count_shown(list, all));
     json_array_foreach(list, i, e) {
+        if (!s_shown(e, all))
+            continue;
         char from[PW_OUT_CELL_MAX], to[PW_OUT_CELL_MAX], vars[256];
         double m = json_number_value(json_object_get(e, "magnitude")),
                lo = json_number_value(json_object_get(e, "magnitude_min")),
@@ -254,23 +277,27 @@ s_usage(FILE *f)
 {
     fprintf(f,
 "usage: parity regressions [--since DURATION | --jobs N] [--tag KEY=VALUE]...\n"
-"                          [--host NAME] [--json] [connection options]\n"
+"                          [--host NAME] [--all] [--json]\n"
+"                          [connection options]\n"
 "       parity regressions ack ID --note TEXT [connection options]\n"
 "       parity regressions unack ID [connection options]\n\n"
-"The open change points of every series (benchmark, arm pair, host and\n"
-"variables), found as runs are stored: regressions first, worst first, with\n"
-"the commit range, the verdict of the runs after against the runs before,\n"
-"how many hosts show the same step, and what changed on the host. Acked\n"
-"change points are listed apart. Beside them: per benchmark, arm pair and\n"
-"host, the newest verdict against the previous job's (worse, better).\n\n"
+"The open events (one step on several hosts) and change points of every\n"
+"series (benchmark, arm pair, host and variables), found as runs are\n"
+"stored: regressions first, worst first, with the commit range, the verdict\n"
+"of the runs after against the runs before, how many hosts show the same\n"
+"step, and what changed on the host. Acked ones are listed apart. Beside\n"
+"them: per benchmark, arm pair and host, the newest verdict against the\n"
+"previous job's (worse, better).\n\n"
 "  --since D       change points after D ago, and pairs whose newest verdict\n"
 "                  is younger than D (90s, 10m, 2h, 3d, 2w; at most 366d)\n"
 "  --jobs N        pairs whose newest verdict is from the suite's N newest\n"
 "                  jobs (default 1)\n"
 "  --tag K=V       only runs tagged K=V (e.g. branch=main); may repeat\n"
 "  --host NAME     only this host\n"
-"  --json          the collector's answer\n"
-"  ack ID --note T mark change point ID as known (it no longer fails)\n"
+"  --all           list change points within noise too (counted otherwise)\n"
+"  --json          the collector's answer (all of them)\n"
+"  ack ID --note T mark change point ID and its event as known (it no\n"
+"                  longer fails)\n"
 "  unack ID        undo that\n"
 "Connection options as in `parity hosts --help`.\n\n"
 "exit status: 0 no open regression, 1 a regression is open, 2 usage, 3 no\n"
@@ -346,10 +373,12 @@ s_ack_main(int argc, char **argv, cl_conn_opts_t *co, bool ack)
 
 /* The options of the listing; args gets what the collector reads. */
 static int
-s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json)
+s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json,
+            bool *all)
 {
-    enum { O_SINCE = 256, O_JOBS, O_TAG, O_HOST, O_JSON };
+    enum { O_SINCE = 256, O_JOBS, O_TAG, O_HOST, O_JSON, O_ALL };
     static const struct option opts[] = {
+        { "all", no_argument, NULL, O_ALL },
         { "since", required_argument, NULL, O_SINCE },
         { "jobs", required_argument, NULL, O_JOBS },
         { "tag", required_argument, NULL, O_TAG },
@@ -367,6 +396,9 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json)
         switch (c) {
         case O_JSON:
             *as_json = true;
+            break;
+        case O_ALL:
+            *all = true;
             break;
         case O_SINCE:
             if (pw_out_duration(v, S_SINCE_MAX_S, &sec) != 0) {
@@ -424,20 +456,21 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json)
 }
 
 int
-cl_regressions_print(FILE *f, const json_t *body)
+cl_regressions_print(FILE *f, const json_t *body, bool all)
 {
     const json_t *cps = json_object_get(body, "change_points"),
                  *worse = json_object_get(body, "regressions"),
                  *better = json_object_get(body, "improvements");
     const json_t *events = json_object_get(cps, "events");
-    int w = s_print_events(f, "events", json_object_get(events, "open"));
-    w |= s_print_events(f, "acked events", json_object_get(events,
-                                                           "acked"));
-    w |= s_print_changes(f, "change points",
-                         json_object_get(cps, "open"));
-    if (json_array_size(json_object_get(cps, "acked")))
+    int w = s_print_events(f, "events", json_object_get(events, "open"),
+                           all);
+    w |= s_print_events(f, "acked events", json_object_get(events, "acked"),
+                        all);
+    w |= s_print_changes(f, "change points", json_object_get(cps, "open"),
+                         all);
+    if (s_count_shown(json_object_get(cps, "acked"), all))
         fputc('\n', f);
-    w |= s_print_changes(f, "acked", json_object_get(cps, "acked"));
+    w |= s_print_changes(f, "acked", json_object_get(cps, "acked"), all);
     if (json_array_size(worse) || json_array_size(better))
         fputc('\n', f);
     w |= s_print_list(f, "verdict worse than the previous job's", worse);
@@ -455,6 +488,13 @@ cl_regressions_print(FILE *f, const json_t *body)
             json_array_size(worse), json_array_size(better),
             json_integer_value(json_object_get(body, "unchanged")),
             json_integer_value(json_object_get(body, "first")));
+    size_t hidden = json_array_size(json_object_get(cps, "open")) +
+                    json_array_size(json_object_get(cps, "acked")) -
+                    s_count_shown(json_object_get(cps, "open"), all) -
+                    s_count_shown(json_object_get(cps, "acked"), all);
+    if (hidden)
+        fprintf(f, "%zu change point%s within noise not listed (--all "
+                "lists them)\n", hidden, hidden == 1 ? "" : "s");
     if (json_is_true(json_object_get(body, "truncated")) ||
         json_is_true(json_object_get(cps, "truncated")))
         fprintf(f, "(more than one answer holds: give --tag, --host or "
@@ -486,7 +526,8 @@ cl_regressions_main(int argc, char **argv)
         rc = s_ack_main(argc - 1, argv + 1, &co, argv[1][0] == 'a');
         goto done;
     }
-    if (s_list_opts(argc, argv, args, tags, &as_json) != 0)
+    bool all = false;
+    if (s_list_opts(argc, argv, args, tags, &as_json, &all) != 0)
         goto done;
     json_object_set(args, "tags", tags);
     rc = cl_conn_ask("regressions", &co, "regressions", args, &body);
@@ -496,7 +537,7 @@ cl_regressions_main(int argc, char **argv)
         goto done;
     }
     int w = as_json ? pw_out_json(stdout, body) :
-                    cl_regressions_print(stdout, body);
+                    cl_regressions_print(stdout, body, all);
     if (w != 0 || fflush(stdout) != 0) {
         pw_out_error("regressions", "writing stdout failed");
         rc = PW_EXIT_SYSTEM;

@@ -268,7 +268,7 @@ s_regressions_tests(void)
         "improvements", "unchanged", 3, "first", 0);
     capture_t c;
     FILE *f = capture_open(&c);
-    int rc = body ? cl_regressions_print(f, body) : -1;
+    int rc = body ? cl_regressions_print(f, body, false) : -1;
     char *buf = capture_text(&c, rc);
     ok(rc == 0 && buf && strstr(buf, "before tags") &&
        strstr(buf, "after tags") && strstr(buf, "commit=c1 phase=early") &&
@@ -277,6 +277,33 @@ s_regressions_tests(void)
        "regressions: a worse pair shows the tags of the run before and "
        "the run after");
     free(buf);
+    json_decref(body);
+
+    /* A change point within noise: counted, listed with --all. */
+    body = json_pack("{s:{s:[{s:I,s:s,s:s,s:s,s:s,s:s,s:f,s:s,s:b,s:b,"
+                     "s:{s:{s:s}},s:{s:{s:s}},s:I,s:I,s:[]}],s:[]},s:[],"
+                     "s:[],s:i,s:i}", "change_points", "open", "id",
+                     (json_int_t)7, "benchmark", "b", "subject", "new",
+                     "other", "old", "host", "alpha", "metric", "ratio",
+                     "magnitude", 1.03, "outcome", "parity", "within_noise",
+                     1, "regression", 0, "before", "tags", "commit", "c1",
+                     "after", "tags", "commit", "c2", "hosts_with_step",
+                     (json_int_t)1, "hosts_total", (json_int_t)1,
+                     "annotations", "acked", "regressions", "improvements",
+                     "unchanged", 0, "first", 0);
+    for (int all = 0; all < 2; all++) {
+        f = capture_open(&c);
+        rc = body ? cl_regressions_print(f, body, all) : -1;
+        buf = capture_text(&c, rc);
+        ok(rc == 0 && buf && (all ? strstr(buf, "parity (within noise)") &&
+                              !strstr(buf, "not listed")
+                              : !strstr(buf, "change points (") &&
+                              strstr(buf, "1 change point within noise not "
+                                     "listed (--all lists them)")),
+           "regressions %s: a change point within noise %s", all ? "--all"
+           : "alone", all ? "is listed" : "is counted, not listed");
+        free(buf);
+    }
     json_decref(body);
 }
 
