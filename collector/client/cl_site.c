@@ -555,6 +555,85 @@ s_cps(FILE *f, const s_site_t *s, const char *which, const char *title)
     return 0;
 }
 
+/* The open events (one step on several hosts, docs/regressions.md), as
+ * the collector sorted them: regressions first, the largest steps. */
+static void
+s_events(FILE *f, const s_site_t *s)
+{
+    const json_t *list = json_object_get(json_object_get(json_object_get(
+        s->doc, "regressions"), "events"), "open"), *e;
+    size_t n = json_array_size(list), i, k;
+    fputs("<h2>Open events</h2>\n", f);
+    if (n == 0) {
+        fputs("<p>None.</p>\n", f);
+        return;
+    }
+    size_t shown = n < CL_SITE_MAX_ROWS ? n : CL_SITE_MAX_ROWS;
+    if (shown < n)
+        fprintf(f, "<p class=\"capped\">The worst %zu of %zu.</p>\n",
+                shown, n);
+    fputs("<table class=\"events\">\n<tr><th>outcome</th><th>benchmark"
+          "</th><th>arms</th><th>variables</th><th>change</th><th>runs "
+          "before &rarr; after</th><th>hosts</th></tr>\n", f);
+    json_array_foreach(list, i, e) {
+        if (i == shown)
+            break;
+        const char *o = s_outcome(pw_out_str(e, "outcome", NULL));
+        const char *page = s_page_of(s, pw_out_str(e, "suite", ""),
+                                     pw_out_str(e, "benchmark", ""));
+        const json_t *trend = json_object_get(e, "trend"), *h;
+        char before[512], after[512], vars[512], change[160];
+        pw_out_pairs(before, sizeof before, json_object_get(
+            json_object_get(e, "before"), "tags"), "-");
+        pw_out_pairs(after, sizeof after, json_object_get(
+            json_object_get(e, "after"), "tags"), "-");
+        pw_out_pairs(vars, sizeof vars, json_object_get(e, "vars"), "-");
+        double m = json_number_value(json_object_get(e, "magnitude")),
+               lo = json_number_value(json_object_get(e, "magnitude_min")),
+               hi = json_number_value(json_object_get(e, "magnitude_max"));
+        int at = snprintf(change, sizeof change, "%s %s x%.3f",
+                          pw_out_str(e, "direction", "?"),
+                          pw_out_str(e, "metric", "ratio"), m);
+        if (lo != hi && at > 0 && (size_t)at < sizeof change)
+            at += snprintf(change + at, sizeof change - (size_t)at,
+                           " (x%.3f to x%.3f)", lo, hi);
+        if (json_is_object(trend) && at > 0 && (size_t)at < sizeof change)
+            snprintf(change + at, sizeof change - (size_t)at, ", a trend: "
+                     "%+.2f %% a run", 100.0 * json_number_value(
+                         json_object_get(trend, "per_run")));
+        fprintf(f, "<tr class=\"event\"><td class=\"%s\">%s%s%s</td><td>",
+                o, o, json_is_true(json_object_get(e, "regression")) ?
+                " (regression)" : "", json_is_true(json_object_get(
+                    e, "within_noise")) ? " (within noise)" : "");
+        if (page)
+            fprintf(f, "<a href=\"%s\">", page);
+        cl_svg_text(f, pw_out_str(e, "benchmark", "?"));
+        fputs(page ? "</a></td><td>" : "</td><td>", f);
+        cl_svg_text(f, pw_out_str(e, "subject", "?"));
+        fputs(" vs ", f);
+        cl_svg_text(f, pw_out_str(e, "other", "?"));
+        fputs("</td><td>", f);
+        cl_svg_text(f, vars);
+        fputs("</td><td>", f);
+        cl_svg_text(f, change);
+        fputs("</td><td>", f);
+        cl_svg_text(f, before);
+        fputs(" &rarr; ", f);
+        cl_svg_text(f, after);
+        fprintf(f, "</td><td>%" JSON_INTEGER_FORMAT " of %"
+                JSON_INTEGER_FORMAT ":", json_integer_value(
+                    json_object_get(e, "hosts_with_step")),
+                json_integer_value(json_object_get(e, "hosts_total")));
+        json_array_foreach(json_object_get(e, "hosts"), k, h) {
+            fputs(k ? ", " : " ", f);
+            cl_svg_text(f, json_string_value(h) ? json_string_value(h)
+                                                : "?");
+        }
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
 /* The latest job: one row per comparison, one cell per host coloured by
  * its verdict's outcome. */
 static void
@@ -659,7 +738,8 @@ s_index(const s_site_t *s, const char *dir, char *err, size_t errlen)
     s_head(f, "Parity");
     fprintf(f, "<h1>Parity</h1>\n<p>The fleet as of %s.</p>\n", when);
     s_hosts(f, s);
-    int rc = s_cps(f, s, "open", "Open regressions and change points");
+    s_events(f, s);
+    int rc = s_cps(f, s, "open", "Open change points, per host");
     if (json_is_true(json_object_get(json_object_get(s->doc, "regressions"),
                                      "truncated")))
         fputs("<p class=\"capped\">More change points than one answer "

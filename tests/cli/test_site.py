@@ -345,6 +345,17 @@ def check_index(site, data):
     want = [(cp["benchmark"], cp["host"], cp["outcome"]) for cp in expect]
     ok(got == want, "overview: open change points worst first, each cell "
        "classed by its outcome", (got, want))
+    # The events first, as the collector sorted them, with the same
+    # host count as their change points.
+    table = root.first("table", ("events",))
+    cells = [r.all("td") for r in table.all("tr")[1:]] if table else []
+    got = [(c[1].alltext(), c[6].alltext(), next(iter(c[0].classes)))
+           for c in cells]
+    want = [(e["benchmark"], "%d of %d: %s" % (
+        e["hosts_with_step"], e["hosts_total"], ", ".join(e["hosts"])),
+        e["outcome"]) for e in data["regressions"]["events"]["open"]]
+    ok(got == want and len(want) == len(data["regressions"]["open"]),
+       "overview: the open events, one row each with its hosts", (got, want))
     acked = root.first("table", ("acked",))
     ok(acked is not None and len(acked.all("tr")) - 1 ==
        len(data["regressions"]["acked"]) and
