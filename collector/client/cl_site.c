@@ -474,7 +474,10 @@ s_cp_row(FILE *f, const s_site_t *s, const json_t *cp, bool acked)
     pw_out_pairs(after, sizeof after, json_object_get(json_object_get(
         cp, "after"), "tags"), "-");
     pw_out_pairs(vars, sizeof vars, json_object_get(cp, "vars"), "-");
-    fprintf(f, "<tr class=\"cp\"><td class=\"%s\">%s%s%s</td><td>", o, o,
+    fprintf(f, "<tr class=\"cp\" id=\"cp-%" JSON_INTEGER_FORMAT "\"><td "
+            "class=\"%s\">#%" JSON_INTEGER_FORMAT " %s%s%s</td><td>",
+            json_integer_value(json_object_get(cp, "id")), o,
+            json_integer_value(json_object_get(cp, "id")), o,
             json_is_true(json_object_get(cp, "regression")) ?
             " (regression)" : "",
             json_is_true(json_object_get(cp, "within_noise")) ?
@@ -601,8 +604,10 @@ s_events(FILE *f, const s_site_t *s)
             snprintf(change + at, sizeof change - (size_t)at, ", a trend: "
                      "%+.2f %% a run", 100.0 * json_number_value(
                          json_object_get(trend, "per_run")));
-        fprintf(f, "<tr class=\"event\"><td class=\"%s\">%s%s%s</td><td>",
-                o, o, json_is_true(json_object_get(e, "regression")) ?
+        fprintf(f, "<tr class=\"event\"><td class=\"%s\">#%"
+                JSON_INTEGER_FORMAT " %s%s%s</td><td>", o,
+                json_integer_value(json_object_get(e, "id")), o,
+                json_is_true(json_object_get(e, "regression")) ?
                 " (regression)" : "", json_is_true(json_object_get(
                     e, "within_noise")) ? " (within noise)" : "");
         if (page)

@@ -345,6 +345,10 @@ def check_index(site, data):
     want = [(cp["benchmark"], cp["host"], cp["outcome"]) for cp in expect]
     ok(got == want, "overview: open change points worst first, each cell "
        "classed by its outcome", (got, want))
+    ids = [c[0].alltext().split()[0] for c in cells]
+    ok(ids == ["#%d" % cp["id"] for cp in expect],
+       "overview: each change point with its id, as parity regressions and "
+       "history show it (%s)" % ids)
     # The events first, as the collector sorted them, with the same
     # host count as their change points.
     table = root.first("table", ("events",))
