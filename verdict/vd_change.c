@@ -23,7 +23,6 @@
 #include "vd_change.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,19 +42,6 @@
  * search over splits, so an ordinary 1 % level means what it says. */
 #define S_CONFIRM_P          0.01
 
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 void
 vd_change_params_default(vd_change_params_t *p)
@@ -524,7 +510,7 @@ s_verdict(const s_work_t *wk, size_t k, vd_outcome_t *outcome,
     }
     if (vd_compare(after, na, before, nb, &rule, &v, why, sizeof why) !=
         VD_OK) {
-        s_err(err, errlen, "verdict of the change at window point %zu: %s",
+        vd_errf(err, errlen, "verdict of the change at window point %zu: %s",
               c, why);
         return VD_ERR;
     }
@@ -539,46 +525,46 @@ s_check(const vd_point_t *x, size_t n, const vd_change_params_t *p,
         const vd_change_t *out, size_t max_out, char *err, size_t errlen)
 {
     if (n > 0 && !x) {
-        s_err(err, errlen, "points is NULL with n %zu", n);
+        vd_errf(err, errlen, "points is NULL with n %zu", n);
         return VD_ERR;
     }
     if (max_out > 0 && !out) {
-        s_err(err, errlen, "out is NULL with max_out %zu", max_out);
+        vd_errf(err, errlen, "out is NULL with max_out %zu", max_out);
         return VD_ERR;
     }
     if (!(p->max_p_value > 0.0 && p->max_p_value <= 1.0)) {
-        s_err(err, errlen, "max_p_value %g: must be in (0, 1]",
+        vd_errf(err, errlen, "max_p_value %g: must be in (0, 1]",
               p->max_p_value);
         return VD_ERR;
     }
     if (p->window < 2 || p->window > VD_CHANGE_MAX_WINDOW) {
-        s_err(err, errlen, "window %zu: must be from 2 to %d", p->window,
+        vd_errf(err, errlen, "window %zu: must be from 2 to %d", p->window,
               VD_CHANGE_MAX_WINDOW);
         return VD_ERR;
     }
     if (p->min_segment < 1 || p->min_segment > p->window / 2) {
-        s_err(err, errlen, "min_segment %zu: must be from 1 to half the "
+        vd_errf(err, errlen, "min_segment %zu: must be from 1 to half the "
               "window (%zu)", p->min_segment, p->window / 2);
         return VD_ERR;
     }
     if (!isfinite(p->min_relative) || p->min_relative < 0.0) {
-        s_err(err, errlen, "min_relative %g: must be a finite number >= 0",
+        vd_errf(err, errlen, "min_relative %g: must be a finite number >= 0",
               p->min_relative);
         return VD_ERR;
     }
     if (!isfinite(p->floor_us) || p->floor_us < 0.0) {
-        s_err(err, errlen, "floor_us %g: must be a finite number >= 0",
+        vd_errf(err, errlen, "floor_us %g: must be a finite number >= 0",
               p->floor_us);
         return VD_ERR;
     }
     if (!isfinite(p->rule.parity) || p->rule.parity < 0.0) {
-        s_err(err, errlen, "rule parity %g: must be a finite number >= 0",
+        vd_errf(err, errlen, "rule parity %g: must be a finite number >= 0",
               p->rule.parity);
         return VD_ERR;
     }
     for (size_t i = n > p->window ? n - p->window : 0; i < n; i++)
         if (!isfinite(x[i].median) || !(x[i].median > 0.0)) {
-            s_err(err, errlen, "point %zu has median %g: medians must be "
+            vd_errf(err, errlen, "point %zu has median %g: medians must be "
                   "finite and > 0", i, x[i].median);
             return VD_ERR;
         }
@@ -626,7 +612,7 @@ vd_change_find(const vd_point_t *x, size_t n,
     int rc = VD_ERR;
 
     if (!n_out) {
-        s_err(err, errlen, "n_out is NULL");
+        vd_errf(err, errlen, "n_out is NULL");
         return VD_ERR;
     }
     *n_out = 0;
@@ -644,7 +630,7 @@ vd_change_find(const vd_point_t *x, size_t n,
     wk.p = params;
     wk.w = w;
     if (!(block = s_alloc(&wk, w))) {
-        s_err(err, errlen, "out of memory for a window of %zu points", w);
+        vd_errf(err, errlen, "out of memory for a window of %zu points", w);
         return VD_ERR;
     }
     judged = (s_judged_t *)(wk.cand_kappa + w);
@@ -658,7 +644,7 @@ vd_change_find(const vd_point_t *x, size_t n,
                  : params->max_p_value < 0.5 ? params->max_p_value * 2.0
                  : params->max_p_value);
     if (s_merge(&wk, judged) != VD_OK) {
-        s_err(err, errlen, "internal error: a segment's medians could not "
+        vd_errf(err, errlen, "internal error: a segment's medians could not "
               "be summarised");
         goto done;
     }

@@ -10,25 +10,11 @@
 #include "vd_change.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* TTestSignificanceTester.compare: x[a..c) against x[c..b). */
 static void
@@ -275,23 +261,23 @@ vd_otava_find(const double *x, size_t n, size_t window_len, double max_p,
 
     *n_out = 0;
     if (!x && n > 0) {
-        s_err(err, errlen, "otava: no series");
+        vd_errf(err, errlen, "otava: no series");
         return -1;
     }
     if (window_len < 2 || window_len > VD_OTAVA_MAX_WINDOW) {
-        s_err(err, errlen, "otava: window %zu is outside 2..%d", window_len,
+        vd_errf(err, errlen, "otava: window %zu is outside 2..%d", window_len,
               VD_OTAVA_MAX_WINDOW);
         return -1;
     }
     if (!(max_p > 0.0 && max_p <= 1.0) || !(min_magnitude >= 0.0) ||
         !isfinite(min_magnitude)) {
-        s_err(err, errlen, "otava: p-value %g or magnitude %g out of range",
+        vd_errf(err, errlen, "otava: p-value %g or magnitude %g out of range",
               max_p, min_magnitude);
         return -1;
     }
     for (size_t i = 0; i < n; i++)
         if (!isfinite(x[i])) {
-            s_err(err, errlen, "otava: point %zu is not a finite number", i);
+            vd_errf(err, errlen, "otava: point %zu is not a finite number", i);
             return -1;
         }
     if (n < 2)
@@ -304,7 +290,7 @@ vd_otava_find(const double *x, size_t n, size_t window_len, double max_p,
     all = malloc(n * sizeof *all);
     cp = malloc(n * sizeof *cp);
     if (!w.pre || !w.cps || !all || !cp) {
-        s_err(err, errlen, "otava: out of memory for %zu points", n);
+        vd_errf(err, errlen, "otava: out of memory for %zu points", n);
         goto done;
     }
     size_t nall = s_split(x, n, window_len, first, &w, all);

@@ -8,11 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-s_err(char *err, size_t errlen, const char *fmt, ...)
+void
+vd_errf(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0)
         return;
@@ -194,21 +191,21 @@ vd_summarize(const double *x, size_t n, vd_summary_t *out,
     size_t bad;
 
     if (n == 0) {
-        s_err(err, errlen, "no samples");
+        vd_errf(err, errlen, "no samples");
         return VD_ERR;
     }
     if (n > VD_MAX_SAMPLES) {
-        s_err(err, errlen, "%zu samples, more than the limit of %u", n,
+        vd_errf(err, errlen, "%zu samples, more than the limit of %u", n,
               VD_MAX_SAMPLES);
         return VD_ERR;
     }
     if ((bad = s_first_bad(x, n)) < n) {
-        s_err(err, errlen, "sample %zu is %g: samples must be finite and > 0",
+        vd_errf(err, errlen, "sample %zu is %g: samples must be finite and > 0",
               bad + 1, x[bad]);
         return VD_ERR;
     }
     if (n > VD_STACK_SAMPLES && !(s = malloc(n * sizeof *s))) {
-        s_err(err, errlen, "out of memory for %zu samples", n);
+        vd_errf(err, errlen, "out of memory for %zu samples", n);
         return VD_ERR;
     }
     memcpy(s, x, n * sizeof *s);
@@ -223,12 +220,12 @@ static int
 s_check_params(const vd_params_t *p, char *err, size_t errlen)
 {
     if (!isfinite(p->parity) || p->parity < 0.0) {
-        s_err(err, errlen, "parity %g: must be a finite number >= 0",
+        vd_errf(err, errlen, "parity %g: must be a finite number >= 0",
               p->parity);
         return VD_ERR;
     }
     if (!isfinite(p->floor_us) || p->floor_us < 0.0) {
-        s_err(err, errlen, "floor %g: must be a finite number >= 0",
+        vd_errf(err, errlen, "floor %g: must be a finite number >= 0",
               p->floor_us);
         return VD_ERR;
     }
@@ -251,18 +248,18 @@ s_check_summary(const char *side, const vd_summary_t *s, char *err,
                 size_t errlen)
 {
     if (s->n < 2) {
-        s_err(err, errlen, "%s arm has %zu sample%s: at least 2 a side",
+        vd_errf(err, errlen, "%s arm has %zu sample%s: at least 2 a side",
               side, s->n, s->n == 1 ? "" : "s");
         return VD_ERR;
     }
     if (s->n > VD_MAX_SAMPLES) {
-        s_err(err, errlen, "%zu samples in one arm, more than the limit of "
+        vd_errf(err, errlen, "%zu samples in one arm, more than the limit of "
               "%u", s->n, VD_MAX_SAMPLES);
         return VD_ERR;
     }
     if (!s_finite_positive(s->min) || !isfinite(s->median) ||
         !(s->median >= s->min) || !isfinite(s->iqr)) {
-        s_err(err, errlen, "%s summary is not of samples > 0: min %g, "
+        vd_errf(err, errlen, "%s summary is not of samples > 0: min %g, "
               "median %g, iqr %g", side, s->min, s->median, s->iqr);
         return VD_ERR;
     }
@@ -358,7 +355,7 @@ s_compare_summaries(const vd_summary_t *a, const vd_summary_t *b,
     if (!s_finite_positive(v.ratio) || !s_finite_positive(v.best_ratio) ||
         !isfinite(v.noise) || !isfinite(v.tolerance) ||
         !isfinite(v.best_tolerance)) {
-        s_err(err, errlen, "samples out of range: medians %g and %g, "
+        vd_errf(err, errlen, "samples out of range: medians %g and %g, "
               "minimums %g and %g, floor %g give a ratio or tolerance "
               "that is not a finite number > 0", a->median, b->median,
               a->min, b->min, params->floor_us);
@@ -411,29 +408,29 @@ vd_compare(const double *a, size_t na, const double *b, size_t nb,
     size_t bad;
 
     if (na < 2 || nb < 2) {
-        s_err(err, errlen, "%s arm has %zu sample%s: at least 2 a side",
+        vd_errf(err, errlen, "%s arm has %zu sample%s: at least 2 a side",
               na < 2 ? "subject" : "other", na < 2 ? na : nb,
               (na < 2 ? na : nb) == 1 ? "" : "s");
         return VD_ERR;
     }
     if (na > VD_MAX_SAMPLES || nb > VD_MAX_SAMPLES) {
-        s_err(err, errlen, "%zu samples in one arm, more than the limit of %u",
+        vd_errf(err, errlen, "%zu samples in one arm, more than the limit of %u",
               na > nb ? na : nb, VD_MAX_SAMPLES);
         return VD_ERR;
     }
     if ((bad = s_first_bad(a, na)) < na) {
-        s_err(err, errlen, "subject sample %zu is %g: samples must be finite "
+        vd_errf(err, errlen, "subject sample %zu is %g: samples must be finite "
               "and > 0", bad + 1, a[bad]);
         return VD_ERR;
     }
     if ((bad = s_first_bad(b, nb)) < nb) {
-        s_err(err, errlen, "other sample %zu is %g: samples must be finite "
+        vd_errf(err, errlen, "other sample %zu is %g: samples must be finite "
               "and > 0", bad + 1, b[bad]);
         return VD_ERR;
     }
     if (na > VD_STACK_SAMPLES || nb > VD_STACK_SAMPLES) {
         if (!(heap = malloc((na + nb) * sizeof *heap))) {
-            s_err(err, errlen, "out of memory for %zu samples", na + nb);
+            vd_errf(err, errlen, "out of memory for %zu samples", na + nb);
             return VD_ERR;
         }
         sa = heap;
@@ -465,14 +462,14 @@ vd_floor(const double *cal, size_t n, double *floor_us, bool *is_default,
     size_t bad;
 
     if (n > VD_MAX_SAMPLES) {
-        s_err(err, errlen, "%zu calibration samples, more than the limit "
+        vd_errf(err, errlen, "%zu calibration samples, more than the limit "
               "of %u", n, VD_MAX_SAMPLES);
         return VD_ERR;
     }
     /* Checked even when there are too few to use: a bad sample is a bug
      * in the measurement, never something to pass over silently. */
     if ((bad = s_first_bad(cal, n)) < n) {
-        s_err(err, errlen, "calibration sample %zu is %g: samples must be "
+        vd_errf(err, errlen, "calibration sample %zu is %g: samples must be "
               "finite and > 0", bad + 1, cal[bad]);
         return VD_ERR;
     }
@@ -482,7 +479,7 @@ vd_floor(const double *cal, size_t n, double *floor_us, bool *is_default,
         return VD_OK;
     }
     if (!(s = malloc(n * sizeof *s))) {
-        s_err(err, errlen, "out of memory for %zu samples", n);
+        vd_errf(err, errlen, "out of memory for %zu samples", n);
         return VD_ERR;
     }
     memcpy(s, cal, n * sizeof *s);

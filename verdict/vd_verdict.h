@@ -92,6 +92,11 @@ typedef struct {
 /* Fill p with the defaults (parity 0.04, floor 25 us, default flag set). */
 void vd_params_default(vd_params_t *p);
 
+/* Format an error text into err (errlen bytes; nothing when err is NULL
+ * or errlen 0): the one helper every vd_ module fills its err with. */
+void vd_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Type-7 quantile of sorted[0..n-1] at p in [0, 1]; p below 0 (or NaN)
  * gives the minimum, above 1 the maximum, n == 0 NaN. */
 double vd_quantile_sorted(const double *sorted, size_t n, double p);
