@@ -23,7 +23,7 @@
 
 #define VD_TREND_MIN_STEPS 3
 #define VD_TREND_MAX_STEP  0.08
-#define VD_TREND_MAX_GAP   15
+#define VD_TREND_MAX_GAP   20
 
 typedef struct {
     size_t first, last;   /* the changes it folds: ch[first..last] */
