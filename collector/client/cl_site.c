@@ -529,18 +529,22 @@ s_cps(FILE *f, const s_site_t *s, const char *which, const char *title)
     const json_t *list = json_object_get(json_object_get(s->doc,
                                                          "regressions"),
                                          which);
-    size_t n = json_array_size(list);
+    size_t all = json_array_size(list), n = 0;
     bool acked = strcmp(which, "acked") == 0;
     fprintf(f, "<h2>%s</h2>\n", title);
-    if (n == 0) {
-        fprintf(f, "<p>None.</p>\n");
-        return 0;
-    }
-    const json_t **order = calloc(n, sizeof *order);
+    const json_t **order = calloc(all ? all : 1, sizeof *order);
     if (!order)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        order[i] = json_array_get(list, i);
+    /* Open ones within noise are folded into their series (above). */
+    for (size_t i = 0; i < all; i++)
+        if (acked || !json_is_true(json_object_get(json_array_get(list, i),
+                                                   "within_noise")))
+            order[n++] = json_array_get(list, i);
+    if (n == 0) {
+        fprintf(f, "<p>None.</p>\n");
+        free(order);
+        return 0;
+    }
     qsort(order, n, sizeof *order, s_worse);
     size_t shown = n < CL_SITE_MAX_ROWS ? n : CL_SITE_MAX_ROWS;
     if (shown < n)
@@ -563,12 +567,26 @@ s_cps(FILE *f, const s_site_t *s, const char *which, const char *title)
 static void
 s_events(FILE *f, const s_site_t *s)
 {
-    const json_t *list = json_object_get(json_object_get(json_object_get(
+    const json_t *all = json_object_get(json_object_get(json_object_get(
         s->doc, "regressions"), "events"), "open"), *e;
-    size_t n = json_array_size(list), i, k;
+    json_t *list = json_array();
+    size_t n, i, k, noise = 0;
+    /* Within noise: folded into their series (the benchmark's page), as
+     * `parity regressions` lists them only with --all. */
+    json_array_foreach(all, i, e) {
+        if (json_is_true(json_object_get(e, "within_noise")))
+            noise++;
+        else
+            json_array_append(list, (json_t *)e);
+    }
+    n = json_array_size(list);
     fputs("<h2>Open events</h2>\n", f);
+    if (noise)
+        fprintf(f, "<p class=\"noise\">%zu within noise, on their "
+                "benchmarks' pages.</p>\n", noise);
     if (n == 0) {
         fputs("<p>None.</p>\n", f);
+        json_decref(list);
         return;
     }
     size_t shown = n < CL_SITE_MAX_ROWS ? n : CL_SITE_MAX_ROWS;
@@ -637,6 +655,7 @@ s_events(FILE *f, const s_site_t *s)
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);
+    json_decref(list);
 }
 
 /* The latest job: one row per comparison, one cell per host coloured by
