@@ -562,6 +562,21 @@ s_cps(FILE *f, const s_site_t *s, const char *which, const char *title)
     return 0;
 }
 
+/* The rest of a benchmark cell that is open (linked to page when there
+ * is one) and the arms cell: "bench</td><td>new vs old</td>". */
+static void
+s_bench_arms(FILE *f, const char *page, const json_t *o)
+{
+    if (page)
+        fprintf(f, "<a href=\"%s\">", page);
+    cl_svg_text(f, pw_out_str(o, "benchmark", "?"));
+    fputs(page ? "</a></td><td>" : "</td><td>", f);
+    cl_svg_text(f, pw_out_str(o, "subject", "?"));
+    fputs(" vs ", f);
+    cl_svg_text(f, pw_out_str(o, "other", "?"));
+    fputs("</td>", f);
+}
+
 /* The open events (one step on several hosts, docs/regressions.md), as
  * the collector sorted them: regressions first, the largest steps. */
 static void
@@ -628,14 +643,8 @@ s_events(FILE *f, const s_site_t *s)
                 json_is_true(json_object_get(e, "regression")) ?
                 " (regression)" : "", json_is_true(json_object_get(
                     e, "within_noise")) ? " (within noise)" : "");
-        if (page)
-            fprintf(f, "<a href=\"%s\">", page);
-        cl_svg_text(f, pw_out_str(e, "benchmark", "?"));
-        fputs(page ? "</a></td><td>" : "</td><td>", f);
-        cl_svg_text(f, pw_out_str(e, "subject", "?"));
-        fputs(" vs ", f);
-        cl_svg_text(f, pw_out_str(e, "other", "?"));
-        fputs("</td><td>", f);
+        s_bench_arms(f, page, e);
+        fputs("<td>", f);
         cl_svg_text(f, vars);
         fputs("</td><td>", f);
         cl_svg_text(f, change);
@@ -693,14 +702,7 @@ s_latest(FILE *f, const s_site_t *s)
         const char *page = s_page_of(s, pw_out_str(ver, "suite", ""),
                                      pw_out_str(cmp, "benchmark", ""));
         fputs("<tr><td>", f);
-        if (page)
-            fprintf(f, "<a href=\"%s\">", page);
-        cl_svg_text(f, pw_out_str(cmp, "benchmark", "?"));
-        fputs(page ? "</a></td><td>" : "</td><td>", f);
-        cl_svg_text(f, pw_out_str(cmp, "subject", "?"));
-        fputs(" vs ", f);
-        cl_svg_text(f, pw_out_str(cmp, "other", "?"));
-        fputs("</td>", f);
+        s_bench_arms(f, page, cmp);
         json_array_foreach(hosts, h, host) {
             const json_t *e = pw_out_entry(cmp, pw_out_str(host, "host", ""));
             const json_t *v = json_object_get(e, "verdict");
