@@ -254,7 +254,8 @@ def case_changes():
         pages = [n for n in os.listdir(site) if n.startswith("bench-")] \
             if os.path.isdir(site) else []
         page = open(os.path.join(site, pages[0])).read() if pages else ""
-        ok(r.returncode == 0 and html.count('<tr class="cp">') >= 2 and
+        ok(r.returncode == 0 and html.count('<tr class="cp" id="cp-') >= 2
+           and html.count('<tr class="event">') == 1 and
            'class="loss"' in html and len(pages) == 1 and
            page.count('class="cp loss') >= 2,
            "report --site: the overview lists the open regressions, the "
