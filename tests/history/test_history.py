@@ -237,6 +237,7 @@ def case_fleet():
         ok(r.returncode == 0 and g.get("regressions") == [] and
            g.get("improvements") == [] and g.get("first") == 4 and
            g.get("change_points") == {"open": [], "acked": [],
+                                      "superseded": [],
                                       "events": {"open": [], "acked": []},
                                       "truncated": False},
            "c3's other --var value is a new series: nothing worse, 4 pairs "

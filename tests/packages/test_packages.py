@@ -394,7 +394,7 @@ def check_programs(tmp):
         "parity-" + v for v in ("verdict", "import", "compare", "keygen",
                                 "run", "verdicts", "hosts", "jobs", "cancel",
                                 "show", "export", "history", "regressions",
-                                "report")]
+                                "changes", "report")]
     bad = []
     for page in pages:
         r = run(["man", "-w", page], timeout=30)
