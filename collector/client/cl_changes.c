@@ -746,7 +746,7 @@ s_table(FILE *f, const json_t *doc)
                                "outcome" };
         int rc = t ? pw_out_table_add(t, head) : -1;
         json_array_foreach(cps, k, c) {
-            char b[7][64], out[64];
+            char b[7][64], out[192];
             const json_t *oc = json_object_get(c, "outcome");
             const json_t *pp = json_object_get(c, "per_point");
             char trend[64] = "";
