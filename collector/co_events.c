@@ -187,7 +187,7 @@ s_cmp_event(const void *a, const void *b)
 static json_t *
 s_sorted(json_t *map)
 {
-    size_t n = json_object_size(map), k = 0, no = 0;
+    size_t n = json_object_size(map), k = 0;
     json_t **all = malloc((n ? n : 1) * sizeof *all), *e;
     json_t *out = json_pack("{s:[],s:[]}", "open", "acked");
     const char *key;
@@ -201,7 +201,6 @@ s_sorted(json_t *map)
     int rc = 0;
     for (k = 0; k < n; k++) {
         bool open = json_is_true(json_object_get(all[k], "open"));
-        no += open;
         rc |= s_event_finish(all[k]);
         json_object_del(all[k], "open");
         rc |= json_array_append(json_object_get(out, open ? "open" : "acked"),
