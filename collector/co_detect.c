@@ -282,27 +282,27 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
      * regression. */
     bool regression = strcmp(st->metric, "other") != 0 && !ch->within_noise
                       && ch->outcome == VD_LOSS;
+    /* The series' key, then the change point's values, then the id of
+     * the one to update: an update reads pi + 5 onwards. */
     const char *pi[] = { s->bench, s->host, s->vars, s->subject, s->other,
                          st->metric, before, after, bv, av, mag, pv,
                          vd_outcome_name(ch->outcome),
                          ch->within_noise ? "t" : "f",
                          regression ? "t" : "f", notes_json, at,
                          mr[0] ? mr : NULL, ms[0] ? ms : NULL,
-                         mo[0] ? mo : NULL, known, tr[0] ? tr : NULL };
+                         mo[0] ? mo : NULL, tr[0] ? tr : NULL, known };
     if (known[0])
         r = s_q(c, "det_update",
-            "UPDATE change_points SET metric = $6, before_run = $7, "
-            "after_run = $8, before_value = $9, after_value = $10, "
-            "magnitude = $11, p_value = $12, outcome = $13, within_noise = "
-            "$14, regression = $15, annotations = CASE WHEN $16::json IS "
-            "NULL THEN annotations ELSE ARRAY(SELECT "
-            "json_array_elements_text($16::json)) END, updated_at_us = $17, "
-            "ratio_magnitude = $18, subject_magnitude = $19, "
-            "other_magnitude = $20, superseded_at_us = NULL, "
-            "trend_per_run = $22 WHERE id = $21::bigint AND $1::bigint "
-            "IS NOT NULL AND $2::bigint IS NOT NULL AND $3::jsonb IS NOT "
-            "NULL AND $4::text IS NOT NULL AND $5::text IS NOT NULL", 22,
-            pi, PGRES_COMMAND_OK, err, errlen);
+            "UPDATE change_points SET metric = $1, before_run = $2, "
+            "after_run = $3, before_value = $4, after_value = $5, "
+            "magnitude = $6, p_value = $7, outcome = $8, within_noise = $9, "
+            "regression = $10, annotations = CASE WHEN $11::json IS NULL "
+            "THEN annotations ELSE ARRAY(SELECT "
+            "json_array_elements_text($11::json)) END, updated_at_us = $12, "
+            "ratio_magnitude = $13, subject_magnitude = $14, "
+            "other_magnitude = $15, trend_per_run = $16, superseded_at_us = "
+            "NULL WHERE id = $17::bigint", 17, pi + 5, PGRES_COMMAND_OK, err,
+            errlen);
     else
         r = s_q(c, "det_insert",
             "INSERT INTO change_points (benchmark_id, host_id, vars, "
@@ -312,8 +312,8 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
             "subject_magnitude, other_magnitude, trend_per_run) VALUES ($1, "
             "$2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
             "$15, ARRAY(SELECT json_array_elements_text($16::json)), $17, "
-            "$18, $19, $20, $22) ON CONFLICT DO NOTHING RETURNING id, "
-            "$21::text", 22, pi, PGRES_TUPLES_OK, err, errlen);
+            "$18, $19, $20, $21) ON CONFLICT DO NOTHING RETURNING id", 21,
+            pi, PGRES_TUPLES_OK, err, errlen);
     free(notes_json);
     if (!r)
         return -1;

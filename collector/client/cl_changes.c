@@ -518,9 +518,30 @@ s_cp_json(const s_input_t *in, size_t index, double before, double after,
                      "within_noise", within);
 }
 
+/* The method's parameters as used: the options, else its defaults. */
+typedef struct {
+    size_t window;
+    double max_p, min_magnitude;
+} s_method_t;
+
+static void
+s_method(const s_input_t *in, const s_opts_t *o, s_method_t *m)
+{
+    vd_change_params_t d;
+    vd_change_params_default(&d);
+    m->window = o->window ? (size_t)o->window
+                : o->otava ? VD_OTAVA_DEFAULT_WINDOW
+                : in->n < VD_CHANGE_MAX_WINDOW ? in->n : VD_CHANGE_MAX_WINDOW;
+    m->max_p = o->max_p_set ? o->max_p
+               : o->otava ? VD_OTAVA_DEFAULT_MAX_P : d.max_p_value;
+    m->min_magnitude = o->min_mag_set ? o->min_magnitude
+                       : o->otava ? 0.0 : d.min_relative;
+}
+
 /* Parity's method on metric k; its change points appended to arr. */
 static int
-s_parity(const s_input_t *in, size_t k, const s_opts_t *o, json_t *arr)
+s_parity(const s_input_t *in, size_t k, const s_opts_t *o,
+         const s_method_t *mt, json_t *arr)
 {
     const s_metric_t *m = &in->m[k];
     vd_change_params_t p;
@@ -531,12 +552,9 @@ s_parity(const s_input_t *in, size_t k, const s_opts_t *o, json_t *arr)
     int rc = -1;
 
     vd_change_params_default(&p);
-    p.window = o->window ? (size_t)o->window
-               : in->n < VD_CHANGE_MAX_WINDOW ? in->n : VD_CHANGE_MAX_WINDOW;
-    if (o->max_p_set)
-        p.max_p_value = o->max_p;
-    if (o->min_mag_set)
-        p.min_relative = o->min_magnitude;
+    p.window = mt->window;
+    p.max_p_value = mt->max_p;
+    p.min_relative = mt->min_magnitude;
     p.floor_us = o->floor;
     p.rule.floor_us = o->floor;
     p.rule.floor_is_default = false;
@@ -612,7 +630,7 @@ done:
 
 /* Otava's method on metric k. */
 static int
-s_otava(const s_input_t *in, size_t k, const s_opts_t *o, json_t *arr)
+s_otava(const s_input_t *in, size_t k, const s_method_t *mt, json_t *arr)
 {
     vd_otava_cp_t *out = calloc(in->n, sizeof *out);
     size_t nout = 0;
@@ -624,11 +642,9 @@ s_otava(const s_input_t *in, size_t k, const s_opts_t *o, json_t *arr)
         pw_out_error(S_VERB, "out of memory for %zu points", in->n);
         return -1;
     }
-    if (vd_otava_find(in->m[k].v, in->n, o->window ? (size_t)o->window
-                      : VD_OTAVA_DEFAULT_WINDOW,
-                      o->max_p_set ? o->max_p : VD_OTAVA_DEFAULT_MAX_P,
-                      o->min_mag_set ? o->min_magnitude : 0.0, out, in->n,
-                      &nout, err, sizeof err) != 0) {
+    if (vd_otava_find(in->m[k].v, in->n, mt->window, mt->max_p,
+                      mt->min_magnitude, out, in->n, &nout, err,
+                      sizeof err) != 0) {
         pw_out_error(S_VERB, "%s: \"%s\": %s", in->path, in->m[k].name, err);
         goto done;
     }
@@ -653,6 +669,8 @@ s_find(const s_input_t *in, const s_opts_t *o)
 {
     size_t need = o->otava ? 2 : 2 * 3;   /* Parity: min_segment 3 a side */
     json_t *metrics = json_array(), *doc = NULL;
+    s_method_t mt;
+    s_method(in, o, &mt);
     if (in->n < need) {
         pw_out_error(S_VERB, "%s: %zu point%s; %s method needs at least "
                      "%zu", in->path, in->n, in->n == 1 ? "" : "s",
@@ -672,23 +690,14 @@ s_find(const s_input_t *in, const s_opts_t *o)
             pw_out_error(S_VERB, "out of memory");
             goto fail;
         }
-        if ((o->otava ? s_otava(in, k, o, arr) : s_parity(in, k, o, arr))
-            != 0)
+        if ((o->otava ? s_otava(in, k, &mt, arr)
+                      : s_parity(in, k, o, &mt, arr)) != 0)
             goto fail;
     }
-    vd_change_params_t d;
-    vd_change_params_default(&d);
     doc = json_pack("{s:s, s:I, s:f, s:f, s:o}",
                     "method", o->otava ? "otava" : "parity",
-                    "window", (json_int_t)(o->window ? (size_t)o->window
-                        : o->otava ? VD_OTAVA_DEFAULT_WINDOW
-                        : in->n < VD_CHANGE_MAX_WINDOW ? in->n
-                        : VD_CHANGE_MAX_WINDOW),
-                    "max_p", o->max_p_set ? o->max_p : o->otava
-                        ? VD_OTAVA_DEFAULT_MAX_P : d.max_p_value,
-                    "min_magnitude", o->min_mag_set ? o->min_magnitude
-                        : o->otava ? 0.0 : d.min_relative,
-                    "metrics", metrics);
+                    "window", (json_int_t)mt.window, "max_p", mt.max_p,
+                    "min_magnitude", mt.min_magnitude, "metrics", metrics);
     if (!doc) {
         s_oom = true;
         pw_out_error(S_VERB, "out of memory");
