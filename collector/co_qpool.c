@@ -137,6 +137,8 @@ s_worker_init(s_worker_t *w, co_qpool_t *pool, const co_server_config_t *cfg,
     w->jobs = co_jobs_new(&o);
     w->query = w->jobs ? co_query_new(w->jobs, cfg->floor_window, keys)
                        : NULL;
+    if (w->query)
+        co_query_set_parity(w->query, cfg->parity);
     if (w->query && cfg->query_conninfo) {
         co_jobs_opts_t ro = o;
         ro.conninfo = cfg->query_conninfo;

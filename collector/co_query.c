@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "co_baseline.h"
 #include "co_changes.h"
 #include "co_enroll.h"
 #include "co_history.h"
@@ -37,6 +38,7 @@ struct co_query {
     co_jobs_t *cur;
     co_keys_t *keys;               /* co_enroll's decisions; may be NULL */
     int floor_window;
+    double parity;                 /* baseline's verdicts */
     char (*admins)[CO_JOBS_KEY_LEN + 1];   /* [CO_QUERY_MAX_ADMINS] */
     size_t n_admins;
     char admin_dir[4096];          /* "" until co_query_load_admins */
@@ -58,6 +60,7 @@ co_query_new(co_jobs_t *jobs, int floor_window, co_keys_t *keys)
     q->cur = jobs;
     q->keys = keys;
     q->floor_window = floor_window > 0 ? floor_window : 1000;
+    q->parity = VD_DEFAULT_PARITY;
     return q;
 }
 
@@ -147,7 +150,7 @@ co_query_handles(const char *command)
     /* history, regressions, report; series, ack, unack; pending,
      * approve, reject, revoke */
     return co_history_handles(command) || co_changes_handles(command)
-        || co_enroll_handles(command);
+        || co_enroll_handles(command) || co_baseline_handles(command);
 }
 
 void
@@ -1055,13 +1058,20 @@ co_query_set_reader(co_query_t *q, co_jobs_t *read)
     q->read = read;
 }
 
+void
+co_query_set_parity(co_query_t *q, double parity)
+{
+    q->parity = parity;
+}
+
 /* Commands that never write: they may go to a read replica. */
 static bool
 s_reads_only(const char *cmd)
 {
     return strcmp(cmd, "hosts") == 0 || strcmp(cmd, "job") == 0 ||
            strcmp(cmd, "jobs") == 0 || strcmp(cmd, "verdicts") == 0 ||
-           strcmp(cmd, "show") == 0 || co_history_handles(cmd);
+           strcmp(cmd, "show") == 0 || co_history_handles(cmd) ||
+           co_baseline_handles(cmd);
 }
 
 void
@@ -1133,6 +1143,9 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     else if (co_history_handles(cmd))
         body = co_history_handle(q->cur, cmd, args, &res.status, res.err,
                                  sizeof res.err);
+    else if (co_baseline_handles(cmd))
+        body = co_baseline_handle(q->cur, cmd, args, q->parity, &res.status,
+                                  res.err, sizeof res.err);
     else if (co_changes_handles(cmd))
         body = co_changes_handle(q->jobs, cmd, args, &res.status, res.err,
                                  sizeof res.err);

@@ -52,9 +52,13 @@ co_query_t *co_query_new(co_jobs_t *jobs, int floor_window, co_keys_t *keys);
 void co_query_destroy(co_query_t **q);
 
 /* The read-only commands (hosts, job, jobs, verdicts, show, history,
- * regressions, report) run on read's connection from now on: a
+ * regressions, report, baseline) run on read's connection from now on: a
  * streaming replica (--query-db). Borrowed; NULL: the primary's. */
 void co_query_set_reader(co_query_t *q, co_jobs_t *read);
+
+/* The flat tolerance of the verdicts it computes itself (`baseline`):
+ * the collector's --parity. VD_DEFAULT_PARITY until set. */
+void co_query_set_parity(co_query_t *q, double parity);
 
 /* Load (again) the admin keys: every public certificate file of dir
  * (CZMQ zcert format, as `parity keygen` writes; *_secret files are

@@ -370,6 +370,8 @@ s_jobs_new(co_store_t *st, char *err, size_t errlen)
     st->jobs = co_jobs_new(&o);
     st->query = st->jobs ? co_query_new(st->jobs, st->cfg.floor_window,
                                         st->keys) : NULL;
+    if (st->query)
+        co_query_set_parity(st->query, st->cfg.parity);
     st->seen = co_seen_new(st->cfg.conninfo);
     if (!st->query || !st->seen) {
         snprintf(err, errlen, "co_jobs/co_query/co_seen: out of memory");

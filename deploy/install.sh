@@ -14,6 +14,8 @@
 # tests/systemd, which checks the units and the collector's syscalls.
 # valgrind runs both daemons under memcheck in tests/daemon (the
 # daemon-valgrind test, skipped without it).
+# python3-yaml reads docs/ci.md's CI examples and libxml2-utils (xmllint)
+# validates `parity run --junit` in tests/jobs/test_gate.py.
 set -eu
 
 PACKAGES="
@@ -41,6 +43,8 @@ iproute2
 procps
 util-linux
 python3
+python3-yaml
+libxml2-utils
 chromium
 pandoc
 dpkg-dev

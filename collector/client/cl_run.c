@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cl_conn.h"
+#include "cl_gate.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "cl_verdicts.h"
@@ -37,6 +38,8 @@ s_usage(FILE *f)
 "usage: parity run SUITE [--hosts NAME,...|all|KEY=VALUE] [--tag KEY=VALUE]...\n"
 "                  [--var NAME=VALUE]... [--runs N|auto] [--only BENCH]...\n"
 "                  [--label TEXT] [--expire DURATION] [--wait] [--json]\n"
+"                  [--baseline KEY=VALUE]... [--fail-on loss|any|undecided]\n"
+"                  [--summary-markdown FILE] [--junit FILE]\n"
 "                  [connection options]\n\n"
 "Ask every matching host that has SUITE (it said so in its Hello) to run it.\n"
 "An agent runs one job at a time; an offline agent gets the job when it\n"
@@ -56,10 +59,21 @@ s_usage(FILE *f)
 "  --wait          follow progress (host, benchmark, round n/N) and print\n"
 "                  the verdict table at the end\n"
 "  --json          print the collector's answer as JSON\n"
+"With --wait, a gate (docs/ci.md):\n"
+"  --baseline K=V  judge each benchmark's subject arm on each host against\n"
+"                  the host's newest complete run of it in an ended job\n"
+"                  tagged K=V (may repeat: every tag); without it the gate\n"
+"                  reads the job's own verdicts\n"
+"  --fail-on WHAT  exit 1 on a loss (loss), on a win or a loss (any), on\n"
+"                  no verdict or a parity too near the edge (undecided);\n"
+"                  comma-separated, may repeat\n"
+"  --summary-markdown FILE  the result as Markdown ($GITHUB_STEP_SUMMARY)\n"
+"  --junit FILE    the result as JUnit XML, a testcase per benchmark and\n"
+"                  host\n"
 "Connection options as in `parity hosts --help`.\n\n"
 "exit status: 0 job created (with --wait: every host done), 1 the collector\n"
-"refused it or a host did not finish, 2 usage, 3 no answer or --wait\n"
-"interrupted (the job goes on).\n", PW_RUNS_MIN, PW_RUNS_MAX);
+"refused it, a host did not finish or the gate failed, 2 usage, 3 no answer\n"
+"or --wait interrupted (the job goes on).\n", PW_RUNS_MIN, PW_RUNS_MAX);
 }
 
 
@@ -208,8 +222,10 @@ s_tell_offline(const json_t *job, const char *job_id)
     return true;
 }
 
+/* Follow job_id until it is no longer active: 0 with *jobp its last
+ * poll (caller owns), else the exit status (said). */
 static int
-s_wait(cl_conn_t *c, const char *job_id, bool as_json)
+s_wait(cl_conn_t *c, const char *job_id, json_t **jobp)
 {
     char err[2048];
     json_t *args = json_pack("{s:s}", "job", job_id);
@@ -275,41 +291,9 @@ stopped:
         struct timespec ts = { 0, S_POLL_MS * 1000000L };
         nanosleep(&ts, NULL);
     }
-    json_t *verdicts = NULL;
-    json_t *vargs = json_pack("{s:s}", "job", job_id);
-    rc = cl_conn_request(c, "verdicts", vargs, &verdicts, NULL, err,
-                         sizeof err);
-    json_decref(vargs);
-    if (rc != CL_CONN_OK) {
-        pw_out_error("run", "%s", err);
-        rc = cl_conn_exit_code(rc);
-        goto done;
-    }
-    if (!as_json)
-        printf("\n");
-    if (as_json) {
-        json_t *both = json_pack("{s:O,s:O}", "job", job, "verdicts",
-                                 verdicts);
-        rc = both && pw_out_json(stdout, both) == 0 ? PW_EXIT_OK :
-                                                      PW_EXIT_SYSTEM;
-        json_decref(both);
-    } else {
-        rc = cl_verdicts_print(stdout, verdicts, CL_VERDICTS_TABLE) == 0 ?
-             PW_EXIT_OK : PW_EXIT_SYSTEM;
-    }
-    json_decref(verdicts);
-    if (rc == PW_EXIT_OK) {
-        size_t i, bad = 0, n = json_array_size(json_object_get(job, "hosts"));
-        json_t *h;
-        json_array_foreach(json_object_get(job, "hosts"), i, h)
-            if (strcmp(pw_out_str(h, "state", ""), "done") != 0)
-                bad++;
-        if (bad) {
-            pw_out_error("run", "%zu of %zu hosts did not finish job %s",
-                         bad, n, job_id);
-            rc = PW_EXIT_DATA;
-        }
-    }
+    *jobp = job;
+    job = NULL;
+    rc = PW_EXIT_OK;
 done:
     json_decref(job);
     json_decref(args);
@@ -324,11 +308,18 @@ typedef struct {
     json_t *args, *hosts, *tags, *vars, *only;
     const char *suite;
     bool wait, as_json;
+    /* The gate (docs/ci.md): --baseline's tags ({}: the job's own
+     * verdicts), --fail-on's CL_GATE_* bits, and the files asked for,
+     * opened before the job is made. */
+    json_t *baseline;
+    unsigned fail_on;
+    const char *md_path, *junit_path;
+    FILE *md, *junit;
 } s_req_t;
 
 /* run's options, as getopt_long returns them. */
 enum { O_WAIT = 256, O_JSON, O_HOSTS, O_ONLY, O_TAG, O_VAR, O_RUNS, O_LABEL,
-       O_EXPIRE };
+       O_EXPIRE, O_BASELINE, O_FAIL_ON, O_SUMMARY_MD, O_JUNIT };
 
 /* One option of run into r; 0, or -1 (said). */
 static int
@@ -357,14 +348,29 @@ s_option(s_req_t *r, int o, const char *v)
         return -1;
     case O_TAG:
     case O_VAR:
+    case O_BASELINE:
         if (o == O_VAR && s_check_var(v) != 0)
             return -1;
-        if (pw_out_key_value(o == O_TAG ? r->tags : r->vars, v) == 0)
+        if (pw_out_key_value(o == O_TAG ? r->tags : o == O_VAR ? r->vars :
+                             r->baseline, v) == 0)
             return 0;
         pw_out_error("run", "%s \"%.60s\": want KEY=VALUE (a non-empty "
                      "KEY of at most 1024 bytes)", o == O_TAG ? "--tag" :
-                     "--var", v);
+                     o == O_VAR ? "--var" : "--baseline", v);
         return -1;
+    case O_FAIL_ON: {
+        char e[160];
+        if (cl_gate_fail_on(v, &r->fail_on, e, sizeof e) == 0)
+            return 0;
+        pw_out_error("run", "%s", e);
+        return -1;
+    }
+    case O_SUMMARY_MD:
+        r->md_path = v;
+        return 0;
+    case O_JUNIT:
+        r->junit_path = v;
+        return 0;
     case O_RUNS:
         if (strcmp(v, "auto") == 0) {
             json_object_set_new(r->args, "runs", json_string("auto"));
@@ -395,6 +401,20 @@ s_option(s_req_t *r, int o, const char *v)
     return -1;
 }
 
+/* Open path for writing now, so that a file the gate cannot write is
+ * said before the fleet spends time on the job; 0, or -1 (said). */
+static int
+s_open(const char *path, const char *opt, FILE **f)
+{
+    if (!path)
+        return 0;
+    if (!(*f = fopen(path, "w"))) {
+        pw_out_error("run", "%s %s: %s", opt, path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* The command line into r (its JSON parts already made); 0, or -1
  * (said). */
 static int
@@ -410,6 +430,10 @@ s_parse(int argc, char **argv, s_req_t *r)
         { "runs", required_argument, NULL, O_RUNS },
         { "label", required_argument, NULL, O_LABEL },
         { "expire", required_argument, NULL, O_EXPIRE },
+        { "baseline", required_argument, NULL, O_BASELINE },
+        { "fail-on", required_argument, NULL, O_FAIL_ON },
+        { "summary-markdown", required_argument, NULL, O_SUMMARY_MD },
+        { "junit", required_argument, NULL, O_JUNIT },
         { NULL, 0, NULL, 0 } };
     int o;
     optind = 1;
@@ -433,6 +457,16 @@ s_parse(int argc, char **argv, s_req_t *r)
         pw_out_error("run", "more than %d --var", PW_VARS_MAX);
         return -1;
     }
+    if (!r->wait && (json_object_size(r->baseline) || r->fail_on ||
+                     r->md_path || r->junit_path)) {
+        pw_out_error("run", "--baseline, --fail-on, --summary-markdown and "
+                     "--junit need --wait (they judge the job once it has "
+                     "ended)");
+        return -1;
+    }
+    if (s_open(r->md_path, "--summary-markdown", &r->md) != 0 ||
+        s_open(r->junit_path, "--junit", &r->junit) != 0)
+        return -1;
     json_object_set_new(r->args, "suite", json_string(r->suite));
     json_object_set(r->args, "hosts", r->hosts);
     json_object_set(r->args, "tags", r->tags);
@@ -463,6 +497,111 @@ s_created(FILE *info, const json_t *reply, const char *suite, bool wait)
             "parity jobs --active\n", job);
 }
 
+/* The gate's files, once the job has ended: 0, or -1 (said). */
+static int
+s_write_files(const s_req_t *r, const json_t *judged)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (r->md && (cl_gate_markdown(r->md, judged, r->fail_on) != 0 ||
+                  fflush(r->md) != 0)) {
+        pw_out_error("run", "--summary-markdown %s: %s", r->md_path,
+                     strerror(errno));
+        return -1;
+    }
+    if (r->junit && (cl_gate_junit(r->junit, judged, r->fail_on,
+                                   (int64_t)now.tv_sec * 1000000 +
+                                   now.tv_nsec / 1000) != 0 ||
+                     fflush(r->junit) != 0)) {
+        pw_out_error("run", "--junit %s: %s", r->junit_path,
+                     strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The JSON of --wait --json: the job, its verdicts and, when asked, the
+ * baseline answer and the gate's counts. */
+static int
+s_print_json(const s_req_t *r, json_t *job, json_t *verdicts, json_t *base,
+             const cl_gate_counts_t *n)
+{
+    json_t *out = json_pack("{s:O,s:O}", "job", job, "verdicts", verdicts);
+    if (out && base)
+        json_object_set(out, "baseline", base);
+    if (out && (r->fail_on || r->md || r->junit || base))
+        json_object_set_new(out, "gate", json_pack(
+            "{s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "passed", n->failed == 0,
+            "cases", (json_int_t)n->cases, "failed", (json_int_t)n->failed,
+            "win", (json_int_t)n->win, "parity", (json_int_t)n->parity,
+            "loss", (json_int_t)n->loss, "undecided",
+            (json_int_t)n->undecided));
+    int rc = out && pw_out_json(stdout, out) == 0 ? PW_EXIT_OK :
+                                                    PW_EXIT_SYSTEM;
+    json_decref(out);
+    return rc;
+}
+
+/* The ended job's verdicts and, when asked, its gate: printed, the files
+ * written; the exit status. */
+static int
+s_finish(cl_conn_t *c, const s_req_t *r, const char *job_id, json_t *job)
+{
+    char err[2048] = "out of memory";
+    json_t *verdicts = NULL, *base = NULL;
+    json_t *args = json_pack("{s:s}", "job", job_id);
+    int rc = args ? cl_conn_request(c, "verdicts", args, &verdicts, NULL,
+                                    err, sizeof err) : CL_CONN_SYSTEM;
+    if (rc == CL_CONN_OK && json_object_size(r->baseline)) {
+        json_object_set(args, "tags", r->baseline);
+        rc = cl_conn_request(c, "baseline", args, &base, NULL, err,
+                             sizeof err);
+    }
+    json_decref(args);
+    if (rc != CL_CONN_OK) {
+        pw_out_error("run", "%s", err);
+        rc = cl_conn_exit_code(rc);
+        goto done;
+    }
+    const json_t *judged = base ? base : verdicts;
+    bool gate = r->fail_on || r->md || r->junit || base;
+    cl_gate_counts_t n;
+    cl_gate_count(judged, r->fail_on, &n);
+    if (r->as_json) {
+        rc = s_print_json(r, job, verdicts, base, &n);
+    } else {
+        printf("\n");
+        rc = cl_verdicts_print(stdout, verdicts, CL_VERDICTS_TABLE) == 0 &&
+             (!gate || cl_gate_print(stdout, judged, r->fail_on) == 0) ?
+             PW_EXIT_OK : PW_EXIT_SYSTEM;
+    }
+    if (rc == PW_EXIT_OK && s_write_files(r, judged) != 0)
+        rc = PW_EXIT_SYSTEM;
+    if (rc == PW_EXIT_OK) {
+        size_t i, bad = 0, nh = json_array_size(json_object_get(job,
+                                                                "hosts"));
+        json_t *h;
+        json_array_foreach(json_object_get(job, "hosts"), i, h)
+            if (strcmp(pw_out_str(h, "state", ""), "done") != 0)
+                bad++;
+        if (bad) {
+            pw_out_error("run", "%zu of %zu hosts did not finish job %s",
+                         bad, nh, job_id);
+            rc = PW_EXIT_DATA;
+        }
+    }
+    if (rc == PW_EXIT_OK && n.failed) {
+        pw_out_error("run", "the gate failed: %zu of %zu case%s (parity "
+                     "verdicts %s)", n.failed, n.cases, n.cases == 1 ? "" :
+                     "s", job_id);
+        rc = PW_EXIT_DATA;
+    }
+done:
+    json_decref(verdicts);
+    json_decref(base);
+    return rc;
+}
+
 int
 cl_run_main(int argc, char **argv)
 {
@@ -475,11 +614,12 @@ cl_run_main(int argc, char **argv)
     if (cl_conn_verb_args("run", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
     s_req_t r = { json_object(), json_array(), json_object(), json_object(),
-                  json_array(), NULL, false, false };
+                  json_array(), NULL, false, false, json_object(), 0, NULL,
+                  NULL, NULL, NULL };
     int rc = PW_EXIT_USAGE, code;
     cl_conn_t *c = NULL;
     json_t *reply = NULL;
-    if (!r.args || !r.hosts || !r.tags || !r.vars || !r.only) {
+    if (!r.args || !r.hosts || !r.tags || !r.vars || !r.only || !r.baseline) {
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
@@ -503,10 +643,23 @@ cl_run_main(int argc, char **argv)
     s_created(r.wait ? stderr : stdout, reply, r.suite, r.wait);
     rc = PW_EXIT_OK;
     if (r.wait) {
+        json_t *job = NULL;
         fflush(stderr);
-        rc = s_wait(c, pw_out_str(reply, "job", "?"), r.as_json);
+        rc = s_wait(c, pw_out_str(reply, "job", "?"), &job);
+        if (rc == PW_EXIT_OK)
+            rc = s_finish(c, &r, pw_out_str(reply, "job", "?"), job);
+        json_decref(job);
     }
 done:
+    if (r.md && fclose(r.md) != 0 && rc == PW_EXIT_OK) {
+        pw_out_error("run", "--summary-markdown %s: %s", r.md_path,
+                     strerror(errno));
+        rc = PW_EXIT_SYSTEM;
+    }
+    if (r.junit && fclose(r.junit) != 0 && rc == PW_EXIT_OK) {
+        pw_out_error("run", "--junit %s: %s", r.junit_path, strerror(errno));
+        rc = PW_EXIT_SYSTEM;
+    }
     cl_conn_destroy(&c);
     json_decref(reply);
     json_decref(r.args);
@@ -514,5 +667,6 @@ done:
     json_decref(r.tags);
     json_decref(r.vars);
     json_decref(r.only);
+    json_decref(r.baseline);
     return rc;
 }
