@@ -17,6 +17,8 @@
 
 #include "cl_site.h"
 
+#include "cl_atom.h"
+
 #include "pw_out.h"
 #include "cl_report.h"
 #include "cl_svg.h"
@@ -238,7 +240,9 @@ s_head(FILE *f, const char *title)
           "\n<meta name=\"viewport\" content=\"width=device-width\">\n<title>",
           f);
     cl_svg_text(f, title);
-    fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", s_css);
+    fprintf(f, "</title>\n<link rel=\"alternate\" type=\"application/atom+xml"
+            "\" title=\"Parity: regressions\" href=\"regressions.xml\">\n"
+            "<style>\n%s</style>\n</head>\n<body>\n", s_css);
 }
 
 static void
@@ -637,8 +641,9 @@ s_events(FILE *f, const s_site_t *s)
             snprintf(change + at, sizeof change - (size_t)at, ", a trend: "
                      "%+.2f %% a run", 100.0 * json_number_value(
                          json_object_get(trend, "per_run")));
-        fprintf(f, "<tr class=\"event\"><td class=\"%s\">#%"
-                JSON_INTEGER_FORMAT " %s%s%s</td><td>", o,
+        fprintf(f, "<tr class=\"event\" id=\"event-%" JSON_INTEGER_FORMAT
+                "\"><td class=\"%s\">#%" JSON_INTEGER_FORMAT " %s%s%s</td>"
+                "<td>", json_integer_value(json_object_get(e, "id")), o,
                 json_integer_value(json_object_get(e, "id")), o,
                 json_is_true(json_object_get(e, "regression")) ?
                 " (regression)" : "", json_is_true(json_object_get(
@@ -780,7 +785,19 @@ s_index(const s_site_t *s, const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory writing %s/index.html", dir);
         return -1;
     }
-    return s_close(f, dir, "index.html", tmp, err, errlen);
+    if (s_close(f, dir, "index.html", tmp, err, errlen) != 0)
+        return -1;
+    /* The feed of regressions beside it (cl_atom.h). */
+    if (!(f = s_open(dir, "regressions.xml", tmp, sizeof tmp, err, errlen)))
+        return -1;
+    if (cl_atom_write(f, s->doc) != 0) {
+        fclose(f);
+        unlink(tmp);
+        snprintf(err, errlen, "out of memory or a write error writing "
+                 "%s/regressions.xml", dir);
+        return -1;
+    }
+    return s_close(f, dir, "regressions.xml", tmp, err, errlen);
 }
 
 cl_site_t *

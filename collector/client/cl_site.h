@@ -10,6 +10,7 @@
  *   bench-NNNN-NAME.html per benchmark: per series (host, arm pair,
  *                       variables) the history plot (cl_svg.h) and the
  *                       box plots of its newest runs (cl_report.h);
+ *   regressions.xml     the Atom feed of regression events (cl_atom.h);
  *   .parity-site        the marker that DIR holds a site of ours.
  *
  * The document is what the client assembles from four collector answers:

@@ -53,7 +53,12 @@ cl_svg_text(FILE *f, const char *s)
         case '"': e = "&quot;"; break;
         case '\'': e = "&#39;"; break;
         case '\n': case '\r': e = " "; break;
-        default: continue;
+        default:
+            /* Other control bytes are not XML at all (a feed reader
+             * would refuse the file). */
+            if ((unsigned char)*s >= 0x20 || *s == '\t')
+                continue;
+            e = "?";
         }
         fwrite(plain, 1, (size_t)(s - plain), f);
         fputs(e, f);

@@ -30,8 +30,9 @@
  * would be a smear of points and a page of 100 series megabytes. */
 #define CL_SVG_MAX_POINTS 200
 
-/* Write text escaped for HTML and SVG (& < > " ' as entities; line
- * breaks as spaces). NULL writes nothing. */
+/* Write text escaped for HTML, SVG and XML (& < > " ' as entities; line
+ * breaks as spaces; other control bytes, which XML forbids, as '?').
+ * NULL writes nothing. */
 void cl_svg_text(FILE *f, const char *s);
 
 /* Write the history plot of series (borrowed), drawing its newest

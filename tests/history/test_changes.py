@@ -21,6 +21,7 @@ parity-collector with its private PostgreSQL, two parity-agent daemons
 """
 import json
 import os
+import re
 import struct
 import sys
 
@@ -255,7 +256,7 @@ def case_changes():
             if os.path.isdir(site) else []
         page = open(os.path.join(site, pages[0])).read() if pages else ""
         ok(r.returncode == 0 and html.count('<tr class="cp" id="cp-') >= 2
-           and html.count('<tr class="event">') == 1 and
+           and html.count('<tr class="event" id="event-') == 1 and
            'class="loss"' in html and len(pages) == 1 and
            page.count('class="cp loss') >= 2,
            "report --site: the overview lists the open regressions, the "
@@ -263,6 +264,16 @@ def case_changes():
            (r.returncode, r.stderr.strip()[-200:], pages))
         ok("http://" not in html + page and "https://" not in html + page,
            "the site names no external URL")
+        # Its Atom feed: the step's event, linked to its row.
+        feed = os.path.join(site, "regressions.xml")
+        ev = re.search(r'<tr class="event" id="event-(\d+)"', html)
+        text = open(feed).read() if os.path.exists(feed) else ""
+        ids = re.findall(r"<id>urn:parity:event:(\d+)</id>", text)
+        ok(ev and ids == [ev.group(1)] and
+           'href="index.html#event-%s"' % ev.group(1) in text and
+           "<title type=\"text\">slower: " in text,
+           "report --site: regressions.xml has the step's event, linked "
+           "to its row (%s, %s)" % (ev and ev.group(1), ids))
 
         # Errors, pinned.
         for args, code, want in [
