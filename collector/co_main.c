@@ -20,6 +20,8 @@
 #include "ag_config.h"
 #include "ag_notify.h"
 #include "config.h"
+#include "co_hook.h"
+#include "co_notify.h"
 #include "co_db.h"
 #include "co_log.h"
 #include "co_pg.h"
@@ -89,6 +91,11 @@ s_usage(FILE *f)
 "  --key-service on|off on (default): serve the collector's public key on\n"
 "                       the --bind port + 1, for agents that pin it by its\n"
 "                       fingerprint (parity-agent --collector-fingerprint)\n"
+"  --notify-url URL     POST a JSON notice (its \"text\" for Slack or\n"
+"                       Mattermost) to URL when a fleet change-point event\n"
+"                       opens; may repeat, at most %d (config: one URL)\n"
+"  --notify-queue N     notices kept per URL while it is down, 1..%d\n"
+"                       (default %d); further ones are dropped, logged\n"
 "  --fingerprint        print the fingerprint of --key's public key (what\n"
 "                       agents pin) and exit\n"
 "  --log-level LEVEL    debug, info, warn or error (default info)\n"
@@ -102,7 +109,8 @@ s_usage(FILE *f)
 "Signals: SIGTERM/SIGINT drain and exit 0; SIGUSR1 logs the counters.\n"
 "Exit codes: 0 clean stop, 1 runtime failure, 2 usage error.\n",
         CO_DB_FLOOR_WINDOW_MAX, CO_DB_FLOOR_WINDOW, VD_DEFAULT_PARITY,
-        CO_QPOOL_WORKERS, ag_config_dir());
+        CO_QPOOL_WORKERS, CO_NOTIFY_URLS_MAX, CO_HOOK_QUEUE_MAX,
+        CO_HOOK_QUEUE_DEFAULT, ag_config_dir());
 }
 
 /* HOSTNAME:PORT of the bind endpoint (tcp://0.0.0.0:5555 on bench1 gives
@@ -196,6 +204,7 @@ typedef struct {
     const char *data_dir;
     bool fingerprint;         /* --fingerprint: print it and exit */
     char name[CO_DB_NAME_MAX];  /* --name, or the default one */
+    const char *notify_urls[CO_NOTIFY_URLS_MAX];   /* --notify-url */
 } s_settings_t;
 
 static const struct option s_opts[] = {
@@ -217,6 +226,8 @@ static const struct option s_opts[] = {
     { "enroll", required_argument, NULL, 'E' },
     { "key-service", required_argument, NULL, 'S' },
     { "fingerprint", no_argument, NULL, 'f' },
+    { "notify-url", required_argument, NULL, 'U' },
+    { "notify-queue", required_argument, NULL, 'q' },
     { "config", required_argument, NULL, 'c' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -281,6 +292,26 @@ s_option(int c, const char *arg, s_settings_t *st, char *err, size_t errlen)
             goto bad;
         cfg->query_workers = (int)v;
         break;
+    case 'U': {
+        char why[160];
+        if (co_hook_check_url(arg, why, sizeof why) != 0) {
+            snprintf(err, errlen, "--notify-url %.200s: %s", arg, why);
+            return -1;
+        }
+        if (cfg->n_notify_urls == CO_NOTIFY_URLS_MAX) {
+            snprintf(err, errlen, "--notify-url %.200s: at most %d URLs",
+                     arg, CO_NOTIFY_URLS_MAX);
+            return -1;
+        }
+        st->notify_urls[cfg->n_notify_urls++] = arg;
+        cfg->notify_urls = st->notify_urls;
+        break;
+    }
+    case 'q':
+        if (!s_parse_long(arg, 1, CO_HOOK_QUEUE_MAX, &v))
+            goto bad;
+        cfg->notify_queue = (size_t)v;
+        break;
     case 'E':
     case 'S': {
         bool on = strcmp(arg, "on") == 0;
@@ -318,6 +349,8 @@ bad:
                        "from 1d to 36500d, e.g. 365d", arg); break;
     case 'W': snprintf(err, errlen, "--query-workers %s: want a whole "
                        "number from 1 to 16", arg); break;
+    case 'q': snprintf(err, errlen, "--notify-queue %s: want a whole number "
+                       "from 1 to %d", arg, CO_HOOK_QUEUE_MAX); break;
     case 'E': snprintf(err, errlen, "--enroll %s: want on or off", arg);
               break;
     case 'S': snprintf(err, errlen, "--key-service %s: want on or off",

@@ -109,6 +109,12 @@ typedef struct {
     /* Client queries that only read go to this database (--query-db: a
      * read replica); NULL: conninfo's. */
     const char *query_conninfo;
+    /* Webhooks told when a fleet event opens (--notify-url, co_notify):
+     * n_notify_urls of them, each with a queue of notify_queue notices
+     * (--notify-queue; 0: CO_HOOK_QUEUE_DEFAULT). */
+    const char *const *notify_urls;
+    size_t n_notify_urls;
+    size_t notify_queue;
 } co_server_config_t;
 
 /* Where the writer's time goes (co_store), microseconds summed. */

@@ -14,6 +14,8 @@
 #include <jansson.h>
 
 #include "co_detect.h"
+#include "co_hook.h"
+#include "co_notify.h"
 #include "co_enroll.h"
 #include "co_jobs.h"
 #include "co_log.h"
@@ -96,6 +98,7 @@ struct co_store {
     co_query_t *query;             /* run and cancel only */
     co_runs_t *runs;               /* samples of runs in progress */
     co_detect_t *detect;           /* change points; NULL without db */
+    co_notify_t *notify;           /* webhooks; NULL without --notify-url */
     co_keys_t *keys;               /* agents' keys (borrowed) */
     int64_t keys_version;          /* highest host_keys.version read */
     int64_t keys_reread_us;        /* next time keys_version goes to 0 */
@@ -1246,6 +1249,12 @@ co_store_new(const co_server_config_t *cfg, co_db_t *db, void *ctx,
         && !(st->detect = co_detect_new(cfg->conninfo, cfg->parity,
                                         cfg->private_db, err, errlen)))
         goto fail;
+    if (cfg->conninfo && cfg->conninfo[0] && cfg->n_notify_urls
+        && !(st->notify = co_notify_new(cfg->conninfo, cfg->notify_urls,
+                                        cfg->n_notify_urls, cfg->notify_queue
+                                        ? cfg->notify_queue :
+                                        CO_HOOK_QUEUE_DEFAULT, err, errlen)))
+        goto fail;
     st->out = co_out_connect(ctx, err, errlen);
     if (!st->out)
         goto fail;
@@ -1308,6 +1317,7 @@ co_store_destroy(co_store_t **stp)
     co_store_t *st = *stp;
     co_store_stop(st);
     co_detect_destroy(&st->detect);
+    co_notify_destroy(&st->notify);
     if (st->out)
         zmq_close(st->out);
     co_query_destroy(&st->query);

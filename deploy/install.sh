@@ -14,6 +14,7 @@
 # tests/systemd, which checks the units and the collector's syscalls.
 # valgrind runs both daemons under memcheck in tests/daemon (the
 # daemon-valgrind test, skipped without it).
+# libcurl4-openssl-dev: the collector's webhook notices (--notify-url).
 # python3-yaml reads docs/ci.md's CI examples and libxml2-utils (xmllint)
 # validates `parity run --junit` in tests/jobs/test_gate.py.
 set -eu
@@ -33,6 +34,7 @@ libpq-dev
 postgresql
 libjansson-dev
 libyaml-dev
+libcurl4-openssl-dev
 libsystemd-dev
 systemd
 strace

@@ -74,7 +74,7 @@ K="$T/keys/coll_secret"
 A="$T/allow"
 "$COLLECTOR" --help >"$T/out" 2>&1; st=$?
 check "--help" 0 "usage: parity-collector --bind ENDPOINT --key FILE --allow DIR" "$T/out"
-for flag in "--query-timeout T" "--keep-samples T" "--query-workers N"; do
+for flag in "--query-timeout T" "--keep-samples T" "--query-workers N" "--notify-url URL" "--notify-queue N"; do
     ok $(grep -q -- "^  $flag  " "$T/out"; echo $?) "--help lists $flag"
 done
 "$COLLECTOR" --version >"$T/out" 2>&1; st=$?
@@ -104,6 +104,11 @@ usage "--keep-samples not a number" "--keep-samples abc: want a duration from 1d
 usage "--keep-samples over 36500d" "--keep-samples 36501d: want a duration from 1d to 36500d, e.g. 365d" --keep-samples 36501d
 usage "--query-workers 0" "--query-workers 0: want a whole number from 1 to 16" --query-workers 0
 usage "--query-workers 17" "--query-workers 17: want a whole number from 1 to 16" --query-workers 17
+usage "--notify-url not http" "--notify-url ftp://x/y: want an http:// or https:// URL with a host, at most 2000 bytes, no spaces" --notify-url ftp://x/y
+usage "--notify-url no host" "--notify-url http:///y: want an http:// or https:// URL with a host, at most 2000 bytes, no spaces" --notify-url http:///y
+usage "--notify-url nine" "--notify-url http://i/9: at most 8 URLs" --notify-url http://a/1 --notify-url http://b/2 --notify-url http://c/3 --notify-url http://d/4 --notify-url http://e/5 --notify-url http://f/6 --notify-url http://g/7 --notify-url http://h/8 --notify-url http://i/9
+usage "--notify-queue 0" "--notify-queue 0: want a whole number from 1 to 100000" --notify-queue 0
+usage "--notify-queue 100001" "--notify-queue 100001: want a whole number from 1 to 100000" --notify-queue 100001
 usage "--enroll maybe" "--enroll maybe: want on or off" --enroll maybe
 usage "--key-service yes" "--key-service yes: want on or off" --key-service yes
 # The edges are accepted: parsing goes on to the next complaint.

@@ -1,0 +1,51 @@
+/* co_notify.h -- notices to webhooks (--notify-url) when a fleet
+ * change-point event opens (docs/collector.md "Notices").
+ *
+ * A thread with its own database connection looks every
+ * CO_NOTIFY_POLL_MS at the change points stored since it started
+ * (co_detect stores them on its thread). A change point that is not
+ * superseded nor within noise and has no older live member of its event
+ * (docs/protocol.md 10.12: the same series key but the host, side and
+ * direction, the same job, else the same commit) opens the event. Once
+ * the event has settled -- its job has ended, or, outside jobs,
+ * CO_NOTIFY_SETTLE_US after the change point was found -- the event is
+ * claimed in the notices table (migration 021; one row per event, so of
+ * several collectors on one database one sends it) and its notice is
+ * queued on every hook (co_hook: a thread per URL, bounded queue,
+ * retries). The network loop and the writer never wait for any of it.
+ *
+ * The notice is JSON with a "text" field, which Slack and Mattermost
+ * incoming webhooks show as it is, and the event under "parity".
+ */
+#ifndef CO_NOTIFY_H
+#define CO_NOTIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How often the change points are looked at. */
+#define CO_NOTIFY_POLL_MS 1000
+/* Outside jobs, how long an event waits for the other hosts' change
+ * points of its commit before its notice goes. */
+#define CO_NOTIFY_SETTLE_US (10LL * 1000000)
+/* Within a job, how long after the job ended (detection trails it). */
+#define CO_NOTIFY_SETTLE_JOB_US (3LL * 1000000)
+/* Most URLs (--notify-url may repeat). */
+#define CO_NOTIFY_URLS_MAX 8
+/* Change points looked at per poll. */
+#define CO_NOTIFY_BATCH 200
+
+typedef struct co_notify co_notify_t;
+
+/* Hooks for urls[0..n) (each checked, copied) with queues of queue_max
+ * notices, and the thread on conninfo (copied). Caller owns the result;
+ * NULL with err. */
+co_notify_t *co_notify_new(const char *conninfo, const char *const *urls,
+                           size_t n, size_t queue_max, char *err,
+                           size_t errlen);
+
+/* Stop the thread and the hooks (co_hook_destroy), close, free; NULL is
+ * fine. */
+void co_notify_destroy(co_notify_t **n);
+
+#endif
