@@ -224,6 +224,10 @@ cl_gate_print(FILE *f, const json_t *body, unsigned fail_on)
     char ag[256];
     if (!t)
         return -1;
+    /* Names and words left, numbers right. */
+    const size_t left[] = { 0, 1, 2, 5, 6 };
+    for (size_t i = 0; i < sizeof left / sizeof *left; i++)
+        pw_out_table_left(t, left[i]);
     fprintf(f, "\nagainst %s:\n", s_against(ag, sizeof ag, body));
     int rc = pw_out_table_add(t, head) || s_each(body, fail_on, s_row, t);
     rc |= pw_out_table_print(t, f);
