@@ -27,6 +27,7 @@ struct co_notify {
     size_t nhooks;
     int64_t last_id;           /* change points up to it are looked at */
     bool have_last, stop, started;
+    bool warned;               /* a database failure said, none since */
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_t thread;
@@ -182,6 +183,21 @@ done:
     return e;
 }
 
+/* The notice thread's database work failed: one line, what is known;
+ * once until a poll succeeds again (a database that is down is tried
+ * every second, and said once). */
+static void
+s_db_warn(co_notify_t *n, const char *event, const char *why)
+{
+    char q[600];
+    if (n->warned)
+        return;
+    n->warned = true;
+    co_log(CO_LOG_WARN, "notify_db", "%s%s%swhy=%s", event ? "event=" : "",
+           event ? event : "", event ? " " : "", co_log_quote(q, sizeof q,
+                                                             why));
+}
+
 /* Tell of the event change point cp opens: claim it in notices, then
  * queue it on every hook. 0, or -1 (a database error: looked at again
  * next poll). */
@@ -194,9 +210,8 @@ s_tell(co_notify_t *n, int64_t cp)
     PGresult *m = PQexecParams(n->conn, S_MEMBERS_SQL, 1, NULL, p, NULL,
                                NULL, 0);
     if (PQresultStatus(m) != PGRES_TUPLES_OK || PQntuples(m) == 0) {
-        co_log(CO_LOG_WARN, "notify_db", "event=%s why=\"%s\"", id,
-               PQntuples(m) == 0 ? "no members" :
-               PQresultErrorMessage(m));
+        s_db_warn(n, id, PQresultStatus(m) == PGRES_TUPLES_OK ? "no members" :
+                  PQresultErrorMessage(m));
         PQclear(m);
         return -1;
     }
@@ -218,8 +233,7 @@ s_tell(co_notify_t *n, int64_t cp)
         "NOTHING RETURNING id", 3, NULL, pc, NULL, NULL, 0);
     int rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : -1;
     if (rc != 0)
-        co_log(CO_LOG_WARN, "notify_db", "event=%s why=\"%s\"", id,
-               PQresultErrorMessage(r));
+        s_db_warn(n, id, PQresultErrorMessage(r));
     else if (PQntuples(r) == 1) {
         /* Ours to send: no other collector claimed it. */
         co_log(CO_LOG_INFO, "notify_event", "event=%s hooks=%zu", id,
@@ -257,8 +271,7 @@ s_poll(co_notify_t *n)
     PGresult *r = PQexecParams(n->conn, S_CANDIDATES_SQL, 5, NULL, p, NULL,
                                NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        co_log(CO_LOG_WARN, "notify_db", "why=\"%s\"",
-               PQresultErrorMessage(r));
+        s_db_warn(n, NULL, PQresultErrorMessage(r));
         PQclear(r);
         return;
     }
@@ -267,13 +280,16 @@ s_poll(co_notify_t *n)
         bool live = PQgetvalue(r, i, 1)[0] == 't';
         bool ready = PQgetvalue(r, i, 2)[0] == 't';
         bool opens = PQgetvalue(r, i, 3)[0] == 't';
-        if (live && opens) {
-            if (!ready || s_tell(n, id) != 0)
-                break;          /* looked at again next time */
+        if (live && opens && !ready)
+            break;              /* looked at again next time */
+        if (live && opens && s_tell(n, id) != 0) {
+            PQclear(r);
+            return;             /* said; tried again next time */
         }
         n->last_id = id;
     }
     PQclear(r);
+    n->warned = false;
 }
 
 static void *
@@ -289,7 +305,7 @@ s_thread(void *arg)
             n->conn = co_db_open(n->conninfo, "SET statement_timeout = "
                                  "'10s'", err, sizeof err);
             if (!n->conn)
-                co_log(CO_LOG_WARN, "notify_db", "why=\"%s\"", err);
+                s_db_warn(n, NULL, err);
         }
         if (n->conn)
             s_poll(n);

@@ -418,8 +418,9 @@ s_testcase(s_case_t *c, void *ctx)
         s_xml(f, c->host);
         fputs(": ", f);
         s_xml(f, c->why);
-        fprintf(f, "\nrun %s</%s>\n", pw_out_str(c->entry, "run_id", "-"),
-                el);
+        fputs("\nrun ", f);
+        s_xml(f, pw_out_str(c->entry, "run_id", "-"));
+        fprintf(f, "</%s>\n", el);
     }
     fputs("      <system-out>", f);
     s_xml(f, c->why);
