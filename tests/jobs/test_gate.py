@@ -4,7 +4,7 @@
 Real processes, as in test_jobs.py: parity-collector with its private
 PostgreSQL, three parity-agent daemons (alpha, beta, gamma) on 127.0.0.1,
 and the `parity` client. Their suite `perf` has a benchmark `tool` whose
-subject sleeps 50 ms, or 60 ms (20 % slower) for a commit whose id starts
+subject sleeps 50 ms, or 100 ms (twice as long) for a commit whose id starts
 with `slow`, against a release arm of 50 ms, and `startup` (/bin/true
 against echo).
 
@@ -49,7 +49,7 @@ benchmarks:
     arms:
       - name: tool
         subject: true
-        shell: 'case "${commit}" in slow*) sleep 0.06;; *) sleep 0.05;; esac'
+        shell: 'case "${commit}" in slow*) sleep 0.1;; *) sleep 0.05;; esac'
       - name: release
         command: [sleep, "0.05"]
   - name: startup
@@ -66,13 +66,14 @@ class World(tj.World):
         self.work = tempfile.mkdtemp(prefix="ci-", dir=self.root)
 
     def start_collector(self):
-        # A flat tolerance of 10 %: the baseline and the job run minutes
-        # apart on a machine that runs other tests meanwhile, and a 4 %
-        # drift of a 50 ms sleep between them is the machine's, not the
-        # gate's. The seeded slowdown (20 %) is well beyond either.
+        # A flat tolerance of 25 %: the baseline and the job run minutes
+        # apart on a 2-core machine that runs other tests meanwhile, where
+        # a 50 ms sleep has measured 4 % to 15 % longer from one job to
+        # the next; that is the machine's, not the gate's. The seeded
+        # slowdown (x2) is well beyond it.
         self.collector = subprocess.Popen(
             self.collector_cmd(self.endpoint, tj.HEARTBEAT_MS, "--parity",
-                               "0.1"), stdout=self.log, stderr=self.log)
+                               "0.25"), stdout=self.log, stderr=self.log)
         self.wait_tcp(self.collector, self.port)
 
     def env(self, extra):
@@ -197,11 +198,13 @@ def check_slow(w, r, summary, junit):
     ok(set(tool) == want, "slowed: a row per host with its anchor: %s" %
        sorted(tool))
     ratios = [float(x[3]) for x in tool.values()]
+    tols = [float(x[4].split()[0]) for x in tool.values()]
     ok(all(x[2] == "**loss**" for x in tool.values()) and
-       all(1.1 < q < 1.3 for q in ratios) and
-       all(x[4] == "10.0 %" for x in tool.values()),
-       "slowed: each row reads **loss**, a ratio near 1.2 and the "
-       "collector's 10 %% tolerance: %s" % ratios)
+       all(1.4 < q < 2.6 for q in ratios) and
+       all(x[4].endswith(" %") and t >= 25.0 for x, t in
+           zip(tool.values(), tols)),
+       "slowed: each row reads **loss**, a ratio near 2 and a tolerance "
+       "of at least the collector's 25 %%: %s, %s" % (ratios, tols))
     ok(any(ln.startswith("- tool: loss on all 3 hosts") for ln in lines),
        "slowed: tool's consensus line")
     rc, err = xmllint(junit)
@@ -212,8 +215,8 @@ def check_slow(w, r, summary, junit):
     ok(sorted(failed) == ["tool on %s" % h for h in HOSTS] and
        all(cases[n][0] == "perf.tool" for n in failed) and
        all(f.get("type") == "loss" and
-           re.match(r"loss: ratio 1\.[12]\d+, tolerance 10\.0 %, best "
-                    r"ratio 1\.[12]\d+, floor \d+\.\d us$",
+           re.match(r"loss: ratio [12]\.\d{4}, tolerance \d+\.\d %, best "
+                    r"ratio [12]\.\d{4}, floor \d+\.\d us$",
                     f.get("message"))
            for f in failed.values()) and
        root.get("failures") == "3",
