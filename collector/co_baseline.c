@@ -24,7 +24,8 @@ static const char S_ENTRIES_SQL[] =
     "SELECT c.bench, c.host, c.run_uuid, c.status, c.reason, sa.name, "
     "  f.floor_us, f.is_default, f.n_samples, f.quiet, f.oldest_us, "
     "  f.newest_us, c.id, base.id, base.run_uuid, base.job_id, "
-    "  base.started_at_us, base.tags::text "
+    "  base.started_at_us, base.tags::text, "
+    "  EXISTS (SELECT 1 FROM arms WHERE run = base.id AND name = sa.name) "
     "FROM cur c "
     "LEFT JOIN LATERAL (SELECT name FROM arms WHERE run = c.id "
     "  ORDER BY subject DESC, idx LIMIT 1) sa ON true "
@@ -43,7 +44,7 @@ static const char S_ENTRIES_SQL[] =
 enum { C_BENCH, C_HOST, C_RUN, C_STATUS, C_REASON, C_ARM, C_FLOOR,
        C_FLOOR_DEFAULT, C_FLOOR_N, C_FLOOR_QUIET, C_FLOOR_OLDEST,
        C_FLOOR_NEWEST, C_RUN_ID, C_BASE_ID, C_BASE_RUN, C_BASE_JOB,
-       C_BASE_STARTED, C_BASE_TAGS };
+       C_BASE_STARTED, C_BASE_TAGS, C_BASE_HAS_ARM };
 
 /* The measured wall times of arm (by name) in the job's run ($1) and the
  * baseline run ($2): the job's first, each run's in ascending order. */
@@ -58,7 +59,6 @@ static const char S_SAMPLES_SQL[] =
 typedef struct {
     double *x;
     size_t na, nb;
-    bool baseline_has_arm;
 } s_pair_t;
 
 /* Read entry row i's samples into p. False with c's status set. */
@@ -97,16 +97,6 @@ s_samples(co_reply_t *c, PGresult *e, int i, s_pair_t *p)
             p->nb++;
     }
     PQclear(r);
-    /* An arm the baseline lacks has no samples there; so has an arm that
-     * measured nothing, which the rule then refuses by itself. */
-    const char *pa[] = { PQgetvalue(e, i, C_BASE_ID),
-                         PQgetvalue(e, i, C_ARM) };
-    r = co_reply_q(c, "SELECT 1 FROM arms WHERE run = $1::bigint AND "
-                   "name = $2", 2, pa);
-    if (!r)
-        return false;
-    p->baseline_has_arm = PQntuples(r) > 0;
-    PQclear(r);
     return true;
 }
 
@@ -132,6 +122,10 @@ s_judge(co_reply_t *c, PGresult *e, int i, double parity, json_t *entry)
               "in an ended job with the baseline's tags";
     } else if (PQgetisnull(e, i, C_FLOOR) || PQgetisnull(e, i, C_ARM)) {
         why = "the run has no stored floor or arm";
+    } else if (PQgetvalue(e, i, C_BASE_HAS_ARM)[0] != 't') {
+        snprintf(text, sizeof text, "the baseline run has no arm \"%.100s\"",
+                 PQgetvalue(e, i, C_ARM));
+        why = text;
     }
     if (why)
         return json_object_set_new(entry, "error", json_string(why)) == 0;
@@ -140,12 +134,6 @@ s_judge(co_reply_t *c, PGresult *e, int i, double parity, json_t *entry)
     if (!s_samples(c, e, i, &p))
         return false;
     bool ok = false;
-    if (!p.baseline_has_arm) {
-        snprintf(text, sizeof text, "the baseline run has no arm \"%.100s\"",
-                 PQgetvalue(e, i, C_ARM));
-        ok = json_object_set_new(entry, "error", json_string(text)) == 0;
-        goto done;
-    }
     vd_params_t vp;
     vd_params_default(&vp);
     vp.parity = parity;
@@ -185,12 +173,8 @@ s_entry(PGresult *e, int i)
                   PQgetvalue(e, i, C_STATUS),
         "baseline", base ? base : json_null());
     if (entry && !PQgetisnull(e, i, C_FLOOR_N))
-        json_object_set_new(entry, "floor_pool", json_pack("{s:I,s:o,s:o,s:o}",
-            "runs", co_reply_int(e, i, C_FLOOR_N),
-            "quiet", PQgetisnull(e, i, C_FLOOR_QUIET) ? json_null() :
-                     json_boolean(PQgetvalue(e, i, C_FLOOR_QUIET)[0] == 't'),
-            "oldest_us", co_reply_int_or_null(e, i, C_FLOOR_OLDEST),
-            "newest_us", co_reply_int_or_null(e, i, C_FLOOR_NEWEST)));
+        json_object_set_new(entry, "floor_pool",
+                            co_reply_floor_pool(e, i, C_FLOOR_N));
     return entry;
 }
 
@@ -232,18 +216,11 @@ fail_said:
     return NULL;
 }
 
-/* args: {"job": ID, "tags": {non-empty}}; nothing else. */
+/* args: {"job": ID, "tags": {non-empty}} (co_query refuses other
+ * names). */
 static bool
 s_args(co_reply_t *c, const json_t *args, const char **job)
 {
-    const char *k;
-    const json_t *v;
-    json_object_foreach((json_t *)args, k, v)
-        if (strcmp(k, "job") != 0 && strcmp(k, "tags") != 0) {
-            co_reply_fail(c, CO_REPLY_BADARGS, "unknown argument \"%.60s\" "
-                          "for baseline (known: job tags)", k);
-            return false;
-        }
     *job = json_string_value(json_object_get(args, "job"));
     if (!*job) {
         co_reply_fail(c, CO_REPLY_BADARGS, "\"job\" (a job id, a string) is "

@@ -12,8 +12,9 @@
  * interleaved across two jobs, which is why a gate's verdicts are its
  * own request and never stored.
  *
- * co_query checks authorisation and reconnects before calling
- * co_baseline_handle, on a query worker; nothing here prints.
+ * co_query checks authorisation and the argument names and reconnects
+ * before calling co_baseline_handle, on a query worker; nothing here
+ * prints.
  */
 #ifndef CO_BASELINE_H
 #define CO_BASELINE_H

@@ -1,15 +1,15 @@
 /* co_notify.h -- notices to webhooks (--notify-url) when a fleet
  * change-point event opens (docs/collector.md "Notices").
  *
- * A thread with its own database connection looks every
+ * A thread with its own database connection (co_jobs) looks every
  * CO_NOTIFY_POLL_MS at the change points stored since it started
- * (co_detect stores them on its thread). A change point that is not
- * superseded nor within noise and has no older live member of its event
- * (docs/protocol.md 10.12: the same series key but the host, side and
- * direction, the same job, else the same commit) opens the event. Once
- * the event has settled -- its job has ended, or, outside jobs,
- * CO_NOTIFY_SETTLE_US after the change point was found -- the event is
- * claimed in the notices table (migration 021; one row per event, so of
+ * (co_detect stores them on its thread). Once one that is neither
+ * superseded nor within noise has settled -- its job has ended, or,
+ * outside jobs, CO_NOTIFY_SETTLE_US after it was found -- its event is
+ * found as `regressions` finds it (co_changes_list, co_events, over the
+ * change points of its job's or commit's runs), so the notice names the
+ * same id, hosts and magnitudes. The change point opens the event when
+ * no older member is outside noise; then the event is claimed in the notices table (migration 021; one row per event, so of
  * several collectors on one database one sends it) and its notice is
  * queued on every hook (co_hook: a thread per URL, bounded queue,
  * retries). The network loop and the writer never wait for any of it.

@@ -580,20 +580,6 @@ fail:
     return -1;
 }
 
-/* A run's floor_pool from four columns from col of r (floors: n_samples,
- * quiet, oldest_us, newest_us): {"runs", "quiet", "oldest_us",
- * "newest_us"}, null where a run stored before 017 has none. */
-static json_t *
-s_floor_pool(PGresult *r, int i, int col)
-{
-    return json_pack("{s:I,s:o,s:o,s:o}",
-        "runs", (json_int_t)strtoll(PQgetvalue(r, i, col), NULL, 10),
-        "quiet", PQgetisnull(r, i, col + 1) ? json_null()
-                 : json_boolean(PQgetvalue(r, i, col + 1)[0] == 't'),
-        "oldest_us", co_reply_int_or_null(r, i, col + 2),
-        "newest_us", co_reply_int_or_null(r, i, col + 3));
-}
-
 static json_t *
 s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
 {
@@ -668,7 +654,7 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
             goto fail;
         /* What its floor pooled (017; null parts for an older run). */
         if (!PQgetisnull(r, i, 8))
-            json_object_set_new(entry, "floor_pool", s_floor_pool(r, i, 8));
+            json_object_set_new(entry, "floor_pool", co_reply_floor_pool(r, i, 8));
         bool complete = !PQgetisnull(r, i, 7) &&
                         strcmp(PQgetvalue(r, i, 7), "complete") == 0;
         /* Only a complete run's verdict speaks for its host: a run cut
@@ -804,7 +790,7 @@ s_show_verdicts(json_t *doc, json_t *bench, PGresult *v)
                 (json_int_t)strtoll(PQgetvalue(v, i, 5), NULL, 10),
                 "parity", strtod(PQgetvalue(v, i, 6), NULL));
             if (fl && !PQgetisnull(v, i, 7))
-                json_object_set_new(fl, "pool", s_floor_pool(v, i, 7));
+                json_object_set_new(fl, "pool", co_reply_floor_pool(v, i, 7));
             json_object_set_new(doc, "floor", fl);
         }
     }
@@ -1013,6 +999,7 @@ static const struct {
     { "cancel", "job" },
     { "verdicts", "job latest" },
     { "show", "run" },
+    { "baseline", "job tags" },
     { "series", "suite benchmark host tags since_us runs" },
     { "ack", "id note" },
     { "unack", "id" },

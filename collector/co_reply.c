@@ -136,6 +136,17 @@ co_reply_tags_arg(co_reply_t *c, const json_t *args)
     return text;
 }
 
+json_t *
+co_reply_floor_pool(PGresult *r, int row, int col)
+{
+    return json_pack("{s:I,s:o,s:o,s:o}",
+        "runs", co_reply_int(r, row, col),
+        "quiet", PQgetisnull(r, row, col + 1) ? json_null()
+                 : json_boolean(PQgetvalue(r, row, col + 1)[0] == 't'),
+        "oldest_us", co_reply_int_or_null(r, row, col + 2),
+        "newest_us", co_reply_int_or_null(r, row, col + 3));
+}
+
 /* An optional integer argument in lo..hi; dflt when absent. */
 bool
 co_reply_int_arg(co_reply_t *c, const json_t *args, const char *key, json_int_t lo,

@@ -81,6 +81,12 @@ const char *co_reply_str(const json_t *o, const char *k);
  * the bare value); a new reference, null when absent. */
 json_t *co_reply_env_value(const json_t *env, const char *key);
 
+/* What a verdict's floor pooled (docs/protocol.md 10.8 "floor_pool"),
+ * from four columns from col: floors.n_samples, quiet, oldest_us,
+ * newest_us (nulls for a run stored before 017). Caller owns it; NULL on
+ * out of memory. */
+json_t *co_reply_floor_pool(PGresult *r, int row, int col);
+
 /* args "tags" as jsonb text for `tags @> $n` ({} when absent; every
  * value a string). Caller frees; NULL with c's status set. */
 char *co_reply_tags_arg(co_reply_t *c, const json_t *args);
