@@ -307,6 +307,15 @@ fail:
 }
 
 void
+co_notify_post(co_notify_t *n, const char *body)
+{
+    /* The hooks are fixed from co_notify_new on, and co_hook_post takes
+     * each hook's own lock. */
+    for (size_t i = 0; n && i < n->nhooks; i++)
+        co_hook_post(n->hooks[i], body);
+}
+
+void
 co_notify_destroy(co_notify_t **np)
 {
     co_notify_t *n = np ? *np : NULL;

@@ -44,6 +44,11 @@ co_notify_t *co_notify_new(const char *conninfo, const char *const *urls,
                            size_t n, size_t queue_max, char *err,
                            size_t errlen);
 
+/* Queue body (a JSON notice with a "text" field, copied) on every hook;
+ * never blocks (co_hook_post). Other threads call it (co_bisector when a
+ * bisect ends). NULL n is fine: no webhooks. */
+void co_notify_post(co_notify_t *n, const char *body);
+
 /* Stop the thread and the hooks (co_hook_destroy), close, free; NULL is
  * fine. */
 void co_notify_destroy(co_notify_t **n);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "co_baseline.h"
+#include "co_bisect.h"
 #include "co_changes.h"
 #include "co_enroll.h"
 #include "co_history.h"
@@ -150,7 +151,8 @@ co_query_handles(const char *command)
     /* history, regressions, report; series, ack, unack; pending,
      * approve, reject, revoke */
     return co_history_handles(command) || co_changes_handles(command)
-        || co_enroll_handles(command) || co_baseline_handles(command);
+        || co_enroll_handles(command) || co_baseline_handles(command)
+        || co_bisect_handles(command);
 }
 
 void
@@ -1000,6 +1002,9 @@ static const struct {
     { "verdicts", "job latest" },
     { "show", "run" },
     { "baseline", "job tags" },
+    { "bisect_start", "suite benchmark commits hosts vars runs" },
+    { "bisect_status", "bisect" },
+    { "bisect_cancel", "bisect" },
     { "series", "suite benchmark host tags since_us runs" },
     { "ack", "id note" },
     { "unack", "id" },
@@ -1136,6 +1141,9 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     else if (co_changes_handles(cmd))
         body = co_changes_handle(q->jobs, cmd, args, &res.status, res.err,
                                  sizeof res.err);
+    else if (co_bisect_handles(cmd))
+        body = co_bisect_handle(q->jobs, key, cmd, args, q->parity,
+                                &res.status, res.err, sizeof res.err);
     else if (co_enroll_handles(cmd))
         body = co_enroll_handle(q->jobs, q->keys, key, cmd, args,
                                 &res.status, res.err, sizeof res.err);

@@ -16,6 +16,7 @@
 #include "co_detect.h"
 #include "co_hook.h"
 #include "co_notify.h"
+#include "co_bisector.h"
 #include "co_enroll.h"
 #include "co_jobs.h"
 #include "co_log.h"
@@ -99,6 +100,7 @@ struct co_store {
     co_runs_t *runs;               /* samples of runs in progress */
     co_detect_t *detect;           /* change points; NULL without db */
     co_notify_t *notify;           /* webhooks; NULL without --notify-url */
+    co_bisector_t *bisector;       /* bisects; NULL without db */
     co_keys_t *keys;               /* agents' keys (borrowed) */
     int64_t keys_version;          /* highest host_keys.version read */
     int64_t keys_reread_us;        /* next time keys_version goes to 0 */
@@ -1255,6 +1257,10 @@ co_store_new(const co_server_config_t *cfg, co_db_t *db, void *ctx,
                                         ? cfg->notify_queue :
                                         CO_HOOK_QUEUE_DEFAULT, err, errlen)))
         goto fail;
+    if (cfg->conninfo && cfg->conninfo[0]
+        && !(st->bisector = co_bisector_new(cfg->conninfo, cfg->name,
+                                            st->notify, err, errlen)))
+        goto fail;
     st->out = co_out_connect(ctx, err, errlen);
     if (!st->out)
         goto fail;
@@ -1317,6 +1323,7 @@ co_store_destroy(co_store_t **stp)
     co_store_t *st = *stp;
     co_store_stop(st);
     co_detect_destroy(&st->detect);
+    co_bisector_destroy(&st->bisector);   /* it posts to notify */
     co_notify_destroy(&st->notify);
     if (st->out)
         zmq_close(st->out);

@@ -26,6 +26,7 @@
     X(history, "one benchmark's verdicts over time, per job and host") \
     X(regressions, "change points over time: steps of a series, open first") \
     X(changes, "change points of any series (CSV, JSON Lines), offline") \
+    X(bisect,  "find the commit that made a step, across the fleet's hosts") \
     X(report,  "one job as a Markdown or HTML report for people")
 
 #define CL_VERB_PROTOTYPE(name, summary) \

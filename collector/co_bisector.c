@@ -1,0 +1,895 @@
+/* co_bisector.c -- the thread that drives bisects (co_bisector.h). */
+#include "co_bisector.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "co_bisect.h"
+#include "co_jobs.h"
+#include "co_log.h"
+#include "co_reply.h"
+#include "pw_clock.h"
+#include "pw_json.h"
+#include "pw_limits.h"
+#include "vd_adaptive.h"
+#include "vd_bisect.h"
+#include "vd_verdict.h"
+
+struct co_bisector {
+    co_jobs_t *jobs;           /* the thread's own connection */
+    co_notify_t *notify;       /* borrowed; NULL without webhooks */
+    char owner[160];
+    bool stop, started;
+    bool warned;               /* a database failure said, none since */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+};
+
+/* Most measured samples read at once (three commits on every host). */
+#define S_SAMPLES_MAX 2000000
+/* Passes of one bisect's search per look (judging a midpoint lets the
+ * next one start at once). */
+#define S_PASSES 16
+
+/* The subject arm's measured wall times of the bisect's complete runs of
+ * its benchmark at the points $2, on every host. */
+static const char S_SAMPLES_SQL[] =
+    "SELECT st.point, h.name, s.wall_us FROM bisect_steps st "
+    "JOIN bisects b ON b.id = st.bisect "
+    "JOIN runs r ON r.job_id = st.job_uuid AND r.status = 'complete' "
+    "JOIN benchmarks bm ON bm.id = r.benchmark_id AND bm.suite = b.suite "
+    "  AND bm.name = b.benchmark "
+    "JOIN hosts h ON h.id = r.host_id "
+    "JOIN LATERAL (SELECT idx FROM arms WHERE run = r.id "
+    "  ORDER BY subject DESC, idx LIMIT 1) sa ON true "
+    "JOIN samples s ON s.run = r.id AND s.arm = sa.idx AND s.kind = 0 "
+    "WHERE st.bisect = $1::bigint AND st.point = ANY($2::int[]) "
+    "LIMIT $3::int";
+
+/* Each host's floor: its newest complete run's in this bisect. */
+static const char S_FLOORS_SQL[] =
+    "SELECT DISTINCT ON (h.name) h.name, f.floor_us, f.is_default "
+    "FROM bisect_steps st JOIN runs r ON r.job_id = st.job_uuid AND "
+    "  r.status = 'complete' JOIN hosts h ON h.id = r.host_id "
+    "JOIN floors f ON f.run = r.id WHERE st.bisect = $1::bigint "
+    "ORDER BY h.name, r.id DESC";
+
+/* The bisect's hosts without a complete run of its benchmark among the
+ * jobs of a point's try, and what the newest of those jobs says of
+ * them (NULL: the job did not go to the host). */
+static const char S_MISSING_SQL[] =
+    "SELECT hn, (SELECT jh.state || CASE WHEN jh.reason <> '' THEN ': ' || "
+    "  jh.reason ELSE '' END FROM bisect_steps st JOIN jobs j ON "
+    "  j.job_uuid = st.job_uuid JOIN job_hosts jh ON jh.job = j.id JOIN "
+    "  hosts ho ON ho.id = jh.host_id WHERE st.bisect = b.id AND st.point "
+    "  = $2::int AND st.try = $3::int AND ho.name = hn ORDER BY st.seq DESC "
+    "  LIMIT 1), (SELECT r.status || coalesce(': ' || nullif(r.reason, ''), "
+    "  '') FROM bisect_steps st JOIN runs r ON r.job_id = st.job_uuid JOIN "
+    "  hosts ho ON ho.id = r.host_id WHERE st.bisect = b.id AND st.point = "
+    "  $2::int AND st.try = $3::int AND ho.name = hn ORDER BY r.id DESC "
+    "  LIMIT 1) "
+    "FROM bisects b, unnest(b.hosts) hn WHERE b.id = $1::bigint AND NOT "
+    "  EXISTS (SELECT 1 FROM bisect_steps st JOIN runs r ON r.job_id = "
+    "  st.job_uuid AND r.status = 'complete' JOIN hosts ho ON ho.id = "
+    "  r.host_id JOIN benchmarks bm ON bm.id = r.benchmark_id AND bm.suite "
+    "  = b.suite AND bm.name = b.benchmark WHERE st.bisect = b.id AND "
+    "  st.point = $2::int AND st.try = $3::int AND ho.name = hn)";
+
+/* One host's samples of up to three points, and its floor. */
+typedef struct {
+    double *x[3];
+    size_t n[3], cap[3];
+    double floor_us;
+    bool floor_default;
+} s_host_t;
+
+/* The samples of points pts[0..npts) of one bisect, host by host (in the
+ * order of its hosts list). */
+typedef struct {
+    const json_t *hosts;       /* borrowed: the bisect's names */
+    size_t nhosts;
+    int pts[3];
+    size_t npts;
+    s_host_t *h;
+} s_samples_t;
+
+/* ---- helpers ------------------------------------------------------ */
+
+static void
+s_db_warn(co_bisector_t *n, int64_t id, const char *why)
+{
+    char q[600];
+    if (n->warned)
+        return;
+    n->warned = true;
+    co_log(CO_LOG_WARN, "bisect_db", "bisect=%" PRId64 " why=%s", id,
+           co_log_quote(q, sizeof q, why));
+}
+
+static const char *
+s_str(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static json_int_t
+s_int(const json_t *o, const char *k)
+{
+    return json_integer_value(json_object_get(o, k));
+}
+
+static const char *
+s_commit(const json_t *b, size_t point)
+{
+    const char *s = json_string_value(json_array_get(json_object_get(
+        b, "commits"), point));
+    return s ? s : "?";
+}
+
+/* Runs of a try: the bisect's, doubled with each retry. */
+static int
+s_runs(const json_t *b, int try_no)
+{
+    long r = (long)s_int(b, "runs");
+    for (int k = 0; k < try_no && r < PW_RUNS_MAX; k++)
+        r *= 2;
+    return r > PW_RUNS_MAX ? PW_RUNS_MAX : (int)r;
+}
+
+static void
+s_samples_free(s_samples_t *s)
+{
+    for (size_t i = 0; s->h && i < s->nhosts; i++)
+        for (int k = 0; k < 3; k++)
+            free(s->h[i].x[k]);
+    free(s->h);
+    s->h = NULL;
+}
+
+static bool
+s_push(s_host_t *h, int slot, double v)
+{
+    if (h->n[slot] == h->cap[slot]) {
+        size_t cap = h->cap[slot] ? 2 * h->cap[slot] : 64;
+        double *x = realloc(h->x[slot], cap * sizeof *x);
+        if (!x)
+            return false;
+        h->x[slot] = x;
+        h->cap[slot] = cap;
+    }
+    h->x[slot][h->n[slot]++] = v;
+    return true;
+}
+
+static long
+s_host_index(const s_samples_t *s, const char *name)
+{
+    for (size_t i = 0; i < s->nhosts; i++)
+        if (strcmp(json_string_value(json_array_get(s->hosts, i)), name)
+            == 0)
+            return (long)i;
+    return -1;
+}
+
+/* Read the samples of npts points (at most 3) and the floors. False with
+ * c's status set. */
+static bool
+s_samples(co_reply_t *c, const json_t *b, const int *pts, size_t npts,
+          s_samples_t *s)
+{
+    char id[24], arr[64], lim[16];
+    memset(s, 0, sizeof *s);
+    s->hosts = json_object_get(b, "hosts");
+    s->nhosts = json_array_size(s->hosts);
+    s->npts = npts;
+    memcpy(s->pts, pts, npts * sizeof *pts);
+    if (!(s->h = calloc(s->nhosts ? s->nhosts : 1, sizeof *s->h))) {
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+        return false;
+    }
+    snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT, s_int(b, "id"));
+    size_t at = (size_t)snprintf(arr, sizeof arr, "{");
+    for (size_t k = 0; k < npts; k++)
+        at += (size_t)snprintf(arr + at, sizeof arr - at, "%s%d",
+                               k ? "," : "", pts[k]);
+    snprintf(arr + at, sizeof arr - at, "}");
+    snprintf(lim, sizeof lim, "%d", S_SAMPLES_MAX + 1);
+    const char *p[] = { id, arr, lim };
+    PGresult *r = co_reply_q(c, S_SAMPLES_SQL, 3, p);
+    if (r && PQntuples(r) > S_SAMPLES_MAX) {
+        co_reply_fail(c, CO_REPLY_TOO_BIG, "more than %d samples of three "
+                      "commits", S_SAMPLES_MAX);
+        PQclear(r);
+        r = NULL;
+    }
+    for (int i = 0; r && i < PQntuples(r); i++) {
+        int pt = atoi(PQgetvalue(r, i, 0));
+        long h = s_host_index(s, PQgetvalue(r, i, 1));
+        for (size_t k = 0; h >= 0 && k < npts; k++)
+            if (pts[k] == pt && !s_push(&s->h[h], (int)k,
+                                        strtod(PQgetvalue(r, i, 2), NULL))) {
+                co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+                PQclear(r);
+                return false;
+            }
+    }
+    PQclear(r);
+    if (!r || !(r = co_reply_q(c, S_FLOORS_SQL, 1, p)))
+        return false;
+    for (int i = 0; i < PQntuples(r); i++) {
+        long h = s_host_index(s, PQgetvalue(r, i, 0));
+        if (h < 0)
+            continue;
+        s->h[h].floor_us = strtod(PQgetvalue(r, i, 1), NULL);
+        s->h[h].floor_default = PQgetvalue(r, i, 2)[0] == 't';
+    }
+    PQclear(r);
+    return true;
+}
+
+static vd_params_t
+s_params(const json_t *b, const s_host_t *h)
+{
+    vd_params_t p;
+    vd_params_default(&p);
+    p.parity = json_number_value(json_object_get(b, "parity"));
+    if (h->floor_us > 0 || !h->floor_default) {
+        p.floor_us = h->floor_us;
+        p.floor_is_default = h->floor_default;
+    }
+    return p;
+}
+
+/* A verdict as the result shows it. */
+static json_t *
+s_verdict_json(const char *host, const vd_verdict_t *v)
+{
+    return json_pack("{s:s,s:s,s:f,s:f,s:b}", "host", host, "outcome",
+                     vd_outcome_name(v->outcome), "ratio", v->ratio,
+                     "tolerance", v->tolerance, "decisive",
+                     vd_adaptive_decisive(v));
+}
+
+/* ---- writing ------------------------------------------------------ */
+
+/* Measure point at try_no (rerun: on hosts only, else on all): a job,
+ * then its step. 0; 1 when the bisect ended (no host can run it); -1
+ * with c's status (tried again next pass). */
+static int s_finish(co_bisector_t *n, co_reply_t *c, const json_t *b,
+                    const char *state, const char *reason, json_t *result);
+
+static int
+s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b, size_t point,
+          int try_no, int rerun, const json_t *hosts)
+{
+    char err[512], tag[24], seq_args[4][24];
+    const char *commit = s_commit(b, point);
+    snprintf(tag, sizeof tag, "%" JSON_INTEGER_FORMAT, s_int(b, "id"));
+    json_t *vars = json_deep_copy(json_object_get(b, "vars"));
+    json_object_set_new(vars, "commit", json_string(commit));
+    json_t *args = json_pack("{s:s,s:O,s:[s],s:i,s:o,s:{s:s,s:s},s:s,s:I}",
+        "suite", s_str(b, "suite"), "hosts", hosts ? hosts :
+        json_object_get(b, "hosts"), "only", s_str(b, "benchmark"), "runs",
+        s_runs(b, try_no), "vars", vars, "tags", "commit", commit, "bisect",
+        tag, "label", "bisect", "expire_us",
+        (json_int_t)CO_BISECTOR_JOB_EXPIRE_US);
+    json_t *reply = NULL;
+    int rc = args ? co_jobs_create(c->jobs, s_str(b, "requested_by"), args,
+                                   pw_clock_unix_us(), &reply, err,
+                                   sizeof err) : CO_JOBS_FAIL;
+    json_decref(args);
+    if (rc == CO_JOBS_BADARGS) {
+        char why[700];
+        snprintf(why, sizeof why, "commit %s could not be measured: %s",
+                 commit, err);
+        return s_finish(n, c, b, "failed", why, NULL) == 0 ? 1 : -1;
+    }
+    if (rc != CO_JOBS_OK) {
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "%s", err);
+        return -1;
+    }
+    const char *job = s_str(reply, "job");
+    snprintf(seq_args[0], 24, "%zu", point);
+    snprintf(seq_args[1], 24, "%d", try_no);
+    snprintf(seq_args[2], 24, "%d", rerun);
+    snprintf(seq_args[3], 24, "%d", s_runs(b, try_no));
+    char now[24];
+    snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
+    const char *p[] = { tag, seq_args[0], seq_args[1], seq_args[2],
+                        seq_args[3], job, now };
+    PGresult *r = co_reply_q(c, "INSERT INTO bisect_steps (bisect, seq, "
+        "point, try, rerun, runs, job_uuid, created_at_us) SELECT $1, "
+        "coalesce(max(seq), -1) + 1, $2, $3, $4, $5, $6, $7 FROM "
+        "bisect_steps WHERE bisect = $1::bigint RETURNING seq", 7, p);
+    if (r)
+        co_log(CO_LOG_INFO, "bisect_step", "bisect=%s commit=%s point=%zu "
+               "try=%d rerun=%d runs=%d job=%s", tag, commit, point, try_no,
+               rerun, s_runs(b, try_no), job);
+    PQclear(r);
+    json_decref(reply);
+    return r ? 0 : -1;
+}
+
+/* Set the call of step seq. False with c's status. */
+static bool
+s_judged(co_reply_t *c, const json_t *b, json_int_t seq, const char *call,
+         const char *reason, const json_t *hosts)
+{
+    char id[24], sq[24], now[24];
+    snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT, s_int(b, "id"));
+    snprintf(sq, sizeof sq, "%" JSON_INTEGER_FORMAT, seq);
+    snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
+    char *h = hosts ? pw_json_dumps(hosts) : NULL;
+    const char *p[] = { id, sq, call, reason, h, now };
+    PGresult *r = co_reply_q(c, "UPDATE bisect_steps SET call = $3, reason "
+        "= $4, hosts = $5::jsonb, judged_at_us = $6 WHERE bisect = "
+        "$1::bigint AND seq = $2::int RETURNING seq", 6, p);
+    free(h);
+    PQclear(r);
+    return r != NULL;
+}
+
+/* The notice of a bisect that ended (docs/collector.md "Notices"). */
+static char *
+s_notice(const json_t *b, const char *state, const char *reason,
+         const json_t *result)
+{
+    char text[1024];
+    int at = snprintf(text, sizeof text, "Parity: bisect #%"
+                      JSON_INTEGER_FORMAT " of %s/%s ", s_int(b, "id"),
+                      s_str(b, "suite"), s_str(b, "benchmark"));
+    size_t i;
+    json_t *cu;
+    const json_t *cs = json_object_get(result, "culprits");
+    if (strcmp(state, "done") != 0)
+        snprintf(text + at, sizeof text - (size_t)at, "%s: %s", state,
+                 reason);
+    else
+        json_array_foreach(cs, i, cu)
+            if (at > 0 && (size_t)at < sizeof text)
+                at += snprintf(text + at, sizeof text - (size_t)at,
+                               "%s%s %s (x%.3f, after %s)", i ? "; " : "",
+                               i ? "then" : json_array_size(cs) > 1 ?
+                               "found a step spread over commits: first" :
+                               "found the first bad commit:",
+                               s_str(cu, "commit"), json_number_value(
+                               json_object_get(cu, "magnitude")),
+                               s_str(cu, "previous"));
+    json_t *body = json_pack("{s:s,s:{s:s,s:{s:I,s:s,s:s,s:s,s:s,s:O,s:O}}}",
+        "text", text, "parity", "kind", "bisect", "bisect", "id",
+        s_int(b, "id"), "suite", s_str(b, "suite"), "benchmark",
+        s_str(b, "benchmark"), "state", state, "reason", reason, "event",
+        json_object_get(b, "event"), "result", result ? result :
+        json_null());
+    char *t = body ? pw_json_dumps(body) : NULL;
+    json_decref(body);
+    return t;
+}
+
+/* End the bisect (state done or failed) with reason and result (taken;
+ * may be NULL): written once, by the collector whose UPDATE finds it
+ * running; that one logs and tells. 0, or -1 with c's status. */
+static int
+s_finish(co_bisector_t *n, co_reply_t *c, const json_t *b, const char *state,
+         const char *reason, json_t *result)
+{
+    char id[24], now[24];
+    snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT, s_int(b, "id"));
+    snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
+    char *res = result ? pw_json_dumps(result) : NULL;
+    const char *p[] = { id, state, reason, res, now };
+    PGresult *r = co_reply_q(c, "UPDATE bisects SET state = $2, reason = $3, "
+        "result = $4::jsonb, ended_at_us = $5 WHERE id = $1::bigint AND "
+        "state = 'running' RETURNING id", 5, p);
+    free(res);
+    if (r && PQntuples(r) == 1) {
+        char q[600];
+        co_log(strcmp(state, "done") == 0 ? CO_LOG_INFO : CO_LOG_WARN,
+               strcmp(state, "done") == 0 ? "bisect_done" : "bisect_failed",
+               "bisect=%s why=%s", id, co_log_quote(q, sizeof q, reason));
+        char *body = s_notice(b, state, reason, result);
+        const char *pn[] = { id, body ? body : "{}", now };
+        PGresult *t = body ? co_reply_q(c, "INSERT INTO notices (kind, ref, "
+            "body, created_at_us) VALUES ('bisect', $1, $2, $3) ON CONFLICT "
+            "DO NOTHING RETURNING id", 3, pn) : NULL;
+        if (t && PQntuples(t) == 1)
+            co_notify_post(n->notify, body);
+        PQclear(t);
+        free(body);
+    }
+    PQclear(r);
+    json_decref(result);
+    return r ? 0 : -1;
+}
+
+/* ---- the steps ----------------------------------------------------- */
+
+/* The last step of point at try_no (rerun included), NULL when none;
+ * *reruns gets the highest rerun. */
+static const json_t *
+s_group(const json_t *b, size_t point, int try_no, int *reruns)
+{
+    const json_t *last = NULL;
+    size_t i;
+    json_t *st;
+    *reruns = -1;
+    json_array_foreach(json_object_get(b, "steps"), i, st)
+        if ((size_t)s_int(st, "point") == point && s_int(st, "try") == try_no)
+        {
+            last = st;
+            if (s_int(st, "rerun") > *reruns)
+                *reruns = (int)s_int(st, "rerun");
+        }
+    return last;
+}
+
+/* Every host completed point at try_no: 0. A host did not: its rerun is
+ * asked (1), or, reruns spent, the bisect fails (1). -1 with c's
+ * status. */
+static int
+s_complete(co_bisector_t *n, co_reply_t *c, const json_t *b, size_t point,
+           int try_no)
+{
+    char id[24], pt[24], tr[24];
+    int reruns;
+    snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT, s_int(b, "id"));
+    snprintf(pt, sizeof pt, "%zu", point);
+    snprintf(tr, sizeof tr, "%d", try_no);
+    const char *p[] = { id, pt, tr };
+    PGresult *r = co_reply_q(c, S_MISSING_SQL, 3, p);
+    if (!r)
+        return -1;
+    int rc = 0;
+    if (PQntuples(r) > 0 && (s_group(b, point, try_no, &reruns), reruns <
+                             CO_BISECTOR_RERUNS)) {
+        json_t *hosts = json_array();
+        for (int i = 0; i < PQntuples(r); i++)
+            json_array_append_new(hosts, json_string(PQgetvalue(r, i, 0)));
+        rc = s_measure(n, c, b, point, try_no, reruns + 1, hosts) < 0 ? -1
+                                                                       : 1;
+        json_decref(hosts);
+    } else if (PQntuples(r) > 0) {
+        char why[900];
+        const char *job = PQgetisnull(r, 0, 1) ? "not given the job (it "
+                          "does not list the suite now)" : PQgetvalue(r, 0, 1);
+        snprintf(why, sizeof why, "host %s did not complete commit %s, "
+                 "twice (its job: %.300s%s%.300s)", PQgetvalue(r, 0, 0),
+                 s_commit(b, point), job, PQgetisnull(r, 0, 2) ? "" :
+                 "; its run: ", PQgetisnull(r, 0, 2) ? "" :
+                 PQgetvalue(r, 0, 2));
+        rc = s_finish(n, c, b, "failed", why, NULL) < 0 ? -1 : 1;
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Judge the ends: go on (0) when a host sees a decisive step; else
+ * measure them again, or fail (1). -1 with c's status. */
+static int
+s_ends(co_bisector_t *n, co_reply_t *c, const json_t *b, int try_no)
+{
+    size_t last = json_array_size(json_object_get(b, "commits")) - 1;
+    int pts[2] = { 0, (int)last }, rc = -1;
+    s_samples_t s;
+    if (!s_samples(c, b, pts, 2, &s)) {
+        s_samples_free(&s);
+        return -1;
+    }
+    json_t *hosts = json_array();
+    bool step = false, unsure = false;
+    char said[600] = "";
+    size_t at = 0;
+    for (size_t i = 0; i < s.nhosts; i++) {
+        const char *name = json_string_value(json_array_get(s.hosts, i));
+        vd_params_t p = s_params(b, &s.h[i]);
+        vd_verdict_t v;
+        char e[160];
+        if (vd_compare(s.h[i].x[1], s.h[i].n[1], s.h[i].x[0], s.h[i].n[0],
+                       &p, &v, e, sizeof e) != VD_OK) {
+            unsure = true;
+            json_array_append_new(hosts, json_pack("{s:s,s:s}", "host", name,
+                                                   "error", e));
+            continue;
+        }
+        bool decisive = vd_adaptive_decisive(&v);
+        step |= decisive && v.outcome != VD_PARITY;
+        unsure |= !decisive;
+        json_array_append_new(hosts, s_verdict_json(name, &v));
+        if (at < sizeof said)
+            at += (size_t)snprintf(said + at, sizeof said - at, "%s%s x%.3f "
+                                   "%s (tolerance %.1f %%)", i ? ", " : "",
+                                   name, v.ratio, vd_outcome_name(v.outcome),
+                                   100 * v.tolerance);
+    }
+    s_samples_free(&s);
+    int reruns;
+    const json_t *lo = s_group(b, 0, try_no, &reruns);
+    const json_t *hi = s_group(b, last, try_no, &reruns);
+    const char *call = step ? "ends" : "ends again";
+    bool again = !step && unsure && try_no + 1 < VD_BISECT_TRIES_MAX;
+    if ((step || again) &&
+        (!s_judged(c, b, s_int(lo, "seq"), call, said, hosts) ||
+         !s_judged(c, b, s_int(hi, "seq"), call, said, hosts)))
+        rc = -1;
+    else if (step)
+        rc = 0;
+    else if (again)
+        rc = s_measure(n, c, b, 0, try_no + 1, 0, NULL) == 0 &&
+             s_measure(n, c, b, last, try_no + 1, 0, NULL) == 0 ? 1 : -1;
+    else {
+        char why[900];
+        snprintf(why, sizeof why, "no host sees a step between the good end "
+                 "%s and the bad end %s%s: %s", s_commit(b, 0),
+                 s_commit(b, last), unsure ? " after " "more runs" : "", said);
+        rc = s_finish(n, c, b, "failed", why, NULL) < 0 ? -1 : 1;
+    }
+    json_decref(hosts);
+    return rc;
+}
+
+/* Judge midpoint mid of (low, high) on every host, and store the fleet's
+ * call on step seq. 0, or -1 with c's status. */
+static int
+s_judge(co_reply_t *c, const json_t *b, size_t mid, size_t low, size_t high,
+        json_int_t seq)
+{
+    int pts[3] = { (int)low, (int)high, (int)mid };
+    s_samples_t s;
+    if (!s_samples(c, b, pts, 3, &s)) {
+        s_samples_free(&s);
+        return -1;
+    }
+    vd_bisect_host_t *hv = calloc(s.nhosts ? s.nhosts : 1, sizeof *hv);
+    json_t *hosts = json_array();
+    int rc = -1;
+    if (!hv || !hosts) {
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < s.nhosts; i++) {
+        const s_host_t *h = &s.h[i];
+        vd_params_t p = s_params(b, h);
+        char e[160];
+        static const double none = 0;
+        vd_bisect_judge(h->n[0] ? h->x[0] : &none, h->n[0],
+                        h->n[1] ? h->x[1] : &none, h->n[1],
+                        h->n[2] ? h->x[2] : &none, h->n[2], &p, &hv[i], e,
+                        sizeof e);
+        json_t *o = json_pack("{s:s,s:s,s:s}", "host", json_string_value(
+            json_array_get(s.hosts, i)), "call", vd_bisect_call_name(
+            hv[i].call), "reason", hv[i].reason);
+        if (hv[i].have) {
+            json_object_set_new(o, "vs_good", s_verdict_json("", &hv[i].vs_low));
+            json_object_set_new(o, "vs_bad", s_verdict_json("", &hv[i].vs_high));
+            json_object_del(json_object_get(o, "vs_good"), "host");
+            json_object_del(json_object_get(o, "vs_bad"), "host");
+        }
+        json_array_append_new(hosts, o);
+    }
+    char reason[512];
+    vd_bisect_call_t call = vd_bisect_fleet(hv, s.nhosts, reason,
+                                            sizeof reason);
+    co_log(CO_LOG_INFO, "bisect_judged", "bisect=%" JSON_INTEGER_FORMAT
+           " commit=%s call=\"%s\"", s_int(b, "id"), s_commit(b, mid),
+           vd_bisect_call_name(call));
+    rc = s_judged(c, b, seq, vd_bisect_call_name(call), reason, hosts) ? 0
+                                                                      : -1;
+done:
+    free(hv);
+    json_decref(hosts);
+    s_samples_free(&s);
+    return rc;
+}
+
+/* The result of a search that found its culprits: each with its
+ * verdict against the commit before it on every host. NULL with c's
+ * status. */
+static json_t *
+s_result(co_reply_t *c, const json_t *b, const vd_bisect_t *v)
+{
+    size_t cul[VD_BISECT_CULPRITS_MAX];
+    size_t nc = vd_bisect_culprits(v, cul, VD_BISECT_CULPRITS_MAX);
+    json_t *list = json_array();
+    for (size_t k = 0; list && k < nc; k++) {
+        int pts[2] = { (int)cul[k] - 1, (int)cul[k] };
+        s_samples_t s;
+        if (!s_samples(c, b, pts, 2, &s)) {
+            s_samples_free(&s);
+            json_decref(list);
+            return NULL;
+        }
+        json_t *hosts = json_array();
+        double ratios[CO_JOBS_MAX_HOSTS];
+        size_t nr = 0;
+        for (size_t i = 0; i < s.nhosts; i++) {
+            vd_params_t p = s_params(b, &s.h[i]);
+            vd_verdict_t vv;
+            char e[160];
+            if (vd_compare(s.h[i].x[1], s.h[i].n[1], s.h[i].x[0],
+                           s.h[i].n[0], &p, &vv, e, sizeof e) != VD_OK)
+                continue;
+            json_array_append_new(hosts, s_verdict_json(json_string_value(
+                json_array_get(s.hosts, i)), &vv));
+            if (vv.outcome != VD_PARITY && nr < CO_JOBS_MAX_HOSTS)
+                ratios[nr++] = vv.ratio;
+        }
+        s_samples_free(&s);
+        /* The magnitude: the median of the hosts that see the step. */
+        for (size_t i = 1; i < nr; i++)
+            for (size_t j = i; j > 0 && ratios[j - 1] > ratios[j]; j--) {
+                double t = ratios[j];
+                ratios[j] = ratios[j - 1];
+                ratios[j - 1] = t;
+            }
+        double mag = nr == 0 ? NAN : nr % 2 ? ratios[nr / 2] :
+                     (ratios[nr / 2 - 1] + ratios[nr / 2]) / 2;
+        json_array_append_new(list, json_pack("{s:s,s:s,s:I,s:o,s:I,s:o}",
+            "commit", s_commit(b, cul[k]), "previous", s_commit(b,
+            cul[k] - 1), "index", (json_int_t)cul[k], "magnitude", isnan(mag)
+            ? json_null() : json_real(mag), "hosts_with_step",
+            (json_int_t)nr, "hosts", hosts));
+    }
+    int64_t started = (int64_t)s_int(b, "started_at_us");
+    return list ? json_pack("{s:o,s:b,s:I,s:I,s:I,s:I}", "culprits", list,
+                            "spread", nc > 1, "rounds",
+                            (json_int_t)vd_bisect_rounds(v), "retries",
+                            (json_int_t)vd_bisect_retries(v), "jobs",
+                            (json_int_t)json_array_size(json_object_get(
+                                b, "steps")), "wall_us",
+                            (json_int_t)(pw_clock_unix_us() - started))
+                : NULL;
+}
+
+/* The search replayed (co_bisect_replay); a replay that disagrees with
+ * the steps fails the bisect (*ended). NULL with c's status. */
+static vd_bisect_t *
+s_replay(co_bisector_t *n, co_reply_t *c, const json_t *b, bool *ended)
+{
+    char err[256];
+    vd_bisect_t *v = co_bisect_replay(b, err, sizeof err);
+    if (!v)
+        *ended = s_finish(n, c, b, "failed", err, NULL) == 0;
+    return v;
+}
+
+/* One move of a running bisect whose jobs have all ended. 0 when it
+ * moved on and may move again now (a call stored), 1 when it waits for
+ * a job or ended, -1 with c's status. */
+static int
+s_move(co_bisector_t *n, co_reply_t *c, const json_t *b)
+{
+    size_t last = json_array_size(json_object_get(b, "commits")) - 1;
+    size_t i, mid, low, high;
+    unsigned t;
+    json_t *st;
+    int ends_try = -1, reruns, rc;
+    bool ends = false, ended = false;
+    json_array_foreach(json_object_get(b, "steps"), i, st) {
+        if (s_int(st, "point") == 0 && s_int(st, "try") > ends_try)
+            ends_try = (int)s_int(st, "try");
+        ends |= strcmp(s_str(st, "call"), "ends") == 0;
+    }
+    if (ends_try < 0)
+        return s_measure(n, c, b, 0, 0, 0, NULL) == 0 &&
+               s_measure(n, c, b, last, 0, 0, NULL) == 0 ? 1 : -1;
+    if (!ends) {
+        if ((rc = s_complete(n, c, b, 0, ends_try)) != 0 ||
+            (rc = s_complete(n, c, b, last, ends_try)) != 0)
+            return rc;
+        return s_ends(n, c, b, ends_try);
+    }
+    vd_bisect_t *v = s_replay(n, c, b, &ended);
+    if (!v)
+        return ended ? 1 : -1;
+    const char *why;
+    if (vd_bisect_failed(v, &why))
+        rc = s_finish(n, c, b, "failed", why, NULL) < 0 ? -1 : 1;
+    else if (!vd_bisect_next(v, &mid, &low, &high, &t)) {
+        json_t *res = s_result(c, b, v);
+        rc = !res ? -1 : s_finish(n, c, b, "done", "", res) < 0 ? -1 : 1;
+    } else if (!(st = (json_t *)s_group(b, mid, (int)t, &reruns)))
+        rc = s_measure(n, c, b, mid, (int)t, 0, NULL) < 0 ? -1 : 1;
+    else if ((rc = s_complete(n, c, b, mid, (int)t)) == 0)
+        rc = s_judge(c, b, mid, low, high, s_int(st, "seq"));
+    vd_bisect_destroy(&v);
+    return rc;
+}
+
+/* ---- the pass ----------------------------------------------------- */
+
+/* A queued bisect starts when no older live bisect of its suite shares a
+ * host. False while it waits, or with c's status. */
+static bool
+s_start(co_reply_t *c, int64_t id)
+{
+    char ids[24], now[24];
+    snprintf(ids, sizeof ids, "%" PRId64, id);
+    snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
+    const char *p[] = { ids, now };
+    PGresult *r = co_reply_q(c, "UPDATE bisects b SET state = 'running', "
+        "started_at_us = $2 WHERE id = $1::bigint AND state = 'queued' AND "
+        "NOT EXISTS (SELECT 1 FROM bisects o WHERE o.id < b.id AND o.state "
+        "IN ('queued', 'running') AND o.suite = b.suite AND o.hosts && "
+        "b.hosts) RETURNING id", 2, p);
+    bool started = r && PQntuples(r) == 1;
+    if (started)
+        co_log(CO_LOG_INFO, "bisect_started", "bisect=%s", ids);
+    PQclear(r);
+    return started;
+}
+
+/* Move bisect id on as far as it goes now. False when the database
+ * failed (said). */
+static bool
+s_advance(co_bisector_t *n, int64_t id)
+{
+    char err[1024];
+    co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+    for (int pass = 0; pass < S_PASSES; pass++) {
+        json_t *b = co_bisect_load(&c, id);
+        if (b && strcmp(s_str(b, "state"), "queued") == 0 &&
+            s_start(&c, id)) {
+            json_decref(b);
+            b = co_bisect_load(&c, id);
+        }
+        if (!b || strcmp(s_str(b, "state"), "running") != 0) {
+            json_decref(b);
+            break;
+        }
+        size_t i;
+        json_t *st;
+        bool waiting = false;
+        json_array_foreach(json_object_get(b, "steps"), i, st)
+            waiting |= json_is_null(json_object_get(st, "call")) &&
+                       strcmp(s_str(st, "job_state"), "active") == 0;
+        int rc = waiting ? 1 : s_move(n, &c, b);
+        json_decref(b);
+        if (rc != 0)
+            break;
+    }
+    if (c.status != CO_REPLY_OK)
+        s_db_warn(n, id, err);
+    return c.status == CO_REPLY_OK;
+}
+
+/* Take (or keep) the lease of every live bisect no other collector
+ * holds, and move each on. */
+static void
+s_pass(co_bisector_t *n)
+{
+    char err[512], now[24], until[24];
+    int64_t t = pw_clock_unix_us();
+    snprintf(now, sizeof now, "%" PRId64, t);
+    snprintf(until, sizeof until, "%" PRId64, (int64_t)(t + CO_BISECTOR_LEASE_US));
+    co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+    const char *p[] = { n->owner, now, until };
+    PGresult *r = co_reply_q(&c, "UPDATE bisects SET lease_owner = $1, "
+        "lease_until_us = $3 WHERE state IN ('queued', 'running') AND "
+        "(lease_owner = $1 OR lease_until_us < $2::bigint) RETURNING id", 3,
+        p);
+    if (!r) {
+        s_db_warn(n, 0, err);
+        return;
+    }
+    size_t nb = (size_t)PQntuples(r);
+    int64_t *ids = calloc(nb ? nb : 1, sizeof *ids);
+    for (size_t i = 0; ids && i < nb; i++)
+        ids[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
+    PQclear(r);
+    /* Oldest first: an older bisect starts before a younger one that
+     * shares its hosts is looked at. */
+    for (size_t i = 1; ids && i < nb; i++)
+        for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+            int64_t x = ids[j];
+            ids[j] = ids[j - 1];
+            ids[j - 1] = x;
+        }
+    bool ok = ids != NULL;
+    for (size_t i = 0; ids && i < nb; i++) {
+        pthread_mutex_lock(&n->lock);
+        bool stop = n->stop;
+        pthread_mutex_unlock(&n->lock);
+        if (stop)
+            break;
+        ok &= s_advance(n, ids[i]);
+    }
+    if (ok)
+        n->warned = false;      /* said again at the next failure */
+    free(ids);
+}
+
+static void *
+s_thread(void *arg)
+{
+    co_bisector_t *n = arg;
+    pthread_mutex_lock(&n->lock);
+    while (!n->stop) {
+        pthread_mutex_unlock(&n->lock);
+        s_pass(n);
+        pthread_mutex_lock(&n->lock);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += CO_BISECTOR_POLL_MS / 1000;
+        until.tv_nsec += (CO_BISECTOR_POLL_MS % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        if (!n->stop)
+            pthread_cond_timedwait(&n->wake, &n->lock, &until);
+    }
+    pthread_mutex_unlock(&n->lock);
+    return NULL;
+}
+
+co_bisector_t *
+co_bisector_new(const char *conninfo, const char *owner,
+                co_notify_t *notify, char *err, size_t errlen)
+{
+    /* Its own connection, with the detection thread's statement
+     * timeout: a pass must never hang on one query. */
+    co_jobs_opts_t o = { .conninfo = conninfo,
+                         .statement_timeout_ms = 10000 };
+    co_bisector_t *n = calloc(1, sizeof *n);
+    if (!n || !(n->jobs = co_jobs_new(&o))) {
+        snprintf(err, errlen, "co_bisector: out of memory");
+        free(n);
+        return NULL;
+    }
+    n->notify = notify;
+    if (owner && *owner)
+        snprintf(n->owner, sizeof n->owner, "%s", owner);
+    else {
+        char host[64] = "collector";
+        gethostname(host, sizeof host - 1);
+        snprintf(n->owner, sizeof n->owner, "%s:%ld", host, (long)getpid());
+    }
+    pthread_mutex_init(&n->lock, NULL);
+    pthread_cond_init(&n->wake, NULL);
+    if (pthread_create(&n->thread, NULL, s_thread, n) != 0) {
+        snprintf(err, errlen, "pthread_create(bisector) failed");
+        co_bisector_destroy(&n);
+        return NULL;
+    }
+    n->started = true;
+    return n;
+}
+
+void
+co_bisector_destroy(co_bisector_t **np)
+{
+    co_bisector_t *n = np ? *np : NULL;
+    if (!n)
+        return;
+    *np = NULL;
+    if (n->started) {
+        pthread_mutex_lock(&n->lock);
+        n->stop = true;
+        pthread_cond_signal(&n->wake);
+        pthread_mutex_unlock(&n->lock);
+        pthread_join(n->thread, NULL);
+        /* Give the leases back: a restarted collector, or another one,
+         * carries on at once rather than after CO_BISECTOR_LEASE_US. */
+        char err[256];
+        co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+        const char *p[] = { n->owner };
+        PQclear(co_reply_q(&c, "UPDATE bisects SET lease_until_us = 0 WHERE "
+                           "lease_owner = $1 RETURNING id", 1, p));
+    }
+    co_jobs_destroy(&n->jobs);
+    pthread_mutex_destroy(&n->lock);
+    pthread_cond_destroy(&n->wake);
+    free(n);
+}
