@@ -92,6 +92,7 @@ typedef struct {
     size_t n[3], cap[3];
     double floor_us;
     bool floor_default;
+    bool have_floor;           /* a floors row was read */
 } s_host_t;
 
 /* The samples of points pts[0..npts) of one bisect, host by host (in the
@@ -234,6 +235,7 @@ s_samples(co_reply_t *c, const json_t *b, const int *pts, size_t npts,
             continue;
         s->h[h].floor_us = strtod(PQgetvalue(r, i, 1), NULL);
         s->h[h].floor_default = PQgetvalue(r, i, 2)[0] == 't';
+        s->h[h].have_floor = true;
     }
     PQclear(r);
     return true;
@@ -245,7 +247,7 @@ s_params(const json_t *b, const s_host_t *h)
     vd_params_t p;
     vd_params_default(&p);
     p.parity = json_number_value(json_object_get(b, "parity"));
-    if (h->floor_us > 0 || !h->floor_default) {
+    if (h->have_floor) {        /* else the rule's default floor */
         p.floor_us = h->floor_us;
         p.floor_is_default = h->floor_default;
     }

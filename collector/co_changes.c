@@ -175,6 +175,60 @@ s_change_point(PGresult *r, int i)
         : json_pack("{s:f}", "per_run", s_dbl(r, i, 31)));
 }
 
+/* The newest bisect of each event (docs/bisect.md): one started for
+ * it (bisects.event), or of its suite and benchmark whose bad end is the
+ * commit of its first run after the step. $1: [{"id", "suite", "bench",
+ * "bad"}]. */
+static const char S_BISECTS_SQL[] =
+    "SELECT e.id, (SELECT json_build_object('id', b.id, 'state', b.state, "
+    "  'reason', b.reason, 'culprits', coalesce((SELECT json_agg(x->>"
+    "  'commit') FROM jsonb_array_elements(b.result->'culprits') x), "
+    "  '[]'::json)) FROM bisects b WHERE b.event = e.id OR (b.suite = "
+    "  e.suite AND b.benchmark = e.bench AND b.commits[array_length("
+    "  b.commits, 1)] = e.bad) ORDER BY b.id DESC LIMIT 1)::text "
+    "FROM json_to_recordset($1::json) AS e(id bigint, suite text, bench "
+    "  text, bad text)";
+
+/* Each event of events ({"open", "acked"}) gets "bisect": its newest
+ * bisect ({"id", "state", "reason", "culprits": [commits]}) or null.
+ * False with c's status. */
+static bool
+s_link_bisects(co_reply_t *c, json_t *events)
+{
+    const char *lists[] = { "open", "acked" };
+    json_t *keys = json_array(), *e;
+    size_t i;
+    for (int k = 0; keys && k < 2; k++)
+        json_array_foreach(json_object_get(events, lists[k]), i, e) {
+            const char *bad = json_string_value(json_object_get(
+                json_object_get(json_object_get(e, "after"), "tags"),
+                "commit"));
+            json_object_set_new(e, "bisect", json_null());
+            json_array_append_new(keys, json_pack("{s:O,s:s,s:s,s:s?}", "id",
+                json_object_get(e, "id"), "suite", co_reply_str(e, "suite"),
+                "bench", co_reply_str(e, "benchmark"), "bad", bad));
+        }
+    char *t = keys && json_array_size(keys) ? pw_json_dumps(keys) : NULL;
+    json_decref(keys);
+    if (!t)
+        return keys != NULL;
+    const char *p[] = { t };
+    PGresult *r = co_reply_q(c, S_BISECTS_SQL, 1, p);
+    free(t);
+    for (int row = 0; r && row < PQntuples(r); row++) {
+        if (PQgetisnull(r, row, 1))
+            continue;
+        json_int_t id = co_reply_int(r, row, 0);
+        for (int k = 0; k < 2; k++)
+            json_array_foreach(json_object_get(events, lists[k]), i, e)
+                if (json_integer_value(json_object_get(e, "id")) == id)
+                    json_object_set_new(e, "bisect",
+                                        co_reply_json_col(r, row, 1));
+    }
+    PQclear(r);
+    return r != NULL;
+}
+
 json_t *
 co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
                 int64_t since_us)
@@ -200,12 +254,17 @@ co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
             goto done;
     }
     json_t *events = co_events_group(open, acked);
+    if (events && !s_link_bisects(c, events)) {
+        json_decref(events);
+        goto failed;
+    }
     out = events ? json_pack("{s:O,s:O,s:O,s:o,s:b}", "open", open, "acked",
                              acked, "superseded", gone, "events", events,
                              "truncated", n > CO_CHANGES_LIST_MAX) : NULL;
 done:
     if (!out)
         co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+failed:
     json_decref(open);
     json_decref(acked);
     json_decref(gone);
@@ -337,7 +396,15 @@ static const char s_series_sql[] =
 static const char s_series_cp_sql[] =
     "SELECT b.suite, b.name, h.name, cp.vars::text, cp.subject, cp.other, "
     " ra.run_uuid, cp.id, cp.metric, cp.magnitude, cp.outcome, "
-    " cp.within_noise, cp.regression "
+    " cp.within_noise, cp.regression, "
+    /* The newest bisect of its benchmark that ends at its commit (the
+     * same link as an event's "bisect"). */
+    " (SELECT json_build_object('id', bi.id, 'state', bi.state, 'reason', "
+    "  bi.reason, 'culprits', coalesce((SELECT json_agg(x->>'commit') FROM "
+    "  jsonb_array_elements(bi.result->'culprits') x), '[]'::json)) FROM "
+    "  bisects bi WHERE bi.suite = b.suite AND bi.benchmark = b.name AND "
+    "  bi.commits[array_length(bi.commits, 1)] = ra.tags->>'commit' ORDER "
+    "  BY bi.id DESC LIMIT 1)::text "
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs ra ON ra.id = cp.after_run "
     "WHERE ($1 = '' OR b.suite = $1) AND ($2 = '' OR b.name = $2) AND "
@@ -476,13 +543,14 @@ s_place_change_points(json_t *series, PGresult *cps)
                 if (strcmp(co_reply_str(run, "run"), PQgetvalue(cps, i, 6)))
                     continue;
                 if (json_array_append_new(list, json_pack(
-                        "{s:I,s:I,s:s,s:f,s:s,s:b,s:b}", "index",
+                        "{s:I,s:I,s:s,s:f,s:s,s:b,s:b,s:o}", "index",
                         (json_int_t)at, "id", co_reply_int(cps, i, 7),
                         "metric", PQgetvalue(cps, i, 8),
                         "magnitude", s_dbl(cps, i, 9),
                         "outcome", PQgetvalue(cps, i, 10),
                         "within_noise", !strcmp(PQgetvalue(cps, i, 11), "t"),
-                        "regression", !strcmp(PQgetvalue(cps, i, 12), "t"))))
+                        "regression", !strcmp(PQgetvalue(cps, i, 12), "t"),
+                        "bisect", co_reply_json_col(cps, i, 13))))
                     return -1;
                 break;
             }

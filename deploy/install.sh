@@ -17,6 +17,7 @@
 # libcurl4-openssl-dev: the collector's webhook notices (--notify-url).
 # python3-yaml reads docs/ci.md's CI examples and libxml2-utils (xmllint)
 # validates `parity run --junit` in tests/jobs/test_gate.py.
+# git: `parity bisect --git DIR` runs git rev-list (tests/history).
 set -eu
 
 PACKAGES="
@@ -47,6 +48,7 @@ util-linux
 python3
 python3-yaml
 libxml2-utils
+git
 chromium
 pandoc
 dpkg-dev

@@ -547,6 +547,35 @@ pw_out_str(const json_t *o, const char *key, const char *dflt)
 }
 
 char *
+pw_out_bisect(char *buf, size_t len, const json_t *b)
+{
+    const json_t *cs = json_object_get(b, "culprits");
+    const char *state = pw_out_str(b, "state", "?");
+    size_t i;
+    json_t *c;
+    int at;
+    if (len)
+        buf[0] = '\0';
+    if (!json_is_object(b) || len == 0)
+        return buf;
+    at = snprintf(buf, len, "bisect %" JSON_INTEGER_FORMAT " ",
+                  json_integer_value(json_object_get(b, "id")));
+    if (strcmp(state, "done") == 0 && json_array_size(cs) > 0)
+        at += snprintf(buf + at, len - (size_t)at, "found %s",
+                       json_array_size(cs) > 1 ? "a step spread over " : "");
+    else if (strcmp(state, "failed") == 0)
+        at += snprintf(buf + at, len - (size_t)at, "failed: %s",
+                       pw_out_str(b, "reason", "?"));
+    else
+        at += snprintf(buf + at, len - (size_t)at, "%s", state);
+    json_array_foreach(cs, i, c)
+        if (at > 0 && (size_t)at < len)
+            at += snprintf(buf + at, len - (size_t)at, "%s%s", i ? ", " : "",
+                           json_string_value(c) ? json_string_value(c) : "?");
+    return buf;
+}
+
+char *
 pw_out_pairs(char *buf, size_t len, const json_t *obj, const char *empty)
 {
     const char *k;

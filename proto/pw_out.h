@@ -179,6 +179,12 @@ const char *pw_out_str(const json_t *o, const char *key, const char *dflt);
 char *pw_out_pairs(char *buf, size_t len, const json_t *obj,
                    const char *empty);
 
+/* A fleet event's bisect (its "bisect" object, docs/protocol.md 10.17)
+ * in words: "bisect 3 found c37", "bisect 3 found a step spread over
+ * c20, c37", "bisect 3 running", "bisect 3 failed: REASON". "" for a
+ * missing one. Returns buf. */
+char *pw_out_bisect(char *buf, size_t len, const json_t *bisect);
+
 /* A time in microseconds since the epoch as a UTC date, or "-" when
  * us <= 0: tables "2026-12-03 11:10:52Z", the site's pages "2026-12-03
  * 11:10 UTC", its plots "2026-12-03 11:10". Returns buf. */

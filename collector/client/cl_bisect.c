@@ -26,6 +26,8 @@ extern char **environ;
 #define S_LIST_BYTES (8u * 1024 * 1024)
 /* Longest commit id (co_bisect.h's CO_BISECT_COMMIT_MAX). */
 #define S_COMMIT_MAX 128
+/* The commit list's share of one request's 64 KiB of arguments. */
+#define S_ARGS_COMMITS_MAX 63000u
 /* How often --wait asks, and how long it rides out a collector away. */
 #define S_POLL_MS 1000
 #define S_RIDE_OUT_S 60.0
@@ -630,6 +632,20 @@ s_start_main(int argc, char **argv, cl_conn_opts_t *co)
         rc = PW_EXIT_USAGE;
     if (rc != 0)
         goto done;
+    /* One request carries at most 64 KiB of arguments (docs/protocol.md
+     * 10.1): say so here rather than as the collector's generic line. */
+    char *cm = json_dumps(commits, JSON_COMPACT);
+    size_t cml = cm ? strlen(cm) : 0;
+    free(cm);
+    if (cml > S_ARGS_COMMITS_MAX) {
+        pw_out_error("bisect", "%zu commits from %s to %s are more than "
+                     "one request carries (%u bytes of ids, about 1,500 "
+                     "full SHA-1 ids): narrow the range (a nearer --good "
+                     "or --bad)", json_array_size(commits), s.good, s.bad,
+                     S_ARGS_COMMITS_MAX);
+        rc = PW_EXIT_USAGE;
+        goto done;
+    }
     args = json_pack("{s:s,s:s,s:O,s:O}", "suite", s.suite, "benchmark",
                      s.bench, "commits", commits, "vars", s.vars);
     if (json_array_size(s.hosts))

@@ -232,6 +232,10 @@ s_print_changes(FILE *f, const json_t *body)
                 s_tags(tags, sizeof tags, run);
                 fprintf(f, "  %s at %s%s\n", text, tags, pass ? "" :
                         " (first run after the change)");
+                char bisect[PW_OUT_CELL_MAX];
+                if (!pass && *pw_out_bisect(bisect, sizeof bisect,
+                                            json_object_get(x, "bisect")))
+                    fprintf(f, "    %s\n", bisect);
             }
     }
     return ferror(f) ? -1 : 0;

@@ -213,6 +213,10 @@ s_print_events(FILE *f, const char *title, const json_t *list, bool all)
             fprintf(f, "%s%s", k ? ", " : " ", json_string_value(h) ?
                     json_string_value(h) : "?");
         fputc('\n', f);
+        char bisect[PW_OUT_CELL_MAX];
+        if (*pw_out_bisect(bisect, sizeof bisect, json_object_get(
+                e, "bisect")))
+            fprintf(f, "    %s\n", bisect);
     }
     fputc('\n', f);
     return ferror(f) ? -1 : 0;

@@ -622,7 +622,7 @@ s_events(FILE *f, const s_site_t *s)
         const char *page = s_page_of(s, pw_out_str(e, "suite", ""),
                                      pw_out_str(e, "benchmark", ""));
         const json_t *trend = json_object_get(e, "trend"), *h;
-        char before[512], after[512], vars[512], change[160];
+        char before[512], after[512], vars[512], change[PW_OUT_CELL_MAX + 200];
         pw_out_pairs(before, sizeof before, json_object_get(
             json_object_get(e, "before"), "tags"), "-");
         pw_out_pairs(after, sizeof after, json_object_get(
@@ -638,9 +638,13 @@ s_events(FILE *f, const s_site_t *s)
             at += snprintf(change + at, sizeof change - (size_t)at,
                            " (x%.3f to x%.3f)", lo, hi);
         if (json_is_object(trend) && at > 0 && (size_t)at < sizeof change)
-            snprintf(change + at, sizeof change - (size_t)at, ", a trend: "
-                     "%+.2f %% a run", 100.0 * json_number_value(
-                         json_object_get(trend, "per_run")));
+            at += snprintf(change + at, sizeof change - (size_t)at, ", a "
+                           "trend: %+.2f %% a run", 100.0 * json_number_value(
+                               json_object_get(trend, "per_run")));
+        char bisect[PW_OUT_CELL_MAX];
+        if (*pw_out_bisect(bisect, sizeof bisect, json_object_get(
+                e, "bisect")) && at > 0 && (size_t)at < sizeof change)
+            snprintf(change + at, sizeof change - (size_t)at, "; %s", bisect);
         fprintf(f, "<tr class=\"event\" id=\"event-%" JSON_INTEGER_FORMAT
                 "\"><td class=\"%s\">#%" JSON_INTEGER_FORMAT " %s%s%s</td>"
                 "<td>", json_integer_value(json_object_get(e, "id")), o,

@@ -30,15 +30,12 @@ phase 1's; the notices table has one row per event; the collector stops
 at once on SIGTERM with a request unanswered, logging the notices the
 hanging receiver never took.
 """
-import http.server
 import json
 import os
 import random
 import re
-import socket
 import subprocess
 import sys
-import threading
 import time
 
 sys.dont_write_bytecode = True
@@ -46,6 +43,7 @@ os.environ["PARITY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "jobs"))
 import test_jobs as tj  # noqa: E402
+from parity_hooks import Receiver  # noqa: E402,F401
 
 ok, diag = tj.ok, tj.diag
 BUILD = sys.argv[1]
@@ -56,62 +54,6 @@ TEXT = re.compile(r"Parity: slower on 3 of 3 hosts \(h1, h2, h3\): "
                   r"fleet/(\w+) \(new vs old\), ratio x1\.(09|10|11)\d"
                   r"( \(x1\.\d{3} to x1\.\d{3}\))?, loss, between commit=c06 and "
                   r"commit=c07 \(event #(\d+)\)$")
-
-
-class Receiver:
-    """An HTTP server on 127.0.0.1 that records what is POSTed."""
-
-    def __init__(self, mode):
-        self.mode, self.bodies, self.requests = mode, [], 0
-        self.lock = threading.Lock()
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        self.port = s.getsockname()[1]
-        s.close()
-        self.server = None
-        self.url = "http://127.0.0.1:%d/hook/%s" % (self.port, mode)
-
-    def start(self):
-        me = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length", "0"))
-                body = self.rfile.read(n)
-                with me.lock:
-                    me.requests += 1
-                    first = me.requests == 1
-                if me.mode == "slow":
-                    time.sleep(2)
-                if me.mode == "hang":
-                    time.sleep(60)
-                code = (400 if me.mode == "refuse" else
-                        503 if me.mode == "flaky" and first else 200)
-                if code == 200:
-                    with me.lock:
-                        me.bodies.append((self.headers.get("Content-Type"),
-                                          body.decode()))
-                self.send_response(code)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *a):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(
-            ("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.server.serve_forever,
-                         daemon=True).start()
-
-    def notices(self):
-        with self.lock:
-            return list(self.bodies)
-
-    def stop(self):
-        if self.server:
-            self.server.shutdown()
-            self.server.server_close()
 
 
 def plan(benches, seed):

@@ -1,0 +1,528 @@
+#!/usr/bin/env python3
+"""test_bisect.py bisect BUILD_DIR -- `parity bisect` across the fleet (TAP).
+
+Real processes, as in test_jobs.py: parity-collector with its private
+PostgreSQL, three parity-agent daemons (alpha, beta, gamma) on 127.0.0.1,
+and the `parity` client. Their suite `build` has a benchmark `tool` whose
+subject runs builds/${commit}/tool, one script per commit of 64 (c00 to
+c63) that sleeps 200 ms, or 220 ms from c37 on (a 10 % step at one
+commit), against /bin/true.
+
+  find     `parity bisect start ... --runs 6 --wait` names c37 with a
+           loss on each host, in at most 7 narrowing rounds (6, and a
+           retry at most) after the two ends; each
+           step is a job tagged commit=SHA and bisect=ID; meanwhile the
+           collector is restarted (the bisect carries on from the
+           database) and an agent killed during its run of a step (the
+           step is run again on that host alone); the change-point event
+           that fleet-feed made between c00 and c63 (whose hosts are
+           the default, and cannot run the suite) links the bisect in
+           `parity regressions`, `history` and the site; the webhook gets
+           one notice
+  queue    every usage and request error; --git; two bisects of one suite
+           sharing a host: the second waits, queued, until the first
+           ends; cancel stops a bisect and its jobs; the list; a range
+           without a step fails with its reason
+"""
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True
+
+os.environ["PARITY_BUILD_DIR"] = os.path.abspath(sys.argv[2])
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "jobs"))
+sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
+import test_jobs as tj  # noqa: E402
+from parity_fixtures import ok, diag  # noqa: E402
+from parity_hooks import Receiver  # noqa: E402
+
+FEED = os.path.join(tj.BUILD, "tests", "history", "fleet-feed")
+FAKE = ("f1", "f2", "f3")
+
+HOSTS = ("alpha", "beta", "gamma")
+COMMITS = ["c%02d" % i for i in range(64)]
+STEP = 37
+
+
+class World(tj.World):
+    """The fleet and builds/cNN/tool for 64 commits: a 200 ms sleep, and
+    from commit `at` on `step` times as long. The collector's --parity
+    is `parity` (tests/bench/bisect_bench.py asks for other steps)."""
+
+    def __init__(self, step=1.10, at=STEP, parity="0.05"):
+        super().__init__()
+        self.parity_arg = parity
+        self.builds = os.path.join(self.root, "builds")
+        for i, c in enumerate(COMMITS):
+            d = os.path.join(self.builds, c)
+            os.makedirs(d)
+            with open(os.path.join(d, "tool"), "w") as f:
+                f.write("#!/bin/sh\nexec sleep %.4f\n" %
+                        (0.2 * step if i >= at else 0.2))
+            os.chmod(os.path.join(d, "tool"), 0o755)
+        with open(os.path.join(self.suites, "build.yaml"), "w") as f:
+            f.write("""suite: build
+variables:
+  commit: none
+defaults:
+  runs: 10
+  warmup: 1
+benchmarks:
+  - name: tool
+    arms:
+      - name: tool
+        subject: true
+        shell: 'exec %s/${commit}/tool'
+      - name: base
+        command: [/bin/true]
+""" % self.builds)
+        self.commits = os.path.join(self.root, "commits.txt")
+        with open(self.commits, "w") as f:
+            # what git rev-list --reverse c00..c63 prints: c00 left out
+            f.write("".join(c + "\n" for c in COMMITS[1:]))
+
+    def start_collector(self, *extra):
+        # A flat tolerance of 5 %: on a 2-core machine that runs other
+        # tests meanwhile, a 200 ms sleep measures up to 2 % to 3 % longer
+        # from one job to the next; the step is 10 %.
+        self.extra = extra or getattr(self, "extra", ())
+        self.collector = subprocess.Popen(
+            self.collector_cmd(self.endpoint, tj.HEARTBEAT_MS, "--parity",
+                               self.parity_arg, *self.extra), stdout=self.log,
+            stderr=self.log)
+        self.wait_tcp(self.collector, self.port)
+
+    def env_client(self):
+        e = dict(os.environ)
+        e.update({"PARITY_COLLECTOR": self.endpoint,
+                  "PARITY_COLLECTOR_KEY": self.key("collector"),
+                  "PARITY_KEY": self.key("admin"), "HOME": self.root})
+        e.pop("XDG_CONFIG_HOME", None)
+        return e
+
+    def bisect(self, *args, timeout=60):
+        return self.parity("bisect", *args, timeout=timeout)
+
+    def status(self, bid):
+        return self.pjson("bisect", "status", str(bid), "--json") or {}
+
+
+def start_fleet(w, *extra):
+    w.start_collector(*extra)
+    for n in HOSTS:
+        w.start_agent(n)
+    ok(w.wait_online(list(HOSTS), True), "three agents are online")
+
+
+def job_row_state(w, job, host):
+    got = tj.requests(w, [("job", json.dumps({"job": job}))])
+    try:
+        body = json.loads(got[0][1])
+    except ValueError:
+        return None
+    for h in body.get("hosts", []):
+        if h.get("host") == host:
+            return h.get("state")
+    return None
+
+
+def wait(cond, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.25)
+    return cond()
+
+
+def feed_event(w):
+    """fleet-feed's hosts f1..f3 ran build/tool six times at c00, then
+    six times at c63, 10 % slower: one fleet event between c00 and c63
+    (nightly runs of two releases)."""
+    rng = random.Random(7)
+    lines = [{"host": h, "quiet": True, "calibration": [
+        round(1000 + rng.random() * 300, 1) for _ in range(200)]}
+        for h in FAKE]
+    t0 = int(time.time() * 1e6) - 20 * 3600 * 1000000
+    for ci in range(12):
+        commit = "c00" if ci < 6 else "c63"
+        for hi, h in enumerate(FAKE):
+            slow = 1.10 if ci >= 6 else 1.0
+            lines.append({"host": h, "suite": "build", "bench": "tool",
+                          "tags": {"commit": commit},
+                          "start_us": t0 + (ci * 3600 + hi * 60) * 1000000,
+                          "arms": [{"name": "tool", "subject": True,
+                                    "samples": [round(200000 * slow * (
+                                        1 + rng.gauss(0, 0.01)), 1)
+                                        for _ in range(15)]},
+                                   {"name": "base", "samples": [
+                                       round(1000 * (1 + rng.gauss(0, 0.01)),
+                                             1) for _ in range(15)]}]})
+    r = subprocess.run([FEED, w.endpoint, w.key("collector"), w.keys],
+                       input="".join(json.dumps(x) + "\n" for x in lines),
+                       capture_output=True, text=True, timeout=180)
+    ok(r.returncode == 0, "fleet-feed sends 3 hosts x 12 commits (%s)" %
+       r.stderr[-300:])
+
+    def event():
+        body = w.pjson("regressions", "--json") or {}
+        for e in body.get("change_points", {}).get("events", {}).get(
+                "open", []):
+            if e.get("benchmark") == "tool" and e.get("hosts_with_step") == 3:
+                return e
+        return None
+    ok(wait(lambda: event() is not None, 60),
+       "the collector finds the event of f1, f2, f3 between c00 and c63")
+    return event() or {}
+
+
+def run_faults(w, p):
+    """While `bisect start --wait` (p) runs: the collector restarted once
+    the third step is made, then beta killed during its run of the next
+    step and started again. What was done, for the checks."""
+    done = {"restart": False, "killed": None}
+
+    def steps():
+        return (w.status(1) or {}).get("steps", [])
+    if not wait(lambda: len(steps()) >= 3 or p.poll() is not None, 300):
+        return done
+    tj.restart_collector(w, signal.SIGTERM)
+    done["restart"] = True
+    n = len(steps())
+    if not wait(lambda: len(steps()) > n or p.poll() is not None, 120):
+        return done
+    job = steps()[-1]["job"]
+    if wait(lambda: job_row_state(w, job, "beta") == "running" or
+            p.poll() is not None, 60) and p.poll() is None:
+        w.stop_agent("beta", signal.SIGKILL)
+        time.sleep(0.5)
+        w.start_agent("beta")
+        done["killed"] = steps()[-1]["commit"]
+    return done
+
+
+def check_found(w, out, rx, event):
+    ok("done: the first bad commit is c37\n" in out and
+       "  c37 (after c36): x1." in out, "it names c37, after c36")
+    b = w.status(1)
+    res = b.get("result") or {}
+    cs = res.get("culprits", [])
+    ok(len(cs) == 1 and cs[0]["commit"] == "c37" and
+       cs[0]["previous"] == "c36" and not res.get("spread"),
+       "the result: one culprit, c37 (%s)" % [c.get("commit") for c in cs])
+    hv = {h["host"]: h for h in (cs[0]["hosts"] if cs else [])}
+    ok(sorted(hv) == list(HOSTS) and
+       all(h["outcome"] == "loss" and 1.05 < h["ratio"] < 1.16
+           for h in hv.values()),
+       "each host: c37 against c36 is a loss near x1.10 (%s)" %
+       {k: (v["outcome"], round(v["ratio"], 3)) for k, v in hv.items()})
+    steps = b.get("steps", [])
+    firsts = [s for s in steps if s["rerun"] == 0]
+    ok(res.get("rounds", 99) <= 7 and
+       len(firsts) == 2 + res.get("rounds", 0),
+       "7 narrowing rounds at most after the two ends, a job each "
+       "(rounds %s, retries %s, first looks %d)" % (
+           res.get("rounds"), res.get("retries"), len(firsts)))
+    jobs = (w.pjson("jobs", "--json", "--limit", "100") or {}).get(
+        "jobs", [])
+    by_job = {j["job"]: j for j in jobs}
+    ok(steps and all(by_job.get(s["job"], {}).get("tags") ==
+                     {"commit": s["commit"], "bisect": "1"} for s in steps),
+       "every step is a job tagged commit=SHA and bisect=1")
+    ok(b.get("event") == event.get("id"),
+       "the bisect is stored with event #%s (%s)" % (event.get("id"),
+                                                      b.get("event")))
+    r = w.parity("regressions")
+    found = re.search(r"#%s tool \(tool vs base\): slower on 3 of \d hosts "
+                 r"between c00 and c63, .*\n    bisect 1 found "
+                 r"c37\n" % event.get("id"), r.stdout)
+    ok(found is not None, "parity regressions: the event's line, then "
+       "\"bisect 1 found c37\"" + ("" if found else "\n" + r.stdout))
+    body = w.pjson("regressions", "--json") or {}
+    ev = [e for e in body.get("change_points", {}).get("events", {}).get(
+        "open", []) if e.get("id") == event.get("id")]
+    ok(ev and ev[0].get("bisect") == {"id": 1, "state": "done",
+                                      "reason": "", "culprits": ["c37"]},
+       "regressions --json: the event's bisect (%s)" % (
+           ev[0].get("bisect") if ev else None))
+    r = w.parity("history", "tool", "--suite", "build", "--host", "f1")
+    ok("  ratio" in r.stdout and "    bisect 1 found c37\n" in r.stdout,
+       "parity history: f1's change point at c63 links the bisect")
+    site = os.path.join(w.root, "site")
+    r = w.parity("report", "--site", site, timeout=120)
+    with open(os.path.join(site, "index.html")) as f:
+        html = f.read()
+    ok(re.search(r'id="event-%s".*?bisect 1 found c37' % event.get("id"),
+                 html, re.S) is not None,
+       "report --site: the event's row says bisect 1 found c37")
+    ok(wait(lambda: any('"kind": "bisect"' in b.replace('":"', '": "')
+                        for _, b in rx.notices()), 30),
+       "the webhook gets the bisect's notice")
+    texts = [json.loads(b).get("text") for _, b in rx.notices()
+             if json.loads(b).get("parity", {}).get("kind") == "bisect"]
+    ok(len(texts) == 1 and re.match(
+        r"Parity: bisect #1 of build/tool found the first bad commit: c37 "
+        r"\(x1\.\d{3}, after c36\)$", texts[0] or ""),
+       "one notice: %s" % texts)
+
+
+def case_find():
+    w = World()
+    rx = Receiver("ok")
+    rx.start()
+    try:
+        for h in FAKE:
+            w.keygen(h, allow=True)
+        start_fleet(w, "--notify-url", rx.url)
+        event = feed_event(w)
+        r = w.bisect("start", "--suite", "build", "--bench", "tool",
+                     "--good", "c00", "--bad", "c63", "--commits", w.commits)
+        ok(r.returncode == 1 and r.stderr.strip() ==
+           'parity bisect: host "f1" did not list suite "build" in its last '
+           "Hello", "by default the event's hosts: f1 cannot run the suite "
+           "(%d %s)" % (r.returncode, r.stderr.strip()))
+        t0 = time.time()
+        p = subprocess.Popen(
+            [tj.PARITY, "bisect", "start", "--suite", "build", "--bench",
+             "tool", "--good", "c00", "--bad", "c63", "--commits", w.commits,
+             "--hosts", "alpha,beta,gamma", "--runs", "6", "--wait"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=w.env_client())
+        faults = run_faults(w, p)
+        try:
+            out, err = p.communicate(timeout=400)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        diag("bisect --wait took %.0f s\n%s%s" % (time.time() - t0, out,
+                                                   err))
+        ok(p.returncode == 0, "bisect start --wait exits 0 (%d)" %
+           p.returncode)
+        ok(faults["restart"], "the collector was restarted during it")
+        steps = w.status(1).get("steps", [])
+        reruns = [s for s in steps if s["rerun"]]
+        ok(faults["killed"] and len(reruns) == 1 and
+           reruns[0]["commit"] == faults["killed"] and
+           job_row_state(w, reruns[0]["job"], "beta") == "done" and
+           job_row_state(w, reruns[0]["job"], "alpha") is None,
+           "beta, killed during %s, ran that step again alone (%s)" % (
+               faults["killed"], [(s["commit"], s["job"]) for s in reruns]))
+        check_found(w, out, rx, event)
+    finally:
+        rx.stop()
+        w.close(keep=tj.tap.n_failed > 0)
+
+
+def usage_errors(w):
+    c = w.commits
+    start = ("start", "--suite", "build", "--bench", "tool")
+    cases = [
+        ((), "parity bisect: which one? start, status or cancel (parity "
+         "bisect --help)"),
+        (("frob",), 'parity bisect: unknown subcommand "frob": start, '
+         "status or cancel (parity bisect --help)"),
+        (("start", "--suite", "build"), "parity bisect: start needs --bench "
+         "(parity bisect --help)"),
+        (start + ("--good", "c00", "--bad", "c63"), "parity bisect: start "
+         "needs the commits: --commits FILE or --git DIR (one of them)"),
+        (start + ("--good", "c00", "--bad", "c63", "--commits", c, "--git",
+                  "."), "parity bisect: start needs the commits: --commits "
+         "FILE or --git DIR (one of them)"),
+        (start + ("--good", "c00", "--bad", "c63", "--commits",
+                  "/nonexistent"), "parity bisect: --commits /nonexistent: "
+         "No such file or directory"),
+        (start + ("--good", "c00", "--bad", "c99", "--commits", c),
+         "parity bisect: --bad c99 is not in %s" % c),
+        (start + ("--good", "c20", "--bad", "c10", "--commits", c),
+         "parity bisect: --good c20 comes after --bad c10 in %s (the commits "
+         "go oldest first, as git rev-list --reverse prints them)" % c),
+        (start + ("--good", "c10", "--bad", "c10", "--commits", c),
+         "parity bisect: --good and --bad are the same commit (c10)"),
+        (start + ("--good", "c00", "--bad", "c63", "--commits", c, "--var",
+                  "commit=x"), "parity bisect: --var commit: each step sets "
+         "commit to the commit it measures"),
+        (start + ("--good", "c00", "--bad", "c63", "--commits", c, "--runs",
+                  "1"), 'parity bisect: --runs "1": want 2..10000'),
+        (("status", "x"), 'parity bisect: "x" is not a bisect id (parity '
+         "bisect status lists them)"),
+        (("cancel",), "parity bisect: which bisect? (parity bisect cancel "
+         "ID; parity bisect status lists them)"),
+    ]
+    for args, msg in cases:
+        r = w.bisect(*args)
+        ok(r.returncode == 2 and r.stderr.strip() == msg,
+           "bisect %s: exit 2, %s (got %d: %s)" % (" ".join(args[:1]), msg,
+                                                   r.returncode,
+                                                   r.stderr.strip()))
+    big = os.path.join(w.root, "big.txt")
+    with open(big, "w") as f:
+        f.write("".join("%040x\n" % i for i in range(2000)))
+    r = w.bisect(*start, "--good", "%040x" % 0, "--bad", "%040x" % 1999,
+                 "--commits", big)
+    ok(r.returncode == 2 and r.stderr.strip() == "parity bisect: 2000 "
+       "commits from %040x to %040x are more than one request carries "
+       "(63000 bytes of ids, about 1,500 full SHA-1 ids): narrow the range "
+       "(a nearer --good or --bad)" % (0, 1999),
+       "a range too long for one request (%s)" % r.stderr.strip())
+    bad = os.path.join(w.root, "bad.txt")
+    with open(bad, "w") as f:
+        f.write("c00\nnot an id\n")
+    r = w.bisect(*start, "--good", "c00", "--bad", "c63", "--commits", bad)
+    ok(r.returncode == 2 and r.stderr.strip() == 'parity bisect: %s: "not '
+       'an id" is not a commit id (one id a line, at most 128 bytes)' % bad,
+       "a line that is not a commit id (%s)" % r.stderr.strip())
+
+
+def request_errors(w):
+    cm = json.dumps(COMMITS[:3])
+    got = tj.requests(w, [
+        ("bisect_start", "{}"),
+        ("bisect_start", '{"suite": "build", "benchmark": "tool", '
+         '"commits": ["c00"]}'),
+        ("bisect_start", '{"suite": "build", "benchmark": "tool", '
+         '"commits": ["c00", "c01", "c00"]}'),
+        ("bisect_start", '{"suite": "build", "benchmark": "tool", '
+         '"commits": ["c00", "c 1"]}'),
+        ("bisect_start", '{"suite": "build", "benchmark": "tool", '
+         '"commits": %s, "hosts": ["nope"]}' % cm),
+        ("bisect_start", '{"suite": "build", "benchmark": "nope", '
+         '"commits": %s}' % cm),
+        ("bisect_start", '{"suite": "build", "benchmark": "nope", '
+         '"commits": %s, "hosts": ["alpha"]}' % cm),
+        ("bisect_start", '{"suite": "build", "benchmark": "tool", '
+         '"commits": %s, "vars": {"commit": "x"}}' % cm),
+        ("bisect_start", '{"suite": "build", "benchmark": "tool", '
+         '"commits": %s, "runs": 1}' % cm),
+        ("bisect_start", '{"suite": "build", "benchmark": "tool", '
+         '"commits": %s, "x": 1}' % cm),
+        ("bisect_status", '{"bisect": 99}'),
+        ("bisect_status", '{"bisect": "1"}'),
+        ("bisect_cancel", "{}"),
+        ("bisect_cancel", '{"bisect": 99}')])
+    want = [
+        ("1", '"suite" must be a non-empty string of at most 1024 bytes'),
+        ("1", '"commits" must be a list of 2 to 100000 commit ids, the good '
+              "end first and the bad end last"),
+        ("1", 'commit "c00" is listed twice in "commits"'),
+        ("1", 'commit 2 of "commits" must be 1 to 128 printable bytes '
+              "without spaces"),
+        ("1", 'no host is named "nope" (parity hosts lists them)'),
+        ("1", 'no host lists suite "build" with benchmark "nope" (parity '
+              "hosts shows what each listed)"),
+        ("1", 'host "alpha": its suite "build" has no benchmark "nope"'),
+        ("1", '"vars" must not set "commit": each step sets it to the '
+              "commit it measures"),
+        ("1", '"runs" must be an integer from 2 to 10000'),
+        ("1", 'unknown argument "x" for bisect_start (known: suite benchmark '
+              "commits hosts vars runs)"),
+        ("4", "no bisect 99 (parity bisect status lists them)"),
+        ("1", '"bisect" (a bisect id, a positive integer) is wrong'),
+        ("1", '"bisect" (a bisect id, a positive integer) is required'),
+        ("4", "no bisect 99 (parity bisect status lists them)")]
+    for (st, text), (wst, wtext) in zip(got, want):
+        ok(st == wst and text == wtext, "request: %s %s" % (wst, wtext) +
+           ("" if st == wst and text == wtext else " (got %s %s)" %
+            (st, text)))
+
+
+def git_repo(w):
+    """A repository of 5 commits; their ids, oldest first."""
+    d = os.path.join(w.root, "repo")
+    os.makedirs(d)
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    subprocess.run(["git", "init", "-q", d], check=True, env=env)
+    for i in range(5):
+        subprocess.run(["git", "-C", d, "commit", "-q", "--allow-empty",
+                        "-m", "c%d" % i], check=True, env=env)
+    ids = subprocess.run(["git", "-C", d, "rev-list", "--reverse", "HEAD"],
+                         capture_output=True, text=True,
+                         check=True).stdout.split()
+    return d, ids
+
+
+def case_queue():
+    w = World()
+    try:
+        start_fleet(w)
+        usage_errors(w)
+        request_errors(w)
+        if shutil.which("git"):
+            d, ids = git_repo(w)
+            r = w.bisect("start", "--suite", "build", "--bench", "tool",
+                         "--good", "HEAD~3", "--bad", "HEAD", "--git", d,
+                         "--hosts", "alpha", "--json")
+            b = w.status(1)
+            ok(r.returncode == 0 and b.get("good") == ids[1] and
+               b.get("bad") == ids[4] and b.get("commits") == 4,
+               "--git: HEAD~3..HEAD as full ids, 4 commits (%s..%s, %s)" % (
+                   b.get("good"), b.get("bad"), b.get("commits")))
+            r = w.bisect("cancel", "1")
+            ok(r.returncode == 0 and re.match(
+                r"bisect 1 cancelled \(\d+ jobs? stopped\)$", r.stdout.strip()),
+               "cancel 1: %s" % r.stdout.strip())
+        else:
+            ok(False, "git is installed (deploy/install.sh)")
+        r = w.bisect("cancel", "1")
+        ok(r.returncode == 1 and r.stderr.strip() == "parity bisect: bisect "
+           "1 has already ended (cancelled)", "cancel again: %s" %
+           r.stderr.strip())
+        # Two bisects of one suite sharing beta: the second waits.
+        for hosts in ("alpha,beta", "beta,gamma"):
+            r = w.bisect("start", "--suite", "build", "--bench", "tool",
+                         "--good", "c00", "--bad", "c63", "--commits",
+                         w.commits, "--hosts", hosts)
+        ok(wait(lambda: w.status(2).get("state") == "running" and
+                len(w.status(2).get("steps", [])) == 2, 30),
+           "bisect 2 runs and measures its ends")
+        time.sleep(3)
+        b3 = w.status(3)
+        ok(b3.get("state") == "queued" and not b3.get("steps"),
+           "bisect 3, sharing beta with 2, waits queued with no job (%s)" %
+           b3.get("state"))
+        r = w.bisect("status")
+        ok(re.search(r"^3 +build/tool +queued +c00\.\.c63 \(64\) +beta, "
+                     r"gamma +-?$", r.stdout, re.M) and
+           re.search(r"^1 +build/tool +cancelled .* cancelled$", r.stdout,
+                     re.M), "status lists them:\n" + r.stdout)
+        r = w.bisect("cancel", "2")
+        jobs2 = [s["job"] for s in w.status(2).get("steps", [])]
+        states = [(w.pjson("verdicts", j, "--json") or {}).get("state")
+                  for j in jobs2]
+        ok(r.returncode == 0 and w.status(2).get("state") == "cancelled" and
+           all(s in ("cancelled", "ended") for s in states),
+           "cancel 2: it and its jobs stop (%s)" % states)
+        ok(wait(lambda: w.status(3).get("state") == "running", 30),
+           "then bisect 3 starts")
+        w.bisect("cancel", "3")
+        # A range without a step fails, saying why.
+        r = w.bisect("start", "--suite", "build", "--bench", "tool",
+                     "--good", "c00", "--bad", "c10", "--commits", w.commits,
+                     "--hosts", "alpha", "--wait", timeout=300)
+        ok(r.returncode == 1 and re.search(
+            r"^parity bisect: bisect 4 failed: no host sees a step between "
+            r"the good end c00 and the bad end c10: alpha x\d\.\d{3} parity "
+            r"\(tolerance 5\.0 %\)$", r.stderr, re.M),
+           "no step between c00 and c10: exit 1, the reason (%d %s)" % (
+               r.returncode, r.stderr.strip()[-300:]))
+    finally:
+        w.close(keep=tj.tap.n_failed > 0)
+
+
+def main():
+    tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, tj.REQUEST, FEED)
+    cases = {"find": case_find, "queue": case_queue}
+    cases[sys.argv[1]]()
+    tj.pf.finish()
+
+
+if __name__ == "__main__":
+    main()
