@@ -52,8 +52,10 @@ json_t *co_bisect_handle(co_jobs_t *jobs, const char *requested_by,
 /* Bisect id's row and steps as JSON ({"id", "suite", "benchmark",
  * "commits", "hosts", "vars", "runs", "parity", "state", "reason",
  * "result", "event", "requested_by", "created_at_us", "started_at_us",
- * "ended_at_us", "steps": [{"seq", "point", "commit", "try", "rerun",
- * "runs", "job", "job_state", "call", "reason", "hosts"}]}); caller owns
+ * "ended_at_us", "steps": [{"seq", "point", "commit", "mid",
+ * "mid_commit", "try",
+ * "rerun", "runs", "job", "job_state", "call", "reason", "hosts"}]});
+ * caller owns
  * it. NULL when there is none, or with c's status. co_bisector reads
  * its bisects with it. */
 json_t *co_bisect_load(co_reply_t *c, int64_t id);

@@ -3,18 +3,17 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
 
 #include "co_bisect.h"
+#include "co_every.h"
 #include "co_jobs.h"
 #include "co_log.h"
 #include "co_reply.h"
@@ -29,11 +28,8 @@ struct co_bisector {
     co_jobs_t *jobs;           /* the thread's own connection */
     co_notify_t *notify;       /* borrowed; NULL without webhooks */
     char owner[160];
-    bool stop, started;
     bool warned;               /* a database failure said, none since */
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    pthread_t thread;
+    co_every_t *every;         /* the thread: s_pass every second */
 };
 
 /* Most measured samples read at once (three commits on every host). */
@@ -43,7 +39,9 @@ struct co_bisector {
 #define S_PASSES 16
 
 /* The subject arm's measured wall times of the bisect's complete runs of
- * its benchmark at the points $2, on every host. */
+ * its benchmark at the points $2, on every host: all of them, or ($4
+ * not null) only those measured for the judgement of midpoint $4 at try
+ * $5 (a group). */
 static const char S_SAMPLES_SQL[] =
     "SELECT st.point, h.name, s.wall_us FROM bisect_steps st "
     "JOIN bisects b ON b.id = st.bisect "
@@ -54,7 +52,8 @@ static const char S_SAMPLES_SQL[] =
     "JOIN LATERAL (SELECT idx FROM arms WHERE run = r.id "
     "  ORDER BY subject DESC, idx LIMIT 1) sa ON true "
     "JOIN samples s ON s.run = r.id AND s.arm = sa.idx AND s.kind = 0 "
-    "WHERE st.bisect = $1::bigint AND st.point = ANY($2::int[]) "
+    "WHERE st.bisect = $1::bigint AND st.point = ANY($2::int[]) AND "
+    "  ($4::int IS NULL OR (st.mid = $4::int AND st.try = $5::int)) "
     "LIMIT $3::int";
 
 /* Each host's floor: its newest complete run's in this bisect. */
@@ -65,26 +64,28 @@ static const char S_FLOORS_SQL[] =
     "JOIN floors f ON f.run = r.id WHERE st.bisect = $1::bigint "
     "ORDER BY h.name, r.id DESC";
 
-/* The bisect's hosts without a complete run of its benchmark among the
- * jobs of a point's try, and what the newest of those jobs says of
- * them (NULL: the job did not go to the host). */
+/* The points of a group (the steps measured for the judgement of
+ * midpoint $2 at try $3) that a host of the bisect has no complete run
+ * of, with what the newest of the group's jobs of that point says of the
+ * host (NULL: the job did not go to it) and of its run. */
 static const char S_MISSING_SQL[] =
-    "SELECT hn, (SELECT jh.state || CASE WHEN jh.reason <> '' THEN ': ' || "
-    "  jh.reason ELSE '' END FROM bisect_steps st JOIN jobs j ON "
-    "  j.job_uuid = st.job_uuid JOIN job_hosts jh ON jh.job = j.id JOIN "
-    "  hosts ho ON ho.id = jh.host_id WHERE st.bisect = b.id AND st.point "
-    "  = $2::int AND st.try = $3::int AND ho.name = hn ORDER BY st.seq DESC "
-    "  LIMIT 1), (SELECT r.status || coalesce(': ' || nullif(r.reason, ''), "
-    "  '') FROM bisect_steps st JOIN runs r ON r.job_id = st.job_uuid JOIN "
-    "  hosts ho ON ho.id = r.host_id WHERE st.bisect = b.id AND st.point = "
-    "  $2::int AND st.try = $3::int AND ho.name = hn ORDER BY r.id DESC "
-    "  LIMIT 1) "
-    "FROM bisects b, unnest(b.hosts) hn WHERE b.id = $1::bigint AND NOT "
-    "  EXISTS (SELECT 1 FROM bisect_steps st JOIN runs r ON r.job_id = "
-    "  st.job_uuid AND r.status = 'complete' JOIN hosts ho ON ho.id = "
-    "  r.host_id JOIN benchmarks bm ON bm.id = r.benchmark_id AND bm.suite "
-    "  = b.suite AND bm.name = b.benchmark WHERE st.bisect = b.id AND "
-    "  st.point = $2::int AND st.try = $3::int AND ho.name = hn)";
+    "WITH g AS (SELECT * FROM bisect_steps WHERE bisect = $1::bigint AND "
+    "  mid = $2::int AND try = $3::int), "
+    "p AS (SELECT DISTINCT point FROM g) "
+    "SELECT p.point, hn, (SELECT jh.state || CASE WHEN jh.reason <> '' "
+    "  THEN ': ' || jh.reason ELSE '' END FROM g JOIN jobs j ON j.job_uuid "
+    "  = g.job_uuid JOIN job_hosts jh ON jh.job = j.id JOIN hosts ho ON "
+    "  ho.id = jh.host_id WHERE g.point = p.point AND ho.name = hn ORDER BY "
+    "  g.seq DESC LIMIT 1), (SELECT r.status || coalesce(': ' || "
+    "  nullif(r.reason, ''), '') FROM g JOIN runs r ON r.job_id = "
+    "  g.job_uuid JOIN hosts ho ON ho.id = r.host_id WHERE g.point = "
+    "  p.point AND ho.name = hn ORDER BY r.id DESC LIMIT 1) "
+    "FROM bisects b, p, unnest(b.hosts) hn WHERE b.id = $1::bigint AND NOT "
+    "  EXISTS (SELECT 1 FROM g JOIN runs r ON r.job_id = g.job_uuid AND "
+    "  r.status = 'complete' JOIN hosts ho ON ho.id = r.host_id JOIN "
+    "  benchmarks bm ON bm.id = r.benchmark_id AND bm.suite = b.suite AND "
+    "  bm.name = b.benchmark WHERE g.point = p.point AND ho.name = hn) "
+    "ORDER BY p.point, hn";
 
 /* One host's samples of up to three points, and its floor. */
 typedef struct {
@@ -184,13 +185,20 @@ s_host_index(const s_samples_t *s, const char *name)
     return -1;
 }
 
-/* Read the samples of npts points (at most 3) and the floors. False with
- * c's status set. */
+/* A group: the steps measured for the judgement of midpoint mid (-1:
+ * the ends) at one try. */
+typedef struct {
+    int mid;
+    int try_no;
+} s_grp_t;
+
+/* Read the samples of npts points (at most 3) and the floors: all of
+ * them (g NULL), or group g's only. False with c's status set. */
 static bool
 s_samples(co_reply_t *c, const json_t *b, const int *pts, size_t npts,
-          s_samples_t *s)
+          const s_grp_t *g, s_samples_t *s)
 {
-    char id[24], arr[64], lim[16];
+    char id[24], arr[64], lim[16], gm[16], gt[16];
     memset(s, 0, sizeof *s);
     s->hosts = json_object_get(b, "hosts");
     s->nhosts = json_array_size(s->hosts);
@@ -207,8 +215,10 @@ s_samples(co_reply_t *c, const json_t *b, const int *pts, size_t npts,
                                k ? "," : "", pts[k]);
     snprintf(arr + at, sizeof arr - at, "}");
     snprintf(lim, sizeof lim, "%d", S_SAMPLES_MAX + 1);
-    const char *p[] = { id, arr, lim };
-    PGresult *r = co_reply_q(c, S_SAMPLES_SQL, 3, p);
+    snprintf(gm, sizeof gm, "%d", g ? g->mid : 0);
+    snprintf(gt, sizeof gt, "%d", g ? g->try_no : 0);
+    const char *p[] = { id, arr, lim, g ? gm : NULL, gt };
+    PGresult *r = co_reply_q(c, S_SAMPLES_SQL, 5, p);
     if (r && PQntuples(r) > S_SAMPLES_MAX) {
         co_reply_fail(c, CO_REPLY_TOO_BIG, "more than %d samples of three "
                       "commits", S_SAMPLES_MAX);
@@ -274,9 +284,10 @@ static int s_finish(co_bisector_t *n, co_reply_t *c, const json_t *b,
 
 static int
 s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b, size_t point,
-          int try_no, int rerun, const json_t *hosts)
+          s_grp_t g, int rerun, const json_t *hosts)
 {
-    char err[512], tag[24], seq_args[4][24];
+    char err[512], tag[24], seq_args[5][24];
+    int try_no = g.try_no;
     const char *commit = s_commit(b, point);
     snprintf(tag, sizeof tag, "%" JSON_INTEGER_FORMAT, s_int(b, "id"));
     json_t *vars = json_deep_copy(json_object_get(b, "vars"));
@@ -307,18 +318,19 @@ s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b, size_t point,
     snprintf(seq_args[1], 24, "%d", try_no);
     snprintf(seq_args[2], 24, "%d", rerun);
     snprintf(seq_args[3], 24, "%d", s_runs(b, try_no));
+    snprintf(seq_args[4], 24, "%d", g.mid);
     char now[24];
     snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
     const char *p[] = { tag, seq_args[0], seq_args[1], seq_args[2],
-                        seq_args[3], job, now };
+                        seq_args[3], job, now, seq_args[4] };
     PGresult *r = co_reply_q(c, "INSERT INTO bisect_steps (bisect, seq, "
-        "point, try, rerun, runs, job_uuid, created_at_us) SELECT $1, "
-        "coalesce(max(seq), -1) + 1, $2, $3, $4, $5, $6, $7 FROM "
-        "bisect_steps WHERE bisect = $1::bigint RETURNING seq", 7, p);
+        "point, try, rerun, runs, job_uuid, created_at_us, mid) SELECT $1, "
+        "coalesce(max(seq), -1) + 1, $2, $3, $4, $5, $6, $7, $8 FROM "
+        "bisect_steps WHERE bisect = $1::bigint RETURNING seq", 8, p);
     if (r)
         co_log(CO_LOG_INFO, "bisect_step", "bisect=%s commit=%s point=%zu "
-               "try=%d rerun=%d runs=%d job=%s", tag, commit, point, try_no,
-               rerun, s_runs(b, try_no), job);
+               "mid=%d try=%d rerun=%d runs=%d job=%s", tag, commit, point,
+               g.mid, try_no, rerun, s_runs(b, try_no), job);
     PQclear(r);
     json_decref(reply);
     return r ? 0 : -1;
@@ -418,18 +430,18 @@ s_finish(co_bisector_t *n, co_reply_t *c, const json_t *b, const char *state,
 
 /* ---- the steps ----------------------------------------------------- */
 
-/* The last step of point at try_no (rerun included), NULL when none;
- * *reruns gets the highest rerun. */
+/* The last step of point in group g (reruns included), NULL when none;
+ * *reruns gets its highest rerun (-1 when none). */
 static const json_t *
-s_group(const json_t *b, size_t point, int try_no, int *reruns)
+s_group(const json_t *b, s_grp_t g, size_t point, int *reruns)
 {
     const json_t *last = NULL;
     size_t i;
     json_t *st;
     *reruns = -1;
     json_array_foreach(json_object_get(b, "steps"), i, st)
-        if ((size_t)s_int(st, "point") == point && s_int(st, "try") == try_no)
-        {
+        if (s_int(st, "mid") == g.mid && s_int(st, "try") == g.try_no &&
+            (size_t)s_int(st, "point") == point) {
             last = st;
             if (s_int(st, "rerun") > *reruns)
                 *reruns = (int)s_int(st, "rerun");
@@ -437,41 +449,72 @@ s_group(const json_t *b, size_t point, int try_no, int *reruns)
     return last;
 }
 
-/* Every host completed point at try_no: 0. A host did not: its rerun is
- * asked (1), or, reruns spent, the bisect fails (1). -1 with c's
- * status. */
+/* Measure the points of group g: the ends, a first look at the midpoint,
+ * or (a retry) the midpoint and its interval's ends, one job each, in
+ * that order (adjacent in each host's queue). 1, or -1 with c's status. */
 static int
-s_complete(co_bisector_t *n, co_reply_t *c, const json_t *b, size_t point,
-           int try_no)
+s_measure_group(co_bisector_t *n, co_reply_t *c, const json_t *b, s_grp_t g,
+                size_t low, size_t high)
 {
-    char id[24], pt[24], tr[24];
-    int reruns;
+    size_t last = json_array_size(json_object_get(b, "commits")) - 1;
+    size_t pts[3] = { low, (size_t)g.mid, high }, np = 3, first = 0;
+    if (g.mid < 0) {
+        pts[0] = 0;
+        pts[1] = last;
+        np = 2;
+    } else if (g.try_no == 0) {
+        first = 1;
+        np = 2;
+    }
+    for (size_t k = first; k < np; k++) {
+        int rc = s_measure(n, c, b, pts[k], g, 0, NULL);
+        if (rc != 0)
+            return rc;
+    }
+    return 1;
+}
+
+/* Every host completed every point of group g: 0. A host did not: that
+ * point is measured again on the hosts that did not (1), or, its rerun
+ * spent, the bisect fails (1). -1 with c's status. */
+static int
+s_complete(co_bisector_t *n, co_reply_t *c, const json_t *b, s_grp_t g)
+{
+    char id[24], gm[24], gt[24];
     snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT, s_int(b, "id"));
-    snprintf(pt, sizeof pt, "%zu", point);
-    snprintf(tr, sizeof tr, "%d", try_no);
-    const char *p[] = { id, pt, tr };
+    snprintf(gm, sizeof gm, "%d", g.mid);
+    snprintf(gt, sizeof gt, "%d", g.try_no);
+    const char *p[] = { id, gm, gt };
     PGresult *r = co_reply_q(c, S_MISSING_SQL, 3, p);
     if (!r)
         return -1;
-    int rc = 0;
-    if (PQntuples(r) > 0 && (s_group(b, point, try_no, &reruns), reruns <
-                             CO_BISECTOR_RERUNS)) {
+    int rc = 0, reruns;
+    for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
+        size_t point = (size_t)strtoull(PQgetvalue(r, i, 0), NULL, 10);
+        s_group(b, g, point, &reruns);
+        if (reruns >= CO_BISECTOR_RERUNS) {
+            char why[900];
+            const char *job = PQgetisnull(r, i, 2) ? "not given the job "
+                "(it does not list the suite now)" : PQgetvalue(r, i, 2);
+            snprintf(why, sizeof why, "host %s did not complete commit %s, "
+                     "twice (its job: %.300s%s%.300s)", PQgetvalue(r, i, 1),
+                     s_commit(b, point), job, PQgetisnull(r, i, 3) ? "" :
+                     "; its run: ", PQgetisnull(r, i, 3) ? "" :
+                     PQgetvalue(r, i, 3));
+            rc = s_finish(n, c, b, "failed", why, NULL) < 0 ? -1 : 1;
+            break;
+        }
+        /* This point's hosts without a run (rows are by point). */
         json_t *hosts = json_array();
-        for (int i = 0; i < PQntuples(r); i++)
-            json_array_append_new(hosts, json_string(PQgetvalue(r, i, 0)));
-        rc = s_measure(n, c, b, point, try_no, reruns + 1, hosts) < 0 ? -1
-                                                                       : 1;
+        int k = i;
+        for (; k < PQntuples(r) && strcmp(PQgetvalue(r, k, 0),
+                                          PQgetvalue(r, i, 0)) == 0; k++)
+            json_array_append_new(hosts, json_string(PQgetvalue(r, k, 1)));
+        rc = s_measure(n, c, b, point, g, reruns + 1, hosts) < 0 ? -1 : 0;
         json_decref(hosts);
-    } else if (PQntuples(r) > 0) {
-        char why[900];
-        const char *job = PQgetisnull(r, 0, 1) ? "not given the job (it "
-                          "does not list the suite now)" : PQgetvalue(r, 0, 1);
-        snprintf(why, sizeof why, "host %s did not complete commit %s, "
-                 "twice (its job: %.300s%s%.300s)", PQgetvalue(r, 0, 0),
-                 s_commit(b, point), job, PQgetisnull(r, 0, 2) ? "" :
-                 "; its run: ", PQgetisnull(r, 0, 2) ? "" :
-                 PQgetvalue(r, 0, 2));
-        rc = s_finish(n, c, b, "failed", why, NULL) < 0 ? -1 : 1;
+        i = k - 1;
+        if (rc == 0 && k >= PQntuples(r))
+            rc = 1;
     }
     PQclear(r);
     return rc;
@@ -484,8 +527,10 @@ s_ends(co_bisector_t *n, co_reply_t *c, const json_t *b, int try_no)
 {
     size_t last = json_array_size(json_object_get(b, "commits")) - 1;
     int pts[2] = { 0, (int)last }, rc = -1;
+    s_grp_t g = { -1, try_no };
     s_samples_t s;
-    if (!s_samples(c, b, pts, 2, &s)) {
+    /* This try's measurements alone: both ends again, side by side. */
+    if (!s_samples(c, b, pts, 2, &g, &s)) {
         s_samples_free(&s);
         return -1;
     }
@@ -517,8 +562,8 @@ s_ends(co_bisector_t *n, co_reply_t *c, const json_t *b, int try_no)
     }
     s_samples_free(&s);
     int reruns;
-    const json_t *lo = s_group(b, 0, try_no, &reruns);
-    const json_t *hi = s_group(b, last, try_no, &reruns);
+    const json_t *lo = s_group(b, g, 0, &reruns);
+    const json_t *hi = s_group(b, g, last, &reruns);
     const char *call = step ? "ends" : "ends again";
     bool again = !step && unsure && try_no + 1 < VD_BISECT_TRIES_MAX;
     if ((step || again) &&
@@ -528,8 +573,7 @@ s_ends(co_bisector_t *n, co_reply_t *c, const json_t *b, int try_no)
     else if (step)
         rc = 0;
     else if (again)
-        rc = s_measure(n, c, b, 0, try_no + 1, 0, NULL) == 0 &&
-             s_measure(n, c, b, last, try_no + 1, 0, NULL) == 0 ? 1 : -1;
+        rc = s_measure_group(n, c, b, (s_grp_t){ -1, try_no + 1 }, 0, last);
     else {
         char why[900];
         snprintf(why, sizeof why, "no host sees a step between the good end "
@@ -541,15 +585,19 @@ s_ends(co_bisector_t *n, co_reply_t *c, const json_t *b, int try_no)
     return rc;
 }
 
-/* Judge midpoint mid of (low, high) on every host, and store the fleet's
- * call on step seq. 0, or -1 with c's status. */
+/* Judge group g's midpoint against (low, high) on every host, and store
+ * the fleet's call on step seq. A first look pools every sample of the
+ * three commits in the bisect; a retry takes its own measurements of the
+ * three alone, made side by side, so that a machine drifting between
+ * jobs minutes apart is not read as a step. 0, or -1 with c's status. */
 static int
-s_judge(co_reply_t *c, const json_t *b, size_t mid, size_t low, size_t high,
+s_judge(co_reply_t *c, const json_t *b, s_grp_t g, size_t low, size_t high,
         json_int_t seq)
 {
+    size_t mid = (size_t)g.mid;
     int pts[3] = { (int)low, (int)high, (int)mid };
     s_samples_t s;
-    if (!s_samples(c, b, pts, 3, &s)) {
+    if (!s_samples(c, b, pts, 3, g.try_no > 0 ? &g : NULL, &s)) {
         s_samples_free(&s);
         return -1;
     }
@@ -607,7 +655,7 @@ s_result(co_reply_t *c, const json_t *b, const vd_bisect_t *v)
     for (size_t k = 0; list && k < nc; k++) {
         int pts[2] = { (int)cul[k] - 1, (int)cul[k] };
         s_samples_t s;
-        if (!s_samples(c, b, pts, 2, &s)) {
+        if (!s_samples(c, b, pts, 2, NULL, &s)) {
             s_samples_free(&s);
             json_decref(list);
             return NULL;
@@ -679,19 +727,15 @@ s_move(co_bisector_t *n, co_reply_t *c, const json_t *b)
     int ends_try = -1, reruns, rc;
     bool ends = false, ended = false;
     json_array_foreach(json_object_get(b, "steps"), i, st) {
-        if (s_int(st, "point") == 0 && s_int(st, "try") > ends_try)
+        if (s_int(st, "mid") < 0 && s_int(st, "try") > ends_try)
             ends_try = (int)s_int(st, "try");
         ends |= strcmp(s_str(st, "call"), "ends") == 0;
     }
     if (ends_try < 0)
-        return s_measure(n, c, b, 0, 0, 0, NULL) == 0 &&
-               s_measure(n, c, b, last, 0, 0, NULL) == 0 ? 1 : -1;
-    if (!ends) {
-        if ((rc = s_complete(n, c, b, 0, ends_try)) != 0 ||
-            (rc = s_complete(n, c, b, last, ends_try)) != 0)
-            return rc;
-        return s_ends(n, c, b, ends_try);
-    }
+        return s_measure_group(n, c, b, (s_grp_t){ -1, 0 }, 0, last);
+    if (!ends)
+        return (rc = s_complete(n, c, b, (s_grp_t){ -1, ends_try })) != 0
+               ? rc : s_ends(n, c, b, ends_try);
     vd_bisect_t *v = s_replay(n, c, b, &ended);
     if (!v)
         return ended ? 1 : -1;
@@ -701,10 +745,13 @@ s_move(co_bisector_t *n, co_reply_t *c, const json_t *b)
     else if (!vd_bisect_next(v, &mid, &low, &high, &t)) {
         json_t *res = s_result(c, b, v);
         rc = !res ? -1 : s_finish(n, c, b, "done", "", res) < 0 ? -1 : 1;
-    } else if (!(st = (json_t *)s_group(b, mid, (int)t, &reruns)))
-        rc = s_measure(n, c, b, mid, (int)t, 0, NULL) < 0 ? -1 : 1;
-    else if ((rc = s_complete(n, c, b, mid, (int)t)) == 0)
-        rc = s_judge(c, b, mid, low, high, s_int(st, "seq"));
+    } else {
+        s_grp_t g = { (int)mid, (int)t };
+        if (!(st = (json_t *)s_group(b, g, mid, &reruns)))
+            rc = s_measure_group(n, c, b, g, low, high);
+        else if ((rc = s_complete(n, c, b, g)) == 0)
+            rc = s_judge(c, b, g, low, high, s_int(st, "seq"));
+    }
     vd_bisect_destroy(&v);
     return rc;
 }
@@ -767,10 +814,11 @@ s_advance(co_bisector_t *n, int64_t id)
 }
 
 /* Take (or keep) the lease of every live bisect no other collector
- * holds, and move each on. */
+ * holds, and move each on (co_every). */
 static void
-s_pass(co_bisector_t *n)
+s_pass(void *arg, co_every_t *e)
 {
+    co_bisector_t *n = arg;
     char err[512], now[24], until[24];
     int64_t t = pw_clock_unix_us();
     snprintf(now, sizeof now, "%" PRId64, t);
@@ -799,41 +847,11 @@ s_pass(co_bisector_t *n)
             ids[j - 1] = x;
         }
     bool ok = ids != NULL;
-    for (size_t i = 0; ids && i < nb; i++) {
-        pthread_mutex_lock(&n->lock);
-        bool stop = n->stop;
-        pthread_mutex_unlock(&n->lock);
-        if (stop)
-            break;
+    for (size_t i = 0; ids && i < nb && !co_every_stopping(e); i++)
         ok &= s_advance(n, ids[i]);
-    }
     if (ok)
         n->warned = false;      /* said again at the next failure */
     free(ids);
-}
-
-static void *
-s_thread(void *arg)
-{
-    co_bisector_t *n = arg;
-    pthread_mutex_lock(&n->lock);
-    while (!n->stop) {
-        pthread_mutex_unlock(&n->lock);
-        s_pass(n);
-        pthread_mutex_lock(&n->lock);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += CO_BISECTOR_POLL_MS / 1000;
-        until.tv_nsec += (CO_BISECTOR_POLL_MS % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        if (!n->stop)
-            pthread_cond_timedwait(&n->wake, &n->lock, &until);
-    }
-    pthread_mutex_unlock(&n->lock);
-    return NULL;
 }
 
 co_bisector_t *
@@ -858,14 +876,9 @@ co_bisector_new(const char *conninfo, const char *owner,
         gethostname(host, sizeof host - 1);
         snprintf(n->owner, sizeof n->owner, "%s:%ld", host, (long)getpid());
     }
-    pthread_mutex_init(&n->lock, NULL);
-    pthread_cond_init(&n->wake, NULL);
-    if (pthread_create(&n->thread, NULL, s_thread, n) != 0) {
-        snprintf(err, errlen, "pthread_create(bisector) failed");
+    if (!(n->every = co_every_new("bisector", CO_BISECTOR_POLL_MS, s_pass, n,
+                                  err, errlen)))
         co_bisector_destroy(&n);
-        return NULL;
-    }
-    n->started = true;
     return n;
 }
 
@@ -876,12 +889,8 @@ co_bisector_destroy(co_bisector_t **np)
     if (!n)
         return;
     *np = NULL;
-    if (n->started) {
-        pthread_mutex_lock(&n->lock);
-        n->stop = true;
-        pthread_cond_signal(&n->wake);
-        pthread_mutex_unlock(&n->lock);
-        pthread_join(n->thread, NULL);
+    if (n->every) {
+        co_every_destroy(&n->every);
         /* Give the leases back: a restarted collector, or another one,
          * carries on at once rather than after CO_BISECTOR_LEASE_US. */
         char err[256];
@@ -891,7 +900,5 @@ co_bisector_destroy(co_bisector_t **np)
                            "lease_owner = $1 RETURNING id", 1, p));
     }
     co_jobs_destroy(&n->jobs);
-    pthread_mutex_destroy(&n->lock);
-    pthread_cond_destroy(&n->wake);
     free(n);
 }

@@ -19,7 +19,9 @@
  *   job has ended: on each host by the rule against the interval's ends,
  *   every sample of a commit in this bisect pooled, with the floor of
  *   the host's newest run; an undecided midpoint is measured again with
- *   twice the runs;
+ *   twice the runs, and with it the interval's ends (three jobs side by
+ *   side), judged on those three alone: the machine's drift between
+ *   jobs minutes apart is not a step;
  * - a host whose run of a step did not complete (its agent died: the
  *   job's row is lost) gets the step once more on that host alone; when
  *   that also fails the bisect fails, naming the host, the commit and

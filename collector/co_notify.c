@@ -2,17 +2,16 @@
 #include "co_notify.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
 
 #include "co_changes.h"
+#include "co_every.h"
 #include "co_hook.h"
 #include "co_jobs.h"
 #include "co_log.h"
@@ -26,11 +25,9 @@ struct co_notify {
     co_hook_t *hooks[CO_NOTIFY_URLS_MAX];
     size_t nhooks;
     int64_t last_id;           /* change points up to it are looked at */
-    bool have_last, stop, started;
+    bool have_last;
     bool warned;               /* a database failure said, none since */
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    pthread_t thread;
+    co_every_t *every;         /* the thread: s_poll every second */
 };
 
 /* How far back the members' first runs after the step are looked for: a
@@ -195,10 +192,12 @@ s_tell(co_notify_t *n, int64_t cp, const char *tags, int64_t after_us)
     return rc;
 }
 
-/* One look at the change points stored since the last. */
+/* One look at the change points stored since the last (co_every). */
 static void
-s_poll(co_notify_t *n)
+s_poll(void *arg, co_every_t *e)
 {
+    co_notify_t *n = arg;
+    (void)e;
     char err[512], last[24], now[24], settle[24], settle_job[24], lim[16];
     co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
     if (!n->have_last) {
@@ -241,30 +240,6 @@ s_poll(co_notify_t *n)
     n->warned = false;
 }
 
-static void *
-s_thread(void *arg)
-{
-    co_notify_t *n = arg;
-    pthread_mutex_lock(&n->lock);
-    while (!n->stop) {
-        pthread_mutex_unlock(&n->lock);
-        s_poll(n);
-        pthread_mutex_lock(&n->lock);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += CO_NOTIFY_POLL_MS / 1000;
-        until.tv_nsec += (CO_NOTIFY_POLL_MS % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        if (!n->stop)
-            pthread_cond_timedwait(&n->wake, &n->lock, &until);
-    }
-    pthread_mutex_unlock(&n->lock);
-    return NULL;
-}
-
 co_notify_t *
 co_notify_new(const char *conninfo, const char *const *urls, size_t nurls,
               size_t queue_max, char *err, size_t errlen)
@@ -284,17 +259,13 @@ co_notify_new(const char *conninfo, const char *const *urls, size_t nurls,
         free(n);
         return NULL;
     }
-    pthread_mutex_init(&n->lock, NULL);
-    pthread_cond_init(&n->wake, NULL);
     for (; n->nhooks < nurls; n->nhooks++)
         if (!(n->hooks[n->nhooks] = co_hook_new(urls[n->nhooks], queue_max,
                                                 err, errlen)))
             goto fail;
-    if (pthread_create(&n->thread, NULL, s_thread, n) != 0) {
-        snprintf(err, errlen, "pthread_create(notify) failed");
+    if (!(n->every = co_every_new("notify", CO_NOTIFY_POLL_MS, s_poll, n,
+                                  err, errlen)))
         goto fail;
-    }
-    n->started = true;
     for (size_t i = 0; i < nurls; i++) {
         char q[300];
         co_log(CO_LOG_INFO, "notify_url", "url=%s queue=%zu",
@@ -322,17 +293,9 @@ co_notify_destroy(co_notify_t **np)
     if (!n)
         return;
     *np = NULL;
-    if (n->started) {
-        pthread_mutex_lock(&n->lock);
-        n->stop = true;
-        pthread_cond_signal(&n->wake);
-        pthread_mutex_unlock(&n->lock);
-        pthread_join(n->thread, NULL);
-    }
+    co_every_destroy(&n->every);    /* first: it posts to the hooks */
     for (size_t i = 0; i < n->nhooks; i++)
         co_hook_destroy(&n->hooks[i]);
     co_jobs_destroy(&n->jobs);
-    pthread_mutex_destroy(&n->lock);
-    pthread_cond_destroy(&n->wake);
     free(n);
 }

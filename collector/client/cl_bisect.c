@@ -52,7 +52,8 @@ static const char S_USAGE[] =
 "measured is a job with --var commit=SHA and the tags commit=SHA and\n"
 "bisect=ID; the suite's command picks its build with ${commit}. Each\n"
 "midpoint is judged on each host by the verdict rule against the good\n"
-"and the bad end; an undecided one is measured again with more runs.\n"
+"and the bad end; an undecided one is measured again with more runs,\n"
+"beside the two ends it is judged against.\n"
 "\n"
 "  --suite S       the suite (as the agents list it)\n"
 "  --bench B       the benchmark whose subject arm changed\n"
@@ -340,6 +341,11 @@ s_print_steps(const json_t *b)
         if (c)
             snprintf(call, sizeof call, "%s: %s", c,
                      pw_out_str(st, "reason", ""));
+        else if (pw_out_str(st, "mid_commit", NULL) && strcmp(pw_out_str(
+                     st, "mid_commit", ""), pw_out_str(st, "commit", "")))
+            snprintf(call, sizeof call, "(an end, beside %s; job %s)",
+                     pw_out_str(st, "mid_commit", "?"), pw_out_str(
+                         st, "job_state", "?"));
         else
             snprintf(call, sizeof call, "(job %s)",
                      pw_out_str(st, "job_state", "?"));
@@ -672,8 +678,9 @@ s_start_main(int argc, char **argv, cl_conn_opts_t *co)
         fprintf(s.wait ? stderr : stdout, "bisect %lld started: %s/%s, %lld "
                 "commits from %s to %s on %s%s\n", (long long)id, s.suite,
                 s.bench, (long long)json_array_size(commits), s.good, s.bad,
-                hosts, json_is_integer(json_object_get(body, "event")) ?
-                " (the hosts of its change-point event)" : "");
+                hosts, json_is_integer(json_object_get(body, "event")) &&
+                !json_array_size(s.hosts) ? " (the hosts of its "
+                "change-point event)" : "");
     if (s.wait)
         rc = s_wait(c, id, s.as_json);
     else

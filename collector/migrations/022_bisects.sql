@@ -41,15 +41,18 @@ CREATE INDEX bisects_live ON bisects (id) WHERE state IN ('queued', 'running');
 CREATE INDEX bisects_event ON bisects (suite, benchmark, event);
 
 -- One measurement: point (0 the good end, the last index the bad end),
--- try (0 the first look, k the k-th retry with more runs), rerun (0, or
--- a rerun on the hosts whose row was lost), the job and the runs it
--- asked for. call is NULL until the step is judged: "ends" for the ends'
--- check, else vd_bisect_call_name's words; hosts has each host's
--- judgement then.
+-- for the judgement of midpoint mid (-1: the ends' check) at try (0 the
+-- first look, k the k-th retry with more runs: a retry measures the
+-- midpoint and its interval's ends again, judged on their own), rerun
+-- (0, or a rerun on the hosts whose run did not complete), the job and
+-- the runs it asked for. call is NULL until judged, and set on the
+-- judged point's row: "ends" or "ends again" on the ends', else
+-- vd_bisect_call_name's words; hosts has each host's judgement then.
 CREATE TABLE bisect_steps (
     bisect        bigint NOT NULL REFERENCES bisects(id) ON DELETE CASCADE,
     seq           integer NOT NULL,
     point         integer NOT NULL,
+    mid           integer NOT NULL,
     try           integer NOT NULL,
     rerun         integer NOT NULL DEFAULT 0,
     runs          integer NOT NULL,

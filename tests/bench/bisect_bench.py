@@ -37,7 +37,7 @@ def scenario(tb, name, step, at, parity):
             [tb.tj.PARITY, "bisect", "start", "--suite", "build", "--bench",
              "tool", "--good", "c00", "--bad", "c63", "--commits",
              w.commits, "--hosts", "alpha,beta,gamma", "--wait"],
-            capture_output=True, text=True, env=w.env_client(), timeout=3600)
+            capture_output=True, text=True, env=w.client_env(), timeout=3600)
         wall = time.time() - t0
         b = w.status(1)
         res = b.get("result") or {}

@@ -157,6 +157,17 @@ def compare_json(parity, args, timeout=120):
     return r.returncode, doc, r.stderr
 
 
+def wait_until(cond, timeout, every=0.25):
+    """Call cond until it is true or timeout seconds passed; its last
+    answer."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(every)
+    return cond()
+
+
 def stop(p, sig=signal.SIGTERM, wait=20):
     """Signal p (a Popen, or None) and wait for it, killing it after wait
     s: its exit code (None for no process)."""

@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "jobs"))
 import test_jobs as tj  # noqa: E402
 from parity_hooks import Receiver  # noqa: E402,F401
+from parity_fixtures import wait_until as wait  # noqa: E402
 
 ok, diag = tj.ok, tj.diag
 BUILD = sys.argv[1]
@@ -89,14 +90,6 @@ def feed(w, lines, timeout=180):
         return diag("fleet-feed: no end within %d s" % timeout)
     return r.returncode == 0 or diag(r.stderr[-500:])
 
-
-def wait(cond, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return True
-        time.sleep(0.25)
-    return cond()
 
 
 def start(w, urls, queue):

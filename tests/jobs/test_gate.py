@@ -77,13 +77,8 @@ class World(tj.World):
         self.wait_tcp(self.collector, self.port)
 
     def env(self, extra):
-        e = dict(os.environ)
-        e.update({"PARITY_COLLECTOR": self.endpoint,
-                  "PARITY_COLLECTOR_KEY": self.key("collector"),
-                  "PARITY_KEY": self.key("admin"), "HOME": self.root,
-                  "PATH": os.path.dirname(tj.PARITY) + ":" + e["PATH"]})
-        e.pop("XDG_CONFIG_HOME", None)
-        e.update(extra)
+        e = self.client_env(extra=extra)
+        e["PATH"] = os.path.dirname(tj.PARITY) + ":" + e["PATH"]
         return e
 
     def script(self, text, extra, timeout=180):

@@ -136,16 +136,20 @@ class World(pf.World):
     def stop_agent(self, name, sig=signal.SIGTERM):
         self.stop(self.agents.pop(name, None), sig)
 
-    def parity(self, *args, key="admin", timeout=60, env=None):
+    def client_env(self, key="admin", extra=None):
+        """The environment a `parity` client of this fleet runs with."""
         e = dict(os.environ)
         e.update({"PARITY_COLLECTOR": self.endpoint,
                   "PARITY_COLLECTOR_KEY": self.key("collector"),
                   "PARITY_KEY": self.key(key), "HOME": self.root})
         e.pop("XDG_CONFIG_HOME", None)
-        if env:
-            e.update(env)
+        e.update(extra or {})
+        return e
+
+    def parity(self, *args, key="admin", timeout=60, env=None):
         return subprocess.run([PARITY] + list(args), capture_output=True,
-                              text=True, timeout=timeout, env=e)
+                              text=True, timeout=timeout,
+                              env=self.client_env(key, env))
 
     def pjson(self, *args, **kw):
         r = self.parity(*args, **kw)
