@@ -117,19 +117,27 @@ vd_bisect_fleet(const vd_bisect_host_t *hosts, size_t n, char *reason,
         vd_errf(reason, reasonlen, "no host sees a step between the ends");
         return VD_BISECT_NO_STEP;
     }
-    if (count[VD_BISECT_UNDECIDED]) {
+    /* An undecided host abstains: the hosts that decide must agree and
+     * be more than half of those that see the step. */
+    size_t undecided = count[VD_BISECT_UNDECIDED], decided = say - undecided;
+    if (2 * decided <= say) {
         vd_errf(reason, reasonlen, "undecided on %zu of %zu hosts: %s",
-                count[VD_BISECT_UNDECIDED], say, first_undecided);
+                undecided, say, first_undecided);
         return VD_BISECT_UNDECIDED;
     }
     vd_bisect_call_t calls[] = { VD_BISECT_LIKE_GOOD, VD_BISECT_LIKE_BAD,
                                  VD_BISECT_BETWEEN };
     for (size_t k = 0; k < 3; k++)
-        if (count[calls[k]] == say) {
+        if (count[calls[k]] == decided) {
+            char also[96] = "";
+            if (undecided && count[VD_BISECT_NO_STEP])
+                snprintf(also, sizeof also, " (%zu undecided, %zu see no "
+                         "step)", undecided, count[VD_BISECT_NO_STEP]);
+            else if (undecided || count[VD_BISECT_NO_STEP])
+                snprintf(also, sizeof also, " (the others %s)", undecided ?
+                         "undecided" : "see no step");
             vd_errf(reason, reasonlen, "%s on %zu of %zu hosts%s",
-                    vd_bisect_call_name(calls[k]), say, n,
-                    count[VD_BISECT_NO_STEP] ? " (the others see no step)"
-                                             : "");
+                    vd_bisect_call_name(calls[k]), decided, n, also);
             return calls[k];
         }
     vd_errf(reason, reasonlen, "hosts disagree: %zu like good, %zu like "

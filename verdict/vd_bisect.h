@@ -19,8 +19,11 @@
  *             step), a verdict too near its edge (vd_adaptive_decisive),
  *             or the rule refused the samples
  *
- * The fleet's call is the hosts' when every host that has a say agrees;
- * undecided when one is, or when they disagree. An undecided midpoint is
+ * The fleet's call is the hosts' when the hosts that decide (like good,
+ * like bad or between) agree and are more than half of the hosts with a
+ * say; an undecided host abstains. Undecided when they disagree, or when
+ * half or more of the hosts with a say are undecided. An undecided
+ * midpoint is
  * measured again with more runs (as `runs: auto` adds them) before the
  * search narrows; after VD_BISECT_TRIES_MAX tries the bisect fails with
  * the reason: it never guesses.
@@ -82,10 +85,12 @@ int vd_bisect_judge(const double *low, size_t nlow, const double *high,
                     const vd_params_t *params, vd_bisect_host_t *out,
                     char *err, size_t errlen);
 
-/* The fleet's call from the hosts' (n of them): the call every host with
- * a say makes; UNDECIDED when one is undecided or they disagree;
- * NO_STEP when no host has a say. reason gets a line ("like bad on 3 of
- * 3 hosts", "hosts disagree: 2 like good, 1 like bad"). */
+/* The fleet's call from the hosts' (n of them): the call the deciding
+ * hosts agree on, when they are more than half of the hosts with a say;
+ * UNDECIDED when they disagree or too few decide; NO_STEP when no host
+ * has a say. reason gets a line ("like bad on 3 of 3 hosts", "like bad
+ * on 2 of 3 hosts (the others undecided)", "hosts disagree: 2 like
+ * good, 1 like bad"). */
 vd_bisect_call_t vd_bisect_fleet(const vd_bisect_host_t *hosts, size_t n,
                                  char *reason, size_t reasonlen);
 

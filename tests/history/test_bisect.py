@@ -22,7 +22,9 @@ commit), against /bin/true.
   queue    every usage and request error; --git; two bisects of one suite
            sharing a host: the second waits, queued, until the first
            ends; cancel stops a bisect and its jobs; the list; a range
-           without a step fails with its reason
+           without a step fails with its reason; a commit without its
+           build is run again once, then fails the bisect; two 8 % steps
+           (d05, d11 of 16 commits) are named both, as a spread step
 """
 import json
 import os
@@ -84,6 +86,14 @@ benchmarks:
       - name: base
         command: [/bin/true]
 """ % self.builds)
+        # d00..d15: two 8 % steps, at d05 and at d11 (a spread step).
+        for i in range(16):
+            d = os.path.join(self.builds, "d%02d" % i)
+            os.makedirs(d)
+            with open(os.path.join(d, "tool"), "w") as f:
+                f.write("#!/bin/sh\nexec sleep %.4f\n" %
+                        (0.2 * 1.08 ** ((i >= 5) + (i >= 11))))
+            os.chmod(os.path.join(d, "tool"), 0o755)
         self.commits = os.path.join(self.root, "commits.txt")
         with open(self.commits, "w") as f:
             # what git rev-list --reverse c00..c63 prints: c00 left out
@@ -523,6 +533,24 @@ def case_queue():
            "fails naming host and commit (%d %s; steps %s)" % (
                r.returncode, r.stderr.strip()[-400:],
                [(s["commit"], s["rerun"]) for s in steps]))
+        # Two steps of 8 %: the bisect says the step is spread, and names
+        # both commits.
+        two = os.path.join(w.root, "two.txt")
+        with open(two, "w") as f:
+            f.write("".join("d%02d\n" % i for i in range(16)))
+        r = w.bisect("start", "--suite", "build", "--bench", "tool",
+                     "--good", "d00", "--bad", "d15", "--commits", two,
+                     "--hosts", "alpha", "--wait", timeout=300)
+        cs = (w.status(6).get("result") or {}).get("culprits", [])
+        ok(r.returncode == 0 and "done: the step is spread over 2 commits\n"
+           in r.stdout and re.search(r"^  d05 \(after d04\): x1\.0\d\d on 1 "
+                                     r"of 1 hosts$", r.stdout, re.M) and
+           re.search(r"^  d11 \(after d10\): x1\.0\d\d on 1 of 1 hosts$",
+                     r.stdout, re.M) and
+           [c["commit"] for c in cs] == ["d05", "d11"] and
+           w.status(6).get("result", {}).get("spread") is True,
+           "two 8 %% steps: spread over d05 and d11 (%d)\n%s" % (
+               r.returncode, r.stdout[:600] + r.stderr[-600:]))
     finally:
         w.close(keep=tj.tap.n_failed > 0)
 

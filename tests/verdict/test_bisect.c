@@ -186,7 +186,29 @@ test_fleet_call(void)
     ok(vd_bisect_fleet(h, 3, why, sizeof why) == VD_BISECT_UNDECIDED &&
        strcmp(why, "hosts disagree: 1 like good, 1 like bad, 0 between")
        == 0, "fleet: disagreeing hosts are undecided: \"%s\"", why);
-    h[0].call = h[1].call = VD_BISECT_NO_STEP;
+    h[0].call = h[1].call = h[2].call = VD_BISECT_LIKE_BAD;
+    h[2].call = VD_BISECT_UNDECIDED;
+    snprintf(h[2].reason, sizeof h[2].reason, "too near");
+    ok(vd_bisect_fleet(h, 3, why, sizeof why) == VD_BISECT_LIKE_BAD &&
+       strcmp(why, "like bad on 2 of 3 hosts (the others undecided)") == 0,
+       "fleet: an undecided host abstains when most decide: \"%s\"", why);
+    h[1].call = VD_BISECT_UNDECIDED;
+    ok(vd_bisect_fleet(h, 3, why, sizeof why) == VD_BISECT_UNDECIDED &&
+       strcmp(why, "undecided on 2 of 3 hosts: too near") == 0,
+       "fleet: too few decide: \"%s\"", why);
+    h[1].call = VD_BISECT_NO_STEP;
+    ok(vd_bisect_fleet(h, 3, why, sizeof why) == VD_BISECT_UNDECIDED &&
+       strcmp(why, "undecided on 1 of 2 hosts: too near") == 0,
+       "fleet: one of two with a say is not a majority: \"%s\"", why);
+    vd_bisect_host_t h4[4];
+    memset(h4, 0, sizeof h4);
+    h4[0].call = h4[1].call = VD_BISECT_LIKE_GOOD;
+    h4[2].call = VD_BISECT_UNDECIDED;
+    h4[3].call = VD_BISECT_NO_STEP;
+    ok(vd_bisect_fleet(h4, 4, why, sizeof why) == VD_BISECT_LIKE_GOOD &&
+       strcmp(why, "like good on 2 of 4 hosts (1 undecided, 1 see no "
+              "step)") == 0, "fleet: \"%s\"", why);
+    h[0].call = h[1].call = h[2].call = VD_BISECT_NO_STEP;
     ok(vd_bisect_fleet(h, 3, why, sizeof why) == VD_BISECT_NO_STEP &&
        strcmp(why, "no host sees a step between the ends") == 0,
        "fleet: \"%s\"", why);
