@@ -119,13 +119,6 @@ s_db_warn(co_bisector_t *n, int64_t id, const char *why)
            co_log_quote(q, sizeof q, why));
 }
 
-static const char *
-s_str(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
-
 static json_int_t
 s_int(const json_t *o, const char *k)
 {
@@ -293,13 +286,13 @@ s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b, size_t point,
     json_t *vars = json_deep_copy(json_object_get(b, "vars"));
     json_object_set_new(vars, "commit", json_string(commit));
     json_t *args = json_pack("{s:s,s:O,s:[s],s:i,s:o,s:{s:s,s:s},s:s,s:I}",
-        "suite", s_str(b, "suite"), "hosts", hosts ? hosts :
-        json_object_get(b, "hosts"), "only", s_str(b, "benchmark"), "runs",
+        "suite", co_reply_str(b, "suite"), "hosts", hosts ? hosts :
+        json_object_get(b, "hosts"), "only", co_reply_str(b, "benchmark"), "runs",
         s_runs(b, try_no), "vars", vars, "tags", "commit", commit, "bisect",
         tag, "label", "bisect", "expire_us",
         (json_int_t)CO_BISECTOR_JOB_EXPIRE_US);
     json_t *reply = NULL;
-    int rc = args ? co_jobs_create(c->jobs, s_str(b, "requested_by"), args,
+    int rc = args ? co_jobs_create(c->jobs, co_reply_str(b, "requested_by"), args,
                                    pw_clock_unix_us(), &reply, err,
                                    sizeof err) : CO_JOBS_FAIL;
     json_decref(args);
@@ -313,7 +306,7 @@ s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b, size_t point,
         co_reply_fail(c, CO_REPLY_UNAVAILABLE, "%s", err);
         return -1;
     }
-    const char *job = s_str(reply, "job");
+    const char *job = co_reply_str(reply, "job");
     snprintf(seq_args[0], 24, "%zu", point);
     snprintf(seq_args[1], 24, "%d", try_no);
     snprintf(seq_args[2], 24, "%d", rerun);
@@ -363,7 +356,7 @@ s_notice(const json_t *b, const char *state, const char *reason,
     char text[1024];
     int at = snprintf(text, sizeof text, "Parity: bisect #%"
                       JSON_INTEGER_FORMAT " of %s/%s ", s_int(b, "id"),
-                      s_str(b, "suite"), s_str(b, "benchmark"));
+                      co_reply_str(b, "suite"), co_reply_str(b, "benchmark"));
     size_t i;
     json_t *cu;
     const json_t *cs = json_object_get(result, "culprits");
@@ -378,13 +371,13 @@ s_notice(const json_t *b, const char *state, const char *reason,
                                i ? "then" : json_array_size(cs) > 1 ?
                                "found a step spread over commits: first" :
                                "found the first bad commit:",
-                               s_str(cu, "commit"), json_number_value(
+                               co_reply_str(cu, "commit"), json_number_value(
                                json_object_get(cu, "magnitude")),
-                               s_str(cu, "previous"));
+                               co_reply_str(cu, "previous"));
     json_t *body = json_pack("{s:s,s:{s:s,s:{s:I,s:s,s:s,s:s,s:s,s:O,s:O}}}",
         "text", text, "parity", "kind", "bisect", "bisect", "id",
-        s_int(b, "id"), "suite", s_str(b, "suite"), "benchmark",
-        s_str(b, "benchmark"), "state", state, "reason", reason, "event",
+        s_int(b, "id"), "suite", co_reply_str(b, "suite"), "benchmark",
+        co_reply_str(b, "benchmark"), "state", state, "reason", reason, "event",
         json_object_get(b, "event"), "result", result ? result :
         json_null());
     char *t = body ? pw_json_dumps(body) : NULL;
@@ -729,7 +722,7 @@ s_move(co_bisector_t *n, co_reply_t *c, const json_t *b)
     json_array_foreach(json_object_get(b, "steps"), i, st) {
         if (s_int(st, "mid") < 0 && s_int(st, "try") > ends_try)
             ends_try = (int)s_int(st, "try");
-        ends |= strcmp(s_str(st, "call"), "ends") == 0;
+        ends |= strcmp(co_reply_str(st, "call"), "ends") == 0;
     }
     if (ends_try < 0)
         return s_measure_group(n, c, b, (s_grp_t){ -1, 0 }, 0, last);
@@ -788,12 +781,12 @@ s_advance(co_bisector_t *n, int64_t id)
     co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
     for (int pass = 0; pass < S_PASSES; pass++) {
         json_t *b = co_bisect_load(&c, id);
-        if (b && strcmp(s_str(b, "state"), "queued") == 0 &&
+        if (b && strcmp(co_reply_str(b, "state"), "queued") == 0 &&
             s_start(&c, id)) {
             json_decref(b);
             b = co_bisect_load(&c, id);
         }
-        if (!b || strcmp(s_str(b, "state"), "running") != 0) {
+        if (!b || strcmp(co_reply_str(b, "state"), "running") != 0) {
             json_decref(b);
             break;
         }
@@ -802,7 +795,7 @@ s_advance(co_bisector_t *n, int64_t id)
         bool waiting = false;
         json_array_foreach(json_object_get(b, "steps"), i, st)
             waiting |= json_is_null(json_object_get(st, "call")) &&
-                       strcmp(s_str(st, "job_state"), "active") == 0;
+                       strcmp(co_reply_str(st, "job_state"), "active") == 0;
         int rc = waiting ? 1 : s_move(n, &c, b);
         json_decref(b);
         if (rc != 0)
