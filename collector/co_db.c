@@ -451,7 +451,7 @@ s_prepared(co_db_t *db, const char *sql, int n, char *name, size_t len)
  * known by its address): parsed and planned once per connection, not
  * at every message. Under a fleet's load the writer's server process
  * waits for a CPU about as long as it runs (docs/performance.md,
- * session 23), so its CPU is the writer's time. */
+ * "A fleet of 1,000 agents"), so its CPU is the writer's time. */
 static PGresult *
 s_query_p(co_db_t *db, const char *sql, int n, const char *const *params,
           ExecStatusType want, int *rc, char *err, size_t errlen)

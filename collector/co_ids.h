@@ -2,7 +2,7 @@
  * (a benchmark by suite and name, a host's environment by its text),
  * held so that it need not ask the database again: two of a RunStart's
  * five round trips, which under load are mostly waits for a CPU
- * (docs/performance.md, session 23).
+ * (docs/performance.md, "A fleet of 1,000 agents").
  *
  * A fixed number of slots, the oldest replaced first; a key longer than
  * CO_IDS_KEY_MAX bytes is not held. The owner (co_db) forgets them all

@@ -152,7 +152,7 @@ s_mkdir(const char *path, mode_t mode, char *err, size_t errlen)
  * the default, the client queries over a year of history and the
  * writer's inserts took turns evicting each other's pages: under
  * tests/bench/fleet_load.sh every Ack was slower (p50 22 -> 16 ms with
- * 1 GiB, docs/performance.md, session 22). */
+ * 1 GiB, docs/performance.md, "A fleet of 1,000 agents"). */
 static long
 s_shared_buffers_mb(void)
 {

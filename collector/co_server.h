@@ -52,7 +52,8 @@
 /* Heartbeats go out in this many slices of the interval, each peer in
  * one of them: a fleet's 1,000 at once kept ZeroMQ's I/O thread
  * encrypting and writing for milliseconds, and every Ack queued behind
- * them waited (docs/performance.md, session 27). */
+ * them waited (docs/performance.md, "A fleet of 1,000
+ * agents"). */
 #define CO_SERVER_BEAT_SLICES 16
 /* Largest Request frame the loop decodes to route it (args_json is at
  * most 64 KiB); a larger one goes to a query worker, which refuses it. */

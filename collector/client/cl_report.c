@@ -869,7 +869,7 @@ s_site_bench_args(json_t *args, const json_t *first)
  * with one ahead, the collector's database work and its encoding of the
  * next answer ran one after the other while the client drew; with two,
  * the collector's two query workers overlap them (docs/performance.md,
- * issue 9). */
+ * "Regressions over time"). */
 #define S_SITE_AHEAD 2
 
 /* The series of the site, in two passes so that no answer outgrows a

@@ -36,7 +36,7 @@
 -- FK triggers are skipped (session_replication_role = replica: the rows
 -- are consistent by construction), indexes are kept and maintained.
 
-\set ON_ERROR_STOP 1
+\set ON_ERROR_STOP on
 SET synchronous_commit = off;
 SET maintenance_work_mem = '256MB';
 SET work_mem = '64MB';

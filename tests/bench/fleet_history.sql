@@ -23,7 +23,7 @@
 -- samples = days * hosts * benchmarks * rounds * 3: 365 * 50 * 4 * 92 * 3
 -- = 20,148,000.
 
-\set ON_ERROR_STOP 1
+\set ON_ERROR_STOP on
 SET synchronous_commit = off;
 SET maintenance_work_mem = '256MB';
 

@@ -76,7 +76,7 @@
 #       long ago; settle_s in the JSON. With none, the first autovacuum
 #       of every freshly loaded or migrated table (20 M samples: every
 #       page rewritten) runs during the load, and its writes make the
-#       WAL's fsync wait up to 300 ms (2026-12-03, docs/performance.md)
+#       WAL's fsync wait up to 300 ms (docs/operations.md, "Upgrading")
 set -eu
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
