@@ -82,7 +82,9 @@ rm -rf "$stage"
 if [ -n "$from_stage" ]; then
     cp -a "$from_stage" "$stage"
 else
-    setup_args="--prefix=/usr --buildtype=debugoptimized -Dtests=false -Db_sanitize=none"
+    # A distribution's release build: -O3, warnings shown but not fatal
+    # (meson.build's werror=false); tests/packages checks it has none.
+    setup_args="--prefix=/usr --buildtype=release -Dtests=false -Db_sanitize=none"
     if [ -f "$build/build.ninja" ]; then
         # shellcheck disable=SC2086
         meson setup --reconfigure $setup_args "$build" "$src" >"$build/package-setup.log" 2>&1 ||

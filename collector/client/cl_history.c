@@ -162,8 +162,18 @@ s_note_add(json_t *notes, const char *run, const char *text)
 {
     const char *was = json_string_value(json_object_get(notes, run));
     char buf[PW_OUT_CELL_MAX];
-    snprintf(buf, sizeof buf, "%s%s%s", was ? was : "", was ? "; " : "",
-             text);
+    /* A cell's worth: a run with more notes than fit ends in "...",
+     * after its last whole UTF-8 sequence (json_string wants valid
+     * UTF-8). */
+    if (snprintf(buf, sizeof buf, "%s%s%s", was ? was : "",
+                 was ? "; " : "", text) >= (int)sizeof buf) {
+        size_t end = 0, k;
+        while (end < sizeof buf - 4 &&
+               (k = pw_out_utf8_len((const unsigned char *)buf + end)) &&
+               end + k <= sizeof buf - 4)
+            end += k;
+        memcpy(buf + end, "...", 4);
+    }
     json_object_set_new(notes, run, json_string(buf));
 }
 

@@ -5,6 +5,7 @@
  * escaping of hostile names in HTML and Markdown, a host without a
  * verdict, a run that did not complete, a default floor, diagnostics;
  * the regressions pairs with both runs' tags. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,36 @@ s_report_tests(void)
     json_decref(ver);
 }
 
+/* A run with more changes than a cell holds: its CSV "changes" field is
+ * cut after a whole UTF-8 sequence and ends in "...". */
+static void
+s_notes_cut_tests(void)
+{
+    json_t *notes = json_array();
+    for (int i = 0; i < 40; i++)   /* "é" is two bytes: a cut may split it */
+        json_array_append_new(notes, json_pack("{s:i,s:s}", "index", 0,
+                                               "text", "kernel \xc3\xa9"));
+    json_t *body = json_pack(
+        "{s:s,s:[{s:s,s:s,s:s,s:[{s:s,s:s,s:I,s:{},s:s,s:[o],s:o}]}],"
+        "s:[{s:[{s:s}],s:o}]}", "benchmark", "b", "pairs", "suite", "s",
+        "subject", "new", "other", "old", "rows", "job", "0123456789ab",
+        "run_id", "", "at_us", (json_int_t)1796221290000000, "tags",
+        "label", "", "hosts", s_entry("alpha", "parity", 1.0), "summary",
+        s_summary(1, "parity on all 1 hosts"), "series", "runs", "run", "r",
+        "annotations", notes);
+    char *t = body ? s_history(body, CL_HISTORY_CSV) : NULL;
+    const char *end = t ? strstr(t, "kernel \xc3\xa9; kernel") : NULL;
+    const char *cut = end ? strstr(end, "...") : NULL;
+    size_t len = cut ? (size_t)(cut + 3 - end) : 0;
+    bool whole = cut && (cut[-1] == '\xa9' || cut[-1] == ' ' ||
+                         cut[-1] == ';' || (cut[-1] >= 'a' && cut[-1] <= 'z'));
+    ok(t && cut && len <= 255 && whole,
+       "a run's changes longer than a cell end in \"...\" after a whole "
+       "character (%zu bytes)", len);
+    free(t);
+    json_decref(body);
+}
+
 /* regressions: a pair that got worse names both runs and their tags. */
 static void
 s_regressions_tests(void)
@@ -311,6 +342,7 @@ int
 main(void)
 {
     s_history_tests();
+    s_notes_cut_tests();
     s_regressions_tests();
     s_report_tests();
     return tap_done();

@@ -596,6 +596,26 @@ def check_fleet(tmp):
                 f.write(text)
 
 
+def check_release_build():
+    """deploy/package.sh builds with -Dbuildtype=release (-O3), where GCC
+    warns of things -O2 does not see (format-truncation): a user's or a
+    distribution's build must compile cleanly, with nothing to hide."""
+    log = os.path.join(PKG_BUILD_DIR, "package-ninja.log") \
+        if PKG_BUILD_DIR else ""
+    if not log or not os.path.exists(log):
+        return skip("the release build compiles without a warning",
+                    "no PKG_BUILD_DIR log")
+    with open(log, errors="replace") as f:
+        text = f.read()
+    warnings = [line for line in text.splitlines() if "warning:" in line]
+    with open(os.path.join(PKG_BUILD_DIR, "package-setup.log"),
+              errors="replace") as f:
+        release = re.search(r"buildtype\s*:\s*release", f.read())
+    ok(not warnings and release,
+       "the release build (-Dbuildtype=release) compiles without a "
+       "warning (%d)" % len(warnings), "\n".join(warnings[:20]))
+
+
 def main():
     if os.geteuid() != 0:
         print("1..0 # SKIP not root: the test installs packages into /usr")
@@ -627,6 +647,7 @@ def main():
                   "parity-collector", r.stdout + r.stderr):
             print("1..%d" % count)
             return 1
+        check_release_build()
         check_control(debs)
         check_stage(tmp, debs)
 
