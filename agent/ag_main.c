@@ -1,5 +1,5 @@
 /* ag_main.c -- parity-agent: run a suite locally, show the environment,
- * or (daemon mode, agent/ag_daemon.h) serve a collector.
+ * or (daemon mode, agent/daemon/ag_daemon.h) serve a collector.
  *
  *   parity-agent run SUITE.yaml [--var k=v]... [--only BENCH]...
  *                    [--runs N|auto] [--max-runs N] [--fresh-floor]
@@ -358,7 +358,7 @@ main(int argc, char **argv)
         return s_run_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "env") == 0)
         return s_env_main(argc - 1, argv + 1);
-    /* Daemon mode (agent/ag_daemon.h). */
+    /* Daemon mode (agent/daemon/ag_daemon.h). */
     if (strncmp(argv[1], "--", 2) == 0)
         return ag_daemon_main(argc, argv);
     fprintf(stderr, "parity-agent: unknown command \"%s\" (parity-agent "

@@ -145,7 +145,7 @@ int pw_results_finish(json_t *doc, double parity, bool complete,
                       int64_t ended_at_us, char *err, size_t errlen);
 
 /* pw_results_finish with a floor the caller chose (a host's calibration
- * store, agent/ag_calstore.h): params holds the parity and floor every
+ * store, agent/harness/ag_calstore.h): params holds the parity and floor every
  * verdict uses; floor becomes the document's "floor" object (reference
  * stolen, NULL is an error) and should say where the floor came from. */
 int pw_results_finish_floor(json_t *doc, const vd_params_t *params,

@@ -3,7 +3,7 @@
 # Installed as share/bash-completion/completions/parity (with
 # parity-agent and parity-collector linked to it). Nothing is listed
 # here: the verbs are read from `parity --help` (the table of
-# collector/client/cl_verbs.h) and a command's options from its own
+# collector/client/common/cl_verbs.h) and a command's options from its own
 # --help, so the completion never lags behind the programs.
 # COMPREPLY=($(compgen ...)) is bash-completion's own idiom: the words
 # are verbs and options, never with spaces.

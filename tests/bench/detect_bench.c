@@ -4,7 +4,7 @@
  *
  *   detect-bench CONNINFO [--runs N] [--seed S] [--between CMD]
  *
- * What a RunEnd costs: the detection thread (collector/co_detect.h)
+ * What a RunEnd costs: the detection thread (collector/detect/co_detect.h)
  * calls co_detect_run on the run just stored, the newest of its series,
  * whose window (detect_windows, migration 015) its previous run left.
  * So for N (default 500, at most 100000) series drawn at random

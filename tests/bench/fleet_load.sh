@@ -174,10 +174,10 @@ load_history() {
         echo "  'information_schema') AND nspname NOT LIKE 'pg\\_%' LOOP"
         echo "  EXECUTE format('DROP SCHEMA %I CASCADE', s); END LOOP; END \$\$;"
         echo "CREATE SCHEMA public;"
-        for f in "$ROOT"/collector/migrations/00[1-5]_*.sql; do cat "$f"; echo; done
+        for f in "$ROOT"/collector/store/migrations/00[1-5]_*.sql; do cat "$f"; echo; done
         echo "CREATE TABLE schema_version (version integer PRIMARY KEY,"
         echo "  name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());"
-        for f in "$ROOT"/collector/migrations/00[1-5]_*.sql; do
+        for f in "$ROOT"/collector/store/migrations/00[1-5]_*.sql; do
             b=$(basename "$f")
             echo "INSERT INTO schema_version (version, name) VALUES (${b%%_*}, '$b');"
         done

@@ -223,7 +223,7 @@ ok(rc == 2 and "spool %s is in use by another process" % SP in err,
    "a second agent on the same spool is refused: %s"
    % err.strip().splitlines()[-1].replace(root, "T") if err.strip()
    else "(no stderr)")
-# Idle, it calibrates after its first seconds (agent/ag_topup.h): a
+# Idle, it calibrates after its first seconds (agent/daemon/ag_topup.h): a
 # batch of 20 no-op runs, spooled while no collector answers.
 end = time.time() + 30
 while time.time() < end and "event=calibration " not in open(elog_path).read():

@@ -360,7 +360,7 @@ def case_agent_kill(w):
     ok(distinct == f[3], "no sample stored twice")
     # The killed `run` calibrated in its 600 rounds (no session-start
     # runs: nothing to send); the daemon calibrates once idle, in
-    # batches of 20 no-op runs (agent/ag_topup.h), not at its start.
+    # batches of 20 no-op runs (agent/daemon/ag_topup.h), not at its start.
     got = w.wait_for("SELECT count(*) > 0 FROM calibrations WHERE "
                      "n_samples = 20", "t", 30)
     ok(got == "t" and w.psql("SELECT count(*) FROM calibrations WHERE "

@@ -5,7 +5,7 @@
 # fuzzing, with -print_coverage=1, and the edges reached are summed per
 # source file of the project:
 #
-#   frame  collector/co_db.c  812/1650 edges  41/77 functions
+#   frame  collector/store/co_db.c  812/1650 edges  41/77 functions
 #
 # Only the code compiled into the target is instrumented: protobuf-c,
 # jansson, libyaml and czmq from Debian are not, so they do not appear.

@@ -11,7 +11,7 @@
  * static there (the verb's only entry point reads stdin); the target
  * calls the very function s_batch calls per line, minus the reading.
  */
-#include "../../collector/client/cl_verdict.c"
+#include "../../collector/client/local/cl_verdict.c"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -36,7 +36,7 @@ class Tap:
 
 tap = Tap()
 
-# Agents on one machine share its machine lock (agent/ag_machine.h,
+# Agents on one machine share its machine lock (agent/daemon/ag_machine.h,
 # default /run/lock/parity-machine.lock). Tests run side by side, and
 # each test's agents stand for a machine of their own: one lock file per
 # test process, unless the test names one.

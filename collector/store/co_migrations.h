@@ -1,5 +1,5 @@
 /* co_migrations.h -- the schema migrations, embedded at build time from
- * collector/migrations/NNN_*.sql by co_embed_sql.py. Static data, ordered
+ * collector/store/migrations/NNN_*.sql by co_embed_sql.py. Static data, ordered
  * by version 1..co_migrations_count; nothing to free. */
 #ifndef CO_MIGRATIONS_H
 #define CO_MIGRATIONS_H

@@ -28,7 +28,7 @@
  * - A job ends (`ended`) when every row is final; `cancelled` when
  *   cancelled.
  *
- * Storage: the job tables of collector/migrations/002_jobs.sql, through
+ * Storage: the job tables of collector/store/migrations/002_jobs.sql, through
  * the module's own libpq connection (reconnected on demand), every
  * statement parameterised. In memory only the online hosts and the key
  * each one speaks with (bounded by CO_JOBS_MAX_ONLINE).

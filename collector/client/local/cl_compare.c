@@ -12,7 +12,7 @@
  * --reference names the baseline. -L and -P make one comparison per
  * parameter value (with one command: one comparison whose arms are the
  * values). Everything is checked before anything runs.
- * Exit codes: AG_EXIT_* of agent/ag_cli.h.
+ * Exit codes: AG_EXIT_* of agent/cli/ag_cli.h.
  */
 #include <getopt.h>
 #include <stdio.h>
