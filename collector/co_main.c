@@ -199,7 +199,7 @@ s_raise_fd_limit(void)
 
 /* What the options set; strings point into argv or the config file. */
 typedef struct {
-    co_server_config_t cfg;
+    co_config_t cfg;
     const char *db_conninfo;
     const char *data_dir;
     bool fingerprint;         /* --fingerprint: print it and exit */
@@ -240,7 +240,7 @@ static const struct option s_opts[] = {
 static int
 s_option(int c, const char *arg, s_settings_t *st, char *err, size_t errlen)
 {
-    co_server_config_t *cfg = &st->cfg;
+    co_config_t *cfg = &st->cfg;
     long v;
     switch (c) {
     case 'b': cfg->bind = arg; break;
@@ -544,7 +544,7 @@ main(int argc, char **argv)
         .enroll = true,
         .key_service = true,
     } };
-    co_server_config_t cfg;
+    co_config_t cfg;
     const char *db_conninfo, *data_dir;
     char err[1024], q[1100];
     int status = 1;

@@ -68,7 +68,7 @@ typedef struct {
 } s_peer_t;
 
 struct co_server {
-    co_server_config_t cfg;
+    co_config_t cfg;
     co_db_t *db;
     void *ctx;
     void *router;
@@ -173,7 +173,7 @@ s_verdict(co_server_t *srv, s_peer_t *p)
 
 /* A frame of a key that is pending (data) or denied (anything): Error
  * code with the frame's seq, nothing stored; logged at most once per
- * peer per CO_SERVER_LOG_EVERY_US. */
+ * peer per CO_CONFIG_LOG_EVERY_US. */
 static void
 s_key_refused(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
               size_t rlen, zmq_msg_t *body, int code, int64_t now)
@@ -197,7 +197,7 @@ s_key_refused(co_server_t *srv, s_peer_t *p, const uint8_t *rid,
         srv->c.key_denied++;
     else
         srv->c.key_pending++;
-    if (now - p->key_logged_us >= CO_SERVER_LOG_EVERY_US) {
+    if (now - p->key_logged_us >= CO_CONFIG_LOG_EVERY_US) {
         p->key_logged_us = now;
         co_log(CO_LOG_INFO, "key_refused", "peer=%s fingerprint=%s "
                "state=%s kind=%s count=%" PRIu64, p->key, fp,
@@ -265,7 +265,7 @@ s_to_store(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rlen,
     }
     /* Dropped: the agent resends what is not acked (with back-off). */
     srv->c.queue_dropped++;
-    if (now - p->drop_logged_us >= CO_SERVER_LOG_EVERY_US) {
+    if (now - p->drop_logged_us >= CO_CONFIG_LOG_EVERY_US) {
         p->drop_logged_us = now;
         co_log(CO_LOG_WARN, "queue_full", "peer=%s inflight=%u bytes=%zu "
                "count=%" PRIu64, p->key, p->inflight, p->inflight_bytes,
@@ -656,7 +656,7 @@ s_beat(co_server_t *srv)
             }
             continue;
         }
-        if (now - p->last_heard_us > CO_SERVER_MISSED_BEATS * interval) {
+        if (now - p->last_heard_us > CO_CONFIG_MISSED_BEATS * interval) {
             p->online = false;
             p->rid_len = 0;
             srv->c.offline++;
@@ -926,7 +926,7 @@ s_keysvc_bind(co_server_t *srv)
 }
 
 co_server_t *
-co_server_new(const co_server_config_t *cfg, co_db_t *db, char *err,
+co_server_new(const co_config_t *cfg, co_db_t *db, char *err,
               size_t errlen)
 {
     co_server_t *srv = calloc(1, sizeof *srv);
@@ -1039,7 +1039,7 @@ fail:
 }
 
 int
-co_server_check(const co_server_config_t *cfg, char *err, size_t errlen)
+co_server_check(const co_config_t *cfg, char *err, size_t errlen)
 {
     struct stat st;
     /* Only the form: whether the address binds is known at bind time,

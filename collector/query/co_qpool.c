@@ -125,7 +125,7 @@ s_thread(void *arg)
 /* ---- life cycle ----------------------------------------------------------- */
 
 static int
-s_worker_init(s_worker_t *w, co_qpool_t *pool, const co_server_config_t *cfg,
+s_worker_init(s_worker_t *w, co_qpool_t *pool, const co_config_t *cfg,
               void *ctx, co_keys_t *keys, char *err, size_t errlen)
 {
     /* No send callback: workers never offer jobs (the writer does). */
@@ -167,7 +167,7 @@ s_worker_init(s_worker_t *w, co_qpool_t *pool, const co_server_config_t *cfg,
 }
 
 co_qpool_t *
-co_qpool_new(const co_server_config_t *cfg, void *ctx, int n,
+co_qpool_new(const co_config_t *cfg, void *ctx, int n,
              co_keys_t *keys, char *err, size_t errlen)
 {
     co_qpool_t *pool = calloc(1, sizeof *pool);

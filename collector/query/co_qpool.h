@@ -22,9 +22,9 @@
 
 #include <stddef.h>
 
+#include "co_config.h"
 #include "co_keys.h"
 #include "co_queue.h"
-#include "co_server.h"
 
 /* Workers, and Requests waiting for one at most (a client sends one at
  * a time; more waiting than this is a flood, answered "busy"). */
@@ -39,7 +39,7 @@ typedef struct co_qpool co_qpool_t;
  * query_timeout_ms are read) with sockets of ctx; an operator's decision
  * on a key (co_enroll) is also set in keys (borrowed, may be NULL; it
  * must outlive the pool). Caller owns the pool; NULL with err. */
-co_qpool_t *co_qpool_new(const co_server_config_t *cfg, void *ctx, int n,
+co_qpool_t *co_qpool_new(const co_config_t *cfg, void *ctx, int n,
                          co_keys_t *keys, char *err, size_t errlen);
 
 /* Hand over a CO_ITEM_REQUEST item: 0 and *item NULL, or -1 when the

@@ -76,7 +76,7 @@ typedef struct {
 } s_pending_t;
 
 struct co_store {
-    co_server_config_t cfg;
+    co_config_t cfg;
     co_db_t *db;
     void *out;                     /* PUSH to the loop (this thread's) */
     void *ctx;
@@ -223,7 +223,7 @@ s_error(co_store_t *st, const uint8_t *rid, size_t rid_len, int code,
 }
 
 /* Bad input from a peer: counted, answered, and logged at most once
- * per peer per CO_SERVER_LOG_EVERY_US whatever the kind; the line says
+ * per peer per CO_CONFIG_LOG_EVERY_US whatever the kind; the line says
  * how many were not logged since the last one. */
 /* True when a warning line of this kind may be written now (then its
  * clock restarts); false counts one more not logged. */
@@ -231,7 +231,7 @@ static bool
 s_may_log(int64_t *logged_us, uint64_t *unlogged)
 {
     int64_t now = pw_clock_mono_us();
-    if (*logged_us != 0 && now - *logged_us < CO_SERVER_LOG_EVERY_US) {
+    if (*logged_us != 0 && now - *logged_us < CO_CONFIG_LOG_EVERY_US) {
         (*unlogged)++;
         return false;
     }
@@ -303,7 +303,7 @@ s_db_lost(co_store_t *st, const char *why)
                co_log_quote(q, sizeof q, why));
     st->db_up = false;
     if (st->db_backoff_us == 0)
-        st->db_backoff_us = CO_SERVER_DB_RETRY_MIN_US;
+        st->db_backoff_us = CO_CONFIG_DB_RETRY_MIN_US;
     st->db_retry_at_us = pw_clock_mono_us() + st->db_backoff_us;
 }
 
@@ -325,9 +325,9 @@ s_db_try(co_store_t *st)
     }
     co_db_disconnect(st->db);
     st->db_backoff_us = st->db_backoff_us ? st->db_backoff_us * 2
-                                          : CO_SERVER_DB_RETRY_MIN_US;
-    if (st->db_backoff_us > CO_SERVER_DB_RETRY_MAX_US)
-        st->db_backoff_us = CO_SERVER_DB_RETRY_MAX_US;
+                                          : CO_CONFIG_DB_RETRY_MIN_US;
+    if (st->db_backoff_us > CO_CONFIG_DB_RETRY_MAX_US)
+        st->db_backoff_us = CO_CONFIG_DB_RETRY_MAX_US;
     st->db_retry_at_us = pw_clock_mono_us() + st->db_backoff_us;
     co_log(CO_LOG_WARN, "db_retry", "in_ms=%" PRId64 " why=%s",
            st->db_backoff_us / 1000, co_log_quote(q, sizeof q, err));
@@ -367,7 +367,7 @@ s_jobs_new(co_store_t *st, char *err, size_t errlen)
     if (!st->cfg.conninfo)
         return 0;
     co_jobs_opts_t o = { st->cfg.conninfo, st, s_jobs_send, s_jobs_log,
-                         (int64_t)CO_SERVER_MISSED_BEATS *
+                         (int64_t)CO_CONFIG_MISSED_BEATS *
                          st->cfg.heartbeat_ms * 1000,
                          st->cfg.query_timeout_ms, st->cfg.name,
                          /* ten beats: a slow step is not a death */
@@ -458,12 +458,12 @@ s_store_hello(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
 }
 
 /* Keep the Hello of the connection until it can be stored, within
- * CO_SERVER_PENDING_HELLO_MAX bytes; a bigger one is forgotten and the
+ * CO_CONFIG_PENDING_HELLO_MAX bytes; a bigger one is forgotten and the
  * connection treated as not greeted. */
 static void
 s_keep_hello(s_peer_t *p, Parity__Envelope **envp)
 {
-    if (pw_wire_packed_size(*envp) > CO_SERVER_PENDING_HELLO_MAX) {
+    if (pw_wire_packed_size(*envp) > CO_CONFIG_PENDING_HELLO_MAX) {
         p->hello_on_rid = false;
         return;
     }
@@ -590,7 +590,7 @@ s_on_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
         return;
     /* Kept until the database is back; the first data message then
      * stores it. Bounded: one Hello per peer, of at most
-     * CO_SERVER_PENDING_HELLO_MAX bytes; a bigger one is forgotten and
+     * CO_CONFIG_PENDING_HELLO_MAX bytes; a bigger one is forgotten and
      * the connection treated as not greeted, so the agent's next data
      * message gets Error 9 and it says Hello again. */
     if (!p->hello_on_rid)
@@ -1221,7 +1221,7 @@ s_thread(void *arg)
 /* ---- life cycle --------------------------------------------------------- */
 
 co_store_t *
-co_store_new(const co_server_config_t *cfg, co_db_t *db, void *ctx,
+co_store_new(const co_config_t *cfg, co_db_t *db, void *ctx,
              co_keys_t *keys, char *err, size_t errlen)
 {
     co_store_t *st = calloc(1, sizeof *st);

@@ -28,10 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "co_config.h"
 #include "co_db.h"
 #include "co_keys.h"
 #include "co_queue.h"
-#include "co_server.h"
 
 /* Items waiting for the writer at most, and their bytes (frames are at
  * most 4 MiB; a full window of 64 batches from each of 1,000 agents is
@@ -66,7 +66,7 @@ const char *co_step_name(co_step_t step);
  * current: co_enroll_poll every heartbeat interval, and what each Hello
  * of a key that is not approved teaches it). Starts its thread. Caller
  * owns it; NULL with err. */
-co_store_t *co_store_new(const co_server_config_t *cfg, co_db_t *db,
+co_store_t *co_store_new(const co_config_t *cfg, co_db_t *db,
                          void *ctx, co_keys_t *keys, char *err,
                          size_t errlen);
 

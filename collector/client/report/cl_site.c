@@ -20,7 +20,7 @@
 #include "cl_atom.h"
 
 #include "pw_out.h"
-#include "cl_report.h"
+#include "cl_boxplot.h"
 #include "cl_svg.h"
 
 /* A page's file name: "bench-NNNN-" and at most this many characters of
@@ -261,8 +261,8 @@ s_foot(FILE *f, const s_site_t *s)
 static void
 s_run_box(FILE *f, const json_t *ser, const json_t *run)
 {
-    cl_report_arm_t arms[2];
-    cl_report_ratio_t ratio;
+    cl_boxplot_arm_t arms[2];
+    cl_boxplot_ratio_t ratio;
     static const char *const key[] = { "subject", "other" };
     for (size_t a = 0; a < 2; a++) {
         const json_t *sum = json_object_get(run, key[a]);
@@ -282,7 +282,7 @@ s_run_box(FILE *f, const json_t *ser, const json_t *run)
     }
     bool has_ratio = json_is_number(json_object_get(run, "ratio")) &&
                      json_is_number(json_object_get(run, "tolerance"));
-    ratio = (cl_report_ratio_t){
+    ratio = (cl_boxplot_ratio_t){
         .other = pw_out_str(ser, "other", "other"),
         .ratio = json_number_value(json_object_get(run, "ratio")),
         .tolerance = json_number_value(json_object_get(run, "tolerance")),
@@ -294,7 +294,7 @@ s_run_box(FILE *f, const json_t *ser, const json_t *run)
     snprintf(caption, sizeof caption, "%s, run %s, %s", when,
              pw_out_str(run, "run", "?"), tags);
     fputs("<div class=\"plot\">", f);
-    cl_report_boxplot(f, caption, arms, 2, &ratio, has_ratio ? 1 : 0);
+    cl_boxplot_write(f, caption, arms, 2, &ratio, has_ratio ? 1 : 0);
     fputs("</div>\n", f);
 }
 

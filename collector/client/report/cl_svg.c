@@ -13,7 +13,6 @@
 #include "cl_svg.h"
 
 #include "pw_out.h"
-#include "cl_report.h"
 
 #define S_W     960.0
 #define S_ML    96.0    /* left margin: the y axis' labels */
@@ -36,6 +35,18 @@ typedef struct {
     double lo, hi;        /* time axis, microseconds */
     double lw;            /* ratio axis half-width, natural log */
 } s_plot_t;
+
+const char *
+cl_svg_outcome_colour(const char *outcome)
+{
+    if (outcome && strcmp(outcome, "win") == 0)
+        return "#2e7d32";
+    if (outcome && strcmp(outcome, "loss") == 0)
+        return "#c62828";
+    if (outcome && strcmp(outcome, "parity") == 0)
+        return "#757575";
+    return "#bdbdbd";
+}
 
 void
 cl_svg_text(FILE *f, const char *s)
@@ -292,7 +303,7 @@ s_ratio(FILE *f, const s_plot_t *p)
         fputs("\" cy=\"", f);
         s_num1(f, s_yr(p, ratio));
         fprintf(f, "\" r=\"3.5\" fill=\"%s\"/>\n",
-                cl_report_outcome_colour(o));
+                cl_svg_outcome_colour(o));
     }
     fputs("</g>\n", f);
 }
@@ -372,7 +383,7 @@ s_marks(FILE *f, const s_plot_t *p, const json_t *series)
         fprintf(f, "</title><line class=\"cp %s%s\" x1=\"%.1f\" x2=\"%.1f\" "
                 "y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>"
                 "</g>\n", o, noise ? " noise" : "", x, x, S_PT0, S_PR1,
-                cl_report_outcome_colour(o),
+                cl_svg_outcome_colour(o),
                 noise ? " stroke-dasharray=\"5 4\"" : "");
     }
 }

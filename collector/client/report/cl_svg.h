@@ -30,6 +30,10 @@
  * would be a smear of points and a page of 100 series megabytes. */
 #define CL_SVG_MAX_POINTS 200
 
+/* The colour of an outcome ("win", "parity", "loss"; anything else is
+ * "no verdict"), as #rrggbb: one palette for the report and the site. */
+const char *cl_svg_outcome_colour(const char *outcome);
+
 /* Write text escaped for HTML, SVG and XML (& < > " ' as entities; line
  * breaks as spaces; other control bytes, which XML forbids, as '?').
  * NULL writes nothing. */
