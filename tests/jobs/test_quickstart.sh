@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_quickstart.sh BUILD_DIR -- deploy/quickstart.sh end to end (TAP):
-# twice in a row on one temp var dir (the second reuses keys and data),
-# and as root once more as an ordinary user, checking what it prints and
+# twice in a row on one temp var dir (the second reuses keys, data and
+# port, and runs with --keep and a relative build dir, then --stop), and
+# as root once more as an ordinary user, checking what it prints and
 # that it leaves nothing running.
 set -u
 BUILD=$(cd "$1" && pwd)
@@ -16,6 +17,35 @@ ok() {   # ok STATUS DESCRIPTION
 }
 has() { grep -q -- "$1" "$VAR/out.txt"; }
 
+# After the --keep pass (its build dir relative to the caller's
+# directory): what it says, what it left running, the client.yaml it
+# wrote; then --stop twice: what each says, and nothing left running.
+check_keep() {
+    has "quickstart: still running. To use them from this shell:"
+    ok $? "--keep says they are still running"
+    has "parity run example --wait --var input=example-input.txt$"
+    ok $? "--keep prints a run command that works with both agents on one machine"
+    has "^Stop everything with: PARITY_QUICKSTART_VAR=$VAR $SRC/deploy/quickstart.sh --stop$"
+    ok $? "--keep's stop command names this var dir"
+    left=$(pgrep -f -- "--data-dir $VAR/collector|--spool $VAR/agents" | wc -l)
+    [ "$left" -eq 3 ]; ok $? "--keep left the collector and both agents running ($left)"
+    # The settings file alone (no PARITY_* in the environment) reaches it.
+    mkdir -p "$VAR/xdg/parity" && ln -sf "$VAR/client.yaml" "$VAR/xdg/parity/client.yaml"
+    env -u PARITY_COLLECTOR -u PARITY_COLLECTOR_KEY -u PARITY_KEY \
+        XDG_CONFIG_HOME="$VAR/xdg" "$BUILD/collector/client/parity" hosts \
+        >"$VAR/hosts.txt" 2>&1 && grep -q "alpha .*online" "$VAR/hosts.txt"
+    ok $? "parity with the client.yaml the quickstart wrote, and nothing else, lists the hosts"
+    PARITY_QUICKSTART_VAR=$VAR "$SRC/deploy/quickstart.sh" --stop >"$VAR/out.txt" 2>&1
+    [ "$(cat "$VAR/out.txt")" = "quickstart: stopped the collector, its PostgreSQL and both agents under $VAR" ]
+    ok $? "--stop says what it stopped: $(cat "$VAR/out.txt")"
+    left=$(pgrep -f -- "--data-dir $VAR/collector|--spool $VAR/agents" | wc -l)
+    [ "$left" -eq 0 ] && [ ! -f "$VAR/collector/pg/postmaster.pid" ]
+    ok $? "--stop: nothing left running, PostgreSQL stopped ($left)"
+    PARITY_QUICKSTART_VAR=$VAR "$SRC/deploy/quickstart.sh" --stop >"$VAR/out.txt" 2>&1
+    has "^quickstart: nothing was running under $VAR (set PARITY_QUICKSTART_VAR to the var dir given to --keep)$"
+    ok $? "--stop again: nothing was running, says so"
+}
+
 # As root, a third pass runs it as the ordinary user nobody (packages
 # already installed, no sudo) in a var dir of its own.
 passes="first second"
@@ -27,17 +57,21 @@ for pass in $passes; do
     start=$(date +%s)
     qvar=$VAR
     as=""
+    cwd=/tmp qbuild=$BUILD keep=""
     if [ "$pass" = ordinary-user ]; then
         qvar=$VAR/user-var
         mkdir -p "$qvar" && chown nobody "$qvar"
         as="runuser -u nobody --"
     fi
-    (cd /tmp && $as env PARITY_QUICKSTART_VAR=$qvar \
-        PARITY_QUICKSTART_BUILD=$BUILD \
-        timeout 170 "$SRC/deploy/quickstart.sh") >"$VAR/out.txt" 2>&1
+    if [ "$pass" = second ]; then   # --keep, the build named from its parent
+        cwd=$BUILD/.. qbuild=$(basename "$BUILD") keep=--keep
+    fi
+    (cd "$cwd" && $as env PARITY_QUICKSTART_VAR=$qvar \
+        PARITY_QUICKSTART_BUILD=$qbuild \
+        timeout 170 "$SRC/deploy/quickstart.sh" $keep) >"$VAR/out.txt" 2>&1
     rc=$?
     took=$(( $(date +%s) - start ))
-    ok $rc "$pass run exits 0 in ${took} s"
+    ok $rc "$pass run${keep:+ with --keep and a relative build dir} exits 0 in ${took} s"
     case $pass in
         first) port1=$(cat "$VAR/port" 2>/dev/null) ;;
         second) [ -n "$port1" ] && [ "$(cat "$VAR/port")" = "$port1" ]
@@ -68,6 +102,10 @@ for pass in $passes; do
     # Floor-decided: parity on a noisy host, not promised on a quiet one.
     grep -E "^startup +true vs echo +(win|parity|loss) $cell +(win|parity|loss) $cell " "$VAR/out.txt" >/dev/null
     ok $? "$pass: the startup row has both hosts' verdicts"
+    if [ -n "$keep" ]; then
+        check_keep
+        continue
+    fi
     has "quickstart: stopped the collector, its PostgreSQL and both agents"; ok $? "$pass: says everything stopped"
     left=$(pgrep -f -- "--data-dir $qvar/collector|--spool $qvar/agents" | wc -l)
     [ "$left" -eq 0 ]; ok $? "$pass: no collector or agent left running ($left)"
@@ -86,33 +124,6 @@ fi
 [ -f "$VAR/keys/admin_secret" ] && [ -d "$VAR/collector/pg" ]
 ok $? "keys and data kept in the var dir for the next run"
 
-# --keep (with a build dir relative to the caller's directory), then
-# --stop twice: what each says, and nothing left running.
-(cd "$BUILD/.." && PARITY_QUICKSTART_VAR=$VAR \
-    PARITY_QUICKSTART_BUILD=$(basename "$BUILD") \
-    timeout 170 "$SRC/deploy/quickstart.sh" --keep) >"$VAR/out.txt" 2>&1
-ok $? "--keep run exits 0 (relative PARITY_QUICKSTART_BUILD)"
-has "quickstart: still running. To use them from this shell:"
-ok $? "--keep says they are still running"
-has "parity run example --wait --var input=example-input.txt$"
-ok $? "--keep prints a run command that works with both agents on one machine"
-has "^Stop everything with: PARITY_QUICKSTART_VAR=$VAR $SRC/deploy/quickstart.sh --stop$"
-ok $? "--keep's stop command names this var dir"
-left=$(pgrep -f -- "--data-dir $VAR/collector|--spool $VAR/agents" | wc -l)
-[ "$left" -eq 3 ]; ok $? "--keep left the collector and both agents running ($left)"
-# The settings file alone (no PARITY_* in the environment) reaches it.
-mkdir -p "$VAR/xdg/parity" && ln -sf "$VAR/client.yaml" "$VAR/xdg/parity/client.yaml"
-env -u PARITY_COLLECTOR -u PARITY_COLLECTOR_KEY -u PARITY_KEY     XDG_CONFIG_HOME="$VAR/xdg" "$BUILD/collector/client/parity" hosts     >"$VAR/hosts.txt" 2>&1 && grep -q "alpha .*online" "$VAR/hosts.txt"
-ok $? "parity with the client.yaml the quickstart wrote, and nothing else, lists the hosts"
-PARITY_QUICKSTART_VAR=$VAR "$SRC/deploy/quickstart.sh" --stop >"$VAR/out.txt" 2>&1
-[ "$(cat "$VAR/out.txt")" = "quickstart: stopped the collector, its PostgreSQL and both agents under $VAR" ]
-ok $? "--stop says what it stopped: $(cat "$VAR/out.txt")"
-left=$(pgrep -f -- "--data-dir $VAR/collector|--spool $VAR/agents" | wc -l)
-[ "$left" -eq 0 ] && [ ! -f "$VAR/collector/pg/postmaster.pid" ]
-ok $? "--stop: nothing left running, PostgreSQL stopped ($left)"
-PARITY_QUICKSTART_VAR=$VAR "$SRC/deploy/quickstart.sh" --stop >"$VAR/out.txt" 2>&1
-has "^quickstart: nothing was running under $VAR (set PARITY_QUICKSTART_VAR to the var dir given to --keep)$"
-ok $? "--stop again: nothing was running, says so"
 # The kept port taken by something else: named, with what to do.
 port=$(cat "$VAR/port")
 python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(30)' "$port" &
