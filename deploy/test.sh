@@ -8,7 +8,7 @@
 #   PARITY_TEST_SANITIZE=0    skip the ASan+UBSan pass
 #   PARITY_TEST_TSAN=0        skip the TSan pass (suite `threads`)
 #   PARITY_TEST_FUZZ=0        skip the libFuzzer pass (tests/fuzz)
-#   PARITY_FUZZ_SECONDS=N     seconds per fuzz target (default 30)
+#   PARITY_FUZZ_SECONDS=N     seconds per fuzz target (default 20)
 #   PARITY_TEST_JOBS=N        tests at a time (default 4; ASan 3, TSan 2)
 set -u
 cd "$(dirname "$0")/.."
@@ -103,18 +103,18 @@ if [ "${PARITY_TEST_TSAN:-1}" != 0 ]; then
 fi
 
 # Fuzzing (issue 11): every libFuzzer target of tests/fuzz for
-# PARITY_FUZZ_SECONDS (30) in a clang build of the targets alone; each
+# PARITY_FUZZ_SECONDS (20) in a clang build of the targets alone; each
 # target is one check (tests/fuzz/run.sh prints TAP).
 if [ "${PARITY_TEST_FUZZ:-1}" != 0 ]; then
-    echo "test: libFuzzer targets, ${PARITY_FUZZ_SECONDS:-30} s each (build-fuzz)"
+    echo "test: libFuzzer targets, ${PARITY_FUZZ_SECONDS:-20} s each (build-fuzz)"
     if (export CC=clang; setup build-fuzz -Dwerror=true -Dfuzz=true) \
         && ninja -C build-fuzz fuzz >build-fuzz/ninja.log 2>&1; then
         # Two targets at a time, one per CPU: each still fuzzes its
         # full time.
         FUZZ_TARGETS="frame import batch" tests/fuzz/run.sh build-fuzz \
-            "${PARITY_FUZZ_SECONDS:-30}" >build-fuzz/fuzz-a.tap &
+            "${PARITY_FUZZ_SECONDS:-20}" >build-fuzz/fuzz-a.tap &
         FUZZ_TARGETS="suite results reply" tests/fuzz/run.sh build-fuzz \
-            "${PARITY_FUZZ_SECONDS:-30}" >build-fuzz/fuzz-b.tap
+            "${PARITY_FUZZ_SECONDS:-20}" >build-fuzz/fuzz-b.tap
         wait
         cat build-fuzz/fuzz-a.tap build-fuzz/fuzz-b.tap \
             | tee build-fuzz/fuzz.tap

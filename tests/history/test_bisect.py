@@ -23,7 +23,7 @@ commit), against /bin/true.
            sharing a host: the second waits, queued, until the first
            ends; cancel stops a bisect and its jobs; the list; a range
            without a step fails with its reason; a commit without its
-           build is run again once, then fails the bisect; two 15 % steps
+           build is run again once, then fails the bisect; two 50 % steps
            (d05, d11 of 16 commits) are named both, as a spread step
 """
 import json
@@ -86,13 +86,17 @@ benchmarks:
       - name: base
         command: [/bin/true]
 """ % self.builds)
-        # d00..d15: two 15 % steps, at d05 and at d11 (a spread step).
+        # d00..d15: two 50 % steps, at d05 and at d11 (a spread step).
+        # 500 ms, not 200: what a full test run on 2 cores adds to a sleep
+        # is a few milliseconds whatever its length (6 ms, 3 % of 200 ms,
+        # once left a commit at the old level too near the 5 % tolerance
+        # to call, four tries running); at 500 ms it is about 1 %.
         for i in range(16):
             d = os.path.join(self.builds, "d%02d" % i)
             os.makedirs(d)
             with open(os.path.join(d, "tool"), "w") as f:
                 f.write("#!/bin/sh\nexec sleep %.4f\n" %
-                        (0.2 * 1.15 ** ((i >= 5) + (i >= 11))))
+                        (0.5 * 1.5 ** ((i >= 5) + (i >= 11))))
             os.chmod(os.path.join(d, "tool"), 0o755)
         self.commits = os.path.join(self.root, "commits.txt")
         with open(self.commits, "w") as f:
@@ -534,14 +538,15 @@ def case_queue():
            "fails naming host and commit (%d %s; steps %s)" % (
                r.returncode, r.stderr.strip()[-400:],
                [(s["commit"], s["rerun"]) for s in steps]))
-        # Two steps of 15 %: the bisect says the step is spread, and names
+        # Two steps of 50 %: the bisect says the step is spread, and names
         # both commits.
         two = os.path.join(w.root, "two.txt")
         with open(two, "w") as f:
             f.write("".join("d%02d\n" % i for i in range(16)))
         r = w.bisect("start", "--suite", "build", "--bench", "tool",
                      "--good", "d00", "--bad", "d15", "--commits", two,
-                     "--hosts", "alpha", "--wait", timeout=300)
+                     "--hosts", "alpha", "--runs", "5", "--wait",
+                     timeout=300)
         cs = (w.status(6).get("result") or {}).get("culprits", [])
         ok(r.returncode == 0 and "done: the step is spread over 2 commits\n"
            in r.stdout and re.search(r"^  d05 \(after d04\): x1\.\d{3} on 1 "
@@ -550,7 +555,7 @@ def case_queue():
                      r.stdout, re.M) and
            [c["commit"] for c in cs] == ["d05", "d11"] and
            w.status(6).get("result", {}).get("spread") is True,
-           "two 15 %% steps: spread over d05 and d11 (%d)\n%s" % (
+           "two 50 %% steps: spread over d05 and d11 (%d)\n%s" % (
                r.returncode, r.stdout[:600] + r.stderr[-600:]))
     finally:
         w.close(keep=tj.tap.n_failed > 0)
