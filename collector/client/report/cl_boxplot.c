@@ -19,16 +19,6 @@
 /* Longest arm name shown beside its box (the hover text has it whole). */
 #define S_BOX_LABEL  24
 
-static const char *
-s_outcome_class(const char *outcome)
-{
-    if (outcome && (strcmp(outcome, "win") == 0 ||
-                    strcmp(outcome, "loss") == 0 ||
-                    strcmp(outcome, "parity") == 0))
-        return outcome;
-    return "none";
-}
-
 /* At most max characters of s (whole UTF-8 sequences), "…" when cut. */
 static void
 s_label(char *buf, size_t len, const char *s, size_t max)
@@ -107,7 +97,7 @@ s_box_ratio(FILE *f, const cl_boxplot_ratio_t *r, double y, double lw)
     char label[128], other[96];
     s_label(other, sizeof other, r->other ? r->other : "?", S_BOX_LABEL - 3);
     snprintf(label, sizeof label, "vs %s", other);
-    const char *cls = s_outcome_class(r->outcome);
+    const char *cls = cl_svg_outcome_class(r->outcome);
     double t = r->tolerance;
     fprintf(f, "<g class=\"ratio-row %s\"><title>ratio vs ", cls);
     cl_svg_text(f, r->other ? r->other : "?");

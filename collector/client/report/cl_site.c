@@ -66,15 +66,6 @@ s_err(char *err, size_t errlen, const char *call, const char *path)
     snprintf(err, errlen, "%s %s: %s", call, path, strerror(errno));
 }
 
-static const char *
-s_outcome(const char *o)
-{
-    if (o && (strcmp(o, "win") == 0 || strcmp(o, "parity") == 0 ||
-              strcmp(o, "loss") == 0))
-        return o;
-    return "none";
-}
-
 /* --- the directory ------------------------------------------------------ */
 
 static bool
@@ -315,7 +306,7 @@ s_marks_list(FILE *f, const json_t *ser)
             json_object_get(m, "index")));
         char tags[512];
         pw_out_pairs(tags, sizeof tags, json_object_get(run, "tags"), "-");
-        const char *o = s_outcome(pw_out_str(m, "outcome", NULL));
+        const char *o = cl_svg_outcome_class(pw_out_str(m, "outcome", NULL));
         fprintf(f, "<li>change point %" JSON_INTEGER_FORMAT ": <span "
                 "class=\"%s\">%s</span>, %s x%.4f%s, from run ",
                 json_integer_value(json_object_get(m, "id")), o, o,
@@ -469,7 +460,7 @@ s_worse(const void *a, const void *b)
 static void
 s_cp_row(FILE *f, const s_site_t *s, const json_t *cp, bool acked)
 {
-    const char *o = s_outcome(pw_out_str(cp, "outcome", NULL));
+    const char *o = cl_svg_outcome_class(pw_out_str(cp, "outcome", NULL));
     const char *page = s_page_of(s, pw_out_str(cp, "suite", ""),
                                  pw_out_str(cp, "benchmark", ""));
     char before[512], after[512], vars[512];
@@ -618,7 +609,7 @@ s_events(FILE *f, const s_site_t *s)
     json_array_foreach(list, i, e) {
         if (i == shown)
             break;
-        const char *o = s_outcome(pw_out_str(e, "outcome", NULL));
+        const char *o = cl_svg_outcome_class(pw_out_str(e, "outcome", NULL));
         const char *page = s_page_of(s, pw_out_str(e, "suite", ""),
                                      pw_out_str(e, "benchmark", ""));
         const json_t *trend = json_object_get(e, "trend"), *h;
@@ -720,7 +711,8 @@ s_latest(FILE *f, const s_site_t *s)
             } else if (!json_is_object(v)) {
                 fputs("<td class=\"none\">no verdict</td>", f);
             } else {
-                const char *o = s_outcome(pw_out_str(v, "outcome", NULL));
+                const char *o =
+                    cl_svg_outcome_class(pw_out_str(v, "outcome", NULL));
                 fprintf(f, "<td class=\"%s\">%s %.3f</td>", o, o,
                         json_number_value(json_object_get(v, "ratio")));
             }

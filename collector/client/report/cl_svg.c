@@ -37,6 +37,16 @@ typedef struct {
 } s_plot_t;
 
 const char *
+cl_svg_outcome_class(const char *outcome)
+{
+    if (outcome && (strcmp(outcome, "win") == 0 ||
+                    strcmp(outcome, "loss") == 0 ||
+                    strcmp(outcome, "parity") == 0))
+        return outcome;
+    return "none";
+}
+
+const char *
 cl_svg_outcome_colour(const char *outcome)
 {
     if (outcome && strcmp(outcome, "win") == 0)

@@ -32,6 +32,10 @@
 
 /* The colour of an outcome ("win", "parity", "loss"; anything else is
  * "no verdict"), as #rrggbb: one palette for the report and the site. */
+/* An outcome as a CSS class: "win", "parity", "loss", or "none" for
+ * anything else (no verdict). */
+const char *cl_svg_outcome_class(const char *outcome);
+
 const char *cl_svg_outcome_colour(const char *outcome);
 
 /* Write text escaped for HTML, SVG and XML (& < > " ' as entities; line
