@@ -23,6 +23,7 @@
 #include "co_hook.h"
 #include "co_notify.h"
 #include "co_db.h"
+#include "co_hosts.h"
 #include "co_log.h"
 #include "co_pg.h"
 #include "co_qpool.h"
@@ -527,7 +528,7 @@ s_db_up(const char *conninfo, const char *name, bool own)
     int version = 0;
     co_db_schema_version(db, &version, err, sizeof err);
     /* Whoever was online when we stopped is not connected now. */
-    co_db_hosts_offline(db, err, sizeof err);
+    co_hosts_offline(db, err, sizeof err);
     co_log(CO_LOG_INFO, "db_up", "migrations_applied=%d schema_version=%d",
            applied, version);
     return db;

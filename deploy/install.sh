@@ -15,8 +15,9 @@
 # valgrind runs both daemons under memcheck in tests/daemon (the
 # daemon-valgrind test, skipped without it).
 # libcurl4-openssl-dev: the collector's webhook notices (--notify-url).
-# python3-yaml reads docs/ci.md's CI examples and libxml2-utils (xmllint)
-# validates `parity run --junit` in tests/jobs/test_gate.py.
+# python3-yaml reads docs/ci.md's CI examples and tests/cli's cases;
+# libxml2-utils (xmllint) validates `parity run --junit` in
+# tests/jobs/test_gate.py.
 # git: `parity bisect --git DIR` runs git rev-list (tests/history).
 set -eu
 

@@ -8,7 +8,7 @@
 #   PARITY_TEST_SANITIZE=0    skip the ASan+UBSan pass
 #   PARITY_TEST_TSAN=0        skip the TSan pass (suite `threads`)
 #   PARITY_TEST_FUZZ=0        skip the libFuzzer pass (tests/fuzz)
-#   PARITY_FUZZ_SECONDS=N     seconds per fuzz target (default 20)
+#   PARITY_FUZZ_SECONDS=N     seconds per fuzz target (default 10)
 #   PARITY_TEST_JOBS=N        tests at a time (default 4; ASan 3, TSan 2)
 set -u
 cd "$(dirname "$0")/.."
@@ -108,15 +108,15 @@ fi
 # PARITY_FUZZ_SECONDS (20) in a clang build of the targets alone; each
 # target is one check (tests/fuzz/run.sh prints TAP).
 if [ "${PARITY_TEST_FUZZ:-1}" != 0 ]; then
-    echo "test: libFuzzer targets, ${PARITY_FUZZ_SECONDS:-20} s each (build-fuzz)"
+    echo "test: libFuzzer targets, ${PARITY_FUZZ_SECONDS:-10} s each (build-fuzz)"
     if (export CC=clang; setup build-fuzz -Dfuzz=true) \
         && ninja -C build-fuzz fuzz >build-fuzz/ninja.log 2>&1; then
         # Two targets at a time, one per CPU: each still fuzzes its
         # full time.
         FUZZ_TARGETS="frame import batch" tests/fuzz/run.sh build-fuzz \
-            "${PARITY_FUZZ_SECONDS:-20}" >build-fuzz/fuzz-a.tap &
+            "${PARITY_FUZZ_SECONDS:-10}" >build-fuzz/fuzz-a.tap &
         FUZZ_TARGETS="suite results reply" tests/fuzz/run.sh build-fuzz \
-            "${PARITY_FUZZ_SECONDS:-20}" >build-fuzz/fuzz-b.tap
+            "${PARITY_FUZZ_SECONDS:-10}" >build-fuzz/fuzz-b.tap
         wait
         cat build-fuzz/fuzz-a.tap build-fuzz/fuzz-b.tap \
             | tee build-fuzz/fuzz.tap

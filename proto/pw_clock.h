@@ -19,4 +19,8 @@ int64_t pw_clock_unix_us(void);
 int64_t pw_clock_mono_us(void);
 int64_t pw_clock_mono_ms(void);
 
+/* CLOCK_MONOTONIC in seconds, to the nanosecond: for timing what runs
+ * in microseconds (the benchmarks and tests). */
+double pw_clock_mono_sec(void);
+
 #endif

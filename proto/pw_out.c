@@ -403,6 +403,21 @@ pw_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
 }
 
 int
+pw_out_rule_opt(const char *verb, int c, const char *arg, vd_params_t *p)
+{
+    if (c == PW_OUT_OPT_FLOOR) {
+        if (pw_out_nonneg_opt(verb, "--floor-us", arg, &p->floor_us) != 0)
+            return -1;
+        p->floor_is_default = false;
+        return 1;
+    }
+    if (c == PW_OUT_OPT_PARITY)
+        return pw_out_nonneg_opt(verb, "--parity", arg, &p->parity) != 0
+               ? -1 : 1;
+    return 0;
+}
+
+int
 pw_out_duration(const char *s, double max_s, double *out_s)
 {
     char *end;

@@ -55,6 +55,18 @@ int pw_out_parse_double(const char *s, double *out);
 int pw_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
                       double *out);
 
+/* The rule's options that the local verbs share, as getopt_long codes:
+ * --floor-us (the floor, no longer the default) and --parity, each a
+ * number >= 0 (pw_out_nonneg_opt). pw_out_rule_opt takes option c with
+ * its value into p: 1 when c was one of them, 0 when it is not, -1 when
+ * its value was refused (said). */
+enum { PW_OUT_OPT_FLOOR = 0x300, PW_OUT_OPT_PARITY };
+#define PW_OUT_RULE_OPTIONS                                                \
+    {"floor-us", required_argument, NULL, PW_OUT_OPT_FLOOR},             \
+    {"parity", required_argument, NULL, PW_OUT_OPT_PARITY}
+int pw_out_rule_opt(const char *verb, int c, const char *arg,
+                    vd_params_t *p);
+
 /* Parse a comma-separated list of numbers ("566,568, 576") into a new
  * array the caller frees. At most max values. Returns 0, or -1 with a
  * reason in err ("sample 3 is \"x\": not a number"). Values are not

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pw_grow.h"
 #include "pw_json.h"
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when it is not
@@ -253,14 +254,8 @@ s_push(double **a, size_t *n, size_t *cap, double x)
 {
     if (*n >= VD_MAX_SAMPLES)
         return -1;
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        double *p = realloc(*a, c * sizeof *p);
-        if (!p)
-            return -1;
-        *a = p;
-        *cap = c;
-    }
+    if (!pw_grow(a, cap, *n, sizeof **a, 64, SIZE_MAX))
+        return -1;
     (*a)[(*n)++] = x;
     return 0;
 }

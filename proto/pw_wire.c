@@ -324,18 +324,18 @@ s_is_body_field(uint32_t number)
                   "?") != 0;
 }
 
-/* Walk the Envelope's top level: the last body field and seq, as
- * protobuf-c keeps them. With counts (S_NBOUNDS entries), also count the
+/* Walk the Envelope's top level: the last body field, seq and version,
+ * as protobuf-c keeps them. With counts (S_NBOUNDS entries), also count the
  * bounded fields of the body that wins: protobuf-c 1.4 frees a oneof
  * member when another body field follows, even a copy of the same field
  * (it does not merge them), so only the last body field's entries count. */
 static int
-s_walk(const uint8_t *buf, size_t len, int *body_out, uint64_t *seq_out,
-       size_t *counts)
+s_walk_v(const uint8_t *buf, size_t len, int *body_out, uint64_t *seq_out,
+         uint64_t *version_out, size_t *counts)
 {
     size_t at = 0;
     int body = 0;
-    uint64_t seq = 0;
+    uint64_t seq = 0, version = 0;
     s_field_t f;
 
     while (at < len) {
@@ -346,6 +346,8 @@ s_walk(const uint8_t *buf, size_t len, int *body_out, uint64_t *seq_out,
                 return PW_WIRE_EPARSE;
             if (f.number == 2)
                 seq = f.varint;
+            else
+                version = f.varint;
             continue;
         }
         if (!s_is_body_field(f.number))
@@ -361,7 +363,17 @@ s_walk(const uint8_t *buf, size_t len, int *body_out, uint64_t *seq_out,
     }
     *body_out = body;
     *seq_out = seq;
+    if (version_out)
+        *version_out = version;
     return PW_WIRE_OK;
+}
+
+/* s_walk_v without the version. */
+static int
+s_walk(const uint8_t *buf, size_t len, int *body_out, uint64_t *seq_out,
+       size_t *counts)
+{
+    return s_walk_v(buf, len, body_out, seq_out, NULL, counts);
 }
 
 int
@@ -374,6 +386,16 @@ pw_wire_peek(const uint8_t *buf, size_t len, int *body_case, uint64_t *seq)
         *body_case = rc == PW_WIRE_OK ? body : 0;
     if (seq)
         *seq = rc == PW_WIRE_OK ? s : 0;
+    return rc;
+}
+
+int
+pw_wire_peek_version(const uint8_t *buf, size_t len, uint32_t *version)
+{
+    int body;
+    uint64_t seq, v = 0;
+    int rc = s_walk_v(buf, len, &body, &seq, &v, NULL);
+    *version = rc == PW_WIRE_OK ? (uint32_t)v : 0;
     return rc;
 }
 

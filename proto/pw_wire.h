@@ -155,6 +155,11 @@ int pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
 int pw_wire_peek(const uint8_t *buf, size_t len, int *body_case,
                  uint64_t *seq);
 
+/* Envelope.version of a frame, read as pw_wire_peek reads the rest of its
+ * top level (the last one; 0 when absent): PW_WIRE_OK, or PW_WIRE_EPARSE
+ * (then *version is 0). */
+int pw_wire_peek_version(const uint8_t *buf, size_t len, uint32_t *version);
+
 /* Free an Envelope from pw_wire_unpack and clear the pointer; NULL ok. */
 void pw_wire_free(Parity__Envelope **env);
 

@@ -5,6 +5,8 @@
  *     int rc = cl_history_print(capture_open(&c), body, fmt);
  *     char *text = capture_text(&c, rc);   (NULL when rc != 0)
  *
+ * or, for one call, CAPTURE below.
+ *
  * Header-only (static functions), like tap.h. The text is the caller's
  * (free). A test cannot go on without its stream: a failed
  * open_memstream aborts.
@@ -48,5 +50,16 @@ capture_text(capture_t *c, int rc)
     }
     return c->buf;
 }
+
+/* The text of one printer call that writes to the FILE * named f, or
+ * NULL when the call returns non-zero:
+ *
+ *     char *text = CAPTURE(f, cl_history_print(f, body, fmt));
+ */
+#define CAPTURE(f, call) __extension__ ({                                  \
+        capture_t capture_;                                                \
+        FILE *f = capture_open(&capture_);                                 \
+        capture_text(&capture_, (call));                                   \
+    })
 
 #endif

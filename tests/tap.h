@@ -21,13 +21,27 @@ static inline int tap_ok_(int cond, const char *file, int line,
 static inline int
 tap_ok_(int cond, const char *file, int line, const char *fmt, ...)
 {
+    /* A description may carry the text under test after a newline: its
+     * first line names the check; the rest is shown, as comments that
+     * meson's TAP reader skips, only when the check fails. */
+    char text[8192];
     va_list ap;
     tap_count_++;
-    printf("%sok %d - ", cond ? "" : "not ", tap_count_);
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    printf("\n");
+    char *nl = strchr(text, '\n');
+    if (nl)
+        *nl = '\0';
+    printf("%sok %d - %s\n", cond ? "" : "not ", tap_count_, text);
+    while (nl && !cond) {
+        char *rest = nl + 1;
+        nl = strchr(rest, '\n');
+        if (nl)
+            *nl = '\0';
+        if (*rest || nl)
+            printf("# %s\n", rest);
+    }
     if (!cond) {
         tap_failed_++;
         printf("# failed at %s:%d\n", file, line);

@@ -132,25 +132,32 @@ vd_change_student_p(double t, double df)
  * scipy ttest_ind_from_stats) between v[a..c) and v[c..b). Otava feeds it
  * numpy's ddof=0 deviations; here they are the unbiased ones. *diff gets
  * mean(right) - mean(left). */
+void
+vd_change_split(const double *x, size_t a, size_t c, size_t b,
+                vd_change_split_t *out)
+{
+    double m[2] = { 0.0, 0.0 }, ss[2] = { 0.0, 0.0 };
+    const size_t lo[2] = { a, c }, hi[2] = { c, b };
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = lo[k]; i < hi[k]; i++)
+            m[k] += x[i];
+        m[k] /= (double)(hi[k] - lo[k]);
+        for (size_t i = lo[k]; i < hi[k]; i++)
+            ss[k] += (x[i] - m[k]) * (x[i] - m[k]);
+    }
+    *out = (vd_change_split_t){ m[0], m[1], ss[0], ss[1] };
+}
+
 static double
 s_ttest(const double *v, size_t a, size_t c, size_t b, double *diff)
 {
     size_t n1 = c - a, n2 = b - c;
-    double m1 = 0.0, m2 = 0.0, ss = 0.0;
-
-    for (size_t i = a; i < c; i++)
-        m1 += v[i];
-    for (size_t i = c; i < b; i++)
-        m2 += v[i];
-    m1 /= (double)n1;
-    m2 /= (double)n2;
+    vd_change_split_t sp;
+    vd_change_split(v, a, c, b, &sp);
+    double m1 = sp.mean1, m2 = sp.mean2, ss = sp.ss1 + sp.ss2;
     *diff = m2 - m1;
     if (n1 + n2 < 3)
         return 1.0;
-    for (size_t i = a; i < c; i++)
-        ss += (v[i] - m1) * (v[i] - m1);
-    for (size_t i = c; i < b; i++)
-        ss += (v[i] - m2) * (v[i] - m2);
     double df = (double)(n1 + n2 - 2);
     double se2 = ss / df * (1.0 / (double)n1 + 1.0 / (double)n2);
     if (!(se2 > 0.0))

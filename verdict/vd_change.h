@@ -115,4 +115,14 @@ int vd_change_find(const vd_point_t *x, size_t n,
  * vd_otava's test uses it too. */
 double vd_change_student_p(double t, double df);
 
+/* Two segments x[a..c) and x[c..b) (a < c < b): their means and the sums
+ * of squared deviations from them, what both t-tests (vd_change's and
+ * vd_otava's) start from. */
+typedef struct {
+    double mean1, mean2;
+    double ss1, ss2;
+} vd_change_split_t;
+void vd_change_split(const double *x, size_t a, size_t c, size_t b,
+                     vd_change_split_t *out);
+
 #endif

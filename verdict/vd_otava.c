@@ -21,20 +21,11 @@ static void
 s_compare(const double *x, size_t a, size_t c, size_t b, vd_otava_cp_t *cp)
 {
     size_t n1 = c - a, n2 = b - c;
-    double m1 = 0.0, m2 = 0.0, v1 = 0.0, v2 = 0.0;
-
-    for (size_t i = a; i < c; i++)
-        m1 += x[i];
-    for (size_t i = c; i < b; i++)
-        m2 += x[i];
-    m1 /= (double)n1;
-    m2 /= (double)n2;
-    for (size_t i = a; i < c; i++)
-        v1 += (x[i] - m1) * (x[i] - m1);
-    for (size_t i = c; i < b; i++)
-        v2 += (x[i] - m2) * (x[i] - m2);
-    v1 = n1 >= 2 ? v1 / (double)n1 : 0.0;    /* np.std: ddof 0 */
-    v2 = n2 >= 2 ? v2 / (double)n2 : 0.0;
+    vd_change_split_t sp;
+    vd_change_split(x, a, c, b, &sp);
+    double m1 = sp.mean1, m2 = sp.mean2;
+    double v1 = n1 >= 2 ? sp.ss1 / (double)n1 : 0.0;   /* np.std: ddof 0 */
+    double v2 = n2 >= 2 ? sp.ss2 / (double)n2 : 0.0;
     cp->index = c;
     cp->mean_before = m1;
     cp->mean_after = m2;

@@ -14,6 +14,7 @@
 #include "ag_export.h"
 #include "ag_record.h"
 #include "ag_report.h"
+#include "pw_clock.h"
 #include "pw_out.h"
 
 /* The harness a signal handler cancels; one session at a time. */
@@ -86,14 +87,6 @@ s_write(const char *prog, const char *path,
         return -1;
     }
     return 0;
-}
-
-static int64_t
-s_unix_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static double
@@ -224,8 +217,8 @@ s_store_floor(const ag_cli_opts_t *copts, ag_record_t *rec,
      * is for what went wrong. */
     out = f;
     if (path[0] && n > 0 &&
-        ag_calstore_append(path, cal, n, s_unix_us(), note, sizeof note,
-                           err, sizeof err) != AG_CALSTORE_OK)
+        ag_calstore_append(path, cal, n, pw_clock_unix_us(), note,
+                           sizeof note, err, sizeof err) != AG_CALSTORE_OK)
         fprintf(stderr, "%s: %s\n", copts->prog, err);
     else if (path[0] && n > 0 && note[0])
         fprintf(stderr, "%s: %s\n", copts->prog, note);

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "pw_err.h"
+#include "pw_grow.h"
+#include "pw_locked.h"
 
 /* File layout: a 24-byte header, then the payload.
  *   0  8  magic "PSPOOL1\n"
@@ -79,34 +81,19 @@ s_crc32(const unsigned char *p, size_t n)
     return c ^ 0xFFFFFFFFu;
 }
 
+/* The header's numbers: n bytes, little-endian. */
 static void
-s_put64(unsigned char *p, uint64_t v)
+s_put_le(unsigned char *p, uint64_t v, int n)
 {
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void
-s_put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < n; i++)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
 static uint64_t
-s_get64(const unsigned char *p)
+s_get_le(const unsigned char *p, int n)
 {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint32_t
-s_get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
+    for (int i = n - 1; i >= 0; i--)
         v = (v << 8) | p[i];
     return v;
 }
@@ -292,15 +279,15 @@ s_check(const unsigned char *buf, size_t n, uint64_t seq, uint32_t *len)
         return "truncated header";
     if (memcmp(buf, S_MAGIC, 8) != 0)
         return "bad magic";
-    if (s_get64(buf + 8) != seq)
+    if (s_get_le(buf + 8, 8) != seq)
         return "seq in header differs from file name";
-    uint32_t plen = s_get32(buf + 16);
+    uint32_t plen = (uint32_t)s_get_le(buf + 16, 4);
     if (plen > AG_SPOOL_MAX_MESSAGE_BYTES)
         return "length above the message bound";
     if ((size_t)plen != n - S_HEADER)
         return n - S_HEADER < plen ? "truncated payload"
                                    : "trailing bytes after payload";
-    if (s_crc32(buf + S_HEADER, plen) != s_get32(buf + 20))
+    if (s_crc32(buf + S_HEADER, plen) != (uint32_t)s_get_le(buf + 20, 4))
         return "checksum mismatch";
     *len = plen;
     return NULL;
@@ -368,14 +355,9 @@ s_find(const ag_spool_t *sp, uint64_t seq)   /* first index with >= seq */
 static int
 s_insert(ag_spool_t *sp, uint64_t seq, uint32_t len)
 {
-    if (sp->count == sp->cap) {
-        size_t cap = sp->cap ? sp->cap * 2 : 256;
-        s_entry_t *e = realloc(sp->entries, cap * sizeof *e);
-        if (!e)
-            return AG_SPOOL_ERR;
-        sp->entries = e;
-        sp->cap = cap;
-    }
+    if (!pw_grow(&sp->entries, &sp->cap, sp->count, sizeof *sp->entries,
+                 256, SIZE_MAX))
+        return AG_SPOOL_ERR;
     size_t at = s_find(sp, seq);
     memmove(sp->entries + at + 1, sp->entries + at,
             (sp->count - at) * sizeof *sp->entries);
@@ -639,9 +621,9 @@ ag_spool_append(ag_spool_t *sp, uint64_t seq, const void *data, size_t len,
     /* The file is written and made durable without the lock (each seq
      * has its own file); only then does the index hold it. */
     memcpy(head, S_MAGIC, 8);
-    s_put64(head + 8, seq);
-    s_put32(head + 16, (uint32_t)len);
-    s_put32(head + 20, s_crc32(data, len));
+    s_put_le(head + 8, seq, 8);
+    s_put_le(head + 16, (uint32_t)len, 4);
+    s_put_le(head + 20, s_crc32(data, len), 4);
     s_msg_name(name, sizeof name, seq);
     rc = s_write_file(sp, name, head, sizeof head, data, len, err, errlen);
     pthread_mutex_lock(&sp->lock);
@@ -656,6 +638,21 @@ ag_spool_append(ag_spool_t *sp, uint64_t seq, const void *data, size_t len,
     return rc;
 }
 
+/* Under the lock: the index of the message seq, and its file's name;
+ * sp->count, with err, when it is not held. */
+static size_t
+s_held(ag_spool_t *sp, uint64_t seq, char *name, size_t len, char *err,
+       size_t errlen)
+{
+    size_t at = s_find(sp, seq);
+    if (at == sp->count || sp->entries[at].seq != seq) {
+        pw_err(err, errlen, "spool: seq %" PRIu64 " not held", seq);
+        return sp->count;
+    }
+    s_msg_name(name, len, seq);
+    return at;
+}
+
 int
 ag_spool_read(ag_spool_t *sp, uint64_t seq, void **data, size_t *len,
               char *err, size_t errlen)
@@ -668,13 +665,11 @@ ag_spool_read(ag_spool_t *sp, uint64_t seq, void **data, size_t *len,
     *data = NULL;
     *len = 0;
     pthread_mutex_lock(&sp->lock);
-    size_t at = s_find(sp, seq);
-    if (at == sp->count || sp->entries[at].seq != seq) {
-        pw_err(err, errlen, "spool: seq %" PRIu64 " not held", seq);
+    size_t at = s_held(sp, seq, name, sizeof name, err, errlen);
+    if (at == sp->count) {
         rc = AG_SPOOL_NOTFOUND;
         goto out;
     }
-    s_msg_name(name, sizeof name, seq);
     rc = s_read_file(sp, name, S_HEADER + AG_SPOOL_MAX_MESSAGE_BYTES, &buf,
                      &n, err, errlen);
     const char *why = rc == AG_SPOOL_OK ? s_check(buf, n, seq, &plen)
@@ -708,13 +703,11 @@ ag_spool_remove(ag_spool_t *sp, uint64_t seq, char *err, size_t errlen)
     int rc = AG_SPOOL_OK;
     char name[64];
     pthread_mutex_lock(&sp->lock);
-    size_t at = s_find(sp, seq);
-    if (at == sp->count || sp->entries[at].seq != seq) {
-        pw_err(err, errlen, "spool: seq %" PRIu64 " not held", seq);
+    size_t at = s_held(sp, seq, name, sizeof name, err, errlen);
+    if (at == sp->count) {
         rc = AG_SPOOL_NOTFOUND;
         goto out;
     }
-    s_msg_name(name, sizeof name, seq);
     if (unlinkat(sp->dir_fd, name, 0) != 0 && errno != ENOENT) {
         pw_err(err, errlen, "unlink %s/%s: %s", sp->dir, name,
                strerror(errno));
@@ -743,47 +736,34 @@ ag_spool_list(ag_spool_t *sp, uint64_t after, uint64_t *seqs, size_t max)
 size_t
 ag_spool_count(ag_spool_t *sp)
 {
-    pthread_mutex_lock(&sp->lock);
-    size_t n = sp->count;
-    pthread_mutex_unlock(&sp->lock);
-    return n;
+    return PW_LOCKED(&sp->lock, size_t, sp->count);
 }
 
 uint64_t
 ag_spool_bytes(ag_spool_t *sp)
 {
-    pthread_mutex_lock(&sp->lock);
-    uint64_t n = sp->bytes;
-    pthread_mutex_unlock(&sp->lock);
-    return n;
+    return PW_LOCKED(&sp->lock, uint64_t, sp->bytes);
 }
 
 bool
 ag_spool_has_room(ag_spool_t *sp, size_t len)
 {
-    pthread_mutex_lock(&sp->lock);
-    bool room = sp->count + sp->writing + 1 <= sp->max_messages
-                && sp->bytes + sp->writing_bytes + len <= sp->max_bytes;
-    pthread_mutex_unlock(&sp->lock);
-    return room;
+    return PW_LOCKED(&sp->lock, bool,
+                     sp->count + sp->writing + 1 <= sp->max_messages &&
+                     sp->bytes + sp->writing_bytes + len <= sp->max_bytes);
 }
 
 const char *
 ag_spool_problem(ag_spool_t *sp, size_t i)
 {
-    pthread_mutex_lock(&sp->lock);
-    const char *p = i < sp->problem_count ? sp->problems[i] : NULL;
-    pthread_mutex_unlock(&sp->lock);
-    return p;
+    return PW_LOCKED(&sp->lock, const char *,
+                     i < sp->problem_count ? sp->problems[i] : NULL);
 }
 
 size_t
 ag_spool_problem_count(ag_spool_t *sp)
 {
-    pthread_mutex_lock(&sp->lock);
-    size_t n = sp->problem_count;
-    pthread_mutex_unlock(&sp->lock);
-    return n;
+    return PW_LOCKED(&sp->lock, size_t, sp->problem_count);
 }
 
 const char *

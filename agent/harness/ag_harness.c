@@ -21,6 +21,8 @@
 #include "ag_env.h"
 #include "ag_spawn.h"
 #include "config.h"
+#include "pw_clock.h"
+#include "pw_grow.h"
 
 extern char **environ;
 
@@ -93,22 +95,6 @@ s_account(s_run_t *r, const ag_spawn_result_t *res)
                              r->last_cpu_after_us;
     r->last_cpu_after_us = res->thread_cpu_after_us;
     r->windows_wall_us += res->wall_us;
-}
-
-static int64_t
-s_unix_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static double
-s_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 ag_harness_t *
@@ -506,7 +492,7 @@ s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
     if (rc != AG_SPAWN_OK) {
         s.kind = AG_SAMPLE_ERROR;
         s.exit_status = -1;
-        s.start_unix_us = s_unix_us();
+        s.start_unix_us = pw_clock_unix_us();
         snprintf(why, sizeof why, "%s", err);
     } else {
         s_fill(&s, &res);
@@ -696,14 +682,9 @@ s_plan(const ag_harness_opts_t *o, const ag_bench_t *b, unsigned *runs)
 static bool
 s_keep_cal(s_session_t *ss, double wall_us)
 {
-    if (ss->ncal == ss->cal_cap) {
-        size_t cap = ss->cal_cap ? ss->cal_cap * 2 : 256;
-        double *p = realloc(ss->cal, cap * sizeof *p);
-        if (!p)
-            return false;
-        ss->cal = p;
-        ss->cal_cap = cap;
-    }
+    if (!pw_grow(&ss->cal, &ss->cal_cap, ss->ncal, sizeof *ss->cal, 256,
+                 SIZE_MAX))
+        return false;
     ss->cal[ss->ncal++] = wall_us;
     return true;
 }
@@ -856,8 +837,8 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
     vd_stop_t stop = VD_STOP_MORE;
     unsigned warmup = opts->warmup >= 0 ? (unsigned)opts->warmup : b->warmup;
     size_t n = b->arm_count;
-    int64_t started = s_unix_us();
-    double t0 = s_mono_us();
+    int64_t started = pw_clock_unix_us();
+    double t0 = (double)pw_clock_mono_us();
 
     order = calloc((size_t)runs * n, sizeof *order);
     if (!order) {
@@ -897,7 +878,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
             break;
         done++;
         if (cb->on_progress) {
-            double el = s_mono_us() - t0;
+            double el = (double)pw_clock_mono_us() - t0;
             ag_progress_t pg = { b->name, true, w + 1, warmup, el,
                                  el / done * (total - done) };
             cb->on_progress(cb->ctx, &pg);
@@ -919,7 +900,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
                 look = vd_adaptive_next(taken, cap);
         }
         if (cb->on_progress) {
-            double el = s_mono_us() - t0;
+            double el = (double)pw_clock_mono_us() - t0;
             unsigned of = warmup + look;
             ag_progress_t pg = { b->name, false, rd + 1, look, el,
                                  el / done * (of > done ? of - done : 0) };
@@ -938,7 +919,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
         .benchmark = b->name, .status = r.status,
         .reason = r.status == AG_RUN_COMPLETE ? NULL : r.reason,
         .stderr_tail = r.have_tail ? r.tail : NULL,
-        .samples = r.samples, .ended_at_us = s_unix_us(),
+        .samples = r.samples, .ended_at_us = pw_clock_unix_us(),
         .rounds = taken, .runs_auto = autorun, .max_runs = cap,
         .stop = r.status == AG_RUN_COMPLETE ? stop : VD_STOP_MORE,
         .between_cpu_us = r.between_cpu_us,
@@ -1048,7 +1029,7 @@ ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
         snprintf(err, errlen, "ag_harness_run: out of memory");
         goto done;
     }
-    int64_t taken = s_unix_us();
+    int64_t taken = pw_clock_unix_us();
     size_t got = 0;
     for (; got < extra; got++) {
         ag_spawn_result_t res;

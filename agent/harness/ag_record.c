@@ -7,6 +7,8 @@
 #include <time.h>
 
 #include "config.h"
+#include "pw_clock.h"
+#include "pw_grow.h"
 #include "pw_results.h"
 
 struct ag_record {
@@ -49,14 +51,6 @@ s_flush(ag_record_t *r)
     return rc;
 }
 
-static int64_t
-s_unix_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 ag_record_t *
 ag_record_new(const ag_suite_t *suite, const char *tool, char *err,
               size_t errlen)
@@ -64,7 +58,7 @@ ag_record_new(const ag_suite_t *suite, const char *tool, char *err,
     ag_record_t *r = calloc(1, sizeof *r);
     if (r)
         r->doc = pw_results_new(tool, PARITY_VERSION, suite->name,
-                                suite->path, NULL, s_unix_us());
+                                suite->path, NULL, pw_clock_unix_us());
     if (!r || !r->doc) {
         free(r);
         snprintf(err, errlen, "ag_record_new: out of memory");
@@ -144,18 +138,9 @@ s_on_sample(void *ctx, const ag_sample_t *s)
         .instructions = s->instructions, .cycles = s->cycles,
         .task_clock_ns = s->task_clock_ns,
     };
-    if (r->npending == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 1024;
-        if (cap > S_MAX_PENDING)
-            cap = S_MAX_PENDING;
-        if (cap <= r->npending)
-            return -1;
-        pw_sample_t *n = realloc(r->pending, cap * sizeof *n);
-        if (!n)
-            return -1;
-        r->pending = n;
-        r->cap = cap;
-    }
+    if (!pw_grow(&r->pending, &r->cap, r->npending, sizeof *r->pending,
+                 1024, S_MAX_PENDING))
+        return -1;
     if (s->error && !(p.error = strdup(s->error)))
         return -1;
     r->pending[r->npending++] = p;
@@ -244,8 +229,8 @@ ag_record_finish(ag_record_t *r, double parity, const ag_floor_t *floor,
                  bool complete, char *err, size_t errlen)
 {
     if (!floor) {
-        if (pw_results_finish(r->doc, parity, complete, s_unix_us(), err,
-                              errlen) != PW_RESULTS_OK)
+        if (pw_results_finish(r->doc, parity, complete, pw_clock_unix_us(),
+                              err, errlen) != PW_RESULTS_OK)
             return NULL;
         return json_incref(r->doc);
     }
@@ -265,8 +250,8 @@ ag_record_finish(ag_record_t *r, double parity, const ag_floor_t *floor,
                            "store_floor_us", floor->store_floor_us,
                            "session_floor_us", floor->session_floor_us,
                            "text", text);
-    if (pw_results_finish_floor(r->doc, &p, fl, complete, s_unix_us(), err,
-                                errlen) != PW_RESULTS_OK)
+    if (pw_results_finish_floor(r->doc, &p, fl, complete, pw_clock_unix_us(),
+                                err, errlen) != PW_RESULTS_OK)
         return NULL;
     return json_incref(r->doc);
 }

@@ -9,6 +9,8 @@
 
 #include <czmq.h>
 
+#include "pw_locked.h"
+
 struct co_keys {
     pthread_mutex_t lock;
     zhashx_t *states;        /* Z85 key -> (void *)(intptr_t)state */
@@ -82,19 +84,15 @@ co_keys_set(co_keys_t *k, const char *key, co_key_state_t state)
 co_key_state_t
 co_keys_get(co_keys_t *k, const char *key)
 {
-    pthread_mutex_lock(&k->lock);
-    void *item = zhashx_lookup(k->states, key);
-    pthread_mutex_unlock(&k->lock);
+    void *item = PW_LOCKED(&k->lock, void *,
+                           zhashx_lookup(k->states, key));
     return item ? (co_key_state_t)(intptr_t)item : CO_KEY_UNKNOWN;
 }
 
 size_t
 co_keys_pending(co_keys_t *k)
 {
-    pthread_mutex_lock(&k->lock);
-    size_t n = k->pending;
-    pthread_mutex_unlock(&k->lock);
-    return n;
+    return PW_LOCKED(&k->lock, size_t, k->pending);
 }
 
 uint64_t

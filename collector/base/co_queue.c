@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "pw_locked.h"
+
 struct co_queue {
     pthread_mutex_t lock;
     pthread_cond_t ready;
@@ -141,10 +143,7 @@ co_queue_close(co_queue_t *q)
 bool
 co_queue_closed(co_queue_t *q)
 {
-    pthread_mutex_lock(&q->lock);
-    bool closed = q->closed;
-    pthread_mutex_unlock(&q->lock);
-    return closed;
+    return PW_LOCKED(&q->lock, bool, q->closed);
 }
 
 void

@@ -175,8 +175,8 @@ typedef struct {
     double floor_us;
 } s_series_t;
 
-static void
-s_point(PGresult *r, int row, int col, vd_point_t *pt)
+void
+co_detect_point(PGresult *r, int row, int col, vd_point_t *pt)
 {
     pt->median = strtod(PQgetvalue(r, row, col), NULL);
     pt->min = strtod(PQgetvalue(r, row, col + 1), NULL);
@@ -503,9 +503,9 @@ static void
 s_take_row(PGresult *r, int row, bool other, s_window_t *w, size_t i)
 {
     w->ids[i] = strtoll(PQgetvalue(r, row, 0), NULL, 10);
-    s_point(r, row, 1, &w->pt[1][i]);
+    co_detect_point(r, row, 1, &w->pt[1][i]);
     if (other) {
-        s_point(r, row, 7, &w->pt[2][i]);
+        co_detect_point(r, row, 7, &w->pt[2][i]);
         s_ratio_point(w, i);
     }
 }

@@ -69,6 +69,11 @@ void co_detect_destroy(co_detect_t **d);
  * that do not wait for the WAL's fsync (co_detect.c says why). */
 void co_detect_session(PGconn *c);
 
+/* One point of a series from a row of summaries: median, min, q25, q75,
+ * max and n in columns col..col+5 (as the window's statement reads
+ * them). */
+void co_detect_point(PGresult *r, int row, int col, vd_point_t *pt);
+
 /* The work for one run on connection c: every series it is in. *found
  * gets the change points stored. Returns 0, or -1 with err. */
 int co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,

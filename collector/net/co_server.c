@@ -30,6 +30,7 @@
 #include "pw_err.h"
 #include "pw_key.h"
 #include "pw_monitor.h"
+#include "pw_wire.h"
 
 #define CO_MONITOR_ENDPOINT "inproc://co-server-monitor"
 #define CO_RID_MAX CO_QUEUE_RID_MAX
@@ -229,8 +230,12 @@ s_to_store(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rlen,
     size_t size = zmq_msg_size(body);
     bool beat = body_case == PARITY__ENVELOPE__BODY_HEARTBEAT;
     /* Its liveness is already stamped: a second Heartbeat while one
-     * still waits tells the writer nothing new. */
-    if (beat && p->beat_queued)
+     * still waits tells the writer nothing new, unless it is of another
+     * protocol version, which the writer answers with an Error. */
+    uint32_t version = 0;
+    if (beat && p->beat_queued &&
+        pw_wire_peek_version(zmq_msg_data(body), size, &version)
+        == PW_WIRE_OK && version == PW_WIRE_VERSION)
         return;
     /* Still waiting or being stored: an agent's resend after a slow
      * ack. Storing it twice would change nothing but the queue's size. */

@@ -14,6 +14,7 @@
 
 #include "co_bisect.h"
 #include "co_every.h"
+#include "co_jobreq.h"
 #include "co_jobs.h"
 #include "co_log.h"
 #include "co_reply.h"
@@ -654,7 +655,7 @@ s_result(co_reply_t *c, const json_t *b, const vd_bisect_t *v)
             return NULL;
         }
         json_t *hosts = json_array();
-        double ratios[CO_JOBS_MAX_HOSTS];
+        double ratios[CO_JOBREQ_MAX_HOSTS];
         size_t nr = 0;
         for (size_t i = 0; i < s.nhosts; i++) {
             vd_params_t p = s_params(b, &s.h[i]);
@@ -665,7 +666,7 @@ s_result(co_reply_t *c, const json_t *b, const vd_bisect_t *v)
                 continue;
             json_array_append_new(hosts, s_verdict_json(json_string_value(
                 json_array_get(s.hosts, i)), &vv));
-            if (vv.outcome != VD_PARITY && nr < CO_JOBS_MAX_HOSTS)
+            if (vv.outcome != VD_PARITY && nr < CO_JOBREQ_MAX_HOSTS)
                 ratios[nr++] = vv.ratio;
         }
         s_samples_free(&s);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "pw_locked.h"
+
 struct co_every {
     co_every_fn fn;
     void *arg;
@@ -68,10 +70,7 @@ co_every_new(const char *name, int period_ms, co_every_fn fn, void *arg,
 bool
 co_every_stopping(co_every_t *e)
 {
-    pthread_mutex_lock(&e->lock);
-    bool stop = e->stop;
-    pthread_mutex_unlock(&e->lock);
-    return stop;
+    return PW_LOCKED(&e->lock, bool, e->stop);
 }
 
 void

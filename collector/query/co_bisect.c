@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "co_changes.h"
+#include "co_jobreq.h"
 #include "co_reply.h"
 #include "pw_clock.h"
 #include "pw_json.h"
@@ -107,10 +108,10 @@ s_start_args(co_reply_t *c, const json_t *args, json_int_t *runs)
     const char *names[] = { "suite", "benchmark" };
     for (int k = 0; k < 2; k++) {
         const char *s = json_string_value(json_object_get(args, names[k]));
-        if (!s || !*s || strlen(s) > CO_JOBS_MAX_TEXT) {
+        if (!s || !*s || strlen(s) > CO_JOBREQ_MAX_TEXT) {
             co_reply_fail(c, CO_REPLY_BADARGS, "\"%s\" must be a non-empty "
                           "string of at most %d bytes", names[k],
-                          CO_JOBS_MAX_TEXT);
+                          CO_JOBREQ_MAX_TEXT);
             return false;
         }
     }
@@ -141,14 +142,14 @@ s_start_args(co_reply_t *c, const json_t *args, json_int_t *runs)
     size_t i;
     json_t *h;
     if (hosts && (!json_is_array(hosts) || json_array_size(hosts) == 0 ||
-                  json_array_size(hosts) > CO_JOBS_MAX_HOSTS)) {
+                  json_array_size(hosts) > CO_JOBREQ_MAX_HOSTS)) {
         co_reply_fail(c, CO_REPLY_BADARGS, "\"hosts\" must be a list of 1 "
-                      "to %d host names", CO_JOBS_MAX_HOSTS);
+                      "to %d host names", CO_JOBREQ_MAX_HOSTS);
         return false;
     }
     json_array_foreach(hosts, i, h)
         if (!json_is_string(h) || !json_string_length(h) ||
-            json_string_length(h) > CO_JOBS_MAX_TEXT) {
+            json_string_length(h) > CO_JOBREQ_MAX_TEXT) {
             co_reply_fail(c, CO_REPLY_BADARGS, "\"hosts\" must be a list of "
                           "host names");
             return false;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "co_reply.h"
+#include "pw_clock.h"
 #include "pw_json.h"
 
 /* Rows one `series` answer reads at most (then "truncated"). */
@@ -311,7 +312,7 @@ s_ack(co_reply_t *c, const json_t *args, bool ack)
         return NULL;
     }
     snprintf(sid, sizeof sid, "%" JSON_INTEGER_FORMAT, id);
-    snprintf(at, sizeof at, "%" PRId64, co_jobs_now_us());
+    snprintf(at, sizeof at, "%" PRId64, pw_clock_unix_us());
     const char *p[] = { sid, note, at };
     PGresult *r = ack
         ? co_reply_q(c, S_EVENT_SQL ", u AS (UPDATE change_points cp SET ack_note = "
@@ -636,7 +637,7 @@ s_series(co_reply_t *c, const json_t *args)
         !(tags = co_reply_tags_arg(c, args)))
         goto done;
     char ps[24], pr[16], pl[16];
-    snprintf(ps, sizeof ps, "%" PRId64, since ? co_jobs_now_us() -
+    snprintf(ps, sizeof ps, "%" PRId64, since ? pw_clock_unix_us() -
              (int64_t)since : INT64_MIN);
     snprintf(pr, sizeof pr, "%" JSON_INTEGER_FORMAT, runs);
     snprintf(pl, sizeof pl, "%d", S_SERIES_ROWS_MAX + 1);

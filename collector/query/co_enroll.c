@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "co_reply.h"
+#include "pw_clock.h"
 #include "pw_err.h"
 #include "pw_key.h"
 
@@ -309,7 +310,7 @@ s_decide(co_reply_t *c, const s_rule_t *rule, const s_cand_t *k,
          const char *admin, long *failed)
 {
     char now[24];
-    snprintf(now, sizeof now, "%" PRId64, co_jobs_now_us());
+    snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
     const char *p[] = { k->key, k->fp, k->name, admin ? admin : "",
                         co_key_state_name(rule->to), now,
                         S_REVOKED_REASON };

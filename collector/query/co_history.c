@@ -10,6 +10,7 @@
 #include "co_changes.h"
 #include "co_reply.h"
 #include "co_selftest.h"
+#include "pw_clock.h"
 #include "pw_json.h"
 #include "vd_fleet.h"
 #include "vd_verdict.h"
@@ -378,7 +379,7 @@ s_regressions(co_reply_t *c, const json_t *args)
     char pj[24], ps[24], pl[24];
     snprintf(pj, sizeof pj, "%" JSON_INTEGER_FORMAT, jobs);
     snprintf(ps, sizeof ps, "%" PRId64, since_us ?
-             co_jobs_now_us() - (int64_t)since_us : INT64_MIN);
+             pw_clock_unix_us() - (int64_t)since_us : INT64_MIN);
     snprintf(pl, sizeof pl, "%d", CO_HISTORY_PAIRS_MAX);
     const char *p[] = { tags, pj, ps, pl, host ? host : "" };
     r = co_reply_q(c, s_regressions_sql, 5, p);
@@ -414,7 +415,7 @@ s_regressions(co_reply_t *c, const json_t *args)
     }
     /* The change points (co_detect) of the same runs: what the exit
      * status and the first table of `parity regressions` are about. */
-    cps = co_changes_list(c, tags, host, since_us ? co_jobs_now_us() -
+    cps = co_changes_list(c, tags, host, since_us ? pw_clock_unix_us() -
                           (int64_t)since_us : INT64_MIN);
     if (!cps)
         goto fail;

@@ -18,6 +18,7 @@
 #include "co_history.h"
 #include "co_selftest.h"
 #include "config.h"
+#include "pw_clock.h"
 #include "pw_err.h"
 #include "pw_json.h"
 #include "pw_key.h"
@@ -940,7 +941,7 @@ s_run(co_query_t *q, const char *key, const json_t *args, s_res_t *res)
 {
     json_t *reply = NULL;
     char err[S_ERR_MAX] = "";
-    int rc = co_jobs_create(q->jobs, key, args, co_jobs_now_us(), &reply,
+    int rc = co_jobs_create(q->jobs, key, args, pw_clock_unix_us(), &reply,
                             err, sizeof err);
     s_jobs_result(rc, err, res);
     return reply;
@@ -958,7 +959,7 @@ s_cancel(co_query_t *q, const json_t *args, s_res_t *res)
     }
     json_t *reply = NULL;
     char err[S_ERR_MAX] = "";
-    int rc = co_jobs_cancel(q->jobs, job, co_jobs_now_us(), &reply, err,
+    int rc = co_jobs_cancel(q->jobs, job, pw_clock_unix_us(), &reply, err,
                             sizeof err);
     s_jobs_result(rc, err, res);
     return reply;

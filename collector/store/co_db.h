@@ -1,11 +1,13 @@
-/* co_db.h -- the collector's storage: libpq, migrations, ingest, verdicts.
+/* co_db.h -- the writer's connection to PostgreSQL: transactions,
+ * statements, binary COPY, migrations; the handle every store module
+ * (co_hosts, co_cals, co_ingest, co_verdicts, co_retain) stores through.
  *
  * One connection, used from one thread. Every statement is parameterised;
  * every message is stored in one transaction together with the record of
  * its natural key (calibration_id, run_id, (run_id, batch_seq)), so that a
  * duplicate changes nothing and an Ack can follow the COMMIT.
  *
- * Status codes of the store functions:
+ * Status codes of the store functions (here and in the store modules):
  *   CO_DB_OK       stored and committed
  *   CO_DB_DUP      stored earlier; nothing changed (ack it again)
  *   CO_DB_LATER    depends on a message not stored yet (do not ack)
@@ -19,6 +21,9 @@
  *                  connection is lost co_db_connected() turns false
  *
  * Messages passed in are borrowed; nothing is kept after a call returns.
+ * The second half of this header is for the store modules only: what
+ * they share of the handle (its statement runner, its COPY buffer, the
+ * rows it holds between messages).
  */
 #ifndef CO_DB_H
 #define CO_DB_H
@@ -29,6 +34,8 @@
 
 #include <libpq-fe.h>
 
+#include "co_floors.h"
+#include "co_ids.h"
 #include "parity.pb-c.h"
 
 enum {
@@ -78,62 +85,6 @@ int co_db_migrate(co_db_t *db, int *applied, char *err, size_t errlen);
 int co_db_schema_version(co_db_t *db, int *version, char *err,
                          size_t errlen);
 
-/* Insert or update the host with this authenticated public key from a
- * Hello; *host_id gets its id. Marks it online. CO_DB_REFUSED when its
- * environment_json is neither empty nor a JSON object. */
-int co_db_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
-                int64_t *host_id, char *err, size_t errlen);
-
-/* Mark a host online or offline (best effort, no transaction needed). */
-int co_db_host_online(co_db_t *db, int64_t host_id, bool online,
-                      char *err, size_t errlen);
-
-/* Mark offline every host this collector held (co_db_set_collector), and
- * those no collector holds: at start nobody is connected here yet. Hosts
- * of other collectors on the same database are theirs to keep. */
-int co_db_hosts_offline(co_db_t *db, char *err, size_t errlen);
-
-/* CO_DB_REFUSED without samples or with one that is not finite and > 0. */
-int co_db_calibration(co_db_t *db, int64_t host_id,
-                      const Parity__Calibration *c, char *err, size_t errlen);
-
-/* CO_DB_REFUSED for another host's run id, no arms, an arm without a
- * name or with an earlier arm's name, an environment that is not a JSON
- * object; CO_DB_DUP for this host's run id stored before (unchanged).
- * A refusal of a run id no host stored is remembered (009_refusals), so
- * that the run's batches and RunEnd get CO_DB_DEPENDS. */
-int co_db_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
-                    char *err, size_t errlen);
-
-/* Store a batch; *stored gets the samples written (0 for a duplicate).
- * CO_DB_REFUSED (nothing stored) when a sample has a time that is not
- * finite or is negative, an unknown kind, an arm the run does not have
- * (CALIBRATION samples excepted), or round/position above INT32_MAX;
- * such a refusal is remembered, so that a RunEnd counting the batch gets
- * CO_DB_DEPENDS. CO_DB_DEPENDS when the run's RunStart was refused. */
-int co_db_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
-                size_t *stored, char *err, size_t errlen);
-
-/* Many batches (from any hosts) in one transaction: one INSERT of their
- * (run, batch_seq) records and one COPY of the new ones' samples, so that
- * a burst costs one commit. Each item gets its own status in rc (CO_DB_OK,
- * CO_DB_DUP, CO_DB_LATER, CO_DB_REFUSED with err, or CO_DB_FAIL) and
- * stored; a data error inside the group makes it fall back to one
- * transaction per batch, so only the bad batch is refused. */
-#define CO_DB_GROUP_MAX 64
-typedef struct {
-    int64_t host_id;
-    const Parity__SampleBatch *batch;   /* borrowed */
-    int rc;
-    size_t stored;
-    char err[256];
-} co_db_batch_item_t;
-
-/* Returns CO_DB_FAIL when the database failed (then every item not
- * settled before is CO_DB_FAIL), else CO_DB_OK. n <= CO_DB_GROUP_MAX. */
-int co_db_batches(co_db_t *db, co_db_batch_item_t *items, size_t n,
-                  char *err, size_t errlen);
-
 /* One transaction around many messages (the writer's burst): until
  * co_db_commit, each store function's own transaction is a savepoint in
  * it, so one refused message is undone alone and the burst costs one
@@ -147,12 +98,12 @@ int co_db_commit(co_db_t *db, char *err, size_t errlen);
 void co_db_abort(co_db_t *db);
 
 /* A run's samples as the writer stored them (every kind), borrowed: the
- * next co_db_run_end uses them instead of reading the run's rows back
+ * next co_verdicts_run_end uses them instead of reading the run's rows back
  * when their count is exactly that of the run's stored batches (so it
  * holds every stored sample once); otherwise, or with NULL, it reads
  * them. Reading them back scans every page written while the run lasted
  * (BRIN cannot tell interleaved runs apart): ~40 ms a RunEnd under a
- * fleet's load. Cleared by co_db_run_end. */
+ * fleet's load. Cleared by co_verdicts_run_end. */
 typedef struct {
     const int32_t *arm;
     const double *wall_us;
@@ -162,25 +113,14 @@ typedef struct {
 } co_db_run_cache_t;
 void co_db_set_run_samples(co_db_t *db, const co_db_run_cache_t *cache);
 
-/* runs.id of the run the last co_db_run_end stored (0: it stored
+/* runs.id of the run the last co_verdicts_run_end stored (0: it stored
  * none, or the run is no longer remembered). */
 int64_t co_db_last_run_end(const co_db_t *db);
-
-/* Store the RunEnd and, in the same transaction, one verdict per
- * non-subject arm: vd_compare of its MEASURED samples against the subject
- * arm's, with the host's floor from its last floor_window calibration
- * samples taken up to the run's end, and parity. CO_DB_LATER while some of
- * batches 0..re->batches-1 are not stored, CO_DB_DEPENDS when one of
- * them (and no later copy) or the run's RunStart was refused. *verdicts
- * gets the count. */
-int co_db_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
-                  int floor_window, double parity, unsigned *verdicts,
-                  char *err, size_t errlen);
 
 /* The calibration window (1..CO_DB_FLOOR_WINDOW_MAX; others ignored) of
  * the floor kept on a host's row when a Calibration is stored: the
  * collector's --floor-window. Until set, CO_DB_FLOOR_WINDOW, then the
- * last co_db_run_end's. Each Calibration and each RunEnd writes hosts'
+ * last co_verdicts_run_end's. Each Calibration and each RunEnd writes hosts'
  * floor_us, floor_is_default, floor_samples and floor_at_us (the end of
  * the window), never replacing one whose window ends later. */
 void co_db_set_floor_window(co_db_t *db, int window);
@@ -190,28 +130,102 @@ void co_db_set_floor_window(co_db_t *db, int window);
 #define CO_DB_NAME_MAX 128
 void co_db_set_collector(co_db_t *db, const char *name);
 
-/* Most months co_db_partitions_ensure makes ahead. */
-#define CO_DB_MONTHS_AHEAD_MAX 24
+/* ---- for the store modules --------------------------------------------
+ * Each store module keeps its statements in a table (co_db_stmt_t) and
+ * runs them with co_db_run; a store function wraps its message in
+ * co_db_exec(db, "BEGIN") ... co_db_exec(db, "COMMIT"), co_db_rollback on
+ * failure (inside co_db_begin's burst these are a savepoint), and names
+ * the message it stores with co_db_what while it runs. */
 
-/* Make the monthly partitions of samples (samples_pYYYYMM, UTC months of
- * start_unix_us) for the month of now_us and the months_ahead after it
- * (0..CO_DB_MONTHS_AHEAD_MAX, else CO_DB_REFUSED), each that is missing
- * in its own transaction; one that exists is left alone, so a second call
- * changes nothing. Rows of a new month already in samples_default (an
- * agent clock ahead) move into it. Each creation waits at most 5 s for
- * its lock on samples (CO_DB_FAIL then; call again later). */
-int co_db_partitions_ensure(co_db_t *db, int64_t now_us, int months_ahead,
-                            char *err, size_t errlen);
+/* Longest run id a store function accepts (its message's name too). */
+#define CO_DB_UUID_MAX 128
 
-/* Retention of raw samples: drop every partition of samples whose upper
- * bound is at or before now_us - keep_us, delete the rows of
- * samples_default older than that of runs started before it, and the
- * host_calibration rows taken before it. Runs, arms, batches,
- * run_summaries, verdicts, floors and calibration_samples are kept.
- * *dropped gets the partitions dropped (also when a later step fails).
- * CO_DB_REFUSED when keep_us or now_us is not > 0. Each drop waits at
- * most 5 s for its lock. */
-int co_db_retention(co_db_t *db, int64_t keep_us, int64_t now_us,
-                    int *dropped, char *err, size_t errlen);
+/* One statement of a store module's table. */
+typedef struct {
+    const char *sql;
+    int n_params;
+    ExecStatusType want;   /* PGRES_COMMAND_OK or PGRES_TUPLES_OK */
+    /* Hot (one per message): parsed and planned once per connection
+     * (docs/performance.md, "Ingest"): the table entry's address names
+     * it, so the table must be static. */
+    bool prepare;
+} co_db_stmt_t;
+
+/* Run st with params (st->n_params of them): the result (caller clears)
+ * or NULL with *rc and err set (co_db_fail's classification). */
+PGresult *co_db_run(co_db_t *db, const co_db_stmt_t *st,
+                    const char *const *params, int *rc, char *err,
+                    size_t errlen);
+
+/* co_db_run for a statement built at run time (n rows of VALUES). */
+PGresult *co_db_run_text(co_db_t *db, const char *sql, int n,
+                         const char *const *params, ExecStatusType want,
+                         int *rc, char *err, size_t errlen);
+
+/* A statement without parameters, or BEGIN / COMMIT (a savepoint and
+ * its release inside co_db_begin's transaction). */
+int co_db_exec(co_db_t *db, const char *sql, char *err, size_t errlen);
+
+/* Undo the store function's transaction (or its savepoint). */
+void co_db_rollback(co_db_t *db);
+
+/* The end of a store function's transaction: COMMIT when rc is
+ * CO_DB_OK, else co_db_rollback; returns the final status. */
+int co_db_end(co_db_t *db, int rc, char *err, size_t errlen);
+
+/* Name the message being stored ("batch R/3"; NULL clears it): a
+ * statement the database refuses for the message's content is reported
+ * under this name, never with the statement (peers get the text; it
+ * would show them the schema). co_db_what_text returns it. */
+void co_db_what(co_db_t *db, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+const char *co_db_what_text(const co_db_t *db);
+
+/* Binary COPY: co_db_copy_begin, per row co_db_copy_row(fields) and one
+ * co_db_copy_* per field, then co_db_copy_send with the COPY ... FROM
+ * STDIN (FORMAT binary) statement. The data has a limit checked on every
+ * append (64 MiB): a failed append sticks and co_db_copy_send reports it
+ * (CO_DB_REFUSED when too big, CO_DB_FAIL out of memory), sending
+ * nothing. */
+#define CO_DB_COPY_MAX (64u << 20)
+void co_db_copy_begin(co_db_t *db);
+void co_db_copy_row(co_db_t *db, int16_t fields);
+void co_db_copy_i16(co_db_t *db, int16_t v);
+void co_db_copy_i32(co_db_t *db, int32_t v);
+void co_db_copy_i64(co_db_t *db, int64_t v);
+void co_db_copy_bool(co_db_t *db, bool v);
+void co_db_copy_f64(co_db_t *db, double v);
+void co_db_copy_text(co_db_t *db, const char *s, size_t n);
+void co_db_copy_null(co_db_t *db);
+int co_db_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen);
+
+/* What the handle holds between messages, forgotten whenever what this
+ * connection wrote may be undone (a failed statement, a rollback, a
+ * failed COMMIT, a lost connection): rows a later COMMIT loses would
+ * otherwise be used as if stored. The floors' and ids' holders may be
+ * NULL (out of memory: then always read). */
+co_floors_t *co_db_floors(co_db_t *db);
+co_ids_t *co_db_ids(co_db_t *db);
+const char *co_db_collector(const co_db_t *db);
+int co_db_floor_window(const co_db_t *db);
+/* The run samples co_db_set_run_samples lent (NULL: none). */
+const co_db_run_cache_t *co_db_run_samples(const co_db_t *db);
+void co_db_set_last_run_end(co_db_t *db, int64_t run);
+
+/* Remember a stored run (runs.id, its host, its arms) by its run id, in
+ * a bounded round-robin cache; co_db_run_find says whether it is held. */
+void co_db_run_keep(co_db_t *db, const char *uuid, int64_t id,
+                    int64_t host_id, size_t n_arms);
+bool co_db_run_find(const co_db_t *db, const char *uuid, int64_t *id,
+                    int64_t *host_id, size_t *n_arms);
+
+/* Helpers of the store modules: "" for NULL; a double as text that
+ * reads back the same. */
+static inline const char *
+co_db_str(const char *s)
+{
+    return s ? s : "";
+}
+void co_db_num(char *buf, size_t len, double x);
 
 #endif

@@ -12,14 +12,16 @@
 #include <unistd.h>
 
 #include "co_db.h"
+#include "co_jobreq.h"
 #include "pw_buf.h"
+#include "pw_clock.h"
 #include "pw_err.h"
 #include "pw_limits.h"
 #include "pw_wire.h"
 
 /* Longest "{1,2,...}" list of row ids a statement is given: 4,096 ids
  * of up to 20 digits and a comma. */
-#define S_IDS_TEXT_MAX (CO_JOBS_MAX_HOSTS * 21 + 3)
+#define S_IDS_TEXT_MAX (CO_JOBREQ_MAX_HOSTS * 21 + 3)
 
 typedef struct {
     char key[CO_JOBS_KEY_LEN + 1];
@@ -74,14 +76,6 @@ s_log(co_jobs_t *j, const char *event, const char *fmt, ...)
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     j->log(j->ctx, event, text);
-}
-
-int64_t
-co_jobs_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 co_jobs_t *
@@ -1104,7 +1098,7 @@ s_check_running(co_jobs_t *j, int64_t now_us)
         s_log(j, "db_error", "op=tick error=\"%s\"", err);
         return;
     }
-    for (int i = 0; i < PQntuples(r) && i < CO_JOBS_MAX_HOSTS; i++) {
+    for (int i = 0; i < PQntuples(r) && i < CO_JOBREQ_MAX_HOSTS; i++) {
         int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
         if (!s_online_key(j, id))
             s_mark_lost(j, id, NULL, "the agent went offline during the job "
@@ -1207,230 +1201,20 @@ s_offer_idle(co_jobs_t *j, int64_t now_us)
 
 /* ---- creating and cancelling ------------------------------------- */
 
-/* A string→string object with at most CO_JOBS_MAX_ITEMS entries, or
- * absent. */
-static int
-s_check_map(const json_t *args, const char *name, char *err, size_t errlen)
-{
-    const json_t *m = json_object_get(args, name);
-    if (!m)
-        return 0;
-    if (!json_is_object(m) || json_object_size(m) > CO_JOBS_MAX_ITEMS) {
-        pw_err(err, errlen, "\"%s\" must be an object of at most %d strings",
-               name, CO_JOBS_MAX_ITEMS);
-        return -1;
-    }
-    const char *k;
-    const json_t *v;
-    json_object_foreach((json_t *)m, k, v) {
-        if (!json_is_string(v) || !*k || strlen(k) > CO_JOBS_MAX_TEXT ||
-            json_string_length(v) > CO_JOBS_MAX_TEXT) {
-            pw_err(err, errlen, "\"%s\": \"%.40s\" must have a non-empty key "
-                   "and a string value of at most %d bytes", name, k,
-                   CO_JOBS_MAX_TEXT);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int
-s_check_list(const json_t *args, const char *name, size_t max, char *err,
-             size_t errlen)
-{
-    const json_t *a = json_object_get(args, name);
-    if (!a)
-        return 0;
-    if (!json_is_array(a) || json_array_size(a) > max) {
-        pw_err(err, errlen, "\"%s\" must be an array of at most %zu strings",
-               name, max);
-        return -1;
-    }
-    for (size_t i = 0; i < json_array_size(a); i++) {
-        const json_t *v = json_array_get(a, i);
-        if (!json_is_string(v) || json_string_length(v) == 0 ||
-            json_string_length(v) > CO_JOBS_MAX_TEXT) {
-            pw_err(err, errlen, "\"%s\"[%zu] must be a non-empty string of "
-                   "at most %d bytes", name, i, CO_JOBS_MAX_TEXT);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static bool
-s_list_has(const json_t *a, const char *s)
-{
-    for (size_t i = 0; i < json_array_size(a); i++)
-        if (strcmp(json_string_value(json_array_get(a, i)), s) == 0)
-            return true;
-    return false;
-}
-
-/* Does host (its tags object) match one "k=v" entry of sel? */
-static bool
-s_tag_match(const json_t *sel, const json_t *tags)
-{
-    for (size_t i = 0; i < json_array_size(sel); i++) {
-        const char *s = json_string_value(json_array_get(sel, i));
-        const char *eq = strchr(s, '=');
-        if (!eq)
-            continue;
-        char key[CO_JOBS_MAX_TEXT + 1];
-        snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
-        const char *v = json_string_value(json_object_get(tags, key));
-        if (v && strcmp(v, eq + 1) == 0)
-            return true;
-    }
-    return false;
-}
-
-static void
-s_job_uuid(char *out, size_t len)
-{
-    unsigned char b[6];
-    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
-        /* getrandom cannot fail for 6 bytes after boot; time is enough
-         * to stay unique within one collector. */
-        int64_t t = co_jobs_now_us();
-        memcpy(b, &t, sizeof b);
-    }
-    snprintf(out, len, "%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
-             b[4], b[5]);
-}
-
-/* A run request's arguments, borrowed from its args object. */
-typedef struct {
-    const char *suite;
-    const json_t *sel, *only, *runs, *expire, *label, *tags, *vars;
-    bool all;                  /* no host list, or "all" in it */
-    bool runs_auto;            /* runs is "auto" */
-} s_create_t;
-
-/* Check run's args (docs/protocol.md 10.2) into c: CO_JOBS_OK, or
- * CO_JOBS_BADARGS with err naming the argument. */
-static int
-s_create_args(const json_t *args, s_create_t *c, char *err, size_t errlen)
-{
-    c->suite = json_string_value(json_object_get(args, "suite"));
-    if (!json_is_object(args) || !c->suite || !*c->suite ||
-        strlen(c->suite) > CO_JOBS_MAX_TEXT) {
-        pw_err(err, errlen, "\"suite\" must be a non-empty string of at most "
-               "%d bytes", CO_JOBS_MAX_TEXT);
-        return CO_JOBS_BADARGS;
-    }
-    if (s_check_list(args, "hosts", CO_JOBS_MAX_HOSTS, err, errlen) ||
-        s_check_list(args, "only", CO_JOBS_MAX_ITEMS, err, errlen) ||
-        s_check_map(args, "tags", err, errlen) ||
-        s_check_map(args, "vars", err, errlen))
-        return CO_JOBS_BADARGS;
-    c->runs = json_object_get(args, "runs");
-    c->expire = json_object_get(args, "expire_us");
-    c->label = json_object_get(args, "label");
-    /* "auto" is kept and offered as PW_RUNS_AUTO (pw_limits.h). */
-    c->runs_auto = json_is_string(c->runs) &&
-                   strcmp(json_string_value(c->runs), "auto") == 0;
-    json_int_t runs = json_integer_value(c->runs);
-    if (c->runs && !c->runs_auto &&
-        (!json_is_integer(c->runs) || runs < 0 ||
-         (runs > 0 && runs < PW_RUNS_MIN) || runs > PW_RUNS_MAX)) {
-        pw_err(err, errlen, "\"runs\" must be 0 (the suite's), \"auto\" or "
-               "an integer %d..%d", PW_RUNS_MIN, PW_RUNS_MAX);
-        return CO_JOBS_BADARGS;
-    }
-    if (c->expire && (!json_is_integer(c->expire) ||
-                      json_integer_value(c->expire) < 0 ||
-                      json_integer_value(c->expire) >
-                      CO_JOBS_MAX_EXPIRE_US)) {
-        pw_err(err, errlen, "\"expire_us\" must be 0 (never) or an integer "
-               "of microseconds up to %lld (30 days)",
-               (long long)CO_JOBS_MAX_EXPIRE_US);
-        return CO_JOBS_BADARGS;
-    }
-    if (c->label && (!json_is_string(c->label) ||
-                     json_string_length(c->label) > CO_JOBS_MAX_TEXT)) {
-        pw_err(err, errlen, "\"label\" must be a string of at most %d bytes",
-               CO_JOBS_MAX_TEXT);
-        return CO_JOBS_BADARGS;
-    }
-    c->sel = json_object_get(args, "hosts");
-    c->only = json_object_get(args, "only");
-    c->tags = json_object_get(args, "tags");
-    c->vars = json_object_get(args, "vars");
-    c->all = !c->sel || json_array_size(c->sel) == 0 ||
-             s_list_has(c->sel, "all");
-    return CO_JOBS_OK;
-}
-
-/* Why a picked host cannot run the job (row i of s_pick_hosts' query:
- * has the suite, its benchmarks), into why; empty when it can. */
-static void
-s_cannot_run(const s_create_t *c, PGresult *r, int i, char *why, size_t len)
-{
-    why[0] = '\0';
-    if (strcmp(PQgetvalue(r, i, 3), "t") != 0) {
-        snprintf(why, len, "did not list suite \"%s\" in its last Hello",
-                 c->suite);
-        return;
-    }
-    json_t *b = json_loads(PQgetvalue(r, i, 4), 0, NULL);
-    for (size_t k = 0; k < json_array_size(c->only); k++) {
-        const char *want = json_string_value(json_array_get(c->only, k));
-        if (!s_list_has(b, want)) {
-            snprintf(why, len, "its suite \"%s\" has no benchmark \"%s\"",
-                     c->suite, want);
-            break;
-        }
-    }
-    json_decref(b);
-}
-
-/* Every name in the host list must be exactly one host: CO_JOBS_OK or
- * CO_JOBS_BADARGS. named maps each name to the hosts that said it. */
-static int
-s_names_known(const json_t *named, char *err, size_t errlen)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)named, k, v) {
-        if (json_integer_value(v) == 0) {
-            pw_err(err, errlen, "no host is named \"%s\" (parity hosts "
-                   "lists them)", k);
-            return CO_JOBS_BADARGS;
-        }
-        /* A host is its key; the name is only what it says in Hello.
-         * Two keys saying the same name must not both get a job meant
-         * for one machine. */
-        if (json_integer_value(v) > 1) {
-            pw_err(err, errlen, "host name \"%s\" is claimed by %"
-                   JSON_INTEGER_FORMAT " hosts with different keys (parity "
-                   "hosts lists them): select by tag, or take the other "
-                   "keys off the allow-list", k, json_integer_value(v));
-            return CO_JOBS_BADARGS;
-        }
-    }
-    return CO_JOBS_OK;
-}
-
 /* The hosts the job goes to: their ids into *ids (caller frees; *n of
  * them, at least one), those picked but unable to run it into skipped.
  * CO_JOBS_OK, CO_JOBS_BADARGS (a named host cannot, no host can) or
  * CO_JOBS_FAIL, with err. */
 static int
-s_pick_hosts(co_jobs_t *j, const s_create_t *c, json_t *skipped,
+s_pick_hosts(co_jobs_t *j, const co_jobreq_t *c, json_t *skipped,
              int64_t **ids, size_t *n, char *err, size_t errlen)
 {
     int rc = CO_JOBS_FAIL;
-    json_t *named = json_object();   /* name -> matched count */
+    json_t *named = co_jobreq_named(c);   /* name -> matched count */
     const char *ps[] = { c->suite };
     PGresult *r = NULL;
     *ids = NULL;
     *n = 0;
-    for (size_t i = 0; named && i < json_array_size(c->sel); i++) {
-        const char *s = json_string_value(json_array_get(c->sel, i));
-        if (strcmp(s, "all") != 0 && !strchr(s, '='))
-            json_object_set_new(named, s, json_integer(0));
-    }
     if (!named)
         pw_err(err, errlen, "out of memory");
     else
@@ -1446,16 +1230,12 @@ s_pick_hosts(co_jobs_t *j, const s_create_t *c, json_t *skipped,
         goto done;
     for (int i = 0; i < nh; i++) {
         const char *name = PQgetvalue(r, i, 1);
-        json_t *tags = json_loads(PQgetvalue(r, i, 2), 0, NULL);
-        json_t *nm = json_object_get(named, name);
-        bool pick = c->all || nm || s_tag_match(c->sel, tags);
-        json_decref(tags);
-        if (nm)
-            json_integer_set(nm, json_integer_value(nm) + 1);
-        if (!pick)
+        bool nm = json_object_get(named, name) != NULL;
+        if (!co_jobreq_picks(c, named, name, PQgetvalue(r, i, 2)))
             continue;
-        char why[CO_JOBS_MAX_TEXT + 128];
-        s_cannot_run(c, r, i, why, sizeof why);
+        char why[CO_JOBREQ_WHY_MAX];
+        co_jobreq_cannot_run(c, strcmp(PQgetvalue(r, i, 3), "t") == 0,
+                             PQgetvalue(r, i, 4), why, sizeof why);
         if (*why && nm && !c->all) {
             pw_err(err, errlen, "host \"%s\": %s", name, why);
             rc = CO_JOBS_BADARGS;
@@ -1467,7 +1247,9 @@ s_pick_hosts(co_jobs_t *j, const s_create_t *c, json_t *skipped,
         else
             (*ids)[(*n)++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
     }
-    if ((rc = s_names_known(named, err, errlen)) != CO_JOBS_OK)
+    rc = co_jobreq_names_known(named, err, errlen) == 0 ? CO_JOBS_OK
+                                                        : CO_JOBS_BADARGS;
+    if (rc != CO_JOBS_OK)
         goto done;
     if (*n == 0) {
         const json_t *first = json_array_get(skipped, 0);
@@ -1499,7 +1281,7 @@ done:
  * new job's, job gets its row id. CO_JOBS_OK or CO_JOBS_FAIL (rolled
  * back) with err. */
 static int
-s_insert_job(co_jobs_t *j, const s_create_t *c, const char *requested_by,
+s_insert_job(co_jobs_t *j, const co_jobreq_t *c, const char *requested_by,
              const char *uuid, int64_t now_us, const int64_t *ids, size_t n,
              char *job, size_t joblen, char *err, size_t errlen)
 {
@@ -1580,11 +1362,11 @@ int
 co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
                int64_t now_us, json_t **reply, char *err, size_t errlen)
 {
-    s_create_t c;
+    co_jobreq_t c;
     *reply = NULL;
-    int rc = s_create_args(args, &c, err, errlen);
-    if (rc != CO_JOBS_OK)
-        return rc;
+    if (co_jobreq_parse(args, &c, err, errlen) != 0)
+        return CO_JOBS_BADARGS;
+    int rc;
     json_t *hosts = json_array(), *skipped = json_array();
     PGresult *r = NULL;
     int64_t *ids = NULL;
@@ -1598,7 +1380,7 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
     if ((rc = s_pick_hosts(j, &c, skipped, &ids, &n_ids, err, errlen))
         != CO_JOBS_OK)
         goto done;
-    s_job_uuid(uuid, sizeof uuid);
+    co_jobreq_uuid(uuid, sizeof uuid);
     if ((rc = s_insert_job(j, &c, requested_by, uuid, now_us, ids, n_ids,
                            job, sizeof job, err, errlen)) != CO_JOBS_OK)
         goto done;

@@ -28,6 +28,10 @@
  * - A job ends (`ended`) when every row is final; `cancelled` when
  *   cancelled.
  *
+ * What a `parity run` request asks, and which hosts it goes to, is
+ * co_jobreq's to decide (no database); this module reads the hosts,
+ * writes the job, its rows and their states, and sends the offers.
+ *
  * Storage: the job tables of collector/store/migrations/002_jobs.sql, through
  * the module's own libpq connection (reconnected on demand), every
  * statement parameterised. In memory only the online hosts and the key
@@ -37,8 +41,9 @@
  * with the host's authenticated public key and a packed-ready Envelope
  * (borrowed for the call). The server maps the key to its routing id.
  *
- * Single-threaded (the collector's loop). Nothing here prints: events go
- * to the optional log callback. Messages and JSON passed in are borrowed.
+ * Single-threaded (the writer's, or a bisect thread's own). Nothing here
+ * prints: events go to the optional log callback. Messages and JSON
+ * passed in are borrowed.
  */
 #ifndef CO_JOBS_H
 #define CO_JOBS_H
@@ -64,16 +69,8 @@ enum {
 
 /* Most hosts online at once (the server's CO_SERVER_MAX_PEERS). */
 #define CO_JOBS_MAX_ONLINE 4096
-/* Most hosts one job may name, and most entries of --only / --tag /
- * --var each. */
-#define CO_JOBS_MAX_HOSTS 4096
-#define CO_JOBS_MAX_ITEMS 256
 /* Most JobStatus messages in one co_jobs_status_begin/_commit batch. */
 #define CO_JOBS_STATUS_BATCH 64
-/* Longest key or value of a tag or var, and of a label. */
-#define CO_JOBS_MAX_TEXT 1024
-/* Longest expire_us of a job: 30 days. */
-#define CO_JOBS_MAX_EXPIRE_US (30LL * 86400 * 1000000)
 /* Z85 public key length. */
 #define CO_JOBS_KEY_LEN 40
 /* After a Hello, how long a running row waits for a Heartbeat saying the
@@ -233,8 +230,5 @@ int co_jobs_statement_timeout_ms(const co_jobs_t *jobs);
 /* True when r failed because its statement ran past the connection's
  * statement_timeout (SQLSTATE 57014, query_canceled). */
 bool co_jobs_timed_out(const PGresult *r);
-
-/* Unix time now in microseconds. */
-int64_t co_jobs_now_us(void);
 
 #endif

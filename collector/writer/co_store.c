@@ -13,17 +13,22 @@
 #include <czmq.h>
 #include <jansson.h>
 
-#include "co_detect.h"
-#include "co_hook.h"
-#include "co_notify.h"
 #include "co_bisector.h"
+#include "co_cals.h"
+#include "co_detect.h"
 #include "co_enroll.h"
+#include "co_hook.h"
+#include "co_hosts.h"
+#include "co_ingest.h"
 #include "co_jobs.h"
 #include "co_log.h"
+#include "co_notify.h"
 #include "co_out.h"
 #include "co_query.h"
+#include "co_retain.h"
 #include "co_runs.h"
 #include "co_seen.h"
+#include "co_verdicts.h"
 #include "pw_clock.h"
 #include "pw_key.h"
 
@@ -92,9 +97,9 @@ struct co_store {
     bool db_up;
     int64_t db_retry_at_us, db_backoff_us;
     int64_t next_tick_us, next_maintain_us;
-    s_waiting_t group[CO_DB_GROUP_MAX];
+    s_waiting_t group[CO_INGEST_GROUP_MAX];
     size_t n_group;
-    co_db_batch_item_t items[CO_DB_GROUP_MAX];
+    co_ingest_item_t items[CO_INGEST_GROUP_MAX];
     co_jobs_t *jobs;               /* NULL without cfg.conninfo */
     co_query_t *query;             /* run and cancel only */
     co_runs_t *runs;               /* samples of runs in progress */
@@ -395,7 +400,7 @@ s_jobs_online(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
 {
     char err[512], q[600];
     if (st->jobs && co_jobs_agent_online(st->jobs, p->key, h,
-                                         co_jobs_now_us(), err, sizeof err)
+                                         pw_clock_unix_us(), err, sizeof err)
                     != CO_JOBS_OK)
         co_log(CO_LOG_WARN, "jobs_online_failed", "peer=%s why=%s", p->key,
                co_log_quote(q, sizeof q, err));
@@ -435,7 +440,7 @@ s_store_hello(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
     int64_t host_id = 0;
     if (!st->db_up)
         return false;
-    int rc = co_db_hello(st->db, p->key, h, &host_id, err, sizeof err);
+    int rc = co_hosts_hello(st->db, p->key, h, &host_id, err, sizeof err);
     if (rc == CO_DB_REFUSED) {
         /* Content the database can never take (e.g. a name that is not
          * UTF-8): say so, and treat the connection as not greeted. */
@@ -619,7 +624,7 @@ s_result(co_store_t *st, s_peer_t *p, const Parity__Envelope *env, int rc,
                    verdicts);
             if (st->jobs)
                 co_jobs_run_end(st->jobs, p->key, env->run_end,
-                                co_jobs_now_us());
+                                pw_clock_unix_us());
         }
         break;
     case CO_DB_DUP:
@@ -775,7 +780,7 @@ s_group_flush(co_store_t *st)
     }
     int64_t t0 = pw_clock_mono_us();
     if (s_txn_begin(st)) {
-        co_db_batches(st->db, st->items, st->n_group, err, sizeof err);
+        co_ingest_batches(st->db, st->items, st->n_group, err, sizeof err);
         s_step(st, CO_STEP_BATCHES, t0);
     } else
         for (size_t k = 0; k < st->n_group; k++) {
@@ -786,7 +791,7 @@ s_group_flush(co_store_t *st)
         }
     st->c.groups++;
     for (size_t k = 0; k < st->n_group; k++) {
-        co_db_batch_item_t *it = &st->items[k];
+        co_ingest_item_t *it = &st->items[k];
         s_defer(st, st->group[k].peer, &st->group[k].item,
                 &st->group[k].env, it->rc, it->stored, 0, it->err);
     }
@@ -798,7 +803,7 @@ static void
 s_group_add(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
             Parity__Envelope **envp)
 {
-    if (st->n_group == CO_DB_GROUP_MAX)
+    if (st->n_group == CO_INGEST_GROUP_MAX)
         s_group_flush(st);
     s_waiting_t *w = &st->group[st->n_group++];
     w->item = *itemp;
@@ -820,7 +825,7 @@ s_status_flush(co_store_t *st)
         return;
     s_group_flush(st);
     s_txn_commit(st);
-    int64_t t0 = pw_clock_mono_us(), now = co_jobs_now_us();
+    int64_t t0 = pw_clock_mono_us(), now = pw_clock_unix_us();
     char err[256] = "";
     bool ok = !st->jobs ||
               co_jobs_status_begin(st->jobs, err, sizeof err) == CO_JOBS_OK;
@@ -921,17 +926,17 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
         if (!s_txn_begin(st)) {
             snprintf(err, sizeof err, "database down");
         } else if (env->body_case == PARITY__ENVELOPE__BODY_CALIBRATION) {
-            rc = co_db_calibration(st->db, p->host_id, env->calibration,
+            rc = co_cals_store(st->db, p->host_id, env->calibration,
                                    err, sizeof err);
             s_step(st, CO_STEP_CALIBRATION, t0);
         } else if (env->body_case == PARITY__ENVELOPE__BODY_RUN_START) {
-            rc = co_db_run_start(st->db, p->host_id, env->run_start, err,
+            rc = co_ingest_run_start(st->db, p->host_id, env->run_start, err,
                                  sizeof err);
             s_step(st, CO_STEP_RUN_START, t0);
         } else {
             co_db_set_run_samples(st->db, co_runs_get(st->runs, p->host_id,
                                                       env->run_end->run_id));
-            rc = co_db_run_end(st->db, p->host_id, env->run_end,
+            rc = co_verdicts_run_end(st->db, p->host_id, env->run_end,
                                st->cfg.floor_window, st->cfg.parity,
                                &verdicts, err, sizeof err);
             s_step(st, CO_STEP_RUN_END, t0);
@@ -984,9 +989,9 @@ s_on_offline(co_store_t *st, const char *key)
      * table stays bounded by the peers that are alive. */
     zhashx_delete(st->peers, key);
     if (st->jobs && host_id)
-        co_jobs_agent_offline(st->jobs, key, co_jobs_now_us());
+        co_jobs_agent_offline(st->jobs, key, pw_clock_unix_us());
     if (host_id && st->db_up
-        && co_db_host_online(st->db, host_id, false, err, sizeof err)
+        && co_hosts_online(st->db, host_id, false, err, sizeof err)
            == CO_DB_FAIL)
         s_db_lost(st, err);
     s_step(st, CO_STEP_OFFLINE, t0);
@@ -1033,7 +1038,7 @@ s_on_frame(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp)
     case PARITY__ENVELOPE__BODY_HEARTBEAT:
         if (st->jobs && p->hello_on_rid && p->host_id)
             co_jobs_heartbeat(st->jobs, p->key, env->heartbeat,
-                              co_jobs_now_us());
+                              pw_clock_unix_us());
         s_heard(st, p);
         break;
     default:
@@ -1109,7 +1114,7 @@ s_maintain(co_store_t *st, int64_t now)
     if (!st->db_up || now < st->next_maintain_us)
         return;
     st->next_maintain_us = now + CO_STORE_MAINTAIN_EVERY_US;
-    int rc = co_db_partitions_ensure(st->db, co_jobs_now_us(),
+    int rc = co_retain_partitions(st->db, pw_clock_unix_us(),
                                      CO_STORE_MONTHS_AHEAD, err, sizeof err);
     if (rc != CO_DB_OK) {
         co_log(CO_LOG_WARN, "partitions_failed", "why=%s",
@@ -1120,7 +1125,7 @@ s_maintain(co_store_t *st, int64_t now)
     }
     if (st->cfg.keep_samples_us <= 0)
         return;
-    rc = co_db_retention(st->db, st->cfg.keep_samples_us, co_jobs_now_us(),
+    rc = co_retain_samples(st->db, st->cfg.keep_samples_us, pw_clock_unix_us(),
                          &dropped, err, sizeof err);
     if (rc != CO_DB_OK) {
         co_log(CO_LOG_WARN, "retention_failed", "why=%s",
@@ -1166,7 +1171,7 @@ s_timers(co_store_t *st)
     if (!st->db_up)
         return;
     if (st->jobs)
-        co_jobs_tick(st->jobs, co_jobs_now_us());   /* expiry, job ends */
+        co_jobs_tick(st->jobs, pw_clock_unix_us());   /* expiry, job ends */
     s_keys_poll(st, now);
     s_step(st, CO_STEP_TICK, now);
     now = pw_clock_mono_us();
@@ -1207,7 +1212,7 @@ s_thread(void *arg)
         /* Other collectors' new and cancelled jobs, within one pass
          * (at most 100 ms) of their COMMIT. */
         if (st->jobs && st->db_up)
-            co_jobs_poll(st->jobs, co_jobs_now_us());
+            co_jobs_poll(st->jobs, pw_clock_unix_us());
         co_seen_poll(st->seen, pw_clock_mono_us());
         s_publish(st);
     }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ag_spawn.h"
+#include "pw_clock.h"
 #include "tap.h"
 
 static const char *s_prog;
@@ -35,20 +36,11 @@ s_run(const char *const *argv, double timeout_us, ag_spawn_result_t *res,
     return ag_spawn_run(&req, res, err, errlen);
 }
 
-
 static int
 s_cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static double
-s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 /* Median wall time of n runs of /bin/true through ag_spawn_run. */
@@ -73,7 +65,7 @@ s_median_fork(int n)
 {
     double t[64];
     for (int i = 0; i < n && i < 64; i++) {
-        double t0 = s_now();
+        double t0 = (pw_clock_mono_sec() * 1e6);
         pid_t pid = fork();
         if (pid == 0) {
             execl("/bin/true", "true", (char *)NULL);
@@ -81,7 +73,7 @@ s_median_fork(int n)
         }
         int st;
         waitpid(pid, &st, 0);
-        t[i] = s_now() - t0;
+        t[i] = (pw_clock_mono_sec() * 1e6) - t0;
     }
     qsort(t, (size_t)n, sizeof *t, s_cmp);
     return t[n / 2];

@@ -56,3 +56,26 @@ elapsed() {
     awk -v a="$1" -v b="$(date +%s.%N)" -v d="${2:-1}" \
         'BEGIN { printf "%.*f", d, b - a }'
 }
+
+# adopt_settings FRESH DATA: DATA's cluster, a copy of a cached one,
+# takes this build's server settings (what a collector appends to
+# postgresql.conf at initdb, written in FRESH by a collector started
+# once: it may want more connections than the one that made the cache)
+# and its own path as the socket directory; FRESH goes.
+adopt_settings() {
+    conf=$2/pg/postgresql.conf
+    sed -i '/^# parity-collector/,$d' "$conf"
+    sed -n '/^# parity-collector/,$p' "$1/pg/postgresql.conf" >> "$conf"
+    [ ! -f "$1/pg/postgresql.auto.conf" ] ||
+        cp "$1/pg/postgresql.auto.conf" "$2/pg/"
+    sed -i "s|^unix_socket_directories = .*|unix_socket_directories = '$2/pg'|" "$conf"
+    rm -rf "$1"
+}
+
+# cache_cluster DATA BASE: keep a copy of DATA as BASE (made whole under
+# another name first, so that an interrupted copy is never used).
+cache_cluster() {
+    rm -rf "$2.tmp"
+    cp -a "$1" "$2.tmp"
+    mv "$2.tmp" "$2"
+}

@@ -40,6 +40,7 @@
  * Prints a table, the median time of one vd_change_find on a window of
  * 200, and, last, one JSON object. Not a test: the figures go to
  * docs/regressions.md with the command (tests/bench/changepoints.sh). */
+#include "pw_clock.h"
 #include "vd_change.h"
 #include "verdict/series_gen.h"
 
@@ -61,14 +62,6 @@
 enum { D_PARITY, D_OTAVA, D_PREV };
 static const char *const s_names[S_DETECTORS] = {"parity", "otava", "prev"};
 static bool s_parity_only;
-
-static double
-s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int
 s_cmp_double(const void *pa, const void *pb)
@@ -258,13 +251,13 @@ s_time_window(const vd_change_params_t *p, s_series_t *s)
     spec.step = 0.10;
     s_make(s, 42, &spec, 200);
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
-        double t0 = s_now();
+        double t0 = pw_clock_mono_sec();
         if (vd_change_find(s->pts, 200, p, cps, S_MAX_CP, &n, err,
                            sizeof err) != VD_OK) {
             fprintf(stderr, "changepoints: %s\n", err);
             exit(1);
         }
-        t[i] = (s_now() - t0) * 1e6;
+        t[i] = (pw_clock_mono_sec() - t0) * 1e6;
     }
     return s_quantile(t, sizeof t / sizeof *t, 0.5);
 }
@@ -289,7 +282,7 @@ main(int argc, char **argv)
     s_fa_row_t fa[NFA] = {{0}};
     vd_change_params_t params[S_DETECTORS];
     s_series_t s;
-    double t0 = s_now(), drift_pct[S_DETECTORS];
+    double t0 = pw_clock_mono_sec(), drift_pct[S_DETECTORS];
 
     vd_change_params_default(&params[D_PARITY]);
     for (int i = 1; i < argc; i++) {
@@ -364,7 +357,7 @@ main(int argc, char **argv)
     vd_change_params_t timed;
     vd_change_params_default(&timed);   /* always the defaults, window 200 */
     double find_us = s_time_window(&timed, &s);
-    double elapsed = s_now() - t0;
+    double elapsed = pw_clock_mono_sec() - t0;
 
     printf("step  noise | recall within 5 runs %% | recall within 40 %% "
            "| median runs       | p90 runs\n");

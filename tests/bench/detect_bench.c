@@ -41,6 +41,7 @@
 #include <libpq-fe.h>
 
 #include "co_detect.h"
+#include "pw_clock.h"
 #include "vd_change.h"
 
 #define S_RUNS_DEFAULT 500
@@ -62,14 +63,6 @@ static const char s_window_sql[] =
     "AND ss.median IS NOT NULL AND ($5 = '' OR so.median IS NOT NULL) "
     "ORDER BY r.started_at_us DESC LIMIT $7";
 
-static double
-s_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static int
 s_cmp(const void *pa, const void *pb)
 {
@@ -87,17 +80,6 @@ s_q(const double *x, size_t n, double p)
     return x[k > 0 ? k - 1 : 0];
 }
 
-static void
-s_point(PGresult *r, int row, int col, vd_point_t *pt)
-{
-    pt->median = strtod(PQgetvalue(r, row, col), NULL);
-    pt->min = strtod(PQgetvalue(r, row, col + 1), NULL);
-    pt->q25 = strtod(PQgetvalue(r, row, col + 2), NULL);
-    pt->q75 = strtod(PQgetvalue(r, row, col + 3), NULL);
-    pt->max = strtod(PQgetvalue(r, row, col + 4), NULL);
-    pt->n = (size_t)strtoull(PQgetvalue(r, row, col + 5), NULL, 10);
-}
-
 /* The peer for run id: read its series' window (every other arm) and
  * run vd_change_find on each metric, as co_detect does, storing
  * nothing. *read_ms and *find_ms get the two parts. 0, or -1 with err. */
@@ -106,7 +88,7 @@ s_peer(PGconn *c, const char *id, const vd_change_params_t *params,
        double *read_ms, double *find_ms, char *err, size_t errlen)
 {
     const char *p1[] = { id };
-    double t0 = s_now_ms();
+    double t0 = (pw_clock_mono_sec() * 1e3);
     *find_ms = 0.0;
     PGresult *info = PQexecParams(c, "SELECT r.benchmark_id, r.host_id, "
         "r.vars::text, r.started_at_us, COALESCE(h.floor_us, 0), "
@@ -140,15 +122,15 @@ s_peer(PGconn *c, const char *id, const vd_change_params_t *params,
             rc = -1;
             break;
         }
-        double t1 = s_now_ms();
+        double t1 = (pw_clock_mono_sec() * 1e3);
         size_t n = (size_t)PQntuples(r);
         vd_point_t *pt[3];
         for (int m = 0; m < 3; m++)
             pt[m] = calloc(n ? n : 1, sizeof *pt[m]);
         for (size_t i = 0; pt[0] && pt[1] && pt[2] && i < n; i++) {
             int row = (int)(n - 1 - i);
-            s_point(r, row, 1, &pt[1][i]);
-            s_point(r, row, 7, &pt[2][i]);
+            co_detect_point(r, row, 1, &pt[1][i]);
+            co_detect_point(r, row, 7, &pt[2][i]);
             pt[0][i] = (vd_point_t){ pt[1][i].median / pt[2][i].median,
                                      NAN, NAN, NAN, NAN, pt[1][i].n };
         }
@@ -164,10 +146,10 @@ s_peer(PGconn *c, const char *id, const vd_change_params_t *params,
         for (int m = 0; m < 3; m++)
             free(pt[m]);
         PQclear(r);
-        *find_ms += s_now_ms() - t1;
+        *find_ms += (pw_clock_mono_sec() * 1e3) - t1;
     }
     PQclear(info);
-    *read_ms = s_now_ms() - t0 - *find_ms;
+    *read_ms = (pw_clock_mono_sec() * 1e3) - t0 - *find_ms;
     return rc;
 }
 
@@ -241,10 +223,10 @@ s_detect(PGconn *c, const char *run, const vd_change_params_t *params,
 {
     char err[512];
     int f = 0;
-    double t0 = s_now_ms();
+    double t0 = (pw_clock_mono_sec() * 1e3);
     int rc = co_detect_run(c, strtoll(run, NULL, 10), params, &f, err,
                            sizeof err);
-    *ms = s_now_ms() - t0;
+    *ms = (pw_clock_mono_sec() * 1e3) - t0;
     *found += f;
     if (rc != 0)
         fprintf(stderr, "detect-bench: co_detect_run %s: %s\n", run, err);

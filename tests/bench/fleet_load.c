@@ -77,6 +77,7 @@
 #include <jansson.h>
 #include <zmq.h>
 
+#include "pw_clock.h"
 #include "pw_wire.h"
 
 #define FL_AGENTS_MAX     5000
@@ -95,41 +96,6 @@
 #define FL_DRAIN_MS       30000
 #define FL_STATS_EVERY_MS 10000
 #define FL_NAMES_MAX      64
-
-/* ---- time ---------------------------------------------------------- */
-
-static int64_t
-fl_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static double
-fl_now_ms_f(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Wall-clock seconds, to line a slow Ack up with the collector's log. */
-static double
-fl_wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int64_t
-fl_unix_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---- latency samples ------------------------------------------------ */
 
@@ -491,13 +457,13 @@ fl_send_data(fl_agent_t *a, Parity__Envelope *env, int kind)
     fl_msg_t *m = &a->win[a->nwin];
     m->seq = env->seq;
     m->kind = kind;
-    m->first_ms = fl_now_ms_f();
+    m->first_ms = (pw_clock_mono_sec() * 1e3);
     if (fl_send_env(a->greeted ? a->sock : NULL, env, &m->buf, &m->len) != 0)
         return;
     if (!a->greeted)
         S.send_failed--;   /* not a failure: sent after the Hello's Ack */
     if (a->nwin == 0)
-        a->last_progress_ms = fl_now_ms();
+        a->last_progress_ms = pw_clock_mono_ms();
     a->nwin++;
     S.data_sent++;
 }
@@ -537,11 +503,11 @@ fl_calibration(fl_agent_t *a)
     for (int i = 0; i < FL_CAL_SAMPLES; i++)
         wall[i] = 30.0 + (double)((i * 37 + a->index) % 100) / 10.0;
     snprintf(id, sizeof id, "fl-cal-%d-%u-%lld", a->index, a->runs_done,
-             (long long)fl_unix_us());
+             (long long)pw_clock_unix_us());
     c.calibration_id = id;
     c.n_wall_us = FL_CAL_SAMPLES;
     c.wall_us = wall;
-    c.taken_at_us = fl_unix_us();
+    c.taken_at_us = pw_clock_unix_us();
     pw_wire_init(&env, ++a->seq);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_CALIBRATION, &c);
     fl_send_data(a, &env, FL_K_OTHER);
@@ -556,7 +522,7 @@ fl_run_start(fl_agent_t *a)
     Parity__Arm *arms[] = { &a0, &a1 };
     char *argv[] = { "/bin/true" };
     snprintf(a->run_id, sizeof a->run_id, "fl-run-%d-%u-%lld", a->index,
-             a->runs_done, (long long)fl_unix_us());
+             a->runs_done, (long long)pw_clock_unix_us());
     a0.name = "new";
     a0.subject = 1;
     a0.n_argv = 1;
@@ -572,7 +538,7 @@ fl_run_start(fl_agent_t *a)
                                               "bench3" }[a->runs_done % 4];
     rs.n_arms = 2;
     rs.arms = arms;
-    rs.started_at_us = fl_unix_us();
+    rs.started_at_us = pw_clock_unix_us();
     rs.runs = (uint32_t)O.rounds;
     rs.environment_json = "";
     pw_wire_init(&env, ++a->seq);
@@ -599,7 +565,7 @@ fl_batch(fl_agent_t *a)
     unsigned first = a->batch_seq * (unsigned)O.batch_samples;
     unsigned per = (unsigned)O.batch_samples;
     unsigned n = total - first < per ? total - first : per;
-    int64_t t = fl_unix_us();
+    int64_t t = pw_clock_unix_us();
     for (unsigned i = 0; i < n; i++) {
         unsigned k = first + i;
         parity__sample__init(&smp[i]);
@@ -641,7 +607,7 @@ fl_run_end(fl_agent_t *a)
     re.reason = "";
     re.batches = a->batch_seq;
     re.samples = a->run_samples;
-    re.ended_at_us = fl_unix_us();
+    re.ended_at_us = pw_clock_unix_us();
     pw_wire_init(&env, ++a->seq);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_END, &re);
     fl_send_data(a, &env, FL_K_RUN_END);
@@ -713,7 +679,7 @@ fl_on_ack(fl_agent_t *a, uint64_t seq, double now_f)
         if (S.measuring) {
             if (O.slow && O.slow_ms > 0 && ms > O.slow_ms)
                 fprintf(O.slow, "slow_ack wall=%.3f agent=%d seq=%" PRIu64
-                        " kind=%s ms=%.1f\n", fl_wall_s(), a->index, seq,
+                        " kind=%s ms=%.1f\n", (pw_clock_unix_us() / 1e6), a->index, seq,
                         a->win[i].kind == FL_K_RUN_END ? "run_end" : "other",
                         ms);
             fl_lat_add(&S.ack, ms);
@@ -768,7 +734,7 @@ fl_agent_read(fl_agent_t *a)
             zmq_msg_close(&m);
             return;
         }
-        double now_f = fl_now_ms_f();
+        double now_f = (pw_clock_mono_sec() * 1e3);
         int64_t now = (int64_t)now_f;
         if (a->greeted && now - a->last_heard_ms > S.silence_max_ms
             && S.measuring)
@@ -824,7 +790,7 @@ fl_agent_tick(fl_agent_t *a, int64_t now, bool streaming)
         uint8_t hb[160];
         size_t len;
         bool running = a->job_id[0] != '\0';
-        if (pw_wire_pack_heartbeat(fl_unix_us(), (uint32_t)a->nwin,
+        if (pw_wire_pack_heartbeat(pw_clock_unix_us(), (uint32_t)a->nwin,
                                    running ? "running" : "idle",
                                    running ? a->job_id : "", hb, sizeof hb,
                                    &len) == PW_WIRE_OK
@@ -907,7 +873,7 @@ fl_admin_send(int cmd, const char *args)
     A.pending_id = r.request_id;
     A.pending_timed = false;
     A.pending_cmd = cmd;
-    A.sent_ms = fl_now_ms_f();
+    A.sent_ms = (pw_clock_mono_sec() * 1e3);
 }
 
 /* *out = max(*out, stats[key]) when the stats body has that number. */
@@ -1013,7 +979,7 @@ fl_admin_read(void)
             zmq_msg_close(&m);
             return;
         }
-        double now = fl_now_ms_f();
+        double now = (pw_clock_mono_sec() * 1e3);
         Parity__Envelope *env = NULL;
         if (pw_wire_unpack(zmq_msg_data(&m), zmq_msg_size(&m), 0, &env,
                            NULL, NULL, 0) == PW_WIRE_OK
@@ -1026,7 +992,7 @@ fl_admin_read(void)
              * with what the admin client asked. */
             if (S.measuring && O.slow)
                 fprintf(O.slow, "query wall=%.3f cmd=%s ms=%.1f\n",
-                        fl_wall_s(), c->command, now - A.sent_ms);
+                        (pw_clock_unix_us() / 1e6), c->command, now - A.sent_ms);
             json_t *body = NULL;
             if (env->reply->status != 0) {
                 c->errors++;
@@ -1054,7 +1020,7 @@ fl_admin_read(void)
                 /* The writer's step totals over time (--slow-log). */
                 char *txt = O.slow ? json_dumps(body, JSON_COMPACT) : NULL;
                 if (txt)
-                    fprintf(O.slow, "stats wall=%.3f %s\n", fl_wall_s(), txt);
+                    fprintf(O.slow, "stats wall=%.3f %s\n", (pw_clock_unix_us() / 1e6), txt);
                 free(txt);
             } else if (body && A.pending_cmd == FL_C_RUN && A.njobs < 256) {
                 const char *id = json_string_value(json_object_get(body,
@@ -1077,7 +1043,7 @@ static void
 fl_admin_tick(int64_t now, bool loop)
 {
     if (A.pending_id) {
-        if (fl_now_ms_f() - A.sent_ms > FL_REQ_TIMEOUT_MS) {
+        if ((pw_clock_mono_sec() * 1e3) - A.sent_ms > FL_REQ_TIMEOUT_MS) {
             s_cmd[A.pending_cmd].timeouts++;
             if (S.measuring)
                 fl_lat_add(&s_cmd[A.pending_cmd].lat, FL_REQ_TIMEOUT_MS);
@@ -1118,12 +1084,12 @@ static void fl_pump(fl_agent_t *ag, int ms, bool streaming);
 static void
 fl_admin_sync(fl_agent_t *ag, int cmd, const char *args, int timeout_ms)
 {
-    int64_t until = fl_now_ms() + timeout_ms;
-    while (A.pending_id && fl_now_ms() < until)
+    int64_t until = pw_clock_mono_ms() + timeout_ms;
+    while (A.pending_id && pw_clock_mono_ms() < until)
         fl_pump(ag, 50, false);
     A.pending_id = 0;
     fl_admin_send(cmd, args);
-    while (A.pending_id && fl_now_ms() < until)
+    while (A.pending_id && pw_clock_mono_ms() < until)
         fl_pump(ag, 50, false);
     if (A.pending_id) {
         s_cmd[cmd].timeouts++;
@@ -1164,7 +1130,7 @@ fl_pump(fl_agent_t *ag, int ms, bool streaming)
             ag[i].check = !fl_agent_drain(&ag[i]) || s_sends != sent;
             s_again |= ag[i].check;
         }
-    int64_t now = fl_now_ms();
+    int64_t now = pw_clock_mono_ms();
     for (int i = 0; i < O.agents; i++) {
         uint64_t sent = s_sends;
         fl_agent_tick(&ag[i], now, streaming);
@@ -1187,7 +1153,7 @@ fl_admin_main(void *arg)
         zmq_pollitem_t it = { A.sock, 0, ZMQ_POLLIN, 0 };
         if (zmq_poll(&it, 1, 20) > 0)
             fl_admin_read();
-        fl_admin_tick(fl_now_ms(), true);
+        fl_admin_tick(pw_clock_mono_ms(), true);
     }
     return NULL;
 }
@@ -1524,22 +1490,22 @@ main(int argc, char **argv)
     long log2_from = fl_file_size(O.collector_log2);
 
     /* Ramp: 50 agents every 100 ms, until all are greeted (bounded). */
-    int64_t t0 = fl_now_ms();
+    int64_t t0 = pw_clock_mono_ms();
     int started = 0;
-    while (!s_stop && fl_now_ms() - t0 < FL_RAMP_MAX_MS) {
-        int64_t now = fl_now_ms();
+    while (!s_stop && pw_clock_mono_ms() - t0 < FL_RAMP_MAX_MS) {
+        int64_t now = pw_clock_mono_ms();
         for (int k = 0; k < 50 && started < O.agents; k++)
             fl_connect(&ag[started++], now);
         fl_pump(ag, 100, false);
         if (started == O.agents && S.hello_acks >= (uint64_t)O.agents)
             break;
     }
-    int64_t ramp_ms = fl_now_ms() - t0;
+    int64_t ramp_ms = pw_clock_mono_ms() - t0;
     int greeted = 0;
     for (int i = 0; i < O.agents; i++)
         greeted += ag[i].greeted;
     /* Let the greeted fleet beat a little before memory is read. */
-    for (int64_t u = fl_now_ms() + 2 * O.heartbeat_ms; fl_now_ms() < u;)
+    for (int64_t u = pw_clock_mono_ms() + 2 * O.heartbeat_ms; pw_clock_mono_ms() < u;)
         fl_pump(ag, 50, false);
     long rss_fleet = fl_proc_kb(O.collector_pid, "VmRSS");
     printf("fleet-load: %d agents connected, %d greeted in %.1f s; collector"
@@ -1549,7 +1515,7 @@ main(int argc, char **argv)
 
     /* Measure. */
     S.measuring = true;
-    S.measure_from_ms = fl_now_ms();
+    S.measure_from_ms = pw_clock_mono_ms();
     S.measure_until_ms = S.measure_from_ms + (int64_t)O.duration_s * 1000;
     for (int i = 0; i < O.agents; i++) {
         /* Independent hosts do not finish runs together: by default a
@@ -1576,33 +1542,33 @@ main(int argc, char **argv)
         fprintf(stderr, "fleet-load: cannot start the admin thread\n");
         return 1;
     }
-    while (!s_stop && fl_now_ms() < S.measure_until_ms) {
+    while (!s_stop && pw_clock_mono_ms() < S.measure_until_ms) {
         fl_pump(ag, 20, true);
-        if (fl_now_ms() >= next_report) {
+        if (pw_clock_mono_ms() >= next_report) {
             next_report += 30000;
             printf("fleet-load: %4.0f s: %llu acks, %llu data sent, %llu "
                    "reconnects, %zu RunEnd acks\n",
-                   (double)(fl_now_ms() - S.measure_from_ms) / 1e3,
+                   (double)(pw_clock_mono_ms() - S.measure_from_ms) / 1e3,
                    (unsigned long long)S.acked,
                    (unsigned long long)S.data_sent,
                    (unsigned long long)S.reconnects, S.verdict.n);
             fflush(stdout);
         }
     }
-    int64_t measured_ms = fl_now_ms() - S.measure_from_ms;
+    int64_t measured_ms = pw_clock_mono_ms() - S.measure_from_ms;
     if (fl_admin_thread(&admin_thread, false) != 0)
         fprintf(stderr, "fleet-load: admin socket: %s\n",
                 zmq_strerror(errno));
     /* A request still unanswered counts with its time so far (a lower
      * bound): a query slower than the run must not vanish. */
     if (A.pending_id && !A.pending_timed)
-        fl_lat_add(&s_cmd[A.pending_cmd].lat, fl_now_ms_f() - A.sent_ms);
+        fl_lat_add(&s_cmd[A.pending_cmd].lat, (pw_clock_mono_sec() * 1e3) - A.sent_ms);
     long log_to = fl_file_size(O.collector_log);
     long log2_to = fl_file_size(O.collector_log2);
     for (int i = 0; i < O.agents; i++) {
         fl_agent_t *a = &ag[i];
         if (a->beat_expect_from_ms)
-            a->beats_expected += (uint64_t)((fl_now_ms()
+            a->beats_expected += (uint64_t)((pw_clock_mono_ms()
                                              - a->beat_expect_from_ms)
                                             / O.heartbeat_ms);
         a->beat_expect_from_ms = 0;
@@ -1611,13 +1577,13 @@ main(int argc, char **argv)
 
     /* Drain: runs in progress finish and jobs say done, no new run
      * starts; their acks come. Bounded by FL_DRAIN_MS. */
-    int64_t drain_until = fl_now_ms() + FL_DRAIN_MS;
+    int64_t drain_until = pw_clock_mono_ms() + FL_DRAIN_MS;
     for (;;) {
         int busy = 0;
         for (int i = 0; i < O.agents; i++)
             busy += ag[i].nwin > 0 || ag[i].run_state != FL_RUN_IDLE
                     || ag[i].job_done_pending;
-        if (!busy || fl_now_ms() >= drain_until || s_stop)
+        if (!busy || pw_clock_mono_ms() >= drain_until || s_stop)
             break;
         fl_pump(ag, 50, false);
     }

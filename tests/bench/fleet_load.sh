@@ -208,23 +208,14 @@ run_one() {
         stop_collector
         t0=$(date +%s.%N)
         cp -a "$BASE" "$W/data"
-        conf=$W/data/pg/postgresql.conf
-        sed -i '/^# parity-collector/,$d' "$conf"
-        sed -n '/^# parity-collector/,$p' "$W/fresh/pg/postgresql.conf" >> "$conf"
-        [ ! -f "$W/fresh/pg/postgresql.auto.conf" ] ||
-            cp "$W/fresh/pg/postgresql.auto.conf" "$W/data/pg/"
-        # The socket directory is the cluster's own path.
-        sed -i "s|^unix_socket_directories = .*|unix_socket_directories = '$W/data/pg'|" "$conf"
-        rm -rf "$W/fresh"
+        adopt_settings "$W/fresh" "$W/data"
         log "history copied from $BASE in $(elapsed "$t0") s"
     else
         log "bulk-loading history ($HIST_ROUNDS rounds per run) ..."
         load_history "$W/data" "$KEYS"
         log "history loaded in $LOAD_S s"
         if [ -n "$BASE" ]; then
-            rm -rf "$BASE.tmp"
-            cp -a "$W/data" "$BASE.tmp"
-            mv "$BASE.tmp" "$BASE"
+            cache_cluster "$W/data" "$BASE"
         fi
     fi
     port=$(free_port)

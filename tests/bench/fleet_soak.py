@@ -135,15 +135,7 @@ class Soak(pf.World):
         self.stop(self.collector, wait=60)
 
     def start_agent(self, name):
-        home = os.path.join(self.root, "agent-" + name)
-        os.makedirs(home, exist_ok=True)
-        log = open(os.path.join(home, "agent.log"), "ab")
-        self.agents[name] = subprocess.Popen(
-            [AGENT, "--collector", self.endpoint, "--collector-key",
-             self.key("collector"), "--key", self.key(name), "--suites",
-             self.suites,
-             "--spool", os.path.join(home, "spool"), "--name", name],
-            stdout=log, stderr=log, cwd=home)
+        self.agents[name] = self.spawn_agent(AGENT, self.endpoint, name)
 
     def stop_agents(self):
         pf.stop_all(self.agents.values())

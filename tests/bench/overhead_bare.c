@@ -14,15 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "pw_clock.h"
 
-static double
-s_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
+extern char **environ;
 
 int
 main(int argc, char **argv)
@@ -48,7 +42,7 @@ main(int argc, char **argv)
         pid_t pid;
         int status;
         struct rusage ru;
-        double t0 = s_now_us();
+        double t0 = (pw_clock_mono_sec() * 1e6);
         if (posix_spawnp(&pid, argv[2], &fa, NULL, argv + 2, environ) != 0) {
             perror("posix_spawnp");
             return 1;
@@ -57,7 +51,7 @@ main(int argc, char **argv)
             perror("wait4");
             return 1;
         }
-        wall[r] = s_now_us() - t0;
+        wall[r] = (pw_clock_mono_sec() * 1e6) - t0;
     }
     for (long r = 0; r < runs; r++)
         printf("%.3f\n", wall[r]);

@@ -19,16 +19,9 @@
 #include <unistd.h>
 
 #include "ag_spawn.h"
+#include "pw_clock.h"
 
 extern char **environ;
-
-static double
-s_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 static int
 s_cmp(const void *a, const void *b)
@@ -63,13 +56,13 @@ main(int argc, char **argv)
         pid_t pid;
         int status;
         struct rusage ru;
-        double t0 = s_now_us();
+        double t0 = (pw_clock_mono_sec() * 1e6);
         if (posix_spawnp(&pid, prog, &fa, NULL, (char *const *)av,
                          environ) != 0 || wait4(pid, &status, 0, &ru) < 0) {
             perror("bare spawn");
             return 1;
         }
-        bare[r] = s_now_us() - t0;
+        bare[r] = (pw_clock_mono_sec() * 1e6) - t0;
         ag_spawn_req_t req;
         ag_spawn_result_t res;
         ag_spawn_req_init(&req);

@@ -11,6 +11,7 @@
  * message (RunEnd-sized, 64 B). Prints messages/s, samples/s for the
  * batch size, and the ratio spool / peer. */
 #include "ag_spool.h"
+#include "pw_clock.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,14 +19,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double
-s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static double
 s_bench_spool(const char *dir, const void *buf, size_t len, int n)
@@ -36,7 +29,7 @@ s_bench_spool(const char *dir, const void *buf, size_t len, int n)
         fprintf(stderr, "spool-bench: %s\n", err);
         exit(1);
     }
-    double t0 = s_now();
+    double t0 = pw_clock_mono_sec();
     for (int i = 0; i < n; i++) {
         uint64_t seq = ag_spool_take_seq(sp, err, sizeof err);
         if (ag_spool_append(sp, seq, buf, len, false, err, sizeof err)
@@ -46,7 +39,7 @@ s_bench_spool(const char *dir, const void *buf, size_t len, int n)
             exit(1);
         }
     }
-    double t = s_now() - t0;
+    double t = pw_clock_mono_sec() - t0;
     ag_spool_destroy(&sp);
     return n / t;
 }
@@ -55,7 +48,7 @@ static double
 s_bench_bare(const char *dir, const void *buf, size_t len, int n)
 {
     char path[4096];
-    double t0 = s_now();
+    double t0 = pw_clock_mono_sec();
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/bare-%d", dir, i);
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -66,7 +59,7 @@ s_bench_bare(const char *dir, const void *buf, size_t len, int n)
         close(fd);
         unlink(path);
     }
-    return n / (s_now() - t0);
+    return n / (pw_clock_mono_sec() - t0);
 }
 
 int

@@ -21,9 +21,13 @@
 
 #include <libpq-fe.h>
 
+#include "co_cals.h"
 #include "co_db.h"
+#include "co_ingest.h"
 #include "co_migrations.h"
 #include "co_pg.h"
+#include "co_retain.h"
+#include "co_verdicts.h"
 
 static int
 s_die(const char *what, const char *err)
@@ -90,7 +94,7 @@ s_run_end(co_db_t *db, int64_t host, const char *uuid, unsigned batches,
     re.batches = batches;
     re.ended_at_us = ended;
     unsigned verdicts = 0;
-    int rc = co_db_run_end(db, host, &re, window, 0.04, &verdicts, err,
+    int rc = co_verdicts_run_end(db, host, &re, window, 0.04, &verdicts, err,
                            sizeof err);
     if (rc != CO_DB_OK)
         return s_die("run_end", err);
@@ -117,7 +121,7 @@ s_batch(Parity__SampleBatch *b, Parity__Sample *x, Parity__Sample **px,
                     PARITY__SAMPLE_KIND__MEASURED;
         x[i].arm = k < 2 ? 0 : (unsigned)(k % 2);
         /* A calibration sample's third: its wall_us goes to
-         * host_calibration as text in co_db_batches, and must come back
+         * host_calibration as text in co_ingest_batches, and must come back
          * the same double. */
         x[i].wall_us = k == 1 ? 0.0 : 1000.0 + (double)(seq * 100 + i)
                        + (k == 0 ? 1.0 / 3.0 : 0.0);
@@ -143,22 +147,22 @@ s_ingest(co_db_t *db, int64_t host, const char *uuid, int64_t now)
     rs.started_at_us = now;
     rs.n_arms = 2;
     rs.arms = arms;
-    if (co_db_run_start(db, host, &rs, err, sizeof err) != CO_DB_OK)
+    if (co_ingest_run_start(db, host, &rs, err, sizeof err) != CO_DB_OK)
         return s_die("run_start", err);
     Parity__SampleBatch b[3];
     Parity__Sample x[3][12], *px[3][12];
     for (unsigned k = 0; k < 3; k++)
         s_batch(&b[k], x[k], px[k], uuid, k, 12, now);
     size_t stored = 0;
-    if (co_db_batch(db, host, &b[0], &stored, err, sizeof err) != CO_DB_OK)
+    if (co_ingest_batch(db, host, &b[0], &stored, err, sizeof err) != CO_DB_OK)
         return s_die("batch", err);
     /* b[2] twice in the group and b[0] stored before: duplicates, whose
      * calibration samples must not be stored again. */
-    co_db_batch_item_t items[4] = { { .host_id = host, .batch = &b[1] },
+    co_ingest_item_t items[4] = { { .host_id = host, .batch = &b[1] },
                                     { .host_id = host, .batch = &b[2] },
                                     { .host_id = host, .batch = &b[2] },
                                     { .host_id = host, .batch = &b[0] } };
-    if (co_db_batches(db, items, 4, err, sizeof err) != CO_DB_OK ||
+    if (co_ingest_batches(db, items, 4, err, sizeof err) != CO_DB_OK ||
         items[0].rc != CO_DB_OK || items[1].rc != CO_DB_OK)
         return s_die("batches", items[0].err[0] ? items[0].err : err);
     if (items[2].rc != CO_DB_DUP || items[3].rc != CO_DB_DUP ||
@@ -172,7 +176,7 @@ s_ingest(co_db_t *db, int64_t host, const char *uuid, int64_t now)
     c.taken_at_us = now + 5000;
     c.n_wall_us = 150;
     c.wall_us = cal;
-    if (co_db_calibration(db, host, &c, err, sizeof err) != CO_DB_OK)
+    if (co_cals_store(db, host, &c, err, sizeof err) != CO_DB_OK)
         return s_die("calibration", err);
     return s_run_end(db, host, uuid, 3, now + 10000, CO_DB_FLOOR_WINDOW);
 }
@@ -190,7 +194,7 @@ s_command(int argc, char **argv, co_db_t *db, const char *conninfo)
         return 0;
     }
     if (strcmp(cmd, "ensure") == 0 && argc == 5) {
-        if (co_db_partitions_ensure(db, strtoll(argv[3], NULL, 10),
+        if (co_retain_partitions(db, strtoll(argv[3], NULL, 10),
                                     atoi(argv[4]), err, sizeof err) !=
             CO_DB_OK)
             return s_die("ensure", err);
@@ -198,7 +202,7 @@ s_command(int argc, char **argv, co_db_t *db, const char *conninfo)
     }
     if (strcmp(cmd, "retention") == 0 && argc == 5) {
         int dropped = -1;
-        int rc = co_db_retention(db, strtoll(argv[3], NULL, 10),
+        int rc = co_retain_samples(db, strtoll(argv[3], NULL, 10),
                                  strtoll(argv[4], NULL, 10), &dropped, err,
                                  sizeof err);
         printf("dropped %d\n", dropped);

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "co_db.h"
+#include "co_ingest.h"
 #include "fz_pq.h"
 
 char *__real_PQcmdStatus(PGresult *res);
@@ -45,7 +46,7 @@ s_burst(co_db_t *db, const char *run, int *stored, char *err, size_t errlen)
     rs.n_arms = 2;
     if (co_db_begin(db, err, errlen) != CO_DB_OK)
         return CO_DB_FAIL;
-    *stored = co_db_run_start(db, 1, &rs, err, errlen);
+    *stored = co_ingest_run_start(db, 1, &rs, err, errlen);
     return co_db_commit(db, err, errlen);
 }
 

@@ -13,6 +13,7 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 
+#include "co_cals.h"
 #include "co_db.h"
 #include "fz_pq.h"
 
@@ -103,7 +104,7 @@ s_calibrate(co_db_t *db, char *err, size_t errlen)
     c.taken_at_us = 1000;
     c.n_wall_us = 3;
     c.wall_us = wall;
-    return co_db_calibration(db, 1, &c, err, errlen);
+    return co_cals_store(db, 1, &c, err, errlen);
 }
 
 int

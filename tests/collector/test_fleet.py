@@ -584,17 +584,8 @@ def case_renice(w):
 
 def main():
     tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, REQUEST)
-    w = Fleet()
-    try:
-        case_slow_query(w)
-        case_shared_buffers(w)
-        case_renice(w)
-        case_timeout(w)
-        case_rows_held(w)
-        case_benchmark_held(w)
-    finally:
-        w.close(keep=tj.tap.n_failed > 0)
-    tj.pf.finish()
+    tj.run_world(Fleet(), case_slow_query, case_shared_buffers, case_renice,
+                 case_timeout, case_rows_held, case_benchmark_held)
 
 
 if __name__ == "__main__":

@@ -181,6 +181,20 @@ s_peek(void)
        && body == 0 && seq == 9, "peek skips an unknown field 99");
     ok(pw_wire_peek(skip, 0, NULL, NULL) == PW_WIRE_OK,
        "peek: an empty frame scans, outputs may be NULL");
+    /* The version, as the loop reads it before dropping a Heartbeat. */
+    uint32_t version = 7;
+    size_t lh = s_pack_kind(PARITY__ENVELOPE__BODY_HEARTBEAT, 0, a, sizeof a);
+    ok(pw_wire_peek_version(a, lh, &version) == PW_WIRE_OK
+       && version == PW_WIRE_VERSION, "peek_version: a Heartbeat is "
+       "version %d (%u)", PW_WIRE_VERSION, version);
+    a[1] = 9;
+    ok(pw_wire_peek_version(a, lh, &version) == PW_WIRE_OK && version == 9,
+       "peek_version: the byte changed to 9 reads 9 (%u)", version);
+    ok(pw_wire_peek_version(skip, sizeof skip, &version) == PW_WIRE_OK
+       && version == 0, "peek_version: none is 0");
+    ok(pw_wire_peek_version(bad[4].f, bad[4].len, &version)
+       == PW_WIRE_EPARSE && version == 0,
+       "peek_version refuses a version as a string: parse");
     /* tests/fuzz found it (issue 11): protobuf-c reads the over-long tag
      * 82 00 as field 0 and accepts the frame, peek does not scan it. */
     uint8_t overlong[] = { 0x08, 0x01, 0x82, 0x00, 0x00, 0x5a, 0x00 };

@@ -14,14 +14,14 @@ cluster), filled with rows in every table, then:
              row equal values computed here from the raw rows; a RunEnd
              after the migration stores the same floor that the old
              query and vd_floor gave before it.
-  ingest     RunStart, batches through co_db_batch and co_db_batches,
+  ingest     RunStart, batches through co_ingest_batch and co_ingest_batches,
              a Calibration and RunEnd through co_db: host_calibration
              gets the calibration samples with wall_us > 0, the host's
              row its new floor, run_summaries the run's summaries.
-  ensure     co_db_partitions_ensure makes the months ahead, moves rows
+  ensure     co_retain_partitions makes the months ahead, moves rows
              of a new month out of the default partition, changes
              nothing when called again, refuses a bad month count.
-  retention  co_db_retention drops the old month's partition only,
+  retention  co_retain_samples drops the old month's partition only,
              keeps recent samples, runs, arms, verdicts, summaries;
              `parity history`, `verdicts`, `report` and `hosts` of the
              real collector still answer, report's summaries unchanged.
@@ -470,7 +470,7 @@ def case_ingest(w, db, fx):
     old = [w for (h, _, w) in fx.cal if h == 3]
     r = tool("ingest", w.data, "KEY_gamma", "run-ingest", NOW)
     ok(r.returncode == 0 and r.stdout.strip() == "verdicts 1",
-       "RunStart, co_db_batch, co_db_batches, Calibration, RunEnd stored "
+       "RunStart, co_ingest_batch, co_ingest_batches, Calibration, RunEnd stored "
        "(%r)" % r.stdout)
     rows = db.run("SELECT taken_at_us, wall_us FROM host_calibration WHERE "
                   "host_id = 3 AND taken_at_us >= %d ORDER BY 1, 2;" % NOW)
@@ -524,7 +524,7 @@ def case_ensure(w, db, fx):
        "a sample five months ahead lands in samples_default")
     total = db.one("SELECT count(*) FROM samples;")
     r = tool("ensure", w.data, NOW, 6)
-    ok(r.returncode == 0, "co_db_partitions_ensure(now, 6)")
+    ok(r.returncode == 0, "co_retain_partitions(now, 6)")
     parts = partitions(db)
     ok(all(month_name(NOW, k) in parts for k in range(7)),
        "partitions for this month and the next six %s" % parts)
@@ -570,7 +570,7 @@ def case_retention(w, db, fx):
        "> 0" % NOW in r.stderr, "keep 0 refused: %s" % r.stderr.strip())
     r = tool("retention", w.data, keep, NOW)
     ok(r.returncode == 0 and r.stdout.strip() == "dropped 1",
-       "co_db_retention(365 d) drops one partition (%r)" % r.stdout)
+       "co_retain_samples(365 d) drops one partition (%r)" % r.stdout)
     parts = partitions(db)
     ok(month_name(OLD) not in parts and month_name(NEW) in parts and
        "samples_default" in parts,

@@ -16,12 +16,10 @@ import zlib
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from parity_fixtures import finish, ok  # noqa: E402
+from parity_fixtures import built, finish, ok  # noqa: E402
 
-BUILD = sys.argv[1]
-AGENT = os.path.join(BUILD, "agent", "parity-agent")
-PARITY = os.path.join(BUILD, "collector", "client", "parity")
-KEYGEN = os.path.join(BUILD, "tests", "daemon", "daemon-keygen")
+AGENT, PARITY, KEYGEN = built("agent/parity-agent", "collector/client/parity",
+                              "tests/daemon/daemon-keygen")
 
 
 def run(args, timeout=30):

@@ -426,23 +426,5 @@ CASES = {
 }
 
 
-def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in CASES:
-        bail("usage: test_enroll.py CASE BUILD_DIR; cases: "
-             + ", ".join(CASES))
-    ts.pf.need(AGENT, COLLECTOR, PARITY)
-    e = Enroll(sys.argv[1])
-    try:
-        CASES[sys.argv[1]](e)
-    finally:
-        if ts.tap.n_failed:
-            ts.diag("collector log tail:\n" + e.w.log_tail())
-            for log in e.logs:
-                with open(log, errors="replace") as f:
-                    ts.diag("%s tail:\n%s" % (log, f.read()[-1500:]))
-        e.w.close(keep=ts.tap.n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
-    ts.pf.finish()
-
-
 if __name__ == "__main__":
-    main()
+    ts.run_cases("test_enroll.py", CASES, Enroll)

@@ -30,12 +30,10 @@ import zlib
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from parity_fixtures import finish, free_port, ok  # noqa: E402
+from parity_fixtures import built, finish, free_port, ok  # noqa: E402
 
-BUILD = sys.argv[1]
-AGENT = os.path.join(BUILD, "agent", "parity-agent")
-PEER = os.path.join(BUILD, "tests", "daemon", "daemon-peer")
-KEYGEN = os.path.join(BUILD, "tests", "daemon", "daemon-keygen")
+AGENT, PEER, KEYGEN = built("agent/parity-agent", "tests/daemon/daemon-peer",
+                            "tests/daemon/daemon-keygen")
 children = []   # every process started here; killed at exit
 
 

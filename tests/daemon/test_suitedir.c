@@ -2,6 +2,7 @@
  * find, digests of the bytes parsed, diff, the inotify watch and its
  * debounce) and recovery of runs left open in a spool (ag_recover).
  * Real files in a fresh temporary directory. */
+#include "pw_clock.h"
 #include "tap.h"
 #include "ag_recover.h"
 #include "ag_spool.h"
@@ -51,21 +52,13 @@ s_hex(const char *text, char out[65])
         snprintf(out + 2 * i, 3, "%02x", h[i]);
 }
 
-static int64_t
-s_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait (up to limit_ms) for the watch to report; how many reports. */
 static int
 s_reports(ag_suitedir_watch_t *w, int limit_ms)
 {
     int n = 0;
-    int64_t end = s_ms() + limit_ms;
-    while (s_ms() < end)
+    int64_t end = pw_clock_mono_ms() + limit_ms;
+    while (pw_clock_mono_ms() < end)
         n += ag_suitedir_watch_wait(w, 50);
     return n;
 }

@@ -347,23 +347,5 @@ def case_example(f):
 CASES = {"update": case_update, "mixed": case_mixed, "example": case_example}
 
 
-def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in CASES:
-        bail("usage: test_suites.py CASE BUILD_DIR; cases: "
-             + ", ".join(CASES))
-    ts.pf.need(AGENT, COLLECTOR, PARITY)
-    f = Fleet(sys.argv[1])
-    try:
-        CASES[sys.argv[1]](f)
-    finally:
-        if ts.tap.n_failed:
-            diag("collector log tail:\n" + f.w.log_tail())
-            for log in f.logs:
-                with open(log, errors="replace") as fh:
-                    diag("%s tail:\n%s" % (log, fh.read()[-2500:]))
-        f.w.close(keep=ts.tap.n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
-    ts.pf.finish()
-
-
 if __name__ == "__main__":
-    main()
+    ts.run_cases("test_suites.py", CASES, Fleet)

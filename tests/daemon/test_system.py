@@ -117,20 +117,12 @@ class World(pf.World):
                             os.path.join(self.data, "pg")] + list(args))
 
     def write_suite(self, runs, sleep_s=0.002):
-        path = os.path.join(self.suites, "e2e.yaml")
-        with open(path, "w") as f:
-            f.write("suite: e2e\n"
-                    "benchmarks:\n"
-                    "  - name: sleepers\n"
-                    "    runs: %d\n"
-                    "    warmup: 2\n"
-                    "    arms:\n"
-                    "      - name: quick\n"
-                    "        command: [/bin/sleep, \"%g\"]\n"
-                    "      - name: slower\n"
-                    "        command: [/bin/sleep, \"%g\"]\n"
-                    % (runs, sleep_s, sleep_s * 1.5))
-        return path
+        return pf.write_suite(
+            os.path.join(self.suites, "e2e.yaml"), "e2e",
+            [{"name": "sleepers", "runs": runs, "warmup": 2, "arms": [
+                {"name": "quick", "command": ["/bin/sleep", "%g" % sleep_s]},
+                {"name": "slower",
+                 "command": ["/bin/sleep", "%g" % (sleep_s * 1.5)]}]}])
 
     def agent_run(self, suite, results, collector_key="collector",
                   ack_timeout=60, extra=()):
@@ -614,32 +606,49 @@ CASES = {
 }
 
 
-def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in CASES:
-        bail("usage: test_system.py CASE BUILD_DIR; cases: "
-             + ", ".join(CASES))
+def run_cases(prog, cases, make, before=None):
+    """main() of a daemon test of named cases: argv[1] names the case
+    (before(case) may skip it), make(case) builds its fixture (a World,
+    or an object with .w and .logs); on a failure the tails of the
+    collector's log and of .logs; the World closed in any case (kept
+    with PARITY_KEEP)."""
+    if len(sys.argv) < 2 or sys.argv[1] not in cases:
+        bail("usage: %s CASE BUILD_DIR; cases: %s"
+             % (prog, ", ".join(cases)))
     pf.need(AGENT, COLLECTOR, PARITY)
-    if sys.argv[1] == "valgrind":
-        if not shutil.which("valgrind"):
-            print("1..0 # SKIP valgrind is not installed (Debian package "
-                  "valgrind; deploy/install.sh names it)", flush=True)
-            sys.exit(0)
-        ldd = subprocess.run(["ldd", COLLECTOR, AGENT], capture_output=True,
-                             text=True, timeout=30).stdout
-        if "libasan" in ldd or "libtsan" in ldd or "libubsan" in ldd:
-            # A sanitizer's runtime and memcheck cannot share a process.
-            print("1..0 # SKIP a sanitized build (memcheck runs on the "
-                  "normal one)", flush=True)
-            sys.exit(0)
-    w = World(sys.argv[1])
+    if before:
+        before(sys.argv[1])
+    f = make(sys.argv[1])
+    w = getattr(f, "w", f)
     try:
-        CASES[sys.argv[1]](w)
+        cases[sys.argv[1]](f)
     finally:
         if tap.n_failed:
             diag("collector log tail:\n" + w.log_tail())
+            for log in getattr(f, "logs", []):
+                with open(log, errors="replace") as fh:
+                    diag("%s tail:\n%s" % (log, fh.read()[-2500:]))
         w.close(keep=tap.n_failed > 0 and bool(os.environ.get("PARITY_KEEP")))
     pf.finish()
 
 
+def valgrind_ready(case):
+    """The valgrind case runs on a normal build with valgrind installed:
+    else it is skipped, saying why."""
+    if case != "valgrind":
+        return
+    if not shutil.which("valgrind"):
+        print("1..0 # SKIP valgrind is not installed (Debian package "
+              "valgrind; deploy/install.sh names it)", flush=True)
+        sys.exit(0)
+    ldd = subprocess.run(["ldd", COLLECTOR, AGENT], capture_output=True,
+                         text=True, timeout=30).stdout
+    if "libasan" in ldd or "libtsan" in ldd or "libubsan" in ldd:
+        # A sanitizer's runtime and memcheck cannot share a process.
+        print("1..0 # SKIP a sanitized build (memcheck runs on the "
+              "normal one)", flush=True)
+        sys.exit(0)
+
+
 if __name__ == "__main__":
-    main()
+    run_cases("test_system.py", CASES, World, valgrind_ready)

@@ -11,7 +11,7 @@
  *      decode), else the target aborts;
  *   2. pw_wire_unpack with the collector's bound and decode budget;
  *   3. co_store's dispatch: Hello first on the connection, then
- *      Calibration, RunStart, SampleBatch (through co_db_batches, the
+ *      Calibration, RunStart, SampleBatch (through co_ingest_batches, the
  *      group path, and co_runs), RunEnd (with co_runs' samples) stored
  *      by co_db inside one burst transaction, as the writer does.
  *
@@ -27,8 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "co_cals.h"
 #include "co_db.h"
+#include "co_hosts.h"
+#include "co_ingest.h"
 #include "co_runs.h"
+#include "co_verdicts.h"
 #include "fz_pq.h"
 #include "pw_wire.h"
 
@@ -81,8 +85,8 @@ static void
 s_batch(s_conn_t *c, const Parity__SampleBatch *b)
 {
     char err[512];
-    co_db_batch_item_t item = { .host_id = c->host_id, .batch = b };
-    co_db_batches(c->db, &item, 1, err, sizeof err);
+    co_ingest_item_t item = { .host_id = c->host_id, .batch = b };
+    co_ingest_batches(c->db, &item, 1, err, sizeof err);
     s_verbose("batch", item.rc, item.err);
     if (item.rc == CO_DB_OK && item.stored > 0)
         co_runs_add(c->runs, c->host_id, b);
@@ -95,7 +99,7 @@ s_run_end(s_conn_t *c, const Parity__RunEnd *re)
     unsigned verdicts = 0;
     co_db_set_run_samples(c->db, co_runs_get(c->runs, c->host_id,
                                              re->run_id));
-    int rc = co_db_run_end(c->db, c->host_id, re, CO_DB_FLOOR_WINDOW,
+    int rc = co_verdicts_run_end(c->db, c->host_id, re, CO_DB_FLOOR_WINDOW,
                            0.04, &verdicts, err, sizeof err);
     s_verbose("run_end", rc, err);
     if (rc == CO_DB_OK || rc == CO_DB_DUP || rc == CO_DB_REFUSED
@@ -126,7 +130,7 @@ s_frame(s_conn_t *c, const uint8_t *buf, size_t len)
     switch (env->body_case) {
     case PARITY__ENVELOPE__BODY_HELLO: {
         int64_t host_id = 0;
-        rc = co_db_hello(c->db, S_KEY, env->hello, &host_id, err,
+        rc = co_hosts_hello(c->db, S_KEY, env->hello, &host_id, err,
                          sizeof err);
         s_verbose("hello", rc, err);
         c->hello = rc == CO_DB_OK;
@@ -135,12 +139,12 @@ s_frame(s_conn_t *c, const uint8_t *buf, size_t len)
     }
     case PARITY__ENVELOPE__BODY_CALIBRATION:
         if (c->hello)
-            s_verbose("calibration", co_db_calibration(c->db, c->host_id,
+            s_verbose("calibration", co_cals_store(c->db, c->host_id,
                       env->calibration, err, sizeof err), err);
         break;
     case PARITY__ENVELOPE__BODY_RUN_START:
         if (c->hello)
-            s_verbose("run_start", co_db_run_start(c->db, c->host_id,
+            s_verbose("run_start", co_ingest_run_start(c->db, c->host_id,
                       env->run_start, err, sizeof err), err);
         break;
     case PARITY__ENVELOPE__BODY_SAMPLE_BATCH:

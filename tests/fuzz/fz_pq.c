@@ -1,9 +1,10 @@
 /* fz_pq.c -- an in-memory stand-in for libpq, for the frame target.
  *
- * co_db.c is linked against this file instead of libpq, so a fuzzed
+ * co_db.c and the store modules (co_hosts, co_cals, co_ingest,
+ * co_verdicts) are linked against this file instead of libpq, so a fuzzed
  * frame runs through the collector's real storage code (validation,
  * JSON checks, parameters, the binary COPY buffers, the run and floor
- * caches) without a server. Only the functions co_db.c calls exist.
+ * caches) without a server. Only the functions they call exist.
  *
  * Every statement succeeds. Its answer is chosen from the SQL text, so
  * that co_db sees one consistent database: a run (id 1) of host 1 with
@@ -250,7 +251,7 @@ s_copy_check(const unsigned char *p, size_t len)
         abort();   /* bytes after the trailer */
 }
 
-/* ---- the libpq functions co_db.c calls --------------------------------- */
+/* ---- the libpq functions the store modules call --------------------------------- */
 
 PGconn *
 PQconnectdbParams(const char *const *keywords, const char *const *values,

@@ -2,7 +2,8 @@
 
 TAP output (ok, skip, diag, bail, plan, finish), the programs a test
 needs (need), stopping processes (stop, stop_all), a free TCP port,
-`parity compare --json` (compare_json), PostgreSQL's tools (pg_bindir,
+`parity compare --json` (compare_json), suite files (write_suite),
+PostgreSQL's tools (pg_bindir,
 as_pg_owner) and World: a temp dir with keys made by
 `parity keygen`, an allow-list, an admin directory, a suites directory,
 and one parity-collector with its private PostgreSQL, read with psql.
@@ -84,6 +85,12 @@ def plan():
     return 1 if tap.n_failed else 0
 
 
+def built(*paths):
+    """The programs at paths ("agent/parity-agent") in the build
+    directory argv[1] names."""
+    return [os.path.join(sys.argv[1], *p.split("/")) for p in paths]
+
+
 def need(*programs):
     """Bail out unless every one of programs is built (executable)."""
     for p in programs:
@@ -155,6 +162,30 @@ def compare_json(parity, args, timeout=120):
     except ValueError:
         doc = {}
     return r.returncode, doc, r.stderr
+
+
+def write_suite(path, suite, benchmarks, **top):
+    """A suite file at path: suite's name, its benchmarks (a list of
+    dicts as docs/suites.md has them) and any other top-level keys
+    (variables, defaults) given by name. The path."""
+    import yaml  # python3-yaml (deploy/install.sh); only tests that write
+    doc = {"suite": suite}
+    doc.update(top)
+    doc["benchmarks"] = benchmarks
+    with open(path, "w") as f:
+        yaml.safe_dump(doc, f, sort_keys=False)
+    return path
+
+
+def bisect_suite(path, builds, runs, warmup=1):
+    """The bisect tests' suite "build": benchmark tool, whose subject arm
+    runs BUILDS/${commit}/tool (each commit's build) against /bin/true."""
+    return write_suite(path, "build", [
+        {"name": "tool", "runs": runs, "warmup": warmup, "arms": [
+            {"name": "tool", "subject": True,
+             "shell": "exec %s/${commit}/tool" % builds},
+            {"name": "base", "command": ["/bin/true"]}]}],
+        variables={"commit": "none"})
 
 
 def wait_until(cond, timeout, every=0.25):
@@ -239,6 +270,20 @@ class World:
                 "--key", self.key("collector") + "_secret", "--allow",
                 self.allow, "--admin", self.admin, "--heartbeat-ms",
                 str(heartbeat_ms)] + list(extra)
+
+    def spawn_agent(self, agent, endpoint, name, *extra):
+        """parity-agent (the binary at agent) as host name of the
+        collector at endpoint, in agent-NAME/ (its cwd, spool and
+        agent.log) with this world's keys and suites: the Popen."""
+        home = os.path.join(self.root, "agent-" + name)
+        os.makedirs(home, exist_ok=True)
+        log = open(os.path.join(home, "agent.log"), "ab")
+        return subprocess.Popen(
+            [agent, "--collector", endpoint, "--collector-key",
+             self.key("collector"), "--key", self.key(name), "--suites",
+             self.suites, "--spool", os.path.join(home, "spool"),
+             "--name", name] + list(extra),
+            stdout=log, stderr=log, cwd=home)
 
     def wait_tcp(self, proc, port, log_tail=lambda: "", timeout=60):
         """Until proc (the collector) accepts TCP on 127.0.0.1:port, after

@@ -33,13 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double
-s_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
+#include "pw_clock.h"
 
 static int
 s_usage(const char *why)
@@ -75,9 +69,9 @@ main(int argc, char **argv)
             nanosleep(&ts, NULL);
             i++;
         } else if (strcmp(op, "spin") == 0 && arg) {
-            double end = s_now_us() + atof(arg);
+            double end = (pw_clock_mono_sec() * 1e6) + atof(arg);
             volatile unsigned long x = 0;
-            while (s_now_us() < end)
+            while ((pw_clock_mono_sec() * 1e6) < end)
                 x++;
             i++;
         } else if (strcmp(op, "exit") == 0 && arg) {

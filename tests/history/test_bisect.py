@@ -70,22 +70,8 @@ class World(tj.World):
                 f.write("#!/bin/sh\nexec sleep %.4f\n" %
                         (base * step if i >= at else base))
             os.chmod(os.path.join(d, "tool"), 0o755)
-        with open(os.path.join(self.suites, "build.yaml"), "w") as f:
-            f.write("""suite: build
-variables:
-  commit: none
-defaults:
-  runs: 10
-  warmup: 1
-benchmarks:
-  - name: tool
-    arms:
-      - name: tool
-        subject: true
-        shell: 'exec %s/${commit}/tool'
-      - name: base
-        command: [/bin/true]
-""" % self.builds)
+        tj.pf.bisect_suite(os.path.join(self.suites, "build.yaml"),
+                           self.builds, runs=10)
         # d00..d15: two 50 % steps, at d05 and at d11 (a spread step).
         # 500 ms, not 200: what a full test run on 2 cores adds to a sleep
         # is a few milliseconds whatever its length (6 ms, 3 % of 200 ms,

@@ -124,11 +124,7 @@ def case_changes():
             f.write(SUITE % delay)
         with open(delay, "w") as f:
             f.write(BEFORE)
-        w.start_collector()
-        for n in HOSTS:
-            w.start_agent(n)
-        if not ok(w.wait_online(list(HOSTS), True),
-                  "alpha and beta are online"):
+        if not ok(w.start_fleet(HOSTS), "alpha and beta are online"):
             return
         good = 0
         for k in range(1, 13):

@@ -19,17 +19,13 @@
 static char *
 s_history(const json_t *body, cl_history_format_t fmt)
 {
-    capture_t c;
-    int rc = cl_history_print(capture_open(&c), body, fmt);
-    return capture_text(&c, rc);
+    return CAPTURE(f, cl_history_print(f, body, fmt));
 }
 
 static char *
 s_report(const json_t *rep, const json_t *ver, cl_report_format_t fmt)
 {
-    capture_t c;
-    int rc = cl_report_write(capture_open(&c), fmt, rep, ver);
-    return capture_text(&c, rc);
+    return CAPTURE(f, cl_report_write(f, fmt, rep, ver));
 }
 
 static json_t *

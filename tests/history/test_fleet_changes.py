@@ -38,8 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import test_jobs as tj  # noqa: E402  (World, ok, diag, bail)
 
 ok, diag = tj.ok, tj.diag
-BUILD = sys.argv[1]
-FEED = os.path.join(BUILD, "tests", "history", "fleet-feed")
+FEED, = tj.pf.built("tests/history/fleet-feed")
 HOSTS = ("h1", "h2", "h3", "h4")
 COMMITS = ["c%02d" % i for i in range(1, 41)]
 ROUNDS = 15

@@ -108,11 +108,7 @@ def case_fleet():
             f.write(HIST_SUITE)
         with open(os.path.join(w.suites, "esc.yaml"), "w") as f:
             f.write(ESC_SUITE)
-        w.start_collector()
-        for n in HOSTS:
-            w.start_agent(n)
-        if not ok(w.wait_online(list(HOSTS), True),
-                  "alpha and beta are online"):
+        if not ok(w.start_fleet(HOSTS), "alpha and beta are online"):
             return
 
         # Before any job: an unknown benchmark, usage errors.

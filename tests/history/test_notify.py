@@ -47,8 +47,7 @@ from parity_hooks import Receiver  # noqa: E402,F401
 from parity_fixtures import wait_until as wait  # noqa: E402
 
 ok, diag = tj.ok, tj.diag
-BUILD = sys.argv[1]
-FEED = os.path.join(BUILD, "tests", "history", "fleet-feed")
+FEED, = tj.pf.built("tests/history/fleet-feed")
 HOSTS = ("h1", "h2", "h3")
 COMMITS = ["c%02d" % i for i in range(1, 13)]
 TEXT = re.compile(r"Parity: slower on 3 of 3 hosts \(h1, h2, h3\): "

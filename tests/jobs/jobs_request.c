@@ -32,19 +32,12 @@
 #include <czmq.h>
 #include <zmq.h>
 
+#include "pw_clock.h"
 #include "pw_wire.h"
 
 /* Longest stdin line: a little above the collector's args bound, so a
  * test can send one byte too many. */
 #define S_LINE_MAX (1u << 20)
-
-static int64_t
-s_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 s_print_flat(const char *s)
@@ -75,9 +68,9 @@ s_ask(void *sock, uint64_t id, const char *command, const char *args,
         return;
     }
     free(buf);
-    int64_t until = s_now_ms() + timeout_ms;
+    int64_t until = pw_clock_mono_ms() + timeout_ms;
     for (;;) {
-        int64_t left = until - s_now_ms();
+        int64_t left = until - pw_clock_mono_ms();
         zmq_pollitem_t it = { sock, 0, ZMQ_POLLIN, 0 };
         if (left <= 0 || zmq_poll(&it, 1, (long)left) <= 0) {
             printf("TIMEOUT\n");
@@ -176,8 +169,8 @@ s_beat(void *sock, const char *state, const char *job)
 static void
 s_beat_for(void *sock, int ms, const char *state, char *job, size_t len)
 {
-    int64_t until = s_now_ms() + ms;
-    while (s_now_ms() < until) {
+    int64_t until = pw_clock_mono_ms() + ms;
+    while (pw_clock_mono_ms() < until) {
         s_beat(sock, state, "");
         zmq_pollitem_t it = { sock, 0, ZMQ_POLLIN, 0 };
         if (zmq_poll(&it, 1, 100) <= 0)

@@ -109,9 +109,7 @@ test_counts(const json_t *body)
 static void
 test_print(const json_t *body)
 {
-    capture_t c;
-    int rc = cl_gate_print(capture_open(&c), body, CL_GATE_LOSS);
-    char *t = capture_text(&c, rc);
+    char *t = CAPTURE(f, cl_gate_print(f, body, CL_GATE_LOSS));
     ok(t && strstr(t, "\nagainst branch=main:\nbenchmark  host   verdict     "
        "ratio  tolerance  baseline      gate\n"
        "tool       alpha  loss       1.1000      4.0 %  9ab5a73c429a  FAIL\n"
@@ -132,9 +130,7 @@ static void
 test_markdown(void)
 {
     json_t *body = s_body("a|b_c<d>");
-    capture_t c;
-    int rc = cl_gate_markdown(capture_open(&c), body, CL_GATE_LOSS);
-    char *t = capture_text(&c, rc);
+    char *t = CAPTURE(f, cl_gate_markdown(f, body, CL_GATE_LOSS));
     ok(t && strncmp(t, "### Parity: suite perf against branch=main\n\n"
        "**failed**: 1 of 4 cases fails (fail on loss; against branch=main): "
        "1 win, 1 parity, 1 loss, 1 undecided\n\njob 7d1e00000001, tags "
@@ -162,8 +158,7 @@ test_markdown(void)
                                                                  1000),
                                             NULL));
     }
-    rc = cl_gate_markdown(capture_open(&c), big, CL_GATE_LOSS);
-    t = capture_text(&c, rc);
+    t = CAPTURE(f, cl_gate_markdown(f, big, CL_GATE_LOSS));
     ok(t && strstr(t, "\n201 more cases at parity, not listed.\n") &&
        !strstr(t, "h007"), "Markdown: 204 cases list the 3 that are not a "
        "passing parity and count the 201 others");
@@ -175,10 +170,8 @@ static void
 test_junit(void)
 {
     json_t *body = s_body("x&y");
-    capture_t c;
-    int rc = cl_gate_junit(capture_open(&c), body, CL_GATE_LOSS,
-                           1796000000000000LL);
-    char *t = capture_text(&c, rc);
+    char *t = CAPTURE(f, cl_gate_junit(f, body, CL_GATE_LOSS,
+                                       1796000000000000LL));
     ok(t && strstr(t, "<testsuites name=\"parity\" tests=\"4\" failures=\"1\" "
        "errors=\"0\" skipped=\"1\" time=\"0\">\n  <testsuite name=\"perf\" "
        "tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"1\" time=\"0\" "
@@ -194,8 +187,7 @@ test_junit(void)
        "JUnit: a failure with the numbers, a skipped undecided case, "
        "escaped names:\n%s", t ? t : "");
     free(t);
-    rc = cl_gate_junit(capture_open(&c), body, CL_GATE_UNDECIDED, 0);
-    t = capture_text(&c, rc);
+    t = CAPTURE(f, cl_gate_junit(f, body, CL_GATE_UNDECIDED, 0));
     ok(t && strstr(t, "failures=\"1\" errors=\"0\" skipped=\"0\"") &&
        strstr(t, "<failure type=\"undecided\""), "JUnit: --fail-on "
        "undecided makes it a failure");

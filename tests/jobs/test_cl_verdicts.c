@@ -13,9 +13,7 @@
 static char *
 s_print(const json_t *body, cl_verdicts_format_t fmt)
 {
-    capture_t c;
-    int rc = cl_verdicts_print(capture_open(&c), body, fmt);
-    return capture_text(&c, rc);
+    return CAPTURE(f, cl_verdicts_print(f, body, fmt));
 }
 
 static json_t *

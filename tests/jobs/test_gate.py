@@ -355,23 +355,17 @@ def case_errors(w):
        "a well-formed baseline request answers (%s)" % body[:200])
 
 
+def case_online(w):
+    ok(w.start_fleet(HOSTS), "three agents are online")
+
+
 def main():
     tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, tj.REQUEST)
     if not shutil.which("xmllint"):
         tj.pf.bail("xmllint is not installed (libxml2-utils, "
                    "deploy/install.sh)")
-    w = World()
-    try:
-        w.start_collector()
-        for n in HOSTS:
-            w.start_agent(n)
-        ok(w.wait_online(list(HOSTS), True), "three agents are online")
-        case_examples(w)
-        case_undecided(w)
-        case_errors(w)
-    finally:
-        w.close(keep=tj.tap.n_failed > 0)
-    tj.pf.finish()
+    tj.run_world(World(), case_online, case_examples, case_undecided,
+                 case_errors)
 
 
 if __name__ == "__main__":

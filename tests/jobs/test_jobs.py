@@ -123,15 +123,17 @@ class World(pf.World):
         self.wait_tcp(self.collector, self.port)
 
     def start_agent(self, name, *extra):
-        home = os.path.join(self.root, "agent-" + name)
-        os.makedirs(home, exist_ok=True)
-        log = open(os.path.join(home, "agent.log"), "ab")
-        self.agents[name] = subprocess.Popen(
-            [AGENT, "--collector", self.endpoint, "--collector-key",
-             self.key("collector"), "--key", self.key(name), "--suites",
-             self.suites, "--spool", os.path.join(home, "spool"),
-             "--name", name, "--heartbeat-ms", HEARTBEAT_MS] + list(extra),
-            stdout=log, stderr=log, cwd=home)
+        self.agents[name] = self.spawn_agent(
+            AGENT, self.endpoint, name, "--heartbeat-ms", HEARTBEAT_MS,
+            *extra)
+
+    def start_fleet(self, names, *extra):
+        """The collector, then the agents names (each with extra
+        options); True once `parity hosts` shows them all online."""
+        self.start_collector()
+        for n in names:
+            self.start_agent(n, *extra)
+        return self.wait_online(list(names), True)
 
     def stop_agent(self, name, sig=signal.SIGTERM):
         self.stop(self.agents.pop(name, None), sig)
@@ -195,6 +197,17 @@ class World(pf.World):
         self.remove(keep)
 
 
+def run_world(world, *cases):
+    """The cases (functions of one world) in order, the world closed in
+    any case (kept when a check failed), then the plan."""
+    try:
+        for case in cases:
+            case(world)
+    finally:
+        world.close(keep=tap.n_failed > 0)
+    pf.finish()
+
+
 def requests(w, lines, key="admin", timeout_ms=5000):
     """Send (command, args_text) pairs with jobs-request; their answers
     as (status, text) pairs (status "TIMEOUT" when none came)."""
@@ -216,10 +229,7 @@ def host_map(v):
 def case_fleet():
     w = World()
     try:
-        w.start_collector()
-        for n in ("alpha", "beta", "gamma"):
-            w.start_agent(n)
-        ok(w.wait_online(["alpha", "beta", "gamma"], True),
+        ok(w.start_fleet(("alpha", "beta", "gamma")),
            "three agents are online in `parity hosts`")
         hosts = w.pjson("hosts", "--json") or {"hosts": []}
         ok(all("fleet" in h["suites"] and h["floor_us"] > 0
@@ -658,10 +668,7 @@ def restart_collector(w, sig):
 def case_restart():
     w = World()
     try:
-        w.start_collector()
-        for n in ("alpha", "beta"):
-            w.start_agent(n)
-        ok(w.wait_online(["alpha", "beta"], True), "alpha and beta online")
+        ok(w.start_fleet(("alpha", "beta")), "alpha and beta online")
 
         # -- a client using alpha's own key does not cut alpha off -------
         # (alpha idle: only heartbeats, which never make it say Hello again)
@@ -1291,10 +1298,7 @@ def case_selftest():
     try:
         with open(os.path.join(w.suites, "quick.yaml"), "w") as f:
             f.write(QUICK_SUITE)
-        w.start_collector()
-        for n in ("alpha", "beta"):
-            w.start_agent(n)
-        ok(w.wait_online(["alpha", "beta"], True), "two agents are online")
+        ok(w.start_fleet(("alpha", "beta")), "two agents are online")
         hosts = (w.pjson("hosts", "--json") or {}).get("hosts", [])
         ok(len(hosts) == 2 and all("parity-selftest" in h["suites"] and
                                    h["selftest"] is None for h in hosts),
@@ -1521,10 +1525,7 @@ def case_machine():
         return batches()
 
     try:
-        w.start_collector()
-        for name in names:
-            w.start_agent(name, "--calibration-every", "1")
-        if not w.wait_online(list(names), True):
+        if not w.start_fleet(names, "--calibration-every", "1"):
             bail("alpha and beta did not come online")
         before = wait_batches(1)
         ok(all(before.values()), "both agents calibrate once idle: %s"

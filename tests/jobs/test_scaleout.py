@@ -86,20 +86,6 @@ AGENTS = ("a1", "a2", "a3", "a4")
 # inside.
 PARITY_TOLERANCE = "0.5"
 COMMITS = ["e%02d" % i for i in range(8)]
-BUILD_SUITE = """suite: build
-variables:
-  commit: none
-benchmarks:
-  - name: tool
-    runs: 8
-    warmup: 1
-    arms:
-      - name: tool
-        subject: true
-        shell: 'exec %s/${commit}/tool'
-      - name: base
-        command: [/bin/true]
-"""
 
 
 class Cluster:
@@ -197,8 +183,7 @@ class World(pf.World):
                 f.write("#!/bin/sh\nexec sleep %s\n" %
                         ("0.2" if i >= 5 else "0.05"))
             os.chmod(os.path.join(builds, c, "tool"), 0o755)
-        with open(os.path.join(self.suites, "build.yaml"), "w") as f:
-            f.write(BUILD_SUITE % builds)
+        pf.bisect_suite(os.path.join(self.suites, "build.yaml"), builds, runs=8)
         self.commits = os.path.join(self.root, "commits.txt")
         with open(self.commits, "w") as f:
             f.write("".join(c + "\n" for c in COMMITS))

@@ -274,20 +274,12 @@ class World(pf.World):
 
 
 def write_suite(w, name, runs, quick_us, slow_us):
-    path = os.path.join(w.suites, name + ".yaml")
-    with open(path, "w") as f:
-        f.write("suite: %s\n"
-                "benchmarks:\n"
-                "  - name: sleepers\n"
-                "    runs: %d\n"
-                "    warmup: 2\n"
-                "    arms:\n"
-                "      - name: quick\n"
-                "        command: [%s, sleep, \"%d\"]\n"
-                "      - name: slower\n"
-                "        command: [%s, sleep, \"%d\"]\n"
-                % (name, runs, TESTPROG, quick_us, TESTPROG, slow_us))
-    return path
+    return pf.write_suite(
+        os.path.join(w.suites, name + ".yaml"), name,
+        [{"name": "sleepers", "runs": runs, "warmup": 2, "arms": [
+            {"name": "quick", "command": [TESTPROG, "sleep", str(quick_us)]},
+            {"name": "slower",
+             "command": [TESTPROG, "sleep", str(slow_us)]}]}])
 
 
 def agent_run(w, host, suite, runs, ack_timeout):

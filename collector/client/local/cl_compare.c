@@ -22,6 +22,7 @@
 #include "ag_cli.h"
 #include "ag_suite.h"
 #include "cl_cmdline.h"
+#include "pw_grow.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 
@@ -138,15 +139,10 @@ s_keep(s_pool_t *pool, void *p, size_t bytes)
         free(p);
         return NULL;
     }
-    if (pool->n == pool->cap) {
-        size_t cap = pool->cap ? pool->cap * 2 : 256;
-        void **n = realloc(pool->ptrs, cap * sizeof *n);
-        if (!n) {
-            free(p);
-            return NULL;
-        }
-        pool->ptrs = n;
-        pool->cap = cap;
+    if (!pw_grow(&pool->ptrs, &pool->cap, pool->n, sizeof *pool->ptrs, 256,
+                 SIZE_MAX)) {
+        free(p);
+        return NULL;
     }
     pool->bytes += bytes;
     return pool->ptrs[pool->n++] = p;

@@ -8,6 +8,7 @@
  */
 #include "pw_out.h"
 #include "cl_verbs.h"
+#include "pw_grow.h"
 #include "pw_json.h"
 
 #include <errno.h>
@@ -211,15 +212,10 @@ s_arm_push(s_arm_t *arm, double us)
 {
     if (arm->n >= VD_MAX_SAMPLES)
         return -1;
-    if (arm->n == arm->cap) {
-        size_t cap = arm->cap ? arm->cap * 2 : 16;
-        double *grown = realloc(arm->us, cap * sizeof *grown);
-        if (!grown) {
-            s_oom = true;
-            return -2;
-        }
-        arm->us = grown;
-        arm->cap = cap;
+    if (!pw_grow(&arm->us, &arm->cap, arm->n, sizeof *arm->us, 16,
+                 SIZE_MAX)) {
+        s_oom = true;
+        return -2;
     }
     arm->us[arm->n++] = us;
     return 0;
@@ -804,12 +800,11 @@ done:
 
 /* ---- options --------------------------------------------------------- */
 
-enum { S_OPT_REF = 256, S_OPT_FLOOR, S_OPT_PARITY, S_OPT_JSON };
+enum { S_OPT_REF = 256, S_OPT_JSON };
 
 static const struct option s_options[] = {
     {"reference", required_argument, NULL, S_OPT_REF},
-    {"floor-us", required_argument, NULL, S_OPT_FLOOR},
-    {"parity", required_argument, NULL, S_OPT_PARITY},
+    PW_OUT_RULE_OPTIONS,
     {"json", no_argument, NULL, S_OPT_JSON},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -820,9 +815,8 @@ int
 cl_import_main(int argc, char **argv)
 {
     s_opts_t o = {0};
-    bool floor_set = false;
     const char *kind;
-    int c, nfiles;
+    int c, nfiles, rule;
 
     vd_params_default(&o.params);
     if (pw_out_wants_help(argc, argv)) {
@@ -834,19 +828,12 @@ cl_import_main(int argc, char **argv)
         switch (c) {
         case S_OPT_REF: o.reference = optarg; break;
         case S_OPT_JSON: o.json = true; break;
-        case S_OPT_FLOOR:
-            if (pw_out_nonneg_opt(S_VERB, "--floor-us", optarg,
-                                  &o.params.floor_us))
-                return PW_EXIT_USAGE;
-            floor_set = true;
-            break;
-        case S_OPT_PARITY:
-            if (pw_out_nonneg_opt(S_VERB, "--parity", optarg,
-                                  &o.params.parity))
-                return PW_EXIT_USAGE;
-            break;
         default:
-            pw_out_option_error(S_VERB, c, argv);
+            rule = pw_out_rule_opt(S_VERB, c, optarg, &o.params);
+            if (rule > 0)
+                break;
+            if (rule == 0)
+                pw_out_option_error(S_VERB, c, argv);
             return PW_EXIT_USAGE;
         }
     }
@@ -857,8 +844,6 @@ cl_import_main(int argc, char **argv)
     }
     kind = argv[optind++];
     nfiles = argc - optind;
-    if (floor_set)
-        o.params.floor_is_default = false;
     if (strcmp(kind, "hyperfine") == 0) {
         if (nfiles != 1) {
             pw_out_error(S_VERB, "hyperfine takes one FILE.json, got %d",
@@ -879,7 +864,7 @@ cl_import_main(int argc, char **argv)
                          "judges the contender against the baseline");
             return PW_EXIT_USAGE;
         }
-        if (!floor_set) {
+        if (o.params.floor_is_default) {   /* no --floor-us */
             o.params.floor_us = 0.0;
             o.params.floor_is_default = false;
         }

@@ -743,14 +743,12 @@ done:
 
 /* ---- options --------------------------------------------------------- */
 
-enum { S_OPT_A = 256, S_OPT_B, S_OPT_FLOOR, S_OPT_PARITY, S_OPT_NAMES,
-       S_OPT_JSON, S_OPT_BATCH };
+enum { S_OPT_A = 256, S_OPT_B, S_OPT_NAMES, S_OPT_JSON, S_OPT_BATCH };
 
 static const struct option s_options[] = {
     {"a", required_argument, NULL, S_OPT_A},
     {"b", required_argument, NULL, S_OPT_B},
-    {"floor-us", required_argument, NULL, S_OPT_FLOOR},
-    {"parity", required_argument, NULL, S_OPT_PARITY},
+    PW_OUT_RULE_OPTIONS,
     {"names", required_argument, NULL, S_OPT_NAMES},
     {"json", no_argument, NULL, S_OPT_JSON},
     {"batch", no_argument, NULL, S_OPT_BATCH},
@@ -763,7 +761,7 @@ int
 cl_verdict_main(int argc, char **argv)
 {
     s_opts_t o = {0};
-    int c;
+    int c, rule;
 
     vd_params_default(&o.params);
     if (pw_out_wants_help(argc, argv)) {
@@ -778,19 +776,12 @@ cl_verdict_main(int argc, char **argv)
         case S_OPT_NAMES: o.names = optarg; break;
         case S_OPT_JSON: o.json = true; break;
         case S_OPT_BATCH: o.batch = true; break;
-        case S_OPT_FLOOR:
-            if (pw_out_nonneg_opt(S_VERB, "--floor-us", optarg,
-                                  &o.params.floor_us))
-                return PW_EXIT_USAGE;
-            o.params.floor_is_default = false;
-            break;
-        case S_OPT_PARITY:
-            if (pw_out_nonneg_opt(S_VERB, "--parity", optarg,
-                                  &o.params.parity))
-                return PW_EXIT_USAGE;
-            break;
         default:
-            pw_out_option_error(S_VERB, c, argv);
+            rule = pw_out_rule_opt(S_VERB, c, optarg, &o.params);
+            if (rule > 0)
+                break;
+            if (rule == 0)
+                pw_out_option_error(S_VERB, c, argv);
             return PW_EXIT_USAGE;
         }
     }
