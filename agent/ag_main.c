@@ -133,38 +133,26 @@ s_run_option(s_run_t *r, int c, char *v, char **argv)
         }
         r->only[r->nonly++] = v;
         return 0;
-    case 'r':
-        r->hopts.runs_auto = strcmp(v, "auto") == 0;
-        if (r->hopts.runs_auto) {
-            r->hopts.runs = 0;
-            return 0;
-        }
-        if (ag_cli_uint(v, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS, &n) != 0) {
-            fprintf(stderr, "%s: --runs %s: expected auto or an integer from "
-                    "%d to %d\n", prog, v, AG_SUITE_MIN_RUNS,
-                    AG_SUITE_MAX_RUNS);
+    case 'r': case 'm': case 'w': {
+        bool is_auto;
+        if (ag_cli_count(c == 'r' ? "--runs" : c == 'm' ? "--max-runs"
+                         : "--warmup", v, &n, &is_auto, err, sizeof err)
+            != 0) {
+            fprintf(stderr, "%s: %s\n", prog, err);
             return AG_EXIT_USAGE;
         }
-        r->hopts.runs = (unsigned)n;
-        return 0;
-    case 'm':
-        if (ag_cli_uint(v, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS, &n) != 0) {
-            fprintf(stderr, "%s: --max-runs %s: expected an integer from %d "
-                    "to %d\n", prog, v, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS);
-            return AG_EXIT_USAGE;
+        if (c == 'r') {
+            r->hopts.runs_auto = is_auto;
+            r->hopts.runs = (unsigned)n;
+        } else if (c == 'm') {
+            r->hopts.max_runs = (unsigned)n;
+        } else {
+            r->hopts.warmup = (int)n;
         }
-        r->hopts.max_runs = (unsigned)n;
         return 0;
+    }
     case 'f':
         r->copts.fresh_floor = true;
-        return 0;
-    case 'w':
-        if (ag_cli_uint(v, 0, AG_SUITE_MAX_WARMUP, &n) != 0) {
-            fprintf(stderr, "%s: --warmup %s: expected an integer from 0 to "
-                    "%d\n", prog, v, AG_SUITE_MAX_WARMUP);
-            return AG_EXIT_USAGE;
-        }
-        r->hopts.warmup = (int)n;
         return 0;
     case 'O':
     case 'e':

@@ -148,6 +148,20 @@ vd_change_split(const double *x, size_t a, size_t c, size_t b,
     *out = (vd_change_split_t){ m[0], m[1], ss[0], ss[1] };
 }
 
+void
+vd_change_prefix(const double *x, size_t s, size_t e, double *pre,
+                 size_t stride)
+{
+    for (size_t j = s; j < e; j++) {
+        double *row = pre + (j - s) * stride, acc = 0.0;
+        row[0] = 0.0;
+        for (size_t t = s; t < j; t++) {
+            acc += fabs(x[t] - x[j]);
+            row[t - s + 1] = acc;
+        }
+    }
+}
+
 static double
 s_ttest(const double *v, size_t a, size_t c, size_t b, double *diff)
 {
@@ -199,14 +213,7 @@ s_candidate(s_work_t *wk, size_t s, size_t e, size_t *tau_out,
 
     if (e - s < 2 * ms)
         return false;
-    for (size_t j = s; j < e; j++) {
-        double *row = wk->pre + (j - s) * stride, acc = 0.0;
-        row[0] = 0.0;
-        for (size_t t = s; t < j; t++) {
-            acc += fabs(med[t] - med[j]);
-            row[t - s + 1] = acc;
-        }
-    }
+    vd_change_prefix(med, s, e, wk->pre, stride);
     for (size_t tau = s + 1; tau + ms <= e; tau++) {
         const double *prev = wk->pre + (tau - 1 - s) * stride;
         wl += prev[tau - 1 - s];     /* within-left pairs ending at tau-1 */

@@ -125,4 +125,10 @@ typedef struct {
 void vd_change_split(const double *x, size_t a, size_t c, size_t b,
                      vd_change_split_t *out);
 
+/* E-Divisive's sums of distances over x[s..e), for both detectors: row
+ * j - s of pre (stride entries a row), entry t - s + 1, gets the sum of
+ * |x[i] - x[j]| over i in [s, t), for t up to j; entry 0 is 0. */
+void vd_change_prefix(const double *x, size_t s, size_t e, double *pre,
+                      size_t stride);
+
 #endif

@@ -74,14 +74,7 @@ s_candidate(s_win_t *w, size_t s, size_t e, size_t *tau_out, double *q_out)
 {
     const double *x = w->x;
     size_t stride = w->n + 1, dim = e - 1 - s;
-    for (size_t j = s; j < e; j++) {
-        double *row = w->pre + (j - s) * stride, acc = 0.0;
-        row[0] = 0.0;
-        for (size_t t = s; t < j; t++) {
-            acc += fabs(x[t] - x[j]);
-            row[t - s + 1] = acc;
-        }
-    }
+    vd_change_prefix(x, s, e, w->pre, stride);
     double best = 0.0, wl = 0.0;
     size_t best_i = 0, best_j = 0;
     bool have = false;

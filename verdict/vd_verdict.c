@@ -530,20 +530,25 @@ static const struct {
      "the median and best-run ratios disagree"},
 };
 
-const char *
-vd_diag_name(unsigned bit)
+/* The entry of s_diags for bit; its name (which 0) or text (which 1),
+ * NULL for another bit. */
+static const char *
+s_diag(unsigned bit, int which)
 {
     for (size_t i = 0; i < sizeof s_diags / sizeof s_diags[0]; i++)
         if (s_diags[i].bit == bit)
-            return s_diags[i].name;
+            return which ? s_diags[i].text : s_diags[i].name;
     return NULL;
+}
+
+const char *
+vd_diag_name(unsigned bit)
+{
+    return s_diag(bit, 0);
 }
 
 const char *
 vd_diag_text(unsigned bit)
 {
-    for (size_t i = 0; i < sizeof s_diags / sizeof s_diags[0]; i++)
-        if (s_diags[i].bit == bit)
-            return s_diags[i].text;
-    return NULL;
+    return s_diag(bit, 1);
 }

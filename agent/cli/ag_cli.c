@@ -58,6 +58,23 @@ ag_cli_uint(const char *s, unsigned long lo, unsigned long hi,
     return 0;
 }
 
+int
+ag_cli_count(const char *opt, const char *v, unsigned long *n,
+             bool *is_auto, char *err, size_t errlen)
+{
+    bool runs = strcmp(opt, "--runs") == 0;
+    bool warmup = strcmp(opt, "--warmup") == 0;
+    unsigned long lo = warmup ? 0 : AG_SUITE_MIN_RUNS;
+    unsigned long hi = warmup ? AG_SUITE_MAX_WARMUP : AG_SUITE_MAX_RUNS;
+    *is_auto = runs && strcmp(v, "auto") == 0;
+    *n = 0;
+    if (*is_auto || ag_cli_uint(v, lo, hi, n) == 0)
+        return 0;
+    snprintf(err, errlen, "%s %s: expected %san integer from %lu to %lu",
+             opt, v, runs ? "auto or " : "", lo, hi);
+    return -1;
+}
+
 /* Write doc (as format writes it) to path through path.tmp and rename,
  * so a reader never sees half a file. */
 static int

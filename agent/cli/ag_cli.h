@@ -54,4 +54,13 @@ int ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
 int ag_cli_uint(const char *s, unsigned long lo, unsigned long hi,
                 unsigned long *out);
 
+/* The run counts both `parity-agent run` and `parity compare` take:
+ * --runs (an integer AG_SUITE_MIN_RUNS..AG_SUITE_MAX_RUNS or "auto"),
+ * --max-runs (the same, without auto) and --warmup (0 to
+ * AG_SUITE_MAX_WARMUP), by their option names. *n gets the number (0
+ * for auto) and *is_auto whether it was auto. 0, or -1 with err
+ * ("--runs x: expected auto or an integer from 2 to 10000"). */
+int ag_cli_count(const char *opt, const char *v, unsigned long *n,
+                 bool *is_auto, char *err, size_t errlen);
+
 #endif

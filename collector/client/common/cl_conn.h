@@ -40,6 +40,13 @@
 #define CL_CONN_SYSTEM   -4   /* out of memory, a socket call failed */
 
 #define CL_CONN_DEFAULT_TIMEOUT_S 10.0
+
+/* Each option o of a verb's own (getopt_long from the first argument
+ * again; ':' for a missing value and opterr off: the verbs say what is
+ * wrong in their own words). The caller includes <getopt.h>. */
+#define CL_CONN_EACH_OPTION(o, argc, argv, opts)                            \
+    for (optind = 1, opterr = 0;                                            \
+         ((o) = getopt_long((argc), (argv), ":", (opts), NULL)) != -1;)
 #define CL_CONN_MAX_TIMEOUT_S     3600.0
 /* Largest Reply accepted (the protocol's frame bound). */
 #define CL_CONN_MAX_REPLY (4u << 20)

@@ -573,9 +573,7 @@ s_start_opts(int argc, char **argv, s_start_t *s)
     const char **strs[] = { &s->suite, &s->bench, &s->good, &s->bad,
                             &s->file, &s->dir };
     int o;
-    optind = 1;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    CL_CONN_EACH_OPTION(o, argc, argv, opts) {
         char *end;
         if (o >= O_SUITE && o <= O_GIT)
             *strs[o - O_SUITE] = optarg;
@@ -721,9 +719,7 @@ s_other_main(const char *sub, int argc, char **argv, cl_conn_opts_t *co)
     const char *operand = NULL;
     json_int_t id = 0;
     int o;
-    optind = 1;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    CL_CONN_EACH_OPTION(o, argc, argv, opts) {
         if (o != 'j' || cancel) {
             pw_out_option_error("bisect", o, argv);
             return PW_EXIT_USAGE;

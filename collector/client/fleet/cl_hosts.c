@@ -277,9 +277,7 @@ cl_hosts_main(int argc, char **argv)
         { "pending", no_argument, NULL, O_PENDING },
         { NULL, 0, NULL, 0 } };
     int o;
-    optind = 1;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    CL_CONN_EACH_OPTION(o, argc, argv, opts) {
         if (o == O_JSON) {
             as_json = true;
         } else if (o == O_PENDING) {

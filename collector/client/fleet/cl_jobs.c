@@ -43,9 +43,7 @@ cl_jobs_main(int argc, char **argv)
         { "limit", required_argument, NULL, O_LIMIT },
         { NULL, 0, NULL, 0 } };
     int o;
-    optind = 1;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    CL_CONN_EACH_OPTION(o, argc, argv, opts) {
         char *end;
         if (o == O_ACTIVE) {
             active = true;

@@ -436,9 +436,7 @@ s_parse(int argc, char **argv, s_req_t *r)
         { "junit", required_argument, NULL, O_JUNIT },
         { NULL, 0, NULL, 0 } };
     int o;
-    optind = 1;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    CL_CONN_EACH_OPTION(o, argc, argv, opts) {
         if (o == ':' || o == '?') {
             pw_out_getopt_error("run", o, argv);
             return -1;

@@ -179,9 +179,7 @@ cl_export_main(int argc, char **argv)
         { "force", no_argument, NULL, O_FORCE },
         { NULL, 0, NULL, 0 } };
     int o;
-    optind = 1;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    CL_CONN_EACH_OPTION(o, argc, argv, opts) {
         if (o == O_OUT) {
             out = optarg;
         } else if (o == O_FORCE) {

@@ -432,9 +432,7 @@ cl_verdicts_main(int argc, char **argv)
         { "latest", no_argument, NULL, O_LATEST },
         { NULL, 0, NULL, 0 } };
     int o;
-    optind = 1;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    CL_CONN_EACH_OPTION(o, argc, argv, opts) {
         if (o == O_LATEST) {
             latest = true;
         } else if (o >= O_JSON && o <= O_MARKDOWN) {

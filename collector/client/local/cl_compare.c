@@ -322,35 +322,27 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
         return -1;
     }
     switch (c) {
-    case 'r':
-        o->runs_auto = strcmp(optarg, "auto") == 0;
-        if (!o->runs_auto &&
-            ag_cli_uint(optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
-                        &o->runs) != 0) {
-            pw_out_error(S_VERB, "--runs %s: expected auto or an integer "
-                         "from %d to %d", optarg, AG_SUITE_MIN_RUNS,
-                         AG_SUITE_MAX_RUNS);
+    case 'r': case 'M': case 'w': {
+        char err[160];
+        bool is_auto;
+        unsigned long n;
+        if (ag_cli_count(c == 'r' ? "--runs" : c == 'M' ? "--max-runs"
+                         : "--warmup", optarg, &n, &is_auto, err,
+                         sizeof err) != 0) {
+            pw_out_error(S_VERB, "%s", err);
             return -1;
         }
-        return 0;
-    case 'M':
-        if (ag_cli_uint(optarg, AG_SUITE_MIN_RUNS, AG_SUITE_MAX_RUNS,
-                        &o->max_runs) != 0) {
-            pw_out_error(S_VERB, "--max-runs %s: expected an integer from %d "
-                         "to %d", optarg, AG_SUITE_MIN_RUNS,
-                         AG_SUITE_MAX_RUNS);
-            return -1;
+        if (c == 'r') {
+            o->runs_auto = is_auto;
+            if (!is_auto)
+                o->runs = n;
+        } else {
+            *(c == 'M' ? &o->max_runs : &o->warmup) = n;
         }
         return 0;
+    }
     case 'F':
         o->copts.fresh_floor = true;
-        return 0;
-    case 'w':
-        if (ag_cli_uint(optarg, 0, AG_SUITE_MAX_WARMUP, &o->warmup) != 0) {
-            pw_out_error(S_VERB, "--warmup %s: expected an integer from 0 "
-                         "to %d", optarg, AG_SUITE_MAX_WARMUP);
-            return -1;
-        }
         return 0;
     case 'n':
         if (o->nnames >= S_MAX_NAMES) {

@@ -466,9 +466,7 @@ s_parse(int argc, char **argv, json_t *args, json_t *tags, json_t *hosts,
         { "limit", required_argument, NULL, O_LIMIT },
         { NULL, 0, NULL, 0 } };
     int o;
-    optind = 1;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    CL_CONN_EACH_OPTION(o, argc, argv, opts) {
         const char *v = optarg;
         char *end;
         long n;

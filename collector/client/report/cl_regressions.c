@@ -317,9 +317,7 @@ s_ack_main(int argc, char **argv, cl_conn_opts_t *co, bool ack)
     static const struct option opts[] = {
         { "note", required_argument, NULL, 'n' }, { NULL, 0, NULL, 0 } };
     int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    CL_CONN_EACH_OPTION(c, argc, argv, opts) {
         if (c == 'n' && ack) {
             note = optarg;
         } else {
@@ -390,9 +388,7 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json,
         { "json", no_argument, NULL, O_JSON }, { NULL, 0, NULL, 0 } };
     bool since = false, jobs = false;
     int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    CL_CONN_EACH_OPTION(c, argc, argv, opts) {
         const char *v = optarg;
         double sec;
         char *end;
