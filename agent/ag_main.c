@@ -113,6 +113,8 @@ s_run_option(s_run_t *r, int c, char *v, char **argv)
     const char *prog = r->copts.prog;
     char err[1024];
     unsigned long n;
+    if (ag_cli_output_opt(&r->copts, c, v))
+        return 0;
     switch (c) {
     case 'v':
         if (r->nvars >= AG_SUITE_MAX_VARS) {
@@ -154,18 +156,8 @@ s_run_option(s_run_t *r, int c, char *v, char **argv)
     case 'f':
         r->copts.fresh_floor = true;
         return 0;
-    case 'O':
-    case 'e':
+    case 'O':   /* --out: --export-json's older name */
         r->copts.export_path = v;
-        return 0;
-    case 'M':
-        r->copts.export_markdown = v;
-        return 0;
-    case 'C':
-        r->copts.export_csv = v;
-        return 0;
-    case 'j':
-        r->copts.json = true;
         return 0;
     case 'h':
         return s_help(prog, false);
@@ -191,10 +183,7 @@ s_run_main(int argc, char **argv)
         { "fresh-floor", no_argument, NULL, 'f' },
         { "warmup", required_argument, NULL, 'w' },
         { "out", required_argument, NULL, 'O' },
-        { "export-json", required_argument, NULL, 'e' },
-        { "export-markdown", required_argument, NULL, 'M' },
-        { "export-csv", required_argument, NULL, 'C' },
-        { "json", no_argument, NULL, 'j' },
+        AG_CLI_OUTPUT_OPTIONS,
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };

@@ -349,6 +349,14 @@ pw_out_json(FILE *f, const json_t *j)
 }
 
 int
+pw_out_json_exit(json_t *j)
+{
+    int rc = j && pw_out_json(stdout, j) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
+    json_decref(j);
+    return rc;
+}
+
+int
 pw_out_help(const char *verb, const char *usage)
 {
     if (fputs(usage, stdout) < 0 || fflush(stdout) != 0) {

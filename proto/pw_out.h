@@ -110,6 +110,12 @@ int pw_out_verdict(FILE *f, const char *subject, const char *other,
  * take the reference. Returns 0 or -1 on a write or memory error. */
 int pw_out_json(FILE *f, const json_t *j);
 
+/* The last step of a verb whose answer is JSON: j (may be NULL: out of
+ * memory) on stdout as pw_out_json writes it, then released (taken).
+ * PW_EXIT_OK, or PW_EXIT_SYSTEM when there is nothing to write or the
+ * write failed. */
+int pw_out_json_exit(json_t *j);
+
 /* A number for a file a program reads back (CSV): the shortest "%.15g"
  * to "%.17g" text that parses to exactly x, so every CSV writer gives
  * the same digits ("0.8", "1.2345678901234567"); "" when x is not

@@ -58,6 +58,18 @@ ag_cli_uint(const char *s, unsigned long lo, unsigned long hi,
     return 0;
 }
 
+bool
+ag_cli_output_opt(ag_cli_opts_t *o, int c, const char *v)
+{
+    switch (c) {
+    case AG_CLI_OPT_JSON:            o->json = true;          return true;
+    case AG_CLI_OPT_EXPORT_JSON:     o->export_path = v;      return true;
+    case AG_CLI_OPT_EXPORT_MARKDOWN: o->export_markdown = v;  return true;
+    case AG_CLI_OPT_EXPORT_CSV:      o->export_csv = v;       return true;
+    default:                                                  return false;
+    }
+}
+
 int
 ag_cli_count(const char *opt, const char *v, unsigned long *n,
              bool *is_auto, char *err, size_t errlen)

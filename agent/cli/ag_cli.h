@@ -50,6 +50,22 @@ typedef struct {
 int ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
                    const ag_cli_opts_t *copts);
 
+/* The outputs both parity-agent run and parity compare write, as
+ * getopt_long codes above every short option: --json, --export-json,
+ * --export-markdown and --export-csv. ag_cli_output_opt takes option c
+ * with its value v into o: true when c was one of them. */
+enum {
+    AG_CLI_OPT_JSON = 0x200, AG_CLI_OPT_EXPORT_JSON,
+    AG_CLI_OPT_EXPORT_MARKDOWN, AG_CLI_OPT_EXPORT_CSV
+};
+#define AG_CLI_OUTPUT_OPTIONS                                               \
+    { "json", no_argument, NULL, AG_CLI_OPT_JSON },                        \
+    { "export-json", required_argument, NULL, AG_CLI_OPT_EXPORT_JSON },    \
+    { "export-markdown", required_argument, NULL,                          \
+      AG_CLI_OPT_EXPORT_MARKDOWN },                                        \
+    { "export-csv", required_argument, NULL, AG_CLI_OPT_EXPORT_CSV }
+bool ag_cli_output_opt(ag_cli_opts_t *o, int c, const char *v);
+
 /* Parse a whole decimal unsigned in [lo, hi]; 0 or -1. */
 int ag_cli_uint(const char *s, unsigned long lo, unsigned long hi,
                 unsigned long *out);

@@ -23,6 +23,204 @@
  * of up to 20 digits and a comma. */
 #define S_IDS_TEXT_MAX (CO_JOBREQ_MAX_HOSTS * 21 + 3)
 
+/* The statements of jobs, their hosts' rows and the collectors' beats. */
+enum {
+    S_HOST_ID, S_CHECK_END, S_UNCLAIM, S_REPLACE_SUITES_1,
+    S_REPLACE_SUITES_2, S_AGENT_ONLINE, S_AGENT_OFFLINE, S_STATUS,
+    S_STATUS_COMMIT, S_RUN_END, S_CHECK_RUNNING, S_BEAT, S_TICK_1,
+    S_TICK_2, S_OFFER_IDLE, S_PICK_HOSTS, S_INSERT_JOB_1, S_INSERT_JOB_2,
+    S_CREATE, S_CANCEL_HERE, S_RESYNC, S_CANCEL_1, S_CANCEL_2, S_CANCEL_3,
+    S_CANCEL_4, S_CLAIM, S_DISPATCH, S_LOST_JOB, S_LOST_ALL
+};
+static const co_db_stmt_t s_sql[] = {
+    [S_HOST_ID] = {
+        "SELECT id FROM hosts WHERE public_key = $1",
+        1, PGRES_TUPLES_OK, false },
+    [S_CHECK_END] = {
+        "UPDATE jobs SET state = 'ended', ended_at_us = $2 WHERE id = $1 "
+        "AND state = 'active' AND NOT EXISTS (SELECT 1 FROM job_hosts WHERE "
+        "job = $1 AND state IN ('queued', 'running')) RETURNING job_uuid",
+        2, PGRES_TUPLES_OK, false },
+    [S_UNCLAIM] = {
+        "UPDATE job_hosts h SET state = 'queued', offered_at_us = NULL FROM "
+        "unnest($1::bigint[], $2::bigint[]) AS u(job, host_id) WHERE h.job "
+        "= u.job AND h.host_id = u.host_id AND h.state = 'running'",
+        2, PGRES_COMMAND_OK, false },
+    [S_REPLACE_SUITES_1] = {
+        "DELETE FROM host_suites WHERE host_id = $1",
+        1, PGRES_COMMAND_OK, false },
+    [S_REPLACE_SUITES_2] = {
+        "INSERT INTO host_suites (host_id, name, digest, benchmarks) SELECT "
+        "$1, $2, $3, ARRAY(SELECT json_array_elements_text($4::json)) ON "
+        "CONFLICT DO NOTHING",
+        4, PGRES_COMMAND_OK, false },
+    [S_AGENT_ONLINE] = {
+        "SELECT j.job_uuid, j.id FROM job_hosts h JOIN jobs j ON j.id = "
+        "h.job WHERE h.host_id = $1 AND h.state = 'running' ORDER BY "
+        "h.offered_at_us DESC LIMIT 1",
+        1, PGRES_TUPLES_OK, false },
+    [S_AGENT_OFFLINE] = {
+        "SELECT 1 FROM hosts WHERE id = $1 AND collector IS DISTINCT FROM "
+        "$2 AND online",
+        2, PGRES_TUPLES_OK, false },
+    [S_STATUS] = {
+        "WITH cur AS (SELECT h.job, h.host_id, h.state, CASE WHEN $3 = "
+        "'done' THEN (SELECT count(*) FROM runs WHERE job_id = $1 AND "
+        "host_id = $2 AND status IS NULL) ELSE 0 END AS open FROM job_hosts "
+        "h JOIN jobs j ON j.id = h.job WHERE j.job_uuid = $1 AND h.host_id "
+        "= $2), upd AS (UPDATE job_hosts t SET state = $4, reason = $5, "
+        "run_id = CASE WHEN $6 = '' THEN t.run_id ELSE $6 END, benchmark = "
+        "CASE WHEN $7 = '' THEN t.benchmark ELSE $7 END, suite_digest = "
+        "CASE WHEN $11 = '' THEN t.suite_digest ELSE $11 END, round = "
+        "$8::int, rounds = $9::int, updated_at_us = $10, offered_at_us = "
+        "COALESCE(t.offered_at_us, $10), ended_at_us = CASE WHEN $4 = "
+        "'running' THEN NULL ELSE $10 END FROM cur WHERE t.job = cur.job "
+        "AND t.host_id = cur.host_id AND $4 <> '' AND cur.open = 0 AND "
+        "(t.state IN ('queued', 'running') OR ($3 <> '' AND t.state = "
+        "'lost')) RETURNING t.job) SELECT cur.state, cur.job, cur.open, "
+        "(SELECT count(*) FROM upd) FROM cur",
+        11, PGRES_TUPLES_OK, false },
+    [S_STATUS_COMMIT] = {
+        "COMMIT",
+        0, PGRES_COMMAND_OK, false },
+    [S_RUN_END] = {
+        "SELECT j.id FROM runs r JOIN jobs j ON j.job_uuid = r.job_id WHERE "
+        "r.run_uuid = $1 AND r.host_id = $2",
+        2, PGRES_TUPLES_OK, false },
+    [S_CHECK_RUNNING] = {
+        "SELECT DISTINCT jh.host_id FROM job_hosts jh JOIN hosts h ON h.id "
+        "= jh.host_id JOIN host_liveness l ON l.host_id = jh.host_id WHERE "
+        "jh.state = 'running' AND NOT l.live AND h.last_seen < now() - "
+        "make_interval(secs => $1::float8)",
+        1, PGRES_TUPLES_OK, false },
+    [S_BEAT] = {
+        "INSERT INTO collectors (name, pid, ttl_ms) VALUES ($1, $2::int, "
+        "$3::int) ON CONFLICT (name) DO UPDATE SET started_at = CASE WHEN "
+        "collectors.pid = EXCLUDED.pid THEN collectors.started_at ELSE "
+        "now() END, pid = EXCLUDED.pid, ttl_ms = EXCLUDED.ttl_ms, beat_at = "
+        "now()",
+        3, PGRES_COMMAND_OK, false },
+    [S_TICK_1] = {
+        "UPDATE job_hosts h SET state = 'expired', reason = 'the job "
+        "expired before this host could start it', ended_at_us = $1, "
+        "updated_at_us = $1 FROM jobs j WHERE j.id = h.job AND h.state = "
+        "'queued' AND j.state = 'active' AND j.expires_at_us > 0 AND "
+        "j.expires_at_us <= $1::bigint RETURNING j.job_uuid",
+        1, PGRES_TUPLES_OK, false },
+    [S_TICK_2] = {
+        "UPDATE jobs j SET state = 'ended', ended_at_us = $1 WHERE state = "
+        "'active' AND NOT EXISTS (SELECT 1 FROM job_hosts h WHERE h.job = "
+        "j.id AND h.state IN ('queued', 'running')) RETURNING job_uuid",
+        1, PGRES_TUPLES_OK, false },
+    [S_OFFER_IDLE] = {
+        "SELECT DISTINCT h.host_id FROM job_hosts h JOIN jobs j ON j.id = "
+        "h.job WHERE h.state = 'queued' AND j.state = 'active'",
+        0, PGRES_TUPLES_OK, false },
+    [S_PICK_HOSTS] = {
+        "SELECT h.id, h.name, h.tags::text, s.name IS NOT NULL, "
+        "COALESCE(array_to_json(s.benchmarks)::text, '[]') FROM hosts h "
+        "LEFT JOIN host_suites s ON s.host_id = h.id AND s.name = $1 ORDER "
+        "BY h.name, h.id",
+        1, PGRES_TUPLES_OK, false },
+    [S_INSERT_JOB_1] = {
+        "INSERT INTO jobs (job_uuid, suite, vars, runs, only_benchmarks, "
+        "tags, label, hosts_spec, requested_by, created_at_us, "
+        "expires_at_us) VALUES ($1, $2, $3::jsonb, $4::int, ARRAY(SELECT "
+        "json_array_elements_text($5::json)), $6::jsonb, $7, $8, $9, $10, "
+        "$11) RETURNING id",
+        11, PGRES_TUPLES_OK, false },
+    [S_INSERT_JOB_2] = {
+        "INSERT INTO job_hosts (job, host_id, state, queued_at_us, "
+        "updated_at_us) SELECT $1, unnest($2::bigint[]), 'queued', $3, $3",
+        3, PGRES_COMMAND_OK, false },
+    [S_CREATE] = {
+        "SELECT h.name, jh.state FROM job_hosts jh JOIN hosts h ON h.id = "
+        "jh.host_id WHERE jh.job = $1 ORDER BY h.name, h.id",
+        1, PGRES_TUPLES_OK, false },
+    [S_CANCEL_HERE] = {
+        "SELECT h.host_id FROM job_hosts h JOIN jobs j ON j.id = h.job "
+        "WHERE j.job_uuid = $1 AND h.state = 'cancelled' AND "
+        "h.offered_at_us IS NOT NULL",
+        1, PGRES_TUPLES_OK, false },
+    [S_RESYNC] = {
+        "SELECT job_uuid FROM jobs WHERE state = 'cancelled' AND "
+        "ended_at_us > $1::bigint ORDER BY ended_at_us DESC LIMIT 100",
+        1, PGRES_TUPLES_OK, false },
+    [S_CANCEL_1] = {
+        "SELECT id, state FROM jobs WHERE job_uuid = $1",
+        1, PGRES_TUPLES_OK, false },
+    [S_CANCEL_2] = {
+        "WITH c AS (SELECT host_id, state FROM job_hosts WHERE job = $1 AND "
+        "state IN ('queued', 'running') FOR UPDATE) UPDATE job_hosts h SET "
+        "state = 'cancelled', reason = 'cancelled by the user', ended_at_us "
+        "= $2, updated_at_us = $2 FROM c WHERE h.job = $1 AND h.host_id = "
+        "c.host_id RETURNING h.host_id, c.state",
+        2, PGRES_TUPLES_OK, false },
+    [S_CANCEL_3] = {
+        "UPDATE jobs SET state = 'cancelled', ended_at_us = $2 WHERE id = $1",
+        2, PGRES_COMMAND_OK, false },
+    [S_CANCEL_4] = {
+        "SELECT pg_notify('" CO_JOBS_CHANNEL "', 'cancel ' || $1)",
+        1, PGRES_TUPLES_OK, false },
+    [S_CLAIM] = {
+        /* suite_digest: the suite's as the host's Hello listed it;
+         * the agent's JobStatus "running" names the file it loaded. */
+        "UPDATE job_hosts h SET state = 'running', offered_at_us = $3, "
+        "updated_at_us = $3, suite_digest = COALESCE((SELECT s.digest "
+        "FROM host_suites s JOIN jobs jj ON jj.id = h.job WHERE "
+        "s.host_id = h.host_id AND s.name = jj.suite), '') "
+        "FROM (SELECT c.job, c.host_id FROM job_hosts "
+        "c JOIN unnest($1::bigint[], $2::bigint[]) AS u(job, host_id) ON "
+        "c.job = u.job AND c.host_id = u.host_id WHERE c.state = "
+        "'queued' FOR UPDATE OF c SKIP LOCKED) AS k WHERE h.job = k.job "
+        "AND h.host_id = k.host_id RETURNING h.job, h.host_id",
+        3, PGRES_TUPLES_OK, false },
+    [S_DISPATCH] = {
+        /* cand: the hosts asked about and the other agents of their
+         * machines (same non-empty boot id). A host that ends a job frees
+         * its machine, and the machine's oldest queued job goes next,
+         * whichever of its agents it is for: offering only the host that
+         * ended would hand it its own next job and starve its siblings
+         * for as long as it has work.
+         * Busy: the host, or an online host of the same machine, has a
+         * running row: two agents of one machine would measure each
+         * other. */
+        "WITH cand AS (SELECT id FROM hosts WHERE id = ANY($1::bigint[]) "
+        " UNION SELECT s.id FROM hosts g JOIN hosts s ON s.boot_id = "
+        " g.boot_id WHERE g.id = ANY($1::bigint[]) AND g.boot_id <> ''), "
+        "busy AS (SELECT DISTINCT b.host_id, hb.boot_id FROM job_hosts "
+        " b JOIN hosts hb ON hb.id = b.host_id JOIN host_liveness lb ON "
+        " lb.host_id = b.host_id WHERE b.state = 'running' "
+        " AND (lb.live OR b.host_id IN (SELECT id FROM cand))) "
+        "SELECT * FROM (SELECT DISTINCT ON (h.host_id) j.id, j.job_uuid, "
+        "j.suite, j.vars::text, j.runs, "
+        "array_to_json(j.only_benchmarks)::text, j.tags::text, j.label, "
+        "j.expires_at_us, h.host_id, hh.boot_id, j.created_at_us "
+        "FROM job_hosts h JOIN jobs j ON j.id = h.job "
+        "JOIN hosts hh ON hh.id = h.host_id "
+        "WHERE h.host_id IN (SELECT id FROM cand) AND h.state = 'queued' "
+        "AND j.state = 'active' AND (j.expires_at_us = 0 OR "
+        "j.expires_at_us > $2::bigint) AND NOT EXISTS (SELECT 1 FROM busy "
+        "WHERE busy.host_id = h.host_id OR (hh.boot_id <> '' AND "
+        "busy.boot_id = hh.boot_id)) "
+        "ORDER BY h.host_id, j.created_at_us, j.id) q "
+        /* Oldest job first: s_machine_taken keeps the first row of each
+         * machine. */
+        "ORDER BY q.created_at_us, q.id, q.host_id",
+        2, PGRES_TUPLES_OK, false },
+    /* A host's running row (of one job, or any) lost. */
+    [S_LOST_JOB] = {
+        "UPDATE job_hosts SET state = 'lost', reason = $3, ended_at_us = $2, "
+        "updated_at_us = $2 WHERE host_id = $1 AND job = $4 AND "
+        "state = 'running' RETURNING job",
+        4, PGRES_TUPLES_OK, false },
+    [S_LOST_ALL] = {
+        "UPDATE job_hosts SET state = 'lost', reason = $3, ended_at_us = $2, "
+        "updated_at_us = $2 WHERE host_id = $1 AND state = 'running' "
+        "RETURNING job",
+        3, PGRES_TUPLES_OK, false },
+};
+
 typedef struct {
     char key[CO_JOBS_KEY_LEN + 1];
     int64_t host_id;
@@ -237,6 +435,14 @@ s_q(co_jobs_t *j, const char *sql, int n, const char *const *p,
     return r;
 }
 
+/* s_q for a statement of the table. */
+static PGresult *
+s_run(co_jobs_t *j, const co_db_stmt_t *st, const char *const *p, char *err,
+      size_t errlen)
+{
+    return s_q(j, st->sql, st->n_params, p, st->want, err, errlen);
+}
+
 static int
 s_exec(co_jobs_t *j, const char *sql, char *err, size_t errlen)
 {
@@ -292,8 +498,7 @@ s_host_id(co_jobs_t *j, const char *key, int64_t *id, char *err,
           size_t errlen)
 {
     const char *p[] = { key };
-    PGresult *r = s_q(j, "SELECT id FROM hosts WHERE public_key = $1", 1, p,
-                      PGRES_TUPLES_OK, err, errlen);
+    PGresult *r = s_run(j, &s_sql[S_HOST_ID], p, err, errlen);
     if (!r)
         return CO_JOBS_FAIL;
     if (PQntuples(r) != 1) {
@@ -313,12 +518,7 @@ s_check_end(co_jobs_t *j, const char *job_db_id, int64_t now_us)
     char now[24], err[256];
     snprintf(now, sizeof now, "%" PRId64, now_us);
     const char *p[] = { job_db_id, now };
-    PGresult *r = s_q(j,
-        "UPDATE jobs SET state = 'ended', ended_at_us = $2 "
-        "WHERE id = $1 AND state = 'active' AND NOT EXISTS "
-        "(SELECT 1 FROM job_hosts WHERE job = $1 AND state IN "
-        "('queued', 'running')) RETURNING job_uuid", 2, p, PGRES_TUPLES_OK,
-        err, sizeof err);
+    PGresult *r = s_run(j, &s_sql[S_CHECK_END], p, err, sizeof err);
     if (!r) {
         s_log(j, "db_error", "op=job_end error=\"%s\"", err);
         return;
@@ -462,19 +662,7 @@ s_claim(co_jobs_t *j, int64_t *jobs, const int64_t *hosts, size_t n,
     if (pw_buf_status(&jt) != PW_BUF_OK || pw_buf_status(&ht) != PW_BUF_OK)
         pw_err(err, errlen, "offered rows: too many");
     else
-        r = s_q(j,
-            /* suite_digest: the suite's as the host's Hello listed it;
-             * the agent's JobStatus "running" names the file it loaded. */
-            "UPDATE job_hosts h SET state = 'running', offered_at_us = $3, "
-            "updated_at_us = $3, suite_digest = COALESCE((SELECT s.digest "
-            "FROM host_suites s JOIN jobs jj ON jj.id = h.job WHERE "
-            "s.host_id = h.host_id AND s.name = jj.suite), '') "
-            "FROM (SELECT c.job, c.host_id FROM job_hosts "
-            "c JOIN unnest($1::bigint[], $2::bigint[]) AS u(job, host_id) ON "
-            "c.job = u.job AND c.host_id = u.host_id WHERE c.state = "
-            "'queued' FOR UPDATE OF c SKIP LOCKED) AS k WHERE h.job = k.job "
-            "AND h.host_id = k.host_id RETURNING h.job, h.host_id", 3, p,
-            PGRES_TUPLES_OK, err, errlen);
+        r = s_run(j, &s_sql[S_CLAIM], p, err, errlen);
     pw_buf_free(&jt);
     pw_buf_free(&ht);
     if (!r)
@@ -506,10 +694,7 @@ s_unclaim(co_jobs_t *j, const int64_t *jobs, const int64_t *hosts, size_t n,
     if (pw_buf_status(&jt) != PW_BUF_OK || pw_buf_status(&ht) != PW_BUF_OK)
         pw_err(err, errlen, "offered rows: too many");
     else
-        r = s_q(j, "UPDATE job_hosts h SET state = 'queued', offered_at_us "
-                "= NULL FROM unnest($1::bigint[], $2::bigint[]) AS u(job, "
-                "host_id) WHERE h.job = u.job AND h.host_id = u.host_id AND "
-                "h.state = 'running'", 2, p, PGRES_COMMAND_OK, err, errlen);
+        r = s_run(j, &s_sql[S_UNCLAIM], p, err, errlen);
     pw_buf_free(&jt);
     pw_buf_free(&ht);
     PQclear(r);
@@ -547,39 +732,7 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
                  pw_buf_strerror(pw_buf_status(&hosts)));
         goto db_error;
     }
-    r = s_q(j,
-        /* cand: the hosts asked about and the other agents of their
-         * machines (same non-empty boot id). A host that ends a job frees
-         * its machine, and the machine's oldest queued job goes next,
-         * whichever of its agents it is for: offering only the host that
-         * ended would hand it its own next job and starve its siblings
-         * for as long as it has work.
-         * Busy: the host, or an online host of the same machine, has a
-         * running row: two agents of one machine would measure each
-         * other. */
-        "WITH cand AS (SELECT id FROM hosts WHERE id = ANY($1::bigint[]) "
-        " UNION SELECT s.id FROM hosts g JOIN hosts s ON s.boot_id = "
-        " g.boot_id WHERE g.id = ANY($1::bigint[]) AND g.boot_id <> ''), "
-        "busy AS (SELECT DISTINCT b.host_id, hb.boot_id FROM job_hosts "
-        " b JOIN hosts hb ON hb.id = b.host_id JOIN host_liveness lb ON "
-        " lb.host_id = b.host_id WHERE b.state = 'running' "
-        " AND (lb.live OR b.host_id IN (SELECT id FROM cand))) "
-        "SELECT * FROM (SELECT DISTINCT ON (h.host_id) j.id, j.job_uuid, "
-        "j.suite, j.vars::text, j.runs, "
-        "array_to_json(j.only_benchmarks)::text, j.tags::text, j.label, "
-        "j.expires_at_us, h.host_id, hh.boot_id, j.created_at_us "
-        "FROM job_hosts h JOIN jobs j ON j.id = h.job "
-        "JOIN hosts hh ON hh.id = h.host_id "
-        "WHERE h.host_id IN (SELECT id FROM cand) AND h.state = 'queued' "
-        "AND j.state = 'active' AND (j.expires_at_us = 0 OR "
-        "j.expires_at_us > $2::bigint) AND NOT EXISTS (SELECT 1 FROM busy "
-        "WHERE busy.host_id = h.host_id OR (hh.boot_id <> '' AND "
-        "busy.boot_id = hh.boot_id)) "
-        "ORDER BY h.host_id, j.created_at_us, j.id) q "
-        /* Oldest job first: s_machine_taken keeps the first row of each
-         * machine. */
-        "ORDER BY q.created_at_us, q.id, q.host_id", 2, ps, PGRES_TUPLES_OK,
-        err, sizeof err);
+    r = s_run(j, &s_sql[S_DISPATCH], ps, err, sizeof err);
     if (!r)
         goto db_error;
     offered = calloc((size_t)PQntuples(r) + 1, sizeof *offered);
@@ -669,15 +822,8 @@ s_mark_lost(co_jobs_t *j, int64_t host_id, const char *job_db_id,
     snprintf(host, sizeof host, "%" PRId64, host_id);
     snprintf(now, sizeof now, "%" PRId64, now_us);
     const char *p[] = { host, now, reason, job_db_id };
-    PGresult *r = s_q(j,
-        job_db_id ?
-        "UPDATE job_hosts SET state = 'lost', reason = $3, ended_at_us = $2, "
-        "updated_at_us = $2 WHERE host_id = $1 AND job = $4 AND "
-        "state = 'running' RETURNING job" :
-        "UPDATE job_hosts SET state = 'lost', reason = $3, ended_at_us = $2, "
-        "updated_at_us = $2 WHERE host_id = $1 AND state = 'running' "
-        "RETURNING job", job_db_id ? 4 : 3, p, PGRES_TUPLES_OK, err,
-        sizeof err);
+    PGresult *r = s_run(j, &s_sql[job_db_id ? S_LOST_JOB : S_LOST_ALL], p,
+                        err, sizeof err);
     if (!r) {
         s_log(j, "db_error", "op=lost host_id=%s error=\"%s\"", host, err);
         return;
@@ -702,8 +848,7 @@ s_replace_suites(co_jobs_t *j, const char *host, const Parity__Hello *h,
     if (rc != CO_JOBS_OK)
         return rc;
     const char *pd[] = { host };
-    PGresult *r = s_q(j, "DELETE FROM host_suites WHERE host_id = $1", 1,
-                      pd, PGRES_COMMAND_OK, err, errlen);
+    PGresult *r = s_run(j, &s_sql[S_REPLACE_SUITES_1], pd, err, errlen);
     if (!r)
         goto fail;
     PQclear(r);
@@ -722,10 +867,7 @@ s_replace_suites(co_jobs_t *j, const char *host, const Parity__Hello *h,
             goto fail;
         }
         const char *pi[] = { host, s->name, s->digest ? s->digest : "", bt };
-        r = s_q(j, "INSERT INTO host_suites (host_id, name, digest, "
-                "benchmarks) SELECT $1, $2, $3, ARRAY(SELECT "
-                "json_array_elements_text($4::json)) ON CONFLICT DO NOTHING",
-                4, pi, PGRES_COMMAND_OK, err, errlen);
+        r = s_run(j, &s_sql[S_REPLACE_SUITES_2], pi, err, errlen);
         free(bt);
         if (!r)
             goto fail;
@@ -784,10 +926,7 @@ co_jobs_agent_online(co_jobs_t *j, const char *public_key,
      * the old process, or still running (the collector restarted, the
      * network was cut). A Heartbeat naming the job keeps the row; none
      * within confirm_us makes it lost (co_jobs_tick). */
-    PGresult *r = s_q(j, "SELECT j.job_uuid, j.id FROM job_hosts h JOIN "
-                      "jobs j ON j.id = h.job WHERE h.host_id = $1 AND "
-                      "h.state = 'running' ORDER BY h.offered_at_us DESC "
-                      "LIMIT 1", 1, pd, PGRES_TUPLES_OK, err, errlen);
+    PGresult *r = s_run(j, &s_sql[S_AGENT_ONLINE], pd, err, errlen);
     if (!r)
         return CO_JOBS_FAIL;
     bool running = PQntuples(r) == 1;
@@ -843,9 +982,7 @@ co_jobs_agent_offline(co_jobs_t *j, const char *public_key, int64_t now_us)
         char id[24];
         snprintf(id, sizeof id, "%" PRId64, host_id);
         const char *p[] = { id, j->collector };
-        PGresult *r = s_q(j, "SELECT 1 FROM hosts WHERE id = $1 AND "
-                          "collector IS DISTINCT FROM $2 AND online", 2, p,
-                          PGRES_TUPLES_OK, err, sizeof err);
+        PGresult *r = s_run(j, &s_sql[S_AGENT_OFFLINE], p, err, sizeof err);
         bool moved = r && PQntuples(r) == 1;
         PQclear(r);
         if (moved) {
@@ -934,24 +1071,7 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
                         now, st->suite_digest ? st->suite_digest : "" };
     /* suite_digest: the agent's word for the file it runs wins over the
      * one its Hello listed when the job was offered. */
-    PGresult *r = s_q(j,
-        "WITH cur AS (SELECT h.job, h.host_id, h.state, CASE WHEN $3 = "
-        "'done' THEN (SELECT count(*) FROM runs WHERE job_id = $1 AND "
-        "host_id = $2 AND status IS NULL) ELSE 0 END AS open "
-        "FROM job_hosts h JOIN jobs j ON j.id = h.job WHERE "
-        "j.job_uuid = $1 AND h.host_id = $2), "
-        "upd AS (UPDATE job_hosts t SET state = $4, reason = $5, "
-        "run_id = CASE WHEN $6 = '' THEN t.run_id ELSE $6 END, "
-        "benchmark = CASE WHEN $7 = '' THEN t.benchmark ELSE $7 END, "
-        "suite_digest = CASE WHEN $11 = '' THEN t.suite_digest ELSE $11 "
-        "END, round = $8::int, rounds = $9::int, updated_at_us = $10, "
-        "offered_at_us = COALESCE(t.offered_at_us, $10), "
-        "ended_at_us = CASE WHEN $4 = 'running' THEN NULL ELSE $10 END "
-        "FROM cur WHERE t.job = cur.job AND t.host_id = cur.host_id AND "
-        "$4 <> '' AND cur.open = 0 AND (t.state IN ('queued', 'running') "
-        "OR ($3 <> '' AND t.state = 'lost')) RETURNING t.job) "
-        "SELECT cur.state, cur.job, cur.open, (SELECT count(*) FROM upd) "
-        "FROM cur", 11, p, PGRES_TUPLES_OK, err, errlen);
+    PGresult *r = s_run(j, &s_sql[S_STATUS], p, err, errlen);
     if (!r)
         return CO_JOBS_FAIL;
     if (PQntuples(r) != 1) {
@@ -1011,7 +1131,7 @@ co_jobs_status_commit(co_jobs_t *j, int64_t now_us, char *err,
     j->in_batch = false;
     /* COMMIT of a transaction a failed statement aborted answers
      * ROLLBACK, not an error: nothing of the batch was stored. */
-    PGresult *r = s_q(j, "COMMIT", 0, NULL, PGRES_COMMAND_OK, err, errlen);
+    PGresult *r = s_run(j, &s_sql[S_STATUS_COMMIT], NULL, err, errlen);
     if (!r)
         return CO_JOBS_FAIL;
     bool rolled_back = strcmp(PQcmdStatus(r), "ROLLBACK") == 0;
@@ -1044,10 +1164,7 @@ co_jobs_run_end(co_jobs_t *j, const char *public_key,
     char host[24];
     snprintf(host, sizeof host, "%" PRId64, host_id);
     const char *p[] = { re->run_id, host };
-    PGresult *r = s_q(j, "SELECT j.id FROM runs r JOIN jobs j ON "
-                      "j.job_uuid = r.job_id WHERE r.run_uuid = $1 AND "
-                      "r.host_id = $2", 2, p, PGRES_TUPLES_OK, err,
-                      sizeof err);
+    PGresult *r = s_run(j, &s_sql[S_RUN_END], p, err, sizeof err);
     if (!r) {
         s_log(j, "db_error", "op=run_end error=\"%s\"", err);
         return;
@@ -1088,12 +1205,7 @@ s_check_running(co_jobs_t *j, int64_t now_us)
     char err[256], grace[24];
     snprintf(grace, sizeof grace, "%.3f", CO_JOBS_RESTART_GRACE_US / 1e6);
     const char *pg[] = { grace };
-    PGresult *r = s_q(j, "SELECT DISTINCT jh.host_id FROM job_hosts jh JOIN "
-                      "hosts h ON h.id = jh.host_id JOIN host_liveness l ON "
-                      "l.host_id = jh.host_id WHERE jh.state = 'running' AND "
-                      "NOT l.live AND h.last_seen < now() - make_interval("
-                      "secs => $1::float8)", 1, pg, PGRES_TUPLES_OK, err,
-                      sizeof err);
+    PGresult *r = s_run(j, &s_sql[S_CHECK_RUNNING], pg, err, sizeof err);
     if (!r) {
         s_log(j, "db_error", "op=tick error=\"%s\"", err);
         return;
@@ -1121,13 +1233,7 @@ s_beat(co_jobs_t *j)
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     snprintf(ttl, sizeof ttl, "%d", j->ttl_ms);
     const char *p[] = { j->collector, pid, ttl };
-    PGresult *r = s_q(j, "INSERT INTO collectors (name, pid, ttl_ms) VALUES "
-                      "($1, $2::int, $3::int) ON CONFLICT (name) DO UPDATE "
-                      "SET started_at = CASE WHEN collectors.pid = "
-                      "EXCLUDED.pid THEN collectors.started_at ELSE now() "
-                      "END, pid = EXCLUDED.pid, ttl_ms = EXCLUDED.ttl_ms, "
-                      "beat_at = now()", 3, p, PGRES_COMMAND_OK, err,
-                      sizeof err);
+    PGresult *r = s_run(j, &s_sql[S_BEAT], p, err, sizeof err);
     if (!r)
         s_log(j, "db_error", "op=beat error=\"%s\"", err);
     PQclear(r);
@@ -1141,13 +1247,7 @@ co_jobs_tick(co_jobs_t *j, int64_t now_us)
     snprintf(now, sizeof now, "%" PRId64, now_us);
     const char *p[] = { now };
     s_check_running(j, now_us);
-    PGresult *r = s_q(j,
-        "UPDATE job_hosts h SET state = 'expired', reason = 'the job "
-        "expired before this host could start it', ended_at_us = $1, "
-        "updated_at_us = $1 FROM jobs j WHERE j.id = h.job AND "
-        "h.state = 'queued' AND j.state = 'active' AND j.expires_at_us > 0 "
-        "AND j.expires_at_us <= $1::bigint RETURNING j.job_uuid", 1, p,
-        PGRES_TUPLES_OK, err, sizeof err);
+    PGresult *r = s_run(j, &s_sql[S_TICK_1], p, err, sizeof err);
     if (!r) {
         s_log(j, "db_error", "op=tick error=\"%s\"", err);
         return;
@@ -1157,11 +1257,7 @@ co_jobs_tick(co_jobs_t *j, int64_t now_us)
     PQclear(r);
     /* Every job with no open row ends (also ones missed while the
      * database was away). */
-    r = s_q(j,
-        "UPDATE jobs j SET state = 'ended', ended_at_us = $1 WHERE "
-        "state = 'active' AND NOT EXISTS (SELECT 1 FROM job_hosts h WHERE "
-        "h.job = j.id AND h.state IN ('queued', 'running')) "
-        "RETURNING job_uuid", 1, p, PGRES_TUPLES_OK, err, sizeof err);
+    r = s_run(j, &s_sql[S_TICK_2], p, err, sizeof err);
     if (!r) {
         s_log(j, "db_error", "op=tick error=\"%s\"", err);
         return;
@@ -1177,10 +1273,7 @@ static void
 s_offer_idle(co_jobs_t *j, int64_t now_us)
 {
     char err[256];
-    PGresult *r = s_q(j, "SELECT DISTINCT h.host_id FROM job_hosts h JOIN "
-                      "jobs j ON j.id = h.job WHERE h.state = 'queued' AND "
-                      "j.state = 'active'", 0, NULL, PGRES_TUPLES_OK, err,
-                      sizeof err);
+    PGresult *r = s_run(j, &s_sql[S_OFFER_IDLE], NULL, err, sizeof err);
     if (!r)
         return;
     int64_t ids[256];
@@ -1218,11 +1311,7 @@ s_pick_hosts(co_jobs_t *j, const co_jobreq_t *c, json_t *skipped,
     if (!named)
         pw_err(err, errlen, "out of memory");
     else
-        r = s_q(j, "SELECT h.id, h.name, h.tags::text, s.name IS NOT NULL, "
-                "COALESCE(array_to_json(s.benchmarks)::text, '[]') FROM "
-                "hosts h LEFT JOIN host_suites s ON s.host_id = h.id AND "
-                "s.name = $1 ORDER BY h.name, h.id", 1, ps, PGRES_TUPLES_OK,
-                err, errlen);
+        r = s_run(j, &s_sql[S_PICK_HOSTS], ps, err, errlen);
     int nh = r ? PQntuples(r) : 0;
     if (r && !(*ids = calloc((size_t)nh + 1, sizeof **ids)))
         pw_err(err, errlen, "out of memory");
@@ -1314,12 +1403,7 @@ s_insert_job(co_jobs_t *j, const co_jobreq_t *c, const char *requested_by,
     const char *pj[] = { uuid, c->suite, vars_txt, runs, only_txt, tags_txt,
                          c->label ? json_string_value(c->label) : "",
                          spec_txt, requested_by, now, expires };
-    r = s_q(j, "INSERT INTO jobs (job_uuid, suite, vars, runs, "
-            "only_benchmarks, tags, label, hosts_spec, requested_by, "
-            "created_at_us, expires_at_us) VALUES ($1, $2, $3::jsonb, "
-            "$4::int, ARRAY(SELECT json_array_elements_text($5::json)), "
-            "$6::jsonb, $7, $8, $9, $10, $11) RETURNING id", 11, pj,
-            PGRES_TUPLES_OK, err, errlen);
+    r = s_run(j, &s_sql[S_INSERT_JOB_1], pj, err, errlen);
     if (!r)
         goto rollback;
     snprintf(job, joblen, "%s", PQgetvalue(r, 0, 0));
@@ -1329,9 +1413,7 @@ s_insert_job(co_jobs_t *j, const co_jobreq_t *c, const char *requested_by,
     s_ids_text(&idt, ids, n);
     const char *ph[] = { job, pw_buf_data(&idt), now };
     r = pw_buf_status(&idt) != PW_BUF_OK ? NULL :
-        s_q(j, "INSERT INTO job_hosts (job, host_id, state, queued_at_us, "
-            "updated_at_us) SELECT $1, unnest($2::bigint[]), 'queued', $3, "
-            "$3", 3, ph, PGRES_COMMAND_OK, err, errlen);
+        s_run(j, &s_sql[S_INSERT_JOB_2], ph, err, errlen);
     if (!r && pw_buf_status(&idt) != PW_BUF_OK)
         pw_err(err, errlen, "job hosts: %s",
                pw_buf_strerror(pw_buf_status(&idt)));
@@ -1390,9 +1472,7 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
 
     const char *pr[] = { job };
     rc = CO_JOBS_FAIL;
-    r = s_q(j, "SELECT h.name, jh.state FROM job_hosts jh JOIN hosts h ON "
-            "h.id = jh.host_id WHERE jh.job = $1 ORDER BY h.name, h.id", 1,
-            pr, PGRES_TUPLES_OK, err, errlen);
+    r = s_run(j, &s_sql[S_CREATE], pr, err, errlen);
     if (!r)
         goto done;
     for (int i = 0; i < PQntuples(r); i++)
@@ -1433,10 +1513,7 @@ s_cancel_here(co_jobs_t *j, const char *job_uuid, int64_t now_us)
 {
     char err[256];
     const char *p[] = { job_uuid };
-    PGresult *r = s_q(j, "SELECT h.host_id FROM job_hosts h JOIN jobs j ON "
-                      "j.id = h.job WHERE j.job_uuid = $1 AND h.state = "
-                      "'cancelled' AND h.offered_at_us IS NOT NULL", 1, p,
-                      PGRES_TUPLES_OK, err, sizeof err);
+    PGresult *r = s_run(j, &s_sql[S_CANCEL_HERE], p, err, sizeof err);
     if (!r) {
         s_log(j, "db_error", "op=cancel_notify error=\"%s\"", err);
         return;
@@ -1465,10 +1542,7 @@ s_resync(co_jobs_t *j, int64_t now_us)
     char since[24], err[256];
     snprintf(since, sizeof since, "%" PRId64, now_us - (int64_t)S_RESYNC_US);
     const char *p[] = { since };
-    PGresult *r = s_q(j, "SELECT job_uuid FROM jobs WHERE state = "
-                      "'cancelled' AND ended_at_us > $1::bigint ORDER BY "
-                      "ended_at_us DESC LIMIT 100", 1, p, PGRES_TUPLES_OK,
-                      err, sizeof err);
+    PGresult *r = s_run(j, &s_sql[S_RESYNC], p, err, sizeof err);
     if (!r)
         return;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -1523,8 +1597,7 @@ co_jobs_cancel(co_jobs_t *j, const char *job_id, int64_t now_us,
     char now[24];
     snprintf(now, sizeof now, "%" PRId64, now_us);
     const char *pf[] = { job_id };
-    PGresult *r = s_q(j, "SELECT id, state FROM jobs WHERE job_uuid = $1", 1,
-                      pf, PGRES_TUPLES_OK, err, errlen);
+    PGresult *r = s_run(j, &s_sql[S_CANCEL_1], pf, err, errlen);
     if (!r)
         return CO_JOBS_FAIL;
     if (PQntuples(r) != 1) {
@@ -1546,26 +1619,17 @@ co_jobs_cancel(co_jobs_t *j, const char *job_id, int64_t now_us,
     if ((rc = s_exec(j, "BEGIN", err, errlen)) != CO_JOBS_OK)
         return rc;
     const char *pc[] = { job, now };
-    r = s_q(j,
-        "WITH c AS (SELECT host_id, state FROM job_hosts WHERE job = $1 AND "
-        "state IN ('queued', 'running') FOR UPDATE) UPDATE job_hosts h SET "
-        "state = 'cancelled', reason = 'cancelled by the user', "
-        "ended_at_us = $2, updated_at_us = $2 FROM c WHERE h.job = $1 AND "
-        "h.host_id = c.host_id RETURNING h.host_id, c.state", 2, pc,
-        PGRES_TUPLES_OK, err, errlen);
+    r = s_run(j, &s_sql[S_CANCEL_2], pc, err, errlen);
     if (!r)
         goto rollback;
-    PGresult *u = s_q(j, "UPDATE jobs SET state = 'cancelled', "
-                      "ended_at_us = $2 WHERE id = $1", 2, pc,
-                      PGRES_COMMAND_OK, err, errlen);
+    PGresult *u = s_run(j, &s_sql[S_CANCEL_3], pc, err, errlen);
     if (!u)
         goto rollback;
     PQclear(u);
     /* Hosts held by other collectors hear of it from them (co_jobs_poll);
      * delivered at COMMIT. */
     const char *pn[] = { job_id };
-    u = s_q(j, "SELECT pg_notify('" CO_JOBS_CHANNEL "', 'cancel ' || $1)",
-            1, pn, PGRES_TUPLES_OK, err, errlen);
+    u = s_run(j, &s_sql[S_CANCEL_4], pn, err, errlen);
     if (!u)
         goto rollback;
     PQclear(u);

@@ -88,7 +88,19 @@ s_forget(co_runs_t *runs, s_run_t *r)
     zhashx_delete(runs->by_key, key);
 }
 
-/* Room for more samples in r: doubling, within the bound. */
+/* *arrayp reallocated to cap elements of size bytes; false (the array
+ * as it was) when out of memory. */
+static bool
+s_resize(void *arrayp, size_t cap, size_t size)
+{
+    void *p = realloc(*(void **)arrayp, cap * size);
+    if (p)
+        *(void **)arrayp = p;
+    return p != NULL;
+}
+
+/* Room for more samples in r: doubling, within the bound. Its four
+ * arrays grow together; one that could not keeps the old cap for all. */
 static int
 s_grow(s_run_t *r, size_t more)
 {
@@ -97,19 +109,11 @@ s_grow(s_run_t *r, size_t more)
     size_t cap = r->cap ? r->cap : 512;
     while (cap < r->n + more)
         cap *= 2;
-    int32_t *a = realloc(r->arm, cap * sizeof *a);
-    if (a)
-        r->arm = a;
-    double *w = realloc(r->wall_us, cap * sizeof *w);
-    if (w)
-        r->wall_us = w;
-    double *ins = realloc(r->instructions, cap * sizeof *ins);
-    if (ins)
-        r->instructions = ins;
-    uint8_t *k = realloc(r->kind, cap * sizeof *k);
-    if (k)
-        r->kind = k;
-    if (!a || !w || !ins || !k)
+    bool grown = s_resize(&r->arm, cap, sizeof *r->arm);
+    grown &= s_resize(&r->wall_us, cap, sizeof *r->wall_us);
+    grown &= s_resize(&r->instructions, cap, sizeof *r->instructions);
+    grown &= s_resize(&r->kind, cap, sizeof *r->kind);
+    if (!grown)
         return -1;
     r->cap = cap;
     return 0;

@@ -203,13 +203,10 @@ ok(r.returncode == 0 and "(12 runs: auto, not decisive at the cap (at most "
    r.stdout)
 
 # parity-agent run: runs: auto in the suite, --runs N over it.
-suite = os.path.join(TMP, "auto.yaml")
-with open(suite, "w") as f:
-    f.write("suite: auto\nbenchmarks:\n  - name: far\n    runs: auto\n"
-            "    max_runs: 30\n    warmup: 0\n    arms:\n"
-            "      - {name: a, command: [%s, '0.002']}\n"
-            "      - {name: b, command: [%s, '0.02']}\n"
-            % (json.dumps(SLEEP), json.dumps(SLEEP)))
+suite = pf.write_suite(os.path.join(TMP, "auto.yaml"), "auto", [
+    {"name": "far", "runs": "auto", "max_runs": 30, "warmup": 0, "arms": [
+        {"name": "a", "command": [SLEEP, "0.002"]},
+        {"name": "b", "command": [SLEEP, "0.02"]}]}])
 out = os.path.join(TMP, "auto.json")
 r = subprocess.run([AGENT, "run", suite, "--export-json", out],
                    capture_output=True, text=True, timeout=300)

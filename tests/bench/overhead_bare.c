@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_devnull.h"
 #include "pw_clock.h"
 
 extern char **environ;
@@ -30,11 +31,8 @@ main(int argc, char **argv)
         fprintf(stderr, "overhead-bare: RUNS must be 1..1000000\n");
         return 2;
     }
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    for (int i = 0; i < 3; i++)
-        posix_spawn_file_actions_adddup2(&fa, devnull, i);
+    bench_devnull(&fa);
     double *wall = malloc((size_t)runs * sizeof *wall);
     if (!wall)
         return 3;

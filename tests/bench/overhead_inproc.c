@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ag_spawn.h"
+#include "bench_devnull.h"
 #include "pw_clock.h"
 
 extern char **environ;
@@ -40,11 +41,8 @@ main(int argc, char **argv)
         return 2;
     }
     const char *av[] = { prog, NULL };
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    for (int i = 0; i < 3; i++)
-        posix_spawn_file_actions_adddup2(&fa, devnull, i);
+    bench_devnull(&fa);
     double *bare = malloc((size_t)runs * sizeof *bare);
     double *ag = malloc((size_t)runs * sizeof *ag);
     double *ctr = malloc((size_t)runs * sizeof *ctr);

@@ -26,6 +26,7 @@ import xml.etree.ElementTree as ET
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
+import parity_fixtures as pf  # noqa: E402
 from parity_fixtures import ok, bail, plan  # noqa: E402
 
 RENDER = os.environ.get("SITE_RENDER", "")
@@ -48,9 +49,7 @@ def render(tmp, doc, name):
 
 
 def validate(path):
-    p = subprocess.run(["xmllint", "--noout", "--relaxng", SCHEMA, path],
-                       capture_output=True, text=True, timeout=60)
-    return p.returncode, p.stderr.strip()
+    return pf.xmllint(path, "--relaxng", SCHEMA)
 
 
 def entries(path):

@@ -152,6 +152,18 @@ s_refused(const char *name, s_buf_t *f, int want_rc, const char *want_err)
     free(f->d);
 }
 
+/* s_refused for a frame of body kind (its name) over the decode
+ * budget: the error text says so. */
+static void
+s_over_budget(const char *name, s_buf_t *f, const char *kind)
+{
+    char want[256];
+    snprintf(want, sizeof want, "unpack: decoding a %zu-byte %s frame "
+             "needs more than %u bytes of memory (the decode budget)",
+             f->len, kind, PW_WIRE_DECODE_BUDGET);
+    s_refused(name, f, PW_WIRE_EBUDGET, want);
+}
+
 /* Frames that a hostile peer could send. */
 static void
 s_hostile(void)
@@ -208,10 +220,7 @@ s_hostile(void)
     in = (s_buf_t){ 0 };
     s_sub(&in, 5, &suite);
     f = s_envelope(0, PARITY__ENVELOPE__BODY_HELLO, &in);
-    snprintf(want, sizeof want, "unpack: decoding a %zu-byte hello frame "
-             "needs more than %u bytes of memory (the decode budget)",
-             f.len, PW_WIRE_DECODE_BUDGET);
-    s_refused("a suite of 2 M empty benchmarks", &f, PW_WIRE_EBUDGET, want);
+    s_over_budget("a suite of 2 M empty benchmarks", &f, "hello");
     free(suite.d);
     free(in.d);
 
@@ -226,10 +235,7 @@ s_hostile(void)
     for (n = 0; n < PW_WIRE_MAX_ARMS; n++)
         s_sub(&in, 5, &arm);
     f = s_envelope(3, PARITY__ENVELOPE__BODY_RUN_START, &in);
-    snprintf(want, sizeof want, "unpack: decoding a %zu-byte run_start "
-             "frame needs more than %u bytes of memory (the decode budget)",
-             f.len, PW_WIRE_DECODE_BUDGET);
-    s_refused("64 arms of 32000 empty argv", &f, PW_WIRE_EBUDGET, want);
+    s_over_budget("64 arms of 32000 empty argv", &f, "run_start");
     free(arm.d);
     free(in.d);
 
@@ -246,11 +252,7 @@ s_hostile(void)
     for (n = 0; n < PW_WIRE_MAX_BATCH; n++)
         s_sub(&in, 3, &sample);
     f = s_envelope(4, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &in);
-    snprintf(want, sizeof want, "unpack: decoding a %zu-byte sample_batch "
-             "frame needs more than %u bytes of memory (the decode budget)",
-             f.len, PW_WIRE_DECODE_BUDGET);
-    s_refused("512 samples of 2600 unknown fields", &f, PW_WIRE_EBUDGET,
-              want);
+    s_over_budget("512 samples of 2600 unknown fields", &f, "sample_batch");
     free(sample.d);
     free(in.d);
 }

@@ -209,6 +209,20 @@ def check_exactly_once(w, results, label):
        "(checksum %.3f vs %.3f)" % (label, sum(swalls), sum(walls)))
 
 
+def check_finished(w, agent, timeout, results, label, complete=True):
+    """The agent ends within timeout having got every ack (exit 0, the
+    spool empty), each sample stored exactly once, and (complete) the
+    run stored as complete."""
+    rc, _ = finish_agent(w, agent, timeout)
+    ok(rc == 0, "%s: parity-agent run exits 0 after all acks (%d)"
+       % (label, rc))
+    ok(w.spooled() == 0, "%s: the spool is empty" % label)
+    check_exactly_once(w, results, label)
+    if complete:
+        ok(w.psql("SELECT status FROM runs") == "complete",
+           "%s: the run is stored as complete" % label)
+
+
 def finish_agent(w, agent, timeout):
     try:
         _, err = agent.communicate(timeout=timeout)
@@ -237,12 +251,7 @@ def case_complete(w):
     results = os.path.join(w.root, "results.json")
     w.start_collector()
     agent = w.agent_run(suite, results)
-    rc, err = finish_agent(w, agent, 90)
-    ok(rc == 0, "parity-agent run exits 0 after all acks (%d)" % rc)
-    ok(w.spooled() == 0, "the spool is empty after the run")
-    check_exactly_once(w, results, "complete")
-    ok(w.psql("SELECT status FROM runs") == "complete",
-       "the run is stored as complete")
+    check_finished(w, agent, 90, results, "complete")
     ok(w.psql("SELECT count(*) FROM calibrations") not in (None, "0"),
        "the session calibration is stored")
     row = w.psql("SELECT v.outcome, v.ratio, v.best_ratio, v.tolerance, "
@@ -288,12 +297,7 @@ def case_collector_kill(w):
     ok(agent.poll() is None, "the agent keeps running without a collector")
     time.sleep(2)
     w.start_collector()
-    rc, err = finish_agent(w, agent, 120)
-    ok(rc == 0, "the agent finished and got every ack (%d)" % rc)
-    ok(w.spooled() == 0, "the spool is empty")
-    check_exactly_once(w, results, "collector kill -9")
-    ok(w.psql("SELECT status FROM runs") == "complete",
-       "the run is stored as complete")
+    check_finished(w, agent, 120, results, "collector kill -9")
 
 
 def case_pg_stop(w):
@@ -311,10 +315,8 @@ def case_pg_stop(w):
                             os.path.join(w.data, "pg", "restart.log")),
                        capture_output=True, text=True, timeout=60)
     ok(r.returncode == 0, "pg_ctl start: %s" % (r.stderr.strip() or "ok"))
-    rc, err = finish_agent(w, agent, 150)
-    ok(rc == 0, "the agent finished and got every ack (%d)" % rc)
-    ok(w.spooled() == 0, "the spool is empty")
-    check_exactly_once(w, results, "database stopped 20 s")
+    check_finished(w, agent, 150, results, "database stopped 20 s",
+                   complete=False)
 
 
 def case_agent_kill(w):

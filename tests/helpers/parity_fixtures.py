@@ -188,6 +188,14 @@ def bisect_suite(path, builds, runs, warmup=1):
         variables={"commit": "none"})
 
 
+def xmllint(path, *check):
+    """xmllint --noout CHECK... path (check: "--schema", XSD or
+    "--relaxng", RNG): its exit status and its stderr, stripped."""
+    r = subprocess.run(["xmllint", "--noout"] + list(check) + [path],
+                       capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stderr.strip()
+
+
 def wait_until(cond, timeout, every=0.25):
     """Call cond until it is true or timeout seconds passed; its last
     answer."""

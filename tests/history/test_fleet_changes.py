@@ -331,10 +331,8 @@ def check_superseded(w, ids, rng_seed=2):
 
 def main():
     tj.pf.need(tj.PARITY, tj.COLLECTOR, FEED)
-    w = tj.World()
+    w = tj.World().allow_hosts(HOSTS)
     try:
-        for h in HOSTS:
-            w.keygen(h, allow=True)
         w.start_collector()
         ok(feed(w, plan_lines()), "fleet-feed sends 4 hosts x 40 commits "
            "x 3 benchmarks")

@@ -106,7 +106,24 @@ s_ask(void *sock, uint64_t id, const char *command, const char *args,
     }
 }
 
-/* ---- --agent ------------------------------------------------------- */
+/* ---- the socket, and --agent -------------------------------------- */
+
+/* The collector's public certificate and the client's, loaded: 0, or
+ * -1 having said which could not be (and loaded neither). */
+static int
+s_certs(const char *server_path, const char *me_path, zcert_t **server,
+        zcert_t **me)
+{
+    *server = zcert_load(server_path);
+    *me = zcert_load(me_path);
+    if (*server && *me)
+        return 0;
+    fprintf(stderr, "jobs-request: cannot load %s or %s\n", server_path,
+            me_path);
+    zcert_destroy(server);
+    zcert_destroy(me);
+    return -1;
+}
 
 static void *
 s_dealer(void *ctx, const char *endpoint, zcert_t *server, zcert_t *me)
@@ -155,12 +172,9 @@ s_hello(void *sock, const char *name, const char *suite)
 static void
 s_beat(void *sock, const char *state, const char *job)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     uint8_t hb[256];
     size_t len;
-    if (pw_wire_pack_heartbeat((int64_t)ts.tv_sec * 1000000 +
-                               ts.tv_nsec / 1000, 0, state, job, hb,
+    if (pw_wire_pack_heartbeat(pw_clock_unix_us(), 0, state, job, hb,
                                sizeof hb, &len) == PW_WIRE_OK)
         zmq_send(sock, hb, len, ZMQ_DONTWAIT);
 }
@@ -196,14 +210,9 @@ s_beat_for(void *sock, int ms, const char *state, char *job, size_t len)
 static int
 s_agent(char **argv)
 {
-    zcert_t *server = zcert_load(argv[3]), *me = zcert_load(argv[4]);
-    if (!server || !me) {
-        fprintf(stderr, "jobs-request: cannot load %s or %s\n", argv[3],
-                argv[4]);
-        zcert_destroy(&server);
-        zcert_destroy(&me);
+    zcert_t *server, *me;
+    if (s_certs(argv[3], argv[4], &server, &me) != 0)
         return 2;
-    }
     void *ctx = zmq_ctx_new();
     void *sock = s_dealer(ctx, argv[2], server, me);
     s_hello(sock, argv[5], argv[6]);
@@ -248,22 +257,11 @@ main(int argc, char **argv)
         return 2;
     }
     int timeout_ms = argc > 4 ? atoi(argv[4]) : 5000;
-    zcert_t *server = zcert_load(argv[2]), *me = zcert_load(argv[3]);
-    if (!server || !me) {
-        fprintf(stderr, "jobs-request: cannot load %s or %s\n", argv[2],
-                argv[3]);
-        zcert_destroy(&server);
-        zcert_destroy(&me);
+    zcert_t *server, *me;
+    if (s_certs(argv[2], argv[3], &server, &me) != 0)
         return 2;
-    }
     void *ctx = zmq_ctx_new();
-    void *sock = zmq_socket(ctx, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, zcert_public_key(server), 32);
-    zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, zcert_public_key(me), 32);
-    zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, zcert_secret_key(me), 32);
-    zmq_connect(sock, argv[1]);
+    void *sock = s_dealer(ctx, argv[1], server, me);
     char *line = malloc(S_LINE_MAX + 2);
     uint64_t id = 1;
     while (line && fgets(line, S_LINE_MAX + 2, stdin)) {

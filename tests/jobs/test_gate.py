@@ -96,9 +96,7 @@ def yaml_blocks():
 
 
 def xmllint(path):
-    r = subprocess.run(["xmllint", "--noout", "--schema", SCHEMA, path],
-                       capture_output=True, text=True, timeout=60)
-    return r.returncode, r.stderr.strip()
+    return tj.pf.xmllint(path, "--schema", SCHEMA)
 
 
 def junit_cases(path):

@@ -127,6 +127,13 @@ class World(pf.World):
             AGENT, self.endpoint, name, "--heartbeat-ms", HEARTBEAT_MS,
             *extra)
 
+    def allow_hosts(self, names):
+        """Keys for hosts names on the allow-list (fleet-feed's hosts,
+        which no agent of this world plays); self."""
+        for n in names:
+            self.keygen(n, allow=True)
+        return self
+
     def start_fleet(self, names, *extra):
         """The collector, then the agents names (each with extra
         options); True once `parity hosts` shows them all online."""

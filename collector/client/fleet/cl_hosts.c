@@ -321,11 +321,8 @@ cl_hosts_main(int argc, char **argv)
     json_decref(args);
     if (rc != PW_EXIT_OK)
         return rc;
-    if (as_json) {
-        rc = pw_out_json(stdout, body) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
-        json_decref(body);
-        return rc;
-    }
+    if (as_json)
+        return pw_out_json_exit(body);
     if (action || pending) {
         if (action)
             s_decided(action, body);

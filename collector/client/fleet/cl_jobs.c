@@ -72,11 +72,8 @@ cl_jobs_main(int argc, char **argv)
     json_decref(args);
     if (rc != PW_EXIT_OK)
         return rc;
-    if (as_json) {
-        rc = pw_out_json(stdout, body) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
-        json_decref(body);
-        return rc;
-    }
+    if (as_json)
+        return pw_out_json_exit(body);
     pw_out_table_t *t = pw_out_table_new(7);
     const char *head[] = { "job", "suite", "state", "created", "hosts",
                            "tags", "label" };

@@ -534,10 +534,7 @@ s_print_json(const s_req_t *r, json_t *job, json_t *verdicts, json_t *base,
             "win", (json_int_t)n->win, "parity", (json_int_t)n->parity,
             "loss", (json_int_t)n->loss, "undecided",
             (json_int_t)n->undecided));
-    int rc = out && pw_out_json(stdout, out) == 0 ? PW_EXIT_OK :
-                                                    PW_EXIT_SYSTEM;
-    json_decref(out);
-    return rc;
+    return pw_out_json_exit(out);
 }
 
 /* The ended job's verdicts and, when asked, its gate: printed, the files

@@ -192,9 +192,7 @@ s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
     if (as_json) {
         json_t *both = json_pack("{s:O,s:o}", "job", job, "hosts", out);
         out = NULL;
-        rc = both && pw_out_json(stdout, both) == 0 ? PW_EXIT_OK
-                                                    : PW_EXIT_SYSTEM;
-        json_decref(both);
+        rc = pw_out_json_exit(both);
     }
     json_decref(out);
     json_decref(hosts);

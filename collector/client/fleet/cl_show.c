@@ -46,9 +46,7 @@ cl_show_main(int argc, char **argv)
     json_decref(args);
     if (rc != PW_EXIT_OK)
         return rc;
-    rc = pw_out_json(stdout, body) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
-    json_decref(body);
-    return rc;
+    return pw_out_json_exit(body);
 }
 
 /* A file name part: letters, digits, '-', '_', '.'; others become '_'. */

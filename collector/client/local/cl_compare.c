@@ -193,10 +193,7 @@ static const struct option s_longopts[] = {
     { "parameter-list", required_argument, NULL, 'L' },
     { "parameter-scan", required_argument, NULL, 'P' },
     { "parameter-step-size", required_argument, NULL, 'D' },
-    { "json", no_argument, NULL, 'j' },
-    { "export-json", required_argument, NULL, 'J' },
-    { "export-markdown", required_argument, NULL, 'K' },
-    { "export-csv", required_argument, NULL, 'V' },
+    AG_CLI_OUTPUT_OPTIONS,
     { "help", no_argument, NULL, 'h' },
     { "max-runs", required_argument, NULL, 'M' },
     { "fresh-floor", no_argument, NULL, 'F' },
@@ -321,6 +318,8 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
                                                 : argv[optind - 1]);
         return -1;
     }
+    if (ag_cli_output_opt(&o->copts, c, optarg))
+        return 0;
     switch (c) {
     case 'r': case 'M': case 'w': {
         char err[160];
@@ -373,18 +372,6 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
         return s_param_opt(o, c, argc, argv);
     case 'D':
         o->step = optarg;
-        return 0;
-    case 'j':
-        o->copts.json = true;
-        return 0;
-    case 'J':
-        o->copts.export_path = optarg;
-        return 0;
-    case 'K':
-        o->copts.export_markdown = optarg;
-        return 0;
-    case 'V':
-        o->copts.export_csv = optarg;
         return 0;
     case 'h':
         return 1;
