@@ -136,24 +136,18 @@ take() {
     fi
 }
 
-take parity-agent required usr/bin/parity-agent
+# The two daemons' packages hold the same kinds of file.
+for d in agent collector; do
+    take parity-$d required usr/bin/parity-$d
+    take parity-$d required usr/share/man/man1/parity-$d.1.gz
+    take parity-$d optional usr/share/bash-completion/completions/parity-$d
+    take parity-$d required lib/systemd/system/parity-$d.service \
+                            usr/lib/systemd/system/parity-$d.service
+    take parity-$d optional "lib/systemd/system/parity-$d*" \
+                            "usr/lib/systemd/system/parity-$d*"
+    take parity-$d required etc/parity/$d.yaml
+done
 take parity-agent required usr/libexec/parity/parity-noop
-take parity-agent required usr/share/man/man1/parity-agent.1.gz
-take parity-agent optional usr/share/bash-completion/completions/parity-agent
-take parity-agent required lib/systemd/system/parity-agent.service \
-                           usr/lib/systemd/system/parity-agent.service
-take parity-agent optional 'lib/systemd/system/parity-agent*' \
-                           'usr/lib/systemd/system/parity-agent*'
-take parity-agent required etc/parity/agent.yaml
-
-take parity-collector required usr/bin/parity-collector
-take parity-collector required usr/share/man/man1/parity-collector.1.gz
-take parity-collector optional usr/share/bash-completion/completions/parity-collector
-take parity-collector required lib/systemd/system/parity-collector.service \
-                               usr/lib/systemd/system/parity-collector.service
-take parity-collector optional 'lib/systemd/system/parity-collector*' \
-                               'usr/lib/systemd/system/parity-collector*'
-take parity-collector required etc/parity/collector.yaml
 
 take parity required usr/bin/parity
 take parity required usr/share/man/man1/parity.1.gz

@@ -156,16 +156,15 @@ s_pending(co_reply_t *c)
         "ORDER BY first_seen, public_key LIMIT $1::int", 1, p);
     if (!r)
         return NULL;
-    json_t *list = json_array();
-    for (int i = 0; list && i < PQntuples(r); i++)
-        json_array_append_new(list, json_pack(
-            "{s:s,s:s,s:s,s:s,s:s,s:I,s:I}",
-            "fingerprint", PQgetvalue(r, i, 0), "name", PQgetvalue(r, i, 1),
-            "public_key", PQgetvalue(r, i, 2),
-            "agent_version", PQgetvalue(r, i, 3),
-            "address", PQgetvalue(r, i, 4),
-            "first_seen_us", co_reply_int(r, i, 5),
-            "last_seen_us", co_reply_int(r, i, 6)));
+    static const co_reply_col_t cols[] = {
+        { "fingerprint", CO_REPLY_COL_STR }, { "name", CO_REPLY_COL_STR },
+        { "public_key", CO_REPLY_COL_STR },
+        { "agent_version", CO_REPLY_COL_STR },
+        { "address", CO_REPLY_COL_STR },
+        { "first_seen_us", CO_REPLY_COL_INT },
+        { "last_seen_us", CO_REPLY_COL_INT },
+    };
+    json_t *list = co_reply_rows(r, cols, sizeof cols / sizeof cols[0]);
     PQclear(r);
     return list ? json_pack("{s:o}", "pending", list) : NULL;
 }

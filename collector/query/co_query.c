@@ -440,13 +440,14 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         "r.job_id = $1 ORDER BY h.name, r.id", 1, p);
     if (!r)
         goto fail;
-    for (int i = 0; i < PQntuples(r); i++)
-        json_array_append_new(runs, json_pack("{s:s,s:s,s:s,s:s,s:I,s:o}",
-            "run_id", PQgetvalue(r, i, 0), "host", PQgetvalue(r, i, 1),
-            "benchmark", PQgetvalue(r, i, 2), "status", PQgetvalue(r, i, 3),
-            "started_at_us", (json_int_t)strtoll(PQgetvalue(r, i, 4), NULL,
-                                                 10),
-            "ended_at_us", co_reply_int_or_null(r, i, 5)));
+    static const co_reply_col_t run_cols[] = {
+        { "run_id", CO_REPLY_COL_STR }, { "host", CO_REPLY_COL_STR },
+        { "benchmark", CO_REPLY_COL_STR }, { "status", CO_REPLY_COL_STR },
+        { "started_at_us", CO_REPLY_COL_INT },
+        { "ended_at_us", CO_REPLY_COL_INT_NULL },
+    };
+    json_decref(runs);
+    runs = co_reply_rows(r, run_cols, sizeof run_cols / sizeof run_cols[0]);
     PQclear(r);
     json_object_set_new(job, "hosts", hosts);
     json_object_set_new(job, "run_list", runs);
@@ -495,17 +496,14 @@ s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
         "ORDER BY j.created_at_us DESC, j.id DESC LIMIT $2::int", 2, p);
     if (!r)
         return NULL;
-    json_t *out = json_array();
-    for (int i = 0; out && i < PQntuples(r); i++)
-        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:o,"
-                                             "s:o}",
-            "job", PQgetvalue(r, i, 0), "suite", PQgetvalue(r, i, 1),
-            "state", PQgetvalue(r, i, 2), "label", PQgetvalue(r, i, 3),
-            "tags", co_reply_json_col(r, i, 4),
-            "created_at_us", (json_int_t)strtoll(PQgetvalue(r, i, 5), NULL,
-                                                 10),
-            "ended_at_us", co_reply_int_or_null(r, i, 6),
-            "hosts", co_reply_json_col(r, i, 7)));
+    static const co_reply_col_t cols[] = {
+        { "job", CO_REPLY_COL_STR }, { "suite", CO_REPLY_COL_STR },
+        { "state", CO_REPLY_COL_STR }, { "label", CO_REPLY_COL_STR },
+        { "tags", CO_REPLY_COL_JSON }, { "created_at_us", CO_REPLY_COL_INT },
+        { "ended_at_us", CO_REPLY_COL_INT_NULL },
+        { "hosts", CO_REPLY_COL_JSON },
+    };
+    json_t *out = co_reply_rows(r, cols, sizeof cols / sizeof cols[0]);
     PQclear(r);
     return json_pack("{s:o}", "jobs", out ? out : json_array());
 }

@@ -94,6 +94,38 @@ co_reply_json_col(PGresult *r, int row, int col)
     return j ? j : json_null();
 }
 
+json_t *
+co_reply_rows(PGresult *r, const co_reply_col_t *cols, size_t n)
+{
+    json_t *out = json_array();
+    for (int i = 0; out && i < PQntuples(r); i++) {
+        json_t *o = json_object();
+        for (size_t k = 0; o && k < n; k++) {
+            json_t *v;
+            switch (cols[k].kind) {
+            case CO_REPLY_COL_INT:
+                v = json_integer(co_reply_int(r, i, (int)k));
+                break;
+            case CO_REPLY_COL_INT_NULL:
+                v = co_reply_int_or_null(r, i, (int)k);
+                break;
+            case CO_REPLY_COL_JSON:
+                v = co_reply_json_col(r, i, (int)k);
+                break;
+            default:
+                v = json_string(PQgetvalue(r, i, (int)k));
+                break;
+            }
+            if (json_object_set_new(o, cols[k].key, v) != 0) {
+                json_decref(o);
+                o = NULL;
+            }
+        }
+        json_array_append_new(out, o);
+    }
+    return out;
+}
+
 /* ag_env's {"value", "source"} shape, or a bare value. */
 json_t *
 co_reply_env_value(const json_t *env, const char *key)

@@ -77,6 +77,25 @@ json_int_t co_reply_int(PGresult *r, int row, int col);
 json_t *co_reply_int_or_null(PGresult *r, int row, int col);
 json_t *co_reply_json_col(PGresult *r, int row, int col);
 const char *co_reply_str(const json_t *o, const char *k);
+/* A column of a row read into an answer's object: its key, and how its
+ * text becomes the value. */
+typedef enum {
+    CO_REPLY_COL_STR,        /* the text */
+    CO_REPLY_COL_INT,        /* co_reply_int */
+    CO_REPLY_COL_INT_NULL,   /* co_reply_int_or_null */
+    CO_REPLY_COL_JSON,       /* co_reply_json_col */
+} co_reply_col_kind_t;
+typedef struct {
+    const char *key;
+    co_reply_col_kind_t kind;
+} co_reply_col_t;
+
+/* Every row of r as an object of the n columns cols (column k under
+ * cols[k].key, in that order), in a new array; a row whose object could
+ * not be made (out of memory, text that is not UTF-8) is left out. NULL
+ * out of memory. Caller owns it. */
+json_t *co_reply_rows(PGresult *r, const co_reply_col_t *cols, size_t n);
+
 /* An environment field's value (ag_env's {"value", "source"} shape, or
  * the bare value); a new reference, null when absent. */
 json_t *co_reply_env_value(const json_t *env, const char *key);

@@ -315,14 +315,18 @@ s_summary_row(s_summary_row_t *w, const char *runid, size_t arm,
     memcpy(w->p, p, sizeof p);
 }
 
-/* "($k, ..., $k+cols-1)" for row i of a multi-row VALUES. */
+/* Row i of a multi-row VALUES: "($k+1, ..., $k+cols)" appended to sql,
+ * its cols parameters (row) to p at *k, and *k moved past them. */
 static void
-s_values_row(pw_buf_t *sql, size_t i, size_t first, size_t cols)
+s_values_row(pw_buf_t *sql, const char **p, size_t *k, size_t i,
+             const char *const *row, size_t cols)
 {
     pw_buf_adds(sql, i ? ", (" : "(");
     for (size_t c = 0; c < cols; c++)
-        pw_buf_printf(sql, "%s$%zu", c ? ", " : "", first + c + 1);
+        pw_buf_printf(sql, "%s$%zu", c ? ", " : "", *k + c + 1);
     pw_buf_adds(sql, ")");
+    memcpy(&p[*k], row, cols * sizeof *p);
+    *k += cols;
 }
 
 /* Every summary and every verdict of a run in one statement (one round
@@ -344,10 +348,8 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
     pw_buf_adds(&sql, nv ? "WITH s AS (" : "");
     pw_buf_adds(&sql, "INSERT INTO run_summaries (run, arm, "
         "n, min, q25, median, q75, max, iqr, mean, errors) VALUES ");
-    for (size_t i = 0; i < ns; i++, k += S_SUMMARY_COLS) {
-        s_values_row(&sql, i, k, S_SUMMARY_COLS);
-        memcpy(&p[k], sum[i].p, sizeof sum[i].p);
-    }
+    for (size_t i = 0; i < ns; i++)
+        s_values_row(&sql, p, &k, i, sum[i].p, S_SUMMARY_COLS);
     pw_buf_adds(&sql, " ON CONFLICT (run, arm) DO UPDATE "
         "SET n = EXCLUDED.n, min = EXCLUDED.min, q25 = EXCLUDED.q25, median "
         "= EXCLUDED.median, q75 = EXCLUDED.q75, max = EXCLUDED.max, iqr = "
@@ -358,10 +360,8 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
             "best_ratio, tolerance, noise, best_tolerance, floor_us, "
             "floor_is_default, floor_samples, parity, diagnostics, "
             "extra_runs, n_subject, n_other, verdict_json, error) VALUES ");
-        for (size_t i = 0; i < nv; i++, k += S_VERDICT_COLS) {
-            s_values_row(&sql, i, k, S_VERDICT_COLS);
-            memcpy(&p[k], ver[i].p, sizeof ver[i].p);
-        }
+        for (size_t i = 0; i < nv; i++)
+            s_values_row(&sql, p, &k, i, ver[i].p, S_VERDICT_COLS);
         /* The verdicts' series (008), for `regressions`: added once. */
         pw_buf_adds(&sql, " ON CONFLICT (run, other_arm) DO NOTHING "
             "RETURNING run, subject_arm, other_name) INSERT INTO series "
