@@ -209,6 +209,7 @@ def phase2(w, ids1):
     down, hang = Receiver("down"), Receiver("hang")
     hang.start()
     start(w, [down.url, hang.url], 2)
+    told = int(w.psql("SELECT count(*) FROM notices") or 0)
     benches = ["x%d" % i for i in range(1, 6)]
     ok(feed(w, plan(benches, 2)), "fleet-feed sends five more events")
     log = lambda: log_text(w)  # noqa: E731
@@ -217,6 +218,11 @@ def phase2(w, ids1):
             hang.url in log(), 90),
        "the queue's bound (2) is logged for each receiver that did not "
        "take the five")
+    # Every one of the five told before down listens: a later event
+    # would reach it on top of the two its queue held.
+    ok(wait(lambda: w.psql("SELECT count(*) FROM notices") ==
+            str(told + 5), 90) and (time.sleep(1) or True),
+       "the five events have their notice rows (after %d)" % told)
     down.start()
     ok(wait(lambda: len(down.notices()) == 2, 30) and
        (time.sleep(2) or len(down.notices()) == 2),
