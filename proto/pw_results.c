@@ -7,6 +7,7 @@
 
 #include "pw_grow.h"
 #include "pw_json.h"
+#include "vd_name.h"
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when it is not
  * one. Never reads past a NUL (a NUL is no continuation byte). */
@@ -62,22 +63,10 @@ s_text(const char *text)
 static const char *const s_kind_names[PW_SAMPLE_KIND_COUNT] = {
     "measured", "warmup", "calibration", "error" };
 
-const char *
-pw_sample_kind_name(pw_sample_kind_t k)
-{
-    return (unsigned)k < PW_SAMPLE_KIND_COUNT ? s_kind_names[k] : "?";
-}
-
-int
-pw_sample_kind_parse(const char *s, pw_sample_kind_t *k)
-{
-    for (unsigned i = 0; i < PW_SAMPLE_KIND_COUNT; i++)
-        if (s && strcmp(s, s_kind_names[i]) == 0) {
-            *k = (pw_sample_kind_t)i;
-            return PW_RESULTS_OK;
-        }
-    return PW_RESULTS_ERR;
-}
+VD_NAME_FN(pw_sample_kind_name, pw_sample_kind_t, s_kind_names,
+           PW_SAMPLE_KIND_COUNT)
+VD_PARSE_FN(pw_sample_kind_parse, pw_sample_kind_t, s_kind_names,
+            PW_SAMPLE_KIND_COUNT)
 
 json_t *
 pw_results_new(const char *tool, const char *tool_version, const char *suite,

@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "vd_name.h"
+
 unsigned
 vd_adaptive_next(unsigned taken, unsigned max_runs)
 {
@@ -69,8 +71,4 @@ vd_adaptive_decisive(const vd_verdict_t *v)
 static const char *const s_names[VD_STOP_COUNT] = {
     "more", "decisive", "cap" };
 
-const char *
-vd_stop_name(vd_stop_t s)
-{
-    return (unsigned)s < VD_STOP_COUNT ? s_names[s] : "?";
-}
+VD_NAME_FN(vd_stop_name, vd_stop_t, s_names, VD_STOP_COUNT)

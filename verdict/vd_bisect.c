@@ -6,16 +6,14 @@
 #include <string.h>
 
 #include "vd_adaptive.h"
+#include "vd_name.h"
 
 static const char *const s_call_names[VD_BISECT_CALL_COUNT] = {
     "no step", "like good", "like bad", "between", "undecided",
 };
 
-const char *
-vd_bisect_call_name(vd_bisect_call_t c)
-{
-    return (unsigned)c < VD_BISECT_CALL_COUNT ? s_call_names[c] : "?";
-}
+VD_NAME_FN(vd_bisect_call_name, vd_bisect_call_t, s_call_names,
+           VD_BISECT_CALL_COUNT)
 
 /* The call of the two verdicts' outcomes, before decisiveness: M vs L
  * is ol, M vs H is oh; up is the outcome of a point at H's level against

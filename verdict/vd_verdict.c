@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vd_name.h"
+
 void
 vd_errf(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -494,22 +496,9 @@ static const char *const s_outcome_names[VD_OUTCOME_COUNT] = {
     [VD_WIN] = "win", [VD_PARITY] = "parity", [VD_LOSS] = "loss",
 };
 
-const char *
-vd_outcome_name(vd_outcome_t o)
-{
-    return (unsigned)o < VD_OUTCOME_COUNT ? s_outcome_names[o] : "?";
-}
-
-int
-vd_outcome_parse(const char *s, vd_outcome_t *o)
-{
-    for (unsigned i = 0; i < VD_OUTCOME_COUNT; i++)
-        if (strcmp(s, s_outcome_names[i]) == 0) {
-            *o = (vd_outcome_t)i;
-            return VD_OK;
-        }
-    return VD_ERR;
-}
+VD_NAME_FN(vd_outcome_name, vd_outcome_t, s_outcome_names, VD_OUTCOME_COUNT)
+VD_PARSE_FN(vd_outcome_parse, vd_outcome_t, s_outcome_names,
+            VD_OUTCOME_COUNT)
 
 static const struct {
     unsigned bit;

@@ -143,7 +143,7 @@ s_calkeep_session(void *ctx, const double *wall_us, size_t n, int64_t at)
 static int
 s_calkeep_sample(void *ctx, const ag_sample_t *sm)
 {
-    return sm->kind == AG_SAMPLE_CALIBRATION
+    return sm->kind == PW_SAMPLE_CALIBRATION
            ? s_calkeep_add(ctx, &sm->wall_us, 1) : 0;
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "vd_verdict.h"
+#include "vd_name.h"
 
 #define S_MAGIC "parity-calibration"
 
@@ -253,35 +254,57 @@ s_lock(const char *path, char *err, size_t errlen)
     return fd;
 }
 
+/* The store as read under its lock: room for AG_CALSTORE_MAX runs, n
+ * of them read. s_hold takes the lock and reads; s_release frees and
+ * unlocks whatever s_hold got, also after it failed. */
+typedef struct {
+    double *wall;
+    int64_t *taken;
+    size_t n;
+    int lock;
+} s_held_t;
+
+static void
+s_release(s_held_t *h)
+{
+    if (h->lock >= 0)
+        close(h->lock);
+    free(h->wall);
+    free(h->taken);
+    *h = (s_held_t){ .lock = -1 };
+}
+
+static int
+s_hold(const char *path, s_held_t *h, char *note, size_t notelen, char *err,
+       size_t errlen)
+{
+    h->wall = malloc(AG_CALSTORE_MAX * sizeof *h->wall);
+    h->taken = malloc(AG_CALSTORE_MAX * sizeof *h->taken);
+    h->n = 0;
+    h->lock = -1;
+    if (note && notelen)
+        note[0] = '\0';
+    if (!h->wall || !h->taken) {
+        s_say(err, errlen, "calibration store: out of memory");
+        return -1;
+    }
+    if ((h->lock = s_lock(path, err, errlen)) < 0)
+        return -1;
+    return s_read(path, h->wall, h->taken, &h->n, note, notelen, err, errlen);
+}
+
 int
 ag_calstore_load(const char *path, double **wall_us, size_t *n, char *note,
                  size_t notelen, char *err, size_t errlen)
 {
-    int rc = AG_CALSTORE_ERR;
-    double *wall = malloc(AG_CALSTORE_MAX * sizeof *wall);
-    int64_t *taken = malloc(AG_CALSTORE_MAX * sizeof *taken);
-    int lock = -1;
-    *wall_us = NULL;
-    *n = 0;
-    if (note && notelen)
-        note[0] = '\0';
-    if (!wall || !taken) {
-        s_say(err, errlen, "calibration store: out of memory");
-        goto done;
-    }
-    if ((lock = s_lock(path, err, errlen)) < 0)
-        goto done;
-    if (s_read(path, wall, taken, n, note, notelen, err, errlen) != 0)
-        goto done;
-    *wall_us = wall;
-    wall = NULL;
-    rc = AG_CALSTORE_OK;
-done:
-    if (lock >= 0)
-        close(lock);
-    free(wall);
-    free(taken);
-    return rc;
+    s_held_t h;
+    int rc = s_hold(path, &h, note, notelen, err, errlen);
+    *wall_us = rc == 0 ? h.wall : NULL;
+    *n = rc == 0 ? h.n : 0;
+    if (rc == 0)
+        h.wall = NULL;
+    s_release(&h);
+    return rc == 0 ? AG_CALSTORE_OK : AG_CALSTORE_ERR;
 }
 
 /* Write the runs to path.tmp.PID, fsync, rename over path. */
@@ -325,42 +348,32 @@ ag_calstore_append(const char *path, const double *wall_us, size_t n,
                    int64_t taken_at_us, char *note, size_t notelen,
                    char *err, size_t errlen)
 {
-    int rc = AG_CALSTORE_ERR, lock = -1;
-    size_t have = 0;
-    double *wall = malloc(AG_CALSTORE_MAX * sizeof *wall);
-    int64_t *taken = malloc(AG_CALSTORE_MAX * sizeof *taken);
     if (note && notelen)
         note[0] = '\0';
-    if (!wall || !taken) {
-        s_say(err, errlen, "calibration store: out of memory");
-        goto done;
-    }
     for (size_t i = 0; i < n; i++)
         if (!isfinite(wall_us[i]) || !(wall_us[i] > 0) ||
             wall_us[i] > AG_CALSTORE_MAX_WALL_US) {
             s_say(err, errlen, "calibration run %zu is %g: not a time in "
                   "(0, %g] us", i, wall_us[i], AG_CALSTORE_MAX_WALL_US);
-            goto done;
+            return AG_CALSTORE_ERR;
         }
-    if ((lock = s_lock(path, err, errlen)) < 0 ||
-        s_read(path, wall, taken, &have, note, notelen, err, errlen) != 0)
-        goto done;
-    /* Keep the newest AG_CALSTORE_MAX of the old runs and the new. */
-    size_t keep_new = n < AG_CALSTORE_MAX ? n : AG_CALSTORE_MAX;
-    size_t keep_old = have + keep_new > AG_CALSTORE_MAX
-                      ? AG_CALSTORE_MAX - keep_new : have;
-    memmove(wall, wall + (have - keep_old), keep_old * sizeof *wall);
-    memmove(taken, taken + (have - keep_old), keep_old * sizeof *taken);
-    for (size_t i = 0; i < keep_new; i++) {
-        wall[keep_old + i] = wall_us[n - keep_new + i];
-        taken[keep_old + i] = taken_at_us;
+    s_held_t h;
+    int rc = AG_CALSTORE_ERR;
+    if (s_hold(path, &h, note, notelen, err, errlen) == 0) {
+        /* Keep the newest AG_CALSTORE_MAX of the old runs and the new. */
+        size_t keep_new = n < AG_CALSTORE_MAX ? n : AG_CALSTORE_MAX;
+        size_t keep_old = h.n + keep_new > AG_CALSTORE_MAX
+                          ? AG_CALSTORE_MAX - keep_new : h.n;
+        memmove(h.wall, h.wall + (h.n - keep_old), keep_old * sizeof *h.wall);
+        memmove(h.taken, h.taken + (h.n - keep_old),
+                keep_old * sizeof *h.taken);
+        for (size_t i = 0; i < keep_new; i++) {
+            h.wall[keep_old + i] = wall_us[n - keep_new + i];
+            h.taken[keep_old + i] = taken_at_us;
+        }
+        rc = s_write(path, h.wall, h.taken, keep_old + keep_new, err, errlen);
     }
-    rc = s_write(path, wall, taken, keep_old + keep_new, err, errlen);
-done:
-    if (lock >= 0)
-        close(lock);
-    free(wall);
-    free(taken);
+    s_release(&h);
     return rc;
 }
 
@@ -464,17 +477,9 @@ ag_floor_describe(const ag_floor_t *f, char *out, size_t outlen)
 
 static const char *const s_source_names[AG_FLOOR_SOURCE_COUNT] = {
     "pooled", "session", "default" };
+VD_NAME_FN(ag_floor_source_name, ag_floor_source_t, s_source_names,
+           AG_FLOOR_SOURCE_COUNT)
+
 static const char *const s_why_names[AG_FLOOR_WHY_COUNT] = {
     "store", "fresh", "noisy", "no_store" };
-
-const char *
-ag_floor_source_name(ag_floor_source_t s)
-{
-    return (unsigned)s < AG_FLOOR_SOURCE_COUNT ? s_source_names[s] : "?";
-}
-
-const char *
-ag_floor_why_name(ag_floor_why_t w)
-{
-    return (unsigned)w < AG_FLOOR_WHY_COUNT ? s_why_names[w] : "?";
-}
+VD_NAME_FN(ag_floor_why_name, ag_floor_why_t, s_why_names, AG_FLOOR_WHY_COUNT)

@@ -91,15 +91,16 @@ static void
 s_warn(json_t *warnings, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The message is made by jansson (json_vsprintf): its arguments are
+ * values this module read into bounded buffers. */
 static void
 s_warn(json_t *warnings, const char *code, const char *fmt, ...)
 {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    json_t *msg = json_vsprintf(fmt, ap);
     va_end(ap);
-    json_array_append_new(warnings, json_pack("{s:s,s:s}", "code", code,
+    json_array_append_new(warnings, json_pack("{s:s,s:o}", "code", code,
                                               "message", msg));
 }
 

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "pw_clock.h"
 #include "pw_grow.h"
+#include "vd_name.h"
 
 extern char **environ;
 
@@ -167,22 +168,11 @@ ag_harness_reset(ag_harness_t *h)
     atomic_store(&h->cancels, 0);
 }
 
-static const char *const s_kind_names[AG_SAMPLE_KIND_COUNT] = {
-    "measured", "warmup", "calibration", "error" };
 static const char *const s_status_names[AG_RUN_STATUS_COUNT] = {
     "complete", "failed", "incomplete", "cancelled" };
 
-const char *
-ag_sample_kind_name(ag_sample_kind_t k)
-{
-    return (unsigned)k < AG_SAMPLE_KIND_COUNT ? s_kind_names[k] : "?";
-}
-
-const char *
-ag_run_status_name(ag_run_status_t s)
-{
-    return (unsigned)s < AG_RUN_STATUS_COUNT ? s_status_names[s] : "?";
-}
+VD_NAME_FN(ag_run_status_name, ag_run_status_t, s_status_names,
+           AG_RUN_STATUS_COUNT)
 
 static char s_noop[4096 + 64];
 static pthread_once_t s_noop_once = PTHREAD_ONCE_INIT;
@@ -448,7 +438,7 @@ s_fill(ag_sample_t *s, const ag_spawn_result_t *res)
 
 /* One timed run of arm a (prepare and conclude around it, untimed). */
 static int
-s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
+s_measure(s_run_t *r, size_t a, pw_sample_kind_t kind, unsigned round,
           unsigned position)
 {
     const ag_arm_t *arm = &r->b->arms[a];
@@ -490,7 +480,7 @@ s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
     s.position = position;
     s.cpu = -1;
     if (rc != AG_SPAWN_OK) {
-        s.kind = AG_SAMPLE_ERROR;
+        s.kind = PW_SAMPLE_ERROR;
         s.exit_status = -1;
         s.start_unix_us = pw_clock_unix_us();
         snprintf(why, sizeof why, "%s", err);
@@ -498,7 +488,7 @@ s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
         s_fill(&s, &res);
         if (s_run_error(&res, r->b->expect_exit, r->b->timeout_s, why,
                         sizeof why)) {
-            s.kind = AG_SAMPLE_ERROR;
+            s.kind = PW_SAMPLE_ERROR;
             if (r->err_fd >= 0)
                 r->have_tail = s_read_tail(r->err_fd, mark, r->tail,
                                            sizeof r->tail);
@@ -506,16 +496,16 @@ s_measure(s_run_t *r, size_t a, ag_sample_kind_t kind, unsigned round,
                 s_tail_from_capture(r);
         }
     }
-    if (s.kind == AG_SAMPLE_ERROR) {
+    if (s.kind == PW_SAMPLE_ERROR) {
         s.error = why;
         s_fail(r, "arm \"%s\" %s %u: %s", arm->name,
-               kind == AG_SAMPLE_WARMUP ? "warm-up" : "round", round, why);
+               kind == PW_SAMPLE_WARMUP ? "warm-up" : "round", round, why);
         s_emit(r, &s);
         return -1;
     }
     if (s_emit(r, &s) != 0)
         return -1;
-    if (kind == AG_SAMPLE_MEASURED && r->meas[a])
+    if (kind == PW_SAMPLE_MEASURED && r->meas[a])
         r->meas[a][r->nmeas[a]++] = s.wall_us;
     return s_hook(r, a, &arm->conclude, "conclude", -1, true);
 }
@@ -801,7 +791,7 @@ s_round_calibration(s_run_t *r, unsigned rd)
     s_keep_cal(r->ss, res.wall_us);
     ag_sample_t s;
     memset(&s, 0, sizeof s);
-    s.kind = AG_SAMPLE_CALIBRATION;
+    s.kind = PW_SAMPLE_CALIBRATION;
     s.round = rd;
     s.position = (unsigned)r->arm_count;
     s_fill(&s, &res);
@@ -873,7 +863,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
     for (unsigned w = 0; w < warmup && r.status == AG_RUN_COMPLETE; w++) {
         for (size_t p = 0; p < n && r.status == AG_RUN_COMPLETE; p++)
             s_measure(&r, order[(size_t)(w % runs) * n + p],
-                      AG_SAMPLE_WARMUP, w, (unsigned)p);
+                      PW_SAMPLE_WARMUP, w, (unsigned)p);
         if (r.status != AG_RUN_COMPLETE)
             break;
         done++;
@@ -886,7 +876,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
     }
     for (unsigned rd = 0; rd < runs && r.status == AG_RUN_COMPLETE; rd++) {
         for (size_t p = 0; p < n && r.status == AG_RUN_COMPLETE; p++)
-            s_measure(&r, order[(size_t)rd * n + p], AG_SAMPLE_MEASURED, rd,
+            s_measure(&r, order[(size_t)rd * n + p], PW_SAMPLE_MEASURED, rd,
                       (unsigned)p);
         if (r.status != AG_RUN_COMPLETE)
             break;

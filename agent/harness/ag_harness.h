@@ -51,6 +51,7 @@
 #include <stdint.h>
 
 #include "ag_suite.h"
+#include "pw_results.h"
 #include "vd_adaptive.h"
 
 #define AG_HARNESS_OK        0
@@ -64,15 +65,6 @@
 /* Bytes of `versions` output kept per arm. */
 #define AG_HARNESS_VERSION_MAX         16384
 
-/* Same values as parity.proto's SampleKind. */
-typedef enum {
-    AG_SAMPLE_MEASURED = 0,
-    AG_SAMPLE_WARMUP = 1,
-    AG_SAMPLE_CALIBRATION = 2,   /* arm is 0 and meaningless */
-    AG_SAMPLE_ERROR = 3,         /* never averaged in */
-    AG_SAMPLE_KIND_COUNT         /* sentinel */
-} ag_sample_kind_t;
-
 /* Same values as parity.proto's RunStatus. */
 typedef enum {
     AG_RUN_COMPLETE = 0,
@@ -84,7 +76,8 @@ typedef enum {
 
 /* One sample, mirroring parity.proto's Sample. */
 typedef struct {
-    ag_sample_kind_t kind;
+    pw_sample_kind_t kind;   /* CALIBRATION: arm is 0 and meaningless;
+                                ERROR: never averaged in */
     unsigned arm;            /* index into the benchmark's arms */
     unsigned round;          /* warm-ups and measured rounds each from 0 */
     unsigned position;       /* place in the round's order, from 0;
@@ -238,9 +231,6 @@ void ag_harness_reset(ag_harness_t *h);
  * PARITY_LIBEXEC_DIR/parity-noop (/usr/libexec/parity), else the build
  * tree's, else /bin/true. The returned string is static. */
 const char *ag_harness_default_noop(void);
-
-/* "measured", "warmup", "calibration", "error"; "?" out of range. */
-const char *ag_sample_kind_name(ag_sample_kind_t k);
 
 /* "complete", "failed", "incomplete", "cancelled"; "?" out of range. */
 const char *ag_run_status_name(ag_run_status_t s);

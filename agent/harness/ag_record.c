@@ -127,8 +127,8 @@ s_on_sample(void *ctx, const ag_sample_t *s)
 {
     ag_record_t *r = ctx;
     pw_sample_t p = {
-        .kind = (pw_sample_kind_t)s->kind,
-        .arm = s->kind == AG_SAMPLE_CALIBRATION ? NULL
+        .kind = s->kind,
+        .arm = s->kind == PW_SAMPLE_CALIBRATION ? NULL
                                                 : r->bdef->arms[s->arm].name,
         .round = s->round, .position = s->position,
         .wall_us = s->wall_us, .user_us = s->user_us, .sys_us = s->sys_us,

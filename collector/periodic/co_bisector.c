@@ -757,18 +757,14 @@ s_move(co_bisector_t *n, co_reply_t *c, const json_t *b)
 static bool
 s_start(co_reply_t *c, int64_t id)
 {
-    char ids[24], now[24];
-    snprintf(ids, sizeof ids, "%" PRId64, id);
-    snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
-    const char *p[] = { ids, now };
-    PGresult *r = co_reply_q(c, "UPDATE bisects b SET state = 'running', "
-        "started_at_us = $2 WHERE id = $1::bigint AND state = 'queued' AND "
-        "NOT EXISTS (SELECT 1 FROM bisects o WHERE o.id < b.id AND o.state "
-        "IN ('queued', 'running') AND o.suite = b.suite AND o.hosts && "
-        "b.hosts) RETURNING id", 2, p);
+    PGresult *r = co_bisect_q_now(c, "UPDATE bisects b SET state = "
+        "'running', started_at_us = $2 WHERE id = $1::bigint AND state = "
+        "'queued' AND NOT EXISTS (SELECT 1 FROM bisects o WHERE o.id < b.id "
+        "AND o.state IN ('queued', 'running') AND o.suite = b.suite AND "
+        "o.hosts && b.hosts) RETURNING id", id);
     bool started = r && PQntuples(r) == 1;
     if (started)
-        co_log(CO_LOG_INFO, "bisect_started", "bisect=%s", ids);
+        co_log(CO_LOG_INFO, "bisect_started", "bisect=%" PRId64, id);
     PQclear(r);
     return started;
 }

@@ -47,6 +47,16 @@ co_bisect_load(co_reply_t *c, int64_t id)
     return b;
 }
 
+PGresult *
+co_bisect_q_now(co_reply_t *c, const char *sql, int64_t id)
+{
+    char ids[24], now[24];
+    snprintf(ids, sizeof ids, "%" PRId64, id);
+    snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
+    const char *p[] = { ids, now };
+    return co_reply_q(c, sql, 2, p);
+}
+
 vd_bisect_t *
 co_bisect_replay(const json_t *b, char *err, size_t errlen)
 {
@@ -414,15 +424,11 @@ s_cancel(co_reply_t *c, const json_t *args)
     int64_t id;
     if (!s_id_arg(c, args, true, &id))
         return NULL;
-    char ids[24], now[24];
-    snprintf(ids, sizeof ids, "%" PRId64, id);
-    snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
-    const char *p[] = { ids, now };
-    PGresult *r = co_reply_q(c, "WITH x AS (UPDATE bisects SET state = "
+    PGresult *r = co_bisect_q_now(c, "WITH x AS (UPDATE bisects SET state = "
         "'cancelled', reason = 'cancelled', ended_at_us = $2::bigint WHERE "
         "id = $1::bigint AND state IN ('queued', 'running') RETURNING id) "
         "SELECT (SELECT count(*) FROM x), (SELECT state FROM bisects WHERE "
-        "id = $1::bigint)", 2, p);
+        "id = $1::bigint)", id);
     if (!r)
         return NULL;
     bool cancelled = strcmp(PQgetvalue(r, 0, 0), "1") == 0;
@@ -436,6 +442,9 @@ s_cancel(co_reply_t *c, const json_t *args)
     if (!cancelled)
         return NULL;
     /* Its measurements still queued or running stop too. */
+    char ids[24];
+    snprintf(ids, sizeof ids, "%" PRId64, id);
+    const char *p[] = { ids };
     r = co_reply_q(c, "SELECT st.job_uuid FROM bisect_steps st JOIN jobs j "
                    "ON j.job_uuid = st.job_uuid WHERE st.bisect = $1::bigint "
                    "AND j.state = 'active'", 1, p);

@@ -12,6 +12,14 @@
 #include "pw_clock.h"
 #include "pw_json.h"
 
+/* series: runs per series, default and most; series per answer. */
+#define S_RUNS_DEFAULT 200
+#define S_RUNS_MAX     1000
+#define S_SERIES_MAX   2000
+/* regressions: change points listed at most (then "truncated"). */
+#define S_LIST_MAX     1000
+/* ack: the note's length at most. */
+#define S_NOTE_MAX     1000
 /* Rows one `series` answer reads at most (then "truncated"). */
 #define S_SERIES_ROWS_MAX 200000
 /* Bytes of series one answer carries at most: under a frame's body
@@ -236,7 +244,7 @@ co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
 {
     char since[24], lim[16];
     snprintf(since, sizeof since, "%" PRId64, since_us);
-    snprintf(lim, sizeof lim, "%d", CO_CHANGES_LIST_MAX + 1);
+    snprintf(lim, sizeof lim, "%d", S_LIST_MAX + 1);
     const char *p[] = { tags_json, host ? host : "", since, lim };
     PGresult *r = co_reply_q(c, s_list_sql, 4, p);
     if (!r)
@@ -245,7 +253,7 @@ co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
     json_t *gone = json_array();
     int n = PQntuples(r);
     for (int i = 0; open && acked && gone && i < n &&
-                    i < CO_CHANGES_LIST_MAX; i++) {
+                    i < S_LIST_MAX; i++) {
         json_t *cp = s_change_point(r, i);
         json_t *to = !PQgetisnull(r, i, 30) ? gone
                      : PQgetisnull(r, i, 21) ? open : acked;
@@ -261,7 +269,7 @@ co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
     }
     out = events ? json_pack("{s:O,s:O,s:O,s:o,s:b}", "open", open, "acked",
                              acked, "superseded", gone, "events", events,
-                             "truncated", n > CO_CHANGES_LIST_MAX) : NULL;
+                             "truncated", n > S_LIST_MAX) : NULL;
 done:
     if (!out)
         co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
@@ -304,7 +312,7 @@ s_ack(co_reply_t *c, const json_t *args, bool ack)
     }
     if (!co_reply_int_arg(c, args, "id", 1, INT64_MAX, 0, &id))
         return NULL;
-    if (ack && (!s_str_arg(c, args, "note", CO_CHANGES_NOTE_MAX, "", &note)
+    if (ack && (!s_str_arg(c, args, "note", S_NOTE_MAX, "", &note)
                 || !note[0])) {
         if (c->status == CO_REPLY_OK)
             co_reply_fail(c, CO_REPLY_BADARGS, "\"note\" is required: say "
@@ -341,8 +349,6 @@ s_ack(co_reply_t *c, const json_t *args, bool ack)
     out = json_pack("{s:I,s:b,s:o,s:O,s:O}", "id", id, "acked", ack, "note",
                     ack ? json_string(note) : json_null(), "members", members,
                     "hosts", hosts);
-    if (!out)
-        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
 done:
     json_decref(members);
     json_decref(hosts);
@@ -570,7 +576,7 @@ s_series_list(PGresult *r)
     int n = PQntuples(r);
     for (int i = 0; list && i < n && i < S_SERIES_ROWS_MAX; i++) {
         if (!cur || !s_same_series(r, i, i - 1)) {
-            if (json_array_size(list) >= CO_CHANGES_SERIES_MAX)
+            if (json_array_size(list) >= S_SERIES_MAX)
                 break;
             cur = json_pack("{s:s,s:s,s:s,s:o,s:s,s:s,s:s,s:[],s:[]}",
                             "suite", PQgetvalue(r, i, 0),
@@ -632,8 +638,8 @@ s_series(co_reply_t *c, const json_t *args)
         !s_str_arg(c, args, "benchmark", 200, "", &bench) ||
         !s_str_arg(c, args, "host", 200, "", &host) ||
         !co_reply_int_arg(c, args, "since_us", 1, INT64_MAX / 2, 0, &since) ||
-        !co_reply_int_arg(c, args, "runs", 2, CO_CHANGES_RUNS_MAX,
-                          CO_CHANGES_RUNS_DEFAULT, &runs) ||
+        !co_reply_int_arg(c, args, "runs", 2, S_RUNS_MAX,
+                          S_RUNS_DEFAULT, &runs) ||
         !(tags = co_reply_tags_arg(c, args)))
         goto done;
     char ps[24], pr[16], pl[16];
@@ -647,15 +653,11 @@ s_series(co_reply_t *c, const json_t *args)
         !(cps = co_reply_q(c, s_series_cp_sql, 4, pc)))
         goto done;
     if (!(list = s_series_list(r)) || s_place_change_points(list, cps) != 0)
-        goto oom;
+        goto done;
     bool cut = s_fit_frame(list);
     out = json_pack("{s:O,s:b}", "series", list, "truncated",
                     cut || PQntuples(r) > S_SERIES_ROWS_MAX ||
-                    json_array_size(list) >= CO_CHANGES_SERIES_MAX);
-    if (out)
-        goto done;
-oom:
-    co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
+                    json_array_size(list) >= S_SERIES_MAX);
 done:
     PQclear(r);
     PQclear(cps);
@@ -665,19 +667,12 @@ done:
 }
 
 json_t *
-co_changes_handle(co_jobs_t *jobs, const char *command, const json_t *args,
-                  int *status, char *err, size_t errlen)
+co_changes_handle(co_reply_t *c, const char *command, const json_t *args)
 {
-    co_reply_t c = co_reply_begin(jobs, err, errlen);
-    json_t *body = NULL;
     if (strcmp(command, "series") == 0)
-        body = s_series(&c, args);
-    else if (strcmp(command, "ack") == 0)
-        body = s_ack(&c, args, true);
-    else if (strcmp(command, "unack") == 0)
-        body = s_ack(&c, args, false);
-    else
-        co_reply_fail(&c, CO_REPLY_UNKNOWN, "unknown command \"%.40s\"",
-                      command);
-    return co_reply_end(&c, body, status);
+        return s_series(c, args);
+    if (strcmp(command, "ack") == 0 || strcmp(command, "unack") == 0)
+        return s_ack(c, args, command[0] == 'a');
+    co_reply_fail(c, CO_REPLY_UNKNOWN, "unknown command \"%.40s\"", command);
+    return NULL;
 }

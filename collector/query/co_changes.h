@@ -12,7 +12,8 @@
  * and the change-point half of `regressions` (co_changes_list), which
  * co_history adds to its answer. Change points are found by co_detect as
  * runs are stored; nothing here computes them. Every answer is bounded;
- * every query is parameterised; nothing here prints.
+ * every query is parameterised (the bounds are at the top of
+ * co_changes.c, and in the protocol); nothing here prints.
  */
 #ifndef CO_CHANGES_H
 #define CO_CHANGES_H
@@ -22,27 +23,17 @@
 
 #include <jansson.h>
 
-#include "co_jobs.h"
 #include "co_reply.h"
-
-/* series: runs per series, default and most; series per answer. */
-#define CO_CHANGES_RUNS_DEFAULT 200
-#define CO_CHANGES_RUNS_MAX     1000
-#define CO_CHANGES_SERIES_MAX   2000
-/* regressions: change points listed at most (then "truncated"). */
-#define CO_CHANGES_LIST_MAX     1000
-/* ack: the note's length at most. */
-#define CO_CHANGES_NOTE_MAX     1000
 
 /* True for "series", "ack" and "unack" (co_query checks their
  * argument names). */
 bool co_changes_handles(const char *command);
 
-/* Answer command (args borrowed) on jobs' connection. The reply body
- * (caller owns) with *status CO_REPLY_OK, or NULL with *status and err. */
-json_t *co_changes_handle(co_jobs_t *jobs, const char *command,
-                          const json_t *args, int *status, char *err,
-                          size_t errlen);
+/* Answer command (args borrowed) on c's connection: the reply body
+ * (caller owns), or NULL with c's status and error line (or out of
+ * memory, which co_reply_end says). */
+json_t *co_changes_handle(co_reply_t *c, const char *command,
+                          const json_t *args);
 
 /* The change points of runs whose tags contain tags_json, on host (""
  * for all), whose first run after the change started at or after

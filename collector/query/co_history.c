@@ -15,6 +15,26 @@
 #include "vd_fleet.h"
 #include "vd_verdict.h"
 
+/* history: rows (jobs) per arm pair, default and most. */
+#define S_LIMIT_DEFAULT 50
+#define S_LIMIT_MAX     1000
+/* history: most verdicts one answer reads; beyond, "truncated" is true. */
+#define S_ROWS_MAX      100000
+/* regressions: most newest-jobs window (--jobs) and lookback (--since,
+ * 366 days); most compared pairs read (then "truncated"). */
+#define S_JOBS_MAX      1000
+#define S_SINCE_MAX_US  (366LL * 86400 * 1000000)
+#define S_PAIRS_MAX     100000
+/* report: most measured samples summarised in one answer (32 MiB of
+ * doubles), counting only runs without stored summaries; a larger job
+ * is CO_REPLY_TOO_BIG. */
+#define S_SAMPLES_MAX   4000000
+/* report: most (run, arm) rows; a larger job is CO_REPLY_TOO_BIG too
+ * (its answer would not fit in one frame anyway). */
+#define S_ARMS_MAX      200000
+/* Most tags and hosts one request may filter by. */
+#define S_FILTERS_MAX   256
+
 /* One host's entry of a comparison, as `verdicts` writes it: only a
  * complete run's verdict speaks for its host. */
 static json_t *
@@ -115,9 +135,9 @@ s_history_args(co_reply_t *c, const json_t *args)
         return false;
     }
     if (jh && (!json_is_array(jh) ||
-               json_array_size(jh) > CO_HISTORY_FILTERS_MAX)) {
+               json_array_size(jh) > S_FILTERS_MAX)) {
         co_reply_fail(c, CO_REPLY_BADARGS, "\"hosts\" must be an array of at most "
-               "%d host names", CO_HISTORY_FILTERS_MAX);
+               "%d host names", S_FILTERS_MAX);
         return false;
     }
     size_t hi;
@@ -205,19 +225,19 @@ s_history(co_reply_t *c, const json_t *args)
     if (!bench || !*bench) {
         co_reply_fail(c, CO_REPLY_BADARGS, "\"benchmark\" (a benchmark's name) is "
                "required");
-        goto fail;
+        goto done;
     }
     if (!s_history_args(c, args))
-        goto fail;
+        goto done;
     const json_t *jb = json_object_get(args, "by");
     const char *by = jb ? json_string_value(jb) : "";
-    if (!co_reply_int_arg(c, args, "limit", 1, CO_HISTORY_LIMIT_MAX,
-                   CO_HISTORY_LIMIT_DEFAULT, &limit) ||
+    if (!co_reply_int_arg(c, args, "limit", 1, S_LIMIT_MAX,
+                   S_LIMIT_DEFAULT, &limit) ||
         !(tags = co_reply_tags_arg(c, args)))
-        goto fail;
+        goto done;
     hosts = jh ? pw_json_dumps(jh) : strdup("[]");
     if (!hosts || !pairs)
-        goto oom;
+        goto done;
     const char *suite = js ? json_string_value(js) : "";
     const char *other = jo ? json_string_value(jo) : "";
 
@@ -230,7 +250,7 @@ s_history(co_reply_t *c, const json_t *args)
             "($2 = '' OR b.suite = $2) AND v.other_name = $3 LIMIT 1) x)",
             3, pb);
     if (!r)
-        goto fail;
+        goto done;
     bool known = co_reply_int(r, 0, 0) > 0, arm_known = co_reply_int(r, 0, 1) > 0;
     PQclear(r);
     r = NULL;
@@ -238,34 +258,28 @@ s_history(co_reply_t *c, const json_t *args)
         co_reply_fail(c, CO_REPLY_NOTFOUND, "no benchmark \"%.100s\"%s%.100s%s "
                "(parity verdicts lists the benchmarks of a job)", bench,
                *suite ? " in suite \"" : "", suite, *suite ? "\"" : "");
-        goto fail;
+        goto done;
     }
     if (*other && !arm_known) {
         co_reply_fail(c, CO_REPLY_NOTFOUND, "benchmark \"%.100s\" has no verdict "
                "against an arm \"%.100s\"", bench, other);
-        goto fail;
+        goto done;
     }
 
     char lim[24], rows_max[24];
     snprintf(lim, sizeof lim, "%" JSON_INTEGER_FORMAT, limit);
-    snprintf(rows_max, sizeof rows_max, "%d", CO_HISTORY_ROWS_MAX);
+    snprintf(rows_max, sizeof rows_max, "%d", S_ROWS_MAX);
     const char *p[] = { bench, suite, other, hosts, tags, lim, rows_max,
                         by };
     r = co_reply_q(c, s_history_sql, 8, p);
     if (!r)
-        goto fail;
+        goto done;
     int n = PQntuples(r);
     if (s_history_pairs(r, n, pairs) != 0)
-        goto oom;
+        goto done;
     out = json_pack("{s:s,s:s,s:s,s:I,s:b,s:O}", "benchmark", bench,
                     "suite", suite, "other", other, "limit", limit,
-                    "truncated", n >= CO_HISTORY_ROWS_MAX, "pairs", pairs);
-    if (!out)
-        goto oom;
-    goto done;
-oom:
-    co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
-fail:
+                    "truncated", n >= S_ROWS_MAX, "pairs", pairs);
 done:
     PQclear(r);
     free(tags);
@@ -361,30 +375,30 @@ s_regressions(co_reply_t *c, const json_t *args)
     if (json_object_get(args, "host") && (!host || strlen(host) > 200)) {
         co_reply_fail(c, CO_REPLY_BADARGS, "\"host\" must be a host name "
                       "of at most 200 bytes");
-        goto fail;
+        goto done;
     }
     if (json_object_get(args, "jobs") && json_object_get(args, "since_us")) {
         co_reply_fail(c, CO_REPLY_BADARGS, "give \"jobs\" or \"since_us\", not "
                "both");
-        goto fail;
+        goto done;
     }
-    if (!co_reply_int_arg(c, args, "since_us", 1, CO_HISTORY_SINCE_MAX_US, 0,
+    if (!co_reply_int_arg(c, args, "since_us", 1, S_SINCE_MAX_US, 0,
                    &since_us) ||
-        !co_reply_int_arg(c, args, "jobs", 1, CO_HISTORY_JOBS_MAX,
+        !co_reply_int_arg(c, args, "jobs", 1, S_JOBS_MAX,
                    since_us ? 0 : 1, &jobs) ||
         !(tags = co_reply_tags_arg(c, args)))
-        goto fail;
+        goto done;
     if (!worse || !better)
-        goto oom;
+        goto done;
     char pj[24], ps[24], pl[24];
     snprintf(pj, sizeof pj, "%" JSON_INTEGER_FORMAT, jobs);
     snprintf(ps, sizeof ps, "%" PRId64, since_us ?
              pw_clock_unix_us() - (int64_t)since_us : INT64_MIN);
-    snprintf(pl, sizeof pl, "%d", CO_HISTORY_PAIRS_MAX);
+    snprintf(pl, sizeof pl, "%d", S_PAIRS_MAX);
     const char *p[] = { tags, pj, ps, pl, host ? host : "" };
     r = co_reply_q(c, s_regressions_sql, 5, p);
     if (!r)
-        goto fail;
+        goto done;
     int n = PQntuples(r);
     json_int_t unchanged = 0, first = 0, pairs = 0;
     for (int i = 0; i < n; i++) {
@@ -410,7 +424,7 @@ s_regressions(co_reply_t *c, const json_t *args)
             "before", s_side(r, i + 1), "after", s_side(r, i));
         if (!e || json_array_append_new(now_rank > was_rank ? worse : better,
                                         e) != 0)
-            goto oom;
+            goto done;
         i++;
     }
     /* The change points (co_detect) of the same runs: what the exit
@@ -418,7 +432,7 @@ s_regressions(co_reply_t *c, const json_t *args)
     cps = co_changes_list(c, tags, host, since_us ? pw_clock_unix_us() -
                           (int64_t)since_us : INT64_MIN);
     if (!cps)
-        goto fail;
+        goto done;
     json_t *jt = json_loads(tags, 0, NULL);
     out = json_pack("{s:o,s:o,s:o,s:O,s:O,s:I,s:I,s:b,s:O}",
                     "tags", jt ? jt : json_object(),
@@ -427,14 +441,8 @@ s_regressions(co_reply_t *c, const json_t *args)
                     json_null(),
                     "regressions", worse, "improvements", better,
                     "unchanged", unchanged, "first", first,
-                    "truncated", pairs >= CO_HISTORY_PAIRS_MAX,
+                    "truncated", pairs >= S_PAIRS_MAX,
                     "change_points", cps);
-    if (!out)
-        goto oom;
-    goto done;
-oom:
-    co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
-fail:
 done:
     PQclear(r);
     free(tags);
@@ -607,7 +615,7 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
      * ended), both in run order: one pass merges them. The raw samples
      * of an ended run may be gone (retention); its summary never is. */
     char arms_lim[24];
-    snprintf(arms_lim, sizeof arms_lim, "%d", CO_HISTORY_ARMS_MAX + 1);
+    snprintf(arms_lim, sizeof arms_lim, "%d", S_ARMS_MAX + 1);
     const char *pa[] = { id, arms_lim };
     r = co_reply_q(c,
         "SELECT r.id, r.run_uuid, h.name, b.name, COALESCE(r.status,"
@@ -622,13 +630,13 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
         " WHERE r.job_id = $1 ORDER BY r.id, a.idx LIMIT $2::int", 2, pa);
     if (!r)
         goto fail;
-    if (PQntuples(r) > CO_HISTORY_ARMS_MAX) {
+    if (PQntuples(r) > S_ARMS_MAX) {
         co_reply_fail(c, CO_REPLY_TOO_BIG, "job %.40s has more than %d runs and "
-               "arms: parity export gives them all", id, CO_HISTORY_ARMS_MAX);
+               "arms: parity export gives them all", id, S_ARMS_MAX);
         goto fail;
     }
     char lim[24];
-    snprintf(lim, sizeof lim, "%d", CO_HISTORY_SAMPLES_MAX + 1);
+    snprintf(lim, sizeof lim, "%d", S_SAMPLES_MAX + 1);
     const char *ps[] = { id, lim };
     s = co_reply_q(c,
         "SELECT s.run, s.arm, s.wall_us FROM runs r JOIN samples s ON"
@@ -638,10 +646,10 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
     if (!s)
         goto fail;
     int ns = PQntuples(s);
-    if (ns > CO_HISTORY_SAMPLES_MAX) {
+    if (ns > S_SAMPLES_MAX) {
         co_reply_fail(c, CO_REPLY_TOO_BIG, "job %.40s has more than %d measured "
                "samples: parity export gives them all", id,
-               CO_HISTORY_SAMPLES_MAX);
+               S_SAMPLES_MAX);
         goto fail;
     }
     buf = malloc(((size_t)ns + 1) * sizeof *buf);
@@ -702,11 +710,8 @@ s_report(co_reply_t *c, const json_t *args)
     if (!j)
         goto done;
     const char *id = PQgetvalue(j, 0, 0);
-    if (!hosts || !runs) {
-        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
-        goto done;
-    }
-    if (s_report_hosts(c, id, hosts) != 0 || s_report_runs(c, id, runs) != 0)
+    if (!hosts || !runs || s_report_hosts(c, id, hosts) != 0 ||
+        s_report_runs(c, id, runs) != 0)
         goto done;
     out = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:O,s:O}",
         "job", id, "suite", PQgetvalue(j, 0, 1), "state", PQgetvalue(j, 0, 2),
@@ -714,8 +719,6 @@ s_report(co_reply_t *c, const json_t *args)
         "vars", co_reply_json_col(j, 0, 5), "runs", co_reply_int(j, 0, 6),
         "created_at_us", co_reply_int(j, 0, 7), "ended_at_us",
         co_reply_int_or_null(j, 0, 8), "hosts", hosts, "run_list", runs);
-    if (!out)
-        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
 done:
     PQclear(j);
     json_decref(hosts);
@@ -774,20 +777,16 @@ co_history_handles(const char *command)
 }
 
 json_t *
-co_history_handle(co_jobs_t *jobs, const char *command, const json_t *args,
-                  int *status, char *err, size_t errlen)
+co_history_handle(co_reply_t *c, const char *command, const json_t *args)
 {
-    co_reply_t c = co_reply_begin(jobs, err, errlen);
-    json_t *body = NULL;
-    if (!s_args_known(&c, command, args))
-        ;
-    else if (strcmp(command, "history") == 0)
-        body = s_history(&c, args);
-    else if (strcmp(command, "regressions") == 0)
-        body = s_regressions(&c, args);
-    else if (strcmp(command, "report") == 0)
-        body = s_report(&c, args);
-    else
-        co_reply_fail(&c, CO_REPLY_UNKNOWN, "unknown command \"%.40s\"", command);
-    return co_reply_end(&c, body, status);
+    if (!s_args_known(c, command, args))
+        return NULL;
+    if (strcmp(command, "history") == 0)
+        return s_history(c, args);
+    if (strcmp(command, "regressions") == 0)
+        return s_regressions(c, args);
+    if (strcmp(command, "report") == 0)
+        return s_report(c, args);
+    co_reply_fail(c, CO_REPLY_UNKNOWN, "unknown command \"%.40s\"", command);
+    return NULL;
 }

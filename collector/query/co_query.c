@@ -1131,15 +1131,15 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
         body = s_verdicts(q, args, &res);
     else if (strcmp(cmd, "show") == 0)
         body = s_show(q, args, &res);
-    else if (co_history_handles(cmd))
-        body = co_history_handle(q->cur, cmd, args, &res.status, res.err,
-                                 sizeof res.err);
+    else if (co_history_handles(cmd) || co_changes_handles(cmd)) {
+        co_reply_t c = co_reply_begin(q->cur, res.err, sizeof res.err);
+        body = co_reply_end(&c, co_history_handles(cmd) ?
+                            co_history_handle(&c, cmd, args) :
+                            co_changes_handle(&c, cmd, args), &res.status);
+    }
     else if (co_baseline_handles(cmd))
         body = co_baseline_handle(q->cur, cmd, args, q->parity, &res.status,
                                   res.err, sizeof res.err);
-    else if (co_changes_handles(cmd))
-        body = co_changes_handle(q->jobs, cmd, args, &res.status, res.err,
-                                 sizeof res.err);
     else if (co_bisect_handles(cmd))
         body = co_bisect_handle(q->jobs, key, cmd, args, q->parity,
                                 &res.status, res.err, sizeof res.err);

@@ -159,17 +159,15 @@ co_db_t *
 co_db_new(const char *conninfo)
 {
     co_db_t *db = calloc(1, sizeof *db);
-    if (!db)
-        return NULL;
-    db->conninfo = strdup(conninfo ? conninfo : "");
-    if (!db->conninfo) {
-        free(db);
-        return NULL;
+    if (db) {
+        db->floor_window = CO_DB_FLOOR_WINDOW;
+        pw_buf_init(&db->copy, CO_DB_COPY_MAX);
+        db->conninfo = strdup(conninfo ? conninfo : "");
+        db->floors = co_floors_new(CO_DB_FLOOR_WINDOW);
+        db->ids = co_ids_new(S_IDS_SLOTS);
+        if (!db->conninfo || !db->floors || !db->ids)
+            co_db_destroy(&db);
     }
-    db->floor_window = CO_DB_FLOOR_WINDOW;
-    db->floors = co_floors_new(CO_DB_FLOOR_WINDOW);
-    db->ids = co_ids_new(S_IDS_SLOTS);
-    pw_buf_init(&db->copy, CO_DB_COPY_MAX);
     return db;
 }
 

@@ -315,18 +315,19 @@ s_summary_row(s_summary_row_t *w, const char *runid, size_t arm,
     memcpy(w->p, p, sizeof p);
 }
 
-/* Row i of a multi-row VALUES: "($k+1, ..., $k+cols)" appended to sql,
- * its cols parameters (row) to p at *k, and *k moved past them. */
+/* head, then the placeholders of rows rows of cols parameters each, the
+ * first numbered from + 1: "($from+1, ..., $from+cols), (...)", then
+ * tail; all appended to sql. */
 static void
-s_values_row(pw_buf_t *sql, const char **p, size_t *k, size_t i,
-             const char *const *row, size_t cols)
+s_values(pw_buf_t *sql, const char *head, size_t from, size_t rows,
+         size_t cols, const char *tail)
 {
-    pw_buf_adds(sql, i ? ", (" : "(");
-    for (size_t c = 0; c < cols; c++)
-        pw_buf_printf(sql, "%s$%zu", c ? ", " : "", *k + c + 1);
-    pw_buf_adds(sql, ")");
-    memcpy(&p[*k], row, cols * sizeof *p);
-    *k += cols;
+    pw_buf_adds(sql, head);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t c = 0; c < cols; c++)
+            pw_buf_printf(sql, "%s$%zu%s", c ? ", " : i ? ", (" : "(",
+                          from + i * cols + c + 1, c + 1 < cols ? "" : ")");
+    pw_buf_adds(sql, tail);
 }
 
 /* Every summary and every verdict of a run in one statement (one round
@@ -336,7 +337,7 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
                 s_verdict_row_t *ver, size_t nv, char *err, size_t errlen)
 {
     int rc = CO_DB_FAIL;
-    size_t np = ns * S_SUMMARY_COLS + nv * S_VERDICT_COLS;
+    size_t nsp = ns * S_SUMMARY_COLS, np = nsp + nv * S_VERDICT_COLS;
     const char **p = malloc((np ? np : 1) * sizeof *p);
     pw_buf_t sql;
     pw_buf_init(&sql, S_SQL_MAX);
@@ -344,32 +345,30 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
         pw_err_line(err, errlen, "run_end: out of memory for %zu results", np);
         goto done;
     }
-    size_t k = 0;
-    pw_buf_adds(&sql, nv ? "WITH s AS (" : "");
-    pw_buf_adds(&sql, "INSERT INTO run_summaries (run, arm, "
-        "n, min, q25, median, q75, max, iqr, mean, errors) VALUES ");
     for (size_t i = 0; i < ns; i++)
-        s_values_row(&sql, p, &k, i, sum[i].p, S_SUMMARY_COLS);
-    pw_buf_adds(&sql, " ON CONFLICT (run, arm) DO UPDATE "
-        "SET n = EXCLUDED.n, min = EXCLUDED.min, q25 = EXCLUDED.q25, median "
-        "= EXCLUDED.median, q75 = EXCLUDED.q75, max = EXCLUDED.max, iqr = "
-        "EXCLUDED.iqr, mean = EXCLUDED.mean, errors = EXCLUDED.errors");
-    if (nv) {
-        pw_buf_adds(&sql, "), v AS (INSERT INTO verdicts (run, "
-            "host_id, subject_arm, other_arm, other_name, outcome, ratio, "
-            "best_ratio, tolerance, noise, best_tolerance, floor_us, "
-            "floor_is_default, floor_samples, parity, diagnostics, "
-            "extra_runs, n_subject, n_other, verdict_json, error) VALUES ");
-        for (size_t i = 0; i < nv; i++)
-            s_values_row(&sql, p, &k, i, ver[i].p, S_VERDICT_COLS);
-        /* The verdicts' series (008), for `regressions`: added once. */
-        pw_buf_adds(&sql, " ON CONFLICT (run, other_arm) DO NOTHING "
-            "RETURNING run, subject_arm, other_name) INSERT INTO series "
-            "(benchmark_id, host_id, vars, subject, other) SELECT "
-            "r.benchmark_id, r.host_id, r.vars, sa.name, v.other_name FROM v "
-            "JOIN runs r ON r.id = v.run JOIN arms sa ON sa.run = v.run AND "
-            "sa.idx = v.subject_arm ON CONFLICT DO NOTHING");
-    }
+        memcpy(p + i * S_SUMMARY_COLS, sum[i].p, sizeof sum[i].p);
+    for (size_t i = 0; i < nv; i++)
+        memcpy(p + nsp + i * S_VERDICT_COLS, ver[i].p, sizeof ver[i].p);
+    pw_buf_adds(&sql, nv ? "WITH s AS (" : "");
+    s_values(&sql, "INSERT INTO run_summaries (run, arm, n, min, q25, "
+        "median, q75, max, iqr, mean, errors) VALUES ", 0, ns, S_SUMMARY_COLS,
+        " ON CONFLICT (run, arm) DO UPDATE SET n = EXCLUDED.n, min = "
+        "EXCLUDED.min, q25 = EXCLUDED.q25, median = EXCLUDED.median, q75 = "
+        "EXCLUDED.q75, max = EXCLUDED.max, iqr = EXCLUDED.iqr, mean = "
+        "EXCLUDED.mean, errors = EXCLUDED.errors");
+    /* The verdicts' series (008), for `regressions`: added once. */
+    if (nv)
+        s_values(&sql, "), v AS (INSERT INTO verdicts (run, host_id, "
+            "subject_arm, other_arm, other_name, outcome, ratio, best_ratio, "
+            "tolerance, noise, best_tolerance, floor_us, floor_is_default, "
+            "floor_samples, parity, diagnostics, extra_runs, n_subject, "
+            "n_other, verdict_json, error) VALUES ", nsp, nv, S_VERDICT_COLS,
+            " ON CONFLICT (run, other_arm) DO NOTHING RETURNING run, "
+            "subject_arm, other_name) INSERT INTO series (benchmark_id, "
+            "host_id, vars, subject, other) SELECT r.benchmark_id, r.host_id, "
+            "r.vars, sa.name, v.other_name FROM v JOIN runs r ON r.id = v.run "
+            "JOIN arms sa ON sa.run = v.run AND sa.idx = v.subject_arm ON "
+            "CONFLICT DO NOTHING");
     if (pw_buf_status(&sql) != PW_BUF_OK) {
         pw_err_line(err, errlen, "run_end: results statement: %s",
                     pw_buf_strerror(pw_buf_status(&sql)));

@@ -76,14 +76,14 @@ s_sample(void *ctx, const ag_sample_t *s)
     rec_t *r = ctx;
     s_ev(r, 's');
     r->nsamples++;
-    if (s->kind == AG_SAMPLE_MEASURED && s->arm < 4) {
+    if (s->kind == PW_SAMPLE_MEASURED && s->arm < 4) {
         r->measured[s->arm]++;
         if (r->order[s->round * r->arm_count + s->position] != s->arm)
             r->order_ok = false;
     }
-    if (s->kind == AG_SAMPLE_WARMUP && s->arm < 4)
+    if (s->kind == PW_SAMPLE_WARMUP && s->arm < 4)
         r->warm[s->arm]++;
-    if (s->kind == AG_SAMPLE_CALIBRATION)
+    if (s->kind == PW_SAMPLE_CALIBRATION)
         r->calibration++;
     if (r->refuse_at && (int)r->nsamples == r->refuse_at)
         return -1;
@@ -271,8 +271,8 @@ main(int argc, char **argv)
     ok(ag_harness_run(h, s, &fewcal, &cb, err, sizeof err) == AG_HARNESS_OK &&
        r.ncal == 3, "calibration_target 5 with 2 rounds: 3 extra runs");
 
-    ok(strcmp(ag_sample_kind_name(AG_SAMPLE_ERROR), "error") == 0 &&
-       strcmp(ag_sample_kind_name(AG_SAMPLE_KIND_COUNT), "?") == 0 &&
+    ok(strcmp(pw_sample_kind_name(PW_SAMPLE_ERROR), "error") == 0 &&
+       strcmp(pw_sample_kind_name(PW_SAMPLE_KIND_COUNT), "?") == 0 &&
        strcmp(ag_run_status_name(AG_RUN_CANCELLED), "cancelled") == 0,
        "names of kinds and statuses");
     ok(access(ag_harness_default_noop(), X_OK) == 0,

@@ -1,9 +1,53 @@
 # bench_lib.sh -- shell helpers shared by the benchmark scripts that run
 # a real parity-collector on its private cluster (fleet_load.sh,
-# changes_bench.sh). Sourced, not run. The caller defines log() (its
-# own prefix) before using these, and sets:
+# changes_bench.sh). Sourced, not run, first of all. The caller defines
+# log() (its own prefix) before using the ones below take_options, and
+# sets:
 #   PGBIN  PostgreSQL's bin directory (pg_bindir below gives the default)
 #   CPID   set by wait_listening's caller: the collector's pid
+
+# bench_root SCRIPT LINES ARGS...: go to the checkout's top (ROOT); with
+# no ARGS, print SCRIPT's usage (its LINES, a sed range such as 2,49)
+# and exit 2.
+bench_root() {
+    _script=$1 _lines=$2
+    shift 2
+    cd "$(dirname "$_script")/../.."
+    ROOT=$(pwd)
+    [ $# -ge 1 ] || { sed -n "${_lines}p" "$_script" >&2; exit 2; }
+}
+
+# take_options SCRIPT SPECS ARGS...: set the variables SPECS names from
+# the options ARGS. SPECS is a list of --option=VAR (takes a value) and
+# --flag=VAR! (sets VAR=1). An unknown option or a missing value: a
+# message naming SCRIPT, and exit 2.
+take_options() {
+    _script=$1 _specs=$2
+    shift 2
+    while [ $# -gt 0 ]; do
+        _var=
+        for _s in $_specs; do
+            [ "${_s%%=*}" = "$1" ] && _var=${_s#*=} && break
+        done
+        case "$_var" in
+        '') echo "$_script: unknown option $1" >&2; exit 2 ;;
+        *!) eval "${_var%!}=1"; shift ;;
+        *) [ $# -ge 2 ] || { echo "$_script: $1 needs a value" >&2; exit 2; }
+           eval "$_var=\$2"; shift 2 ;;
+        esac
+    done
+}
+
+# need_numbers SCRIPT VALUE...: exit 2 with a message naming SCRIPT when
+# a value is not a whole number.
+need_numbers() {
+    _script=$1
+    shift
+    for _v in "$@"; do
+        case "$_v" in ''|*[!0-9]*) echo "$_script: not a number: $_v" >&2
+                                  exit 2 ;; esac
+    done
+}
 
 # pg_bindir: PARITY_PG_BINDIR, else the newest /usr/lib/postgresql/*/bin.
 pg_bindir() {
@@ -72,9 +116,21 @@ adopt_settings() {
     rm -rf "$1"
 }
 
+# from_cache BASE DATA FRESH: DATA becomes a copy of the cached cluster
+# BASE with this build's settings (adopt_settings; a collector started
+# once made FRESH), and the log says how long the copy took.
+from_cache() {
+    t0=$(date +%s.%N)
+    cp -a "$1" "$2"
+    adopt_settings "$3" "$2"
+    log "history copied from $1 in $(elapsed "$t0" 3) s"
+}
+
 # cache_cluster DATA BASE: keep a copy of DATA as BASE (made whole under
-# another name first, so that an interrupted copy is never used).
+# another name first, so that an interrupted copy is never used); nothing
+# when BASE is empty (no --reuse-db).
 cache_cluster() {
+    [ -n "$2" ] || return 0
     rm -rf "$2.tmp"
     cp -a "$1" "$2.tmp"
     mv "$2.tmp" "$2"

@@ -49,28 +49,16 @@
 #
 # The last line is one JSON object with every figure.
 set -eu
-cd "$(dirname "$0")/../.."
-ROOT=$(pwd)
-[ $# -ge 1 ] || { sed -n '2,49p' "$0" >&2; exit 2; }
+. "$(dirname "$0")/bench_lib.sh"
+bench_root "$0" 2,49 "$@"
 BUILD=$(cd "$1" && pwd)
 shift
 SERIES=10000 VARSETS=10 RUNS=200 DETECT_RUNS=500 REUSE="" COMPARE="" KEEP=0
-while [ $# -gt 0 ]; do
-    case "$1" in
-    --series) SERIES=$2; shift 2 ;;
-    --varsets) VARSETS=$2; shift 2 ;;
-    --runs) RUNS=$2; shift 2 ;;
-    --detect-runs) DETECT_RUNS=$2; shift 2 ;;
-    --reuse-db) REUSE=$2; shift 2 ;;
-    --compare) COMPARE=$(cd "$2" && pwd); shift 2 ;;
-    --keep) KEEP=1; shift ;;
-    *) echo "changes_bench.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-done
-for v in "$SERIES" "$VARSETS" "$RUNS" "$DETECT_RUNS"; do
-    case "$v" in ''|*[!0-9]*) echo "changes_bench.sh: not a number: $v" >&2
-                              exit 2 ;; esac
-done
+take_options changes_bench.sh "--series=SERIES --varsets=VARSETS --runs=RUNS
+    --detect-runs=DETECT_RUNS --reuse-db=REUSE --compare=COMPARE
+    --keep=KEEP!" "$@"
+[ -z "$COMPARE" ] || COMPARE=$(cd "$COMPARE" && pwd)
+need_numbers changes_bench.sh "$SERIES" "$VARSETS" "$RUNS" "$DETECT_RUNS"
 HOSTS=10
 [ "$VARSETS" -ge 1 ] && [ "$VARSETS" -le 100 ] ||
     { echo "changes_bench.sh: --varsets 1..100" >&2; exit 2; }
@@ -89,7 +77,6 @@ COLLECTOR=$BUILD/collector/parity-collector
 PARITY=$BUILD/collector/client/parity
 DETECT=$BUILD/tests/bench/detect-bench
 
-. "$ROOT/tests/bench/bench_lib.sh"
 PGBIN=$(pg_bindir)
 AS_PG=$(as_pg)
 
@@ -147,10 +134,7 @@ if [ -n "$BASE" ] && [ -d "$BASE/pg" ]; then
     # fleet_load.sh does).
     start_collector "$COLLECTOR" "$W/fresh" "$(free_port)" "$W/fresh.log"
     stop_collector
-    t0=$(date +%s.%N)
-    cp -a "$BASE" "$W/data"
-    adopt_settings "$W/fresh" "$W/data"
-    log "history copied from $BASE in $(elapsed "$t0" 3) s"
+    from_cache "$BASE" "$W/data" "$W/fresh"
 else
     log "bulk-loading history ..."
     # The collector makes the cluster and its schema, then stops.
@@ -165,9 +149,7 @@ else
     LOAD_S=$(elapsed "$t0" 3)
     $AS_PG "$PGBIN/pg_ctl" -D "$W/data/pg" -m fast -w -t 120 stop >/dev/null
     log "history loaded in $LOAD_S s"
-    if [ -n "$BASE" ]; then
-        cache_cluster "$W/data" "$BASE"
-    fi
+    cache_cluster "$W/data" "$BASE"
 fi
 
 # regressions_of LABEL: 5 timed `parity regressions`, then --json; sets

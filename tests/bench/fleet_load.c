@@ -449,16 +449,20 @@ fl_give_up(fl_agent_t *a, int64_t now)
                         ? FL_BACKOFF_MAX_MS : a->backoff_ms * 2;
 }
 
-/* Send a data message, keep it for resend. With a full window the
- * caller must not call this. */
+/* Send msg, the body of a data message, under the agent's next seq, and
+ * keep it for resend. With a full window the caller must not call this. */
 static void
-fl_send_data(fl_agent_t *a, Parity__Envelope *env, int kind)
+fl_send_data(fl_agent_t *a, Parity__Envelope__BodyCase body, void *msg,
+             int kind)
 {
+    Parity__Envelope env;
+    pw_wire_init(&env, ++a->seq);
+    pw_wire_set_body(&env, body, msg);
     fl_msg_t *m = &a->win[a->nwin];
-    m->seq = env->seq;
+    m->seq = env.seq;
     m->kind = kind;
     m->first_ms = (pw_clock_mono_sec() * 1e3);
-    if (fl_send_env(a->greeted ? a->sock : NULL, env, &m->buf, &m->len) != 0)
+    if (fl_send_env(a->greeted ? a->sock : NULL, &env, &m->buf, &m->len) != 0)
         return;
     if (!a->greeted)
         S.send_failed--;   /* not a failure: sent after the Hello's Ack */
@@ -482,24 +486,20 @@ fl_resend_all(fl_agent_t *a, int64_t now)
 static void
 fl_job_status(fl_agent_t *a, const char *job, const char *state)
 {
-    Parity__Envelope env;
     Parity__JobStatus js = PARITY__JOB_STATUS__INIT;
     js.job_id = (char *)job;
     js.state = (char *)state;
     js.run_id = a->run_id;
     js.benchmark = "bench0";
-    pw_wire_init(&env, ++a->seq);
-    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_JOB_STATUS, &js);
-    fl_send_data(a, &env, FL_K_OTHER);
+    fl_send_data(a, PARITY__ENVELOPE__BODY_JOB_STATUS, &js, FL_K_OTHER);
 }
 
 static void
 fl_calibration(fl_agent_t *a)
 {
-    Parity__Envelope env;
-    Parity__Calibration c = PARITY__CALIBRATION__INIT;
     double wall[FL_CAL_SAMPLES];
     char id[80];
+    Parity__Calibration c = PARITY__CALIBRATION__INIT;
     for (int i = 0; i < FL_CAL_SAMPLES; i++)
         wall[i] = 30.0 + (double)((i * 37 + a->index) % 100) / 10.0;
     snprintf(id, sizeof id, "fl-cal-%d-%u-%lld", a->index, a->runs_done,
@@ -508,15 +508,12 @@ fl_calibration(fl_agent_t *a)
     c.n_wall_us = FL_CAL_SAMPLES;
     c.wall_us = wall;
     c.taken_at_us = pw_clock_unix_us();
-    pw_wire_init(&env, ++a->seq);
-    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_CALIBRATION, &c);
-    fl_send_data(a, &env, FL_K_OTHER);
+    fl_send_data(a, PARITY__ENVELOPE__BODY_CALIBRATION, &c, FL_K_OTHER);
 }
 
 static void
 fl_run_start(fl_agent_t *a)
 {
-    Parity__Envelope env;
     Parity__RunStart rs = PARITY__RUN_START__INIT;
     Parity__Arm a0 = PARITY__ARM__INIT, a1 = PARITY__ARM__INIT;
     Parity__Arm *arms[] = { &a0, &a1 };
@@ -541,9 +538,7 @@ fl_run_start(fl_agent_t *a)
     rs.started_at_us = pw_clock_unix_us();
     rs.runs = (uint32_t)O.rounds;
     rs.environment_json = "";
-    pw_wire_init(&env, ++a->seq);
-    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_START, &rs);
-    fl_send_data(a, &env, FL_K_OTHER);
+    fl_send_data(a, PARITY__ENVELOPE__BODY_RUN_START, &rs, FL_K_OTHER);
     a->batch_seq = 0;
     a->nbatches = (unsigned)((O.rounds * 3 + O.batch_samples - 1)
                              / O.batch_samples);
@@ -559,7 +554,6 @@ fl_batch(fl_agent_t *a)
 {
     static Parity__Sample smp[FL_BATCH];
     static Parity__Sample *ps[FL_BATCH];
-    Parity__Envelope env;
     Parity__SampleBatch sb = PARITY__SAMPLE_BATCH__INIT;
     unsigned total = (unsigned)O.rounds * 3;
     unsigned first = a->batch_seq * (unsigned)O.batch_samples;
@@ -589,9 +583,7 @@ fl_batch(fl_agent_t *a)
     sb.batch_seq = a->batch_seq;
     sb.n_samples = n;
     sb.samples = ps;
-    pw_wire_init(&env, ++a->seq);
-    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &sb);
-    fl_send_data(a, &env, FL_K_OTHER);
+    fl_send_data(a, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &sb, FL_K_OTHER);
     a->batch_seq++;
     a->run_samples += n;
     S.samples_sent += n;
@@ -600,7 +592,6 @@ fl_batch(fl_agent_t *a)
 static void
 fl_run_end(fl_agent_t *a)
 {
-    Parity__Envelope env;
     Parity__RunEnd re = PARITY__RUN_END__INIT;
     re.run_id = a->run_id;
     re.status = PARITY__RUN_STATUS__COMPLETE;
@@ -608,9 +599,7 @@ fl_run_end(fl_agent_t *a)
     re.batches = a->batch_seq;
     re.samples = a->run_samples;
     re.ended_at_us = pw_clock_unix_us();
-    pw_wire_init(&env, ++a->seq);
-    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_END, &re);
-    fl_send_data(a, &env, FL_K_RUN_END);
+    fl_send_data(a, PARITY__ENVELOPE__BODY_RUN_END, &re, FL_K_RUN_END);
     a->runs_done++;
     a->run_state = FL_RUN_IDLE;
 }

@@ -78,46 +78,25 @@
 #       page rewritten) runs during the load, and its writes make the
 #       WAL's fsync wait up to 300 ms (docs/operations.md, "Upgrading")
 set -eu
-cd "$(dirname "$0")/../.."
-ROOT=$(pwd)
-[ $# -ge 1 ] || { sed -n '2,76p' "$0" >&2; exit 2; }
+. "$(dirname "$0")/bench_lib.sh"
+bench_root "$0" 2,76 "$@"
 BUILD=$(cd "$1" && pwd)
 shift
 AGENTS=1000 STREAMERS=100 DURATION=300 HIST=20000000 REUSE="" COMPARE=""
 TOOL="" HB=1000 ROUNDS=200 BATCH_MS=1000 BATCH_SAMPLES=128 JOB_EVERY=60 KEEP=0 QUERIES=1 SLOW=0 PHASE=run
 NCOLL=1 SETTLE=vacuum PROBE_ON=1
-while [ $# -gt 0 ]; do
-    case "$1" in
-    --agents) AGENTS=$2; shift 2 ;;
-    --streamers) STREAMERS=$2; shift 2 ;;
-    --duration) DURATION=$2; shift 2 ;;
-    --history-samples) HIST=$2; shift 2 ;;
-    --reuse-db) REUSE=$2; shift 2 ;;
-    --compare) COMPARE=$(cd "$2" && pwd); shift 2 ;;
-    --tool-build) TOOL=$2; shift 2 ;;
-    --heartbeat-ms) HB=$2; shift 2 ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --batch-ms) BATCH_MS=$2; shift 2 ;;
-    --batch-samples) BATCH_SAMPLES=$2; shift 2 ;;
-    --job-every) JOB_EVERY=$2; shift 2 ;;
-    --queries) QUERIES=$2; shift 2 ;;
-    --settle) SETTLE=$2; shift 2 ;;
-    --disk-probe) PROBE_ON=$2; shift 2 ;;
-    --slow-ms) SLOW=$2; shift 2 ;;
-    --phase) PHASE=$2; shift 2 ;;
-    --collectors) NCOLL=$2; shift 2 ;;
-    --keep) KEEP=1; shift ;;
-    *) echo "fleet_load.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-done
+take_options fleet_load.sh "--agents=AGENTS --streamers=STREAMERS
+    --duration=DURATION --history-samples=HIST --reuse-db=REUSE
+    --compare=COMPARE --tool-build=TOOL --heartbeat-ms=HB --rounds=ROUNDS
+    --batch-ms=BATCH_MS --batch-samples=BATCH_SAMPLES --job-every=JOB_EVERY
+    --queries=QUERIES --settle=SETTLE --disk-probe=PROBE_ON --slow-ms=SLOW
+    --phase=PHASE --collectors=NCOLL --keep=KEEP!" "$@"
+[ -z "$COMPARE" ] || COMPARE=$(cd "$COMPARE" && pwd)
 case "$NCOLL" in 1|2) ;; *) echo "fleet_load.sh: --collectors 1 or 2" >&2; exit 2 ;; esac
 case "$PROBE_ON" in 0|1) ;; *) echo "fleet_load.sh: --disk-probe 0 or 1" >&2; exit 2 ;; esac
 case "$SETTLE" in vacuum|none) ;; *) echo "fleet_load.sh: --settle vacuum or none" >&2; exit 2 ;; esac
-for v in "$AGENTS" "$STREAMERS" "$DURATION" "$HIST" "$HB" "$ROUNDS" \
-         "$BATCH_MS" "$BATCH_SAMPLES" "$JOB_EVERY" "$QUERIES" "$SLOW"; do
-    case "$v" in ''|*[!0-9]*) echo "fleet_load.sh: not a number: $v" >&2
-                              exit 2 ;; esac
-done
+need_numbers fleet_load.sh "$AGENTS" "$STREAMERS" "$DURATION" "$HIST" "$HB" \
+    "$ROUNDS" "$BATCH_MS" "$BATCH_SAMPLES" "$JOB_EVERY" "$QUERIES" "$SLOW"
 [ "$DURATION" -le 3600 ] || { echo "fleet_load.sh: --duration <= 3600" >&2; exit 2; }
 [ "$HIST" -le 200000000 ] || { echo "fleet_load.sh: --history-samples <= 2e8" >&2; exit 2; }
 
@@ -135,7 +114,6 @@ FL=$TOOL/tests/bench/fleet-load
 ninja -C "$BUILD" -j1 collector/parity-collector >/dev/null
 [ -z "$COMPARE" ] || ninja -C "$COMPARE" -j1 collector/parity-collector >/dev/null
 
-. "$ROOT/tests/bench/bench_lib.sh"
 PGBIN=$(pg_bindir)
 AS_PG=$(as_pg)
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -206,17 +184,12 @@ run_one() {
         # collector may want more connections than the one that made it.
         start_collector "$COLLECTOR" "$W/fresh" "$KEYS" "$(free_port)" "$W/fresh.log"
         stop_collector
-        t0=$(date +%s.%N)
-        cp -a "$BASE" "$W/data"
-        adopt_settings "$W/fresh" "$W/data"
-        log "history copied from $BASE in $(elapsed "$t0") s"
+        from_cache "$BASE" "$W/data" "$W/fresh"
     else
         log "bulk-loading history ($HIST_ROUNDS rounds per run) ..."
         load_history "$W/data" "$KEYS"
         log "history loaded in $LOAD_S s"
-        if [ -n "$BASE" ]; then
-            cache_cluster "$W/data" "$BASE"
-        fi
+        cache_cluster "$W/data" "$BASE"
     fi
     port=$(free_port)
     clog=$W/collector.log

@@ -339,12 +339,7 @@ main(int argc, char **argv)
         return 1;
     int total_certs = agents + idle;
     zcert_t **certs = calloc((size_t)total_certs, sizeof *certs);
-    for (int i = 0; i < total_certs; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "a%d", i);
-        certs[i] = zcert_new();
-        cc_files_allow(&fx, name, certs[i]);
-    }
+    cc_files_allow_new(&fx, "a", total_certs, certs);
     char *cargv[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
                       fx.key, "--allow", fx.allow, "--data-dir", fx.datadir,
                       "--log-level", "warn", NULL };

@@ -377,6 +377,23 @@ cc_files_allow(const cc_files_t *f, const char *name, zcert_t *cert)
     return zcert_save_public(cert, path);
 }
 
+/* n new key pairs in certs (the caller destroys them), each allowed as
+ * prefix and its index ("s00", "s01", ...). 0, or -1 when one failed. */
+static inline int
+cc_files_allow_new(const cc_files_t *f, const char *prefix, int n,
+                   zcert_t **certs)
+{
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%02d", prefix, i);
+        certs[i] = zcert_new();
+        if (!certs[i] || cc_files_allow(f, name, certs[i]) != 0)
+            rc = -1;
+    }
+    return rc;
+}
+
 /* Destroy the key pair; with remove, delete the directory too (a failed
  * test keeps it to be read). 0, or -1 when the removal failed. */
 static inline int

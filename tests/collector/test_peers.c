@@ -219,12 +219,7 @@ main(int argc, char **argv)
     zcert_t *spread[S_SPREAD_AGENTS];
     cc_files_allow(&fx, "a", a);
     cc_files_allow(&fx, "c", c);
-    for (int i = 0; i < S_SPREAD_AGENTS; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "s%02d", i);
-        spread[i] = zcert_new();
-        cc_files_allow(&fx, name, spread[i]);
-    }
+    cc_files_allow_new(&fx, "s", S_SPREAD_AGENTS, spread);
     char *cargv[] = { argv[1], "--bind", "tcp://127.0.0.1:0", "--key",
                       fx.key, "--allow", fx.allow, "--data-dir", fx.datadir,
                       "--heartbeat-ms", "200", NULL };

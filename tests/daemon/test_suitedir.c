@@ -197,49 +197,35 @@ s_spool(ag_spool_t *sp, Parity__Envelope *env)
     free(buf);
 }
 
+/* Spool one message of run: a RunStart, a SampleBatch (its seq and n
+ * empty samples, n <= 4) or a RunEnd, chosen by body. */
 static void
-s_run_start(ag_spool_t *sp, const char *run)
+s_message(ag_spool_t *sp, Parity__Envelope__BodyCase body, const char *run,
+          uint32_t seq, size_t n)
 {
     Parity__Envelope env;
-    Parity__RunStart rs;
-    parity__run_start__init(&rs);
-    rs.run_id = (char *)run;
-    pw_wire_init(&env, 0);
-    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_START, &rs);
-    s_spool(sp, &env);
-}
-
-static void
-s_batch(ag_spool_t *sp, const char *run, uint32_t seq, size_t n)
-{
-    Parity__Envelope env;
-    Parity__SampleBatch b;
+    Parity__RunStart rs = PARITY__RUN_START__INIT;
+    Parity__RunEnd re = PARITY__RUN_END__INIT;
+    Parity__SampleBatch b = PARITY__SAMPLE_BATCH__INIT;
     Parity__Sample s[4], *ps[4];
-    parity__sample_batch__init(&b);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && i < 4; i++) {
         parity__sample__init(&s[i]);
         ps[i] = &s[i];
     }
-    b.run_id = (char *)run;
+    rs.run_id = re.run_id = b.run_id = (char *)run;
     b.batch_seq = seq;
     b.samples = ps;
-    b.n_samples = n;
+    b.n_samples = n < 4 ? n : 4;
     pw_wire_init(&env, 0);
-    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_SAMPLE_BATCH, &b);
+    pw_wire_set_body(&env, body, body == PARITY__ENVELOPE__BODY_RUN_START ?
+                     (void *)&rs : body == PARITY__ENVELOPE__BODY_RUN_END ?
+                     (void *)&re : (void *)&b);
     s_spool(sp, &env);
 }
 
-static void
-s_run_end(ag_spool_t *sp, const char *run)
-{
-    Parity__Envelope env;
-    Parity__RunEnd re;
-    parity__run_end__init(&re);
-    re.run_id = (char *)run;
-    pw_wire_init(&env, 0);
-    pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_RUN_END, &re);
-    s_spool(sp, &env);
-}
+#define S_START   PARITY__ENVELOPE__BODY_RUN_START
+#define S_BATCH   PARITY__ENVELOPE__BODY_SAMPLE_BATCH
+#define S_END     PARITY__ENVELOPE__BODY_RUN_END
 
 static void
 test_recover(void)
@@ -259,14 +245,14 @@ test_recover(void)
      * "acked-start": its RunStart acked long ago (not in the spool), the
      * state file names it with 1 batch, a later batch is spooled.
      * "orphan": batches only (its RunEnd was acked). */
-    s_run_start(sp, "closed");
-    s_batch(sp, "closed", 0, 2);
-    s_run_end(sp, "closed");
-    s_run_start(sp, "open");
-    s_batch(sp, "open", 0, 3);
-    s_batch(sp, "open", 1, 2);
-    s_batch(sp, "acked-start", 1, 4);
-    s_batch(sp, "orphan", 0, 1);
+    s_message(sp, S_START, "closed", 0, 0);
+    s_message(sp, S_BATCH, "closed", 0, 2);
+    s_message(sp, S_END, "closed", 0, 0);
+    s_message(sp, S_START, "open", 0, 0);
+    s_message(sp, S_BATCH, "open", 0, 3);
+    s_message(sp, S_BATCH, "open", 1, 2);
+    s_message(sp, S_BATCH, "acked-start", 1, 4);
+    s_message(sp, S_BATCH, "orphan", 0, 1);
     ok(ag_spool_state_write(sp, AG_RECOVER_RUN_STATE, "acked-start 1 5\n",
                             err, sizeof err) == AG_SPOOL_OK,
        "recover: the state file written");

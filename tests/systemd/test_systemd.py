@@ -99,6 +99,17 @@ def keygen(path):
     return path
 
 
+def key_dirs(root, *names):
+    """root/keys (a key pair per name in it), root/allow, root/suites:
+    made, and returned in that order."""
+    dirs = [os.path.join(root, d) for d in ("keys", "allow", "suites")]
+    for d in dirs:
+        os.makedirs(d)
+    for name in names:
+        keygen(os.path.join(dirs[0], name))
+    return dirs
+
+
 class Notify:
     """The service manager's end: every datagram with its sender's pid
     and the time it arrived."""
@@ -317,12 +328,7 @@ def conf_dir(binary):
 
 def case_notify_agent():
     root = tempfile.mkdtemp(prefix="parity-notify-agent-")
-    keys = os.path.join(root, "keys")
-    suites = os.path.join(root, "suites")
-    os.makedirs(keys)
-    os.makedirs(suites)
-    keygen(os.path.join(keys, "agent"))
-    keygen(os.path.join(keys, "peer"))
+    keys, _, suites = key_dirs(root, "agent", "peer")
     port = free_port()
     endpoint = "tcp://127.0.0.1:%d" % port
     peer = subprocess.Popen([PEER, endpoint, os.path.join(keys, "peer"),
@@ -389,13 +395,7 @@ def case_notify_agent():
 def case_notify_collector():
     root = tempfile.mkdtemp(prefix="parity-notify-collector-")
     os.chmod(root, 0o755)   # the postgres user must reach DATA/pg (root)
-    keys = os.path.join(root, "keys")
-    allow = os.path.join(root, "allow")
-    suites = os.path.join(root, "suites")
-    for d in (keys, allow, suites):
-        os.makedirs(d)
-    keygen(os.path.join(keys, "collector"))
-    keygen(os.path.join(keys, "agent"))
+    keys, allow, suites = key_dirs(root, "collector", "agent")
     shutil.copy(os.path.join(keys, "agent"), allow)
     port = free_port()
     endpoint = "tcp://127.0.0.1:%d" % port
@@ -494,12 +494,7 @@ def case_collector_syscalls():
     allowed = syscall_set(analyze, filt.group(1) if filt else "@x")
     root = tempfile.mkdtemp(prefix="parity-syscalls-")
     os.chmod(root, 0o755)
-    keys, allow, suites = (os.path.join(root, d) for d in
-                           ("keys", "allow", "suites"))
-    for d in (keys, allow, suites):
-        os.makedirs(d)
-    keygen(os.path.join(keys, "collector"))
-    keygen(os.path.join(keys, "agent"))
+    keys, allow, suites = key_dirs(root, "collector", "agent")
     shutil.copy(os.path.join(keys, "agent"), allow)
     port = free_port()
     endpoint = "tcp://127.0.0.1:%d" % port
@@ -631,13 +626,7 @@ def uncommented(example):
 
 def case_config():
     root = tempfile.mkdtemp(prefix="parity-config-")
-    keys = os.path.join(root, "keys")
-    allow = os.path.join(root, "allow")
-    suites = os.path.join(root, "suites")
-    for d in (keys, allow, suites):
-        os.makedirs(d)
-    keygen(os.path.join(keys, "collector"))
-    keygen(os.path.join(keys, "agent"))
+    keys, allow, suites = key_dirs(root, "collector", "agent")
     secret = os.path.join(keys, "collector_secret")
     port = free_port()
     # A database that is not there: the collector waits for it, bound

@@ -118,6 +118,17 @@ cl_conn_verb_args(const char *verb, int *argc, char **argv,
     return -1;
 }
 
+int
+cl_conn_verb_begin(const char *verb, const char *help, int *argc,
+                   char **argv, cl_conn_opts_t *o)
+{
+    if (pw_out_wants_help(*argc, argv)) {
+        printf("%sConnection options as in `parity hosts --help`.\n", help);
+        return PW_EXIT_OK;
+    }
+    return cl_conn_verb_args(verb, argc, argv, o) == 0 ? -1 : PW_EXIT_USAGE;
+}
+
 /* ---- config file ---------------------------------------------------- */
 
 static void

@@ -72,6 +72,13 @@ int cl_conn_take_args(int *argc, char **argv, cl_conn_opts_t *o, char *err,
 int cl_conn_verb_args(const char *verb, int *argc, char **argv,
                       cl_conn_opts_t *o);
 
+/* How a verb that only connects begins: with --help or -h, print help
+ * and the line "Connection options as in `parity hosts --help`." and
+ * return PW_EXIT_OK; when a connection option lacks its value,
+ * PW_EXIT_USAGE (said, as cl_conn_verb_args); else -1: go on. */
+int cl_conn_verb_begin(const char *verb, const char *help, int *argc,
+                       char **argv, cl_conn_opts_t *o);
+
 /* Resolve the settings, load the keys and connect (ZeroMQ connects in the
  * background: an unreachable collector shows at the first request).
  * Caller owns the result; NULL with err (CL_CONN_CONFIG or _SYSTEM in

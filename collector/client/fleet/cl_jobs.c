@@ -114,16 +114,13 @@ cl_cancel_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
     const char *job = NULL;
-    if (pw_out_wants_help(argc, argv)) {
-        printf("usage: parity cancel JOB [connection options]\n\n"
-               "Cancel a job: hosts that have not started it never will, "
-               "running ones are\nasked to stop (their run ends "
-               "cancelled). Connection options as in\n`parity hosts "
-               "--help`.\n");
-        return PW_EXIT_OK;
-    }
-    if (cl_conn_verb_args("cancel", &argc, argv, &co) != 0)
-        return PW_EXIT_USAGE;
+    int begun = cl_conn_verb_begin("cancel",
+        "usage: parity cancel JOB [connection options]\n\n"
+        "Cancel a job: hosts that have not started it never will, running "
+        "ones are\nasked to stop (their run ends cancelled).\n",
+        &argc, argv, &co);
+    if (begun >= 0)
+        return begun;
     if (pw_out_operand_only("cancel", argc, argv, &job) != 0)
         return PW_EXIT_USAGE;
     if (!job) {

@@ -23,18 +23,14 @@ cl_show_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
     const char *run = NULL;
-    if (pw_out_wants_help(argc, argv)) {
-        printf("usage: parity show RUN [connection options]\n\n"
-               "One host's run in full, as JSON shaped like a local "
-               "results file (schema 3):\nsamples of every kind, "
-               "environment, floor, verdicts, diagnostics; plus run_id,\n"
-               "host, job_id, tags and label. RUN ids are in `parity "
-               "verdicts --json`.\nConnection options as in `parity hosts "
-               "--help`.\n");
-        return PW_EXIT_OK;
-    }
-    if (cl_conn_verb_args("show", &argc, argv, &co) != 0)
-        return PW_EXIT_USAGE;
+    int begun = cl_conn_verb_begin("show",
+        "usage: parity show RUN [connection options]\n\n"
+        "One host's run in full, as JSON shaped like a local results file "
+        "(schema 3):\nsamples of every kind, environment, floor, verdicts, "
+        "diagnostics; plus run_id,\nhost, job_id, tags and label. RUN ids "
+        "are in `parity verdicts --json`.\n", &argc, argv, &co);
+    if (begun >= 0)
+        return begun;
     if (pw_out_operand_only("show", argc, argv, &run) != 0)
         return PW_EXIT_USAGE;
     if (!run) {
@@ -159,18 +155,15 @@ cl_export_main(int argc, char **argv)
     char err[2048];
     const char *job = NULL, *out = NULL;
     bool force = false;
-    if (pw_out_wants_help(argc, argv)) {
-        printf("usage: parity export JOB --out DIR [--force] [connection "
-               "options]\n\n"
-               "Write the results file of every host of JOB: DIR/HOST.json, "
-               "one document per\nhost with one entry in \"benchmarks\" per "
-               "run (the shape of `parity show`).\nDIR is created if "
-               "missing; an existing HOST.json is kept unless --force.\n"
-               "Connection options as in `parity hosts --help`.\n");
-        return PW_EXIT_OK;
-    }
-    if (cl_conn_verb_args("export", &argc, argv, &co) != 0)
-        return PW_EXIT_USAGE;
+    int begun = cl_conn_verb_begin("export",
+        "usage: parity export JOB --out DIR [--force] [connection "
+        "options]\n\nWrite the results file of every host of JOB: "
+        "DIR/HOST.json, one document per\nhost with one entry in "
+        "\"benchmarks\" per run (the shape of `parity show`).\nDIR is "
+        "created if missing; an existing HOST.json is kept unless --force.\n",
+        &argc, argv, &co);
+    if (begun >= 0)
+        return begun;
     enum { O_OUT = 256, O_FORCE };
     static const struct option opts[] = {
         { "out", required_argument, NULL, O_OUT },

@@ -96,6 +96,17 @@ s_count_shown(const json_t *list, bool all)
     return n;
 }
 
+/* The three cells that say where a row is: benchmark, "SUBJECT vs
+ * OTHER", host. */
+static void
+s_where(char (*cells)[PW_OUT_CELL_MAX], const json_t *e)
+{
+    snprintf(cells[0], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "benchmark", "?"));
+    snprintf(cells[1], PW_OUT_CELL_MAX, "%s vs %s",
+             pw_out_str(e, "subject", "?"), pw_out_str(e, "other", "?"));
+    snprintf(cells[2], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
+}
+
 static int
 s_print_changes(FILE *f, const char *title, const json_t *list, bool all)
 {
@@ -118,12 +129,7 @@ s_print_changes(FILE *f, const char *title, const json_t *list, bool all)
         double m = json_number_value(json_object_get(e, "magnitude"));
         snprintf(cells[0], PW_OUT_CELL_MAX, "%" JSON_INTEGER_FORMAT,
                  json_integer_value(json_object_get(e, "id")));
-        snprintf(cells[1], PW_OUT_CELL_MAX, "%s",
-                 pw_out_str(e, "benchmark", "?"));
-        snprintf(cells[2], PW_OUT_CELL_MAX, "%s vs %s",
-                 pw_out_str(e, "subject", "?"),
-                 pw_out_str(e, "other", "?"));
-        snprintf(cells[3], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
+        s_where(cells + 1, e);
         snprintf(cells[4], PW_OUT_CELL_MAX, "%s%s",
                  pw_out_str(e, "metric", "?"),
                  json_is_object(json_object_get(e, "trend")) ? " trend" : "");
@@ -253,12 +259,7 @@ s_print_list(FILE *f, const char *title, const json_t *list)
         char cells[S_COLS][PW_OUT_CELL_MAX];
         const json_t *b = json_object_get(e, "before"),
                      *a = json_object_get(e, "after");
-        snprintf(cells[0], PW_OUT_CELL_MAX, "%s",
-                 pw_out_str(e, "benchmark", "?"));
-        snprintf(cells[1], PW_OUT_CELL_MAX, "%s vs %s",
-                 pw_out_str(e, "subject", "?"),
-                 pw_out_str(e, "other", "?"));
-        snprintf(cells[2], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
+        s_where(cells, e);
         s_side(cells[3], PW_OUT_CELL_MAX, b);
         s_side(cells[4], PW_OUT_CELL_MAX, a);
         snprintf(cells[5], PW_OUT_CELL_MAX, "%s",
