@@ -379,6 +379,64 @@ pw_out_wants_help(int argc, char **argv)
 }
 
 void
+pw_out_xml(FILE *f, const char *s, bool one_line)
+{
+    /* Plain text between the characters that need an entity is written
+     * in one piece: a character at a time was a twentieth of a site's
+     * writing. */
+    const char *plain = s;
+    for (; s && *s; s++) {
+        const char *e;
+        switch (*s) {
+        case '&': e = "&amp;"; break;
+        case '<': e = "&lt;"; break;
+        case '>': e = "&gt;"; break;
+        case '"': e = "&quot;"; break;
+        case '\'': e = "&#39;"; break;
+        case '\n': case '\r':
+            if (!one_line)
+                continue;
+            e = " ";
+            break;
+        default:
+            /* Other control bytes are not XML at all (a feed reader
+             * would refuse the file). */
+            if ((unsigned char)*s >= 0x20 || *s == '\t')
+                continue;
+            e = "?";
+        }
+        fwrite(plain, 1, (size_t)(s - plain), f);
+        fputs(e, f);
+        plain = s + 1;
+    }
+    if (s && s > plain)
+        fwrite(plain, 1, (size_t)(s - plain), f);
+}
+
+void
+pw_out_xmlf(FILE *f, bool one_line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    for (const char *p = fmt; *p; p++) {
+        const char *pct = strchr(p, '%');
+        if (!pct) {
+            fputs(p, f);
+            break;
+        }
+        fwrite(p, 1, (size_t)(pct - p), f);
+        if (pct[1] == 's')
+            pw_out_xml(f, va_arg(ap, const char *), one_line);
+        else if (pct[1] == '%')
+            fputc('%', f);
+        else
+            break;        /* not a conversion of ours: stop there */
+        p = pct + 1;
+    }
+    va_end(ap);
+}
+
+void
 pw_out_csv_field(FILE *f, const char *s, bool last)
 {
     if (strpbrk(s, ",\"\n")) {

@@ -127,6 +127,18 @@ char *pw_out_number(char *buf, size_t len, double x);
 char *pw_out_json_number(char *buf, size_t len, const json_t *o,
                          const char *key);
 
+/* Write s escaped for HTML, SVG and XML: & < > " ' as entities, other
+ * control bytes than tab and the line ends (which XML forbids) as '?',
+ * and with one_line the line ends as spaces too. NULL writes nothing.
+ * Errors show in ferror(f). */
+void pw_out_xml(FILE *f, const char *s, bool one_line);
+
+/* Write fmt with each "%s" replaced by the next argument (a string, NULL
+ * for nothing) as pw_out_xml writes it, and "%%" by '%'; fmt itself is
+ * markup, written as it is. No other conversion exists. */
+void pw_out_xmlf(FILE *f, bool one_line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* One CSV field of s then ',' (or '\n' when last), quoted as RFC 4180
  * says when s holds a comma, a quote or a newline. Errors show in
  * ferror(f). */

@@ -193,6 +193,34 @@ test_pairs(void)
     json_decref(none);
 }
 
+/* XML text, as the site, the feed and the JUnit file write it. */
+static void
+test_xml(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        ok(false, "open_memstream");
+        return;
+    }
+    pw_out_xml(f, "a<b>&\"c'\x01\td\ne", true);
+    fputc('|', f);
+    pw_out_xml(f, "l1\nl2\r", false);
+    fputc('|', f);
+    pw_out_xml(f, NULL, true);
+    pw_out_xmlf(f, true, "<td class=\"%s\">%s vs %s</td> 100%%|",
+                "w&n", "a<", "b\n");
+    pw_out_xmlf(f, false, "%s %d stops", "x", 1);
+    fclose(f);
+    ok_str(text, "a&lt;b&gt;&amp;&quot;c&#39;?\td e|l1\nl2\r|"
+           "<td class=\"w&amp;n\">a&lt; vs b </td> 100%|x ",
+           "entities, '?' for a control byte, line ends kept or spaces, "
+           "NULL as nothing; a template escapes its %%s, writes %%%% as %% "
+           "and stops at a conversion it does not know");
+    free(text);
+}
+
 int
 main(void)
 {
@@ -201,5 +229,6 @@ main(void)
     test_tables();
     test_help();
     test_pairs();
+    test_xml();
     return tap_done();
 }

@@ -364,28 +364,6 @@ cl_gate_markdown(FILE *f, const json_t *body, unsigned fail_on)
 
 /* ---- JUnit XML ------------------------------------------------------- */
 
-/* s as XML text or attribute value; control bytes XML 1.0 forbids as
- * '?'. */
-static void
-s_xml(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '<')
-            fputs("&lt;", f);
-        else if (ch == '>')
-            fputs("&gt;", f);
-        else if (ch == '&')
-            fputs("&amp;", f);
-        else if (ch == '"')
-            fputs("&quot;", f);
-        else if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
-            fputc('?', f);
-        else
-            fputc(ch, f);
-    }
-}
-
 typedef struct {
     FILE *f;
     const char *suite;
@@ -398,33 +376,18 @@ s_testcase(s_case_t *c, void *ctx)
     FILE *f = x->f;
     char label[256];
     s_label(label, sizeof label, c);
-    fputs("    <testcase name=\"", f);
-    s_xml(f, label);
-    fputs(" on ", f);
-    s_xml(f, c->host);
-    fputs("\" classname=\"", f);
-    s_xml(f, x->suite);
-    fputc('.', f);
-    s_xml(f, c->bench);
-    fputs("\" time=\"0\">\n", f);
+    pw_out_xmlf(f, false, "    <testcase name=\"%s on %s\" "
+                "classname=\"%s.%s\" time=\"0\">\n", label, c->host,
+                x->suite, c->bench);
     bool undecided = strcmp(c->state, "undecided") == 0;
     if (c->fails || undecided) {
         const char *el = c->fails ? "failure" : "skipped";
-        fprintf(f, "      <%s type=\"%s\" message=\"", el, c->state);
-        s_xml(f, c->why);
-        fputs("\">", f);
-        s_xml(f, c->bench);
-        fputs(" on ", f);
-        s_xml(f, c->host);
-        fputs(": ", f);
-        s_xml(f, c->why);
-        fputs("\nrun ", f);
-        s_xml(f, pw_out_str(c->entry, "run_id", "-"));
-        fprintf(f, "</%s>\n", el);
+        pw_out_xmlf(f, false, "      <%s type=\"%s\" message=\"%s\">%s on "
+                    "%s: %s\nrun %s</%s>\n", el, c->state, c->why, c->bench,
+                    c->host, c->why, pw_out_str(c->entry, "run_id", "-"), el);
     }
-    fputs("      <system-out>", f);
-    s_xml(f, c->why);
-    fputs("</system-out>\n    </testcase>\n", f);
+    pw_out_xmlf(f, false, "      <system-out>%s</system-out>\n    </testcase>"
+                "\n", c->why);
     return 0;
 }
 
@@ -445,15 +408,15 @@ cl_gate_junit(FILE *f, const json_t *body, unsigned fail_on, int64_t now_us)
             "<testsuites name=\"parity\" tests=\"%zu\" failures=\"%zu\" "
             "errors=\"0\" skipped=\"%zu\" time=\"0\">\n"
             "  <testsuite name=\"", n.cases, n.failed, skipped);
-    s_xml(f, pw_out_str(body, "suite", "?"));
+    pw_out_xml(f, pw_out_str(body, "suite", "?"), false);
     fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\""
             " time=\"0\" timestamp=\"%s\" hostname=\"parity\" id=\"0\" "
             "package=\"parity\">\n    <properties>\n"
             "      <property name=\"job\" value=\"", n.cases, n.failed,
             skipped, stamp);
-    s_xml(f, pw_out_str(body, "job", "?"));
+    pw_out_xml(f, pw_out_str(body, "job", "?"), false);
     fputs("\"/>\n      <property name=\"against\" value=\"", f);
-    s_xml(f, s_against(ag, sizeof ag, body));
+    pw_out_xml(f, s_against(ag, sizeof ag, body), false);
     fprintf(f, "\"/>\n      <property name=\"fail_on\" value=\"%s\"/>\n"
             "    </properties>\n", s_fail_on_text(fo, sizeof fo, fail_on));
     s_xml_t x = { f, pw_out_str(body, "suite", "?") };
@@ -462,7 +425,7 @@ cl_gate_junit(FILE *f, const json_t *body, unsigned fail_on, int64_t now_us)
     const char *word;
     s_result(res, sizeof res, &word, body, fail_on);
     fprintf(f, "    <system-out>gate %s: ", word);
-    s_xml(f, res);
+    pw_out_xml(f, res, false);
     fputs("</system-out>\n    <system-err></system-err>\n  </testsuite>\n"
           "</testsuites>\n", f);
     return ferror(f) ? -1 : 0;

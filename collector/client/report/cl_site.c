@@ -314,10 +314,8 @@ s_marks_list(FILE *f, const json_t *ser)
                     json_object_get(m, "magnitude")),
                 json_is_true(json_object_get(m, "within_noise")) ?
                 " (within noise)" : "");
-        cl_svg_text(f, pw_out_str(run, "run", "?"));
-        fputs(" (", f);
-        cl_svg_text(f, tags);
-        fputs(")</li>\n", f);
+        pw_out_xmlf(f, true, "%s (%s)</li>\n", pw_out_str(run, "run", "?"),
+                    tags);
     }
     json_array_foreach(json_object_get(ser, "annotations"), i, m) {
         fputs("<li>", f);
@@ -341,9 +339,7 @@ s_series(FILE *f, const json_t *ser)
              pw_out_str(ser, "host", "?"), pw_out_str(ser, "subject", "?"),
              pw_out_str(ser, "other", "?"), strcmp(vars, "-") ? ", " : "",
              strcmp(vars, "-") ? vars : "");
-    fputs("<section class=\"series\">\n<h2>", f);
-    cl_svg_text(f, title);
-    fputs("</h2>\n", f);
+    pw_out_xmlf(f, true, "<section class=\"series\">\n<h2>%s</h2>\n", title);
     if (total > CL_SVG_MAX_POINTS)
         fprintf(f, "<p class=\"capped\">The plot shows the newest %d of %zu "
                 "runs.</p>\n", CL_SVG_MAX_POINTS, total);
@@ -420,16 +416,14 @@ s_hosts(FILE *f, const s_site_t *s)
                 online ? "online" : "offline", online ? "online" : "offline",
                 floor);
         cl_svg_text(f, pw_out_str(h, "cpu_model", "-"));
-        fputs("</td><td>", f);
-        cl_svg_text(f, pw_out_kernel(kern, sizeof kern, h));
-        fprintf(f, "</td><td>%s</td><td>", seen);
+        pw_out_xmlf(f, true, "</td><td>%s</td><td>%s</td><td>",
+                    pw_out_kernel(kern, sizeof kern, h), seen);
         if (json_array_size(json_object_get(h, "warnings")) == 0)
             fputs("none", f);
         json_array_foreach(json_object_get(h, "warnings"), k, w) {
-            fputs(k ? "<br>" : "", f);
-            cl_svg_text(f, pw_out_str(w, "code", "?"));
-            fputs(": ", f);
-            cl_svg_text(f, pw_out_str(w, "message", ""));
+            pw_out_xmlf(f, true, "%s%s: %s", k ? "<br>" : "",
+                        pw_out_str(w, "code", "?"),
+                        pw_out_str(w, "message", ""));
         }
         fputs("</td></tr>\n", f);
     }
@@ -484,21 +478,14 @@ s_cp_row(FILE *f, const s_site_t *s, const json_t *cp, bool acked)
     } else {
         cl_svg_text(f, pw_out_str(cp, "benchmark", "?"));
     }
-    fputs("</td><td>", f);
-    cl_svg_text(f, pw_out_str(cp, "host", "?"));
-    fputs("</td><td>", f);
-    cl_svg_text(f, pw_out_str(cp, "subject", "?"));
-    fputs(" vs ", f);
-    cl_svg_text(f, pw_out_str(cp, "other", "?"));
-    fputs("</td><td>", f);
-    cl_svg_text(f, vars);
+    pw_out_xmlf(f, true, "</td><td>%s</td><td>%s vs %s</td><td>%s",
+                pw_out_str(cp, "host", "?"), pw_out_str(cp, "subject", "?"),
+                pw_out_str(cp, "other", "?"), vars);
     double mag = json_number_value(json_object_get(cp, "magnitude"));
     fprintf(f, "</td><td>%s %+.1f %%</td><td>%.2g</td><td>",
             pw_out_str(cp, "metric", "ratio"), (mag - 1) * 100,
             json_number_value(json_object_get(cp, "p_value")));
-    cl_svg_text(f, before);
-    fputs(" &rarr; ", f);
-    cl_svg_text(f, after);
+    pw_out_xmlf(f, true, "%s &rarr; %s", before, after);
     fprintf(f, "</td><td>%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
             "</td><td>", json_integer_value(json_object_get(
                 cp, "hosts_with_step")), json_integer_value(json_object_get(
@@ -566,10 +553,8 @@ s_bench_arms(FILE *f, const char *page, const json_t *o)
         fprintf(f, "<a href=\"%s\">", page);
     cl_svg_text(f, pw_out_str(o, "benchmark", "?"));
     fputs(page ? "</a></td><td>" : "</td><td>", f);
-    cl_svg_text(f, pw_out_str(o, "subject", "?"));
-    fputs(" vs ", f);
-    cl_svg_text(f, pw_out_str(o, "other", "?"));
-    fputs("</td>", f);
+    pw_out_xmlf(f, true, "%s vs %s</td>", pw_out_str(o, "subject", "?"),
+                pw_out_str(o, "other", "?"));
 }
 
 /* The open events (one step on several hosts, docs/regressions.md), as
@@ -644,14 +629,8 @@ s_events(FILE *f, const s_site_t *s)
                 " (regression)" : "", json_is_true(json_object_get(
                     e, "within_noise")) ? " (within noise)" : "");
         s_bench_arms(f, page, e);
-        fputs("<td>", f);
-        cl_svg_text(f, vars);
-        fputs("</td><td>", f);
-        cl_svg_text(f, change);
-        fputs("</td><td>", f);
-        cl_svg_text(f, before);
-        fputs(" &rarr; ", f);
-        cl_svg_text(f, after);
+        pw_out_xmlf(f, true, "<td>%s</td><td>%s</td><td>%s &rarr; %s", vars,
+                    change, before, after);
         fprintf(f, "</td><td>%" JSON_INTEGER_FORMAT " of %"
                 JSON_INTEGER_FORMAT ":", json_integer_value(
                     json_object_get(e, "hosts_with_step")),
@@ -682,21 +661,13 @@ s_latest(FILE *f, const s_site_t *s)
     }
     char tags[512];
     pw_out_pairs(tags, sizeof tags, json_object_get(ver, "tags"), "-");
-    fputs("<h2>Latest job: ", f);
-    cl_svg_text(f, pw_out_str(ver, "job", "?"));
-    fputs("</h2>\n<p>suite ", f);
-    cl_svg_text(f, pw_out_str(ver, "suite", "?"));
-    fputs(", state ", f);
-    cl_svg_text(f, pw_out_str(ver, "state", "?"));
-    fputs(", tags ", f);
-    cl_svg_text(f, tags);
-    fputs(".</p>\n<table class=\"latest\">\n<tr><th>benchmark</th>"
-          "<th>arms</th>", f);
-    json_array_foreach(hosts, h, host) {
-        fputs("<th>", f);
-        cl_svg_text(f, pw_out_str(host, "host", "?"));
-        fputs("</th>", f);
-    }
+    pw_out_xmlf(f, true, "<h2>Latest job: %s</h2>\n<p>suite %s, state %s, "
+                "tags %s.</p>\n<table class=\"latest\">\n<tr><th>benchmark"
+                "</th><th>arms</th>", pw_out_str(ver, "job", "?"),
+                pw_out_str(ver, "suite", "?"), pw_out_str(ver, "state", "?"),
+                tags);
+    json_array_foreach(hosts, h, host)
+        pw_out_xmlf(f, true, "<th>%s</th>", pw_out_str(host, "host", "?"));
     fputs("<th>across hosts</th></tr>\n", f);
     json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
         const char *page = s_page_of(s, pw_out_str(ver, "suite", ""),

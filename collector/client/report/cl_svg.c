@@ -61,32 +61,7 @@ cl_svg_outcome_colour(const char *outcome)
 void
 cl_svg_text(FILE *f, const char *s)
 {
-    /* Plain text between the characters that need an entity is written
-     * in one piece: a character at a time was a twentieth of a site's
-     * writing. */
-    const char *plain = s;
-    for (; s && *s; s++) {
-        const char *e;
-        switch (*s) {
-        case '&': e = "&amp;"; break;
-        case '<': e = "&lt;"; break;
-        case '>': e = "&gt;"; break;
-        case '"': e = "&quot;"; break;
-        case '\'': e = "&#39;"; break;
-        case '\n': case '\r': e = " "; break;
-        default:
-            /* Other control bytes are not XML at all (a feed reader
-             * would refuse the file). */
-            if ((unsigned char)*s >= 0x20 || *s == '\t')
-                continue;
-            e = "?";
-        }
-        fwrite(plain, 1, (size_t)(s - plain), f);
-        fputs(e, f);
-        plain = s + 1;
-    }
-    if (s && s > plain)
-        fwrite(plain, 1, (size_t)(s - plain), f);
+    pw_out_xml(f, s, true);
 }
 
 /* x with one decimal, as "%.1f" writes it, without printf's exact

@@ -38,9 +38,8 @@ const char *cl_svg_outcome_class(const char *outcome);
 
 const char *cl_svg_outcome_colour(const char *outcome);
 
-/* Write text escaped for HTML, SVG and XML (& < > " ' as entities; line
- * breaks as spaces; other control bytes, which XML forbids, as '?').
- * NULL writes nothing. */
+/* Write text escaped for HTML, SVG and XML, line breaks as spaces:
+ * pw_out_xml(f, s, true). NULL writes nothing. */
 void cl_svg_text(FILE *f, const char *s);
 
 /* Write the history plot of series (borrowed), drawing its newest
