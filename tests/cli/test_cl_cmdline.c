@@ -7,25 +7,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The values joined by '|', or "ERR: message" when rc is not 0; v (a
+ * NULL-terminated array) is freed. */
+static const char *
+s_values(int rc, char **v, size_t n, const char *err)
+{
+    static char out[4096];
+    size_t len = 0;
+    out[0] = '\0';
+    if (rc != 0)
+        snprintf(out, sizeof out, "ERR: %s", err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        len += (size_t)snprintf(out + len, sizeof out - len, "%s%s",
+                                i ? "|" : "", v[i]);
+    if (rc == 0 && v[n] != NULL)
+        snprintf(out, sizeof out, "ERR: not NULL-terminated");
+    if (rc == 0)
+        free(v);
+    return out;
+}
+
 /* The words of line joined by '|', or "ERR: message". */
 static const char *
 s_split(const char *line)
 {
-    static char out[1024];
     char **argv, err[256];
-    size_t argc, len = 0;
-    if (cl_cmdline_split(line, &argv, &argc, err, sizeof err) != 0) {
-        snprintf(out, sizeof out, "ERR: %s", err);
-        return out;
-    }
-    out[0] = '\0';
-    for (size_t i = 0; i < argc; i++)
-        len += (size_t)snprintf(out + len, sizeof out - len, "%s%s",
-                                i ? "|" : "", argv[i]);
-    if (argv[argc] != NULL)
-        snprintf(out, sizeof out, "ERR: not NULL-terminated");
-    free(argv);
-    return out;
+    size_t argc;
+    int rc = cl_cmdline_split(line, &argv, &argc, err, sizeof err);
+    return s_values(rc, argv, argc, err);
 }
 
 static void
@@ -107,24 +116,6 @@ test_subst(void)
     ok_str(err, "longer than 1048576 bytes once the parameters are put in",
            "bound message");
     free(big);
-}
-
-/* The values joined by '|', or "ERR: message". */
-static const char *
-s_values(int rc, char **v, size_t n, const char *err)
-{
-    static char out[4096];
-    size_t len = 0;
-    if (rc != 0) {
-        snprintf(out, sizeof out, "ERR: %s", err);
-        return out;
-    }
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(out + len, sizeof out - len, "%s%s",
-                                i ? "|" : "", v[i]);
-    free(v);
-    return out;
 }
 
 static const char *
