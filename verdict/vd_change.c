@@ -128,10 +128,6 @@ vd_change_student_p(double t, double df)
     return s_beta_inc(df / 2.0, 0.5, df / (df + t * t));
 }
 
-/* Two-sided p-value of Student's t-test (pooled variance, as Otava's
- * scipy ttest_ind_from_stats) between v[a..c) and v[c..b). Otava feeds it
- * numpy's ddof=0 deviations; here they are the unbiased ones. *diff gets
- * mean(right) - mean(left). */
 void
 vd_change_split(const double *x, size_t a, size_t c, size_t b,
                 vd_change_split_t *out)
@@ -162,6 +158,10 @@ vd_change_prefix(const double *x, size_t s, size_t e, double *pre,
     }
 }
 
+/* Two-sided p-value of Student's t-test (pooled variance, as Otava's
+ * scipy ttest_ind_from_stats) between v[a..c) and v[c..b). Otava feeds it
+ * numpy's ddof=0 deviations; here they are the unbiased ones. *diff gets
+ * mean(right) - mean(left). */
 static double
 s_ttest(const double *v, size_t a, size_t c, size_t b, double *diff)
 {

@@ -151,19 +151,16 @@ s_host_calibration(co_db_t *db, int64_t host_id, int64_t until_us,
 {
     int rc;
     char host[24], until[24], lim[16];
+    co_floors_t *held = co_db_floors(db);
+    co_floors_set_window(held, window);
+    if (!co_floors_known(held, host_id)
+        && (rc = s_floor_load(db, host_id, err, errlen)) != CO_DB_OK)
+        return rc;
+    *rows = malloc((size_t)window * sizeof **rows);
+    if (*rows && co_floors_window(held, host_id, until_us, *rows, n))
+        return CO_DB_OK;
+    free(*rows);
     *rows = NULL;
-    if (co_db_floors(db)) {
-        co_floors_set_window(co_db_floors(db), window);
-        if (!co_floors_known(co_db_floors(db), host_id)
-            && (rc = s_floor_load(db, host_id, err, errlen)) != CO_DB_OK)
-            return rc;
-        *rows = malloc((size_t)window * sizeof **rows);
-        if (*rows && co_floors_window(co_db_floors(db), host_id, until_us, *rows,
-                                      n))
-            return CO_DB_OK;
-        free(*rows);
-        *rows = NULL;
-    }
     snprintf(host, sizeof host, "%" PRId64, host_id);
     snprintf(until, sizeof until, "%" PRId64, until_us);
     snprintf(lim, sizeof lim, "%d", window);

@@ -202,8 +202,7 @@ int co_db_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen);
 /* What the handle holds between messages, forgotten whenever what this
  * connection wrote may be undone (a failed statement, a rollback, a
  * failed COMMIT, a lost connection): rows a later COMMIT loses would
- * otherwise be used as if stored. The floors' and ids' holders may be
- * NULL (out of memory: then always read). */
+ * otherwise be used as if stored. */
 co_floors_t *co_db_floors(co_db_t *db);
 co_ids_t *co_db_ids(co_db_t *db);
 const char *co_db_collector(const co_db_t *db);
