@@ -12,7 +12,9 @@
 #include <czmq.h>
 #include <zmq.h>
 
+#include "co_dirstamp.h"
 #include "co_enroll.h"
+#include "pw_clock.h"
 #include "pw_err.h"
 
 #define CO_AUTH_ENDPOINT "inproc://zeromq.zap.01"
@@ -24,9 +26,9 @@
 struct co_auth {
     void *rep;
     char *dir;
-    struct timespec dir_mtime;
+    co_dirstamp_t stamp;          /* when dir is read again */
     char *dir2;                   /* co_auth_add_dir; NULL when none */
-    struct timespec dir2_mtime;
+    co_dirstamp_t stamp2;
     char (*keys)[41];
     size_t n_keys;
     uint64_t loads;               /* s_load calls: verdicts may change */
@@ -41,7 +43,7 @@ s_ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-static int s_load_dir(co_auth_t *a, const char *dir, struct timespec *mt,
+static int s_load_dir(co_auth_t *a, const char *dir, co_dirstamp_t *stamp,
                       char *err, size_t errlen);
 
 /* Read every public certificate in the directory (and the second one). */
@@ -50,14 +52,13 @@ s_load(co_auth_t *a, char *err, size_t errlen)
 {
     a->n_keys = 0;
     a->loads++;
-    if (s_load_dir(a, a->dir, &a->dir_mtime, err, errlen) != 0)
+    if (s_load_dir(a, a->dir, &a->stamp, err, errlen) != 0)
         return -1;
-    return a->dir2 ? s_load_dir(a, a->dir2, &a->dir2_mtime, err, errlen)
-                   : 0;
+    return a->dir2 ? s_load_dir(a, a->dir2, &a->stamp2, err, errlen) : 0;
 }
 
 static int
-s_load_dir(co_auth_t *a, const char *dir, struct timespec *mt, char *err,
+s_load_dir(co_auth_t *a, const char *dir, co_dirstamp_t *stamp, char *err,
            size_t errlen)
 {
     struct stat st;
@@ -73,6 +74,7 @@ s_load_dir(co_auth_t *a, const char *dir, struct timespec *mt, char *err,
         pw_err(err, errlen, "opendir %s: %s", dir, strerror(errno));
         return -1;
     }
+    struct timespec newest = st.st_mtim;
     while ((e = readdir(d)) != NULL && a->n_keys < CO_AUTH_MAX_KEYS) {
         char path[4096];
         struct stat fst;
@@ -81,6 +83,7 @@ s_load_dir(co_auth_t *a, const char *dir, struct timespec *mt, char *err,
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (stat(path, &fst) != 0 || !S_ISREG(fst.st_mode))
             continue;
+        co_dirstamp_later(&newest, &fst.st_mtim);
         zcert_t *cert = zcert_load(path);
         if (!cert)
             continue;
@@ -88,7 +91,8 @@ s_load_dir(co_auth_t *a, const char *dir, struct timespec *mt, char *err,
         zcert_destroy(&cert);
     }
     closedir(d);
-    *mt = st.st_mtim;
+    co_dirstamp_note(stamp, &st.st_mtim, &newest, pw_clock_mono_ms(),
+                     pw_clock_unix_us());
     return 0;
 }
 
@@ -169,13 +173,11 @@ void
 co_auth_refresh(co_auth_t *a)
 {
     struct stat st;
-    if (stat(a->dir, &st) == 0
-        && (st.st_mtim.tv_sec != a->dir_mtime.tv_sec
-            || st.st_mtim.tv_nsec != a->dir_mtime.tv_nsec))
-        s_load(a, NULL, 0);
-    else if (a->dir2 && stat(a->dir2, &st) == 0
-             && (st.st_mtim.tv_sec != a->dir2_mtime.tv_sec
-                 || st.st_mtim.tv_nsec != a->dir2_mtime.tv_nsec))
+    int64_t now = pw_clock_mono_ms();
+    if ((stat(a->dir, &st) == 0 && co_dirstamp_due(&a->stamp, &st.st_mtim,
+                                                   now))
+        || (a->dir2 && stat(a->dir2, &st) == 0
+            && co_dirstamp_due(&a->stamp2, &st.st_mtim, now)))
         s_load(a, NULL, 0);
 }
 
@@ -264,6 +266,14 @@ co_auth_handle(co_auth_t *a, char *key_out, char *why, size_t whylen)
     /* Keys added or removed since the last request take effect now. */
     co_auth_refresh(a);
     co_auth_verdict_t v = co_auth_verdict(a, key);
+    /* A key the files do not let in while the last read is unsure: read
+     * now rather than at the next recheck, its file may be what that
+     * read missed. Bounded: only within the settle window of a change. */
+    if (v == CO_AUTH_PENDING
+        && (a->stamp.unsure || (a->dir2 && a->stamp2.unsure))) {
+        s_load(a, NULL, 0);
+        v = co_auth_verdict(a, key);
+    }
     co_key_state_t st = a->db_keys ? co_keys_get(a->db_keys, key)
                                    : CO_KEY_UNKNOWN;
     bool room = st == CO_KEY_PENDING || !a->db_keys

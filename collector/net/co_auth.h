@@ -7,8 +7,9 @@
  * as `parity keygen` writes them; files ending in _secret are skipped)
  * and sets the User-Id of the peer's messages to that key in Z85, which
  * is how the server identifies peers. Any other mechanism (NULL, PLAIN)
- * is refused. The directory is re-read when its modification time
- * changes.
+ * is refused. The directory is read again when its modification time
+ * changes, and for a few seconds after a change, which the time alone
+ * may hide (co_dirstamp.h).
  *
  * Enrollment (co_auth_set_keys, docs/collector.md "Enrollment"): the
  * database's decisions (co_keys) count too. A key the database says is

@@ -14,6 +14,7 @@
 #include "co_baseline.h"
 #include "co_bisect.h"
 #include "co_changes.h"
+#include "co_dirstamp.h"
 #include "co_enroll.h"
 #include "co_history.h"
 #include "co_selftest.h"
@@ -44,7 +45,7 @@ struct co_query {
     char (*admins)[CO_JOBS_KEY_LEN + 1];   /* [CO_QUERY_MAX_ADMINS] */
     size_t n_admins;
     char admin_dir[4096];          /* "" until co_query_load_admins */
-    struct timespec admin_mtime;   /* reloaded when it changes */
+    co_dirstamp_t admin_stamp;     /* when admin_dir is read again */
 };
 
 co_query_t *
@@ -90,7 +91,7 @@ co_query_load_admins(co_query_t *q, const char *dir, char *err,
     }
     if (dir != q->admin_dir)
         snprintf(q->admin_dir, sizeof q->admin_dir, "%s", dir);
-    q->admin_mtime = st.st_mtim;
+    struct timespec newest = st.st_mtim;
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
@@ -102,6 +103,9 @@ co_query_load_admins(co_query_t *q, const char *dir, char *err,
         if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >=
             (int)sizeof path)
             continue;
+        struct stat fst;
+        if (stat(path, &fst) == 0)
+            co_dirstamp_later(&newest, &fst.st_mtim);
         /* zcert_load would read the _secret file beside a public one;
          * only the public key matters here and either file has it. */
         zcert_t *c = zcert_load(path);
@@ -113,6 +117,8 @@ co_query_load_admins(co_query_t *q, const char *dir, char *err,
         zcert_destroy(&c);
     }
     closedir(d);
+    co_dirstamp_note(&q->admin_stamp, &st.st_mtim, &newest,
+                     pw_clock_mono_ms(), pw_clock_unix_us());
     q->n_admins = n;
     return (int)n;
 }
@@ -1085,8 +1091,8 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     struct stat st;
     char lerr[256];
     if (q->admin_dir[0] && stat(q->admin_dir, &st) == 0 &&
-        (st.st_mtim.tv_sec != q->admin_mtime.tv_sec ||
-         st.st_mtim.tv_nsec != q->admin_mtime.tv_nsec))
+        (co_dirstamp_due(&q->admin_stamp, &st.st_mtim, pw_clock_mono_ms())
+         || (q->admin_stamp.unsure && !co_query_is_admin(q, key))))
         co_query_load_admins(q, q->admin_dir, lerr, sizeof lerr);
     if (!co_query_is_admin(q, key)) {
         res.status = CO_REPLY_FORBIDDEN;

@@ -15,12 +15,16 @@
  *   - CO_ENROLL_MAX_PENDING: a Hello beyond it is not recorded (Error 20
  *     says so), and the handshake of a new key is refused;
  *   - --enroll off: an unknown key fails the handshake, a key approved
- *     in the database does not.
+ *     in the database does not; key files whose arrival the directory's
+ *     time hides (written after a read saw them empty, or added within
+ *     the clock tick of a read) still let their keys in.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -534,6 +538,62 @@ s_stale(s_world_t *w, zcert_t *rej, zcert_t *app)
     zmq_close(sa);
 }
 
+/* True when c's Hello is acked within ms: its handshake was let in. */
+static bool
+s_greeted(void *ctx, const cc_collector_t *col, zcert_t *c, const char *name,
+          int ms)
+{
+    void *s = cc_dealer(ctx, col->endpoint, c, col->public_key);
+    cc_hello(s, name);
+    bool acked = cc_wait_ack(s, 0, ms);
+    zmq_close(s);
+    return acked;
+}
+
+/* Key files whose arrival the directory's time does not show (--enroll
+ * off, so only --allow lets them in): one created empty, read so, and
+ * written afterwards (what cp does, in slow motion); one added with the
+ * directory's time set back to what the last read saw (a second change
+ * in the same clock tick). */
+static void
+s_late_files(void *ctx, const cc_collector_t *col, const cc_files_t *fx,
+             const char *log, zcert_t *late, zcert_t *tick)
+{
+    char path[300], src[300], buf[1024];
+    snprintf(path, sizeof path, "%s/late", fx->allow);
+    snprintf(src, sizeof src, "%s/late.pub", fx->dir);
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    close(fd);
+    usleep(300000);   /* heartbeats (200 ms) read it empty */
+    zcert_save_public(late, src);
+    FILE *in = fopen(src, "r");
+    size_t n = in ? fread(buf, 1, sizeof buf, in) : 0;
+    if (in)
+        fclose(in);
+    /* Written in place: the directory's time stays. */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    bool written = fd >= 0 && n > 0 && write(fd, buf, n) == (ssize_t)n;
+    if (fd >= 0)
+        close(fd);
+    ok(written && s_greeted(ctx, col, late, "late", 5000),
+       "a key file read empty and written afterwards lets its key in");
+    ok(!cc_log_has(log, "event=auth_denied", zcert_public_txt(late)),
+       "at its first handshake (no auth_denied for it)");
+    /* A change, a read (a heartbeat) within its tick, then the key. */
+    snprintf(path, sizeof path, "%s/.change", fx->allow);
+    close(open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644));
+    struct stat st;
+    stat(fx->allow, &st);
+    usleep(300000);
+    cc_files_allow(fx, "tick", tick);
+    struct timespec times[2] = { st.st_atim, st.st_mtim };
+    ok(utimensat(AT_FDCWD, fx->allow, times, 0) == 0
+       && s_greeted(ctx, col, tick, "tick", 5000),
+       "so does one added within the clock tick of the last read");
+    ok(!cc_log_has(log, "event=auth_denied", zcert_public_txt(tick)),
+       "at its first handshake too");
+}
+
 /* CO_ENROLL_MAX_PENDING keys wait: a Hello of one more is not recorded,
  * and a new key's handshake is refused. */
 static void
@@ -597,6 +657,7 @@ main(int argc, char **argv)
     zcert_t *t1 = zcert_new(), *t2 = zcert_new(), *y = zcert_new();
     zcert_t *z = zcert_new(), *nw = zcert_new(), *bn = zcert_new();
     zcert_t *sr = zcert_new(), *sa = zcert_new();
+    zcert_t *late = zcert_new(), *tick = zcert_new();
     snprintf(path, sizeof path, "%s/admin", admin);
     zcert_save_public(adm, path);
     cc_files_allow(&fx, "filed", filed);
@@ -660,6 +721,7 @@ main(int argc, char **argv)
     zmq_close(s);
     ok(s_refused_at_handshake(ctx, &col, p, 1500),
        "a revoked key stays refused");
+    s_late_files(ctx, &col, &fx, logp2, late, tick);
     ok(cc_collector_stop(&col, SIGTERM, 30000) == 0, "SIGTERM: exit 0");
 
     /* Heartbeats a minute apart: the keys are read at start only. */
@@ -683,7 +745,8 @@ main(int argc, char **argv)
        && !cc_log_has(fx.log, "runtime error", NULL)
        && !cc_log_has(logp2, "Sanitizer", NULL),
        "no sanitizer report in the collector's logs");
-    zcert_t *all[] = { adm, filed, p, q, r, t1, t2, y, z, nw, bn, sr, sa };
+    zcert_t *all[] = { adm, filed, p, q, r, t1, t2, y, z, nw, bn, sr, sa,
+                       late, tick };
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         zcert_destroy(&all[i]);
     if (cc_files_remove(&fx, tap_failed_ == 0) != 0)

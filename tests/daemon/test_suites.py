@@ -255,8 +255,11 @@ def case_mixed(f):
         agents[name] = (p, sha256(path))
     ok(agents["alpha"][1] == agents["beta"][1] != agents["gamma"][1],
        "alpha and beta share a version of suite shared; gamma's differs")
-    for name in agents:
-        f.wait_suites(name, {"shared": agents[name][1]}, timeout=30)
+    got = {name: f.wait_suites(name, {"shared": agents[name][1]}, timeout=30)
+           for name in agents}
+    ok(all(got[n] == {"shared": agents[n][1]} for n in agents),
+       "each host lists its version of suite shared",
+       "parity hosts --json said: %s" % got)
     r = f.parity("run", "shared", "--wait", timeout=150)
     ok(r.returncode == 0, "the job runs on the three hosts (%d: %s)"
        % (r.returncode, (r.stderr or r.stdout).strip()[-300:]))
