@@ -17,38 +17,57 @@ typedef struct {
     double w;
 } row_t;
 
-static row_t s_all[MAXROWS];
+/* Every row of the history, newest first, kept so on each add: the
+ * plain answer is then a walk, not a sort of every row at every ask. */
+static row_t s_sorted[MAXROWS];
 static size_t s_nall;
 
-static int
-s_cmp_desc(const void *a, const void *b)
-{
-    const row_t *x = a, *y = b;
-    return (x->t < y->t) - (x->t > y->t);
-}
-
-static int
-s_cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* What the database would give: the newest `window` rows with t <=
- * until, as sorted values. Taken times are distinct here. */
+/* Where t is, or would go, in s_sorted (newest first). */
 static size_t
-s_expect(int window, int64_t until, double *out)
+s_pos(int64_t t)
 {
-    row_t *c = malloc(s_nall * sizeof *c + 1);
-    memcpy(c, s_all, s_nall * sizeof *c);
-    qsort(c, s_nall, sizeof *c, s_cmp_desc);
-    size_t n = 0;
-    for (size_t i = 0; i < s_nall && n < (size_t)window; i++)
-        if (c[i].t <= until)
-            out[n++] = c[i].w;
-    free(c);
-    qsort(out, n, sizeof *out, s_cmp_d);
-    return n;
+    size_t lo = 0, hi = s_nall;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s_sorted[mid].t > t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static bool
+s_have(int64_t t)
+{
+    size_t i = s_pos(t);
+    return i < s_nall && s_sorted[i].t == t;
+}
+
+static void
+s_add(row_t r)
+{
+    size_t i = s_pos(r.t);
+    memmove(&s_sorted[i + 1], &s_sorted[i], (s_nall - i) * sizeof r);
+    s_sorted[i] = r;
+    s_nall++;
+}
+
+/* Whether rows[0..n) are what the database would give, oldest first
+ * as co_floors_window promises: the newest `window` rows with t <=
+ * until, each with its time and value. Taken times are distinct here. */
+static bool
+s_same(int window, int64_t until, const co_floors_row_t *rows, size_t n)
+{
+    size_t from = s_pos(until), have = s_nall - from;
+    if (n != (have < (size_t)window ? have : (size_t)window))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const row_t *want = &s_sorted[from + n - 1 - i];
+        if (rows[i].taken_us != want->t || rows[i].wall_us != want->w)
+            return false;
+    }
+    return true;
 }
 
 /* One random history: load the first rows as the database would give
@@ -65,20 +84,16 @@ s_trial(unsigned seed, int window, int *answered, int *asked)
     int64_t t = 1000;
     for (size_t i = 0; i < first; i++) {
         t += 1 + rand() % 50;
-        s_all[s_nall++] = (row_t){ t, 100.0 + rand() % 1000 };
+        s_add((row_t){ t, 100.0 + rand() % 1000 });
     }
     /* The database's answer to the load: newest `window` rows. */
     double *vals = malloc(MAXROWS * sizeof *vals);
-    double *got = malloc(MAXROWS * sizeof *got);
     co_floors_row_t *rows = malloc(MAXROWS * sizeof *rows);
-    row_t *c = malloc(MAXROWS * sizeof *c);
-    memcpy(c, s_all, s_nall * sizeof *c);
-    qsort(c, s_nall, sizeof *c, s_cmp_desc);
     size_t nl = s_nall < (size_t)window ? s_nall : (size_t)window;
     int64_t *lt = malloc((nl + 1) * sizeof *lt);
     for (size_t i = 0; i < nl; i++) {
-        lt[i] = c[i].t;
-        vals[i] = c[i].w;
+        lt[i] = s_sorted[i].t;
+        vals[i] = s_sorted[i].w;
     }
     co_floors_load(f, 7, lt, vals, NULL, nl);
     for (int step = 0; step < 3 * window && s_nall < MAXROWS; step++) {
@@ -87,31 +102,22 @@ s_trial(unsigned seed, int window, int *answered, int *asked)
             at = 500 + rand() % (int)(t - 500);
         else
             at = (t += 1 + rand() % 50);
-        bool dup = false;
-        for (size_t i = 0; i < s_nall; i++)
-            dup = dup || s_all[i].t == at;
-        if (dup)
+        if (s_have(at))
             continue;
         double w = 100.0 + rand() % 1000 + (double)step / 7.0;
-        s_all[s_nall++] = (row_t){ at, w };
+        s_add((row_t){ at, w });
         co_floors_add(f, 7, at, w, false);
         int64_t until = rand() % 3 ? INT64_MAX : 500 + rand() % (int)(t - 499);
         size_t n = 0;
         (*asked)++;
         if (!co_floors_window(f, 7, until, rows, &n))
             continue;
-        for (size_t i = 0; i < n; i++)
-            got[i] = rows[i].wall_us;
         (*answered)++;
-        size_t ne = s_expect(window, until, vals);
-        qsort(got, n, sizeof *got, s_cmp_d);
-        if (n != ne || memcmp(got, vals, n * sizeof *got) != 0)
+        if (!s_same(window, until, rows, n))
             wrong++;
     }
     free(lt);
-    free(c);
     free(vals);
-    free(got);
     free(rows);
     co_floors_destroy(&f);
     return wrong;
