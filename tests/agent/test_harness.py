@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 AGENT, PARITY, PROG = sys.argv[1:4]
@@ -28,7 +27,7 @@ def run(args, timeout=60, **kw):
                           timeout=timeout, **kw)
 
 
-TMP = tempfile.mkdtemp(prefix="parity-agent-test-")
+TMP = pf.tempdir("parity-agent-test-")
 # Each run of the test has its own calibration store (ag_calstore.h),
 # never the user's.
 os.environ["XDG_CACHE_HOME"] = os.path.join(TMP, "cache")

@@ -19,7 +19,6 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 
 PARITY = sys.argv[1]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +27,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
 import parity_fixtures as pf  # noqa: E402
 from parity_fixtures import ok  # noqa: E402
 
-TMP = tempfile.mkdtemp(prefix="parity-changes-test-")
+TMP = pf.tempdir("parity-changes-test-")
 
 
 def path(name):

@@ -18,7 +18,6 @@ import re
 import shlex
 import subprocess
 import sys
-import tempfile
 
 PARITY, PROG = sys.argv[1:3]
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
@@ -27,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import parity_fixtures as pf  # noqa: E402
 from parity_fixtures import ok, tap  # noqa: E402,F401
 
-TMP = tempfile.mkdtemp(prefix="parity-compare-test-")
+TMP = pf.tempdir("parity-compare-test-")
 # Each run of the test has its own calibration store (ag_calstore.h),
 # never the user's.
 os.environ["XDG_CACHE_HOME"] = os.path.join(TMP, "cache")

@@ -1,7 +1,7 @@
 """parity_fixtures -- what the Python system tests share.
 
-TAP output (ok, skip, diag, bail, plan, finish), the programs a test
-needs (need), stopping processes (stop, stop_all), a free TCP port,
+TAP output (ok, skip, diag, bail, plan, finish), a temp dir removed
+when all passed (tempdir), the programs a test needs (need), stopping processes (stop, stop_all), a free TCP port,
 `parity compare --json` (compare_json), suite files (write_suite),
 PostgreSQL's tools (pg_bindir,
 as_pg_owner) and World: a temp dir with keys made by
@@ -15,6 +15,7 @@ agents; a test adds this folder to sys.path and imports what it uses:
         os.path.abspath(__file__)), "..", "helpers"))
     from parity_fixtures import World, ok, diag, bail, tap
 """
+import atexit
 import json
 import os
 import random
@@ -107,6 +108,20 @@ def finish():
         except OSError:
             pass
     sys.exit(plan())
+
+
+def tempdir(prefix):
+    """A new temp dir, removed at exit when every check passed (kept,
+    and named, for a look when one failed)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+
+    def remove():
+        if tap.n_failed:
+            print("# kept %s" % path, flush=True)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+    atexit.register(remove)
+    return path
 
 
 def free_port():
