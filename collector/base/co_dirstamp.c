@@ -22,12 +22,13 @@ co_dirstamp_note(co_dirstamp_t *s, const struct timespec *dir_mtime,
 
 bool
 co_dirstamp_due(const co_dirstamp_t *s, const struct timespec *dir_mtime,
-                int64_t now_ms)
+                int64_t now_ms, bool missing)
 {
     if (!s->done || dir_mtime->tv_sec != s->mtime.tv_sec
         || dir_mtime->tv_nsec != s->mtime.tv_nsec)
         return true;
-    return s->unsure && now_ms - s->read_ms >= CO_DIRSTAMP_RECHECK_MS;
+    return s->unsure
+        && (missing || now_ms - s->read_ms >= CO_DIRSTAMP_RECHECK_MS);
 }
 
 void

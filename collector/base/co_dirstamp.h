@@ -13,9 +13,10 @@
  *
  * So a read is unsure while the newest time it saw, the directory's or
  * a file's, is within CO_DIRSTAMP_SETTLE_MS of the read, and an unsure
- * read is repeated, at most every CO_DIRSTAMP_RECHECK_MS, until one is
- * sure. A file rewritten in place long after the last read still goes
- * unnoticed: keys are added and removed as files.
+ * read is repeated, at most every CO_DIRSTAMP_RECHECK_MS (at once for a
+ * key no file let in), until one is sure. A file rewritten in place long
+ * after the last read still goes unnoticed: keys are added and removed
+ * as files.
  *
  * A value, no allocation; times are passed in (testable without
  * sleeping). One per reader: not thread-safe.
@@ -46,9 +47,12 @@ void co_dirstamp_note(co_dirstamp_t *s, const struct timespec *dir_mtime,
 
 /* True when the directory, whose time is now dir_mtime, is due another
  * read: never read, its time moved, or the last read was unsure and
- * CO_DIRSTAMP_RECHECK_MS have passed since. */
+ * either CO_DIRSTAMP_RECHECK_MS have passed since or missing is true (a
+ * key asked about is in no file of that read: its file may be what the
+ * read missed). */
 bool co_dirstamp_due(const co_dirstamp_t *s,
-                     const struct timespec *dir_mtime, int64_t now_ms);
+                     const struct timespec *dir_mtime, int64_t now_ms,
+                     bool missing);
 
 /* Make newest the later of newest and t. */
 void co_dirstamp_later(struct timespec *newest, const struct timespec *t);

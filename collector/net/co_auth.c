@@ -169,16 +169,24 @@ co_auth_generation(co_auth_t *auth)
                           ? co_keys_generation(auth->db_keys) : 0);
 }
 
-void
-co_auth_refresh(co_auth_t *a)
+/* Read the directories again when co_dirstamp says so; missing: a key
+ * asked about is in no file of the last read. */
+static void
+s_refresh(co_auth_t *a, bool missing)
 {
     struct stat st;
     int64_t now = pw_clock_mono_ms();
-    if ((stat(a->dir, &st) == 0 && co_dirstamp_due(&a->stamp, &st.st_mtim,
-                                                   now))
+    if ((stat(a->dir, &st) == 0
+         && co_dirstamp_due(&a->stamp, &st.st_mtim, now, missing))
         || (a->dir2 && stat(a->dir2, &st) == 0
-            && co_dirstamp_due(&a->stamp2, &st.st_mtim, now)))
+            && co_dirstamp_due(&a->stamp2, &st.st_mtim, now, missing)))
         s_load(a, NULL, 0);
+}
+
+void
+co_auth_refresh(co_auth_t *a)
+{
+    s_refresh(a, false);
 }
 
 static bool
@@ -266,12 +274,8 @@ co_auth_handle(co_auth_t *a, char *key_out, char *why, size_t whylen)
     /* Keys added or removed since the last request take effect now. */
     co_auth_refresh(a);
     co_auth_verdict_t v = co_auth_verdict(a, key);
-    /* A key the files do not let in while the last read is unsure: read
-     * now rather than at the next recheck, its file may be what that
-     * read missed. Bounded: only within the settle window of a change. */
-    if (v == CO_AUTH_PENDING
-        && (a->stamp.unsure || (a->dir2 && a->stamp2.unsure))) {
-        s_load(a, NULL, 0);
+    if (v == CO_AUTH_PENDING) {   /* its file may be what a read missed */
+        s_refresh(a, true);
         v = co_auth_verdict(a, key);
     }
     co_key_state_t st = a->db_keys ? co_keys_get(a->db_keys, key)

@@ -1091,8 +1091,8 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     struct stat st;
     char lerr[256];
     if (q->admin_dir[0] && stat(q->admin_dir, &st) == 0 &&
-        (co_dirstamp_due(&q->admin_stamp, &st.st_mtim, pw_clock_mono_ms())
-         || (q->admin_stamp.unsure && !co_query_is_admin(q, key))))
+        co_dirstamp_due(&q->admin_stamp, &st.st_mtim, pw_clock_mono_ms(),
+                        !co_query_is_admin(q, key)))
         co_query_load_admins(q, q->admin_dir, lerr, sizeof lerr);
     if (!co_query_is_admin(q, key)) {
         res.status = CO_REPLY_FORBIDDEN;

@@ -3,7 +3,6 @@
  * run's end", or says it cannot; it never answers wrongly. Checked
  * against a plain list of every row, with rows added in order, out of
  * order, and ends before the newest rows. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -161,6 +161,18 @@ s_refused_at_handshake(void *ctx, const cc_collector_t *col, zcert_t *c,
     return refused;
 }
 
+/* True when c's Hello is acked within ms: its handshake was let in. */
+static bool
+s_greeted(void *ctx, const cc_collector_t *col, zcert_t *c, const char *name,
+          int ms)
+{
+    void *s = cc_dealer(ctx, col->endpoint, c, col->public_key);
+    cc_hello(s, name);
+    bool acked = cc_wait_ack(s, 0, ms);
+    zmq_close(s);
+    return acked;
+}
+
 /* The key service: "key" gets the public key, anything else nothing. */
 static void
 s_key_service(void *ctx, const cc_collector_t *col, const char *endpoint)
@@ -393,10 +405,8 @@ s_revoke(s_world_t *w, zcert_t *p, zcert_t *filed)
               sizeof err);
     ok(st == 0, "approve it again (%d %s)", st, err);
     json_decref(b);
-    s = cc_dealer(w->ctx, w->col->endpoint, filed, w->col->public_key);
-    cc_hello(s, "filed");
-    ok(cc_wait_ack(s, 0, 5000), "and it is greeted again");
-    zmq_close(s);
+    ok(s_greeted(w->ctx, w->col, filed, "filed", 5000),
+       "and it is greeted again");
 }
 
 /* Reject, and the refusals of the commands. */
@@ -536,18 +546,6 @@ s_stale(s_world_t *w, zcert_t *rej, zcert_t *app)
     ok(s_hosts_with(zcert_public_txt(app)) == 1, "and it is a host");
     zmq_close(sr);
     zmq_close(sa);
-}
-
-/* True when c's Hello is acked within ms: its handshake was let in. */
-static bool
-s_greeted(void *ctx, const cc_collector_t *col, zcert_t *c, const char *name,
-          int ms)
-{
-    void *s = cc_dealer(ctx, col->endpoint, c, col->public_key);
-    cc_hello(s, name);
-    bool acked = cc_wait_ack(s, 0, ms);
-    zmq_close(s);
-    return acked;
 }
 
 /* Key files whose arrival the directory's time does not show (--enroll
@@ -711,14 +709,10 @@ main(int argc, char **argv)
     snprintf(path, sizeof path, "client key %s not in the allow-list",
              zcert_public_txt(nw));
     ok(cc_log_has(logp2, "event=auth_denied", path), "logged: %s", path);
-    void *s = cc_dealer(ctx, col.endpoint, t1, col.public_key);
-    cc_hello(s, "twin");
-    ok(cc_wait_ack(s, 0, 5000), "a key approved in the database is greeted");
-    zmq_close(s);
-    s = cc_dealer(ctx, col.endpoint, filed, col.public_key);
-    cc_hello(s, "filed");
-    ok(cc_wait_ack(s, 0, 5000), "a key of --allow is greeted");
-    zmq_close(s);
+    ok(s_greeted(ctx, &col, t1, "twin", 5000),
+       "a key approved in the database is greeted");
+    ok(s_greeted(ctx, &col, filed, "filed", 5000),
+       "a key of --allow is greeted");
     ok(s_refused_at_handshake(ctx, &col, p, 1500),
        "a revoked key stays refused");
     s_late_files(ctx, &col, &fx, logp2, late, tick);
