@@ -323,6 +323,12 @@ s_cb_run_start(void *ctx, const ag_run_start_t *st)
     }
     rs.suite = (char *)st->suite;
     rs.benchmark = (char *)st->benchmark;
+    Parity__Var revision = PARITY__VAR__INIT;
+    if (st->revision) {
+        revision.name = (char *)st->revision;
+        revision.value = (char *)st->revision_value;
+        rs.revision = &revision;
+    }
     for (size_t i = 0; i < na; i++) {
         parity__arm__init(&arms[i]);
         arms[i].name = (char *)st->arms[i].name;
@@ -700,6 +706,7 @@ s_pack_hello(ag_stream_t *s, const ag_suitedir_t *suites, uint8_t **buf,
         sinfo[i].digest = (char *)e->digest;
         sinfo[i].benchmarks = e->benchmarks;
         sinfo[i].n_benchmarks = e->benchmark_count;
+        sinfo[i].revision = e->revision ? e->revision : "";
         sptrs[i] = &sinfo[i];
     }
     parity__suite_info__init(&sinfo[nsuites]);

@@ -56,6 +56,7 @@ ag_suitedir_destroy(ag_suitedir_t **lp)
         free(s->name);
         free(s->stem);
         free(s->path);
+        free(s->revision);
         for (size_t b = 0; b < s->benchmark_count; b++)
             free(s->benchmarks[b]);
         free(s->benchmarks);
@@ -137,6 +138,7 @@ s_load_entry(const char *dir, const char *file, ag_suite_entry_t *si)
     char *dot = si->stem ? strrchr(si->stem, '.') : NULL;
     if (dot)
         *dot = 0;
+    si->revision = suite->revision ? strdup(suite->revision) : NULL;
     si->benchmarks = calloc(suite->benchmark_count + 1, sizeof(char *));
     for (size_t b = 0; si->benchmarks && b < suite->benchmark_count; b++)
         si->benchmarks[si->benchmark_count++] =
@@ -200,7 +202,9 @@ s_entry_same(const ag_suite_entry_t *a, const ag_suite_entry_t *b)
 {
     if (strcmp(a->name, b->name) != 0 || strcmp(a->path, b->path) != 0
         || strcmp(a->digest, b->digest) != 0
-        || a->benchmark_count != b->benchmark_count)
+        || a->benchmark_count != b->benchmark_count
+        || !a->revision != !b->revision
+        || (a->revision && strcmp(a->revision, b->revision) != 0))
         return false;
     for (size_t i = 0; i < a->benchmark_count; i++)
         if (strcmp(a->benchmarks[i], b->benchmarks[i]) != 0)

@@ -55,6 +55,7 @@ typedef struct {
     char digest[65];      /* sha256 hex of the file */
     char **benchmarks;
     size_t benchmark_count;
+    char *revision;       /* the suite's revision: variable, or NULL */
 } ag_suite_entry_t;
 
 typedef struct {

@@ -846,6 +846,7 @@ s_run_bench(ag_harness_t *h, const ag_suite_t *suite, size_t bi,
         .bench = b, .arms = info, .arm_count = n, .subject = b->subject,
         .runs = runs, .runs_auto = autorun, .warmup = warmup, .order = order,
         .environment_json = env_json, .started_at_us = started,
+        .revision = suite->revision, .revision_value = suite->revision_value,
     };
     if (cb->on_run_start && cb->on_run_start(cb->ctx, &start) != 0)
         s_stop(&r, AG_RUN_INCOMPLETE, "stopped by the caller (on_run_start)");

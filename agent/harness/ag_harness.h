@@ -127,6 +127,8 @@ typedef struct {
     const unsigned *order;
     const char *environment_json;  /* ag_env object, serialised */
     int64_t started_at_us;   /* unix time */
+    const char *revision;    /* the suite's revision: variable, or NULL */
+    const char *revision_value;    /* its value in this run */
 } ag_run_start_t;
 
 typedef struct {

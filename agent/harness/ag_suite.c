@@ -18,7 +18,7 @@
 
 /* The keys each mapping may hold; anything else is an error. */
 static const char *const s_top_keys[] = {
-    "suite", "variables", "defaults", "benchmarks", NULL };
+    "suite", "revision", "variables", "defaults", "benchmarks", NULL };
 static const char *const s_defaults_keys[] = {
     "runs", "max_runs", "warmup", "timeout", "stdout", "stderr",
     "expect_exit", "cpus", "versions", NULL };
@@ -792,6 +792,19 @@ s_bench(s_ctx_t *c, yaml_node_t *n, const s_settings_t *defaults,
     return AG_SUITE_OK;
 }
 
+/* "a, b" of the suite's variables (declared or read), for messages. */
+static void
+s_var_list(const s_ctx_t *c, char *list, size_t size)
+{
+    *list = 0;
+    for (size_t k = 0; k < c->var_count; k++) {
+        size_t used = strlen(list);
+        if (c->var_used[k] && used + 4 < size)
+            snprintf(list + used, size - used, "%s%s", used ? ", " : "",
+                     c->var_names[k]);
+    }
+}
+
 /* A --var that neither variables: declares nor any ${name} reads would
  * run silently on the defaults (a typo: --var imput=...): AG_SUITE_ERR
  * naming it and the suite's variables, or AG_SUITE_OK. */
@@ -803,13 +816,8 @@ s_unused_var(s_ctx_t *c, const char *suite)
         ;
     if (i == c->var_count)
         return AG_SUITE_OK;
-    char list[512] = "";
-    for (size_t k = 0; k < c->var_count; k++) {
-        size_t used = strlen(list);
-        if (c->var_used[k] && used + 4 < sizeof list)
-            snprintf(list + used, sizeof list - used, "%s%s",
-                     used ? ", " : "", c->var_names[k]);
-    }
+    char list[512];
+    s_var_list(c, list, sizeof list);
     return s_fail(c, NULL, "--var %s: suite \"%s\" has no variable \"%s\" "
                   "(%s%s)", c->var_names[i], suite, c->var_names[i],
                   *list ? "its variables: " : "it has no variables",
@@ -903,6 +911,33 @@ s_vars(s_ctx_t *c, yaml_node_t *n, const ag_var_t *vars, size_t nvars)
     return AG_SUITE_OK;
 }
 
+/* revision: names the variable that picks the version under test
+ * (docs/suites.md "Revision"): one of the suite's variables, declared
+ * under variables: or read by some ${name}, so that a job's value of it
+ * reaches the commands. */
+static int
+s_revision(s_ctx_t *c, yaml_node_t *n, ag_suite_t *suite)
+{
+    if (!n)
+        return AG_SUITE_OK;
+    if (s_want_scalar(c, n, "revision") != AG_SUITE_OK)
+        return AG_SUITE_ERR;
+    const char *name = s_scalar(n);
+    for (size_t i = 0; i < c->var_count; i++) {
+        if (strcmp(c->var_names[i], name) != 0 || !c->var_used[i])
+            continue;
+        if (!(suite->revision = strdup(name)))
+            return s_fail(c, n, "revision: out of memory");
+        suite->revision_value = suite->var_values[i];
+        return AG_SUITE_OK;
+    }
+    char list[512];
+    s_var_list(c, list, sizeof list);
+    return s_fail(c, n, "revision: suite \"%s\" has no variable \"%s\" "
+                  "(%s%s)", suite->name, name,
+                  *list ? "its variables: " : "it has no variables", list);
+}
+
 static int
 s_suite(s_ctx_t *c, const ag_var_t *vars, size_t nvars, ag_suite_t *suite)
 {
@@ -975,7 +1010,9 @@ s_suite(s_ctx_t *c, const ag_var_t *vars, size_t nvars, ag_suite_t *suite)
                 return s_fail(c, bn, "two benchmarks named \"%s\"",
                               suite->benchmarks[i].name);
     }
-    return s_unused_var(c, suite->name);
+    if (s_unused_var(c, suite->name) != AG_SUITE_OK)
+        return AG_SUITE_ERR;
+    return s_revision(c, s_get(c, root, "revision"), suite);
 }
 
 /* Flow collections ([ ] and { }) one suite may nest. A real suite needs
@@ -1412,6 +1449,7 @@ ag_suite_destroy(ag_suite_t **sp)
     }
     free(s->var_names);
     free(s->var_values);
+    free(s->revision);
     free(s->name);
     free(s->path);
     free(s);

@@ -121,6 +121,11 @@ typedef struct {
     char **var_names;      /* the variables in effect (defaults + --var) */
     char **var_values;
     size_t var_count;
+    /* `revision:`: the variable that picks the version under test, or
+     * NULL. Its value (one of var_values, not a copy) is the revision of
+     * every run; the collector keeps it out of the series key. */
+    char *revision;
+    const char *revision_value;
 } ag_suite_t;
 
 /* One --var name=value. */

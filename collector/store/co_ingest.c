@@ -49,13 +49,16 @@ static const co_db_stmt_t s_sql[] = {
         1, PGRES_TUPLES_OK, false },
     [S_RUN_START] = {
         "INSERT INTO runs (run_uuid, host_id, benchmark_id, job_id, label, "
-        "tags, runs, warmup, started_at_us, environment, vars) SELECT $1, "
-        "$2::bigint, $3::bigint, $4, CASE WHEN $5 = '' THEN COALESCE(j.label, "
-        "'') ELSE $5 END, COALESCE(j.tags, '{}') || $6::jsonb, $7::int, "
-        "$8::int, $9::bigint, $10::bigint, COALESCE(j.vars, '{}') FROM "
-        "(VALUES (1)) AS one (x) LEFT JOIN jobs j ON j.job_uuid = $4 AND $4 "
-        "<> '' ON CONFLICT (run_uuid) DO NOTHING RETURNING id",
-        10, PGRES_TUPLES_OK, true },
+        "tags, runs, warmup, started_at_us, environment, vars, revision) "
+        "SELECT $1, $2::bigint, $3::bigint, $4, CASE WHEN $5 = '' THEN "
+        "COALESCE(j.label, '') ELSE $5 END, COALESCE(j.tags, '{}') || "
+        "$6::jsonb || CASE WHEN $11 = '' THEN '{}'::jsonb ELSE "
+        "jsonb_build_object($11::text, $12::text) END, $7::int, $8::int, "
+        "$9::bigint, $10::bigint, COALESCE(j.vars, '{}') - $11::text, "
+        "CASE WHEN $11 = '' THEN '' ELSE $12 END FROM (VALUES (1)) AS one "
+        "(x) LEFT JOIN jobs j ON j.job_uuid = $4 AND $4 <> '' ON CONFLICT "
+        "(run_uuid) DO NOTHING RETURNING id",
+        12, PGRES_TUPLES_OK, true },
     [S_BATCH] = {
         "INSERT INTO batches (run, batch_seq, n_samples) VALUES ($1, $2, $3) "
         "ON CONFLICT (run, batch_seq) DO NOTHING",
@@ -432,12 +435,18 @@ s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
         (rc = s_environment_id(db, host_id, rs->environment_json, envid,
                                sizeof envid, err, errlen)) != CO_DB_OK)
         goto end;
+    const Parity__Var *rev = rs->revision;
     const char *p[] = { rs->run_id, host, bench, co_db_str(rs->job_id),
                         co_db_str(rs->label), tags, runs, warmup, started,
-                        envid[0] ? envid : NULL };
+                        envid[0] ? envid : NULL,
+                        co_db_str(rev ? rev->name : NULL),
+                        co_db_str(rev ? rev->value : NULL) };
     /* A job's run takes the job's variables (they make its series,
-     * 007), its tags under the run's own (which win) and its label when
-     * the run has none: in the same statement, whatever the agent sent. */
+     * 007) less the suite's revision variable (023: the revision is no
+     * part of the series), its tags under the run's own (which win), the
+     * revision as the tag NAME=VALUE over both (it is what ran) and its
+     * label when the run has none: in the same statement, whatever the
+     * agent sent. */
     r = co_db_run(db, &s_sql[S_RUN_START], p, &rc, err, errlen);
     if (!r)
         goto end;

@@ -229,3 +229,24 @@ co_jobreq_picks(const co_jobreq_t *c, json_t *named, const char *name,
     json_decref(tags);
     return pick;
 }
+
+const char *
+co_jobreq_revision_hint(const json_t *vars, const json_t *prev)
+{
+    const char *key, *differs = NULL;
+    json_t *v;
+    if (!json_is_object(vars) || !json_is_object(prev) ||
+        json_object_size(vars) != json_object_size(prev))
+        return NULL;
+    json_object_foreach((json_t *)vars, key, v) {
+        json_t *p = json_object_get(prev, key);
+        if (!json_is_string(p) || !json_is_string(v))
+            return NULL;
+        if (json_equal(v, p))
+            continue;
+        if (differs)
+            return NULL;
+        differs = key;
+    }
+    return differs;
+}

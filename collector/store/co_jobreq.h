@@ -60,6 +60,14 @@ void co_jobreq_cannot_run(const co_jobreq_t *c, bool has_suite,
  * co_jobreq_picks counted it): 0, or -1 with err. */
 int co_jobreq_names_known(const json_t *named, char *err, size_t errlen);
 
+/* The one variable in which vars (a new job's) and prev (the suite's
+ * newest earlier job's, with other variables) differ, when both have
+ * the same names, every value a string and exactly one value differs:
+ * the likely revision of
+ * a suite that names none (docs/suites.md "Revision"). NULL otherwise;
+ * the name is borrowed from vars. */
+const char *co_jobreq_revision_hint(const json_t *vars, const json_t *prev);
+
 /* A new job id: 12 hex digits (out has at least 13 bytes). */
 void co_jobreq_uuid(char *out, size_t len);
 

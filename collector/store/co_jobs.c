@@ -30,7 +30,8 @@ enum {
     S_STATUS_COMMIT, S_RUN_END, S_CHECK_RUNNING, S_BEAT, S_TICK_1,
     S_TICK_2, S_OFFER_IDLE, S_PICK_HOSTS, S_INSERT_JOB_1, S_INSERT_JOB_2,
     S_CREATE, S_CANCEL_HERE, S_RESYNC, S_CANCEL_1, S_CANCEL_2, S_CANCEL_3,
-    S_CANCEL_4, S_CLAIM, S_DISPATCH, S_LOST_JOB, S_LOST_ALL
+    S_CANCEL_4, S_CLAIM, S_DISPATCH, S_LOST_JOB, S_LOST_ALL,
+    S_REVISION_PREV, S_REVISION_WARNED
 };
 static const co_db_stmt_t s_sql[] = {
     [S_HOST_ID] = {
@@ -50,10 +51,10 @@ static const co_db_stmt_t s_sql[] = {
         "DELETE FROM host_suites WHERE host_id = $1",
         1, PGRES_COMMAND_OK, false },
     [S_REPLACE_SUITES_2] = {
-        "INSERT INTO host_suites (host_id, name, digest, benchmarks) SELECT "
-        "$1, $2, $3, ARRAY(SELECT json_array_elements_text($4::json)) ON "
-        "CONFLICT DO NOTHING",
-        4, PGRES_COMMAND_OK, false },
+        "INSERT INTO host_suites (host_id, name, digest, benchmarks, "
+        "revision) SELECT $1, $2, $3, ARRAY(SELECT "
+        "json_array_elements_text($4::json)), $5 ON CONFLICT DO NOTHING",
+        5, PGRES_COMMAND_OK, false },
     [S_AGENT_ONLINE] = {
         "SELECT j.job_uuid, j.id FROM job_hosts h JOIN jobs j ON j.id = "
         "h.job WHERE h.host_id = $1 AND h.state = 'running' ORDER BY "
@@ -137,6 +138,19 @@ static const co_db_stmt_t s_sql[] = {
         "SELECT h.name, jh.state FROM job_hosts jh JOIN hosts h ON h.id = "
         "jh.host_id WHERE jh.job = $1 ORDER BY h.name, h.id",
         1, PGRES_TUPLES_OK, false },
+    /* The suite's newest job with other variables, while no host says
+     * the suite has a revision: variable and the advice was not given. */
+    [S_REVISION_PREV] = {
+        "SELECT (SELECT p.vars::text FROM jobs p WHERE p.suite = $1 AND "
+        "p.vars <> $2::jsonb ORDER BY p.id DESC LIMIT 1) WHERE NOT EXISTS "
+        "(SELECT 1 FROM host_suites WHERE name = $1 AND revision <> '') AND "
+        "NOT EXISTS (SELECT 1 FROM suite_warnings WHERE suite = $1 AND kind "
+        "= 'revision')",
+        2, PGRES_TUPLES_OK, false },
+    [S_REVISION_WARNED] = {
+        "INSERT INTO suite_warnings (suite, kind, warned_at_us) VALUES ($1, "
+        "'revision', $2) ON CONFLICT DO NOTHING RETURNING suite",
+        2, PGRES_TUPLES_OK, false },
     [S_CANCEL_HERE] = {
         "SELECT h.host_id FROM job_hosts h JOIN jobs j ON j.id = h.job "
         "WHERE j.job_uuid = $1 AND h.state = 'cancelled' AND "
@@ -866,7 +880,8 @@ s_replace_suites(co_jobs_t *j, const char *host, const Parity__Hello *h,
             pw_err(err, errlen, "hello: suites to JSON: out of memory");
             goto fail;
         }
-        const char *pi[] = { host, s->name, s->digest ? s->digest : "", bt };
+        const char *pi[] = { host, s->name, s->digest ? s->digest : "", bt,
+                             s->revision ? s->revision : "" };
         r = s_run(j, &s_sql[S_REPLACE_SUITES_2], pi, err, errlen);
         free(bt);
         if (!r)
@@ -1440,6 +1455,47 @@ done:
     return rc;
 }
 
+/* The advice of docs/suites.md "Revision", once per suite, into
+ * warnings: a suite that names no revision variable, whose new job
+ * differs from its last other one in one variable's value alone, makes
+ * a series per value, which history never compares. Advice only: a
+ * failure here is logged and the job stands. */
+static void
+s_revision_advice(co_jobs_t *j, const co_jobreq_t *c, int64_t now_us,
+                  json_t *warnings)
+{
+    char err[256], now[24], *vars = c->vars ? json_dumps(c->vars,
+                                                         JSON_COMPACT) : NULL;
+    const char *pp[] = { c->suite, vars ? vars : "{}" };
+    PGresult *r = s_run(j, &s_sql[S_REVISION_PREV], pp, err, sizeof err);
+    json_t *prev = r && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)
+                   ? json_loads(PQgetvalue(r, 0, 0), 0, NULL) : NULL;
+    const char *name = co_jobreq_revision_hint(c->vars, prev);
+    PQclear(r);
+    r = NULL;
+    snprintf(now, sizeof now, "%" PRId64, now_us);
+    const char *pw[] = { c->suite, now };
+    if (name && (r = s_run(j, &s_sql[S_REVISION_WARNED], pw, err,
+                           sizeof err)) && PQntuples(r) == 1) {
+        char text[3 * CO_JOBREQ_MAX_TEXT + 512];
+        snprintf(text, sizeof text, "suite \"%s\" names no revision "
+                 "variable and its jobs differ only in %s (%s here, %s "
+                 "before): each value of %s is a series of its own, which "
+                 "history and regressions never compare; add \"revision: "
+                 "%s\" to the suite (docs/suites.md \"Revision\")",
+                 c->suite, name,
+                 json_string_value(json_object_get(c->vars, name)),
+                 json_string_value(json_object_get(prev, name)), name, name);
+        json_array_append_new(warnings, json_string(text));
+        s_log(j, "suite_revision", "%s", text);
+    } else if (name && !r) {
+        s_log(j, "suite_revision", "suite \"%s\": %s", c->suite, err);
+    }
+    PQclear(r);
+    json_decref(prev);
+    free(vars);
+}
+
 int
 co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
                int64_t now_us, json_t **reply, char *err, size_t errlen)
@@ -1479,8 +1535,11 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
         json_array_append_new(hosts, json_pack("{s:s,s:s}", "host",
                               PQgetvalue(r, i, 0), "state",
                               PQgetvalue(r, i, 1)));
-    *reply = json_pack("{s:s,s:O,s:O}", "job", uuid, "hosts", hosts,
-                       "skipped", skipped);
+    json_t *warnings = json_array();
+    if (warnings)
+        s_revision_advice(j, &c, now_us, warnings);
+    *reply = json_pack("{s:s,s:O,s:O,s:o}", "job", uuid, "hosts", hosts,
+                       "skipped", skipped, "warnings", warnings);
     rc = *reply ? CO_JOBS_OK : CO_JOBS_FAIL;
 done:
     PQclear(r);

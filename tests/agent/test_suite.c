@@ -32,7 +32,8 @@ static const bad_t s_bad[] = {
     { "- a\n- b\n", "t.yaml:1:1: expected a mapping with suite: and "
       "benchmarks: at the top, found a list" },
     { "suite: s\nbenchmark: []\n", "t.yaml:2:1: unknown key \"benchmark\" in "
-      "the suite (expected one of: suite, variables, defaults, benchmarks)" },
+      "the suite (expected one of: suite, revision, variables, defaults, "
+      "benchmarks)" },
     { "suite: s\nsuite: t\n", "t.yaml:2:1: duplicate key \"suite\" in the "
       "suite" },
     { "benchmarks: []\n", "t.yaml:1:1: missing key \"suite\" (the suite's "
@@ -772,6 +773,66 @@ s_unused_vars(void)
            "\"input\" (it has no variables)", "... and says it has none");
 }
 
+/* revision: names one of the suite's variables; its value (the
+ * suite's default or the --var) is the revision of every run. */
+static void
+s_revision_cases(void)
+{
+    static const char good[] =
+        "suite: s\nrevision: commit\nvariables: {commit: HEAD, n: \"3\"}\n"
+        "benchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+        "        command: [run, \"${commit}\", \"${n}\"]\n"
+        "      - name: b\n        command: [cat]\n";
+    ag_suite_t *s = NULL;
+    char err[512] = "";
+    ok(ag_suite_load_buffer("t.yaml", good, sizeof good - 1, NULL, 0, &s,
+                            err, sizeof err) == AG_SUITE_OK && s &&
+       s->revision && strcmp(s->revision, "commit") == 0 &&
+       strcmp(s->revision_value, "HEAD") == 0,
+       "revision: names the variable, its default the value: %s", err);
+    ag_suite_destroy(&s);
+    ag_var_t c37 = { "commit", "c37" };
+    ok(ag_suite_load_buffer("t.yaml", good, sizeof good - 1, &c37, 1, &s,
+                            err, sizeof err) == AG_SUITE_OK && s &&
+       strcmp(s->revision_value, "c37") == 0 &&
+       strcmp(s->benchmarks[0].arms[0].cmd.argv[1], "c37") == 0,
+       "... and a --var of it is the run's revision");
+    ag_suite_destroy(&s);
+    /* A variable read by ${} alone, given by --var, may be the revision. */
+    static const char read_only[] =
+        "suite: s\nrevision: rev\nbenchmarks:\n  - name: x\n    arms:\n"
+        "      - name: a\n        command: [run, \"${rev}\"]\n"
+        "      - name: b\n        command: [cat]\n";
+    ag_var_t rev = { "rev", "abc" };
+    ok(ag_suite_load_buffer("t.yaml", read_only, sizeof read_only - 1, &rev,
+                            1, &s, err, sizeof err) == AG_SUITE_OK && s &&
+       strcmp(s->revision_value, "abc") == 0,
+       "a ${}-read variable may be the revision: %s", err);
+    ag_suite_destroy(&s);
+    ok(s == NULL, "destroyed");
+
+    static const bad_t bad[] = {
+        { "suite: s\nrevision: commit\nvariables: {input: a}\n"
+          "benchmarks:\n  - name: x\n    arms:\n      - name: a\n"
+          "        command: [cat, \"${input}\"]\n      - name: b\n"
+          "        command: [cat]\n",
+          "t.yaml:2:11: revision: suite \"s\" has no variable \"commit\" "
+          "(its variables: input)" },
+        { "suite: s\nrevision: commit\nbenchmarks:\n  - name: x\n" ARMS2,
+          "t.yaml:2:11: revision: suite \"s\" has no variable \"commit\" "
+          "(it has no variables)" },
+        { "suite: s\nrevision: [commit]\nbenchmarks:\n  - name: x\n" ARMS2,
+          "t.yaml:2:11: revision: expected a string, found a list" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        ok(ag_suite_load_buffer("t.yaml", bad[i].yaml, strlen(bad[i].yaml),
+                                NULL, 0, &s, err, sizeof err)
+           == AG_SUITE_ERR && !s, "revision case %zu refused", i);
+        ok_str(err, bad[i].want, "revision case %zu's message", i);
+    }
+}
+
 int
 main(void)
 {
@@ -782,5 +843,6 @@ main(void)
     s_good();
     s_vars();
     s_unused_vars();
+    s_revision_cases();
     return tap_done();
 }

@@ -486,6 +486,8 @@ s_created(FILE *info, const json_t *reply, const char *suite, bool wait)
     json_array_foreach(json_object_get(reply, "skipped"), i, h)
         fprintf(info, "  skipped %s: %s\n", pw_out_str(h, "host", "?"),
                 pw_out_str(h, "reason", ""));
+    json_array_foreach(json_object_get(reply, "warnings"), i, h)
+        fprintf(stderr, "parity run: warning: %s\n", json_string_value(h));
     if (wait)
         return;
     json_array_foreach(json_object_get(reply, "hosts"), i, h)
