@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "ag_against.h"
 #include "ag_cli.h"
 #include "ag_daemon.h"
 #include "ag_stream.h"
@@ -35,6 +36,7 @@ s_usage(FILE *f)
     fprintf(f,
         "usage: parity-agent run SUITE.yaml [--var NAME=VALUE]... "
         "[--only BENCH]...\n"
+        "                        [--against NAME=VALUE]...\n"
         "                        [--runs N|auto] [--max-runs N] "
         "[--fresh-floor]\n"
         "                        [--warmup N] [--out FILE] [--json]\n"
@@ -54,6 +56,12 @@ s_usage(FILE *f)
         "run options:\n"
         "  --var NAME=VALUE    set ${NAME} in the suite's commands (also "
         "PARITY_VAR_NAME)\n"
+        "  --against NAME=VALUE  also run each subject at this value of "
+        "the suite's\n"
+        "                      revision variable, interleaved, and judge "
+        "it against\n"
+        "                      that (repeatable; docs/suites.md "
+        "\"Against\")\n"
         "  --only BENCH        run only this benchmark (repeatable)\n"
         "  --runs N            measured rounds, overriding the suite's\n"
         "  --runs auto         add rounds until each verdict is decisive "
@@ -99,6 +107,8 @@ s_help(const char *prog, bool with_daemon)
 typedef struct {
     ag_var_t vars[AG_SUITE_MAX_VARS];
     size_t nvars;
+    ag_var_t against[AG_AGAINST_MAX];
+    size_t nagainst;
     const char *only[S_MAX_ONLY];
     size_t nonly;
     ag_harness_opts_t hopts;
@@ -122,11 +132,25 @@ s_run_option(s_run_t *r, int c, char *v, char **argv)
                     AG_SUITE_MAX_VARS);
             return AG_EXIT_USAGE;
         }
-        if (ag_var_parse(v, &r->vars[r->nvars], err, sizeof err) != 0) {
+        if (ag_var_parse("--var", v, &r->vars[r->nvars], err, sizeof err)
+            != 0) {
             fprintf(stderr, "%s: %s\n", prog, err);
             return AG_EXIT_USAGE;
         }
         r->nvars++;
+        return 0;
+    case 'a':
+        if (r->nagainst >= AG_AGAINST_MAX) {
+            fprintf(stderr, "%s: more than %d --against\n", prog,
+                    AG_AGAINST_MAX);
+            return AG_EXIT_USAGE;
+        }
+        if (ag_var_parse("--against", v, &r->against[r->nagainst], err,
+                         sizeof err) != 0) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            return AG_EXIT_USAGE;
+        }
+        r->nagainst++;
         return 0;
     case 'o':
         if (r->nonly >= S_MAX_ONLY) {
@@ -177,6 +201,7 @@ s_run_main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         { "var", required_argument, NULL, 'v' },
+        { "against", required_argument, NULL, 'a' },
         { "only", required_argument, NULL, 'o' },
         { "runs", required_argument, NULL, 'r' },
         { "max-runs", required_argument, NULL, 'm' },
@@ -220,10 +245,19 @@ s_run_main(int argc, char **argv)
         return AG_EXIT_USAGE;
     }
     ag_suite_t *suite = NULL;
-    if (ag_suite_load(path, r.vars, r.nvars, &suite, err, sizeof err) != 0) {
+    char *text = NULL;
+    size_t len = 0;
+    if (ag_suite_read(path, &text, &len, err, sizeof err) != 0 ||
+        ag_suite_load_buffer(path, text, len, r.vars, r.nvars, &suite, err,
+                             sizeof err) != 0 ||
+        ag_against_add(suite, text, len, r.vars, r.nvars, r.against,
+                       r.nagainst, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", prog, err);
+        free(text);
+        ag_suite_destroy(&suite);
         return AG_EXIT_DATA;
     }
+    free(text);
     r.hopts.only = r.nonly ? r.only : NULL;
     r.hopts.only_count = r.nonly;
     int code = ag_stream_wanted(&sopts)

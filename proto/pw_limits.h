@@ -29,6 +29,10 @@
  * one name. */
 #define PW_VARS_MAX       256
 #define PW_VAR_NAME_MAX   100
+/* --against values of one job (docs/suites.md "Against"): each is one
+ * more arm of every benchmark, whose arms, with the subject and one
+ * other, stay within a suite's 16. */
+#define PW_AGAINST_MAX    14
 
 /* The A/A self-test (`parity selftest`, docs/verdict.md): a suite every
  * agent knows by this reserved name without a file, whose job variable

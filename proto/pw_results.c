@@ -137,6 +137,24 @@ pw_results_add_arm(json_t *bench, const char *name, bool subject,
 }
 
 int
+pw_results_set_revision(json_t *bench, const char *name, const char *value)
+{
+    json_t *rev = json_pack("{s:o,s:o}", "name", s_text(name), "value",
+                            s_text(value));
+    return rev && json_object_set_new(bench, "revision", rev) == 0
+           ? PW_RESULTS_OK : PW_RESULTS_ERR;
+}
+
+int
+pw_results_arm_instance(json_t *bench, const char *value)
+{
+    json_t *arms = json_object_get(bench, "arms");
+    json_t *last = json_array_get(arms, json_array_size(arms) - 1);
+    return last && json_object_set_new(last, "instance", s_text(value)) == 0
+           ? PW_RESULTS_OK : PW_RESULTS_ERR;
+}
+
+int
 pw_results_set_parameters(json_t *bench, const char *const *names,
                           const char *const *values, size_t n)
 {

@@ -95,6 +95,14 @@ int pw_results_add_arm(json_t *bench, const char *name, bool subject,
                        const char *const *argv, const char *shell,
                        const char *version_output);
 
+/* The revision of a benchmark's run (docs/suites.md "Revision"):
+ * "revision": {"name": NAME, "value": VALUE}; and of its last arm when
+ * that arm is an --against instance: the arm's "instance": VALUE, the
+ * value it ran the subject at. Strings copied as with the other text. */
+int pw_results_set_revision(json_t *bench, const char *name,
+                            const char *value);
+int pw_results_arm_instance(json_t *bench, const char *value);
+
 /* The parameter values a benchmark was made from (`parity compare -L`):
  * "parameters": {"NAME": "VALUE", ...}; strings borrowed, copied (bytes
  * that are not UTF-8 become '?'). */

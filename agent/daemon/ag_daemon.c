@@ -2,6 +2,7 @@
  * docs/spool.md. */
 #include "ag_daemon.h"
 
+#include "ag_against.h"
 #include "ag_calstore.h"
 #include "ag_config.h"
 #include "ag_log.h"
@@ -332,7 +333,7 @@ s_run_job(s_daemon_t *d, s_job_t *job)
 {
     Parity__Envelope *env = NULL;
     char err[S_ERR], why[512], path[4096] = "", digest[65];
-    ag_var_t vars[AG_SUITE_MAX_VARS];
+    ag_var_t vars[AG_SUITE_MAX_VARS], against[AG_AGAINST_MAX];
     ag_suite_t *suite = NULL;
     if (pw_wire_unpack(job->bytes, job->len, 0, &env, NULL, err, sizeof err)
         != PW_WIRE_OK) {
@@ -358,6 +359,21 @@ s_run_job(s_daemon_t *d, s_job_t *job)
         vars[i].name = jo->vars[i]->name;
         vars[i].value = jo->vars[i]->value;
     }
+    size_t na = jo->n_against;
+    for (size_t i = 0; i < na && i < AG_AGAINST_MAX; i++) {
+        against[i].name = jo->against[i]->name;
+        against[i].value = jo->against[i]->value;
+    }
+    if (na > AG_AGAINST_MAX || (builtin && na)) {
+        if (builtin)
+            snprintf(why, sizeof why, "the built-in A/A suite takes no "
+                     "--against");
+        else
+            snprintf(why, sizeof why, "more than %d --against values",
+                     AG_AGAINST_MAX);
+        ag_stream_job_status(d->stream, job->job_id, "refused", why, NULL);
+        goto out;
+    }
     if (!path[0] && !builtin) {
         ag_stream_job_status(d->stream, job->job_id, "refused", why, NULL);
         goto out;
@@ -369,7 +385,8 @@ s_run_job(s_daemon_t *d, s_job_t *job)
     }
     digest[0] = 0;
     if ((builtin ? ag_selftest_suite(vars, nv, &suite, err, sizeof err)
-                 : ag_suitedir_load(path, vars, nv, &suite, digest, err,
+                 : ag_suitedir_load(path, vars, nv, against, na, &suite,
+                                    digest, err,
                                     sizeof err))
         != AG_SUITE_OK) {
         ag_stream_job_status(d->stream, job->job_id, "refused", err, NULL);

@@ -344,6 +344,8 @@ s_cb_run_start(void *ctx, const ag_run_start_t *st)
         versions[i] = s_utf8_copy(st->arms[i].version_output
                                   ? st->arms[i].version_output : "");
         arms[i].version_output = versions[i] ? versions[i] : "";
+        arms[i].instance = (char *)(st->arms[i].instance
+                                    ? st->arms[i].instance : "");
         arm_ptrs[i] = &arms[i];
     }
     rs.arms = arm_ptrs;

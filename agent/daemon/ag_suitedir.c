@@ -1,6 +1,7 @@
 /* ag_suitedir.c -- see ag_suitedir.h. */
 #include "ag_suitedir.h"
 
+#include "ag_against.h"
 #include "ag_log.h"
 #include "ag_suite.h"
 #include "pw_clock.h"
@@ -31,7 +32,8 @@ s_sha256_hex(const char *data, size_t len, char hex[65])
 
 int
 ag_suitedir_load(const char *path, const ag_var_t *vars, size_t nvars,
-                 ag_suite_t **out, char hex[65], char *err, size_t errlen)
+                 const ag_var_t *against, size_t nagainst, ag_suite_t **out,
+                 char hex[65], char *err, size_t errlen)
 {
     char *text = NULL;
     size_t len = 0;
@@ -41,6 +43,12 @@ ag_suitedir_load(const char *path, const ag_var_t *vars, size_t nvars,
     s_sha256_hex(text, len, hex);
     int rc = ag_suite_load_buffer(path, text, len, vars, nvars, out, err,
                                   errlen);
+    if (rc == AG_SUITE_OK && nagainst &&
+        ag_against_add(*out, text, len, vars, nvars, against, nagainst, err,
+                       errlen) != 0) {
+        ag_suite_destroy(out);
+        rc = AG_SUITE_ERR;
+    }
     free(text);
     return rc;
 }
@@ -120,7 +128,8 @@ s_load_entry(const char *dir, const char *file, ag_suite_entry_t *si)
     char path[4096], e[S_ERR];
     ag_suite_t *suite = NULL;
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    if (ag_suitedir_load(path, NULL, 0, &suite, si->digest, e, sizeof e)
+    if (ag_suitedir_load(path, NULL, 0, NULL, 0, &suite, si->digest, e,
+                         sizeof e)
         != AG_SUITE_OK) {
         ag_logf("suite_invalid", "%s (not offered)", e);
         return false;

@@ -77,9 +77,12 @@ const ag_suite_entry_t *ag_suitedir_find(const ag_suitedir_t *list,
                                          size_t whylen);
 
 /* Load the suite file at path with vars (ag_suite_load) and the
- * SHA-256 of the bytes parsed into hex (64 hex digits). AG_SUITE_OK, or
- * AG_SUITE_ERR with ag_suite_load()'s message in err. */
+ * --against instances of a job (ag_against_add, from the same bytes;
+ * nagainst may be 0), and the SHA-256 of the bytes parsed into hex (64
+ * hex digits). AG_SUITE_OK, or AG_SUITE_ERR with ag_suite_load()'s or
+ * ag_against_add()'s message in err. */
 int ag_suitedir_load(const char *path, const ag_var_t *vars, size_t nvars,
+                     const ag_var_t *against, size_t nagainst,
                      ag_suite_t **out, char hex[65], char *err,
                      size_t errlen);
 

@@ -766,6 +766,7 @@ s_prepare(s_run_t *r, ag_arm_info_t *info, unsigned runs, bool autorun)
                        (const char *const *)b->arms[a].cmd.argv : NULL;
         info[a].shell = b->arms[a].cmd.shell;
         info[a].version_output = r->versions[a] ? r->versions[a] : "";
+        info[a].instance = b->arms[a].instance;
     }
 }
 

@@ -106,6 +106,8 @@ typedef struct {
     const char *const *argv; /* NULL-terminated; NULL for a shell arm */
     const char *shell;       /* NULL for an argv arm */
     const char *version_output; /* "" when the arm has no `versions` */
+    const char *instance;    /* an --against instance's revision value
+                                (ag_against.h); NULL for the suite's own */
 } ag_arm_info_t;
 
 /* All pointers are borrowed, valid during the callback only. */

@@ -112,11 +112,18 @@ s_on_run_start(void *ctx, const ag_run_start_t *st)
                                   (const char *const *)st->bench->param_values,
                                   st->bench->param_count) != PW_RESULTS_OK)
         return -1;
+    if (st->revision && pw_results_set_revision(r->bench, st->revision,
+                                                st->revision_value)
+                        != PW_RESULTS_OK)
+        return -1;
     for (size_t a = 0; a < st->arm_count; a++)
         if (pw_results_add_arm(r->bench, st->arms[a].name,
                                st->arms[a].subject, st->arms[a].argv,
                                st->arms[a].shell,
-                               st->arms[a].version_output) != PW_RESULTS_OK)
+                               st->arms[a].version_output) != PW_RESULTS_OK
+            || (st->arms[a].instance &&
+                pw_results_arm_instance(r->bench, st->arms[a].instance)
+                != PW_RESULTS_OK))
             return -1;
     return pw_results_set_order(r->bench, st->order, st->runs,
                                 st->arm_count);

@@ -1224,18 +1224,19 @@ ag_suite_load(const char *path, const ag_var_t *vars, size_t var_count,
 }
 
 int
-ag_var_parse(char *s, ag_var_t *var, char *err, size_t errlen)
+ag_var_parse(const char *opt, char *s, ag_var_t *var, char *err,
+             size_t errlen)
 {
     char *eq = strchr(s, '=');
     if (!eq) {
-        snprintf(err, errlen, "--var %s: expected NAME=VALUE", s);
+        snprintf(err, errlen, "%s %s: expected NAME=VALUE", opt, s);
         return AG_SUITE_ERR;
     }
     *eq = '\0';
     if (!s_is_name(s)) {
-        snprintf(err, errlen, "--var %s=%s: \"%s\" is not a variable name "
-                 "(letters, digits and _, not starting with a digit)", s,
-                 eq + 1, s);
+        snprintf(err, errlen, "%s %s=%s: \"%s\" is not a variable name "
+                 "(letters, digits and _, not starting with a digit)", opt,
+                 s, eq + 1, s);
         *eq = '=';
         return AG_SUITE_ERR;
     }
@@ -1417,6 +1418,7 @@ ag_suite_destroy(ag_suite_t **sp)
         for (size_t j = 0; j < b->arm_count; j++) {
             ag_arm_t *a = &b->arms[j];
             free(a->name);
+            free(a->instance);
             s_cmd_free(&a->cmd);
             free(a->cwd);
             for (size_t k = 0; k < a->env_count; k++)

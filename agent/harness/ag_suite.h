@@ -84,6 +84,9 @@ typedef struct {
     ag_cmd_t *versions;    /* commands whose output is the arm's version */
     size_t version_count;
     int line;              /* where the arm starts in the file, 1-based */
+    /* The revision value this arm runs the subject at: an --against
+     * instance (ag_against.h); NULL for the suite's own arms. */
+    char *instance;
 } ag_arm_t;
 
 typedef struct {
@@ -154,9 +157,11 @@ int ag_suite_load_buffer(const char *name, const char *text, size_t len,
                          const ag_var_t *vars, size_t var_count,
                          ag_suite_t **out, char *err, size_t errlen);
 
-/* Parse "name=value" (as given to --var) into *var, pointing into s.
- * Fails on a missing '=' or a name that is not [A-Za-z_][A-Za-z0-9_]*. */
-int ag_var_parse(char *s, ag_var_t *var, char *err, size_t errlen);
+/* Parse "name=value" (as given to --var or --against, opt, which the
+ * message names) into *var, pointing into s. Fails on a missing '=' or
+ * a name that is not [A-Za-z_][A-Za-z0-9_]*. */
+int ag_var_parse(const char *opt, char *s, ag_var_t *var, char *err,
+                 size_t errlen);
 
 /* A command handed over by a program rather than read from a file
  * (`parity compare`): argc words of argv, or a shell string, both

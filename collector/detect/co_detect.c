@@ -855,9 +855,12 @@ co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
         PQclear(info);
         return 0;   /* gone, or not a complete run: nothing to look at */
     }
+    /* An --against instance is no series (023): its verdict compares
+     * two revisions inside the job. */
     PGresult *arms = s_q(c, "det_run_arms",
-        "SELECT name, subject FROM arms WHERE run = $1 "
-                         "ORDER BY idx", 1, p, PGRES_TUPLES_OK, err, errlen);
+        "SELECT name, subject FROM arms WHERE run = $1 AND instance IS "
+                         "NULL ORDER BY idx", 1, p, PGRES_TUPLES_OK, err,
+                         errlen);
     if (!arms) {
         PQclear(info);
         return -1;

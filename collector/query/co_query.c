@@ -598,18 +598,26 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     json_t *out = NULL;
     PGresult *r = s_q(q, res,
         "SELECT h.name, jh.state, jh.reason, j.suite, j.state, j.tags::text, "
-        "j.label, jh.suite_digest, " CO_SELFTEST_SQL("h.id") " FROM "
+        "j.label, jh.suite_digest, " CO_SELFTEST_SQL("h.id") ", "
+        "j.vars::text, j.against::text FROM "
         "job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
         "h.id = jh.host_id WHERE "
         "j.job_uuid = $1 ORDER BY h.name, h.id", 1, p);
     if (!r || !cmps || !hosts)
         goto fail;
-    out = json_pack("{s:s,s:s,s:s,s:o,s:s}", "job", id,
+    out = json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o}", "job", id,
                     "suite", PQntuples(r) ? PQgetvalue(r, 0, 3) : "",
                     "state", PQntuples(r) ? PQgetvalue(r, 0, 4) : "",
                     "tags", PQntuples(r) ? co_reply_json_col(r, 0, 5) :
                     json_object(),
-                    "label", PQntuples(r) ? PQgetvalue(r, 0, 6) : "");
+                    "label", PQntuples(r) ? PQgetvalue(r, 0, 6) : "",
+                    "vars", PQntuples(r) ? co_reply_json_col(r, 0, 9) :
+                    json_object(),
+                    "against", PQntuples(r) ? co_reply_json_col(r, 0, 10) :
+                    json_array());
+    /* The variable the job's --against values are of (one, co_jobreq). */
+    const char *against_name = json_string_value(json_object_get(
+        json_array_get(json_object_get(out, "against"), 0), "name"));
     for (int i = 0; i < PQntuples(r); i++)
         json_array_append_new(hosts, json_pack("{s:s,s:s,s:s,s:s,s:o}",
             "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
@@ -625,10 +633,11 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     r = s_q(q, res,
         "SELECT b.name, sa.name, v.other_name, h.name, r.run_uuid, "
         "v.verdict_json, v.error, r.status, f.n_samples, f.quiet, "
-        "f.oldest_us, f.newest_us "
+        "f.oldest_us, f.newest_us, oa.instance, r.revision "
         "FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id "
         "JOIN hosts h ON h.id = r.host_id JOIN verdicts v ON v.run = r.id "
         "JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
+        "LEFT JOIN arms oa ON oa.run = r.id AND oa.idx = v.other_arm "
         "LEFT JOIN floors f ON f.run = r.id "
         "WHERE r.job_id = $1 "
         "ORDER BY min(r.id) OVER (PARTITION BY b.name), b.name, "
@@ -651,6 +660,12 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
                             "subject", subj, "other", other, "hosts");
             if (!cur)
                 goto fail;
+            /* subject@HEAD against an --against instance of it (023). */
+            if (!PQgetisnull(r, i, 12) && against_name)
+                json_object_set_new(cur, "against", json_pack(
+                    "{s:s,s:s,s:s}", "name", against_name, "value",
+                    PQgetvalue(r, i, 12), "subject_value",
+                    PQgetvalue(r, i, 13)));
             json_array_append_new(cmps, cur);
         }
         json_t *entry = json_pack("{s:s,s:s,s:s}", "host", host, "run_id",

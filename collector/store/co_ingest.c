@@ -323,7 +323,7 @@ static int
 s_run_arms(co_db_t *db, const char *runid, const Parity__RunStart *rs,
            char *err, size_t errlen)
 {
-    enum { COLS = 7 };
+    enum { COLS = 8 };
     size_t n = rs->n_arms;
     int rc = CO_DB_FAIL;
     const char **p = calloc(n * COLS, sizeof *p);
@@ -336,7 +336,7 @@ s_run_arms(co_db_t *db, const char *runid, const Parity__RunStart *rs,
         goto done;
     }
     pw_buf_adds(&sql, "INSERT INTO arms (run, idx, name, subject, argv, "
-                "shell, version_output) VALUES ");
+                "shell, version_output, instance) VALUES ");
     for (size_t i = 0; i < n; i++) {
         const Parity__Arm *a = rs->arms[i];
         json_t *argv = json_array();
@@ -353,13 +353,15 @@ s_run_arms(co_db_t *db, const char *runid, const Parity__RunStart *rs,
         snprintf(idx[i], sizeof idx[i], "%zu", i);
         const char *row[COLS] = { runid, idx[i], a->name,
                                   a->subject ? "t" : "f", argv_s[i],
-                                  co_db_str(a->shell), co_db_str(a->version_output) };
+                                  co_db_str(a->shell), co_db_str(a->version_output),
+                                  a->instance && *a->instance ? a->instance
+                                                              : NULL };
         memcpy(&p[i * COLS], row, sizeof row);
         size_t b = i * COLS;
         pw_buf_printf(&sql, "%s($%zu, $%zu, $%zu, $%zu, ARRAY(SELECT "
-                      "json_array_elements_text($%zu::json)), $%zu, $%zu)",
-                      i ? ", " : "", b + 1, b + 2, b + 3, b + 4, b + 5,
-                      b + 6, b + 7);
+                      "json_array_elements_text($%zu::json)), $%zu, $%zu, "
+                      "$%zu)", i ? ", " : "", b + 1, b + 2, b + 3, b + 4,
+                      b + 5, b + 6, b + 7, b + 8);
     }
     if (pw_buf_status(&sql) != PW_BUF_OK) {
         pw_err_line(err, errlen, "run_start: arms statement: %s",

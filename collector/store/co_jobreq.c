@@ -89,6 +89,55 @@ s_tag_match(const json_t *sel, const json_t *tags)
     return false;
 }
 
+/* "against": at most PW_AGAINST_MAX {"name", "value"} objects of
+ * strings, all of one variable, values distinct and none the job's own
+ * value of it. 0, or -1 with err. */
+static int
+s_check_against(co_jobreq_t *c, char *err, size_t errlen)
+{
+    size_t n = json_array_size(c->against);
+    if (c->against && (!json_is_array(c->against) || n > PW_AGAINST_MAX)) {
+        pw_err(err, errlen, "\"against\" must be an array of at most %d "
+               "{\"name\", \"value\"} objects", PW_AGAINST_MAX);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *a = json_array_get(c->against, i);
+        const char *name = json_string_value(json_object_get(a, "name"));
+        const char *value = json_string_value(json_object_get(a, "value"));
+        if (!json_is_object(a) || json_object_size(a) != 2 ||
+            !pw_var_name_ok(name) || !value ||
+            strlen(value) > CO_JOBREQ_MAX_TEXT) {
+            pw_err(err, errlen, "\"against\"[%zu] must be {\"name\": a "
+                   "variable name, \"value\": a string of at most %d "
+                   "bytes}", i, CO_JOBREQ_MAX_TEXT);
+            return -1;
+        }
+        if (i == 0)
+            c->against_name = name;
+        if (strcmp(name, c->against_name) != 0) {
+            pw_err(err, errlen, "\"against\"[%zu]: values of one variable "
+                   "only, the suite's revision (\"%s\", then \"%s\")", i,
+                   c->against_name, name);
+            return -1;
+        }
+        const char *own = json_string_value(json_object_get(c->vars, name));
+        if (own && strcmp(own, value) == 0) {
+            pw_err(err, errlen, "\"against\"[%zu]: %s=%s is the job's own "
+                   "value (give another)", i, name, value);
+            return -1;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(json_string_value(json_object_get(
+                    json_array_get(c->against, k), "value")), value) == 0) {
+                pw_err(err, errlen, "\"against\"[%zu]: %s=%s given twice",
+                       i, name, value);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 void
 co_jobreq_uuid(char *out, size_t len)
 {
@@ -151,9 +200,11 @@ co_jobreq_parse(const json_t *args, co_jobreq_t *c, char *err, size_t errlen)
     c->only = json_object_get(args, "only");
     c->tags = json_object_get(args, "tags");
     c->vars = json_object_get(args, "vars");
+    c->against = json_object_get(args, "against");
+    c->against_name = NULL;
     c->all = !c->sel || json_array_size(c->sel) == 0 ||
              s_list_has(c->sel, "all");
-    return 0;
+    return s_check_against(c, err, errlen);
 }
 
 void
@@ -176,6 +227,27 @@ co_jobreq_cannot_run(const co_jobreq_t *c, bool has_suite,
         }
     }
     json_decref(b);
+}
+
+int
+co_jobreq_against_ok(const co_jobreq_t *c, const char *revision, char *why,
+                     size_t len)
+{
+    why[0] = '\0';
+    if (c->against_name && !*revision) {
+        snprintf(why, len, "--against %s: its suite \"%s\" names no "
+                 "revision variable (add \"revision: %s\" to compare its "
+                 "values in one job; docs/suites.md \"Revision\")",
+                 c->against_name, c->suite, c->against_name);
+        return -1;
+    }
+    if (c->against_name && strcmp(revision, c->against_name) != 0) {
+        snprintf(why, len, "--against %s: --against takes its suite "
+                 "\"%s\"'s revision variable, %s", c->against_name,
+                 c->suite, revision);
+        return -1;
+    }
+    return 0;
 }
 
 int

@@ -30,6 +30,8 @@
 typedef struct {
     const char *suite;
     const json_t *sel, *only, *runs, *expire, *label, *tags, *vars;
+    const json_t *against;     /* [{"name", "value"}], or NULL */
+    const char *against_name;  /* the variable they are values of */
     bool all;                  /* no host list, or "all" in it */
     bool runs_auto;            /* runs is "auto" */
 } co_jobreq_t;
@@ -55,6 +57,13 @@ bool co_jobreq_picks(const co_jobreq_t *c, json_t *named, const char *name,
 void co_jobreq_cannot_run(const co_jobreq_t *c, bool has_suite,
                           const char *benchmarks_json, char *why,
                           size_t len);
+
+/* Whether the request's --against values fit the suite as a host lists
+ * it: they must be of its revision variable (revision; "" for none).
+ * 0, or -1 with why (CO_JOBREQ_WHY_MAX): a request that names another
+ * variable is wrong whichever hosts it picks, so the job is refused. */
+int co_jobreq_against_ok(const co_jobreq_t *c, const char *revision,
+                         char *why, size_t len);
 
 /* Every name in the host list must be exactly one host (named, as
  * co_jobreq_picks counted it): 0, or -1 with err. */

@@ -119,17 +119,18 @@ static const co_db_stmt_t s_sql[] = {
         0, PGRES_TUPLES_OK, false },
     [S_PICK_HOSTS] = {
         "SELECT h.id, h.name, h.tags::text, s.name IS NOT NULL, "
-        "COALESCE(array_to_json(s.benchmarks)::text, '[]') FROM hosts h "
+        "COALESCE(array_to_json(s.benchmarks)::text, '[]'), "
+        "COALESCE(s.revision, '') FROM hosts h "
         "LEFT JOIN host_suites s ON s.host_id = h.id AND s.name = $1 ORDER "
         "BY h.name, h.id",
         1, PGRES_TUPLES_OK, false },
     [S_INSERT_JOB_1] = {
         "INSERT INTO jobs (job_uuid, suite, vars, runs, only_benchmarks, "
         "tags, label, hosts_spec, requested_by, created_at_us, "
-        "expires_at_us) VALUES ($1, $2, $3::jsonb, $4::int, ARRAY(SELECT "
-        "json_array_elements_text($5::json)), $6::jsonb, $7, $8, $9, $10, "
-        "$11) RETURNING id",
-        11, PGRES_TUPLES_OK, false },
+        "expires_at_us, against) VALUES ($1, $2, $3::jsonb, $4::int, "
+        "ARRAY(SELECT json_array_elements_text($5::json)), $6::jsonb, $7, "
+        "$8, $9, $10, $11, $12::jsonb) RETURNING id",
+        12, PGRES_TUPLES_OK, false },
     [S_INSERT_JOB_2] = {
         "INSERT INTO job_hosts (job, host_id, state, queued_at_us, "
         "updated_at_us) SELECT $1, unnest($2::bigint[]), 'queued', $3, $3",
@@ -209,7 +210,8 @@ static const co_db_stmt_t s_sql[] = {
         "SELECT * FROM (SELECT DISTINCT ON (h.host_id) j.id, j.job_uuid, "
         "j.suite, j.vars::text, j.runs, "
         "array_to_json(j.only_benchmarks)::text, j.tags::text, j.label, "
-        "j.expires_at_us, h.host_id, hh.boot_id, j.created_at_us "
+        "j.expires_at_us, h.host_id, hh.boot_id, j.created_at_us, "
+        "j.against::text "
         "FROM job_hosts h JOIN jobs j ON j.id = h.job "
         "JOIN hosts hh ON hh.id = h.host_id "
         "WHERE h.host_id IN (SELECT id FROM cand) AND h.state = 'queued' "
@@ -548,10 +550,12 @@ typedef struct {
     Parity__JobOffer offer;
     Parity__Var *vars;
     Parity__Var **varp;
+    Parity__Var *against;
+    Parity__Var **againstp;
     Parity__Tag *tags;
     Parity__Tag **tagp;
     char **only;
-    json_t *jvars, *jtags, *jonly;
+    json_t *jvars, *jtags, *jonly, *jagainst;
 } s_offer_t;
 
 static void
@@ -559,12 +563,15 @@ s_offer_free(s_offer_t *o)
 {
     free(o->vars);
     free(o->varp);
+    free(o->against);
+    free(o->againstp);
     free(o->tags);
     free(o->tagp);
     free(o->only);
     json_decref(o->jvars);
     json_decref(o->jtags);
     json_decref(o->jonly);
+    json_decref(o->jagainst);
 }
 
 /* Build the offer from row i of a s_dispatch_many result (columns as
@@ -582,13 +589,29 @@ s_offer_build(s_offer_t *o, PGresult *r, int i)
     o->jvars = json_loads(PQgetvalue(r, i, 3), 0, NULL);
     o->jonly = json_loads(PQgetvalue(r, i, 5), 0, NULL);
     o->jtags = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+    o->jagainst = json_loads(PQgetvalue(r, i, 12), 0, NULL);
     if (!json_is_object(o->jvars) || !json_is_array(o->jonly) ||
-        !json_is_object(o->jtags))
+        !json_is_object(o->jtags) || !json_is_array(o->jagainst))
         return -1;
     size_t nv = json_object_size(o->jvars), nt = json_object_size(o->jtags),
-           no = json_array_size(o->jonly);
+           no = json_array_size(o->jonly), na = json_array_size(o->jagainst);
     o->vars = calloc(nv + 1, sizeof *o->vars);
     o->varp = calloc(nv + 1, sizeof *o->varp);
+    o->against = calloc(na + 1, sizeof *o->against);
+    o->againstp = calloc(na + 1, sizeof *o->againstp);
+    if (!o->against || !o->againstp)
+        return -1;
+    for (size_t a = 0; a < na; a++) {
+        const json_t *x = json_array_get(o->jagainst, a);
+        const char *name = json_string_value(json_object_get(x, "name"));
+        const char *value = json_string_value(json_object_get(x, "value"));
+        parity__var__init(&o->against[a]);
+        o->against[a].name = (char *)(name ? name : "");
+        o->against[a].value = (char *)(value ? value : "");
+        o->againstp[a] = &o->against[a];
+    }
+    o->offer.n_against = na;
+    o->offer.against = o->againstp;
     o->tags = calloc(nt + 1, sizeof *o->tags);
     o->tagp = calloc(nt + 1, sizeof *o->tagp);
     o->only = calloc(no + 1, sizeof *o->only);
@@ -1338,8 +1361,14 @@ s_pick_hosts(co_jobs_t *j, const co_jobreq_t *c, json_t *skipped,
         if (!co_jobreq_picks(c, named, name, PQgetvalue(r, i, 2)))
             continue;
         char why[CO_JOBREQ_WHY_MAX];
-        co_jobreq_cannot_run(c, strcmp(PQgetvalue(r, i, 3), "t") == 0,
-                             PQgetvalue(r, i, 4), why, sizeof why);
+        bool has = strcmp(PQgetvalue(r, i, 3), "t") == 0;
+        if (has && co_jobreq_against_ok(c, PQgetvalue(r, i, 5), why,
+                                        sizeof why) != 0) {
+            pw_err(err, errlen, "host \"%s\": %s", name, why);
+            rc = CO_JOBS_BADARGS;
+            goto done;
+        }
+        co_jobreq_cannot_run(c, has, PQgetvalue(r, i, 4), why, sizeof why);
         if (*why && nm && !c->all) {
             pw_err(err, errlen, "host \"%s\": %s", name, why);
             rc = CO_JOBS_BADARGS;
@@ -1394,13 +1423,15 @@ s_insert_job(co_jobs_t *j, const co_jobreq_t *c, const char *requested_by,
     char *vars_txt = json_dumps(c->vars ? c->vars : empty_obj, JSON_COMPACT);
     char *only_txt = json_dumps(c->only ? c->only : empty_arr, JSON_COMPACT);
     char *spec_txt = json_dumps(c->sel ? c->sel : empty_arr, JSON_COMPACT);
+    char *against_txt = json_dumps(c->against ? c->against : empty_arr,
+                                   JSON_COMPACT);
     json_decref(empty_obj);
     json_decref(empty_arr);
     int rc = CO_JOBS_FAIL;
     PGresult *r = NULL;
     pw_buf_t idt;
     pw_buf_init(&idt, S_IDS_TEXT_MAX);
-    if (!tags_txt || !vars_txt || !only_txt || !spec_txt) {
+    if (!tags_txt || !vars_txt || !only_txt || !spec_txt || !against_txt) {
         pw_err(err, errlen, "out of memory");
         goto done;
     }
@@ -1417,7 +1448,7 @@ s_insert_job(co_jobs_t *j, const co_jobreq_t *c, const char *requested_by,
     rc = CO_JOBS_FAIL;
     const char *pj[] = { uuid, c->suite, vars_txt, runs, only_txt, tags_txt,
                          c->label ? json_string_value(c->label) : "",
-                         spec_txt, requested_by, now, expires };
+                         spec_txt, requested_by, now, expires, against_txt };
     r = s_run(j, &s_sql[S_INSERT_JOB_1], pj, err, errlen);
     if (!r)
         goto rollback;
@@ -1452,6 +1483,7 @@ done:
     free(vars_txt);
     free(only_txt);
     free(spec_txt);
+    free(against_txt);
     return rc;
 }
 

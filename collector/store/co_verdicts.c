@@ -367,7 +367,11 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
             "subject_arm, other_name) INSERT INTO series (benchmark_id, "
             "host_id, vars, subject, other) SELECT r.benchmark_id, r.host_id, "
             "r.vars, sa.name, v.other_name FROM v JOIN runs r ON r.id = v.run "
-            "JOIN arms sa ON sa.run = v.run AND sa.idx = v.subject_arm ON "
+            "JOIN arms sa ON sa.run = v.run AND sa.idx = v.subject_arm "
+            /* An --against instance's verdict (023) compares two
+             * revisions of one job: no series of its own. */
+            "WHERE NOT EXISTS (SELECT 1 FROM arms oa WHERE oa.run = v.run "
+            "AND oa.name = v.other_name AND oa.instance IS NOT NULL) ON "
             "CONFLICT DO NOTHING");
     if (pw_buf_status(&sql) != PW_BUF_OK) {
         pw_err_line(err, errlen, "run_end: results statement: %s",

@@ -658,12 +658,12 @@ s_vars(void)
     char good[] = "n_1=x=y", bad1[] = "novalue", bad2[] = "1n=3";
     ag_var_t v;
     char err[256];
-    ok(ag_var_parse(good, &v, err, sizeof err) == AG_SUITE_OK &&
+    ok(ag_var_parse("--var", good, &v, err, sizeof err) == AG_SUITE_OK &&
        strcmp(v.name, "n_1") == 0 && strcmp(v.value, "x=y") == 0,
        "--var splits at the first =");
-    ok(ag_var_parse(bad1, &v, err, sizeof err) == AG_SUITE_ERR, "no =");
+    ok(ag_var_parse("--var", bad1, &v, err, sizeof err) == AG_SUITE_ERR, "no =");
     ok_str(err, "--var novalue: expected NAME=VALUE", "no = message");
-    ok(ag_var_parse(bad2, &v, err, sizeof err) == AG_SUITE_ERR, "bad name");
+    ok(ag_var_parse("--var", bad2, &v, err, sizeof err) == AG_SUITE_ERR, "bad name");
     ok_str(err, "--var 1n=3: \"1n\" is not a variable name (letters, digits "
            "and _, not starting with a digit)", "bad name message");
 

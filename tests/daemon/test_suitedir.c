@@ -98,7 +98,7 @@ test_scan(void)
     ag_suite_t *s = NULL;
     char path[400], hex[65];
     snprintf(path, sizeof path, "%s/b.yaml", dir);
-    ok(ag_suitedir_load(path, NULL, 0, &s, hex, err, sizeof err)
+    ok(ag_suitedir_load(path, NULL, 0, NULL, 0, &s, hex, err, sizeof err)
        == AG_SUITE_OK && strcmp(hex, l->entries[1].digest) == 0,
        "load: the same digest as the scan for the same bytes");
     ag_suite_destroy(&s);

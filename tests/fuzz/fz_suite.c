@@ -98,7 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!nl)
             break;
         *nl = '\0';
-        if (ag_var_parse(text + strlen(S_VAR_PREFIX), &vars[nvars], err,
+        if (ag_var_parse("--var", text + strlen(S_VAR_PREFIX), &vars[nvars], err,
                          sizeof err) == AG_SUITE_OK)
             nvars++;
         text = nl + 1;

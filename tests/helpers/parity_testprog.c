@@ -5,6 +5,9 @@
  * Operations run left to right:
  *   sleep US          sleep US microseconds
  *   spin US           burn CPU for US microseconds (CLOCK_MONOTONIC)
+ *   loop N            N iterations of an empty loop: a fixed amount of
+ *                     work, whose time a busy machine stretches (spin's
+ *                     does not)
  *   exit CODE         exit with CODE now
  *   signal SIG        kill itself with signal number SIG
  *   print-args        print every remaining argument as "[arg]" lines on
@@ -73,6 +76,11 @@ main(int argc, char **argv)
             volatile unsigned long x = 0;
             while ((pw_clock_mono_sec() * 1e6) < end)
                 x++;
+            i++;
+        } else if (strcmp(op, "loop") == 0 && arg) {
+            unsigned long n = strtoul(arg, NULL, 10);
+            for (volatile unsigned long k = 0; k < n; k++)
+                ;
             i++;
         } else if (strcmp(op, "exit") == 0 && arg) {
             return atoi(arg);

@@ -39,6 +39,7 @@ DOCS = os.path.join(HERE, "..", "..", "docs", "ci.md")
 SCHEMA = os.path.join(HERE, "junit.xsd")
 
 PERF = """suite: perf
+revision: commit
 variables:
   commit: none
 defaults:
@@ -242,9 +243,15 @@ def case_examples(w):
     check_slow(w, r, os.path.join(w.work, "parity.md"),
                os.path.join(w.work, "parity.xml"))
     jobs = (w.pjson("jobs", "--json") or {}).get("jobs", [])
-    ok(len(jobs) >= 5 and jobs[0].get("tags", {}).get("commit") ==
-       "slow0005", "the gate's job is a normal job with its tags (%s)" %
-       (jobs[0].get("tags") if jobs else None))
+    ok(len(jobs) >= 5 and jobs[0].get("vars", {}).get("commit") ==
+       "slow0005" and jobs[0].get("tags") == {"branch": "merge-request"},
+       "the gate's job is a normal job with its variables and tags (%s)" %
+       ((jobs[0].get("vars"), jobs[0].get("tags")) if jobs else None))
+    runs = w.psql("SELECT string_agg(DISTINCT r.tags->>'commit', ',') FROM "
+                  "runs r JOIN jobs j ON j.job_uuid = r.job_id WHERE "
+                  "j.vars->>'commit' = 'slow0005'")
+    ok(runs == "slow0005", "its runs carry the revision as their commit "
+       "tag (%s)" % runs)
 
 
 def case_undecided(w):

@@ -151,6 +151,8 @@ s_against(char *buf, size_t len, const json_t *body)
 {
     if (s_is_baseline(body))
         pw_out_pairs(buf, len, json_object_get(body, "baseline"), "?");
+    else if (json_is_string(json_object_get(body, "against")))
+        snprintf(buf, len, "%s", pw_out_str(body, "against", "?"));
     else
         snprintf(buf, len, "the job's own arms");
     return buf;

@@ -36,7 +36,8 @@ s_usage(FILE *f)
 {
     fprintf(f,
 "usage: parity run SUITE [--hosts NAME,...|all|KEY=VALUE] [--tag KEY=VALUE]...\n"
-"                  [--var NAME=VALUE]... [--runs N|auto] [--only BENCH]...\n"
+"                  [--var NAME=VALUE]... [--against NAME=VALUE]...\n"
+"                  [--runs N|auto] [--only BENCH]...\n"
 "                  [--label TEXT] [--expire DURATION] [--wait] [--json]\n"
 "                  [--baseline KEY=VALUE]... [--fail-on loss|any|undecided]\n"
 "                  [--summary-markdown FILE] [--junit FILE]\n"
@@ -48,6 +49,11 @@ s_usage(FILE *f)
 "                  hosts by tag (e.g. arch=x86_64); comma-separated, may repeat\n"
 "  --tag K=V       a tag kept with every run of the job (commit=abc123)\n"
 "  --var N=V       a suite variable\n"
+"  --against N=V   also run each benchmark's subject at this value of the\n"
+"                  suite's revision variable, interleaved in the same\n"
+"                  rounds, and judge the subject against it (may repeat;\n"
+"                  docs/suites.md \"Against\"); with --wait the gate reads\n"
+"                  those verdicts\n"
 "  --runs N        runs per arm, %d..%d (default: the suite's); auto: each\n"
 "                  host adds rounds until the verdict is decisive, at most\n"
 "                  the suite's max_runs (100)\n"
@@ -63,7 +69,8 @@ s_usage(FILE *f)
 "  --baseline K=V  judge each benchmark's subject arm on each host against\n"
 "                  the host's newest complete run of it in an ended job\n"
 "                  tagged K=V (may repeat: every tag); without it the gate\n"
-"                  reads the job's own verdicts\n"
+"                  reads the job's own verdicts (with --against, the\n"
+"                  subject's against each --against value)\n"
 "  --fail-on WHAT  exit 1 on a loss (loss), on a win or a loss (any), on\n"
 "                  no verdict or a parity too near the edge (undecided);\n"
 "                  comma-separated, may repeat\n"
@@ -306,6 +313,7 @@ done:
  * vars, only, runs, label, expire_us) and the verb's own flags. */
 typedef struct {
     json_t *args, *hosts, *tags, *vars, *only;
+    json_t *against;   /* [{"name", "value"}] of --against */
     const char *suite;
     bool wait, as_json;
     /* The gate (docs/ci.md): --baseline's tags ({}: the job's own
@@ -319,7 +327,7 @@ typedef struct {
 
 /* run's options, as getopt_long returns them. */
 enum { O_WAIT = 256, O_JSON, O_HOSTS, O_ONLY, O_TAG, O_VAR, O_RUNS, O_LABEL,
-       O_EXPIRE, O_BASELINE, O_FAIL_ON, O_SUMMARY_MD, O_JUNIT };
+       O_EXPIRE, O_BASELINE, O_FAIL_ON, O_SUMMARY_MD, O_JUNIT, O_AGAINST };
 
 /* One option of run into r; 0, or -1 (said). */
 static int
@@ -358,6 +366,24 @@ s_option(s_req_t *r, int o, const char *v)
                      "KEY of at most 1024 bytes)", o == O_TAG ? "--tag" :
                      o == O_VAR ? "--var" : "--baseline", v);
         return -1;
+    case O_AGAINST: {
+        const char *eq = strchr(v, '=');
+        char name[PW_VAR_NAME_MAX + 2];
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - v) : 0, v);
+        if (!eq || (size_t)(eq - v) > PW_VAR_NAME_MAX ||
+            !pw_var_name_ok(name)) {
+            pw_out_error("run", "--against \"%.60s\": want NAME=VALUE, NAME "
+                         "a variable name (the suite's revision variable)",
+                         v);
+            return -1;
+        }
+        if (json_array_size(r->against) >= PW_AGAINST_MAX) {
+            pw_out_error("run", "more than %d --against", PW_AGAINST_MAX);
+            return -1;
+        }
+        return json_array_append_new(r->against, json_pack(
+            "{s:s,s:s}", "name", name, "value", eq + 1)) == 0 ? 0 : -1;
+    }
     case O_FAIL_ON: {
         char e[160];
         if (cl_gate_fail_on(v, &r->fail_on, e, sizeof e) == 0)
@@ -427,6 +453,7 @@ s_parse(int argc, char **argv, s_req_t *r)
         { "only", required_argument, NULL, O_ONLY },
         { "tag", required_argument, NULL, O_TAG },
         { "var", required_argument, NULL, O_VAR },
+        { "against", required_argument, NULL, O_AGAINST },
         { "runs", required_argument, NULL, O_RUNS },
         { "label", required_argument, NULL, O_LABEL },
         { "expire", required_argument, NULL, O_EXPIRE },
@@ -462,6 +489,12 @@ s_parse(int argc, char **argv, s_req_t *r)
                      "ended)");
         return -1;
     }
+    if (json_array_size(r->against) && json_object_size(r->baseline)) {
+        pw_out_error("run", "--against and --baseline are two ways to judge "
+                     "the job's subject: give one (docs/ci.md \"Which "
+                     "mode\")");
+        return -1;
+    }
     if (s_open(r->md_path, "--summary-markdown", &r->md) != 0 ||
         s_open(r->junit_path, "--junit", &r->junit) != 0)
         return -1;
@@ -470,7 +503,37 @@ s_parse(int argc, char **argv, s_req_t *r)
     json_object_set(r->args, "tags", r->tags);
     json_object_set(r->args, "vars", r->vars);
     json_object_set(r->args, "only", r->only);
+    if (json_array_size(r->against))
+        json_object_set(r->args, "against", r->against);
     return 0;
+}
+
+/* The gate's body for --against: the job's verdicts of each subject
+ * against its --against instances alone, labelled "commit=c00" (the
+ * gate's "against ..."). A new reference, or NULL when out of memory. */
+static json_t *
+s_against_body(const json_t *verdicts, const json_t *against)
+{
+    json_t *body = json_deep_copy(verdicts), *keep = json_array();
+    char label[512] = "";
+    size_t i;
+    json_t *x;
+    if (!body || !keep) {
+        json_decref(body);
+        json_decref(keep);
+        return NULL;
+    }
+    json_array_foreach(json_object_get(body, "comparisons"), i, x)
+        if (json_is_object(json_object_get(x, "against")))
+            json_array_append(keep, x);
+    json_object_set_new(body, "comparisons", keep);
+    json_array_foreach(against, i, x) {
+        size_t n = strlen(label);
+        snprintf(label + n, sizeof label - n, "%s%s=%s", n ? ", " : "",
+                 pw_out_str(x, "name", "?"), pw_out_str(x, "value", ""));
+    }
+    json_object_set_new(body, "against", json_string(label));
+    return body;
 }
 
 /* What the collector said of a new job: its hosts and the ones skipped,
@@ -545,7 +608,7 @@ static int
 s_finish(cl_conn_t *c, const s_req_t *r, const char *job_id, json_t *job)
 {
     char err[2048] = "out of memory";
-    json_t *verdicts = NULL, *base = NULL;
+    json_t *verdicts = NULL, *base = NULL, *own = NULL;
     json_t *args = json_pack("{s:s}", "job", job_id);
     int rc = args ? cl_conn_request(c, "verdicts", args, &verdicts, NULL,
                                     err, sizeof err) : CL_CONN_SYSTEM;
@@ -560,7 +623,13 @@ s_finish(cl_conn_t *c, const s_req_t *r, const char *job_id, json_t *job)
         rc = cl_conn_exit_code(rc);
         goto done;
     }
-    const json_t *judged = base ? base : verdicts;
+    if (json_array_size(r->against) &&
+        !(own = s_against_body(verdicts, r->against))) {
+        pw_out_error("run", "out of memory");
+        rc = PW_EXIT_SYSTEM;
+        goto done;
+    }
+    const json_t *judged = base ? base : own ? own : verdicts;
     bool gate = r->fail_on || r->md || r->junit || base;
     cl_gate_counts_t n;
     cl_gate_count(judged, r->fail_on, &n);
@@ -596,6 +665,7 @@ s_finish(cl_conn_t *c, const s_req_t *r, const char *job_id, json_t *job)
 done:
     json_decref(verdicts);
     json_decref(base);
+    json_decref(own);
     return rc;
 }
 
@@ -611,12 +681,13 @@ cl_run_main(int argc, char **argv)
     if (cl_conn_verb_args("run", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
     s_req_t r = { json_object(), json_array(), json_object(), json_object(),
-                  json_array(), NULL, false, false, json_object(), 0, NULL,
-                  NULL, NULL, NULL };
+                  json_array(), json_array(), NULL, false, false,
+                  json_object(), 0, NULL, NULL, NULL, NULL };
     int rc = PW_EXIT_USAGE, code;
     cl_conn_t *c = NULL;
     json_t *reply = NULL;
-    if (!r.args || !r.hosts || !r.tags || !r.vars || !r.only || !r.baseline) {
+    if (!r.args || !r.hosts || !r.tags || !r.vars || !r.only || !r.baseline
+        || !r.against) {
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
@@ -664,6 +735,7 @@ done:
     json_decref(r.tags);
     json_decref(r.vars);
     json_decref(r.only);
+    json_decref(r.against);
     json_decref(r.baseline);
     return rc;
 }

@@ -13,6 +13,17 @@ ALTER TABLE runs ADD COLUMN revision text NOT NULL DEFAULT '';
 -- SuiteInfo.revision); '' when the suite names none.
 ALTER TABLE host_suites ADD COLUMN revision text NOT NULL DEFAULT '';
 
+-- The revision values a job's subjects run at beside its own (parity
+-- run --against, docs/suites.md "Against"): [{"name", "value"}], each
+-- an instance of every benchmark's subject arm in the same rounds.
+ALTER TABLE jobs ADD COLUMN against jsonb NOT NULL DEFAULT '[]';
+
+-- The revision value an --against instance of the subject ran at; NULL
+-- for a suite's own arms. Its verdict (the subject against it) is the
+-- job's own comparison of two revisions: stored and shown with the
+-- run's, kept out of series and detection.
+ALTER TABLE arms ADD COLUMN instance text;
+
 -- Advice given once per suite (co_jobs_create): kind 'revision' is "the
 -- jobs of this suite differ in one variable alone; name it revision:".
 CREATE TABLE suite_warnings (
