@@ -1015,7 +1015,7 @@ static const struct {
     const char *known;
 } s_known_args[] = {
     { "hosts", "" },
-    { "run", "suite hosts tags vars runs only label expire_us" },
+    { "run", "suite hosts tags vars against runs only label expire_us" },
     { "job", "job" },
     { "jobs", "active limit" },
     { "cancel", "job" },
