@@ -618,6 +618,92 @@ except ValueError:
 ok(r.returncode == 0 and j.get("schema_version") == 3 and
    len(j.get("benchmarks", [])) == 2, "--json: the results file on stdout")
 
+# --- --against: the subject at another revision, in the same rounds ------
+alog = path("against.log")
+ap = suite("against.yaml", """
+suite: rev
+revision: commit
+variables:
+  commit: c00
+benchmarks:
+  - name: work
+    runs: 3
+    warmup: 1
+    arms:
+      - name: work
+        subject: true
+        command: [%(prog)s, append, %(log)s, "run-${commit}"]
+        setup: [%(prog)s, append, %(log)s, "setup-${commit}"]
+        versions: [[%(prog)s, print-args, "v-${commit}"]]
+      - name: fixed
+        command: [%(prog)s, append, %(log)s, fixed]
+""" % {"prog": q(PROG), "log": q(alog)})
+r, doc = agent_run(ap, "--var", "commit=c50", "--against", "commit=c00")
+ok(r.returncode == 0, "--var commit=c50 --against commit=c00 runs, exit 0",
+   r.stderr)
+b = doc["benchmarks"][0] if doc else {"arms": [], "order": []}
+ok([(a["name"], a.get("instance"), a["subject"]) for a in b["arms"]] ==
+   [("work", None, True), ("fixed", None, False),
+    ("work@c00", "c00", False)] and
+   b.get("revision") == {"name": "commit", "value": "c50"},
+   "three arms: the subject, the other, the subject at c00 (its instance)",
+   (b.get("arms"), b.get("revision")))
+ok(b["order"] == [["work", "fixed", "work@c00"],
+                  ["fixed", "work@c00", "work"],
+                  ["work@c00", "work", "fixed"]],
+   "the order rotates over all three", b.get("order"))
+with open(alog) as f:
+    ran = f.read().split()
+ok(ran[:2] == ["setup-c50", "setup-c00"] and
+   ran[2:5] == ["run-c50", "fixed", "run-c00"] and
+   ran.count("run-c00") == 4 and ran.count("run-c50") == 4,
+   "each instance's setup and runs have its own value", ran)
+ok(b["arms"][2]["version_output"] == "[v-c00]\n" if doc else False,
+   "... and its versions")
+ok(set(b.get("verdict", {})) == {"fixed", "work@c00"},
+   "a verdict of the subject against each: the other arm and c00",
+   b.get("verdict", {}).keys())
+many = ["--var", "commit=c50"]
+for i in range(15):
+    many += ["--against", "commit=x%d" % i]
+wide = suite("wide.yaml", "suite: wide\nrevision: commit\nvariables: "
+             "{commit: c0}\nbenchmarks:\n  - name: w\n    arms:\n" +
+             "".join("      - {name: a%d, command: [%s, \"${commit}\"]}\n"
+                     % (i, q(PROG)) for i in range(3)))
+taken = suite("taken.yaml", "suite: taken\nrevision: commit\nvariables: "
+              "{commit: c0}\nbenchmarks:\n  - name: w\n    arms:\n"
+              "      - {name: a, command: [%s, \"${commit}\"]}\n"
+              "      - {name: a@c1, command: [%s]}\n" % (q(PROG), q(PROG)))
+for args, code, msg in [
+    ([ap, "--against", "commit"], 2,
+     "parity-agent run: --against commit: expected NAME=VALUE\n"),
+    ([ap, "--against", "1x=c"], 2,
+     "parity-agent run: --against 1x=c: \"1x\" is not a variable name "
+     "(letters, digits and _, not starting with a digit)\n"),
+    ([ap] + many, 2, "parity-agent run: more than 14 --against\n"),
+    ([ap, "--against", "size=2"], 1, "parity-agent run: --against size=2: "
+     "--against takes suite \"rev\"'s revision variable, commit\n"),
+    ([ap, "--against", "commit=c00"], 1, "parity-agent run: --against "
+     "commit=c00: the subject's own value (give another)\n"),
+    ([ap, "--against", "commit=c1", "--against", "commit=c1"], 1,
+     "parity-agent run: --against commit=c1: given twice\n"),
+    ([wide] + sum((["--against", "commit=x%d" % i] for i in range(14)),
+                  []), 1,
+     "parity-agent run: benchmark \"w\": 3 arms and 14 --against values "
+     "make 17 arms (at most 16)\n"),
+    ([taken, "--against", "commit=c1"], 1,
+     "parity-agent run: --against commit=c1: benchmark \"w\" has an arm "
+     "named \"a@c1\" already (the instance's name)\n"),
+    ([path("order.yaml"), "--against", "commit=c1"], 1,
+     "parity-agent run: --against commit=c1: suite \"order\" names no "
+     "revision variable (add \"revision: commit\" to compare its values "
+     "in one job; docs/suites.md \"Revision\")\n"),
+]:
+    r = run([AGENT, "run"] + args)
+    ok(r.returncode == code and r.stderr == msg, "--against error: %s" %
+       " ".join(a.replace(TMP, "$TMP") for a in args[1:5]),
+       "got %d %r" % (r.returncode, r.stderr))
+
 # --- command-line errors, each message pinned -------------------------------
 bad_yaml = suite("bad.yaml", "suite: s\nbenchmarks:\n  - name: x\n"
                  "    runs: many\n")

@@ -174,6 +174,32 @@ def check_errors(w):
            "run %s: exit %d, %s (got %d: %s)" % (" ".join(args), code, want,
                                                  r.returncode,
                                                  r.stderr.strip()))
+    # What another client may send: the run request's "against" itself.
+    bad = [
+        ('{"suite": "spin", "against": {"commit": "c00"}}',
+         '"against" must be an array of at most 14 {"name", "value"} '
+         'objects'),
+        ('{"suite": "spin", "against": [%s]}' % ", ".join(
+            '{"name": "commit", "value": "x%d"}' % i for i in range(15)),
+         '"against" must be an array of at most 14 {"name", "value"} '
+         'objects'),
+        ('{"suite": "spin", "against": [{"name": "commit"}]}',
+         '"against"[0] must be {"name": a variable name, "value": a string '
+         'of at most 1024 bytes}'),
+        ('{"suite": "spin", "against": [{"name": "1x", "value": "a"}]}',
+         '"against"[0] must be {"name": a variable name, "value": a string '
+         'of at most 1024 bytes}'),
+        ('{"suite": "spin", "against": [{"name": "commit", "value": "a", '
+         '"x": 1}]}', '"against"[0] must be {"name": a variable name, '
+         '"value": a string of at most 1024 bytes}'),
+        ('{"suite": "spin", "against": [{"name": "commit", "value": "a"}, '
+         '{"name": "size", "value": "b"}]}', '"against"[1]: values of one '
+         'variable only, the suite\'s revision ("commit", then "size")'),
+    ]
+    ans = tj.requests(w, [("run", a) for a, _ in bad])
+    ok(ans == [("1", want) for _, want in bad],
+       "a run request's malformed \"against\": status 1, each message "
+       "(%s)" % ans)
     jobs = (w.pjson("jobs", "--json") or {}).get("jobs", [])
     ok(len(jobs) == 2 * TRIES, "none of them made a job (%d jobs)"
        % len(jobs))
@@ -208,7 +234,7 @@ def case_against():
 
 
 def main():
-    tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, TESTPROG)
+    tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, tj.REQUEST, TESTPROG)
     case_against()
     tj.pf.finish()
 
