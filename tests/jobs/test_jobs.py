@@ -1205,7 +1205,11 @@ def case_client():
             (("--expire", "31d"), '--expire "31d": want a duration such as '
              "90s, 10m, 2h, 1d (at most 30d)"),
             (("--hosts", "a,,b"), '--hosts "a,,b": want NAME,NAME,..., all '
-             "or KEY=VALUE")):
+             "or KEY=VALUE"),
+            (("--against", "=c1"), '--against "=c1": want NAME=VALUE, NAME '
+             "a variable name (the suite's revision variable)"),
+            (sum((("--against", "commit=v%d" % i) for i in range(15)), ()),
+             "more than 14 --against")):
         r = run("run", "x", *args)
         ok(r.returncode == 2 and r.stderr == "parity run: %s\n" % msg,
            "run %s: %s" % (args[0], r.stderr.strip()[:120]))

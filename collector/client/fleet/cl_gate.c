@@ -182,7 +182,10 @@ s_label(char *buf, size_t len, const s_case_t *c)
 {
     const char *s = pw_out_str(c->cmp, "subject", "?");
     const char *o = pw_out_str(c->cmp, "other", "?");
-    if (strcmp(s, o) == 0)
+    /* The subject against an --against instance of it: the result line
+     * says which revision ("against commit=c00"). */
+    if (strcmp(s, o) == 0 || json_is_object(json_object_get(c->cmp,
+                                                            "against")))
         snprintf(buf, len, "%s", c->bench);
     else
         snprintf(buf, len, "%s (%s vs %s)", c->bench, s, o);
