@@ -721,8 +721,8 @@ fail:
 /* ---- show --------------------------------------------------------- */
 
 /* The run's arms (rows of arms: idx, name, subject, argv, shell,
- * version_output) into bench; their names by idx into by_idx, for the
- * samples. 0, or -1 out of memory. */
+ * version_output, instance) into bench; their names by idx into by_idx,
+ * for the samples. 0, or -1 out of memory. */
 static int
 s_show_arms(json_t *bench, PGresult *a, json_t *by_idx)
 {
@@ -743,6 +743,8 @@ s_show_arms(json_t *bench, PGresult *a, json_t *by_idx)
                                     PQgetvalue(a, i, 5));
         free(vv);
         json_decref(argv);
+        if (rc == PW_RESULTS_OK && !PQgetisnull(a, i, 6))
+            rc = pw_results_arm_instance(bench, PQgetvalue(a, i, 6));
         if (rc != PW_RESULTS_OK)
             return -1;
         json_array_append_new(by_idx, json_string(PQgetvalue(a, i, 1)));
@@ -872,8 +874,8 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     json_object_set_new(doc, "tags", co_reply_json_col(r, 0, 11));
 
     a = s_q(q, res, "SELECT idx, name, subject, array_to_json(argv)::text, "
-            "shell, version_output FROM arms WHERE run = $1 ORDER BY idx", 1,
-            pid);
+            "shell, version_output, instance FROM arms WHERE run = $1 ORDER "
+            "BY idx", 1, pid);
     if (!a)
         goto fail;
     if (s_show_arms(bench, a, arms_by_idx) != 0)
