@@ -2,7 +2,8 @@
 """gate_bench.py -- the CI gate across jobs against the gate in one job
 (docs/performance.md "Gate", docs/ci.md "Which mode").
 
-    tests/bench/gate_bench.py [--build DIR] [--tries N] [--only sleep10|loop10|sleep3]
+    tests/bench/gate_bench.py [--build DIR] [--tries N]
+                              [--only sleep10|loop10|sleep3|busy10]
 
 The fleet of tests/jobs/test_against.py: parity-collector with its
 private PostgreSQL, two parity-agent daemons (alpha, beta) on this
@@ -15,6 +16,10 @@ benchmark's subject is 10 % or 3 % slower from commit c37 on:
            iterations; --parity 0.04
   sleep3   the 45 ms sleep, 3 % longer; --parity 0.01, a tolerance below
            the step (at 0.04 the rule calls 3 % parity by design)
+  busy10   sleep10 on a machine that changed between the baseline and the
+           gate: two processes spinning (one a core) run through every
+           gate job and no baseline job, as a build or another tenant
+           starting on the benchmark host between two jobs would
 
 Each step is gated N times (default 5) in two modes, alternating, and an
 A/A pull request (c01, the same code as c00) as many times:
@@ -48,27 +53,8 @@ CASES = {
     "sleep10": ("sleep", 1.10, "0.04"),
     "loop10": ("loop", 1.10, "0.04"),
     "sleep3": ("sleep", 1.03, "0.01"),
+    "busy10": ("sleep", 1.10, "0.04"),
 }
-SUITE = """suite: gate
-revision: commit
-variables:
-  commit: c00
-  testprog: %(prog)s
-defaults:
-  runs: 10
-  warmup: 1
-benchmarks:
-  - name: step
-    arms:
-      - name: tool
-        subject: true
-        shell: 'case "$PARITY_VAR_COMMIT" in c3[7-9]|c[4-6]?) n=%(slow)d ;;
-          *) n=%(base)d ;; esac; exec "$PARITY_VAR_TESTPROG" %(op)s $n'
-      - name: release
-        command: ["${testprog}", %(op)s, "%(base)d"]
-"""
-
-
 def gate_cases(body):
     """(outcome, tolerance, noise) of each case the gate judged: the
     baseline answer's, or the --against comparisons of the verdicts."""
@@ -87,10 +73,19 @@ def gate_cases(body):
     return out
 
 
-def one_gate(w, tj, args):
+def one_gate(w, tj, args, busy):
+    # busy10's load: a spinning process per core through the gate job.
+    prog, = tj.pf.built("tests/helpers/parity-testprog")
+    hogs = [tj.subprocess.Popen([prog, "spin", "3600000000"])
+            for _ in range(os.cpu_count() if busy else 0)]
     t0 = time.time()
-    r = w.parity("run", "gate", "--wait", "--json", "--fail-on", "loss",
-                 *args, timeout=600)
+    try:
+        r = w.parity("run", "gate", "--wait", "--json", "--fail-on", "loss",
+                     *args, timeout=600)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
     wall = time.time() - t0
     try:
         body = json.loads(r.stdout)
@@ -101,7 +96,7 @@ def one_gate(w, tj, args):
         gate_cases(body)
 
 
-def scenario(tj, name, tries):
+def scenario(tj, ta, name, tries):
     op, step, parity = CASES[name]
     base = BASE_US if op == "sleep" else BASE_LOOPS
     prog, = tj.pf.built("tests/helpers/parity-testprog")
@@ -118,9 +113,10 @@ def scenario(tj, name, tries):
     stats = {m: {"step": [], "aa": [], "wall": [], "tol": [], "noise": []}
              for m in ("across", "one job")}
     try:
-        with open(os.path.join(w.suites, "gate.yaml"), "w") as f:
-            f.write(SUITE % {"prog": prog, "op": op, "base": base,
-                             "slow": round(base * step)})
+        w.write_suites({"gate.yaml": ta.SUITE % {
+            "name": "gate", "bench": "step", "subject": "tool",
+            "other": "release", "prog": prog, "op": op, "base": base,
+            "slow": round(base * step)}})
         if not w.start_fleet(("alpha", "beta")):
             print("%s: the agents did not come online" % name)
             return
@@ -137,7 +133,8 @@ def scenario(tj, name, tries):
                     else:
                         args = ("--var", "commit=" + head, "--against",
                                 "commit=c00")
-                    failed, wall, cases = one_gate(w, tj, args)
+                    failed, wall, cases = one_gate(w, tj, args,
+                                                   name == "busy10")
                     s[key].append(failed)
                     s["wall"].append(wall)
                     s["tol"] += [c[1] for c in cases if c[1] is not None]
@@ -179,9 +176,10 @@ def main():
     sys.argv = [sys.argv[0], build]
     sys.path.insert(0, os.path.join(ROOT, "tests", "jobs"))
     import test_jobs as tj
+    import test_against as ta   # its suite, with this benchmark's numbers
     for name in CASES:
         if a.only in (None, name):
-            scenario(tj, name, a.tries)
+            scenario(tj, ta, name, a.tries)
 
 
 if __name__ == "__main__":

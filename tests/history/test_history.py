@@ -104,10 +104,7 @@ def pair(body, other):
 def case_fleet():
     w = tj.World()
     try:
-        with open(os.path.join(w.suites, "hist.yaml"), "w") as f:
-            f.write(HIST_SUITE)
-        with open(os.path.join(w.suites, "esc.yaml"), "w") as f:
-            f.write(ESC_SUITE)
+        w.write_suites({"hist.yaml": HIST_SUITE, "esc.yaml": ESC_SUITE})
         if not ok(w.start_fleet(HOSTS), "alpha and beta are online"):
             return
 

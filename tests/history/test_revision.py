@@ -154,10 +154,7 @@ def check_plain(w):
 def case_revision():
     w = tj.World()
     try:
-        with open(os.path.join(w.suites, "work.yaml"), "w") as f:
-            f.write(WORK)
-        with open(os.path.join(w.suites, "plain.yaml"), "w") as f:
-            f.write(PLAIN)
+        w.write_suites({"work.yaml": WORK, "plain.yaml": PLAIN})
         if not ok(w.start_fleet(HOSTS), "alpha and beta are online"):
             return
         check_work(w)

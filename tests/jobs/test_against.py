@@ -38,7 +38,10 @@ HOSTS = ("alpha", "beta")
 TRIES = 5
 # 45 ms; c37 on takes 10 % longer.
 BASE_US, SLOW_US = 45000, 49500
-SPIN = """suite: spin
+# The suite of this test and of tests/bench/gate_bench.py: OP is
+# parity-testprog's sleep (microseconds) or loop (iterations), BASE its
+# argument, SLOW the one from c37 on.
+SUITE = """suite: %(name)s
 revision: commit
 variables:
   commit: c00
@@ -47,17 +50,20 @@ defaults:
   runs: 10
   warmup: 1
 benchmarks:
-  - name: work
+  - name: %(bench)s
     arms:
-      - name: work
+      - name: %(subject)s
         subject: true
         shell: 'case "$PARITY_VAR_COMMIT" in c3[7-9]|c[4-6]?) n=%(slow)d ;;
-          *) n=%(base)d ;; esac; exec "$PARITY_VAR_TESTPROG" sleep $n'
+          *) n=%(base)d ;; esac; exec "$PARITY_VAR_TESTPROG" %(op)s $n'
         setup: 'test "${commit}" != c99 || { echo "no build of c99" >&2;
           exit 3; }'
-      - name: fixed
-        command: ["${testprog}", sleep, "%(base)d"]
-""" % {"prog": TESTPROG, "slow": SLOW_US, "base": BASE_US}
+      - name: %(other)s
+        command: ["${testprog}", %(op)s, "%(base)d"]
+"""
+SPIN = SUITE % {"name": "spin", "bench": "work", "subject": "work",
+                "other": "fixed", "prog": TESTPROG, "op": "sleep",
+                "slow": SLOW_US, "base": BASE_US}
 PLAIN = """suite: plain
 variables:
   commit: c00
@@ -221,10 +227,7 @@ def check_errors(w):
 def case_against():
     w = tj.World()
     try:
-        with open(os.path.join(w.suites, "spin.yaml"), "w") as f:
-            f.write(SPIN)
-        with open(os.path.join(w.suites, "plain.yaml"), "w") as f:
-            f.write(PLAIN)
+        w.write_suites({"spin.yaml": SPIN, "plain.yaml": PLAIN})
         if not ok(w.start_fleet(HOSTS), "alpha and beta are online"):
             return
         last = check_gate(w)

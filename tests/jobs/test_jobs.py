@@ -116,6 +116,12 @@ class World(pf.World):
         self.agents = {}
         self.log = open(os.path.join(self.root, "collector.log"), "ab")
 
+    def write_suites(self, files):
+        """Each {FILE: TEXT} into the agents' --suites directory."""
+        for name, text in files.items():
+            with open(os.path.join(self.suites, name), "w") as f:
+                f.write(text)
+
     def start_collector(self):
         self.collector = subprocess.Popen(
             self.collector_cmd(self.endpoint, HEARTBEAT_MS),
