@@ -191,6 +191,20 @@ s_label(char *buf, size_t len, const s_case_t *c)
         snprintf(buf, len, "%s (%s vs %s)", c->bench, s, o);
 }
 
+/* What a case was judged against, for its row: the baseline's job, the
+ * --against instance's revision, "none" (no baseline run) or "-". */
+static const char *
+s_base_cell(const s_case_t *c)
+{
+    const json_t *base = json_object_get(c->entry, "baseline");
+    const json_t *against = json_object_get(c->cmp, "against");
+    if (json_is_object(base))
+        return pw_out_str(base, "job", "?");
+    if (json_is_object(against))
+        return pw_out_str(against, "value", "?");
+    return json_is_null(base) ? "none" : "-";
+}
+
 /* ---- the terminal ---------------------------------------------------- */
 
 static int
@@ -203,11 +217,8 @@ s_row(s_case_t *c, void *ctx)
         pw_out_ratio(ratio, sizeof ratio, c->v.ratio);
         snprintf(tol, sizeof tol, "%.1f %%", 100 * c->v.tolerance);
     }
-    const json_t *base = json_object_get(c->entry, "baseline");
     const char *row[] = { label, c->host, c->state, ratio, tol,
-                          json_is_object(base) ? pw_out_str(base, "job", "?")
-                          : json_is_null(base) ? "none" : "-",
-                          c->fails ? "FAIL" : "ok" };
+                          s_base_cell(c), c->fails ? "FAIL" : "ok" };
     return pw_out_table_add(t, row);
 }
 
@@ -310,11 +321,7 @@ s_md_row(s_case_t *c, void *ctx)
     s_md(f, c->host);
     fprintf(f, " | %s%s%s | %s | %s | ", c->fails ? "**" : "", c->state,
             c->fails ? "**" : "", ratio, tol);
-    const json_t *base = json_object_get(c->entry, "baseline");
-    if (json_is_object(base))
-        s_md(f, pw_out_str(base, "job", "?"));
-    else
-        fputs(json_is_null(base) ? "none" : "-", f);
+    s_md(f, s_base_cell(c));
     fputs(" | ", f);
     s_md(f, pw_out_str(c->entry, "run_id", "-"));
     fputs(" |\n", f);
