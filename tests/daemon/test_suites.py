@@ -338,9 +338,11 @@ def case_example(f):
     ok(v.get("outcome") == "win" and v.get("ratio", 1) < 0.5,
        "the sieve wins: head's median is under half of base's (%s %s)"
        % (v.get("outcome"), v.get("ratio")))
-    ok(f.w.psql("SELECT vars->>'base' || ' ' || (vars->>'head') FROM "
-                "runs") == "v1.0 v1.1",
-       "the run keeps the revisions it compared (its vars)")
+    ok(f.w.psql("SELECT (vars->>'base') || ' ' || (vars ? 'head') || ' ' "
+                "|| revision || ' ' || (tags->>'head') FROM runs") ==
+       "v1.0 false v1.1 v1.1",
+       "the run keeps the revisions it compared: base in its vars, head "
+       "(the suite's revision: variable) its revision and tag")
     ok(not os.path.exists(os.path.join(work, "head"))
        and not os.path.exists(os.path.join(work, "base")),
        "cleanup removed both builds")

@@ -763,7 +763,7 @@ def case_restart():
              '"label" must be a string of at most 1024 bytes'),
             ("run", '{"suite": "fleet", "tag": {"commit": "abc"}}', "1",
              'unknown argument "tag" for run (known: suite hosts tags vars '
-             "runs only label expire_us)"),
+             "against runs only label expire_us)"),
         ]
         before = w.psql("SELECT count(*) FROM jobs")
         got = requests(w, [(c, a) for c, a, _, _ in cases])
