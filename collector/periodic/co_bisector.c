@@ -39,10 +39,13 @@ struct co_bisector {
  * next one start at once). */
 #define S_PASSES 16
 
-/* The subject arm's measured wall times of the bisect's complete runs of
- * its benchmark at the points $2, on every host: all of them, or ($4
+/* The subject's measured wall times at the points $2 of the bisect's
+ * complete runs of its benchmark, on every host: all of them, or ($4
  * not null) only those measured for the judgement of midpoint $4 at try
- * $5 (a group). */
+ * $5 (a group). A group is one job that runs the subject at each of its
+ * points (--against, docs/suites.md "Against"): a point's arm is the
+ * instance at its commit, or the subject itself when the run's revision
+ * is that commit. */
 static const char S_SAMPLES_SQL[] =
     "SELECT st.point, h.name, s.wall_us FROM bisect_steps st "
     "JOIN bisects b ON b.id = st.bisect "
@@ -50,8 +53,10 @@ static const char S_SAMPLES_SQL[] =
     "JOIN benchmarks bm ON bm.id = r.benchmark_id AND bm.suite = b.suite "
     "  AND bm.name = b.benchmark "
     "JOIN hosts h ON h.id = r.host_id "
-    "JOIN LATERAL (SELECT idx FROM arms WHERE run = r.id "
-    "  ORDER BY subject DESC, idx LIMIT 1) sa ON true "
+    "JOIN LATERAL (SELECT idx FROM arms WHERE run = r.id AND (instance = "
+    "  b.commits[st.point + 1] OR (instance IS NULL AND subject AND "
+    "  r.revision = b.commits[st.point + 1])) ORDER BY idx LIMIT 1) sa ON "
+    "  true "
     "JOIN samples s ON s.run = r.id AND s.arm = sa.idx AND s.kind = 0 "
     "WHERE st.bisect = $1::bigint AND st.point = ANY($2::int[]) AND "
     "  ($4::int IS NULL OR (st.mid = $4::int AND st.try = $5::int)) "
@@ -270,27 +275,36 @@ s_verdict_json(const char *host, const vd_verdict_t *v)
 
 /* ---- writing ------------------------------------------------------ */
 
-/* Measure point at try_no (rerun: on hosts only, else on all): a job,
- * then its step. 0; 1 when the bisect ended (no host can run it); -1
- * with c's status (tried again next pass). */
+/* Measure the points pts[0 .. np) of group g in one job (rerun: on
+ * hosts only, else on all): the subject at pts[head]'s commit, and at
+ * each other point's as an --against instance, interleaved in the same
+ * rounds; then a step per point, all naming that job. 0; 1 when the
+ * bisect ended (no host can run it); -1 with c's status (tried again
+ * next pass). */
 static int s_finish(co_bisector_t *n, co_reply_t *c, const json_t *b,
                     const char *state, const char *reason, json_t *result);
 
 static int
-s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b, size_t point,
-          s_grp_t g, int rerun, const json_t *hosts)
+s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b,
+          const size_t *pts, size_t np, size_t head, s_grp_t g, int rerun,
+          const json_t *hosts)
 {
-    char err[512], tag[24], seq_args[5][24];
+    char err[512], tag[24], seq_args[4][24], now[24];
     int try_no = g.try_no;
-    const char *commit = s_commit(b, point);
+    const char *commit = s_commit(b, pts[head]);
     snprintf(tag, sizeof tag, "%" JSON_INTEGER_FORMAT, s_int(b, "id"));
     json_t *vars = json_deep_copy(json_object_get(b, "vars"));
+    json_t *against = json_array();
     json_object_set_new(vars, "commit", json_string(commit));
-    json_t *args = json_pack("{s:s,s:O,s:[s],s:i,s:o,s:{s:s,s:s},s:s,s:I}",
+    for (size_t k = 0; k < np; k++)
+        if (k != head)
+            json_array_append_new(against, json_pack("{s:s,s:s}", "name",
+                                  "commit", "value", s_commit(b, pts[k])));
+    json_t *args = json_pack("{s:s,s:O,s:[s],s:i,s:o,s:o,s:{s:s},s:s,s:I}",
         "suite", co_reply_str(b, "suite"), "hosts", hosts ? hosts :
         json_object_get(b, "hosts"), "only", co_reply_str(b, "benchmark"), "runs",
-        s_runs(b, try_no), "vars", vars, "tags", "commit", commit, "bisect",
-        tag, "label", "bisect", "expire_us",
+        s_runs(b, try_no), "vars", vars, "against", against, "tags",
+        "bisect", tag, "label", "bisect", "expire_us",
         (json_int_t)CO_BISECTOR_JOB_EXPIRE_US);
     json_t *reply = NULL;
     int rc = args ? co_jobs_create(c->jobs, co_reply_str(b, "requested_by"), args,
@@ -308,22 +322,29 @@ s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b, size_t point,
         return -1;
     }
     const char *job = co_reply_str(reply, "job");
-    snprintf(seq_args[0], 24, "%zu", point);
-    snprintf(seq_args[1], 24, "%d", try_no);
-    snprintf(seq_args[2], 24, "%d", rerun);
-    snprintf(seq_args[3], 24, "%d", s_runs(b, try_no));
-    snprintf(seq_args[4], 24, "%d", g.mid);
-    char now[24];
+    char points[80];
+    size_t at = (size_t)snprintf(points, sizeof points, "{");
+    for (size_t k = 0; k < np && at < sizeof points; k++)
+        at += (size_t)snprintf(points + at, sizeof points - at, "%s%zu",
+                               k ? "," : "", pts[k]);
+    if (at < sizeof points)
+        snprintf(points + at, sizeof points - at, "}");
+    snprintf(seq_args[0], 24, "%d", try_no);
+    snprintf(seq_args[1], 24, "%d", rerun);
+    snprintf(seq_args[2], 24, "%d", s_runs(b, try_no));
+    snprintf(seq_args[3], 24, "%d", g.mid);
     snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
-    const char *p[] = { tag, seq_args[0], seq_args[1], seq_args[2],
-                        seq_args[3], job, now, seq_args[4] };
+    const char *p[] = { tag, points, seq_args[0], seq_args[1], seq_args[2],
+                        job, now, seq_args[3] };
+    /* The group's steps in one statement: all of them or none. */
     PGresult *r = co_reply_q(c, "INSERT INTO bisect_steps (bisect, seq, "
         "point, try, rerun, runs, job_uuid, created_at_us, mid) SELECT $1, "
-        "coalesce(max(seq), -1) + 1, $2, $3, $4, $5, $6, $7, $8 FROM "
-        "bisect_steps WHERE bisect = $1::bigint RETURNING seq", 8, p);
+        "(SELECT coalesce(max(seq), -1) FROM bisect_steps WHERE bisect = "
+        "$1::bigint) + u.o, u.p, $3, $4, $5, $6, $7, $8 FROM "
+        "unnest($2::int[]) WITH ORDINALITY AS u (p, o) RETURNING seq", 8, p);
     if (r)
-        co_log(CO_LOG_INFO, "bisect_step", "bisect=%s commit=%s point=%zu "
-               "mid=%d try=%d rerun=%d runs=%d job=%s", tag, commit, point,
+        co_log(CO_LOG_INFO, "bisect_step", "bisect=%s commit=%s points=%zu "
+               "mid=%d try=%d rerun=%d runs=%d job=%s", tag, commit, np,
                g.mid, try_no, rerun, s_runs(b, try_no), job);
     PQclear(r);
     json_decref(reply);
@@ -443,34 +464,66 @@ s_group(const json_t *b, s_grp_t g, size_t point, int *reruns)
     return last;
 }
 
-/* Measure the points of group g: the ends, a first look at the midpoint,
- * or (a retry) the midpoint and its interval's ends, one job each, in
- * that order (adjacent in each host's queue). 1, or -1 with c's status. */
+/* The points of group g, in order, and which of them the group's job
+ * runs as the subject (the others as its --against instances): the ends
+ * (the bad end the subject), or the midpoint (the subject) between
+ * low and high. The number of points. */
+static size_t
+s_group_points(const json_t *b, s_grp_t g, size_t low, size_t high,
+               size_t pts[3], size_t *head)
+{
+    size_t last = json_array_size(json_object_get(b, "commits")) - 1;
+    if (g.mid < 0) {
+        pts[0] = 0;
+        pts[1] = last;
+        *head = 1;
+        return 2;
+    }
+    pts[0] = low;
+    pts[1] = (size_t)g.mid;
+    pts[2] = high;
+    *head = 1;
+    return 3;
+}
+
+/* Measure group g: the ends, or the midpoint beside its interval's ends,
+ * in one job whose rounds interleave them, so that the judgement reads
+ * samples taken side by side (a machine drifts between jobs minutes
+ * apart). A retry is the same job with twice the runs. 1, or -1 with
+ * c's status. */
 static int
 s_measure_group(co_bisector_t *n, co_reply_t *c, const json_t *b, s_grp_t g,
                 size_t low, size_t high)
 {
-    size_t last = json_array_size(json_object_get(b, "commits")) - 1;
-    size_t pts[3] = { low, (size_t)g.mid, high }, np = 3, first = 0;
-    if (g.mid < 0) {
-        pts[0] = 0;
-        pts[1] = last;
-        np = 2;
-    } else if (g.try_no == 0) {
-        first = 1;
-        np = 2;
-    }
-    for (size_t k = first; k < np; k++) {
-        int rc = s_measure(n, c, b, pts[k], g, 0, NULL);
-        if (rc != 0)
-            return rc;
-    }
-    return 1;
+    size_t pts[3], head;
+    size_t np = s_group_points(b, g, low, high, pts, &head);
+    int rc = s_measure(n, c, b, pts, np, head, g, 0, NULL);
+    return rc != 0 ? rc : 1;
 }
 
-/* Every host completed every point of group g: 0. A host did not: that
- * point is measured again on the hosts that did not (1), or, its rerun
- * spent, the bisect fails (1). -1 with c's status. */
+/* The points of group g as its first job measured them, and its
+ * subject's place among them: 0 when the group has no step. */
+static size_t
+s_group_steps(const json_t *b, s_grp_t g, size_t pts[3], size_t *head)
+{
+    size_t i, np = 0;
+    json_t *st;
+    *head = 0;
+    json_array_foreach(json_object_get(b, "steps"), i, st)
+        if (s_int(st, "mid") == g.mid && s_int(st, "try") == g.try_no &&
+            s_int(st, "rerun") == 0 && np < 3)
+            pts[np++] = (size_t)s_int(st, "point");
+    size_t want = g.mid < 0 ? np - 1 : (size_t)g.mid;
+    for (size_t k = 0; k < np; k++)
+        if (pts[k] == want)
+            *head = k;
+    return np;
+}
+
+/* Every host completed group g's job (every point of it): 0. Hosts that
+ * did not run the group's job again, on those hosts alone (1), or, the
+ * rerun spent, the bisect fails naming the first of them (1). -1 with
+ * c's status. */
 static int
 s_complete(co_bisector_t *n, co_reply_t *c, const json_t *b, s_grp_t g)
 {
@@ -482,33 +535,42 @@ s_complete(co_bisector_t *n, co_reply_t *c, const json_t *b, s_grp_t g)
     PGresult *r = co_reply_q(c, S_MISSING_SQL, 3, p);
     if (!r)
         return -1;
-    int rc = 0, reruns;
-    for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
-        size_t point = (size_t)strtoull(PQgetvalue(r, i, 0), NULL, 10);
-        s_group(b, g, point, &reruns);
-        if (reruns >= CO_BISECTOR_RERUNS) {
-            char why[900];
-            const char *job = PQgetisnull(r, i, 2) ? "not given the job "
-                "(it does not list the suite now)" : PQgetvalue(r, i, 2);
-            snprintf(why, sizeof why, "host %s did not complete commit %s, "
-                     "twice (its job: %.300s%s%.300s)", PQgetvalue(r, i, 1),
-                     s_commit(b, point), job, PQgetisnull(r, i, 3) ? "" :
-                     "; its run: ", PQgetisnull(r, i, 3) ? "" :
-                     PQgetvalue(r, i, 3));
-            rc = s_finish(n, c, b, "failed", why, NULL) < 0 ? -1 : 1;
-            break;
-        }
-        /* This point's hosts without a run (rows are by point). */
+    size_t pts[3], head;
+    size_t np = s_group_steps(b, g, pts, &head);
+    int rc = 0, reruns = -1;
+    if (PQntuples(r) > 0 && np > 0)
+        s_group(b, g, pts[head], &reruns);
+    if (PQntuples(r) > 0 && np > 0 && reruns >= CO_BISECTOR_RERUNS) {
+        char why[900], beside[300] = "";
+        size_t at = 0;
+        for (size_t k = 0; k < np && at < sizeof beside; k++)
+            if (k != head)
+                at += (size_t)snprintf(beside + at, sizeof beside - at,
+                                       "%s%s", at ? ", " : "",
+                                       s_commit(b, pts[k]));
+        const char *job = PQgetisnull(r, 0, 2) ? "not given the job (it "
+            "does not list the suite now)" : PQgetvalue(r, 0, 2);
+        snprintf(why, sizeof why, "host %s did not complete commit %s "
+                 "(beside %s), twice (its job: %.300s%s%.300s)",
+                 PQgetvalue(r, 0, 1), s_commit(b, pts[head]), beside, job,
+                 PQgetisnull(r, 0, 3) ? "" : "; its run: ",
+                 PQgetisnull(r, 0, 3) ? "" : PQgetvalue(r, 0, 3));
+        rc = s_finish(n, c, b, "failed", why, NULL) < 0 ? -1 : 1;
+    } else if (PQntuples(r) > 0 && np > 0) {
+        /* The hosts without a run of some point (rows are by point). */
         json_t *hosts = json_array();
-        int k = i;
-        for (; k < PQntuples(r) && strcmp(PQgetvalue(r, k, 0),
-                                          PQgetvalue(r, i, 0)) == 0; k++)
-            json_array_append_new(hosts, json_string(PQgetvalue(r, k, 1)));
-        rc = s_measure(n, c, b, point, g, reruns + 1, hosts) < 0 ? -1 : 0;
+        for (int i = 0; hosts && i < PQntuples(r); i++) {
+            bool seen = false;
+            for (size_t k = 0; k < json_array_size(hosts); k++)
+                seen |= strcmp(json_string_value(json_array_get(hosts, k)),
+                               PQgetvalue(r, i, 1)) == 0;
+            if (!seen)
+                json_array_append_new(hosts, json_string(PQgetvalue(r, i,
+                                                                    1)));
+        }
+        rc = s_measure(n, c, b, pts, np, head, g, reruns + 1, hosts) < 0
+             ? -1 : 1;
         json_decref(hosts);
-        i = k - 1;
-        if (rc == 0 && k >= PQntuples(r))
-            rc = 1;
     }
     PQclear(r);
     return rc;
@@ -580,10 +642,10 @@ s_ends(co_bisector_t *n, co_reply_t *c, const json_t *b, int try_no)
 }
 
 /* Judge group g's midpoint against (low, high) on every host, and store
- * the fleet's call on step seq. A first look pools every sample of the
- * three commits in the bisect; a retry takes its own measurements of the
- * three alone, made side by side, so that a machine drifting between
- * jobs minutes apart is not read as a step. 0, or -1 with c's status. */
+ * the fleet's call on step seq, from the group's own job alone: the
+ * three commits measured side by side, so that a machine drifting
+ * between jobs minutes apart is never read as a step. 0, or -1 with c's
+ * status. */
 static int
 s_judge(co_reply_t *c, const json_t *b, s_grp_t g, size_t low, size_t high,
         json_int_t seq)
@@ -591,7 +653,7 @@ s_judge(co_reply_t *c, const json_t *b, s_grp_t g, size_t low, size_t high,
     size_t mid = (size_t)g.mid;
     int pts[3] = { (int)low, (int)high, (int)mid };
     s_samples_t s;
-    if (!s_samples(c, b, pts, 3, g.try_no > 0 ? &g : NULL, &s)) {
+    if (!s_samples(c, b, pts, 3, &g, &s)) {
         s_samples_free(&s);
         return -1;
     }
@@ -686,14 +748,22 @@ s_result(co_reply_t *c, const json_t *b, const vd_bisect_t *v)
             (json_int_t)nr, "hosts", hosts));
     }
     int64_t started = (int64_t)s_int(b, "started_at_us");
-    return list ? json_pack("{s:o,s:b,s:I,s:I,s:I,s:I}", "culprits", list,
-                            "spread", nc > 1, "rounds",
-                            (json_int_t)vd_bisect_rounds(v), "retries",
-                            (json_int_t)vd_bisect_retries(v), "jobs",
-                            (json_int_t)json_array_size(json_object_get(
-                                b, "steps")), "wall_us",
-                            (json_int_t)(pw_clock_unix_us() - started))
-                : NULL;
+    /* Jobs, not steps: a job measures each of its group's points. */
+    json_t *jobs = json_object();
+    size_t i;
+    json_t *st;
+    json_array_foreach(json_object_get(b, "steps"), i, st)
+        json_object_set_new(jobs, co_reply_str(st, "job"), json_true());
+    json_t *res = list && jobs ? json_pack(
+        "{s:o,s:b,s:I,s:I,s:I,s:I}", "culprits", list, "spread", nc > 1,
+        "rounds", (json_int_t)vd_bisect_rounds(v), "retries",
+        (json_int_t)vd_bisect_retries(v), "jobs",
+        (json_int_t)json_object_size(jobs), "wall_us",
+        (json_int_t)(pw_clock_unix_us() - started)) : NULL;
+    if (!jobs)
+        json_decref(list);   /* json_pack took it otherwise */
+    json_decref(jobs);
+    return res;
 }
 
 /* The search replayed (co_bisect_replay); a replay that disagrees with

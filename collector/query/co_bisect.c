@@ -445,7 +445,8 @@ s_cancel(co_reply_t *c, const json_t *args)
     char ids[24];
     snprintf(ids, sizeof ids, "%" PRId64, id);
     const char *p[] = { ids };
-    r = co_reply_q(c, "SELECT st.job_uuid FROM bisect_steps st JOIN jobs j "
+    /* DISTINCT: a job measures each point of its group (a step each). */
+    r = co_reply_q(c, "SELECT DISTINCT st.job_uuid FROM bisect_steps st JOIN jobs j "
                    "ON j.job_uuid = st.job_uuid WHERE st.bisect = $1::bigint "
                    "AND j.state = 'active'", 1, p);
     json_int_t jobs = 0;

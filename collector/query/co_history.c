@@ -80,7 +80,11 @@ static const char s_history_sql[] =
     "  AND ($3 = '' OR v.other_name = $3)"
     "  AND ($4::jsonb = '[]'::jsonb OR h.name IN"
     "       (SELECT jsonb_array_elements_text($4::jsonb)))"
-    "  AND r.tags @> $5::jsonb),"
+    "  AND r.tags @> $5::jsonb"
+    /* An --against instance's verdict is the job's own comparison of two
+     * revisions (023), no history of a pair. */
+    "  AND NOT EXISTS (SELECT 1 FROM arms oa WHERE oa.run = r.id AND"
+    "   oa.idx = v.other_arm AND oa.instance IS NOT NULL)),"
     /* With "by": TAG ($8), a group's place is the creation of the first
      * job whose tags gave TAG its value (a commit re-run later stays in
      * the commit's place); else when its first run started. */

@@ -194,13 +194,15 @@ def write_suite(path, suite, benchmarks, **top):
 
 def bisect_suite(path, builds, runs, warmup=1):
     """The bisect tests' suite "build": benchmark tool, whose subject arm
-    runs BUILDS/${commit}/tool (each commit's build) against /bin/true."""
+    runs BUILDS/${commit}/tool (each commit's build) against /bin/true;
+    commit is its revision (a bisect step runs the subject at each of its
+    commits in one job, docs/bisect.md)."""
     return write_suite(path, "build", [
         {"name": "tool", "runs": runs, "warmup": warmup, "arms": [
             {"name": "tool", "subject": True,
              "shell": "exec %s/${commit}/tool" % builds},
             {"name": "base", "command": ["/bin/true"]}]}],
-        variables={"commit": "none"})
+        revision="commit", variables={"commit": "none"})
 
 
 def xmllint(path, *check):

@@ -11,7 +11,9 @@ commit), against /bin/true.
   find     `parity bisect start ... --wait` names c37 with a loss on
            each host, in at most 6 narrowing rounds after the two ends
            (and the retries the load asks for); each
-           step is a job tagged commit=SHA and bisect=ID; meanwhile the
+           step is one job tagged bisect=ID that runs its commits
+           interleaved (--var commit= one, --against the others);
+           meanwhile the
            collector is restarted (the bisect carries on from the
            database) and an agent killed during its run of a step (the
            step is run again on that host alone); the change-point event
@@ -57,9 +59,10 @@ STEP = 37
 class World(tj.World):
     """The fleet and builds/cNN/tool for 64 commits: a sleep of `base`
     seconds, and from commit `at` on `step` times as long. The collector's --parity
-    is `parity` (tests/bench/bisect_bench.py asks for other steps)."""
+    is `parity`, its default 0.04 when None (tests/bench/bisect_bench.py
+    asks for other steps)."""
 
-    def __init__(self, step=1.10, at=STEP, parity="0.05", base=0.2):
+    def __init__(self, step=1.10, at=STEP, parity=None, base=0.2):
         super().__init__()
         self.parity_arg = parity
         self.builds = os.path.join(self.root, "builds")
@@ -90,13 +93,15 @@ class World(tj.World):
             f.write("".join(c + "\n" for c in COMMITS[1:]))
 
     def start_collector(self, *extra):
-        # A flat tolerance of 5 %: on a 2-core machine that runs other
-        # tests meanwhile, a 200 ms sleep measures up to 2 % to 3 % longer
-        # from one job to the next; the step is 10 %.
+        # The collector's default tolerance: each step measures its
+        # commits in one job, so what a 2-core machine running other
+        # tests adds to a sleep from one job to the next (2 % to 3 % on
+        # 200 ms) falls on all of them alike.
         self.extra = extra or getattr(self, "extra", ())
+        parity = ("--parity", self.parity_arg) if self.parity_arg else ()
         self.collector = subprocess.Popen(
-            self.collector_cmd(self.endpoint, tj.HEARTBEAT_MS, "--parity",
-                               self.parity_arg, *self.extra), stdout=self.log,
+            self.collector_cmd(self.endpoint, tj.HEARTBEAT_MS, *parity,
+                               *self.extra), stdout=self.log,
             stderr=self.log)
         self.wait_tcp(self.collector, self.port)
 
@@ -209,25 +214,44 @@ def check_found(w, out, rx, event):
        "each host: c37 against c36 is a loss near x1.10 (%s)" %
        {k: (v["outcome"], round(v["ratio"], 3)) for k, v in hv.items()})
     steps = b.get("steps", [])
-    firsts = [s for s in steps if s["rerun"] == 0]
-    ends = [s for s in firsts if s["mid"] == -1]
-    looks = [s for s in firsts if s["mid"] >= 0 and s["try"] == 0]
-    again = [s for s in firsts if s["mid"] >= 0 and s["try"] > 0]
+    groups = {}
+    for s in steps:
+        if s["rerun"] == 0:
+            groups.setdefault((s["mid"], s["try"]), []).append(s)
+    ends = [g for (m, t), g in groups.items() if m < 0]
+    looks = [g for (m, t), g in groups.items() if m >= 0 and t == 0]
+    again = [g for (m, t), g in groups.items() if m >= 0 and t > 0]
     rounds, retries = res.get("rounds", 99), res.get("retries", 99)
-    # Six first looks narrow 64 commits to one; a retry (a midpoint too
-    # near the rule's edge, which the load of a full test run can make)
-    # measures it and its interval's ends again.
-    ok(len(looks) == rounds - retries <= 6 and len(ends) == 2 and
-       len(again) == 3 * retries,
-       "6 narrowing rounds at most after the two ends: a job per first "
-       "look, three per retry (rounds %s, retries %s, jobs %d)" % (
-           rounds, retries, len(firsts)))
-    jobs = (w.pjson("jobs", "--json", "--limit", "100") or {}).get(
-        "jobs", [])
-    by_job = {j["job"]: j for j in jobs}
-    ok(steps and all(by_job.get(s["job"], {}).get("tags") ==
-                     {"commit": s["commit"], "bisect": "1"} for s in steps),
-       "every step is a job tagged commit=SHA and bisect=1")
+    # Six looks narrow 64 commits to one; a retry (a midpoint too near
+    # the rule's edge, which the load of a full test run can make) is the
+    # same job with twice the runs. Each is one job that measures the
+    # midpoint beside its interval's two ends.
+    one_job = all(len({s["job"] for s in g}) == 1 for g in groups.values())
+    ok(len(looks) == rounds - retries <= 6 and len(again) == retries and
+       len(ends) == 1 and len(ends[0]) == 2 and one_job and
+       all(len(g) == 3 for g in looks + again) and
+       res.get("jobs") == len({s["job"] for s in steps}),
+       "6 narrowing rounds at most after the ends, one job each: the ends "
+       "in one, each look and retry the midpoint beside its interval's "
+       "ends in one (rounds %s, retries %s, jobs %s)" % (
+           rounds, retries, res.get("jobs")))
+    rows = w.psql("SELECT job_uuid || '|' || (vars->>'commit') || '|' || "
+                  "(SELECT string_agg(x->>'value', ',' ORDER BY x->>'value') "
+                  "FROM jsonb_array_elements(against) x) || '|' || "
+                  "tags::text FROM jobs WHERE tags->>'bisect' = '1'") or ""
+    made = {}
+    for line in rows.splitlines():
+        job, head, others, tags = line.split("|")
+        made[job] = (head, sorted(others.split(",")), tags)
+    want = {}
+    for s in steps:
+        want.setdefault(s["job"], set()).add(s["commit"])
+    ok(want and all(job in made and made[job][2] == '{"bisect": "1"}' and
+                    {made[job][0]} | set(made[job][1]) == cs and
+                    made[job][0] not in made[job][1]
+                    for job, cs in want.items()),
+       "every job is tagged bisect=1 and runs its group's commits: one as "
+       "--var commit, the others --against (%s)" % list(made.values())[:3])
     ok(b.get("event") == event.get("id"),
        "the bisect is stored with event #%s (%s)" % (event.get("id"),
                                                       b.get("event")))
@@ -300,12 +324,18 @@ def case_find():
         ok(faults["restart"], "the collector was restarted during it")
         steps = w.status(1).get("steps", [])
         reruns = [s for s in steps if s["rerun"]]
-        ok(faults["killed"] and len(reruns) == 1 and
-           reruns[0]["commit"] == faults["killed"] and
+        jobs = {s["job"] for s in reruns}
+        first = [s for s in steps if not s["rerun"] and reruns and
+                 (s["mid"], s["try"]) == (reruns[0]["mid"], reruns[0]["try"])]
+        ok(faults["killed"] and len(jobs) == 1 and
+           sorted(s["commit"] for s in reruns) ==
+           sorted(s["commit"] for s in first) and
+           faults["killed"] in [s["commit"] for s in reruns] and
            job_row_state(w, reruns[0]["job"], "beta") == "done" and
            job_row_state(w, reruns[0]["job"], "alpha") is None,
-           "beta, killed during %s, ran that step again alone (%s)" % (
-               faults["killed"], [(s["commit"], s["job"]) for s in reruns]))
+           "beta, killed during the job of %s, ran that step's job again "
+           "alone (%s)" % (faults["killed"],
+                           [(s["commit"], s["job"]) for s in reruns]))
         check_found(w, out, rx, event)
     finally:
         rx.stop()
@@ -520,9 +550,11 @@ def case_queue():
         steps = w.status(5).get("steps", [])
         ok(r.returncode == 1 and re.search(
             r"^parity bisect: bisect 5 failed: host alpha did not complete "
-            r"commit cbad, twice \(its job: failed.*; its run: failed", r.stderr,
-            re.M) and [(s["commit"], s["rerun"]) for s in steps][-2:] ==
-           [("cbad", 0), ("cbad", 1)],
+            r"commit cbad \(beside d00, d15\), twice \(its job: failed.*; "
+            r"its run: failed", r.stderr, re.M) and
+           [(s["commit"], s["rerun"]) for s in steps][-6:] ==
+           [("d00", 0), ("cbad", 0), ("d15", 0), ("d00", 1), ("cbad", 1),
+            ("d15", 1)],
            "a commit without its build: run again once, then the bisect "
            "fails naming host and commit (%d %s; steps %s)" % (
                r.returncode, r.stderr.strip()[-400:],

@@ -136,6 +136,10 @@ def check_stored(w, last):
                     "b.suite = 'spin'")
     ok(series == "fixed", "the instance's verdict makes no series (%s)"
        % series)
+    h = w.pjson("history", "work", "--json") or {}
+    pairs = sorted(p.get("other") for p in h.get("pairs", []))
+    ok(pairs == ["fixed"], "nor a pair of history: work vs fixed alone (%s)"
+       % pairs)
     # Detection has looked at every stored run of the job once the
     # windows it keeps end at the newest run (it trails the writer).
     newest = w.psql("SELECT max(r.id) FROM runs r JOIN benchmarks b ON "

@@ -550,7 +550,9 @@ s_created(FILE *info, const json_t *reply, const char *suite, bool wait)
         fprintf(info, "  skipped %s: %s\n", pw_out_str(h, "host", "?"),
                 pw_out_str(h, "reason", ""));
     json_array_foreach(json_object_get(reply, "warnings"), i, h)
-        fprintf(stderr, "parity run: warning: %s\n", json_string_value(h));
+        if (json_is_string(h))
+            fprintf(stderr, "parity run: warning: %s\n",
+                    json_string_value(h));
     if (wait)
         return;
     json_array_foreach(json_object_get(reply, "hosts"), i, h)
