@@ -48,13 +48,16 @@ def scenario(tb, name, step, at, parity):
         steps = b.get("steps", [])
         found = ",".join(c["commit"] for c in res.get("culprits", [])) or \
             "-"
-        runs = sum(s["runs"] for s in steps)
+        # A job measures each point of its step (a row each) when it
+        # interleaves them; count jobs, and each job's runs once.
+        jobs = {s["job"]: s["runs"] for s in steps}
+        runs = sum(jobs.values())
         print("%-5s step at c%02d: found %s (%s), %s rounds (%s retries), "
-              "%d jobs, %d runs per arm per host, %.0f s; a linear scan: "
-              "63 jobs, ratio %.3f" % (
+              "%d jobs (%d steps), %d runs per arm per host, %.0f s; a "
+              "linear scan: 63 jobs, ratio %.3f" % (
                   name, at, found, b.get("state"), res.get("rounds"),
-                  res.get("retries"), len(steps), runs, wall,
-                  len(steps) / 63.0))
+                  res.get("retries"), len(jobs), len(steps), runs, wall,
+                  len(jobs) / 63.0))
         if r.returncode != 0:
             sys.stderr.write(r.stderr[-2000:])
     finally:
