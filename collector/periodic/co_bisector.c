@@ -541,7 +541,7 @@ s_complete(co_bisector_t *n, co_reply_t *c, const json_t *b, s_grp_t g)
     if (PQntuples(r) > 0 && np > 0)
         s_group(b, g, pts[head], &reruns);
     if (PQntuples(r) > 0 && np > 0 && reruns >= CO_BISECTOR_RERUNS) {
-        char why[900], beside[300] = "";
+        char why[1200], beside[300] = "";
         size_t at = 0;
         for (size_t k = 0; k < np && at < sizeof beside; k++)
             if (k != head)
@@ -551,7 +551,7 @@ s_complete(co_bisector_t *n, co_reply_t *c, const json_t *b, s_grp_t g)
         const char *job = PQgetisnull(r, 0, 2) ? "not given the job (it "
             "does not list the suite now)" : PQgetvalue(r, 0, 2);
         snprintf(why, sizeof why, "host %s did not complete commit %s "
-                 "(beside %s), twice (its job: %.300s%s%.300s)",
+                 "(beside %.200s), twice (its job: %.300s%s%.300s)",
                  PQgetvalue(r, 0, 1), s_commit(b, pts[head]), beside, job,
                  PQgetisnull(r, 0, 3) ? "" : "; its run: ",
                  PQgetisnull(r, 0, 3) ? "" : PQgetvalue(r, 0, 3));
