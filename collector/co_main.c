@@ -97,6 +97,10 @@ s_usage(FILE *f)
 "                       opens; may repeat, at most %d (config: one URL)\n"
 "  --notify-queue N     notices kept per URL while it is down, 1..%d\n"
 "                       (default %d); further ones are dropped, logged\n"
+"  --confirm on|off     on: confirm every new fleet event (one job on its\n"
+"                       hosts, the revisions either side of the step\n"
+"                       interleaved) before its notice goes, which then\n"
+"                       says the answer; off (default)\n"
 "  --fingerprint        print the fingerprint of --key's public key (what\n"
 "                       agents pin) and exit\n"
 "  --log-level LEVEL    debug, info, warn or error (default info)\n"
@@ -229,6 +233,7 @@ static const struct option s_opts[] = {
     { "fingerprint", no_argument, NULL, 'f' },
     { "notify-url", required_argument, NULL, 'U' },
     { "notify-queue", required_argument, NULL, 'q' },
+    { "confirm", required_argument, NULL, 'C' },
     { "config", required_argument, NULL, 'c' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -314,11 +319,13 @@ s_option(int c, const char *arg, s_settings_t *st, char *err, size_t errlen)
         cfg->notify_queue = (size_t)v;
         break;
     case 'E':
-    case 'S': {
+    case 'S':
+    case 'C': {
         bool on = strcmp(arg, "on") == 0;
         if (!on && strcmp(arg, "off") != 0)
             goto bad;
-        *(c == 'E' ? &cfg->enroll : &cfg->key_service) = on;
+        *(c == 'E' ? &cfg->enroll : c == 'S' ? &cfg->key_service
+                   : &cfg->confirm) = on;
         break;
     }
     case 'L':
@@ -356,6 +363,8 @@ bad:
               break;
     case 'S': snprintf(err, errlen, "--key-service %s: want on or off",
                        arg); break;
+    case 'C': snprintf(err, errlen, "--confirm %s: want on or off", arg);
+              break;
     case 'N': snprintf(err, errlen, "--name %.200s: want 1 to %d characters "
                        "without spaces or quotes", arg, CO_DB_NAME_MAX - 1);
               break;

@@ -657,6 +657,38 @@ pw_out_bisect(char *buf, size_t len, const json_t *b)
 }
 
 char *
+pw_out_confirm(char *buf, size_t len, const json_t *k)
+{
+    const char *state = pw_out_str(k, "state", "?");
+    json_int_t id = json_integer_value(json_object_get(k, "id"));
+    if (len)
+        buf[0] = '\0';
+    if (!json_is_object(k) || len == 0)
+        return buf;
+    if (strcmp(state, "not possible") == 0)
+        snprintf(buf, len, "not confirmed: %s", pw_out_str(k, "reason", "?"));
+    else if (strcmp(state, "failed") == 0)
+        snprintf(buf, len, "confirm %" JSON_INTEGER_FORMAT " failed: %s", id,
+                 pw_out_str(k, "reason", "?"));
+    else if (strcmp(state, "confirmed") == 0 ||
+             strcmp(state, "not reproduced") == 0)
+        snprintf(buf, len, "confirm %" JSON_INTEGER_FORMAT " %s: %"
+                 JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " host%s "
+                 "see%s the step again, %s against %s in one job", id, state,
+                 json_integer_value(json_object_get(k, "confirmed")),
+                 json_integer_value(json_object_get(k, "measured")),
+                 json_integer_value(json_object_get(k, "measured")) == 1 ?
+                 "" : "s", json_integer_value(json_object_get(
+                     k, "confirmed")) == 1 ? "s" : "",
+                 pw_out_str(k, "after", "?"), pw_out_str(k, "before", "?"));
+    else
+        snprintf(buf, len, "confirm %" JSON_INTEGER_FORMAT " %s: %s against "
+                 "%s", id, state, pw_out_str(k, "after", "?"),
+                 pw_out_str(k, "before", "?"));
+    return buf;
+}
+
+char *
 pw_out_pairs(char *buf, size_t len, const json_t *obj, const char *empty)
 {
     const char *k;

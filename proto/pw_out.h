@@ -215,6 +215,15 @@ char *pw_out_pairs(char *buf, size_t len, const json_t *obj,
  * missing one. Returns buf. */
 char *pw_out_bisect(char *buf, size_t len, const json_t *bisect);
 
+/* A fleet event's or change point's confirm (its "confirm" object,
+ * docs/protocol.md "confirm") in words: "confirm 3 confirmed: 2 of 2
+ * hosts see the step again, c37 against c36 in one job", "confirm 3 not
+ * reproduced: 0 of 2 hosts ...", "confirm 3 running: c37 against c36",
+ * "confirm 3 failed: REASON", and for a notice whose event could not be
+ * confirmed, "not confirmed: REASON". "" for a missing one. Returns
+ * buf. */
+char *pw_out_confirm(char *buf, size_t len, const json_t *confirm);
+
 /* A time in microseconds since the epoch as a UTC date, or "-" when
  * us <= 0: tables "2026-12-03 11:10:52Z", the site's pages "2026-12-03
  * 11:10 UTC", its plots "2026-12-03 11:10". Returns buf. */

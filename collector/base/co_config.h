@@ -70,6 +70,9 @@ typedef struct {
     const char *const *notify_urls;
     size_t n_notify_urls;
     size_t notify_queue;
+    /* --confirm on: each new fleet event is confirmed (co_confirm) before
+     * its notice goes. */
+    bool confirm;
 } co_config_t;
 
 /* Where the writer's time goes (co_store), microseconds summed. */

@@ -11,6 +11,7 @@
 #include <libpq-fe.h>
 
 #include "co_changes.h"
+#include "co_confirm.h"
 #include "co_every.h"
 #include "co_hook.h"
 #include "co_jobs.h"
@@ -27,6 +28,7 @@ struct co_notify {
     int64_t last_id;           /* change points up to it are looked at */
     bool have_last;
     bool warned;               /* a database failure said, none since */
+    bool confirm;              /* --confirm: an event's notice waits */
     co_every_t *every;         /* the thread: s_poll every second */
 };
 
@@ -89,6 +91,26 @@ s_text(char *buf, size_t len, const json_t *e)
              json_integer_value(json_object_get(e, "id")));
 }
 
+char *
+co_notify_event_body(const json_t *e, const json_t *confirm)
+{
+    char text[1024], said[600];
+    s_text(text, sizeof text, e);
+    if (confirm) {
+        size_t at = strlen(text);
+        snprintf(text + at, sizeof text - at, "; %s", pw_out_confirm(
+            said, sizeof said, confirm));
+    }
+    json_t *body = json_pack("{s:s,s:{s:s,s:O}}", "text", text, "parity",
+                             "kind", "event", "event", e);
+    if (body && confirm && json_object_set(json_object_get(body, "parity"),
+                                           "confirm", (json_t *)confirm) != 0)
+        json_decref(body), body = NULL;
+    char *json = body ? pw_json_dumps(body) : NULL;
+    json_decref(body);
+    return json;
+}
+
 /* The notice thread's database work failed: one line, what is known;
  * once until a poll succeeds again (a database that is down is tried
  * every second, and said once). */
@@ -141,6 +163,39 @@ s_opened(const json_t *l, json_int_t cp)
     return NULL;
 }
 
+/* --confirm: a confirm of event e (co_confirm_event), whose notice
+ * co_confirmer sends when it ends. An event that cannot be confirmed is
+ * told at once, saying why (*json). 0, or -1 (said; looked at again next
+ * poll). */
+static int
+s_confirm(co_notify_t *n, co_reply_t *c, const json_t *e, char **json)
+{
+    char q[600];
+    json_t *k = co_confirm_event(c, e, "collector --confirm", true, 0);
+    if (k && json_is_object(k))
+        co_log(CO_LOG_INFO, "notify_confirm", "event=%" JSON_INTEGER_FORMAT
+               " confirm=%" JSON_INTEGER_FORMAT, json_integer_value(
+                   json_object_get(e, "id")), json_integer_value(
+                   json_object_get(k, "id")));
+    if (k) {
+        json_decref(k);     /* null: another collector's --confirm has it */
+        return 0;
+    }
+    if (c->status != CO_REPLY_BADARGS) {
+        s_db_warn(n, NULL, c->err);
+        return -1;
+    }
+    co_log(CO_LOG_INFO, "notify_unconfirmed", "event=%" JSON_INTEGER_FORMAT
+           " why=%s", json_integer_value(json_object_get(e, "id")),
+           co_log_quote(q, sizeof q, c->err));
+    json_t *said = json_pack("{s:s,s:s}", "state", "not possible", "reason",
+                             c->err);
+    c->status = CO_REPLY_OK;
+    *json = said ? co_notify_event_body(e, said) : NULL;
+    json_decref(said);
+    return *json ? 0 : -1;
+}
+
 /* Tell of the event change point cp opens, its members found as
  * `regressions` finds them (co_changes_list, co_events): claim it in
  * notices, then queue it on every hook. 0, or -1 (said; looked at again
@@ -148,7 +203,7 @@ s_opened(const json_t *l, json_int_t cp)
 static int
 s_tell(co_notify_t *n, int64_t cp, const char *tags, int64_t after_us)
 {
-    char err[512], id[24], at[24], text[1024];
+    char err[512], id[24], at[24];
     co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
     json_t *l = co_changes_list(&c, tags, "", after_us - S_MEMBERS_SINCE_US);
     if (!l) {
@@ -162,12 +217,10 @@ s_tell(co_notify_t *n, int64_t cp, const char *tags, int64_t after_us)
         /* e lives in l: what is needed of it is taken before l goes. */
         snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT,
                  json_integer_value(json_object_get(e, "id")));
-        s_text(text, sizeof text, e);
-        json_t *body = json_pack("{s:s,s:{s:s,s:O}}", "text", text,
-                                 "parity", "kind", "event", "event", e);
-        json = body ? pw_json_dumps(body) : NULL;
-        json_decref(body);
-        rc = json ? 0 : -1;
+        if (n->confirm)
+            rc = s_confirm(n, &c, e, &json);
+        else
+            rc = (json = co_notify_event_body(e, NULL)) ? 0 : -1;
     }
     json_decref(l);
     if (!json)
@@ -242,7 +295,7 @@ s_poll(void *arg, co_every_t *e)
 
 co_notify_t *
 co_notify_new(const char *conninfo, const char *const *urls, size_t nurls,
-              size_t queue_max, char *err, size_t errlen)
+              size_t queue_max, bool confirm, char *err, size_t errlen)
 {
     if (nurls > CO_NOTIFY_URLS_MAX) {
         snprintf(err, errlen, "more than %d --notify-url",
@@ -259,6 +312,7 @@ co_notify_new(const char *conninfo, const char *const *urls, size_t nurls,
         free(n);
         return NULL;
     }
+    n->confirm = confirm;
     for (; n->nhooks < nurls; n->nhooks++)
         if (!(n->hooks[n->nhooks] = co_hook_new(urls[n->nhooks], queue_max,
                                                 err, errlen)))

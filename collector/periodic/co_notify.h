@@ -14,14 +14,22 @@
  * queued on every hook (co_hook: a thread per URL, bounded queue,
  * retries). The network loop and the writer never wait for any of it.
  *
+ * With confirm (--confirm), a new event is confirmed first
+ * (co_confirm_event; co_confirmer measures it and sends the notice with
+ * the answer); one that cannot be (its suite names no revision) is told
+ * at once, saying why.
+ *
  * The notice is JSON with a "text" field, which Slack and Mattermost
  * incoming webhooks show as it is, and the event under "parity".
  */
 #ifndef CO_NOTIFY_H
 #define CO_NOTIFY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 /* How often the change points are looked at. */
 #define CO_NOTIFY_POLL_MS 1000
@@ -41,8 +49,14 @@ typedef struct co_notify co_notify_t;
  * notices, and the thread on conninfo (copied). Caller owns the result;
  * NULL with err. */
 co_notify_t *co_notify_new(const char *conninfo, const char *const *urls,
-                           size_t n, size_t queue_max, char *err,
-                           size_t errlen);
+                           size_t n, size_t queue_max, bool confirm,
+                           char *err, size_t errlen);
+
+/* The notice of event e (a co_events event, borrowed): its "text" and
+ * the event under "parity", with confirm (borrowed; NULL: none) beside
+ * it and said at the end of the text. Caller frees; NULL on out of
+ * memory. co_confirmer tells a --confirm event with it. */
+char *co_notify_event_body(const json_t *e, const json_t *confirm);
 
 /* Queue body (a JSON notice with a "text" field, copied) on every hook;
  * never blocks (co_hook_post). Other threads call it (co_bisector when a

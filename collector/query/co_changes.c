@@ -94,6 +94,17 @@ s_str_arg(co_reply_t *c, const json_t *args, const char *key, size_t max,
 #define S_SAME_SIDE \
     "((c2.metric = 'other') = (cp.metric = 'other'))"
 
+/* The newest confirm of change point cp (co_confirm, 024) as the lists
+ * show it, with host h's own answer under "host". */
+#define S_CONFIRM_COL(cp, h) \
+    "(SELECT json_build_object('id', k.id, 'state', k.state, 'reason', " \
+    " k.reason, 'before', k.before, 'after', k.after, 'job', k.job_uuid, " \
+    " 'confirmed', (k.result->>'confirmed')::int, 'measured', " \
+    " (k.result->>'measured')::int, 'host', (SELECT x FROM " \
+    " jsonb_array_elements(k.result->'hosts') x WHERE x->>'host' = " h \
+    " LIMIT 1)) FROM confirms k WHERE k.members @> ARRAY[" cp "] ORDER BY " \
+    " k.id DESC LIMIT 1)::text "
+
 /* Hosts counted with a step: change points of the same series key on
  * other hosts, the same side and direction, whose first run after the
  * step is of the same job, or has the same commit tag (the members of
@@ -128,7 +139,7 @@ static const char s_list_sql[] =
     " AND r3.tags->>'commit' = ra.tags->>'commit') ELSE 1 END "
     ", cp.ratio_magnitude, cp.subject_magnitude, cp.other_magnitude, "
     "cp.updated_at_us, rb.job_id, ra.job_id, cp.superseded_at_us, "
-    "cp.trend_per_run "
+    "cp.trend_per_run, " S_CONFIRM_COL("cp.id", "h.name")
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs rb ON rb.id = "
     "cp.before_run JOIN runs ra ON ra.id = cp.after_run "
@@ -164,7 +175,7 @@ s_change_point(PGresult *r, int i)
                              "subject", s_opt_dbl(r, i, 25),
                              "other", s_opt_dbl(r, i, 26));
     return json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:f,s:o,s:f,s:s,"
-                     "s:b,s:b,s:o,s:o,s:I,s:I,s:o,s:o,s:o,s:o}",
+                     "s:b,s:b,s:o,s:o,s:I,s:I,s:o,s:o,s:o,s:o,s:o}",
         "id", co_reply_int(r, i, 0), "suite", PQgetvalue(r, i, 1),
         "benchmark", PQgetvalue(r, i, 2), "host", PQgetvalue(r, i, 3),
         "subject", PQgetvalue(r, i, 4), "other", PQgetvalue(r, i, 5),
@@ -181,7 +192,8 @@ s_change_point(PGresult *r, int i)
         "ack", ack, "updated_at_us", PQgetisnull(r, i, 27) ? json_null()
         : json_integer(co_reply_int(r, i, 27)),
         "trend", PQgetisnull(r, i, 31) ? json_null()
-        : json_pack("{s:f}", "per_run", s_dbl(r, i, 31)));
+        : json_pack("{s:f}", "per_run", s_dbl(r, i, 31)),
+        "confirm", co_reply_json_col(r, i, 32));
 }
 
 /* The newest bisect of each event (docs/bisect.md): one started for
@@ -411,7 +423,7 @@ static const char s_series_cp_sql[] =
     "  jsonb_array_elements(bi.result->'culprits') x), '[]'::json)) FROM "
     "  bisects bi WHERE bi.suite = b.suite AND bi.benchmark = b.name AND "
     "  bi.commits[array_length(bi.commits, 1)] = ra.tags->>'commit' ORDER "
-    "  BY bi.id DESC LIMIT 1)::text "
+    "  BY bi.id DESC LIMIT 1)::text, " S_CONFIRM_COL("cp.id", "h.name")
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs ra ON ra.id = cp.after_run "
     "WHERE ($1 = '' OR b.suite = $1) AND ($2 = '' OR b.name = $2) AND "
@@ -550,14 +562,15 @@ s_place_change_points(json_t *series, PGresult *cps)
                 if (strcmp(co_reply_str(run, "run"), PQgetvalue(cps, i, 6)))
                     continue;
                 if (json_array_append_new(list, json_pack(
-                        "{s:I,s:I,s:s,s:f,s:s,s:b,s:b,s:o}", "index",
+                        "{s:I,s:I,s:s,s:f,s:s,s:b,s:b,s:o,s:o}", "index",
                         (json_int_t)at, "id", co_reply_int(cps, i, 7),
                         "metric", PQgetvalue(cps, i, 8),
                         "magnitude", s_dbl(cps, i, 9),
                         "outcome", PQgetvalue(cps, i, 10),
                         "within_noise", !strcmp(PQgetvalue(cps, i, 11), "t"),
                         "regression", !strcmp(PQgetvalue(cps, i, 12), "t"),
-                        "bisect", co_reply_json_col(cps, i, 13))))
+                        "bisect", co_reply_json_col(cps, i, 13),
+                        "confirm", co_reply_json_col(cps, i, 14))))
                     return -1;
                 break;
             }

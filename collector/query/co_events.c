@@ -63,6 +63,10 @@ s_event_new(const json_t *cp)
         "after", json_object_get(cp, "after"),
         "hosts", "members", "mags", "regression", 0, "within_noise", 1,
         "outcome", json_object_get(cp, "outcome"), "open", 0);
+    if (e && json_object_set_new(e, "confirm", json_null()) != 0) {
+        json_decref(e);
+        return NULL;
+    }
     if (e && json_object_set(e, "trend", json_object_get(cp, "trend")
                              ? json_object_get(cp, "trend")
                              : json_null()) != 0) {
@@ -111,6 +115,18 @@ s_event_add(json_t *e, const json_t *cp, bool open)
         rc |= json_object_set_new(e, "within_noise", json_false());
     if (open)
         rc |= json_object_set_new(e, "open", json_true());
+    /* The event's confirm: its members' newest (one confirm measures
+     * them all), less the member's own host answer. */
+    const json_t *k = json_object_get(cp, "confirm"),
+                 *had = json_object_get(e, "confirm");
+    if (json_is_object(k) && (!json_is_object(had) ||
+                              json_integer_value(json_object_get(k, "id")) >
+                              json_integer_value(json_object_get(had, "id")))) {
+        json_t *copy = json_copy((json_t *)k);
+        if (copy)
+            json_object_del(copy, "host");   /* absent is fine */
+        rc |= copy ? json_object_set_new(e, "confirm", copy) : -1;
+    }
     return rc ? -1 : 0;
 }
 

@@ -23,7 +23,8 @@
  * "metric", "direction": "slower" | "faster", "before", "after",
  * "hosts": [names], "hosts_with_step", "hosts_total", "magnitude" (the
  * members' median), "magnitude_min", "magnitude_max", "outcome",
- * "regression", "within_noise", "members": [ids]}. NULL on out of
+ * "regression", "within_noise", "members": [ids], "confirm": the
+ * members' newest confirm (co_confirm) less its "host", or null}. NULL on out of
  * memory; the caller owns the result. */
 json_t *co_events_group(const json_t *open, const json_t *acked);
 

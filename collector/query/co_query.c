@@ -14,6 +14,7 @@
 #include "co_baseline.h"
 #include "co_bisect.h"
 #include "co_changes.h"
+#include "co_confirm.h"
 #include "co_dirstamp.h"
 #include "co_enroll.h"
 #include "co_history.h"
@@ -159,7 +160,7 @@ co_query_handles(const char *command)
      * approve, reject, revoke */
     return co_history_handles(command) || co_changes_handles(command)
         || co_enroll_handles(command) || co_baseline_handles(command)
-        || co_bisect_handles(command);
+        || co_bisect_handles(command) || co_confirm_handles(command);
 }
 
 void
@@ -1027,6 +1028,8 @@ static const struct {
     { "bisect_start", "suite benchmark commits hosts vars runs" },
     { "bisect_status", "bisect" },
     { "bisect_cancel", "bisect" },
+    { "confirm", "id runs" },
+    { "confirm_status", "confirm" },
     { "series", "suite benchmark host tags since_us runs" },
     { "ack", "id note" },
     { "unack", "id" },
@@ -1166,6 +1169,11 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     else if (co_bisect_handles(cmd))
         body = co_bisect_handle(q->jobs, key, cmd, args, q->parity,
                                 &res.status, res.err, sizeof res.err);
+    else if (co_confirm_handles(cmd)) {
+        co_reply_t c = co_reply_begin(q->jobs, res.err, sizeof res.err);
+        body = co_reply_end(&c, co_confirm_handle(&c, key, cmd, args),
+                            &res.status);
+    }
     else if (co_enroll_handles(cmd))
         body = co_enroll_handle(q->jobs, q->keys, key, cmd, args,
                                 &res.status, res.err, sizeof res.err);

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "co_bisector.h"
+#include "co_confirmer.h"
 #include "co_cals.h"
 #include "co_detect.h"
 #include "co_enroll.h"
@@ -106,6 +107,7 @@ struct co_store {
     co_detect_t *detect;           /* change points; NULL without db */
     co_notify_t *notify;           /* webhooks; NULL without --notify-url */
     co_bisector_t *bisector;       /* bisects; NULL without db */
+    co_confirmer_t *confirmer;     /* confirms; NULL without db */
     co_keys_t *keys;               /* agents' keys (borrowed) */
     int64_t keys_version;          /* highest host_keys.version read */
     int64_t keys_reread_us;        /* next time keys_version goes to 0 */
@@ -1256,15 +1258,21 @@ co_store_new(const co_config_t *cfg, co_db_t *db, void *ctx,
         && !(st->detect = co_detect_new(cfg->conninfo, cfg->parity,
                                         cfg->private_db, err, errlen)))
         goto fail;
-    if (cfg->conninfo && cfg->conninfo[0] && cfg->n_notify_urls
+    if (cfg->conninfo && cfg->conninfo[0] && (cfg->n_notify_urls ||
+                                              cfg->confirm)
         && !(st->notify = co_notify_new(cfg->conninfo, cfg->notify_urls,
                                         cfg->n_notify_urls, cfg->notify_queue
                                         ? cfg->notify_queue :
-                                        CO_HOOK_QUEUE_DEFAULT, err, errlen)))
+                                        CO_HOOK_QUEUE_DEFAULT, cfg->confirm,
+                                        err, errlen)))
         goto fail;
     if (cfg->conninfo && cfg->conninfo[0]
         && !(st->bisector = co_bisector_new(cfg->conninfo, cfg->name,
                                             st->notify, err, errlen)))
+        goto fail;
+    if (cfg->conninfo && cfg->conninfo[0]
+        && !(st->confirmer = co_confirmer_new(cfg->conninfo, cfg->name,
+                                              st->notify, err, errlen)))
         goto fail;
     st->out = co_out_connect(ctx, err, errlen);
     if (!st->out)
@@ -1329,6 +1337,7 @@ co_store_destroy(co_store_t **stp)
     co_store_stop(st);
     co_detect_destroy(&st->detect);
     co_bisector_destroy(&st->bisector);   /* it posts to notify */
+    co_confirmer_destroy(&st->confirmer); /* so does it */
     co_notify_destroy(&st->notify);
     if (st->out)
         zmq_close(st->out);

@@ -111,6 +111,7 @@ usage "--notify-queue 0" "--notify-queue 0: want a whole number from 1 to 100000
 usage "--notify-queue 100001" "--notify-queue 100001: want a whole number from 1 to 100000" --notify-queue 100001
 usage "--enroll maybe" "--enroll maybe: want on or off" --enroll maybe
 usage "--key-service yes" "--key-service yes: want on or off" --key-service yes
+usage "--confirm maybe" "--confirm maybe: want on or off" --confirm maybe
 # The edges are accepted: parsing goes on to the next complaint.
 usage "--query-timeout 1s/1d, 86400, 1000ms, --keep-samples 1d/36500d, --query-workers 1/16 accepted" "--bind ENDPOINT is required" --query-timeout 1s --query-timeout 1d --query-timeout 86400 --query-timeout 1000ms --keep-samples 1d --keep-samples 36500d --query-workers 1 --query-workers 16 --key "$K" --allow "$A"
 usage "unknown option" "unknown or incomplete option --frobnicate" --frobnicate

@@ -370,14 +370,14 @@ def case_migrate(w, db, fx):
        "the old floor query gives alpha's floor %r" % (floor_before,))
 
     r = tool("migrate", w.data)
-    ok(r.returncode == 0 and r.stdout.strip() == "applied 18",
-       "storage-tool migrate applies 006 to 023 (%r)" % r.stdout)
+    ok(r.returncode == 0 and r.stdout.strip() == "applied 19",
+       "storage-tool migrate applies 006 to 024 (%r)" % r.stdout)
     after = checksums(db, columns)
     bad = [t for t in OLD_TABLES if before[t] != after[t]]
     ok(not bad, "every row of every old table survived (count and md5 of "
        "its columns): differ %s" % bad)
-    ok(db.one("SELECT max(version) FROM schema_version;") == "23",
-       "schema_version is 23")
+    ok(db.one("SELECT max(version) FROM schema_version;") == "24",
+       "schema_version is 24")
     # 017: every old calibration row is not quiet, so the floor of every
     # old host stays what it was.
     ok(db.run("SELECT count(*) FILTER (WHERE quiet), count(*) FROM "

@@ -117,6 +117,11 @@ s_entry(FILE *f, const json_t *doc, const s_entry_t *en)
                                                            "hosts_with_step")),
             json_integer_value(json_object_get(e, "hosts_total")));
     cl_svg_text(f, change);
+    /* A confirm's answer (co_confirm): what a reader decides on. */
+    const json_t *k = json_object_get(e, "confirm");
+    const char *ks = pw_out_str(k, "state", "");
+    if (strcmp(ks, "confirmed") == 0 || strcmp(ks, "not reproduced") == 0)
+        fprintf(f, " (%s)", ks);
     fprintf(f, "%s</title>\n    <updated>%s</updated>\n", en->acked ?
             " (acknowledged)" : "", s_stamp(stamp, sizeof stamp,
                                             en->updated_us));
@@ -143,6 +148,11 @@ s_entry(FILE *f, const json_t *doc, const s_entry_t *en)
     if (*vars) {
         fputs("; variables ", f);
         cl_svg_text(f, vars);
+    }
+    char said[PW_OUT_CELL_MAX];
+    if (*pw_out_confirm(said, sizeof said, k)) {
+        fputs("; ", f);
+        cl_svg_text(f, said);
     }
     if (en->acked) {
         fputs("; acknowledged: ", f);

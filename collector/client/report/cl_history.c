@@ -246,6 +246,9 @@ s_print_changes(FILE *f, const json_t *body)
                 if (!pass && *pw_out_bisect(bisect, sizeof bisect,
                                             json_object_get(x, "bisect")))
                     fprintf(f, "    %s\n", bisect);
+                if (!pass && *pw_out_confirm(bisect, sizeof bisect,
+                                             json_object_get(x, "confirm")))
+                    fprintf(f, "    %s\n", bisect);
             }
     }
     return ferror(f) ? -1 : 0;

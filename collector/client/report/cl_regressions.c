@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cl_confirm.h"
 #include "cl_conn.h"
 #include "pw_out.h"
 #include "cl_regressions.h"
@@ -223,6 +224,9 @@ s_print_events(FILE *f, const char *title, const json_t *list, bool all)
         if (*pw_out_bisect(bisect, sizeof bisect, json_object_get(
                 e, "bisect")))
             fprintf(f, "    %s\n", bisect);
+        if (*pw_out_confirm(bisect, sizeof bisect, json_object_get(
+                e, "confirm")))
+            fprintf(f, "    %s\n", bisect);
     }
     fputc('\n', f);
     return ferror(f) ? -1 : 0;
@@ -285,7 +289,9 @@ s_usage(FILE *f)
 "                          [--host NAME] [--all] [--json]\n"
 "                          [connection options]\n"
 "       parity regressions ack ID --note TEXT [connection options]\n"
-"       parity regressions unack ID [connection options]\n\n"
+"       parity regressions unack ID [connection options]\n"
+"       parity regressions confirm ID [--runs N] [--wait] [--json]\n"
+"                          [connection options]\n\n"
 "The open events (one step on several hosts) and change points of every\n"
 "series (benchmark, arm pair, host and variables), found as runs are\n"
 "stored: regressions first, worst first, with the commit range, the verdict\n"
@@ -304,9 +310,15 @@ s_usage(FILE *f)
 "  ack ID --note T mark change point ID and its event as known (it no\n"
 "                  longer fails)\n"
 "  unack ID        undo that\n"
+"  confirm ID      measure event ID's step again: the revision before it\n"
+"                  and the one after it interleaved in one job on its\n"
+"                  hosts (--runs N per arm, default the suite's); --wait\n"
+"                  follows it and exits 1 when confirmed, 0 when not\n"
+"                  reproduced\n"
 "Connection options as in `parity hosts --help`.\n\n"
 "exit status: 0 no open regression, 1 a regression is open, 2 usage, 3 no\n"
-"answer, 4 the collector answered with an error (e.g. not an admin key).\n");
+"answer, 4 the collector answered with an error (e.g. not an admin key)\n"
+"or a confirm failed.\n");
 }
 
 /* `regressions ack ID --note T` and `regressions unack ID`. */
@@ -522,6 +534,10 @@ cl_regressions_main(int argc, char **argv)
     }
     if (cl_conn_verb_args("regressions", &argc, argv, &co) != 0)
         goto done;
+    if (argc > 1 && strcmp(argv[1], "confirm") == 0) {
+        rc = cl_confirm_main(argc - 1, argv + 1, &co);
+        goto done;
+    }
     if (argc > 1 && (strcmp(argv[1], "ack") == 0 ||
                      strcmp(argv[1], "unack") == 0)) {
         rc = s_ack_main(argc - 1, argv + 1, &co, argv[1][0] == 'a');

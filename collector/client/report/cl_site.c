@@ -620,6 +620,10 @@ s_events(FILE *f, const s_site_t *s)
         char bisect[PW_OUT_CELL_MAX];
         if (*pw_out_bisect(bisect, sizeof bisect, json_object_get(
                 e, "bisect")) && at > 0 && (size_t)at < sizeof change)
+            at += snprintf(change + at, sizeof change - (size_t)at, "; %s",
+                           bisect);
+        if (*pw_out_confirm(bisect, sizeof bisect, json_object_get(
+                e, "confirm")) && at > 0 && (size_t)at < sizeof change)
             snprintf(change + at, sizeof change - (size_t)at, "; %s", bisect);
         fprintf(f, "<tr class=\"event\" id=\"event-%" JSON_INTEGER_FORMAT
                 "\"><td class=\"%s\">#%" JSON_INTEGER_FORMAT " %s%s%s</td>"
