@@ -699,9 +699,33 @@ done:
     return rc;
 }
 
+/* The newest group whose job measured both points a and b side by side
+ * (the judgement that made them an interval's ends, or the ends' check):
+ * true with *g. */
+static bool
+s_pair_group(const json_t *b, size_t a, size_t bb, s_grp_t *g)
+{
+    size_t i, k;
+    json_t *st, *o;
+    bool found = false;
+    json_array_foreach(json_object_get(b, "steps"), i, st) {
+        if ((size_t)s_int(st, "point") != a)
+            continue;
+        json_array_foreach(json_object_get(b, "steps"), k, o)
+            if ((size_t)s_int(o, "point") == bb &&
+                s_int(o, "mid") == s_int(st, "mid") &&
+                s_int(o, "try") == s_int(st, "try") &&
+                strcmp(co_reply_str(o, "job"), co_reply_str(st, "job")) == 0) {
+                *g = (s_grp_t){ (int)s_int(st, "mid"), (int)s_int(st, "try") };
+                found = true;
+            }
+    }
+    return found;
+}
+
 /* The result of a search that found its culprits: each with its
- * verdict against the commit before it on every host. NULL with c's
- * status. */
+ * verdict against the commit before it on every host, from the newest
+ * job that ran the two side by side. NULL with c's status. */
 static json_t *
 s_result(co_reply_t *c, const json_t *b, const vd_bisect_t *v)
 {
@@ -711,7 +735,9 @@ s_result(co_reply_t *c, const json_t *b, const vd_bisect_t *v)
     for (size_t k = 0; list && k < nc; k++) {
         int pts[2] = { (int)cul[k] - 1, (int)cul[k] };
         s_samples_t s;
-        if (!s_samples(c, b, pts, 2, NULL, &s)) {
+        s_grp_t g;
+        bool paired = s_pair_group(b, cul[k] - 1, cul[k], &g);
+        if (!s_samples(c, b, pts, 2, paired ? &g : NULL, &s)) {
             s_samples_free(&s);
             json_decref(list);
             return NULL;

@@ -8,20 +8,20 @@
  *
  * - a queued bisect starts once no older live bisect of its suite shares
  *   one of its hosts (two bisects never interleave on one machine);
- * - the two ends are measured first, each a job (co_jobs_create: the
- *   suite, only the benchmark, vars + commit=SHA, tags commit=SHA and
- *   bisect=ID); the bisect goes on when one host at least sees a decisive
- *   step between them, measures them again with twice the runs when no
- *   host is decisive (up to VD_BISECT_TRIES_MAX tries), and fails when
- *   every host sees parity;
+ * - the two ends are measured first, in one job (co_jobs_create: the
+ *   suite, only the benchmark, vars + commit=BAD, --against commit=GOOD,
+ *   tag bisect=ID); the bisect goes on when one host at least sees a
+ *   decisive step between them, runs that job again with twice the runs
+ *   when no host is decisive (up to VD_BISECT_TRIES_MAX tries), and
+ *   fails when every host sees parity;
  * - then the search (vd_bisect) is replayed from the calls stored in
- *   bisect_steps, and its next midpoint is measured, or judged once its
- *   job has ended: on each host by the rule against the interval's ends,
- *   every sample of a commit in this bisect pooled, with the floor of
- *   the host's newest run; an undecided midpoint is measured again with
- *   twice the runs, and with it the interval's ends (three jobs side by
- *   side), judged on those three alone: the machine's drift between
- *   jobs minutes apart is not a step;
+ *   bisect_steps, and its next midpoint is measured beside its
+ *   interval's ends in one job (commit=MID, --against LOW and HIGH), or
+ *   judged once that job has ended: on each host by the rule against the
+ *   interval's ends, from that job's samples alone, with the floor of
+ *   the host's newest run; an undecided midpoint's job runs again with
+ *   twice the runs, judged on its own: the machine's drift between jobs
+ *   minutes apart is never read as a step;
  * - a host whose run of a step did not complete (its agent died: the
  *   job's row is lost) gets the step once more on that host alone; when
  *   that also fails the bisect fails, naming the host, the commit and
