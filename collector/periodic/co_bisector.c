@@ -16,6 +16,7 @@
 #include "co_every.h"
 #include "co_jobreq.h"
 #include "co_jobs.h"
+#include "co_lease.h"
 #include "co_log.h"
 #include "co_reply.h"
 #include "pw_clock.h"
@@ -905,16 +906,9 @@ static void
 s_pass(void *arg, co_every_t *e)
 {
     co_bisector_t *n = arg;
-    char err[512], now[24], until[24];
-    int64_t t = pw_clock_unix_us();
-    snprintf(now, sizeof now, "%" PRId64, t);
-    snprintf(until, sizeof until, "%" PRId64, (int64_t)(t + CO_BISECTOR_LEASE_US));
+    char err[512];
     co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
-    const char *p[] = { n->owner, now, until };
-    PGresult *r = co_reply_q(&c, "UPDATE bisects SET lease_owner = $1, "
-        "lease_until_us = $3 WHERE state IN ('queued', 'running') AND "
-        "(lease_owner = $1 OR lease_until_us < $2::bigint) RETURNING id", 3,
-        p);
+    PGresult *r = co_lease_take(&c, "bisects", n->owner);
     if (!r) {
         s_db_warn(n, 0, err);
         return;
@@ -924,14 +918,8 @@ s_pass(void *arg, co_every_t *e)
     for (size_t i = 0; ids && i < nb; i++)
         ids[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
     PQclear(r);
-    /* Oldest first: an older bisect starts before a younger one that
-     * shares its hosts is looked at. */
-    for (size_t i = 1; ids && i < nb; i++)
-        for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
-            int64_t x = ids[j];
-            ids[j] = ids[j - 1];
-            ids[j - 1] = x;
-        }
+    /* Oldest first (co_lease_take's order): an older bisect starts
+     * before a younger one that shares its hosts is looked at. */
     bool ok = ids != NULL;
     for (size_t i = 0; ids && i < nb && !co_every_stopping(e); i++)
         ok &= s_advance(n, ids[i]);
@@ -955,13 +943,7 @@ co_bisector_new(const char *conninfo, const char *owner,
         return NULL;
     }
     n->notify = notify;
-    if (owner && *owner)
-        snprintf(n->owner, sizeof n->owner, "%s", owner);
-    else {
-        char host[64] = "collector";
-        gethostname(host, sizeof host - 1);
-        snprintf(n->owner, sizeof n->owner, "%s:%ld", host, (long)getpid());
-    }
+    co_lease_owner(n->owner, sizeof n->owner, owner);
     if (!(n->every = co_every_new("bisector", CO_BISECTOR_POLL_MS, s_pass, n,
                                   err, errlen)))
         co_bisector_destroy(&n);
@@ -978,12 +960,10 @@ co_bisector_destroy(co_bisector_t **np)
     if (n->every) {
         co_every_destroy(&n->every);
         /* Give the leases back: a restarted collector, or another one,
-         * carries on at once rather than after CO_BISECTOR_LEASE_US. */
+         * carries on at once rather than after CO_LEASE_US. */
         char err[256];
         co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
-        const char *p[] = { n->owner };
-        PQclear(co_reply_q(&c, "UPDATE bisects SET lease_until_us = 0 WHERE "
-                           "lease_owner = $1 RETURNING id", 1, p));
+        co_lease_give_back(&c, "bisects", n->owner);
     }
     co_jobs_destroy(&n->jobs);
     free(n);

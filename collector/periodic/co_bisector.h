@@ -3,7 +3,7 @@
  *
  * Every CO_BISECTOR_POLL_MS the thread, on its own database connection
  * (co_jobs), takes the lease of every live bisect no other collector
- * holds (bisects.lease_owner, renewed each pass, CO_BISECTOR_LEASE_US),
+ * holds (bisects.lease_owner, renewed each pass, co_lease),
  * and moves each one step on:
  *
  * - a queued bisect starts once no older live bisect of its suite shares
@@ -45,8 +45,6 @@
 
 /* How often the live bisects are looked at. */
 #define CO_BISECTOR_POLL_MS 1000
-/* A lease not renewed for this long is free for another collector. */
-#define CO_BISECTOR_LEASE_US (60LL * 1000000)
 /* A step's job waits this long for an offline or busy host; then the
  * host's row expires (a rerun, then a failure). */
 #define CO_BISECTOR_JOB_EXPIRE_US (6LL * 3600 * 1000000)

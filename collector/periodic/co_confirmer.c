@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -14,6 +13,7 @@
 #include "co_confirm.h"
 #include "co_every.h"
 #include "co_jobs.h"
+#include "co_lease.h"
 #include "co_log.h"
 #include "co_reply.h"
 #include "pw_clock.h"
@@ -329,17 +329,9 @@ static void
 s_pass(void *arg, co_every_t *e)
 {
     co_confirmer_t *n = arg;
-    char err[512], now[24], until[24];
-    int64_t t = pw_clock_unix_us();
-    snprintf(now, sizeof now, "%" PRId64, t);
-    snprintf(until, sizeof until, "%" PRId64,
-             (int64_t)(t + CO_CONFIRMER_LEASE_US));
+    char err[512];
     co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
-    const char *p[] = { n->owner, now, until };
-    PGresult *r = co_reply_q(&c, "WITH l AS (UPDATE confirms SET lease_owner "
-        "= $1, lease_until_us = $3 WHERE state IN ('queued', 'running') AND "
-        "(lease_owner = $1 OR lease_until_us < $2::bigint) RETURNING id) "
-        "SELECT id FROM l ORDER BY id", 3, p);
+    PGresult *r = co_lease_take(&c, "confirms", n->owner);
     if (!r) {
         s_db_warn(n, 0, err);
         return;
@@ -367,13 +359,7 @@ co_confirmer_new(const char *conninfo, const char *owner,
         return NULL;
     }
     n->notify = notify;
-    if (owner && *owner)
-        snprintf(n->owner, sizeof n->owner, "%s", owner);
-    else {
-        char host[64] = "collector";
-        gethostname(host, sizeof host - 1);
-        snprintf(n->owner, sizeof n->owner, "%s:%ld", host, (long)getpid());
-    }
+    co_lease_owner(n->owner, sizeof n->owner, owner);
     if (!(n->every = co_every_new("confirmer", CO_CONFIRMER_POLL_MS, s_pass,
                                   n, err, errlen)))
         co_confirmer_destroy(&n);
@@ -389,12 +375,10 @@ co_confirmer_destroy(co_confirmer_t **np)
     *np = NULL;
     if (n->every) {
         co_every_destroy(&n->every);
-        /* Give the leases back, as co_bisector does. */
+        /* Give the leases back: another collector carries on at once. */
         char err[256];
         co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
-        const char *p[] = { n->owner };
-        PQclear(co_reply_q(&c, "UPDATE confirms SET lease_until_us = 0 WHERE "
-                           "lease_owner = $1 RETURNING id", 1, p));
+        co_lease_give_back(&c, "confirms", n->owner);
     }
     co_jobs_destroy(&n->jobs);
     free(n);

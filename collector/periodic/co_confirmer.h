@@ -37,8 +37,6 @@
 
 /* How often the live confirms are looked at. */
 #define CO_CONFIRMER_POLL_MS 1000
-/* A lease not renewed for this long is free for another collector. */
-#define CO_CONFIRMER_LEASE_US (60LL * 1000000)
 /* A confirm's job waits this long for an offline or busy host. */
 #define CO_CONFIRMER_JOB_EXPIRE_US (6LL * 3600 * 1000000)
 

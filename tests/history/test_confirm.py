@@ -126,8 +126,8 @@ def notices_of(rx, suite, timeout):
     passed (a second one would be a bug: it is given time to come)."""
     def of_suite():
         return [b for b in (json.loads(t) for _, t in rx.notices())
-                if b.get("parity", {}).get("event", {}).get("suite") ==
-                suite]
+                if b.get("parity", {}).get("kind") == "event" and
+                b["parity"]["event"].get("suite") == suite]
     end = time.time() + timeout
     while time.time() < end:
         if of_suite():
