@@ -78,6 +78,8 @@ s_usage(FILE *f)
         "  --out FILE          the same as --export-json FILE\n"
         "  --export-markdown FILE  also write the table as Markdown\n"
         "  --export-csv FILE   also write the table as CSV\n"
+        "  --metric NAME       judge wall (the default), cpu or peak_rss "
+        "(repeatable)\n"
         "\n"
         "exit status: 0 done (any verdict), 1 suite file wrong, 2 usage, "
         "3 system error,\n"
@@ -126,6 +128,12 @@ s_run_option(s_run_t *r, int c, char *v, char **argv)
     if (ag_cli_output_opt(&r->copts, c, v))
         return 0;
     switch (c) {
+    case AG_CLI_OPT_METRIC:
+        if (ag_cli_metric(&r->copts, v, err, sizeof err) != 0) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            return AG_EXIT_USAGE;
+        }
+        return 0;
     case 'v':
         if (r->nvars >= AG_SUITE_MAX_VARS) {
             fprintf(stderr, "%s: more than %d --var\n", prog,

@@ -311,9 +311,18 @@ int
 pw_out_verdict(FILE *f, const char *subject, const char *other,
                const vd_verdict_t *v)
 {
-    char floor[40];
+    return pw_out_metric_verdict(f, NULL, subject, other, v);
+}
 
-    fprintf(f, "verdict: %s vs %s: %s\n", subject, other,
+int
+pw_out_metric_verdict(FILE *f, const char *metric, const char *subject,
+                      const char *other, const vd_verdict_t *v)
+{
+    char floor[40];
+    bool kib = metric && strcmp(metric, "peak_rss") == 0;
+
+    fprintf(f, "verdict%s%s%s: %s vs %s: %s\n", metric ? " (" : "",
+            metric ? metric : "", metric ? ")" : "", subject, other,
             vd_outcome_name(v->outcome));
     char r[32], t[32], n[32], br[32], bt[32];
 
@@ -324,10 +333,16 @@ pw_out_verdict(FILE *f, const char *subject, const char *other,
     pw_out_ratio(bt, sizeof bt, v->best_tolerance);
     fprintf(f, "  ratio       %s  tolerance       %s  (noise %s)\n", r, t, n);
     fprintf(f, "  best_ratio  %s  best_tolerance  %s\n", br, bt);
-    fprintf(f, "  floor %s, parity %.4g\n",
+    if (kib)
+        snprintf(floor, sizeof floor, "%.0f KiB", v->floor_us);
+    fprintf(f, "  floor %s, parity %.4g\n", kib ? floor :
             pw_out_us(floor, sizeof floor, v->floor_us), v->parity);
     for (unsigned i = 0; i < 32; i++) {
         const char *text = vd_diag_text(1u << i);
+        /* Another metric's default floor is its resolution (vd_metric). */
+        if (metric && (1u << i) == VD_DIAG_DEFAULT_FLOOR)
+            text = "no calibration of 100 runs or more of this metric: its "
+                   "resolution was the floor";
         if ((v->diagnostics & (1u << i)) && text)
             fprintf(f, "  note: %s\n", text);
     }

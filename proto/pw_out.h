@@ -106,6 +106,12 @@ int pw_out_arms(FILE *f, const char *const *names,
 int pw_out_verdict(FILE *f, const char *subject, const char *other,
                    const vd_verdict_t *v);
 
+/* pw_out_verdict of one metric's verdict (vd_metric.h): "verdict
+ * (peak_rss): a vs b: loss", its floor in the metric's unit; metric NULL
+ * is wall time, exactly pw_out_verdict. */
+int pw_out_metric_verdict(FILE *f, const char *metric, const char *subject,
+                          const char *other, const vd_verdict_t *v);
+
 /* Dump a JSON value compactly with exact doubles and a newline. Does not
  * take the reference. Returns 0 or -1 on a write or memory error. */
 int pw_out_json(FILE *f, const json_t *j);

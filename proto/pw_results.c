@@ -458,6 +458,198 @@ pw_results_finish_floor(json_t *doc, const vd_params_t *params, json_t *floor,
     return PW_RESULTS_OK;
 }
 
+/* ---- other metrics (vd_metric.h) ----------------------------------- */
+
+/* Sample s's value of metric m from source src; false when it has none
+ * (the task clock not counted on that run). */
+static bool
+s_metric_value(const json_t *s, vd_metric_t m, vd_cpu_source_t src,
+               double *v)
+{
+    if (m == VD_METRIC_PEAK_RSS) {
+        *v = json_number_value(json_object_get(s, "maxrss_kb"));
+        return json_is_number(json_object_get(s, "maxrss_kb"));
+    }
+    if (src == VD_CPU_TASK_CLOCK) {
+        const json_t *t = json_object_get(s, "task_clock_ns");
+        *v = json_number_value(t) / 1000.0;
+        return json_is_number(t) && json_number_value(t) > 0;
+    }
+    *v = json_number_value(json_object_get(s, "user_us")) +
+         json_number_value(json_object_get(s, "sys_us"));
+    return true;
+}
+
+/* The values of metric m of the samples of kind (of arm, or any arm for
+ * NULL) of bench into *a (appended to *n, *cap); -1 on too many. */
+static int
+s_metric_values(const json_t *bench, const char *kind, const char *arm,
+                vd_metric_t m, vd_cpu_source_t src, double **a, size_t *n,
+                size_t *cap)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(bench, "samples"), i, s) {
+        const char *k = json_string_value(json_object_get(s, "kind"));
+        const char *name = json_string_value(json_object_get(s, "arm"));
+        double v;
+        if (!k || strcmp(k, kind) != 0 || (arm && (!name ||
+            strcmp(name, arm) != 0)) || !s_metric_value(s, m, src, &v))
+            continue;
+        if (s_push(a, n, cap, v) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Every measured run of bench has a task clock: cpu from it, else from
+ * rusage for every arm alike. */
+static vd_cpu_source_t
+s_cpu_source(const json_t *bench)
+{
+    size_t i, measured = 0;
+    json_t *s;
+    double v;
+    json_array_foreach(json_object_get(bench, "samples"), i, s) {
+        const char *k = json_string_value(json_object_get(s, "kind"));
+        if (!k || strcmp(k, "measured") != 0)
+            continue;
+        measured++;
+        if (!s_metric_value(s, VD_METRIC_CPU, VD_CPU_TASK_CLOCK, &v))
+            return VD_CPU_RUSAGE;
+    }
+    return measured ? VD_CPU_TASK_CLOCK : VD_CPU_RUSAGE;
+}
+
+/* The floor of metric m for bench: the document's calibration runs'
+ * values. NULL on out of memory, or with err. */
+static json_t *
+s_metric_floor(const json_t *doc, vd_metric_t m, vd_cpu_source_t src,
+               long clk_tck, vd_params_t *p, char *err, size_t errlen)
+{
+    double *cal = NULL;
+    size_t n = 0, cap = 0, i;
+    json_t *b;
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, b)
+        if (s_metric_values(b, "calibration", NULL, m, src, &cal, &n,
+                            &cap) != 0) {
+            snprintf(err, errlen, "%s: more than %u calibration values",
+                     vd_metric_name(m), VD_MAX_SAMPLES);
+            free(cal);
+            return NULL;
+        }
+    double res = vd_metric_resolution(m, src, clk_tck), floor;
+    bool def;
+    int rc = vd_metric_floor(cal, n, res, &floor, &def, err, errlen);
+    free(cal);
+    if (rc != VD_OK)
+        return NULL;
+    p->floor_us = floor;
+    p->floor_is_default = def;
+    return json_pack("{s:f,s:b,s:I,s:f}", "value", floor, "default", def,
+                     "samples", (json_int_t)n, "resolution", res);
+}
+
+/* One benchmark's verdicts on metric m, as pw_results_add_metrics says. */
+static json_t *
+s_metric_bench(const json_t *doc, const json_t *b, vd_metric_t m,
+               double parity, long clk_tck, char *err, size_t errlen)
+{
+    vd_cpu_source_t src = m == VD_METRIC_CPU ? s_cpu_source(b)
+                                             : VD_CPU_RUSAGE;
+    vd_params_t p;
+    vd_params_default(&p);
+    p.parity = parity;
+    json_t *floor = s_metric_floor(doc, m, src, clk_tck, &p, err, errlen);
+    json_t *out = floor ? json_pack("{s:s,s:o,s:{},s:{}}", "unit",
+                                    vd_metric_unit(m), "floor", floor,
+                                    "summary", "verdict") : NULL;
+    if (!out)
+        return NULL;
+    if (m == VD_METRIC_CPU)
+        json_object_set_new(out, "source",
+                            json_string(vd_cpu_source_name(src)));
+    const json_t *arms = json_object_get(b, "arms");
+    size_t narms = json_array_size(arms), subject = 0, i;
+    double *x[64] = { 0 };
+    size_t nx[64] = { 0 }, cap;
+    char why[768] = "";
+    for (i = 0; i < narms && i < 64; i++) {
+        const json_t *arm = json_array_get(arms, i);
+        const char *name = json_string_value(json_object_get(arm, "name"));
+        vd_summary_t s;
+        char e[256];
+        if (json_is_true(json_object_get(arm, "subject")))
+            subject = i;
+        cap = 0;
+        if (s_metric_values(b, "measured", name, m, src, &x[i], &nx[i],
+                            &cap) != 0)
+            snprintf(why, sizeof why, "%s: arm %s: more than %u values",
+                     vd_metric_name(m), name, VD_MAX_SAMPLES);
+        else if (nx[i] && vd_summarize(x[i], nx[i], &s, e, sizeof e) ==
+                 VD_OK)
+            json_object_set_new(json_object_get(out, "summary"), name,
+                                pw_summary_to_json(&s));
+    }
+    const char *sname = json_string_value(json_object_get(json_array_get(
+        arms, subject), "name"));
+    const char *status = json_string_value(json_object_get(b, "status"));
+    for (i = 0; !why[0] && i < narms && i < 64; i++) {
+        if (i == subject)
+            continue;
+        const char *name = json_string_value(json_object_get(
+            json_array_get(arms, i), "name"));
+        vd_verdict_t v;
+        char e[256];
+        if (status && strcmp(status, "failed") == 0)
+            snprintf(why, sizeof why, "no verdict: the benchmark failed");
+        else if (vd_compare(x[subject], nx[subject], x[i], nx[i], &p, &v, e,
+                            sizeof e) != VD_OK)
+            snprintf(why, sizeof why, "no %s verdict for %s against %s: %s",
+                     vd_metric_name(m), sname, name, e);
+        else {
+            json_t *vj = pw_verdict_to_json(&v, PW_VERDICT_SUMMARIES);
+            if (vj)
+                json_object_set_new(vj, "metric",
+                                    json_string(vd_metric_name(m)));
+            json_object_set_new(json_object_get(out, "verdict"), name, vj);
+        }
+    }
+    json_object_set_new(out, "verdict_error", why[0] ? s_text(why)
+                                                     : json_null());
+    for (i = 0; i < narms && i < 64; i++)
+        free(x[i]);
+    return out;
+}
+
+int
+pw_results_add_metrics(json_t *doc, const vd_metric_t *ms, size_t n,
+                       double parity, long clk_tck, char *err,
+                       size_t errlen)
+{
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, b) {
+        json_t *all = json_object();
+        for (size_t k = 0; all && k < n; k++) {
+            if (ms[k] == VD_METRIC_WALL || ms[k] >= VD_METRIC_COUNT)
+                continue;
+            json_t *one = s_metric_bench(doc, b, ms[k], parity, clk_tck,
+                                         err, errlen);
+            if (!one || json_object_set_new(all, vd_metric_name(ms[k]),
+                                            one) != 0) {
+                json_decref(all);
+                return PW_RESULTS_ERR;
+            }
+        }
+        if (!all || json_object_set_new(b, "metrics", all) != 0) {
+            snprintf(err, errlen, "results: out of memory for metrics");
+            return PW_RESULTS_ERR;
+        }
+    }
+    return PW_RESULTS_OK;
+}
+
 int
 pw_results_finish(json_t *doc, double parity, bool complete,
                   int64_t ended_at_us, char *err, size_t errlen)

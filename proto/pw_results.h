@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "vd_metric.h"
 #include "vd_verdict.h"
 
 #define PW_RESULTS_OK   0
@@ -159,6 +160,22 @@ int pw_results_finish(json_t *doc, double parity, bool complete,
 int pw_results_finish_floor(json_t *doc, const vd_params_t *params,
                             json_t *floor, bool complete,
                             int64_t ended_at_us, char *err, size_t errlen);
+
+/* Beside each benchmark's wall-time verdicts, its verdicts on the other
+ * metrics ms[0..n) (shared/spec/verdict-rule.md "Other metrics"; wall in
+ * ms is skipped: it is "verdict"), judged by the same rule with parity
+ * and the metric's floor from the document's calibration samples. Each
+ * goes under the benchmark's "metrics" object, which a schema-3 reader
+ * ignores: {"cpu": {"unit", "source": "task_clock" | "rusage", "floor":
+ * {"value", "default", "samples", "resolution"}, "summary": {ARM:
+ * summary}, "verdict": {OTHER: verdict + "metric"}, "verdict_error"}}.
+ * cpu is the task clock where every measured run of the benchmark has
+ * it, else user + system time; peak_rss the runs' maxrss_kb. clk_tck:
+ * the clock ticks a second (rusage's resolution). Call after
+ * pw_results_finish*. */
+int pw_results_add_metrics(json_t *doc, const vd_metric_t *ms, size_t n,
+                           double parity, long clk_tck, char *err,
+                           size_t errlen);
 
 /* Check the document's required fields and types (for readers such as
  * `parity import`); err names the first problem. */

@@ -16,6 +16,7 @@
 #include "ag_report.h"
 #include "pw_clock.h"
 #include "pw_out.h"
+#include "pw_results.h"
 
 /* The harness a signal handler cancels; one session at a time. */
 static ag_harness_t *volatile s_harness;
@@ -223,6 +224,49 @@ s_store_load(const ag_cli_opts_t *copts, char *path, size_t pathlen,
         fprintf(stderr, "%s: %s\n", copts->prog, note);
 }
 
+int
+ag_cli_metric(ag_cli_opts_t *o, const char *v, char *err, size_t errlen)
+{
+    vd_metric_t *ms = o->metrics;
+    size_t *n = &o->nmetrics;
+    vd_metric_t m;
+    if (vd_metric_parse(v, &m) != 0) {
+        snprintf(err, errlen, "--metric %.60s: want wall, cpu or peak_rss",
+                 v);
+        return -1;
+    }
+    for (size_t i = 0; i < *n; i++)
+        if (ms[i] == m) {
+            snprintf(err, errlen, "--metric %s: given twice", v);
+            return -1;
+        }
+    if (*n >= VD_METRIC_COUNT)
+        return -1;          /* unreachable: each metric once */
+    ms[(*n)++] = m;
+    return 0;
+}
+
+/* The metrics asked for: their names as the document's "metrics" and
+ * the other metrics' verdicts beside wall time's. False when said. */
+static bool
+s_metrics(const ag_cli_opts_t *copts, json_t *doc)
+{
+    char err[512];
+    json_t *names = json_array();
+    for (size_t i = 0; names && i < copts->nmetrics; i++)
+        json_array_append_new(names, json_string(vd_metric_name(
+            copts->metrics[i])));
+    if (!names || json_object_set_new(doc, "metrics", names) != 0 ||
+        pw_results_add_metrics(doc, copts->metrics, copts->nmetrics,
+                               copts->parity, sysconf(_SC_CLK_TCK), err,
+                               sizeof err) != PW_RESULTS_OK) {
+        fprintf(stderr, "%s: %s\n", copts->prog, names ? err :
+                "out of memory");
+        return false;
+    }
+    return true;
+}
+
 /* The floor for the session's verdicts from the store and its runs, and
  * its runs added to the store. NULL floor (the document's own runs)
  * when the runs cannot be had. */
@@ -334,6 +378,8 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
         goto done;
     }
     s_harness_cpu(doc, &ru0, &ru1);
+    if (copts->nmetrics && !s_metrics(copts, doc))
+        goto done;
     /* A file that cannot be written still leaves the results on stdout. */
     bool export_failed = !s_exports(copts, doc);
     int out = copts->json ? pw_out_json(stdout, doc)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "ag_harness.h"
+#include "vd_metric.h"
 
 /* Exit codes of both commands (docs/agent.md, docs/commands/compare.md). */
 #define AG_EXIT_OK           0    /* every benchmark ran; any verdict */
@@ -39,6 +40,10 @@ typedef struct {
     void (*wrap)(void *ctx, const ag_callbacks_t *inner,
                  ag_callbacks_t *out);
     void *wrap_ctx;
+    /* --metric: the metrics judged (vd_metric.h), in order; none: wall
+     * time alone, as before metrics. */
+    vd_metric_t metrics[VD_METRIC_COUNT];
+    size_t nmetrics;
 } ag_cli_opts_t;
 
 /* Run suite with hopts and report; returns an AG_EXIT_* code. suite and
@@ -56,15 +61,22 @@ int ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
  * with its value v into o: true when c was one of them. */
 enum {
     AG_CLI_OPT_JSON = 0x200, AG_CLI_OPT_EXPORT_JSON,
-    AG_CLI_OPT_EXPORT_MARKDOWN, AG_CLI_OPT_EXPORT_CSV
+    AG_CLI_OPT_EXPORT_MARKDOWN, AG_CLI_OPT_EXPORT_CSV, AG_CLI_OPT_METRIC
 };
 #define AG_CLI_OUTPUT_OPTIONS                                               \
     { "json", no_argument, NULL, AG_CLI_OPT_JSON },                        \
     { "export-json", required_argument, NULL, AG_CLI_OPT_EXPORT_JSON },    \
     { "export-markdown", required_argument, NULL,                          \
       AG_CLI_OPT_EXPORT_MARKDOWN },                                        \
-    { "export-csv", required_argument, NULL, AG_CLI_OPT_EXPORT_CSV }
+    { "export-csv", required_argument, NULL, AG_CLI_OPT_EXPORT_CSV },      \
+    { "metric", required_argument, NULL, AG_CLI_OPT_METRIC }
 bool ag_cli_output_opt(ag_cli_opts_t *o, int c, const char *v);
+
+/* Add --metric v (the AG_CLI_OPT_METRIC option of AG_CLI_OUTPUT_OPTIONS)
+ * to o's metrics: 0, or -1 with err ("--metric rss: want wall, cpu or
+ * peak_rss", "--metric cpu: given twice"). */
+int ag_cli_metric(ag_cli_opts_t *o, const char *v, char *err,
+                  size_t errlen);
 
 /* Parse a whole decimal unsigned in [lo, hi]; 0 or -1. */
 int ag_cli_uint(const char *s, unsigned long lo, unsigned long hi,

@@ -8,6 +8,8 @@
  *   loop N            N iterations of an empty loop: a fixed amount of
  *                     work, whose time a busy machine stretches (spin's
  *                     does not)
+ *   mem MB            allocate MB MiB and touch every page (resident
+ *                     until the end: peak RSS grows by MB)
  *   exit CODE         exit with CODE now
  *   signal SIG        kill itself with signal number SIG
  *   print-args        print every remaining argument as "[arg]" lines on
@@ -85,6 +87,14 @@ main(int argc, char **argv)
             unsigned long n = strtoul(arg, NULL, 10);
             for (unsigned long k = 0; k < n; k++)
                 __asm__ volatile("" : "+r"(k));
+            i++;
+        } else if (strcmp(op, "mem") == 0 && arg) {
+            size_t n = (size_t)strtoul(arg, NULL, 10) << 20;
+            volatile char *p = malloc(n ? n : 1);
+            if (!p)
+                return 100;
+            for (size_t k = 0; k < n; k += 4096)
+                p[k] = (char)k;     /* kept: it is resident to the end */
             i++;
         } else if (strcmp(op, "exit") == 0 && arg) {
             return atoi(arg);

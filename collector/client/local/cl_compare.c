@@ -72,6 +72,8 @@ static const char s_usage[] =
     "                            one comparison per value MIN..MAX of {NAME}\n"
     "  -D, --parameter-step-size STEP\n"
     "                            the step of -P (default 1)\n"
+    "      --metric NAME         judge wall (the default), cpu or peak_rss;\n"
+    "                            may repeat (docs/verdict.md \"Metrics\")\n"
     "      --json                the results file (schema 3) on stdout "
     "instead\n"
     "      --export-json FILE    also write the results file to FILE\n"
@@ -321,6 +323,14 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     if (ag_cli_output_opt(&o->copts, c, optarg))
         return 0;
     switch (c) {
+    case AG_CLI_OPT_METRIC: {
+        char err[160];
+        if (ag_cli_metric(&o->copts, optarg, err, sizeof err) != 0) {
+            pw_out_error(S_VERB, "%s", err);
+            return -1;
+        }
+        return 0;
+    }
     case 'r': case 'M': case 'w': {
         char err[160];
         bool is_auto;
