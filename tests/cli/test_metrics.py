@@ -2,7 +2,7 @@
 """test_metrics.py -- `parity compare --metric` (docs/verdict.md
 "Metrics"; shared/spec/verdict-rule.md "Other metrics"), emitting TAP.
 
-    test_metrics.py PARITY TESTPROG
+    test_metrics.py PARITY TESTPROG AGENT
 
 Real processes only (parity-testprog of tests/helpers), at the default
 parity (4 %):
@@ -20,7 +20,7 @@ import re
 import subprocess
 import sys
 
-PARITY, PROG = sys.argv[1:3]
+PARITY, PROG, AGENT = sys.argv[1:4]
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
@@ -106,7 +106,28 @@ def check_errors():
            % (" ".join(args), err.strip())) or pf.diag(r.stderr)
 
 
+def check_agent():
+    suite = os.path.join(TMP, "m.yaml")
+    with open(suite, "w") as f:
+        f.write("suite: m\nbenchmarks:\n  - name: mem\n    runs: 6\n"
+                "    arms:\n      - name: big\n        subject: true\n"
+                "        command: [%s, mem, \"60\"]\n      - name: small\n"
+                "        command: [%s, mem, \"50\"]\n" % (PROG, PROG))
+    r = subprocess.run([AGENT, "run", "--metric", "peak_rss", suite],
+                       capture_output=True, text=True, timeout=120)
+    ok(r.returncode == 0 and re.search(r"^verdict \(peak_rss\): big vs "
+                                       r"small: loss$", r.stdout, re.M),
+       "parity-agent run --metric peak_rss: 60 MiB against 50, a loss") \
+        or pf.diag(r.stdout + r.stderr)
+    r = subprocess.run([AGENT, "run", "--metric", "rss", suite],
+                       capture_output=True, text=True, timeout=60)
+    ok(r.returncode == 2 and r.stderr == "parity-agent run: --metric rss: "
+       "want wall, cpu or peak_rss\n", "parity-agent run --metric rss: "
+       "exit 2, the message") or pf.diag(r.stderr)
+
+
 check_errors()
+check_agent()
 check_peak_rss()
 check_cpu()
 pf.finish()
