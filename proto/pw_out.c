@@ -51,6 +51,18 @@ pw_out_us(char *buf, size_t len, double us)
 }
 
 char *
+pw_out_kib(char *buf, size_t len, double kib)
+{
+    if (!isfinite(kib))
+        snprintf(buf, len, "-");
+    else if (kib >= 10240)
+        snprintf(buf, len, "%.1f MiB", kib / 1024);
+    else
+        snprintf(buf, len, "%.0f KiB", kib);
+    return buf;
+}
+
+char *
 pw_out_ratio(char *buf, size_t len, double x)
 {
     double a = fabs(x);

@@ -26,7 +26,7 @@
 /* A size for the buffers verbs format one cell into (tables copy cells
  * whole, whatever their length), and the most columns of a table. */
 #define PW_OUT_CELL_MAX     256
-#define PW_OUT_TABLE_COLS   12
+#define PW_OUT_TABLE_COLS   16
 /* Upper bound of the rows of one table, the header included: the
  * 100,000 commands a hyperfine file may hold and a header; beyond this
  * rows are refused. */
@@ -39,6 +39,9 @@ void pw_out_error(const char *verb, const char *fmt, ...)
 /* A time in microseconds for a reader, with its unit: "12.34 ns",
  * "566.0 µs", "1.234 ms", "2.500 s". Writes at most len bytes; returns buf. */
 char *pw_out_us(char *buf, size_t len, double us);
+/* A memory size in KiB for a reader: "812 KiB", "113.8 MiB" from 10 MiB
+ * on. Returns buf. */
+char *pw_out_kib(char *buf, size_t len, double kib);
 
 /* A ratio, tolerance or noise for a reader: "%.4f" (0.8090, 16.6667),
  * or "%.4g" below 0.001 and from 10000 up (1e-05, 2.5e+20), where four

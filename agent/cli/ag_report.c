@@ -53,10 +53,7 @@ s_resources(FILE *f, const json_t *b, const char *const *names, size_t n)
         if (isnan(c))
             continue;
         pw_out_us(cpu, sizeof cpu, c);
-        if (r >= 10240)
-            snprintf(rss, sizeof rss, "%.1f MiB", r / 1024);
-        else
-            snprintf(rss, sizeof rss, "%.0f KiB", r);
+        pw_out_kib(rss, sizeof rss, r);
         const char *row[] = { names[i], cpu, rss };
         rc |= pw_out_table_add(t, row);
     }

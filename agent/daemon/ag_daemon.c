@@ -135,10 +135,9 @@ s_calkeep_add(s_calkeep_t *k, const double *x, size_t n)
 }
 
 static int
-s_calkeep_session(void *ctx, const double *wall_us, size_t n, int64_t at)
+s_calkeep_session(void *ctx, const ag_cal_batch_t *cal)
 {
-    (void)at;
-    return s_calkeep_add(ctx, wall_us, n);
+    return s_calkeep_add(ctx, cal->wall_us, cal->n);
 }
 
 static int
@@ -474,8 +473,12 @@ s_topup(s_daemon_t *d)
     }
     if (rc != AG_TOPUP_DONE)
         return;
-    if (ag_stream_calibration(d->stream, b.wall_us, b.n, b.from_us, !b.busy,
-                              err, sizeof err) != AG_SPOOL_OK) {
+    ag_cal_batch_t cal = { .wall_us = b.wall_us, .cpu_us = b.cpu_us,
+                           .task_clock_us = b.task_clock_us,
+                           .peak_rss_kb = b.peak_rss_kb, .n = b.n,
+                           .taken_at_us = b.from_us };
+    if (ag_stream_calibration(d->stream, &cal, !b.busy, err, sizeof err)
+        != AG_SPOOL_OK) {
         ag_logf("calibration_failed", "not spooled: %s", err);
         return;
     }

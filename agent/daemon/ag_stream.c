@@ -166,21 +166,37 @@ ag_stream_job_started(ag_stream_t *s, const char *job_id,
 }
 
 int
-ag_stream_calibration(ag_stream_t *s, const double *wall_us, size_t n,
-                      int64_t taken_at_us, bool quiet, char *err,
-                      size_t errlen)
+ag_stream_calibration(ag_stream_t *s, const ag_cal_batch_t *c, bool quiet,
+                      char *err, size_t errlen)
 {
     Parity__Envelope env;
     Parity__Calibration cal;
     char id[37];
-    if (n > PW_WIRE_MAX_CALIBRATION)
-        n = PW_WIRE_MAX_CALIBRATION;
+    size_t n = c->n < PW_WIRE_MAX_CALIBRATION ? c->n
+                                              : PW_WIRE_MAX_CALIBRATION;
+    bool counted = n > 0 && c->task_clock_us;
+    for (size_t i = 0; counted && i < n; i++)
+        counted = c->task_clock_us[i] > 0;
     s_uuid(id);
     parity__calibration__init(&cal);
     cal.calibration_id = id;
-    cal.wall_us = (double *)wall_us;
+    cal.wall_us = (double *)c->wall_us;
     cal.n_wall_us = n;
-    cal.taken_at_us = taken_at_us;
+    /* The other metrics' values go beside wall time's, each column all
+     * or nothing (docs/protocol.md, Calibration). */
+    if (c->cpu_us) {
+        cal.cpu_us = (double *)c->cpu_us;
+        cal.n_cpu_us = n;
+    }
+    if (counted) {
+        cal.task_clock_us = (double *)c->task_clock_us;
+        cal.n_task_clock_us = n;
+    }
+    if (c->peak_rss_kb) {
+        cal.peak_rss_kb = (double *)c->peak_rss_kb;
+        cal.n_peak_rss_kb = n;
+    }
+    cal.taken_at_us = c->taken_at_us;
     cal.quiet = quiet;
     pw_wire_init(&env, 0);
     pw_wire_set_body(&env, PARITY__ENVELOPE__BODY_CALIBRATION, &cal);
@@ -255,22 +271,21 @@ s_flush(ag_stream_t *s)
 }
 
 static int
-s_cb_calibration(void *ctx, const double *wall_us, size_t n,
-                 int64_t taken_at_us)
+s_cb_calibration(void *ctx, const ag_cal_batch_t *cal)
 {
     ag_stream_t *s = ctx;
     char err[S_ERR];
     /* The harness reports its session-start calibration even when the
      * rounds alone reach the target (n == 0): nothing to send, and the
      * collector refuses a Calibration without samples. */
-    if (n > 0 && ag_stream_calibration(s, wall_us, n, taken_at_us, false, err,
-                                       sizeof err) != AG_SPOOL_OK) {
+    if (cal->n > 0 && ag_stream_calibration(s, cal, false, err, sizeof err)
+                      != AG_SPOOL_OK) {
         ag_logf("spool_error", "calibration: %s", err);
         snprintf(s->stop_reason, sizeof s->stop_reason, "%s", err);
         return -1;
     }
     return s->inner.on_calibration
-           ? s->inner.on_calibration(s->inner.ctx, wall_us, n, taken_at_us)
+           ? s->inner.on_calibration(s->inner.ctx, cal)
            : 0;
 }
 
@@ -353,6 +368,18 @@ s_cb_run_start(void *ctx, const ag_run_start_t *st)
     rs.started_at_us = st->started_at_us;
     rs.runs = st->runs;
     rs.warmup = st->warmup;
+    /* The metrics the benchmark is judged and tracked on (docs/suites.md
+     * "Metrics"); none sent for wall alone, which an older collector
+     * reads the same. */
+    char *metrics[VD_METRIC_COUNT];
+    size_t nm = 0;
+    for (size_t i = 0; st->bench && i < st->bench->metric_count &&
+         i < VD_METRIC_COUNT; i++)
+        metrics[nm++] = (char *)vd_metric_name(st->bench->metrics[i]);
+    if (!(nm == 1 && st->bench->metrics[0] == VD_METRIC_WALL)) {
+        rs.metrics = metrics;
+        rs.n_metrics = nm;
+    }
     rs.environment_json = (char *)(st->environment_json
                                    ? st->environment_json : "");
     pw_wire_init(&env, 0);

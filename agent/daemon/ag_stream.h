@@ -123,13 +123,13 @@ int ag_stream_job_status(ag_stream_t *s, const char *job_id,
 int ag_stream_job_started(ag_stream_t *s, const char *job_id,
                           const char *suite_digest);
 
-/* Spool a Calibration of n no-op wall times (at most
- * PW_WIRE_MAX_CALIBRATION are sent); quiet: taken idle, under the
- * machine lock, the machine quiet (ag_topup.h; a job's runs never are).
- * Returns an AG_SPOOL_* code. */
-int ag_stream_calibration(ag_stream_t *s, const double *wall_us, size_t n,
-                          int64_t taken_at_us, bool quiet, char *err,
-                          size_t errlen);
+/* Spool a Calibration of cal's no-op runs (at most
+ * PW_WIRE_MAX_CALIBRATION are sent): wall time and the other metrics'
+ * values (the task clock only when every run counted it); quiet: taken
+ * idle, under the machine lock, the machine quiet (ag_topup.h; a job's
+ * runs never are). Returns an AG_SPOOL_* code. */
+int ag_stream_calibration(ag_stream_t *s, const ag_cal_batch_t *cal,
+                          bool quiet, char *err, size_t errlen);
 
 /* Wait up to timeout_s for the collector to ack everything spooled.
  * Returns 0 when all were acked, else the number still spooled. */

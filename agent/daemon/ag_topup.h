@@ -59,6 +59,10 @@ typedef struct {
 
 typedef struct {
     double wall_us[AG_TOPUP_BATCH];
+    /* The other metrics' values of the same runs (ag_cal_batch_t's). */
+    double cpu_us[AG_TOPUP_BATCH];
+    double task_clock_us[AG_TOPUP_BATCH];
+    double peak_rss_kb[AG_TOPUP_BATCH];
     size_t n;
     int64_t from_us, to_us;    /* unix us: first run's start, last's end */
     double load;               /* others' cores, the look and the batch */

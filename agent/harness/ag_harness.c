@@ -513,13 +513,16 @@ s_measure(s_run_t *r, size_t a, pw_sample_kind_t kind, unsigned round,
 /* One calibration run of the no-op program, same path as s_measure. */
 static int
 s_calibrate_once(ag_harness_t *h, const char *noop, const int *cpus,
-                 size_t ncpus, ag_spawn_result_t *res, char *err,
-                 size_t errlen)
+                 size_t ncpus, ag_counters_t *ctr, ag_spawn_result_t *res,
+                 char *err, size_t errlen)
 {
     const char *argv[2] = { noop, NULL };
     ag_spawn_req_t req;
     ag_spawn_req_init(&req);
     req.argv = argv;
+    /* Counted as the measured runs are: cpu's floor from the task clock
+     * needs the no-op's task clock (docs/verdict.md "Metrics"). */
+    req.counters = ctr;
     req.stdin_fd = req.stdout_fd = req.stderr_fd = h->devnull;
     req.cpus = cpus;
     req.cpu_count = ncpus;
@@ -779,7 +782,7 @@ s_round_calibration(s_run_t *r, unsigned rd)
     ag_spawn_result_t res;
     char err[512];
     int c = s_calibrate_once(r->h, r->noop, r->b->cpus, r->b->cpu_count,
-                             &res, err, sizeof err);
+                             r->ss->ctr, &res, err, sizeof err);
     if (c == AG_SPAWN_CANCELLED) {
         s_stop(r, s_cancel_status(r->h), "interrupted");
         return -1;
@@ -1016,24 +1019,35 @@ ag_harness_run(ag_harness_t *h, const ag_suite_t *suite,
     unsigned target = opts.calibration_target ? opts.calibration_target
                                               : AG_HARNESS_CALIBRATION_TARGET;
     size_t extra = total_rounds < target ? target - total_rounds : 0;
-    cal = calloc(extra + 1, sizeof *cal);
+    cal = calloc(4 * (extra + 1), sizeof *cal);
     if (!cal) {
         snprintf(err, errlen, "ag_harness_run: out of memory");
         goto done;
     }
+    /* One allocation, four columns of extra + 1 values each. */
+    double *cal_cpu = cal + (extra + 1), *cal_tc = cal_cpu + (extra + 1),
+           *cal_rss = cal_tc + (extra + 1);
     int64_t taken = pw_clock_unix_us();
     size_t got = 0;
     for (; got < extra; got++) {
         ag_spawn_result_t res;
-        int c = s_calibrate_once(h, noop, NULL, 0, &res, err, errlen);
+        int c = s_calibrate_once(h, noop, NULL, 0, ss.ctr, &res, err,
+                                 errlen);
         if (c == AG_SPAWN_CANCELLED)
             break;
         if (c != AG_SPAWN_OK)
             goto done;
         cal[got] = res.wall_us;
+        cal_cpu[got] = res.user_us + res.sys_us;
+        cal_tc[got] = res.counters[AG_CTR_TASK_CLOCK] > 0
+                      ? (double)res.counters[AG_CTR_TASK_CLOCK] / 1000.0 : 0;
+        cal_rss[got] = (double)res.maxrss_kb;
         s_keep_cal(&ss, res.wall_us);
     }
-    if (cb.on_calibration && cb.on_calibration(cb.ctx, cal, got, taken) != 0) {
+    ag_cal_batch_t batch = { .wall_us = cal, .cpu_us = cal_cpu,
+                             .task_clock_us = cal_tc, .peak_rss_kb = cal_rss,
+                             .n = got, .taken_at_us = taken };
+    if (cb.on_calibration && cb.on_calibration(cb.ctx, &batch) != 0) {
         rc = AG_HARNESS_STOPPED;
         goto done;
     }

@@ -162,12 +162,23 @@ typedef struct {
     double windows_wall_us;
 } ag_run_end_t;
 
+/* Calibration no-op runs, n values in each column (docs/verdict.md
+ * "Metrics"): wall time; CPU time as rusage's user + sys; the task
+ * clock in µs, 0 where it was not counted; ru_maxrss in KiB. Borrowed. */
+typedef struct {
+    const double *wall_us;
+    const double *cpu_us;
+    const double *task_clock_us;
+    const double *peak_rss_kb;
+    size_t n;
+    int64_t taken_at_us;       /* unix µs, the first run's start */
+} ag_cal_batch_t;
+
 /* A callback returning non-zero stops the session as if cancelled with
  * AG_RUN_INCOMPLETE (e.g. the daemon's spool is full). Any may be NULL. */
 typedef struct {
     void *ctx;
-    int (*on_calibration)(void *ctx, const double *wall_us, size_t n,
-                          int64_t taken_at_us);
+    int (*on_calibration)(void *ctx, const ag_cal_batch_t *cal);
     int (*on_run_start)(void *ctx, const ag_run_start_t *start);
     int (*on_sample)(void *ctx, const ag_sample_t *sample);
     void (*on_progress)(void *ctx, const ag_progress_t *progress);

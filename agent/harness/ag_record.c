@@ -81,11 +81,11 @@ ag_record_destroy(ag_record_t **rp)
 }
 
 static int
-s_on_calibration(void *ctx, const double *wall_us, size_t n,
-                 int64_t taken_at_us)
+s_on_calibration(void *ctx, const ag_cal_batch_t *cal)
 {
     ag_record_t *r = ctx;
-    return pw_results_set_calibration(r->doc, wall_us, n, taken_at_us);
+    return pw_results_set_calibration(r->doc, cal->wall_us, cal->n,
+                                      cal->taken_at_us);
 }
 
 static int

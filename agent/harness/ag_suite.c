@@ -21,10 +21,10 @@ static const char *const s_top_keys[] = {
     "suite", "revision", "variables", "defaults", "benchmarks", NULL };
 static const char *const s_defaults_keys[] = {
     "runs", "max_runs", "warmup", "timeout", "stdout", "stderr",
-    "expect_exit", "cpus", "versions", NULL };
+    "expect_exit", "cpus", "versions", "metrics", NULL };
 static const char *const s_bench_keys[] = {
     "name", "arms", "runs", "max_runs", "warmup", "timeout", "stdout",
-    "stderr", "expect_exit", "cpus", "versions", NULL };
+    "stderr", "expect_exit", "cpus", "versions", "metrics", NULL };
 static const char *const s_arm_keys[] = {
     "name", "subject", "command", "shell", "cwd", "env", "setup", "cleanup",
     "prepare", "conclude", "versions", NULL };
@@ -42,6 +42,7 @@ typedef struct {
     int expect_exit;
     yaml_node_t *cpus_node;
     yaml_node_t *versions_node;
+    yaml_node_t *metrics_node;
 } s_settings_t;
 
 typedef struct {
@@ -494,6 +495,42 @@ s_cpus(s_ctx_t *c, yaml_node_t *n, ag_bench_t *b)
     return AG_SUITE_OK;
 }
 
+/* `metrics: [wall, peak_rss]`: the metrics the benchmark is judged and
+ * tracked on, each once; absent: wall alone. */
+static int
+s_metrics(s_ctx_t *c, yaml_node_t *n, ag_bench_t *b)
+{
+    b->metrics[0] = VD_METRIC_WALL;
+    b->metric_count = 1;
+    if (!n)
+        return AG_SUITE_OK;
+    if (n->type != YAML_SEQUENCE_NODE)
+        return s_fail(c, n, "metrics: expected a list of wall, cpu and "
+                      "peak_rss, found %s", s_kind_name(n));
+    b->metric_count = 0;
+    for (yaml_node_item_t *it = n->data.sequence.items.start;
+         it < n->data.sequence.items.top; it++) {
+        yaml_node_t *m = s_node(c, *it);
+        vd_metric_t id;
+        if (!m || m->type != YAML_SCALAR_NODE)
+            return s_fail(c, m ? m : n, "metrics: expected a metric name "
+                          "(wall, cpu or peak_rss), found %s",
+                          m ? s_kind_name(m) : "nothing");
+        if (vd_metric_parse(s_scalar(m), &id) != 0)
+            return s_fail(c, m, "metrics: unknown metric \"%.60s\" (want "
+                          "wall, cpu or peak_rss)", s_scalar(m));
+        for (size_t k = 0; k < b->metric_count; k++)
+            if (b->metrics[k] == id)
+                return s_fail(c, m, "metrics: \"%s\" is listed twice",
+                              s_scalar(m));
+        b->metrics[b->metric_count++] = id;
+    }
+    if (b->metric_count == 0)
+        return s_fail(c, n, "metrics: expected at least one of wall, cpu "
+                      "and peak_rss");
+    return AG_SUITE_OK;
+}
+
 /* Read the inheritable settings present in mapping n over *s. */
 static int
 s_settings(s_ctx_t *c, yaml_node_t *n, s_settings_t *s)
@@ -544,6 +581,8 @@ s_settings(s_ctx_t *c, yaml_node_t *n, s_settings_t *s)
         s->stderr_node = v;
     if ((v = s_get(c, n, "cpus")))
         s->cpus_node = v;
+    if ((v = s_get(c, n, "metrics")))
+        s->metrics_node = v;
     if ((v = s_get(c, n, "versions"))) {
         if (v->type != YAML_SEQUENCE_NODE)
             return s_fail(c, v, "versions: expected a list of commands, "
@@ -745,7 +784,8 @@ s_bench(s_ctx_t *c, yaml_node_t *n, const s_settings_t *defaults,
     b->expect_exit = s.expect_exit;
     if (s_out(c, s.stdout_node, "stdout", &b->out) != AG_SUITE_OK ||
         s_out(c, s.stderr_node, "stderr", &b->err) != AG_SUITE_OK ||
-        s_cpus(c, s.cpus_node, b) != AG_SUITE_OK)
+        s_cpus(c, s.cpus_node, b) != AG_SUITE_OK ||
+        s_metrics(c, s.metrics_node, b) != AG_SUITE_OK)
         return AG_SUITE_ERR;
 
     yaml_node_t *arms = s_get(c, n, "arms");
@@ -1337,6 +1377,8 @@ s_bench_from_spec(ag_bench_t *b, const ag_bench_spec_t *spec, unsigned runs,
     b->runs = runs;
     b->warmup = warmup;
     b->timeout_s = AG_SUITE_DEFAULT_TIMEOUT_S;
+    b->metrics[0] = VD_METRIC_WALL;
+    b->metric_count = 1;
     b->subject = spec->subject;
     for (size_t i = 0; i < spec->arm_count; i++) {
         b->arm_count = i + 1;

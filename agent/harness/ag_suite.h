@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "pw_limits.h"
+#include "vd_metric.h"
 
 #define AG_SUITE_OK   0
 #define AG_SUITE_ERR -1
@@ -108,6 +109,10 @@ typedef struct {
     int expect_exit;       /* 0 .. 255 */
     int *cpus;             /* CPUs the measured process may run on */
     size_t cpu_count;      /* 0: not pinned */
+    /* `metrics:`: what it is judged and tracked on (docs/suites.md
+     * "Metrics"), each once, in the file's order; wall alone by default. */
+    vd_metric_t metrics[VD_METRIC_COUNT];
+    size_t metric_count;   /* 1 .. VD_METRIC_COUNT */
     /* The parameter values a program made this benchmark from (parity
      * compare -L/-P); none for a suite file's benchmark. */
     char **param_names;

@@ -386,6 +386,7 @@ static const char s_series_sql[] =
     "  v.other_arm, md5(sa.argv::text || sa.shell || oa.argv::text || "
     "  oa.shell) AS def, md5(sa.version_output || oa.version_output) AS ver "
     " FROM runs r JOIN verdicts v ON v.run = r.id AND v.other_name = s.other "
+    "  AND v.metric = 'wall' "
     " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
     "  AND sa.name = s.subject "
     " JOIN arms oa ON oa.run = r.id AND oa.idx = v.other_arm "

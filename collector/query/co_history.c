@@ -74,7 +74,8 @@ static const char s_history_sql[] =
     "  h.name AS host, h.id AS hid, r.id AS rid, v.other_arm, "
     S_GROUP_SQL " AS grp, r.started_at_us, r.tags"
     " FROM benchmarks b JOIN runs r ON r.benchmark_id = b.id"
-    " JOIN verdicts v ON v.run = r.id JOIN hosts h ON h.id = r.host_id"
+    " JOIN verdicts v ON v.run = r.id AND v.metric = 'wall'"
+    " JOIN hosts h ON h.id = r.host_id"
     " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm"
     " WHERE b.name = $1 AND ($2 = '' OR b.suite = $2)"
     "  AND ($3 = '' OR v.other_name = $3)"
@@ -111,7 +112,8 @@ static const char s_history_sql[] =
     " x.error "
     "FROM sel g JOIN v USING (suite, subject, other, grp)"
     " JOIN runs r ON r.id = v.rid"
-    " JOIN verdicts x ON x.run = v.rid AND x.other_arm = v.other_arm "
+    " JOIN verdicts x ON x.run = v.rid AND x.other_arm = v.other_arm"
+    "  AND x.metric = 'wall' "
     "ORDER BY v.suite, v.subject, v.other, g.at_us, v.grp, v.host, v.hid,"
     " v.rid LIMIT $7::int";
 
@@ -250,7 +252,8 @@ s_history(co_reply_t *c, const json_t *args)
     r = co_reply_q(c, "SELECT (SELECT count(*) FROM benchmarks b WHERE b.name = $1 "
             "AND ($2 = '' OR b.suite = $2)), (SELECT count(*) FROM ("
             "SELECT 1 FROM benchmarks b JOIN runs r ON r.benchmark_id = b.id "
-            "JOIN verdicts v ON v.run = r.id WHERE b.name = $1 AND "
+            "JOIN verdicts v ON v.run = r.id AND v.metric = 'wall' WHERE "
+            "b.name = $1 AND "
             "($2 = '' OR b.suite = $2) AND v.other_name = $3 LIMIT 1) x)",
             3, pb);
     if (!r)
@@ -314,6 +317,7 @@ s_rank(const char *outcome)
     " SELECT r.id AS rid, r.run_uuid, r.job_id, " S_GROUP_SQL " AS grp," \
     "  r.started_at_us, r.tags, v.outcome, v.ratio, v.best_ratio" \
     " FROM runs r JOIN verdicts v ON v.run = r.id AND v.other_name = s.other" \
+    "  AND v.metric = 'wall'" \
     " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm" \
     "  AND sa.name = s.subject" \
     " WHERE r.benchmark_id = s.benchmark_id AND r.host_id = s.host_id" \
@@ -556,7 +560,8 @@ s_report_hosts(co_reply_t *c, const char *id, json_t *hosts)
         " (SELECT json_build_object('floor_us', v.floor_us, 'floor_default',"
         "  v.floor_is_default, 'floor_samples', v.floor_samples) FROM"
         "  verdicts v JOIN runs r ON r.id = v.run WHERE r.job_id ="
-        "  j.job_uuid AND r.host_id = h.id ORDER BY v.id DESC LIMIT 1)::text,"
+        "  j.job_uuid AND r.host_id = h.id AND v.metric = 'wall' ORDER BY"
+        "  v.id DESC LIMIT 1)::text,"
         " " CO_SELFTEST_SQL("h.id")
         " FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON"
         " h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",

@@ -26,6 +26,7 @@
 #include "pw_key.h"
 #include "pw_results.h"
 #include "vd_fleet.h"
+#include "vd_metric.h"
 #include "vd_verdict.h"
 
 /* Most jobs `jobs` lists, and most rows a `verdicts` answer reads. */
@@ -242,7 +243,12 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         " o.boot_id = h.boot_id AND o.id <> h.id), "
         /* What the floor pooled (017). */
         "COALESCE(h.floor_quiet, false), h.floor_oldest_us, "
-        "h.floor_newest_us "
+        "h.floor_newest_us, "
+        /* The other metrics' floors (025). */
+        "(SELECT COALESCE(json_object_agg(f.metric, json_build_object("
+        " 'floor', f.floor, 'default', f.is_default, 'samples', f.samples, "
+        " 'resolution', f.resolution, 'source', f.source) ORDER BY "
+        " f.metric), '{}') FROM host_floors f WHERE f.host_id = h.id)::text "
         "FROM hosts h ORDER BY h.name, h.id", 1, p);
     if (!r || !out)
         goto fail;
@@ -302,6 +308,7 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
                             co_reply_int_or_null(r, i, 21));
         json_object_set_new(h, "floor_newest_us",
                             co_reply_int_or_null(r, i, 22));
+        json_object_set_new(h, "metric_floors", co_reply_json_col(r, i, 23));
         json_array_append_new(out, h);
     }
     PQclear(r);
@@ -592,6 +599,16 @@ static json_t *
 s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
 {
     char id[64];
+    const json_t *mj = json_object_get(args, "metric");
+    const char *metric = mj ? json_string_value(mj) : "wall";
+    vd_metric_t m;
+    if (!metric || (strcmp(metric, "all") != 0 &&
+                    vd_metric_parse(metric, &m) != 0)) {
+        res->status = CO_REPLY_BADARGS;
+        pw_err(res->err, sizeof res->err, "\"metric\" must be wall, cpu, "
+               "peak_rss or all");
+        return NULL;
+    }
     if (!s_job_arg(q, args, id, sizeof id, res))
         return NULL;
     const char *p[] = { id };
@@ -630,35 +647,45 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
         goto fail;
     char lim[16];
     snprintf(lim, sizeof lim, "%d", S_VERDICT_ROWS_MAX);
-    const char *pv[] = { id, lim };
+    const char *pv[] = { id, lim, metric };
+    /* Each metric's comparisons after wall time's, in vd_metric's order;
+     * "tracked": the suite judges and tracks the benchmark on it (025). A
+     * wall floor's pool (floors) is wall time's alone. */
     r = s_q(q, res,
         "SELECT b.name, sa.name, v.other_name, h.name, r.run_uuid, "
         "v.verdict_json, v.error, r.status, f.n_samples, f.quiet, "
-        "f.oldest_us, f.newest_us, oa.instance, r.revision "
+        "f.oldest_us, f.newest_us, oa.instance, r.revision, v.metric, "
+        "r.metrics @> ARRAY[v.metric] "
         "FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id "
         "JOIN hosts h ON h.id = r.host_id JOIN verdicts v ON v.run = r.id "
         "JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
         "LEFT JOIN arms oa ON oa.run = r.id AND oa.idx = v.other_arm "
-        "LEFT JOIN floors f ON f.run = r.id "
-        "WHERE r.job_id = $1 "
+        "LEFT JOIN floors f ON f.run = r.id AND v.metric = 'wall' "
+        "WHERE r.job_id = $1 AND ($3 = 'all' OR v.metric = $3) "
         "ORDER BY min(r.id) OVER (PARTITION BY b.name), b.name, "
-        "v.other_arm, h.name, h.id, r.id LIMIT $2::int", 2, pv);
+        "array_position(ARRAY['wall', 'cpu', 'peak_rss'], v.metric), "
+        "v.other_arm, h.name, h.id, r.id LIMIT $2::int", 3, pv);
     if (!r || !out)
         goto fail;
     for (int i = 0; i < PQntuples(r); i++) {
         const char *bench = PQgetvalue(r, i, 0), *subj = PQgetvalue(r, i, 1),
-                   *other = PQgetvalue(r, i, 2), *host = PQgetvalue(r, i, 3);
+                   *other = PQgetvalue(r, i, 2), *host = PQgetvalue(r, i, 3),
+                   *met = PQgetvalue(r, i, 14);
+        bool tracked = PQgetvalue(r, i, 15)[0] == 't';
         if (!cur ||
             strcmp(json_string_value(json_object_get(cur, "benchmark")),
                    bench) != 0 ||
             strcmp(json_string_value(json_object_get(cur, "subject")),
                    subj) != 0 ||
             strcmp(json_string_value(json_object_get(cur, "other")),
-                   other) != 0) {
+                   other) != 0 ||
+            strcmp(json_string_value(json_object_get(cur, "metric")),
+                   met) != 0) {
             if (cur && s_summarize(cur) != 0)
                 goto fail;
-            cur = json_pack("{s:s,s:s,s:s,s:[]}", "benchmark", bench,
-                            "subject", subj, "other", other, "hosts");
+            cur = json_pack("{s:s,s:s,s:s,s:s,s:b,s:[]}", "benchmark", bench,
+                            "subject", subj, "other", other, "metric", met,
+                            "tracked", tracked, "hosts");
             if (!cur)
                 goto fail;
             /* subject@HEAD against an --against instance of it (023). */
@@ -908,8 +935,8 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     v = s_q(q, res, "SELECT v.other_name, v.verdict_json, v.error, "
             "v.floor_us, v.floor_is_default, v.floor_samples, v.parity, "
             "f.n_samples, f.quiet, f.oldest_us, f.newest_us FROM verdicts "
-            "v LEFT JOIN floors f ON f.run = v.run WHERE v.run = $1 ORDER "
-            "BY v.other_arm", 1, pid);
+            "v LEFT JOIN floors f ON f.run = v.run WHERE v.run = $1 AND "
+            "v.metric = 'wall' ORDER BY v.other_arm", 1, pid);
     if (!v)
         goto fail;
     s_show_verdicts(doc, bench, v);
@@ -1022,7 +1049,7 @@ static const struct {
     { "job", "job" },
     { "jobs", "active limit" },
     { "cancel", "job" },
-    { "verdicts", "job latest" },
+    { "verdicts", "job latest metric" },
     { "show", "run" },
     { "baseline", "job tags" },
     { "bisect_start", "suite benchmark commits hosts vars runs" },

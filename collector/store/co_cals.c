@@ -11,6 +11,7 @@
 #include <libpq-fe.h>
 
 #include "co_floors.h"
+#include "co_metrics.h"
 #include "pw_clock.h"
 #include "pw_err.h"
 
@@ -51,24 +52,67 @@ static const co_db_stmt_t s_sql[] = {
     /* Every sample of a Calibration message, as it came. */
     [S_COPY_SAMPLES] = {
         "COPY calibration_samples (calibration, host_id, idx, taken_at_us, "
-        "wall_us) FROM STDIN (FORMAT binary)", 0, PGRES_COPY_IN, false },
+        "wall_us, cpu_us, task_clock_us, peak_rss_kb) FROM STDIN (FORMAT "
+        "binary)", 0, PGRES_COPY_IN, false },
     /* host_calibration (006): every calibration sample of a host, from
      * Calibration messages and the rounds' CALIBRATION samples. */
     [S_COPY_HOST] = {
-        "COPY host_calibration (host_id, taken_at_us, wall_us, quiet) FROM "
-        "STDIN (FORMAT binary)", 0, PGRES_COPY_IN, false },
+        "COPY host_calibration (host_id, taken_at_us, wall_us, quiet, "
+        "cpu_us, task_clock_us, peak_rss_kb) FROM STDIN (FORMAT binary)",
+        0, PGRES_COPY_IN, false },
 };
 
-/* One host_calibration row (4 fields, 43 bytes: callers reserve more). */
+/* One calibration run's other metrics (025): cpu (rusage), the task
+ * clock and peak RSS, each NAN where the run has no value. */
+typedef struct {
+    double cpu_us, task_clock_us, peak_rss_kb;
+} s_cal_more_t;
+
+static void
+s_copy_maybe(co_db_t *db, double v)
+{
+    if (isnan(v))
+        co_db_copy_null(db);
+    else
+        co_db_copy_f64(db, v);
+}
+
+/* A batch's CALIBRATION sample's other metrics, as its measured runs'
+ * are read (docs/verdict.md "Metrics"): 0 task clock or peak RSS is
+ * "not counted". */
+static s_cal_more_t
+s_sample_more(const Parity__Sample *x)
+{
+    return (s_cal_more_t){
+        x->user_us + x->sys_us,
+        x->task_clock_ns > 0 ? (double)x->task_clock_ns / 1000.0 : NAN,
+        x->maxrss_kb > 0 ? (double)x->maxrss_kb : NAN };
+}
+
+/* Calibration c's run i's other metrics (its columns are all or
+ * nothing: s_calibration checked). */
+static s_cal_more_t
+s_msg_more(const Parity__Calibration *c, size_t i)
+{
+    return (s_cal_more_t){
+        c->n_cpu_us ? c->cpu_us[i] : NAN,
+        c->n_task_clock_us ? c->task_clock_us[i] : NAN,
+        c->n_peak_rss_kb ? c->peak_rss_kb[i] : NAN };
+}
+
+/* One host_calibration row (7 fields). */
 static void
 s_cal_row(co_db_t *db, int64_t host_id, int64_t taken_at_us, double wall_us,
-          bool quiet)
+          bool quiet, s_cal_more_t more)
 {
-    co_db_copy_row(db, 4);
+    co_db_copy_row(db, 7);
     co_db_copy_i64(db, host_id);
     co_db_copy_i64(db, taken_at_us);
     co_db_copy_f64(db, wall_us);
     co_db_copy_bool(db, quiet);
+    s_copy_maybe(db, more.cpu_us);
+    s_copy_maybe(db, more.task_clock_us);
+    s_copy_maybe(db, more.peak_rss_kb);
     /* Held from now: a failed COPY or a rollback forgets every host. */
     co_floors_add(co_db_floors(db), host_id, taken_at_us, wall_us, quiet);
 }
@@ -90,7 +134,8 @@ co_cals_copy_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
     for (size_t i = 0; i < b->n_samples; i++)
         if (s_is_cal(b->samples[i])) {
             s_cal_row(db, host_id, b->samples[i]->start_unix_us,
-                      b->samples[i]->wall_us, false);
+                      b->samples[i]->wall_us, false,
+                      s_sample_more(b->samples[i]));
             n++;
         }
     return n ? co_db_copy_send(db, s_sql[S_COPY_HOST].sql, err, errlen)
@@ -289,6 +334,37 @@ s_host_floor_refresh(co_db_t *db, int64_t host_id, int64_t until_us,
 }
 
 
+/* The other metrics' columns of c: each empty or as long as wall_us,
+ * its values finite and >= 0. -1 with err. */
+static int
+s_check_more(const Parity__Calibration *c, char *err, size_t errlen)
+{
+    const struct {
+        const char *name;
+        size_t n;
+        const double *v;
+    } col[] = { { "cpu_us", c->n_cpu_us, c->cpu_us },
+                { "task_clock_us", c->n_task_clock_us, c->task_clock_us },
+                { "peak_rss_kb", c->n_peak_rss_kb, c->peak_rss_kb } };
+    for (size_t k = 0; k < sizeof col / sizeof *col; k++) {
+        if (col[k].n && col[k].n != c->n_wall_us) {
+            pw_err_line(err, errlen, "calibration %s: %zu %s values for %zu "
+                        "wall times (want none or one each)",
+                        c->calibration_id, col[k].n, col[k].name,
+                        c->n_wall_us);
+            return -1;
+        }
+        for (size_t i = 0; i < col[k].n; i++)
+            if (!isfinite(col[k].v[i]) || col[k].v[i] < 0) {
+                pw_err_line(err, errlen, "calibration %s: %s %zu is %g (must "
+                            "be finite and >= 0)", c->calibration_id,
+                            col[k].name, i, col[k].v[i]);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 static int
 s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
               char *err, size_t errlen)
@@ -309,6 +385,8 @@ s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
                         c->wall_us[i]);
             return CO_DB_REFUSED;
         }
+    if (s_check_more(c, err, errlen) != 0)
+        return CO_DB_REFUSED;
     snprintf(host, sizeof host, "%" PRId64, host_id);
     snprintf(taken, sizeof taken, "%" PRId64, c->taken_at_us);
     snprintf(n, sizeof n, "%zu", c->n_wall_us);
@@ -328,12 +406,16 @@ s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
     PQclear(r);
     co_db_copy_begin(db);
     for (size_t i = 0; i < c->n_wall_us; i++) {
-        co_db_copy_row(db, 5);
+        s_cal_more_t more = s_msg_more(c, i);
+        co_db_copy_row(db, 8);
         co_db_copy_i64(db, cal);
         co_db_copy_i64(db, host_id);
         co_db_copy_i32(db, (int32_t)i);
         co_db_copy_i64(db, c->taken_at_us);
         co_db_copy_f64(db, c->wall_us[i]);
+        s_copy_maybe(db, more.cpu_us);
+        s_copy_maybe(db, more.task_clock_us);
+        s_copy_maybe(db, more.peak_rss_kb);
     }
     rc = co_db_copy_send(db, s_sql[S_COPY_SAMPLES].sql, err, errlen);
     if (rc != CO_DB_OK)
@@ -341,7 +423,8 @@ s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
     /* The same samples where the floor reads them (006). */
     co_db_copy_begin(db);
     for (size_t i = 0; i < c->n_wall_us; i++)
-        s_cal_row(db, host_id, c->taken_at_us, c->wall_us[i], c->quiet);
+        s_cal_row(db, host_id, c->taken_at_us, c->wall_us[i], c->quiet,
+                  s_msg_more(c, i));
     if ((rc = co_db_copy_send(db, s_sql[S_COPY_HOST].sql, err, errlen))
         != CO_DB_OK)
         goto end;
@@ -353,6 +436,9 @@ s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
     if ((rc = s_host_floor_refresh(db, host_id, until, co_db_floor_window(db),
                                    err, errlen)) != CO_DB_OK)
         goto end;
+    /* And the other metrics' floors (025), from the same window. */
+    rc = co_metrics_refresh(db, host_id, until, co_db_floor_window(db), err,
+                            errlen);
 end:
     return co_db_end(db, rc, err, errlen);
 }

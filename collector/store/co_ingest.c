@@ -17,6 +17,7 @@
 #include "pw_buf.h"
 #include "pw_err.h"
 #include "pw_wire.h"
+#include "vd_metric.h"
 
 /* Most bytes of one SQL statement's text built by appending: the arms of
  * a run (64), a few kB. */
@@ -49,16 +50,17 @@ static const co_db_stmt_t s_sql[] = {
         1, PGRES_TUPLES_OK, false },
     [S_RUN_START] = {
         "INSERT INTO runs (run_uuid, host_id, benchmark_id, job_id, label, "
-        "tags, runs, warmup, started_at_us, environment, vars, revision) "
+        "tags, runs, warmup, started_at_us, environment, vars, revision, "
+        "metrics) "
         "SELECT $1, $2::bigint, $3::bigint, $4, CASE WHEN $5 = '' THEN "
         "COALESCE(j.label, '') ELSE $5 END, COALESCE(j.tags, '{}') || "
         "$6::jsonb || CASE WHEN $11 = '' THEN '{}'::jsonb ELSE "
         "jsonb_build_object($11::text, $12::text) END, $7::int, $8::int, "
         "$9::bigint, $10::bigint, COALESCE(j.vars, '{}') - $11::text, "
-        "CASE WHEN $11 = '' THEN '' ELSE $12 END FROM (VALUES (1)) AS one "
-        "(x) LEFT JOIN jobs j ON j.job_uuid = $4 AND $4 <> '' ON CONFLICT "
-        "(run_uuid) DO NOTHING RETURNING id",
-        12, PGRES_TUPLES_OK, true },
+        "CASE WHEN $11 = '' THEN '' ELSE $12 END, $13::text[] FROM (VALUES "
+        "(1)) AS one (x) LEFT JOIN jobs j ON j.job_uuid = $4 AND $4 <> '' ON "
+        "CONFLICT (run_uuid) DO NOTHING RETURNING id",
+        13, PGRES_TUPLES_OK, true },
     [S_BATCH] = {
         "INSERT INTO batches (run, batch_seq, n_samples) VALUES ($1, $2, $3) "
         "ON CONFLICT (run, batch_seq) DO NOTHING",
@@ -381,10 +383,47 @@ done:
     return rc;
 }
 
+/* The run's metrics (docs/suites.md "Metrics") as an array literal
+ * such as "{wall,peak_rss}" into out: known names, each once; none is
+ * wall alone. -1 with err for a RunStart to refuse. */
+static int
+s_run_metrics(const Parity__RunStart *rs, char *out, size_t outlen,
+              char *err, size_t errlen)
+{
+    bool seen[VD_METRIC_COUNT] = { false };
+    size_t at = (size_t)snprintf(out, outlen, "{%s",
+                                 rs->n_metrics ? "" : "wall");
+    if (rs->n_metrics > VD_METRIC_COUNT) {
+        pw_err_line(err, errlen, "run_start %s: %zu metrics (at most %d)",
+                    rs->run_id, rs->n_metrics, VD_METRIC_COUNT);
+        return -1;
+    }
+    for (size_t i = 0; i < rs->n_metrics; i++) {
+        vd_metric_t m;
+        if (vd_metric_parse(rs->metrics[i], &m) != 0) {
+            pw_err_line(err, errlen, "run_start %s: unknown metric \"%.40s\" "
+                        "(want wall, cpu or peak_rss)", rs->run_id,
+                        rs->metrics[i]);
+            return -1;
+        }
+        if (seen[m]) {
+            pw_err_line(err, errlen, "run_start %s: metric %s given twice",
+                        rs->run_id, rs->metrics[i]);
+            return -1;
+        }
+        seen[m] = true;
+        at += (size_t)snprintf(out + at, outlen - at, "%s%s", i ? "," : "",
+                               vd_metric_name(m));
+    }
+    snprintf(out + at, outlen - at, "}");
+    return 0;
+}
+
 static int
 s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
             char *err, size_t errlen)
 {
+    char metrics[64];
     int rc;
     int64_t run = 0;
     char host[24], runs[16], warmup[16], started[24], runid[24], bench[24];
@@ -420,6 +459,8 @@ s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
     if (co_hosts_check_environment("run_start", rs->environment_json, err,
                             errlen) != 0)
         return CO_DB_REFUSED;
+    if (s_run_metrics(rs, metrics, sizeof metrics, err, errlen) != 0)
+        return CO_DB_REFUSED;
     if (!(tags = co_hosts_tags_json(rs->tags, rs->n_tags))) {
         pw_err_line(err, errlen, "run_start: tags to JSON: out of memory");
         return CO_DB_FAIL;
@@ -442,7 +483,7 @@ s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
                         co_db_str(rs->label), tags, runs, warmup, started,
                         envid[0] ? envid : NULL,
                         co_db_str(rev ? rev->name : NULL),
-                        co_db_str(rev ? rev->value : NULL) };
+                        co_db_str(rev ? rev->value : NULL), metrics };
     /* A job's run takes the job's variables (they make its series,
      * 007) less the suite's revision variable (023: the revision is no
      * part of the series), its tags under the run's own (which win), the

@@ -13,7 +13,9 @@
 
 #include "co_cals.h"
 #include "co_ingest.h"
+#include "co_metrics.h"
 #include "pw_buf.h"
+#include "pw_clock.h"
 #include "pw_err.h"
 #include "pw_json.h"
 #include "vd_verdict.h"
@@ -35,7 +37,8 @@ static const co_db_stmt_t s_sql[] = {
     [S_READY] = {
         "SELECT status, started_at_us, (SELECT count(*) FROM batches WHERE "
         "run = $1 AND batch_seq < $2), (SELECT COALESCE(sum(n_samples), 0) "
-        "FROM batches WHERE run = $1) FROM runs WHERE id = $1",
+        "FROM batches WHERE run = $1), array_to_string(metrics, ' ') FROM "
+        "runs WHERE id = $1",
         2, PGRES_TUPLES_OK, true },
     [S_END] = {
         "WITH u AS (UPDATE runs SET status = $2, reason = $3, batches = $4, "
@@ -59,7 +62,7 @@ s_status_name(Parity__RunStatus s)
 
 /* One verdicts row's parameters, as text: the strings the row points
  * at live in the struct. */
-#define S_VERDICT_COLS 21
+#define S_VERDICT_COLS 23
 typedef struct {
     char sa[24], oa[24], nsub[24], noth[24], fs[16], diag[16], extra[16];
     char ratio[32], best[32], tol[32], noise[32], btol[32], fl[32], par[32];
@@ -104,12 +107,29 @@ s_verdict_json(s_verdict_row_t *w, const vd_verdict_t *v, const double *ia,
     return true;
 }
 
+/* Another metric's verdict form: wall time's fields plus "metric" (and
+ * cpu's "source"), the spec's written form of other metrics. */
+static void
+s_metric_json(s_verdict_row_t *w, vd_metric_t m, const char *source,
+              int floor_samples, bool floor_default)
+{
+    size_t len = strlen(w->json);
+    if (len < 2 || w->json[len - 1] != '}')
+        return;
+    snprintf(w->json + len - 1, sizeof w->json - (len - 1),
+             ",\"metric\":\"%s\"%s%s%s,\"floor_samples\":%d,"
+             "\"floor_default\":%s}", vd_metric_name(m),
+             source ? ",\"source\":\"" : "", source ? source : "",
+             source ? "\"" : "", floor_samples,
+             floor_default ? "true" : "false");
+}
+
 static void
 s_verdict_row(s_verdict_row_t *w, const char *runid, const char *host,
               size_t subject, size_t other, const char *other_name,
               const double *a, size_t na, const double *b, size_t nb,
               const vd_params_t *vp, int floor_samples, const double *ia,
-              const double *ib)
+              const double *ib, vd_metric_t metric, const char *source)
 {
     vd_verdict_t v;
     const char *outcome = NULL, *json_p = NULL, *error = NULL;
@@ -134,8 +154,12 @@ s_verdict_row(s_verdict_row_t *w, const char *runid, const char *host,
         pbt = w->btol;
         snprintf(w->diag, sizeof w->diag, "%u", v.diagnostics);
         snprintf(w->extra, sizeof w->extra, "%u", v.extra_runs);
-        if (s_verdict_json(w, &v, ia, na, ib, nb))
+        if (s_verdict_json(w, &v, ia, na, ib, nb)) {
             json_p = w->json;
+            if (metric != VD_METRIC_WALL)
+                s_metric_json(w, metric, source, floor_samples,
+                              vp->floor_is_default);
+        }
     } else {
         error = w->error;
         snprintf(w->diag, sizeof w->diag, "0");
@@ -144,7 +168,8 @@ s_verdict_row(s_verdict_row_t *w, const char *runid, const char *host,
     const char *p[S_VERDICT_COLS] = {
         runid, host, w->sa, w->oa, other_name, outcome, pr, pb, pt, pn, pbt,
         w->fl, vp->floor_is_default ? "t" : "f", w->fs, w->par, w->diag,
-        w->extra, w->nsub, w->noth, json_p, error };
+        w->extra, w->nsub, w->noth, json_p, error, vd_metric_name(metric),
+        source };
     memcpy(w->p, p, sizeof p);
 }
 
@@ -362,15 +387,18 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
             "subject_arm, other_arm, other_name, outcome, ratio, best_ratio, "
             "tolerance, noise, best_tolerance, floor_us, floor_is_default, "
             "floor_samples, parity, diagnostics, extra_runs, n_subject, "
-            "n_other, verdict_json, error) VALUES ", nsp, nv, S_VERDICT_COLS,
-            " ON CONFLICT (run, other_arm) DO NOTHING RETURNING run, "
-            "subject_arm, other_name) INSERT INTO series (benchmark_id, "
-            "host_id, vars, subject, other) SELECT r.benchmark_id, r.host_id, "
-            "r.vars, sa.name, v.other_name FROM v JOIN runs r ON r.id = v.run "
-            "JOIN arms sa ON sa.run = v.run AND sa.idx = v.subject_arm "
+            "n_other, verdict_json, error, metric, metric_source) VALUES ",
+            nsp, nv, S_VERDICT_COLS,
+            " ON CONFLICT (run, other_arm, metric) DO NOTHING RETURNING run, "
+            "subject_arm, other_name, metric) INSERT INTO series "
+            "(benchmark_id, host_id, vars, subject, other) SELECT "
+            "r.benchmark_id, r.host_id, r.vars, sa.name, v.other_name FROM v "
+            "JOIN runs r ON r.id = v.run JOIN arms sa ON sa.run = v.run AND "
+            "sa.idx = v.subject_arm "
             /* An --against instance's verdict (023) compares two
              * revisions of one job: no series of its own. */
-            "WHERE NOT EXISTS (SELECT 1 FROM arms oa WHERE oa.run = v.run "
+            "WHERE v.metric = 'wall' AND NOT EXISTS (SELECT 1 FROM arms oa "
+            "WHERE oa.run = v.run "
             "AND oa.name = v.other_name AND oa.instance IS NOT NULL) ON "
             "CONFLICT DO NOTHING");
     if (pw_buf_status(&sql) != PW_BUF_OK) {
@@ -388,12 +416,61 @@ done:
 }
 
 
+/* Another metric the run is judged on (runs.metrics): its source and the
+ * host's floor of it. */
+typedef struct {
+    vd_metric_t metric;
+    vd_cpu_source_t source;
+    co_metrics_floor_t floor;
+} s_extra_t;
+
+/* The run's verdicts on the other metrics ex[0..nex) into ver (from
+ * *nv on), one per non-subject arm each, from mr's values. */
+static bool
+s_extra_verdicts(const char *runid, const char *host, PGresult *arms,
+                 size_t subject, const co_metrics_run_t *mr,
+                 const s_extra_t *ex, size_t nex, const vd_params_t *vp,
+                 s_verdict_row_t *ver, size_t *nv)
+{
+    size_t narms = (size_t)PQntuples(arms), k1 = mr->n ? mr->n : 1;
+    double *a = malloc(k1 * sizeof *a), *b = malloc(k1 * sizeof *b);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return false;
+    }
+    for (size_t e = 0; e < nex; e++) {
+        vd_params_t p = *vp;
+        p.floor_us = ex[e].floor.floor;
+        p.floor_is_default = ex[e].floor.is_default;
+        const char *src = ex[e].metric == VD_METRIC_CPU
+                          ? vd_cpu_source_name(ex[e].source) : NULL;
+        size_t na = co_metrics_arm_values(mr, subject, ex[e].metric,
+                                          ex[e].source, a);
+        for (size_t k = 0; k < narms; k++) {
+            if (k == subject)
+                continue;
+            size_t nb = co_metrics_arm_values(mr, k, ex[e].metric,
+                                              ex[e].source, b);
+            s_verdict_row(&ver[(*nv)++], runid, host, subject, k,
+                          PQgetvalue(arms, (int)k, 1), a, na, b, nb, &p,
+                          ex[e].floor.samples, NULL, NULL, ex[e].metric,
+                          src);
+        }
+    }
+    free(a);
+    free(b);
+    return true;
+}
+
 /* Verdicts of every non-subject arm against the subject, and every arm's
- * summary, from the run's samples x (grouped by arm, see s_run_samples). */
+ * summary, from the run's samples x (grouped by arm, see s_run_samples);
+ * then the other metrics' verdicts (ex, from mr). */
 static int
 s_run_verdicts(co_db_t *db, const char *runid, const char *host,
                PGresult *arms, size_t subject, const s_samples_t *sm,
                const int64_t *errors, const vd_params_t *vp, int used,
+               const co_metrics_run_t *mr, const s_extra_t *ex, size_t nex,
                unsigned *verdicts, char *err, size_t errlen)
 {
     const double *x = sm->x;
@@ -404,7 +481,8 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
     int rc = CO_DB_FAIL;
     double *buf = malloc((n ? n : 1) * sizeof *buf);
     s_summary_row_t *sum = calloc(narms ? narms : 1, sizeof *sum);
-    s_verdict_row_t *ver = calloc(narms ? narms : 1, sizeof *ver);
+    s_verdict_row_t *ver = calloc((narms ? narms : 1) * (1 + nex),
+                                  sizeof *ver);
     if (!buf || !sum || !ver) {
         pw_err_line(err, errlen, "run_end: out of memory for %zu samples", n);
         goto done;
@@ -430,7 +508,13 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
                           PQgetvalue(arms, (int)k, 1), x + a_off, a_n,
                           x + b_off, b_n, vp, used,
                           s_counted(sm->ins + a_off, a_n),
-                          s_counted(sm->ins + b_off, b_n));
+                          s_counted(sm->ins + b_off, b_n), VD_METRIC_WALL,
+                          NULL);
+    }
+    if (nex && !s_extra_verdicts(runid, host, arms, subject, mr, ex, nex,
+                                 vp, ver, &nv)) {
+        pw_err_line(err, errlen, "run_end: out of memory for metrics");
+        goto done;
     }
     rc = narms ? s_store_results(db, sum, narms, ver, nv, err, errlen)
                : CO_DB_OK;
@@ -452,7 +536,8 @@ done:
 static int
 s_run_end_ready(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
                 const char *runid, const char *batches, int64_t *started,
-                long long *expected, char *err, size_t errlen)
+                long long *expected, char *metrics, size_t mlen, char *err,
+                size_t errlen)
 {
     int rc;
     const char *pc[] = { runid, batches };
@@ -468,6 +553,7 @@ s_run_end_ready(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
     *started = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
     long have = strtol(PQgetvalue(r, 0, 2), NULL, 10);
     *expected = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
+    snprintf(metrics, mlen, "%s", PQgetvalue(r, 0, 4));
     PQclear(r);
     if (ended_before)
         return CO_DB_DUP;
@@ -481,6 +567,45 @@ s_run_end_ready(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
     return CO_DB_OK;
 }
 
+/* The other metrics the run is judged on (metrics: runs.metrics, names
+ * separated by spaces): their values into *mr, and each one's source and
+ * host floor into ex (*nex of them), the floor kept on the host's row as
+ * the wall floor is. None for a run of wall alone. */
+static int
+s_extras(co_db_t *db, int64_t host_id, const char *runid, int64_t started,
+         int64_t until, int window, const char *metrics, size_t measured,
+         co_metrics_run_t *mr, s_extra_t *ex, size_t *nex, char *err,
+         size_t errlen)
+{
+    char names[64], *save = NULL;
+    snprintf(names, sizeof names, "%s", metrics);
+    *nex = 0;
+    for (char *t = strtok_r(names, " ", &save); t;
+         t = strtok_r(NULL, " ", &save)) {
+        vd_metric_t m;
+        if (vd_metric_parse(t, &m) == 0 && m != VD_METRIC_WALL &&
+            *nex < VD_METRIC_COUNT)
+            ex[(*nex)++].metric = m;
+    }
+    if (*nex == 0)
+        return CO_DB_OK;
+    co_metrics_floors_t fl;
+    int rc = co_metrics_run_read(db, runid, started, measured, mr, err,
+                                 errlen);
+    if (rc == CO_DB_OK)
+        rc = co_metrics_floors(db, host_id, until, window, &fl, err, errlen);
+    int64_t now = pw_clock_unix_us(), at = until < now ? until : now;
+    for (size_t i = 0; rc == CO_DB_OK && i < *nex; i++) {
+        ex[i].source = ex[i].metric == VD_METRIC_CPU
+                       ? co_metrics_cpu_source(mr) : VD_CPU_RUSAGE;
+        ex[i].floor = ex[i].metric == VD_METRIC_CPU ? fl.cpu[ex[i].source]
+                                                    : fl.peak_rss;
+        rc = co_metrics_floor_save(db, host_id, &ex[i].floor, at, err,
+                                   errlen);
+    }
+    return rc;
+}
+
 static int
 s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
           int floor_window, double parity, unsigned *verdicts, char *err,
@@ -492,6 +617,7 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
     const char *status = s_status_name(re->status);
     PGresult *arms = NULL;
     s_samples_t sm = { 0 };
+    co_metrics_run_t mr = { 0 };
     int64_t *errors = NULL;
 
     *verdicts = 0;
@@ -517,8 +643,9 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         return rc;
     int64_t started = 0;
     long long expected = 0;
+    char metrics[64];
     rc = s_run_end_ready(db, host_id, re, runid, batches, &started,
-                         &expected, err, errlen);
+                         &expected, metrics, sizeof metrics, err, errlen);
     if (rc != CO_DB_OK) {
         co_db_rollback(db);
         return rc;
@@ -555,8 +682,14 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
                        errlen);
     if (rc != CO_DB_OK)
         goto rollback;
+    s_extra_t ex[VD_METRIC_COUNT];
+    size_t nex = 0;
+    rc = s_extras(db, host_id, runid, started, until, floor_window, metrics,
+                  sm.n, &mr, ex, &nex, err, errlen);
+    if (rc != CO_DB_OK)
+        goto rollback;
     rc = s_run_verdicts(db, runid, host, arms, subject, &sm, errors, &vp,
-                        used, verdicts, err, errlen);
+                        used, &mr, ex, nex, verdicts, err, errlen);
     if (rc != CO_DB_OK)
         goto rollback;
     rc = co_db_exec(db, "COMMIT", err, errlen);
@@ -569,6 +702,7 @@ rollback:
 done:
     PQclear(arms);
     s_samples_free(&sm);
+    co_metrics_run_free(&mr);
     free(errors);
     return rc;
 }

@@ -19,6 +19,7 @@ typedef struct {
     char events[4096];      /* one letter per callback: C S s p E */
     size_t nevents;
     size_t ncal;
+    bool cal_metrics;       /* every calibration run has cpu and peak RSS */
     unsigned runs, warmup;
     unsigned order[64];
     size_t arm_count;
@@ -43,15 +44,21 @@ s_ev(rec_t *r, char c)
 }
 
 static int
-s_cal(void *ctx, const double *wall_us, size_t n, int64_t taken)
+s_cal(void *ctx, const ag_cal_batch_t *cal)
 {
     rec_t *r = ctx;
     s_ev(r, 'C');
-    r->ncal = n;
-    for (size_t i = 0; i < n; i++)
-        if (!(wall_us[i] > 0))
+    r->ncal = cal->n;
+    r->cal_metrics = cal->n > 0;
+    for (size_t i = 0; i < cal->n; i++) {
+        if (!(cal->wall_us[i] > 0))
             r->ncal = (size_t)-1;
-    (void)taken;
+        /* A no-op's CPU time may be under one tick (0), its task clock
+         * absent (0) where perf is not allowed; its peak RSS never 0. */
+        if (!(cal->cpu_us[i] >= 0 && cal->task_clock_us[i] >= 0 &&
+              cal->peak_rss_kb[i] > 0))
+            r->cal_metrics = false;
+    }
     return 0;
 }
 
@@ -191,6 +198,7 @@ main(int argc, char **argv)
     /* C, S, 2 warm-ups, p, then per round 2 samples + calibration + p, E */
     ok_str(r.events, "CSssp" "sssp" "sssp" "sssp" "E", "callback sequence");
     ok(r.ncal == 97, "97 session-start calibration runs (+3 rounds = 100)");
+    ok(r.cal_metrics, "each with its CPU time, task clock and peak RSS");
     ok(r.runs == 3 && r.warmup == 1 && r.arm_count == 2, "run start fields");
     ok(r.order[0] == 0 && r.order[1] == 1 && r.order[2] == 1 &&
        r.order[3] == 0 && r.order[4] == 0, "order plan rotates");

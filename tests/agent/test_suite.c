@@ -52,7 +52,7 @@ static const bad_t s_bad[] = {
     { "suite: s\nbenchmarks:\n  - name: x\n    colour: red\n",
       "t.yaml:4:5: unknown key \"colour\" in a benchmark (expected one of: "
       "name, arms, runs, max_runs, warmup, timeout, stdout, stderr, "
-      "expect_exit, cpus, versions)" },
+      "expect_exit, cpus, versions, metrics)" },
     { "suite: s\nbenchmarks:\n  - name: x\n",
       "t.yaml:3:5: benchmark \"x\": missing key \"arms\"" },
     { "suite: s\nbenchmarks:\n  - name: x\n    arms: a\n",
@@ -168,6 +168,22 @@ static const bad_t s_bad[] = {
       "t.yaml:4:11: cpus: cpu list \"5000\": CPU 5000 is not below 1024" },
     { "suite: s\nbenchmarks:\n  - name: x\n    cpus: 0;1\n" ARMS2,
       "t.yaml:4:11: cpus: cpu list \"0;1\": unexpected ';'" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    metrics: [wall, rss]\n"
+      ARMS2,
+      "t.yaml:4:21: metrics: unknown metric \"rss\" (want wall, cpu or "
+      "peak_rss)" },
+    { "suite: s\ndefaults:\n  metrics: [cpu, cpu]\nbenchmarks:\n"
+      "  - name: x\n" ARMS2,
+      "t.yaml:3:18: metrics: \"cpu\" is listed twice" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    metrics: wall\n" ARMS2,
+      "t.yaml:4:14: metrics: expected a list of wall, cpu and peak_rss, "
+      "found a scalar" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    metrics: []\n" ARMS2,
+      "t.yaml:4:14: metrics: expected at least one of wall, cpu and "
+      "peak_rss" },
+    { "suite: s\nbenchmarks:\n  - name: x\n    metrics: [[wall]]\n" ARMS2,
+      "t.yaml:4:15: metrics: expected a metric name (wall, cpu or "
+      "peak_rss), found a list" },
     { "suite: s\nbenchmarks:\n  - name: x\n    cpus: []\n" ARMS2,
       "t.yaml:4:11: cpus: expected at least one CPU" },
     { "suite: s\nbenchmarks:\n  - name: x\n    cpus: {a: 1}\n" ARMS2,
@@ -184,7 +200,7 @@ static const bad_t s_bad[] = {
     { "suite: s\ndefaults:\n  arms: []\nbenchmarks: []\n",
       "t.yaml:3:3: unknown key \"arms\" in defaults (expected one of: runs, "
       "max_runs, warmup, timeout, stdout, stderr, expect_exit, cpus, "
-      "versions)" },
+      "versions, metrics)" },
     { "suite: s\nbenchmarks:\n  - name: x\n    runs: Auto\n" ARMS2,
       "t.yaml:4:11: runs: expected auto or an integer from 2 to 100000, "
       "found \"Auto\"" },
@@ -446,7 +462,8 @@ s_depth_cases(void)
                              sizeof err);
         ok_str(err, levels == 64 ? "t.yaml:3:6: unknown key \"k\" in a "
                "benchmark (expected one of: name, arms, runs, max_runs, warmup, "
-               "timeout, stdout, stderr, expect_exit, cpus, versions)" :
+               "timeout, stdout, stderr, expect_exit, cpus, versions, "
+               "metrics)" :
                "t.yaml:3:165: more than 64 levels of [ ] and { } nesting",
                "%d levels of [ and {", levels);
     }
@@ -567,6 +584,7 @@ s_good(void)
         "  warmup: 2\n"
         "  timeout: 1.5\n"
         "  cpus: 0\n"
+        "  metrics: [peak_rss, wall]\n"
         "benchmarks:\n"
         "  - name: first\n"
         "    runs: 3\n"
@@ -587,6 +605,7 @@ s_good(void)
         "      - {name: y, command: [y]}\n"
         "  - name: third\n"
         "    runs: auto\n"
+        "    metrics: [cpu]\n"
         "    arms:\n"
         "      - {name: x, command: [x]}\n"
         "      - {name: y, command: [y]}\n"
@@ -619,6 +638,11 @@ s_good(void)
        "stdout to a file");
     ok(b->err.kind == AG_OUT_DISCARD, "stderr discarded by default");
     ok(b->cpu_count == 1 && b->cpus[0] == 0, "cpus from defaults");
+    ok(b->metric_count == 2 && b->metrics[0] == VD_METRIC_PEAK_RSS &&
+       b->metrics[1] == VD_METRIC_WALL, "metrics from defaults, in order");
+    ok(s->benchmarks[2].metric_count == 1 &&
+       s->benchmarks[2].metrics[0] == VD_METRIC_CPU,
+       "a benchmark's metrics replace the defaults'");
     ok(b->subject == 1 && b->arms[1].subject && !b->arms[0].subject,
        "subject: true picks the subject");
     const ag_arm_t *a = &b->arms[0];

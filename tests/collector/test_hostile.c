@@ -698,6 +698,30 @@ main(int argc, char **argv)
            && s_refused(sa, seq, 10, "run_start run-twice: arms 0 and 1 are "
                         "both named \"x\""),
            "two arms with the same name: Error 10");
+        /* Metrics (docs/suites.md "Metrics"): known names, each once. */
+        s_arm[1].name = "y";
+        char *bad[] = { "wall", "rss" }, *twice[] = { "cpu", "cpu" };
+        char *four[] = { "wall", "cpu", "peak_rss", "wall" };
+        rs.run_id = "run-rss";
+        rs.metrics = bad;
+        rs.n_metrics = 2;
+        ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_RUN_START, &rs) == 0
+           && s_refused(sa, seq, 10, "run_start run-rss: unknown metric "
+                        "\"rss\" (want wall, cpu or peak_rss)"),
+           "an unknown metric: Error 10");
+        rs.run_id = "run-cpu2";
+        rs.metrics = twice;
+        ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_RUN_START, &rs) == 0
+           && s_refused(sa, seq, 10, "run_start run-cpu2: metric cpu given "
+                        "twice"), "a metric twice: Error 10");
+        rs.run_id = "run-m4";
+        rs.metrics = four;
+        rs.n_metrics = 4;
+        ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_RUN_START, &rs) == 0
+           && s_refused(sa, seq, 10, "run_start run-m4: 4 metrics (at most "
+                        "3)"), "four metrics: Error 10");
+        rs.metrics = NULL;
+        rs.n_metrics = 0;
         rs.run_id = "run-noarms";
         rs.n_arms = 0;
         ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_RUN_START, &rs) == 0
@@ -803,6 +827,30 @@ main(int argc, char **argv)
     ok(s_calibration(sa, ++seq, "cal-0", 0) == 0
        && s_refused(sa, seq, 10, "calibration cal-0: no samples"),
        "a Calibration with 0 samples: Error 10");
+    {
+        double w[3] = { 500, 510, 520 }, cpu[2] = { 1, 2 };
+        double rss[3] = { 1400, -1, 1400 };
+        Parity__Calibration cm = PARITY__CALIBRATION__INIT;
+        cm.calibration_id = "cal-cpu";
+        cm.wall_us = w;
+        cm.n_wall_us = 3;
+        cm.cpu_us = cpu;
+        cm.n_cpu_us = 2;
+        cm.taken_at_us = cc_unix_us();
+        ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_CALIBRATION, &cm)
+           == 0 && s_refused(sa, seq, 10, "calibration cal-cpu: 2 cpu_us "
+                             "values for 3 wall times (want none or one "
+                             "each)"),
+           "a Calibration with 2 CPU times for 3 runs: Error 10");
+        cm.calibration_id = "cal-rss";
+        cm.n_cpu_us = 0;
+        cm.peak_rss_kb = rss;
+        cm.n_peak_rss_kb = 3;
+        ok(s_send_body(sa, ++seq, PARITY__ENVELOPE__BODY_CALIBRATION, &cm)
+           == 0 && s_refused(sa, seq, 10, "calibration cal-rss: peak_rss_kb "
+                             "1 is -1 (must be finite and >= 0)"),
+           "a Calibration with a negative peak RSS: Error 10");
+    }
     limit0 = cc_stat(sa, "bad_limit");
     ok(s_calibration(sa, ++seq, "cal-big", 65537) == 0
        && s_refused(sa, seq, 7, "65537")

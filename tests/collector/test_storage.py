@@ -370,14 +370,23 @@ def case_migrate(w, db, fx):
        "the old floor query gives alpha's floor %r" % (floor_before,))
 
     r = tool("migrate", w.data)
-    ok(r.returncode == 0 and r.stdout.strip() == "applied 19",
-       "storage-tool migrate applies 006 to 024 (%r)" % r.stdout)
+    ok(r.returncode == 0 and r.stdout.strip() == "applied 20",
+       "storage-tool migrate applies 006 to 025 (%r)" % r.stdout)
     after = checksums(db, columns)
     bad = [t for t in OLD_TABLES if before[t] != after[t]]
     ok(not bad, "every row of every old table survived (count and md5 of "
        "its columns): differ %s" % bad)
-    ok(db.one("SELECT max(version) FROM schema_version;") == "24",
-       "schema_version is 24")
+    ok(db.one("SELECT max(version) FROM schema_version;") == "25",
+       "schema_version is 25")
+    # 025: every old verdict is wall time's, every old run judged on wall
+    # alone, and no old calibration row has another metric's value.
+    nv = db.run("SELECT count(*) FILTER (WHERE metric = 'wall'), count(*) "
+                "FROM verdicts;")[0]
+    ok(nv[0] == nv[1] and int(nv[1]) > 0 and db.one("SELECT count(*) FROM runs WHERE metrics <> '{wall}';")
+       == "0" and db.one("SELECT count(*) FROM host_calibration WHERE "
+                         "cpu_us IS NOT NULL OR peak_rss_kb IS NOT NULL;")
+       == "0", "025: old verdicts are wall's, old runs judged on wall, "
+       "old calibration rows have no other metric")
     # 017: every old calibration row is not quiet, so the floor of every
     # old host stays what it was.
     ok(db.run("SELECT count(*) FILTER (WHERE quiet), count(*) FROM "

@@ -875,9 +875,11 @@ def case_restart():
         r = w.parity("verdicts", job, "--csv")
         rows = r.stdout.splitlines()
         ok(r.returncode == 0 and len(rows) == 3 and
-           all(len(x.split(",")) == 14 and "." in x.split(",")[-1] and
-               len(x.split(",")[-1]) > 6 for x in rows[1:]),
-           "verdicts --csv: two host lines with an unrounded geomean")
+           all(len(x.split(",")) == 15 and "." in x.split(",")[-2] and
+               len(x.split(",")[-2]) > 6 and x.split(",")[-1] == "wall"
+               for x in rows[1:]),
+           "verdicts --csv: two host lines with an unrounded geomean, of "
+           "wall time")
 
         # -- an agent restarted at once (before it could look offline) ---
         r = w.parity("run", "long", "--hosts", "alpha", "--json")

@@ -13,6 +13,7 @@
 typedef struct {
     const json_t *cmp, *entry;
     const char *bench, *host;
+    char name[320];         /* bench, with its metric when not wall */
     const char *state;      /* win, parity, loss or undecided */
     bool fails;
     vd_verdict_t v;
@@ -56,7 +57,13 @@ s_case(const json_t *cmp, const json_t *entry, unsigned fail_on,
     memset(c, 0, sizeof *c);
     c->cmp = cmp;
     c->entry = entry;
-    c->bench = pw_out_str(cmp, "benchmark", "?");
+    /* Another metric's case names it: "grow (peak_rss)". */
+    const char *metric = pw_out_str(cmp, "metric", "wall");
+    bool wall = strcmp(metric, "wall") == 0;
+    snprintf(c->name, sizeof c->name, "%s%s%s%s",
+             pw_out_str(cmp, "benchmark", "?"), wall ? "" : " (",
+             wall ? "" : metric, wall ? "" : ")");
+    c->bench = c->name;
     c->host = pw_out_str(entry, "host", "?");
     c->state = "undecided";
     const json_t *vj = json_object_get(entry, "verdict");
@@ -68,18 +75,20 @@ s_case(const json_t *cmp, const json_t *entry, unsigned fail_on,
         snprintf(c->why, sizeof c->why, "undecided: the verdict does not "
                  "read: %s", err);
     } else {
-        char r[32], b[32];
+        char r[32], b[32], fl[40];
         c->has_verdict = true;
         c->state = vd_outcome_name(c->v.outcome);
         bool edge = c->v.outcome == VD_PARITY &&
                     !vd_adaptive_decisive(&c->v);
         if (edge)
             c->state = "undecided";
+        snprintf(fl, sizeof fl, strcmp(metric, "peak_rss") == 0
+                 ? "%.0f KiB" : "%.1f us", c->v.floor_us);
         snprintf(c->why, sizeof c->why, "%s%s: ratio %s, tolerance %.1f %%, "
-                 "best ratio %s, floor %.1f us", c->state,
+                 "best ratio %s, floor %s", c->state,
                  edge ? " (parity, too near the rule's edge to call)" : "",
                  pw_out_ratio(r, sizeof r, c->v.ratio), 100 * c->v.tolerance,
-                 pw_out_ratio(b, sizeof b, c->v.best_ratio), c->v.floor_us);
+                 pw_out_ratio(b, sizeof b, c->v.best_ratio), fl);
     }
     bool undecided = strcmp(c->state, "undecided") == 0;
     c->fails = (undecided && (fail_on & CL_GATE_UNDECIDED)) ||
@@ -89,14 +98,18 @@ s_case(const json_t *cmp, const json_t *entry, unsigned fail_on,
                 (fail_on & CL_GATE_WIN));
 }
 
-/* Call fn on every case of body, in order; stops at fn's nonzero. */
+/* Call fn on every case of body, in order; stops at fn's nonzero. A
+ * comparison on a metric the suite does not track ("tracked": false,
+ * docs/suites.md "Metrics") is no case. */
 static int
 s_each(const json_t *body, unsigned fail_on,
        int (*fn)(s_case_t *c, void *ctx), void *ctx)
 {
     size_t i, k;
     json_t *cmp, *e;
-    json_array_foreach(json_object_get(body, "comparisons"), i, cmp)
+    json_array_foreach(json_object_get(body, "comparisons"), i, cmp) {
+        if (json_is_false(json_object_get(cmp, "tracked")))
+            continue;
         json_array_foreach(json_object_get(cmp, "hosts"), k, e) {
             s_case_t c;
             s_case(cmp, e, fail_on, &c);
@@ -104,6 +117,7 @@ s_each(const json_t *body, unsigned fail_on,
             if (rc)
                 return rc;
         }
+    }
     return 0;
 }
 

@@ -185,28 +185,53 @@ s_decided(const char *action, const json_t *b)
                                                              "jobs_failed")));
 }
 
+/* Another metric's floor, as its verdicts use it (docs/verdict.md
+ * "Metrics"): "312 us", "8 KiB", with "(default)" when fewer than 100
+ * calibration runs had the metric; "-" when none is known. */
+static void
+s_metric_floor(char *buf, size_t len, const json_t *h, const char *metric)
+{
+    const json_t *f = json_object_get(json_object_get(h, "metric_floors"),
+                                      metric);
+    const json_t *v = json_object_get(f, "floor");
+    char num[48];
+    if (!json_is_number(v)) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    if (strcmp(metric, "peak_rss") == 0)
+        snprintf(num, sizeof num, "%.0f KiB", json_number_value(v));
+    else
+        pw_out_us(num, sizeof num, json_number_value(v));
+    snprintf(buf, len, "%s%s", num, json_is_true(json_object_get(f,
+             "default")) ? " (default)" : "");
+}
+
 /* The hosts' table (and the machines they share). */
 static int
 s_print_hosts(const json_t *body)
 {
     json_t *hosts = json_object_get(body, "hosts");
-    pw_out_table_t *t = pw_out_table_new(11);
+    pw_out_table_t *t = pw_out_table_new(13);
     if (!t)
         return PW_EXIT_SYSTEM;
     const char *head[] = { "host", "state", "last seen", "floor",
-                           "floor pools", "calibrated", "cpu", "kernel",
-                           "suites", "self-test", "warnings" };
+                           "floor pools", "cpu floor", "rss floor",
+                           "calibrated", "cpu", "kernel", "suites",
+                           "self-test", "warnings" };
     pw_out_table_add(t, head);
     size_t i;
     json_t *h;
     json_array_foreach(hosts, i, h) {
-        char seen[64], floor[64], pool[160], cal[64],
+        char seen[64], floor[64], pool[160], cal[64], cpuf[64], rssf[64],
              suites[PW_OUT_CELL_MAX] = "",
              warn[PW_OUT_CELL_MAX] = "", self[64] = "-";
         s_ago(seen, sizeof seen,
               json_integer_value(json_object_get(h, "last_seen_us")));
         pw_out_floor(floor, sizeof floor, h, " (default)");
         pw_out_pool(pool, sizeof pool, h);
+        s_metric_floor(cpuf, sizeof cpuf, h, "cpu");
+        s_metric_floor(rssf, sizeof rssf, h, "peak_rss");
         char kern[PW_OUT_CELL_MAX];
         pw_out_kernel(kern, sizeof kern, h);
         s_ago(cal, sizeof cal,
@@ -244,7 +269,8 @@ s_print_hosts(const json_t *body)
             strcmp(key_state, "approved") != 0 ? key_state :
             json_is_true(json_object_get(h, "online")) ? "online" :
                                                          "offline",
-            seen, floor, pool, cal, pw_out_str(h, "cpu_model", "-"),
+            seen, floor, pool, cpuf, rssf, cal,
+            pw_out_str(h, "cpu_model", "-"),
             kern, *suites ? suites : "-", self,
             *warn ? warn : "-" };
         pw_out_table_add(t, row);

@@ -611,9 +611,12 @@ s_finish(cl_conn_t *c, const s_req_t *r, const char *job_id, json_t *job)
 {
     char err[2048] = "out of memory";
     json_t *verdicts = NULL, *base = NULL, *own = NULL;
-    json_t *args = json_pack("{s:s}", "job", job_id);
+    /* Every metric's verdicts: the gate fails on a loss in any metric the
+     * suite tracks (docs/suites.md "Metrics"). */
+    json_t *args = json_pack("{s:s,s:s}", "job", job_id, "metric", "all");
     int rc = args ? cl_conn_request(c, "verdicts", args, &verdicts, NULL,
                                     err, sizeof err) : CL_CONN_SYSTEM;
+    json_object_del(args, "metric");
     if (rc == CL_CONN_OK && json_object_size(r->baseline)) {
         json_object_set(args, "tags", r->baseline);
         rc = cl_conn_request(c, "baseline", args, &base, NULL, err,

@@ -13,6 +13,7 @@
 #include "cl_conn.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
+#include "vd_metric.h"
 
 /* Hosts shown as columns; more are shown as rows (one per host). */
 #define S_HOST_COLUMNS 8
@@ -61,7 +62,7 @@ s_print_csv(FILE *f, const json_t *body)
     static const char *const head[] = {
         "job", "benchmark", "subject", "other", "host", "run_id", "outcome",
         "ratio", "best_ratio", "tolerance", "best_tolerance", "floor_us",
-        "consensus", "geomean_ratio" };
+        "consensus", "geomean_ratio", "metric" };
     const size_t n = sizeof head / sizeof *head;
     for (size_t i = 0; i < n; i++)
         pw_out_csv_field(f, head[i], i + 1 == n);
@@ -85,7 +86,8 @@ s_print_csv(FILE *f, const json_t *body)
                 pw_out_str(e, "host", ""), pw_out_str(e, "run_id", ""),
                 json_is_object(v) ? pw_out_str(v, "outcome", "") : "error",
                 num[0], num[1], num[2], num[3], num[4],
-                pw_out_str(sum, "consensus", ""), gm };
+                pw_out_str(sum, "consensus", ""), gm,
+                pw_out_str(cmp, "metric", "wall") };
             for (size_t c = 0; c < n; c++)
                 pw_out_csv_field(f, row[c], c + 1 == n);
         }
@@ -177,6 +179,45 @@ s_print_floors(FILE *f, const json_t *hosts, const json_t *cmps,
     }
 }
 
+/* The other metrics' floors, a line per host and metric (from its
+ * first comparison of that metric): what each host's verdicts on it
+ * used (docs/verdict.md "Metrics"). */
+static void
+s_print_metric_floors(FILE *f, const json_t *cmps, bool markdown)
+{
+    bool done[VD_METRIC_COUNT] = { false }, first = true;
+    size_t i, k;
+    json_t *cmp, *e;
+    json_array_foreach(cmps, i, cmp) {
+        vd_metric_t m;
+        if (vd_metric_parse(pw_out_str(cmp, "metric", "wall"), &m) != 0 ||
+            m == VD_METRIC_WALL || done[m])
+            continue;
+        done[m] = true;
+        json_array_foreach(json_object_get(cmp, "hosts"), k, e) {
+            const json_t *v = json_object_get(e, "verdict");
+            const json_t *fl = json_object_get(v, "floor_us");
+            if (!json_is_number(fl))
+                continue;
+            char val[40];
+            if (m == VD_METRIC_PEAK_RSS)
+                snprintf(val, sizeof val, "%.0f KiB", json_number_value(fl));
+            else
+                pw_out_us(val, sizeof val, json_number_value(fl));
+            if (markdown && first)
+                fputc('\n', f);
+            first = false;
+            fprintf(f, "%s%s: %s floor %s from %" JSON_INTEGER_FORMAT
+                    " calibration runs%s%s%s\n", markdown ? "- " : "",
+                    pw_out_str(e, "host", "?"), vd_metric_name(m), val,
+                    json_integer_value(json_object_get(v, "floor_samples")),
+                    *pw_out_str(v, "source", "") ? " (" : "",
+                    pw_out_str(v, "source", ""),
+                    *pw_out_str(v, "source", "") ? ")" : "");
+        }
+    }
+}
+
 /* The table's first line: job, suite, state, tags and label. */
 static void
 s_job_line(FILE *f, const json_t *body)
@@ -197,8 +238,12 @@ s_row_cells(char cells[][PW_OUT_CELL_MAX], const json_t *cmp,
 {
     const json_t *sum = json_object_get(cmp, "summary");
     size_t c = 2;
-    snprintf(cells[0], PW_OUT_CELL_MAX, "%s",
-             pw_out_str(cmp, "benchmark", "?"));
+    /* Another metric's comparison is named with its metric. */
+    const char *metric = pw_out_str(cmp, "metric", "wall");
+    bool wall = strcmp(metric, "wall") == 0;
+    snprintf(cells[0], PW_OUT_CELL_MAX, "%s%s%s%s",
+             pw_out_str(cmp, "benchmark", "?"), wall ? "" : " (",
+             wall ? "" : metric, wall ? "" : ")");
     s_arms(cells[1], PW_OUT_CELL_MAX, cmp);
     if (columns) {
         for (size_t h = 0; h < json_array_size(hosts); h++, c++)
@@ -331,6 +376,7 @@ cl_verdicts_print(FILE *f, const json_t *body, cl_verdicts_format_t format)
         s_print_suite_versions(f, body, format == CL_VERDICTS_MARKDOWN);
         s_print_selftests(f, hosts, format == CL_VERDICTS_MARKDOWN);
         s_print_floors(f, hosts, cmps, format == CL_VERDICTS_MARKDOWN);
+        s_print_metric_floors(f, cmps, format == CL_VERDICTS_MARKDOWN);
         s_print_counters(f, cmps, format == CL_VERDICTS_MARKDOWN);
     }
     if (format == CL_VERDICTS_TABLE && json_array_size(cmps) > 0)
@@ -394,12 +440,16 @@ s_none_judged(const json_t *body)
 static void
 s_usage(FILE *f)
 {
-    fprintf(f, "usage: parity verdicts [JOB | --latest] [--json | --csv | "
-               "--markdown]\n                       [connection options]\n\n"
+    fprintf(f, "usage: parity verdicts [JOB | --latest] [--metric NAME] "
+               "[--json | --csv |\n                       --markdown] "
+               "[connection options]\n\n"
                "Per benchmark and arm pair, one column per host with its "
                "outcome and ratio,\nthen the cross-host summary: geometric "
                "mean of the ratios and the consensus.\nWithout JOB: the "
                "latest job.\n\n"
+               "  --metric NAME  wall (the default), cpu, peak_rss, or all: "
+               "the verdicts on\n              that metric (docs/verdict.md "
+               "\"Metrics\")\n"
                "  --json      the collector's answer (each host's verdict "
                "in the spec's written form)\n"
                "  --csv       one line per host verdict\n"
@@ -424,8 +474,10 @@ cl_verdicts_main(int argc, char **argv)
     if (cl_conn_verb_args("verdicts", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
     bool latest = false;
-    enum { O_JSON = 256, O_CSV, O_MARKDOWN, O_LATEST };
+    const char *metric = "wall";
+    enum { O_JSON = 256, O_CSV, O_MARKDOWN, O_LATEST, O_METRIC };
     static const struct option opts[] = {
+        { "metric", required_argument, NULL, O_METRIC },
         { "json", no_argument, NULL, O_JSON },
         { "csv", no_argument, NULL, O_CSV },
         { "markdown", no_argument, NULL, O_MARKDOWN },
@@ -433,8 +485,17 @@ cl_verdicts_main(int argc, char **argv)
         { NULL, 0, NULL, 0 } };
     int o;
     CL_CONN_EACH_OPTION(o, argc, argv, opts) {
+        vd_metric_t m;
         if (o == O_LATEST) {
             latest = true;
+        } else if (o == O_METRIC) {
+            if (strcmp(optarg, "all") != 0 &&
+                vd_metric_parse(optarg, &m) != 0) {
+                pw_out_error("verdicts", "--metric %.60s: want wall, cpu, "
+                             "peak_rss or all", optarg);
+                return PW_EXIT_USAGE;
+            }
+            metric = optarg;
         } else if (o >= O_JSON && o <= O_MARKDOWN) {
             fmt = o == O_JSON ? CL_VERDICTS_JSON : o == O_CSV ?
                   CL_VERDICTS_CSV : CL_VERDICTS_MARKDOWN;
@@ -454,6 +515,9 @@ cl_verdicts_main(int argc, char **argv)
     }
     json_t *args = job ? json_pack("{s:s}", "job", job) :
                          json_pack("{s:b}", "latest", 1);
+    /* Wall time's alone is what an older collector answers: not sent. */
+    if (args && strcmp(metric, "wall") != 0)
+        json_object_set_new(args, "metric", json_string(metric));
     json_t *body = NULL;
     int rc = cl_conn_ask("verdicts", &co, "verdicts", args, &body);
     json_decref(args);

@@ -10,6 +10,7 @@
 #include "cl_verbs.h"
 #include "pw_grow.h"
 #include "pw_json.h"
+#include "vd_metric.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -203,6 +204,14 @@ typedef struct {
     size_t cap;
     size_t errors;      /* gbench repetitions with error_occurred */
     const char *error_message;
+    /* hyperfine: the mean CPU time of a run (user + system), < 0 when the
+     * export has none, and each run's peak RSS in KiB (rss.us) where it
+     * measured one (memory_usage_byte; 0 there is "not measured"). */
+    double cpu_mean_us;
+    struct s_values {
+        double *us;
+        size_t n, cap;
+    } rss;
 } s_arm_t;
 
 /* Append a sample: 0, -1 beyond VD_MAX_SAMPLES, or -2 out of memory
@@ -224,8 +233,10 @@ s_arm_push(s_arm_t *arm, double us)
 static void
 s_arms_free(s_arm_t *arms, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(arms[i].us);
+        free(arms[i].rss.us);
+    }
     free(arms);
 }
 
@@ -240,6 +251,60 @@ s_judge(const s_arm_t *subject, const s_arm_t *other, const vd_params_t *p,
 }
 
 /* ---- hyperfine ------------------------------------------------------- */
+
+/* A result's other metrics (docs/commands/import.md "Metrics"): "user"
+ * and "system", hyperfine's mean seconds a run, into arm->cpu_mean_us;
+ * "memory_usage_byte", one peak RSS a run (hyperfine 1.19 on), into
+ * arm->rss in KiB. Both optional. 0, or -1 said. */
+static int
+s_hyperfine_more(const char *path, const json_t *r, size_t i,
+                 const char *command, s_arm_t *arm)
+{
+    const json_t *u = json_object_get(r, "user"),
+                 *sy = json_object_get(r, "system"),
+                 *mem = json_object_get(r, "memory_usage_byte"), *m;
+    size_t k;
+    arm->cpu_mean_us = -1;
+    if (u || sy) {
+        double t = json_number_value(u) + json_number_value(sy);
+        if (!json_is_number(u) || !json_is_number(sy) ||
+            json_number_value(u) < 0 || json_number_value(sy) < 0 ||
+            !isfinite(t * 1e6)) {
+            pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): \"user\" and "
+                         "\"system\" must both be seconds >= 0", path, i,
+                         command);
+            return -1;
+        }
+        arm->cpu_mean_us = t * 1e6;
+    }
+    if (!mem || json_is_null(mem))
+        return 0;
+    if (!json_is_array(mem) || json_array_size(mem) != arm->n) {
+        pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): "
+                     "\"memory_usage_byte\" must be one number a run (%zu "
+                     "times)", path, i, command, arm->n);
+        return -1;
+    }
+    json_array_foreach(mem, k, m) {
+        double b = json_number_value(m);
+        if (!json_is_number(m) || !(b >= 0) || !isfinite(b)) {
+            pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): "
+                         "memory_usage_byte[%zu] is not a byte count >= 0",
+                         path, i, command, k);
+            return -1;
+        }
+        if (b == 0)
+            continue;   /* not measured there: absent, never a zero */
+        if (!pw_grow(&arm->rss.us, &arm->rss.cap, arm->rss.n,
+                     sizeof *arm->rss.us, 16, SIZE_MAX)) {
+            s_oom = true;
+            pw_out_error(S_VERB, "%s: out of memory", path);
+            return -1;
+        }
+        arm->rss.us[arm->rss.n++] = b / 1024.0;
+    }
+    return 0;
+}
 
 /* Read results[] into arms. Returns the count, or 0 after an error. */
 static size_t
@@ -327,6 +392,8 @@ s_hyperfine_arms(const char *path, const json_t *root, s_arm_t **out)
                          command, arms[i].n, arms[i].n == 1 ? "" : "s");
             goto fail;
         }
+        if (s_hyperfine_more(path, r, i, command, &arms[i]) != 0)
+            goto fail;
     }
     if (count < 2) {
         pw_out_error(S_VERB, "%s: 1 command (\"%s\"): nothing to compare it "
@@ -340,17 +407,109 @@ fail:
     return 0;
 }
 
+/* Peak RSS verdicts, judged like wall time on each run's value (the
+ * floor the metric's resolution: an export holds no calibration runs),
+ * when every command has 2 values or more; *why says otherwise. v has
+ * count slots (ref's unused). True when they were judged. */
+static bool
+s_rss_verdicts(const char *path, const s_arm_t *arms, size_t count,
+               size_t ref, const s_opts_t *o, vd_verdict_t *v, char *why,
+               size_t whylen)
+{
+    vd_params_t p = o->params;
+    p.floor_us = VD_PEAK_RSS_RESOLUTION_KIB;
+    p.floor_is_default = true;
+    size_t with = 0;
+    for (size_t i = 0; i < count; i++)
+        with += arms[i].rss.n > 0;
+    if (with == 0) {
+        snprintf(why, whylen, "no memory_usage_byte in the export (hyperfine "
+                 "1.19 or later writes it)");
+        return false;
+    }
+    for (size_t i = 0; i < count; i++) {
+        char e[256];
+        if (arms[i].rss.n < 2) {
+            snprintf(why, whylen, "\"%s\" has %zu peak RSS value%s: at least "
+                     "2 a command", arms[i].name, arms[i].rss.n,
+                     arms[i].rss.n == 1 ? "" : "s");
+            return false;
+        }
+        if (i != ref && vd_compare(arms[i].rss.us, arms[i].rss.n,
+                                   arms[ref].rss.us, arms[ref].rss.n, &p,
+                                   &v[i], e, sizeof e) != VD_OK) {
+            snprintf(why, whylen, "%s: \"%s\": %s", path, arms[i].name, e);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The table beside wall time's, as `parity compare` prints it: each
+ * command's mean CPU time (hyperfine's user + system) and median peak
+ * RSS; "-" where the export has none. */
+static int
+s_print_more(const s_arm_t *arms, size_t count)
+{
+    static const char *const head[] = { "", "cpu (user+sys, mean)",
+                                        "peak RSS (median)" };
+    pw_out_table_t *t = pw_out_table_new(3);
+    int rc = t ? pw_out_table_add(t, head) : -1;
+    for (size_t i = 0; t && i < count; i++) {
+        char cpu[40] = "-", rss[40] = "-", e[128];
+        vd_summary_t sum;
+        if (arms[i].cpu_mean_us >= 0)
+            pw_out_us(cpu, sizeof cpu, arms[i].cpu_mean_us);
+        if (arms[i].rss.n && vd_summarize(arms[i].rss.us, arms[i].rss.n,
+                                          &sum, e, sizeof e) == VD_OK)
+            pw_out_kib(rss, sizeof rss, sum.median);
+        const char *row[] = { arms[i].name, cpu, rss };
+        rc |= pw_out_table_add(t, row);
+    }
+    if (t) {
+        pw_out_table_left(t, 0);
+        rc |= putchar('\n') == EOF || pw_out_table_print(t, stdout);
+    }
+    pw_out_table_destroy(&t);
+    return rc;
+}
+
+/* The JSON of one command's other metrics: "cpu_mean_us" (null: none)
+ * and, when measured, "peak_rss": {"summary", "verdict": {REF: ...}}. */
+static int
+s_json_more(json_t *entry, const s_arm_t *arm, const char *ref_name,
+            const vd_verdict_t *v)
+{
+    int rc = json_object_set_new(entry, "cpu_mean_us", arm->cpu_mean_us >= 0
+                                 ? json_real(arm->cpu_mean_us) : json_null());
+    vd_summary_t sum;
+    char e[128];
+    if (!arm->rss.n || vd_summarize(arm->rss.us, arm->rss.n, &sum, e,
+                                    sizeof e) != VD_OK)
+        return rc;
+    json_t *m = json_pack("{s:s,s:o}", "unit", "KiB", "summary",
+                          pw_summary_to_json(&sum));
+    if (m && v) {
+        json_t *vj = pw_verdict_to_json(v, 0);
+        if (vj)
+            json_object_set_new(vj, "metric", json_string("peak_rss"));
+        json_object_set_new(m, "verdict", json_pack("{s:o}", ref_name, vj));
+    }
+    return rc | (m ? json_object_set_new(entry, "peak_rss", m) : -1);
+}
+
 static int
 s_hyperfine(const char *path, const s_opts_t *o)
 {
     json_t *root = s_load(path), *out = NULL, *list = NULL;
     s_arm_t *arms = NULL;
     vd_summary_t *sums = NULL;
-    vd_verdict_t *verdicts = NULL;
+    vd_verdict_t *verdicts = NULL, *rss = NULL;
     const char **names = NULL;
     size_t count = 0, ref = 0;
     int rc = PW_EXIT_DATA;
-    char err[S_ERR_MAX];
+    char err[S_ERR_MAX], rss_why[S_ERR_MAX] = "";
+    bool rss_judged = false;
 
     if (!root || !(count = s_hyperfine_arms(path, root, &arms)))
         goto done;
@@ -369,6 +528,7 @@ s_hyperfine(const char *path, const s_opts_t *o)
     rc = PW_EXIT_SYSTEM;
     if (!(sums = calloc(count, sizeof *sums)) ||
         !(verdicts = calloc(count, sizeof *verdicts)) ||
+        !(rss = calloc(count, sizeof *rss)) ||
         !(names = calloc(count, sizeof *names)) ||
         (o->json && (!(out = json_object()) || !(list = json_array())))) {
         pw_out_error(S_VERB, "out of memory for %zu commands", count);
@@ -392,7 +552,10 @@ s_hyperfine(const char *path, const s_opts_t *o)
             rc = PW_EXIT_DATA;
             goto done;
         }
+    rss_judged = s_rss_verdicts(path, arms, count, ref, o, rss, rss_why,
+                                sizeof rss_why);
     if (!o->json && (pw_out_arms(stdout, names, sums, count) ||
+                     s_print_more(arms, count) ||
                      printf("\nreference: %s\n", arms[ref].name) < 0))
         goto write_failed;
     for (size_t i = 0; i < count; i++) {
@@ -401,7 +564,9 @@ s_hyperfine(const char *path, const s_opts_t *o)
         if (o->json) {
             entry = json_pack("{s:s, s:o}", "command", arms[i].name,
                               "summary", pw_summary_to_json(&sums[i]));
-            if (!entry || json_array_append_new(list, entry))
+            if (!entry || json_array_append_new(list, entry) ||
+                s_json_more(entry, &arms[i], arms[ref].name,
+                            rss_judged && i != ref ? &rss[i] : NULL))
                 goto write_failed;
         }
         if (i == ref)
@@ -413,10 +578,21 @@ s_hyperfine(const char *path, const s_opts_t *o)
                                     pw_verdict_to_json(v, 0)))
                 goto write_failed;
         } else if (putchar('\n') == EOF ||
-                   pw_out_verdict(stdout, arms[i].name, arms[ref].name, v)) {
+                   pw_out_verdict(stdout, arms[i].name, arms[ref].name, v) ||
+                   (rss_judged && pw_out_metric_verdict(stdout, "peak_rss",
+                                                        arms[i].name,
+                                                        arms[ref].name,
+                                                        &rss[i]))) {
             goto write_failed;
         }
     }
+    /* CPU time is a mean per command in an export: shown, never judged. */
+    if (!o->json && printf("\ncpu: hyperfine exports each command's mean "
+                           "CPU time, not each run's: no verdict\n%s%s%s",
+                           rss_judged ? "" : "peak_rss: no verdict: ",
+                           rss_judged ? "" : rss_why,
+                           rss_judged ? "" : "\n") < 0)
+        goto write_failed;
     if (o->json) {
         if (json_object_set_new(out, "source", json_string("hyperfine")) ||
             json_object_set_new(out, "file", s_json_text(path)) ||
@@ -425,6 +601,8 @@ s_hyperfine(const char *path, const s_opts_t *o)
             json_object_set_new(out, "floor_us",
                                 json_real(o->params.floor_us)) ||
             json_object_set_new(out, "parity", json_real(o->params.parity)) ||
+            json_object_set_new(out, "peak_rss_error", rss_judged ? json_null()
+                                : json_string(rss_why)) ||
             json_object_set(out, "results", list) || pw_out_json(stdout, out))
             goto write_failed;
     }
@@ -441,6 +619,7 @@ done:
     json_decref(out);
     free(sums);
     free(verdicts);
+    free(rss);
     free(names);
     s_arms_free(arms, count);
     json_decref(root);

@@ -17,9 +17,10 @@
 #include "pw_out.h"
 #include "cl_verbs.h"
 
-/* Hosts shown as columns (when, job, tags, geomean and summary take the
- * rest of PW_OUT_TABLE_COLS); more are shown one row per host. */
-#define S_HOST_COLUMNS (PW_OUT_TABLE_COLS - 5)
+/* Hosts shown as columns (when, job, tags, geomean and summary take 5
+ * more, 12 in all: a terminal's width); more are shown one row per
+ * host. */
+#define S_HOST_COLUMNS 7
 /* Most distinct hosts one pair's rows may name (the collector's bound
  * on --host filters is 256; a fleet without a filter may have more, and
  * then the per-host rows are used, which need no list). */
