@@ -14,7 +14,15 @@ parity (4 %):
 The results file keeps schema 3 for wall (`verdict`); the others go in
 `metrics`, each verdict with its metric. The report shows every arm's
 CPU time and peak RSS beside wall time. Every --metric error is pinned.
+  import    `parity import hyperfine`: an export of Debian's hyperfine
+            (1.15: "user", "system", no memory) shows each command's mean
+            CPU time and says why neither cpu nor peak_rss has a verdict;
+            an export in hyperfine 1.19's form (memory_usage_byte, one a
+            run) of 120 MB against 100 MB runs is a peak_rss loss. Each
+            error of those fields is pinned.
 """
+import json
+import shutil
 import os
 import re
 import subprocess
@@ -131,7 +139,102 @@ def check_agent():
        "exit 2, the message") or pf.diag(r.stderr)
 
 
+def hyperfine_result(command, times, mem=None, user=0.004, system=0.001):
+    r = {"command": command, "mean": sum(times) / len(times),
+         "stddev": 0.0, "median": sorted(times)[len(times) // 2],
+         "user": user, "system": system, "min": min(times),
+         "max": max(times), "times": times,
+         "exit_codes": [0] * len(times)}
+    if mem is not None:
+        r["memory_usage_byte"] = mem
+    return r
+
+
+def write_export(name, results):
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        json.dump({"results": results}, f)
+    return path
+
+
+def check_import():
+    hf = shutil.which("hyperfine")
+    if hf:
+        out = os.path.join(TMP, "hf.json")
+        r = subprocess.run([hf, "-N", "-r", "5", "--export-json", out,
+                            "%s spin 2000" % PROG, "%s spin 1000" % PROG],
+                           capture_output=True, text=True, timeout=120)
+        i = subprocess.run([PARITY, "import", "hyperfine", out],
+                           capture_output=True, text=True, timeout=60)
+        lines = i.stdout.splitlines()
+        ok(r.returncode == 0 and i.returncode == 0 and
+           any(re.match(r"^%s spin 2000 +[0-9.]+ ms +-$" % re.escape(PROG), x)
+               for x in lines) and
+           "cpu: hyperfine exports each command's mean CPU time, not each "
+           "run's: no verdict" in lines and
+           "peak_rss: no verdict: no memory_usage_byte in the export "
+           "(hyperfine 1.19 or later writes it)" in lines,
+           "import of Debian's hyperfine export: mean CPU time shown, no cpu "
+           "or peak_rss verdict, and why") or pf.diag(i.stdout + i.stderr)
+    else:
+        pf.skip("import of Debian's hyperfine export", "no hyperfine "
+                "(deploy/install.sh installs it)")
+    times = [0.010, 0.0101, 0.0102, 0.0103, 0.0101, 0.0102]
+    big = [120000000 + 4096 * k for k in range(6)]
+    small = [100000000 + 4096 * k for k in range(6)]
+    path = write_export("mem.json", [
+        hyperfine_result("big", times, big),
+        hyperfine_result("small", times, small)])
+    i = subprocess.run([PARITY, "import", "hyperfine", path, "--reference",
+                        "small", "--json"], capture_output=True, text=True,
+                       timeout=60)
+    doc = json.loads(i.stdout) if i.returncode == 0 else {}
+    res = {x["command"]: x for x in doc.get("results", [])}
+    v = res.get("big", {}).get("peak_rss", {}).get("verdict", {}).get(
+        "small", {})
+    ok(v.get("outcome") == "loss" and abs(v.get("ratio", 0) - 1.2) < 0.001
+       and v.get("metric") == "peak_rss" and v.get("floor_us") == 4 and
+       res["big"]["peak_rss"]["unit"] == "KiB" and
+       abs(res["big"]["cpu_mean_us"] - 5000) < 1e-6 and
+       doc.get("peak_rss_error") is None,
+       "memory_usage_byte of 120 MB against 100 MB runs: a peak_rss loss, "
+       "x1.200, at a 4 KiB floor (%s)" % v)
+    t = subprocess.run([PARITY, "import", "hyperfine", path, "--reference",
+                        "small"], capture_output=True, text=True, timeout=60)
+    ok(t.returncode == 0 and re.search(r"^big +5\.000 ms +114\.5 MiB$",
+                                       t.stdout, re.M) and
+       "verdict (peak_rss): big vs small: loss" in t.stdout,
+       "the table: mean CPU time and median peak RSS; the peak_rss "
+       "verdict") or pf.diag(t.stdout + t.stderr)
+    zero = write_export("zero.json", [
+        hyperfine_result("big", times, [0] * 6),
+        hyperfine_result("small", times, small)])
+    t = subprocess.run([PARITY, "import", "hyperfine", zero, "--json"],
+                       capture_output=True, text=True, timeout=60)
+    doc = json.loads(t.stdout) if t.returncode == 0 else {}
+    ok(doc.get("peak_rss_error") == '"big" has 0 peak RSS values: at least '
+       '2 a command', "memory_usage_byte of zeros is no value, never a 0 "
+       "KiB run (%r)" % doc.get("peak_rss_error"))
+    for res_, err in (
+            (hyperfine_result("a", times, big[:5]),
+             'results[0] ("a"): "memory_usage_byte" must be one number a '
+             'run (6 times)'),
+            (hyperfine_result("a", times, big[:5] + [-1]),
+             'results[0] ("a"): memory_usage_byte[5] is not a byte count >= '
+             '0'),
+            (hyperfine_result("a", times, big, user="x"),
+             'results[0] ("a"): "user" and "system" must both be seconds '
+             '>= 0')):
+        bad = write_export("bad.json", [res_, hyperfine_result("b", times)])
+        t = subprocess.run([PARITY, "import", "hyperfine", bad],
+                           capture_output=True, text=True, timeout=60)
+        ok(t.returncode == 1 and t.stdout == "" and t.stderr ==
+           "parity import: %s: %s\n" % (bad, err), "import: %s" % err) or \
+            pf.diag(t.stderr)
+
+
 check_errors()
+check_import()
 check_agent()
 check_peak_rss()
 check_cpu()
