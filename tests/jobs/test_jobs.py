@@ -1275,6 +1275,8 @@ benchmarks:
     warmup: 0
 """ + STARTUP_ARMS
 
+AA_METRIC = re.compile(r"^(alpha|beta): (cpu|peak_rss): \d+ false "
+                       r"verdicts? in 5 A/A trials$")
 AA_LINE = re.compile(r"^(alpha|beta): (warning: )?(\d+) false verdicts? in 5 "
                      r"A/A trials( \(\d+\.\d %, above 2 %\))?, floor "
                      r"\S+ \S+ \(self-test of \d{4}-\d\d-\d\d "
@@ -1334,11 +1336,18 @@ def case_selftest():
         r = w.parity("selftest", "--trials", "5", "--wait", timeout=90)
         took = time.time() - t0
         lines = r.stdout.splitlines()
+        more = [x for x in lines if AA_METRIC.match(x)]
+        lines = [x for x in lines if not AA_METRIC.match(x)]
         m = [AA_LINE.match(x) for x in lines]
         ok(len(lines) == 2 and all(m) and {x.group(1) for x in m} ==
            {"alpha", "beta"},
            "selftest --trials 5 --wait: one result line per host (%s)"
            % r.stdout.strip())
+        ok(sorted(AA_METRIC.match(x).group(1, 2) for x in more) ==
+           [("alpha", "cpu"), ("alpha", "peak_rss"), ("beta", "cpu"),
+            ("beta", "peak_rss")],
+           "... and a line per host for each other metric, each judged on "
+           "the same 5 A/A trials (%s)" % more)
         warned = {x.group(1) for x in m if x and x.group(2)}
         bad = {x.group(1): int(x.group(3)) for x in m if x}
         ok(warned == {h for h, n in bad.items() if n > 0} and

@@ -141,6 +141,26 @@ s_follow(cl_conn_t *c, const char *id, long trials, json_t **job)
     return rc;
 }
 
+/* The other metrics' A/A counts of a host's self-test, a line each:
+ * "alpha: cpu: 0 false verdicts in 50 A/A trials". */
+static void
+s_metric_lines(const char *name, const json_t *st)
+{
+    const char *const others[] = { "cpu", "peak_rss" };
+    for (size_t k = 0; k < 2; k++) {
+        const json_t *m = json_object_get(json_object_get(st, "metrics"),
+                                          others[k]);
+        if (!json_is_object(m))
+            continue;
+        json_int_t n = json_integer_value(json_object_get(m, "trials"));
+        json_int_t bad = json_integer_value(json_object_get(m,
+                                                            "false_verdicts"));
+        printf("%s: %s: %" JSON_INTEGER_FORMAT " false verdict%s in %"
+               JSON_INTEGER_FORMAT " A/A trial%s\n", name, others[k], bad,
+               bad == 1 ? "" : "s", n, n == 1 ? "" : "s");
+    }
+}
+
 /* After the job: each of its hosts' result, from `hosts`. */
 static int
 s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
@@ -187,6 +207,7 @@ s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
                 json_object_get(st, "floor_us")));
         printf("%s: %s%s, floor %s (self-test of %s)\n", name,
                cl_aa_warns(st) ? "warning: " : "", text, floor, when);
+        s_metric_lines(name, st);
     }
     int rc = PW_EXIT_OK;
     if (as_json) {
