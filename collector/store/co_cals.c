@@ -83,10 +83,19 @@ s_copy_maybe(co_db_t *db, double v)
 static s_cal_more_t
 s_sample_more(const Parity__Sample *x)
 {
-    return (s_cal_more_t){
-        x->user_us + x->sys_us,
-        x->task_clock_ns > 0 ? (double)x->task_clock_ns / 1000.0 : NAN,
-        x->maxrss_kb > 0 ? (double)x->maxrss_kb : NAN };
+    s_cal_more_t m;
+    co_cals_sample_metrics(x, &m.cpu_us, &m.task_clock_us, &m.peak_rss_kb);
+    return m;
+}
+
+void
+co_cals_sample_metrics(const Parity__Sample *x, double *cpu_us,
+                       double *task_clock_us, double *peak_rss_kb)
+{
+    *cpu_us = x->user_us + x->sys_us;
+    *task_clock_us = x->task_clock_ns > 0 ? (double)x->task_clock_ns / 1000.0
+                                          : NAN;
+    *peak_rss_kb = x->maxrss_kb > 0 ? (double)x->maxrss_kb : NAN;
 }
 
 /* Calibration c's run i's other metrics (its columns are all or

@@ -35,6 +35,12 @@ int co_cals_copy_batch(co_db_t *db, int64_t host_id,
                        const Parity__SampleBatch *b, char *err,
                        size_t errlen);
 
+/* A CALIBRATION sample's other metrics as host_calibration keeps them
+ * (025): cpu_us = user + sys, task_clock_us and peak_rss_kb, each NAN
+ * where the sample has none (0 task clock or peak RSS: not counted). */
+void co_cals_sample_metrics(const Parity__Sample *x, double *cpu_us,
+                            double *task_clock_us, double *peak_rss_kb);
+
 /* The batch's CALIBRATION samples with wall_us > 0, stored by the
  * caller's own statement, into the rows the handle holds. */
 void co_cals_hold(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b);

@@ -29,8 +29,8 @@ enum {
     S_ENVIRONMENT_AGAIN, S_COPY_SAMPLES
 };
 /* The arrays of the batches INSERT: three of keys (run, batch_seq,
- * n_samples), five of calibration samples (s_cal_arrays). */
-#define S_BATCH_ARRAYS 8
+ * n_samples), eight of calibration samples (s_cal_arrays). */
+#define S_BATCH_ARRAYS 11
 
 static const co_db_stmt_t s_sql[] = {
     [S_REFUSAL] = {
@@ -69,10 +69,12 @@ static const co_db_stmt_t s_sql[] = {
         "WITH b AS (INSERT INTO batches (run, batch_seq, n_samples) SELECT * "
         "FROM unnest($1::bigint[], $2::integer[], $3::integer[]) ON CONFLICT "
         "(run, batch_seq) DO NOTHING RETURNING run, batch_seq), c AS (INSERT "
-        "INTO host_calibration (host_id, taken_at_us, wall_us) SELECT u.h, "
-        "u.t, u.w FROM unnest($4::bigint[], $5::integer[], $6::bigint[], "
-        "$7::bigint[], $8::float8[]) AS u (r, s, h, t, w) JOIN b ON b.run = "
-        "u.r AND b.batch_seq = u.s) SELECT run, batch_seq FROM b",
+        "INTO host_calibration (host_id, taken_at_us, wall_us, cpu_us, "
+        "task_clock_us, peak_rss_kb) SELECT u.h, u.t, u.w, u.c, u.k, u.m FROM "
+        "unnest($4::bigint[], $5::integer[], $6::bigint[], $7::bigint[], "
+        "$8::float8[], $9::float8[], $10::float8[], $11::float8[]) AS u (r, "
+        "s, h, t, w, c, k, m) JOIN b ON b.run = u.r AND b.batch_seq = u.s) "
+        "SELECT run, batch_seq FROM b",
         S_BATCH_ARRAYS, PGRES_TUPLES_OK, true },
     [S_REFUSED_BATCH] = {
         "SELECT f.batch_seq, f.reason FROM refusals f WHERE f.host_id = $1 "
@@ -700,8 +702,9 @@ co_ingest_batch(co_db_t *db, int64_t host_id, const Parity__SampleBatch *b,
 }
 
 /* The group's calibration samples (those with wall_us > 0, as
- * co_cals_copy_batch takes them) as five array texts for the batches
- * INSERT (run, batch_seq, host_id, taken_at_us, wall_us), so that they
+ * co_cals_copy_batch takes them) as eight array texts for the batches
+ * INSERT (run, batch_seq, host_id, taken_at_us, wall_us, cpu_us,
+ * task_clock_us, peak_rss_kb), so that they
  * go into host_calibration in that statement, joined to the batches it
  * stored: no COPY of their own (two round trips a group fewer). Only
  * the first item of a key: a second one in the group is a duplicate
@@ -729,9 +732,18 @@ s_cal_arrays(const co_ingest_item_t *items, size_t n, const int64_t *runs,
             pw_buf_printf(&cal[2], "%s%" PRId64, sep, items[k].host_id);
             pw_buf_printf(&cal[3], "%s%" PRId64, sep, x->start_unix_us);
             pw_buf_printf(&cal[4], "%s%.17g", sep, x->wall_us);
+            /* The other metrics (025), NULL where the sample has none. */
+            double more[3];
+            co_cals_sample_metrics(x, &more[0], &more[1], &more[2]);
+            for (int m = 0; m < 3; m++) {
+                if (isnan(more[m]))
+                    pw_buf_printf(&cal[5 + m], "%sNULL", sep);
+                else
+                    pw_buf_printf(&cal[5 + m], "%s%.17g", sep, more[m]);
+            }
         }
     }
-    for (int a = 0; a < 5; a++)
+    for (int a = 0; a < 8; a++)
         (void)pw_buf_adds(&cal[a], cal[a].len ? "}" : "{}");
 }
 
