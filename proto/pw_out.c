@@ -51,6 +51,16 @@ pw_out_us(char *buf, size_t len, double us)
 }
 
 char *
+pw_out_bench_metric(char *buf, size_t len, const char *bench,
+                    const char *metric)
+{
+    bool wall = !metric || strcmp(metric, "wall") == 0;
+    snprintf(buf, len, "%s%s%s%s", bench, wall ? "" : " (",
+             wall ? "" : metric, wall ? "" : ")");
+    return buf;
+}
+
+char *
 pw_out_kib(char *buf, size_t len, double kib)
 {
     if (!isfinite(kib))

@@ -39,6 +39,12 @@ void pw_out_error(const char *verb, const char *fmt, ...)
 /* A time in microseconds for a reader, with its unit: "12.34 ns",
  * "566.0 µs", "1.234 ms", "2.500 s". Writes at most len bytes; returns buf. */
 char *pw_out_us(char *buf, size_t len, double us);
+/* A benchmark's name for a row of metric m's verdicts or change
+ * points: "grow", or "grow (peak_rss)" for a metric other than wall
+ * (NULL or "wall": wall time). Returns buf. */
+char *pw_out_bench_metric(char *buf, size_t len, const char *bench,
+                          const char *metric);
+
 /* A memory size in KiB for a reader: "812 KiB", "113.8 MiB" from 10 MiB
  * on. Returns buf. */
 char *pw_out_kib(char *buf, size_t len, double kib);

@@ -20,6 +20,7 @@
 #include "co_log.h"
 #include "co_pg.h"
 #include "pw_clock.h"
+#include "vd_metric.h"
 
 /* Environment fields whose change between two runs is worth a note on a
  * series (ag_env's keys). */
@@ -172,7 +173,8 @@ typedef struct {
     const char *bench, *host, *vars;   /* as text, for parameters */
     const char *subject, *other;       /* other "" for a one-arm run */
     const char *started;               /* the run's start: the window's end */
-    double floor_us;
+    const char *quantity;              /* the metric: wall, cpu, peak_rss */
+    double floor_us;                   /* the host's floor of it */
 } s_series_t;
 
 void
@@ -245,15 +247,15 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
     snprintf(before, sizeof before, "%" PRId64, ids[ch->index - 1]);
     snprintf(after, sizeof after, "%" PRId64, ids[ch->index]);
     const char *pn[] = { s->bench, s->host, s->vars, s->subject, s->other,
-                         near, st->metric, after };
+                         near, st->metric, after, s->quantity };
     /* The nearest first: this very (metric, run) when it is there, so
      * that an update never collides with the unique key. */
     PGresult *r = s_q(c, "det_known",
         "SELECT id, after_run FROM change_points WHERE benchmark_id = $1 "
         "AND host_id = $2 AND vars = $3::jsonb AND subject = $4 AND other "
-        "= $5 AND after_run = ANY($6::bigint[]) ORDER BY (metric = $7 AND "
-        "after_run = $8::bigint) DESC, abs(after_run - $8::bigint), id "
-        "LIMIT 1", 8, pn, PGRES_TUPLES_OK, err, errlen);
+        "= $5 AND quantity = $9 AND after_run = ANY($6::bigint[]) ORDER BY "
+        "(metric = $7 AND after_run = $8::bigint) DESC, abs(after_run - "
+        "$8::bigint), id LIMIT 1", 9, pn, PGRES_TUPLES_OK, err, errlen);
     if (!r)
         return -1;
     char known[24] = "";
@@ -290,7 +292,8 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
                          ch->within_noise ? "t" : "f",
                          regression ? "t" : "f", notes_json, at,
                          mr[0] ? mr : NULL, ms[0] ? ms : NULL,
-                         mo[0] ? mo : NULL, tr[0] ? tr : NULL, known };
+                         mo[0] ? mo : NULL, tr[0] ? tr : NULL, s->quantity,
+                         known };
     if (known[0])
         r = s_q(c, "det_update",
             "UPDATE change_points SET metric = $1, before_run = $2, "
@@ -301,19 +304,19 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
             "json_array_elements_text($11::json)) END, updated_at_us = $12, "
             "ratio_magnitude = $13, subject_magnitude = $14, "
             "other_magnitude = $15, trend_per_run = $16, superseded_at_us = "
-            "NULL WHERE id = $17::bigint", 17, pi + 5, PGRES_COMMAND_OK, err,
-            errlen);
+            "NULL, quantity = $17 WHERE id = $18::bigint", 18, pi + 5,
+            PGRES_COMMAND_OK, err, errlen);
     else
         r = s_q(c, "det_insert",
             "INSERT INTO change_points (benchmark_id, host_id, vars, "
             "subject, other, metric, before_run, after_run, before_value, "
             "after_value, magnitude, p_value, outcome, within_noise, "
             "regression, annotations, detected_at_us, ratio_magnitude, "
-            "subject_magnitude, other_magnitude, trend_per_run) VALUES ($1, "
-            "$2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
-            "$15, ARRAY(SELECT json_array_elements_text($16::json)), $17, "
-            "$18, $19, $20, $21) ON CONFLICT DO NOTHING RETURNING id", 21,
-            pi, PGRES_TUPLES_OK, err, errlen);
+            "subject_magnitude, other_magnitude, trend_per_run, quantity) "
+            "VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, "
+            "$12, $13, $14, $15, ARRAY(SELECT json_array_elements_text("
+            "$16::json)), $17, $18, $19, $20, $21, $22) ON CONFLICT DO "
+            "NOTHING RETURNING id", 22, pi, PGRES_TUPLES_OK, err, errlen);
     free(notes_json);
     if (!r)
         return -1;
@@ -489,14 +492,17 @@ s_unpack(const unsigned char *p, size_t len, size_t window, bool other,
     return 0;
 }
 
-/* The points of a series' runs: columns 1.. of these queries' rows. */
-#define S_POINT_COLS \
+/* The points of a series' runs: columns 1.. of these queries' rows; Q
+ * the parameter ("$8") holding the metric. */
+#define S_POINT_COLS(Q) \
     "r.id, ss.median, ss.min, ss.q25, ss.q75, ss.max, ss.n, " \
     "so.median, so.min, so.q25, so.q75, so.max, so.n FROM runs r " \
     "JOIN arms a1 ON a1.run = r.id AND a1.name = $4 " \
-    "JOIN run_summaries ss ON ss.run = r.id AND ss.arm = a1.idx " \
+    "JOIN run_summaries ss ON ss.run = r.id AND ss.arm = a1.idx AND " \
+    "ss.metric = " Q " " \
     "LEFT JOIN arms a2 ON a2.run = r.id AND a2.name = $5 " \
-    "LEFT JOIN run_summaries so ON so.run = r.id AND so.arm = a2.idx "
+    "LEFT JOIN run_summaries so ON so.run = r.id AND so.arm = a2.idx AND " \
+    "so.metric = " Q " "
 
 /* Row `row` of a point query as point i of w. */
 static void
@@ -519,12 +525,12 @@ s_read_full(PGconn *c, const s_series_t *s, size_t window, s_window_t *w,
     char lim[16];
     snprintf(lim, sizeof lim, "%zu", window);
     const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
-                        s->started, lim };
-    PGresult *r = s_q(c, "det_series", "SELECT " S_POINT_COLS
+                        s->started, lim, s->quantity };
+    PGresult *r = s_q(c, "det_series", "SELECT " S_POINT_COLS("$8")
         "WHERE r.benchmark_id = $1 AND r.host_id = $2 AND r.vars = "
         "$3::jsonb AND r.status = 'complete' AND r.started_at_us <= $6 "
         "AND ss.median IS NOT NULL AND ($5 = '' OR so.median IS NOT NULL) "
-        "ORDER BY r.started_at_us DESC LIMIT $7", 7, p, PGRES_TUPLES_OK,
+        "ORDER BY r.started_at_us DESC LIMIT $7", 8, p, PGRES_TUPLES_OK,
         err, errlen);
     if (!r)
         return -1;
@@ -545,7 +551,7 @@ s_read_kept(PGconn *c, const s_series_t *s, const char *run, size_t window,
             s_window_t *w, char *err, size_t errlen)
 {
     const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
-                        s->started, run };
+                        s->started, run, s->quantity };
     /* Binary results: the points are bytea; the rest int8. */
     PGresult *r = s_qx(c, "det_kept",
         "SELECT w.newest_run, w.points, (SELECT count(*) FROM runs r WHERE "
@@ -554,7 +560,8 @@ s_read_kept(PGconn *c, const s_series_t *s, const char *run, size_t window,
         "AND r.id <> $7::bigint AND r.status = 'complete') "
         "FROM detect_windows w WHERE w.benchmark_id = $1 AND w.host_id = $2 "
         "AND w.vars = $3::jsonb AND w.subject = $4 AND w.other = $5 "
-        "AND w.newest_started_us <= $6", 7, p, NULL, NULL, 1,
+        "AND w.metric = $8 AND w.newest_started_us <= $6", 8, p, NULL, NULL,
+        1,
         PGRES_TUPLES_OK, err, errlen);
     if (!r)
         return -1;
@@ -572,12 +579,12 @@ s_read_kept(PGconn *c, const s_series_t *s, const char *run, size_t window,
         return 0;
     if (same)
         return 2;                /* the run is the row's newest already */
-    r = s_q(c, "det_point", "SELECT " S_POINT_COLS "WHERE r.id = $6::bigint "
-        "AND r.status = 'complete' AND ss.median IS NOT NULL AND ($5 = '' OR "
-        "so.median IS NOT NULL) AND r.benchmark_id = $1 AND r.host_id = $2 "
-        "AND r.vars = $3::jsonb", 6, (const char *const[]){ s->bench,
-        s->host, s->vars, s->subject, s->other, run }, PGRES_TUPLES_OK, err,
-        errlen);
+    r = s_q(c, "det_point", "SELECT " S_POINT_COLS("$7") "WHERE r.id = "
+        "$6::bigint AND r.status = 'complete' AND ss.median IS NOT NULL AND "
+        "($5 = '' OR so.median IS NOT NULL) AND r.benchmark_id = $1 AND "
+        "r.host_id = $2 AND r.vars = $3::jsonb", 7, (const char *const[]){
+        s->bench, s->host, s->vars, s->subject, s->other, run, s->quantity },
+        PGRES_TUPLES_OK, err, errlen);
     if (!r)
         return -1;
     int rc = 0;
@@ -608,16 +615,17 @@ s_keep(PGconn *c, const s_series_t *s, const char *run, const s_window_t *w,
         return -1;
     }
     const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
-                        run, s->started, (const char *)buf };
-    int lens[8] = { 0, 0, 0, 0, 0, 0, 0, (int)len };
-    int fmts[8] = { 0, 0, 0, 0, 0, 0, 0, 1 };
+                        run, s->started, (const char *)buf, s->quantity };
+    int lens[9] = { 0, 0, 0, 0, 0, 0, 0, (int)len, 0 };
+    int fmts[9] = { 0, 0, 0, 0, 0, 0, 0, 1, 0 };
     PGresult *r = s_qx(c, "det_keep",
         "INSERT INTO detect_windows (benchmark_id, host_id, vars, subject, "
-        "other, newest_run, newest_started_us, points) VALUES ($1, $2, "
-        "$3::jsonb, $4, $5, $6, $7, $8) ON CONFLICT (benchmark_id, host_id, "
-        "vars, subject, other) DO UPDATE SET newest_run = EXCLUDED.newest_run,"
+        "other, newest_run, newest_started_us, points, metric) VALUES ($1, "
+        "$2, $3::jsonb, $4, $5, $6, $7, $8, $9) ON CONFLICT (benchmark_id, "
+        "host_id, vars, subject, other, metric) DO UPDATE SET newest_run = "
+        "EXCLUDED.newest_run,"
         " newest_started_us = EXCLUDED.newest_started_us, points = "
-        "EXCLUDED.points", 8, p, lens, fmts, 0, PGRES_COMMAND_OK, err,
+        "EXCLUDED.points", 9, p, lens, fmts, 0, PGRES_COMMAND_OK, err,
         errlen);
     free(buf);
     if (!r)
@@ -658,12 +666,12 @@ s_supersede(PGconn *c, const s_series_t *s, const s_window_t *w,
     s_id_array(keep, sizeof keep, kept, nkept);
     snprintf(at, sizeof at, "%" PRId64, pw_clock_unix_us());
     const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
-                        zone, keep, at };
+                        zone, keep, at, s->quantity };
     PGresult *r = s_q(c, "det_supersede",
         "UPDATE change_points SET superseded_at_us = $8 WHERE benchmark_id "
         "= $1 AND host_id = $2 AND vars = $3::jsonb AND subject = $4 AND "
-        "other = $5 AND superseded_at_us IS NULL AND after_run = "
-        "ANY($6::bigint[]) AND NOT id = ANY($7::bigint[])", 8, p,
+        "other = $5 AND quantity = $9 AND superseded_at_us IS NULL AND "
+        "after_run = ANY($6::bigint[]) AND NOT id = ANY($7::bigint[])", 9, p,
         PGRES_COMMAND_OK, err, errlen);
     free(zone);
     if (!r)
@@ -821,6 +829,17 @@ done:
     return rc;
 }
 
+/* True when the space-separated list names metric. */
+static bool
+s_tracks(const char *list, const char *metric)
+{
+    size_t n = strlen(metric);
+    for (const char *p = list; (p = strstr(p, metric)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
 void
 co_detect_session(PGconn *c)
 {
@@ -843,12 +862,18 @@ co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
     snprintf(id, sizeof id, "%" PRId64, run);
     const char *p[] = { id };
     *found = 0;
+    /* The metrics the run tracks besides wall time (whose history every
+     * run has), each with the host's floor of it (025). */
     PGresult *info = s_q(c, "det_run",
         "SELECT r.benchmark_id, r.host_id, r.vars::text, "
                          "r.started_at_us, h.floor_us, "
-                         "r.status = 'complete' FROM runs r JOIN hosts h ON "
-                         "h.id = r.host_id WHERE r.id = $1", 1, p,
-                         PGRES_TUPLES_OK, err, errlen);
+                         "r.status = 'complete', array_to_string(r.metrics, "
+                         "' '), (SELECT f.floor FROM host_floors f WHERE "
+                         "f.host_id = r.host_id AND f.metric = 'cpu'), "
+                         "(SELECT f.floor FROM host_floors f WHERE f.host_id "
+                         "= r.host_id AND f.metric = 'peak_rss') FROM runs r "
+                         "JOIN hosts h ON h.id = r.host_id WHERE r.id = $1",
+                         1, p, PGRES_TUPLES_OK, err, errlen);
     if (!info)
         return -1;
     if (PQntuples(info) != 1 || strcmp(PQgetvalue(info, 0, 5), "t") != 0) {
@@ -873,17 +898,31 @@ co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
         }
     s_series_t s = { PQgetvalue(info, 0, 0), PQgetvalue(info, 0, 1),
                      PQgetvalue(info, 0, 2), NULL, "",
-                     PQgetvalue(info, 0, 3),
+                     PQgetvalue(info, 0, 3), "wall",
                      /* A host without a floor yet: the rule's default. */
                      PQgetisnull(info, 0, 4) ? VD_DEFAULT_FLOOR_US
                      : strtod(PQgetvalue(info, 0, 4), NULL) };
     if (narms > 0)
         s.subject = PQgetvalue(arms, subject, 0);
-    for (int k = 0; k < narms && rc == 0; k++) {
-        if (k == subject && narms > 1)
-            continue;
-        s.other = narms > 1 ? PQgetvalue(arms, k, 0) : "";
-        rc = s_series(c, &s, id, params, found, err, errlen);
+    const char *tracked = PQgetvalue(info, 0, 6);
+    for (int m = 0; m < VD_METRIC_COUNT && rc == 0; m++) {
+        if (m != VD_METRIC_WALL) {
+            if (!s_tracks(tracked, vd_metric_name((vd_metric_t)m)))
+                continue;
+            int col = m == VD_METRIC_CPU ? 7 : 8;
+            /* No floor kept yet: the metric's resolution (rusage's tick
+             * is the larger for cpu). */
+            s.quantity = vd_metric_name((vd_metric_t)m);
+            s.floor_us = !PQgetisnull(info, 0, col)
+                ? strtod(PQgetvalue(info, 0, col), NULL)
+                : vd_metric_resolution((vd_metric_t)m, VD_CPU_RUSAGE, 100);
+        }
+        for (int k = 0; k < narms && rc == 0; k++) {
+            if (k == subject && narms > 1)
+                continue;
+            s.other = narms > 1 ? PQgetvalue(arms, k, 0) : "";
+            rc = s_series(c, &s, id, params, found, err, errlen);
+        }
     }
     PQclear(arms);
     PQclear(info);

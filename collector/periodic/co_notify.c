@@ -58,7 +58,8 @@ static const char S_CANDIDATES_SQL[] =
 static void
 s_text(char *buf, size_t len, const json_t *e)
 {
-    char hosts[512] = "", before[256], after[256], range[80] = "";
+    char hosts[512] = "", before[256], after[256], range[80] = "",
+         bench[300];
     size_t i, at = 0;
     json_t *h;
     json_array_foreach(json_object_get(e, "hosts"), i, h)
@@ -83,7 +84,9 @@ s_text(char *buf, size_t len, const json_t *e)
              pw_out_str(e, "direction", "?"),
              json_integer_value(json_object_get(e, "hosts_with_step")),
              json_integer_value(json_object_get(e, "hosts_total")), hosts,
-             pw_out_str(e, "suite", "?"), pw_out_str(e, "benchmark", "?"),
+             pw_out_str(e, "suite", "?"),
+             pw_out_bench_metric(bench, sizeof bench, pw_out_str(
+                 e, "benchmark", "?"), pw_out_str(e, "quantity", "wall")),
              pw_out_str(e, "subject", "?"), pw_out_str(e, "other", "?"),
              pw_out_str(e, "metric", "?"),
              json_number_value(json_object_get(e, "magnitude")), range,

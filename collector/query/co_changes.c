@@ -123,11 +123,12 @@ static const char s_list_sql[] =
     " r2.job_id = ra.job_id AND r2.job_id <> '' AND c2.benchmark_id = "
     " cp.benchmark_id AND "
     " c2.subject = cp.subject AND c2.other = cp.other AND c2.vars = cp.vars "
-    " AND " S_SAME_SIDE " AND (c2.magnitude > 1) = (cp.magnitude > 1) AND c2.superseded_at_us IS NULL) "
+    " AND c2.quantity = cp.quantity AND " S_SAME_SIDE " AND (c2.magnitude > 1) = (cp.magnitude > 1) AND c2.superseded_at_us IS NULL) "
     " WHEN ra.tags ? 'commit' THEN (SELECT count(DISTINCT c2.host_id) FROM "
     " change_points c2 JOIN runs r2 ON r2.id = c2.after_run WHERE "
     " c2.benchmark_id = cp.benchmark_id AND c2.subject = cp.subject AND "
-    " c2.other = cp.other AND c2.vars = cp.vars AND " S_SAME_SIDE
+    " c2.other = cp.other AND c2.vars = cp.vars AND c2.quantity = "
+    " cp.quantity AND " S_SAME_SIDE
     " AND (c2.magnitude > 1) = (cp.magnitude > 1) AND c2.superseded_at_us IS NULL AND r2.job_id = '' AND "
     " r2.tags->>'commit' = ra.tags->>'commit') ELSE 1 END, "
     "CASE WHEN ra.job_id <> '' THEN (SELECT count(DISTINCT r3.host_id) FROM "
@@ -139,7 +140,7 @@ static const char s_list_sql[] =
     " AND r3.tags->>'commit' = ra.tags->>'commit') ELSE 1 END "
     ", cp.ratio_magnitude, cp.subject_magnitude, cp.other_magnitude, "
     "cp.updated_at_us, rb.job_id, ra.job_id, cp.superseded_at_us, "
-    "cp.trend_per_run, " S_CONFIRM_COL("cp.id", "h.name")
+    "cp.trend_per_run, " S_CONFIRM_COL("cp.id", "h.name") ", cp.quantity "
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs rb ON rb.id = "
     "cp.before_run JOIN runs ra ON ra.id = cp.after_run "
@@ -175,7 +176,7 @@ s_change_point(PGresult *r, int i)
                              "subject", s_opt_dbl(r, i, 25),
                              "other", s_opt_dbl(r, i, 26));
     return json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:f,s:o,s:f,s:s,"
-                     "s:b,s:b,s:o,s:o,s:I,s:I,s:o,s:o,s:o,s:o,s:o}",
+                     "s:b,s:b,s:o,s:o,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:s}",
         "id", co_reply_int(r, i, 0), "suite", PQgetvalue(r, i, 1),
         "benchmark", PQgetvalue(r, i, 2), "host", PQgetvalue(r, i, 3),
         "subject", PQgetvalue(r, i, 4), "other", PQgetvalue(r, i, 5),
@@ -193,7 +194,8 @@ s_change_point(PGresult *r, int i)
         : json_integer(co_reply_int(r, i, 27)),
         "trend", PQgetisnull(r, i, 31) ? json_null()
         : json_pack("{s:f}", "per_run", s_dbl(r, i, 31)),
-        "confirm", co_reply_json_col(r, i, 32));
+        "confirm", co_reply_json_col(r, i, 32),
+        "quantity", PQgetvalue(r, i, 33));
 }
 
 /* The newest bisect of each event (docs/bisect.md): one started for
@@ -300,13 +302,15 @@ failed:
  * is of the same job, or (outside jobs) has the same commit tag. */
 #define S_EVENT_SQL \
     "WITH t AS (SELECT cp.id, cp.benchmark_id, cp.subject, cp.other, " \
-    " cp.vars, cp.metric = 'other' AS env, cp.magnitude > 1 AS up, " \
+    " cp.vars, cp.quantity, cp.metric = 'other' AS env, cp.magnitude > 1 " \
+    " AS up, " \
     " ra.tags->>'commit' AS ac, ra.job_id AS aj FROM change_points cp " \
     " JOIN runs ra ON ra.id = cp.after_run WHERE cp.id = $1), " \
     "m AS (SELECT c.id FROM t, change_points c JOIN runs ra ON ra.id = " \
     " c.after_run WHERE c.id = t.id OR (c.benchmark_id = t.benchmark_id " \
     " AND c.subject = t.subject AND c.other = t.other AND c.vars = t.vars " \
-    " AND (c.metric = 'other') = t.env AND (c.magnitude > 1) = t.up AND " \
+    " AND c.quantity = t.quantity AND (c.metric = 'other') = t.env AND " \
+    " (c.magnitude > 1) = t.up AND " \
     " c.superseded_at_us IS NULL AND " \
     " CASE WHEN t.aj <> '' THEN ra.job_id = t.aj WHEN t.ac IS NOT NULL " \
     " THEN ra.tags->>'commit' = t.ac AND ra.job_id = '' ELSE false END)) "
@@ -406,7 +410,9 @@ static const char s_series_sql[] =
     "  THEN e.environment_json END "
     "FROM p "
     "LEFT JOIN run_summaries ss ON ss.run = p.id AND ss.arm = p.subject_arm "
+    "AND ss.metric = 'wall' "
     "LEFT JOIN run_summaries so ON so.run = p.id AND so.arm = p.other_arm "
+    "AND so.metric = 'wall' "
     "LEFT JOIN environments e ON e.id = p.environment "
     "WINDOW w AS (PARTITION BY p.benchmark_id, p.host_id, p.vars, "
     " p.subject, p.other ORDER BY p.started_at_us, p.id) "

@@ -25,7 +25,11 @@ s_key(const json_t *cp)
     /* The job first, as hosts_with_step counts: hosts of one job ran one
      * commit; a commit run again in another job is another event. */
     bool by_job = job && *job;
-    if (vars && asprintf(&key, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d%d\x1f%s%s",
+    /* The metric the series measures: another metric's steps are
+     * another event. */
+    const char *q = json_string_value(json_object_get(cp, "quantity"));
+    if (vars && asprintf(&key, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d%d"
+                         "\x1f%s%s", q ? q : "wall",
                          json_string_value(json_object_get(cp, "suite")),
                          json_string_value(json_object_get(cp, "benchmark")),
                          json_string_value(json_object_get(cp, "subject")),
@@ -51,7 +55,7 @@ s_cmp_dbl(const void *a, const void *b)
 static json_t *
 s_event_new(const json_t *cp)
 {
-    json_t *e = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:[],s:[],"
+    json_t *e = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O*,s:O,s:O,s:[],s:[],"
                           "s:[],s:b,s:b,s:O,s:b}",
         "suite", json_object_get(cp, "suite"),
         "benchmark", json_object_get(cp, "benchmark"),
@@ -59,6 +63,7 @@ s_event_new(const json_t *cp)
         "other", json_object_get(cp, "other"),
         "vars", json_object_get(cp, "vars"),
         "metric", json_object_get(cp, "metric"),
+        "quantity", json_object_get(cp, "quantity"),
         "before", json_object_get(cp, "before"),
         "after", json_object_get(cp, "after"),
         "hosts", "members", "mags", "regression", 0, "within_noise", 1,

@@ -636,6 +636,7 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
         " FROM runs r JOIN hosts h ON h.id = r.host_id JOIN benchmarks b ON"
         " b.id = r.benchmark_id JOIN arms a ON a.run = r.id"
         " LEFT JOIN run_summaries rs ON rs.run = r.id AND rs.arm = a.idx"
+        "  AND rs.metric = 'wall'"
         " WHERE r.job_id = $1 ORDER BY r.id, a.idx LIMIT $2::int", 2, pa);
     if (!r)
         goto fail;

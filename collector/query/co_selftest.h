@@ -16,10 +16,10 @@
  * has wall time's alone).
  *
  * CO_SELFTEST_SQL(HOST) is a scalar subquery: the JSON text {"job",
- * "at_us", "trials", "false_verdicts", "floor_us", "metrics"} of host id HOST (an
- * SQL expression, e.g. "h.id"), or NULL when the host has none. It uses
- * the indexes job_hosts_host and runs_job: one host costs a few index
- * reads, whatever the fleet has stored.
+ * "at_us", "trials", "false_verdicts", "floor_us", "metrics"} of host id
+ * HOST (an SQL expression, e.g. "h.id"), or NULL when the host has none.
+ * It uses the indexes job_hosts_host and runs_job: one host costs a few
+ * index reads, whatever the fleet has stored.
  *
  * Nothing here prints or exits.
  */

@@ -306,7 +306,7 @@ s_run_samples(co_db_t *db, const char *runid, int64_t started_at_us,
 /* The run's summary of one arm (run_summaries, 006): vd_summarize of its
  * MEASURED samples with wall_us > 0 (x[off..off+len)), NULLs when there
  * are none or too many; errors its ERROR samples. buf has len slots. */
-#define S_SUMMARY_COLS 11
+#define S_SUMMARY_COLS 12
 typedef struct {
     char a[24], nn[24], ne[24], v[7][32];
     const char *p[S_SUMMARY_COLS];
@@ -314,7 +314,8 @@ typedef struct {
 
 static void
 s_summary_row(s_summary_row_t *w, const char *runid, size_t arm,
-              const double *x, size_t len, int64_t errors, double *buf)
+              const double *x, size_t len, int64_t errors, double *buf,
+              vd_metric_t metric)
 {
     size_t n = 0;
     for (size_t i = 0; i < len; i++)
@@ -336,7 +337,8 @@ s_summary_row(s_summary_row_t *w, const char *runid, size_t arm,
     const char *p[S_SUMMARY_COLS] = {
         runid, w->a, w->nn, have ? w->v[0] : NULL, have ? w->v[1] : NULL,
         have ? w->v[2] : NULL, have ? w->v[3] : NULL, have ? w->v[4] : NULL,
-        have ? w->v[5] : NULL, have ? w->v[6] : NULL, w->ne };
+        have ? w->v[5] : NULL, have ? w->v[6] : NULL, w->ne,
+        vd_metric_name(metric) };
     memcpy(w->p, p, sizeof p);
 }
 
@@ -376,8 +378,9 @@ s_store_results(co_db_t *db, s_summary_row_t *sum, size_t ns,
         memcpy(p + nsp + i * S_VERDICT_COLS, ver[i].p, sizeof ver[i].p);
     pw_buf_adds(&sql, nv ? "WITH s AS (" : "");
     s_values(&sql, "INSERT INTO run_summaries (run, arm, n, min, q25, "
-        "median, q75, max, iqr, mean, errors) VALUES ", 0, ns, S_SUMMARY_COLS,
-        " ON CONFLICT (run, arm) DO UPDATE SET n = EXCLUDED.n, min = "
+        "median, q75, max, iqr, mean, errors, metric) VALUES ", 0, ns,
+        S_SUMMARY_COLS,
+        " ON CONFLICT (run, arm, metric) DO UPDATE SET n = EXCLUDED.n, min = "
         "EXCLUDED.min, q25 = EXCLUDED.q25, median = EXCLUDED.median, q75 = "
         "EXCLUDED.q75, max = EXCLUDED.max, iqr = EXCLUDED.iqr, mean = "
         "EXCLUDED.mean, errors = EXCLUDED.errors");
@@ -430,13 +433,16 @@ static bool
 s_extra_verdicts(const char *runid, const char *host, PGresult *arms,
                  size_t subject, const co_metrics_run_t *mr,
                  const s_extra_t *ex, size_t nex, const vd_params_t *vp,
-                 s_verdict_row_t *ver, size_t *nv)
+                 s_verdict_row_t *ver, size_t *nv, s_summary_row_t *sum,
+                 size_t *ns)
 {
     size_t narms = (size_t)PQntuples(arms), k1 = mr->n ? mr->n : 1;
-    double *a = malloc(k1 * sizeof *a), *b = malloc(k1 * sizeof *b);
-    if (!a || !b) {
+    double *a = malloc(k1 * sizeof *a), *b = malloc(k1 * sizeof *b),
+           *buf = malloc(k1 * sizeof *buf);
+    if (!a || !b || !buf) {
         free(a);
         free(b);
+        free(buf);
         return false;
     }
     for (size_t e = 0; e < nex; e++) {
@@ -448,10 +454,13 @@ s_extra_verdicts(const char *runid, const char *host, PGresult *arms,
         size_t na = co_metrics_arm_values(mr, subject, ex[e].metric,
                                           ex[e].source, a);
         for (size_t k = 0; k < narms; k++) {
-            if (k == subject)
-                continue;
             size_t nb = co_metrics_arm_values(mr, k, ex[e].metric,
                                               ex[e].source, b);
+            /* Each arm's summary of the metric: its history (026). */
+            s_summary_row(&sum[(*ns)++], runid, k, b, nb, 0, buf,
+                          ex[e].metric);
+            if (k == subject)
+                continue;
             s_verdict_row(&ver[(*nv)++], runid, host, subject, k,
                           PQgetvalue(arms, (int)k, 1), a, na, b, nb, &p,
                           ex[e].floor.samples, NULL, NULL, ex[e].metric,
@@ -460,6 +469,7 @@ s_extra_verdicts(const char *runid, const char *host, PGresult *arms,
     }
     free(a);
     free(b);
+    free(buf);
     return true;
 }
 
@@ -480,7 +490,9 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
     size_t a_off = 0, a_n = 0, nv = 0;
     int rc = CO_DB_FAIL;
     double *buf = malloc((n ? n : 1) * sizeof *buf);
-    s_summary_row_t *sum = calloc(narms ? narms : 1, sizeof *sum);
+    s_summary_row_t *sum = calloc((narms ? narms : 1) * (1 + nex),
+                                  sizeof *sum);
+    size_t ns = narms;
     s_verdict_row_t *ver = calloc((narms ? narms : 1) * (1 + nex),
                                   sizeof *ver);
     if (!buf || !sum || !ver) {
@@ -502,7 +514,8 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
                     b_off = i;
                 b_n++;
             }
-        s_summary_row(&sum[k], runid, k, x + b_off, b_n, errors[k], buf);
+        s_summary_row(&sum[k], runid, k, x + b_off, b_n, errors[k], buf,
+                      VD_METRIC_WALL);
         if (k != subject)
             s_verdict_row(&ver[nv++], runid, host, subject, k,
                           PQgetvalue(arms, (int)k, 1), x + a_off, a_n,
@@ -512,11 +525,11 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
                           NULL);
     }
     if (nex && !s_extra_verdicts(runid, host, arms, subject, mr, ex, nex,
-                                 vp, ver, &nv)) {
+                                 vp, ver, &nv, sum, &ns)) {
         pw_err_line(err, errlen, "run_end: out of memory for metrics");
         goto done;
     }
-    rc = narms ? s_store_results(db, sum, narms, ver, nv, err, errlen)
+    rc = narms ? s_store_results(db, sum, ns, ver, nv, err, errlen)
                : CO_DB_OK;
     if (rc == CO_DB_OK)
         *verdicts = (unsigned)nv;

@@ -370,14 +370,14 @@ def case_migrate(w, db, fx):
        "the old floor query gives alpha's floor %r" % (floor_before,))
 
     r = tool("migrate", w.data)
-    ok(r.returncode == 0 and r.stdout.strip() == "applied 20",
-       "storage-tool migrate applies 006 to 025 (%r)" % r.stdout)
+    ok(r.returncode == 0 and r.stdout.strip() == "applied 21",
+       "storage-tool migrate applies 006 to 026 (%r)" % r.stdout)
     after = checksums(db, columns)
     bad = [t for t in OLD_TABLES if before[t] != after[t]]
     ok(not bad, "every row of every old table survived (count and md5 of "
        "its columns): differ %s" % bad)
-    ok(db.one("SELECT max(version) FROM schema_version;") == "25",
-       "schema_version is 25")
+    ok(db.one("SELECT max(version) FROM schema_version;") == "26",
+       "schema_version is 26")
     # 025: every old verdict is wall time's, every old run judged on wall
     # alone, and no old calibration row has another metric's value.
     nv = db.run("SELECT count(*) FILTER (WHERE metric = 'wall'), count(*) "

@@ -59,10 +59,8 @@ s_case(const json_t *cmp, const json_t *entry, unsigned fail_on,
     c->entry = entry;
     /* Another metric's case names it: "grow (peak_rss)". */
     const char *metric = pw_out_str(cmp, "metric", "wall");
-    bool wall = strcmp(metric, "wall") == 0;
-    snprintf(c->name, sizeof c->name, "%s%s%s%s",
-             pw_out_str(cmp, "benchmark", "?"), wall ? "" : " (",
-             wall ? "" : metric, wall ? "" : ")");
+    pw_out_bench_metric(c->name, sizeof c->name,
+                        pw_out_str(cmp, "benchmark", "?"), metric);
     c->bench = c->name;
     c->host = pw_out_str(entry, "host", "?");
     c->state = "undecided";

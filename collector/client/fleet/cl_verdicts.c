@@ -239,11 +239,9 @@ s_row_cells(char cells[][PW_OUT_CELL_MAX], const json_t *cmp,
     const json_t *sum = json_object_get(cmp, "summary");
     size_t c = 2;
     /* Another metric's comparison is named with its metric. */
-    const char *metric = pw_out_str(cmp, "metric", "wall");
-    bool wall = strcmp(metric, "wall") == 0;
-    snprintf(cells[0], PW_OUT_CELL_MAX, "%s%s%s%s",
-             pw_out_str(cmp, "benchmark", "?"), wall ? "" : " (",
-             wall ? "" : metric, wall ? "" : ")");
+    pw_out_bench_metric(cells[0], PW_OUT_CELL_MAX,
+                        pw_out_str(cmp, "benchmark", "?"),
+                        pw_out_str(cmp, "metric", "wall"));
     s_arms(cells[1], PW_OUT_CELL_MAX, cmp);
     if (columns) {
         for (size_t h = 0; h < json_array_size(hosts); h++, c++)

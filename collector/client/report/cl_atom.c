@@ -107,7 +107,9 @@ s_entry(FILE *f, const json_t *doc, const s_entry_t *en)
     fprintf(f, "  <entry>\n    <id>urn:parity:event:%" JSON_INTEGER_FORMAT
             "</id>\n    <title type=\"text\">%s%s: ", id,
             json_is_object(trend) ? "drifting " : "", dir);
-    cl_svg_text(f, pw_out_str(e, "benchmark", "?"));
+    char bench[300];
+    cl_svg_text(f, pw_out_bench_metric(bench, sizeof bench, pw_out_str(
+        e, "benchmark", "?"), pw_out_str(e, "quantity", "wall")));
     fputs(" (", f);
     cl_svg_text(f, pw_out_str(e, "subject", "?"));
     fputs(" vs ", f);

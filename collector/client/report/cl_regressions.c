@@ -19,6 +19,7 @@
 #include "pw_out.h"
 #include "cl_regressions.h"
 #include "cl_verbs.h"
+#include "vd_metric.h"
 
 /* Exit status when the collector answered with an error: not 1, which
  * means "something regressed" here (docs/commands/regressions.md). */
@@ -99,10 +100,19 @@ s_count_shown(const json_t *list, bool all)
 
 /* The three cells that say where a row is: benchmark, "SUBJECT vs
  * OTHER", host. */
+/* A change point's or event's benchmark, with the metric its series
+ * measures when that is not wall time: "grow (peak_rss)". */
+static void
+s_bench(char *buf, size_t len, const json_t *e)
+{
+    pw_out_bench_metric(buf, len, pw_out_str(e, "benchmark", "?"),
+                        pw_out_str(e, "quantity", "wall"));
+}
+
 static void
 s_where(char (*cells)[PW_OUT_CELL_MAX], const json_t *e)
 {
-    snprintf(cells[0], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "benchmark", "?"));
+    s_bench(cells[0], PW_OUT_CELL_MAX, e);
     snprintf(cells[1], PW_OUT_CELL_MAX, "%s vs %s",
              pw_out_str(e, "subject", "?"), pw_out_str(e, "other", "?"));
     snprintf(cells[2], PW_OUT_CELL_MAX, "%s", pw_out_str(e, "host", "?"));
@@ -183,7 +193,9 @@ s_print_events(FILE *f, const char *title, const json_t *list, bool all)
     json_array_foreach(list, i, e) {
         if (!s_shown(e, all))
             continue;
-        char from[PW_OUT_CELL_MAX], to[PW_OUT_CELL_MAX], vars[256];
+        char from[PW_OUT_CELL_MAX], to[PW_OUT_CELL_MAX], vars[256],
+             bench[PW_OUT_CELL_MAX];
+        s_bench(bench, sizeof bench, e);
         double m = json_number_value(json_object_get(e, "magnitude")),
                lo = json_number_value(json_object_get(e, "magnitude_min")),
                hi = json_number_value(json_object_get(e, "magnitude_max"));
@@ -202,8 +214,8 @@ s_print_events(FILE *f, const char *title, const json_t *list, bool all)
         fprintf(f, "  #%" JSON_INTEGER_FORMAT " %s (%s vs %s%s%s): %s on %"
                 JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " host%s "
                 "%s, %s x%.2f%s",
-                json_integer_value(json_object_get(e, "id")),
-                pw_out_str(e, "benchmark", "?"), pw_out_str(e, "subject", "?"),
+                json_integer_value(json_object_get(e, "id")), bench,
+                pw_out_str(e, "subject", "?"),
                 pw_out_str(e, "other", "?"), vars[0] ? ", " : "", vars,
                 pw_out_str(e, "direction", "?"),
                 json_integer_value(json_object_get(e, "hosts_with_step")),
@@ -286,7 +298,7 @@ s_usage(FILE *f)
 {
     fprintf(f,
 "usage: parity regressions [--since DURATION | --jobs N] [--tag KEY=VALUE]...\n"
-"                          [--host NAME] [--all] [--json]\n"
+"                          [--host NAME] [--metric NAME] [--all] [--json]\n"
 "                          [connection options]\n"
 "       parity regressions ack ID --note TEXT [connection options]\n"
 "       parity regressions unack ID [connection options]\n"
@@ -305,6 +317,9 @@ s_usage(FILE *f)
 "                  jobs (default 1)\n"
 "  --tag K=V       only runs tagged K=V (e.g. branch=main); may repeat\n"
 "  --host NAME     only this host\n"
+"  --metric NAME   only the change points of wall, cpu or peak_rss series\n"
+"                  (default: every metric's; the verdicts against the\n"
+"                  previous job are wall time's)\n"
 "  --all           list change points within noise too (counted otherwise)\n"
 "  --json          the collector's answer (all of them)\n"
 "  ack ID --note T mark change point ID and its event as known (it no\n"
@@ -389,11 +404,12 @@ s_ack_main(int argc, char **argv, cl_conn_opts_t *co, bool ack)
 /* The options of the listing; args gets what the collector reads. */
 static int
 s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json,
-            bool *all)
+            bool *all, const char **metric)
 {
-    enum { O_SINCE = 256, O_JOBS, O_TAG, O_HOST, O_JSON, O_ALL };
+    enum { O_SINCE = 256, O_JOBS, O_TAG, O_HOST, O_JSON, O_ALL, O_METRIC };
     static const struct option opts[] = {
         { "all", no_argument, NULL, O_ALL },
+        { "metric", required_argument, NULL, O_METRIC },
         { "since", required_argument, NULL, O_SINCE },
         { "jobs", required_argument, NULL, O_JOBS },
         { "tag", required_argument, NULL, O_TAG },
@@ -413,6 +429,16 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json,
         case O_ALL:
             *all = true;
             break;
+        case O_METRIC: {
+            vd_metric_t m;
+            if (vd_metric_parse(v, &m) != 0) {
+                pw_out_error("regressions", "--metric %.60s: want wall, cpu "
+                             "or peak_rss", v);
+                return -1;
+            }
+            *metric = v;
+            break;
+        }
         case O_SINCE:
             if (pw_out_duration(v, S_SINCE_MAX_S, &sec) != 0) {
                 pw_out_error("regressions", "--since \"%s\": want a duration "
@@ -466,6 +492,33 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json,
         return -1;
     }
     return 0;
+}
+
+/* Keep only what speaks of metric: the change points and events of its
+ * series, and the verdicts against the previous job when it is wall
+ * time (they are wall time's). */
+static void
+s_only_metric(json_t *body, const char *metric)
+{
+    json_t *cps = json_object_get(body, "change_points");
+    json_t *lists[] = { json_object_get(cps, "open"),
+                        json_object_get(cps, "acked"),
+                        json_object_get(cps, "superseded"),
+                        json_object_get(json_object_get(cps, "events"),
+                                        "open"),
+                        json_object_get(json_object_get(cps, "events"),
+                                        "acked") };
+    for (size_t k = 0; k < sizeof lists / sizeof *lists; k++)
+        for (size_t i = json_array_size(lists[k]); i-- > 0;)
+            if (strcmp(pw_out_str(json_array_get(lists[k], i), "quantity",
+                                  "wall"), metric) != 0)
+                json_array_remove(lists[k], i);
+    if (strcmp(metric, "wall") != 0) {
+        json_array_clear(json_object_get(body, "regressions"));
+        json_array_clear(json_object_get(body, "improvements"));
+        json_object_set_new(body, "unchanged", json_integer(0));
+        json_object_set_new(body, "first", json_integer(0));
+    }
 }
 
 int
@@ -544,7 +597,8 @@ cl_regressions_main(int argc, char **argv)
         goto done;
     }
     bool all = false;
-    if (s_list_opts(argc, argv, args, tags, &as_json, &all) != 0)
+    const char *metric = NULL;
+    if (s_list_opts(argc, argv, args, tags, &as_json, &all, &metric) != 0)
         goto done;
     json_object_set(args, "tags", tags);
     rc = cl_conn_ask("regressions", &co, "regressions", args, &body);
@@ -553,6 +607,8 @@ cl_regressions_main(int argc, char **argv)
             rc = S_EXIT_REPLY;
         goto done;
     }
+    if (metric)
+        s_only_metric(body, metric);
     int w = as_json ? pw_out_json(stdout, body) :
                     cl_regressions_print(stdout, body, all);
     if (w != 0 || fflush(stdout) != 0) {
