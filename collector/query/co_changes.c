@@ -435,7 +435,7 @@ static const char s_series_cp_sql[] =
     "JOIN hosts h ON h.id = cp.host_id JOIN runs ra ON ra.id = cp.after_run "
     "WHERE ($1 = '' OR b.suite = $1) AND ($2 = '' OR b.name = $2) AND "
     " ($3 = '' OR h.name = $3) AND ra.started_at_us >= $4 AND "
-    " cp.superseded_at_us IS NULL "
+    " cp.superseded_at_us IS NULL AND cp.quantity = 'wall' "
     "ORDER BY cp.id LIMIT 20000";
 
 static json_t *

@@ -13,6 +13,7 @@
 #include "pw_clock.h"
 #include "pw_json.h"
 #include "vd_fleet.h"
+#include "vd_metric.h"
 #include "vd_verdict.h"
 
 /* history: rows (jobs) per arm pair, default and most. */
@@ -74,7 +75,7 @@ static const char s_history_sql[] =
     "  h.name AS host, h.id AS hid, r.id AS rid, v.other_arm, "
     S_GROUP_SQL " AS grp, r.started_at_us, r.tags"
     " FROM benchmarks b JOIN runs r ON r.benchmark_id = b.id"
-    " JOIN verdicts v ON v.run = r.id AND v.metric = 'wall'"
+    " JOIN verdicts v ON v.run = r.id AND v.metric = $9"
     " JOIN hosts h ON h.id = r.host_id"
     " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm"
     " WHERE b.name = $1 AND ($2 = '' OR b.suite = $2)"
@@ -113,7 +114,7 @@ static const char s_history_sql[] =
     "FROM sel g JOIN v USING (suite, subject, other, grp)"
     " JOIN runs r ON r.id = v.rid"
     " JOIN verdicts x ON x.run = v.rid AND x.other_arm = v.other_arm"
-    "  AND x.metric = 'wall' "
+    "  AND x.metric = $9 "
     "ORDER BY v.suite, v.subject, v.other, g.at_us, v.grp, v.host, v.hid,"
     " v.rid LIMIT $7::int";
 
@@ -158,6 +159,14 @@ s_history_args(co_reply_t *c, const json_t *args)
     if (jb && (!by || strlen(by) > 200)) {
         co_reply_fail(c, CO_REPLY_BADARGS, "\"by\" must be a tag name of at "
                       "most 200 bytes (\"\": run time)");
+        return false;
+    }
+    const json_t *jm = json_object_get(args, "metric");
+    vd_metric_t m;
+    if (jm && (!json_is_string(jm) ||
+               vd_metric_parse(json_string_value(jm), &m) != 0)) {
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"metric\" must be wall, cpu or "
+                      "peak_rss");
         return false;
     }
     return true;
@@ -276,17 +285,20 @@ s_history(co_reply_t *c, const json_t *args)
     char lim[24], rows_max[24];
     snprintf(lim, sizeof lim, "%" JSON_INTEGER_FORMAT, limit);
     snprintf(rows_max, sizeof rows_max, "%d", S_ROWS_MAX);
+    const json_t *jm = json_object_get(args, "metric");
+    const char *metric = jm ? json_string_value(jm) : "wall";
     const char *p[] = { bench, suite, other, hosts, tags, lim, rows_max,
-                        by };
-    r = co_reply_q(c, s_history_sql, 8, p);
+                        by, metric };
+    r = co_reply_q(c, s_history_sql, 9, p);
     if (!r)
         goto done;
     int n = PQntuples(r);
     if (s_history_pairs(r, n, pairs) != 0)
         goto done;
-    out = json_pack("{s:s,s:s,s:s,s:I,s:b,s:O}", "benchmark", bench,
-                    "suite", suite, "other", other, "limit", limit,
-                    "truncated", n >= S_ROWS_MAX, "pairs", pairs);
+    out = json_pack("{s:s,s:s,s:s,s:s,s:I,s:b,s:O}", "benchmark", bench,
+                    "suite", suite, "other", other, "metric", metric,
+                    "limit", limit, "truncated", n >= S_ROWS_MAX, "pairs",
+                    pairs);
 done:
     PQclear(r);
     free(tags);
@@ -742,10 +754,10 @@ done:
  * should hear about (as co_query does for its commands). */
 static const struct {
     const char *command;
-    const char *const known[8];
+    const char *const known[9];
 } s_known[] = {
     { "history", { "benchmark", "suite", "other", "hosts", "tags", "limit",
-                   "by", NULL } },
+                   "by", "metric", NULL } },
     { "regressions", { "tags", "jobs", "since_us", "host", NULL } },
     { "report", { "job", "latest", NULL } },
 };

@@ -18,7 +18,8 @@ the c00 subject. History jobs
     never listed);
   - `regressions --metric peak_rss` shows them (`grow (peak_rss)`),
     `--metric wall` none, `--metric rss` is refused;
-  - `parity verdicts --latest --metric peak_rss` says loss on both hosts.
+  - `parity verdicts --latest --metric peak_rss` says loss on both hosts;
+  - `parity history grow --metric peak_rss`: parity to c36, loss from c37.
 """
 import json
 import os
@@ -140,6 +141,30 @@ def check_history(w):
           ((v or {}).get("comparisons") or [{}])[0].get("hosts", [])}
     ok(hv == {"alpha": "loss", "beta": "loss"}, "verdicts --latest "
        "--metric peak_rss: loss on both hosts (%s)" % hv)
+    h = w.pjson("history", "grow", "--metric", "peak_rss", "--json") or {}
+    rows = ((h.get("pairs") or [{}])[0]).get("rows", [])
+    seen = [(x["tags"].get("commit"), sorted(
+        (e["host"], e.get("verdict", {}).get("outcome")) for e in x["hosts"]))
+        for x in rows]
+    want = [(c, [("alpha", "loss" if c >= "c37" else "parity"),
+                 ("beta", "loss" if c >= "c37" else "parity")])
+            for c in COMMITS]
+    ok(h.get("metric") == "peak_rss" and seen == want, "history grow "
+       "--metric peak_rss: parity on both hosts to c36, loss from c37 on "
+       "(%s)" % [(c, [o for _, o in x]) for c, x in seen])
+    r = w.parity("history", "grow", "--metric", "peak_rss")
+    ok(r.returncode == 0 and r.stdout.startswith(
+        "grow (peak_rss): subject vs other  (suite grow)\n"),
+       "its table is named grow (peak_rss)") or diag(r.stdout[:300])
+    r = w.parity("history", "grow", "--metric", "rss")
+    ok(r.returncode == 2 and r.stderr.strip() == "parity history: --metric "
+       "rss: want wall, cpu or peak_rss", "history --metric rss: exit 2, "
+       "its message (%r)" % r.stderr)
+    ans = tj.requests(w, [("history", '{"benchmark": "grow", "metric": '
+                                      '"rss"}')])
+    ok(ans == [("1", '"metric" must be wall, cpu or peak_rss')],
+       "a history request's bad \"metric\": status 1, its message (%s)"
+       % ans)
     kept = w.psql("SELECT string_agg(DISTINCT metric, ',' ORDER BY metric) "
                   "FROM detect_windows")
     ok(kept == "cpu,peak_rss,wall", "detection keeps a window per metric "
@@ -158,7 +183,7 @@ def case_metrics():
 
 
 def main():
-    tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, TESTPROG)
+    tj.pf.need(tj.PARITY, tj.AGENT, tj.COLLECTOR, tj.REQUEST, TESTPROG)
     case_metrics()
     tj.pf.finish()
 

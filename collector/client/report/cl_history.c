@@ -16,6 +16,7 @@
 #include "cl_conn.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
+#include "vd_metric.h"
 
 /* Hosts shown as columns (when, job, tags, geomean and summary take 5
  * more, 12 in all: a terminal's width); more are shown one row per
@@ -81,8 +82,10 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
     const char *row[PW_OUT_TABLE_COLS];
     int rc = 0;
 
+    char bench[PW_OUT_CELL_MAX];
     fprintf(f, "%s: %s vs %s  (suite %s)\n",
-            pw_out_str(body, "benchmark", "?"),
+            pw_out_bench_metric(bench, sizeof bench, pw_out_str(
+                body, "benchmark", "?"), pw_out_str(body, "metric", "wall")),
             pw_out_str(pair, "subject", "?"), pw_out_str(pair, "other", "?"),
             pw_out_str(pair, "suite", "?"));
     head[0] = "when";
@@ -345,7 +348,7 @@ s_usage(FILE *f)
     fprintf(f,
 "usage: parity history BENCHMARK [--arm OTHER] [--suite SUITE] [--host H]...\n"
 "                      [--tag KEY=VALUE]... [--limit N] [--by time|TAG]\n"
-"                      [--json | --csv]\n"
+"                      [--metric NAME] [--json | --csv]\n"
 "                      [connection options]\n\n"
 "One benchmark's stored verdicts over time, oldest first: one row per job\n"
 "(or per run without a job) with its tags, each host's own outcome and\n"
@@ -361,6 +364,10 @@ s_usage(FILE *f)
 "  --by TAG       order jobs by TAG's value in job order (e.g. --by commit:\n"
 "                 a commit re-run later stays where its first job put it);\n"
 "                 --by time (the default): when each job's first run began\n"
+"  --metric NAME  the verdicts on wall (the default), cpu or peak_rss, for\n"
+"                 benchmarks whose suite tracks it; the change points below\n"
+"                 are wall time's (parity regressions --metric lists the\n"
+"                 others')\n"
 "  --json         the collector's answer\n"
 "  --csv          one line per job and host\n"
 "Connection options as in `parity hosts --help`.\n\n"
@@ -458,7 +465,7 @@ s_parse(int argc, char **argv, json_t *args, json_t *tags, json_t *hosts,
         const char **bench, bool *as_json, bool *as_csv)
 {
     enum { O_JSON = 256, O_CSV, O_ARM, O_SUITE, O_HOST, O_TAG, O_BY,
-           O_LIMIT };
+           O_LIMIT, O_METRIC };
     static const struct option opts[] = {
         { "json", no_argument, NULL, O_JSON },
         { "csv", no_argument, NULL, O_CSV },
@@ -468,6 +475,7 @@ s_parse(int argc, char **argv, json_t *args, json_t *tags, json_t *hosts,
         { "tag", required_argument, NULL, O_TAG },
         { "by", required_argument, NULL, O_BY },
         { "limit", required_argument, NULL, O_LIMIT },
+        { "metric", required_argument, NULL, O_METRIC },
         { NULL, 0, NULL, 0 } };
     int o;
     CL_CONN_EACH_OPTION(o, argc, argv, opts) {
@@ -511,6 +519,16 @@ s_parse(int argc, char **argv, json_t *args, json_t *tags, json_t *hosts,
             json_object_set_new(args, "by", json_string(
                 strcmp(v, "time") == 0 ? "" : v));
             break;
+        case O_METRIC: {
+            vd_metric_t m;
+            if (vd_metric_parse(v, &m) != 0) {
+                pw_out_error("history", "--metric %.60s: want wall, cpu or "
+                             "peak_rss", v);
+                return -1;
+            }
+            json_object_set_new(args, "metric", json_string(v));
+            break;
+        }
         case O_LIMIT:
             n = strtol(v, &end, 10);
             if (*end || end == v || n < 1 || n > 1000) {

@@ -471,12 +471,15 @@ s_cp_row(FILE *f, const s_site_t *s, const json_t *cp, bool acked)
             " (regression)" : "",
             json_is_true(json_object_get(cp, "within_noise")) ?
             " (within noise)" : "");
+    char bench[PW_OUT_CELL_MAX];
+    pw_out_bench_metric(bench, sizeof bench, pw_out_str(cp, "benchmark",
+                        "?"), pw_out_str(cp, "quantity", "wall"));
     if (page) {
         fprintf(f, "<a href=\"%s\">", page);
-        cl_svg_text(f, pw_out_str(cp, "benchmark", "?"));
+        cl_svg_text(f, bench);
         fputs("</a>", f);
     } else {
-        cl_svg_text(f, pw_out_str(cp, "benchmark", "?"));
+        cl_svg_text(f, bench);
     }
     pw_out_xmlf(f, true, "</td><td>%s</td><td>%s vs %s</td><td>%s",
                 pw_out_str(cp, "host", "?"), pw_out_str(cp, "subject", "?"),
@@ -549,9 +552,12 @@ s_cps(FILE *f, const s_site_t *s, const char *which, const char *title)
 static void
 s_bench_arms(FILE *f, const char *page, const json_t *o)
 {
+    char bench[PW_OUT_CELL_MAX];
     if (page)
         fprintf(f, "<a href=\"%s\">", page);
-    cl_svg_text(f, pw_out_str(o, "benchmark", "?"));
+    /* An event of another metric's series is named with it. */
+    cl_svg_text(f, pw_out_bench_metric(bench, sizeof bench, pw_out_str(
+        o, "benchmark", "?"), pw_out_str(o, "quantity", "wall")));
     fputs(page ? "</a></td><td>" : "</td><td>", f);
     pw_out_xmlf(f, true, "%s vs %s</td>", pw_out_str(o, "subject", "?"),
                 pw_out_str(o, "other", "?"));
