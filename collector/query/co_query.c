@@ -820,12 +820,60 @@ s_show_samples(json_t *bench, PGresult *s, const json_t *by_idx)
 /* The stored verdicts (rows of verdicts: other_name, verdict_json,
  * error, the floor and parity) into bench, and the first row's floor
  * into doc: the ones computed with the host's calibration window. */
+/* Another metric's verdict row i of v into bench's "metrics" as a
+ * results file holds it (docs/verdict.md "Metrics"): {METRIC: {"unit",
+ * "source" (cpu), "floor": {"value", "default", "samples"}, "verdict":
+ * {OTHER: ...}, "verdict_error"}}; its name into the document's
+ * "metrics". */
+static void
+s_show_metric(json_t *doc, json_t *bench, PGresult *v, int i)
+{
+    const char *name = PQgetvalue(v, i, 11);
+    vd_metric_t m;
+    if (vd_metric_parse(name, &m) != 0)
+        return;
+    json_t *all = json_object_get(bench, "metrics");
+    if (!all) {
+        json_object_set_new(bench, "metrics", json_object());
+        all = json_object_get(bench, "metrics");
+    }
+    json_t *one = json_object_get(all, name);
+    if (!one) {
+        one = json_pack("{s:s,s:{s:f,s:b,s:I},s:{},s:n}", "unit",
+                        vd_metric_unit(m), "floor", "value",
+                        strtod(PQgetvalue(v, i, 3), NULL), "default",
+                        strcmp(PQgetvalue(v, i, 4), "t") == 0, "samples",
+                        (json_int_t)strtoll(PQgetvalue(v, i, 5), NULL, 10),
+                        "verdict", "verdict_error");
+        if (one && !PQgetisnull(v, i, 12))
+            json_object_set_new(one, "source",
+                                json_string(PQgetvalue(v, i, 12)));
+        json_object_set_new(all, name, one);
+        /* The document lists its metrics once another one is there:
+         * wall time's verdict is every run's. */
+        if (!json_object_get(doc, "metrics"))
+            json_object_set_new(doc, "metrics", json_pack("[s]", "wall"));
+        json_array_append_new(json_object_get(doc, "metrics"),
+                              json_string(name));
+    }
+    if (!PQgetisnull(v, i, 1))
+        json_object_set_new(json_object_get(one, "verdict"),
+                            PQgetvalue(v, i, 0), co_reply_json_col(v, i, 1));
+    else if (!PQgetisnull(v, i, 2))
+        json_object_set_new(one, "verdict_error",
+                            json_string(PQgetvalue(v, i, 2)));
+}
+
 static void
 s_show_verdicts(json_t *doc, json_t *bench, PGresult *v)
 {
     json_t *verdict = json_object();
     json_t *verr = json_null();
     for (int i = 0; i < PQntuples(v); i++) {
+        if (strcmp(PQgetvalue(v, i, 11), "wall") != 0) {
+            s_show_metric(doc, bench, v, i);
+            continue;
+        }
         if (!PQgetisnull(v, i, 1))
             json_object_set_new(verdict, PQgetvalue(v, i, 0),
                                 co_reply_json_col(v, i, 1));
@@ -934,9 +982,10 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     }
     v = s_q(q, res, "SELECT v.other_name, v.verdict_json, v.error, "
             "v.floor_us, v.floor_is_default, v.floor_samples, v.parity, "
-            "f.n_samples, f.quiet, f.oldest_us, f.newest_us FROM verdicts "
-            "v LEFT JOIN floors f ON f.run = v.run WHERE v.run = $1 AND "
-            "v.metric = 'wall' ORDER BY v.other_arm", 1, pid);
+            "f.n_samples, f.quiet, f.oldest_us, f.newest_us, v.metric, "
+            "v.metric_source FROM verdicts v LEFT JOIN floors f ON f.run = "
+            "v.run WHERE v.run = $1 ORDER BY array_position(ARRAY['wall', "
+            "'cpu', 'peak_rss'], v.metric), v.other_arm", 1, pid);
     if (!v)
         goto fail;
     s_show_verdicts(doc, bench, v);

@@ -143,6 +143,18 @@ def check_mem(w):
     ok(stored.startswith("cpu:") and stored.endswith(",peak_rss:-,wall:-"),
        "PostgreSQL holds a verdict per metric, cpu's with its source (%s)"
        % stored)
+    run = hv and [h for h in cmps[0]["hosts"] if h["host"] == "alpha"][0].get(
+        "run_id")
+    doc = w.pjson("show", run or "?") or {}
+    b = (doc.get("benchmarks") or [{}])[0]
+    m = b.get("metrics", {})
+    ok(doc.get("metrics") == ["wall", "cpu", "peak_rss"] and
+       m.get("peak_rss", {}).get("unit") == "KiB" and
+       m["peak_rss"]["verdict"]["small"]["outcome"] == "loss" and
+       m.get("cpu", {}).get("source") in ("task_clock", "rusage") and
+       set(b.get("verdict", {})) == {"small"},
+       "show RUN: schema 3 for wall, the others under the benchmark's "
+       "metrics, as a results file holds them (%s)" % sorted(m))
     return job
 
 
