@@ -504,9 +504,15 @@ def console_works(tmp):
 # collector: the option rules of --site.
 USAGE = [
     (["--site", "d", "--latest"], 2, "parity report: --site writes a whole "
-     "site: give it without JOB, --latest, --markdown, --html or --out"),
+     "site: give it without JOB, --latest, --markdown, --html, --out or "
+     "--metric"),
     (["--latest", "--since", "3d"], 2,
      "parity report: --since and --tag go with --site"),
+    (["--site", "d", "--metric", "cpu"], 2, "parity report: --site writes a "
+     "whole site: give it without JOB, --latest, --markdown, --html, --out "
+     "or --metric"),
+    (["--metric", "rss"], 2, "parity report: --metric rss: want wall, cpu "
+     "or peak_rss"),
     (["--site"], 2, "parity report: --site needs a directory"),
     (["--site="], 2, "parity report: --site needs a directory"),
     (["--site", "d", "--since", "400d"], 2, 'parity report: --since "400d": '

@@ -155,6 +155,19 @@ def check_mem(w):
        set(b.get("verdict", {})) == {"small"},
        "show RUN: schema 3 for wall, the others under the benchmark's "
        "metrics, as a results file holds them (%s)" % sorted(m))
+    r = w.parity("report", job)
+    rows = [x.split("|")[1].strip() for x in r.stdout.splitlines()
+            if x.startswith("| grow")]
+    # Markdown: the name's "_" escaped.
+    ok(r.returncode == 0 and
+       rows == ["grow", "grow (cpu)", "grow (peak\\_rss)"],
+       "report JOB: a verdict row per metric (%s)" % rows) or \
+        diag(r.stdout[:1500])
+    r = w.parity("report", job, "--metric", "peak_rss")
+    rows = [x.split("|")[1].strip() for x in r.stdout.splitlines()
+            if x.startswith("| grow")]
+    ok(r.returncode == 0 and rows == ["grow (peak\\_rss)"],
+       "report JOB --metric peak_rss: that metric's row alone (%s)" % rows)
     return job
 
 

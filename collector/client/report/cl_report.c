@@ -32,6 +32,7 @@
 #include "cl_site.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
+#include "vd_metric.h"
 #include "vd_verdict.h"
 
 typedef cl_report_format_t s_fmt_t;
@@ -277,7 +278,10 @@ s_verdicts(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
         snprintf(arms, sizeof arms, "%s vs %s",
                  pw_out_str(cmp, "subject", "?"),
                  pw_out_str(cmp, "other", "?"));
-        cells[0] = pw_out_str(cmp, "benchmark", "?");
+        /* Each metric the suite tracks has its row: "grow (peak_rss)". */
+        char bench[PW_OUT_CELL_MAX];
+        cells[0] = pw_out_bench_metric(bench, sizeof bench, pw_out_str(
+            cmp, "benchmark", "?"), pw_out_str(cmp, "metric", "wall"));
         cells[1] = arms;
         for (size_t h = 0; h < nh; h++) {
             pw_out_cell(buf[h], sizeof buf[h], pw_out_entry(cmp, pw_out_str(
@@ -318,7 +322,9 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
     size_t i;
     json_t *cmp;
     json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
-        if (strcmp(pw_out_str(cmp, "benchmark", ""), bench) != 0)
+        /* Wall time's: the other metrics' are the summary table's rows. */
+        if (strcmp(pw_out_str(cmp, "benchmark", ""), bench) != 0 ||
+            strcmp(pw_out_str(cmp, "metric", "wall"), "wall") != 0)
             continue;
         const json_t *e = pw_out_entry(cmp, host);
         if (!e)
@@ -414,7 +420,9 @@ s_run_plots(FILE *f, const json_t *rep, const json_t *ver, const char *bench)
             if (na < CL_BOXPLOT_ARMS)
                 s_arm_of(&arms[na++], arm);
         json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
-            if (strcmp(pw_out_str(cmp, "benchmark", ""), bench) != 0)
+            /* The box plots are of wall time. */
+            if (strcmp(pw_out_str(cmp, "benchmark", ""), bench) != 0 ||
+                strcmp(pw_out_str(cmp, "metric", "wall"), "wall") != 0)
                 continue;
             const json_t *e = pw_out_entry(cmp, pw_out_str(run, "host", ""));
             const json_t *v = json_object_get(e, "verdict");
@@ -850,7 +858,7 @@ s_usage(FILE *f)
 {
     fprintf(f,
 "usage: parity report [JOB | --latest] [--markdown | --html] [--out FILE]\n"
-"                     [connection options]\n"
+"                     [--metric NAME] [connection options]\n"
 "       parity report --site DIR [--since DURATION] [--tag KEY=VALUE]...\n"
 "                     [connection options]\n\n"
 "One job as a document for people: suite and tags, each host's environment\n"
@@ -861,7 +869,9 @@ s_usage(FILE *f)
 "  --latest    the newest job (also without JOB)\n"
 "  --markdown  Markdown (the default)\n"
 "  --html      one HTML file, inline CSS and SVG, no external resources\n"
-"  --out FILE  write there instead of stdout\n\n"
+"  --out FILE  write there instead of stdout\n"
+"  --metric M  the verdict table of wall, cpu or peak_rss alone (default:\n"
+"              every metric the suite tracks, each benchmark's rows)\n\n"
 "--site DIR writes a static site (no script, opens from file://): an\n"
 "overview of hosts, open regressions and the latest job's verdicts, and a\n"
 "page per benchmark with each host's history plot and box plots of its\n"
@@ -875,7 +885,7 @@ s_usage(FILE *f)
 
 enum {
     S_OPT_MARKDOWN = 1, S_OPT_HTML, S_OPT_LATEST, S_OPT_OUT, S_OPT_SITE,
-    S_OPT_SINCE, S_OPT_TAG,
+    S_OPT_SINCE, S_OPT_TAG, S_OPT_METRIC,
 };
 
 static const struct option s_options[] = {
@@ -886,12 +896,14 @@ static const struct option s_options[] = {
     { "site", required_argument, NULL, S_OPT_SITE },
     { "since", required_argument, NULL, S_OPT_SINCE },
     { "tag", required_argument, NULL, S_OPT_TAG },
+    { "metric", required_argument, NULL, S_OPT_METRIC },
     { NULL, 0, NULL, 0 },
 };
 
 /* The options of report; the connection's are taken out before. */
 typedef struct {
     const char *job, *out, *site;
+    const char *metric;        /* the verdicts' metric, or "all" */
     bool latest;
     int formats;
     s_fmt_t fmt;
@@ -911,6 +923,16 @@ s_parse(int argc, char **argv, s_opts_t *o)
         case S_OPT_MARKDOWN: o->fmt = S_MARKDOWN; o->formats++; break;
         case S_OPT_HTML: o->fmt = S_HTML; o->formats++; break;
         case S_OPT_LATEST: o->latest = true; break;
+        case S_OPT_METRIC: {
+            vd_metric_t m;
+            if (vd_metric_parse(optarg, &m) != 0) {
+                pw_out_error("report", "--metric %.60s: want wall, cpu or "
+                             "peak_rss", optarg);
+                return PW_EXIT_USAGE;
+            }
+            o->metric = optarg;
+            break;
+        }
         case S_OPT_OUT:
             if (!*optarg) {
                 pw_out_error("report", "--out needs a file name");
@@ -971,9 +993,10 @@ s_parse(int argc, char **argv, s_opts_t *o)
 static int
 s_check(const s_opts_t *o)
 {
-    if (o->site && (o->job || o->latest || o->formats || o->out)) {
+    if (o->site && (o->job || o->latest || o->formats || o->out ||
+                    o->metric)) {
         pw_out_error("report", "--site writes a whole site: give it without "
-                     "JOB, --latest, --markdown, --html or --out");
+                     "JOB, --latest, --markdown, --html, --out or --metric");
         return PW_EXIT_USAGE;
     }
     if (!o->site && (o->since_us > 0 || json_object_size(o->tags) > 0)) {
@@ -1009,7 +1032,8 @@ s_document(const cl_conn_opts_t *co, const s_opts_t *o)
     /* The verdicts of exactly the job the report is of, even when a new
      * job started in between (--latest). */
     json_decref(args);
-    args = json_pack("{s:s}", "job", pw_out_str(rep, "job", ""));
+    args = json_pack("{s:s,s:s}", "job", pw_out_str(rep, "job", ""),
+                     "metric", o->metric ? o->metric : "all");
     rc = cl_conn_ask("report", co, "verdicts", args, &ver);
     if (rc != PW_EXIT_OK)
         goto done;
