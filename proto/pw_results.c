@@ -627,25 +627,40 @@ pw_results_add_metrics(json_t *doc, const vd_metric_t *ms, size_t n,
                        double parity, long clk_tck, char *err,
                        size_t errlen)
 {
-    size_t i;
-    json_t *b;
-    json_array_foreach(json_object_get(doc, "benchmarks"), i, b) {
-        json_t *all = json_object();
-        for (size_t k = 0; all && k < n; k++) {
-            if (ms[k] == VD_METRIC_WALL || ms[k] >= VD_METRIC_COUNT)
-                continue;
-            json_t *one = s_metric_bench(doc, b, ms[k], parity, clk_tck,
-                                         err, errlen);
-            if (!one || json_object_set_new(all, vd_metric_name(ms[k]),
-                                            one) != 0) {
-                json_decref(all);
-                return PW_RESULTS_ERR;
-            }
-        }
-        if (!all || json_object_set_new(b, "metrics", all) != 0) {
-            snprintf(err, errlen, "results: out of memory for metrics");
+    for (size_t i = 0; i < json_array_size(json_object_get(doc,
+                                                           "benchmarks"));
+         i++)
+        if (pw_results_add_bench_metrics(doc, i, ms, n, parity, clk_tck,
+                                         err, errlen) != PW_RESULTS_OK)
+            return PW_RESULTS_ERR;
+    return PW_RESULTS_OK;
+}
+
+int
+pw_results_add_bench_metrics(json_t *doc, size_t bench,
+                             const vd_metric_t *ms, size_t n, double parity,
+                             long clk_tck, char *err, size_t errlen)
+{
+    json_t *b = json_array_get(json_object_get(doc, "benchmarks"), bench);
+    if (!b) {
+        snprintf(err, errlen, "results: no benchmark %zu", bench);
+        return PW_RESULTS_ERR;
+    }
+    json_t *all = json_object();
+    for (size_t k = 0; all && k < n; k++) {
+        if (ms[k] == VD_METRIC_WALL || ms[k] >= VD_METRIC_COUNT)
+            continue;
+        json_t *one = s_metric_bench(doc, b, ms[k], parity, clk_tck, err,
+                                     errlen);
+        if (!one || json_object_set_new(all, vd_metric_name(ms[k]), one)
+                    != 0) {
+            json_decref(all);
             return PW_RESULTS_ERR;
         }
+    }
+    if (!all || json_object_set_new(b, "metrics", all) != 0) {
+        snprintf(err, errlen, "results: out of memory for metrics");
+        return PW_RESULTS_ERR;
     }
     return PW_RESULTS_OK;
 }

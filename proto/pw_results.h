@@ -177,6 +177,13 @@ int pw_results_add_metrics(json_t *doc, const vd_metric_t *ms, size_t n,
                            double parity, long clk_tck, char *err,
                            size_t errlen);
 
+/* The same for benchmark bench (0-based) of the document alone: a
+ * suite's `metrics:` differ from one benchmark to the next. */
+int pw_results_add_bench_metrics(json_t *doc, size_t bench,
+                                 const vd_metric_t *ms, size_t n,
+                                 double parity, long clk_tck, char *err,
+                                 size_t errlen);
+
 /* Check the document's required fields and types (for readers such as
  * `parity import`); err names the first problem. */
 int pw_results_check(const json_t *doc, char *err, size_t errlen);

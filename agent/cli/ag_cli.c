@@ -246,22 +246,55 @@ ag_cli_metric(ag_cli_opts_t *o, const char *v, char *err, size_t errlen)
     return 0;
 }
 
-/* The metrics asked for: their names as the document's "metrics" and
- * the other metrics' verdicts beside wall time's. False when said. */
+/* True when some benchmark of suite tracks a metric besides wall time
+ * (its `metrics:`, docs/suites.md "Metrics"). */
 static bool
-s_metrics(const ag_cli_opts_t *copts, json_t *doc)
+s_suite_metrics(const ag_suite_t *suite)
 {
-    char err[512];
-    json_t *names = json_array();
-    for (size_t i = 0; names && i < copts->nmetrics; i++)
-        json_array_append_new(names, json_string(vd_metric_name(
-            copts->metrics[i])));
-    if (!names || json_object_set_new(doc, "metrics", names) != 0 ||
-        pw_results_add_metrics(doc, copts->metrics, copts->nmetrics,
-                               copts->parity, sysconf(_SC_CLK_TCK), err,
-                               sizeof err) != PW_RESULTS_OK) {
-        fprintf(stderr, "%s: %s\n", copts->prog, names ? err :
-                "out of memory");
+    for (size_t i = 0; i < suite->benchmark_count; i++)
+        if (suite->benchmarks[i].metric_count != 1 ||
+            suite->benchmarks[i].metrics[0] != VD_METRIC_WALL)
+            return true;
+    return false;
+}
+
+/* The metrics judged: --metric's for every benchmark, else each
+ * benchmark's own `metrics:` (the document's benchmarks are the suite's
+ * that ran, by name). Their names as the document's "metrics" and the
+ * other metrics' verdicts beside wall time's. False when said. */
+static bool
+s_metrics(const ag_cli_opts_t *copts, const ag_suite_t *suite, json_t *doc)
+{
+    char err[512] = "out of memory";
+    bool seen[VD_METRIC_COUNT] = { false };
+    json_t *names = json_array(), *b;
+    size_t i;
+    int rc = names ? PW_RESULTS_OK : PW_RESULTS_ERR;
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, b) {
+        const ag_bench_t *sb = ag_suite_find(suite, json_string_value(
+            json_object_get(b, "name")));
+        const vd_metric_t *ms = copts->nmetrics ? copts->metrics
+                              : sb ? sb->metrics : NULL;
+        size_t n = copts->nmetrics ? copts->nmetrics
+                 : sb ? sb->metric_count : 0;
+        for (size_t k = 0; names && k < n; k++)
+            if (!seen[ms[k]]) {
+                seen[ms[k]] = true;
+                json_array_append_new(names, json_string(vd_metric_name(
+                    ms[k])));
+            }
+        if (rc == PW_RESULTS_OK && n)
+            rc = pw_results_add_bench_metrics(doc, i, ms, n, copts->parity,
+                                              sysconf(_SC_CLK_TCK), err,
+                                              sizeof err);
+    }
+    if (rc != PW_RESULTS_OK) {
+        json_decref(names);
+        fprintf(stderr, "%s: %s\n", copts->prog, err);
+        return false;
+    }
+    if (json_object_set_new(doc, "metrics", names) != 0) {
+        fprintf(stderr, "%s: out of memory\n", copts->prog);
         return false;
     }
     return true;
@@ -378,7 +411,8 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
         goto done;
     }
     s_harness_cpu(doc, &ru0, &ru1);
-    if (copts->nmetrics && !s_metrics(copts, doc))
+    if ((copts->nmetrics || s_suite_metrics(suite)) &&
+        !s_metrics(copts, suite, doc))
         goto done;
     /* A file that cannot be written still leaves the results on stdout. */
     bool export_failed = !s_exports(copts, doc);

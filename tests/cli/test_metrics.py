@@ -132,6 +132,26 @@ def check_agent():
                                        r"small: loss$", r.stdout, re.M),
        "parity-agent run --metric peak_rss: 60 MiB against 50, a loss") \
         or pf.diag(r.stdout + r.stderr)
+    tracked = os.path.join(TMP, "t.yaml")
+    with open(tracked, "w") as f:
+        f.write("suite: t\nbenchmarks:\n  - name: mem\n    runs: 6\n"
+                "    metrics: [wall, peak_rss]\n"
+                "    arms:\n      - name: big\n        subject: true\n"
+                "        command: [%s, mem, \"60\"]\n      - name: small\n"
+                "        command: [%s, mem, \"50\"]\n  - name: plain\n"
+                "    runs: 3\n    arms:\n      - {name: a, command: "
+                "[\"true\"]}\n      - {name: b, command: [\"true\"]}\n"
+                % (PROG, PROG))
+    r = subprocess.run([AGENT, "run", "--json", tracked],
+                       capture_output=True, text=True, timeout=120)
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    bs = {b["name"]: b for b in doc.get("benchmarks", [])}
+    ok(doc.get("metrics") == ["wall", "peak_rss"] and
+       bs["mem"]["metrics"]["peak_rss"]["verdict"]["small"]["outcome"] ==
+       "loss" and bs["plain"].get("metrics") == {},
+       "parity-agent run of a suite tracking [wall, peak_rss]: judged on "
+       "it without --metric, per benchmark") or pf.diag(r.stdout[-800:] +
+                                                       r.stderr)
     r = subprocess.run([AGENT, "run", "--metric", "rss", suite],
                        capture_output=True, text=True, timeout=60)
     ok(r.returncode == 2 and r.stderr == "parity-agent run: --metric rss: "
