@@ -11,6 +11,7 @@
 #include "co_reply.h"
 #include "pw_clock.h"
 #include "pw_json.h"
+#include "vd_metric.h"
 
 /* series: runs per series, default and most; series per answer. */
 #define S_RUNS_DEFAULT 200
@@ -388,9 +389,10 @@ static const char s_series_sql[] =
     " SELECT r.id, r.run_uuid, r.job_id, r.tags, r.started_at_us, "
     "  r.environment, v.ratio, v.outcome, v.tolerance, v.subject_arm, "
     "  v.other_arm, md5(sa.argv::text || sa.shell || oa.argv::text || "
-    "  oa.shell) AS def, md5(sa.version_output || oa.version_output) AS ver "
+    "  oa.shell) AS def, md5(sa.version_output || oa.version_output) AS ver, "
+    "  array_to_string(r.metrics, ' ') AS tracked "
     " FROM runs r JOIN verdicts v ON v.run = r.id AND v.other_name = s.other "
-    "  AND v.metric = 'wall' "
+    "  AND v.metric = $8 "
     " JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
     "  AND sa.name = s.subject "
     " JOIN arms oa ON oa.run = r.id AND oa.idx = v.other_arm "
@@ -407,17 +409,25 @@ static const char s_series_sql[] =
      * s_annotations reads it: it is kilobytes a run otherwise. */
     " CASE WHEN p.environment IS DISTINCT FROM lag(p.environment) OVER w "
     "  OR p.environment IS DISTINCT FROM lead(p.environment) OVER w "
-    "  THEN e.environment_json END "
+    "  THEN e.environment_json END, p.tracked "
     "FROM p "
     "LEFT JOIN run_summaries ss ON ss.run = p.id AND ss.arm = p.subject_arm "
-    "AND ss.metric = 'wall' "
+    "AND ss.metric = $8 "
     "LEFT JOIN run_summaries so ON so.run = p.id AND so.arm = p.other_arm "
-    "AND so.metric = 'wall' "
+    "AND so.metric = $8 "
     "LEFT JOIN environments e ON e.id = p.environment "
     "WINDOW w AS (PARTITION BY p.benchmark_id, p.host_id, p.vars, "
     " p.subject, p.other ORDER BY p.started_at_us, p.id) "
     "ORDER BY p.suite, p.bname, p.hname, p.vars::text, p.subject, p.other, "
     " p.started_at_us, p.id LIMIT $7";
+
+/* The metrics besides wall time that the benchmark's newest run tracks
+ * (025), space-separated. */
+static const char s_tracked_sql[] =
+    "SELECT array_to_string(array_remove(x.metrics, 'wall'), ' ') FROM "
+    "benchmarks b CROSS JOIN LATERAL (SELECT r.metrics FROM runs r WHERE "
+    "r.benchmark_id = b.id ORDER BY r.started_at_us DESC LIMIT 1) x WHERE "
+    "b.name = $2 AND ($1 = '' OR b.suite = $1) LIMIT 1";
 
 static const char s_series_cp_sql[] =
     "SELECT b.suite, b.name, h.name, cp.vars::text, cp.subject, cp.other, "
@@ -435,7 +445,7 @@ static const char s_series_cp_sql[] =
     "JOIN hosts h ON h.id = cp.host_id JOIN runs ra ON ra.id = cp.after_run "
     "WHERE ($1 = '' OR b.suite = $1) AND ($2 = '' OR b.name = $2) AND "
     " ($3 = '' OR h.name = $3) AND ra.started_at_us >= $4 AND "
-    " cp.superseded_at_us IS NULL AND cp.quantity = 'wall' "
+    " cp.superseded_at_us IS NULL AND cp.quantity = $5 "
     "ORDER BY cp.id LIMIT 20000";
 
 static json_t *
@@ -590,7 +600,7 @@ s_place_change_points(json_t *series, PGresult *cps)
 /* The series of rows r, grouped (rows come ordered by series, oldest
  * run first). */
 static json_t *
-s_series_list(PGresult *r)
+s_series_list(PGresult *r, const char *metric)
 {
     json_t *list = json_array(), *cur = NULL;
     int n = PQntuples(r);
@@ -607,9 +617,19 @@ s_series_list(PGresult *r)
                             "subject", PQgetvalue(r, i, 4),
                             "other", PQgetvalue(r, i, 5),
                             "runs", "annotations");
-            if (!cur || json_array_append_new(list, cur) != 0)
+            if (!cur || json_array_append_new(list, cur) != 0 ||
+                json_object_set_new(cur, "metric", json_string(metric)))
                 goto oom;
         }
+        /* The metrics its newest run tracks (runs are oldest first). */
+        json_t *tracked = json_array();
+        char names[64], *save = NULL;
+        snprintf(names, sizeof names, "%s", PQgetvalue(r, i, 29));
+        for (char *t = strtok_r(names, " ", &save); tracked && t;
+             t = strtok_r(NULL, " ", &save))
+            json_array_append_new(tracked, json_string(t));
+        if (!tracked || json_object_set_new(cur, "metrics", tracked) != 0)
+            goto oom;
         json_t *runs = json_object_get(cur, "runs");
         json_int_t index = (json_int_t)json_array_size(runs);
         if (json_array_append_new(runs, s_run(r, i)) != 0)
@@ -649,11 +669,19 @@ s_fit_frame(json_t *list)
 static json_t *
 s_series(co_reply_t *c, const json_t *args)
 {
-    const char *suite, *bench, *host;
+    const char *suite, *bench, *host, *metric;
     json_int_t since = 0, runs = 0;
     char *tags = NULL;
     json_t *out = NULL, *list = NULL;
     PGresult *r = NULL, *cps = NULL;
+    vd_metric_t m;
+    if (!s_str_arg(c, args, "metric", 16, "wall", &metric))
+        goto done;
+    if (strcmp(metric, "all") != 0 && vd_metric_parse(metric, &m) != 0) {
+        co_reply_fail(c, CO_REPLY_BADARGS, "\"metric\" must be wall, cpu, "
+                      "peak_rss or all");
+        goto done;
+    }
     if (!s_str_arg(c, args, "suite", 200, "", &suite) ||
         !s_str_arg(c, args, "benchmark", 200, "", &bench) ||
         !s_str_arg(c, args, "host", 200, "", &host) ||
@@ -667,17 +695,50 @@ s_series(co_reply_t *c, const json_t *args)
              (int64_t)since : INT64_MIN);
     snprintf(pr, sizeof pr, "%" JSON_INTEGER_FORMAT, runs);
     snprintf(pl, sizeof pl, "%d", S_SERIES_ROWS_MAX + 1);
-    const char *p[] = { suite, bench, host, tags, ps, pr, pl };
-    const char *pc[] = { suite, bench, host, ps };
-    if (!(r = co_reply_q(c, s_series_sql, 7, p)) ||
-        !(cps = co_reply_q(c, s_series_cp_sql, 4, pc)))
+    /* "all": wall time's series, then those of each other metric the
+     * benchmark's newest run tracks (asking every metric of a benchmark
+     * that tracks none would walk each series' whole history). */
+    char tracked[64] = "wall";
+    if (strcmp(metric, "all") == 0) {
+        const char *pt[] = { suite, bench };
+        PGresult *t = co_reply_q(c, s_tracked_sql, 2, pt);
+        if (!t)
+            goto done;
+        if (PQntuples(t) == 1)
+            snprintf(tracked, sizeof tracked, "wall %s", PQgetvalue(t, 0, 0));
+        PQclear(t);
+    } else {
+        snprintf(tracked, sizeof tracked, "%s", metric);
+    }
+    if (!(list = json_array()))
         goto done;
-    if (!(list = s_series_list(r)) || s_place_change_points(list, cps) != 0)
-        goto done;
-    bool cut = s_fit_frame(list);
+    bool cut = false;
+    char *save = NULL;
+    for (char *one = strtok_r(tracked, " ", &save); one;
+         one = strtok_r(NULL, " ", &save)) {
+        if (json_array_size(list) && strcmp(one, "wall") == 0)
+            continue;          /* the newest run tracks wall too */
+        const char *p[] = { suite, bench, host, tags, ps, pr, pl, one };
+        const char *pc[] = { suite, bench, host, ps, one };
+        json_t *part = NULL;
+        PQclear(r);
+        PQclear(cps);
+        cps = NULL;
+        if (!(r = co_reply_q(c, s_series_sql, 8, p)) ||
+            !(cps = co_reply_q(c, s_series_cp_sql, 5, pc)))
+            goto done;
+        if (!(part = s_series_list(r, one)) ||
+            s_place_change_points(part, cps) != 0 ||
+            json_array_extend(list, part) != 0) {
+            json_decref(part);
+            goto done;
+        }
+        json_decref(part);
+        cut = cut || PQntuples(r) > S_SERIES_ROWS_MAX;
+    }
+    cut = s_fit_frame(list) || cut;
     out = json_pack("{s:O,s:b}", "series", list, "truncated",
-                    cut || PQntuples(r) > S_SERIES_ROWS_MAX ||
-                    json_array_size(list) >= S_SERIES_MAX);
+                    cut || json_array_size(list) >= S_SERIES_MAX);
 done:
     PQclear(r);
     PQclear(cps);

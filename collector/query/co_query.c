@@ -1106,7 +1106,7 @@ static const struct {
     { "bisect_cancel", "bisect" },
     { "confirm", "id runs" },
     { "confirm_status", "confirm" },
-    { "series", "suite benchmark host tags since_us runs" },
+    { "series", "suite benchmark host tags since_us runs metric" },
     { "ack", "id note" },
     { "unack", "id" },
     { "pending", "" },

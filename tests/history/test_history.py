@@ -336,7 +336,7 @@ def raw_checks(w):
          'required'),
         ("history", '{"benchmark": "grows", "colour": 1}', "1",
          'unknown argument "colour" for history (known: benchmark suite '
-         'other hosts tags limit by)'),
+         'other hosts tags limit by metric)'),
         ("history", '{"benchmark": "grows", "limit": 1001}', "1",
          '"limit" must be an integer from 1 to 1000'),
         ("history", '{"benchmark": "grows", "tags": {"commit": 1}}', "1",

@@ -19,10 +19,13 @@ the c00 subject. History jobs
   - `regressions --metric peak_rss` shows them (`grow (peak_rss)`),
     `--metric wall` none, `--metric rss` is refused;
   - `parity verdicts --latest --metric peak_rss` says loss on both hosts;
-  - `parity history grow --metric peak_rss`: parity to c36, loss from c37.
+  - `parity history grow --metric peak_rss`: parity to c36, loss from c37;
+  - `parity report --site`: the benchmark's page has a plot per host and
+    metric, peak_rss's axis in MiB.
 """
 import json
 import os
+import re
 import sys
 import time
 
@@ -165,6 +168,20 @@ def check_history(w):
     ok(ans == [("1", '"metric" must be wall, cpu or peak_rss')],
        "a history request's bad \"metric\": status 1, its message (%s)"
        % ans)
+    site = os.path.join(w.root, "site")
+    r = w.parity("report", "--site", site, timeout=120)
+    page = [f for f in os.listdir(site) if f.startswith("bench-")] \
+        if r.returncode == 0 else []
+    html = open(os.path.join(site, page[0])).read() if len(page) == 1 else ""
+    titles = re.findall(r'<section class="series">\n<h2>([^<]*)</h2>', html)
+    ok(sorted(titles) == sorted("%s: subject vs other%s" % (h, m) for h in
+                                HOSTS for m in ("", ", cpu", ", peak_rss")),
+       "report --site: the benchmark's page has a plot per host and metric "
+       "(%s)" % titles) or diag(r.stderr[-300:])
+    rss = html[html.find("alpha: subject vs other, peak_rss"):]
+    rss = rss[:rss.find("</section>")]
+    ok("<svg" in rss and " MiB</text>" in rss and " µs</text>" not in rss,
+       "the peak_rss plot's axis is in MiB, not µs")
     kept = w.psql("SELECT string_agg(DISTINCT metric, ',' ORDER BY metric) "
                   "FROM detect_windows")
     ok(kept == "cpu,peak_rss,wall", "detection keeps a window per metric "

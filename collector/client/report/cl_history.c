@@ -364,10 +364,8 @@ s_usage(FILE *f)
 "  --by TAG       order jobs by TAG's value in job order (e.g. --by commit:\n"
 "                 a commit re-run later stays where its first job put it);\n"
 "                 --by time (the default): when each job's first run began\n"
-"  --metric NAME  the verdicts on wall (the default), cpu or peak_rss, for\n"
-"                 benchmarks whose suite tracks it; the change points below\n"
-"                 are wall time's (parity regressions --metric lists the\n"
-"                 others')\n"
+"  --metric NAME  the verdicts and change points of wall (the default), cpu\n"
+"                 or peak_rss, for benchmarks whose suite tracks it\n"
 "  --json         the collector's answer\n"
 "  --csv          one line per job and host\n"
 "Connection options as in `parity hosts --help`.\n\n"
@@ -418,6 +416,9 @@ s_ask_series(const cl_conn_opts_t *co, const char *bench, const json_t *args,
     }
     if (json_object_get(args, "suite"))
         json_object_set(sargs, "suite", json_object_get(args, "suite"));
+    /* The change points of the metric shown (026). */
+    if (json_object_get(args, "metric"))
+        json_object_set(sargs, "metric", json_object_get(args, "metric"));
     if (json_array_size(hosts) == 1)
         json_object_set(sargs, "host", json_array_get(hosts, 0));
     rc = cl_conn_ask("history", co, "series", sargs, &all);

@@ -660,6 +660,9 @@ s_site_bench_args(json_t *args, const json_t *first)
     json_object_set_new(args, "benchmark", json_string(
         pw_out_str(first, "benchmark", "")));
     json_object_set_new(args, "runs", json_integer(S_SITE_RUNS));
+    /* A plot per metric the benchmark tracks (docs/regressions.md
+     * "Metrics"). */
+    json_object_set_new(args, "metric", json_string("all"));
 }
 
 /* Benchmarks asked for ahead of the page being drawn, one per

@@ -335,10 +335,14 @@ s_series(FILE *f, const json_t *ser)
     size_t total = json_array_size(runs), shown = 0;
     char vars[512], title[1536];
     pw_out_pairs(vars, sizeof vars, json_object_get(ser, "vars"), "-");
-    snprintf(title, sizeof title, "%s: %s vs %s%s%s",
+    /* Another metric's plot says which (docs/verdict.md "Metrics"). */
+    const char *metric = pw_out_str(ser, "metric", "wall");
+    bool wall = strcmp(metric, "wall") == 0;
+    snprintf(title, sizeof title, "%s: %s vs %s%s%s%s%s",
              pw_out_str(ser, "host", "?"), pw_out_str(ser, "subject", "?"),
              pw_out_str(ser, "other", "?"), strcmp(vars, "-") ? ", " : "",
-             strcmp(vars, "-") ? vars : "");
+             strcmp(vars, "-") ? vars : "", wall ? "" : ", ",
+             wall ? "" : metric);
     pw_out_xmlf(f, true, "<section class=\"series\">\n<h2>%s</h2>\n", title);
     if (total > CL_SVG_MAX_POINTS)
         fprintf(f, "<p class=\"capped\">The plot shows the newest %d of %zu "
@@ -347,7 +351,8 @@ s_series(FILE *f, const json_t *ser)
     cl_svg_history(f, ser, CL_SVG_MAX_POINTS, &shown);
     fputs("</div>\n", f);
     s_marks_list(f, ser);
-    if (total > 0) {
+    /* The box plots are of each run's wall-time samples. */
+    if (total > 0 && wall) {
         size_t k = total < CL_SITE_BOX_RUNS ? total : CL_SITE_BOX_RUNS;
         fprintf(f, "<h3>The newest %zu run%s, newest first</h3>\n", k,
                 k == 1 ? "" : "s");

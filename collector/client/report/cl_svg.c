@@ -32,9 +32,24 @@ typedef struct {
     const json_t *runs;   /* the series' runs, borrowed */
     size_t first;         /* index of the first run drawn */
     size_t n;             /* runs drawn */
-    double lo, hi;        /* time axis, microseconds */
+    double lo, hi;        /* value axis: µs, KiB for peak_rss */
     double lw;            /* ratio axis half-width, natural log */
+    bool kib;             /* the series' metric is peak_rss */
 } s_plot_t;
+
+/* A value of the series' metric for a reader: a time, or a memory size
+ * for peak_rss (docs/verdict.md "Metrics"). */
+static char *
+s_value(char *buf, size_t len, bool kib, double v)
+{
+    return kib ? pw_out_kib(buf, len, v) : pw_out_us(buf, len, v);
+}
+
+static bool
+s_is_kib(const json_t *series)
+{
+    return strcmp(pw_out_str(series, "metric", "wall"), "peak_rss") == 0;
+}
 
 const char *
 cl_svg_outcome_class(const char *outcome)
@@ -172,16 +187,17 @@ s_ranges(s_plot_t *p)
 }
 
 static void
-s_arm_text(char *buf, size_t len, const char *name, const json_t *s)
+s_arm_text(char *buf, size_t len, const char *name, const json_t *s,
+           bool kib)
 {
     char md[32], mn[32], mx[32];
     if (!json_is_object(s)) {
         snprintf(buf, len, "%s: no samples", name);
         return;
     }
-    pw_out_us(md, sizeof md, s_num(s, "median"));
-    pw_out_us(mn, sizeof mn, s_num(s, "min"));
-    pw_out_us(mx, sizeof mx, s_num(s, "max"));
+    s_value(md, sizeof md, kib, s_num(s, "median"));
+    s_value(mn, sizeof mn, kib, s_num(s, "min"));
+    s_value(mx, sizeof mx, kib, s_num(s, "max"));
     snprintf(buf, len, "%s median %s (min %s, max %s, n %" JSON_INTEGER_FORMAT
              ")", name, md, mn, mx, json_integer_value(json_object_get(s,
                                                                        "n")));
@@ -198,9 +214,9 @@ s_hover(char *buf, size_t len, const json_t *series, const json_t *r)
                 PW_OUT_TIME_PLOT);
     pw_out_pairs(tags, sizeof tags, json_object_get(r, "tags"), "no tags");
     s_arm_text(sub, sizeof sub, pw_out_str(series, "subject", "subject"),
-               json_object_get(r, "subject"));
+               json_object_get(r, "subject"), s_is_kib(series));
     s_arm_text(oth, sizeof oth, pw_out_str(series, "other", "other"),
-               json_object_get(r, "other"));
+               json_object_get(r, "other"), s_is_kib(series));
     if (json_is_number(json_object_get(r, "ratio")))
         snprintf(ver, sizeof ver, "ratio %.4f (tolerance %.4f): %s",
                  s_num(r, "ratio"), s_num(r, "tolerance"),
@@ -377,9 +393,9 @@ static void
 s_axes(FILE *f, const s_plot_t *p)
 {
     char lo[32], mid[32], hi[32], d0[32], d1[32];
-    pw_out_us(lo, sizeof lo, p->lo);
-    pw_out_us(mid, sizeof mid, (p->lo + p->hi) / 2);
-    pw_out_us(hi, sizeof hi, p->hi);
+    s_value(lo, sizeof lo, p->kib, p->lo);
+    s_value(mid, sizeof mid, p->kib, (p->lo + p->hi) / 2);
+    s_value(hi, sizeof hi, p->kib, p->hi);
     fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#555\" "
             "text-anchor=\"end\">"
             "<text x=\"%.1f\" y=\"%.1f\">%s</text>"
@@ -433,7 +449,8 @@ int
 cl_svg_history(FILE *f, const json_t *series, size_t max_points,
                size_t *shown)
 {
-    s_plot_t p = { .runs = json_object_get(series, "runs") };
+    s_plot_t p = { .runs = json_object_get(series, "runs"),
+                   .kib = s_is_kib(series) };
     size_t total = json_array_size(p.runs);
     if (max_points == 0 || max_points > CL_SVG_MAX_POINTS)
         max_points = CL_SVG_MAX_POINTS;
