@@ -246,11 +246,46 @@ int
 pw_results_set_calibration(json_t *doc, const double *wall_us, size_t n,
                            int64_t taken_at_us)
 {
+    return pw_results_set_calibration_runs(doc, wall_us, NULL, NULL, NULL, n,
+                                           taken_at_us);
+}
+
+/* values[0..n) as a JSON array; NULL values: NULL. */
+static json_t *
+s_reals(const double *values, size_t n)
+{
+    if (!values)
+        return NULL;
     json_t *a = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(a, json_real(wall_us[i]));
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_real(values[i]));
+    return a;
+}
+
+int
+pw_results_set_calibration_runs(json_t *doc, const double *wall_us,
+                                const double *cpu_us,
+                                const double *task_clock_us,
+                                const double *peak_rss_kb, size_t n,
+                                int64_t taken_at_us)
+{
     json_t *c = json_pack("{s:I,s:o}", "taken_at_us",
-                          (json_int_t)taken_at_us, "wall_us", a);
+                          (json_int_t)taken_at_us, "wall_us",
+                          s_reals(wall_us, n));
+    /* The task clock only when every run counted it (0: not counted). */
+    bool counted = task_clock_us != NULL;
+    for (size_t i = 0; counted && i < n; i++)
+        counted = task_clock_us[i] > 0;
+    const struct { const char *key; const double *v; } more[] = {
+        { "cpu_us", cpu_us }, { "task_clock_us", counted ? task_clock_us
+                                                         : NULL },
+        { "peak_rss_kb", peak_rss_kb } };
+    for (size_t k = 0; c && k < 3; k++)
+        if (more[k].v && json_object_set_new(c, more[k].key,
+                                             s_reals(more[k].v, n)) != 0) {
+            json_decref(c);
+            c = NULL;
+        }
     return c && json_object_set_new(doc, "calibration", c) == 0
            ? PW_RESULTS_OK : PW_RESULTS_ERR;
 }
@@ -529,7 +564,20 @@ s_metric_floor(const json_t *doc, vd_metric_t m, vd_cpu_source_t src,
 {
     double *cal = NULL;
     size_t n = 0, cap = 0, i;
-    json_t *b;
+    json_t *b, *v;
+    /* The session-start calibration runs first, where the document has
+     * the metric's values of them. */
+    const char *key = m == VD_METRIC_PEAK_RSS ? "peak_rss_kb"
+                    : src == VD_CPU_TASK_CLOCK ? "task_clock_us" : "cpu_us";
+    json_array_foreach(json_object_get(json_object_get(doc, "calibration"),
+                                       key), i, v)
+        if (json_is_number(v) && s_push(&cal, &n, &cap,
+                                        json_number_value(v)) != 0) {
+            snprintf(err, errlen, "%s: more than %u calibration values",
+                     vd_metric_name(m), VD_MAX_SAMPLES);
+            free(cal);
+            return NULL;
+        }
     json_array_foreach(json_object_get(doc, "benchmarks"), i, b)
         if (s_metric_values(b, "calibration", NULL, m, src, &cal, &n,
                             &cap) != 0) {

@@ -126,6 +126,16 @@ int pw_results_end_benchmark(json_t *bench, const char *status,
 int pw_results_set_calibration(json_t *doc, const double *wall_us, size_t n,
                                int64_t taken_at_us);
 
+/* The same with the other metrics' values of those runs (each NULL or n
+ * long): "cpu_us" (user + system), "task_clock_us" (written only when
+ * every run counted it), "peak_rss_kb", which the metrics' floors pool
+ * (pw_results_add_metrics). */
+int pw_results_set_calibration_runs(json_t *doc, const double *wall_us,
+                                    const double *cpu_us,
+                                    const double *task_clock_us,
+                                    const double *peak_rss_kb, size_t n,
+                                    int64_t taken_at_us);
+
 /* Every calibration wall_us of the document (session start and rounds)
  * into a new malloc'd array the caller frees; *n the count. */
 int pw_results_calibration_samples(const json_t *doc, double **out,

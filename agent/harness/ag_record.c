@@ -84,8 +84,10 @@ static int
 s_on_calibration(void *ctx, const ag_cal_batch_t *cal)
 {
     ag_record_t *r = ctx;
-    return pw_results_set_calibration(r->doc, cal->wall_us, cal->n,
-                                      cal->taken_at_us);
+    return pw_results_set_calibration_runs(r->doc, cal->wall_us,
+                                           cal->cpu_us, cal->task_clock_us,
+                                           cal->peak_rss_kb, cal->n,
+                                           cal->taken_at_us);
 }
 
 static int

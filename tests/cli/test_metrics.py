@@ -64,6 +64,13 @@ def check_peak_rss():
        m["floor"]["value"] >= 4 and m["floor"]["resolution"] == 4,
        "the verdict names its metric; floor in KiB, at least 4 (%s)" %
        m.get("floor"))
+    cal = doc.get("calibration", {})
+    ok(len(cal.get("peak_rss_kb", [])) == len(cal.get("wall_us", [])) > 0
+       and len(cal.get("cpu_us", [])) == len(cal["wall_us"]) and
+       m["floor"]["samples"] >= 100 and m["floor"]["default"] is False,
+       "the floor pools the session-start calibration runs' peak RSS with "
+       "the rounds': %d values, not the default (%s)"
+       % (m["floor"]["samples"], sorted(cal)))
     ok(doc.get("schema_version") == 3 and doc.get("metrics") ==
        ["peak_rss"] and set(doc["benchmarks"][0]["verdict"]) ==
        {"%s mem 100" % PROG}, "schema 3: wall's verdict where it was, "
