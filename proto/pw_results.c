@@ -1,6 +1,7 @@
 /* pw_results.c -- see pw_results.h. */
 #include "pw_results.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +333,76 @@ fail:
     return PW_RESULTS_ERR;
 }
 
+/* Append x, y, z to the three columns a (each with its capacity in
+ * cap), *n values long; -1 when full. */
+static int
+s_push3(double **a, size_t *n, size_t *cap, double x, double y, double z)
+{
+    const double v[3] = { x, y, z };
+    for (int k = 0; k < 3; k++) {
+        size_t at = *n;
+        if (s_push(&a[k], &at, &cap[k], v[k]) != 0)
+            return -1;
+    }
+    (*n)++;
+    return 0;
+}
+
+/* A sample's (or a run's) value of key, NAN where it has none (a 0 task
+ * clock or peak RSS was not counted). */
+static double
+s_have(const json_t *v, bool zero_is_none)
+{
+    double x = json_number_value(v);
+    return json_is_number(v) && !(zero_is_none && x <= 0) ? x : NAN;
+}
+
+int
+pw_results_calibration_metrics(const json_t *doc, double **cpu_us,
+                               double **task_clock_us, double **peak_rss_kb,
+                               size_t *n, char *err, size_t errlen)
+{
+    double *a[3] = { NULL, NULL, NULL };
+    size_t count = 0, cap[3] = { 0, 0, 0 }, i, j;
+    json_t *v, *b, *x;
+    const json_t *c = json_object_get(doc, "calibration");
+    json_array_foreach(json_object_get(c, "wall_us"), i, v)
+        if (s_push3(a, &count, cap,
+                    s_have(json_array_get(json_object_get(c, "cpu_us"), i),
+                           false),
+                    s_have(json_array_get(json_object_get(c,
+                                                          "task_clock_us"),
+                                          i), true),
+                    s_have(json_array_get(json_object_get(c, "peak_rss_kb"),
+                                          i), true)) != 0)
+            goto fail;
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, b)
+        json_array_foreach(json_object_get(b, "samples"), j, x) {
+            const char *k = json_string_value(json_object_get(x, "kind"));
+            if (!k || strcmp(k, "calibration") != 0)
+                continue;
+            const json_t *tc = json_object_get(x, "task_clock_ns");
+            double cpu = json_number_value(json_object_get(x, "user_us")) +
+                         json_number_value(json_object_get(x, "sys_us"));
+            if (s_push3(a, &count, cap, cpu,
+                        json_is_number(tc) && json_number_value(tc) > 0
+                        ? json_number_value(tc) / 1000.0 : NAN,
+                        s_have(json_object_get(x, "maxrss_kb"), true)) != 0)
+                goto fail;
+        }
+    *cpu_us = a[0];
+    *task_clock_us = a[1];
+    *peak_rss_kb = a[2];
+    *n = count;
+    return PW_RESULTS_OK;
+fail:
+    for (int k = 0; k < 3; k++)
+        free(a[k]);
+    snprintf(err, errlen, "calibration metrics: out of memory or more than "
+             "%u", VD_MAX_SAMPLES);
+    return PW_RESULTS_ERR;
+}
+
 /* field of every measured sample of arm; with all, *n is 0 as soon as
  * one such sample lacks a number > 0 there. */
 static int
@@ -560,11 +631,25 @@ s_cpu_source(const json_t *bench)
  * values. NULL on out of memory, or with err. */
 static json_t *
 s_metric_floor(const json_t *doc, vd_metric_t m, vd_cpu_source_t src,
-               long clk_tck, vd_params_t *p, char *err, size_t errlen)
+               const pw_results_pool_t *pool, long clk_tck, vd_params_t *p,
+               char *err, size_t errlen)
 {
     double *cal = NULL;
     size_t n = 0, cap = 0, i;
     json_t *b, *v;
+    /* The store's runs, oldest first, then this session's (the wall
+     * floor's pool); a value the store has not is left out. */
+    const double *pv = !pool ? NULL : m == VD_METRIC_PEAK_RSS
+                       ? pool->peak_rss_kb : src == VD_CPU_TASK_CLOCK
+                       ? pool->task_clock_us : pool->cpu_us;
+    for (i = 0; pv && i < pool->n; i++)
+        if (isfinite(pv[i]) && (src == VD_CPU_RUSAGE || pv[i] > 0) &&
+            s_push(&cal, &n, &cap, pv[i]) != 0) {
+            snprintf(err, errlen, "%s: more than %u calibration values",
+                     vd_metric_name(m), VD_MAX_SAMPLES);
+            free(cal);
+            return NULL;
+        }
     /* The session-start calibration runs first, where the document has
      * the metric's values of them. */
     const char *key = m == VD_METRIC_PEAK_RSS ? "peak_rss_kb"
@@ -601,14 +686,16 @@ s_metric_floor(const json_t *doc, vd_metric_t m, vd_cpu_source_t src,
 /* One benchmark's verdicts on metric m, as pw_results_add_metrics says. */
 static json_t *
 s_metric_bench(const json_t *doc, const json_t *b, vd_metric_t m,
-               double parity, long clk_tck, char *err, size_t errlen)
+               const pw_results_pool_t *pool, double parity, long clk_tck,
+               char *err, size_t errlen)
 {
     vd_cpu_source_t src = m == VD_METRIC_CPU ? s_cpu_source(b)
                                              : VD_CPU_RUSAGE;
     vd_params_t p;
     vd_params_default(&p);
     p.parity = parity;
-    json_t *floor = s_metric_floor(doc, m, src, clk_tck, &p, err, errlen);
+    json_t *floor = s_metric_floor(doc, m, src, pool, clk_tck, &p, err,
+                                   errlen);
     json_t *out = floor ? json_pack("{s:s,s:o,s:{},s:{}}", "unit",
                                     vd_metric_unit(m), "floor", floor,
                                     "summary", "verdict") : NULL;
@@ -678,15 +765,17 @@ pw_results_add_metrics(json_t *doc, const vd_metric_t *ms, size_t n,
     for (size_t i = 0; i < json_array_size(json_object_get(doc,
                                                            "benchmarks"));
          i++)
-        if (pw_results_add_bench_metrics(doc, i, ms, n, parity, clk_tck,
-                                         err, errlen) != PW_RESULTS_OK)
+        if (pw_results_add_bench_metrics(doc, i, ms, n, NULL, parity,
+                                         clk_tck, err, errlen)
+            != PW_RESULTS_OK)
             return PW_RESULTS_ERR;
     return PW_RESULTS_OK;
 }
 
 int
 pw_results_add_bench_metrics(json_t *doc, size_t bench,
-                             const vd_metric_t *ms, size_t n, double parity,
+                             const vd_metric_t *ms, size_t n,
+                             const pw_results_pool_t *pool, double parity,
                              long clk_tck, char *err, size_t errlen)
 {
     json_t *b = json_array_get(json_object_get(doc, "benchmarks"), bench);
@@ -698,8 +787,8 @@ pw_results_add_bench_metrics(json_t *doc, size_t bench,
     for (size_t k = 0; all && k < n; k++) {
         if (ms[k] == VD_METRIC_WALL || ms[k] >= VD_METRIC_COUNT)
             continue;
-        json_t *one = s_metric_bench(doc, b, ms[k], parity, clk_tck, err,
-                                     errlen);
+        json_t *one = s_metric_bench(doc, b, ms[k], pool, parity, clk_tck,
+                                     err, errlen);
         if (!one || json_object_set_new(all, vd_metric_name(ms[k]), one)
                     != 0) {
             json_decref(all);

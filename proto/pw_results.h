@@ -187,12 +187,34 @@ int pw_results_add_metrics(json_t *doc, const vd_metric_t *ms, size_t n,
                            double parity, long clk_tck, char *err,
                            size_t errlen);
 
-/* The same for benchmark bench (0-based) of the document alone: a
- * suite's `metrics:` differ from one benchmark to the next. */
+/* Calibration runs a metric's floor pools before the document's own:
+ * the host's calibration store's, oldest first, as many as the wall
+ * floor pooled of it. Per run cpu_us (user + sys), task_clock_us and
+ * peak_rss_kb, NAN where it has no value. Borrowed. */
+typedef struct {
+    const double *cpu_us;
+    const double *task_clock_us;
+    const double *peak_rss_kb;
+    size_t n;
+} pw_results_pool_t;
+
+/* The same for benchmark bench (0-based) of the document alone (a
+ * suite's `metrics:` differ from one benchmark to the next), each floor
+ * pooling pool's runs (NULL: none) with the document's. */
 int pw_results_add_bench_metrics(json_t *doc, size_t bench,
                                  const vd_metric_t *ms, size_t n,
+                                 const pw_results_pool_t *pool,
                                  double parity, long clk_tck, char *err,
                                  size_t errlen);
+
+/* The other metrics of every calibration run of the document, in
+ * pw_results_calibration_samples's order (session start, then each
+ * benchmark's): three new arrays of *n (cpu_us, task_clock_us,
+ * peak_rss_kb), NAN where a run has no value; the caller frees them. */
+int pw_results_calibration_metrics(const json_t *doc, double **cpu_us,
+                                   double **task_clock_us,
+                                   double **peak_rss_kb, size_t *n,
+                                   char *err, size_t errlen);
 
 /* Check the document's required fields and types (for readers such as
  * `parity import`); err names the first problem. */

@@ -201,11 +201,10 @@ s_exports(const ag_cli_opts_t *copts, const json_t *doc)
  * when it cannot be used (said on stderr; the session goes on). */
 static void
 s_store_load(const ag_cli_opts_t *copts, char *path, size_t pathlen,
-             double **store, size_t *n)
+             ag_calstore_runs_t *store)
 {
     char err[1024], note[1024];
-    *store = NULL;
-    *n = 0;
+    memset(store, 0, sizeof *store);
     if (ag_calstore_path(copts->calstore_dir, path, pathlen, err,
                          sizeof err) != AG_CALSTORE_OK) {
         fprintf(stderr, "%s: calibration store: %s; the floor is this "
@@ -213,8 +212,8 @@ s_store_load(const ag_cli_opts_t *copts, char *path, size_t pathlen,
         path[0] = '\0';
         return;
     }
-    if (ag_calstore_load(path, store, n, note, sizeof note, err,
-                         sizeof err) != AG_CALSTORE_OK) {
+    if (ag_calstore_load_runs(path, store, note, sizeof note, err,
+                              sizeof err) != AG_CALSTORE_OK) {
         fprintf(stderr, "%s: %s; the floor is this invocation's runs "
                 "alone\n", copts->prog, err);
         path[0] = '\0';
@@ -263,7 +262,8 @@ s_suite_metrics(const ag_suite_t *suite)
  * that ran, by name). Their names as the document's "metrics" and the
  * other metrics' verdicts beside wall time's. False when said. */
 static bool
-s_metrics(const ag_cli_opts_t *copts, const ag_suite_t *suite, json_t *doc)
+s_metrics(const ag_cli_opts_t *copts, const ag_suite_t *suite,
+          const pw_results_pool_t *pool, json_t *doc)
 {
     char err[512] = "out of memory";
     bool seen[VD_METRIC_COUNT] = { false };
@@ -284,7 +284,8 @@ s_metrics(const ag_cli_opts_t *copts, const ag_suite_t *suite, json_t *doc)
                     ms[k])));
             }
         if (rc == PW_RESULTS_OK && n)
-            rc = pw_results_add_bench_metrics(doc, i, ms, n, copts->parity,
+            rc = pw_results_add_bench_metrics(doc, i, ms, n, pool,
+                                              copts->parity,
                                               sysconf(_SC_CLK_TCK), err,
                                               sizeof err);
     }
@@ -309,10 +310,12 @@ s_store_floor(const ag_cli_opts_t *copts, ag_record_t *rec,
               ag_floor_t *f)
 {
     char err[1024], note[1024];
-    double *cal = NULL;
-    size_t n = 0;
+    double *cal = NULL, *more[AG_CALSTORE_MORE] = { NULL, NULL, NULL };
+    size_t n = 0, nm = 0;
     const ag_floor_t *out = NULL;
     if (ag_record_calibration(rec, &cal, &n, err, sizeof err) != 0 ||
+        ag_record_calibration_metrics(rec, &more[0], &more[1], &more[2],
+                                      &nm, err, sizeof err) != 0 ||
         ag_calstore_floor(store, store_n, cal, n, copts->fresh_floor, f, err,
                           sizeof err) != AG_CALSTORE_OK) {
         fprintf(stderr, "%s: floor: %s\n", copts->prog, err);
@@ -322,15 +325,43 @@ s_store_floor(const ag_cli_opts_t *copts, ag_record_t *rec,
      * and the results file (ag_floor_describe), not on stderr: stderr
      * is for what went wrong. */
     out = f;
+    /* The runs with their other metrics (nm == n: the same runs). */
+    const double *const with[AG_CALSTORE_MORE] = {
+        nm == n ? more[0] : NULL, nm == n ? more[1] : NULL,
+        nm == n ? more[2] : NULL };
     if (path[0] && n > 0 &&
-        ag_calstore_append(path, cal, n, pw_clock_unix_us(), note,
-                           sizeof note, err, sizeof err) != AG_CALSTORE_OK)
+        ag_calstore_append_runs(path, cal, with, n, pw_clock_unix_us(),
+                                note, sizeof note, err, sizeof err)
+            != AG_CALSTORE_OK)
         fprintf(stderr, "%s: %s\n", copts->prog, err);
     else if (path[0] && n > 0 && note[0])
         fprintf(stderr, "%s: %s\n", copts->prog, note);
 done:
     free(cal);
+    for (int k = 0; k < AG_CALSTORE_MORE; k++)
+        free(more[k]);
     return out;
+}
+
+/* The store's runs the other metrics' floors pool: those the wall floor
+ * pooled (its newest, beside this session's: ag_calstore_floor), none
+ * when it did not pool the store. */
+static pw_results_pool_t
+s_pool(const ag_calstore_runs_t *store, const ag_floor_t *f)
+{
+    pw_results_pool_t p = { NULL, NULL, NULL, 0 };
+    if (!f || f->source != AG_FLOOR_POOLED || store->n == 0)
+        return p;
+    size_t session = f->session_n < AG_CALSTORE_MAX ? f->session_n
+                                                    : AG_CALSTORE_MAX;
+    size_t take = store->n + session > AG_CALSTORE_MAX
+                  ? AG_CALSTORE_MAX - session : store->n;
+    size_t from = store->n - take;
+    p.cpu_us = store->more[0] + from;
+    p.task_clock_us = store->more[1] + from;
+    p.peak_rss_kb = store->more[2] + from;
+    p.n = take;
+    return p;
 }
 
 int
@@ -345,8 +376,7 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
     bool handlers = false;
     s_progress_t pg = { false };
     char store_path[4096];
-    double *store = NULL;
-    size_t store_n = 0;
+    ag_calstore_runs_t runs = { 0 };
     ag_harness_opts_t ho = { .warmup = -1 };
     ag_floor_t floor;
 
@@ -361,7 +391,9 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
         fprintf(stderr, "%s: %s\n", copts->prog, err);
         return AG_EXIT_SYSTEM;
     }
-    s_store_load(copts, store_path, sizeof store_path, &store, &store_n);
+    s_store_load(copts, store_path, sizeof store_path, &runs);
+    const double *store = runs.wall_us;
+    size_t store_n = runs.n;
     if (hopts)
         ho = *hopts;
     ho.store_us = store;
@@ -411,8 +443,9 @@ ag_cli_session(const ag_suite_t *suite, const ag_harness_opts_t *hopts,
         goto done;
     }
     s_harness_cpu(doc, &ru0, &ru1);
+    pw_results_pool_t pool = s_pool(&runs, fl);
     if ((copts->nmetrics || s_suite_metrics(suite)) &&
-        !s_metrics(copts, suite, doc))
+        !s_metrics(copts, suite, &pool, doc))
         goto done;
     /* A file that cannot be written still leaves the results on stdout. */
     bool export_failed = !s_exports(copts, doc);
@@ -440,6 +473,6 @@ done:
     json_decref(doc);
     ag_record_destroy(&rec);
     ag_harness_destroy(&h);
-    free(store);
+    ag_calstore_runs_free(&runs);
     return code;
 }

@@ -23,6 +23,7 @@
 #include <czmq.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -453,6 +454,21 @@ out:
     pw_wire_free(&env);
 }
 
+/* A batch into the agent's store with its other metrics (a task clock
+ * of 0 was not counted: no value). */
+static int
+s_store_topup(const char *path, const ag_topup_batch_t *b, char *note,
+              size_t notelen, char *err, size_t errlen)
+{
+    double tc[AG_TOPUP_BATCH];
+    for (size_t i = 0; i < b->n; i++)
+        tc[i] = b->task_clock_us[i] > 0 ? b->task_clock_us[i] : NAN;
+    const double *const more[AG_CALSTORE_MORE] = { b->cpu_us, tc,
+                                                   b->peak_rss_kb };
+    return ag_calstore_append_runs(path, b->wall_us, more, b->n, b->from_us,
+                                   note, notelen, err, errlen);
+}
+
 /* Idle: a calibration batch if one is due (ag_topup.h), sent as one
  * Calibration and added to the agent's store. */
 static void
@@ -485,8 +501,7 @@ s_topup(s_daemon_t *d)
     /* The agent's store (runs: auto's floor) takes them too. */
     if (ag_calstore_path(d->spool_dir, path, sizeof path, err, sizeof err)
             != AG_CALSTORE_OK
-        || ag_calstore_append(path, b.wall_us, b.n, b.from_us, note,
-                              sizeof note, err, sizeof err)
+        || s_store_topup(path, &b, note, sizeof note, err, sizeof err)
             != AG_CALSTORE_OK)
         ag_logf("calibration", "store not updated: %s", err);
     double lo = b.wall_us[0], hi = b.wall_us[0];

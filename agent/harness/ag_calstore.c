@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include "vd_name.h"
 
 #define S_MAGIC "parity-calibration"
+/* Longest line read (a version-2 line is at most about 75 bytes). */
+#define S_LINE_MAX 160
 
 static void s_say(char *out, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -94,19 +97,54 @@ ag_calstore_path(const char *dir, char *out, size_t outlen, char *err,
     return AG_CALSTORE_OK;
 }
 
-/* Parse text[0..len-1]; 0, or -1 with why (line numbers from 1). */
+/* The other metrics' fields of a version-2 line after its wall time:
+ * " CPU TC RSS", each a number >= 0 and at most AG_CALSTORE_MAX_MORE or
+ * "-" (no value: NAN). 0, or -1. */
+static int
+s_more(const char *p, double more[AG_CALSTORE_MORE])
+{
+    for (int k = 0; k < AG_CALSTORE_MORE; k++) {
+        if (*p++ != ' ')
+            return -1;
+        if (*p == '-' && (p[1] == ' ' || p[1] == '\0')) {
+            more[k] = NAN;
+            p++;
+            continue;
+        }
+        char *e;
+        errno = 0;
+        double x = *p == ' ' || *p == '\0' ? NAN : strtod(p, &e);
+        if (isnan(x) || errno || !(x >= 0) || x > AG_CALSTORE_MAX_MORE ||
+            (*e != ' ' && *e != '\0'))
+            return -1;
+        more[k] = x;
+        p = e;
+    }
+    return *p == '\0' ? 0 : -1;
+}
+
+/* Parse text[0..len-1]; 0, or -1 with why (line numbers from 1). A
+ * version-1 file's runs have no other metrics (NAN). */
 static int
 s_parse(const char *text, size_t len, double *wall, int64_t *taken,
-        size_t *n, char *why, size_t whylen)
+        double *const *more, size_t *n, char *why, size_t whylen)
 {
     size_t count = 0, line = 1;
     const char *p = text, *end = text + len;
     const char *nl = memchr(p, '\n', len);
-    char head[64];
+    char head[64], old[64];
     snprintf(head, sizeof head, "%s %d", S_MAGIC, AG_CALSTORE_VERSION);
-    if (!nl || (size_t)(nl - p) != strlen(head) ||
-        memcmp(p, head, strlen(head)) != 0) {
-        s_say(why, whylen, "line 1: expected \"%s\"", head);
+    snprintf(old, sizeof old, "%s 1", S_MAGIC);
+    int version = 0;
+    if (nl && (size_t)(nl - p) == strlen(head) &&
+        memcmp(p, head, strlen(head)) == 0)
+        version = AG_CALSTORE_VERSION;
+    else if (nl && (size_t)(nl - p) == strlen(old) &&
+             memcmp(p, old, strlen(old)) == 0)
+        version = 1;
+    if (!version) {
+        s_say(why, whylen, "line 1: expected \"%s\" (or an older \"%s\")",
+              head, old);
         return -1;
     }
     if (memchr(text, '\0', len)) {
@@ -123,7 +161,7 @@ s_parse(const char *text, size_t len, double *wall, int64_t *taken,
             s_say(why, whylen, "more than %d runs", AG_CALSTORE_MAX);
             return -1;
         }
-        char buf[96], *e1, *e2;
+        char buf[S_LINE_MAX], *e1, *e2 = NULL;
         size_t l = (size_t)(nl - p);
         if (l >= sizeof buf) {
             s_say(why, whylen, "line %zu: longer than %zu bytes", line,
@@ -135,14 +173,24 @@ s_parse(const char *text, size_t len, double *wall, int64_t *taken,
         errno = 0;
         long long t = strtoll(buf, &e1, 10);
         double x = e1 != buf && *e1 == ' ' ? strtod(e1 + 1, &e2) : NAN;
+        double m[AG_CALSTORE_MORE] = { NAN, NAN, NAN };
+        bool tail = e2 && (version == 1 ? !*e2 : s_more(e2, m) == 0);
         if (e1 == buf || *e1 != ' ' || errno || t < 0 || e2 == e1 + 1 ||
-            *e2 || !isfinite(x) || !(x > 0) ||
+            !tail || !isfinite(x) || !(x > 0) ||
             x > AG_CALSTORE_MAX_WALL_US || buf[0] == ' ' || e1[1] == ' ') {
-            s_say(why, whylen, "line %zu: expected TAKEN_AT_US WALL_US "
-                  "(an integer >= 0, a time > 0 and <= %g us)", line,
-                  AG_CALSTORE_MAX_WALL_US);
+            if (version == 1)
+                s_say(why, whylen, "line %zu: expected TAKEN_AT_US WALL_US "
+                      "(an integer >= 0, a time > 0 and <= %g us)", line,
+                      AG_CALSTORE_MAX_WALL_US);
+            else
+                s_say(why, whylen, "line %zu: expected TAKEN_AT_US WALL_US "
+                      "CPU_US TASK_CLOCK_US PEAK_RSS_KB (an integer >= 0, a "
+                      "time > 0 and <= %g us, then three numbers >= 0 or -)",
+                      line, AG_CALSTORE_MAX_WALL_US);
             return -1;
         }
+        for (int k = 0; k < AG_CALSTORE_MORE; k++)
+            more[k][count] = m[k];
         wall[count] = x;
         taken[count] = (int64_t)t;
         count++;
@@ -155,8 +203,8 @@ s_parse(const char *text, size_t len, double *wall, int64_t *taken,
  * to PATH.bad and said in note. Caller holds the lock. wall and taken
  * hold AG_CALSTORE_MAX. */
 static int
-s_read(const char *path, double *wall, int64_t *taken, size_t *n,
-       char *note, size_t notelen, char *err, size_t errlen)
+s_read(const char *path, double *wall, int64_t *taken, double *const *more,
+       size_t *n, char *note, size_t notelen, char *err, size_t errlen)
 {
     char *text = NULL, why[256] = "";
     int rc = AG_CALSTORE_ERR;
@@ -206,7 +254,8 @@ s_read(const char *path, double *wall, int64_t *taken, size_t *n,
         if (len > AG_CALSTORE_MAX_BYTES)
             snprintf(why, sizeof why, "more than %u bytes",
                      AG_CALSTORE_MAX_BYTES);
-        else if (s_parse(text, len, wall, taken, n, why, sizeof why) == 0) {
+        else if (s_parse(text, len, wall, taken, more, n, why, sizeof why)
+                 == 0) {
             rc = AG_CALSTORE_OK;
             goto done;
         }
@@ -260,6 +309,7 @@ s_lock(const char *path, char *err, size_t errlen)
 typedef struct {
     double *wall;
     int64_t *taken;
+    double *more[AG_CALSTORE_MORE];   /* cpu, task clock, peak RSS */
     size_t n;
     int lock;
 } s_held_t;
@@ -271,6 +321,8 @@ s_release(s_held_t *h)
         close(h->lock);
     free(h->wall);
     free(h->taken);
+    for (int k = 0; k < AG_CALSTORE_MORE; k++)
+        free(h->more[k]);
     *h = (s_held_t){ .lock = -1 };
 }
 
@@ -280,17 +332,22 @@ s_hold(const char *path, s_held_t *h, char *note, size_t notelen, char *err,
 {
     h->wall = malloc(AG_CALSTORE_MAX * sizeof *h->wall);
     h->taken = malloc(AG_CALSTORE_MAX * sizeof *h->taken);
+    bool have = h->wall && h->taken;
+    for (int k = 0; k < AG_CALSTORE_MORE; k++)
+        have = (h->more[k] = malloc(AG_CALSTORE_MAX * sizeof *h->more[k]))
+               && have;
     h->n = 0;
     h->lock = -1;
     if (note && notelen)
         note[0] = '\0';
-    if (!h->wall || !h->taken) {
+    if (!have) {
         s_say(err, errlen, "calibration store: out of memory");
         return -1;
     }
     if ((h->lock = s_lock(path, err, errlen)) < 0)
         return -1;
-    return s_read(path, h->wall, h->taken, &h->n, note, notelen, err, errlen);
+    return s_read(path, h->wall, h->taken, h->more, &h->n, note, notelen,
+                  err, errlen);
 }
 
 int
@@ -307,10 +364,49 @@ ag_calstore_load(const char *path, double **wall_us, size_t *n, char *note,
     return rc == 0 ? AG_CALSTORE_OK : AG_CALSTORE_ERR;
 }
 
+int
+ag_calstore_load_runs(const char *path, ag_calstore_runs_t *out, char *note,
+                      size_t notelen, char *err, size_t errlen)
+{
+    s_held_t h;
+    int rc = s_hold(path, &h, note, notelen, err, errlen);
+    memset(out, 0, sizeof *out);
+    if (rc == 0) {
+        out->wall_us = h.wall;
+        for (int k = 0; k < AG_CALSTORE_MORE; k++) {
+            out->more[k] = h.more[k];
+            h.more[k] = NULL;
+        }
+        out->n = h.n;
+        h.wall = NULL;
+    }
+    s_release(&h);
+    return rc == 0 ? AG_CALSTORE_OK : AG_CALSTORE_ERR;
+}
+
+void
+ag_calstore_runs_free(ag_calstore_runs_t *r)
+{
+    free(r->wall_us);
+    for (int k = 0; k < AG_CALSTORE_MORE; k++)
+        free(r->more[k]);
+    memset(r, 0, sizeof *r);
+}
+
+/* A number of the other metrics, or "-" for none. */
+static void
+s_put_more(FILE *f, double x)
+{
+    if (isnan(x))
+        fputs(" -", f);
+    else
+        fprintf(f, " %.3f", x);
+}
+
 /* Write the runs to path.tmp.PID, fsync, rename over path. */
 static int
 s_write(const char *path, const double *wall, const int64_t *taken,
-        size_t n, char *err, size_t errlen)
+        double *const *more, size_t n, char *err, size_t errlen)
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -324,8 +420,12 @@ s_write(const char *path, const double *wall, const int64_t *taken,
         return AG_CALSTORE_ERR;
     }
     fprintf(f, "%s %d\n", S_MAGIC, AG_CALSTORE_VERSION);
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%lld %.3f\n", (long long)taken[i], wall[i]);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "%lld %.3f", (long long)taken[i], wall[i]);
+        for (int k = 0; k < AG_CALSTORE_MORE; k++)
+            s_put_more(f, more[k][i]);
+        fputc('\n', f);
+    }
     bool bad = fflush(f) != 0 || ferror(f) || fsync(fd) != 0;
     int saved = errno;
     if (fclose(f) != 0 || bad) {
@@ -348,15 +448,37 @@ ag_calstore_append(const char *path, const double *wall_us, size_t n,
                    int64_t taken_at_us, char *note, size_t notelen,
                    char *err, size_t errlen)
 {
+    const double *none[AG_CALSTORE_MORE] = { NULL, NULL, NULL };
+    return ag_calstore_append_runs(path, wall_us, none, n, taken_at_us, note,
+                                   notelen, err, errlen);
+}
+
+int
+ag_calstore_append_runs(const char *path, const double *wall_us,
+                        const double *const *more, size_t n,
+                        int64_t taken_at_us, char *note, size_t notelen,
+                        char *err, size_t errlen)
+{
     if (note && notelen)
         note[0] = '\0';
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (!isfinite(wall_us[i]) || !(wall_us[i] > 0) ||
             wall_us[i] > AG_CALSTORE_MAX_WALL_US) {
             s_say(err, errlen, "calibration run %zu is %g: not a time in "
                   "(0, %g] us", i, wall_us[i], AG_CALSTORE_MAX_WALL_US);
             return AG_CALSTORE_ERR;
         }
+        for (int k = 0; k < AG_CALSTORE_MORE; k++)
+            if (more[k] && !isnan(more[k][i]) && !(more[k][i] >= 0 &&
+                                                   more[k][i] <=
+                                                   AG_CALSTORE_MAX_MORE)) {
+                s_say(err, errlen, "calibration run %zu: %s is %g: not in "
+                      "[0, %g]", i, k == 0 ? "cpu_us" : k == 1 ?
+                      "task_clock_us" : "peak_rss_kb", more[k][i],
+                      AG_CALSTORE_MAX_MORE);
+                return AG_CALSTORE_ERR;
+            }
+    }
     s_held_t h;
     int rc = AG_CALSTORE_ERR;
     if (s_hold(path, &h, note, notelen, err, errlen) == 0) {
@@ -367,11 +489,18 @@ ag_calstore_append(const char *path, const double *wall_us, size_t n,
         memmove(h.wall, h.wall + (h.n - keep_old), keep_old * sizeof *h.wall);
         memmove(h.taken, h.taken + (h.n - keep_old),
                 keep_old * sizeof *h.taken);
+        for (int k = 0; k < AG_CALSTORE_MORE; k++)
+            memmove(h.more[k], h.more[k] + (h.n - keep_old),
+                    keep_old * sizeof *h.more[k]);
         for (size_t i = 0; i < keep_new; i++) {
-            h.wall[keep_old + i] = wall_us[n - keep_new + i];
+            size_t from = n - keep_new + i;
+            h.wall[keep_old + i] = wall_us[from];
             h.taken[keep_old + i] = taken_at_us;
+            for (int k = 0; k < AG_CALSTORE_MORE; k++)
+                h.more[k][keep_old + i] = more[k] ? more[k][from] : NAN;
         }
-        rc = s_write(path, h.wall, h.taken, keep_old + keep_new, err, errlen);
+        rc = s_write(path, h.wall, h.taken, h.more, keep_old + keep_new, err,
+                     errlen);
     }
     s_release(&h);
     return rc;

@@ -8,14 +8,19 @@
  * host name, so a home directory shared by several machines keeps one
  * store each.
  *
- * File format, text, version 1 (docs/verdict.md "The calibration
+ * File format, text, version 2 (docs/verdict.md "The calibration
  * store"):
  *
- *   parity-calibration 1
- *   TAKEN_AT_UNIX_US WALL_US          one line a run, oldest first
+ *   parity-calibration 2
+ *   TAKEN_AT_UNIX_US WALL_US CPU_US TASK_CLOCK_US PEAK_RSS_KB
+ *                                     one line a run, oldest first; the
+ *                                     other metrics "-" where unknown
  *
- * A read checks everything: the header, two numbers a line (an integer
- * >= 0, a finite wall time > 0 and below AG_CALSTORE_MAX_WALL_US), at
+ * A version-1 file (two fields a line, wall time alone) is read as well;
+ * it is written again as version 2. A read checks everything: the
+ * header, the numbers of a line (an integer >= 0, a finite wall time > 0
+ * and below AG_CALSTORE_MAX_WALL_US, the others >= 0 and at most
+ * AG_CALSTORE_MAX_MORE or "-"), at
  * most AG_CALSTORE_MAX lines, at most AG_CALSTORE_MAX_BYTES in all. A
  * file that fails is renamed to PATH.bad (replacing an older one) and
  * the store starts afresh; the note says why. An update holds an
@@ -39,7 +44,12 @@
 #define AG_CALSTORE_OK    0
 #define AG_CALSTORE_ERR  -1
 
-#define AG_CALSTORE_VERSION    1
+#define AG_CALSTORE_VERSION    2
+/* The other metrics kept beside each wall time: CPU time (user + sys),
+ * the task clock (µs) and peak RSS (KiB), in that order. */
+#define AG_CALSTORE_MORE       3
+/* Beyond this a value of them is not a no-op run's. */
+#define AG_CALSTORE_MAX_MORE   1e9
 /* Runs kept: the spec's "up to 1,000". */
 #define AG_CALSTORE_MAX        1000
 /* A full store is about 36 KiB; anything past this is not ours. */
@@ -93,6 +103,28 @@ int ag_calstore_path(const char *dir, char *out, size_t outlen, char *err,
  * cannot be read or set aside at all (err says why). */
 int ag_calstore_load(const char *path, double **wall_us, size_t *n,
                      char *note, size_t notelen, char *err, size_t errlen);
+
+/* The store's runs with their other metrics: wall_us and more[k] (each
+ * n long, NAN where a run has no value: a version-1 file's, a counter
+ * not counted), oldest first. Owned: ag_calstore_runs_free. */
+typedef struct {
+    double *wall_us;
+    double *more[AG_CALSTORE_MORE];   /* cpu_us, task_clock_us, peak_rss_kb */
+    size_t n;
+} ag_calstore_runs_t;
+
+/* ag_calstore_load with every column. */
+int ag_calstore_load_runs(const char *path, ag_calstore_runs_t *out,
+                          char *note, size_t notelen, char *err,
+                          size_t errlen);
+void ag_calstore_runs_free(ag_calstore_runs_t *r);
+
+/* ag_calstore_append with the other metrics' values of the same runs:
+ * more[k] NULL or n long, NAN for no value. */
+int ag_calstore_append_runs(const char *path, const double *wall_us,
+                            const double *const *more, size_t n,
+                            int64_t taken_at_us, char *note, size_t notelen,
+                            char *err, size_t errlen);
 
 /* Append wall_us[0..n-1], taken at taken_at_us, to path under the lock,
  * keeping the newest AG_CALSTORE_MAX. A bad file found is set aside as

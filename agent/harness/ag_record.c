@@ -227,6 +227,15 @@ ag_record_calibration(const ag_record_t *r, double **out, size_t *n,
     return pw_results_calibration_samples(r->doc, out, n, err, errlen);
 }
 
+int
+ag_record_calibration_metrics(const ag_record_t *r, double **cpu_us,
+                              double **task_clock_us, double **peak_rss_kb,
+                              size_t *n, char *err, size_t errlen)
+{
+    return pw_results_calibration_metrics(r->doc, cpu_us, task_clock_us,
+                                          peak_rss_kb, n, err, errlen);
+}
+
 bool
 ag_record_any_failed(const ag_record_t *r)
 {

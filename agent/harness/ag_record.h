@@ -37,6 +37,14 @@ ag_callbacks_t ag_record_callbacks(ag_record_t *r,
 int ag_record_calibration(const ag_record_t *r, double **out, size_t *n,
                           char *err, size_t errlen);
 
+/* The other metrics of those runs, in the same order (cpu_us,
+ * task_clock_us, peak_rss_kb; NAN where none): three new arrays of *n
+ * the caller frees. 0, or -1 with err. */
+int ag_record_calibration_metrics(const ag_record_t *r, double **cpu_us,
+                                  double **task_clock_us,
+                                  double **peak_rss_kb, size_t *n,
+                                  char *err, size_t errlen);
+
 /* True when any benchmark ended "failed". */
 bool ag_record_any_failed(const ag_record_t *r);
 

@@ -82,7 +82,7 @@ ok(code == 0 and err == "" and fl.get("why") == "no_store" and
    "first invocation: no store yet, the floor is its own runs'", (code, err,
                                                                   fl))
 lines = store_lines()
-ok(lines[:1] == ["parity-calibration 1"] and
+ok(lines[:1] == ["parity-calibration 2"] and
    len(lines) - 1 == fl.get("session_samples"),
    "its %s calibration runs are stored" % fl.get("session_samples"),
    lines[:3])
@@ -131,7 +131,8 @@ ok(r.returncode == 0 and "this invocation's runs are much noisier than the "
    "the report says so beside the floor, stderr stays quiet",
    (r.stdout, r.stderr))
 
-for text, why in (("garbage\n", 'line 1: expected "parity-calibration 1"'),
+for text, why in (("garbage\n", 'line 1: expected "parity-calibration 2" '
+                  '(or an older "parity-calibration 1")'),
                   ("parity-calibration 1\n1 -3\n",
                    "line 2: expected TAKEN_AT_US WALL_US (an integer >= 0, "
                    "a time > 0 and <= 1e+07 us)")):

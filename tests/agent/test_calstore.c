@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,19 +141,81 @@ s_bad(const char *name, const char *text, size_t len, const char *why)
     ok_str(note, want, "%s: the note says why", name);
 }
 
+/* Version 2 keeps each run's other metrics ("-": none); a version-1
+ * file is read (no other metrics) and written again as version 2. */
+static void
+test_metrics(void)
+{
+    char path[300], err[512] = "", note[1024] = "";
+    double wall[3] = { 400, 410, 420 }, cpu[3] = { 100, 101.5, 102 };
+    double rss[3] = { 8072, 8076, 8072 };
+    const double *more[AG_CALSTORE_MORE] = { cpu, NULL, rss };
+    ag_calstore_runs_t r;
+    snprintf(path, sizeof path, "%s/metrics", s_dir);
+    s_write_file(path, "parity-calibration 1\n1 300\n2 310\n", 33);
+    ok(ag_calstore_load_runs(path, &r, note, sizeof note, err, sizeof err)
+       == 0 && r.n == 2 && r.wall_us[1] == 310 && isnan(r.more[0][0]) &&
+       isnan(r.more[2][1]) && note[0] == '\0',
+       "a version-1 store is read: wall times, no other metrics (%s)", note);
+    ag_calstore_runs_free(&r);
+    ok(ag_calstore_append_runs(path, wall, more, 3, 5, note, sizeof note, err,
+                               sizeof err) == 0, "3 runs appended with CPU "
+       "time and peak RSS (%s)", err);
+    FILE *f = fopen(path, "r");
+    char text[400] = "";
+    size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[got] = '\0';
+    ok_str(text, "parity-calibration 2\n1 300.000 - - -\n2 310.000 - - -\n"
+           "5 400.000 100.000 - 8072.000\n5 410.000 101.500 - 8076.000\n"
+           "5 420.000 102.000 - 8072.000\n", "written as version 2, \"-\" "
+           "where a run has no value");
+    ok(ag_calstore_load_runs(path, &r, note, sizeof note, err, sizeof err)
+       == 0 && r.n == 5 && r.more[0][4] == 102 && isnan(r.more[1][4]) &&
+       r.more[2][3] == 8076 && isnan(r.more[0][0]), "read back, each "
+       "column where it was");
+    ag_calstore_runs_free(&r);
+    double bad[3] = { 1, -1, 1 };
+    const double *worse[AG_CALSTORE_MORE] = { NULL, NULL, bad };
+    ok(ag_calstore_append_runs(path, wall, worse, 3, 6, note, sizeof note,
+                               err, sizeof err) != 0, "a peak RSS of -1 is "
+       "refused");
+    ok_str(err, "calibration run 1: peak_rss_kb is -1: not in [0, 1e+09]",
+           "its message");
+}
+
 static void
 test_bad_files(void)
 {
     static const char head[] = "parity-calibration 1\n";
+    static const char head2[] = "parity-calibration 2\n";
     char buf[300000];
     const char *line_msg = "expected TAKEN_AT_US WALL_US (an integer >= 0, "
                            "a time > 0 and <= 1e+07 us)";
+    const char *line2_msg = "expected TAKEN_AT_US WALL_US CPU_US "
+                            "TASK_CLOCK_US PEAK_RSS_KB (an integer >= 0, a "
+                            "time > 0 and <= 1e+07 us, then three numbers "
+                            ">= 0 or -)";
+    const char *head_msg = "line 1: expected \"parity-calibration 2\" (or "
+                           "an older \"parity-calibration 1\")";
     char why[300];
-    s_bad("another file", "garbage\n", 8,
-          "line 1: expected \"parity-calibration 1\"");
-    s_bad("another version", "parity-calibration 2\n1 5\n", 25,
-          "line 1: expected \"parity-calibration 1\"");
-    s_bad("empty", "", 0, "line 1: expected \"parity-calibration 1\"");
+    s_bad("another file", "garbage\n", 8, head_msg);
+    s_bad("another version", "parity-calibration 3\n1 5\n", 25, head_msg);
+    s_bad("empty", "", 0, head_msg);
+    static const char *const lines2[] = {
+        "1 5\n", "1 5 1 2\n", "1 5 1 2 3 4\n", "1 5 -1 2 3\n",
+        "1 5 x 2 3\n", "1 5 1  2 3\n", "1 5 nan 2 3\n", "1 5 1 2 2e9\n",
+        "1 5 1 2 --\n", "1 5 1 2 3 \n", NULL };
+    for (size_t i = 0; lines2[i]; i++) {
+        int len = snprintf(buf, sizeof buf, "%s1 400 - - -\n%s", head2,
+                           lines2[i]);
+        snprintf(why, sizeof why, "line 3: %s", line2_msg);
+        char name[64];
+        snprintf(name, sizeof name, "version 2 line \"%.*s\"",
+                 (int)strlen(lines2[i]) - 1, lines2[i]);
+        s_bad(name, buf, (size_t)len, why);
+    }
     static const char *const lines[] = {
         "x y\n", "1 0\n", "1 -5\n", "1 nan\n", "1 inf\n", "-1 5\n",
         "1 5 6\n", "1  5\n", " 1 5\n", "1\t5\n", "1 20000000\n",
@@ -168,8 +231,8 @@ test_bad_files(void)
     int len = snprintf(buf, sizeof buf, "%s1 400", head);
     s_bad("no newline at the end", buf, (size_t)len,
           "line 2: no newline at the end");
-    len = snprintf(buf, sizeof buf, "%s1 4%0120d\n", head, 0);
-    s_bad("a long line", buf, (size_t)len, "line 2: longer than 95 bytes");
+    len = snprintf(buf, sizeof buf, "%s1 4%0170d\n", head, 0);
+    s_bad("a long line", buf, (size_t)len, "line 2: longer than 159 bytes");
     memcpy(buf, head, sizeof head - 1);
     memcpy(buf + sizeof head - 1, "1 4\0\n", 5);
     s_bad("a NUL byte", buf, sizeof head - 1 + 5,
@@ -356,6 +419,7 @@ main(void)
     }
     test_path();
     test_round_trip();
+    test_metrics();
     test_bad_files();
     test_concurrent();
     test_floor();

@@ -82,6 +82,33 @@ def check_peak_rss():
        "%s)" % (v.get("outcome"), v.get("ratio")))
 
 
+def check_pooled():
+    """The metrics' floors pool the calibration store as wall time's does
+    (spec: the same no-op runs, pooled the same way)."""
+    got = []
+    for _ in range(2):
+        rc, doc, err = compare("-r", "4", "--metric", "cpu", "--metric",
+                               "peak_rss", "%s mem 20" % PROG,
+                               "%s mem 20" % PROG)
+        m = doc.get("benchmarks", [{}])[0].get("metrics", {})
+        fl = doc.get("floor", {})
+        got.append((rc, fl.get("source"), fl.get("calibration_samples"),
+                    m.get("cpu", {}).get("floor", {}).get("samples"),
+                    m.get("peak_rss", {}).get("floor", {}).get("samples")))
+    ok(got[1][0] == 0 and got[1][1] == "pooled" and
+       got[1][2] == got[1][3] == got[1][4] > got[0][4],
+       "a second compare: cpu's and peak_rss's floors pool the store's runs "
+       "with the session's, as many as wall time's (%s)" % got)
+    store = [f for f in os.listdir(os.path.join(TMP, "cache", "parity"))
+             if f.startswith("calibration-") and "." not in f]
+    with open(os.path.join(TMP, "cache", "parity", store[0])) as f:
+        lines = f.read().splitlines()
+    ok(lines[0] == "parity-calibration 2" and
+       all(len(x.split()) == 5 for x in lines[1:]),
+       "the store keeps each run's CPU time, task clock and peak RSS "
+       "(version 2)") or pf.diag(lines[:3])
+
+
 def check_cpu():
     # 80 ms asleep against 20 around the same 5 ms of work: the floor
     # (q90 - q10 of no-op runs) of a sanitizer build under the whole
@@ -261,6 +288,7 @@ def check_import():
 
 
 check_errors()
+check_pooled()
 check_import()
 check_agent()
 check_peak_rss()
