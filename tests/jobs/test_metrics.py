@@ -155,6 +155,17 @@ def check_mem(w):
        set(b.get("verdict", {})) == {"small"},
        "show RUN: schema 3 for wall, the others under the benchmark's "
        "metrics, as a results file holds them (%s)" % sorted(m))
+    one = w.pjson("show", run or "?", "--metric", "peak_rss") or {}
+    ob = (one.get("benchmarks") or [{}])[0]
+    ok(sorted(ob.get("metrics", {})) == ["peak_rss"] and
+       one.get("metrics") == ["wall", "peak_rss"] and
+       set(ob.get("verdict", {})) == {"small"},
+       "show RUN --metric peak_rss: that metric's verdicts beside wall "
+       "time's schema-3 verdict (%s)" % sorted(ob.get("metrics", {})))
+    r = w.parity("show", run or "?", "--metric", "rss")
+    ok(r.returncode == 2 and r.stderr.strip() == "parity show: --metric "
+       "rss: want wall, cpu or peak_rss", "show --metric rss: exit 2, its "
+       "message (%r)" % r.stderr)
     r = w.parity("report", job)
     rows = [x.split("|")[1].strip() for x in r.stdout.splitlines()
             if x.startswith("| grow")]

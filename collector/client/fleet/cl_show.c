@@ -14,24 +14,67 @@
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
+#include "vd_metric.h"
 
 /* Most runs one export writes. */
 #define S_EXPORT_MAX_RUNS 100000
+
+/* --metric NAME: the document keeps that metric's verdicts alone (wall
+ * time's `verdict` is schema 3's and stays; another metric's are under
+ * each benchmark's "metrics"). */
+static void
+s_only_metric(json_t *doc, const char *metric)
+{
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(doc, "benchmarks"), i, b) {
+        json_t *all = json_object_get(b, "metrics");
+        json_t *keep = json_object_get(all, metric);
+        json_t *one = keep ? json_pack("{s:O}", metric, keep) : NULL;
+        if (one)
+            json_object_set_new(b, "metrics", one);
+        else
+            json_object_del(b, "metrics");
+    }
+    if (json_object_get(doc, "metrics"))
+        json_object_set_new(doc, "metrics", strcmp(metric, "wall") == 0
+                            ? json_pack("[s]", "wall")
+                            : json_pack("[s,s]", "wall", metric));
+}
 
 int
 cl_show_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
-    const char *run = NULL;
+    const char *run = NULL, *metric = NULL;
     int begun = cl_conn_verb_begin("show",
-        "usage: parity show RUN [connection options]\n\n"
+        "usage: parity show RUN [--metric NAME] [connection options]\n\n"
         "One host's run in full, as JSON shaped like a local results file "
         "(schema 3):\nsamples of every kind, environment, floor, verdicts, "
         "diagnostics; plus run_id,\nhost, job_id, tags and label. RUN ids "
-        "are in `parity verdicts --json`.\n", &argc, argv, &co);
+        "are in `parity verdicts --json`.\nThe verdicts on every metric "
+        "the run was judged on (docs/verdict.md \"Metrics\");\n"
+        "--metric NAME (wall, cpu, peak_rss) keeps that one's.\n", &argc,
+        argv, &co);
     if (begun >= 0)
         return begun;
-    if (pw_out_operand_only("show", argc, argv, &run) != 0)
+    static const struct option opts[] = {
+        { "metric", required_argument, NULL, 'm' }, { NULL, 0, NULL, 0 } };
+    int o;
+    CL_CONN_EACH_OPTION(o, argc, argv, opts) {
+        vd_metric_t m;
+        if (o == 'm' && vd_metric_parse(optarg, &m) == 0) {
+            metric = optarg;
+        } else if (o == 'm') {
+            pw_out_error("show", "--metric %.60s: want wall, cpu or "
+                         "peak_rss", optarg);
+            return PW_EXIT_USAGE;
+        } else {
+            pw_out_getopt_error("show", o, argv);
+            return PW_EXIT_USAGE;
+        }
+    }
+    if (pw_out_one_operand("show", argc, argv, &run) != 0)
         return PW_EXIT_USAGE;
     if (!run) {
         pw_out_error("show", "which run? (parity show RUN)");
@@ -42,6 +85,8 @@ cl_show_main(int argc, char **argv)
     json_decref(args);
     if (rc != PW_EXIT_OK)
         return rc;
+    if (metric)
+        s_only_metric(body, metric);
     return pw_out_json_exit(body);
 }
 
