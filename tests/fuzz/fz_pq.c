@@ -188,12 +188,14 @@ s_answer(const char *sql, int n, const char *const *params)
         return r;
     }
     if (strstr(sql, "SELECT status, started_at_us")) {
-        /* Not ended, every batch stored, the samples stored so far. */
-        r = s_result(PGRES_TUPLES_OK, 1, 4);
+        /* Not ended, every batch stored, the samples stored so far,
+         * wall time the only metric tracked. */
+        r = s_result(PGRES_TUPLES_OK, 1, 5);
         s_cell(r, 0, 0)->null = true;
         s_cell(r, 0, 0)->text[0] = '\0';
         snprintf(s_cell(r, 0, 2)->text, S_CELL_MAX, "%u", UINT32_MAX);
         snprintf(s_cell(r, 0, 3)->text, S_CELL_MAX, "%lld", s_samples_stored);
+        snprintf(s_cell(r, 0, 4)->text, S_CELL_MAX, "wall");
         return r;
     }
     if (strstr(sql, "FROM arms WHERE run")) {
