@@ -33,11 +33,10 @@ static const char *const s_env_keys[] = {
 #define S_ANNOT_LEN 200
 
 struct co_detect {
-    char *conninfo;
     double parity;
     bool renice;          /* the private cluster: lower our priority */
     int niced_pid;        /* the server process reniced last */
-    PGconn *conn;
+    co_conn_t *conn;
     pthread_t thread;
     bool started;
     pthread_mutex_t lock;
@@ -48,38 +47,134 @@ struct co_detect {
     co_detect_counters_t c;
 };
 
-/* Run sql as the prepared statement name (prepared on this connection
- * the first time: planning the series query took 8 ms, running it
- * 0.2 ms; co_detect_session makes the plan generic). */
+/* The points of a series' runs: columns 1.. of these queries' rows; Q
+ * the parameter ("$8") holding the metric. */
+#define S_POINT_COLS(Q) \
+    "r.id, ss.median, ss.min, ss.q25, ss.q75, ss.max, ss.n, " \
+    "so.median, so.min, so.q25, so.q75, so.max, so.n FROM runs r " \
+    "JOIN arms a1 ON a1.run = r.id AND a1.name = $4 " \
+    "JOIN run_summaries ss ON ss.run = r.id AND ss.arm = a1.idx AND " \
+    "ss.metric = " Q " " \
+    "LEFT JOIN arms a2 ON a2.run = r.id AND a2.name = $5 " \
+    "LEFT JOIN run_summaries so ON so.run = r.id AND so.arm = a2.idx AND " \
+    "so.metric = " Q " "
+
+enum {
+    S_ENV, S_ARMS_DIFF, S_KNOWN, S_UPDATE, S_INSERT, S_SERIES, S_KEPT, S_POINT, S_KEEP, S_SUPERSEDE, S_RUN, S_RUN_ARMS
+};
+/* Each one prepared on the connection the first time (planning the
+ * series query took 8 ms, running it 0.2 ms; CO_DETECT_SETTINGS make the
+ * plan generic). */
+static const co_stmt_t s_sql[] = {
+    [S_ENV] = { "detect.env",
+        "SELECT (SELECT e.environment_json FROM runs r JOIN "
+        "environments e ON e.id = r.environment WHERE r.id = "
+        "$1), (SELECT e.environment_json FROM runs r JOIN "
+        "environments e ON e.id = r.environment WHERE r.id = "
+        "$2)",
+        2, PGRES_TUPLES_OK, true },
+    [S_ARMS_DIFF] = { "detect.arms_diff",
+        "SELECT x.name, x.argv::text <> y.argv::text OR x.shell <> "
+        "y.shell, x.version_output <> y.version_output FROM arms x JOIN "
+        "arms y ON y.run = $2 AND y.name = x.name WHERE x.run = $1 "
+        "ORDER BY x.idx",
+        2, PGRES_TUPLES_OK, true },
+    [S_KNOWN] = { "detect.known",
+        "SELECT id, after_run FROM change_points WHERE benchmark_id = $1 "
+        "AND host_id = $2 AND vars = $3::jsonb AND subject = $4 AND other "
+        "= $5 AND quantity = $9 AND after_run = ANY($6::bigint[]) ORDER BY "
+        "(metric = $7 AND after_run = $8::bigint) DESC, abs(after_run - "
+        "$8::bigint), id LIMIT 1",
+        9, PGRES_TUPLES_OK, true },
+    [S_UPDATE] = { "detect.update",
+        "UPDATE change_points SET metric = $1, before_run = $2, "
+        "after_run = $3, before_value = $4, after_value = $5, "
+        "magnitude = $6, p_value = $7, outcome = $8, within_noise = $9, "
+        "regression = $10, annotations = CASE WHEN $11::json IS NULL "
+        "THEN annotations ELSE ARRAY(SELECT "
+        "json_array_elements_text($11::json)) END, updated_at_us = $12, "
+        "ratio_magnitude = $13, subject_magnitude = $14, "
+        "other_magnitude = $15, trend_per_run = $16, superseded_at_us = "
+        "NULL, quantity = $17 WHERE id = $18::bigint",
+        18, PGRES_COMMAND_OK, true },
+    [S_INSERT] = { "detect.insert",
+        "INSERT INTO change_points (benchmark_id, host_id, vars, "
+        "subject, other, metric, before_run, after_run, before_value, "
+        "after_value, magnitude, p_value, outcome, within_noise, "
+        "regression, annotations, detected_at_us, ratio_magnitude, "
+        "subject_magnitude, other_magnitude, trend_per_run, quantity) "
+        "VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, "
+        "$12, $13, $14, $15, ARRAY(SELECT json_array_elements_text("
+        "$16::json)), $17, $18, $19, $20, $21, $22) ON CONFLICT DO "
+        "NOTHING RETURNING id",
+        22, PGRES_TUPLES_OK, true },
+    [S_SERIES] = { "detect.series",
+        "SELECT " S_POINT_COLS("$8")
+        "WHERE r.benchmark_id = $1 AND r.host_id = $2 AND r.vars = "
+        "$3::jsonb AND r.status = 'complete' AND r.started_at_us <= $6 "
+        "AND ss.median IS NOT NULL AND ($5 = '' OR so.median IS NOT NULL) "
+        "ORDER BY r.started_at_us DESC LIMIT $7",
+        8, PGRES_TUPLES_OK, true },
+    [S_KEPT] = { "detect.kept",
+        "SELECT w.newest_run, w.points, (SELECT count(*) FROM runs r WHERE "
+        "r.benchmark_id = $1 AND r.host_id = $2 AND r.vars = $3::jsonb AND "
+        "r.started_at_us > w.newest_started_us AND r.started_at_us <= $6 "
+        "AND r.id <> $7::bigint AND r.status = 'complete') "
+        "FROM detect_windows w WHERE w.benchmark_id = $1 AND w.host_id = $2 "
+        "AND w.vars = $3::jsonb AND w.subject = $4 AND w.other = $5 "
+        "AND w.metric = $8 AND w.newest_started_us <= $6",
+        8, PGRES_TUPLES_OK, true },
+    [S_POINT] = { "detect.point",
+        "SELECT " S_POINT_COLS("$7") "WHERE r.id = "
+        "$6::bigint AND r.status = 'complete' AND ss.median IS NOT NULL AND "
+        "($5 = '' OR so.median IS NOT NULL) AND r.benchmark_id = $1 AND "
+        "r.host_id = $2 AND r.vars = $3::jsonb",
+        7, PGRES_TUPLES_OK, true },
+    [S_KEEP] = { "detect.keep",
+        "INSERT INTO detect_windows (benchmark_id, host_id, vars, subject, "
+        "other, newest_run, newest_started_us, points, metric) VALUES ($1, "
+        "$2, $3::jsonb, $4, $5, $6, $7, $8, $9) ON CONFLICT (benchmark_id, "
+        "host_id, vars, subject, other, metric) DO UPDATE SET newest_run = "
+        "EXCLUDED.newest_run,"
+        " newest_started_us = EXCLUDED.newest_started_us, points = "
+        "EXCLUDED.points",
+        9, PGRES_COMMAND_OK, true },
+    [S_SUPERSEDE] = { "detect.supersede",
+        "UPDATE change_points SET superseded_at_us = $8 WHERE benchmark_id "
+        "= $1 AND host_id = $2 AND vars = $3::jsonb AND subject = $4 AND "
+        "other = $5 AND quantity = $9 AND superseded_at_us IS NULL AND "
+        "after_run = ANY($6::bigint[]) AND NOT id = ANY($7::bigint[])",
+        9, PGRES_COMMAND_OK, true },
+    [S_RUN] = { "detect.run",
+        "SELECT r.benchmark_id, r.host_id, r.vars::text, "
+        "r.started_at_us, h.floor_us, "
+        "r.status = 'complete', array_to_string(r.metrics, "
+        "' '), (SELECT f.floor FROM host_floors f WHERE "
+        "f.host_id = r.host_id AND f.metric = 'cpu'), "
+        "(SELECT f.floor FROM host_floors f WHERE f.host_id "
+        "= r.host_id AND f.metric = 'peak_rss') FROM runs r "
+        "JOIN hosts h ON h.id = r.host_id WHERE r.id = $1",
+        1, PGRES_TUPLES_OK, true },
+    [S_RUN_ARMS] = { "detect.run_arms",
+        "SELECT name, subject FROM arms WHERE run = $1 AND instance IS "
+        "NULL ORDER BY idx",
+        1, PGRES_TUPLES_OK, true },
+};
+
+/* Run a statement of the table (co_conn prepares it). */
 static PGresult *
-s_qx(PGconn *c, const char *name, const char *sql, int n,
-     const char *const *p, const int *lens, const int *fmts, int binary,
-     ExecStatusType want, char *err, size_t errlen)
+s_qx(co_conn_t *c, const co_stmt_t *st, const char *const *p,
+     const int *lens, const int *fmts, int binary, char *err, size_t errlen)
 {
-    PGresult *r = PQexecPrepared(c, name, n, p, lens, fmts, binary);
-    const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    if (st && strcmp(st, "26000") == 0) {   /* not prepared yet */
-        PQclear(r);
-        r = PQprepare(c, name, sql, n, NULL);
-        if (PQresultStatus(r) == PGRES_COMMAND_OK) {
-            PQclear(r);
-            r = PQexecPrepared(c, name, n, p, lens, fmts, binary);
-        }
-    }
-    if (PQresultStatus(r) != want) {
-        snprintf(err, errlen, "%.60s: %s", sql, PQerrorMessage(c));
-        err[strcspn(err, "\n")] = '\0';
-        PQclear(r);
-        return NULL;
-    }
-    return r;
+    return co_conn_run_bin(c, st, p, lens, fmts, binary != 0, NULL, err,
+                           errlen);
 }
 
 static PGresult *
-s_q(PGconn *c, const char *name, const char *sql, int n,
-    const char *const *p, ExecStatusType want, char *err, size_t errlen)
+s_q(co_conn_t *c, const co_stmt_t *st, const char *const *p, char *err,
+    size_t errlen)
 {
-    return s_qx(c, name, sql, n, p, NULL, NULL, 0, want, err, errlen);
+    return co_conn_run(c, st, p, NULL, err, errlen);
 }
 
 /* ---- annotations ------------------------------------------------------ */
@@ -122,19 +217,14 @@ s_env_text(const char *env_json, const char *key, char *out, size_t len)
 /* What changed between run a (before) and run b (after): the host's
  * environment fields, each arm's command and its `versions` output. */
 static int
-s_annotations(PGconn *c, int64_t a, int64_t b, char (*notes)[S_ANNOT_LEN],
+s_annotations(co_conn_t *c, int64_t a, int64_t b, char (*notes)[S_ANNOT_LEN],
               size_t *n, char *err, size_t errlen)
 {
     char sa[24], sb[24];
     snprintf(sa, sizeof sa, "%" PRId64, a);
     snprintf(sb, sizeof sb, "%" PRId64, b);
     const char *p[] = { sa, sb };
-    PGresult *r = s_q(c, "det_env",
-        "SELECT (SELECT e.environment_json FROM runs r JOIN "
-                      "environments e ON e.id = r.environment WHERE r.id = "
-                      "$1), (SELECT e.environment_json FROM runs r JOIN "
-                      "environments e ON e.id = r.environment WHERE r.id = "
-                      "$2)", 2, p, PGRES_TUPLES_OK, err, errlen);
+    PGresult *r = s_q(c, &s_sql[S_ENV], p, err, errlen);
     if (!r)
         return -1;
     const char *ea = PQgetisnull(r, 0, 0) ? NULL : PQgetvalue(r, 0, 0);
@@ -148,11 +238,7 @@ s_annotations(PGconn *c, int64_t a, int64_t b, char (*notes)[S_ANNOT_LEN],
                    va[0] ? va : "(none)", vb[0] ? vb : "(none)");
     }
     PQclear(r);
-    r = s_q(c, "det_arms_diff",
-        "SELECT x.name, x.argv::text <> y.argv::text OR x.shell <> "
-            "y.shell, x.version_output <> y.version_output FROM arms x JOIN "
-            "arms y ON y.run = $2 AND y.name = x.name WHERE x.run = $1 "
-            "ORDER BY x.idx", 2, p, PGRES_TUPLES_OK, err, errlen);
+    r = s_q(c, &s_sql[S_ARMS_DIFF], p, err, errlen);
     if (!r)
         return -1;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -211,7 +297,7 @@ s_dbl_text(char *buf, size_t len, double x)
 /* The annotations between runs a and b as a JSON array text (caller
  * frees), or NULL with err. */
 static char *
-s_notes_json(PGconn *c, int64_t a, int64_t b, char *err, size_t errlen)
+s_notes_json(co_conn_t *c, int64_t a, int64_t b, char *err, size_t errlen)
 {
     char notes[S_ANNOT_MAX][S_ANNOT_LEN];
     size_t nn = 0;
@@ -231,7 +317,7 @@ s_notes_json(PGconn *c, int64_t a, int64_t b, char *err, size_t errlen)
  * in place (the same step judged again with more runs: its id and ack
  * stay), else insert one. *found counts the inserted. */
 static int
-s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
+s_store(co_conn_t *c, const s_series_t *s, const int64_t *ids, size_t n,
         const s_step_t *st, int *found, int64_t *id_out, char *err,
         size_t errlen)
 {
@@ -250,12 +336,7 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
                          near, st->metric, after, s->quantity };
     /* The nearest first: this very (metric, run) when it is there, so
      * that an update never collides with the unique key. */
-    PGresult *r = s_q(c, "det_known",
-        "SELECT id, after_run FROM change_points WHERE benchmark_id = $1 "
-        "AND host_id = $2 AND vars = $3::jsonb AND subject = $4 AND other "
-        "= $5 AND quantity = $9 AND after_run = ANY($6::bigint[]) ORDER BY "
-        "(metric = $7 AND after_run = $8::bigint) DESC, abs(after_run - "
-        "$8::bigint), id LIMIT 1", 9, pn, PGRES_TUPLES_OK, err, errlen);
+    PGresult *r = s_q(c, &s_sql[S_KNOWN], pn, err, errlen);
     if (!r)
         return -1;
     char known[24] = "";
@@ -295,28 +376,9 @@ s_store(PGconn *c, const s_series_t *s, const int64_t *ids, size_t n,
                          mo[0] ? mo : NULL, tr[0] ? tr : NULL, s->quantity,
                          known };
     if (known[0])
-        r = s_q(c, "det_update",
-            "UPDATE change_points SET metric = $1, before_run = $2, "
-            "after_run = $3, before_value = $4, after_value = $5, "
-            "magnitude = $6, p_value = $7, outcome = $8, within_noise = $9, "
-            "regression = $10, annotations = CASE WHEN $11::json IS NULL "
-            "THEN annotations ELSE ARRAY(SELECT "
-            "json_array_elements_text($11::json)) END, updated_at_us = $12, "
-            "ratio_magnitude = $13, subject_magnitude = $14, "
-            "other_magnitude = $15, trend_per_run = $16, superseded_at_us = "
-            "NULL, quantity = $17 WHERE id = $18::bigint", 18, pi + 5,
-            PGRES_COMMAND_OK, err, errlen);
+        r = s_q(c, &s_sql[S_UPDATE], pi + 5, err, errlen);
     else
-        r = s_q(c, "det_insert",
-            "INSERT INTO change_points (benchmark_id, host_id, vars, "
-            "subject, other, metric, before_run, after_run, before_value, "
-            "after_value, magnitude, p_value, outcome, within_noise, "
-            "regression, annotations, detected_at_us, ratio_magnitude, "
-            "subject_magnitude, other_magnitude, trend_per_run, quantity) "
-            "VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, "
-            "$12, $13, $14, $15, ARRAY(SELECT json_array_elements_text("
-            "$16::json)), $17, $18, $19, $20, $21, $22) ON CONFLICT DO "
-            "NOTHING RETURNING id", 22, pi, PGRES_TUPLES_OK, err, errlen);
+        r = s_q(c, &s_sql[S_INSERT], pi, err, errlen);
     free(notes_json);
     if (!r)
         return -1;
@@ -492,18 +554,6 @@ s_unpack(const unsigned char *p, size_t len, size_t window, bool other,
     return 0;
 }
 
-/* The points of a series' runs: columns 1.. of these queries' rows; Q
- * the parameter ("$8") holding the metric. */
-#define S_POINT_COLS(Q) \
-    "r.id, ss.median, ss.min, ss.q25, ss.q75, ss.max, ss.n, " \
-    "so.median, so.min, so.q25, so.q75, so.max, so.n FROM runs r " \
-    "JOIN arms a1 ON a1.run = r.id AND a1.name = $4 " \
-    "JOIN run_summaries ss ON ss.run = r.id AND ss.arm = a1.idx AND " \
-    "ss.metric = " Q " " \
-    "LEFT JOIN arms a2 ON a2.run = r.id AND a2.name = $5 " \
-    "LEFT JOIN run_summaries so ON so.run = r.id AND so.arm = a2.idx AND " \
-    "so.metric = " Q " "
-
 /* Row `row` of a point query as point i of w. */
 static void
 s_take_row(PGresult *r, int row, bool other, s_window_t *w, size_t i)
@@ -519,19 +569,14 @@ s_take_row(PGresult *r, int row, bool other, s_window_t *w, size_t i)
 /* The whole window: the series' newest `window` points up to s->started,
  * read run by run (the cost detect_windows saves). */
 static int
-s_read_full(PGconn *c, const s_series_t *s, size_t window, s_window_t *w,
+s_read_full(co_conn_t *c, const s_series_t *s, size_t window, s_window_t *w,
             char *err, size_t errlen)
 {
     char lim[16];
     snprintf(lim, sizeof lim, "%zu", window);
     const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
                         s->started, lim, s->quantity };
-    PGresult *r = s_q(c, "det_series", "SELECT " S_POINT_COLS("$8")
-        "WHERE r.benchmark_id = $1 AND r.host_id = $2 AND r.vars = "
-        "$3::jsonb AND r.status = 'complete' AND r.started_at_us <= $6 "
-        "AND ss.median IS NOT NULL AND ($5 = '' OR so.median IS NOT NULL) "
-        "ORDER BY r.started_at_us DESC LIMIT $7", 8, p, PGRES_TUPLES_OK,
-        err, errlen);
+    PGresult *r = s_q(c, &s_sql[S_SERIES], p, err, errlen);
     if (!r)
         return -1;
     size_t n = (size_t)PQntuples(r);
@@ -547,22 +592,14 @@ s_read_full(PGconn *c, const s_series_t *s, size_t window, s_window_t *w,
  * when the row ends with run already (nothing to keep), 0 when the
  * window must be read in full, -1 with err. */
 static int
-s_read_kept(PGconn *c, const s_series_t *s, const char *run, size_t window,
+s_read_kept(co_conn_t *c, const s_series_t *s, const char *run, size_t window,
             s_window_t *w, char *err, size_t errlen)
 {
     const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
                         s->started, run, s->quantity };
     /* Binary results: the points are bytea; the rest int8. */
-    PGresult *r = s_qx(c, "det_kept",
-        "SELECT w.newest_run, w.points, (SELECT count(*) FROM runs r WHERE "
-        "r.benchmark_id = $1 AND r.host_id = $2 AND r.vars = $3::jsonb AND "
-        "r.started_at_us > w.newest_started_us AND r.started_at_us <= $6 "
-        "AND r.id <> $7::bigint AND r.status = 'complete') "
-        "FROM detect_windows w WHERE w.benchmark_id = $1 AND w.host_id = $2 "
-        "AND w.vars = $3::jsonb AND w.subject = $4 AND w.other = $5 "
-        "AND w.metric = $8 AND w.newest_started_us <= $6", 8, p, NULL, NULL,
-        1,
-        PGRES_TUPLES_OK, err, errlen);
+    PGresult *r = s_qx(c, &s_sql[S_KEPT], p, NULL, NULL,
+        1, err, errlen);
     if (!r)
         return -1;
     int64_t run_id = strtoll(run, NULL, 10);
@@ -579,12 +616,8 @@ s_read_kept(PGconn *c, const s_series_t *s, const char *run, size_t window,
         return 0;
     if (same)
         return 2;                /* the run is the row's newest already */
-    r = s_q(c, "det_point", "SELECT " S_POINT_COLS("$7") "WHERE r.id = "
-        "$6::bigint AND r.status = 'complete' AND ss.median IS NOT NULL AND "
-        "($5 = '' OR so.median IS NOT NULL) AND r.benchmark_id = $1 AND "
-        "r.host_id = $2 AND r.vars = $3::jsonb", 7, (const char *const[]){
-        s->bench, s->host, s->vars, s->subject, s->other, run, s->quantity },
-        PGRES_TUPLES_OK, err, errlen);
+    r = s_q(c, &s_sql[S_POINT], (const char *const[]){
+        s->bench, s->host, s->vars, s->subject, s->other, run, s->quantity }, err, errlen);
     if (!r)
         return -1;
     int rc = 0;
@@ -605,7 +638,7 @@ s_read_kept(PGconn *c, const s_series_t *s, const char *run, size_t window,
 
 /* Keep w, whose newest run is run, as the series' detect_windows row. */
 static int
-s_keep(PGconn *c, const s_series_t *s, const char *run, const s_window_t *w,
+s_keep(co_conn_t *c, const s_series_t *s, const char *run, const s_window_t *w,
        size_t window, char *err, size_t errlen)
 {
     size_t len;
@@ -618,15 +651,7 @@ s_keep(PGconn *c, const s_series_t *s, const char *run, const s_window_t *w,
                         run, s->started, (const char *)buf, s->quantity };
     int lens[9] = { 0, 0, 0, 0, 0, 0, 0, (int)len, 0 };
     int fmts[9] = { 0, 0, 0, 0, 0, 0, 0, 1, 0 };
-    PGresult *r = s_qx(c, "det_keep",
-        "INSERT INTO detect_windows (benchmark_id, host_id, vars, subject, "
-        "other, newest_run, newest_started_us, points, metric) VALUES ($1, "
-        "$2, $3::jsonb, $4, $5, $6, $7, $8, $9) ON CONFLICT (benchmark_id, "
-        "host_id, vars, subject, other, metric) DO UPDATE SET newest_run = "
-        "EXCLUDED.newest_run,"
-        " newest_started_us = EXCLUDED.newest_started_us, points = "
-        "EXCLUDED.points", 9, p, lens, fmts, 0, PGRES_COMMAND_OK, err,
-        errlen);
+    PGresult *r = s_qx(c, &s_sql[S_KEEP], p, lens, fmts, 0, err, errlen);
     free(buf);
     if (!r)
         return -1;
@@ -651,7 +676,7 @@ s_id_array(char *buf, size_t len, const int64_t *ids, size_t n)
  * no step of it matched (kept: the ids written now) are superseded: the
  * runs since showed them to be noise, or placed them better (019). */
 static int
-s_supersede(PGconn *c, const s_series_t *s, const s_window_t *w,
+s_supersede(co_conn_t *c, const s_series_t *s, const s_window_t *w,
             const int64_t *kept, size_t nkept, char *err, size_t errlen)
 {
     char *zone, keep[(3 * 16 + 8) * 24 + 3], at[24];
@@ -667,12 +692,7 @@ s_supersede(PGconn *c, const s_series_t *s, const s_window_t *w,
     snprintf(at, sizeof at, "%" PRId64, pw_clock_unix_us());
     const char *p[] = { s->bench, s->host, s->vars, s->subject, s->other,
                         zone, keep, at, s->quantity };
-    PGresult *r = s_q(c, "det_supersede",
-        "UPDATE change_points SET superseded_at_us = $8 WHERE benchmark_id "
-        "= $1 AND host_id = $2 AND vars = $3::jsonb AND subject = $4 AND "
-        "other = $5 AND quantity = $9 AND superseded_at_us IS NULL AND "
-        "after_run = ANY($6::bigint[]) AND NOT id = ANY($7::bigint[])", 9, p,
-        PGRES_COMMAND_OK, err, errlen);
+    PGresult *r = s_q(c, &s_sql[S_SUPERSEDE], p, err, errlen);
     free(zone);
     if (!r)
         return -1;
@@ -690,7 +710,7 @@ s_supersede(PGconn *c, const s_series_t *s, const s_window_t *w,
  * other metrics' near them marked used. The ratio's first: a drift of
  * the subject shows there, unless the other arm's noise hides it. */
 static int
-s_trends(PGconn *c, const s_series_t *s, const s_window_t *w,
+s_trends(co_conn_t *c, const s_series_t *s, const s_window_t *w,
          const vd_change_params_t *params, vd_change_t (*ch)[16],
          const size_t *nch, bool (*used)[16], int *found, int64_t *kept,
          size_t *nkept, bool *whole, char *err, size_t errlen)
@@ -744,7 +764,7 @@ s_trends(PGconn *c, const s_series_t *s, const s_window_t *w,
 }
 
 static int
-s_steps(PGconn *c, const s_series_t *s, const s_window_t *w,
+s_steps(co_conn_t *c, const s_series_t *s, const s_window_t *w,
         const vd_change_params_t *params, vd_change_t (*ch)[16],
         const size_t *nch, int *found, char *err, size_t errlen)
 {
@@ -788,7 +808,7 @@ s_steps(PGconn *c, const s_series_t *s, const s_window_t *w,
 /* A series' window up to run (kept row, or read in full and kept), and
  * the change points of each metric in it. */
 static int
-s_series(PGconn *c, const s_series_t *s, const char *run,
+s_series(co_conn_t *c, const s_series_t *s, const char *run,
          const vd_change_params_t *params, int *found, char *err,
          size_t errlen)
 {
@@ -840,22 +860,8 @@ s_tracks(const char *list, const char *metric)
     return false;
 }
 
-void
-co_detect_session(PGconn *c)
-{
-    /* No wait for the WAL's flush at each commit: what this session
-     * writes is the detect_windows cache (read in full again when lost)
-     * and change points, which a crash within the WAL writer's delay
-     * would lose until the series' next run finds the step again (it is
-     * still in the window). Waiting for fsync beside a busy disk was most
-     * of the p99 of co_detect_run once it kept windows. */
-    PQclear(PQexec(c, "SET statement_timeout = '10s'; SET jit = off; "
-                   "SET plan_cache_mode = force_generic_plan; "
-                   "SET synchronous_commit = off"));
-}
-
 int
-co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
+co_detect_run(co_conn_t *c, int64_t run, const vd_change_params_t *params,
               int *found, char *err, size_t errlen)
 {
     char id[24];
@@ -864,16 +870,7 @@ co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
     *found = 0;
     /* The metrics the run tracks besides wall time (whose history every
      * run has), each with the host's floor of it (025). */
-    PGresult *info = s_q(c, "det_run",
-        "SELECT r.benchmark_id, r.host_id, r.vars::text, "
-                         "r.started_at_us, h.floor_us, "
-                         "r.status = 'complete', array_to_string(r.metrics, "
-                         "' '), (SELECT f.floor FROM host_floors f WHERE "
-                         "f.host_id = r.host_id AND f.metric = 'cpu'), "
-                         "(SELECT f.floor FROM host_floors f WHERE f.host_id "
-                         "= r.host_id AND f.metric = 'peak_rss') FROM runs r "
-                         "JOIN hosts h ON h.id = r.host_id WHERE r.id = $1",
-                         1, p, PGRES_TUPLES_OK, err, errlen);
+    PGresult *info = s_q(c, &s_sql[S_RUN], p, err, errlen);
     if (!info)
         return -1;
     if (PQntuples(info) != 1 || strcmp(PQgetvalue(info, 0, 5), "t") != 0) {
@@ -882,10 +879,7 @@ co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
     }
     /* An --against instance is no series (023): its verdict compares
      * two revisions inside the job. */
-    PGresult *arms = s_q(c, "det_run_arms",
-        "SELECT name, subject FROM arms WHERE run = $1 AND instance IS "
-                         "NULL ORDER BY idx", 1, p, PGRES_TUPLES_OK, err,
-                         errlen);
+    PGresult *arms = s_q(c, &s_sql[S_RUN_ARMS], p, err, errlen);
     if (!arms) {
         PQclear(info);
         return -1;
@@ -936,7 +930,7 @@ co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
 static void
 s_renice_backend(co_detect_t *d)
 {
-    int pid = PQbackendPID(d->conn);
+    int pid = PQbackendPID(co_conn_raw(d->conn));
     if (d->renice && co_pg_renice_once(pid, CO_DETECT_NICE,
                                        &d->niced_pid) < 0)
         co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d", pid, errno);
@@ -946,20 +940,13 @@ static bool
 s_connect(co_detect_t *d)
 {
     char err[512];
-    if (d->conn && PQstatus(d->conn) == CONNECTION_OK) {
-        s_renice_backend(d);
-        return true;
-    }
-    PQfinish(d->conn);
-    d->conn = co_db_open(d->conninfo, NULL, err, sizeof err);
-    if (!d->conn) {
+    if (!co_conn_pg(d->conn, err, sizeof err)) {
         co_log(CO_LOG_WARN, "detect_db", "why=\"%s\"", err);
         return false;
     }
-    /* Detection is background work: it must never hold locks long, and
-     * on the private cluster its server process yields the CPU to the
-     * writer's and to queries (as co_qpool's do, further). */
-    co_detect_session(d->conn);
+    /* Detection is background work: on the private cluster its server
+     * process yields the CPU to the writer's and to queries (as
+     * co_qpool's do, further). */
     s_renice_backend(d);
     return true;
 }
@@ -1011,7 +998,10 @@ co_detect_new(const char *conninfo, double parity, bool renice, char *err,
               size_t errlen)
 {
     co_detect_t *d = calloc(1, sizeof *d);
-    if (!d || !(d->conninfo = strdup(conninfo ? conninfo : ""))) {
+    co_conn_opts_t o = { .conninfo = conninfo,
+                         .settings = CO_DETECT_SETTINGS,
+                         .statement_timeout_ms = CO_DETECT_TIMEOUT_MS };
+    if (!d || !(d->conn = co_conn_new(&o))) {
         snprintf(err, errlen, "co_detect: out of memory");
         free(d);
         return NULL;
@@ -1069,10 +1059,9 @@ co_detect_destroy(co_detect_t **dp)
         pthread_mutex_unlock(&d->lock);
         pthread_join(d->thread, NULL);
     }
-    PQfinish(d->conn);
+    co_conn_destroy(&d->conn);
     pthread_mutex_destroy(&d->lock);
     pthread_cond_destroy(&d->wake);
-    free(d->conninfo);
     free(d);
     *dp = NULL;
 }

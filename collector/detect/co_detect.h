@@ -23,6 +23,7 @@
 
 #include <libpq-fe.h>
 
+#include "co_conn.h"
 #include "vd_change.h"
 
 /* Runs waiting at most; points read per series (the window). */
@@ -63,11 +64,18 @@ void co_detect_counters(co_detect_t *d, co_detect_counters_t *out);
  * fine. */
 void co_detect_destroy(co_detect_t **d);
 
-/* Session settings for a connection co_detect_run uses: a statement
- * timeout (10 s), no JIT, generic plans for its prepared statements
- * (planning the series query costs 40 times running it), and commits
- * that do not wait for the WAL's fsync (co_detect.c says why). */
-void co_detect_session(PGconn *c);
+/* The session of a connection co_detect_run uses (co_conn_opts_t): a
+ * statement timeout (10 s: it must never hold locks long), generic plans
+ * for its prepared statements (planning the series query costs 40 times
+ * running it), and commits that do not wait for the WAL's flush: what it
+ * writes is the detect_windows cache (read in full again when lost) and
+ * change points, which a crash within the WAL writer's delay would lose
+ * until the series' next run finds the step again (it is still in the
+ * window). Waiting for fsync beside a busy disk was most of the p99 of
+ * co_detect_run once it kept windows. */
+#define CO_DETECT_SETTINGS "SET plan_cache_mode = force_generic_plan; " \
+    "SET synchronous_commit = off"
+#define CO_DETECT_TIMEOUT_MS 10000
 
 /* One point of a series from a row of summaries: median, min, q25, q75,
  * max and n in columns col..col+5 (as the window's statement reads
@@ -76,7 +84,7 @@ void co_detect_point(PGresult *r, int row, int col, vd_point_t *pt);
 
 /* The work for one run on connection c: every series it is in. *found
  * gets the change points stored. Returns 0, or -1 with err. */
-int co_detect_run(PGconn *c, int64_t run, const vd_change_params_t *params,
+int co_detect_run(co_conn_t *c, int64_t run, const vd_change_params_t *params,
                   int *found, char *err, size_t errlen);
 
 #endif

@@ -27,7 +27,8 @@
 #include "vd_verdict.h"
 
 struct co_bisector {
-    co_jobs_t *jobs;           /* the thread's own connection */
+    co_conn_t *conn;           /* the thread's own connection */
+    co_jobs_t *jobs;           /* the jobs it asks for, on conn */
     co_notify_t *notify;       /* borrowed; NULL without webhooks */
     char owner[160];
     bool warned;               /* a database failure said, none since */
@@ -872,7 +873,7 @@ static bool
 s_advance(co_bisector_t *n, int64_t id)
 {
     char err[1024];
-    co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+    co_reply_t c = co_reply_begin(n->conn, n->jobs, err, sizeof err);
     for (int pass = 0; pass < S_PASSES; pass++) {
         json_t *b = co_bisect_load(&c, id);
         if (b && strcmp(co_reply_str(b, "state"), "queued") == 0 &&
@@ -907,7 +908,7 @@ s_pass(void *arg, co_every_t *e)
 {
     co_bisector_t *n = arg;
     char err[512];
-    co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+    co_reply_t c = co_reply_begin(n->conn, n->jobs, err, sizeof err);
     PGresult *r = co_lease_take(&c, "bisects", n->owner);
     if (!r) {
         s_db_warn(n, 0, err);
@@ -934,10 +935,16 @@ co_bisector_new(const char *conninfo, const char *owner,
 {
     /* Its own connection, with the detection thread's statement
      * timeout: a pass must never hang on one query. */
-    co_jobs_opts_t o = { .conninfo = conninfo,
-                         .statement_timeout_ms = 10000 };
+    co_conn_opts_t co = { .conninfo = conninfo,
+                          .statement_timeout_ms = 10000 };
     co_bisector_t *n = calloc(1, sizeof *n);
-    if (!n || !(n->jobs = co_jobs_new(&o))) {
+    if (n && (n->conn = co_conn_new(&co))) {
+        co_jobs_opts_t o = { .conn = n->conn };
+        n->jobs = co_jobs_new(&o);
+    }
+    if (!n || !n->jobs) {
+        if (n)
+            co_conn_destroy(&n->conn);
         snprintf(err, errlen, "co_bisector: out of memory");
         free(n);
         return NULL;
@@ -962,9 +969,10 @@ co_bisector_destroy(co_bisector_t **np)
         /* Give the leases back: a restarted collector, or another one,
          * carries on at once rather than after CO_LEASE_US. */
         char err[256];
-        co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+        co_reply_t c = co_reply_begin(n->conn, n->jobs, err, sizeof err);
         co_lease_give_back(&c, "bisects", n->owner);
     }
     co_jobs_destroy(&n->jobs);
+    co_conn_destroy(&n->conn);
     free(n);
 }

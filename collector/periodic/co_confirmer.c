@@ -21,7 +21,8 @@
 #include "pw_out.h"
 
 struct co_confirmer {
-    co_jobs_t *jobs;           /* the thread's own connection */
+    co_conn_t *conn;           /* the thread's own connection */
+    co_jobs_t *jobs;           /* the jobs it asks for, on conn */
     co_notify_t *notify;       /* borrowed; NULL without webhooks */
     char owner[160];
     bool warned;               /* a database failure said, none since */
@@ -310,7 +311,7 @@ static bool
 s_advance(co_confirmer_t *n, int64_t id)
 {
     char err[1024];
-    co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+    co_reply_t c = co_reply_begin(n->conn, n->jobs, err, sizeof err);
     json_t *k = co_confirm_load(&c, id, true);
     const char *state = co_reply_str(k, "state");
     if (k && strcmp(state, "queued") == 0)
@@ -331,7 +332,7 @@ s_pass(void *arg, co_every_t *e)
 {
     co_confirmer_t *n = arg;
     char err[512];
-    co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+    co_reply_t c = co_reply_begin(n->conn, n->jobs, err, sizeof err);
     PGresult *r = co_lease_take(&c, "confirms", n->owner);
     if (!r) {
         s_db_warn(n, 0, err);
@@ -351,10 +352,16 @@ co_confirmer_new(const char *conninfo, const char *owner,
 {
     /* Its own connection, with the detection thread's statement
      * timeout: a pass must never hang on one query. */
-    co_jobs_opts_t o = { .conninfo = conninfo,
-                         .statement_timeout_ms = 10000 };
+    co_conn_opts_t co = { .conninfo = conninfo,
+                          .statement_timeout_ms = 10000 };
     co_confirmer_t *n = calloc(1, sizeof *n);
-    if (!n || !(n->jobs = co_jobs_new(&o))) {
+    if (n && (n->conn = co_conn_new(&co))) {
+        co_jobs_opts_t o = { .conn = n->conn };
+        n->jobs = co_jobs_new(&o);
+    }
+    if (!n || !n->jobs) {
+        if (n)
+            co_conn_destroy(&n->conn);
         snprintf(err, errlen, "co_confirmer: out of memory");
         free(n);
         return NULL;
@@ -378,9 +385,10 @@ co_confirmer_destroy(co_confirmer_t **np)
         co_every_destroy(&n->every);
         /* Give the leases back: another collector carries on at once. */
         char err[256];
-        co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+        co_reply_t c = co_reply_begin(n->conn, n->jobs, err, sizeof err);
         co_lease_give_back(&c, "confirms", n->owner);
     }
     co_jobs_destroy(&n->jobs);
+    co_conn_destroy(&n->conn);
     free(n);
 }

@@ -14,7 +14,7 @@
 #include "co_confirm.h"
 #include "co_every.h"
 #include "co_hook.h"
-#include "co_jobs.h"
+#include "co_conn.h"
 #include "co_log.h"
 #include "co_reply.h"
 #include "pw_clock.h"
@@ -22,7 +22,7 @@
 #include "pw_out.h"
 
 struct co_notify {
-    co_jobs_t *jobs;           /* the thread's own connection */
+    co_conn_t *conn;           /* the thread's own connection */
     co_hook_t *hooks[CO_NOTIFY_URLS_MAX];
     size_t nhooks;
     int64_t last_id;           /* change points up to it are looked at */
@@ -207,7 +207,7 @@ static int
 s_tell(co_notify_t *n, int64_t cp, const char *tags, int64_t after_us)
 {
     char err[512], id[24], at[24];
-    co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+    co_reply_t c = co_reply_begin(n->conn, NULL, err, sizeof err);
     json_t *l = co_changes_list(&c, tags, "", after_us - S_MEMBERS_SINCE_US);
     if (!l) {
         s_db_warn(n, NULL, err);
@@ -255,7 +255,7 @@ s_poll(void *arg, co_every_t *e)
     co_notify_t *n = arg;
     (void)e;
     char err[512], last[24], now[24], settle[24], settle_job[24], lim[16];
-    co_reply_t c = co_reply_begin(n->jobs, err, sizeof err);
+    co_reply_t c = co_reply_begin(n->conn, NULL, err, sizeof err);
     if (!n->have_last) {
         PGresult *r = co_reply_q(&c, "SELECT coalesce(max(id), 0) FROM "
                                  "change_points", 0, NULL);
@@ -305,12 +305,12 @@ co_notify_new(const char *conninfo, const char *const *urls, size_t nurls,
                  CO_NOTIFY_URLS_MAX);
         return NULL;
     }
-    /* Its own connection (co_jobs connects when needed and again after
-     * a failure), with the detection thread's statement timeout. */
-    co_jobs_opts_t o = { .conninfo = conninfo,
+    /* Its own connection (made when needed and again after a
+     * failure), with the detection thread's statement timeout. */
+    co_conn_opts_t o = { .conninfo = conninfo,
                          .statement_timeout_ms = 10000 };
     co_notify_t *n = calloc(1, sizeof *n);
-    if (!n || !(n->jobs = co_jobs_new(&o))) {
+    if (!n || !(n->conn = co_conn_new(&o))) {
         snprintf(err, errlen, "co_notify: out of memory");
         free(n);
         return NULL;
@@ -353,6 +353,6 @@ co_notify_destroy(co_notify_t **np)
     co_every_destroy(&n->every);    /* first: it posts to the hooks */
     for (size_t i = 0; i < n->nhooks; i++)
         co_hook_destroy(&n->hooks[i]);
-    co_jobs_destroy(&n->jobs);
+    co_conn_destroy(&n->conn);
     free(n);
 }

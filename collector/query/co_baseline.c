@@ -289,10 +289,10 @@ co_baseline_handles(const char *command)
 }
 
 json_t *
-co_baseline_handle(co_jobs_t *jobs, const char *command, const json_t *args,
+co_baseline_handle(co_conn_t *conn, const char *command, const json_t *args,
                    double parity, int *status, char *err, size_t errlen)
 {
-    co_reply_t c = co_reply_begin(jobs, err, errlen);
+    co_reply_t c = co_reply_begin(conn, NULL, err, errlen);
     json_t *body = NULL;
     if (co_baseline_handles(command))
         body = s_baseline(&c, args, parity);

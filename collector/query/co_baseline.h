@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
-#include "co_jobs.h"
+#include "co_conn.h"
 
 /* Most (benchmark, host) entries one answer judges; a larger job is
  * CO_REPLY_TOO_BIG (its answer would not fit in one frame anyway). */
@@ -35,11 +35,11 @@
 bool co_baseline_handles(const char *command);
 
 /* Answer command with args (borrowed, a JSON object) using the database
- * connection of jobs (borrowed), judging with the flat tolerance parity.
+ * connection conn (borrowed), judging with the flat tolerance parity.
  * Returns the reply body (caller owns it) with *status CO_REPLY_OK, or
  * NULL with *status one of co_reply.h's CO_REPLY_* codes and a one-line
  * reason in err. */
-json_t *co_baseline_handle(co_jobs_t *jobs, const char *command,
+json_t *co_baseline_handle(co_conn_t *conn, const char *command,
                            const json_t *args, double parity, int *status,
                            char *err, size_t errlen);
 

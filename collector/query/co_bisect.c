@@ -468,7 +468,7 @@ co_bisect_handle(co_jobs_t *jobs, const char *requested_by,
                  const char *command, const json_t *args, double parity,
                  int *status, char *err, size_t errlen)
 {
-    co_reply_t c = co_reply_begin(jobs, err, errlen);
+    co_reply_t c = co_reply_begin(co_jobs_conn(jobs), jobs, err, errlen);
     json_t *body = NULL;
     if (strcmp(command, "bisect_start") == 0)
         body = s_start(&c, requested_by, args, parity);

@@ -19,38 +19,56 @@
 #define S_AMBIGUOUS_SHOWN 4
 #define S_REVOKED_REASON "the host's key was revoked (parity hosts revoke)"
 
-/* One statement that returns rows on the writer's co_jobs connection;
- * NULL with err. *data says the database refused the values themselves
- * (SQLSTATE class 22, e.g. a name that is not UTF-8). */
+enum { S_HELLO_UPDATE, S_HELLO_INSERT, S_KEY_STATE, S_POLL };
+static const co_stmt_t s_sql[] = {
+    /* A known key: only a pending one's claims change (the name of a
+     * decided key is the one the operator decided on). */
+    [S_HELLO_UPDATE] = { "enroll.hello_update",
+        "UPDATE host_keys SET name = CASE WHEN state = 'pending' THEN $2 "
+        "ELSE name END, agent_version = CASE WHEN state = 'pending' THEN $3 "
+        "ELSE agent_version END, address = $4, last_seen = now() "
+        "WHERE public_key = $1 RETURNING state",
+        4, PGRES_TUPLES_OK, false },
+    [S_HELLO_INSERT] = { "enroll.hello_insert",
+        "INSERT INTO host_keys (public_key, name, agent_version, "
+        "address, fingerprint, state) SELECT $1, $2, $3, $4, $5, "
+        "'pending' WHERE (SELECT count(*) FROM host_keys WHERE state = "
+        "'pending') < $6::int ON CONFLICT (public_key) DO NOTHING "
+        "RETURNING state",
+        6, PGRES_TUPLES_OK, false },
+    [S_KEY_STATE] = { "enroll.key_state",
+        "SELECT state FROM host_keys WHERE public_key = $1",
+        1, PGRES_TUPLES_OK, false },
+    [S_POLL] = { "enroll.poll",
+        "SELECT public_key, state, version FROM host_keys WHERE version > "
+        "$1::bigint ORDER BY version LIMIT $2::int",
+        2, PGRES_TUPLES_OK, false },
+};
+
+/* One statement of the table on the writer's connection; NULL with err.
+ * *data says the database refused the values themselves (SQLSTATE class
+ * 22, e.g. a name that is not UTF-8). */
 static PGresult *
-s_rows(co_jobs_t *jobs, const char *sql, int n, const char *const *p,
-       bool *data, char *err, size_t errlen)
+s_rows(co_conn_t *conn, int stmt, const char *const *p, bool *data,
+       char *err, size_t errlen)
 {
     char e[256];
-    PGconn *c = co_jobs_conn(jobs, e, sizeof e);
+    int kind;
+    PGresult *r = co_conn_run(conn, &s_sql[stmt], p, &kind, e, sizeof e);
     if (data)
-        *data = false;
-    if (!c) {
-        pw_err_line(err, errlen, "database unavailable: %s", e);
-        return NULL;
-    }
-    PGresult *r = PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);
-    if (r && PQresultStatus(r) == PGRES_TUPLES_OK)
-        return r;
-    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    if (data)
-        *data = state && strncmp(state, "22", 2) == 0;
-    pw_err_line(err, errlen, "host_keys: %s",
-                r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-    PQclear(r);
-    co_jobs_conn_check(jobs);
-    return NULL;
+        *data = !r && kind == CO_CONN_DATA;
+    if (!r && kind == CO_CONN_DATA)   /* goes to the peer: the reason */
+        pw_err_line(err, errlen, "host_keys: %s", co_conn_reason(conn));
+    else if (!r)
+        pw_err_line(err, errlen, "%s%s", kind == CO_CONN_DOWN
+                    ? "database unavailable: " : "", e);
+    return r;
 }
 
 /* ---- the writer's side ------------------------------------------------ */
 
 int
-co_enroll_hello(co_jobs_t *jobs, const char *key, const char *name,
+co_enroll_hello(co_conn_t *conn, const char *key, const char *name,
                 const char *agent_version, const char *address,
                 co_key_state_t *state, bool *created, char *err,
                 size_t errlen)
@@ -69,29 +87,17 @@ co_enroll_hello(co_jobs_t *jobs, const char *key, const char *name,
     snprintf(ver, sizeof ver, "%s", agent_version ? agent_version : "");
     snprintf(max, sizeof max, "%d", CO_ENROLL_MAX_PENDING);
     const char *p[] = { key, nm, ver, address ? address : "", fp, max };
-    /* A known key: only a pending one's claims change (the name of a
-     * decided key is the one the operator decided on). */
-    PGresult *r = s_rows(jobs,
-        "UPDATE host_keys SET name = CASE WHEN state = 'pending' THEN $2 "
-        "ELSE name END, agent_version = CASE WHEN state = 'pending' THEN $3 "
-        "ELSE agent_version END, address = $4, last_seen = now() "
-        "WHERE public_key = $1 RETURNING state", 4, p, &data, err, errlen);
+    PGresult *r = s_rows(conn, S_HELLO_UPDATE, p, &data, err, errlen);
     if (r && PQntuples(r) == 0) {
         PQclear(r);
-        r = s_rows(jobs,
-            "INSERT INTO host_keys (public_key, name, agent_version, "
-            "address, fingerprint, state) SELECT $1, $2, $3, $4, $5, "
-            "'pending' WHERE (SELECT count(*) FROM host_keys WHERE state = "
-            "'pending') < $6::int ON CONFLICT (public_key) DO NOTHING "
-            "RETURNING state", 6, p, &data, err, errlen);
+        r = s_rows(conn, S_HELLO_INSERT, p, &data, err, errlen);
         *created = r && PQntuples(r) == 1;
     }
     if (r && PQntuples(r) == 0) {
         /* Not inserted: the table is full, or another collector was
          * faster (then the row says what it is now). */
         PQclear(r);
-        r = s_rows(jobs, "SELECT state FROM host_keys WHERE public_key = $1",
-                   1, p, &data, err, errlen);
+        r = s_rows(conn, S_KEY_STATE, p, &data, err, errlen);
         if (r && PQntuples(r) == 0) {
             PQclear(r);
             pw_err_line(err, errlen, "%d keys wait for approval already",
@@ -101,29 +107,29 @@ co_enroll_hello(co_jobs_t *jobs, const char *key, const char *name,
     }
     if (!r)
         return data ? CO_ENROLL_REFUSED : CO_ENROLL_FAIL;
-    *state = co_key_state_parse(PQgetvalue(r, 0, 0));
+    *state = co_key_state_parse(co_val(r, 0, co_col(r, "state")));
     PQclear(r);
     return CO_ENROLL_OK;
 }
 
 int
-co_enroll_poll(co_jobs_t *jobs, co_keys_t *keys, int64_t *version,
+co_enroll_poll(co_conn_t *conn, co_keys_t *keys, int64_t *version,
                char *err, size_t errlen)
 {
     char since[24], lim[16];
     snprintf(since, sizeof since, "%" PRId64, *version);
     snprintf(lim, sizeof lim, "%d", CO_ENROLL_POLL_MAX);
     const char *p[] = { since, lim };
-    PGresult *r = s_rows(jobs, "SELECT public_key, state, version FROM "
-                         "host_keys WHERE version > $1::bigint ORDER BY "
-                         "version LIMIT $2::int", 2, p, NULL, err, errlen);
+    PGresult *r = s_rows(conn, S_POLL, p, NULL, err, errlen);
     if (!r)
         return -1;
     int n = PQntuples(r);
+    int i_key = co_col(r, "public_key"), i_state = co_col(r, "state"),
+        i_version = co_col(r, "version");
     for (int i = 0; i < n; i++) {
-        co_keys_set(keys, PQgetvalue(r, i, 0),
-                    co_key_state_parse(PQgetvalue(r, i, 1)));
-        int64_t v = strtoll(PQgetvalue(r, i, 2), NULL, 10);
+        co_keys_set(keys, co_val(r, i, i_key),
+                    co_key_state_parse(co_val(r, i, i_state)));
+        int64_t v = co_val_i64(r, i, i_version);
         if (v > *version)
             *version = v;
     }
@@ -391,11 +397,11 @@ out:
 }
 
 json_t *
-co_enroll_handle(co_jobs_t *jobs, co_keys_t *keys, const char *admin_key,
+co_enroll_handle(co_conn_t *conn, co_keys_t *keys, const char *admin_key,
                  const char *command, const json_t *args, int *status,
                  char *err, size_t errlen)
 {
-    co_reply_t c = co_reply_begin(jobs, err, errlen);
+    co_reply_t c = co_reply_begin(conn, NULL, err, errlen);
     json_t *body = NULL;
     if (strcmp(command, "pending") == 0) {
         body = s_pending(&c);

@@ -18,7 +18,7 @@
  * fingerprint (pw_key) or by the host name it claimed; a name that two
  * keys claim is refused, naming their fingerprints.
  *
- * Everything runs on a co_jobs connection (borrowed); every statement is
+ * Everything runs on a co_conn connection (borrowed); every statement is
  * parameterised; nothing here prints. A decision is also set in keys
  * (co_keys, when not NULL), so that it holds in this collector at once;
  * the others read it with co_enroll_poll.
@@ -32,7 +32,7 @@
 
 #include <jansson.h>
 
-#include "co_jobs.h"
+#include "co_conn.h"
 #include "co_keys.h"
 
 /* Keys waiting for approval at most: a Hello of one more unknown key is
@@ -57,7 +57,7 @@ enum {
  * database says of the key afterwards (approved when an operator was
  * faster than this collector's copy), *created whether the row is new.
  * Returns CO_ENROLL_OK, _FULL, _REFUSED or _FAIL (err says why). */
-int co_enroll_hello(co_jobs_t *jobs, const char *key, const char *name,
+int co_enroll_hello(co_conn_t *conn, const char *key, const char *name,
                     const char *agent_version, const char *address,
                     co_key_state_t *state, bool *created, char *err,
                     size_t errlen);
@@ -65,7 +65,7 @@ int co_enroll_hello(co_jobs_t *jobs, const char *key, const char *name,
 /* Read the rows changed since *version (0: all) into keys, at most
  * CO_ENROLL_POLL_MAX; *version becomes the highest one read. Returns
  * the number read, or -1 with err. */
-int co_enroll_poll(co_jobs_t *jobs, co_keys_t *keys, int64_t *version,
+int co_enroll_poll(co_conn_t *conn, co_keys_t *keys, int64_t *version,
                    char *err, size_t errlen);
 
 /* True for "pending", "approve", "reject" and "revoke" (co_query checks
@@ -75,7 +75,7 @@ bool co_enroll_handles(const char *command);
 /* Answer command (args borrowed) for the admin whose key is admin_key.
  * The reply body (caller owns) with *status CO_REPLY_OK, or NULL with
  * *status and err. */
-json_t *co_enroll_handle(co_jobs_t *jobs, co_keys_t *keys,
+json_t *co_enroll_handle(co_conn_t *conn, co_keys_t *keys,
                          const char *admin_key, const char *command,
                          const json_t *args, int *status, char *err,
                          size_t errlen);

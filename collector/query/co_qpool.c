@@ -22,8 +22,9 @@ typedef struct {
     pthread_t thread;
     bool started;
     void *out;             /* this worker's PUSH to the loop */
-    co_jobs_t *jobs;       /* its connection */
-    co_jobs_t *read;       /* --query-db's, or NULL */
+    co_conn_t *conn;       /* its connection */
+    co_jobs_t *jobs;       /* run and cancel, on conn */
+    co_conn_t *read;       /* --query-db's, or NULL */
     co_query_t *query;
     bool renice;           /* cfg.private_db */
     int niced_pid;         /* the server process reniced last */
@@ -49,17 +50,10 @@ static void
 s_renice_backend(s_worker_t *w)
 {
     char err[256];
-    PGconn *c = co_jobs_conn(w->jobs, err, sizeof err);
+    PGconn *c = co_conn_pg(w->conn, err, sizeof err);
     int pid = c ? PQbackendPID(c) : 0;
-    int rc = co_pg_renice_once(pid, CO_QPOOL_NICE, &w->niced_pid);
-    if (rc == 0)
-        return;
-    if (rc < 0)
+    if (co_pg_renice_once(pid, CO_QPOOL_NICE, &w->niced_pid) < 0)
         co_log(CO_LOG_DEBUG, "renice_failed", "pid=%d errno=%d", pid, errno);
-    /* Parallel workers are processes of their own, at the server's
-     * priority: a query that spawns two would take both cores from the
-     * writer at full priority (hosts, history did under fleet_load). */
-    PQclear(PQexec(c, "SET max_parallel_workers_per_gather = 0"));
 }
 
 static void
@@ -129,20 +123,26 @@ s_worker_init(s_worker_t *w, co_qpool_t *pool, const co_config_t *cfg,
               void *ctx, co_keys_t *keys, char *err, size_t errlen)
 {
     /* No send callback: workers never offer jobs (the writer does). */
-    co_jobs_opts_t o = { .conninfo = cfg->conninfo, .ctx = w,
-                         .log = s_log,
-                         .statement_timeout_ms = cfg->query_timeout_ms };
+    /* Parallel workers are processes of their own, at the server's
+     * priority: a query that spawns two would take both cores from the
+     * writer at full priority (hosts, history did under fleet_load). */
+    co_conn_opts_t co = { .conninfo = cfg->conninfo,
+                          .settings = "SET max_parallel_workers_per_gather "
+                                      "= 0",
+                          .statement_timeout_ms = cfg->query_timeout_ms };
     w->pool = pool;
     w->renice = cfg->private_db;
-    w->jobs = co_jobs_new(&o);
+    w->conn = co_conn_new(&co);
+    co_jobs_opts_t o = { .conn = w->conn, .ctx = w, .log = s_log };
+    w->jobs = w->conn ? co_jobs_new(&o) : NULL;
     w->query = w->jobs ? co_query_new(w->jobs, cfg->floor_window, keys)
                        : NULL;
     if (w->query)
         co_query_set_parity(w->query, cfg->parity);
     if (w->query && cfg->query_conninfo) {
-        co_jobs_opts_t ro = o;
+        co_conn_opts_t ro = co;
         ro.conninfo = cfg->query_conninfo;
-        if (!(w->read = co_jobs_new(&ro)))
+        if (!(w->read = co_conn_new(&ro)))
             co_query_destroy(&w->query);
         else
             co_query_set_reader(w->query, w->read);
@@ -222,7 +222,8 @@ co_qpool_destroy(co_qpool_t **poolp)
             zmq_close(w->out);
         co_query_destroy(&w->query);
         co_jobs_destroy(&w->jobs);
-        co_jobs_destroy(&w->read);
+        co_conn_destroy(&w->conn);
+        co_conn_destroy(&w->read);
     }
     free(pool->workers);
     co_queue_destroy(&pool->in);

@@ -37,10 +37,11 @@
 
 struct co_query {
     co_jobs_t *jobs;
-    /* --query-db: the read-only commands' connection (NULL: jobs'), and
+    co_conn_t *conn;               /* jobs' connection */
+    /* --query-db: the read-only commands' connection (NULL: conn), and
      * the one the request being handled uses. */
-    co_jobs_t *read;
-    co_jobs_t *cur;
+    co_conn_t *read;
+    co_conn_t *cur;
     co_keys_t *keys;               /* co_enroll's decisions; may be NULL */
     int floor_window;
     double parity;                 /* baseline's verdicts */
@@ -62,7 +63,8 @@ co_query_new(co_jobs_t *jobs, int floor_window, co_keys_t *keys)
         return NULL;
     }
     q->jobs = jobs;
-    q->cur = jobs;
+    q->conn = co_jobs_conn(jobs);
+    q->cur = q->conn;
     q->keys = keys;
     q->floor_window = floor_window > 0 ? floor_window : 1000;
     q->parity = VD_DEFAULT_PARITY;
@@ -188,7 +190,7 @@ static PGresult *
 s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
     const char *const *p)
 {
-    co_reply_t c = { q->cur, CO_REPLY_OK, res->err, sizeof res->err };
+    co_reply_t c = co_reply_begin(q->cur, q->jobs, res->err, sizeof res->err);
     PGresult *r = co_reply_q(&c, sql, n, p);
     res->status = c.status;
     return r;
@@ -1146,7 +1148,7 @@ s_args_known(const char *cmd, const json_t *args, s_res_t *res)
 }
 
 void
-co_query_set_reader(co_query_t *q, co_jobs_t *read)
+co_query_set_reader(co_query_t *q, co_conn_t *read)
 {
     q->read = read;
 }
@@ -1213,8 +1215,8 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     /* A database restarted since the last request: reconnect now rather
      * than fail this one. */
     char derr[S_ERR_MAX - 64];
-    q->cur = q->read && s_reads_only(cmd) ? q->read : q->jobs;
-    if (co_jobs_conn_ready(q->cur, derr, sizeof derr) != 0) {
+    q->cur = q->read && s_reads_only(cmd) ? q->read : q->conn;
+    if (co_conn_ready(q->cur, derr, sizeof derr) != 0) {
         res.status = CO_REPLY_UNAVAILABLE;
         pw_err(res.err, sizeof res.err, "database unavailable: %s", derr);
         goto out;
@@ -1234,7 +1236,7 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     else if (strcmp(cmd, "show") == 0)
         body = s_show(q, args, &res);
     else if (co_history_handles(cmd) || co_changes_handles(cmd)) {
-        co_reply_t c = co_reply_begin(q->cur, res.err, sizeof res.err);
+        co_reply_t c = co_reply_begin(q->cur, NULL, res.err, sizeof res.err);
         body = co_reply_end(&c, co_history_handles(cmd) ?
                             co_history_handle(&c, cmd, args) :
                             co_changes_handle(&c, cmd, args), &res.status);
@@ -1246,12 +1248,13 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
         body = co_bisect_handle(q->jobs, key, cmd, args, q->parity,
                                 &res.status, res.err, sizeof res.err);
     else if (co_confirm_handles(cmd)) {
-        co_reply_t c = co_reply_begin(q->jobs, res.err, sizeof res.err);
+        co_reply_t c = co_reply_begin(q->conn, q->jobs, res.err,
+                                      sizeof res.err);
         body = co_reply_end(&c, co_confirm_handle(&c, key, cmd, args),
                             &res.status);
     }
     else if (co_enroll_handles(cmd))
-        body = co_enroll_handle(q->jobs, q->keys, key, cmd, args,
+        body = co_enroll_handle(q->conn, q->keys, key, cmd, args,
                                 &res.status, res.err, sizeof res.err);
     if (res.status == CO_REPLY_OK && !body) {
         res.status = CO_REPLY_UNAVAILABLE;

@@ -20,11 +20,11 @@
  * Arguments: a command's unknown argument, a value of the wrong type or
  * out of range is CO_REPLY_BADARGS naming it, before anything is read or
  * written. Each request first checks the database connection
- * (co_jobs_conn_ready): down is CO_REPLY_UNAVAILABLE, "database
+ * (co_conn_ready): down is CO_REPLY_UNAVAILABLE, "database
  * unavailable: ..."; every error text is one line.
  *
- * The module borrows a co_jobs_t (its database connection, and the job
- * operations); it keeps only the admin keys. Nothing here prints.
+ * The module borrows a co_jobs_t (the job operations, and their
+ * connection, which every command uses but those --query-db takes); it keeps only the admin keys. Nothing here prints.
  */
 #ifndef CO_QUERY_H
 #define CO_QUERY_H
@@ -54,7 +54,7 @@ void co_query_destroy(co_query_t **q);
 /* The read-only commands (hosts, job, jobs, verdicts, show, history,
  * regressions, report, baseline) run on read's connection from now on: a
  * streaming replica (--query-db). Borrowed; NULL: the primary's. */
-void co_query_set_reader(co_query_t *q, co_jobs_t *read);
+void co_query_set_reader(co_query_t *q, co_conn_t *read);
 
 /* The flat tolerance of the verdicts it computes itself (`baseline`):
  * the collector's --parity. VD_DEFAULT_PARITY until set. */

@@ -12,9 +12,9 @@
 
 
 co_reply_t
-co_reply_begin(co_jobs_t *jobs, char *err, size_t errlen)
+co_reply_begin(co_conn_t *conn, co_jobs_t *jobs, char *err, size_t errlen)
 {
-    co_reply_t c = { jobs, CO_REPLY_OK, err, errlen };
+    co_reply_t c = { conn, jobs, CO_REPLY_OK, err, errlen };
     if (errlen)
         err[0] = '\0';
     return c;
@@ -39,36 +39,30 @@ co_reply_fail(co_reply_t *c, int status, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Run one parameterised query; NULL with c's status set (the database
- * is down or refused it). The caller PQclears the result. */
+PGresult *
+co_reply_run(co_reply_t *c, const co_stmt_t *st, const char *const *p)
+{
+    char e[256];
+    int kind;
+    PGresult *r = co_conn_run(c->conn, st, p, &kind, e, sizeof e);
+    if (r)
+        return r;
+    if (kind == CO_CONN_TIMEOUT)
+        co_reply_fail(c, CO_REPLY_TIMEOUT, CO_REPLY_TIMEOUT_FMT,
+                      co_conn_timeout_ms(c->conn) / 1000.0);
+    else if (kind == CO_CONN_DOWN && !co_conn_raw(c->conn))
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "database unavailable: %s", e);
+    else
+        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "database unavailable: "
+                      "query failed: %s", e);
+    return NULL;
+}
+
 PGresult *
 co_reply_q(co_reply_t *c, const char *sql, int n, const char *const *p)
 {
-    char e[256];
-    PGconn *conn = co_jobs_conn(c->jobs, e, sizeof e);
-    if (!conn) {
-        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "database unavailable: %s", e);
-        return NULL;
-    }
-    PGresult *r = PQexecParams(conn, sql, n, NULL, p, NULL, NULL, 0);
-    if (co_jobs_timed_out(r)) {
-        co_reply_fail(c, CO_REPLY_TIMEOUT, CO_REPLY_TIMEOUT_FMT,
-               co_jobs_statement_timeout_ms(c->jobs) / 1000.0);
-        PQclear(r);
-        return NULL;
-    }
-    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-        co_reply_fail(c, CO_REPLY_UNAVAILABLE, "database unavailable: "
-               "query failed: %s",
-               r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
-        char *nl = strchr(c->err, '\n');
-        if (nl)
-            *nl = '\0';
-        PQclear(r);
-        co_jobs_conn_check(c->jobs);
-        return NULL;
-    }
-    return r;
+    co_stmt_t st = { "query", sql, n, PGRES_TUPLES_OK, false };
+    return co_reply_run(c, &st, p);
 }
 
 json_int_t

@@ -6,7 +6,7 @@
  * co_history and co_changes, and none of them includes co_query.h.
  *
  * The error line is the reply's; status is one of CO_REPLY_*.
- * Nothing here prints; the connection is co_jobs' (borrowed).
+ * Nothing here prints; the connection is the caller's (borrowed).
  */
 #ifndef CO_REPLY_H
 #define CO_REPLY_H
@@ -45,15 +45,18 @@ enum {
 
 /* One answer's status and error line. */
 typedef struct {
-    co_jobs_t *jobs;
+    co_conn_t *conn;
+    co_jobs_t *jobs;   /* for a command that makes or cancels jobs */
     int status;
     char *err;
     size_t errlen;
 } co_reply_t;
 
-/* A command handler's reply: status OK and an empty error line, in err
- * (errlen bytes, may be 0) for jobs' connection. */
-co_reply_t co_reply_begin(co_jobs_t *jobs, char *err, size_t errlen);
+/* A command handler's reply on conn: status OK and an empty error line,
+ * in err (errlen bytes, may be 0). jobs (may be NULL) is for commands
+ * that make or cancel jobs. Both borrowed. */
+co_reply_t co_reply_begin(co_conn_t *conn, co_jobs_t *jobs, char *err,
+                          size_t errlen);
 
 /* A command handler's end: body, its *status c's. A NULL body with no
  * failure said yet is out of memory (CO_REPLY_UNAVAILABLE), so every
@@ -64,9 +67,12 @@ json_t *co_reply_end(co_reply_t *c, json_t *body, int *status);
 void co_reply_fail(co_reply_t *c, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Run one parameterised query that returns rows; NULL with c's status
- * set (the database is down, timed out or refused it). The caller
- * PQclears the result. */
+/* Run one statement (co_conn_run); NULL with c's status set: the
+ * database is down or refused it (CO_REPLY_UNAVAILABLE), or it timed out
+ * (CO_REPLY_TIMEOUT). The caller PQclears the result. */
+PGresult *co_reply_run(co_reply_t *c, const co_stmt_t *st,
+                       const char *const *p);
+/* co_reply_run of a query returning rows, its text given here. */
 PGresult *co_reply_q(co_reply_t *c, const char *sql, int n,
                      const char *const *p);
 

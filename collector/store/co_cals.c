@@ -19,28 +19,28 @@ enum {
     S_HELD, S_WINDOW, S_HOST_FLOOR, S_CALIBRATION, S_RUN_FLOOR,
     S_COPY_SAMPLES, S_COPY_HOST
 };
-static const co_db_stmt_t s_sql[] = {
-    [S_HELD] = {
+static const co_stmt_t s_sql[] = {
+    [S_HELD] = { "cals.held",
         "SELECT taken_at_us, wall_us, quiet FROM host_calibration WHERE "
         "host_id = $1 ORDER BY taken_at_us DESC LIMIT $2",
         2, PGRES_TUPLES_OK, false },
-    [S_WINDOW] = {
+    [S_WINDOW] = { "cals.window",
         "SELECT taken_at_us, wall_us, quiet FROM host_calibration WHERE "
         "host_id = $1 AND taken_at_us <= $2 ORDER BY taken_at_us DESC LIMIT "
         "$3",
         3, PGRES_TUPLES_OK, false },
-    [S_HOST_FLOOR] = {
+    [S_HOST_FLOOR] = { "cals.host_floor",
         "UPDATE hosts SET floor_us = $2, floor_is_default = $3, floor_samples "
         "= $4, floor_at_us = $5, floor_quiet = $6, floor_oldest_us = $7, "
         "floor_newest_us = $8 WHERE id = $1 AND (floor_at_us IS NULL OR "
         "floor_at_us <= $5)",
         8, PGRES_COMMAND_OK, false },
-    [S_CALIBRATION] = {
+    [S_CALIBRATION] = { "cals.calibration",
         "INSERT INTO calibrations (calibration_id, host_id, taken_at_us, "
         "n_samples, quiet) VALUES ($1, $2, $3, $4, $5) ON CONFLICT "
         "(calibration_id) DO NOTHING RETURNING id",
         5, PGRES_TUPLES_OK, false },
-    [S_RUN_FLOOR] = {
+    [S_RUN_FLOOR] = { "cals.run_floor",
         "WITH f AS (INSERT INTO floors (host_id, run, floor_us, is_default, "
         "n_samples, window_size, until_us, quiet, oldest_us, newest_us) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7, $9, $10, $11) ON CONFLICT (run) "
@@ -50,13 +50,13 @@ static const co_db_stmt_t s_sql[] = {
         "(floor_at_us IS NULL OR floor_at_us <= $8)",
         11, PGRES_COMMAND_OK, true },
     /* Every sample of a Calibration message, as it came. */
-    [S_COPY_SAMPLES] = {
+    [S_COPY_SAMPLES] = { "cals.copy_samples",
         "COPY calibration_samples (calibration, host_id, idx, taken_at_us, "
         "wall_us, cpu_us, task_clock_us, peak_rss_kb) FROM STDIN (FORMAT "
         "binary)", 0, PGRES_COPY_IN, false },
     /* host_calibration (006): every calibration sample of a host, from
      * Calibration messages and the rounds' CALIBRATION samples. */
-    [S_COPY_HOST] = {
+    [S_COPY_HOST] = { "cals.copy_host",
         "COPY host_calibration (host_id, taken_at_us, wall_us, quiet, "
         "cpu_us, task_clock_us, peak_rss_kb) FROM STDIN (FORMAT binary)",
         0, PGRES_COPY_IN, false },

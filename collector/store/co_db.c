@@ -14,6 +14,7 @@
 
 #include <libpq-fe.h>
 
+#include "co_conn.h"
 #include "co_migrations.h"
 #include "pw_buf.h"
 #include "pw_err.h"
@@ -29,9 +30,6 @@
 /* Benchmark and environment ids held (co_ids): a fleet's suites and
  * hosts' environments in use at once, far more than one burst needs. */
 #define S_IDS_SLOTS     512
-/* The writer's hot statements, prepared once per connection (co_db_run
- * of a table entry with prepare set): ten or so. */
-#define S_PREPARED_MAX  16
 
 typedef struct {
     char uuid[CO_DB_UUID_MAX];
@@ -41,8 +39,7 @@ typedef struct {
 } s_run_ref_t;
 
 struct co_db {
-    char *conninfo;
-    PGconn *conn;
+    co_conn_t *cn;                 /* manual: co_db_connect makes it */
     s_run_ref_t runs[S_RUN_CACHE];
     size_t runs_next;              /* round-robin slot to overwrite */
     /* The calibration window of the floor kept on a host's row when a
@@ -75,10 +72,6 @@ struct co_db {
      * RunStart's two look-ups, mostly. Forgotten with the floors. NULL
      * when out of memory: then always asked. */
     co_ids_t *ids;
-    /* The statements prepared on this connection, by the address of
-     * their table entry. Emptied with the connection. */
-    const co_db_stmt_t *prepared[S_PREPARED_MAX];
-    int n_prepared;
     /* The message being stored ("batch R/3", "hello"), set by the store
      * functions while they run: a statement the database refuses for
      * the message's content is reported under this name, never with the
@@ -98,36 +91,43 @@ s_forget_written(co_db_t *db)
     memset(db->runs, 0, sizeof db->runs);
 }
 
-/* Classify a failed result: data and constraint errors (SQLSTATE classes
- * 22 and 23) are the message's fault and permanent; anything else (lost
- * connection, disk full, shutdown) is the database's and worth a retry.
- * A refusal's text goes back to the peer: it names the message (db->what)
- * and, for a data error (class 22: a value out of range, bytes that are
- * not UTF-8), PostgreSQL's one-line reason about the value, never the
- * statement, and not a constraint's name (class 23). Content checks
- * before the database are meant to leave this for what they missed.
- * Any other failure is logged only, so it keeps the statement. */
+/* co_conn's failure of a statement in co_db's terms: data and
+ * constraint errors (SQLSTATE classes 22 and 23) are the message's fault
+ * and permanent; anything else (lost connection, disk full, shutdown) is
+ * the database's and worth a retry. A refusal's text goes back to the
+ * peer: it names the message (db->what) and, for a data error (a value
+ * out of range, bytes that are not UTF-8), PostgreSQL's one-line reason
+ * about the value, never the statement, and not a constraint's name.
+ * Content checks before the database are meant to leave this for what
+ * they missed. Any other failure is logged only, so err keeps co_conn's
+ * text (the statement's name and the server's line). */
 static int
-s_fail(co_db_t *db, PGresult *r, const char *what, char *err, size_t errlen)
+s_failed(co_db_t *db, int kind, char *err, size_t errlen)
 {
-    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    const char *why = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
-                        : NULL;
     s_forget_written(db);   /* what it wrote is about to be undone */
-    if (state && strncmp(state, "22", 2) == 0) {
+    const char *state = co_conn_sqlstate(db->cn);
+    if (kind == CO_CONN_DATA) {
+        const char *why = co_conn_reason(db->cn);
         pw_err_line(err, errlen, "%s%sthe database refused it: %s (SQLSTATE "
                     "%s)", db->what, db->what[0] ? ": " : "",
-                    why ? why : "data error", state);
+                    why[0] ? why : "data error", state);
         return CO_DB_REFUSED;
     }
-    if (state && strncmp(state, "23", 2) == 0) {
+    if (kind == CO_CONN_CONSTRAINT) {
         pw_err_line(err, errlen, "%s%sthe database refused it: a constraint "
                     "failed (SQLSTATE %s)", db->what, db->what[0] ? ": " : "",
                     state);
         return CO_DB_REFUSED;
     }
-    pw_err_line(err, errlen, "%s: %s", what, PQerrorMessage(db->conn));
     return CO_DB_FAIL;
+}
+
+/* s_failed of a result of the raw connection (r may be NULL). */
+static int
+s_fail(co_db_t *db, PGresult *r, const char *what, char *err, size_t errlen)
+{
+    return s_failed(db, co_conn_failed(db->cn, r, what, err, errlen), err,
+                    errlen);
 }
 
 void
@@ -148,13 +148,6 @@ co_db_what_text(const co_db_t *db)
     return db->what;
 }
 
-static void
-s_quiet(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message;
-}
-
 co_db_t *
 co_db_new(const char *conninfo)
 {
@@ -162,10 +155,14 @@ co_db_new(const char *conninfo)
     if (db) {
         db->floor_window = CO_DB_FLOOR_WINDOW;
         pw_buf_init(&db->copy, CO_DB_COPY_MAX);
-        db->conninfo = strdup(conninfo ? conninfo : "");
+        /* Each COMMIT waits for its WAL flush: an Ack follows it. */
+        co_conn_opts_t o = { .conninfo = conninfo,
+                             .settings = "SET synchronous_commit = on",
+                             .manual = true };
+        db->cn = co_conn_new(&o);
         db->floors = co_floors_new(CO_DB_FLOOR_WINDOW);
         db->ids = co_ids_new(S_IDS_SLOTS);
-        if (!db->conninfo || !db->floors || !db->ids)
+        if (!db->cn || !db->floors || !db->ids)
             co_db_destroy(&db);
     }
     return db;
@@ -187,15 +184,11 @@ co_db_set_floor_window(co_db_t *db, int window)
 void
 co_db_disconnect(co_db_t *db)
 {
-    if (db && db->conn) {
-        PQfinish(db->conn);
-        db->conn = NULL;
-    }
     if (db) {
+        co_conn_close(db->cn);
         db->outer = false;
         db->begin_pending = false;
         db->release_pending = false;
-        db->n_prepared = 0;     /* they lived in the server process */
         s_forget_written(db);
     }
 }
@@ -208,7 +201,7 @@ co_db_destroy(co_db_t **db)
     co_db_disconnect(*db);
     co_floors_destroy(&(*db)->floors);
     co_ids_destroy(&(*db)->ids);
-    free((*db)->conninfo);
+    co_conn_destroy(&(*db)->cn);
     pw_buf_free(&(*db)->copy);
     free(*db);
     *db = NULL;
@@ -217,38 +210,7 @@ co_db_destroy(co_db_t **db)
 bool
 co_db_connected(const co_db_t *db)
 {
-    return db->conn && PQstatus(db->conn) == CONNECTION_OK;
-}
-
-PGconn *
-co_db_open(const char *conninfo, const char *settings, char *err,
-           size_t errlen)
-{
-    /* A server that takes the TCP connection and never answers would
-     * stall the thread connecting (the writer's every Ack) for minutes.
-     * connect_timeout comes first so that one in the user's conninfo
-     * wins. */
-    const char *const keys[] = { "connect_timeout", "dbname", NULL };
-    const char *const vals[] = { CO_DB_CONNECT_TIMEOUT, conninfo, NULL };
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
-    const char *what = "PQconnectdb";
-    if (c && PQstatus(c) == CONNECTION_OK) {
-        /* Quiet NOTICEs (e.g. "relation exists, skipping") would go to
-         * stderr and break the one-line-per-event log. */
-        PQsetNoticeProcessor(c, s_quiet, NULL);
-        if (!settings)
-            return c;
-        PGresult *r = PQexec(c, settings);
-        bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        PQclear(r);
-        if (ok)
-            return c;
-        what = "settings";
-    }
-    const char *m = c ? PQerrorMessage(c) : "out of memory";
-    pw_err(err, errlen, "%s: %.*s", what, (int)strcspn(m, "\n"), m);
-    PQfinish(c);
-    return NULL;
+    return co_conn_up(db->cn);
 }
 
 int
@@ -256,10 +218,9 @@ co_db_connect(co_db_t *db, char *err, size_t errlen)
 {
     co_db_disconnect(db);
     memset(db->runs, 0, sizeof db->runs);
-    /* jit off: co_jobs says why. */
-    db->conn = co_db_open(db->conninfo, "SET synchronous_commit = on; "
-                          "SET jit = off", err, errlen);
-    return db->conn ? CO_DB_OK : CO_DB_FAIL;
+    if (co_conn_connect(db->cn, err, errlen) != 0)
+        return CO_DB_FAIL;
+    return CO_DB_OK;
 }
 
 /* Send co_db_begin's BEGIN if it is still waiting for a statement. */
@@ -269,7 +230,7 @@ s_begin_flush(co_db_t *db, char *err, size_t errlen)
     if (!db->begin_pending)
         return CO_DB_OK;
     db->begin_pending = false;
-    PGresult *r = PQexec(db->conn, "BEGIN");
+    PGresult *r = PQexec(co_conn_raw(db->cn), "BEGIN");
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK
              ? CO_DB_OK : s_fail(db, r, "BEGIN", err, errlen);
     PQclear(r);
@@ -297,7 +258,7 @@ co_db_exec(co_db_t *db, const char *sql, char *err, size_t errlen)
     } else if (s_begin_flush(db, err, errlen) != CO_DB_OK) {
         return CO_DB_FAIL;
     }
-    PGresult *r = PQexec(db->conn, sql);
+    PGresult *r = PQexec(co_conn_raw(db->cn), sql);
     int rc = CO_DB_OK;
     if (PQresultStatus(r) != PGRES_COMMAND_OK
         && PQresultStatus(r) != PGRES_TUPLES_OK)
@@ -320,7 +281,7 @@ void
 co_db_rollback(co_db_t *db)
 {
     s_forget_written(db);   /* rows held may be undone */
-    if (!db->conn || PQstatus(db->conn) != CONNECTION_OK)
+    if (!co_conn_up(db->cn))
         return;
     if (db->outer && db->begin_pending)
         return;   /* nothing was sent */
@@ -331,10 +292,10 @@ co_db_rollback(co_db_t *db)
     if (db->outer && db->release_pending)
         return;
     if (db->outer) {
-        PQclear(PQexec(db->conn, "ROLLBACK TO SAVEPOINT co_msg; "
+        PQclear(PQexec(co_conn_raw(db->cn), "ROLLBACK TO SAVEPOINT co_msg; "
                        "RELEASE SAVEPOINT co_msg"));
     } else {
-        PQclear(PQexec(db->conn, "ROLLBACK"));
+        PQclear(PQexec(co_conn_raw(db->cn), "ROLLBACK"));
     }
 }
 
@@ -352,7 +313,7 @@ co_db_begin(co_db_t *db, char *err, size_t errlen)
 {
     if (db->outer)
         return CO_DB_OK;
-    if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
+    if (!co_conn_up(db->cn)) {
         pw_err_line(err, errlen, "BEGIN: not connected");
         return CO_DB_FAIL;
     }
@@ -397,76 +358,34 @@ PGresult *
 co_db_run_text(co_db_t *db, const char *sql, int n, const char *const *params,
                ExecStatusType want, int *rc, char *err, size_t errlen)
 {
-    if ((*rc = s_begin_flush(db, err, errlen)) != CO_DB_OK)
-        return NULL;
-    PGresult *r = PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) != want) {
-        *rc = s_fail(db, r, sql, err, errlen);
-        PQclear(r);
-        return NULL;
-    }
-    *rc = CO_DB_OK;
-    return r;
-}
-
-/* The name under which st is prepared on this connection, preparing it
- * the first time: false when it is not (no room, or PQprepare failed:
- * the caller then sends the text, whose failure says why). A statement
- * prepared is not undone by a rollback. */
-static bool
-s_prepared(co_db_t *db, const co_db_stmt_t *st, char *name, size_t len)
-{
-    int k = 0;
-    while (k < db->n_prepared && db->prepared[k] != st)
-        k++;
-    snprintf(name, len, "co_p%d", k);
-    if (k < db->n_prepared)
-        return true;
-    if (k == S_PREPARED_MAX)
-        return false;
-    PGresult *r = PQprepare(db->conn, name, st->sql, st->n_params, NULL);
-    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    PQclear(r);
-    if (ok)
-        db->prepared[db->n_prepared++] = st;
-    return ok;
+    co_stmt_t st = { sql, sql, n, want, false };
+    return co_db_run(db, &st, params, rc, err, errlen);
 }
 
 /* The hot statements are parsed and planned once per connection, not at
- * every message: under a fleet's load the writer's server process waits
- * for a CPU about as long as it runs (docs/performance.md, "A fleet of
- * 1,000 agents"), so its CPU is the writer's time. */
+ * every message (co_conn prepares a table entry with prepare set): under
+ * a fleet's load the writer's server process waits for a CPU about as
+ * long as it runs (docs/performance.md, "A fleet of 1,000 agents"), so
+ * its CPU is the writer's time. */
 PGresult *
-co_db_run(co_db_t *db, const co_db_stmt_t *st, const char *const *params,
+co_db_run(co_db_t *db, const co_stmt_t *st, const char *const *params,
           int *rc, char *err, size_t errlen)
 {
-    char name[16];
-    if (!st->prepare)
-        return co_db_run_text(db, st->sql, st->n_params, params, st->want,
-                              rc, err, errlen);
     if ((*rc = s_begin_flush(db, err, errlen)) != CO_DB_OK)
         return NULL;
-    if (!s_prepared(db, st, name, sizeof name))
-        return co_db_run_text(db, st->sql, st->n_params, params, st->want,
-                              rc, err, errlen);
-    PGresult *r = PQexecPrepared(db->conn, name, st->n_params, params, NULL,
-                                 NULL, 0);
-    if (PQresultStatus(r) != st->want) {
-        *rc = s_fail(db, r, st->sql, err, errlen);
-        PQclear(r);
-        return NULL;
-    }
-    *rc = CO_DB_OK;
+    int kind;
+    PGresult *r = co_conn_run(db->cn, st, params, &kind, err, errlen);
+    *rc = r ? CO_DB_OK : s_failed(db, kind, err, errlen);
     return r;
 }
 
 /* ---- migrations ---------------------------------------------------- */
 
 enum { S_VERSION, S_VERSION_ADD };
-static const co_db_stmt_t s_sql[] = {
-    [S_VERSION] = { "SELECT coalesce(max(version), 0) FROM schema_version",
+static const co_stmt_t s_sql[] = {
+    [S_VERSION] = { "db.version", "SELECT coalesce(max(version), 0) FROM schema_version",
                     0, PGRES_TUPLES_OK, false },
-    [S_VERSION_ADD] = { "INSERT INTO schema_version (version, name) VALUES "
+    [S_VERSION_ADD] = { "db.version_add", "INSERT INTO schema_version (version, name) VALUES "
                         "($1, $2)", 2, PGRES_COMMAND_OK, false },
 };
 
@@ -514,11 +433,11 @@ co_db_migrate(co_db_t *db, int *applied, char *err, size_t errlen)
             continue;
         if ((rc = co_db_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
             goto unlock;
-        PGresult *r = PQexec(db->conn, m->sql);
+        PGresult *r = PQexec(co_conn_raw(db->cn), m->sql);
         if (PQresultStatus(r) != PGRES_COMMAND_OK
             && PQresultStatus(r) != PGRES_TUPLES_OK) {
             pw_err_line(err, errlen, "migration %s: %s", m->name,
-                        PQerrorMessage(db->conn));
+                        PQerrorMessage(co_conn_raw(db->cn)));
             PQclear(r);
             co_db_rollback(db);
             rc = CO_DB_FAIL;
@@ -542,7 +461,7 @@ co_db_migrate(co_db_t *db, int *applied, char *err, size_t errlen)
     rc = CO_DB_OK;
 unlock:
     if (co_db_connected(db))
-        PQclear(PQexec(db->conn, "SELECT pg_advisory_unlock(7041)"));
+        PQclear(PQexec(co_conn_raw(db->cn), "SELECT pg_advisory_unlock(7041)"));
     return rc;
 }
 
@@ -661,14 +580,14 @@ s_copy_results(co_db_t *db, const char *sql, int rc, char *err,
 {
     PGresult *r;
     int n = 0;
-    while ((r = PQgetResult(db->conn)) != NULL) {
+    while ((r = PQgetResult(co_conn_raw(db->cn))) != NULL) {
         ExecStatusType st = PQresultStatus(r);
         if (st != PGRES_COMMAND_OK && rc == CO_DB_OK)
             rc = st == PGRES_COPY_IN ? CO_DB_FAIL
                                      : s_fail(db, r, sql, err, errlen);
         PQclear(r);
         if (st == PGRES_COPY_IN)
-            (void)PQputCopyEnd(db->conn, "parity: COPY abandoned");
+            (void)PQputCopyEnd(co_conn_raw(db->cn), "parity: COPY abandoned");
         if (++n >= S_COPY_RESULTS_MAX) {
             pw_err_line(err, errlen, "%s: the server did not end the COPY",
                         sql);
@@ -694,25 +613,25 @@ co_db_copy_send(co_db_t *db, const char *sql, char *err, size_t errlen)
     int brc = s_begin_flush(db, err, errlen);
     if (brc != CO_DB_OK)
         return brc;
-    PGresult *r = PQexec(db->conn, sql);
+    PGresult *r = PQexec(co_conn_raw(db->cn), sql);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         int rc = s_fail(db, r, sql, err, errlen);
         PQclear(r);
         return rc;
     }
     PQclear(r);
-    if (PQputCopyData(db->conn, pw_buf_data(&db->copy),
+    if (PQputCopyData(co_conn_raw(db->cn), pw_buf_data(&db->copy),
                       (int)db->copy.len) != 1) {
         pw_err_line(err, errlen, "PQputCopyData: %s",
-                    PQerrorMessage(db->conn));
+                    PQerrorMessage(co_conn_raw(db->cn)));
         s_forget_written(db);
         /* The server stays in COPY-IN until the copy ends: end it as
          * failed (it rolls the rows back), then collect the results. */
-        (void)PQputCopyEnd(db->conn, "parity: COPY data not sent");
+        (void)PQputCopyEnd(co_conn_raw(db->cn), "parity: COPY data not sent");
         return s_copy_results(db, sql, CO_DB_FAIL, NULL, 0);
     }
-    if (PQputCopyEnd(db->conn, NULL) != 1) {
-        pw_err_line(err, errlen, "PQputCopyEnd: %s", PQerrorMessage(db->conn));
+    if (PQputCopyEnd(co_conn_raw(db->cn), NULL) != 1) {
+        pw_err_line(err, errlen, "PQputCopyEnd: %s", PQerrorMessage(co_conn_raw(db->cn)));
         s_forget_written(db);
         return s_copy_results(db, sql, CO_DB_FAIL, NULL, 0);
     }

@@ -34,6 +34,7 @@
 
 #include <libpq-fe.h>
 
+#include "co_conn.h"
 #include "co_floors.h"
 #include "co_ids.h"
 #include "parity.pb-c.h"
@@ -47,10 +48,6 @@ enum {
     CO_DB_DEPENDS = -3,
 };
 
-/* Seconds a connect may take unless the conninfo says otherwise (each
- * is made on a thread with other work waiting: co_db_open). */
-#define CO_DB_CONNECT_TIMEOUT "2"
-
 /* Default size of the calibration window behind a host's floor. */
 #define CO_DB_FLOOR_WINDOW 1000
 /* Upper bound of that window (and of --floor-window). */
@@ -61,15 +58,6 @@ typedef struct co_db co_db_t;
 /* A handle for conninfo (copied). Does not connect. Caller owns it. */
 co_db_t *co_db_new(const char *conninfo);
 void co_db_destroy(co_db_t **db);
-
-/* A new connection to conninfo, every connection of the collector made
- * the same way: connect_timeout CO_DB_CONNECT_TIMEOUT unless conninfo
- * says otherwise, NOTICEs quieted (they would break the one-line log),
- * then the statements of settings (NULL: none). NULL on failure, with
- * err "PQconnectdb: " or "settings: " and libpq's first line (never the
- * conninfo: it may hold a password). Caller owns it (PQfinish). */
-PGconn *co_db_open(const char *conninfo, const char *settings, char *err,
-                   size_t errlen);
 
 /* (Re)connect; drops a previous connection first. */
 int co_db_connect(co_db_t *db, char *err, size_t errlen);
@@ -131,7 +119,7 @@ void co_db_set_floor_window(co_db_t *db, int window);
 void co_db_set_collector(co_db_t *db, const char *name);
 
 /* ---- for the store modules --------------------------------------------
- * Each store module keeps its statements in a table (co_db_stmt_t) and
+ * Each store module keeps its statements in a table (co_stmt_t) and
  * runs them with co_db_run; a store function wraps its message in
  * co_db_exec(db, "BEGIN") ... co_db_exec(db, "COMMIT"), co_db_rollback on
  * failure (inside co_db_begin's burst these are a savepoint), and names
@@ -140,24 +128,16 @@ void co_db_set_collector(co_db_t *db, const char *name);
 /* Longest run id a store function accepts (its message's name too). */
 #define CO_DB_UUID_MAX 128
 
-/* One statement of a store module's table. */
-typedef struct {
-    const char *sql;
-    int n_params;
-    ExecStatusType want;   /* PGRES_COMMAND_OK or PGRES_TUPLES_OK */
-    /* Hot (one per message): parsed and planned once per connection
-     * (docs/performance.md, "Ingest"): the table entry's address names
-     * it, so the table must be static. */
-    bool prepare;
-} co_db_stmt_t;
-
-/* Run st with params (st->n_params of them): the result (caller clears)
- * or NULL with *rc and err set (co_db_fail's classification). */
-PGresult *co_db_run(co_db_t *db, const co_db_stmt_t *st,
+/* Run st with params (st->n_params of them) on the writer's connection
+ * (co_conn_run, inside the burst's transaction): the result (caller
+ * clears) or NULL with *rc and err set (a data or constraint error
+ * CO_DB_REFUSED, named by co_db_what; anything else CO_DB_FAIL). */
+PGresult *co_db_run(co_db_t *db, const co_stmt_t *st,
                     const char *const *params, int *rc, char *err,
                     size_t errlen);
 
-/* co_db_run for a statement built at run time (n rows of VALUES). */
+/* co_db_run for a statement built at run time (n rows of VALUES); its
+ * text is its name. */
 PGresult *co_db_run_text(co_db_t *db, const char *sql, int n,
                          const char *const *params, ExecStatusType want,
                          int *rc, char *err, size_t errlen);

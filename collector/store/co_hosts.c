@@ -13,8 +13,8 @@
 #include "pw_err.h"
 
 enum { S_HOST, S_ENVIRONMENT, S_SUITE, S_ONLINE, S_OFFLINE };
-static const co_db_stmt_t s_sql[] = {
-    [S_HOST] = {
+static const co_stmt_t s_sql[] = {
+    [S_HOST] = { "hosts.host",
         "INSERT INTO hosts (public_key, name, agent_version, key_claimed, "
         "boot_id, tags, online, collector) VALUES ($1, $2, $3, $4, $5, "
         "$6::jsonb, true, NULLIF($7, '')) "
@@ -24,23 +24,23 @@ static const co_db_stmt_t s_sql[] = {
         "EXCLUDED.tags, online = true, collector = EXCLUDED.collector, "
         "last_hello = now(), last_seen = now() RETURNING id",
         7, PGRES_TUPLES_OK, false },
-    [S_ENVIRONMENT] = {
+    [S_ENVIRONMENT] = { "hosts.environment",
         "INSERT INTO environments (host_id, digest, environment_json) "
         "VALUES ($1, md5($2), $2) ON CONFLICT (host_id, digest) DO NOTHING",
         2, PGRES_COMMAND_OK, false },
-    [S_SUITE] = {
+    [S_SUITE] = { "hosts.suite",
         "INSERT INTO suites (host_id, name, digest, benchmarks) VALUES ($1, "
         "$2, $3, ARRAY(SELECT json_array_elements_text($4::json))) ON "
         "CONFLICT (host_id, name, digest) DO NOTHING",
         4, PGRES_COMMAND_OK, false },
     /* Offline only while this collector still holds the host: after a
      * failover the host's row belongs to the collector it went to. */
-    [S_ONLINE] = {
+    [S_ONLINE] = { "hosts.online",
         "UPDATE hosts SET online = $2::boolean, last_seen = now() WHERE id "
         "= $1 AND ($2::boolean OR collector IS NOT DISTINCT FROM "
         "NULLIF($3, ''))",
         3, PGRES_COMMAND_OK, false },
-    [S_OFFLINE] = {
+    [S_OFFLINE] = { "hosts.offline",
         "UPDATE hosts SET online = false WHERE online AND (collector IS "
         "NULL OR collector = $1)",
         1, PGRES_COMMAND_OK, false },

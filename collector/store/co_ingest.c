@@ -32,23 +32,23 @@ enum {
  * n_samples), eight of calibration samples (s_cal_arrays). */
 #define S_BATCH_ARRAYS 11
 
-static const co_db_stmt_t s_sql[] = {
-    [S_REFUSAL] = {
+static const co_stmt_t s_sql[] = {
+    [S_REFUSAL] = { "ingest.refusal",
         "INSERT INTO refusals (host_id, run_uuid, batch_seq, reason) SELECT "
         "$1::bigint, $2::text, $3::bigint, $4::text WHERE CASE WHEN "
         "$3::bigint < 0 THEN NOT EXISTS (SELECT 1 FROM runs r WHERE "
         "r.run_uuid = $2) ELSE EXISTS (SELECT 1 FROM runs r WHERE r.run_uuid "
         "= $2 AND r.host_id = $1) END ON CONFLICT DO NOTHING",
         4, PGRES_COMMAND_OK, false },
-    [S_REFUSED_RUN] = {
+    [S_REFUSED_RUN] = { "ingest.refused_run",
         "SELECT reason FROM refusals WHERE host_id = $1 AND run_uuid = $2 AND "
         "batch_seq = -1",
         2, PGRES_TUPLES_OK, false },
-    [S_RUN] = {
+    [S_RUN] = { "ingest.run",
         "SELECT id, host_id, (SELECT count(*) FROM arms WHERE arms.run = "
         "runs.id) FROM runs WHERE run_uuid = $1",
         1, PGRES_TUPLES_OK, false },
-    [S_RUN_START] = {
+    [S_RUN_START] = { "ingest.run_start",
         "INSERT INTO runs (run_uuid, host_id, benchmark_id, job_id, label, "
         "tags, runs, warmup, started_at_us, environment, vars, revision, "
         "metrics) "
@@ -61,11 +61,11 @@ static const co_db_stmt_t s_sql[] = {
         "(1)) AS one (x) LEFT JOIN jobs j ON j.job_uuid = $4 AND $4 <> '' ON "
         "CONFLICT (run_uuid) DO NOTHING RETURNING id",
         13, PGRES_TUPLES_OK, true },
-    [S_BATCH] = {
+    [S_BATCH] = { "ingest.batch",
         "INSERT INTO batches (run, batch_seq, n_samples) VALUES ($1, $2, $3) "
         "ON CONFLICT (run, batch_seq) DO NOTHING",
         3, PGRES_COMMAND_OK, false },
-    [S_BATCHES] = {
+    [S_BATCHES] = { "ingest.batches",
         "WITH b AS (INSERT INTO batches (run, batch_seq, n_samples) SELECT * "
         "FROM unnest($1::bigint[], $2::integer[], $3::integer[]) ON CONFLICT "
         "(run, batch_seq) DO NOTHING RETURNING run, batch_seq), c AS (INSERT "
@@ -76,7 +76,7 @@ static const co_db_stmt_t s_sql[] = {
         "s, h, t, w, c, k, m) JOIN b ON b.run = u.r AND b.batch_seq = u.s) "
         "SELECT run, batch_seq FROM b",
         S_BATCH_ARRAYS, PGRES_TUPLES_OK, true },
-    [S_REFUSED_BATCH] = {
+    [S_REFUSED_BATCH] = { "ingest.refused_batch",
         "SELECT f.batch_seq, f.reason FROM refusals f WHERE f.host_id = $1 "
         "AND f.run_uuid = $2 AND f.batch_seq >= 0 AND f.batch_seq < "
         "$3::bigint AND NOT EXISTS (SELECT 1 FROM batches b WHERE b.run = $4 "
@@ -88,24 +88,24 @@ static const co_db_stmt_t s_sql[] = {
      * wait for it, or deadlock with it over two benchmarks. No row means
      * another writer's, committed after the statement began: the second
      * form (again) sees it. */
-    [S_BENCHMARK] = {
+    [S_BENCHMARK] = { "ingest.benchmark",
         "WITH ins AS (INSERT INTO benchmarks (suite, name) VALUES ($1, $2) "
         "ON CONFLICT (suite, name) DO NOTHING RETURNING id) SELECT id FROM "
         "ins UNION ALL SELECT id FROM benchmarks WHERE suite = $1 AND name "
         "= $2", 2, PGRES_TUPLES_OK, false },
-    [S_BENCHMARK_AGAIN] = {
+    [S_BENCHMARK_AGAIN] = { "ingest.benchmark_again",
         "SELECT id FROM benchmarks WHERE suite = $1 AND name = $2",
         2, PGRES_TUPLES_OK, false },
-    [S_ENVIRONMENT] = {
+    [S_ENVIRONMENT] = { "ingest.environment",
         "WITH ins AS (INSERT INTO environments (host_id, digest, "
         "environment_json) VALUES ($1, md5($2), $2) ON CONFLICT (host_id, "
         "digest) DO NOTHING RETURNING id) SELECT id FROM ins UNION ALL "
         "SELECT id FROM environments WHERE host_id = $1 AND digest = "
         "md5($2)", 2, PGRES_TUPLES_OK, false },
-    [S_ENVIRONMENT_AGAIN] = {
+    [S_ENVIRONMENT_AGAIN] = { "ingest.environment_again",
         "SELECT id FROM environments WHERE host_id = $1 AND digest = "
         "md5($2)", 2, PGRES_TUPLES_OK, false },
-    [S_COPY_SAMPLES] = {
+    [S_COPY_SAMPLES] = { "ingest.copy_samples",
         "COPY samples (run, batch_seq, idx, kind, arm, round, position, "
         "wall_us, user_us, sys_us, maxrss_kb, exit_status, term_signal, cpu, "
         "start_unix_us, error, instructions, cycles, task_clock_ns) FROM "
@@ -261,8 +261,8 @@ s_ids_key(char tag, const char *a, size_t alen, const char *b, size_t *len)
  * is a failure when required, else out stays empty. Takes key (NULL when
  * out of memory: not held). */
 static int
-s_id_of(co_db_t *db, char *key, size_t klen, const co_db_stmt_t *sql,
-        const co_db_stmt_t *again, const char *const *params, bool required,
+s_id_of(co_db_t *db, char *key, size_t klen, const co_stmt_t *sql,
+        const co_stmt_t *again, const char *const *params, bool required,
         char *out, size_t len, char *err, size_t errlen)
 {
     int rc = CO_DB_OK;

@@ -33,38 +33,38 @@ enum {
     S_CANCEL_4, S_CLAIM, S_DISPATCH, S_LOST_JOB, S_LOST_ALL,
     S_REVISION_PREV, S_REVISION_WARNED
 };
-static const co_db_stmt_t s_sql[] = {
-    [S_HOST_ID] = {
+static const co_stmt_t s_sql[] = {
+    [S_HOST_ID] = { "jobs.host_id",
         "SELECT id FROM hosts WHERE public_key = $1",
         1, PGRES_TUPLES_OK, false },
-    [S_CHECK_END] = {
+    [S_CHECK_END] = { "jobs.check_end",
         "UPDATE jobs SET state = 'ended', ended_at_us = $2 WHERE id = $1 "
         "AND state = 'active' AND NOT EXISTS (SELECT 1 FROM job_hosts WHERE "
         "job = $1 AND state IN ('queued', 'running')) RETURNING job_uuid",
         2, PGRES_TUPLES_OK, false },
-    [S_UNCLAIM] = {
+    [S_UNCLAIM] = { "jobs.unclaim",
         "UPDATE job_hosts h SET state = 'queued', offered_at_us = NULL FROM "
         "unnest($1::bigint[], $2::bigint[]) AS u(job, host_id) WHERE h.job "
         "= u.job AND h.host_id = u.host_id AND h.state = 'running'",
         2, PGRES_COMMAND_OK, false },
-    [S_REPLACE_SUITES_1] = {
+    [S_REPLACE_SUITES_1] = { "jobs.replace_suites_1",
         "DELETE FROM host_suites WHERE host_id = $1",
         1, PGRES_COMMAND_OK, false },
-    [S_REPLACE_SUITES_2] = {
+    [S_REPLACE_SUITES_2] = { "jobs.replace_suites_2",
         "INSERT INTO host_suites (host_id, name, digest, benchmarks, "
         "revision) SELECT $1, $2, $3, ARRAY(SELECT "
         "json_array_elements_text($4::json)), $5 ON CONFLICT DO NOTHING",
         5, PGRES_COMMAND_OK, false },
-    [S_AGENT_ONLINE] = {
+    [S_AGENT_ONLINE] = { "jobs.agent_online",
         "SELECT j.job_uuid, j.id FROM job_hosts h JOIN jobs j ON j.id = "
         "h.job WHERE h.host_id = $1 AND h.state = 'running' ORDER BY "
         "h.offered_at_us DESC LIMIT 1",
         1, PGRES_TUPLES_OK, false },
-    [S_AGENT_OFFLINE] = {
+    [S_AGENT_OFFLINE] = { "jobs.agent_offline",
         "SELECT 1 FROM hosts WHERE id = $1 AND collector IS DISTINCT FROM "
         "$2 AND online",
         2, PGRES_TUPLES_OK, false },
-    [S_STATUS] = {
+    [S_STATUS] = { "jobs.status",
         "WITH cur AS (SELECT h.job, h.host_id, h.state, CASE WHEN $3 = "
         "'done' THEN (SELECT count(*) FROM runs WHERE job_id = $1 AND "
         "host_id = $2 AND status IS NULL) ELSE 0 END AS open FROM job_hosts "
@@ -81,103 +81,103 @@ static const co_db_stmt_t s_sql[] = {
         "'lost')) RETURNING t.job) SELECT cur.state, cur.job, cur.open, "
         "(SELECT count(*) FROM upd) FROM cur",
         11, PGRES_TUPLES_OK, false },
-    [S_STATUS_COMMIT] = {
+    [S_STATUS_COMMIT] = { "jobs.status_commit",
         "COMMIT",
         0, PGRES_COMMAND_OK, false },
-    [S_RUN_END] = {
+    [S_RUN_END] = { "jobs.run_end",
         "SELECT j.id FROM runs r JOIN jobs j ON j.job_uuid = r.job_id WHERE "
         "r.run_uuid = $1 AND r.host_id = $2",
         2, PGRES_TUPLES_OK, false },
-    [S_CHECK_RUNNING] = {
+    [S_CHECK_RUNNING] = { "jobs.check_running",
         "SELECT DISTINCT jh.host_id FROM job_hosts jh JOIN hosts h ON h.id "
         "= jh.host_id JOIN host_liveness l ON l.host_id = jh.host_id WHERE "
         "jh.state = 'running' AND NOT l.live AND h.last_seen < now() - "
         "make_interval(secs => $1::float8)",
         1, PGRES_TUPLES_OK, false },
-    [S_BEAT] = {
+    [S_BEAT] = { "jobs.beat",
         "INSERT INTO collectors (name, pid, ttl_ms) VALUES ($1, $2::int, "
         "$3::int) ON CONFLICT (name) DO UPDATE SET started_at = CASE WHEN "
         "collectors.pid = EXCLUDED.pid THEN collectors.started_at ELSE "
         "now() END, pid = EXCLUDED.pid, ttl_ms = EXCLUDED.ttl_ms, beat_at = "
         "now()",
         3, PGRES_COMMAND_OK, false },
-    [S_TICK_1] = {
+    [S_TICK_1] = { "jobs.tick_1",
         "UPDATE job_hosts h SET state = 'expired', reason = 'the job "
         "expired before this host could start it', ended_at_us = $1, "
         "updated_at_us = $1 FROM jobs j WHERE j.id = h.job AND h.state = "
         "'queued' AND j.state = 'active' AND j.expires_at_us > 0 AND "
         "j.expires_at_us <= $1::bigint RETURNING j.job_uuid",
         1, PGRES_TUPLES_OK, false },
-    [S_TICK_2] = {
+    [S_TICK_2] = { "jobs.tick_2",
         "UPDATE jobs j SET state = 'ended', ended_at_us = $1 WHERE state = "
         "'active' AND NOT EXISTS (SELECT 1 FROM job_hosts h WHERE h.job = "
         "j.id AND h.state IN ('queued', 'running')) RETURNING job_uuid",
         1, PGRES_TUPLES_OK, false },
-    [S_OFFER_IDLE] = {
+    [S_OFFER_IDLE] = { "jobs.offer_idle",
         "SELECT DISTINCT h.host_id FROM job_hosts h JOIN jobs j ON j.id = "
         "h.job WHERE h.state = 'queued' AND j.state = 'active'",
         0, PGRES_TUPLES_OK, false },
-    [S_PICK_HOSTS] = {
+    [S_PICK_HOSTS] = { "jobs.pick_hosts",
         "SELECT h.id, h.name, h.tags::text, s.name IS NOT NULL, "
         "COALESCE(array_to_json(s.benchmarks)::text, '[]'), "
         "COALESCE(s.revision, '') FROM hosts h "
         "LEFT JOIN host_suites s ON s.host_id = h.id AND s.name = $1 ORDER "
         "BY h.name, h.id",
         1, PGRES_TUPLES_OK, false },
-    [S_INSERT_JOB_1] = {
+    [S_INSERT_JOB_1] = { "jobs.insert_job_1",
         "INSERT INTO jobs (job_uuid, suite, vars, runs, only_benchmarks, "
         "tags, label, hosts_spec, requested_by, created_at_us, "
         "expires_at_us, against) VALUES ($1, $2, $3::jsonb, $4::int, "
         "ARRAY(SELECT json_array_elements_text($5::json)), $6::jsonb, $7, "
         "$8, $9, $10, $11, $12::jsonb) RETURNING id",
         12, PGRES_TUPLES_OK, false },
-    [S_INSERT_JOB_2] = {
+    [S_INSERT_JOB_2] = { "jobs.insert_job_2",
         "INSERT INTO job_hosts (job, host_id, state, queued_at_us, "
         "updated_at_us) SELECT $1, unnest($2::bigint[]), 'queued', $3, $3",
         3, PGRES_COMMAND_OK, false },
-    [S_CREATE] = {
+    [S_CREATE] = { "jobs.create",
         "SELECT h.name, jh.state FROM job_hosts jh JOIN hosts h ON h.id = "
         "jh.host_id WHERE jh.job = $1 ORDER BY h.name, h.id",
         1, PGRES_TUPLES_OK, false },
     /* The suite's newest job with other variables, while no host says
      * the suite has a revision: variable and the advice was not given. */
-    [S_REVISION_PREV] = {
+    [S_REVISION_PREV] = { "jobs.revision_prev",
         "SELECT (SELECT p.vars::text FROM jobs p WHERE p.suite = $1 AND "
         "p.vars <> $2::jsonb ORDER BY p.id DESC LIMIT 1) WHERE NOT EXISTS "
         "(SELECT 1 FROM host_suites WHERE name = $1 AND revision <> '') AND "
         "NOT EXISTS (SELECT 1 FROM suite_warnings WHERE suite = $1 AND kind "
         "= 'revision')",
         2, PGRES_TUPLES_OK, false },
-    [S_REVISION_WARNED] = {
+    [S_REVISION_WARNED] = { "jobs.revision_warned",
         "INSERT INTO suite_warnings (suite, kind, warned_at_us) VALUES ($1, "
         "'revision', $2) ON CONFLICT DO NOTHING RETURNING suite",
         2, PGRES_TUPLES_OK, false },
-    [S_CANCEL_HERE] = {
+    [S_CANCEL_HERE] = { "jobs.cancel_here",
         "SELECT h.host_id FROM job_hosts h JOIN jobs j ON j.id = h.job "
         "WHERE j.job_uuid = $1 AND h.state = 'cancelled' AND "
         "h.offered_at_us IS NOT NULL",
         1, PGRES_TUPLES_OK, false },
-    [S_RESYNC] = {
+    [S_RESYNC] = { "jobs.resync",
         "SELECT job_uuid FROM jobs WHERE state = 'cancelled' AND "
         "ended_at_us > $1::bigint ORDER BY ended_at_us DESC LIMIT 100",
         1, PGRES_TUPLES_OK, false },
-    [S_CANCEL_1] = {
+    [S_CANCEL_1] = { "jobs.cancel_1",
         "SELECT id, state FROM jobs WHERE job_uuid = $1",
         1, PGRES_TUPLES_OK, false },
-    [S_CANCEL_2] = {
+    [S_CANCEL_2] = { "jobs.cancel_2",
         "WITH c AS (SELECT host_id, state FROM job_hosts WHERE job = $1 AND "
         "state IN ('queued', 'running') FOR UPDATE) UPDATE job_hosts h SET "
         "state = 'cancelled', reason = 'cancelled by the user', ended_at_us "
         "= $2, updated_at_us = $2 FROM c WHERE h.job = $1 AND h.host_id = "
         "c.host_id RETURNING h.host_id, c.state",
         2, PGRES_TUPLES_OK, false },
-    [S_CANCEL_3] = {
+    [S_CANCEL_3] = { "jobs.cancel_3",
         "UPDATE jobs SET state = 'cancelled', ended_at_us = $2 WHERE id = $1",
         2, PGRES_COMMAND_OK, false },
-    [S_CANCEL_4] = {
+    [S_CANCEL_4] = { "jobs.cancel_4",
         "SELECT pg_notify('" CO_JOBS_CHANNEL "', 'cancel ' || $1)",
         1, PGRES_TUPLES_OK, false },
-    [S_CLAIM] = {
+    [S_CLAIM] = { "jobs.claim",
         /* suite_digest: the suite's as the host's Hello listed it;
          * the agent's JobStatus "running" names the file it loaded. */
         "UPDATE job_hosts h SET state = 'running', offered_at_us = $3, "
@@ -190,7 +190,7 @@ static const co_db_stmt_t s_sql[] = {
         "'queued' FOR UPDATE OF c SKIP LOCKED) AS k WHERE h.job = k.job "
         "AND h.host_id = k.host_id RETURNING h.job, h.host_id",
         3, PGRES_TUPLES_OK, false },
-    [S_DISPATCH] = {
+    [S_DISPATCH] = { "jobs.dispatch",
         /* cand: the hosts asked about and the other agents of their
          * machines (same non-empty boot id). A host that ends a job frees
          * its machine, and the machine's oldest queued job goes next,
@@ -225,12 +225,12 @@ static const co_db_stmt_t s_sql[] = {
         "ORDER BY q.created_at_us, q.id, q.host_id",
         2, PGRES_TUPLES_OK, false },
     /* A host's running row (of one job, or any) lost. */
-    [S_LOST_JOB] = {
+    [S_LOST_JOB] = { "jobs.lost_job",
         "UPDATE job_hosts SET state = 'lost', reason = $3, ended_at_us = $2, "
         "updated_at_us = $2 WHERE host_id = $1 AND job = $4 AND "
         "state = 'running' RETURNING job",
         4, PGRES_TUPLES_OK, false },
-    [S_LOST_ALL] = {
+    [S_LOST_ALL] = { "jobs.lost_all",
         "UPDATE job_hosts SET state = 'lost', reason = $3, ended_at_us = $2, "
         "updated_at_us = $2 WHERE host_id = $1 AND state = 'running' "
         "RETURNING job",
@@ -250,8 +250,7 @@ typedef struct {
 } s_online_t;
 
 struct co_jobs {
-    char *conninfo;
-    PGconn *conn;
+    co_conn_t *conn;             /* borrowed */
     void *ctx;
     int (*send)(void *ctx, const char *public_key,
                 const Parity__Envelope *env);
@@ -260,13 +259,12 @@ struct co_jobs {
     size_t n_online;
     int64_t confirm_us;
     int64_t started_us;          /* first tick: for the restart grace */
-    int statement_timeout_ms;    /* 0: the server's default */
     char *collector;             /* NULL: no beat (query workers) */
     int ttl_ms;
-    bool listen;                 /* LISTEN CO_JOBS_CHANNEL */
-    /* Connected anew: notifications may have been missed, so the next
-     * co_jobs_poll looks at every job once. */
-    bool resync;
+    bool listen;                 /* conn LISTENs on CO_JOBS_CHANNEL */
+    /* The connection co_jobs_poll saw last (co_conn_generation): a new
+     * one may have missed notifications, so it looks at every job once. */
+    unsigned generation;
     /* Between co_jobs_status_begin and _commit: the jobs that may have
      * ended and the hosts that became free, acted on after the COMMIT. */
     bool in_batch;
@@ -298,9 +296,9 @@ co_jobs_new(const co_jobs_opts_t *opts)
     co_jobs_t *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
-    j->conninfo = strdup(opts->conninfo ? opts->conninfo : "");
+    j->conn = opts->conn;
     j->online = calloc(CO_JOBS_MAX_ONLINE, sizeof *j->online);
-    if (!j->conninfo || !j->online) {
+    if (!j->online) {
         co_jobs_destroy(&j);
         return NULL;
     }
@@ -309,8 +307,6 @@ co_jobs_new(const co_jobs_opts_t *opts)
     j->log = opts->log;
     j->confirm_us = opts->confirm_us > 0 ? opts->confirm_us :
                     CO_JOBS_CONFIRM_US;
-    j->statement_timeout_ms = opts->statement_timeout_ms > 0 ?
-                              opts->statement_timeout_ms : 0;
     j->listen = opts->listen;
     j->ttl_ms = opts->ttl_ms > CO_JOBS_MIN_TTL_MS ? opts->ttl_ms :
                 CO_JOBS_MIN_TTL_MS;
@@ -327,155 +323,38 @@ co_jobs_destroy(co_jobs_t **jobs)
     if (!jobs || !*jobs)
         return;
     co_jobs_t *j = *jobs;
-    if (j->conn)
-        PQfinish(j->conn);
-    free(j->conninfo);
     free(j->collector);
     free(j->online);
     free(j);
     *jobs = NULL;
 }
 
-/* Session settings of a new (or reset) connection; on failure the
- * connection is dropped. */
-static int
-s_settings(co_jobs_t *j, char *err, size_t errlen)
+co_conn_t *
+co_jobs_conn(co_jobs_t *j)
 {
-    /* JIT compiles a history-wide query for seconds before it runs in
-     * under 100 ms (measured: 2.1 s of JIT for `regressions` over a
-     * year): never worth it for the collector's queries. */
-    char sql[128] = "SET jit = off";
-    if (j->statement_timeout_ms > 0)
-        snprintf(sql, sizeof sql, "SET jit = off; SET statement_timeout = %d",
-                 j->statement_timeout_ms);
-    if (j->listen) {
-        size_t n = strlen(sql);
-        snprintf(sql + n, sizeof sql - n, "; LISTEN " CO_JOBS_CHANNEL);
-        j->resync = true;
-    }
-    PGresult *r = PQexec(j->conn, sql);
-    bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
-    PQclear(r);
-    if (ok)
-        return 0;
-    const char *m = PQerrorMessage(j->conn);
-    pw_err(err, errlen, "SET jit, statement_timeout: %.*s",
-           (int)strcspn(m, "\n"), m);
-    PQfinish(j->conn);
-    j->conn = NULL;
-    return -1;
-}
-
-PGconn *
-co_jobs_conn(co_jobs_t *j, char *err, size_t errlen)
-{
-    if (j->conn && PQstatus(j->conn) == CONNECTION_OK)
-        return j->conn;
-    if (j->conn) {
-        /* A broken connection: try to reset it once, then start over. */
-        PQreset(j->conn);
-        if (PQstatus(j->conn) == CONNECTION_OK)
-            return s_settings(j, err, errlen) == 0 ? j->conn : NULL;
-        PQfinish(j->conn);
-        j->conn = NULL;
-    }
-    j->conn = co_db_open(j->conninfo, NULL, err, errlen);
-    if (!j->conn || s_settings(j, err, errlen) != 0)
-        return NULL;
     return j->conn;
 }
 
-int
-co_jobs_statement_timeout_ms(const co_jobs_t *j)
-{
-    return j->statement_timeout_ms;
-}
-
-bool
-co_jobs_timed_out(const PGresult *r)
-{
-    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    return state && strcmp(state, "57014") == 0;
-}
-
-void
-co_jobs_conn_check(co_jobs_t *j)
-{
-    if (j->conn && PQstatus(j->conn) != CONNECTION_OK) {
-        PQfinish(j->conn);
-        j->conn = NULL;
-    }
-}
-
-int
-co_jobs_conn_ready(co_jobs_t *j, char *err, size_t errlen)
-{
-    for (int attempt = 0; attempt < 2; attempt++) {
-        PGconn *c = co_jobs_conn(j, err, errlen);
-        if (!c)
-            return -1;
-        PGresult *r = PQexec(c, "SELECT 1");
-        bool fine = r && PQresultStatus(r) == PGRES_TUPLES_OK;
-        if (!fine) {
-            const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
-            pw_err(err, errlen, "%.*s", (int)strcspn(m, "\n"), m);
-        }
-        PQclear(r);
-        if (fine)
-            return 0;
-        co_jobs_conn_check(j);
-    }
-    return -1;
-}
-
-/* Run one parameterised statement expecting `want`; NULL with err (and
- * the failing statement's first words) otherwise. Caller PQclears. */
+/* Run one statement of the table; NULL with err (its name and the
+ * server's line) otherwise. Caller PQclears. */
 static PGresult *
-s_q(co_jobs_t *j, const char *sql, int n, const char *const *p,
-    ExecStatusType want, char *err, size_t errlen)
-{
-    PGconn *c = co_jobs_conn(j, err, errlen);
-    if (!c)
-        return NULL;
-    PGresult *r = PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);
-    if (!r || PQresultStatus(r) != want) {
-        pw_err(err, errlen, "%.40s...: %s", sql,
-               r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-        char *nl = err ? strchr(err, '\n') : NULL;
-        if (nl)
-            *nl = '\0';
-        PQclear(r);
-        co_jobs_conn_check(j);
-        return NULL;
-    }
-    return r;
-}
-
-/* s_q for a statement of the table. */
-static PGresult *
-s_run(co_jobs_t *j, const co_db_stmt_t *st, const char *const *p, char *err,
+s_run(co_jobs_t *j, const co_stmt_t *st, const char *const *p, char *err,
       size_t errlen)
 {
-    return s_q(j, st->sql, st->n_params, p, st->want, err, errlen);
+    return co_conn_run(j->conn, st, p, NULL, err, errlen);
 }
 
 static int
 s_exec(co_jobs_t *j, const char *sql, char *err, size_t errlen)
 {
-    PGresult *r = s_q(j, sql, 0, NULL, PGRES_COMMAND_OK, err, errlen);
-    if (!r)
-        return CO_JOBS_FAIL;
-    PQclear(r);
-    return CO_JOBS_OK;
+    return co_conn_exec(j->conn, sql, sql, NULL, err, errlen) == 0
+           ? CO_JOBS_OK : CO_JOBS_FAIL;
 }
 
 static void
 s_rollback(co_jobs_t *j)
 {
-    if (j->conn && PQstatus(j->conn) == CONNECTION_OK) {
-        PGresult *r = PQexec(j->conn, "ROLLBACK");
-        PQclear(r);
-    }
+    co_conn_rollback(j->conn);
 }
 
 static s_online_t *
@@ -1647,22 +1526,26 @@ s_resync(co_jobs_t *j, int64_t now_us)
 void
 co_jobs_poll(co_jobs_t *j, int64_t now_us)
 {
-    if (!j->listen || !j->conn || PQstatus(j->conn) != CONNECTION_OK)
+    PGconn *pg = co_conn_raw(j->conn);
+    if (!j->listen || !co_conn_up(j->conn))
         return;      /* the tick reconnects */
     bool offer = false;
-    if (j->resync) {
-        j->resync = false;
+    if (j->generation != co_conn_generation(j->conn)) {
+        /* Connected anew: notifications may have been missed. */
+        j->generation = co_conn_generation(j->conn);
         offer = true;
         s_resync(j, now_us);
+        if (!co_conn_up(j->conn))
+            return;
     }
     /* Reads what the socket has, never waits for more. */
-    if (!PQconsumeInput(j->conn)) {
-        co_jobs_conn_check(j);
+    if (!PQconsumeInput(pg)) {
+        co_conn_check(j->conn);
         return;
     }
-    int me = PQbackendPID(j->conn), seen = 0;
+    int me = PQbackendPID(pg), seen = 0;
     PGnotify *n;
-    while (j->conn && (n = PQnotifies(j->conn)) != NULL) {
+    while ((n = PQnotifies(pg)) != NULL) {
         /* Our own NOTIFYs come back too; what they asked is done. A
          * flood is cut at 1,000 per pass (the rest is read next pass). */
         if (n->be_pid != me && n->extra) {

@@ -33,7 +33,7 @@
  * writes the job, its rows and their states, and sends the offers.
  *
  * Storage: the job tables of collector/store/migrations/002_jobs.sql, through
- * the module's own libpq connection (reconnected on demand), every
+ * the connection it is given (co_conn: reconnected on demand), every
  * statement parameterised. In memory only the online hosts and the key
  * each one speaks with (bounded by CO_JOBS_MAX_ONLINE).
  *
@@ -54,6 +54,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "co_conn.h"
 #include "parity.pb-c.h"
 
 /* Status codes, the same values as co_db's so the server acks alike. */
@@ -83,7 +84,9 @@ enum {
 typedef struct co_jobs co_jobs_t;
 
 typedef struct {
-    const char *conninfo;   /* libpq connection string (copied) */
+    /* The connection it runs on: borrowed, outlives the module; made
+     * with .listen = CO_JOBS_CHANNEL when listen is set. */
+    co_conn_t *conn;
     void *ctx;              /* passed to the callbacks */
     /* Send env to the host speaking with public_key. Returns 0 when
      * queued for sending, -1 when the host cannot be reached now. */
@@ -97,19 +100,15 @@ typedef struct {
      * Heartbeat that names its job (0: CO_JOBS_CONFIRM_US). The server
      * passes its liveness timeout. */
     int64_t confirm_us;
-    /* statement_timeout set on every connection the module makes, in
-     * ms (0: the server's default). Query workers pass --query-timeout:
-     * a client query must end with a clear error rather than hold its
-     * worker for hours. */
-    int statement_timeout_ms;
     /* Several collectors on one database (docs/operations.md): this
      * collector's name (co_db_set_collector's), beaten into the
      * collectors table at every tick with ttl_ms, after which others
      * take its hosts for gone. NULL: no beat (query workers). */
     const char *collector;
     int ttl_ms;
-    /* LISTEN on CO_JOBS_CHANNEL (only the writer's instance: a listener
-     * that never reads would fill the server's notification queue). */
+    /* conn LISTENs on CO_JOBS_CHANNEL (only the writer's instance: a
+     * listener that never reads would fill the server's notification
+     * queue): co_jobs_poll reads it. */
     bool listen;
 } co_jobs_opts_t;
 
@@ -122,25 +121,12 @@ typedef struct {
  * gone to the others. */
 #define CO_JOBS_MIN_TTL_MS 15000
 
-/* A new module; does not connect yet (the first call does). Caller owns
- * it. NULL on out of memory. */
+/* A new module on opts->conn. Caller owns it. NULL on out of memory. */
 co_jobs_t *co_jobs_new(const co_jobs_opts_t *opts);
 void co_jobs_destroy(co_jobs_t **jobs);
 
-/* The module's database connection, connecting when needed; NULL with
- * err when the database is down. Borrowed: co_query runs its read-only
- * queries on it. */
-PGconn *co_jobs_conn(co_jobs_t *jobs, char *err, size_t errlen);
-
-/* Drop a connection that failed (co_query calls it after an error that
- * left the connection bad); the next co_jobs_conn reconnects. */
-void co_jobs_conn_check(co_jobs_t *jobs);
-
-/* Make sure the connection works now (a trivial query), reconnecting
- * once when the server went away since its last use (a database
- * restart): the first request after it then succeeds. 0, or -1 with err
- * when the database is down. */
-int co_jobs_conn_ready(co_jobs_t *jobs, char *err, size_t errlen);
+/* The connection the module runs on (opts.conn; borrowed). */
+co_conn_t *co_jobs_conn(co_jobs_t *jobs);
 
 /* A host's Hello was stored (the host row exists): remember its suites,
  * mark it online, mark a running row lost (new connection), and offer it

@@ -18,13 +18,13 @@
 #define S_PRUNE_MARGIN_US (24LL * 3600 * 1000000)
 
 enum { S_WINDOW, S_SAVE, S_RUN_PRUNED, S_RUN };
-static const co_db_stmt_t s_sql[] = {
-    [S_WINDOW] = {
+static const co_stmt_t s_sql[] = {
+    [S_WINDOW] = { "metrics.window",
         "SELECT quiet, cpu_us, task_clock_us, peak_rss_kb FROM "
         "host_calibration WHERE host_id = $1 AND taken_at_us <= $2 ORDER BY "
         "taken_at_us DESC LIMIT $3",
         3, PGRES_TUPLES_OK, false },
-    [S_SAVE] = {
+    [S_SAVE] = { "metrics.save",
         "INSERT INTO host_floors (host_id, metric, source, floor, "
         "is_default, samples, resolution, at_us) VALUES ($1, $2, $3, $4, $5, "
         "$6, $7, $8) ON CONFLICT (host_id, metric) DO UPDATE SET source = "
@@ -33,12 +33,12 @@ static const co_db_stmt_t s_sql[] = {
         "EXCLUDED.resolution, at_us = EXCLUDED.at_us WHERE host_floors.at_us "
         "<= EXCLUDED.at_us",
         8, PGRES_COMMAND_OK, false },
-    [S_RUN_PRUNED] = {
+    [S_RUN_PRUNED] = { "metrics.run_pruned",
         "SELECT arm, user_us + sys_us, COALESCE(task_clock_ns, 0), "
         "maxrss_kb FROM samples WHERE run = $1 AND kind = 0 AND "
         "start_unix_us >= $2 ORDER BY arm, batch_seq, idx",
         2, PGRES_TUPLES_OK, false },
-    [S_RUN] = {
+    [S_RUN] = { "metrics.run",
         "SELECT arm, user_us + sys_us, COALESCE(task_clock_ns, 0), "
         "maxrss_kb FROM samples WHERE run = $1 AND kind = 0 ORDER BY arm, "
         "batch_seq, idx",

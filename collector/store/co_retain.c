@@ -14,31 +14,31 @@
 #include "pw_err.h"
 
 enum { S_PARTITION, S_MOVE, S_DROP_SQL, S_OLD_PARTITIONS, S_DEFAULT_OLD, S_CALIBRATION_OLD };
-static const co_db_stmt_t s_sql[] = {
-    [S_PARTITION] = {
+static const co_stmt_t s_sql[] = {
+    [S_PARTITION] = { "retain.partition",
         "SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
         "WHERE i.inhparent = 'samples'::regclass AND c.relname = $1",
         1, PGRES_TUPLES_OK, false },
-    [S_MOVE] = {
+    [S_MOVE] = { "retain.move",
         "WITH m AS (DELETE FROM samples_default WHERE start_unix_us >= $1 AND "
         "start_unix_us < $2 RETURNING *) INSERT INTO samples_moving SELECT * "
         "FROM m",
         2, PGRES_COMMAND_OK, false },
-    [S_DROP_SQL] = {
+    [S_DROP_SQL] = { "retain.drop_sql",
         "SELECT format('DROP TABLE %I', $1::text)",
         1, PGRES_TUPLES_OK, false },
-    [S_OLD_PARTITIONS] = {
+    [S_OLD_PARTITIONS] = { "retain.old_partitions",
         "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = "
         "i.inhrelid WHERE i.inhparent = 'samples'::regclass AND "
         "pg_get_expr(c.relpartbound, c.oid) LIKE 'FOR VALUES FROM%' AND "
         "substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO "
         "\\(''?(-?[0-9]+)''?\\)')::bigint <= $1::bigint ORDER BY 1",
         1, PGRES_TUPLES_OK, false },
-    [S_DEFAULT_OLD] = {
+    [S_DEFAULT_OLD] = { "retain.default_old",
         "DELETE FROM samples_default d USING runs r WHERE r.id = d.run AND "
         "d.start_unix_us < $1 AND r.started_at_us < $1",
         1, PGRES_COMMAND_OK, false },
-    [S_CALIBRATION_OLD] = {
+    [S_CALIBRATION_OLD] = { "retain.calibration_old",
         "DELETE FROM host_calibration WHERE taken_at_us < $1",
         1, PGRES_COMMAND_OK, false },
 };

@@ -8,7 +8,7 @@
 
 #include <libpq-fe.h>
 
-#include "co_db.h"
+#include "co_conn.h"
 #include "co_log.h"
 #include "pw_buf.h"
 
@@ -22,7 +22,9 @@
 #define S_LOG_EVERY_US 60000000
 
 struct co_seen {
-    char *conninfo;
+    /* Its own connection, made by co_conn; conn is co_conn's while in
+     * use, in non-blocking mode (NULL: none). */
+    co_conn_t *cn;
     PGconn *conn;
     bool out;                  /* an UPDATE sent, its answer not read */
     bool down_logged;          /* "cannot connect" said, not yet mended */
@@ -38,9 +40,12 @@ co_seen_new(const char *conninfo)
     co_seen_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->conninfo = strdup(conninfo ? conninfo : "");
+    co_conn_opts_t o = { .conninfo = conninfo,
+                         .settings = "SET synchronous_commit = off",
+                         .statement_timeout_ms = 10000 };
+    s->cn = co_conn_new(&o);
     s->ids = calloc(CO_SEEN_MAX, sizeof *s->ids);
-    if (!s->conninfo || !s->ids)
+    if (!s->cn || !s->ids)
         co_seen_destroy(&s);
     return s;
 }
@@ -48,7 +53,7 @@ co_seen_new(const char *conninfo)
 static void
 s_close(co_seen_t *s)
 {
-    PQfinish(s->conn);
+    co_conn_close(s->cn);
     s->conn = NULL;
     s->out = false;
 }
@@ -61,7 +66,7 @@ co_seen_destroy(co_seen_t **sp)
     co_seen_t *s = *sp;
     s_close(s);
     free(s->ids);
-    free(s->conninfo);
+    co_conn_destroy(&s->cn);
     free(s);
     *sp = NULL;
 }
@@ -75,9 +80,7 @@ s_connect(co_seen_t *s, int64_t now_us)
     if (now_us < s->retry_at_us)
         return false;
     char err[256], q[300];
-    s->conn = co_db_open(s->conninfo, "SET synchronous_commit = off; "
-                         "SET jit = off; SET statement_timeout = '10s'",
-                         err, sizeof err);
+    s->conn = co_conn_pg(s->cn, err, sizeof err);
     if (s->conn && PQsetnonblocking(s->conn, 1) == 0) {
         s->down_logged = false;
         return true;

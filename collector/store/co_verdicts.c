@@ -25,22 +25,22 @@
 #define S_SQL_MAX (1u << 20)
 
 enum { S_SAMPLES_PRUNED, S_SAMPLES, S_READY, S_END };
-static const co_db_stmt_t s_sql[] = {
-    [S_SAMPLES_PRUNED] = {
+static const co_stmt_t s_sql[] = {
+    [S_SAMPLES_PRUNED] = { "verdicts.samples_pruned",
         "SELECT arm, wall_us, kind, instructions FROM samples WHERE run = $1 "
         "AND start_unix_us >= $2 ORDER BY arm, batch_seq, idx",
         2, PGRES_TUPLES_OK, false },
-    [S_SAMPLES] = {
+    [S_SAMPLES] = { "verdicts.samples",
         "SELECT arm, wall_us, kind, instructions FROM samples WHERE run = $1 "
         "ORDER BY arm, batch_seq, idx",
         1, PGRES_TUPLES_OK, false },
-    [S_READY] = {
+    [S_READY] = { "verdicts.ready",
         "SELECT status, started_at_us, (SELECT count(*) FROM batches WHERE "
         "run = $1 AND batch_seq < $2), (SELECT COALESCE(sum(n_samples), 0) "
         "FROM batches WHERE run = $1), array_to_string(metrics, ' ') FROM "
         "runs WHERE id = $1",
         2, PGRES_TUPLES_OK, true },
-    [S_END] = {
+    [S_END] = { "verdicts.end",
         "WITH u AS (UPDATE runs SET status = $2, reason = $3, batches = $4, "
         "samples = $5, ended_at_us = $6 WHERE id = $1) SELECT idx, name, "
         "subject FROM arms WHERE run = $1 ORDER BY idx",

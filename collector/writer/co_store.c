@@ -102,6 +102,7 @@ struct co_store {
     size_t n_group;
     co_ingest_item_t items[CO_INGEST_GROUP_MAX];
     co_jobs_t *jobs;               /* NULL without cfg.conninfo */
+    co_conn_t *jobs_conn;          /* its connection */
     co_query_t *query;             /* run and cancel only */
     co_runs_t *runs;               /* samples of runs in progress */
     co_detect_t *detect;           /* change points; NULL without db */
@@ -373,13 +374,19 @@ s_jobs_new(co_store_t *st, char *err, size_t errlen)
 {
     if (!st->cfg.conninfo)
         return 0;
-    co_jobs_opts_t o = { st->cfg.conninfo, st, s_jobs_send, s_jobs_log,
+    /* co_jobs' connection: queries the writer answers itself run on it
+     * too, under --query-timeout. */
+    co_conn_opts_t co = { .conninfo = st->cfg.conninfo,
+                          .statement_timeout_ms = st->cfg.query_timeout_ms,
+                          .listen = CO_JOBS_CHANNEL };
+    st->jobs_conn = co_conn_new(&co);
+    co_jobs_opts_t o = { st->jobs_conn, st, s_jobs_send, s_jobs_log,
                          (int64_t)CO_CONFIG_MISSED_BEATS *
                          st->cfg.heartbeat_ms * 1000,
-                         st->cfg.query_timeout_ms, st->cfg.name,
+                         st->cfg.name,
                          /* ten beats: a slow step is not a death */
                          10 * st->cfg.heartbeat_ms, true };
-    st->jobs = co_jobs_new(&o);
+    st->jobs = st->jobs_conn ? co_jobs_new(&o) : NULL;
     st->query = st->jobs ? co_query_new(st->jobs, st->cfg.floor_window,
                                         st->keys) : NULL;
     if (st->query)
@@ -508,7 +515,7 @@ s_pending_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
     if (state != CO_KEY_PENDING
         || now - p->enroll_noted_us >= S_ENROLL_NOTE_US) {
         const char *addr = zmq_msg_gets(&item->frame, "Peer-Address");
-        rc = co_enroll_hello(st->jobs, p->key, h->agent_name,
+        rc = co_enroll_hello(st->jobs_conn, p->key, h->agent_name,
                              h->agent_version, addr, &state, &created, err,
                              sizeof err);
     }
@@ -1152,7 +1159,7 @@ s_keys_poll(co_store_t *st, int64_t now)
         st->keys_version = 0;
         st->keys_reread_us = now + S_KEYS_REREAD_US;
     }
-    if (co_enroll_poll(st->jobs, st->keys, &st->keys_version, err,
+    if (co_enroll_poll(st->jobs_conn, st->keys, &st->keys_version, err,
                        sizeof err) < 0)
         co_log(CO_LOG_WARN, "keys_poll_failed", "why=%s",
                co_log_quote(q, sizeof q, err));
@@ -1343,6 +1350,7 @@ co_store_destroy(co_store_t **stp)
         zmq_close(st->out);
     co_query_destroy(&st->query);
     co_jobs_destroy(&st->jobs);
+    co_conn_destroy(&st->jobs_conn);
     co_seen_destroy(&st->seen);
     zhashx_destroy(&st->peers);
     co_queue_destroy(&st->in);

@@ -23,7 +23,7 @@
  *      co_detect.c's s_read_full, copied here) and vd_change_find on its
  *      three metrics, i.e. what co_detect_run did per RunEnd before 014.
  *
- * One connection, in the detection thread's session (co_detect_session).
+ * One connection, in the detection thread's session (CO_DETECT_SETTINGS).
  * Prints one line per figure and, last, one JSON object:
  *   {"runs", "found", "detect_ms": {"median", "p90", "p99", "max"},
  *    "peer_ms", "read_ms", "find_ms", "rebuild_ms": {...}, "ratio_median",
@@ -172,26 +172,30 @@ s_json(const char *key, const double *sorted, size_t n, bool comma)
 /* A connection in the detection thread's session (timeout, no JIT,
  * generic plans), the peer's window query prepared once as co_detect's
  * are. NULL after printing why. */
-static PGconn *
+static co_conn_t *
 s_connect(const char *conninfo)
 {
-    PGconn *c = PQconnectdb(conninfo);
-    if (PQstatus(c) != CONNECTION_OK) {
-        fprintf(stderr, "detect-bench: PQconnectdb: %s", PQerrorMessage(c));
-        PQfinish(c);
+    char err[512];
+    co_conn_opts_t o = { .conninfo = conninfo,
+                         .settings = CO_DETECT_SETTINGS,
+                         .statement_timeout_ms = CO_DETECT_TIMEOUT_MS };
+    co_conn_t *cn = co_conn_new(&o);
+    if (!cn || co_conn_connect(cn, err, sizeof err) != 0) {
+        fprintf(stderr, "detect-bench: %s\n", cn ? err : "out of memory");
+        co_conn_destroy(&cn);
         return NULL;
     }
-    co_detect_session(c);
+    PGconn *c = co_conn_raw(cn);
     PGresult *prep = PQprepare(c, "detect_bench_window", s_window_sql, 7,
                                NULL);
     if (PQresultStatus(prep) != PGRES_COMMAND_OK) {
         fprintf(stderr, "detect-bench: PQprepare: %s", PQerrorMessage(c));
         PQclear(prep);
-        PQfinish(c);
+        co_conn_destroy(&cn);
         return NULL;
     }
     PQclear(prep);
-    return c;
+    return cn;
 }
 
 /* n series at random (setseed(seed)), each as its newest two complete
@@ -218,7 +222,7 @@ s_pick(PGconn *c, long n, double seed)
 
 /* co_detect_run on run, timed into *ms; found accumulates. */
 static int
-s_detect(PGconn *c, const char *run, const vd_change_params_t *params,
+s_detect(co_conn_t *c, const char *run, const vd_change_params_t *params,
          double *ms, long *found)
 {
     char err[512];
@@ -265,15 +269,16 @@ main(int argc, char **argv)
             return 2;
         }
     }
-    PGconn *c = s_connect(argv[1]);
-    if (!c)
+    co_conn_t *cn = s_connect(argv[1]);
+    if (!cn)
         return 1;
+    PGconn *c = co_conn_raw(cn);
     PGresult *ids = s_pick(c, runs, seed);
     if (PQresultStatus(ids) != PGRES_TUPLES_OK || PQntuples(ids) == 0) {
         fprintf(stderr, "detect-bench: no series with two complete runs: "
                 "%s", PQerrorMessage(c));
         PQclear(ids);
-        PQfinish(c);
+        co_conn_destroy(&cn);
         return 1;
     }
     size_t n = (size_t)PQntuples(ids);
@@ -292,16 +297,18 @@ main(int argc, char **argv)
     /* 1: each series' window as its previous RunEnd left it. */
     PQclear(PQexec(c, "DELETE FROM detect_windows"));
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = s_detect(c, PQgetvalue(ids, (int)i, 1), &params, &rebuild[i],
+        rc = s_detect(cn, PQgetvalue(ids, (int)i, 1), &params, &rebuild[i],
                       &found) ? 1 : 0;
     /* 2 */
     if (rc == 0 && between) {
-        PQfinish(c);
+        co_conn_destroy(&cn);
         int st = system(between);
         if (st != 0)
             fprintf(stderr, "detect-bench: --between exited %d\n", st);
-        if (!(c = s_connect(argv[1])))
+        if (!(cn = s_connect(argv[1])))
             rc = 1;
+        else
+            c = co_conn_raw(cn);
     }
     /* 3: whichever goes first reads the run's pages from disk or the OS
      * cache, the second from shared buffers: the order alternates, so
@@ -316,7 +323,7 @@ main(int argc, char **argv)
                     rc = 1;
                 }
                 peer[i] = read[i] + find[i];
-            } else if (s_detect(c, id, &params, &total[i], &found) != 0) {
+            } else if (s_detect(cn, id, &params, &total[i], &found) != 0) {
                 rc = 1;
             }
         }
@@ -353,6 +360,6 @@ main(int argc, char **argv)
     free(peer);
     free(rebuild);
     PQclear(ids);
-    PQfinish(c);
+    co_conn_destroy(&cn);
     return rc;
 }

@@ -53,6 +53,9 @@ struct pg_result {
     ExecStatusType status;
     int rows, cols;
     bool commit;         /* the answer to COMMIT (PQcmdStatus) */
+    /* "a b c": the columns' names, for PQfnumber (NULL: every name is
+     * column 0 of a generic answer, whose cells are all alike). */
+    const char *names;
     s_cell_t cell[];
 };
 
@@ -78,6 +81,7 @@ s_result(ExecStatusType status, int rows, int cols)
     r->rows = rows;
     r->cols = cols;
     r->commit = false;
+    r->names = NULL;
     for (int i = 0; i < rows * cols; i++) {
         r->cell[i].null = false;
         memcpy(r->cell[i].text, "1", 2);
@@ -437,6 +441,57 @@ int
 PQgetisnull(const PGresult *res, int row, int col)
 {
     return s_cell(res, row, col)->null;
+}
+
+int
+PQfnumber(const PGresult *res, const char *name)
+{
+    if (!res || res->cols == 0)
+        return -1;
+    if (!res->names)
+        return 0;
+    size_t n = strlen(name);
+    int col = 0;
+    for (const char *p = res->names; *p; col++) {
+        size_t len = strcspn(p, " ");
+        if (len == n && strncmp(p, name, n) == 0)
+            return col < res->cols ? col : -1;
+        p += len + (p[len] == ' ');
+    }
+    return -1;
+}
+
+char *
+PQresultErrorMessage(const PGresult *res)
+{
+    (void)res;
+    return "";
+}
+
+void
+PQreset(PGconn *conn)
+{
+    (void)conn;
+}
+
+char *
+PQescapeIdentifier(PGconn *conn, const char *str, size_t len)
+{
+    (void)conn;
+    char *q = malloc(len + 3);
+    if (!q)
+        abort();
+    q[0] = '"';
+    memcpy(q + 1, str, len);
+    q[len + 1] = '"';
+    q[len + 2] = '\0';
+    return q;
+}
+
+void
+PQfreemem(void *ptr)
+{
+    free(ptr);
 }
 
 char *
