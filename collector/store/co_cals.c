@@ -179,10 +179,12 @@ s_floor_load(co_db_t *db, int64_t host_id, char *err, size_t errlen)
     double *w = malloc((n ? n : 1) * sizeof *w);
     bool *q = malloc((n ? n : 1) * sizeof *q);
     if (t && w && q) {
+        int i_taken = co_col(r, "taken_at_us"), i_wall = co_col(r, "wall_us"),
+            i_quiet = co_col(r, "quiet");
         for (size_t i = 0; i < n; i++) {
-            t[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
-            w[i] = strtod(PQgetvalue(r, (int)i, 1), NULL);
-            q[i] = PQgetvalue(r, (int)i, 2)[0] == 't';
+            t[i] = co_val_i64(r, (int)i, i_taken);
+            w[i] = co_val_f64(r, (int)i, i_wall);
+            q[i] = co_val_bool(r, (int)i, i_quiet);
         }
         co_floors_load(co_db_floors(db), host_id, t, w, q, n);   /* else: read */
     }
@@ -224,11 +226,12 @@ s_host_calibration(co_db_t *db, int64_t host_id, int64_t until_us,
         return rc;
     *n = (size_t)PQntuples(r);
     *rows = malloc((*n ? *n : 1) * sizeof **rows);
+    int i_taken = co_col(r, "taken_at_us"), i_wall = co_col(r, "wall_us"),
+        i_quiet = co_col(r, "quiet");
     for (size_t i = 0; *rows && i < *n; i++)
-        (*rows)[i] = (co_floors_row_t){
-            strtoll(PQgetvalue(r, (int)i, 0), NULL, 10),
-            strtod(PQgetvalue(r, (int)i, 1), NULL),
-            PQgetvalue(r, (int)i, 2)[0] == 't' };
+        (*rows)[i] = (co_floors_row_t){ co_val_i64(r, (int)i, i_taken),
+                                        co_val_f64(r, (int)i, i_wall),
+                                        co_val_bool(r, (int)i, i_quiet) };
     PQclear(r);
     if (!*rows) {
         pw_err_line(err, errlen, "floor: out of memory");
@@ -411,7 +414,7 @@ s_calibration(co_db_t *db, int64_t host_id, const Parity__Calibration *c,
         co_db_rollback(db);
         return CO_DB_DUP;
     }
-    int64_t cal = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    int64_t cal = co_val_i64(r, 0, co_col(r, "id"));
     PQclear(r);
     co_db_copy_begin(db);
     for (size_t i = 0; i < c->n_wall_us; i++) {

@@ -383,7 +383,8 @@ co_db_run(co_db_t *db, const co_stmt_t *st, const char *const *params,
 
 enum { S_VERSION, S_VERSION_ADD };
 static const co_stmt_t s_sql[] = {
-    [S_VERSION] = { "db.version", "SELECT coalesce(max(version), 0) FROM schema_version",
+    [S_VERSION] = { "db.version", "SELECT coalesce(max(version), 0) AS version FROM "
+                    "schema_version",
                     0, PGRES_TUPLES_OK, false },
     [S_VERSION_ADD] = { "db.version_add", "INSERT INTO schema_version (version, name) VALUES "
                         "($1, $2)", 2, PGRES_COMMAND_OK, false },
@@ -397,7 +398,7 @@ co_db_schema_version(co_db_t *db, int *version, char *err, size_t errlen)
     PGresult *r = co_db_run(db, &s_sql[S_VERSION], NULL, &rc, err, errlen);
     if (!r)
         return rc;
-    *version = atoi(PQgetvalue(r, 0, 0));
+    *version = (int)co_val_i64(r, 0, co_col(r, "version"));
     PQclear(r);
     return CO_DB_OK;
 }

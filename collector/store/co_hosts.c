@@ -129,7 +129,7 @@ s_hello(co_db_t *db, const char *public_key, const Parity__Hello *h,
                         tags, co_db_collector(db) };
     if (!(r = co_db_run(db, &s_sql[S_HOST], p, &rc, err, errlen)))
         goto end;
-    *host_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    *host_id = co_val_i64(r, 0, co_col(r, "id"));
     snprintf(id, sizeof id, "%" PRId64, *host_id);
     PQclear(r);
     if (h->environment_json && h->environment_json[0]) {

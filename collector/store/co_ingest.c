@@ -46,7 +46,7 @@ static const co_stmt_t s_sql[] = {
         2, PGRES_TUPLES_OK, false },
     [S_RUN] = { "ingest.run",
         "SELECT id, host_id, (SELECT count(*) FROM arms WHERE arms.run = "
-        "runs.id) FROM runs WHERE run_uuid = $1",
+        "runs.id) AS arms FROM runs WHERE run_uuid = $1",
         1, PGRES_TUPLES_OK, false },
     [S_RUN_START] = { "ingest.run_start",
         "INSERT INTO runs (run_uuid, host_id, benchmark_id, job_id, label, "
@@ -202,7 +202,7 @@ s_refused_run(co_db_t *db, int64_t host_id, const char *uuid,
     rc = CO_DB_LATER;
     if (PQntuples(r) == 1) {
         pw_err_line(err, errlen, "%s depends on run_start %s, which was "
-                    "refused: %s", what, uuid, PQgetvalue(r, 0, 0));
+                    "refused: %s", what, uuid, co_val(r, 0, co_col(r, "reason")));
         rc = CO_DB_DEPENDS;
     }
     PQclear(r);
@@ -228,9 +228,9 @@ co_ingest_run_lookup(co_db_t *db, int64_t host_id, const char *uuid,
             pw_err_line(err, errlen, "run %s: no RunStart stored yet", uuid);
         return rc;
     }
-    int64_t id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    int64_t owner = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-    size_t arms = (size_t)strtoull(PQgetvalue(r, 0, 2), NULL, 10);
+    int64_t id = co_val_i64(r, 0, co_col(r, "id"));
+    int64_t owner = co_val_i64(r, 0, co_col(r, "host_id"));
+    size_t arms = (size_t)co_val_i64(r, 0, co_col(r, "arms"));
     PQclear(r);
     co_db_run_keep(db, uuid, id, owner, arms);
     return s_run_held(db, host_id, uuid, run, n_arms, err, errlen);
@@ -279,7 +279,7 @@ s_id_of(co_db_t *db, char *key, size_t klen, const co_stmt_t *sql,
         r = co_db_run(db, again, params, &rc, err, errlen);
     }
     if (r && PQntuples(r) > 0) {
-        snprintf(out, len, "%s", PQgetvalue(r, 0, 0));
+        snprintf(out, len, "%s", co_val(r, 0, co_col(r, "id")));
         if (key)
             co_ids_put(co_db_ids(db), key, klen, strtoll(out, NULL, 10));
     } else if (r && required) {
@@ -504,7 +504,7 @@ s_run_start(co_db_t *db, int64_t host_id, const Parity__RunStart *rs,
         rc = rc == CO_DB_OK ? CO_DB_DUP : rc;
         goto done;
     }
-    snprintf(runid, sizeof runid, "%s", PQgetvalue(r, 0, 0));
+    snprintf(runid, sizeof runid, "%s", co_val(r, 0, co_col(r, "id")));
     PQclear(r);
     if ((rc = s_run_arms(db, runid, rs, err, errlen)) != CO_DB_OK)
         goto end;
@@ -798,9 +798,10 @@ static void
 s_batches_fresh(PGresult *r, const co_ingest_item_t *items, size_t n,
                 const int64_t *runs, const bool *want, bool *fresh)
 {
+    int i_run = co_col(r, "run"), i_seq = co_col(r, "batch_seq");
     for (int row = 0; row < PQntuples(r); row++) {
-        int64_t run = strtoll(PQgetvalue(r, row, 0), NULL, 10);
-        unsigned seq = (unsigned)strtoul(PQgetvalue(r, row, 1), NULL, 10);
+        int64_t run = co_val_i64(r, row, i_run);
+        unsigned seq = (unsigned)co_val_i64(r, row, i_seq);
         for (size_t k = 0; k < n; k++)
             if (want[k] && !fresh[k] && runs[k] == run
                 && items[k].batch->batch_seq == seq) {
@@ -962,8 +963,9 @@ co_ingest_refused_batch(co_db_t *db, int64_t host_id,
     rc = CO_DB_LATER;
     if (PQntuples(r) == 1) {
         pw_err_line(err, errlen, "run_end %s counts batch %s, which was "
-                    "refused: %s", re->run_id, PQgetvalue(r, 0, 0),
-                    PQgetvalue(r, 0, 1));
+                    "refused: %s", re->run_id,
+                    co_val(r, 0, co_col(r, "batch_seq")),
+                    co_val(r, 0, co_col(r, "reason")));
         rc = CO_DB_DEPENDS;
     }
     PQclear(r);

@@ -79,7 +79,7 @@ static const co_stmt_t s_sql[] = {
         "AND t.host_id = cur.host_id AND $4 <> '' AND cur.open = 0 AND "
         "(t.state IN ('queued', 'running') OR ($3 <> '' AND t.state = "
         "'lost')) RETURNING t.job) SELECT cur.state, cur.job, cur.open, "
-        "(SELECT count(*) FROM upd) FROM cur",
+        "(SELECT count(*) FROM upd) AS moved FROM cur",
         11, PGRES_TUPLES_OK, false },
     [S_STATUS_COMMIT] = { "jobs.status_commit",
         "COMMIT",
@@ -118,9 +118,9 @@ static const co_stmt_t s_sql[] = {
         "h.job WHERE h.state = 'queued' AND j.state = 'active'",
         0, PGRES_TUPLES_OK, false },
     [S_PICK_HOSTS] = { "jobs.pick_hosts",
-        "SELECT h.id, h.name, h.tags::text, s.name IS NOT NULL, "
-        "COALESCE(array_to_json(s.benchmarks)::text, '[]'), "
-        "COALESCE(s.revision, '') FROM hosts h "
+        "SELECT h.id, h.name, h.tags::text AS tags, s.name IS NOT NULL AS "
+        "has_suite, COALESCE(array_to_json(s.benchmarks)::text, '[]') AS "
+        "benchmarks, COALESCE(s.revision, '') AS revision FROM hosts h "
         "LEFT JOIN host_suites s ON s.host_id = h.id AND s.name = $1 ORDER "
         "BY h.name, h.id",
         1, PGRES_TUPLES_OK, false },
@@ -143,7 +143,7 @@ static const co_stmt_t s_sql[] = {
      * the suite has a revision: variable and the advice was not given. */
     [S_REVISION_PREV] = { "jobs.revision_prev",
         "SELECT (SELECT p.vars::text FROM jobs p WHERE p.suite = $1 AND "
-        "p.vars <> $2::jsonb ORDER BY p.id DESC LIMIT 1) WHERE NOT EXISTS "
+        "p.vars <> $2::jsonb ORDER BY p.id DESC LIMIT 1) AS vars WHERE NOT EXISTS "
         "(SELECT 1 FROM host_suites WHERE name = $1 AND revision <> '') AND "
         "NOT EXISTS (SELECT 1 FROM suite_warnings WHERE suite = $1 AND kind "
         "= 'revision')",
@@ -208,10 +208,10 @@ static const co_stmt_t s_sql[] = {
         " lb.host_id = b.host_id WHERE b.state = 'running' "
         " AND (lb.live OR b.host_id IN (SELECT id FROM cand))) "
         "SELECT * FROM (SELECT DISTINCT ON (h.host_id) j.id, j.job_uuid, "
-        "j.suite, j.vars::text, j.runs, "
-        "array_to_json(j.only_benchmarks)::text, j.tags::text, j.label, "
-        "j.expires_at_us, h.host_id, hh.boot_id, j.created_at_us, "
-        "j.against::text "
+        "j.suite, j.vars::text AS vars, j.runs, "
+        "array_to_json(j.only_benchmarks)::text AS only_benchmarks, j.tags::text AS "
+        "tags, j.label, j.expires_at_us, h.host_id, hh.boot_id, "
+        "j.created_at_us, j.against::text AS against "
         "FROM job_hosts h JOIN jobs j ON j.id = h.job "
         "JOIN hosts hh ON hh.id = h.host_id "
         "WHERE h.host_id IN (SELECT id FROM cand) AND h.state = 'queued' "
@@ -401,7 +401,7 @@ s_host_id(co_jobs_t *j, const char *key, int64_t *id, char *err,
         pw_err(err, errlen, "no stored host has key %.40s", key);
         return CO_JOBS_REFUSED;
     }
-    *id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    *id = co_val_i64(r, 0, co_col(r, "id"));
     PQclear(r);
     return CO_JOBS_OK;
 }
@@ -419,7 +419,7 @@ s_check_end(co_jobs_t *j, const char *job_db_id, int64_t now_us)
         return;
     }
     if (PQntuples(r) == 1)
-        s_log(j, "job_ended", "job=%s", PQgetvalue(r, 0, 0));
+        s_log(j, "job_ended", "job=%s", co_val(r, 0, co_col(r, "job_uuid")));
     PQclear(r);
 }
 
@@ -453,22 +453,22 @@ s_offer_free(s_offer_t *o)
     json_decref(o->jagainst);
 }
 
-/* Build the offer from row i of a s_dispatch_many result (columns as
- * its SELECT lists them). */
+/* Build the offer from row i of a s_dispatch_many result. */
 static int
 s_offer_build(s_offer_t *o, PGresult *r, int i)
 {
     memset(o, 0, sizeof *o);
     parity__job_offer__init(&o->offer);
-    o->offer.job_id = PQgetvalue(r, i, 1);
-    o->offer.suite = PQgetvalue(r, i, 2);
-    o->offer.runs = (uint32_t)strtoul(PQgetvalue(r, i, 4), NULL, 10);
-    o->offer.label = PQgetvalue(r, i, 7);
-    o->offer.expires_at_us = strtoll(PQgetvalue(r, i, 8), NULL, 10);
-    o->jvars = json_loads(PQgetvalue(r, i, 3), 0, NULL);
-    o->jonly = json_loads(PQgetvalue(r, i, 5), 0, NULL);
-    o->jtags = json_loads(PQgetvalue(r, i, 6), 0, NULL);
-    o->jagainst = json_loads(PQgetvalue(r, i, 12), 0, NULL);
+    o->offer.job_id = (char *)co_val(r, i, co_col(r, "job_uuid"));
+    o->offer.suite = (char *)co_val(r, i, co_col(r, "suite"));
+    o->offer.runs = (uint32_t)co_val_i64(r, i, co_col(r, "runs"));
+    o->offer.label = (char *)co_val(r, i, co_col(r, "label"));
+    o->offer.expires_at_us = co_val_i64(r, i, co_col(r, "expires_at_us"));
+    o->jvars = json_loads(co_val(r, i, co_col(r, "vars")), 0, NULL);
+    o->jonly = json_loads(co_val(r, i, co_col(r, "only_benchmarks")), 0,
+                          NULL);
+    o->jtags = json_loads(co_val(r, i, co_col(r, "tags")), 0, NULL);
+    o->jagainst = json_loads(co_val(r, i, co_col(r, "against")), 0, NULL);
     if (!json_is_object(o->jvars) || !json_is_array(o->jonly) ||
         !json_is_object(o->jtags) || !json_is_array(o->jagainst))
         return -1;
@@ -544,11 +544,12 @@ s_ids_text(pw_buf_t *b, const int64_t *ids, size_t n)
 static bool
 s_machine_taken(const PGresult *r, int i, const bool *offered)
 {
-    const char *boot = PQgetvalue(r, i, 10);
+    int i_boot = co_col(r, "boot_id");
+    const char *boot = co_val(r, i, i_boot);
     if (!*boot)
         return false;
     for (int k = 0; k < i; k++)
-        if (offered[k] && strcmp(PQgetvalue(r, k, 10), boot) == 0)
+        if (offered[k] && strcmp(co_val(r, k, i_boot), boot) == 0)
             return true;
     return false;
 }
@@ -583,11 +584,12 @@ s_claim(co_jobs_t *j, int64_t *jobs, const int64_t *hosts, size_t n,
     pw_buf_free(&ht);
     if (!r)
         return -1;
+    int i_job = co_col(r, "job"), i_host = co_col(r, "host_id");
     for (size_t i = 0; i < n; i++) {
         bool got = false;
         for (int t = 0; !got && t < PQntuples(r); t++)
-            got = strtoll(PQgetvalue(r, t, 0), NULL, 10) == jobs[i] &&
-                  strtoll(PQgetvalue(r, t, 1), NULL, 10) == hosts[i];
+            got = co_val_i64(r, t, i_job) == jobs[i] &&
+                  co_val_i64(r, t, i_host) == hosts[i];
         if (!got)
             jobs[i] = 0;
     }
@@ -668,15 +670,16 @@ s_dispatch_many(co_jobs_t *j, const int64_t *host_ids, size_t n,
         snprintf(err, sizeof err, "out of memory");
         goto db_error;
     }
+    int i_id = co_col(r, "id"), i_host = co_col(r, "host_id");
     for (int i = 0; i < PQntuples(r); i++) {
-        int64_t host_id = strtoll(PQgetvalue(r, i, 9), NULL, 10);
+        int64_t host_id = co_val_i64(r, i, i_host);
         /* One agent per machine gets work from this call; its siblings
          * wait until it is idle again. */
         if (s_machine_taken(r, i, offered) || !s_online_key(j, host_id))
             continue;
         offered[i] = true;
         rows[n_sent] = i;
-        sent_jobs[n_sent] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        sent_jobs[n_sent] = co_val_i64(r, i, i_id);
         sent_hosts[n_sent++] = host_id;
     }
     if (n_sent > 0 && s_claim(j, sent_jobs, sent_hosts, n_sent, now_us,
@@ -746,7 +749,7 @@ s_mark_lost(co_jobs_t *j, int64_t host_id, const char *job_db_id,
     }
     for (int i = 0; i < PQntuples(r); i++) {
         char job[24];
-        snprintf(job, sizeof job, "%s", PQgetvalue(r, i, 0));
+        snprintf(job, sizeof job, "%s", co_val(r, i, co_col(r, "job")));
         s_log(j, "host_lost", "job_row=%s host_id=%s reason=\"%s\"", job,
               host, reason);
         s_check_end(j, job, now_us);
@@ -849,9 +852,9 @@ co_jobs_agent_online(co_jobs_t *j, const char *public_key,
     bool running = PQntuples(r) == 1;
     if (running && o) {
         snprintf(o->confirm_job, sizeof o->confirm_job, "%s",
-                 PQgetvalue(r, 0, 0));
+                 co_val(r, 0, co_col(r, "job_uuid")));
         snprintf(o->confirm_job_id, sizeof o->confirm_job_id, "%s",
-                 PQgetvalue(r, 0, 1));
+                 co_val(r, 0, co_col(r, "id")));
         o->confirm_by_us = now_us + j->confirm_us;
     }
     PQclear(r);
@@ -998,10 +1001,10 @@ co_jobs_status(co_jobs_t *j, const char *public_key,
         return CO_JOBS_REFUSED;
     }
     char cur[16], job[24];
-    snprintf(cur, sizeof cur, "%s", PQgetvalue(r, 0, 0));
-    snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 1));
-    long open = strtol(PQgetvalue(r, 0, 2), NULL, 10);
-    bool moved = strtol(PQgetvalue(r, 0, 3), NULL, 10) > 0;
+    snprintf(cur, sizeof cur, "%s", co_val(r, 0, co_col(r, "state")));
+    snprintf(job, sizeof job, "%s", co_val(r, 0, co_col(r, "job")));
+    long open = (long)co_val_i64(r, 0, co_col(r, "open"));
+    bool moved = co_val_i64(r, 0, co_col(r, "moved")) > 0;
     PQclear(r);
     bool open_row = strcmp(cur, "queued") == 0 || strcmp(cur, "running") == 0;
     bool movable = open_row || (final && strcmp(cur, "lost") == 0);
@@ -1088,7 +1091,7 @@ co_jobs_run_end(co_jobs_t *j, const char *public_key,
     }
     if (PQntuples(r) == 1) {
         char job[24], reason[512];
-        snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 0));
+        snprintf(job, sizeof job, "%s", co_val(r, 0, co_col(r, "id")));
         snprintf(reason, sizeof reason, "run %s ended incomplete: %s",
                  re->run_id, re->reason ? re->reason : "");
         s_mark_lost(j, host_id, job, reason, now_us);
@@ -1127,8 +1130,9 @@ s_check_running(co_jobs_t *j, int64_t now_us)
         s_log(j, "db_error", "op=tick error=\"%s\"", err);
         return;
     }
+    int i_host = co_col(r, "host_id");
     for (int i = 0; i < PQntuples(r) && i < CO_JOBREQ_MAX_HOSTS; i++) {
-        int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        int64_t id = co_val_i64(r, i, i_host);
         if (!s_online_key(j, id))
             s_mark_lost(j, id, NULL, "the agent went offline during the job "
                         "(or did not come back after a collector restart)",
@@ -1169,8 +1173,9 @@ co_jobs_tick(co_jobs_t *j, int64_t now_us)
         s_log(j, "db_error", "op=tick error=\"%s\"", err);
         return;
     }
+    int i_uuid = co_col(r, "job_uuid");
     for (int i = 0; i < PQntuples(r); i++)
-        s_log(j, "job_expired", "job=%s", PQgetvalue(r, i, 0));
+        s_log(j, "job_expired", "job=%s", co_val(r, i, i_uuid));
     PQclear(r);
     /* Every job with no open row ends (also ones missed while the
      * database was away). */
@@ -1179,8 +1184,9 @@ co_jobs_tick(co_jobs_t *j, int64_t now_us)
         s_log(j, "db_error", "op=tick error=\"%s\"", err);
         return;
     }
+    i_uuid = co_col(r, "job_uuid");
     for (int i = 0; i < PQntuples(r); i++)
-        s_log(j, "job_ended", "job=%s", PQgetvalue(r, i, 0));
+        s_log(j, "job_ended", "job=%s", co_val(r, i, i_uuid));
     PQclear(r);
     s_offer_idle(j, now_us);
 }
@@ -1195,8 +1201,9 @@ s_offer_idle(co_jobs_t *j, int64_t now_us)
         return;
     int64_t ids[256];
     size_t n = 0;
+    int i_host = co_col(r, "host_id");
     for (int i = 0; i < PQntuples(r) && i < CO_JOBS_MAX_ONLINE; i++) {
-        int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        int64_t id = co_val_i64(r, i, i_host);
         if (!s_online_key(j, id))
             continue;
         ids[n++] = id;
@@ -1234,20 +1241,25 @@ s_pick_hosts(co_jobs_t *j, const co_jobreq_t *c, json_t *skipped,
         pw_err(err, errlen, "out of memory");
     if (!*ids)
         goto done;
+    int i_id = co_col(r, "id"), i_name = co_col(r, "name"),
+        i_tags = co_col(r, "tags"), i_has = co_col(r, "has_suite"),
+        i_benchmarks = co_col(r, "benchmarks"),
+        i_revision = co_col(r, "revision");
     for (int i = 0; i < nh; i++) {
-        const char *name = PQgetvalue(r, i, 1);
+        const char *name = co_val(r, i, i_name);
         bool nm = json_object_get(named, name) != NULL;
-        if (!co_jobreq_picks(c, named, name, PQgetvalue(r, i, 2)))
+        if (!co_jobreq_picks(c, named, name, co_val(r, i, i_tags)))
             continue;
         char why[CO_JOBREQ_WHY_MAX];
-        bool has = strcmp(PQgetvalue(r, i, 3), "t") == 0;
-        if (has && co_jobreq_against_ok(c, PQgetvalue(r, i, 5), why,
+        bool has = co_val_bool(r, i, i_has);
+        if (has && co_jobreq_against_ok(c, co_val(r, i, i_revision), why,
                                         sizeof why) != 0) {
             pw_err(err, errlen, "host \"%s\": %s", name, why);
             rc = CO_JOBS_BADARGS;
             goto done;
         }
-        co_jobreq_cannot_run(c, has, PQgetvalue(r, i, 4), why, sizeof why);
+        co_jobreq_cannot_run(c, has, co_val(r, i, i_benchmarks), why,
+                             sizeof why);
         if (*why && nm && !c->all) {
             pw_err(err, errlen, "host \"%s\": %s", name, why);
             rc = CO_JOBS_BADARGS;
@@ -1257,7 +1269,7 @@ s_pick_hosts(co_jobs_t *j, const co_jobreq_t *c, json_t *skipped,
             json_array_append_new(skipped, json_pack("{s:s,s:s}", "host",
                                                      name, "reason", why));
         else
-            (*ids)[(*n)++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+            (*ids)[(*n)++] = co_val_i64(r, i, i_id);
     }
     rc = co_jobreq_names_known(named, err, errlen) == 0 ? CO_JOBS_OK
                                                         : CO_JOBS_BADARGS;
@@ -1331,7 +1343,7 @@ s_insert_job(co_jobs_t *j, const co_jobreq_t *c, const char *requested_by,
     r = s_run(j, &s_sql[S_INSERT_JOB_1], pj, err, errlen);
     if (!r)
         goto rollback;
-    snprintf(job, joblen, "%s", PQgetvalue(r, 0, 0));
+    snprintf(job, joblen, "%s", co_val(r, 0, co_col(r, "id")));
     PQclear(r);
     /* Every host's row in one statement: a job for 1,000 hosts must
      * not cost the writer 1,000 round trips. */
@@ -1379,8 +1391,9 @@ s_revision_advice(co_jobs_t *j, const co_jobreq_t *c, int64_t now_us,
                                                          JSON_COMPACT) : NULL;
     const char *pp[] = { c->suite, vars ? vars : "{}" };
     PGresult *r = s_run(j, &s_sql[S_REVISION_PREV], pp, err, sizeof err);
-    json_t *prev = r && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)
-                   ? json_loads(PQgetvalue(r, 0, 0), 0, NULL) : NULL;
+    int i_vars = co_col(r, "vars");
+    json_t *prev = r && PQntuples(r) == 1 && !co_val_null(r, 0, i_vars)
+                   ? json_loads(co_val(r, 0, i_vars), 0, NULL) : NULL;
     const char *name = co_jobreq_revision_hint(c->vars, prev);
     PQclear(r);
     r = NULL;
@@ -1442,10 +1455,11 @@ co_jobs_create(co_jobs_t *j, const char *requested_by, const json_t *args,
     r = s_run(j, &s_sql[S_CREATE], pr, err, errlen);
     if (!r)
         goto done;
+    int i_name = co_col(r, "name"), i_state = co_col(r, "state");
     for (int i = 0; i < PQntuples(r); i++)
         json_array_append_new(hosts, json_pack("{s:s,s:s}", "host",
-                              PQgetvalue(r, i, 0), "state",
-                              PQgetvalue(r, i, 1)));
+                              co_val(r, i, i_name), "state",
+                              co_val(r, i, i_state)));
     json_t *warnings = json_array();
     if (warnings)
         s_revision_advice(j, &c, now_us, warnings);
@@ -1488,9 +1502,9 @@ s_cancel_here(co_jobs_t *j, const char *job_uuid, int64_t now_us)
         s_log(j, "db_error", "op=cancel_notify error=\"%s\"", err);
         return;
     }
-    int sent = 0;
+    int sent = 0, i_host = co_col(r, "host_id");
     for (int i = 0; i < PQntuples(r); i++) {
-        int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        int64_t id = co_val_i64(r, i, i_host);
         if (!s_online_key(j, id))
             continue;
         s_send_cancel(j, id, job_uuid);
@@ -1515,9 +1529,10 @@ s_resync(co_jobs_t *j, int64_t now_us)
     PGresult *r = s_run(j, &s_sql[S_RESYNC], p, err, sizeof err);
     if (!r)
         return;
+    int i_uuid = co_col(r, "job_uuid");
     for (int i = 0; i < PQntuples(r); i++) {
         char uuid[64];
-        snprintf(uuid, sizeof uuid, "%s", PQgetvalue(r, i, 0));
+        snprintf(uuid, sizeof uuid, "%s", co_val(r, i, i_uuid));
         s_cancel_here(j, uuid, now_us);
     }
     PQclear(r);
@@ -1581,8 +1596,8 @@ co_jobs_cancel(co_jobs_t *j, const char *job_id, int64_t now_us,
         return CO_JOBS_NOTFOUND;
     }
     char job[24], state[16];
-    snprintf(job, sizeof job, "%s", PQgetvalue(r, 0, 0));
-    snprintf(state, sizeof state, "%s", PQgetvalue(r, 0, 1));
+    snprintf(job, sizeof job, "%s", co_val(r, 0, co_col(r, "id")));
+    snprintf(state, sizeof state, "%s", co_val(r, 0, co_col(r, "state")));
     PQclear(r);
     if (strcmp(state, "active") != 0) {
         *reply = json_pack("{s:s,s:i,s:s}", "job", job_id, "cancelled", 0,
@@ -1611,11 +1626,12 @@ co_jobs_cancel(co_jobs_t *j, const char *job_id, int64_t now_us,
         PQclear(r);
         return CO_JOBS_FAIL;
     }
-    int n = PQntuples(r);
+    int n = PQntuples(r), i_host = co_col(r, "host_id"),
+        i_state = co_col(r, "state");
     for (int i = 0; i < n; i++) {
-        if (strcmp(PQgetvalue(r, i, 1), "running") != 0)
+        if (strcmp(co_val(r, i, i_state), "running") != 0)
             continue;
-        int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        int64_t id = co_val_i64(r, i, i_host);
         s_send_cancel(j, id, job_id);
         s_dispatch(j, id, now_us);
     }

@@ -34,29 +34,27 @@ static const co_stmt_t s_sql[] = {
         "<= EXCLUDED.at_us",
         8, PGRES_COMMAND_OK, false },
     [S_RUN_PRUNED] = { "metrics.run_pruned",
-        "SELECT arm, user_us + sys_us, COALESCE(task_clock_ns, 0), "
-        "maxrss_kb FROM samples WHERE run = $1 AND kind = 0 AND "
+        "SELECT arm, user_us + sys_us AS cpu_us, COALESCE(task_clock_ns, 0) "
+        "AS task_clock_ns, maxrss_kb FROM samples WHERE run = $1 AND kind = 0 AND "
         "start_unix_us >= $2 ORDER BY arm, batch_seq, idx",
         2, PGRES_TUPLES_OK, false },
     [S_RUN] = { "metrics.run",
-        "SELECT arm, user_us + sys_us, COALESCE(task_clock_ns, 0), "
-        "maxrss_kb FROM samples WHERE run = $1 AND kind = 0 ORDER BY arm, "
+        "SELECT arm, user_us + sys_us AS cpu_us, COALESCE(task_clock_ns, 0) "
+        "AS task_clock_ns, maxrss_kb FROM samples WHERE run = $1 AND kind = 0 ORDER BY arm, "
         "batch_seq, idx",
         1, PGRES_TUPLES_OK, false },
 };
 
-/* Columns of S_WINDOW's rows holding each value. */
-enum { S_COL_QUIET, S_COL_CPU, S_COL_TASK_CLOCK, S_COL_PEAK_RSS };
-
-/* One floor from column col of the window's rows (NULLs skipped). */
+/* One floor from the column named name of the window's rows (NULLs
+ * skipped). */
 static void
-s_floor(PGresult *r, int col, vd_metric_t m, vd_cpu_source_t src,
+s_floor(PGresult *r, const char *name, vd_metric_t m, vd_cpu_source_t src,
         double *buf, co_metrics_floor_t *f)
 {
-    int rows = PQntuples(r), quiet = 0;
+    int rows = PQntuples(r), quiet = 0, col = co_col(r, name),
+        i_quiet = co_col(r, "quiet");
     for (int i = 0; i < rows; i++)
-        quiet += !PQgetisnull(r, i, col) &&
-                 PQgetvalue(r, i, S_COL_QUIET)[0] == 't';
+        quiet += !co_val_null(r, i, col) && co_val_bool(r, i, i_quiet);
     memset(f, 0, sizeof *f);
     f->metric = m;
     f->source = src;
@@ -64,10 +62,9 @@ s_floor(PGresult *r, int col, vd_metric_t m, vd_cpu_source_t src,
     f->resolution = vd_metric_resolution(m, src, CO_METRICS_CLK_TCK);
     size_t n = 0;
     for (int i = 0; i < rows; i++) {
-        if (PQgetisnull(r, i, col) ||
-            (f->quiet && PQgetvalue(r, i, S_COL_QUIET)[0] != 't'))
+        if (co_val_null(r, i, col) || (f->quiet && !co_val_bool(r, i, i_quiet)))
             continue;
-        double v = strtod(PQgetvalue(r, i, col), NULL);
+        double v = co_val_f64(r, i, col);
         if (isfinite(v) && v >= 0)
             buf[n++] = v;
     }
@@ -102,11 +99,11 @@ co_metrics_floors(co_db_t *db, int64_t host_id, int64_t until_us,
         pw_err_line(err, errlen, "metric floors: out of memory");
         return CO_DB_FAIL;
     }
-    s_floor(r, S_COL_TASK_CLOCK, VD_METRIC_CPU, VD_CPU_TASK_CLOCK, buf,
+    s_floor(r, "task_clock_us", VD_METRIC_CPU, VD_CPU_TASK_CLOCK, buf,
             &out->cpu[VD_CPU_TASK_CLOCK]);
-    s_floor(r, S_COL_CPU, VD_METRIC_CPU, VD_CPU_RUSAGE, buf,
+    s_floor(r, "cpu_us", VD_METRIC_CPU, VD_CPU_RUSAGE, buf,
             &out->cpu[VD_CPU_RUSAGE]);
-    s_floor(r, S_COL_PEAK_RSS, VD_METRIC_PEAK_RSS, VD_CPU_RUSAGE, buf,
+    s_floor(r, "peak_rss_kb", VD_METRIC_PEAK_RSS, VD_CPU_RUSAGE, buf,
             &out->peak_rss);
     free(buf);
     PQclear(r);
@@ -195,12 +192,13 @@ co_metrics_run_read(co_db_t *db, const char *runid, int64_t started_at_us,
                     n);
         return CO_DB_FAIL;
     }
+    int i_arm = co_col(r, "arm"), i_cpu = co_col(r, "cpu_us"),
+        i_tc = co_col(r, "task_clock_ns"), i_rss = co_col(r, "maxrss_kb");
     for (size_t i = 0; i < n; i++) {
-        out->arm[i] = strtoul(PQgetvalue(r, (int)i, 0), NULL, 10);
-        out->cpu_us[i] = strtod(PQgetvalue(r, (int)i, 1), NULL);
-        out->task_clock_us[i] = strtod(PQgetvalue(r, (int)i, 2), NULL) /
-                                1000.0;
-        out->peak_rss_kb[i] = strtod(PQgetvalue(r, (int)i, 3), NULL);
+        out->arm[i] = (size_t)co_val_i64(r, (int)i, i_arm);
+        out->cpu_us[i] = co_val_f64(r, (int)i, i_cpu);
+        out->task_clock_us[i] = co_val_f64(r, (int)i, i_tc) / 1000.0;
+        out->peak_rss_kb[i] = co_val_f64(r, (int)i, i_rss);
     }
     out->n = n;
     PQclear(r);

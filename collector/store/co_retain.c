@@ -25,7 +25,7 @@ static const co_stmt_t s_sql[] = {
         "FROM m",
         2, PGRES_COMMAND_OK, false },
     [S_DROP_SQL] = { "retain.drop_sql",
-        "SELECT format('DROP TABLE %I', $1::text)",
+        "SELECT format('DROP TABLE %I', $1::text) AS sql",
         1, PGRES_TUPLES_OK, false },
     [S_OLD_PARTITIONS] = { "retain.old_partitions",
         "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = "
@@ -146,7 +146,7 @@ s_partition_drop(co_db_t *db, const char *name, char *err, size_t errlen)
     if (!r)
         goto end;
     char sql[256];
-    snprintf(sql, sizeof sql, "%s", PQgetvalue(r, 0, 0));
+    snprintf(sql, sizeof sql, "%s", co_val(r, 0, co_col(r, "sql")));
     PQclear(r);
     if ((rc = co_db_exec(db, sql, err, errlen)) != CO_DB_OK)
         goto end;
@@ -179,8 +179,9 @@ co_retain_samples(co_db_t *db, int64_t keep_us, int64_t now_us, int *dropped,
     PGresult *r = co_db_run(db, &s_sql[S_OLD_PARTITIONS], p, &rc, err, errlen);
     if (!r)
         return rc;
+    int i_name = co_col(r, "relname");
     for (int i = 0; i < PQntuples(r) && rc == CO_DB_OK; i++) {
-        rc = s_partition_drop(db, PQgetvalue(r, i, 0), err, errlen);
+        rc = s_partition_drop(db, co_val(r, i, i_name), err, errlen);
         if (rc == CO_DB_OK)
             (*dropped)++;
     }

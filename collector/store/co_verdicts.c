@@ -36,9 +36,10 @@ static const co_stmt_t s_sql[] = {
         1, PGRES_TUPLES_OK, false },
     [S_READY] = { "verdicts.ready",
         "SELECT status, started_at_us, (SELECT count(*) FROM batches WHERE "
-        "run = $1 AND batch_seq < $2), (SELECT COALESCE(sum(n_samples), 0) "
-        "FROM batches WHERE run = $1), array_to_string(metrics, ' ') FROM "
-        "runs WHERE id = $1",
+        "run = $1 AND batch_seq < $2) AS batches, (SELECT "
+        "COALESCE(sum(n_samples), 0) FROM batches WHERE run = $1) AS "
+        "samples, array_to_string(metrics, ' ') AS metrics FROM runs WHERE "
+        "id = $1",
         2, PGRES_TUPLES_OK, true },
     [S_END] = { "verdicts.end",
         "WITH u AS (UPDATE runs SET status = $2, reason = $3, batches = $4, "
@@ -286,16 +287,18 @@ s_run_samples(co_db_t *db, const char *runid, int64_t started_at_us,
         PQclear(r);
         return CO_DB_FAIL;
     }
+    int i_arm = co_col(r, "arm"), i_wall = co_col(r, "wall_us"),
+        i_kind = co_col(r, "kind"), i_ins = co_col(r, "instructions");
     for (size_t i = 0; i < rows; i++) {
-        int kind = atoi(PQgetvalue(r, (int)i, 2));
-        size_t arm = strtoul(PQgetvalue(r, (int)i, 0), NULL, 10);
+        int kind = (int)co_val_i64(r, (int)i, i_kind);
+        size_t arm = (size_t)co_val_i64(r, (int)i, i_arm);
         if (kind == PARITY__SAMPLE_KIND__ERROR && arm < narms)
             errors[arm]++;
         if (kind != PARITY__SAMPLE_KIND__MEASURED)
             continue;
-        out->x[k] = strtod(PQgetvalue(r, (int)i, 1), NULL);
-        /* NULL (not counted) reads as "": 0. */
-        out->ins[k] = strtod(PQgetvalue(r, (int)i, 3), NULL);
+        out->x[k] = co_val_f64(r, (int)i, i_wall);
+        /* NULL (not counted) reads as 0. */
+        out->ins[k] = co_val_f64(r, (int)i, i_ins);
         out->arm_of[k++] = arm;
     }
     out->n = k;
@@ -462,7 +465,8 @@ s_extra_verdicts(const char *runid, const char *host, PGresult *arms,
             if (k == subject)
                 continue;
             s_verdict_row(&ver[(*nv)++], runid, host, subject, k,
-                          PQgetvalue(arms, (int)k, 1), a, na, b, nb, &p,
+                          co_val(arms, (int)k, co_col(arms, "name")), a,
+                          na, b, nb, &p,
                           ex[e].floor.samples, NULL, NULL, ex[e].metric,
                           src);
         }
@@ -518,7 +522,8 @@ s_run_verdicts(co_db_t *db, const char *runid, const char *host,
                       VD_METRIC_WALL);
         if (k != subject)
             s_verdict_row(&ver[nv++], runid, host, subject, k,
-                          PQgetvalue(arms, (int)k, 1), x + a_off, a_n,
+                          co_val(arms, (int)k, co_col(arms, "name")),
+                          x + a_off, a_n,
                           x + b_off, b_n, vp, used,
                           s_counted(sm->ins + a_off, a_n),
                           s_counted(sm->ins + b_off, b_n), VD_METRIC_WALL,
@@ -562,11 +567,11 @@ s_run_end_ready(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
         pw_err_line(err, errlen, "run %s: no RunStart stored", re->run_id);
         return CO_DB_LATER;
     }
-    bool ended_before = !PQgetisnull(r, 0, 0);
-    *started = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-    long have = strtol(PQgetvalue(r, 0, 2), NULL, 10);
-    *expected = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
-    snprintf(metrics, mlen, "%s", PQgetvalue(r, 0, 4));
+    bool ended_before = !co_val_null(r, 0, co_col(r, "status"));
+    *started = co_val_i64(r, 0, co_col(r, "started_at_us"));
+    long have = (long)co_val_i64(r, 0, co_col(r, "batches"));
+    *expected = co_val_i64(r, 0, co_col(r, "samples"));
+    snprintf(metrics, mlen, "%s", co_val(r, 0, co_col(r, "metrics")));
     PQclear(r);
     if (ended_before)
         return CO_DB_DUP;
@@ -671,8 +676,9 @@ s_run_end(co_db_t *db, int64_t host_id, const Parity__RunEnd *re,
     if (!arms)
         goto rollback;
     size_t narms = (size_t)PQntuples(arms), subject = 0;
+    int i_subject = co_col(arms, "subject");
     for (size_t i = 0; i < narms; i++)
-        if (strcmp(PQgetvalue(arms, (int)i, 2), "t") == 0) {
+        if (co_val_bool(arms, (int)i, i_subject)) {
             subject = i;
             break;
         }

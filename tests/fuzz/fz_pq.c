@@ -178,6 +178,7 @@ s_answer(const char *sql, int n, const char *const *params)
             if (s_elements(params[a]) != s_elements(params[3]))
                 abort();
         r = s_result(PGRES_TUPLES_OK, rows, 2);
+        r->names = "run batch_seq";
         for (int i = 0; i < rows; i++) {
             snprintf(s_cell(r, i, 0)->text, S_CELL_MAX, "%lld", run[i]);
             snprintf(s_cell(r, i, 1)->text, S_CELL_MAX, "%lld", seq[i]);
@@ -188,6 +189,7 @@ s_answer(const char *sql, int n, const char *const *params)
     if (strstr(sql, "FROM runs WHERE run_uuid")) {
         /* The run: id 1, host 1, S_ARMS arms. */
         r = s_result(PGRES_TUPLES_OK, 1, 3);
+        r->names = "id host_id arms";
         snprintf(s_cell(r, 0, 2)->text, S_CELL_MAX, "%d", S_ARMS);
         return r;
     }
@@ -195,6 +197,7 @@ s_answer(const char *sql, int n, const char *const *params)
         /* Not ended, every batch stored, the samples stored so far,
          * wall time the only metric tracked. */
         r = s_result(PGRES_TUPLES_OK, 1, 5);
+        r->names = "status started_at_us batches samples metrics";
         s_cell(r, 0, 0)->null = true;
         s_cell(r, 0, 0)->text[0] = '\0';
         snprintf(s_cell(r, 0, 2)->text, S_CELL_MAX, "%u", UINT32_MAX);
@@ -204,6 +207,7 @@ s_answer(const char *sql, int n, const char *const *params)
     }
     if (strstr(sql, "FROM arms WHERE run")) {
         r = s_result(PGRES_TUPLES_OK, S_ARMS, 3);
+        r->names = "idx name subject";
         for (int i = 0; i < S_ARMS; i++) {
             snprintf(s_cell(r, i, 0)->text, S_CELL_MAX, "%d", i);
             snprintf(s_cell(r, i, 1)->text, S_CELL_MAX, "arm%d", i);
