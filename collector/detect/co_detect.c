@@ -50,8 +50,10 @@ struct co_detect {
 /* The points of a series' runs: columns 1.. of these queries' rows; Q
  * the parameter ("$8") holding the metric. */
 #define S_POINT_COLS(Q) \
-    "r.id, ss.median, ss.min, ss.q25, ss.q75, ss.max, ss.n, " \
-    "so.median, so.min, so.q25, so.q75, so.max, so.n FROM runs r " \
+    "r.id, ss.median AS s_median, ss.min AS s_min, ss.q25 AS s_q25, " \
+    "ss.q75 AS s_q75, ss.max AS s_max, ss.n AS s_n, so.median AS o_median, " \
+    "so.min AS o_min, so.q25 AS o_q25, so.q75 AS o_q75, so.max AS o_max, " \
+    "so.n AS o_n FROM runs r " \
     "JOIN arms a1 ON a1.run = r.id AND a1.name = $4 " \
     "JOIN run_summaries ss ON ss.run = r.id AND ss.arm = a1.idx AND " \
     "ss.metric = " Q " " \
@@ -69,13 +71,14 @@ static const co_stmt_t s_sql[] = {
     [S_ENV] = { "detect.env",
         "SELECT (SELECT e.environment_json FROM runs r JOIN "
         "environments e ON e.id = r.environment WHERE r.id = "
-        "$1), (SELECT e.environment_json FROM runs r JOIN "
+        "$1) AS env_a, (SELECT e.environment_json FROM runs r JOIN "
         "environments e ON e.id = r.environment WHERE r.id = "
-        "$2)",
+        "$2) AS env_b",
         2, PGRES_TUPLES_OK, true },
     [S_ARMS_DIFF] = { "detect.arms_diff",
         "SELECT x.name, x.argv::text <> y.argv::text OR x.shell <> "
-        "y.shell, x.version_output <> y.version_output FROM arms x JOIN "
+        "y.shell AS command_changed, x.version_output <> y.version_output "
+        "AS versions_changed FROM arms x JOIN "
         "arms y ON y.run = $2 AND y.name = x.name WHERE x.run = $1 "
         "ORDER BY x.idx",
         2, PGRES_TUPLES_OK, true },
@@ -119,7 +122,7 @@ static const co_stmt_t s_sql[] = {
         "SELECT w.newest_run, w.points, (SELECT count(*) FROM runs r WHERE "
         "r.benchmark_id = $1 AND r.host_id = $2 AND r.vars = $3::jsonb AND "
         "r.started_at_us > w.newest_started_us AND r.started_at_us <= $6 "
-        "AND r.id <> $7::bigint AND r.status = 'complete') "
+        "AND r.id <> $7::bigint AND r.status = 'complete') AS newer "
         "FROM detect_windows w WHERE w.benchmark_id = $1 AND w.host_id = $2 "
         "AND w.vars = $3::jsonb AND w.subject = $4 AND w.other = $5 "
         "AND w.metric = $8 AND w.newest_started_us <= $6",
@@ -146,13 +149,13 @@ static const co_stmt_t s_sql[] = {
         "after_run = ANY($6::bigint[]) AND NOT id = ANY($7::bigint[])",
         9, PGRES_COMMAND_OK, true },
     [S_RUN] = { "detect.run",
-        "SELECT r.benchmark_id, r.host_id, r.vars::text, "
+        "SELECT r.benchmark_id, r.host_id, r.vars::text AS vars, "
         "r.started_at_us, h.floor_us, "
-        "r.status = 'complete', array_to_string(r.metrics, "
-        "' '), (SELECT f.floor FROM host_floors f WHERE "
-        "f.host_id = r.host_id AND f.metric = 'cpu'), "
+        "r.status = 'complete' AS complete, array_to_string(r.metrics, "
+        "' ') AS metrics, (SELECT f.floor FROM host_floors f WHERE "
+        "f.host_id = r.host_id AND f.metric = 'cpu') AS floor_cpu, "
         "(SELECT f.floor FROM host_floors f WHERE f.host_id "
-        "= r.host_id AND f.metric = 'peak_rss') FROM runs r "
+        "= r.host_id AND f.metric = 'peak_rss') AS floor_peak_rss FROM runs r "
         "JOIN hosts h ON h.id = r.host_id WHERE r.id = $1",
         1, PGRES_TUPLES_OK, true },
     [S_RUN_ARMS] = { "detect.run_arms",
@@ -227,8 +230,8 @@ s_annotations(co_conn_t *c, int64_t a, int64_t b, char (*notes)[S_ANNOT_LEN],
     PGresult *r = s_q(c, &s_sql[S_ENV], p, err, errlen);
     if (!r)
         return -1;
-    const char *ea = PQgetisnull(r, 0, 0) ? NULL : PQgetvalue(r, 0, 0);
-    const char *eb = PQgetisnull(r, 0, 1) ? NULL : PQgetvalue(r, 0, 1);
+    const char *ea = co_val_or_null(r, 0, co_col(r, "env_a"));
+    const char *eb = co_val_or_null(r, 0, co_col(r, "env_b"));
     for (size_t k = 0; ea && eb && s_env_keys[k]; k++) {
         char va[80], vb[80];
         s_env_text(ea, s_env_keys[k], va, sizeof va);
@@ -241,13 +244,15 @@ s_annotations(co_conn_t *c, int64_t a, int64_t b, char (*notes)[S_ANNOT_LEN],
     r = s_q(c, &s_sql[S_ARMS_DIFF], p, err, errlen);
     if (!r)
         return -1;
+    int i_name = co_col(r, "name"), i_command = co_col(r, "command_changed"),
+        i_versions = co_col(r, "versions_changed");
     for (int i = 0; i < PQntuples(r); i++) {
-        if (strcmp(PQgetvalue(r, i, 1), "t") == 0)
+        if (co_val_bool(r, i, i_command))
             s_note(notes, n, "arm %.60s: command changed",
-                   PQgetvalue(r, i, 0));
-        if (strcmp(PQgetvalue(r, i, 2), "t") == 0)
+                   co_val(r, i, i_name));
+        if (co_val_bool(r, i, i_versions))
             s_note(notes, n, "arm %.60s: versions output changed",
-                   PQgetvalue(r, i, 0));
+                   co_val(r, i, i_name));
     }
     PQclear(r);
     return 0;
@@ -264,14 +269,27 @@ typedef struct {
 } s_series_t;
 
 void
-co_detect_point(PGresult *r, int row, int col, vd_point_t *pt)
+co_detect_cols(const PGresult *r, const char *prefix, co_detect_cols_t *c)
 {
-    pt->median = strtod(PQgetvalue(r, row, col), NULL);
-    pt->min = strtod(PQgetvalue(r, row, col + 1), NULL);
-    pt->q25 = strtod(PQgetvalue(r, row, col + 2), NULL);
-    pt->q75 = strtod(PQgetvalue(r, row, col + 3), NULL);
-    pt->max = strtod(PQgetvalue(r, row, col + 4), NULL);
-    pt->n = (size_t)strtoull(PQgetvalue(r, row, col + 5), NULL, 10);
+    char name[32];
+    int *col[] = { &c->median, &c->min, &c->q25, &c->q75, &c->max, &c->n };
+    const char *what[] = { "median", "min", "q25", "q75", "max", "n" };
+    for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
+        snprintf(name, sizeof name, "%s%s", prefix, what[k]);
+        *col[k] = co_col(r, name);
+    }
+}
+
+void
+co_detect_point(const PGresult *r, int row, const co_detect_cols_t *c,
+                vd_point_t *pt)
+{
+    pt->median = co_val_f64(r, row, c->median);
+    pt->min = co_val_f64(r, row, c->min);
+    pt->q25 = co_val_f64(r, row, c->q25);
+    pt->q75 = co_val_f64(r, row, c->q75);
+    pt->max = co_val_f64(r, row, c->max);
+    pt->n = (size_t)co_val_i64(r, row, c->n);
 }
 
 /* One step of a series, as stored: the change of the metric that names
@@ -342,8 +360,8 @@ s_store(co_conn_t *c, const s_series_t *s, const int64_t *ids, size_t n,
     char known[24] = "";
     bool moved = true;
     if (PQntuples(r) == 1) {
-        snprintf(known, sizeof known, "%s", PQgetvalue(r, 0, 0));
-        moved = strcmp(PQgetvalue(r, 0, 1), after) != 0;
+        snprintf(known, sizeof known, "%s", co_val(r, 0, co_col(r, "id")));
+        moved = strcmp(co_val(r, 0, co_col(r, "after_run")), after) != 0;
     }
     PQclear(r);
     char *notes_json = NULL;
@@ -385,7 +403,7 @@ s_store(co_conn_t *c, const s_series_t *s, const int64_t *ids, size_t n,
     /* 0: none written (another collector's detection stored the same
      * step first): nothing is superseded on this pass. */
     *id_out = known[0] ? strtoll(known, NULL, 10)
-              : PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10)
+              : PQntuples(r) == 1 ? co_val_i64(r, 0, co_col(r, "id"))
               : 0;
     if (!known[0])
         *found += PQntuples(r);
@@ -554,14 +572,29 @@ s_unpack(const unsigned char *p, size_t len, size_t window, bool other,
     return 0;
 }
 
+/* The columns of a point query (S_POINT_COLS). */
+typedef struct {
+    int id;
+    co_detect_cols_t subject, other;
+} s_point_cols_t;
+
+static void
+s_point_cols(const PGresult *r, s_point_cols_t *c)
+{
+    c->id = co_col(r, "id");
+    co_detect_cols(r, "s_", &c->subject);
+    co_detect_cols(r, "o_", &c->other);
+}
+
 /* Row `row` of a point query as point i of w. */
 static void
-s_take_row(PGresult *r, int row, bool other, s_window_t *w, size_t i)
+s_take_row(const PGresult *r, const s_point_cols_t *c, int row, bool other,
+           s_window_t *w, size_t i)
 {
-    w->ids[i] = strtoll(PQgetvalue(r, row, 0), NULL, 10);
-    co_detect_point(r, row, 1, &w->pt[1][i]);
+    w->ids[i] = co_val_i64(r, row, c->id);
+    co_detect_point(r, row, &c->subject, &w->pt[1][i]);
     if (other) {
-        co_detect_point(r, row, 7, &w->pt[2][i]);
+        co_detect_point(r, row, &c->other, &w->pt[2][i]);
         s_ratio_point(w, i);
     }
 }
@@ -580,8 +613,10 @@ s_read_full(co_conn_t *c, const s_series_t *s, size_t window, s_window_t *w,
     if (!r)
         return -1;
     size_t n = (size_t)PQntuples(r);
+    s_point_cols_t cols;
+    s_point_cols(r, &cols);
     for (size_t i = 0; i < n && i < w->cap; i++)
-        s_take_row(r, (int)(n - 1 - i), s->other[0] != '\0', w, i);
+        s_take_row(r, &cols, (int)(n - 1 - i), s->other[0] != '\0', w, i);
     w->n = n < w->cap ? n : w->cap;
     PQclear(r);
     return 0;
@@ -603,14 +638,18 @@ s_read_kept(co_conn_t *c, const s_series_t *s, const char *run, size_t window,
     if (!r)
         return -1;
     int64_t run_id = strtoll(run, NULL, 10);
-    bool usable = PQntuples(r) == 1 && PQgetlength(r, 0, 0) == 8 &&
-                  PQgetlength(r, 0, 2) == 8 &&
-                  s_get64((const unsigned char *)PQgetvalue(r, 0, 2)) == 0 &&
-                  s_unpack((const unsigned char *)PQgetvalue(r, 0, 1),
-                           (size_t)PQgetlength(r, 0, 1), window,
+    int i_newest = co_col(r, "newest_run"), i_points = co_col(r, "points"),
+        i_newer = co_col(r, "newer");
+    bool usable = PQntuples(r) == 1 && i_newest >= 0 && i_points >= 0 &&
+                  i_newer >= 0 && PQgetlength(r, 0, i_newest) == 8 &&
+                  PQgetlength(r, 0, i_newer) == 8 &&
+                  s_get64((const unsigned char *)
+                          PQgetvalue(r, 0, i_newer)) == 0 &&
+                  s_unpack((const unsigned char *)PQgetvalue(r, 0, i_points),
+                           (size_t)PQgetlength(r, 0, i_points), window,
                            s->other[0] != '\0', w) == 0;
     bool same = usable && (int64_t)s_get64((const unsigned char *)
-                                           PQgetvalue(r, 0, 0)) == run_id;
+                              PQgetvalue(r, 0, i_newest)) == run_id;
     PQclear(r);
     if (!usable)
         return 0;
@@ -629,7 +668,9 @@ s_read_kept(co_conn_t *c, const s_series_t *s, const char *run, size_t window,
                         sizeof *w->pt[m]);
             w->n--;
         }
-        s_take_row(r, 0, s->other[0] != '\0', w, w->n++);
+        s_point_cols_t cols;
+        s_point_cols(r, &cols);
+        s_take_row(r, &cols, 0, s->other[0] != '\0', w, w->n++);
         rc = 1;
     }
     PQclear(r);
@@ -873,7 +914,8 @@ co_detect_run(co_conn_t *c, int64_t run, const vd_change_params_t *params,
     PGresult *info = s_q(c, &s_sql[S_RUN], p, err, errlen);
     if (!info)
         return -1;
-    if (PQntuples(info) != 1 || strcmp(PQgetvalue(info, 0, 5), "t") != 0) {
+    if (PQntuples(info) != 1
+        || !co_val_bool(info, 0, co_col(info, "complete"))) {
         PQclear(info);
         return 0;   /* gone, or not a complete run: nothing to look at */
     }
@@ -884,37 +926,42 @@ co_detect_run(co_conn_t *c, int64_t run, const vd_change_params_t *params,
         PQclear(info);
         return -1;
     }
-    int narms = PQntuples(arms), subject = 0, rc = 0;
+    int narms = PQntuples(arms), subject = 0, rc = 0,
+        i_name = co_col(arms, "name"), i_subject = co_col(arms, "subject");
     for (int i = 0; i < narms; i++)
-        if (strcmp(PQgetvalue(arms, i, 1), "t") == 0) {
+        if (co_val_bool(arms, i, i_subject)) {
             subject = i;
             break;
         }
-    s_series_t s = { PQgetvalue(info, 0, 0), PQgetvalue(info, 0, 1),
-                     PQgetvalue(info, 0, 2), NULL, "",
-                     PQgetvalue(info, 0, 3), "wall",
+    int i_floor = co_col(info, "floor_us");
+    s_series_t s = { co_val(info, 0, co_col(info, "benchmark_id")),
+                     co_val(info, 0, co_col(info, "host_id")),
+                     co_val(info, 0, co_col(info, "vars")), NULL, "",
+                     co_val(info, 0, co_col(info, "started_at_us")), "wall",
                      /* A host without a floor yet: the rule's default. */
-                     PQgetisnull(info, 0, 4) ? VD_DEFAULT_FLOOR_US
-                     : strtod(PQgetvalue(info, 0, 4), NULL) };
+                     co_val_null(info, 0, i_floor) ? VD_DEFAULT_FLOOR_US
+                     : co_val_f64(info, 0, i_floor) };
     if (narms > 0)
-        s.subject = PQgetvalue(arms, subject, 0);
-    const char *tracked = PQgetvalue(info, 0, 6);
+        s.subject = co_val(arms, subject, i_name);
+    const char *tracked = co_val(info, 0, co_col(info, "metrics"));
     for (int m = 0; m < VD_METRIC_COUNT && rc == 0; m++) {
         if (m != VD_METRIC_WALL) {
             if (!s_tracks(tracked, vd_metric_name((vd_metric_t)m)))
                 continue;
-            int col = m == VD_METRIC_CPU ? 7 : 8;
+            char fname[32];
+            s.quantity = vd_metric_name((vd_metric_t)m);
+            snprintf(fname, sizeof fname, "floor_%s", s.quantity);
+            int col = co_col(info, fname);
             /* No floor kept yet: the metric's resolution (rusage's tick
              * is the larger for cpu). */
-            s.quantity = vd_metric_name((vd_metric_t)m);
-            s.floor_us = !PQgetisnull(info, 0, col)
-                ? strtod(PQgetvalue(info, 0, col), NULL)
+            s.floor_us = !co_val_null(info, 0, col)
+                ? co_val_f64(info, 0, col)
                 : vd_metric_resolution((vd_metric_t)m, VD_CPU_RUSAGE, 100);
         }
         for (int k = 0; k < narms && rc == 0; k++) {
             if (k == subject && narms > 1)
                 continue;
-            s.other = narms > 1 ? PQgetvalue(arms, k, 0) : "";
+            s.other = narms > 1 ? co_val(arms, k, i_name) : "";
             rc = s_series(c, &s, id, params, found, err, errlen);
         }
     }

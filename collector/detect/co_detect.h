@@ -77,10 +77,17 @@ void co_detect_destroy(co_detect_t **d);
     "SET synchronous_commit = off"
 #define CO_DETECT_TIMEOUT_MS 10000
 
-/* One point of a series from a row of summaries: median, min, q25, q75,
- * max and n in columns col..col+5 (as the window's statement reads
- * them). */
-void co_detect_point(PGresult *r, int row, int col, vd_point_t *pt);
+/* Where a result holds one arm's summary: the columns PREFIXmedian,
+ * PREFIXmin, PREFIXq25, PREFIXq75, PREFIXmax and PREFIXn (-1: absent),
+ * resolved once per result. */
+typedef struct {
+    int median, min, q25, q75, max, n;
+} co_detect_cols_t;
+void co_detect_cols(const PGresult *r, const char *prefix,
+                    co_detect_cols_t *c);
+/* One point of a series from row of r, at the columns c. */
+void co_detect_point(const PGresult *r, int row, const co_detect_cols_t *c,
+                     vd_point_t *pt);
 
 /* The work for one run on connection c: every series it is in. *found
  * gets the change points stored. Returns 0, or -1 with err. */

@@ -52,8 +52,10 @@
  * window of points detection read at every RunEnd before migration 015,
  * prepared once as co_detect does. Kept in step by hand. */
 static const char s_window_sql[] =
-    "SELECT r.id, ss.median, ss.min, ss.q25, ss.q75, ss.max, ss.n, "
-    "so.median, so.min, so.q25, so.q75, so.max, so.n FROM runs r "
+    "SELECT r.id, ss.median AS s_median, ss.min AS s_min, ss.q25 AS s_q25, "
+    "ss.q75 AS s_q75, ss.max AS s_max, ss.n AS s_n, so.median AS o_median, "
+    "so.min AS o_min, so.q25 AS o_q25, so.q75 AS o_q75, so.max AS o_max, "
+    "so.n AS o_n FROM runs r "
     "JOIN arms a1 ON a1.run = r.id AND a1.name = $4 "
     "JOIN run_summaries ss ON ss.run = r.id AND ss.arm = a1.idx "
     "LEFT JOIN arms a2 ON a2.run = r.id AND a2.name = $5 "
@@ -127,10 +129,13 @@ s_peer(PGconn *c, const char *id, const vd_change_params_t *params,
         vd_point_t *pt[3];
         for (int m = 0; m < 3; m++)
             pt[m] = calloc(n ? n : 1, sizeof *pt[m]);
+        co_detect_cols_t cs, co;
+        co_detect_cols(r, "s_", &cs);
+        co_detect_cols(r, "o_", &co);
         for (size_t i = 0; pt[0] && pt[1] && pt[2] && i < n; i++) {
             int row = (int)(n - 1 - i);
-            co_detect_point(r, row, 1, &pt[1][i]);
-            co_detect_point(r, row, 7, &pt[2][i]);
+            co_detect_point(r, row, &cs, &pt[1][i]);
+            co_detect_point(r, row, &co, &pt[2][i]);
             pt[0][i] = (vd_point_t){ pt[1][i].median / pt[2][i].median,
                                      NAN, NAN, NAN, NAN, pt[1][i].n };
         }
