@@ -80,14 +80,14 @@ static const char S_MISSING_SQL[] =
     "WITH g AS (SELECT * FROM bisect_steps WHERE bisect = $1::bigint AND "
     "  mid = $2::int AND try = $3::int), "
     "p AS (SELECT DISTINCT point FROM g) "
-    "SELECT p.point, hn, (SELECT jh.state || CASE WHEN jh.reason <> '' "
+    "SELECT p.point, hn AS host, (SELECT jh.state || CASE WHEN jh.reason <> '' "
     "  THEN ': ' || jh.reason ELSE '' END FROM g JOIN jobs j ON j.job_uuid "
     "  = g.job_uuid JOIN job_hosts jh ON jh.job = j.id JOIN hosts ho ON "
     "  ho.id = jh.host_id WHERE g.point = p.point AND ho.name = hn ORDER BY "
-    "  g.seq DESC LIMIT 1), (SELECT r.status || coalesce(': ' || "
+    "  g.seq DESC LIMIT 1) AS job, (SELECT r.status || coalesce(': ' || "
     "  nullif(r.reason, ''), '') FROM g JOIN runs r ON r.job_id = "
     "  g.job_uuid JOIN hosts ho ON ho.id = r.host_id WHERE g.point = "
-    "  p.point AND ho.name = hn ORDER BY r.id DESC LIMIT 1) "
+    "  p.point AND ho.name = hn ORDER BY r.id DESC LIMIT 1) AS run "
     "FROM bisects b, p, unnest(b.hosts) hn WHERE b.id = $1::bigint AND NOT "
     "  EXISTS (SELECT 1 FROM g JOIN runs r ON r.job_id = g.job_uuid AND "
     "  r.status = 'complete' JOIN hosts ho ON ho.id = r.host_id JOIN "
@@ -226,12 +226,14 @@ s_samples(co_reply_t *c, const json_t *b, const int *pts, size_t npts,
         PQclear(r);
         r = NULL;
     }
+    int i_point = co_col(r, "point"), i_name = co_col(r, "name"),
+        i_wall = co_col(r, "wall_us");
     for (int i = 0; r && i < PQntuples(r); i++) {
-        int pt = atoi(PQgetvalue(r, i, 0));
-        long h = s_host_index(s, PQgetvalue(r, i, 1));
+        int pt = (int)co_val_i64(r, i, i_point);
+        long h = s_host_index(s, co_val(r, i, i_name));
         for (size_t k = 0; h >= 0 && k < npts; k++)
             if (pts[k] == pt && !s_push(&s->h[h], (int)k,
-                                        strtod(PQgetvalue(r, i, 2), NULL))) {
+                                        co_val_f64(r, i, i_wall))) {
                 co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
                 PQclear(r);
                 return false;
@@ -240,12 +242,14 @@ s_samples(co_reply_t *c, const json_t *b, const int *pts, size_t npts,
     PQclear(r);
     if (!r || !(r = co_reply_q(c, S_FLOORS_SQL, 1, p)))
         return false;
+    i_name = co_col(r, "name");
+    int i_floor = co_col(r, "floor_us"), i_default = co_col(r, "is_default");
     for (int i = 0; i < PQntuples(r); i++) {
-        long h = s_host_index(s, PQgetvalue(r, i, 0));
+        long h = s_host_index(s, co_val(r, i, i_name));
         if (h < 0)
             continue;
-        s->h[h].floor_us = strtod(PQgetvalue(r, i, 1), NULL);
-        s->h[h].floor_default = PQgetvalue(r, i, 2)[0] == 't';
+        s->h[h].floor_us = co_val_f64(r, i, i_floor);
+        s->h[h].floor_default = co_val_bool(r, i, i_default);
         s->h[h].have_floor = true;
     }
     PQclear(r);
@@ -550,25 +554,26 @@ s_complete(co_bisector_t *n, co_reply_t *c, const json_t *b, s_grp_t g)
                 at += (size_t)snprintf(beside + at, sizeof beside - at,
                                        "%s%s", at ? ", " : "",
                                        s_commit(b, pts[k]));
-        const char *job = PQgetisnull(r, 0, 2) ? "not given the job (it "
-            "does not list the suite now)" : PQgetvalue(r, 0, 2);
+        const char *job = co_val_or_null(r, 0, co_col(r, "job")),
+                   *run = co_val_or_null(r, 0, co_col(r, "run"));
         snprintf(why, sizeof why, "host %s did not complete commit %s "
                  "(beside %.200s), twice (its job: %.300s%s%.300s)",
-                 PQgetvalue(r, 0, 1), s_commit(b, pts[head]), beside, job,
-                 PQgetisnull(r, 0, 3) ? "" : "; its run: ",
-                 PQgetisnull(r, 0, 3) ? "" : PQgetvalue(r, 0, 3));
+                 co_val(r, 0, co_col(r, "host")), s_commit(b, pts[head]),
+                 beside, job ? job : "not given the job (it does not list "
+                 "the suite now)", run ? "; its run: " : "", run ? run : "");
         rc = s_finish(n, c, b, "failed", why, NULL) < 0 ? -1 : 1;
     } else if (PQntuples(r) > 0 && np > 0) {
         /* The hosts without a run of some point (rows are by point). */
         json_t *hosts = json_array();
+        int i_host = co_col(r, "host");
         for (int i = 0; hosts && i < PQntuples(r); i++) {
             bool seen = false;
             for (size_t k = 0; k < json_array_size(hosts); k++)
                 seen |= strcmp(json_string_value(json_array_get(hosts, k)),
-                               PQgetvalue(r, i, 1)) == 0;
+                               co_val(r, i, i_host)) == 0;
             if (!seen)
-                json_array_append_new(hosts, json_string(PQgetvalue(r, i,
-                                                                    1)));
+                json_array_append_new(hosts,
+                                      json_string(co_val(r, i, i_host)));
         }
         rc = s_measure(n, c, b, pts, np, head, g, reruns + 1, hosts) < 0
              ? -1 : 1;
@@ -916,8 +921,9 @@ s_pass(void *arg, co_every_t *e)
     }
     size_t nb = (size_t)PQntuples(r);
     int64_t *ids = calloc(nb ? nb : 1, sizeof *ids);
+    int i_id = co_col(r, "id");
     for (size_t i = 0; ids && i < nb; i++)
-        ids[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
+        ids[i] = co_val_i64(r, (int)i, i_id);
     PQclear(r);
     /* Oldest first (co_lease_take's order): an older bisect starts
      * before a younger one that shares its hosts is looked at. */

@@ -339,8 +339,9 @@ s_pass(void *arg, co_every_t *e)
         return;
     }
     bool ok = true;
+    int i_id = co_col(r, "id");
     for (int i = 0; i < PQntuples(r) && !co_every_stopping(e); i++)
-        ok &= s_advance(n, strtoll(PQgetvalue(r, i, 0), NULL, 10));
+        ok &= s_advance(n, co_val_i64(r, i, i_id));
     PQclear(r);
     if (ok)
         n->warned = false;      /* said again at the next failure */

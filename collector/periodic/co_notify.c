@@ -40,15 +40,16 @@ struct co_notify {
  * within noise), settled ($2: now), and their first run after the step:
  * its job and tags (what the event's members share) and start. */
 static const char S_CANDIDATES_SQL[] =
-    "SELECT cp.id, cp.superseded_at_us IS NULL AND NOT cp.within_noise, "
+    "SELECT cp.id, cp.superseded_at_us IS NULL AND NOT cp.within_noise "
+    "  AS live, "
     "  CASE WHEN ra.job_id = '' THEN cp.detected_at_us < $2::bigint - "
     "  $3::bigint ELSE cp.detected_at_us < $2::bigint - $4::bigint AND "
     "  NOT EXISTS (SELECT 1 FROM jobs j WHERE j.job_uuid = ra.job_id AND "
     "  (j.state = 'active' OR j.ended_at_us > $2::bigint - $4::bigint)) "
-    "  END, "
+    "  END AS settled, "
     "  CASE WHEN ra.job_id <> '' THEN ra.tags::text WHEN ra.tags ? 'commit' "
     "  THEN jsonb_build_object('commit', ra.tags->'commit')::text ELSE "
-    "  ra.tags::text END, ra.started_at_us "
+    "  ra.tags::text END AS tags, ra.started_at_us "
     "FROM change_points cp JOIN runs ra ON ra.id = cp.after_run "
     "WHERE cp.id > $1::bigint ORDER BY cp.id LIMIT $5::int";
 
@@ -257,13 +258,13 @@ s_poll(void *arg, co_every_t *e)
     char err[512], last[24], now[24], settle[24], settle_job[24], lim[16];
     co_reply_t c = co_reply_begin(n->conn, NULL, err, sizeof err);
     if (!n->have_last) {
-        PGresult *r = co_reply_q(&c, "SELECT coalesce(max(id), 0) FROM "
-                                 "change_points", 0, NULL);
+        PGresult *r = co_reply_q(&c, "SELECT coalesce(max(id), 0) AS id "
+                                 "FROM change_points", 0, NULL);
         if (!r) {
             s_db_warn(n, NULL, err);
             return;
         }
-        n->last_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        n->last_id = co_val_i64(r, 0, co_col(r, "id"));
         n->have_last = true;
         PQclear(r);
         return;
@@ -280,13 +281,16 @@ s_poll(void *arg, co_every_t *e)
         s_db_warn(n, NULL, err);
         return;
     }
+    int i_id = co_col(r, "id"), i_live = co_col(r, "live"),
+        i_settled = co_col(r, "settled"), i_tags = co_col(r, "tags"),
+        i_started = co_col(r, "started_at_us");
     for (int i = 0; i < PQntuples(r); i++) {
-        int64_t id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        bool live = PQgetvalue(r, i, 1)[0] == 't';
-        if (live && PQgetvalue(r, i, 2)[0] != 't')
+        int64_t id = co_val_i64(r, i, i_id);
+        bool live = co_val_bool(r, i, i_live);
+        if (live && !co_val_bool(r, i, i_settled))
             break;              /* not settled: looked at again next time */
-        if (live && s_tell(n, id, PQgetvalue(r, i, 3),
-                           strtoll(PQgetvalue(r, i, 4), NULL, 10)) != 0) {
+        if (live && s_tell(n, id, co_val(r, i, i_tags),
+                           co_val_i64(r, i, i_started)) != 0) {
             PQclear(r);
             return;             /* said; tried again next time */
         }

@@ -21,11 +21,14 @@ static const char S_ENTRIES_SQL[] =
     "  JOIN hosts h ON h.id = r.host_id "
     "  JOIN benchmarks b ON b.id = r.benchmark_id "
     "  WHERE r.job_id = $1 ORDER BY r.host_id, r.benchmark_id, r.id DESC) "
-    "SELECT c.bench, c.host, c.run_uuid, c.status, c.reason, sa.name, "
-    "  f.floor_us, f.is_default, f.n_samples, f.quiet, f.oldest_us, "
-    "  f.newest_us, c.id, base.id, base.run_uuid, base.job_id, "
-    "  base.started_at_us, base.tags::text, "
+    "SELECT c.bench, c.host, c.run_uuid, c.status, c.reason, sa.name AS "
+    "  arm, f.floor_us, f.is_default, f.n_samples AS pool_runs, f.quiet AS "
+    "  pool_quiet, f.oldest_us AS pool_oldest_us, f.newest_us AS "
+    "  pool_newest_us, c.id, base.id AS base_id, base.run_uuid AS "
+    "  base_run, base.job_id AS base_job, base.started_at_us AS "
+    "  base_started_at_us, base.tags::text AS base_tags, "
     "  EXISTS (SELECT 1 FROM arms WHERE run = base.id AND name = sa.name) "
+    "  AS base_has_arm "
     "FROM cur c "
     "LEFT JOIN LATERAL (SELECT name FROM arms WHERE run = c.id "
     "  ORDER BY subject DESC, idx LIMIT 1) sa ON true "
@@ -40,16 +43,29 @@ static const char S_ENTRIES_SQL[] =
     "ORDER BY min(c.id) OVER (PARTITION BY c.bench), c.bench, c.host, "
     "  c.host_id LIMIT $3::int";
 
-/* Columns of S_ENTRIES_SQL. */
+/* Columns of S_ENTRIES_SQL, by name, and its result with them resolved
+ * (once per result). */
 enum { C_BENCH, C_HOST, C_RUN, C_STATUS, C_REASON, C_ARM, C_FLOOR,
-       C_FLOOR_DEFAULT, C_FLOOR_N, C_FLOOR_QUIET, C_FLOOR_OLDEST,
-       C_FLOOR_NEWEST, C_RUN_ID, C_BASE_ID, C_BASE_RUN, C_BASE_JOB,
-       C_BASE_STARTED, C_BASE_TAGS, C_BASE_HAS_ARM };
+       C_FLOOR_DEFAULT, C_RUN_ID, C_BASE_ID, C_BASE_RUN, C_BASE_JOB,
+       C_BASE_STARTED, C_BASE_TAGS, C_BASE_HAS_ARM, C_COUNT };
+static const char *const s_entry_cols[C_COUNT] = {
+    [C_BENCH] = "bench", [C_HOST] = "host", [C_RUN] = "run_uuid",
+    [C_STATUS] = "status", [C_REASON] = "reason", [C_ARM] = "arm",
+    [C_FLOOR] = "floor_us", [C_FLOOR_DEFAULT] = "is_default",
+    [C_RUN_ID] = "id", [C_BASE_ID] = "base_id", [C_BASE_RUN] = "base_run",
+    [C_BASE_JOB] = "base_job", [C_BASE_STARTED] = "base_started_at_us",
+    [C_BASE_TAGS] = "base_tags", [C_BASE_HAS_ARM] = "base_has_arm",
+};
+typedef struct {
+    PGresult *r;
+    int c[C_COUNT];
+    co_reply_pool_cols_t pool;
+} s_entries_t;
 
 /* The measured wall times of arm (by name) in the job's run ($1) and the
  * baseline run ($2): the job's first, each run's in ascending order. */
 static const char S_SAMPLES_SQL[] =
-    "SELECT s.run = $1::bigint, s.wall_us FROM samples s "
+    "SELECT s.run = $1::bigint AS mine, s.wall_us FROM samples s "
     "JOIN arms a ON a.run = s.run AND a.idx = s.arm "
     "WHERE s.run IN ($1::bigint, $2::bigint) AND s.kind = 0 "
     "AND a.name = $3 ORDER BY 1 DESC, 2 LIMIT $4::int";
@@ -63,13 +79,13 @@ typedef struct {
 
 /* Read entry row i's samples into p. False with c's status set. */
 static bool
-s_samples(co_reply_t *c, PGresult *e, int i, s_pair_t *p)
+s_samples(co_reply_t *c, const s_entries_t *e, int i, s_pair_t *p)
 {
     char lim[16];
     snprintf(lim, sizeof lim, "%d", CO_BASELINE_SAMPLES_MAX + 1);
-    const char *pv[] = { PQgetvalue(e, i, C_RUN_ID),
-                         PQgetvalue(e, i, C_BASE_ID),
-                         PQgetvalue(e, i, C_ARM), lim };
+    const char *pv[] = { co_val(e->r, i, e->c[C_RUN_ID]),
+                         co_val(e->r, i, e->c[C_BASE_ID]),
+                         co_val(e->r, i, e->c[C_ARM]), lim };
     PGresult *r = co_reply_q(c, S_SAMPLES_SQL, 4, pv);
     if (!r)
         return false;
@@ -78,7 +94,7 @@ s_samples(co_reply_t *c, PGresult *e, int i, s_pair_t *p)
         PQclear(r);
         co_reply_fail(c, CO_REPLY_TOO_BIG, "%s on %s: more than %d measured "
                       "samples in the run and its baseline",
-                      PQgetvalue(e, i, C_BENCH), PQgetvalue(e, i, C_HOST),
+                      co_val(e->r, i, e->c[C_BENCH]), co_val(e->r, i, e->c[C_HOST]),
                       CO_BASELINE_SAMPLES_MAX);
         return false;
     }
@@ -89,9 +105,10 @@ s_samples(co_reply_t *c, PGresult *e, int i, s_pair_t *p)
         return false;
     }
     p->na = p->nb = 0;
+    int i_mine = co_col(r, "mine"), i_wall = co_col(r, "wall_us");
     for (int k = 0; k < n; k++) {
-        p->x[k] = strtod(PQgetvalue(r, k, 1), NULL);
-        if (PQgetvalue(r, k, 0)[0] == 't')
+        p->x[k] = co_val_f64(r, k, i_wall);
+        if (co_val_bool(r, k, i_mine))
             p->na++;
         else
             p->nb++;
@@ -103,28 +120,28 @@ s_samples(co_reply_t *c, PGresult *e, int i, s_pair_t *p)
 /* The verdict of entry row i, or its reason for having none, into
  * entry. False with c's status set (database, memory). */
 static bool
-s_judge(co_reply_t *c, PGresult *e, int i, double parity, json_t *entry)
+s_judge(co_reply_t *c, const s_entries_t *e, int i, double parity, json_t *entry)
 {
     const char *why = NULL;
     char text[512];
-    if (PQgetisnull(e, i, C_STATUS) ||
-        strcmp(PQgetvalue(e, i, C_STATUS), "complete") != 0) {
+    if (co_val_null(e->r, i, e->c[C_STATUS]) ||
+        strcmp(co_val(e->r, i, e->c[C_STATUS]), "complete") != 0) {
         snprintf(text, sizeof text, "the run did not complete (%s%s%.200s)",
-                 PQgetisnull(e, i, C_STATUS) ? "running" :
-                 PQgetvalue(e, i, C_STATUS),
-                 PQgetisnull(e, i, C_REASON) ||
-                 !*PQgetvalue(e, i, C_REASON) ? "" : ": ",
-                 PQgetisnull(e, i, C_REASON) ? "" :
-                 PQgetvalue(e, i, C_REASON));
+                 co_val_null(e->r, i, e->c[C_STATUS]) ? "running" :
+                 co_val(e->r, i, e->c[C_STATUS]),
+                 co_val_null(e->r, i, e->c[C_REASON]) ||
+                 !*co_val(e->r, i, e->c[C_REASON]) ? "" : ": ",
+                 co_val_null(e->r, i, e->c[C_REASON]) ? "" :
+                 co_val(e->r, i, e->c[C_REASON]));
         why = text;
-    } else if (PQgetisnull(e, i, C_BASE_ID)) {
+    } else if (co_val_null(e->r, i, e->c[C_BASE_ID])) {
         why = "no baseline: no complete run of this benchmark on this host "
               "in an ended job with the baseline's tags";
-    } else if (PQgetisnull(e, i, C_FLOOR) || PQgetisnull(e, i, C_ARM)) {
+    } else if (co_val_null(e->r, i, e->c[C_FLOOR]) || co_val_null(e->r, i, e->c[C_ARM])) {
         why = "the run has no stored floor or arm";
-    } else if (PQgetvalue(e, i, C_BASE_HAS_ARM)[0] != 't') {
+    } else if (!co_val_bool(e->r, i, e->c[C_BASE_HAS_ARM])) {
         snprintf(text, sizeof text, "the baseline run has no arm \"%.100s\"",
-                 PQgetvalue(e, i, C_ARM));
+                 co_val(e->r, i, e->c[C_ARM]));
         why = text;
     }
     if (why)
@@ -137,8 +154,8 @@ s_judge(co_reply_t *c, PGresult *e, int i, double parity, json_t *entry)
     vd_params_t vp;
     vd_params_default(&vp);
     vp.parity = parity;
-    vp.floor_us = strtod(PQgetvalue(e, i, C_FLOOR), NULL);
-    vp.floor_is_default = PQgetvalue(e, i, C_FLOOR_DEFAULT)[0] == 't';
+    vp.floor_us = co_val_f64(e->r, i, e->c[C_FLOOR]);
+    vp.floor_is_default = co_val_bool(e->r, i, e->c[C_FLOOR_DEFAULT]);
     vd_verdict_t v;
     char verr[256];
     if (vd_compare(p.x, p.na, p.x + p.na, p.nb, &vp, &v, verr,
@@ -157,38 +174,38 @@ done:
 
 /* Entry row i as the answer's host entry (no verdict yet). */
 static json_t *
-s_entry(PGresult *e, int i)
+s_entry(const s_entries_t *e, int i)
 {
     json_t *base = json_null();
-    if (!PQgetisnull(e, i, C_BASE_ID))
+    if (!co_val_null(e->r, i, e->c[C_BASE_ID]))
         base = json_pack("{s:s,s:s,s:I,s:o}",
-            "job", PQgetvalue(e, i, C_BASE_JOB),
-            "run_id", PQgetvalue(e, i, C_BASE_RUN),
-            "started_at_us", co_reply_int(e, i, C_BASE_STARTED),
-            "tags", co_reply_json_col(e, i, C_BASE_TAGS));
+            "job", co_val(e->r, i, e->c[C_BASE_JOB]),
+            "run_id", co_val(e->r, i, e->c[C_BASE_RUN]),
+            "started_at_us", co_reply_int(e->r, i, e->c[C_BASE_STARTED]),
+            "tags", co_reply_json_col(e->r, i, e->c[C_BASE_TAGS]));
     json_t *entry = json_pack("{s:s,s:s,s:s,s:o}",
-        "host", PQgetvalue(e, i, C_HOST),
-        "run_id", PQgetvalue(e, i, C_RUN),
-        "status", PQgetisnull(e, i, C_STATUS) ? "running" :
-                  PQgetvalue(e, i, C_STATUS),
+        "host", co_val(e->r, i, e->c[C_HOST]),
+        "run_id", co_val(e->r, i, e->c[C_RUN]),
+        "status", co_val_null(e->r, i, e->c[C_STATUS]) ? "running" :
+                  co_val(e->r, i, e->c[C_STATUS]),
         "baseline", base ? base : json_null());
-    if (entry && !PQgetisnull(e, i, C_FLOOR_N))
+    if (entry && !co_val_null(e->r, i, e->pool.runs))
         json_object_set_new(entry, "floor_pool",
-                            co_reply_floor_pool(e, i, C_FLOOR_N));
+                            co_reply_floor_pool(e->r, i, &e->pool));
     return entry;
 }
 
 /* The comparisons of the entries: one per benchmark (its subject arm
  * against the same arm in the baseline), hosts in row order. */
 static json_t *
-s_comparisons(co_reply_t *c, PGresult *e, double parity)
+s_comparisons(co_reply_t *c, const s_entries_t *e, double parity)
 {
     json_t *cmps = json_array(), *cur = NULL;
     if (!cmps)
         return NULL;
-    for (int i = 0; i < PQntuples(e); i++) {
-        const char *bench = PQgetvalue(e, i, C_BENCH);
-        const char *arm = PQgetvalue(e, i, C_ARM);
+    for (int i = 0; i < PQntuples(e->r); i++) {
+        const char *bench = co_val(e->r, i, e->c[C_BENCH]);
+        const char *arm = co_val(e->r, i, e->c[C_ARM]);
         if (!cur || strcmp(co_reply_str(cur, "benchmark"), bench) != 0) {
             if (cur && json_object_set_new(cur, "summary", co_reply_summary(
                     json_object_get(cur, "hosts"))) != 0)
@@ -247,7 +264,7 @@ s_baseline(co_reply_t *c, const json_t *args, double parity)
     if (!s_args(c, args, &job) || !(tags = co_reply_tags_arg(c, args)))
         goto done;
     const char *pj[] = { job };
-    j = co_reply_q(c, "SELECT suite, state, tags::text, label FROM jobs "
+    j = co_reply_q(c, "SELECT suite, state, tags::text AS tags, label FROM jobs "
                    "WHERE job_uuid = $1", 1, pj);
     if (!j)
         goto done;
@@ -267,13 +284,17 @@ s_baseline(co_reply_t *c, const json_t *args, double parity)
                       "benchmark runs to judge", job, CO_BASELINE_ENTRIES_MAX);
         goto done;
     }
-    json_t *cmps = s_comparisons(c, e, parity);
+    s_entries_t es = { .r = e };
+    co_cols(e, s_entry_cols, C_COUNT, es.c);
+    co_reply_pool_cols(e, &es.pool);
+    json_t *cmps = s_comparisons(c, &es, parity);
     if (!cmps)
         goto done;
     out = json_pack("{s:s,s:s,s:s,s:o,s:s,s:O,s:o}", "job", job,
-                    "suite", PQgetvalue(j, 0, 0), "state",
-                    PQgetvalue(j, 0, 1), "tags", co_reply_json_col(j, 0, 2),
-                    "label", PQgetvalue(j, 0, 3), "baseline",
+                    "suite", co_val(j, 0, co_col(j, "suite")), "state",
+                    co_val(j, 0, co_col(j, "state")), "tags",
+                    co_reply_json_col(j, 0, co_col(j, "tags")),
+                    "label", co_val(j, 0, co_col(j, "label")), "baseline",
                     json_object_get(args, "tags"), "comparisons", cmps);
 done:
     PQclear(j);

@@ -156,8 +156,9 @@ s_pending(co_reply_t *c)
     const char *p[] = { lim };
     PGresult *r = co_reply_q(c,
         "SELECT fingerprint, name, public_key, agent_version, address, "
-        "(extract(epoch FROM first_seen) * 1000000)::bigint, "
-        "(extract(epoch FROM last_seen) * 1000000)::bigint "
+        "(extract(epoch FROM first_seen) * 1000000)::bigint AS "
+        "first_seen_us, (extract(epoch FROM last_seen) * 1000000)::bigint "
+        "AS last_seen_us "
         "FROM host_keys WHERE state = 'pending' "
         "ORDER BY first_seen, public_key LIMIT $1::int", 1, p);
     if (!r)

@@ -217,49 +217,63 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
     const char *p[] = { dflt };
     PGresult *r = s_q(q, res,
         "SELECT h.id, h.name, h.public_key, "
-        "(extract(epoch FROM h.last_seen) * 1000000)::bigint, "
-        "h.agent_version, h.tags::text, "
+        "(extract(epoch FROM h.last_seen) * 1000000)::bigint AS "
+        "last_seen_us, h.agent_version, h.tags::text AS tags, "
         "(SELECT e.environment_json FROM environments e WHERE "
-        " e.host_id = h.id ORDER BY e.id DESC LIMIT 1), "
+        " e.host_id = h.id ORDER BY e.id DESC LIMIT 1) AS env, "
         "(SELECT max(c.taken_at_us) FROM calibrations c WHERE "
-        " c.host_id = h.id), "
+        " c.host_id = h.id) AS calibrated_at_us, "
         "(SELECT COALESCE(json_agg(s.name ORDER BY s.name), '[]') FROM "
-        " host_suites s WHERE s.host_id = h.id)::text, "
+        " host_suites s WHERE s.host_id = h.id)::text AS suites, "
         /* Live: online, and held by a collector that beats (a host of
          * another collector on this database counts; 011). */
-        "(SELECT l.live FROM host_liveness l WHERE l.host_id = h.id), "
-        "COALESCE(h.floor_us, $1::float8), "
-        "COALESCE(h.floor_is_default, true), COALESCE(h.floor_samples, 0), "
-        "h.boot_id, (SELECT COALESCE(json_agg(o.name ORDER BY o.name), '[]') "
+        "(SELECT l.live FROM host_liveness l WHERE l.host_id = h.id) AS "
+        "live, COALESCE(h.floor_us, $1::float8) AS floor_us, "
+        "COALESCE(h.floor_is_default, true) AS floor_default, "
+        "COALESCE(h.floor_samples, 0) AS floor_samples, h.boot_id, "
+        "(SELECT COALESCE(json_agg(o.name ORDER BY o.name), '[]') "
         " FROM (SELECT o.name FROM hosts o WHERE h.boot_id <> '' AND "
         " o.boot_id = h.boot_id AND o.id <> h.id ORDER BY o.name LIMIT "
-        S_SAME_MACHINE_MAX ") o)::text, "
+        S_SAME_MACHINE_MAX ") o)::text AS same_machine, "
         /* No host_keys row: approved by a file of --allow. */
         "COALESCE((SELECT k.state FROM host_keys k WHERE "
-        " k.public_key = h.public_key), 'approved') , "
-        "COALESCE(h.collector, ''), "
+        " k.public_key = h.public_key), 'approved') AS key_state, "
+        "COALESCE(h.collector, '') AS collector, "
         "(SELECT COALESCE(json_object_agg(s.name, s.digest ORDER BY s.name), "
-        " '{}') FROM host_suites s WHERE s.host_id = h.id)::text, "
-        CO_SELFTEST_SQL("h.id") ", "
+        " '{}') FROM host_suites s WHERE s.host_id = h.id)::text AS "
+        "suite_digests, " CO_SELFTEST_SQL("h.id") " AS selftest, "
         "(SELECT count(*) FROM hosts o WHERE h.boot_id <> '' AND "
-        " o.boot_id = h.boot_id AND o.id <> h.id), "
+        " o.boot_id = h.boot_id AND o.id <> h.id) AS same_machine_count, "
         /* What the floor pooled (017). */
-        "COALESCE(h.floor_quiet, false), h.floor_oldest_us, "
+        "COALESCE(h.floor_quiet, false) AS floor_quiet, h.floor_oldest_us, "
         "h.floor_newest_us, "
         /* The other metrics' floors (025). */
         "(SELECT COALESCE(json_object_agg(f.metric, json_build_object("
         " 'floor', f.floor, 'default', f.is_default, 'samples', f.samples, "
         " 'resolution', f.resolution, 'source', f.source) ORDER BY "
         " f.metric), '{}') FROM host_floors f WHERE f.host_id = h.id)::text "
-        "FROM hosts h ORDER BY h.name, h.id", 1, p);
+        "AS metric_floors FROM hosts h ORDER BY h.name, h.id", 1, p);
     if (!r || !out)
         goto fail;
+    enum { H_NAME, H_KEY, H_SEEN, H_VERSION, H_TAGS, H_ENV, H_CAL, H_SUITES,
+           H_LIVE, H_FLOOR, H_DEFAULT, H_SAMPLES, H_BOOT, H_SAME, H_STATE,
+           H_COLLECTOR, H_DIGESTS, H_SELFTEST, H_SAME_N, H_QUIET, H_OLDEST,
+           H_NEWEST, H_METRIC_FLOORS, H_COUNT };
+    static const char *const names[H_COUNT] = {
+        "name", "public_key", "last_seen_us", "agent_version", "tags", "env",
+        "calibrated_at_us", "suites", "live", "floor_us", "floor_default",
+        "floor_samples", "boot_id", "same_machine", "key_state",
+        "collector", "suite_digests", "selftest", "same_machine_count",
+        "floor_quiet", "floor_oldest_us", "floor_newest_us",
+        "metric_floors" };
+    int c[H_COUNT];
+    co_cols(r, names, H_COUNT, c);
     for (int i = 0; i < PQntuples(r); i++) {
-        json_t *env = co_reply_json_col(r, i, 6);
+        json_t *env = co_reply_json_col(r, i, c[H_ENV]);
         json_t *warnings = json_object_get(env, "warnings");
         warnings = json_is_array(warnings) ? json_copy(warnings) :
                    json_array();
-        json_t *selftest = co_selftest_json(PQgetvalue(r, i, 18));
+        json_t *selftest = co_selftest_json(co_val(r, i, c[H_SELFTEST]));
         if (co_selftest_warn(warnings, selftest) != 0) {
             json_decref(selftest);
             json_decref(warnings);
@@ -268,49 +282,49 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
         }
         json_t *h = json_pack("{s:s,s:s,s:b,s:I,s:s,s:o,s:f,s:b,s:I,s:o,"
                               "s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:o}",
-            "name", PQgetvalue(r, i, 1),
-            "public_key", PQgetvalue(r, i, 2),
-            "online", strcmp(PQgetvalue(r, i, 9), "t") == 0,
-            "last_seen_us", (json_int_t)strtoll(PQgetvalue(r, i, 3), NULL,
-                                                10),
-            "agent_version", PQgetvalue(r, i, 4),
-            "tags", co_reply_json_col(r, i, 5),
-            "floor_us", strtod(PQgetvalue(r, i, 10), NULL),
-            "floor_default", strcmp(PQgetvalue(r, i, 11), "t") == 0,
-            "floor_samples", (json_int_t)strtoll(PQgetvalue(r, i, 12), NULL,
-                                                 10),
-            "calibrated_at_us", co_reply_int_or_null(r, i, 7),
+            "name", co_val(r, i, c[H_NAME]),
+            "public_key", co_val(r, i, c[H_KEY]),
+            "online", co_val_bool(r, i, c[H_LIVE]),
+            "last_seen_us", co_reply_int(r, i, c[H_SEEN]),
+            "agent_version", co_val(r, i, c[H_VERSION]),
+            "tags", co_reply_json_col(r, i, c[H_TAGS]),
+            "floor_us", co_val_f64(r, i, c[H_FLOOR]),
+            "floor_default", co_val_bool(r, i, c[H_DEFAULT]),
+            "floor_samples", co_reply_int(r, i, c[H_SAMPLES]),
+            "calibrated_at_us", co_reply_int_or_null(r, i, c[H_CAL]),
             "cpu_model", co_reply_env_value(env, "cpu_model"),
             "kernel", co_reply_env_value(env, "kernel"),
             "arch", co_reply_env_value(env, "arch"),
             "logical_cpus", co_reply_env_value(env, "logical_cpus"),
             "warnings", warnings,
-            "suites", co_reply_json_col(r, i, 8),
-            "boot_id", PQgetvalue(r, i, 13),
-            "same_machine", co_reply_json_col(r, i, 14));
+            "suites", co_reply_json_col(r, i, c[H_SUITES]),
+            "boot_id", co_val(r, i, c[H_BOOT]),
+            "same_machine", co_reply_json_col(r, i, c[H_SAME]));
         json_decref(env);
         if (!h) {
             json_decref(selftest);
             goto fail;
         }
         char fp[PW_KEY_FP_SIZE];
-        pw_key_fingerprint(PQgetvalue(r, i, 2), fp);
+        pw_key_fingerprint(co_val(r, i, c[H_KEY]), fp);
         json_object_set_new(h, "fingerprint", json_string(fp));
-        json_object_set_new(h, "collector", json_string(PQgetvalue(r, i,
-                                                                   16)));
-        json_object_set_new(h, "key_state", json_string(PQgetvalue(r, i,
-                                                                   15)));
-        json_object_set_new(h, "suite_digests", co_reply_json_col(r, i, 17));
+        json_object_set_new(h, "collector",
+                            json_string(co_val(r, i, c[H_COLLECTOR])));
+        json_object_set_new(h, "key_state",
+                            json_string(co_val(r, i, c[H_STATE])));
+        json_object_set_new(h, "suite_digests",
+                            co_reply_json_col(r, i, c[H_DIGESTS]));
         json_object_set_new(h, "selftest", selftest);
         json_object_set_new(h, "same_machine_count", json_integer(
-            (json_int_t)strtoll(PQgetvalue(r, i, 19), NULL, 10)));
+            co_reply_int(r, i, c[H_SAME_N])));
         json_object_set_new(h, "floor_quiet", json_boolean(
-            strcmp(PQgetvalue(r, i, 20), "t") == 0));
+            co_val_bool(r, i, c[H_QUIET])));
         json_object_set_new(h, "floor_oldest_us",
-                            co_reply_int_or_null(r, i, 21));
+                            co_reply_int_or_null(r, i, c[H_OLDEST]));
         json_object_set_new(h, "floor_newest_us",
-                            co_reply_int_or_null(r, i, 22));
-        json_object_set_new(h, "metric_floors", co_reply_json_col(r, i, 23));
+                            co_reply_int_or_null(r, i, c[H_NEWEST]));
+        json_object_set_new(h, "metric_floors",
+                            co_reply_json_col(r, i, c[H_METRIC_FLOORS]));
         json_array_append_new(out, h);
     }
     PQclear(r);
@@ -374,7 +388,7 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
                "one)");
         return false;
     }
-    snprintf(id, len, "%s", PQgetvalue(r, 0, 0));
+    snprintf(id, len, "%s", co_val(r, 0, co_col(r, "job_uuid")));
     PQclear(r);
     return true;
 }
@@ -393,28 +407,31 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
     const char *p[] = { id };
     json_t *hosts = json_array(), *runs = json_array(), *job = NULL;
     PGresult *r = s_q(q, res,
-        "SELECT job_uuid, suite, state, label, tags::text, vars::text, runs, "
-        "array_to_json(only_benchmarks)::text, created_at_us, "
-        "expires_at_us, ended_at_us, hosts_spec FROM jobs WHERE "
-        "job_uuid = $1", 1, p);
+        "SELECT job_uuid, suite, state, label, tags::text AS tags, "
+        "vars::text AS vars, runs, array_to_json(only_benchmarks)::text AS "
+        "only_benchmarks, created_at_us, expires_at_us, ended_at_us, "
+        "hosts_spec FROM jobs WHERE job_uuid = $1", 1, p);
     if (!r || PQntuples(r) != 1)
         goto fail;
     job = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:o,s:I,s:I,s:o,s:o}",
-        "job", PQgetvalue(r, 0, 0), "suite", PQgetvalue(r, 0, 1),
-        "state", PQgetvalue(r, 0, 2), "label", PQgetvalue(r, 0, 3),
-        "tags", co_reply_json_col(r, 0, 4), "vars", co_reply_json_col(r, 0, 5),
-        "runs", (json_int_t)strtoll(PQgetvalue(r, 0, 6), NULL, 10),
-        "only", co_reply_json_col(r, 0, 7),
-        "created_at_us", (json_int_t)strtoll(PQgetvalue(r, 0, 8), NULL, 10),
-        "expires_at_us", (json_int_t)strtoll(PQgetvalue(r, 0, 9), NULL, 10),
-        "ended_at_us", co_reply_int_or_null(r, 0, 10),
-        "hosts_spec", co_reply_json_col(r, 0, 11));
+        "job", co_val(r, 0, co_col(r, "job_uuid")),
+        "suite", co_val(r, 0, co_col(r, "suite")),
+        "state", co_val(r, 0, co_col(r, "state")),
+        "label", co_val(r, 0, co_col(r, "label")),
+        "tags", co_reply_json_col(r, 0, co_col(r, "tags")),
+        "vars", co_reply_json_col(r, 0, co_col(r, "vars")),
+        "runs", co_reply_int(r, 0, co_col(r, "runs")),
+        "only", co_reply_json_col(r, 0, co_col(r, "only_benchmarks")),
+        "created_at_us", co_reply_int(r, 0, co_col(r, "created_at_us")),
+        "expires_at_us", co_reply_int(r, 0, co_col(r, "expires_at_us")),
+        "ended_at_us", co_reply_int_or_null(r, 0, co_col(r, "ended_at_us")),
+        "hosts_spec", co_reply_json_col(r, 0, co_col(r, "hosts_spec")));
     PQclear(r);
     r = s_q(q, res,
         "SELECT h.name, jh.state, jh.reason, jh.run_id, jh.benchmark, "
         "jh.round, jh.rounds, jh.updated_at_us, "
         "(SELECT count(*) FROM runs r WHERE r.job_id = j.job_uuid AND "
-        " r.host_id = h.id AND r.status IS NOT NULL), "
+        " r.host_id = h.id AND r.status IS NOT NULL) AS runs_ended, "
         /* Progress from what is stored: the latest run's benchmark and
          * its measured rounds so far (batches arrive every second). */
         "(SELECT json_build_object('benchmark', b.name, 'run_id', "
@@ -422,36 +439,44 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         "  max(s.round) + 1 FROM samples s WHERE s.run = r.id AND "
         "  s.kind = 0), 0)) FROM runs r JOIN benchmarks b ON "
         "  b.id = r.benchmark_id WHERE r.job_id = j.job_uuid AND "
-        "  r.host_id = h.id ORDER BY r.id DESC LIMIT 1)::text, "
+        "  r.host_id = h.id ORDER BY r.id DESC LIMIT 1)::text AS progress, "
         "(SELECT CASE WHEN cardinality(j.only_benchmarks) > 0 THEN "
         "  cardinality(j.only_benchmarks) ELSE cardinality(s.benchmarks) "
         "  END FROM host_suites s WHERE s.host_id = h.id AND "
-        "  s.name = j.suite), (SELECT l.live FROM host_liveness l WHERE "
-        "  l.host_id = h.id) "
+        "  s.name = j.suite) AS benchmarks, (SELECT l.live FROM "
+        "  host_liveness l WHERE l.host_id = h.id) AS live "
         "FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
         "h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
         1, p);
     if (!r || !job)
         goto fail;
+    enum { J_NAME, J_STATE, J_REASON, J_RUN, J_BENCH, J_ROUND, J_ROUNDS,
+           J_UPDATED, J_ENDED, J_PROGRESS, J_BENCHMARKS, J_LIVE, J_COUNT };
+    static const char *const names[J_COUNT] = {
+        "name", "state", "reason", "run_id", "benchmark", "round", "rounds",
+        "updated_at_us", "runs_ended", "progress", "benchmarks", "live" };
+    int c[J_COUNT];
+    co_cols(r, names, J_COUNT, c);
     for (int i = 0; i < PQntuples(r); i++)
         json_array_append_new(hosts, json_pack(
             "{s:s,s:s,s:b,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:o,s:o}",
-            "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
-            "online", strcmp(PQgetvalue(r, i, 11), "t") == 0,
-            "reason", PQgetvalue(r, i, 2), "run_id", PQgetvalue(r, i, 3),
-            "benchmark", PQgetvalue(r, i, 4),
-            "round", (json_int_t)strtoll(PQgetvalue(r, i, 5), NULL, 10),
-            "rounds", (json_int_t)strtoll(PQgetvalue(r, i, 6), NULL, 10),
-            "updated_at_us", (json_int_t)strtoll(PQgetvalue(r, i, 7), NULL,
-                                                 10),
-            "runs_ended", (json_int_t)strtoll(PQgetvalue(r, i, 8), NULL,
-                                              10),
-            "progress", co_reply_json_col(r, i, 9),
-            "benchmarks", co_reply_int_or_null(r, i, 10)));
+            "host", co_val(r, i, c[J_NAME]),
+            "state", co_val(r, i, c[J_STATE]),
+            "online", co_val_bool(r, i, c[J_LIVE]),
+            "reason", co_val(r, i, c[J_REASON]),
+            "run_id", co_val(r, i, c[J_RUN]),
+            "benchmark", co_val(r, i, c[J_BENCH]),
+            "round", co_reply_int(r, i, c[J_ROUND]),
+            "rounds", co_reply_int(r, i, c[J_ROUNDS]),
+            "updated_at_us", co_reply_int(r, i, c[J_UPDATED]),
+            "runs_ended", co_reply_int(r, i, c[J_ENDED]),
+            "progress", co_reply_json_col(r, i, c[J_PROGRESS]),
+            "benchmarks", co_reply_int_or_null(r, i, c[J_BENCHMARKS])));
     PQclear(r);
     r = s_q(q, res,
-        "SELECT r.run_uuid, h.name, b.name, COALESCE(r.status, 'running'), "
-        "r.started_at_us, r.ended_at_us FROM runs r JOIN hosts h ON "
+        "SELECT r.run_uuid AS run_id, h.name AS host, b.name AS benchmark, "
+        "COALESCE(r.status, 'running') AS status, r.started_at_us, "
+        "r.ended_at_us FROM runs r JOIN hosts h ON "
         "h.id = r.host_id JOIN benchmarks b ON b.id = r.benchmark_id WHERE "
         "r.job_id = $1 ORDER BY h.name, r.id", 1, p);
     if (!r)
@@ -503,11 +528,11 @@ s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
     const char *p[] = { json_is_true(json_object_get(args, "active")) ?
                         "t" : "f", lim };
     PGresult *r = s_q(q, res,
-        "SELECT j.job_uuid, j.suite, j.state, j.label, j.tags::text, "
-        "j.created_at_us, j.ended_at_us, "
+        "SELECT j.job_uuid AS job, j.suite, j.state, j.label, j.tags::text "
+        "AS tags, j.created_at_us, j.ended_at_us, "
         "(SELECT COALESCE(json_object_agg(s.state, s.n ORDER BY s.state), "
         " '{}') FROM (SELECT state, count(*) AS n FROM job_hosts WHERE "
-        " job = j.id GROUP BY state) s)::text "
+        " job = j.id GROUP BY state) s)::text AS hosts "
         "FROM jobs j WHERE $1 = 'f' OR j.state = 'active' "
         "ORDER BY j.created_at_us DESC, j.id DESC LIMIT $2::int", 2, p);
     if (!r)
@@ -617,33 +642,38 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     json_t *cmps = json_array(), *hosts = json_array(), *cur = NULL;
     json_t *out = NULL;
     PGresult *r = s_q(q, res,
-        "SELECT h.name, jh.state, jh.reason, j.suite, j.state, j.tags::text, "
-        "j.label, jh.suite_digest, " CO_SELFTEST_SQL("h.id") ", "
-        "j.vars::text, j.against::text FROM "
+        "SELECT h.name AS host, jh.state, jh.reason, j.suite, j.state AS "
+        "job_state, j.tags::text AS tags, j.label, jh.suite_digest, "
+        CO_SELFTEST_SQL("h.id") " AS selftest, j.vars::text AS vars, "
+        "j.against::text AS against FROM "
         "job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
         "h.id = jh.host_id WHERE "
         "j.job_uuid = $1 ORDER BY h.name, h.id", 1, p);
     if (!r || !cmps || !hosts)
         goto fail;
+    bool any = PQntuples(r) > 0;
     out = json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o}", "job", id,
-                    "suite", PQntuples(r) ? PQgetvalue(r, 0, 3) : "",
-                    "state", PQntuples(r) ? PQgetvalue(r, 0, 4) : "",
-                    "tags", PQntuples(r) ? co_reply_json_col(r, 0, 5) :
-                    json_object(),
-                    "label", PQntuples(r) ? PQgetvalue(r, 0, 6) : "",
-                    "vars", PQntuples(r) ? co_reply_json_col(r, 0, 9) :
-                    json_object(),
-                    "against", PQntuples(r) ? co_reply_json_col(r, 0, 10) :
-                    json_array());
+                    "suite", co_val(r, 0, co_col(r, "suite")),
+                    "state", co_val(r, 0, co_col(r, "job_state")),
+                    "tags", any ? co_reply_json_col(r, 0, co_col(r, "tags"))
+                    : json_object(),
+                    "label", co_val(r, 0, co_col(r, "label")),
+                    "vars", any ? co_reply_json_col(r, 0, co_col(r, "vars"))
+                    : json_object(),
+                    "against", any ? co_reply_json_col(r, 0, co_col(
+                    r, "against")) : json_array());
     /* The variable the job's --against values are of (one, co_jobreq). */
     const char *against_name = json_string_value(json_object_get(
         json_array_get(json_object_get(out, "against"), 0), "name"));
+    int i_host = co_col(r, "host"), i_state = co_col(r, "state"),
+        i_reason = co_col(r, "reason"), i_digest = co_col(r, "suite_digest"),
+        i_selftest = co_col(r, "selftest");
     for (int i = 0; i < PQntuples(r); i++)
         json_array_append_new(hosts, json_pack("{s:s,s:s,s:s,s:s,s:o}",
-            "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
-            "reason", PQgetvalue(r, i, 2), "suite_digest",
-            PQgetvalue(r, i, 7),
-            "selftest", co_selftest_json(PQgetvalue(r, i, 8))));
+            "host", co_val(r, i, i_host), "state", co_val(r, i, i_state),
+            "reason", co_val(r, i, i_reason), "suite_digest",
+            co_val(r, i, i_digest),
+            "selftest", co_selftest_json(co_val(r, i, i_selftest))));
     PQclear(r);
     if (out && s_suite_digests(out, hosts) != 0)
         goto fail;
@@ -654,10 +684,11 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
      * "tracked": the suite judges and tracks the benchmark on it (025). A
      * wall floor's pool (floors) is wall time's alone. */
     r = s_q(q, res,
-        "SELECT b.name, sa.name, v.other_name, h.name, r.run_uuid, "
-        "v.verdict_json, v.error, r.status, f.n_samples, f.quiet, "
-        "f.oldest_us, f.newest_us, oa.instance, r.revision, v.metric, "
-        "r.metrics @> ARRAY[v.metric] "
+        "SELECT b.name AS benchmark, sa.name AS subject, v.other_name, "
+        "h.name AS host, r.run_uuid, v.verdict_json, v.error, r.status, "
+        "f.n_samples AS pool_runs, f.quiet AS pool_quiet, f.oldest_us AS "
+        "pool_oldest_us, f.newest_us AS pool_newest_us, oa.instance, "
+        "r.revision, v.metric, r.metrics @> ARRAY[v.metric] AS tracked "
         "FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id "
         "JOIN hosts h ON h.id = r.host_id JOIN verdicts v ON v.run = r.id "
         "JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
@@ -669,11 +700,23 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
         "v.other_arm, h.name, h.id, r.id LIMIT $2::int", 3, pv);
     if (!r || !out)
         goto fail;
+    enum { V_BENCH, V_SUBJECT, V_OTHER, V_HOST, V_RUN, V_VERDICT, V_ERROR,
+           V_STATUS, V_INSTANCE, V_REVISION, V_METRIC, V_TRACKED, V_COUNT };
+    static const char *const vnames[V_COUNT] = {
+        "benchmark", "subject", "other_name", "host", "run_uuid",
+        "verdict_json", "error", "status", "instance", "revision", "metric",
+        "tracked" };
+    int c[V_COUNT];
+    co_cols(r, vnames, V_COUNT, c);
+    co_reply_pool_cols_t pool;
+    co_reply_pool_cols(r, &pool);
     for (int i = 0; i < PQntuples(r); i++) {
-        const char *bench = PQgetvalue(r, i, 0), *subj = PQgetvalue(r, i, 1),
-                   *other = PQgetvalue(r, i, 2), *host = PQgetvalue(r, i, 3),
-                   *met = PQgetvalue(r, i, 14);
-        bool tracked = PQgetvalue(r, i, 15)[0] == 't';
+        const char *bench = co_val(r, i, c[V_BENCH]),
+                   *subj = co_val(r, i, c[V_SUBJECT]),
+                   *other = co_val(r, i, c[V_OTHER]),
+                   *host = co_val(r, i, c[V_HOST]),
+                   *met = co_val(r, i, c[V_METRIC]);
+        bool tracked = co_val_bool(r, i, c[V_TRACKED]);
         if (!cur ||
             strcmp(json_string_value(json_object_get(cur, "benchmark")),
                    bench) != 0 ||
@@ -691,34 +734,36 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
             if (!cur)
                 goto fail;
             /* subject@HEAD against an --against instance of it (023). */
-            if (!PQgetisnull(r, i, 12) && against_name)
+            if (!co_val_null(r, i, c[V_INSTANCE]) && against_name)
                 json_object_set_new(cur, "against", json_pack(
                     "{s:s,s:s,s:s}", "name", against_name, "value",
-                    PQgetvalue(r, i, 12), "subject_value",
-                    PQgetvalue(r, i, 13)));
+                    co_val(r, i, c[V_INSTANCE]), "subject_value",
+                    co_val(r, i, c[V_REVISION])));
             json_array_append_new(cmps, cur);
         }
+        const char *status = co_val_or_null(r, i, c[V_STATUS]);
         json_t *entry = json_pack("{s:s,s:s,s:s}", "host", host, "run_id",
-                                  PQgetvalue(r, i, 4), "status",
-                                  PQgetisnull(r, i, 7) ? "running" :
-                                  PQgetvalue(r, i, 7));
+                                  co_val(r, i, c[V_RUN]), "status",
+                                  status ? status : "running");
         if (!entry)
             goto fail;
         /* What its floor pooled (017; null parts for an older run). */
-        if (!PQgetisnull(r, i, 8))
-            json_object_set_new(entry, "floor_pool", co_reply_floor_pool(r, i, 8));
-        bool complete = !PQgetisnull(r, i, 7) &&
-                        strcmp(PQgetvalue(r, i, 7), "complete") == 0;
+        if (!co_val_null(r, i, pool.runs))
+            json_object_set_new(entry, "floor_pool",
+                                co_reply_floor_pool(r, i, &pool));
+        bool complete = status && strcmp(status, "complete") == 0;
         /* Only a complete run's verdict speaks for its host: a run cut
          * short (lost agent, cancel) is listed but never counted. */
         if (!complete)
             json_object_set_new(entry, "error", json_string(
                 "the run did not complete"));
-        else if (!PQgetisnull(r, i, 5))
-            json_object_set_new(entry, "verdict", co_reply_json_col(r, i, 5));
+        else if (!co_val_null(r, i, c[V_VERDICT]))
+            json_object_set_new(entry, "verdict",
+                                co_reply_json_col(r, i, c[V_VERDICT]));
         else
             json_object_set_new(entry, "error", json_string(
-                PQgetisnull(r, i, 6) ? "no verdict" : PQgetvalue(r, i, 6)));
+                co_val_null(r, i, c[V_ERROR]) ? "no verdict"
+                : co_val(r, i, c[V_ERROR])));
         /* One entry per host: a later run of the same host replaces an
          * earlier one (rows are in start order). */
         json_t *hl = json_object_get(cur, "hosts");
@@ -756,8 +801,12 @@ fail:
 static int
 s_show_arms(json_t *bench, PGresult *a, json_t *by_idx)
 {
+    int i_name = co_col(a, "name"), i_subject = co_col(a, "subject"),
+        i_argv = co_col(a, "argv"), i_shell = co_col(a, "shell"),
+        i_version = co_col(a, "version_output"),
+        i_instance = co_col(a, "instance");
     for (int i = 0; i < PQntuples(a); i++) {
-        json_t *argv = co_reply_json_col(a, i, 3);
+        json_t *argv = co_reply_json_col(a, i, i_argv);
         size_t n = json_array_size(argv);
         const char **vv = calloc(n + 1, sizeof *vv);
         if (!vv) {
@@ -766,18 +815,18 @@ s_show_arms(json_t *bench, PGresult *a, json_t *by_idx)
         }
         for (size_t k = 0; k < n; k++)
             vv[k] = json_string_value(json_array_get(argv, k));
-        const char *shell = PQgetvalue(a, i, 4);
-        int rc = pw_results_add_arm(bench, PQgetvalue(a, i, 1),
-                                    strcmp(PQgetvalue(a, i, 2), "t") == 0,
+        const char *shell = co_val(a, i, i_shell);
+        int rc = pw_results_add_arm(bench, co_val(a, i, i_name),
+                                    co_val_bool(a, i, i_subject),
                                     *shell ? NULL : vv, *shell ? shell : NULL,
-                                    PQgetvalue(a, i, 5));
+                                    co_val(a, i, i_version));
         free(vv);
         json_decref(argv);
-        if (rc == PW_RESULTS_OK && !PQgetisnull(a, i, 6))
-            rc = pw_results_arm_instance(bench, PQgetvalue(a, i, 6));
+        if (rc == PW_RESULTS_OK && !co_val_null(a, i, i_instance))
+            rc = pw_results_arm_instance(bench, co_val(a, i, i_instance));
         if (rc != PW_RESULTS_OK)
             return -1;
-        json_array_append_new(by_idx, json_string(PQgetvalue(a, i, 1)));
+        json_array_append_new(by_idx, json_string(co_val(a, i, i_name)));
     }
     return 0;
 }
@@ -787,50 +836,63 @@ s_show_arms(json_t *bench, PGresult *a, json_t *by_idx)
 static int
 s_show_samples(json_t *bench, PGresult *s, const json_t *by_idx)
 {
+    enum { S_KIND, S_ARM, S_ROUND, S_POSITION, S_WALL, S_USER, S_SYS,
+           S_RSS, S_EXIT, S_SIGNAL, S_CPU, S_START, S_ERROR, S_INS,
+           S_CYCLES, S_TASK, S_COUNT };
+    static const char *const names[S_COUNT] = {
+        "kind", "arm", "round", "position", "wall_us", "user_us", "sys_us",
+        "maxrss_kb", "exit_status", "term_signal", "cpu", "start_unix_us",
+        "error", "instructions", "cycles", "task_clock_ns" };
+    int c[S_COUNT];
+    co_cols(s, names, S_COUNT, c);
     for (int i = 0; i < PQntuples(s); i++) {
         pw_sample_t x;
         memset(&x, 0, sizeof x);
-        x.kind = (pw_sample_kind_t)atoi(PQgetvalue(s, i, 0));
+        x.kind = (pw_sample_kind_t)co_val_i64(s, i, c[S_KIND]);
         if (x.kind >= PW_SAMPLE_KIND_COUNT)
             continue;
         x.arm = x.kind == PW_SAMPLE_CALIBRATION ? NULL :
                 json_string_value(json_array_get(by_idx,
-                    (size_t)atoi(PQgetvalue(s, i, 1))));
+                    (size_t)co_val_i64(s, i, c[S_ARM])));
         if (x.kind != PW_SAMPLE_CALIBRATION && !x.arm)
             continue;
-        x.round = (unsigned)strtoul(PQgetvalue(s, i, 2), NULL, 10);
-        x.position = (unsigned)strtoul(PQgetvalue(s, i, 3), NULL, 10);
-        x.wall_us = strtod(PQgetvalue(s, i, 4), NULL);
-        x.user_us = strtod(PQgetvalue(s, i, 5), NULL);
-        x.sys_us = strtod(PQgetvalue(s, i, 6), NULL);
-        x.maxrss_kb = strtoll(PQgetvalue(s, i, 7), NULL, 10);
-        x.exit_status = atoi(PQgetvalue(s, i, 8));
-        x.term_signal = atoi(PQgetvalue(s, i, 9));
-        x.cpu = atoi(PQgetvalue(s, i, 10));
-        x.start_unix_us = strtoll(PQgetvalue(s, i, 11), NULL, 10);
-        x.error = x.kind == PW_SAMPLE_ERROR ? PQgetvalue(s, i, 12) : NULL;
-        /* NULL (not counted) reads as "", which is 0: not written. */
-        x.instructions = strtoll(PQgetvalue(s, i, 13), NULL, 10);
-        x.cycles = strtoll(PQgetvalue(s, i, 14), NULL, 10);
-        x.task_clock_ns = strtoll(PQgetvalue(s, i, 15), NULL, 10);
+        x.round = (unsigned)co_val_i64(s, i, c[S_ROUND]);
+        x.position = (unsigned)co_val_i64(s, i, c[S_POSITION]);
+        x.wall_us = co_val_f64(s, i, c[S_WALL]);
+        x.user_us = co_val_f64(s, i, c[S_USER]);
+        x.sys_us = co_val_f64(s, i, c[S_SYS]);
+        x.maxrss_kb = co_val_i64(s, i, c[S_RSS]);
+        x.exit_status = (int)co_val_i64(s, i, c[S_EXIT]);
+        x.term_signal = (int)co_val_i64(s, i, c[S_SIGNAL]);
+        x.cpu = (int)co_val_i64(s, i, c[S_CPU]);
+        x.start_unix_us = co_val_i64(s, i, c[S_START]);
+        x.error = x.kind == PW_SAMPLE_ERROR ? co_val(s, i, c[S_ERROR]) : NULL;
+        /* NULL (not counted) reads as 0: not written. */
+        x.instructions = co_val_i64(s, i, c[S_INS]);
+        x.cycles = co_val_i64(s, i, c[S_CYCLES]);
+        x.task_clock_ns = co_val_i64(s, i, c[S_TASK]);
         if (pw_results_add_sample(bench, &x) != PW_RESULTS_OK)
             return -1;
     }
     return 0;
 }
 
-/* The stored verdicts (rows of verdicts: other_name, verdict_json,
- * error, the floor and parity) into bench, and the first row's floor
- * into doc: the ones computed with the host's calibration window. */
-/* Another metric's verdict row i of v into bench's "metrics" as a
- * results file holds it (docs/verdict.md "Metrics"): {METRIC: {"unit",
- * "source" (cpu), "floor": {"value", "default", "samples"}, "verdict":
- * {OTHER: ...}, "verdict_error"}}; its name into the document's
- * "metrics". */
+/* The columns of show's verdict rows, resolved once per result. */
+enum { SV_OTHER, SV_VERDICT, SV_ERROR, SV_FLOOR, SV_DEFAULT, SV_SAMPLES,
+       SV_PARITY, SV_METRIC, SV_SOURCE, SV_COUNT };
+static const char *const s_show_vcols[SV_COUNT] = {
+    "other_name", "verdict_json", "error", "floor_us", "floor_is_default",
+    "floor_samples", "parity", "metric", "metric_source" };
+
+/* Another metric's verdict row i of v (columns c) into bench's "metrics"
+ * as a results file holds it (docs/verdict.md "Metrics"): {METRIC:
+ * {"unit", "source" (cpu), "floor": {"value", "default", "samples"},
+ * "verdict": {OTHER: ...}, "verdict_error"}}; its name into the
+ * document's "metrics". */
 static void
-s_show_metric(json_t *doc, json_t *bench, PGresult *v, int i)
+s_show_metric(json_t *doc, json_t *bench, PGresult *v, const int *c, int i)
 {
-    const char *name = PQgetvalue(v, i, 11);
+    const char *name = co_val(v, i, c[SV_METRIC]);
     vd_metric_t m;
     if (vd_metric_parse(name, &m) != 0)
         return;
@@ -843,13 +905,13 @@ s_show_metric(json_t *doc, json_t *bench, PGresult *v, int i)
     if (!one) {
         one = json_pack("{s:s,s:{s:f,s:b,s:I},s:{},s:n}", "unit",
                         vd_metric_unit(m), "floor", "value",
-                        strtod(PQgetvalue(v, i, 3), NULL), "default",
-                        strcmp(PQgetvalue(v, i, 4), "t") == 0, "samples",
-                        (json_int_t)strtoll(PQgetvalue(v, i, 5), NULL, 10),
+                        co_val_f64(v, i, c[SV_FLOOR]), "default",
+                        co_val_bool(v, i, c[SV_DEFAULT]), "samples",
+                        (json_int_t)co_val_i64(v, i, c[SV_SAMPLES]),
                         "verdict", "verdict_error");
-        if (one && !PQgetisnull(v, i, 12))
+        if (one && !co_val_null(v, i, c[SV_SOURCE]))
             json_object_set_new(one, "source",
-                                json_string(PQgetvalue(v, i, 12)));
+                                json_string(co_val(v, i, c[SV_SOURCE])));
         json_object_set_new(all, name, one);
         /* The document lists its metrics once another one is there:
          * wall time's verdict is every run's. */
@@ -858,41 +920,50 @@ s_show_metric(json_t *doc, json_t *bench, PGresult *v, int i)
         json_array_append_new(json_object_get(doc, "metrics"),
                               json_string(name));
     }
-    if (!PQgetisnull(v, i, 1))
+    if (!co_val_null(v, i, c[SV_VERDICT]))
         json_object_set_new(json_object_get(one, "verdict"),
-                            PQgetvalue(v, i, 0), co_reply_json_col(v, i, 1));
-    else if (!PQgetisnull(v, i, 2))
+                            co_val(v, i, c[SV_OTHER]),
+                            co_reply_json_col(v, i, c[SV_VERDICT]));
+    else if (!co_val_null(v, i, c[SV_ERROR]))
         json_object_set_new(one, "verdict_error",
-                            json_string(PQgetvalue(v, i, 2)));
+                            json_string(co_val(v, i, c[SV_ERROR])));
 }
 
+/* The stored verdicts (rows of verdicts: other_name, verdict_json,
+ * error, the floor and parity) into bench, and the first row's floor
+ * into doc: the ones computed with the host's calibration window. */
 static void
 s_show_verdicts(json_t *doc, json_t *bench, PGresult *v)
 {
     json_t *verdict = json_object();
     json_t *verr = json_null();
+    int c[SV_COUNT];
+    co_cols(v, s_show_vcols, SV_COUNT, c);
+    co_reply_pool_cols_t pool;
+    co_reply_pool_cols(v, &pool);
     for (int i = 0; i < PQntuples(v); i++) {
-        if (strcmp(PQgetvalue(v, i, 11), "wall") != 0) {
-            s_show_metric(doc, bench, v, i);
+        if (strcmp(co_val(v, i, c[SV_METRIC]), "wall") != 0) {
+            s_show_metric(doc, bench, v, c, i);
             continue;
         }
-        if (!PQgetisnull(v, i, 1))
-            json_object_set_new(verdict, PQgetvalue(v, i, 0),
-                                co_reply_json_col(v, i, 1));
-        else if (!PQgetisnull(v, i, 2)) {
+        if (!co_val_null(v, i, c[SV_VERDICT]))
+            json_object_set_new(verdict, co_val(v, i, c[SV_OTHER]),
+                                co_reply_json_col(v, i, c[SV_VERDICT]));
+        else if (!co_val_null(v, i, c[SV_ERROR])) {
             json_decref(verr);
-            verr = json_string(PQgetvalue(v, i, 2));
+            verr = json_string(co_val(v, i, c[SV_ERROR]));
         }
         if (i == 0) {
             json_t *fl = json_pack(
                 "{s:f,s:b,s:I,s:f}",
-                "floor_us", strtod(PQgetvalue(v, i, 3), NULL),
-                "default", strcmp(PQgetvalue(v, i, 4), "t") == 0,
+                "floor_us", co_val_f64(v, i, c[SV_FLOOR]),
+                "default", co_val_bool(v, i, c[SV_DEFAULT]),
                 "calibration_samples",
-                (json_int_t)strtoll(PQgetvalue(v, i, 5), NULL, 10),
-                "parity", strtod(PQgetvalue(v, i, 6), NULL));
-            if (fl && !PQgetisnull(v, i, 7))
-                json_object_set_new(fl, "pool", co_reply_floor_pool(v, i, 7));
+                (json_int_t)co_val_i64(v, i, c[SV_SAMPLES]),
+                "parity", co_val_f64(v, i, c[SV_PARITY]));
+            if (fl && !co_val_null(v, i, pool.runs))
+                json_object_set_new(fl, "pool",
+                                    co_reply_floor_pool(v, i, &pool));
             json_object_set_new(doc, "floor", fl);
         }
     }
@@ -919,9 +990,10 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     json_t *doc = NULL, *env = NULL, *arms_by_idx = json_array();
     PGresult *a = NULL, *s = NULL, *v = NULL;
     PGresult *r = s_q(q, res,
-        "SELECT r.id, b.suite, b.name, r.runs, r.warmup, r.started_at_us, "
-        "r.ended_at_us, r.status, r.reason, r.job_id, r.label, r.tags::text, "
-        "h.name, e.environment_json FROM runs r JOIN benchmarks b ON "
+        "SELECT r.id, b.suite, b.name AS benchmark, r.runs, r.warmup, "
+        "r.started_at_us, r.ended_at_us, r.status, r.reason, r.job_id, "
+        "r.label, r.tags::text AS tags, h.name AS host, e.environment_json "
+        "FROM runs r JOIN benchmarks b ON "
         "b.id = r.benchmark_id JOIN hosts h ON h.id = r.host_id LEFT JOIN "
         "environments e ON e.id = r.environment WHERE r.run_uuid = $1", 1, p);
     if (!r)
@@ -932,27 +1004,31 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
                "--json names them)", run);
         goto fail;
     }
-    const char *pid[] = { PQgetvalue(r, 0, 0) };
-    int64_t started = strtoll(PQgetvalue(r, 0, 5), NULL, 10);
-    int64_t ended = PQgetisnull(r, 0, 6) ? 0 :
-                    strtoll(PQgetvalue(r, 0, 6), NULL, 10);
-    env = co_reply_json_col(r, 0, 13);
+    const char *pid[] = { co_val(r, 0, co_col(r, "id")) };
+    int64_t started = co_val_i64(r, 0, co_col(r, "started_at_us"));
+    int64_t ended = co_val_i64(r, 0, co_col(r, "ended_at_us"));
+    env = co_reply_json_col(r, 0, co_col(r, "environment_json"));
     doc = pw_results_new("parity-collector", PARITY_VERSION,
-                         PQgetvalue(r, 0, 1), "", json_is_object(env) ? env :
-                         NULL, started);
-    json_t *bench = doc ? pw_results_add_benchmark(doc, PQgetvalue(r, 0, 2),
-        (unsigned)strtoul(PQgetvalue(r, 0, 3), NULL, 10),
-        (unsigned)strtoul(PQgetvalue(r, 0, 4), NULL, 10), started) : NULL;
+                         co_val(r, 0, co_col(r, "suite")), "",
+                         json_is_object(env) ? env : NULL, started);
+    json_t *bench = doc ? pw_results_add_benchmark(doc,
+        co_val(r, 0, co_col(r, "benchmark")),
+        (unsigned)co_val_i64(r, 0, co_col(r, "runs")),
+        (unsigned)co_val_i64(r, 0, co_col(r, "warmup")), started) : NULL;
     if (!bench)
         goto oom;
     json_object_set_new(doc, "run_id", json_string(run));
-    json_object_set_new(doc, "host", json_string(PQgetvalue(r, 0, 12)));
-    json_object_set_new(doc, "job_id", json_string(PQgetvalue(r, 0, 9)));
-    json_object_set_new(doc, "label", json_string(PQgetvalue(r, 0, 10)));
-    json_object_set_new(doc, "tags", co_reply_json_col(r, 0, 11));
+    json_object_set_new(doc, "host",
+                        json_string(co_val(r, 0, co_col(r, "host"))));
+    json_object_set_new(doc, "job_id",
+                        json_string(co_val(r, 0, co_col(r, "job_id"))));
+    json_object_set_new(doc, "label",
+                        json_string(co_val(r, 0, co_col(r, "label"))));
+    json_object_set_new(doc, "tags",
+                        co_reply_json_col(r, 0, co_col(r, "tags")));
 
-    a = s_q(q, res, "SELECT idx, name, subject, array_to_json(argv)::text, "
-            "shell, version_output, instance FROM arms WHERE run = $1 ORDER "
+    a = s_q(q, res, "SELECT idx, name, subject, array_to_json(argv)::text "
+            "AS argv, shell, version_output, instance FROM arms WHERE run = $1 ORDER "
             "BY idx", 1, pid);
     if (!a)
         goto fail;
@@ -966,10 +1042,12 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
         goto fail;
     if (s_show_samples(bench, s, arms_by_idx) != 0)
         goto oom;
-    const char *status = PQgetisnull(r, 0, 7) ? "incomplete" :
-                         PQgetvalue(r, 0, 7);
-    if (pw_results_end_benchmark(bench, status, PQgetisnull(r, 0, 8) ? NULL :
-                                 PQgetvalue(r, 0, 8), NULL, ended) !=
+    const char *status = co_val_or_null(r, 0, co_col(r, "status"));
+    if (!status)
+        status = "incomplete";
+    if (pw_results_end_benchmark(bench, status,
+                                 co_val_or_null(r, 0, co_col(r, "reason")),
+                                 NULL, ended) !=
         PW_RESULTS_OK)
         goto oom;
     /* Summaries from the samples; the verdicts and floor are then the
@@ -984,7 +1062,8 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     }
     v = s_q(q, res, "SELECT v.other_name, v.verdict_json, v.error, "
             "v.floor_us, v.floor_is_default, v.floor_samples, v.parity, "
-            "f.n_samples, f.quiet, f.oldest_us, f.newest_us, v.metric, "
+            "f.n_samples AS pool_runs, f.quiet AS pool_quiet, f.oldest_us "
+            "AS pool_oldest_us, f.newest_us AS pool_newest_us, v.metric, "
             "v.metric_source FROM verdicts v LEFT JOIN floors f ON f.run = "
             "v.run WHERE v.run = $1 ORDER BY array_position(ARRAY['wall', "
             "'cpu', 'peak_rss'], v.metric), v.other_arm", 1, pid);

@@ -68,13 +68,13 @@ co_reply_q(co_reply_t *c, const char *sql, int n, const char *const *p)
 json_int_t
 co_reply_int(PGresult *r, int row, int col)
 {
-    return (json_int_t)strtoll(PQgetvalue(r, row, col), NULL, 10);
+    return (json_int_t)co_val_i64(r, row, col);
 }
 
 json_t *
 co_reply_int_or_null(PGresult *r, int row, int col)
 {
-    return PQgetisnull(r, row, col) ? json_null() :
+    return co_val_null(r, row, col) ? json_null() :
            json_integer(co_reply_int(r, row, col));
 }
 
@@ -82,15 +82,20 @@ co_reply_int_or_null(PGresult *r, int row, int col)
 json_t *
 co_reply_json_col(PGresult *r, int row, int col)
 {
-    if (PQgetisnull(r, row, col))
+    if (co_val_null(r, row, col))
         return json_null();
-    json_t *j = json_loads(PQgetvalue(r, row, col), JSON_DECODE_ANY, NULL);
+    json_t *j = json_loads(co_val(r, row, col), JSON_DECODE_ANY, NULL);
     return j ? j : json_null();
 }
 
 json_t *
 co_reply_rows(PGresult *r, const co_reply_col_t *cols, size_t n)
 {
+    int col[CO_REPLY_ROWS_COLS_MAX];
+    if (n > CO_REPLY_ROWS_COLS_MAX)
+        return NULL;
+    for (size_t k = 0; k < n; k++)
+        col[k] = co_col(r, cols[k].key);
     json_t *out = json_array();
     for (int i = 0; out && i < PQntuples(r); i++) {
         json_t *o = json_object();
@@ -98,16 +103,16 @@ co_reply_rows(PGresult *r, const co_reply_col_t *cols, size_t n)
             json_t *v;
             switch (cols[k].kind) {
             case CO_REPLY_COL_INT:
-                v = json_integer(co_reply_int(r, i, (int)k));
+                v = json_integer(co_reply_int(r, i, col[k]));
                 break;
             case CO_REPLY_COL_INT_NULL:
-                v = co_reply_int_or_null(r, i, (int)k);
+                v = co_reply_int_or_null(r, i, col[k]);
                 break;
             case CO_REPLY_COL_JSON:
-                v = co_reply_json_col(r, i, (int)k);
+                v = co_reply_json_col(r, i, col[k]);
                 break;
             default:
-                v = json_string(PQgetvalue(r, i, (int)k));
+                v = json_string(co_val(r, i, col[k]));
                 break;
             }
             if (json_object_set_new(o, cols[k].key, v) != 0) {
@@ -162,15 +167,24 @@ co_reply_tags_arg(co_reply_t *c, const json_t *args)
     return text;
 }
 
+void
+co_reply_pool_cols(const PGresult *r, co_reply_pool_cols_t *c)
+{
+    c->runs = co_col(r, "pool_runs");
+    c->quiet = co_col(r, "pool_quiet");
+    c->oldest_us = co_col(r, "pool_oldest_us");
+    c->newest_us = co_col(r, "pool_newest_us");
+}
+
 json_t *
-co_reply_floor_pool(PGresult *r, int row, int col)
+co_reply_floor_pool(PGresult *r, int row, const co_reply_pool_cols_t *c)
 {
     return json_pack("{s:I,s:o,s:o,s:o}",
-        "runs", co_reply_int(r, row, col),
-        "quiet", PQgetisnull(r, row, col + 1) ? json_null()
-                 : json_boolean(PQgetvalue(r, row, col + 1)[0] == 't'),
-        "oldest_us", co_reply_int_or_null(r, row, col + 2),
-        "newest_us", co_reply_int_or_null(r, row, col + 3));
+        "runs", co_reply_int(r, row, c->runs),
+        "quiet", co_val_null(r, row, c->quiet) ? json_null()
+                 : json_boolean(co_val_bool(r, row, c->quiet)),
+        "oldest_us", co_reply_int_or_null(r, row, c->oldest_us),
+        "newest_us", co_reply_int_or_null(r, row, c->newest_us));
 }
 
 /* An optional integer argument in lo..hi; dflt when absent. */

@@ -96,10 +96,12 @@ typedef struct {
     co_reply_col_kind_t kind;
 } co_reply_col_t;
 
-/* Every row of r as an object of the n columns cols (column k under
- * cols[k].key, in that order), in a new array; a row whose object could
- * not be made (out of memory, text that is not UTF-8) is left out. NULL
- * out of memory. Caller owns it. */
+/* Every row of r as an object of the n columns cols (the column named
+ * cols[k].key under that key, in that order), in a new array; a row
+ * whose object could not be made (out of memory, text that is not UTF-8)
+ * is left out. NULL out of memory, or with more than
+ * CO_REPLY_ROWS_COLS_MAX columns. Caller owns it. */
+#define CO_REPLY_ROWS_COLS_MAX 32
 json_t *co_reply_rows(PGresult *r, const co_reply_col_t *cols, size_t n);
 
 /* An environment field's value (ag_env's {"value", "source"} shape, or
@@ -107,10 +109,16 @@ json_t *co_reply_rows(PGresult *r, const co_reply_col_t *cols, size_t n);
 json_t *co_reply_env_value(const json_t *env, const char *key);
 
 /* What a verdict's floor pooled (docs/protocol.md 10.8 "floor_pool"),
- * from four columns from col: floors.n_samples, quiet, oldest_us,
- * newest_us (nulls for a run stored before 017). Caller owns it; NULL on
- * out of memory. */
-json_t *co_reply_floor_pool(PGresult *r, int row, int col);
+ * from the columns pool_runs, pool_quiet, pool_oldest_us and
+ * pool_newest_us (floors.n_samples, quiet, oldest_us, newest_us; nulls
+ * for a run stored before 017), resolved once per result by
+ * co_reply_pool_cols. Caller owns it; NULL on out of memory. */
+typedef struct {
+    int runs, quiet, oldest_us, newest_us;
+} co_reply_pool_cols_t;
+void co_reply_pool_cols(const PGresult *r, co_reply_pool_cols_t *c);
+json_t *co_reply_floor_pool(PGresult *r, int row,
+                            const co_reply_pool_cols_t *c);
 
 /* args "tags" as jsonb text for `tags @> $n` ({} when absent; every
  * value a string). Caller frees; NULL with c's status set. */

@@ -341,6 +341,13 @@ co_col(const PGresult *r, const char *name)
     return r ? PQfnumber(r, name) : -1;
 }
 
+void
+co_cols(const PGresult *r, const char *const *names, size_t n, int *cols)
+{
+    for (size_t k = 0; k < n; k++)
+        cols[k] = co_col(r, names[k]);
+}
+
 const char *
 co_cols_missing(const PGresult *r, const char *names)
 {

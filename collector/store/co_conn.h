@@ -146,6 +146,10 @@ const char *co_conn_reason(const co_conn_t *c);
  * A name the result does not have is -1, which every reader treats as a
  * NULL column ("" or 0), and co_cols_missing reports. */
 int co_col(const PGresult *r, const char *name);
+/* cols[k] = co_col(r, names[k]) for each of the n names: a result read
+ * through an enum of its columns (cols[C_NAME]), resolved once. */
+void co_cols(const PGresult *r, const char *const *names, size_t n,
+             int *cols);
 /* The first of the NUL-separated names ("a\0b\0", ending with an empty
  * one) that r lacks, or NULL when it has them all: a statement whose
  * SELECT list lost a column is an error its test names. */
