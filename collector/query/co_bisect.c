@@ -30,7 +30,7 @@ static const char S_LOAD_SQL[] =
     "  j.state, 'call', st.call, 'reason', st.reason, 'hosts', st.hosts) "
     "  ORDER BY st.seq) FROM bisect_steps st LEFT JOIN jobs j ON "
     "  j.job_uuid = st.job_uuid WHERE st.bisect = b.id), '[]'))::text "
-    "FROM bisects b WHERE b.id = $1::bigint";
+    "AS bisect FROM bisects b WHERE b.id = $1::bigint";
 
 json_t *
 co_bisect_load(co_reply_t *c, int64_t id)
@@ -39,8 +39,8 @@ co_bisect_load(co_reply_t *c, int64_t id)
     snprintf(ids, sizeof ids, "%" PRId64, id);
     const char *p[] = { ids };
     PGresult *r = co_reply_q(c, S_LOAD_SQL, 1, p);
-    json_t *b = r && PQntuples(r) == 1 ? json_loads(PQgetvalue(r, 0, 0), 0,
-                                                    NULL) : NULL;
+    json_t *b = r && PQntuples(r) == 1 ? json_loads(co_val(r, 0, co_col(
+                                         r, "bisect")), 0, NULL) : NULL;
     if (r && PQntuples(r) == 1 && !b)
         co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
     PQclear(r);
@@ -224,8 +224,9 @@ s_hosts(co_reply_t *c, const char *suite, const char *bench,
 {
     char *nm = named ? pw_json_dumps(named) : NULL;
     const char *p[] = { suite, bench, nm ? nm : "[]" };
-    PGresult *r = co_reply_q(c, "SELECT n.name, count(h.id), bool_or("
-        "s.name IS NOT NULL), bool_or($2 = ANY(s.benchmarks)) FROM (SELECT "
+    PGresult *r = co_reply_q(c, "SELECT n.name, count(h.id) AS keys, "
+        "bool_or(s.name IS NOT NULL) AS has_suite, bool_or($2 = "
+        "ANY(s.benchmarks)) AS has_benchmark FROM (SELECT "
         "DISTINCT json_array_elements_text($3::json) AS name UNION SELECT "
         "h.name FROM hosts h JOIN host_suites s ON s.host_id = h.id AND "
         "s.name = $1 WHERE $3::json::text = '[]' AND $2 = ANY(s.benchmarks)) "
@@ -236,20 +237,23 @@ s_hosts(co_reply_t *c, const char *suite, const char *bench,
     if (!r)
         return NULL;
     json_t *out = json_array();
+    int i_name = co_col(r, "name"), i_keys = co_col(r, "keys"),
+        i_suite = co_col(r, "has_suite"), i_bench = co_col(r, "has_benchmark");
     for (int i = 0; out && i < PQntuples(r); i++) {
-        const char *name = PQgetvalue(r, i, 0);
+        const char *name = co_val(r, i, i_name);
+        int64_t keys = co_val_i64(r, i, i_keys);
         bool bad = true;
-        if (strcmp(PQgetvalue(r, i, 1), "0") == 0)
+        if (keys == 0)
             co_reply_fail(c, CO_REPLY_BADARGS, "no host is named \"%s\" "
                           "(parity hosts lists them)", name);
-        else if (strcmp(PQgetvalue(r, i, 1), "1") != 0)
+        else if (keys != 1)
             co_reply_fail(c, CO_REPLY_BADARGS, "host name \"%s\" is claimed "
                           "by several hosts with different keys (parity "
                           "hosts lists them)", name);
-        else if (PQgetvalue(r, i, 2)[0] != 't')
+        else if (!co_val_bool(r, i, i_suite))
             co_reply_fail(c, CO_REPLY_BADARGS, "host \"%s\" did not list "
                           "suite \"%s\" in its last Hello", name, suite);
-        else if (PQgetvalue(r, i, 3)[0] != 't')
+        else if (!co_val_bool(r, i, i_bench))
             co_reply_fail(c, CO_REPLY_BADARGS, "host \"%s\": its suite "
                           "\"%s\" has no benchmark \"%s\"", name, suite,
                           bench);
@@ -320,7 +324,7 @@ s_start(co_reply_t *c, const char *requested_by, const json_t *args,
     free(vs);
     if (r)
         out = json_pack("{s:I,s:s,s:s,s:s,s:s,s:I,s:O,s:I,s:O}", "bisect",
-                        (json_int_t)strtoll(PQgetvalue(r, 0, 0), NULL, 10),
+                        (json_int_t)co_val_i64(r, 0, co_col(r, "id")),
                         "suite", suite, "benchmark", bench, "good",
                         json_string_value(json_array_get(cm, 0)), "bad", bad,
                         "commits", (json_int_t)json_array_size(cm), "hosts",
@@ -411,9 +415,10 @@ s_status(co_reply_t *c, const json_t *args)
         "array_length(commits, 1)], 'commits', array_length(commits, 1), "
         "'hosts', hosts, 'event', event, 'created_at_us', created_at_us, "
         "'ended_at_us', ended_at_us, 'result', result) ORDER BY id DESC), "
-        "'[]')::text FROM (SELECT * FROM bisects ORDER BY id DESC LIMIT "
-        "$1::int) b", 1, p);
-    json_t *l = r ? json_loads(PQgetvalue(r, 0, 0), 0, NULL) : NULL;
+        "'[]')::text AS bisects FROM (SELECT * FROM bisects ORDER BY id "
+        "DESC LIMIT $1::int) b", 1, p);
+    json_t *l = r ? json_loads(co_val(r, 0, co_col(r, "bisects")), 0, NULL)
+                  : NULL;
     PQclear(r);
     return l ? json_pack("{s:o}", "bisects", l) : NULL;
 }
@@ -427,17 +432,18 @@ s_cancel(co_reply_t *c, const json_t *args)
     PGresult *r = co_bisect_q_now(c, "WITH x AS (UPDATE bisects SET state = "
         "'cancelled', reason = 'cancelled', ended_at_us = $2::bigint WHERE "
         "id = $1::bigint AND state IN ('queued', 'running') RETURNING id) "
-        "SELECT (SELECT count(*) FROM x), (SELECT state FROM bisects WHERE "
-        "id = $1::bigint)", id);
+        "SELECT (SELECT count(*) FROM x) AS cancelled, (SELECT state FROM "
+        "bisects WHERE id = $1::bigint) AS state", id);
     if (!r)
         return NULL;
-    bool cancelled = strcmp(PQgetvalue(r, 0, 0), "1") == 0;
-    if (!cancelled && PQgetisnull(r, 0, 1))
+    bool cancelled = co_val_i64(r, 0, co_col(r, "cancelled")) == 1;
+    int i_state = co_col(r, "state");
+    if (!cancelled && co_val_null(r, 0, i_state))
         co_reply_fail(c, CO_REPLY_NOTFOUND, "no bisect %" PRId64 " (parity "
                       "bisect status lists them)", id);
     else if (!cancelled)
         co_reply_fail(c, CO_REPLY_BADARGS, "bisect %" PRId64 " has already "
-                      "ended (%s)", id, PQgetvalue(r, 0, 1));
+                      "ended (%s)", id, co_val(r, 0, i_state));
     PQclear(r);
     if (!cancelled)
         return NULL;
@@ -450,10 +456,12 @@ s_cancel(co_reply_t *c, const json_t *args)
                    "ON j.job_uuid = st.job_uuid WHERE st.bisect = $1::bigint "
                    "AND j.state = 'active'", 1, p);
     json_int_t jobs = 0;
+    int i_job = co_col(r, "job_uuid");
     for (int i = 0; r && i < PQntuples(r); i++) {
         json_t *reply = NULL;
         char err[256];
-        if (co_jobs_cancel(c->jobs, PQgetvalue(r, i, 0), pw_clock_unix_us(),
+        if (co_jobs_cancel(c->jobs, co_val(r, i, i_job),
+                           pw_clock_unix_us(),
                            &reply, err, sizeof err) == CO_JOBS_OK)
             jobs++;
         json_decref(reply);

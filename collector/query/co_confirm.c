@@ -87,7 +87,7 @@ s_event_key(co_reply_t *c, json_int_t id, char **tags, int64_t *after_us)
         return false;
     }
     *tags = strdup(PQgetvalue(r, 0, PQfnumber(r, "tags")));
-    *after_us = strtoll(PQgetvalue(r, 0, PQfnumber(r, "at_us")), NULL, 10);
+    *after_us = co_val_i64(r, 0, co_col(r, "at_us"));
     PQclear(r);
     if (!*tags)
         co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
@@ -176,8 +176,8 @@ s_live(co_reply_t *c, json_int_t id)
     PGresult *r = co_reply_q(c, "SELECT id FROM confirms WHERE event = "
         "$1::bigint AND state IN ('queued', 'running') ORDER BY id LIMIT 1",
         1, p);
-    int64_t live = !r ? -1 : PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0),
-                                                    NULL, 10) : 0;
+    int64_t live = !r ? -1 : PQntuples(r) ? co_val_i64(r, 0, co_col(r, "id"))
+                                          : 0;
     PQclear(r);
     return live;
 }
@@ -237,8 +237,8 @@ co_confirm_event(co_reply_t *c, const json_t *e, const char *requested_by,
     json_t *out = NULL;
     if (r && PQntuples(r) == 0)
         out = json_null();      /* another collector's --confirm has it */
-    else if (r && (out = co_confirm_load(c, strtoll(PQgetvalue(r, 0, 0), NULL,
-                                                    10), false)))
+    else if (r && (out = co_confirm_load(c, co_val_i64(r, 0, co_col(r, "id")),
+                                         false)))
         json_object_set_new(out, "existing", json_false());
     PQclear(r);
     return out;

@@ -251,16 +251,18 @@ s_candidates(co_reply_t *c, const json_t *args, s_cand_t **cands)
         return -1;
     int rows = PQntuples(r), n = 0;
     s_cand_t *out = calloc(rows ? (size_t)rows : 1, sizeof *out);
+    int i_key = co_col(r, "public_key"), i_fp = co_col(r, "fingerprint"),
+        i_name = co_col(r, "name"), i_state = co_col(r, "state");
     for (int i = 0; out && i < rows; i++) {
         s_cand_t *k = &out[n];
-        snprintf(k->key, sizeof k->key, "%s", PQgetvalue(r, i, 0));
-        snprintf(k->fp, sizeof k->fp, "%s", PQgetvalue(r, i, 1));
+        snprintf(k->key, sizeof k->key, "%s", co_val(r, i, i_key));
+        snprintf(k->fp, sizeof k->fp, "%s", co_val(r, i, i_fp));
         if (!k->fp[0] && pw_key_fingerprint(k->key, k->fp) != 0)
             continue;
         if (fp && strcmp(k->fp, fp) != 0)
             continue;
-        snprintf(k->name, sizeof k->name, "%s", PQgetvalue(r, i, 2));
-        k->state = co_key_state_parse(PQgetvalue(r, i, 3));
+        snprintf(k->name, sizeof k->name, "%s", co_val(r, i, i_name));
+        k->state = co_key_state_parse(co_val(r, i, i_state));
         n++;
     }
     PQclear(r);
@@ -339,15 +341,17 @@ s_decide(co_reply_t *c, const s_rule_t *rule, const s_cand_t *k,
                  " FROM h) RETURNING 1), "
                  "o AS (UPDATE hosts SET online = false WHERE id IN (SELECT "
                  " id FROM h) RETURNING 1) "
-                 "SELECT (SELECT count(*) FROM f), (SELECT count(*) FROM k)",
+                 "SELECT (SELECT count(*) FROM f) AS failed, (SELECT "
+                 "count(*) FROM k) AS changed",
                  upsert);
     else
         snprintf(sql, sizeof sql, "WITH k AS (%s RETURNING 1) "
-                 "SELECT 0, (SELECT count(*) FROM k)", upsert);
+                 "SELECT 0 AS failed, (SELECT count(*) FROM k) AS changed",
+                 upsert);
     PGresult *r = co_reply_q(c, sql, rule->to == CO_KEY_REVOKED ? 7 : 5, p);
     if (!r)
         return false;
-    *failed = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    *failed = (long)co_val_i64(r, 0, co_col(r, "failed"));
     PQclear(r);
     return true;
 }

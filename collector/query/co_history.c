@@ -36,28 +36,43 @@
 /* Most tags and hosts one request may filter by. */
 #define S_FILTERS_MAX   256
 
+/* The columns of a row holding one host's entry of a comparison. */
+typedef struct {
+    int host, run, status, json, error;
+} s_entry_cols_t;
+
+static void
+s_entry_cols(const PGresult *r, s_entry_cols_t *c)
+{
+    c->host = co_col(r, "host");
+    c->run = co_col(r, "run_uuid");
+    c->status = co_col(r, "status");
+    c->json = co_col(r, "verdict_json");
+    c->error = co_col(r, "error");
+}
+
 /* One host's entry of a comparison, as `verdicts` writes it: only a
  * complete run's verdict speaks for its host. */
 static json_t *
-s_entry(PGresult *r, int i, int c_host, int c_run, int c_status, int c_json,
-        int c_error)
+s_entry(PGresult *r, int i, const s_entry_cols_t *c)
 {
-    const char *status = PQgetisnull(r, i, c_status) ? "running" :
-                         PQgetvalue(r, i, c_status);
-    json_t *e = json_pack("{s:s,s:s,s:s}", "host", PQgetvalue(r, i, c_host),
-                          "run_id", PQgetvalue(r, i, c_run),
+    const char *status = co_val_or_null(r, i, c->status);
+    if (!status)
+        status = "running";
+    json_t *e = json_pack("{s:s,s:s,s:s}", "host", co_val(r, i, c->host),
+                          "run_id", co_val(r, i, c->run),
                           "status", status);
     if (!e)
         return NULL;
     if (strcmp(status, "complete") != 0)
         json_object_set_new(e, "error", json_string(
             "the run did not complete"));
-    else if (!PQgetisnull(r, i, c_json))
-        json_object_set_new(e, "verdict", co_reply_json_col(r, i, c_json));
+    else if (!co_val_null(r, i, c->json))
+        json_object_set_new(e, "verdict", co_reply_json_col(r, i, c->json));
     else
         json_object_set_new(e, "error", json_string(
-            PQgetisnull(r, i, c_error) ? "no verdict" :
-            PQgetvalue(r, i, c_error)));
+            co_val_null(r, i, c->error) ? "no verdict" :
+            co_val(r, i, c->error)));
     return e;
 }
 
@@ -109,8 +124,8 @@ static const char s_history_sql[] =
     /* The verdicts' text only for the rows shown: v holds every run of
      * the benchmark in the history, a year of a fleet. */
     "SELECT v.suite, v.subject, v.other, v.grp, g.at_us, r.job_id,"
-    " r.run_uuid, v.host, v.tags::text, r.label, r.status, x.verdict_json,"
-    " x.error "
+    " r.run_uuid, v.host, v.tags::text AS tags, r.label, r.status,"
+    " x.verdict_json, x.error "
     "FROM sel g JOIN v USING (suite, subject, other, grp)"
     " JOIN runs r ON r.id = v.rid"
     " JOIN verdicts x ON x.run = v.rid AND x.other_arm = v.other_arm"
@@ -179,9 +194,16 @@ static int
 s_history_pairs(PGresult *r, int n, json_t *pairs)
 {
     json_t *pair = NULL, *row = NULL;
+    s_entry_cols_t ec;
+    s_entry_cols(r, &ec);
+    int i_suite = co_col(r, "suite"), i_subject = co_col(r, "subject"),
+        i_other = co_col(r, "other"), i_grp = co_col(r, "grp"),
+        i_at = co_col(r, "at_us"), i_job = co_col(r, "job_id"),
+        i_tags = co_col(r, "tags"), i_label = co_col(r, "label");
     for (int i = 0; i < n; i++) {
-        const char *su = PQgetvalue(r, i, 0), *subj = PQgetvalue(r, i, 1),
-                   *oth = PQgetvalue(r, i, 2), *grp = PQgetvalue(r, i, 3);
+        const char *su = co_val(r, i, i_suite),
+                   *subj = co_val(r, i, i_subject),
+                   *oth = co_val(r, i, i_other), *grp = co_val(r, i, i_grp);
         if (!pair || strcmp(co_reply_str(pair, "suite"), su) != 0 ||
             strcmp(co_reply_str(pair, "subject"), subj) != 0 ||
             strcmp(co_reply_str(pair, "other"), oth) != 0) {
@@ -196,18 +218,18 @@ s_history_pairs(PGresult *r, int n, json_t *pairs)
         if (!row || strcmp(co_reply_str(row, "group"), grp) != 0) {
             if (s_close_row(row) != 0)
                 return -1;
-            const char *job = PQgetvalue(r, i, 5);
+            const char *job = co_val(r, i, i_job);
             row = json_pack("{s:s,s:s,s:s,s:I,s:o,s:s,s:[]}", "group", grp,
                             "job", job, "run_id", *job ? "" :
-                            PQgetvalue(r, i, 6),
-                            "at_us", co_reply_int(r, i, 4),
-                            "tags", co_reply_json_col(r, i, 8),
-                            "label", PQgetvalue(r, i, 9), "hosts");
+                            co_val(r, i, ec.run),
+                            "at_us", co_reply_int(r, i, i_at),
+                            "tags", co_reply_json_col(r, i, i_tags),
+                            "label", co_val(r, i, i_label), "hosts");
             if (!row || json_array_append_new(json_object_get(pair, "rows"),
                                               row) != 0)
                 return -1;
         }
-        json_t *e = s_entry(r, i, 7, 6, 10, 11, 12);
+        json_t *e = s_entry(r, i, &ec);
         if (!e)
             return -1;
         /* One entry per host: a later run of the same host in the same
@@ -215,7 +237,7 @@ s_history_pairs(PGresult *r, int n, json_t *pairs)
         json_t *hl = json_object_get(row, "hosts");
         size_t last = json_array_size(hl);
         if (last > 0 && strcmp(co_reply_str(json_array_get(hl, last - 1), "host"),
-                               PQgetvalue(r, i, 7)) == 0)
+                               co_val(r, i, ec.host)) == 0)
             json_array_set_new(hl, last - 1, e);
         else
             json_array_append_new(hl, e);
@@ -259,15 +281,16 @@ s_history(co_reply_t *c, const json_t *args)
     /* A name nobody stored is a typo more often than an empty history. */
     const char *pb[] = { bench, suite, other };
     r = co_reply_q(c, "SELECT (SELECT count(*) FROM benchmarks b WHERE b.name = $1 "
-            "AND ($2 = '' OR b.suite = $2)), (SELECT count(*) FROM ("
-            "SELECT 1 FROM benchmarks b JOIN runs r ON r.benchmark_id = b.id "
-            "JOIN verdicts v ON v.run = r.id AND v.metric = 'wall' WHERE "
-            "b.name = $1 AND "
-            "($2 = '' OR b.suite = $2) AND v.other_name = $3 LIMIT 1) x)",
-            3, pb);
+            "AND ($2 = '' OR b.suite = $2)) AS benchmarks, (SELECT count(*) "
+            "FROM (SELECT 1 FROM benchmarks b JOIN runs r ON r.benchmark_id "
+            "= b.id JOIN verdicts v ON v.run = r.id AND v.metric = 'wall' "
+            "WHERE b.name = $1 AND "
+            "($2 = '' OR b.suite = $2) AND v.other_name = $3 LIMIT 1) x) AS "
+            "arms", 3, pb);
     if (!r)
         goto done;
-    bool known = co_reply_int(r, 0, 0) > 0, arm_known = co_reply_int(r, 0, 1) > 0;
+    bool known = co_reply_int(r, 0, co_col(r, "benchmarks")) > 0,
+         arm_known = co_reply_int(r, 0, co_col(r, "arms")) > 0;
     PQclear(r);
     r = NULL;
     if (!known) {
@@ -362,23 +385,34 @@ static const char s_regressions_sql[] =
     "SELECT * FROM p ORDER BY suite, benchmark, subject, other, host,"
     " host_id, vars, rn";
 
+/* The columns of s_regressions_sql's rows. */
+enum { G_SUITE, G_BENCH, G_SUBJECT, G_OTHER, G_HOST, G_HOST_ID, G_RN,
+       G_JOB, G_RUN, G_STARTED, G_TAGS, G_OUTCOME, G_RATIO, G_BEST, G_VARS,
+       G_COUNT };
+static const char *const s_regression_cols[G_COUNT] = {
+    "suite", "benchmark", "subject", "other", "host", "host_id", "rn",
+    "job_id", "run_uuid", "started_at_us", "tags", "outcome", "ratio",
+    "best_ratio", "vars" };
+
 static json_t *
-s_side(PGresult *r, int i)
+s_side(PGresult *r, const int *c, int i)
 {
     return json_pack("{s:s,s:s,s:I,s:o,s:s,s:f,s:f}",
-        "job", PQgetvalue(r, i, 7), "run_id", PQgetvalue(r, i, 8),
-        "started_at_us", co_reply_int(r, i, 9), "tags", co_reply_json_col(r, i, 10),
-        "outcome", PQgetvalue(r, i, 11),
-        "ratio", strtod(PQgetvalue(r, i, 12), NULL),
-        "best_ratio", strtod(PQgetvalue(r, i, 13), NULL));
+        "job", co_val(r, i, c[G_JOB]), "run_id", co_val(r, i, c[G_RUN]),
+        "started_at_us", co_reply_int(r, i, c[G_STARTED]),
+        "tags", co_reply_json_col(r, i, c[G_TAGS]),
+        "outcome", co_val(r, i, c[G_OUTCOME]),
+        "ratio", co_val_f64(r, i, c[G_RATIO]),
+        "best_ratio", co_val_f64(r, i, c[G_BEST]));
 }
 
 static bool
-s_same_pair(PGresult *r, int a, int b)
+s_same_pair(PGresult *r, const int *c, int a, int b)
 {
-    static const int cols[] = { 0, 1, 2, 3, 5, 14 };
-    for (size_t k = 0; k < sizeof cols / sizeof *cols; k++)
-        if (strcmp(PQgetvalue(r, a, cols[k]), PQgetvalue(r, b, cols[k])) != 0)
+    static const int key[] = { G_SUITE, G_BENCH, G_SUBJECT, G_OTHER,
+                               G_HOST_ID, G_VARS };
+    for (size_t k = 0; k < sizeof key / sizeof *key; k++)
+        if (strcmp(co_val(r, a, c[key[k]]), co_val(r, b, c[key[k]])) != 0)
             return false;
     return true;
 }
@@ -419,29 +453,33 @@ s_regressions(co_reply_t *c, const json_t *args)
     r = co_reply_q(c, s_regressions_sql, 5, p);
     if (!r)
         goto done;
-    int n = PQntuples(r);
+    int n = PQntuples(r), col[G_COUNT];
+    co_cols(r, s_regression_cols, G_COUNT, col);
     json_int_t unchanged = 0, first = 0, pairs = 0;
     for (int i = 0; i < n; i++) {
         pairs++;
         /* Rows come per pair and host: rn 1 (newest), then rn 2. */
-        if (i + 1 >= n || !s_same_pair(r, i, i + 1) ||
-            strcmp(PQgetvalue(r, i + 1, 6), "2") != 0) {
+        if (i + 1 >= n || !s_same_pair(r, col, i, i + 1) ||
+            co_val_i64(r, i + 1, col[G_RN]) != 2) {
             first++;
             continue;
         }
-        int now_rank = s_rank(PQgetvalue(r, i, 11)),
-            was_rank = s_rank(PQgetvalue(r, i + 1, 11));
+        int now_rank = s_rank(co_val(r, i, col[G_OUTCOME])),
+            was_rank = s_rank(co_val(r, i + 1, col[G_OUTCOME]));
         if (now_rank == was_rank || now_rank < 0 || was_rank < 0) {
             unchanged++;
             i++;
             continue;
         }
         json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:o,s:o}",
-            "suite", PQgetvalue(r, i, 0), "benchmark", PQgetvalue(r, i, 1),
-            "subject", PQgetvalue(r, i, 2), "other", PQgetvalue(r, i, 3),
-            "host", PQgetvalue(r, i, 4), "vars", co_reply_json_col(r, i, 14),
+            "suite", co_val(r, i, col[G_SUITE]),
+            "benchmark", co_val(r, i, col[G_BENCH]),
+            "subject", co_val(r, i, col[G_SUBJECT]),
+            "other", co_val(r, i, col[G_OTHER]),
+            "host", co_val(r, i, col[G_HOST]),
+            "vars", co_reply_json_col(r, i, col[G_VARS]),
             "change", now_rank > was_rank ? "worse" : "better",
-            "before", s_side(r, i + 1), "after", s_side(r, i));
+            "before", s_side(r, col, i + 1), "after", s_side(r, col, i));
         if (!e || json_array_append_new(now_rank > was_rank ? worse : better,
                                         e) != 0)
             goto done;
@@ -491,8 +529,8 @@ s_job_row(co_reply_t *c, const json_t *args)
         return NULL;
     }
     static const char cols[] =
-        "SELECT job_uuid, suite, state, label, tags::text, vars::text, runs,"
-        " created_at_us, ended_at_us FROM jobs ";
+        "SELECT job_uuid, suite, state, label, tags::text AS tags,"
+        " vars::text AS vars, runs, created_at_us, ended_at_us FROM jobs ";
     char sql[512];
     const char *p[] = { json_string_value(jj) };
     snprintf(sql, sizeof sql, "%s%s", cols, jj ? "WHERE job_uuid = $1" :
@@ -511,24 +549,31 @@ s_job_row(co_reply_t *c, const json_t *args)
     return r;
 }
 
-/* Column of the arms query where the run_summaries row starts: a flag
- * (the row exists), then n, min, q25, median, q75, max, iqr, mean. */
-#define S_SUM_COL 12
+/* The columns of report's arms query: the run and arm, then its
+ * run_summaries row: a flag (the row exists), then n, min, q25, median,
+ * q75, max, iqr, mean. */
+enum { A_RUN, A_UUID, A_HOST, A_BENCH, A_STATUS, A_REASON, A_RUNS,
+       A_WARMUP, A_IDX, A_NAME, A_SUBJECT, A_ERRORS, A_SUMMARY, A_N, A_MIN,
+       A_Q25, A_MEDIAN, A_Q75, A_MAX, A_IQR, A_MEAN, A_COUNT };
+static const char *const s_arm_cols[A_COUNT] = {
+    "id", "run_uuid", "host", "benchmark", "status", "reason", "runs",
+    "warmup", "idx", "name", "subject", "errors", "summarised", "n", "min",
+    "q25", "median", "q75", "max", "iqr", "mean" };
 
 /* The arm's summary from its run_summaries row (006: written at RunEnd
  * with vd_summarize, the same statistic as below); 1 when the run has
  * none (not ended), 0 when set, -1 out of memory. */
 static int
-s_arm_stored_summary(json_t *arm, PGresult *r, int i)
+s_arm_stored_summary(json_t *arm, PGresult *r, const int *c, int i)
 {
-    if (strcmp(PQgetvalue(r, i, S_SUM_COL), "t") != 0)
+    if (!co_val_bool(r, i, c[A_SUMMARY]))
         return 1;
-    if (PQgetisnull(r, i, S_SUM_COL + 2))
+    if (co_val_null(r, i, c[A_MIN]))
         return json_object_set_new(arm, "summary", json_null());
     double v[7];
     for (int k = 0; k < 7; k++)
-        v[k] = strtod(PQgetvalue(r, i, S_SUM_COL + 2 + k), NULL);
-    vd_summary_t sum = { .n = (size_t)co_reply_int(r, i, S_SUM_COL + 1),
+        v[k] = co_val_f64(r, i, c[A_MIN + k]);
+    vd_summary_t sum = { .n = (size_t)co_reply_int(r, i, c[A_N]),
                          .min = v[0], .q25 = v[1], .median = v[2],
                          .q75 = v[3], .max = v[4], .iqr = v[5],
                          .mean = v[6] };
@@ -542,8 +587,9 @@ static int
 s_arm_summary(json_t *arm, PGresult *s, int from, int to, double *buf)
 {
     size_t n = 0;
+    int i_wall = co_col(s, "wall_us");
     for (int i = from; i < to; i++)
-        buf[n++] = strtod(PQgetvalue(s, i, 2), NULL);
+        buf[n++] = co_val_f64(s, i, i_wall);
     vd_summary_t sum;
     char e[256];
     if (n == 0 || vd_summarize(buf, n, &sum, e, sizeof e) != VD_OK)
@@ -563,30 +609,33 @@ s_report_hosts(co_reply_t *c, const char *id, json_t *hosts)
      * host's latest snapshot when it stored no run), and the floor its
      * verdicts of this job used. */
     r = co_reply_q(c,
-        "SELECT h.name, jh.state, jh.reason,"
+        "SELECT h.name AS host, jh.state, jh.reason,"
         " COALESCE((SELECT e.environment_json FROM runs r JOIN environments"
         "  e ON e.id = r.environment WHERE r.job_id = j.job_uuid AND"
         "  r.host_id = h.id ORDER BY r.id DESC LIMIT 1),"
         "  (SELECT e.environment_json FROM environments e WHERE"
-        "  e.host_id = h.id ORDER BY e.id DESC LIMIT 1)),"
+        "  e.host_id = h.id ORDER BY e.id DESC LIMIT 1)) AS env,"
         " (SELECT json_build_object('floor_us', v.floor_us, 'floor_default',"
         "  v.floor_is_default, 'floor_samples', v.floor_samples) FROM"
         "  verdicts v JOIN runs r ON r.id = v.run WHERE r.job_id ="
         "  j.job_uuid AND r.host_id = h.id AND v.metric = 'wall' ORDER BY"
-        "  v.id DESC LIMIT 1)::text,"
-        " " CO_SELFTEST_SQL("h.id")
+        "  v.id DESC LIMIT 1)::text AS floor,"
+        " " CO_SELFTEST_SQL("h.id") " AS selftest"
         " FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON"
         " h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
         1, p);
     if (!r)
         return -1;
+    int i_host = co_col(r, "host"), i_state = co_col(r, "state"),
+        i_reason = co_col(r, "reason"), i_env = co_col(r, "env"),
+        i_floor = co_col(r, "floor"), i_selftest = co_col(r, "selftest");
     for (int i = 0; i < PQntuples(r); i++) {
-        json_t *env = co_reply_json_col(r, i, 3);
-        json_t *floor = co_reply_json_col(r, i, 4);
+        json_t *env = co_reply_json_col(r, i, i_env);
+        json_t *floor = co_reply_json_col(r, i, i_floor);
         json_t *warnings = json_object_get(env, "warnings");
         warnings = json_is_array(warnings) ? json_copy(warnings) :
                    json_array();
-        json_t *selftest = co_selftest_json(PQgetvalue(r, i, 5));
+        json_t *selftest = co_selftest_json(co_val(r, i, i_selftest));
         if (co_selftest_warn(warnings, selftest) != 0) {
             json_decref(selftest);
             json_decref(warnings);
@@ -598,8 +647,8 @@ s_report_hosts(co_reply_t *c, const char *id, json_t *hosts)
         }
         json_t *h = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:O,s:O,s:O,"
                               "s:o,s:o}",
-            "host", PQgetvalue(r, i, 0), "state", PQgetvalue(r, i, 1),
-            "reason", PQgetvalue(r, i, 2),
+            "host", co_val(r, i, i_host), "state", co_val(r, i, i_state),
+            "reason", co_val(r, i, i_reason),
             "cpu_model", co_reply_env_value(env, "cpu_model"),
             "kernel", co_reply_env_value(env, "kernel"),
             "arch", co_reply_env_value(env, "arch"),
@@ -639,12 +688,13 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
     snprintf(arms_lim, sizeof arms_lim, "%d", S_ARMS_MAX + 1);
     const char *pa[] = { id, arms_lim };
     r = co_reply_q(c,
-        "SELECT r.id, r.run_uuid, h.name, b.name, COALESCE(r.status,"
-        " 'running'), COALESCE(r.reason, ''), r.runs, r.warmup, a.idx,"
-        " a.name, a.subject, COALESCE(rs.errors, (SELECT count(*) FROM"
-        " samples s WHERE s.run = r.id AND s.kind = 3 AND s.arm = a.idx)),"
-        " rs.run IS NOT NULL, rs.n, rs.min, rs.q25, rs.median, rs.q75,"
-        " rs.max, rs.iqr, rs.mean"
+        "SELECT r.id, r.run_uuid, h.name AS host, b.name AS benchmark,"
+        " COALESCE(r.status, 'running') AS status, COALESCE(r.reason, '')"
+        " AS reason, r.runs, r.warmup, a.idx, a.name, a.subject,"
+        " COALESCE(rs.errors, (SELECT count(*) FROM samples s WHERE s.run ="
+        " r.id AND s.kind = 3 AND s.arm = a.idx)) AS errors,"
+        " rs.run IS NOT NULL AS summarised, rs.n, rs.min, rs.q25, rs.median,"
+        " rs.q75, rs.max, rs.iqr, rs.mean"
         " FROM runs r JOIN hosts h ON h.id = r.host_id JOIN benchmarks b ON"
         " b.id = r.benchmark_id JOIN arms a ON a.run = r.id"
         " LEFT JOIN run_summaries rs ON rs.run = r.id AND rs.arm = a.idx"
@@ -678,36 +728,41 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
     if (!buf)
         goto oom;
     json_t *run = NULL;
-    int si = 0;
+    int si = 0, col[A_COUNT], i_srun = co_col(s, "run"),
+        i_sarm = co_col(s, "arm");
+    co_cols(r, s_arm_cols, A_COUNT, col);
     for (int i = 0; i < PQntuples(r); i++) {
-        long long rid = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        int idx = atoi(PQgetvalue(r, i, 8));
-        if (!run || strcmp(co_reply_str(run, "run_id"), PQgetvalue(r, i, 1)) != 0) {
+        long long rid = co_val_i64(r, i, col[A_RUN]);
+        int idx = (int)co_val_i64(r, i, col[A_IDX]);
+        const char *uuid = co_val(r, i, col[A_UUID]);
+        if (!run || strcmp(co_reply_str(run, "run_id"), uuid) != 0) {
             run = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:[]}",
-                "run_id", PQgetvalue(r, i, 1), "host", PQgetvalue(r, i, 2),
-                "benchmark", PQgetvalue(r, i, 3),
-                "status", PQgetvalue(r, i, 4), "reason", PQgetvalue(r, i, 5),
-                "runs", co_reply_int(r, i, 6), "warmup", co_reply_int(r, i, 7), "arms");
+                "run_id", uuid, "host", co_val(r, i, col[A_HOST]),
+                "benchmark", co_val(r, i, col[A_BENCH]),
+                "status", co_val(r, i, col[A_STATUS]),
+                "reason", co_val(r, i, col[A_REASON]),
+                "runs", co_reply_int(r, i, col[A_RUNS]),
+                "warmup", co_reply_int(r, i, col[A_WARMUP]), "arms");
             if (!run || json_array_append_new(runs, run) != 0)
                 goto oom;
         }
         /* Skip samples of runs or arms that have no arms row. */
-        while (si < ns && (strtoll(PQgetvalue(s, si, 0), NULL, 10) < rid ||
-               (strtoll(PQgetvalue(s, si, 0), NULL, 10) == rid &&
-                atoi(PQgetvalue(s, si, 1)) < idx)))
+        while (si < ns && (co_val_i64(s, si, i_srun) < rid ||
+               (co_val_i64(s, si, i_srun) == rid &&
+                co_val_i64(s, si, i_sarm) < idx)))
             si++;
         int from = si;
-        while (si < ns && strtoll(PQgetvalue(s, si, 0), NULL, 10) == rid &&
-               atoi(PQgetvalue(s, si, 1)) == idx)
+        while (si < ns && co_val_i64(s, si, i_srun) == rid &&
+               co_val_i64(s, si, i_sarm) == idx)
             si++;
-        json_t *arm = json_pack("{s:s,s:b,s:I}", "name", PQgetvalue(r, i, 9),
-                                "subject", strcmp(PQgetvalue(r, i, 10),
-                                                  "t") == 0,
-                                "errors", co_reply_int(r, i, 11));
+        json_t *arm = json_pack("{s:s,s:b,s:I}",
+                                "name", co_val(r, i, col[A_NAME]),
+                                "subject", co_val_bool(r, i, col[A_SUBJECT]),
+                                "errors", co_reply_int(r, i, col[A_ERRORS]));
         if (!arm || json_array_append_new(json_object_get(run, "arms"),
                                           arm) != 0)
             goto oom;
-        int stored = s_arm_stored_summary(arm, r, i);
+        int stored = s_arm_stored_summary(arm, r, col, i);
         if (stored < 0 || (stored > 0 &&
                            s_arm_summary(arm, s, from, si, buf) != 0))
             goto oom;
@@ -731,16 +786,20 @@ s_report(co_reply_t *c, const json_t *args)
     PGresult *j = s_job_row(c, args);
     if (!j)
         goto done;
-    const char *id = PQgetvalue(j, 0, 0);
+    const char *id = co_val(j, 0, co_col(j, "job_uuid"));
     if (!hosts || !runs || s_report_hosts(c, id, hosts) != 0 ||
         s_report_runs(c, id, runs) != 0)
         goto done;
     out = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:O,s:O}",
-        "job", id, "suite", PQgetvalue(j, 0, 1), "state", PQgetvalue(j, 0, 2),
-        "label", PQgetvalue(j, 0, 3), "tags", co_reply_json_col(j, 0, 4),
-        "vars", co_reply_json_col(j, 0, 5), "runs", co_reply_int(j, 0, 6),
-        "created_at_us", co_reply_int(j, 0, 7), "ended_at_us",
-        co_reply_int_or_null(j, 0, 8), "hosts", hosts, "run_list", runs);
+        "job", id, "suite", co_val(j, 0, co_col(j, "suite")),
+        "state", co_val(j, 0, co_col(j, "state")),
+        "label", co_val(j, 0, co_col(j, "label")),
+        "tags", co_reply_json_col(j, 0, co_col(j, "tags")),
+        "vars", co_reply_json_col(j, 0, co_col(j, "vars")),
+        "runs", co_reply_int(j, 0, co_col(j, "runs")),
+        "created_at_us", co_reply_int(j, 0, co_col(j, "created_at_us")),
+        "ended_at_us", co_reply_int_or_null(j, 0, co_col(j, "ended_at_us")),
+        "hosts", hosts, "run_list", runs);
 done:
     PQclear(j);
     json_decref(hosts);
