@@ -38,7 +38,7 @@ co_changes_handles(const char *command)
 static double
 s_dbl(PGresult *r, int row, int col)
 {
-    return strtod(PQgetvalue(r, row, col), NULL);
+    return co_val_f64(r, row, col);
 }
 
 /* Significant digits a `series` number keeps: 1 in 10^7 is far below
@@ -50,7 +50,7 @@ s_dbl(PGresult *r, int row, int col)
 static json_t *
 s_dbl_or_null(PGresult *r, int row, int col)
 {
-    if (PQgetisnull(r, row, col))
+    if (co_val_null(r, row, col))
         return json_null();
     double x = s_dbl(r, row, col);
     if (x != 0 && isfinite(x)) {
@@ -64,8 +64,8 @@ s_dbl_or_null(PGresult *r, int row, int col)
 static json_t *
 s_str_or_null(PGresult *r, int row, int col)
 {
-    return PQgetisnull(r, row, col) ? json_null()
-                                    : json_string(PQgetvalue(r, row, col));
+    return co_val_null(r, row, col) ? json_null()
+                                    : json_string(co_val(r, row, col));
 }
 
 /* A string argument of at most max bytes; dflt when absent. */
@@ -112,11 +112,13 @@ s_str_arg(co_reply_t *c, const json_t *args, const char *key, size_t max,
  * one event, S_EVENT_SQL); and the hosts that ran that job or commit at
  * all. */
 static const char s_list_sql[] =
-    "SELECT cp.id, b.suite, b.name, h.name, cp.subject, cp.other, "
-    "cp.vars::text, cp.metric, cp.magnitude, cp.p_value, cp.outcome, "
-    "cp.within_noise, cp.regression, rb.run_uuid, rb.started_at_us, "
-    "rb.tags::text, ra.run_uuid, ra.started_at_us, ra.tags::text, "
-    "to_json(cp.annotations)::text, cp.ack_note, cp.acked_at_us, "
+    "SELECT cp.id, b.suite, b.name AS benchmark, h.name AS host, "
+    "cp.subject, cp.other, cp.vars::text AS vars, cp.metric, cp.magnitude, "
+    "cp.p_value, cp.outcome, cp.within_noise, cp.regression, rb.run_uuid "
+    "AS before_run, rb.started_at_us AS before_us, rb.tags::text AS "
+    "before_tags, ra.run_uuid AS after_run, ra.started_at_us AS after_us, "
+    "ra.tags::text AS after_tags, to_json(cp.annotations)::text AS "
+    "annotations, cp.ack_note, cp.acked_at_us, "
     /* By the job (runs_job index) when the run has one; by the commit
      * tag among the benchmark's runs otherwise. */
     "CASE WHEN ra.job_id <> '' THEN (SELECT count(DISTINCT c2.host_id) "
@@ -131,17 +133,19 @@ static const char s_list_sql[] =
     " c2.other = cp.other AND c2.vars = cp.vars AND c2.quantity = "
     " cp.quantity AND " S_SAME_SIDE
     " AND (c2.magnitude > 1) = (cp.magnitude > 1) AND c2.superseded_at_us IS NULL AND r2.job_id = '' AND "
-    " r2.tags->>'commit' = ra.tags->>'commit') ELSE 1 END, "
+    " r2.tags->>'commit' = ra.tags->>'commit') ELSE 1 END AS "
+    " hosts_with_step, "
     "CASE WHEN ra.job_id <> '' THEN (SELECT count(DISTINCT r3.host_id) FROM "
     " runs r3 WHERE r3.job_id = ra.job_id AND r3.job_id <> '' AND "
     " r3.benchmark_id = "
     " cp.benchmark_id AND r3.vars = cp.vars) "
     " WHEN ra.tags ? 'commit' THEN (SELECT count(DISTINCT r3.host_id) FROM "
     " runs r3 WHERE r3.benchmark_id = cp.benchmark_id AND r3.vars = cp.vars "
-    " AND r3.tags->>'commit' = ra.tags->>'commit') ELSE 1 END "
-    ", cp.ratio_magnitude, cp.subject_magnitude, cp.other_magnitude, "
-    "cp.updated_at_us, rb.job_id, ra.job_id, cp.superseded_at_us, "
-    "cp.trend_per_run, " S_CONFIRM_COL("cp.id", "h.name") ", cp.quantity "
+    " AND r3.tags->>'commit' = ra.tags->>'commit') ELSE 1 END AS "
+    " hosts_total, cp.ratio_magnitude, cp.subject_magnitude, "
+    "cp.other_magnitude, cp.updated_at_us, rb.job_id AS before_job, "
+    "ra.job_id AS after_job, cp.superseded_at_us, cp.trend_per_run, "
+    S_CONFIRM_COL("cp.id", "h.name") " AS confirm, cp.quantity "
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs rb ON rb.id = "
     "cp.before_run JOIN runs ra ON ra.id = cp.after_run "
@@ -150,53 +154,79 @@ static const char s_list_sql[] =
     "ORDER BY cp.regression DESC, cp.within_noise, abs(ln(greatest("
     "cp.magnitude, 1e-300))) DESC, cp.id LIMIT $4";
 
+/* The columns of s_list_sql's rows, resolved once per result. */
+enum { L_ID, L_SUITE, L_BENCH, L_HOST, L_SUBJECT, L_OTHER, L_VARS,
+       L_METRIC, L_MAGNITUDE, L_P, L_OUTCOME, L_NOISE, L_REGRESSION,
+       L_BEFORE_RUN, L_BEFORE_US, L_BEFORE_TAGS, L_AFTER_RUN, L_AFTER_US,
+       L_AFTER_TAGS, L_NOTES, L_ACK_NOTE, L_ACKED, L_WITH_STEP, L_TOTAL,
+       L_RATIO_MAG, L_SUBJECT_MAG, L_OTHER_MAG, L_UPDATED, L_BEFORE_JOB,
+       L_AFTER_JOB, L_SUPERSEDED, L_TREND, L_CONFIRM, L_QUANTITY, L_COUNT };
+static const char *const s_list_cols[L_COUNT] = {
+    "id", "suite", "benchmark", "host", "subject", "other", "vars",
+    "metric", "magnitude", "p_value", "outcome", "within_noise",
+    "regression", "before_run", "before_us", "before_tags", "after_run",
+    "after_us", "after_tags", "annotations", "ack_note", "acked_at_us",
+    "hosts_with_step", "hosts_total", "ratio_magnitude",
+    "subject_magnitude", "other_magnitude", "updated_at_us", "before_job",
+    "after_job", "superseded_at_us", "trend_per_run", "confirm",
+    "quantity" };
+
+/* A side of a change point: the run at columns run, at_us, tags, job. */
 static json_t *
-s_side(PGresult *r, int i, int col, int job_col)
+s_side(PGresult *r, int i, int run, int at_us, int tags, int job)
 {
-    return json_pack("{s:s,s:I,s:o,s:s}", "run", PQgetvalue(r, i, col),
-                     "time_us", co_reply_int(r, i, col + 1),
-                     "tags", co_reply_json_col(r, i, col + 2),
-                     "job", PQgetvalue(r, i, job_col));
+    return json_pack("{s:s,s:I,s:o,s:s}", "run", co_val(r, i, run),
+                     "time_us", co_reply_int(r, i, at_us),
+                     "tags", co_reply_json_col(r, i, tags),
+                     "job", co_val(r, i, job));
 }
 
 /* A nullable double column: null or its number. */
 static json_t *
 s_opt_dbl(PGresult *r, int i, int col)
 {
-    return PQgetisnull(r, i, col) ? json_null() : json_real(s_dbl(r, i, col));
+    return co_val_null(r, i, col) ? json_null() : json_real(s_dbl(r, i, col));
 }
 
 static json_t *
-s_change_point(PGresult *r, int i)
+s_change_point(PGresult *r, const int *c, int i)
 {
-    json_t *ack = PQgetisnull(r, i, 21) ? json_null() :
-        json_pack("{s:s,s:I}", "note", PQgetvalue(r, i, 20),
-                  "at_us", co_reply_int(r, i, 21));
-    json_t *notes = co_reply_json_col(r, i, 19);
-    json_t *mags = json_pack("{s:o,s:o,s:o}", "ratio", s_opt_dbl(r, i, 24),
-                             "subject", s_opt_dbl(r, i, 25),
-                             "other", s_opt_dbl(r, i, 26));
+    json_t *ack = co_val_null(r, i, c[L_ACKED]) ? json_null() :
+        json_pack("{s:s,s:I}", "note", co_val(r, i, c[L_ACK_NOTE]),
+                  "at_us", co_reply_int(r, i, c[L_ACKED]));
+    json_t *notes = co_reply_json_col(r, i, c[L_NOTES]);
+    json_t *mags = json_pack("{s:o,s:o,s:o}",
+                             "ratio", s_opt_dbl(r, i, c[L_RATIO_MAG]),
+                             "subject", s_opt_dbl(r, i, c[L_SUBJECT_MAG]),
+                             "other", s_opt_dbl(r, i, c[L_OTHER_MAG]));
     return json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:f,s:o,s:f,s:s,"
                      "s:b,s:b,s:o,s:o,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:s}",
-        "id", co_reply_int(r, i, 0), "suite", PQgetvalue(r, i, 1),
-        "benchmark", PQgetvalue(r, i, 2), "host", PQgetvalue(r, i, 3),
-        "subject", PQgetvalue(r, i, 4), "other", PQgetvalue(r, i, 5),
-        "vars", co_reply_json_col(r, i, 6), "metric", PQgetvalue(r, i, 7),
-        "magnitude", s_dbl(r, i, 8), "magnitudes", mags,
-        "p_value", s_dbl(r, i, 9),
-        "outcome", PQgetvalue(r, i, 10),
-        "within_noise", strcmp(PQgetvalue(r, i, 11), "t") == 0,
-        "regression", strcmp(PQgetvalue(r, i, 12), "t") == 0,
-        "before", s_side(r, i, 13, 28), "after", s_side(r, i, 16, 29),
-        "hosts_with_step", co_reply_int(r, i, 22),
-        "hosts_total", co_reply_int(r, i, 23),
+        "id", co_reply_int(r, i, c[L_ID]),
+        "suite", co_val(r, i, c[L_SUITE]),
+        "benchmark", co_val(r, i, c[L_BENCH]),
+        "host", co_val(r, i, c[L_HOST]),
+        "subject", co_val(r, i, c[L_SUBJECT]),
+        "other", co_val(r, i, c[L_OTHER]),
+        "vars", co_reply_json_col(r, i, c[L_VARS]),
+        "metric", co_val(r, i, c[L_METRIC]),
+        "magnitude", s_dbl(r, i, c[L_MAGNITUDE]), "magnitudes", mags,
+        "p_value", s_dbl(r, i, c[L_P]),
+        "outcome", co_val(r, i, c[L_OUTCOME]),
+        "within_noise", co_val_bool(r, i, c[L_NOISE]),
+        "regression", co_val_bool(r, i, c[L_REGRESSION]),
+        "before", s_side(r, i, c[L_BEFORE_RUN], c[L_BEFORE_US],
+                         c[L_BEFORE_TAGS], c[L_BEFORE_JOB]),
+        "after", s_side(r, i, c[L_AFTER_RUN], c[L_AFTER_US],
+                        c[L_AFTER_TAGS], c[L_AFTER_JOB]),
+        "hosts_with_step", co_reply_int(r, i, c[L_WITH_STEP]),
+        "hosts_total", co_reply_int(r, i, c[L_TOTAL]),
         "annotations", json_is_array(notes) ? notes : json_array(),
-        "ack", ack, "updated_at_us", PQgetisnull(r, i, 27) ? json_null()
-        : json_integer(co_reply_int(r, i, 27)),
-        "trend", PQgetisnull(r, i, 31) ? json_null()
-        : json_pack("{s:f}", "per_run", s_dbl(r, i, 31)),
-        "confirm", co_reply_json_col(r, i, 32),
-        "quantity", PQgetvalue(r, i, 33));
+        "ack", ack, "updated_at_us",
+        co_reply_int_or_null(r, i, c[L_UPDATED]),
+        "trend", co_val_null(r, i, c[L_TREND]) ? json_null()
+        : json_pack("{s:f}", "per_run", s_dbl(r, i, c[L_TREND])),
+        "confirm", co_reply_json_col(r, i, c[L_CONFIRM]),
+        "quantity", co_val(r, i, c[L_QUANTITY]));
 }
 
 /* The newest bisect of each event (docs/bisect.md): one started for
@@ -209,8 +239,8 @@ static const char S_BISECTS_SQL[] =
     "  'commit') FROM jsonb_array_elements(b.result->'culprits') x), "
     "  '[]'::json)) FROM bisects b WHERE b.event = e.id OR (b.suite = "
     "  e.suite AND b.benchmark = e.bench AND b.commits[array_length("
-    "  b.commits, 1)] = e.bad) ORDER BY b.id DESC LIMIT 1)::text "
-    "FROM json_to_recordset($1::json) AS e(id bigint, suite text, bench "
+    "  b.commits, 1)] = e.bad) ORDER BY b.id DESC LIMIT 1)::text AS "
+    "  bisect FROM json_to_recordset($1::json) AS e(id bigint, suite text, bench "
     "  text, bad text)";
 
 /* Each event of events ({"open", "acked"}) gets "bisect": its newest
@@ -239,15 +269,17 @@ s_link_bisects(co_reply_t *c, json_t *events)
     const char *p[] = { t };
     PGresult *r = co_reply_q(c, S_BISECTS_SQL, 1, p);
     free(t);
+    int i_id = co_col(r, "id"), i_bisect = co_col(r, "bisect");
     for (int row = 0; r && row < PQntuples(r); row++) {
-        if (PQgetisnull(r, row, 1))
+        if (co_val_null(r, row, i_bisect))
             continue;
-        json_int_t id = co_reply_int(r, row, 0);
+        json_int_t id = co_reply_int(r, row, i_id);
         for (int k = 0; k < 2; k++)
             json_array_foreach(json_object_get(events, lists[k]), i, e)
                 if (json_integer_value(json_object_get(e, "id")) == id)
                     json_object_set_new(e, "bisect",
-                                        co_reply_json_col(r, row, 1));
+                                        co_reply_json_col(r, row,
+                                                          i_bisect));
     }
     PQclear(r);
     return r != NULL;
@@ -266,14 +298,17 @@ co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
         return NULL;
     json_t *open = json_array(), *acked = json_array(), *out = NULL;
     json_t *gone = json_array();
-    int n = PQntuples(r);
+    int n = PQntuples(r), col[L_COUNT];
+    co_cols(r, s_list_cols, L_COUNT, col);
     for (int i = 0; open && acked && gone && i < n &&
                     i < S_LIST_MAX; i++) {
-        json_t *cp = s_change_point(r, i);
-        json_t *to = !PQgetisnull(r, i, 30) ? gone
-                     : PQgetisnull(r, i, 21) ? open : acked;
-        if (!cp || (!PQgetisnull(r, i, 30) && json_object_set_new(cp,
-                "superseded_at_us", json_integer(co_reply_int(r, i, 30)))) ||
+        json_t *cp = s_change_point(r, col, i);
+        bool superseded = !co_val_null(r, i, col[L_SUPERSEDED]);
+        json_t *to = superseded ? gone
+                     : co_val_null(r, i, col[L_ACKED]) ? open : acked;
+        if (!cp || (superseded && json_object_set_new(cp,
+                "superseded_at_us", json_integer(co_reply_int(
+                r, i, col[L_SUPERSEDED])))) ||
             json_array_append_new(to, cp) != 0)
             goto done;
     }
@@ -354,10 +389,11 @@ s_ack(co_reply_t *c, const json_t *args, bool ack)
         return NULL;
     int n = PQntuples(r);
     json_t *members = json_array(), *hosts = json_array(), *out = NULL;
+    int i_id = co_col(r, "id"), i_host = co_col(r, "host");
     for (int i = 0; members && hosts && i < n; i++)
         if (json_array_append_new(members, json_integer(co_reply_int(r, i,
-                                                                     0))) ||
-            json_array_append_new(hosts, json_string(PQgetvalue(r, i, 1))))
+                                                                     i_id))) ||
+            json_array_append_new(hosts, json_string(co_val(r, i, i_host))))
             goto done;
     if (n == 0) {
         co_reply_fail(c, CO_REPLY_NOTFOUND, "no change point %s", sid);
@@ -400,16 +436,18 @@ static const char s_series_sql[] =
     "  AND r.vars = s.vars AND r.status = 'complete' "
     "  AND r.tags @> $4::jsonb AND r.started_at_us >= $5 "
     " ORDER BY r.started_at_us DESC, r.id DESC LIMIT $6) t) "
-    "SELECT p.suite, p.bname, p.hname, p.vars::text, p.subject, p.other, "
-    " p.run_uuid, p.started_at_us, p.job_id, p.tags::text, "
-    " ss.n, ss.min, ss.q25, ss.median, ss.q75, ss.max, "
-    " so.n, so.min, so.q25, so.median, so.q75, so.max, "
+    "SELECT p.suite, p.bname AS benchmark, p.hname AS host, p.vars::text "
+    " AS vars, p.subject, p.other, p.run_uuid, p.started_at_us, p.job_id, "
+    " p.tags::text AS tags, ss.n AS s_n, ss.min AS s_min, ss.q25 AS s_q25, "
+    " ss.median AS s_median, ss.q75 AS s_q75, ss.max AS s_max, so.n AS "
+    " o_n, so.min AS o_min, so.q25 AS o_q25, so.median AS o_median, so.q75 "
+    " AS o_q75, so.max AS o_max, "
     " p.ratio, p.outcome, p.tolerance, p.environment, p.def, p.ver, "
     /* The snapshot's text only beside a change of environment, where
      * s_annotations reads it: it is kilobytes a run otherwise. */
     " CASE WHEN p.environment IS DISTINCT FROM lag(p.environment) OVER w "
     "  OR p.environment IS DISTINCT FROM lead(p.environment) OVER w "
-    "  THEN e.environment_json END, p.tracked "
+    "  THEN e.environment_json END AS env_json, p.tracked "
     "FROM p "
     "LEFT JOIN run_summaries ss ON ss.run = p.id AND ss.arm = p.subject_arm "
     "AND ss.metric = $8 "
@@ -424,14 +462,16 @@ static const char s_series_sql[] =
 /* The metrics besides wall time that the benchmark's newest run tracks
  * (025), space-separated. */
 static const char s_tracked_sql[] =
-    "SELECT array_to_string(array_remove(x.metrics, 'wall'), ' ') FROM "
+    "SELECT array_to_string(array_remove(x.metrics, 'wall'), ' ') AS "
+    "tracked FROM "
     "benchmarks b CROSS JOIN LATERAL (SELECT r.metrics FROM runs r WHERE "
     "r.benchmark_id = b.id ORDER BY r.started_at_us DESC LIMIT 1) x WHERE "
     "b.name = $2 AND ($1 = '' OR b.suite = $1) LIMIT 1";
 
 static const char s_series_cp_sql[] =
-    "SELECT b.suite, b.name, h.name, cp.vars::text, cp.subject, cp.other, "
-    " ra.run_uuid, cp.id, cp.metric, cp.magnitude, cp.outcome, "
+    "SELECT b.suite, b.name AS benchmark, h.name AS host, cp.vars::text AS "
+    " vars, cp.subject, cp.other, ra.run_uuid, cp.id, cp.metric, "
+    " cp.magnitude, cp.outcome, "
     " cp.within_noise, cp.regression, "
     /* The newest bisect of its benchmark that ends at its commit (the
      * same link as an event's "bisect"). */
@@ -440,7 +480,8 @@ static const char s_series_cp_sql[] =
     "  jsonb_array_elements(bi.result->'culprits') x), '[]'::json)) FROM "
     "  bisects bi WHERE bi.suite = b.suite AND bi.benchmark = b.name AND "
     "  bi.commits[array_length(bi.commits, 1)] = ra.tags->>'commit' ORDER "
-    "  BY bi.id DESC LIMIT 1)::text, " S_CONFIRM_COL("cp.id", "h.name")
+    "  BY bi.id DESC LIMIT 1)::text AS bisect, "
+    S_CONFIRM_COL("cp.id", "h.name") " AS confirm "
     "FROM change_points cp JOIN benchmarks b ON b.id = cp.benchmark_id "
     "JOIN hosts h ON h.id = cp.host_id JOIN runs ra ON ra.id = cp.after_run "
     "WHERE ($1 = '' OR b.suite = $1) AND ($2 = '' OR b.name = $2) AND "
@@ -448,18 +489,34 @@ static const char s_series_cp_sql[] =
     " cp.superseded_at_us IS NULL AND cp.quantity = $5 "
     "ORDER BY cp.id LIMIT 20000";
 
+/* The columns of s_series_sql's rows (the two arms' summaries at
+ * prefixes s_ and o_), resolved once per result. */
+enum { E_SUITE, E_BENCH, E_HOST, E_VARS, E_SUBJECT, E_OTHER, E_RUN,
+       E_AT, E_JOB, E_TAGS, E_SN, E_SMIN, E_SQ25, E_SMEDIAN, E_SQ75,
+       E_SMAX, E_ON, E_OMIN, E_OQ25, E_OMEDIAN, E_OQ75, E_OMAX, E_RATIO,
+       E_OUTCOME, E_TOLERANCE, E_ENV_ID, E_DEF, E_VER, E_ENV, E_TRACKED,
+       E_COUNT };
+static const char *const s_series_cols[E_COUNT] = {
+    "suite", "benchmark", "host", "vars", "subject", "other", "run_uuid",
+    "started_at_us", "job_id", "tags", "s_n", "s_min", "s_q25", "s_median",
+    "s_q75", "s_max", "o_n", "o_min", "o_q25", "o_median", "o_q75",
+    "o_max", "ratio", "outcome", "tolerance", "environment", "def", "ver",
+    "env_json", "tracked" };
+
+/* One arm's summary from the six columns from c[at] (n, min, q25,
+ * median, q75, max, in the enum's order). */
 static json_t *
-s_summary(PGresult *r, int i, int col)
+s_summary(PGresult *r, int i, const int *c, int at)
 {
-    if (PQgetisnull(r, i, col + 3))
+    if (co_val_null(r, i, c[at + 3]))
         return json_null();
     return json_pack("{s:I,s:o,s:o,s:o,s:o,s:o}",
-                     "n", co_reply_int(r, i, col),
-                     "min", s_dbl_or_null(r, i, col + 1),
-                     "q25", s_dbl_or_null(r, i, col + 2),
-                     "median", s_dbl_or_null(r, i, col + 3),
-                     "q75", s_dbl_or_null(r, i, col + 4),
-                     "max", s_dbl_or_null(r, i, col + 5));
+                     "n", co_reply_int(r, i, c[at]),
+                     "min", s_dbl_or_null(r, i, c[at + 1]),
+                     "q25", s_dbl_or_null(r, i, c[at + 2]),
+                     "median", s_dbl_or_null(r, i, c[at + 3]),
+                     "q75", s_dbl_or_null(r, i, c[at + 4]),
+                     "max", s_dbl_or_null(r, i, c[at + 5]));
 }
 
 /* The fields of a host's environment whose change is worth a note, and
@@ -499,20 +556,21 @@ s_annotate(json_t *notes, json_int_t index, const char *kind,
 
 /* What changed between row i-1 and row i of one series. */
 static int
-s_annotations(PGresult *r, int i, json_int_t index, json_t *notes)
+s_annotations(PGresult *r, const int *c, int i, json_int_t index,
+              json_t *notes)
 {
-    if (strcmp(PQgetvalue(r, i, 26), PQgetvalue(r, i - 1, 26)) != 0
+    if (strcmp(co_val(r, i, c[E_DEF]), co_val(r, i - 1, c[E_DEF])) != 0
         && s_annotate(notes, index, "arm", "the arms' commands changed"))
         return -1;
-    if (strcmp(PQgetvalue(r, i, 27), PQgetvalue(r, i - 1, 27)) != 0
+    if (strcmp(co_val(r, i, c[E_VER]), co_val(r, i - 1, c[E_VER])) != 0
         && s_annotate(notes, index, "arm", "the arms' versions output "
                       "changed"))
         return -1;
-    if (strcmp(PQgetvalue(r, i, 25), PQgetvalue(r, i - 1, 25)) == 0
-        || PQgetisnull(r, i, 28) || PQgetisnull(r, i - 1, 28))
+    if (strcmp(co_val(r, i, c[E_ENV_ID]), co_val(r, i - 1, c[E_ENV_ID])) == 0
+        || co_val_null(r, i, c[E_ENV]) || co_val_null(r, i - 1, c[E_ENV]))
         return 0;
-    json_t *a = json_loads(PQgetvalue(r, i - 1, 28), 0, NULL);
-    json_t *b = json_loads(PQgetvalue(r, i, 28), 0, NULL);
+    json_t *a = json_loads(co_val(r, i - 1, c[E_ENV]), 0, NULL);
+    json_t *b = json_loads(co_val(r, i, c[E_ENV]), 0, NULL);
     int rc = 0;
     for (size_t k = 0; a && b && rc == 0 &&
          k < sizeof s_env_fields / sizeof *s_env_fields; k++) {
@@ -530,28 +588,30 @@ s_annotations(PGresult *r, int i, json_int_t index, json_t *notes)
     return rc;
 }
 
+/* Rows i and j are of one series: the same suite, benchmark, host,
+ * vars, subject and other (the first six columns of the enum). */
 static bool
-s_same_series(PGresult *r, int i, int j)
+s_same_series(PGresult *r, const int *c, int i, int j)
 {
-    for (int k = 0; k < 6; k++)
-        if (strcmp(PQgetvalue(r, i, k), PQgetvalue(r, j, k)) != 0)
+    for (int k = E_SUITE; k <= E_OTHER; k++)
+        if (strcmp(co_val(r, i, c[k]), co_val(r, j, c[k])) != 0)
             return false;
     return true;
 }
 
 static json_t *
-s_run(PGresult *r, int i)
+s_run(PGresult *r, const int *c, int i)
 {
     return json_pack("{s:s,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:o}",
-                     "run", PQgetvalue(r, i, 6),
-                     "time_us", co_reply_int(r, i, 7),
-                     "job", PQgetvalue(r, i, 8),
-                     "tags", co_reply_json_col(r, i, 9),
-                     "subject", s_summary(r, i, 10),
-                     "other", s_summary(r, i, 16),
-                     "ratio", s_dbl_or_null(r, i, 22),
-                     "outcome", s_str_or_null(r, i, 23),
-                     "tolerance", s_dbl_or_null(r, i, 24));
+                     "run", co_val(r, i, c[E_RUN]),
+                     "time_us", co_reply_int(r, i, c[E_AT]),
+                     "job", co_val(r, i, c[E_JOB]),
+                     "tags", co_reply_json_col(r, i, c[E_TAGS]),
+                     "subject", s_summary(r, i, c, E_SN),
+                     "other", s_summary(r, i, c, E_ON),
+                     "ratio", s_dbl_or_null(r, i, c[E_RATIO]),
+                     "outcome", s_str_or_null(r, i, c[E_OUTCOME]),
+                     "tolerance", s_dbl_or_null(r, i, c[E_TOLERANCE]));
 }
 
 /* Put each change point (cps rows) on its series: "index" is the
@@ -561,33 +621,46 @@ s_place_change_points(json_t *series, PGresult *cps)
 {
     size_t k;
     json_t *s;
+    enum { P_SUITE, P_BENCH, P_HOST, P_VARS, P_SUBJECT, P_OTHER, P_RUN,
+           P_ID, P_METRIC, P_MAGNITUDE, P_OUTCOME, P_NOISE, P_REGRESSION,
+           P_BISECT, P_CONFIRM, P_COUNT };
+    static const char *const names[P_COUNT] = {
+        "suite", "benchmark", "host", "vars", "subject", "other",
+        "run_uuid", "id", "metric", "magnitude", "outcome", "within_noise",
+        "regression", "bisect", "confirm" };
+    int c[P_COUNT];
+    co_cols(cps, names, P_COUNT, c);
     json_array_foreach(series, k, s) {
         json_t *runs = json_object_get(s, "runs"), *list = json_array();
         if (!list || json_object_set_new(s, "change_points", list) != 0)
             return -1;
         for (int i = 0; i < PQntuples(cps); i++) {
-            if (strcmp(PQgetvalue(cps, i, 0), co_reply_str(s, "suite")) ||
-                strcmp(PQgetvalue(cps, i, 1), co_reply_str(s, "benchmark")) ||
-                strcmp(PQgetvalue(cps, i, 2), co_reply_str(s, "host")) ||
-                strcmp(PQgetvalue(cps, i, 3), co_reply_str(s, "vars_key")) ||
-                strcmp(PQgetvalue(cps, i, 4), co_reply_str(s, "subject")) ||
-                strcmp(PQgetvalue(cps, i, 5), co_reply_str(s, "other")))
+            if (strcmp(co_val(cps, i, c[P_SUITE]), co_reply_str(s, "suite")) ||
+                strcmp(co_val(cps, i, c[P_BENCH]),
+                       co_reply_str(s, "benchmark")) ||
+                strcmp(co_val(cps, i, c[P_HOST]), co_reply_str(s, "host")) ||
+                strcmp(co_val(cps, i, c[P_VARS]),
+                       co_reply_str(s, "vars_key")) ||
+                strcmp(co_val(cps, i, c[P_SUBJECT]),
+                       co_reply_str(s, "subject")) ||
+                strcmp(co_val(cps, i, c[P_OTHER]), co_reply_str(s, "other")))
                 continue;
             size_t at;
             json_t *run;
             json_array_foreach(runs, at, run) {
-                if (strcmp(co_reply_str(run, "run"), PQgetvalue(cps, i, 6)))
+                if (strcmp(co_reply_str(run, "run"),
+                           co_val(cps, i, c[P_RUN])))
                     continue;
                 if (json_array_append_new(list, json_pack(
                         "{s:I,s:I,s:s,s:f,s:s,s:b,s:b,s:o,s:o}", "index",
-                        (json_int_t)at, "id", co_reply_int(cps, i, 7),
-                        "metric", PQgetvalue(cps, i, 8),
-                        "magnitude", s_dbl(cps, i, 9),
-                        "outcome", PQgetvalue(cps, i, 10),
-                        "within_noise", !strcmp(PQgetvalue(cps, i, 11), "t"),
-                        "regression", !strcmp(PQgetvalue(cps, i, 12), "t"),
-                        "bisect", co_reply_json_col(cps, i, 13),
-                        "confirm", co_reply_json_col(cps, i, 14))))
+                        (json_int_t)at, "id", co_reply_int(cps, i, c[P_ID]),
+                        "metric", co_val(cps, i, c[P_METRIC]),
+                        "magnitude", s_dbl(cps, i, c[P_MAGNITUDE]),
+                        "outcome", co_val(cps, i, c[P_OUTCOME]),
+                        "within_noise", co_val_bool(cps, i, c[P_NOISE]),
+                        "regression", co_val_bool(cps, i, c[P_REGRESSION]),
+                        "bisect", co_reply_json_col(cps, i, c[P_BISECT]),
+                        "confirm", co_reply_json_col(cps, i, c[P_CONFIRM]))))
                     return -1;
                 break;
             }
@@ -603,19 +676,20 @@ static json_t *
 s_series_list(PGresult *r, const char *metric)
 {
     json_t *list = json_array(), *cur = NULL;
-    int n = PQntuples(r);
+    int n = PQntuples(r), c[E_COUNT];
+    co_cols(r, s_series_cols, E_COUNT, c);
     for (int i = 0; list && i < n && i < S_SERIES_ROWS_MAX; i++) {
-        if (!cur || !s_same_series(r, i, i - 1)) {
+        if (!cur || !s_same_series(r, c, i, i - 1)) {
             if (json_array_size(list) >= S_SERIES_MAX)
                 break;
             cur = json_pack("{s:s,s:s,s:s,s:o,s:s,s:s,s:s,s:[],s:[]}",
-                            "suite", PQgetvalue(r, i, 0),
-                            "benchmark", PQgetvalue(r, i, 1),
-                            "host", PQgetvalue(r, i, 2),
-                            "vars", co_reply_json_col(r, i, 3),
-                            "vars_key", PQgetvalue(r, i, 3),
-                            "subject", PQgetvalue(r, i, 4),
-                            "other", PQgetvalue(r, i, 5),
+                            "suite", co_val(r, i, c[E_SUITE]),
+                            "benchmark", co_val(r, i, c[E_BENCH]),
+                            "host", co_val(r, i, c[E_HOST]),
+                            "vars", co_reply_json_col(r, i, c[E_VARS]),
+                            "vars_key", co_val(r, i, c[E_VARS]),
+                            "subject", co_val(r, i, c[E_SUBJECT]),
+                            "other", co_val(r, i, c[E_OTHER]),
                             "runs", "annotations");
             if (!cur || json_array_append_new(list, cur) != 0 ||
                 json_object_set_new(cur, "metric", json_string(metric)))
@@ -624,7 +698,7 @@ s_series_list(PGresult *r, const char *metric)
         /* The metrics its newest run tracks (runs are oldest first). */
         json_t *tracked = json_array();
         char names[64], *save = NULL;
-        snprintf(names, sizeof names, "%s", PQgetvalue(r, i, 29));
+        snprintf(names, sizeof names, "%s", co_val(r, i, c[E_TRACKED]));
         for (char *t = strtok_r(names, " ", &save); tracked && t;
              t = strtok_r(NULL, " ", &save))
             json_array_append_new(tracked, json_string(t));
@@ -632,9 +706,9 @@ s_series_list(PGresult *r, const char *metric)
             goto oom;
         json_t *runs = json_object_get(cur, "runs");
         json_int_t index = (json_int_t)json_array_size(runs);
-        if (json_array_append_new(runs, s_run(r, i)) != 0)
+        if (json_array_append_new(runs, s_run(r, c, i)) != 0)
             goto oom;
-        if (index > 0 && s_annotations(r, i, index, json_object_get(
+        if (index > 0 && s_annotations(r, c, i, index, json_object_get(
                 cur, "annotations")) != 0)
             goto oom;
     }
@@ -705,7 +779,8 @@ s_series(co_reply_t *c, const json_t *args)
         if (!t)
             goto done;
         if (PQntuples(t) == 1)
-            snprintf(tracked, sizeof tracked, "wall %s", PQgetvalue(t, 0, 0));
+            snprintf(tracked, sizeof tracked, "wall %s",
+                     co_val(t, 0, co_col(t, "tracked")));
         PQclear(t);
     } else {
         snprintf(tracked, sizeof tracked, "%s", metric);
