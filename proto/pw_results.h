@@ -50,7 +50,8 @@
 #define PW_RESULTS_OK   0
 #define PW_RESULTS_ERR -1
 
-/* Sample kinds as parity.proto numbers them. */
+/* Sample kinds as parity.proto numbers them (agent/daemon/ag_stream.c
+ * asserts it at build time). */
 typedef enum {
     PW_SAMPLE_MEASURED = 0,
     PW_SAMPLE_WARMUP = 1,

@@ -26,6 +26,20 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Samples and statuses go on the wire by a cast (x->kind, e->status): the
+ * harness's enums must keep parity.proto's numbers. */
+_Static_assert((int)PW_SAMPLE_MEASURED == PARITY__SAMPLE_KIND__MEASURED &&
+               (int)PW_SAMPLE_WARMUP == PARITY__SAMPLE_KIND__WARMUP &&
+               (int)PW_SAMPLE_CALIBRATION ==
+               PARITY__SAMPLE_KIND__CALIBRATION &&
+               (int)PW_SAMPLE_ERROR == PARITY__SAMPLE_KIND__ERROR,
+               "pw_sample_kind_t is parity.proto's SampleKind");
+_Static_assert((int)AG_RUN_COMPLETE == PARITY__RUN_STATUS__COMPLETE &&
+               (int)AG_RUN_FAILED == PARITY__RUN_STATUS__FAILED &&
+               (int)AG_RUN_INCOMPLETE == PARITY__RUN_STATUS__INCOMPLETE &&
+               (int)AG_RUN_CANCELLED == PARITY__RUN_STATUS__CANCELLED,
+               "ag_run_status_t is parity.proto's RunStatus");
+
 #define S_ERR 512
 
 static void

@@ -65,7 +65,8 @@
 /* Bytes of `versions` output kept per arm. */
 #define AG_HARNESS_VERSION_MAX         16384
 
-/* Same values as parity.proto's RunStatus. */
+/* Same values as parity.proto's RunStatus (asserted at build time by
+ * agent/daemon/ag_stream.c, which casts one into the other). */
 typedef enum {
     AG_RUN_COMPLETE = 0,
     AG_RUN_FAILED = 1,

@@ -16,6 +16,7 @@
 #include "co_every.h"
 #include "co_jobreq.h"
 #include "co_jobs.h"
+#include "co_kinds.h"
 #include "co_lease.h"
 #include "co_log.h"
 #include "co_reply.h"
@@ -59,7 +60,7 @@ static const char S_SAMPLES_SQL[] =
     "  b.commits[st.point + 1] OR (instance IS NULL AND subject AND "
     "  r.revision = b.commits[st.point + 1])) ORDER BY idx LIMIT 1) sa ON "
     "  true "
-    "JOIN samples s ON s.run = r.id AND s.arm = sa.idx AND s.kind = 0 "
+    "JOIN samples s ON s.run = r.id AND s.arm = sa.idx AND s.kind = " CO_SQL_MEASURED " "
     "WHERE st.bisect = $1::bigint AND st.point = ANY($2::int[]) AND "
     "  ($4::int IS NULL OR (st.mid = $4::int AND st.try = $5::int)) "
     "LIMIT $3::int";

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "co_kinds.h"
 #include "co_reply.h"
 #include "pw_json.h"
 #include "vd_verdict.h"
@@ -67,7 +68,7 @@ typedef struct {
 static const char S_SAMPLES_SQL[] =
     "SELECT s.run = $1::bigint AS mine, s.wall_us FROM samples s "
     "JOIN arms a ON a.run = s.run AND a.idx = s.arm "
-    "WHERE s.run IN ($1::bigint, $2::bigint) AND s.kind = 0 "
+    "WHERE s.run IN ($1::bigint, $2::bigint) AND s.kind = " CO_SQL_MEASURED " "
     "AND a.name = $3 ORDER BY 1 DESC, 2 LIMIT $4::int";
 
 /* Both runs' samples of one entry: the job's (a) and the baseline's (b),

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "co_changes.h"
+#include "co_kinds.h"
 #include "co_reply.h"
 #include "co_selftest.h"
 #include "pw_clock.h"
@@ -692,7 +693,7 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
         " COALESCE(r.status, 'running') AS status, COALESCE(r.reason, '')"
         " AS reason, r.runs, r.warmup, a.idx, a.name, a.subject,"
         " COALESCE(rs.errors, (SELECT count(*) FROM samples s WHERE s.run ="
-        " r.id AND s.kind = 3 AND s.arm = a.idx)) AS errors,"
+        " r.id AND s.kind = " CO_SQL_ERROR " AND s.arm = a.idx)) AS errors,"
         " rs.run IS NOT NULL AS summarised, rs.n, rs.min, rs.q25, rs.median,"
         " rs.q75, rs.max, rs.iqr, rs.mean"
         " FROM runs r JOIN hosts h ON h.id = r.host_id JOIN benchmarks b ON"
@@ -712,7 +713,7 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
     const char *ps[] = { id, lim };
     s = co_reply_q(c,
         "SELECT s.run, s.arm, s.wall_us FROM runs r JOIN samples s ON"
-        " s.run = r.id WHERE r.job_id = $1 AND s.kind = 0 AND s.wall_us > 0"
+        " s.run = r.id WHERE r.job_id = $1 AND s.kind = " CO_SQL_MEASURED " AND s.wall_us > 0"
         " AND NOT EXISTS (SELECT 1 FROM run_summaries x WHERE x.run = r.id)"
         " ORDER BY s.run, s.arm LIMIT $2::int", 2, ps);
     if (!s)

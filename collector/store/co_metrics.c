@@ -10,6 +10,7 @@
 
 #include <libpq-fe.h>
 
+#include "co_kinds.h"
 #include "pw_err.h"
 #include "vd_verdict.h"
 
@@ -35,12 +36,12 @@ static const co_stmt_t s_sql[] = {
         8, PGRES_COMMAND_OK, false },
     [S_RUN_PRUNED] = { "metrics.run_pruned",
         "SELECT arm, user_us + sys_us AS cpu_us, COALESCE(task_clock_ns, 0) "
-        "AS task_clock_ns, maxrss_kb FROM samples WHERE run = $1 AND kind = 0 AND "
+        "AS task_clock_ns, maxrss_kb FROM samples WHERE run = $1 AND kind = " CO_SQL_MEASURED " AND "
         "start_unix_us >= $2 ORDER BY arm, batch_seq, idx",
         2, PGRES_TUPLES_OK, false },
     [S_RUN] = { "metrics.run",
         "SELECT arm, user_us + sys_us AS cpu_us, COALESCE(task_clock_ns, 0) "
-        "AS task_clock_ns, maxrss_kb FROM samples WHERE run = $1 AND kind = 0 ORDER BY arm, "
+        "AS task_clock_ns, maxrss_kb FROM samples WHERE run = $1 AND kind = " CO_SQL_MEASURED " ORDER BY arm, "
         "batch_seq, idx",
         1, PGRES_TUPLES_OK, false },
 };
