@@ -64,6 +64,8 @@ static const char S_SAMPLES_SQL[] =
     "WHERE st.bisect = $1::bigint AND st.point = ANY($2::int[]) AND "
     "  ($4::int IS NULL OR (st.mid = $4::int AND st.try = $5::int)) "
     "LIMIT $3::int";
+static const co_stmt_t s_st_samples = { "bisector.samples", S_SAMPLES_SQL, 5,
+    PGRES_TUPLES_OK, false };
 
 /* Each host's floor: its newest complete run's in this bisect. */
 static const char S_FLOORS_SQL[] =
@@ -72,6 +74,8 @@ static const char S_FLOORS_SQL[] =
     "  r.status = 'complete' JOIN hosts h ON h.id = r.host_id "
     "JOIN floors f ON f.run = r.id WHERE st.bisect = $1::bigint "
     "ORDER BY h.name, r.id DESC";
+static const co_stmt_t s_st_floors = { "bisector.floors", S_FLOORS_SQL, 1,
+    PGRES_TUPLES_OK, false };
 
 /* The points of a group (the steps measured for the judgement of
  * midpoint $2 at try $3) that a host of the bisect has no complete run
@@ -95,6 +99,8 @@ static const char S_MISSING_SQL[] =
     "  benchmarks bm ON bm.id = r.benchmark_id AND bm.suite = b.suite AND "
     "  bm.name = b.benchmark WHERE g.point = p.point AND ho.name = hn) "
     "ORDER BY p.point, hn";
+static const co_stmt_t s_st_missing = { "bisector.missing", S_MISSING_SQL, 3,
+    PGRES_TUPLES_OK, false };
 
 /* One host's samples of up to three points, and its floor. */
 typedef struct {
@@ -220,7 +226,7 @@ s_samples(co_reply_t *c, const json_t *b, const int *pts, size_t npts,
     snprintf(gm, sizeof gm, "%d", g ? g->mid : 0);
     snprintf(gt, sizeof gt, "%d", g ? g->try_no : 0);
     const char *p[] = { id, arr, lim, g ? gm : NULL, gt };
-    PGresult *r = co_reply_q(c, S_SAMPLES_SQL, 5, p);
+    PGresult *r = co_reply_run(c, &s_st_samples, p);
     if (r && PQntuples(r) > S_SAMPLES_MAX) {
         co_reply_fail(c, CO_REPLY_TOO_BIG, "more than %d samples of three "
                       "commits", S_SAMPLES_MAX);
@@ -241,7 +247,7 @@ s_samples(co_reply_t *c, const json_t *b, const int *pts, size_t npts,
             }
     }
     PQclear(r);
-    if (!r || !(r = co_reply_q(c, S_FLOORS_SQL, 1, p)))
+    if (!r || !(r = co_reply_run(c, &s_st_floors, p)))
         return false;
     i_name = co_col(r, "name");
     int i_floor = co_col(r, "floor_us"), i_default = co_col(r, "is_default");
@@ -290,6 +296,14 @@ s_verdict_json(const char *host, const vd_verdict_t *v)
  * next pass). */
 static int s_finish(co_bisector_t *n, co_reply_t *c, const json_t *b,
                     const char *state, const char *reason, json_t *result);
+
+static const co_stmt_t s_st_measure = { "bisector.measure",
+    "INSERT INTO bisect_steps (bisect, seq, "
+    "point, try, rerun, runs, job_uuid, created_at_us, mid) SELECT $1, "
+    "(SELECT coalesce(max(seq), -1) FROM bisect_steps WHERE bisect = "
+    "$1::bigint) + u.o, u.p, $3, $4, $5, $6, $7, $8 FROM "
+    "unnest($2::int[]) WITH ORDINALITY AS u (p, o) RETURNING seq",
+    8, PGRES_TUPLES_OK, false };
 
 static int
 s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b,
@@ -344,11 +358,7 @@ s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b,
     const char *p[] = { tag, points, seq_args[0], seq_args[1], seq_args[2],
                         job, now, seq_args[3] };
     /* The group's steps in one statement: all of them or none. */
-    PGresult *r = co_reply_q(c, "INSERT INTO bisect_steps (bisect, seq, "
-        "point, try, rerun, runs, job_uuid, created_at_us, mid) SELECT $1, "
-        "(SELECT coalesce(max(seq), -1) FROM bisect_steps WHERE bisect = "
-        "$1::bigint) + u.o, u.p, $3, $4, $5, $6, $7, $8 FROM "
-        "unnest($2::int[]) WITH ORDINALITY AS u (p, o) RETURNING seq", 8, p);
+    PGresult *r = co_reply_run(c, &s_st_measure, p);
     if (r)
         co_log(CO_LOG_INFO, "bisect_step", "bisect=%s commit=%s points=%zu "
                "mid=%d try=%d rerun=%d runs=%d job=%s", tag, commit, np,
@@ -357,6 +367,12 @@ s_measure(co_bisector_t *n, co_reply_t *c, const json_t *b,
     json_decref(reply);
     return r ? 0 : -1;
 }
+
+static const co_stmt_t s_st_judged = { "bisector.judged",
+    "UPDATE bisect_steps SET call = $3, reason "
+    "= $4, hosts = $5::jsonb, judged_at_us = $6 WHERE bisect = "
+    "$1::bigint AND seq = $2::int RETURNING seq",
+    6, PGRES_TUPLES_OK, false };
 
 /* Set the call of step seq. False with c's status. */
 static bool
@@ -369,9 +385,7 @@ s_judged(co_reply_t *c, const json_t *b, json_int_t seq, const char *call,
     snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
     char *h = hosts ? pw_json_dumps(hosts) : NULL;
     const char *p[] = { id, sq, call, reason, h, now };
-    PGresult *r = co_reply_q(c, "UPDATE bisect_steps SET call = $3, reason "
-        "= $4, hosts = $5::jsonb, judged_at_us = $6 WHERE bisect = "
-        "$1::bigint AND seq = $2::int RETURNING seq", 6, p);
+    PGresult *r = co_reply_run(c, &s_st_judged, p);
     free(h);
     PQclear(r);
     return r != NULL;
@@ -414,6 +428,18 @@ s_notice(const json_t *b, const char *state, const char *reason,
     return t;
 }
 
+static const co_stmt_t s_st_finish = { "bisector.finish",
+    "UPDATE bisects SET state = $2, reason = $3, "
+    "result = $4::jsonb, ended_at_us = $5 WHERE id = $1::bigint AND "
+    "state = 'running' RETURNING id",
+    5, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_finish_2 = { "bisector.finish_2",
+    "INSERT INTO notices (kind, ref, "
+    "body, created_at_us) VALUES ('bisect', $1, $2, $3) ON CONFLICT "
+    "DO NOTHING RETURNING id",
+    3, PGRES_TUPLES_OK, false };
+
 /* End the bisect (state done or failed) with reason and result (taken;
  * may be NULL): written once, by the collector whose UPDATE finds it
  * running; that one logs and tells. 0, or -1 with c's status. */
@@ -426,9 +452,7 @@ s_finish(co_bisector_t *n, co_reply_t *c, const json_t *b, const char *state,
     snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
     char *res = result ? pw_json_dumps(result) : NULL;
     const char *p[] = { id, state, reason, res, now };
-    PGresult *r = co_reply_q(c, "UPDATE bisects SET state = $2, reason = $3, "
-        "result = $4::jsonb, ended_at_us = $5 WHERE id = $1::bigint AND "
-        "state = 'running' RETURNING id", 5, p);
+    PGresult *r = co_reply_run(c, &s_st_finish, p);
     free(res);
     if (r && PQntuples(r) == 1) {
         char q[600];
@@ -437,9 +461,7 @@ s_finish(co_bisector_t *n, co_reply_t *c, const json_t *b, const char *state,
                "bisect=%s why=%s", id, co_log_quote(q, sizeof q, reason));
         char *body = s_notice(b, state, reason, result);
         const char *pn[] = { id, body ? body : "{}", now };
-        PGresult *t = body ? co_reply_q(c, "INSERT INTO notices (kind, ref, "
-            "body, created_at_us) VALUES ('bisect', $1, $2, $3) ON CONFLICT "
-            "DO NOTHING RETURNING id", 3, pn) : NULL;
+        PGresult *t = body ? co_reply_run(c, &s_st_finish_2, pn) : NULL;
         if (t && PQntuples(t) == 1)
             co_notify_post(n->notify, body);
         PQclear(t);
@@ -539,7 +561,7 @@ s_complete(co_bisector_t *n, co_reply_t *c, const json_t *b, s_grp_t g)
     snprintf(gm, sizeof gm, "%d", g.mid);
     snprintf(gt, sizeof gt, "%d", g.try_no);
     const char *p[] = { id, gm, gt };
-    PGresult *r = co_reply_q(c, S_MISSING_SQL, 3, p);
+    PGresult *r = co_reply_run(c, &s_st_missing, p);
     if (!r)
         return -1;
     size_t pts[3], head;
@@ -861,11 +883,13 @@ s_move(co_bisector_t *n, co_reply_t *c, const json_t *b)
 static bool
 s_start(co_reply_t *c, int64_t id)
 {
-    PGresult *r = co_bisect_q_now(c, "UPDATE bisects b SET state = "
-        "'running', started_at_us = $2 WHERE id = $1::bigint AND state = "
-        "'queued' AND NOT EXISTS (SELECT 1 FROM bisects o WHERE o.id < b.id "
-        "AND o.state IN ('queued', 'running') AND o.suite = b.suite AND "
-        "o.hosts && b.hosts) RETURNING id", id);
+    static const co_stmt_t start = { "bisector.start",
+        "UPDATE bisects b SET state = 'running', started_at_us = $2 WHERE "
+        "id = $1::bigint AND state = 'queued' AND NOT EXISTS (SELECT 1 FROM "
+        "bisects o WHERE o.id < b.id AND o.state IN ('queued', 'running') "
+        "AND o.suite = b.suite AND o.hosts && b.hosts) RETURNING id",
+        2, PGRES_TUPLES_OK, false };
+    PGresult *r = co_bisect_q_now(c, &start, id);
     bool started = r && PQntuples(r) == 1;
     if (started)
         co_log(CO_LOG_INFO, "bisect_started", "bisect=%" PRId64, id);

@@ -53,6 +53,8 @@ static const char S_HOSTS_SQL[] =
     "  jh ON jh.job = j.id JOIN hosts ho ON ho.id = jh.host_id WHERE "
     "  j.job_uuid = k.job_uuid AND ho.name = hn LIMIT 1) jh ON true "
     "WHERE k.id = $1::bigint ORDER BY hn";
+static const co_stmt_t s_st_hosts = { "confirmer.hosts", S_HOSTS_SQL, 1,
+    PGRES_TUPLES_OK, false };
 
 static void
 s_db_warn(co_confirmer_t *n, int64_t id, const char *why)
@@ -119,6 +121,18 @@ s_notice(const json_t *k, const json_t *summary, char *kind, char *ref)
     return t;
 }
 
+static const co_stmt_t s_st_finish = { "confirmer.finish",
+    "UPDATE confirms SET state = $2, reason = $3, "
+    "result = $4::jsonb, ended_at_us = $5 WHERE id = $1::bigint AND "
+    "state IN ('queued', 'running') RETURNING id",
+    5, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_finish_2 = { "confirmer.finish_2",
+    "INSERT INTO notices (kind, ref, "
+    "body, created_at_us) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING "
+    "RETURNING id",
+    4, PGRES_TUPLES_OK, false };
+
 /* End confirm k (state confirmed, "not reproduced" or failed) with
  * reason and result (borrowed; may be NULL): written once, by the
  * collector whose UPDATE finds it live; that one logs and tells. False
@@ -132,9 +146,7 @@ s_finish(co_confirmer_t *n, co_reply_t *c, const json_t *k, const char *state,
     snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
     char *res = result ? pw_json_dumps(result) : NULL;
     const char *p[] = { id, state, reason, res, now };
-    PGresult *r = co_reply_q(c, "UPDATE confirms SET state = $2, reason = $3, "
-        "result = $4::jsonb, ended_at_us = $5 WHERE id = $1::bigint AND "
-        "state IN ('queued', 'running') RETURNING id", 5, p);
+    PGresult *r = co_reply_run(c, &s_st_finish, p);
     free(res);
     bool ours = r && PQntuples(r) == 1;
     PQclear(r);
@@ -149,9 +161,7 @@ s_finish(co_confirmer_t *n, co_reply_t *c, const json_t *k, const char *state,
     char *body = summary ? s_notice(k, summary, kind, ref) : NULL;
     json_decref(summary);
     const char *pn[] = { kind, ref, body, now };
-    PGresult *t = body ? co_reply_q(c, "INSERT INTO notices (kind, ref, "
-        "body, created_at_us) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING "
-        "RETURNING id", 4, pn) : NULL;
+    PGresult *t = body ? co_reply_run(c, &s_st_finish_2, pn) : NULL;
     if (t && PQntuples(t) == 1)
         co_notify_post(n->notify, body);
     PQclear(t);
@@ -160,6 +170,12 @@ s_finish(co_confirmer_t *n, co_reply_t *c, const json_t *k, const char *state,
 }
 
 /* ---- the job ------------------------------------------------------- */
+
+static const co_stmt_t s_st_start = { "confirmer.start",
+    "UPDATE confirms SET state = 'running', "
+    "job_uuid = $2, started_at_us = $3 WHERE id = $1::bigint AND state = "
+    "'queued' RETURNING id",
+    3, PGRES_TUPLES_OK, false };
 
 /* Make confirm k's job and mark it running. False with c's status (tried
  * again next pass); a job that can never be made ends the confirm. */
@@ -198,9 +214,7 @@ s_start(co_confirmer_t *n, co_reply_t *c, const json_t *k)
     char now[24];
     snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
     const char *p[] = { tag, co_reply_str(reply, "job"), now };
-    PGresult *r = co_reply_q(c, "UPDATE confirms SET state = 'running', "
-        "job_uuid = $2, started_at_us = $3 WHERE id = $1::bigint AND state = "
-        "'queued' RETURNING id", 3, p);
+    PGresult *r = co_reply_run(c, &s_st_start, p);
     if (r)
         co_log(CO_LOG_INFO, "confirm_job", "confirm=%s event=%"
                JSON_INTEGER_FORMAT " after=%s before=%s job=%s", tag,
@@ -255,7 +269,7 @@ s_judge(co_confirmer_t *n, co_reply_t *c, const json_t *k)
     char id[24];
     snprintf(id, sizeof id, "%" JSON_INTEGER_FORMAT, s_int(k, "id"));
     const char *p[] = { id };
-    PGresult *r = co_reply_q(c, S_HOSTS_SQL, 1, p);
+    PGresult *r = co_reply_run(c, &s_st_hosts, p);
     if (!r)
         return false;
     const char *want = strcmp(co_reply_str(k, "direction"), "faster") == 0

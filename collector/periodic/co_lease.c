@@ -32,7 +32,7 @@ co_lease_take(co_reply_t *c, const char *table, const char *owner)
              "(lease_owner = $1 OR lease_until_us < $2::bigint) RETURNING "
              "id) SELECT id FROM l ORDER BY id", table);
     const char *p[] = { owner, now, until };
-    return co_reply_q(c, sql, 3, p);
+    return co_reply_text(c, "lease.take", sql, 3, p);
 }
 
 void
@@ -42,5 +42,5 @@ co_lease_give_back(co_reply_t *c, const char *table, const char *owner)
     snprintf(sql, sizeof sql, "UPDATE %s SET lease_until_us = 0 WHERE "
              "lease_owner = $1 RETURNING id", table);
     const char *p[] = { owner };
-    PQclear(co_reply_q(c, sql, 1, p));
+    PQclear(co_reply_text(c, "lease.give_back", sql, 1, p));
 }

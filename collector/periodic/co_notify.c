@@ -52,6 +52,8 @@ static const char S_CANDIDATES_SQL[] =
     "  ra.tags::text END AS tags, ra.started_at_us "
     "FROM change_points cp JOIN runs ra ON ra.id = cp.after_run "
     "WHERE cp.id > $1::bigint ORDER BY cp.id LIMIT $5::int";
+static const co_stmt_t s_st_candidates = { "notify.candidates", S_CANDIDATES_SQL, 5,
+    PGRES_TUPLES_OK, false };
 
 /* "Parity: slower on 3 of 4 hosts (h1, h2, h3): suite/bench (new vs
  * old), ratio x1.098 (x1.093 to x1.105), loss, between commit=c24 and
@@ -200,6 +202,12 @@ s_confirm(co_notify_t *n, co_reply_t *c, const json_t *e, char **json)
     return *json ? 0 : -1;
 }
 
+static const co_stmt_t s_st_tell = { "notify.tell",
+    "INSERT INTO notices (kind, ref, body, "
+    "created_at_us) VALUES ('event', $1, $2, $3) ON CONFLICT DO NOTHING "
+    "RETURNING id",
+    3, PGRES_TUPLES_OK, false };
+
 /* Tell of the event change point cp opens, its members found as
  * `regressions` finds them (co_changes_list, co_events): claim it in
  * notices, then queue it on every hook. 0, or -1 (said; looked at again
@@ -231,9 +239,7 @@ s_tell(co_notify_t *n, int64_t cp, const char *tags, int64_t after_us)
         return rc;
     snprintf(at, sizeof at, "%" PRId64, pw_clock_unix_us());
     const char *pc[] = { id, json, at };
-    PGresult *r = co_reply_q(&c, "INSERT INTO notices (kind, ref, body, "
-        "created_at_us) VALUES ('event', $1, $2, $3) ON CONFLICT DO NOTHING "
-        "RETURNING id", 3, pc);
+    PGresult *r = co_reply_run(&c, &s_st_tell, pc);
     if (!r) {
         s_db_warn(n, id, err);
         rc = -1;
@@ -249,6 +255,11 @@ s_tell(co_notify_t *n, int64_t cp, const char *tags, int64_t after_us)
     return rc;
 }
 
+static const co_stmt_t s_st_poll = { "notify.poll",
+    "SELECT coalesce(max(id), 0) AS id "
+    "FROM change_points",
+    0, PGRES_TUPLES_OK, false };
+
 /* One look at the change points stored since the last (co_every). */
 static void
 s_poll(void *arg, co_every_t *e)
@@ -258,8 +269,7 @@ s_poll(void *arg, co_every_t *e)
     char err[512], last[24], now[24], settle[24], settle_job[24], lim[16];
     co_reply_t c = co_reply_begin(n->conn, NULL, err, sizeof err);
     if (!n->have_last) {
-        PGresult *r = co_reply_q(&c, "SELECT coalesce(max(id), 0) AS id "
-                                 "FROM change_points", 0, NULL);
+        PGresult *r = co_reply_run(&c, &s_st_poll, NULL);
         if (!r) {
             s_db_warn(n, NULL, err);
             return;
@@ -276,7 +286,7 @@ s_poll(void *arg, co_every_t *e)
              (long long)CO_NOTIFY_SETTLE_JOB_US);
     snprintf(lim, sizeof lim, "%d", CO_NOTIFY_BATCH);
     const char *p[] = { last, now, settle, settle_job, lim };
-    PGresult *r = co_reply_q(&c, S_CANDIDATES_SQL, 5, p);
+    PGresult *r = co_reply_run(&c, &s_st_candidates, p);
     if (!r) {
         s_db_warn(n, NULL, err);
         return;

@@ -43,6 +43,8 @@ static const char S_ENTRIES_SQL[] =
     "  ORDER BY r2.started_at_us DESC, r2.id DESC LIMIT 1) base ON true "
     "ORDER BY min(c.id) OVER (PARTITION BY c.bench), c.bench, c.host, "
     "  c.host_id LIMIT $3::int";
+static const co_stmt_t s_st_entries = { "baseline.entries", S_ENTRIES_SQL, 3,
+    PGRES_TUPLES_OK, false };
 
 /* Columns of S_ENTRIES_SQL, by name, and its result with them resolved
  * (once per result). */
@@ -70,6 +72,8 @@ static const char S_SAMPLES_SQL[] =
     "JOIN arms a ON a.run = s.run AND a.idx = s.arm "
     "WHERE s.run IN ($1::bigint, $2::bigint) AND s.kind = " CO_SQL_MEASURED " "
     "AND a.name = $3 ORDER BY 1 DESC, 2 LIMIT $4::int";
+static const co_stmt_t s_st_samples = { "baseline.samples", S_SAMPLES_SQL, 4,
+    PGRES_TUPLES_OK, false };
 
 /* Both runs' samples of one entry: the job's (a) and the baseline's (b),
  * slices of one buffer. */
@@ -87,7 +91,7 @@ s_samples(co_reply_t *c, const s_entries_t *e, int i, s_pair_t *p)
     const char *pv[] = { co_val(e->r, i, e->c[C_RUN_ID]),
                          co_val(e->r, i, e->c[C_BASE_ID]),
                          co_val(e->r, i, e->c[C_ARM]), lim };
-    PGresult *r = co_reply_q(c, S_SAMPLES_SQL, 4, pv);
+    PGresult *r = co_reply_run(c, &s_st_samples, pv);
     if (!r)
         return false;
     int n = PQntuples(r);
@@ -255,6 +259,11 @@ s_args(co_reply_t *c, const json_t *args, const char **job)
     return true;
 }
 
+static const co_stmt_t s_st_baseline = { "baseline.baseline",
+    "SELECT suite, state, tags::text AS tags, label FROM jobs "
+    "WHERE job_uuid = $1",
+    1, PGRES_TUPLES_OK, false };
+
 static json_t *
 s_baseline(co_reply_t *c, const json_t *args, double parity)
 {
@@ -265,8 +274,7 @@ s_baseline(co_reply_t *c, const json_t *args, double parity)
     if (!s_args(c, args, &job) || !(tags = co_reply_tags_arg(c, args)))
         goto done;
     const char *pj[] = { job };
-    j = co_reply_q(c, "SELECT suite, state, tags::text AS tags, label FROM jobs "
-                   "WHERE job_uuid = $1", 1, pj);
+    j = co_reply_run(c, &s_st_baseline, pj);
     if (!j)
         goto done;
     if (PQntuples(j) != 1) {
@@ -277,7 +285,7 @@ s_baseline(co_reply_t *c, const json_t *args, double parity)
     char lim[16];
     snprintf(lim, sizeof lim, "%d", CO_BASELINE_ENTRIES_MAX + 1);
     const char *pe[] = { job, tags, lim };
-    e = co_reply_q(c, S_ENTRIES_SQL, 3, pe);
+    e = co_reply_run(c, &s_st_entries, pe);
     if (!e)
         goto done;
     if (PQntuples(e) > CO_BASELINE_ENTRIES_MAX) {

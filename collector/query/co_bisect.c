@@ -31,6 +31,8 @@ static const char S_LOAD_SQL[] =
     "  ORDER BY st.seq) FROM bisect_steps st LEFT JOIN jobs j ON "
     "  j.job_uuid = st.job_uuid WHERE st.bisect = b.id), '[]'))::text "
     "AS bisect FROM bisects b WHERE b.id = $1::bigint";
+static const co_stmt_t s_st_load = { "bisect.load", S_LOAD_SQL, 1,
+    PGRES_TUPLES_OK, false };
 
 json_t *
 co_bisect_load(co_reply_t *c, int64_t id)
@@ -38,7 +40,7 @@ co_bisect_load(co_reply_t *c, int64_t id)
     char ids[24];
     snprintf(ids, sizeof ids, "%" PRId64, id);
     const char *p[] = { ids };
-    PGresult *r = co_reply_q(c, S_LOAD_SQL, 1, p);
+    PGresult *r = co_reply_run(c, &s_st_load, p);
     json_t *b = r && PQntuples(r) == 1 ? json_loads(co_val(r, 0, co_col(
                                          r, "bisect")), 0, NULL) : NULL;
     if (r && PQntuples(r) == 1 && !b)
@@ -48,13 +50,13 @@ co_bisect_load(co_reply_t *c, int64_t id)
 }
 
 PGresult *
-co_bisect_q_now(co_reply_t *c, const char *sql, int64_t id)
+co_bisect_q_now(co_reply_t *c, const co_stmt_t *st, int64_t id)
 {
     char ids[24], now[24];
     snprintf(ids, sizeof ids, "%" PRId64, id);
     snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
     const char *p[] = { ids, now };
-    return co_reply_q(c, sql, 2, p);
+    return co_reply_run(c, st, p);
 }
 
 vd_bisect_t *
@@ -216,6 +218,17 @@ s_event(co_reply_t *c, const char *suite, const char *bench, const char *bad)
     return found;
 }
 
+static const co_stmt_t s_st_hosts = { "bisect.hosts",
+    "SELECT n.name, count(h.id) AS keys, "
+    "bool_or(s.name IS NOT NULL) AS has_suite, bool_or($2 = "
+    "ANY(s.benchmarks)) AS has_benchmark FROM (SELECT "
+    "DISTINCT json_array_elements_text($3::json) AS name UNION SELECT "
+    "h.name FROM hosts h JOIN host_suites s ON s.host_id = h.id AND "
+    "s.name = $1 WHERE $3::json::text = '[]' AND $2 = ANY(s.benchmarks)) "
+    "n LEFT JOIN hosts h ON h.name = n.name LEFT JOIN host_suites s ON "
+    "s.host_id = h.id AND s.name = $1 GROUP BY n.name ORDER BY n.name",
+    3, PGRES_TUPLES_OK, false };
+
 /* The hosts: the named ones, each checked; or every host listing the
  * suite with the benchmark. A new array, or NULL with c's status. */
 static json_t *
@@ -224,15 +237,7 @@ s_hosts(co_reply_t *c, const char *suite, const char *bench,
 {
     char *nm = named ? pw_json_dumps(named) : NULL;
     const char *p[] = { suite, bench, nm ? nm : "[]" };
-    PGresult *r = co_reply_q(c, "SELECT n.name, count(h.id) AS keys, "
-        "bool_or(s.name IS NOT NULL) AS has_suite, bool_or($2 = "
-        "ANY(s.benchmarks)) AS has_benchmark FROM (SELECT "
-        "DISTINCT json_array_elements_text($3::json) AS name UNION SELECT "
-        "h.name FROM hosts h JOIN host_suites s ON s.host_id = h.id AND "
-        "s.name = $1 WHERE $3::json::text = '[]' AND $2 = ANY(s.benchmarks)) "
-        "n LEFT JOIN hosts h ON h.name = n.name LEFT JOIN host_suites s ON "
-        "s.host_id = h.id AND s.name = $1 GROUP BY n.name ORDER BY n.name",
-        3, p);
+    PGresult *r = co_reply_run(c, &s_st_hosts, p);
     free(nm);
     if (!r)
         return NULL;
@@ -277,6 +282,15 @@ s_hosts(co_reply_t *c, const char *suite, const char *bench,
     return out;
 }
 
+static const co_stmt_t s_st_start = { "bisect.start",
+    "INSERT INTO bisects "
+    "(suite, benchmark, commits, hosts, vars, runs, parity, event, "
+    "requested_by, created_at_us) VALUES ($1, $2, ARRAY(SELECT "
+    "json_array_elements_text($3::json)), ARRAY(SELECT "
+    "json_array_elements_text($4::json)), $5::jsonb, $6::int, "
+    "$7::float8, $8::bigint, $9, $10::bigint) RETURNING id",
+    10, PGRES_TUPLES_OK, false };
+
 static json_t *
 s_start(co_reply_t *c, const char *requested_by, const json_t *args,
         double parity)
@@ -310,12 +324,7 @@ s_start(co_reply_t *c, const char *requested_by, const json_t *args,
     snprintf(now, sizeof now, "%" PRId64, pw_clock_unix_us());
     const char *p[] = { suite, bench, cms, hs, vs, rn, par, event ? ev : NULL,
                         requested_by ? requested_by : "", now };
-    PGresult *r = cms && hs && vs ? co_reply_q(c, "INSERT INTO bisects "
-        "(suite, benchmark, commits, hosts, vars, runs, parity, event, "
-        "requested_by, created_at_us) VALUES ($1, $2, ARRAY(SELECT "
-        "json_array_elements_text($3::json)), ARRAY(SELECT "
-        "json_array_elements_text($4::json)), $5::jsonb, $6::int, "
-        "$7::float8, $8::bigint, $9, $10::bigint) RETURNING id", 10, p)
+    PGresult *r = cms && hs && vs ? co_reply_run(c, &s_st_start, p)
         : NULL;
     if (!cms || !hs || !vs)
         co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");
@@ -398,6 +407,17 @@ s_status_one(co_reply_t *c, int64_t id)
     return b;
 }
 
+static const co_stmt_t s_st_status = { "bisect.status",
+    "SELECT coalesce(json_agg(json_build_object("
+    "'id', id, 'suite', suite, 'benchmark', benchmark, 'state', state, "
+    "'reason', reason, 'good', commits[1], 'bad', commits["
+    "array_length(commits, 1)], 'commits', array_length(commits, 1), "
+    "'hosts', hosts, 'event', event, 'created_at_us', created_at_us, "
+    "'ended_at_us', ended_at_us, 'result', result) ORDER BY id DESC), "
+    "'[]')::text AS bisects FROM (SELECT * FROM bisects ORDER BY id "
+    "DESC LIMIT $1::int) b",
+    1, PGRES_TUPLES_OK, false };
+
 static json_t *
 s_status(co_reply_t *c, const json_t *args)
 {
@@ -409,19 +429,26 @@ s_status(co_reply_t *c, const json_t *args)
     char lim[16];
     snprintf(lim, sizeof lim, "%d", CO_BISECT_LIST);
     const char *p[] = { lim };
-    PGresult *r = co_reply_q(c, "SELECT coalesce(json_agg(json_build_object("
-        "'id', id, 'suite', suite, 'benchmark', benchmark, 'state', state, "
-        "'reason', reason, 'good', commits[1], 'bad', commits["
-        "array_length(commits, 1)], 'commits', array_length(commits, 1), "
-        "'hosts', hosts, 'event', event, 'created_at_us', created_at_us, "
-        "'ended_at_us', ended_at_us, 'result', result) ORDER BY id DESC), "
-        "'[]')::text AS bisects FROM (SELECT * FROM bisects ORDER BY id "
-        "DESC LIMIT $1::int) b", 1, p);
+    PGresult *r = co_reply_run(c, &s_st_status, p);
     json_t *l = r ? json_loads(co_val(r, 0, co_col(r, "bisects")), 0, NULL)
                   : NULL;
     PQclear(r);
     return l ? json_pack("{s:o}", "bisects", l) : NULL;
 }
+
+static const co_stmt_t s_st_cancel_jobs = { "bisect.cancel_jobs",
+    "SELECT DISTINCT st.job_uuid FROM bisect_steps st JOIN jobs j "
+    "ON j.job_uuid = st.job_uuid WHERE st.bisect = $1::bigint "
+    "AND j.state = 'active'",
+    1, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_cancel = { "bisect.cancel",
+    "WITH x AS (UPDATE bisects SET state = 'cancelled', reason = "
+    "'cancelled', ended_at_us = $2::bigint WHERE id = $1::bigint AND state "
+    "IN ('queued', 'running') RETURNING id) SELECT (SELECT count(*) FROM x) "
+    "AS cancelled, (SELECT state FROM bisects WHERE id = $1::bigint) AS "
+    "state",
+    2, PGRES_TUPLES_OK, false };
 
 static json_t *
 s_cancel(co_reply_t *c, const json_t *args)
@@ -429,11 +456,7 @@ s_cancel(co_reply_t *c, const json_t *args)
     int64_t id;
     if (!s_id_arg(c, args, true, &id))
         return NULL;
-    PGresult *r = co_bisect_q_now(c, "WITH x AS (UPDATE bisects SET state = "
-        "'cancelled', reason = 'cancelled', ended_at_us = $2::bigint WHERE "
-        "id = $1::bigint AND state IN ('queued', 'running') RETURNING id) "
-        "SELECT (SELECT count(*) FROM x) AS cancelled, (SELECT state FROM "
-        "bisects WHERE id = $1::bigint) AS state", id);
+    PGresult *r = co_bisect_q_now(c, &s_st_cancel, id);
     if (!r)
         return NULL;
     bool cancelled = co_val_i64(r, 0, co_col(r, "cancelled")) == 1;
@@ -452,9 +475,7 @@ s_cancel(co_reply_t *c, const json_t *args)
     snprintf(ids, sizeof ids, "%" PRId64, id);
     const char *p[] = { ids };
     /* DISTINCT: a job measures each point of its group (a step each). */
-    r = co_reply_q(c, "SELECT DISTINCT st.job_uuid FROM bisect_steps st JOIN jobs j "
-                   "ON j.job_uuid = st.job_uuid WHERE st.bisect = $1::bigint "
-                   "AND j.state = 'active'", 1, p);
+    r = co_reply_run(c, &s_st_cancel_jobs, p);
     json_int_t jobs = 0;
     int i_job = co_col(r, "job_uuid");
     for (int i = 0; r && i < PQntuples(r); i++) {

@@ -60,10 +60,10 @@ json_t *co_bisect_handle(co_jobs_t *jobs, const char *requested_by,
  * its bisects with it. */
 json_t *co_bisect_load(co_reply_t *c, int64_t id);
 
-/* Run sql, which changes bisect id: $1 is id, $2 the time now (µs since
+/* Run st, which changes bisect id: $1 is id, $2 the time now (µs since
  * the epoch, what its *_at_us columns hold). The rows it returns (caller
  * PQclears), or NULL with c's status. */
-PGresult *co_bisect_q_now(co_reply_t *c, const char *sql, int64_t id);
+PGresult *co_bisect_q_now(co_reply_t *c, const co_stmt_t *st, int64_t id);
 
 /* The search of bisect b (co_bisect_load's) replayed from its judged
  * midpoints (their calls, in order); caller owns it. NULL with err when

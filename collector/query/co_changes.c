@@ -153,6 +153,8 @@ static const char s_list_sql[] =
     "ra.started_at_us >= $3 "
     "ORDER BY cp.regression DESC, cp.within_noise, abs(ln(greatest("
     "cp.magnitude, 1e-300))) DESC, cp.id LIMIT $4";
+static const co_stmt_t s_st_list = { "changes.list", s_list_sql, 4,
+    PGRES_TUPLES_OK, false };
 
 /* The columns of s_list_sql's rows, resolved once per result. */
 enum { L_ID, L_SUITE, L_BENCH, L_HOST, L_SUBJECT, L_OTHER, L_VARS,
@@ -242,6 +244,8 @@ static const char S_BISECTS_SQL[] =
     "  b.commits, 1)] = e.bad) ORDER BY b.id DESC LIMIT 1)::text AS "
     "  bisect FROM json_to_recordset($1::json) AS e(id bigint, suite text, bench "
     "  text, bad text)";
+static const co_stmt_t s_st_bisects = { "changes.bisects", S_BISECTS_SQL, 1,
+    PGRES_TUPLES_OK, false };
 
 /* Each event of events ({"open", "acked"}) gets "bisect": its newest
  * bisect ({"id", "state", "reason", "culprits": [commits]}) or null.
@@ -267,7 +271,7 @@ s_link_bisects(co_reply_t *c, json_t *events)
     if (!t)
         return keys != NULL;
     const char *p[] = { t };
-    PGresult *r = co_reply_q(c, S_BISECTS_SQL, 1, p);
+    PGresult *r = co_reply_run(c, &s_st_bisects, p);
     free(t);
     int i_id = co_col(r, "id"), i_bisect = co_col(r, "bisect");
     for (int row = 0; r && row < PQntuples(r); row++) {
@@ -293,7 +297,7 @@ co_changes_list(co_reply_t *c, const char *tags_json, const char *host,
     snprintf(since, sizeof since, "%" PRId64, since_us);
     snprintf(lim, sizeof lim, "%d", S_LIST_MAX + 1);
     const char *p[] = { tags_json, host ? host : "", since, lim };
-    PGresult *r = co_reply_q(c, s_list_sql, 4, p);
+    PGresult *r = co_reply_run(c, &s_st_list, p);
     if (!r)
         return NULL;
     json_t *open = json_array(), *acked = json_array(), *out = NULL;
@@ -351,6 +355,22 @@ failed:
     " CASE WHEN t.aj <> '' THEN ra.job_id = t.aj WHEN t.ac IS NOT NULL " \
     " THEN ra.tags->>'commit' = t.ac AND ra.job_id = '' ELSE false END)) "
 
+static const co_stmt_t s_st_ack = { "changes.ack",
+    S_EVENT_SQL ", u AS (UPDATE change_points cp SET ack_note = "
+    "$2, acked_at_us = $3 FROM m WHERE cp.id = m.id "
+    "RETURNING cp.id, (SELECT name FROM hosts h WHERE h.id "
+    "= cp.host_id) AS host) SELECT * FROM u ORDER BY host, "
+    "id",
+    3, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_ack_2 = { "changes.ack_2",
+    S_EVENT_SQL ", u AS (UPDATE change_points cp SET ack_note = "
+    "NULL, acked_at_us = NULL FROM m WHERE cp.id = m.id "
+    "RETURNING cp.id, (SELECT name FROM hosts h WHERE h.id "
+    "= cp.host_id) AS host) SELECT * FROM u ORDER BY host, "
+    "id",
+    1, PGRES_TUPLES_OK, false };
+
 static json_t *
 s_ack(co_reply_t *c, const json_t *args, bool ack)
 {
@@ -375,16 +395,8 @@ s_ack(co_reply_t *c, const json_t *args, bool ack)
     snprintf(at, sizeof at, "%" PRId64, pw_clock_unix_us());
     const char *p[] = { sid, note, at };
     PGresult *r = ack
-        ? co_reply_q(c, S_EVENT_SQL ", u AS (UPDATE change_points cp SET ack_note = "
-                     "$2, acked_at_us = $3 FROM m WHERE cp.id = m.id "
-                     "RETURNING cp.id, (SELECT name FROM hosts h WHERE h.id "
-                     "= cp.host_id) AS host) SELECT * FROM u ORDER BY host, "
-                     "id", 3, p)
-        : co_reply_q(c, S_EVENT_SQL ", u AS (UPDATE change_points cp SET ack_note = "
-                     "NULL, acked_at_us = NULL FROM m WHERE cp.id = m.id "
-                     "RETURNING cp.id, (SELECT name FROM hosts h WHERE h.id "
-                     "= cp.host_id) AS host) SELECT * FROM u ORDER BY host, "
-                     "id", 1, p);
+        ? co_reply_run(c, &s_st_ack, p)
+        : co_reply_run(c, &s_st_ack_2, p);
     if (!r)
         return NULL;
     int n = PQntuples(r);
@@ -458,6 +470,8 @@ static const char s_series_sql[] =
     " p.subject, p.other ORDER BY p.started_at_us, p.id) "
     "ORDER BY p.suite, p.bname, p.hname, p.vars::text, p.subject, p.other, "
     " p.started_at_us, p.id LIMIT $7";
+static const co_stmt_t s_st_series = { "changes.series", s_series_sql, 8,
+    PGRES_TUPLES_OK, false };
 
 /* The metrics besides wall time that the benchmark's newest run tracks
  * (025), space-separated. */
@@ -467,6 +481,8 @@ static const char s_tracked_sql[] =
     "benchmarks b CROSS JOIN LATERAL (SELECT r.metrics FROM runs r WHERE "
     "r.benchmark_id = b.id ORDER BY r.started_at_us DESC LIMIT 1) x WHERE "
     "b.name = $2 AND ($1 = '' OR b.suite = $1) LIMIT 1";
+static const co_stmt_t s_st_tracked = { "changes.tracked", s_tracked_sql, 2,
+    PGRES_TUPLES_OK, false };
 
 static const char s_series_cp_sql[] =
     "SELECT b.suite, b.name AS benchmark, h.name AS host, cp.vars::text AS "
@@ -488,6 +504,8 @@ static const char s_series_cp_sql[] =
     " ($3 = '' OR h.name = $3) AND ra.started_at_us >= $4 AND "
     " cp.superseded_at_us IS NULL AND cp.quantity = $5 "
     "ORDER BY cp.id LIMIT 20000";
+static const co_stmt_t s_st_series_cp = { "changes.series_cp", s_series_cp_sql, 5,
+    PGRES_TUPLES_OK, false };
 
 /* The columns of s_series_sql's rows (the two arms' summaries at
  * prefixes s_ and o_), resolved once per result. */
@@ -775,7 +793,7 @@ s_series(co_reply_t *c, const json_t *args)
     char tracked[64] = "wall";
     if (strcmp(metric, "all") == 0) {
         const char *pt[] = { suite, bench };
-        PGresult *t = co_reply_q(c, s_tracked_sql, 2, pt);
+        PGresult *t = co_reply_run(c, &s_st_tracked, pt);
         if (!t)
             goto done;
         if (PQntuples(t) == 1)
@@ -799,8 +817,8 @@ s_series(co_reply_t *c, const json_t *args)
         PQclear(r);
         PQclear(cps);
         cps = NULL;
-        if (!(r = co_reply_q(c, s_series_sql, 8, p)) ||
-            !(cps = co_reply_q(c, s_series_cp_sql, 5, pc)))
+        if (!(r = co_reply_run(c, &s_st_series, p)) ||
+            !(cps = co_reply_run(c, &s_st_series_cp, pc)))
             goto done;
         if (!(part = s_series_list(r, one)) ||
             s_place_change_points(part, cps) != 0 ||

@@ -31,6 +31,8 @@ static const char S_LOAD_SQL[] =
     "  k.event_json::text AS event_json "
     "FROM confirms k LEFT JOIN jobs j ON j.job_uuid = k.job_uuid "
     "WHERE k.id = $1::bigint";
+static const co_stmt_t s_st_load = { "confirm.load", S_LOAD_SQL, 1,
+    PGRES_TUPLES_OK, false };
 
 json_t *
 co_confirm_load(co_reply_t *c, int64_t id, bool with_event)
@@ -38,7 +40,7 @@ co_confirm_load(co_reply_t *c, int64_t id, bool with_event)
     char ids[24];
     snprintf(ids, sizeof ids, "%" PRId64, id);
     const char *p[] = { ids };
-    PGresult *r = co_reply_q(c, S_LOAD_SQL, 1, p);
+    PGresult *r = co_reply_run(c, &s_st_load, p);
     if (!r || PQntuples(r) != 1) {
         PQclear(r);
         return NULL;
@@ -63,6 +65,14 @@ co_confirm_handles(const char *command)
 
 /* ---- the event ----------------------------------------------------- */
 
+static const co_stmt_t s_st_event_key = { "confirm.event_key",
+    "SELECT CASE WHEN ra.job_id <> '' THEN "
+    "ra.tags::text WHEN ra.tags ? 'commit' THEN jsonb_build_object("
+    "'commit', ra.tags->'commit')::text ELSE ra.tags::text END AS tags, "
+    "ra.started_at_us AS at_us FROM change_points cp JOIN runs ra ON "
+    "ra.id = cp.after_run WHERE cp.id = $1::bigint",
+    1, PGRES_TUPLES_OK, false };
+
 /* The tags that find change point id's event among co_changes_list's
  * (its first run after the step: the job's tags, or the commit tag), and
  * that run's start. False with c's status (CO_REPLY_NOTFOUND: no such
@@ -73,11 +83,7 @@ s_event_key(co_reply_t *c, json_int_t id, char **tags, int64_t *after_us)
     char ids[24];
     snprintf(ids, sizeof ids, "%" JSON_INTEGER_FORMAT, id);
     const char *p[] = { ids };
-    PGresult *r = co_reply_q(c, "SELECT CASE WHEN ra.job_id <> '' THEN "
-        "ra.tags::text WHEN ra.tags ? 'commit' THEN jsonb_build_object("
-        "'commit', ra.tags->'commit')::text ELSE ra.tags::text END AS tags, "
-        "ra.started_at_us AS at_us FROM change_points cp JOIN runs ra ON "
-        "ra.id = cp.after_run WHERE cp.id = $1::bigint", 1, p);
+    PGresult *r = co_reply_run(c, &s_st_event_key, p);
     if (!r)
         return false;
     if (PQntuples(r) != 1) {
@@ -124,6 +130,13 @@ s_find_event(co_reply_t *c, json_int_t id)
     return found;
 }
 
+static const co_stmt_t s_st_revisions = { "confirm.revisions",
+    "SELECT rb.revision AS before, ra.revision "
+    "AS after, coalesce((SELECT hs.revision FROM host_suites hs WHERE "
+    "hs.host_id = ra.host_id AND hs.name = $3), '') AS name FROM runs "
+    "rb, runs ra WHERE rb.run_uuid = $1 AND ra.run_uuid = $2",
+    3, PGRES_TUPLES_OK, false };
+
 /* The revision variable of the event's suite and the revisions of the
  * runs either side of its step: false with c's status (CO_REPLY_BADARGS
  * when there is none to measure). */
@@ -136,10 +149,7 @@ s_revisions(co_reply_t *c, const json_t *e, char *name, char *before,
         co_reply_str(json_object_get(e, "before"), "run"),
         co_reply_str(json_object_get(e, "after"), "run"),
         co_reply_str(e, "suite") };
-    PGresult *r = co_reply_q(c, "SELECT rb.revision AS before, ra.revision "
-        "AS after, coalesce((SELECT hs.revision FROM host_suites hs WHERE "
-        "hs.host_id = ra.host_id AND hs.name = $3), '') AS name FROM runs "
-        "rb, runs ra WHERE rb.run_uuid = $1 AND ra.run_uuid = $2", 3, p);
+    PGresult *r = co_reply_run(c, &s_st_revisions, p);
     if (!r)
         return false;
     bool good = PQntuples(r) == 1;
@@ -165,6 +175,11 @@ s_revisions(co_reply_t *c, const json_t *e, char *name, char *before,
     return false;
 }
 
+static const co_stmt_t s_st_live = { "confirm.live",
+    "SELECT id FROM confirms WHERE event = "
+    "$1::bigint AND state IN ('queued', 'running') ORDER BY id LIMIT 1",
+    1, PGRES_TUPLES_OK, false };
+
 /* The live confirm of event id (queued or running), 0 when none; -1 with
  * c's status. */
 static int64_t
@@ -173,14 +188,22 @@ s_live(co_reply_t *c, json_int_t id)
     char ids[24];
     snprintf(ids, sizeof ids, "%" JSON_INTEGER_FORMAT, id);
     const char *p[] = { ids };
-    PGresult *r = co_reply_q(c, "SELECT id FROM confirms WHERE event = "
-        "$1::bigint AND state IN ('queued', 'running') ORDER BY id LIMIT 1",
-        1, p);
+    PGresult *r = co_reply_run(c, &s_st_live, p);
     int64_t live = !r ? -1 : PQntuples(r) ? co_val_i64(r, 0, co_col(r, "id"))
                                           : 0;
     PQclear(r);
     return live;
 }
+
+static const co_stmt_t s_st_event = { "confirm.event",
+    "INSERT INTO confirms (event, members, suite, benchmark, "
+    "direction, revision, before, after, vars, hosts, runs, notify, "
+    "event_json, requested_by, created_at_us) VALUES ($1::bigint, "
+    "ARRAY(SELECT json_array_elements_text($2::json)::bigint), $3, $4, "
+    "$5, $6, $7, $8, $9::jsonb, ARRAY(SELECT json_array_elements_text("
+    "$10::json)), $11::int, $12::boolean, $13::jsonb, $14, $15::bigint) "
+    "ON CONFLICT (event) WHERE notify DO NOTHING RETURNING id",
+    15, PGRES_TUPLES_OK, false };
 
 json_t *
 co_confirm_event(co_reply_t *c, const json_t *e, const char *requested_by,
@@ -219,14 +242,7 @@ co_confirm_event(co_reply_t *c, const json_t *e, const char *requested_by,
                         co_reply_str(e, "direction"), name, before, after,
                         vars, hosts, runs ? rn : NULL, notify ? "t" : "f", ev,
                         requested_by ? requested_by : "", now };
-    PGresult *r = members && hosts && vars && (ev || !notify) ? co_reply_q(
-        c, "INSERT INTO confirms (event, members, suite, benchmark, "
-        "direction, revision, before, after, vars, hosts, runs, notify, "
-        "event_json, requested_by, created_at_us) VALUES ($1::bigint, "
-        "ARRAY(SELECT json_array_elements_text($2::json)::bigint), $3, $4, "
-        "$5, $6, $7, $8, $9::jsonb, ARRAY(SELECT json_array_elements_text("
-        "$10::json)), $11::int, $12::boolean, $13::jsonb, $14, $15::bigint) "
-        "ON CONFLICT (event) WHERE notify DO NOTHING RETURNING id", 15, p)
+    PGresult *r = members && hosts && vars && (ev || !notify) ? co_reply_run(c, &s_st_event, p)
         : NULL;
     if (!members || !hosts || !vars || (notify && !ev))
         co_reply_fail(c, CO_REPLY_UNAVAILABLE, "out of memory");

@@ -148,19 +148,22 @@ co_enroll_handles(const char *command)
                        || strcmp(command, "revoke") == 0);
 }
 
+static const co_stmt_t s_st_pending = { "enroll.pending",
+    "SELECT fingerprint, name, public_key, agent_version, address, "
+    "(extract(epoch FROM first_seen) * 1000000)::bigint AS "
+    "first_seen_us, (extract(epoch FROM last_seen) * 1000000)::bigint "
+    "AS last_seen_us "
+    "FROM host_keys WHERE state = 'pending' "
+    "ORDER BY first_seen, public_key LIMIT $1::int",
+    1, PGRES_TUPLES_OK, false };
+
 static json_t *
 s_pending(co_reply_t *c)
 {
     char lim[16];
     snprintf(lim, sizeof lim, "%d", 4 * CO_ENROLL_MAX_PENDING);
     const char *p[] = { lim };
-    PGresult *r = co_reply_q(c,
-        "SELECT fingerprint, name, public_key, agent_version, address, "
-        "(extract(epoch FROM first_seen) * 1000000)::bigint AS "
-        "first_seen_us, (extract(epoch FROM last_seen) * 1000000)::bigint "
-        "AS last_seen_us "
-        "FROM host_keys WHERE state = 'pending' "
-        "ORDER BY first_seen, public_key LIMIT $1::int", 1, p);
+    PGresult *r = co_reply_run(c, &s_st_pending, p);
     if (!r)
         return NULL;
     static const co_reply_col_t cols[] = {
@@ -212,6 +215,18 @@ s_in(const co_key_state_t *set, size_t n, co_key_state_t s)
     return false;
 }
 
+static const co_stmt_t s_st_candidates = { "enroll.candidates",
+    "SELECT public_key, fingerprint, name, state FROM ("
+    " SELECT k.public_key, k.fingerprint, COALESCE(h.name, k.name) AS "
+    "  name, k.state FROM host_keys k LEFT JOIN hosts h ON "
+    "  h.public_key = k.public_key"
+    " UNION ALL SELECT h.public_key, '', h.name, 'approved' FROM hosts h "
+    "  WHERE NOT EXISTS (SELECT 1 FROM host_keys k WHERE "
+    "  k.public_key = h.public_key)) x "
+    "WHERE CASE WHEN $1 <> '' THEN fingerprint IN ($1, '') "
+    "ELSE name = $2 END LIMIT $3::int",
+    3, PGRES_TUPLES_OK, false };
+
 /* The keys args name ({"fingerprint": FP} or {"name": NAME}): every
  * host_keys row, and every host without one (approved by --allow).
  * Returns the count (cands malloc'd, caller frees) or -1 with c set. */
@@ -237,16 +252,7 @@ s_candidates(co_reply_t *c, const json_t *args, s_cand_t **cands)
     char lim[16];
     snprintf(lim, sizeof lim, "%d", S_CANDIDATES_MAX);
     const char *p[] = { fp ? fp : "", name ? name : "", lim };
-    PGresult *r = co_reply_q(c,
-        "SELECT public_key, fingerprint, name, state FROM ("
-        " SELECT k.public_key, k.fingerprint, COALESCE(h.name, k.name) AS "
-        "  name, k.state FROM host_keys k LEFT JOIN hosts h ON "
-        "  h.public_key = k.public_key"
-        " UNION ALL SELECT h.public_key, '', h.name, 'approved' FROM hosts h "
-        "  WHERE NOT EXISTS (SELECT 1 FROM host_keys k WHERE "
-        "  k.public_key = h.public_key)) x "
-        "WHERE CASE WHEN $1 <> '' THEN fingerprint IN ($1, '') "
-        "ELSE name = $2 END LIMIT $3::int", 3, p);
+    PGresult *r = co_reply_run(c, &s_st_candidates, p);
     if (!r)
         return -1;
     int rows = PQntuples(r), n = 0;
@@ -348,7 +354,8 @@ s_decide(co_reply_t *c, const s_rule_t *rule, const s_cand_t *k,
         snprintf(sql, sizeof sql, "WITH k AS (%s RETURNING 1) "
                  "SELECT 0 AS failed, (SELECT count(*) FROM k) AS changed",
                  upsert);
-    PGresult *r = co_reply_q(c, sql, rule->to == CO_KEY_REVOKED ? 7 : 5, p);
+    PGresult *r = co_reply_text(c, "enroll.decide", sql,
+                                rule->to == CO_KEY_REVOKED ? 7 : 5, p);
     if (!r)
         return false;
     *failed = (long)co_val_i64(r, 0, co_col(r, "failed"));

@@ -133,6 +133,8 @@ static const char s_history_sql[] =
     "  AND x.metric = $9 "
     "ORDER BY v.suite, v.subject, v.other, g.at_us, v.grp, v.host, v.hid,"
     " v.rid LIMIT $7::int";
+static const co_stmt_t s_st_history = { "history.history", s_history_sql, 9,
+    PGRES_TUPLES_OK, false };
 
 /* Close one history row: its summary. */
 static int
@@ -248,6 +250,17 @@ s_history_pairs(PGresult *r, int n, json_t *pairs)
     return 0;
 }
 
+/* A name nobody stored is a typo more often than an empty history. */
+static const co_stmt_t s_st_history_known = { "history.known",
+    "SELECT (SELECT count(*) FROM benchmarks b WHERE b.name = $1 "
+    "AND ($2 = '' OR b.suite = $2)) AS benchmarks, (SELECT count(*) "
+    "FROM (SELECT 1 FROM benchmarks b JOIN runs r ON r.benchmark_id "
+    "= b.id JOIN verdicts v ON v.run = r.id AND v.metric = 'wall' "
+    "WHERE b.name = $1 AND "
+    "($2 = '' OR b.suite = $2) AND v.other_name = $3 LIMIT 1) x) AS "
+    "arms",
+    3, PGRES_TUPLES_OK, false };
+
 static json_t *
 s_history(co_reply_t *c, const json_t *args)
 {
@@ -281,13 +294,7 @@ s_history(co_reply_t *c, const json_t *args)
 
     /* A name nobody stored is a typo more often than an empty history. */
     const char *pb[] = { bench, suite, other };
-    r = co_reply_q(c, "SELECT (SELECT count(*) FROM benchmarks b WHERE b.name = $1 "
-            "AND ($2 = '' OR b.suite = $2)) AS benchmarks, (SELECT count(*) "
-            "FROM (SELECT 1 FROM benchmarks b JOIN runs r ON r.benchmark_id "
-            "= b.id JOIN verdicts v ON v.run = r.id AND v.metric = 'wall' "
-            "WHERE b.name = $1 AND "
-            "($2 = '' OR b.suite = $2) AND v.other_name = $3 LIMIT 1) x) AS "
-            "arms", 3, pb);
+    r = co_reply_run(c, &s_st_history_known, pb);
     if (!r)
         goto done;
     bool known = co_reply_int(r, 0, co_col(r, "benchmarks")) > 0,
@@ -313,7 +320,7 @@ s_history(co_reply_t *c, const json_t *args)
     const char *metric = jm ? json_string_value(jm) : "wall";
     const char *p[] = { bench, suite, other, hosts, tags, lim, rows_max,
                         by, metric };
-    r = co_reply_q(c, s_history_sql, 9, p);
+    r = co_reply_run(c, &s_st_history, p);
     if (!r)
         goto done;
     int n = PQntuples(r);
@@ -385,6 +392,8 @@ static const char s_regressions_sql[] =
     S_SIDE_SQL(" AND " S_GROUP_SQL " <> s.grp") ") t) "
     "SELECT * FROM p ORDER BY suite, benchmark, subject, other, host,"
     " host_id, vars, rn";
+static const co_stmt_t s_st_regressions = { "history.regressions", s_regressions_sql, 5,
+    PGRES_TUPLES_OK, false };
 
 /* The columns of s_regressions_sql's rows. */
 enum { G_SUITE, G_BENCH, G_SUBJECT, G_OTHER, G_HOST, G_HOST_ID, G_RN,
@@ -451,7 +460,7 @@ s_regressions(co_reply_t *c, const json_t *args)
              pw_clock_unix_us() - (int64_t)since_us : INT64_MIN);
     snprintf(pl, sizeof pl, "%d", S_PAIRS_MAX);
     const char *p[] = { tags, pj, ps, pl, host ? host : "" };
-    r = co_reply_q(c, s_regressions_sql, 5, p);
+    r = co_reply_run(c, &s_st_regressions, p);
     if (!r)
         goto done;
     int n = PQntuples(r), col[G_COUNT];
@@ -536,7 +545,8 @@ s_job_row(co_reply_t *c, const json_t *args)
     const char *p[] = { json_string_value(jj) };
     snprintf(sql, sizeof sql, "%s%s", cols, jj ? "WHERE job_uuid = $1" :
              "ORDER BY created_at_us DESC, id DESC LIMIT 1");
-    PGresult *r = co_reply_q(c, sql, jj ? 1 : 0, jj ? p : NULL);
+    PGresult *r = co_reply_text(c, "history.job_row", sql, jj ? 1 : 0,
+                                jj ? p : NULL);
     if (r && PQntuples(r) != 1) {
         if (jj)
             co_reply_fail(c, CO_REPLY_NOTFOUND, "no job \"%.40s\" (parity jobs "
@@ -599,6 +609,23 @@ s_arm_summary(json_t *arm, PGresult *s, int from, int to, double *buf)
     return j ? json_object_set_new(arm, "summary", j) : -1;
 }
 
+static const co_stmt_t s_st_report_hosts = { "history.report_hosts",
+    "SELECT h.name AS host, jh.state, jh.reason,"
+    " COALESCE((SELECT e.environment_json FROM runs r JOIN environments"
+    "  e ON e.id = r.environment WHERE r.job_id = j.job_uuid AND"
+    "  r.host_id = h.id ORDER BY r.id DESC LIMIT 1),"
+    "  (SELECT e.environment_json FROM environments e WHERE"
+    "  e.host_id = h.id ORDER BY e.id DESC LIMIT 1)) AS env,"
+    " (SELECT json_build_object('floor_us', v.floor_us, 'floor_default',"
+    "  v.floor_is_default, 'floor_samples', v.floor_samples) FROM"
+    "  verdicts v JOIN runs r ON r.id = v.run WHERE r.job_id ="
+    "  j.job_uuid AND r.host_id = h.id AND v.metric = 'wall' ORDER BY"
+    "  v.id DESC LIMIT 1)::text AS floor,"
+    " " CO_SELFTEST_SQL("h.id") " AS selftest"
+    " FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON"
+    " h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
+    1, PGRES_TUPLES_OK, false };
+
 /* report's hosts: each job host's state, environment and floor into
  * hosts. 0, or -1 with c set. */
 static int
@@ -609,22 +636,7 @@ s_report_hosts(co_reply_t *c, const char *id, json_t *hosts)
     /* Each host's environment as its runs of this job saw it (the
      * host's latest snapshot when it stored no run), and the floor its
      * verdicts of this job used. */
-    r = co_reply_q(c,
-        "SELECT h.name AS host, jh.state, jh.reason,"
-        " COALESCE((SELECT e.environment_json FROM runs r JOIN environments"
-        "  e ON e.id = r.environment WHERE r.job_id = j.job_uuid AND"
-        "  r.host_id = h.id ORDER BY r.id DESC LIMIT 1),"
-        "  (SELECT e.environment_json FROM environments e WHERE"
-        "  e.host_id = h.id ORDER BY e.id DESC LIMIT 1)) AS env,"
-        " (SELECT json_build_object('floor_us', v.floor_us, 'floor_default',"
-        "  v.floor_is_default, 'floor_samples', v.floor_samples) FROM"
-        "  verdicts v JOIN runs r ON r.id = v.run WHERE r.job_id ="
-        "  j.job_uuid AND r.host_id = h.id AND v.metric = 'wall' ORDER BY"
-        "  v.id DESC LIMIT 1)::text AS floor,"
-        " " CO_SELFTEST_SQL("h.id") " AS selftest"
-        " FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON"
-        " h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
-        1, p);
+    r = co_reply_run(c, &s_st_report_hosts, p);
     if (!r)
         return -1;
     int i_host = co_col(r, "host"), i_state = co_col(r, "state"),
@@ -673,6 +685,28 @@ s_report_hosts(co_reply_t *c, const char *id, json_t *hosts)
     return 0;
 }
 
+static const co_stmt_t s_st_report_runs = { "history.report_runs",
+    "SELECT r.id, r.run_uuid, h.name AS host, b.name AS benchmark,"
+    " COALESCE(r.status, 'running') AS status, COALESCE(r.reason, '')"
+    " AS reason, r.runs, r.warmup, a.idx, a.name, a.subject,"
+    " COALESCE(rs.errors, (SELECT count(*) FROM samples s WHERE s.run ="
+    " r.id AND s.kind = " CO_SQL_ERROR " AND s.arm = a.idx)) AS errors,"
+    " rs.run IS NOT NULL AS summarised, rs.n, rs.min, rs.q25, rs.median,"
+    " rs.q75, rs.max, rs.iqr, rs.mean"
+    " FROM runs r JOIN hosts h ON h.id = r.host_id JOIN benchmarks b ON"
+    " b.id = r.benchmark_id JOIN arms a ON a.run = r.id"
+    " LEFT JOIN run_summaries rs ON rs.run = r.id AND rs.arm = a.idx"
+    "  AND rs.metric = 'wall'"
+    " WHERE r.job_id = $1 ORDER BY r.id, a.idx LIMIT $2::int",
+    2, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_report_runs_2 = { "history.report_runs_2",
+    "SELECT s.run, s.arm, s.wall_us FROM runs r JOIN samples s ON"
+    " s.run = r.id WHERE r.job_id = $1 AND s.kind = " CO_SQL_MEASURED " AND s.wall_us > 0"
+    " AND NOT EXISTS (SELECT 1 FROM run_summaries x WHERE x.run = r.id)"
+    " ORDER BY s.run, s.arm LIMIT $2::int",
+    2, PGRES_TUPLES_OK, false };
+
 /* report's runs: every run of job id with its arms' summaries into
  * runs. 0, or -1 with c set (CO_REPLY_TOO_BIG past the bounds). */
 static int
@@ -688,19 +722,7 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
     char arms_lim[24];
     snprintf(arms_lim, sizeof arms_lim, "%d", S_ARMS_MAX + 1);
     const char *pa[] = { id, arms_lim };
-    r = co_reply_q(c,
-        "SELECT r.id, r.run_uuid, h.name AS host, b.name AS benchmark,"
-        " COALESCE(r.status, 'running') AS status, COALESCE(r.reason, '')"
-        " AS reason, r.runs, r.warmup, a.idx, a.name, a.subject,"
-        " COALESCE(rs.errors, (SELECT count(*) FROM samples s WHERE s.run ="
-        " r.id AND s.kind = " CO_SQL_ERROR " AND s.arm = a.idx)) AS errors,"
-        " rs.run IS NOT NULL AS summarised, rs.n, rs.min, rs.q25, rs.median,"
-        " rs.q75, rs.max, rs.iqr, rs.mean"
-        " FROM runs r JOIN hosts h ON h.id = r.host_id JOIN benchmarks b ON"
-        " b.id = r.benchmark_id JOIN arms a ON a.run = r.id"
-        " LEFT JOIN run_summaries rs ON rs.run = r.id AND rs.arm = a.idx"
-        "  AND rs.metric = 'wall'"
-        " WHERE r.job_id = $1 ORDER BY r.id, a.idx LIMIT $2::int", 2, pa);
+    r = co_reply_run(c, &s_st_report_runs, pa);
     if (!r)
         goto fail;
     if (PQntuples(r) > S_ARMS_MAX) {
@@ -711,11 +733,7 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
     char lim[24];
     snprintf(lim, sizeof lim, "%d", S_SAMPLES_MAX + 1);
     const char *ps[] = { id, lim };
-    s = co_reply_q(c,
-        "SELECT s.run, s.arm, s.wall_us FROM runs r JOIN samples s ON"
-        " s.run = r.id WHERE r.job_id = $1 AND s.kind = " CO_SQL_MEASURED " AND s.wall_us > 0"
-        " AND NOT EXISTS (SELECT 1 FROM run_summaries x WHERE x.run = r.id)"
-        " ORDER BY s.run, s.arm LIMIT $2::int", 2, ps);
+    s = co_reply_run(c, &s_st_report_runs_2, ps);
     if (!s)
         goto fail;
     int ns = PQntuples(s);

@@ -185,14 +185,13 @@ typedef struct {
     char err[S_ERR_MAX];
 } s_res_t;
 
-/* One parameterised query through co_reply_q, its status and error
- * line landing in res. */
+/* One statement through co_reply_run, its status and error line landing
+ * in res. */
 static PGresult *
-s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
-    const char *const *p)
+s_q(co_query_t *q, s_res_t *res, const co_stmt_t *st, const char *const *p)
 {
     co_reply_t c = co_reply_begin(q->cur, q->jobs, res->err, sizeof res->err);
-    PGresult *r = co_reply_q(&c, sql, n, p);
+    PGresult *r = co_reply_run(&c, st, p);
     res->status = c.status;
     return r;
 }
@@ -205,6 +204,46 @@ s_q(co_query_t *q, s_res_t *res, const char *sql, int n,
  * thousand outgrew the 4 MiB frame); same_machine_count has them all. */
 #define S_SAME_MACHINE_MAX "16"
 
+static const co_stmt_t s_st_hosts = { "query.hosts",
+    "SELECT h.id, h.name, h.public_key, "
+    "(extract(epoch FROM h.last_seen) * 1000000)::bigint AS "
+    "last_seen_us, h.agent_version, h.tags::text AS tags, "
+    "(SELECT e.environment_json FROM environments e WHERE "
+    " e.host_id = h.id ORDER BY e.id DESC LIMIT 1) AS env, "
+    "(SELECT max(c.taken_at_us) FROM calibrations c WHERE "
+    " c.host_id = h.id) AS calibrated_at_us, "
+    "(SELECT COALESCE(json_agg(s.name ORDER BY s.name), '[]') FROM "
+    " host_suites s WHERE s.host_id = h.id)::text AS suites, "
+    /* Live: online, and held by a collector that beats (a host of
+     * another collector on this database counts; 011). */
+    "(SELECT l.live FROM host_liveness l WHERE l.host_id = h.id) AS "
+    "live, COALESCE(h.floor_us, $1::float8) AS floor_us, "
+    "COALESCE(h.floor_is_default, true) AS floor_default, "
+    "COALESCE(h.floor_samples, 0) AS floor_samples, h.boot_id, "
+    "(SELECT COALESCE(json_agg(o.name ORDER BY o.name), '[]') "
+    " FROM (SELECT o.name FROM hosts o WHERE h.boot_id <> '' AND "
+    " o.boot_id = h.boot_id AND o.id <> h.id ORDER BY o.name LIMIT "
+    S_SAME_MACHINE_MAX ") o)::text AS same_machine, "
+    /* No host_keys row: approved by a file of --allow. */
+    "COALESCE((SELECT k.state FROM host_keys k WHERE "
+    " k.public_key = h.public_key), 'approved') AS key_state, "
+    "COALESCE(h.collector, '') AS collector, "
+    "(SELECT COALESCE(json_object_agg(s.name, s.digest ORDER BY s.name), "
+    " '{}') FROM host_suites s WHERE s.host_id = h.id)::text AS "
+    "suite_digests, " CO_SELFTEST_SQL("h.id") " AS selftest, "
+    "(SELECT count(*) FROM hosts o WHERE h.boot_id <> '' AND "
+    " o.boot_id = h.boot_id AND o.id <> h.id) AS same_machine_count, "
+    /* What the floor pooled (017). */
+    "COALESCE(h.floor_quiet, false) AS floor_quiet, h.floor_oldest_us, "
+    "h.floor_newest_us, "
+    /* The other metrics' floors (025). */
+    "(SELECT COALESCE(json_object_agg(f.metric, json_build_object("
+    " 'floor', f.floor, 'default', f.is_default, 'samples', f.samples, "
+    " 'resolution', f.resolution, 'source', f.source) ORDER BY "
+    " f.metric), '{}') FROM host_floors f WHERE f.host_id = h.id)::text "
+    "AS metric_floors FROM hosts h ORDER BY h.name, h.id",
+    1, PGRES_TUPLES_OK, false };
+
 /* One query for every host: the floor is the one kept on the host's row
  * (co_db writes it at each Calibration and RunEnd, 006), and online and
  * last_seen are the database's, which the collector keeps current. */
@@ -216,44 +255,7 @@ s_hosts(co_query_t *q, const json_t *args, s_res_t *res)
     char dflt[32];
     snprintf(dflt, sizeof dflt, "%.17g", VD_DEFAULT_FLOOR_US);
     const char *p[] = { dflt };
-    PGresult *r = s_q(q, res,
-        "SELECT h.id, h.name, h.public_key, "
-        "(extract(epoch FROM h.last_seen) * 1000000)::bigint AS "
-        "last_seen_us, h.agent_version, h.tags::text AS tags, "
-        "(SELECT e.environment_json FROM environments e WHERE "
-        " e.host_id = h.id ORDER BY e.id DESC LIMIT 1) AS env, "
-        "(SELECT max(c.taken_at_us) FROM calibrations c WHERE "
-        " c.host_id = h.id) AS calibrated_at_us, "
-        "(SELECT COALESCE(json_agg(s.name ORDER BY s.name), '[]') FROM "
-        " host_suites s WHERE s.host_id = h.id)::text AS suites, "
-        /* Live: online, and held by a collector that beats (a host of
-         * another collector on this database counts; 011). */
-        "(SELECT l.live FROM host_liveness l WHERE l.host_id = h.id) AS "
-        "live, COALESCE(h.floor_us, $1::float8) AS floor_us, "
-        "COALESCE(h.floor_is_default, true) AS floor_default, "
-        "COALESCE(h.floor_samples, 0) AS floor_samples, h.boot_id, "
-        "(SELECT COALESCE(json_agg(o.name ORDER BY o.name), '[]') "
-        " FROM (SELECT o.name FROM hosts o WHERE h.boot_id <> '' AND "
-        " o.boot_id = h.boot_id AND o.id <> h.id ORDER BY o.name LIMIT "
-        S_SAME_MACHINE_MAX ") o)::text AS same_machine, "
-        /* No host_keys row: approved by a file of --allow. */
-        "COALESCE((SELECT k.state FROM host_keys k WHERE "
-        " k.public_key = h.public_key), 'approved') AS key_state, "
-        "COALESCE(h.collector, '') AS collector, "
-        "(SELECT COALESCE(json_object_agg(s.name, s.digest ORDER BY s.name), "
-        " '{}') FROM host_suites s WHERE s.host_id = h.id)::text AS "
-        "suite_digests, " CO_SELFTEST_SQL("h.id") " AS selftest, "
-        "(SELECT count(*) FROM hosts o WHERE h.boot_id <> '' AND "
-        " o.boot_id = h.boot_id AND o.id <> h.id) AS same_machine_count, "
-        /* What the floor pooled (017). */
-        "COALESCE(h.floor_quiet, false) AS floor_quiet, h.floor_oldest_us, "
-        "h.floor_newest_us, "
-        /* The other metrics' floors (025). */
-        "(SELECT COALESCE(json_object_agg(f.metric, json_build_object("
-        " 'floor', f.floor, 'default', f.is_default, 'samples', f.samples, "
-        " 'resolution', f.resolution, 'source', f.source) ORDER BY "
-        " f.metric), '{}') FROM host_floors f WHERE f.host_id = h.id)::text "
-        "AS metric_floors FROM hosts h ORDER BY h.name, h.id", 1, p);
+    PGresult *r = s_q(q, res, &s_st_hosts, p);
     if (!r || !out)
         goto fail;
     enum { H_NAME, H_KEY, H_SEEN, H_VERSION, H_TAGS, H_ENV, H_CAL, H_SUITES,
@@ -342,6 +344,16 @@ fail:
 
 /* ---- jobs --------------------------------------------------------- */
 
+static const co_stmt_t s_st_job_arg = { "query.job_arg",
+    "SELECT job_uuid FROM jobs WHERE "
+    "job_uuid = $1",
+    1, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_job_arg_2 = { "query.job_arg_2",
+    "SELECT job_uuid FROM jobs ORDER BY "
+    "created_at_us DESC, id DESC LIMIT 1",
+    0, PGRES_TUPLES_OK, false };
+
 /* The job's id named by args {"job": ID}, or the newest job with
  * {"latest": true} or no "job". Fills id; false with res set. */
 static bool
@@ -351,8 +363,7 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
     const char *job = json_string_value(json_object_get(args, "job"));
     if (job) {
         const char *p[] = { job };
-        PGresult *r = s_q(q, res, "SELECT job_uuid FROM jobs WHERE "
-                          "job_uuid = $1", 1, p);
+        PGresult *r = s_q(q, res, &s_st_job_arg, p);
         if (!r)
             return false;
         bool found = PQntuples(r) == 1;
@@ -378,8 +389,7 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
                "give \"job\")");
         return false;
     }
-    PGresult *r = s_q(q, res, "SELECT job_uuid FROM jobs ORDER BY "
-                      "created_at_us DESC, id DESC LIMIT 1", 0, NULL);
+    PGresult *r = s_q(q, res, &s_st_job_arg_2, NULL);
     if (!r)
         return false;
     if (PQntuples(r) != 1) {
@@ -394,6 +404,43 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
     return true;
 }
 
+static const co_stmt_t s_st_job = { "query.job",
+    "SELECT job_uuid, suite, state, label, tags::text AS tags, "
+    "vars::text AS vars, runs, array_to_json(only_benchmarks)::text AS "
+    "only_benchmarks, created_at_us, expires_at_us, ended_at_us, "
+    "hosts_spec FROM jobs WHERE job_uuid = $1",
+    1, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_job_2 = { "query.job_2",
+    "SELECT h.name, jh.state, jh.reason, jh.run_id, jh.benchmark, "
+    "jh.round, jh.rounds, jh.updated_at_us, "
+    "(SELECT count(*) FROM runs r WHERE r.job_id = j.job_uuid AND "
+    " r.host_id = h.id AND r.status IS NOT NULL) AS runs_ended, "
+    /* Progress from what is stored: the latest run's benchmark and
+     * its measured rounds so far (batches arrive every second). */
+    "(SELECT json_build_object('benchmark', b.name, 'run_id', "
+    "  r.run_uuid, 'rounds', r.runs, 'round', COALESCE((SELECT "
+    "  max(s.round) + 1 FROM samples s WHERE s.run = r.id AND "
+    "  s.kind = " CO_SQL_MEASURED "), 0)) FROM runs r JOIN benchmarks b ON "
+    "  b.id = r.benchmark_id WHERE r.job_id = j.job_uuid AND "
+    "  r.host_id = h.id ORDER BY r.id DESC LIMIT 1)::text AS progress, "
+    "(SELECT CASE WHEN cardinality(j.only_benchmarks) > 0 THEN "
+    "  cardinality(j.only_benchmarks) ELSE cardinality(s.benchmarks) "
+    "  END FROM host_suites s WHERE s.host_id = h.id AND "
+    "  s.name = j.suite) AS benchmarks, (SELECT l.live FROM "
+    "  host_liveness l WHERE l.host_id = h.id) AS live "
+    "FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
+    "h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
+    1, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_job_3 = { "query.job_3",
+    "SELECT r.run_uuid AS run_id, h.name AS host, b.name AS benchmark, "
+    "COALESCE(r.status, 'running') AS status, r.started_at_us, "
+    "r.ended_at_us FROM runs r JOIN hosts h ON "
+    "h.id = r.host_id JOIN benchmarks b ON b.id = r.benchmark_id WHERE "
+    "r.job_id = $1 ORDER BY h.name, r.id",
+    1, PGRES_TUPLES_OK, false };
+
 static json_t *
 s_job(co_query_t *q, const json_t *args, s_res_t *res)
 {
@@ -407,11 +454,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         return NULL;
     const char *p[] = { id };
     json_t *hosts = json_array(), *runs = json_array(), *job = NULL;
-    PGresult *r = s_q(q, res,
-        "SELECT job_uuid, suite, state, label, tags::text AS tags, "
-        "vars::text AS vars, runs, array_to_json(only_benchmarks)::text AS "
-        "only_benchmarks, created_at_us, expires_at_us, ended_at_us, "
-        "hosts_spec FROM jobs WHERE job_uuid = $1", 1, p);
+    PGresult *r = s_q(q, res, &s_st_job, p);
     if (!r || PQntuples(r) != 1)
         goto fail;
     job = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:o,s:I,s:I,s:o,s:o}",
@@ -428,27 +471,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         "ended_at_us", co_reply_int_or_null(r, 0, co_col(r, "ended_at_us")),
         "hosts_spec", co_reply_json_col(r, 0, co_col(r, "hosts_spec")));
     PQclear(r);
-    r = s_q(q, res,
-        "SELECT h.name, jh.state, jh.reason, jh.run_id, jh.benchmark, "
-        "jh.round, jh.rounds, jh.updated_at_us, "
-        "(SELECT count(*) FROM runs r WHERE r.job_id = j.job_uuid AND "
-        " r.host_id = h.id AND r.status IS NOT NULL) AS runs_ended, "
-        /* Progress from what is stored: the latest run's benchmark and
-         * its measured rounds so far (batches arrive every second). */
-        "(SELECT json_build_object('benchmark', b.name, 'run_id', "
-        "  r.run_uuid, 'rounds', r.runs, 'round', COALESCE((SELECT "
-        "  max(s.round) + 1 FROM samples s WHERE s.run = r.id AND "
-        "  s.kind = " CO_SQL_MEASURED "), 0)) FROM runs r JOIN benchmarks b ON "
-        "  b.id = r.benchmark_id WHERE r.job_id = j.job_uuid AND "
-        "  r.host_id = h.id ORDER BY r.id DESC LIMIT 1)::text AS progress, "
-        "(SELECT CASE WHEN cardinality(j.only_benchmarks) > 0 THEN "
-        "  cardinality(j.only_benchmarks) ELSE cardinality(s.benchmarks) "
-        "  END FROM host_suites s WHERE s.host_id = h.id AND "
-        "  s.name = j.suite) AS benchmarks, (SELECT l.live FROM "
-        "  host_liveness l WHERE l.host_id = h.id) AS live "
-        "FROM job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
-        "h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
-        1, p);
+    r = s_q(q, res, &s_st_job_2, p);
     if (!r || !job)
         goto fail;
     enum { J_NAME, J_STATE, J_REASON, J_RUN, J_BENCH, J_ROUND, J_ROUNDS,
@@ -474,12 +497,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
             "progress", co_reply_json_col(r, i, c[J_PROGRESS]),
             "benchmarks", co_reply_int_or_null(r, i, c[J_BENCHMARKS])));
     PQclear(r);
-    r = s_q(q, res,
-        "SELECT r.run_uuid AS run_id, h.name AS host, b.name AS benchmark, "
-        "COALESCE(r.status, 'running') AS status, r.started_at_us, "
-        "r.ended_at_us FROM runs r JOIN hosts h ON "
-        "h.id = r.host_id JOIN benchmarks b ON b.id = r.benchmark_id WHERE "
-        "r.job_id = $1 ORDER BY h.name, r.id", 1, p);
+    r = s_q(q, res, &s_st_job_3, p);
     if (!r)
         goto fail;
     static const co_reply_col_t run_cols[] = {
@@ -506,6 +524,16 @@ fail:
     return NULL;
 }
 
+static const co_stmt_t s_st_jobs = { "query.jobs",
+    "SELECT j.job_uuid AS job, j.suite, j.state, j.label, j.tags::text "
+    "AS tags, j.created_at_us, j.ended_at_us, "
+    "(SELECT COALESCE(json_object_agg(s.state, s.n ORDER BY s.state), "
+    " '{}') FROM (SELECT state, count(*) AS n FROM job_hosts WHERE "
+    " job = j.id GROUP BY state) s)::text AS hosts "
+    "FROM jobs j WHERE $1 = 'f' OR j.state = 'active' "
+    "ORDER BY j.created_at_us DESC, j.id DESC LIMIT $2::int",
+    2, PGRES_TUPLES_OK, false };
+
 static json_t *
 s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
 {
@@ -528,14 +556,7 @@ s_jobs(co_query_t *q, const json_t *args, s_res_t *res)
     snprintf(lim, sizeof lim, "%" JSON_INTEGER_FORMAT, limit);
     const char *p[] = { json_is_true(json_object_get(args, "active")) ?
                         "t" : "f", lim };
-    PGresult *r = s_q(q, res,
-        "SELECT j.job_uuid AS job, j.suite, j.state, j.label, j.tags::text "
-        "AS tags, j.created_at_us, j.ended_at_us, "
-        "(SELECT COALESCE(json_object_agg(s.state, s.n ORDER BY s.state), "
-        " '{}') FROM (SELECT state, count(*) AS n FROM job_hosts WHERE "
-        " job = j.id GROUP BY state) s)::text AS hosts "
-        "FROM jobs j WHERE $1 = 'f' OR j.state = 'active' "
-        "ORDER BY j.created_at_us DESC, j.id DESC LIMIT $2::int", 2, p);
+    PGresult *r = s_q(q, res, &s_st_jobs, p);
     if (!r)
         return NULL;
     static const co_reply_col_t cols[] = {
@@ -623,6 +644,33 @@ fail:
     return -1;
 }
 
+static const co_stmt_t s_st_verdicts = { "query.verdicts",
+    "SELECT h.name AS host, jh.state, jh.reason, j.suite, j.state AS "
+    "job_state, j.tags::text AS tags, j.label, jh.suite_digest, "
+    CO_SELFTEST_SQL("h.id") " AS selftest, j.vars::text AS vars, "
+    "j.against::text AS against FROM "
+    "job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
+    "h.id = jh.host_id WHERE "
+    "j.job_uuid = $1 ORDER BY h.name, h.id",
+    1, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_verdicts_2 = { "query.verdicts_2",
+    "SELECT b.name AS benchmark, sa.name AS subject, v.other_name, "
+    "h.name AS host, r.run_uuid, v.verdict_json, v.error, r.status, "
+    "f.n_samples AS pool_runs, f.quiet AS pool_quiet, f.oldest_us AS "
+    "pool_oldest_us, f.newest_us AS pool_newest_us, oa.instance, "
+    "r.revision, v.metric, r.metrics @> ARRAY[v.metric] AS tracked "
+    "FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id "
+    "JOIN hosts h ON h.id = r.host_id JOIN verdicts v ON v.run = r.id "
+    "JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
+    "LEFT JOIN arms oa ON oa.run = r.id AND oa.idx = v.other_arm "
+    "LEFT JOIN floors f ON f.run = r.id AND v.metric = 'wall' "
+    "WHERE r.job_id = $1 AND ($3 = 'all' OR v.metric = $3) "
+    "ORDER BY min(r.id) OVER (PARTITION BY b.name), b.name, "
+    "array_position(ARRAY['wall', 'cpu', 'peak_rss'], v.metric), "
+    "v.other_arm, h.name, h.id, r.id LIMIT $2::int",
+    3, PGRES_TUPLES_OK, false };
+
 static json_t *
 s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
 {
@@ -642,14 +690,7 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     const char *p[] = { id };
     json_t *cmps = json_array(), *hosts = json_array(), *cur = NULL;
     json_t *out = NULL;
-    PGresult *r = s_q(q, res,
-        "SELECT h.name AS host, jh.state, jh.reason, j.suite, j.state AS "
-        "job_state, j.tags::text AS tags, j.label, jh.suite_digest, "
-        CO_SELFTEST_SQL("h.id") " AS selftest, j.vars::text AS vars, "
-        "j.against::text AS against FROM "
-        "job_hosts jh JOIN jobs j ON j.id = jh.job JOIN hosts h ON "
-        "h.id = jh.host_id WHERE "
-        "j.job_uuid = $1 ORDER BY h.name, h.id", 1, p);
+    PGresult *r = s_q(q, res, &s_st_verdicts, p);
     if (!r || !cmps || !hosts)
         goto fail;
     bool any = PQntuples(r) > 0;
@@ -684,21 +725,7 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     /* Each metric's comparisons after wall time's, in vd_metric's order;
      * "tracked": the suite judges and tracks the benchmark on it (025). A
      * wall floor's pool (floors) is wall time's alone. */
-    r = s_q(q, res,
-        "SELECT b.name AS benchmark, sa.name AS subject, v.other_name, "
-        "h.name AS host, r.run_uuid, v.verdict_json, v.error, r.status, "
-        "f.n_samples AS pool_runs, f.quiet AS pool_quiet, f.oldest_us AS "
-        "pool_oldest_us, f.newest_us AS pool_newest_us, oa.instance, "
-        "r.revision, v.metric, r.metrics @> ARRAY[v.metric] AS tracked "
-        "FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id "
-        "JOIN hosts h ON h.id = r.host_id JOIN verdicts v ON v.run = r.id "
-        "JOIN arms sa ON sa.run = r.id AND sa.idx = v.subject_arm "
-        "LEFT JOIN arms oa ON oa.run = r.id AND oa.idx = v.other_arm "
-        "LEFT JOIN floors f ON f.run = r.id AND v.metric = 'wall' "
-        "WHERE r.job_id = $1 AND ($3 = 'all' OR v.metric = $3) "
-        "ORDER BY min(r.id) OVER (PARTITION BY b.name), b.name, "
-        "array_position(ARRAY['wall', 'cpu', 'peak_rss'], v.metric), "
-        "v.other_arm, h.name, h.id, r.id LIMIT $2::int", 3, pv);
+    r = s_q(q, res, &s_st_verdicts_2, pv);
     if (!r || !out)
         goto fail;
     enum { V_BENCH, V_SUBJECT, V_OTHER, V_HOST, V_RUN, V_VERDICT, V_ERROR,
@@ -977,6 +1004,38 @@ s_show_verdicts(json_t *doc, json_t *bench, PGresult *v)
     }
 }
 
+static const co_stmt_t s_st_show = { "query.show",
+    "SELECT r.id, b.suite, b.name AS benchmark, r.runs, r.warmup, "
+    "r.started_at_us, r.ended_at_us, r.status, r.reason, r.job_id, "
+    "r.label, r.tags::text AS tags, h.name AS host, e.environment_json "
+    "FROM runs r JOIN benchmarks b ON "
+    "b.id = r.benchmark_id JOIN hosts h ON h.id = r.host_id LEFT JOIN "
+    "environments e ON e.id = r.environment WHERE r.run_uuid = $1",
+    1, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_show_2 = { "query.show_2",
+    "SELECT idx, name, subject, array_to_json(argv)::text "
+    "AS argv, shell, version_output, instance FROM arms WHERE run = $1 ORDER "
+    "BY idx",
+    1, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_show_3 = { "query.show_3",
+    "SELECT kind, arm, round, position, wall_us, user_us, "
+    "sys_us, maxrss_kb, exit_status, term_signal, cpu, "
+    "start_unix_us, error, instructions, cycles, task_clock_ns "
+    "FROM samples WHERE run = $1 ORDER BY batch_seq, idx",
+    1, PGRES_TUPLES_OK, false };
+
+static const co_stmt_t s_st_show_4 = { "query.show_4",
+    "SELECT v.other_name, v.verdict_json, v.error, "
+    "v.floor_us, v.floor_is_default, v.floor_samples, v.parity, "
+    "f.n_samples AS pool_runs, f.quiet AS pool_quiet, f.oldest_us "
+    "AS pool_oldest_us, f.newest_us AS pool_newest_us, v.metric, "
+    "v.metric_source FROM verdicts v LEFT JOIN floors f ON f.run = "
+    "v.run WHERE v.run = $1 ORDER BY array_position(ARRAY['wall', "
+    "'cpu', 'peak_rss'], v.metric), v.other_arm",
+    1, PGRES_TUPLES_OK, false };
+
 static json_t *
 s_show(co_query_t *q, const json_t *args, s_res_t *res)
 {
@@ -990,13 +1049,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     const char *p[] = { run };
     json_t *doc = NULL, *env = NULL, *arms_by_idx = json_array();
     PGresult *a = NULL, *s = NULL, *v = NULL;
-    PGresult *r = s_q(q, res,
-        "SELECT r.id, b.suite, b.name AS benchmark, r.runs, r.warmup, "
-        "r.started_at_us, r.ended_at_us, r.status, r.reason, r.job_id, "
-        "r.label, r.tags::text AS tags, h.name AS host, e.environment_json "
-        "FROM runs r JOIN benchmarks b ON "
-        "b.id = r.benchmark_id JOIN hosts h ON h.id = r.host_id LEFT JOIN "
-        "environments e ON e.id = r.environment WHERE r.run_uuid = $1", 1, p);
+    PGresult *r = s_q(q, res, &s_st_show, p);
     if (!r)
         goto fail;
     if (PQntuples(r) != 1) {
@@ -1028,17 +1081,12 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     json_object_set_new(doc, "tags",
                         co_reply_json_col(r, 0, co_col(r, "tags")));
 
-    a = s_q(q, res, "SELECT idx, name, subject, array_to_json(argv)::text "
-            "AS argv, shell, version_output, instance FROM arms WHERE run = $1 ORDER "
-            "BY idx", 1, pid);
+    a = s_q(q, res, &s_st_show_2, pid);
     if (!a)
         goto fail;
     if (s_show_arms(bench, a, arms_by_idx) != 0)
         goto oom;
-    s = s_q(q, res, "SELECT kind, arm, round, position, wall_us, user_us, "
-            "sys_us, maxrss_kb, exit_status, term_signal, cpu, "
-            "start_unix_us, error, instructions, cycles, task_clock_ns "
-            "FROM samples WHERE run = $1 ORDER BY batch_seq, idx", 1, pid);
+    s = s_q(q, res, &s_st_show_3, pid);
     if (!s)
         goto fail;
     if (s_show_samples(bench, s, arms_by_idx) != 0)
@@ -1061,13 +1109,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
         pw_err(res->err, sizeof res->err, "results: %s", e);
         goto fail;
     }
-    v = s_q(q, res, "SELECT v.other_name, v.verdict_json, v.error, "
-            "v.floor_us, v.floor_is_default, v.floor_samples, v.parity, "
-            "f.n_samples AS pool_runs, f.quiet AS pool_quiet, f.oldest_us "
-            "AS pool_oldest_us, f.newest_us AS pool_newest_us, v.metric, "
-            "v.metric_source FROM verdicts v LEFT JOIN floors f ON f.run = "
-            "v.run WHERE v.run = $1 ORDER BY array_position(ARRAY['wall', "
-            "'cpu', 'peak_rss'], v.metric), v.other_arm", 1, pid);
+    v = s_q(q, res, &s_st_show_4, pid);
     if (!v)
         goto fail;
     s_show_verdicts(doc, bench, v);

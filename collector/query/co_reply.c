@@ -59,9 +59,10 @@ co_reply_run(co_reply_t *c, const co_stmt_t *st, const char *const *p)
 }
 
 PGresult *
-co_reply_q(co_reply_t *c, const char *sql, int n, const char *const *p)
+co_reply_text(co_reply_t *c, const char *name, const char *sql, int n,
+              const char *const *p)
 {
-    co_stmt_t st = { "query", sql, n, PGRES_TUPLES_OK, false };
+    co_stmt_t st = { name, sql, n, PGRES_TUPLES_OK, false };
     return co_reply_run(c, &st, p);
 }
 

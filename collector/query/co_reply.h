@@ -72,9 +72,10 @@ void co_reply_fail(co_reply_t *c, int status, const char *fmt, ...)
  * (CO_REPLY_TIMEOUT). The caller PQclears the result. */
 PGresult *co_reply_run(co_reply_t *c, const co_stmt_t *st,
                        const char *const *p);
-/* co_reply_run of a query returning rows, its text given here. */
-PGresult *co_reply_q(co_reply_t *c, const char *sql, int n,
-                     const char *const *p);
+/* co_reply_run of a statement returning rows whose text is built at run
+ * time (a table's name, a rule's columns), under name. */
+PGresult *co_reply_text(co_reply_t *c, const char *name, const char *sql,
+                        int n, const char *const *p);
 
 /* Column values: an integer, an integer or null, a JSON text parsed
  * (null when NULL or unparsable; caller owns), and an object's string
