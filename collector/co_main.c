@@ -17,8 +17,8 @@
 
 #include <czmq.h>
 
-#include "ag_config.h"
-#include "ag_notify.h"
+#include "pw_conffile.h"
+#include "pw_systemd.h"
 #include "config.h"
 #include "co_hook.h"
 #include "co_notify.h"
@@ -115,7 +115,7 @@ s_usage(FILE *f)
 "Exit codes: 0 clean stop, 1 runtime failure, 2 usage error.\n",
         CO_DB_FLOOR_WINDOW_MAX, CO_DB_FLOOR_WINDOW, VD_DEFAULT_PARITY,
         CO_QPOOL_WORKERS, CO_NOTIFY_URLS_MAX, CO_HOOK_QUEUE_MAX,
-        CO_HOOK_QUEUE_DEFAULT, ag_config_dir());
+        CO_HOOK_QUEUE_DEFAULT, pw_conffile_dir());
 }
 
 /* HOSTNAME:PORT of the bind endpoint (tcp://0.0.0.0:5555 on bench1 gives
@@ -378,11 +378,11 @@ bad:
  * give (given[] is indexed by the option's letter): flags win over the
  * file. An error is prefixed with FILE:LINE. */
 static int
-s_config_apply(const ag_config_t *conf, const bool given[128],
+s_config_apply(const pw_conffile_t *conf, const bool given[128],
                s_settings_t *st, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < ag_config_count(conf); i++) {
-        const ag_config_entry_t *e = ag_config_entry(conf, i);
+    for (size_t i = 0; i < pw_conffile_count(conf); i++) {
+        const pw_conffile_entry_t *e = pw_conffile_entry(conf, i);
         char where[600], why[600];
         int c = 0;
         for (size_t k = 0; k < S_NOPTS && !c; k++)
@@ -391,7 +391,7 @@ s_config_apply(const ag_config_t *conf, const bool given[128],
         if (given[c & 127])
             continue;
         if (s_option(c, e->value, st, why, sizeof why) != 0) {
-            ag_config_where(conf, e, where, sizeof where);
+            pw_conffile_where(conf, e, where, sizeof where);
             snprintf(err, errlen, "%.400s: %.700s", where, why);
             return -1;
         }
@@ -429,7 +429,7 @@ s_print_fingerprint(const char *key_path)
  * Returns -1 to go on, else the exit code (--help, --version, a usage
  * error, said here). *conf owns the file's strings. */
 static int
-s_settings(int argc, char **argv, s_settings_t *st, ag_config_t **conf)
+s_settings(int argc, char **argv, s_settings_t *st, pw_conffile_t **conf)
 {
     /* The file's keys: every option that takes a value but --config. */
     const char *keys[S_NOPTS + 1];
@@ -470,9 +470,9 @@ s_settings(int argc, char **argv, s_settings_t *st, ag_config_t **conf)
     }
     if (optind < argc)
         return s_usage_error("unexpected argument %s", argv[optind]);
-    snprintf(path, sizeof path, "%s/collector.yaml", ag_config_dir());
-    if (ag_config_load(config ? config : path, keys, config != NULL, conf,
-                       err, sizeof err) != AG_CONFIG_OK
+    snprintf(path, sizeof path, "%s/collector.yaml", pw_conffile_dir());
+    if (pw_conffile_load(config ? config : path, keys, config != NULL, conf,
+                       err, sizeof err) != PW_CONFFILE_OK
         || s_config_apply(*conf, given, st, err, sizeof err) != 0)
         return s_usage_error("%s", err);
     if (st->fingerprint)
@@ -558,7 +558,7 @@ main(int argc, char **argv)
     const char *db_conninfo, *data_dir;
     char err[1024], q[1100];
     int status = 1;
-    ag_config_t *conf = NULL;
+    pw_conffile_t *conf = NULL;
     co_pg_t *pg = NULL;
     co_db_t *db = NULL;
     co_server_t *srv = NULL;
@@ -566,7 +566,7 @@ main(int argc, char **argv)
 
     int early = s_settings(argc, argv, &st, &conf);
     if (early >= 0) {
-        ag_config_destroy(&conf);
+        pw_conffile_destroy(&conf);
         return early;
     }
     cfg = st.cfg;
@@ -612,8 +612,8 @@ main(int argc, char **argv)
         goto done;
     }
     /* Bound, and the writer started: ready. co_server_run's loop sends
-     * STATUS=, the watchdog's pings and STOPPING=1 (ag_notify.h). */
-    if (ag_notify_ready("listening on %s", co_server_endpoint(srv)) < 0)
+     * STATUS=, the watchdog's pings and STOPPING=1 (pw_systemd.h). */
+    if (pw_systemd_ready("listening on %s", co_server_endpoint(srv)) < 0)
         co_log(CO_LOG_WARN, "notify_failed", "why=\"READY=1 could not be "
                "sent to NOTIFY_SOCKET\"");
     if (co_server_run(srv, &s_stop, &s_dump) == 0)
@@ -634,7 +634,7 @@ done:
     co_pg_destroy(&pg);
     if (lock_fd >= 0)
         close(lock_fd);    /* releases the flock */
-    ag_config_destroy(&conf);
+    pw_conffile_destroy(&conf);
     co_log(CO_LOG_INFO, "exit", "status=%d", status);
     return status;
 }

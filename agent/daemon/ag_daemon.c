@@ -4,10 +4,10 @@
 
 #include "ag_against.h"
 #include "ag_calstore.h"
-#include "ag_config.h"
+#include "pw_conffile.h"
 #include "ag_log.h"
 #include "ag_machine.h"
-#include "ag_notify.h"
+#include "pw_systemd.h"
 #include "ag_selftest.h"
 #include "ag_spawn.h"
 #include "ag_spool.h"
@@ -577,7 +577,7 @@ ag_daemon_usage(FILE *f)
 "                        refused or no answer within --ack-timeout, 30 s)\n"
 "  --fingerprint         print this agent's key fingerprint (as `parity\n"
 "                        hosts --pending` shows it) and exit\n",
-            ag_config_dir());
+            pw_conffile_dir());
     fprintf(f,
 "\n"
 "Under systemd (Type=notify) it says READY=1 once started, STATUS=\n"
@@ -653,17 +653,17 @@ s_take_mode_opt(const char *flag, const char *value, s_mode_t *m, char *err,
 /* The file's entries into *fo and *fm, each checked by the flag's own
  * parser, whose error is prefixed with FILE:LINE. */
 static int
-s_config_opts(const ag_config_t *conf, ag_stream_opts_t *fo, s_mode_t *fm,
+s_config_opts(const pw_conffile_t *conf, ag_stream_opts_t *fo, s_mode_t *fm,
               char *err, size_t errlen)
 {
-    for (size_t i = 0; i < ag_config_count(conf); i++) {
-        const ag_config_entry_t *e = ag_config_entry(conf, i);
+    for (size_t i = 0; i < pw_conffile_count(conf); i++) {
+        const pw_conffile_entry_t *e = pw_conffile_entry(conf, i);
         char flag[64], where[600], why[S_ERR];
         snprintf(flag, sizeof flag, "--%s", e->key);
         char *mini[] = { (char *)"parity-agent", flag, (char *)e->value,
                          NULL };
         int n = 3;
-        ag_config_where(conf, e, where, sizeof where);
+        pw_conffile_where(conf, e, where, sizeof where);
         int taken = s_take_mode_opt(flag, e->value, fm, why, sizeof why);
         if (taken < 0) {
             snprintf(err, errlen, "%.250s: %.250s", where, why);
@@ -697,14 +697,14 @@ s_config_opts(const ag_config_t *conf, ag_stream_opts_t *fo, s_mode_t *fm,
  * unset. *conf owns the file's strings. */
 static int
 s_daemon_options(int argc, char **args, ag_stream_opts_t *o, s_mode_t *mode,
-                 ag_config_t **conf, char *err, size_t errlen)
+                 pw_conffile_t **conf, char *err, size_t errlen)
 {
     const char *path = NULL;
     char def[512];
     ag_stream_opts_t fo = { 0 };
     s_mode_t fm = { .cal_every = -1 };
     int n = argc;
-    if (ag_config_take_arg(&n, args, &path, err, errlen) != AG_CONFIG_OK
+    if (pw_conffile_take_arg(&n, args, &path, err, errlen) != PW_CONFFILE_OK
         || ag_stream_take_args(&n, args, o, err, errlen) != 0)
         return -1;
     for (int i = 1; i < n; i++) {
@@ -727,9 +727,9 @@ s_daemon_options(int argc, char **args, ag_stream_opts_t *o, s_mode_t *mode,
             return -1;
         }
     }
-    snprintf(def, sizeof def, "%s/agent.yaml", ag_config_dir());
-    if (ag_config_load(path ? path : def, s_config_keys, path != NULL, conf,
-                       err, errlen) != AG_CONFIG_OK
+    snprintf(def, sizeof def, "%s/agent.yaml", pw_conffile_dir());
+    if (pw_conffile_load(path ? path : def, s_config_keys, path != NULL, conf,
+                       err, errlen) != PW_CONFFILE_OK
         || s_config_opts(*conf, &fo, &fm, err, errlen) != 0)
         return -1;
     if (!mode->machine_lock)
@@ -1065,7 +1065,7 @@ s_serve(s_daemon_t *d, ag_stream_opts_t *o, const s_mode_t *mode, char *err,
      * on another host. STATUS= says whether it is connected. No
      * calibration first: the machine is busy starting (docs/agent.md
      * "Calibration"); the batches come once it is idle. */
-    if (!s_stop_signal && ag_notify_ready("started; connecting to %s, "
+    if (!s_stop_signal && pw_systemd_ready("started; connecting to %s, "
                                           "%zu suites", o->collector,
                                           nsuites) < 0)
         ag_logf("notify_failed", "READY=1 could not be sent to "
@@ -1073,7 +1073,7 @@ s_serve(s_daemon_t *d, ag_stream_opts_t *o, const s_mode_t *mode, char *err,
     s_job_loop(d);
     ag_logf("stop", "signal %d: delivering the spool (%zu messages) for up "
             "to 2 s", (int)s_stop_signal, ag_stream_spooled(d->stream));
-    ag_notify_stopping("stopping: delivering %zu spooled messages",
+    pw_systemd_stopping("stopping: delivering %zu spooled messages",
                        ag_stream_spooled(d->stream));
     size_t left = ag_stream_drain(d->stream, 2.0);
     ag_logf("stopped", "%zu messages left in the spool for the next start",
@@ -1089,7 +1089,7 @@ ag_daemon_main(int argc, char **argv)
     char err[S_ERR];
     int code = AG_DAEMON_EXIT_FAIL;
     s_daemon_t d = { 0 };
-    ag_config_t *conf = NULL;
+    pw_conffile_t *conf = NULL;
     pthread_mutex_init(&d.lock, NULL);
 
     for (int i = 1; i < argc; i++) {
@@ -1161,7 +1161,7 @@ out:
         free(d.queue[i].bytes);
     pthread_mutex_unlock(&d.lock);
     ag_suitedir_destroy(&d.suites);
-    ag_config_destroy(&conf);
+    pw_conffile_destroy(&conf);
     free(args);
     return code;
 }

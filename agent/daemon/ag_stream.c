@@ -3,7 +3,7 @@
 
 #include "ag_env.h"
 #include "ag_log.h"
-#include "ag_notify.h"
+#include "pw_systemd.h"
 #include "ag_recover.h"
 #include "ag_spool.h"
 #include "config.h"
@@ -644,13 +644,13 @@ s_take_hello(ag_stream_t *s)
     free(buf);
 }
 
-/* STATUS= for `systemctl status` (daemon mode, ag_notify.h). */
+/* STATUS= for `systemctl status` (daemon mode, pw_systemd.h). */
 static void
 s_notify_status(ag_stream_t *s)
 {
     ag_link_stats_t st;
     ag_link_stats(s->link, &st);
-    ag_notify_status("%s %s, %zu messages spooled",
+    pw_systemd_status("%s %s, %zu messages spooled",
                      st.ready ? "connected to" : "connecting to",
                      s->collector, ag_spool_count(s->spool));
 }
@@ -674,7 +674,7 @@ s_net_main(void *arg)
         /* Pings come from this thread, not the job loop: a job runs for
          * as long as its suite says, while this loop turns every 200 ms
          * and stops turning only when the agent is stuck. */
-        if (ag_notify_tick())
+        if (pw_systemd_tick())
             s_notify_status(s);
         if (woken) {
             uint64_t v;

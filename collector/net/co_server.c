@@ -17,7 +17,7 @@
 #include <jansson.h>
 #include <zmq.h>
 
-#include "ag_notify.h"
+#include "pw_systemd.h"
 #include "co_auth.h"
 #include "co_keys.h"
 #include "co_lat.h"
@@ -687,7 +687,7 @@ s_beat(co_server_t *srv)
     zlistx_destroy(&evict);
 }
 
-/* STATUS= for `systemctl status` (ag_notify.h), every few seconds:
+/* STATUS= for `systemctl status` (pw_systemd.h), every few seconds:
  * walking the peers is fine at that pace. */
 static void
 s_notify_status(co_server_t *srv)
@@ -700,7 +700,7 @@ s_notify_status(co_server_t *srv)
     co_store_depth(srv->store, &items, &bytes);
     if (srv->pool)
         co_qpool_depth(srv->pool, &waiting, &busy);
-    ag_notify_status("%zu peers online, store queue %zu (%zu KiB), "
+    pw_systemd_status("%zu peers online, store queue %zu (%zu KiB), "
                      "query queue %zu", online, items, bytes / 1024,
                      waiting);
 }
@@ -1191,12 +1191,12 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
                 s_drain_keysvc(srv);
         }
         s_beat(srv);
-        if (ag_notify_tick())   /* systemd: watchdog ping, STATUS= */
+        if (pw_systemd_tick())   /* systemd: watchdog ping, STATUS= */
             s_notify_status(srv);
         int64_t done = pw_clock_mono_us();
         co_lat_add(&srv->loop_lat, done, done - woke);
     }
-    ag_notify_stopping("stopping: storing what the writer holds");
+    pw_systemd_stopping("stopping: storing what the writer holds");
     s_drain_workers(srv);
     return 0;
 }

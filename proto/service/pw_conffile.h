@@ -1,4 +1,4 @@
-/* ag_config.h -- the daemons' configuration files
+/* pw_conffile.h -- the daemons' configuration files
  * (/etc/parity/agent.yaml, /etc/parity/collector.yaml; docs/agent.md
  * and docs/collector.md "Configuration file").
  *
@@ -11,44 +11,44 @@
  * This module only reads the file and checks its shape and its keys
  * against the caller's list; the caller applies each entry with the same
  * code as the flag, prefixing that code's error with the entry's
- * "FILE:LINE: " (ag_config_where()), and skips the keys given as flags
- * (flags win over the file, the file over the defaults). It lives in
- * agent/ so that both daemons can use it (see ag_notify.h).
+ * "FILE:LINE: " (pw_conffile_where()), and skips the keys given as flags
+ * (flags win over the file, the file over the defaults). Both daemons
+ * use it (proto/service/).
  *
- * Ownership: ag_config_load() returns a config the caller owns (free
- * with ag_config_destroy()); entries and their strings belong to it and
+ * Ownership: pw_conffile_load() returns a config the caller owns (free
+ * with pw_conffile_destroy()); entries and their strings belong to it and
  * live until then. Nothing here prints or exits.
  */
-#ifndef AG_CONFIG_H
-#define AG_CONFIG_H
+#ifndef PW_CONFFILE_H
+#define PW_CONFFILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#define AG_CONFIG_OK    0
-#define AG_CONFIG_ERR  -1
+#define PW_CONFFILE_OK    0
+#define PW_CONFFILE_ERR  -1
 
 /* Most keys one file may hold (every daemon has fewer options). */
-#define AG_CONFIG_MAX_ENTRIES 64
+#define PW_CONFFILE_MAX_ENTRIES 64
 /* Largest file read (a configuration is a few hundred bytes). */
-#define AG_CONFIG_MAX_BYTES   (256u * 1024)
+#define PW_CONFFILE_MAX_BYTES   (256u * 1024)
 
 typedef struct {
     const char *key;      /* a name from the caller's list */
     const char *value;    /* the scalar as written, never NULL */
     unsigned line;        /* 1-based line of the key */
-} ag_config_entry_t;
+} pw_conffile_entry_t;
 
-typedef struct ag_config ag_config_t;
+typedef struct pw_conffile pw_conffile_t;
 
 /* The directory of the default files: SYSCONFDIR/parity of the build
  * (/etc/parity when installed with --prefix=/usr). */
-const char *ag_config_dir(void);
+const char *pw_conffile_dir(void);
 
 /* Remove "--config FILE" or "--config=FILE" from argv[1..*argc-1]
  * (the last one wins), setting *path (into argv) or leaving it alone.
  * Fails, with err, on --config without its FILE. */
-int ag_config_take_arg(int *argc, char **argv, const char **path,
+int pw_conffile_take_arg(int *argc, char **argv, const char **path,
                        char *err, size_t errlen);
 
 /* Read path. keys: the allowed names, NULL-terminated. When the file
@@ -56,20 +56,20 @@ int ag_config_take_arg(int *argc, char **argv, const char **path,
  * Errors name the file (and line): the file cannot be read, YAML
  * syntax, not a mapping, an unknown or repeated key, a value that is
  * not one scalar or is empty. */
-int ag_config_load(const char *path, const char *const *keys,
-                   bool must_exist, ag_config_t **out, char *err,
+int pw_conffile_load(const char *path, const char *const *keys,
+                   bool must_exist, pw_conffile_t **out, char *err,
                    size_t errlen);
 
-size_t ag_config_count(const ag_config_t *c);
+size_t pw_conffile_count(const pw_conffile_t *c);
 
-/* The i-th entry, in file order (i < ag_config_count()). */
-const ag_config_entry_t *ag_config_entry(const ag_config_t *c, size_t i);
+/* The i-th entry, in file order (i < pw_conffile_count()). */
+const pw_conffile_entry_t *pw_conffile_entry(const pw_conffile_t *c, size_t i);
 
 /* "FILE:LINE" of an entry, for the caller's error prefix. */
-void ag_config_where(const ag_config_t *c, const ag_config_entry_t *e,
+void pw_conffile_where(const pw_conffile_t *c, const pw_conffile_entry_t *e,
                      char *out, size_t outlen);
 
 /* Free *c and set it to NULL. Accepts NULL. */
-void ag_config_destroy(ag_config_t **c);
+void pw_conffile_destroy(pw_conffile_t **c);
 
 #endif

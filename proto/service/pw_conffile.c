@@ -1,5 +1,5 @@
-/* ag_config.c -- see ag_config.h. */
-#include "ag_config.h"
+/* pw_conffile.c -- see pw_conffile.h. */
+#include "pw_conffile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,20 +12,20 @@
 #define PARITY_CONF_DIR "/etc/parity"
 #endif
 
-struct ag_config {
+struct pw_conffile {
     char *path;
-    ag_config_entry_t entries[AG_CONFIG_MAX_ENTRIES];
+    pw_conffile_entry_t entries[PW_CONFFILE_MAX_ENTRIES];
     size_t count;
 };
 
 const char *
-ag_config_dir(void)
+pw_conffile_dir(void)
 {
     return PARITY_CONF_DIR;
 }
 
 int
-ag_config_take_arg(int *argc, char **argv, const char **path, char *err,
+pw_conffile_take_arg(int *argc, char **argv, const char **path, char *err,
                    size_t errlen)
 {
     int out = 1;
@@ -35,7 +35,7 @@ ag_config_take_arg(int *argc, char **argv, const char **path, char *err,
         } else if (strcmp(argv[i], "--config") == 0) {
             if (i + 1 >= *argc) {
                 snprintf(err, errlen, "--config needs a FILE");
-                return AG_CONFIG_ERR;
+                return PW_CONFFILE_ERR;
             }
             *path = argv[++i];
         } else {
@@ -44,12 +44,12 @@ ag_config_take_arg(int *argc, char **argv, const char **path, char *err,
         }
         if (!**path) {
             snprintf(err, errlen, "--config needs a FILE");
-            return AG_CONFIG_ERR;
+            return PW_CONFFILE_ERR;
         }
     }
     argv[out] = NULL;
     *argc = out;
-    return AG_CONFIG_OK;
+    return PW_CONFFILE_OK;
 }
 
 /* The whole file, NUL-terminated, in *text (caller frees); *missing says
@@ -65,27 +65,27 @@ s_read(const char *path, char **text, size_t *len, bool *missing, char *err,
     if (!f) {
         *missing = errno == ENOENT;
         snprintf(err, errlen, "config file %s: %s", path, strerror(errno));
-        return AG_CONFIG_ERR;
+        return PW_CONFFILE_ERR;
     }
-    buf = malloc(AG_CONFIG_MAX_BYTES + 1);
+    buf = malloc(PW_CONFFILE_MAX_BYTES + 1);
     if (!buf) {
         snprintf(err, errlen, "%s: out of memory", path);
         fclose(f);
-        return AG_CONFIG_ERR;
+        return PW_CONFFILE_ERR;
     }
-    n = fread(buf, 1, AG_CONFIG_MAX_BYTES + 1, f);
+    n = fread(buf, 1, PW_CONFFILE_MAX_BYTES + 1, f);
     int bad = ferror(f);
     fclose(f);
-    if (bad || n > AG_CONFIG_MAX_BYTES) {
+    if (bad || n > PW_CONFFILE_MAX_BYTES) {
         snprintf(err, errlen, bad ? "%s: read error" : "%s: larger than "
-                 "%u bytes", path, AG_CONFIG_MAX_BYTES);
+                 "%u bytes", path, PW_CONFFILE_MAX_BYTES);
         free(buf);
-        return AG_CONFIG_ERR;
+        return PW_CONFFILE_ERR;
     }
     buf[n] = 0;
     *text = buf;
     *len = n;
-    return AG_CONFIG_OK;
+    return PW_CONFFILE_OK;
 }
 
 static bool
@@ -110,7 +110,7 @@ s_is_null(const yaml_node_t *n)
 
 /* One key: value pair into c; err names the file and the line. */
 static int
-s_add(ag_config_t *c, yaml_document_t *doc, const yaml_node_pair_t *pair,
+s_add(pw_conffile_t *c, yaml_document_t *doc, const yaml_node_pair_t *pair,
       const char *const *keys, char *err, size_t errlen)
 {
     yaml_node_t *k = yaml_document_get_node(doc, pair->key);
@@ -119,60 +119,60 @@ s_add(ag_config_t *c, yaml_document_t *doc, const yaml_node_pair_t *pair,
     if (!k || k->type != YAML_SCALAR_NODE) {
         snprintf(err, errlen, "%s:%u: a key must be an option name",
                  c->path, line);
-        return AG_CONFIG_ERR;
+        return PW_CONFFILE_ERR;
     }
     const char *key = (const char *)k->data.scalar.value;
     if (!s_known(keys, key)) {
         snprintf(err, errlen, "%s:%u: unknown key \"%.100s\"", c->path,
                  line, key);
-        return AG_CONFIG_ERR;
+        return PW_CONFFILE_ERR;
     }
     for (size_t i = 0; i < c->count; i++) {
         if (strcmp(c->entries[i].key, key) == 0) {
             snprintf(err, errlen, "%s:%u: %s given twice (first at line "
                      "%u)", c->path, line, key, c->entries[i].line);
-            return AG_CONFIG_ERR;
+            return PW_CONFFILE_ERR;
         }
     }
     if (!v || v->type != YAML_SCALAR_NODE) {
         snprintf(err, errlen, "%s:%u: %s: want one value, not a list or a "
                  "mapping", c->path, line, key);
-        return AG_CONFIG_ERR;
+        return PW_CONFFILE_ERR;
     }
     if (s_is_null(v)) {
         snprintf(err, errlen, "%s:%u: %s: no value (comment the line out "
                  "to keep the default)", c->path, line, key);
-        return AG_CONFIG_ERR;
+        return PW_CONFFILE_ERR;
     }
-    if (c->count == AG_CONFIG_MAX_ENTRIES) {
+    if (c->count == PW_CONFFILE_MAX_ENTRIES) {
         snprintf(err, errlen, "%s:%u: more than %d keys", c->path, line,
-                 AG_CONFIG_MAX_ENTRIES);
-        return AG_CONFIG_ERR;
+                 PW_CONFFILE_MAX_ENTRIES);
+        return PW_CONFFILE_ERR;
     }
-    ag_config_entry_t *e = &c->entries[c->count];
+    pw_conffile_entry_t *e = &c->entries[c->count];
     e->key = strdup(key);
     e->value = strdup((const char *)v->data.scalar.value);
     e->line = line;
     c->count++;   /* counted first, so that destroy frees a half entry */
     if (!e->key || !e->value) {
         snprintf(err, errlen, "%s: out of memory", c->path);
-        return AG_CONFIG_ERR;
+        return PW_CONFFILE_ERR;
     }
-    return AG_CONFIG_OK;
+    return PW_CONFFILE_OK;
 }
 
 /* Parse text into c. */
 static int
-s_parse(ag_config_t *c, const char *text, size_t len,
+s_parse(pw_conffile_t *c, const char *text, size_t len,
         const char *const *keys, char *err, size_t errlen)
 {
     yaml_parser_t parser;
     yaml_document_t doc;
-    int rc = AG_CONFIG_ERR;
+    int rc = PW_CONFFILE_ERR;
     bool have_doc = false;
     if (!yaml_parser_initialize(&parser)) {
         snprintf(err, errlen, "%s: yaml_parser_initialize failed", c->path);
-        return AG_CONFIG_ERR;
+        return PW_CONFFILE_ERR;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
@@ -186,7 +186,7 @@ s_parse(ag_config_t *c, const char *text, size_t len,
     have_doc = true;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (!root) {             /* empty, or only comments: no keys */
-        rc = AG_CONFIG_OK;
+        rc = PW_CONFFILE_OK;
         goto out;
     }
     if (root->type != YAML_MAPPING_NODE) {
@@ -196,9 +196,9 @@ s_parse(ag_config_t *c, const char *text, size_t len,
     }
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
          p < root->data.mapping.pairs.top; p++)
-        if (s_add(c, &doc, p, keys, err, errlen) != AG_CONFIG_OK)
+        if (s_add(c, &doc, p, keys, err, errlen) != PW_CONFFILE_OK)
             goto out;
-    rc = AG_CONFIG_OK;
+    rc = PW_CONFFILE_OK;
 out:
     if (have_doc)
         yaml_document_delete(&doc);
@@ -207,59 +207,59 @@ out:
 }
 
 int
-ag_config_load(const char *path, const char *const *keys, bool must_exist,
-               ag_config_t **out, char *err, size_t errlen)
+pw_conffile_load(const char *path, const char *const *keys, bool must_exist,
+               pw_conffile_t **out, char *err, size_t errlen)
 {
     char *text = NULL;
     size_t len = 0;
     bool missing = false;
-    int rc = AG_CONFIG_ERR;
+    int rc = PW_CONFFILE_ERR;
     *out = NULL;
-    ag_config_t *c = calloc(1, sizeof *c);
+    pw_conffile_t *c = calloc(1, sizeof *c);
     if (!c || !(c->path = strdup(path))) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto out;
     }
-    if (s_read(path, &text, &len, &missing, err, errlen) != AG_CONFIG_OK) {
+    if (s_read(path, &text, &len, &missing, err, errlen) != PW_CONFFILE_OK) {
         if (missing && !must_exist)
-            rc = AG_CONFIG_OK;   /* no default file: the defaults */
+            rc = PW_CONFFILE_OK;   /* no default file: the defaults */
         goto out;
     }
     rc = s_parse(c, text, len, keys, err, errlen);
 out:
     free(text);
-    if (rc == AG_CONFIG_OK)
+    if (rc == PW_CONFFILE_OK)
         *out = c;
     else
-        ag_config_destroy(&c);
+        pw_conffile_destroy(&c);
     return rc;
 }
 
 size_t
-ag_config_count(const ag_config_t *c)
+pw_conffile_count(const pw_conffile_t *c)
 {
     return c ? c->count : 0;
 }
 
-const ag_config_entry_t *
-ag_config_entry(const ag_config_t *c, size_t i)
+const pw_conffile_entry_t *
+pw_conffile_entry(const pw_conffile_t *c, size_t i)
 {
     return c && i < c->count ? &c->entries[i] : NULL;
 }
 
 void
-ag_config_where(const ag_config_t *c, const ag_config_entry_t *e, char *out,
+pw_conffile_where(const pw_conffile_t *c, const pw_conffile_entry_t *e, char *out,
                 size_t outlen)
 {
     snprintf(out, outlen, "%s:%u", c->path, e->line);
 }
 
 void
-ag_config_destroy(ag_config_t **cp)
+pw_conffile_destroy(pw_conffile_t **cp)
 {
     if (!cp || !*cp)
         return;
-    ag_config_t *c = *cp;
+    pw_conffile_t *c = *cp;
     for (size_t i = 0; i < c->count; i++) {
         free((char *)c->entries[i].key);
         free((char *)c->entries[i].value);

@@ -1,5 +1,5 @@
-/* ag_notify.c -- see ag_notify.h. */
-#include "ag_notify.h"
+/* pw_systemd.c -- see pw_systemd.h. */
+#include "pw_systemd.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 #include "pw_clock.h"
 
 /* "READY=1\nSTATUS=" or "STOPPING=1\nSTATUS=" and the text. */
-#define S_MSG_MAX (AG_NOTIFY_STATUS_MAX + 32)
+#define S_MSG_MAX (PW_SYSTEMD_STATUS_MAX + 32)
 
 static pthread_once_t s_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t s_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -24,7 +24,7 @@ static bool s_ready;               /* READY=1 sent: pings may start */
 static bool s_stopping;            /* STOPPING=1 sent: no more STATUS */
 static int64_t s_next_ping_us;
 static int64_t s_next_status_us;
-static char s_last_status[AG_NOTIFY_STATUS_MAX];
+static char s_last_status[PW_SYSTEMD_STATUS_MAX];
 
 static void
 s_init(void)
@@ -40,31 +40,31 @@ s_init(void)
 }
 
 bool
-ag_notify_enabled(void)
+pw_systemd_enabled(void)
 {
     pthread_once(&s_once, s_init);
     return s_enabled;
 }
 
 uint64_t
-ag_notify_watchdog_interval_us(void)
+pw_systemd_watchdog_interval_us(void)
 {
     pthread_once(&s_once, s_init);
     return s_interval_us;
 }
 
 /* head, then STATUS= and the formatted text (cut at
- * AG_NOTIFY_STATUS_MAX, newlines made spaces: a newline would start a
+ * PW_SYSTEMD_STATUS_MAX, newlines made spaces: a newline would start a
  * new assignment), into msg; the text alone into text. */
 static void
-s_format(char *msg, char text[AG_NOTIFY_STATUS_MAX], const char *head,
+s_format(char *msg, char text[PW_SYSTEMD_STATUS_MAX], const char *head,
          const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
 
 static void
-s_format(char *msg, char text[AG_NOTIFY_STATUS_MAX], const char *head,
+s_format(char *msg, char text[PW_SYSTEMD_STATUS_MAX], const char *head,
          const char *fmt, va_list ap)
 {
-    vsnprintf(text, AG_NOTIFY_STATUS_MAX, fmt, ap);
+    vsnprintf(text, PW_SYSTEMD_STATUS_MAX, fmt, ap);
     for (char *p = text; *p; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
@@ -81,7 +81,7 @@ static int
 s_send(const char *head, bool ready, bool stopping, const char *fmt,
        va_list ap)
 {
-    char msg[S_MSG_MAX], text[AG_NOTIFY_STATUS_MAX];
+    char msg[S_MSG_MAX], text[PW_SYSTEMD_STATUS_MAX];
     pthread_once(&s_once, s_init);
     if (!s_enabled)
         return 0;
@@ -96,7 +96,7 @@ s_send(const char *head, bool ready, bool stopping, const char *fmt,
     if (ready && !s_ready) {
         s_ready = true;
         s_next_ping_us = now + (int64_t)s_interval_us;
-        s_next_status_us = now + AG_NOTIFY_STATUS_MS * 1000LL;
+        s_next_status_us = now + PW_SYSTEMD_STATUS_MS * 1000LL;
     }
     if (stopping)
         s_stopping = true;
@@ -106,7 +106,7 @@ out:
 }
 
 int
-ag_notify_ready(const char *fmt, ...)
+pw_systemd_ready(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -116,7 +116,7 @@ ag_notify_ready(const char *fmt, ...)
 }
 
 int
-ag_notify_status(const char *fmt, ...)
+pw_systemd_status(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -126,7 +126,7 @@ ag_notify_status(const char *fmt, ...)
 }
 
 int
-ag_notify_stopping(const char *fmt, ...)
+pw_systemd_stopping(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -136,7 +136,7 @@ ag_notify_stopping(const char *fmt, ...)
 }
 
 bool
-ag_notify_tick(void)
+pw_systemd_tick(void)
 {
     pthread_once(&s_once, s_init);
     if (!s_enabled)
@@ -151,7 +151,7 @@ ag_notify_tick(void)
         s_next_ping_us = now + (int64_t)s_interval_us;
     }
     if (s_ready && !s_stopping && now >= s_next_status_us) {
-        s_next_status_us = now + AG_NOTIFY_STATUS_MS * 1000LL;
+        s_next_status_us = now + PW_SYSTEMD_STATUS_MS * 1000LL;
         status_due = true;
     }
     pthread_mutex_unlock(&s_lock);
