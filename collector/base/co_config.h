@@ -4,7 +4,7 @@
  * and the limits both go by. Types and constants only.
  *
  * The network loop (net/co_server) owns the config and the counters; the
- * writer (writer/co_store) and the query workers (query/co_qpool) get a
+ * writer (writer/co_writer) and the query workers (query/co_qpool) get a
  * copy of the config at start and add to the counters through the loop.
  */
 #ifndef CO_CONFIG_H
@@ -75,7 +75,7 @@ typedef struct {
     bool confirm;
 } co_config_t;
 
-/* Where the writer's time goes (co_store), microseconds summed. */
+/* Where the writer's time goes (co_writer), microseconds summed. */
 typedef enum {
     CO_STEP_BATCHES, CO_STEP_RUN_START, CO_STEP_RUN_END,
     CO_STEP_CALIBRATION, CO_STEP_JOB_STATUS, CO_STEP_HELLO,
@@ -115,7 +115,7 @@ typedef struct {
     uint64_t peers_evicted;
     uint64_t kinds[32];        /* frames by Envelope body case (<32) */
     uint64_t step_us[CO_STEP_COUNT]; /* writer time per step */
-    uint64_t slow_steps;       /* steps over CO_STORE_SLOW_US */
+    uint64_t slow_steps;       /* steps over CO_WRITER_SLOW_US */
     uint64_t detect_runs;      /* runs looked at for change points */
     uint64_t change_points;    /* change points stored */
     uint64_t detect_dropped;   /* runs not looked at: its ring was full */

@@ -25,7 +25,7 @@
 #include "co_out.h"
 #include "co_qpool.h"
 #include "co_query.h"
-#include "co_store.h"
+#include "co_writer.h"
 #include "pw_clock.h"
 #include "pw_err.h"
 #include "pw_key.h"
@@ -78,7 +78,7 @@ struct co_server {
     void *keysvc;                 /* the key service; NULL when off */
     co_auth_t *auth;
     co_keys_t *keys;              /* the database's view of keys */
-    co_store_t *store;
+    co_writer_t *store;
     co_qpool_t *pool;             /* NULL without cfg.conninfo */
     char endpoint[256];
     char key_endpoint[256];       /* the key service's, "" when none */
@@ -257,7 +257,7 @@ s_to_store(co_server_t *srv, s_peer_t *p, const uint8_t *rid, size_t rlen,
         it->arrived_us = now;
         it->bytes = size;
         it->key_pending = key_pending;
-        if (co_store_push(srv->store, &it) == 0) {
+        if (co_writer_push(srv->store, &it) == 0) {
             p->inflight++;
             p->inflight_bytes += size;
             if (beat)
@@ -370,7 +370,7 @@ s_on_request(co_server_t *srv, const char *key, const uint8_t *rid,
         it->arrived_us = now;
         it->bytes = zmq_msg_size(&it->frame);
         it->seq = request_id;
-        if ((jobs ? co_store_push(srv->store, &it)
+        if ((jobs ? co_writer_push(srv->store, &it)
                   : co_qpool_push(srv->pool, &it)) == 0)
             return;
         co_queue_item_free(&it);
@@ -669,7 +669,7 @@ s_beat(co_server_t *srv)
             co_queue_item_t *it = co_queue_item_new(CO_ITEM_OFFLINE);
             if (it) {
                 snprintf(it->key, sizeof it->key, "%s", p->key);
-                if (co_store_push(srv->store, &it) != 0)
+                if (co_writer_push(srv->store, &it) != 0)
                     co_queue_item_free(&it);
             }
             continue;
@@ -697,7 +697,7 @@ s_notify_status(co_server_t *srv)
     for (s_peer_t *p = zhashx_first(srv->peers); p;
          p = zhashx_next(srv->peers))
         online += p->online;
-    co_store_depth(srv->store, &items, &bytes);
+    co_writer_depth(srv->store, &items, &bytes);
     if (srv->pool)
         co_qpool_depth(srv->pool, &waiting, &busy);
     pw_systemd_status("%zu peers online, store queue %zu (%zu KiB), "
@@ -711,7 +711,7 @@ static void
 s_total(co_server_t *srv, bool *db_up)
 {
     co_counters_t w;
-    co_store_counters(srv->store, &w, db_up);   /* also once stopped */
+    co_writer_counters(srv->store, &w, db_up);   /* also once stopped */
     const uint64_t *a = (const uint64_t *)&srv->c;
     const uint64_t *b = (const uint64_t *)&w;
     uint64_t *t = (uint64_t *)&srv->total;
@@ -825,7 +825,7 @@ s_stats_json(co_server_t *srv)
     s_lat_json(o, "loop", &srv->loop_lat, now);
     s_lat_json(o, "store", &srv->store_lat, now);
     s_lat_json(o, "query", &srv->query_lat, now);
-    co_store_depth(srv->store, &items, &bytes);
+    co_writer_depth(srv->store, &items, &bytes);
     json_object_set_new(o, "store_queue", json_integer((json_int_t)items));
     json_object_set_new(o, "store_queue_bytes", json_integer((json_int_t)bytes));
     if (srv->pool)
@@ -865,7 +865,7 @@ s_workers_new(co_server_t *srv, char *err, size_t errlen)
                zmq_strerror(errno));
         return -1;
     }
-    srv->store = co_store_new(&srv->cfg, srv->db, srv->ctx, srv->keys, err,
+    srv->store = co_writer_new(&srv->cfg, srv->db, srv->ctx, srv->keys, err,
                               errlen);
     if (!srv->store)
         return -1;
@@ -1123,7 +1123,7 @@ static void
 s_drain_workers(co_server_t *srv)
 {
     if (srv->store)
-        co_store_stop(srv->store);
+        co_writer_stop(srv->store);
     co_qpool_destroy(&srv->pool);
     if (srv->results)
         s_drain_results(srv, INT32_MAX);
@@ -1222,7 +1222,7 @@ co_server_destroy(co_server_t **srvp)
     if (srv->results)
         zmq_close(srv->results);
     co_auth_destroy(&srv->auth);
-    co_store_destroy(&srv->store);
+    co_writer_destroy(&srv->store);
     co_keys_destroy(&srv->keys);   /* the workers are gone */
     if (srv->ctx)
         zmq_ctx_term(srv->ctx);

@@ -10,7 +10,7 @@
  * or 21 here), the key service (the public key on the next port,
  * without CURVE), and a zmq_poll loop that reads sockets and nothing
  * else: it never waits for PostgreSQL. Frames are routed, not decoded (pw_wire_peek): agents'
- * messages go to the writer thread (co_store), client Requests to the
+ * messages go to the writer thread (co_writer), client Requests to the
  * query workers (co_qpool; `run` and `cancel` to the writer, which owns
  * jobs), `ping` and `stats` are answered here. Their answers come back
  * over an inproc PULL (co_out) and leave through the ROUTER.

@@ -5,7 +5,7 @@
  * worker decodes it, answers it with co_query (which runs co_history's
  * commands too) under the statement timeout, and sends the Reply back
  * through co_out with CO_OUT_DONE. A long query holds one worker; the
- * others, and the writer (co_store), go on.
+ * others, and the writer (co_writer), go on.
  *
  * `run` and `cancel` are not for the pool: they change jobs, which the
  * writer owns. The pool's co_jobs instances are only connections.

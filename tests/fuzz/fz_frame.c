@@ -3,21 +3,21 @@
  *
  * The input is one connection's frames, each preceded by its length as
  * a protobuf varint (a "delimited" stream; a length past the end takes
- * the rest). Each frame goes the way co_server and co_store send it:
+ * the rest). Each frame goes the way co_server and co_writer send it:
  *
  *   1. pw_wire_peek, as the network loop routes it; when the frame also
  *      decodes, peek must name the same body and seq as the decode (the
  *      loop routes and drops resends by peek, the writer acts on the
  *      decode), else the target aborts;
  *   2. pw_wire_unpack with the collector's bound and decode budget;
- *   3. co_store's dispatch: Hello first on the connection, then
+ *   3. co_writer's dispatch: Hello first on the connection, then
  *      Calibration, RunStart, SampleBatch (through co_ingest_batches, the
  *      group path, and co_runs), RunEnd (with co_runs' samples) stored
  *      by co_db inside one burst transaction, as the writer does.
  *
  * co_db runs against fz_pq.c, an in-memory libpq: the statements, their
  * parameters and the COPY buffers are real, the server is not.
- * co_server and co_store themselves are not linked: both are bound to
+ * co_server and co_writer themselves are not linked: both are bound to
  * ZeroMQ sockets and threads, so their few lines of dispatch are
  * repeated here (s_frame); JobStatus (co_jobs, its own connection) and
  * Requests (co_query) stop after the decode.
@@ -107,7 +107,7 @@ s_run_end(s_conn_t *c, const Parity__RunEnd *re)
         co_runs_forget(c->runs, c->host_id, re->run_id);
 }
 
-/* One frame: what co_server's s_handle and co_store's s_on_frame and
+/* One frame: what co_server's s_handle and co_writer's s_on_frame and
  * s_on_data do with it. */
 static void
 s_frame(s_conn_t *c, const uint8_t *buf, size_t len)

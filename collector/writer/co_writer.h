@@ -1,4 +1,4 @@
-/* co_store.h -- the collector's writer: everything agents send that
+/* co_writer.h -- the collector's writer: everything agents send that
  * touches PostgreSQL, on its own thread (docs/architecture.md).
  *
  * The network loop (co_server) reads frames and hands them over through
@@ -18,11 +18,11 @@
  * Liveness is not decided here: the loop sends CO_ITEM_OFFLINE.
  *
  * The store borrows the co_db handle (connected or not; the caller
- * keeps ownership and destroys it after co_store_destroy) and the ZeroMQ
- * context. co_store_counters is safe from any thread.
+ * keeps ownership and destroys it after co_writer_destroy) and the ZeroMQ
+ * context. co_writer_counters is safe from any thread.
  */
-#ifndef CO_STORE_H
-#define CO_STORE_H
+#ifndef CO_WRITER_H
+#define CO_WRITER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,26 +36,26 @@
 /* Items waiting for the writer at most, and their bytes (frames are at
  * most 4 MiB; a full window of 64 batches from each of 1,000 agents is
  * ~2 GB, so the bound is on bytes, and agents resend what was dropped). */
-#define CO_STORE_QUEUE_ITEMS 65536
-#define CO_STORE_QUEUE_BYTES (256u * 1024 * 1024)
+#define CO_WRITER_QUEUE_ITEMS 65536
+#define CO_WRITER_QUEUE_BYTES (256u * 1024 * 1024)
 /* Messages answered after one COMMIT at most (the burst's transaction). */
-#define CO_STORE_PENDING_MAX 512
+#define CO_WRITER_PENDING_MAX 512
 /* Items handled before timers are looked at again. */
-#define CO_STORE_BURST 256
+#define CO_WRITER_BURST 256
 /* Partitions made ahead, and how often partitions and retention are
  * looked at. */
-#define CO_STORE_MONTHS_AHEAD 2
-#define CO_STORE_MAINTAIN_EVERY_US (3600LL * 1000000)
+#define CO_WRITER_MONTHS_AHEAD 2
+#define CO_WRITER_MAINTAIN_EVERY_US (3600LL * 1000000)
 
 /* A step of the writer slower than this is logged (event=slow_store). */
-#define CO_STORE_SLOW_US 250000
+#define CO_WRITER_SLOW_US 250000
 /* A burst ends (its batches are stored and its transaction committed)
  * once it has taken this long: what it stored waits for that COMMIT to
  * be acked, so this bounds the latency that grouping adds (a COMMIT per
  * message is slower still). */
-#define CO_STORE_TXN_US 20000
+#define CO_WRITER_TXN_US 20000
 
-typedef struct co_store co_store_t;
+typedef struct co_writer co_writer_t;
 
 /* The step's name in stats and logs ("run_end"). */
 const char *co_step_name(co_step_t step);
@@ -66,27 +66,27 @@ const char *co_step_name(co_step_t step);
  * current: co_enroll_poll every heartbeat interval, and what each Hello
  * of a key that is not approved teaches it). Starts its thread. Caller
  * owns it; NULL with err. */
-co_store_t *co_store_new(const co_config_t *cfg, co_db_t *db,
+co_writer_t *co_writer_new(const co_config_t *cfg, co_db_t *db,
                          void *ctx, co_keys_t *keys, char *err,
                          size_t errlen);
 
 /* Hand over *item (CO_ITEM_FRAME, CO_ITEM_OFFLINE or a CO_ITEM_REQUEST
  * for run/cancel). 0 and *item NULL, or -1 when the queue is full (the
  * caller keeps *item). OFFLINE items are always taken. */
-int co_store_push(co_store_t *st, co_queue_item_t **item);
+int co_writer_push(co_writer_t *st, co_queue_item_t **item);
 
 /* Items and bytes waiting. */
-void co_store_depth(co_store_t *st, size_t *items, size_t *bytes);
+void co_writer_depth(co_writer_t *st, size_t *items, size_t *bytes);
 
 /* A copy of the writer's counters (the fields it owns; the others 0). */
-void co_store_counters(co_store_t *st, co_counters_t *out, bool *db_up);
+void co_writer_counters(co_writer_t *st, co_counters_t *out, bool *db_up);
 
 /* Stop the thread: the item being handled is finished (its Ack sent),
  * the waiting batches stored; items still queued are dropped (agents
- * resend them). co_store_counters still answers afterwards. Idempotent. */
-void co_store_stop(co_store_t *st);
+ * resend them). co_writer_counters still answers afterwards. Idempotent. */
+void co_writer_stop(co_writer_t *st);
 
-/* co_store_stop, then free; NULL is fine. */
-void co_store_destroy(co_store_t **st);
+/* co_writer_stop, then free; NULL is fine. */
+void co_writer_destroy(co_writer_t **st);
 
 #endif

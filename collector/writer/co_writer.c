@@ -1,5 +1,5 @@
-/* co_store.c -- the writer thread; see co_store.h. */
-#include "co_store.h"
+/* co_writer.c -- the writer thread; see co_writer.h. */
+#include "co_writer.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -81,7 +81,7 @@ typedef struct {
     char err[256];
 } s_pending_t;
 
-struct co_store {
+struct co_writer {
     co_config_t cfg;
     co_db_t *db;
     void *out;                     /* PUSH to the loop (this thread's) */
@@ -89,7 +89,7 @@ struct co_store {
     co_queue_t *in;
     pthread_t thread;
     bool started;
-    atomic_int stop;               /* set by co_store_destroy */
+    atomic_int stop;               /* set by co_writer_destroy */
     zhashx_t *peers;               /* key -> s_peer_t (owned) */
     co_counters_t c;               /* the fields this thread owns */
     pthread_mutex_t snap_lock;
@@ -115,7 +115,7 @@ struct co_store {
     /* The burst's transaction (co_db_begin): what was stored in it is
      * answered only after its COMMIT. */
     bool txn_open;
-    s_pending_t pending[CO_STORE_PENDING_MAX];
+    s_pending_t pending[CO_WRITER_PENDING_MAX];
     size_t n_pending;
     /* The burst's JobStatus messages: stored together after its COMMIT
      * (co_jobs_status_begin/_commit), one transaction for all. */
@@ -145,11 +145,11 @@ static bool s_may_log(int64_t *logged_us, uint64_t *unlogged);
  * say so when it was slow (an operator's first question when acks are
  * late is what the writer was doing). Lines are rate-limited. */
 static void
-s_step(co_store_t *st, co_step_t step, int64_t t0)
+s_step(co_writer_t *st, co_step_t step, int64_t t0)
 {
     int64_t us = pw_clock_mono_us() - t0;
     st->c.step_us[step] += (uint64_t)us;
-    if (us < CO_STORE_SLOW_US)
+    if (us < CO_WRITER_SLOW_US)
         return;
     st->c.slow_steps++;
     if (s_may_log(&st->slow_logged_us, &st->slow_unlogged))
@@ -166,7 +166,7 @@ s_step(co_store_t *st, co_step_t step, int64_t t0)
 /* Counters for stats: published before every answer, so a peer that
  * asks for stats after an answer sees what led to it. */
 static void
-s_publish(co_store_t *st)
+s_publish(co_writer_t *st)
 {
     pthread_mutex_lock(&st->snap_lock);
     st->snap = st->c;
@@ -176,7 +176,7 @@ s_publish(co_store_t *st)
 
 /* Send buf (a packed Envelope) to rid through the loop. */
 static void
-s_out(co_store_t *st, const uint8_t *rid, size_t rid_len, const void *buf,
+s_out(co_writer_t *st, const uint8_t *rid, size_t rid_len, const void *buf,
       size_t len)
 {
     co_out_hdr_t h;
@@ -189,7 +189,7 @@ s_out(co_store_t *st, const uint8_t *rid, size_t rid_len, const void *buf,
 
 /* Tell the loop that item is finished (exactly once per item taken). */
 static void
-s_done(co_store_t *st, const co_queue_item_t *item)
+s_done(co_writer_t *st, const co_queue_item_t *item)
 {
     co_out_hdr_t h;
     s_publish(st);
@@ -198,7 +198,7 @@ s_done(co_store_t *st, const co_queue_item_t *item)
 }
 
 static void
-s_ack(co_store_t *st, const uint8_t *rid, size_t rid_len, uint64_t seq)
+s_ack(co_writer_t *st, const uint8_t *rid, size_t rid_len, uint64_t seq)
 {
     uint8_t buf[64];
     size_t len;
@@ -209,7 +209,7 @@ s_ack(co_store_t *st, const uint8_t *rid, size_t rid_len, uint64_t seq)
 }
 
 static void
-s_error(co_store_t *st, const uint8_t *rid, size_t rid_len, int code,
+s_error(co_writer_t *st, const uint8_t *rid, size_t rid_len, int code,
         const char *msg, uint64_t seq)
 {
     uint8_t buf[2048];
@@ -248,7 +248,7 @@ s_may_log(int64_t *logged_us, uint64_t *unlogged)
 }
 
 static void
-s_bad(co_store_t *st, s_peer_t *p, int code, const char *why, uint64_t seq)
+s_bad(co_writer_t *st, s_peer_t *p, int code, const char *why, uint64_t seq)
 {
     st->c.bad[-code]++;
     if (s_may_log(&p->bad_logged_us, &p->bad_unlogged)) {
@@ -281,7 +281,7 @@ s_peer_free(void **item)
 }
 
 static s_peer_t *
-s_peer(co_store_t *st, const char *key)
+s_peer(co_writer_t *st, const char *key)
 {
     s_peer_t *p = zhashx_lookup(st->peers, key);
     if (p)
@@ -300,7 +300,7 @@ s_peer(co_store_t *st, const char *key)
 /* ---- database state ---------------------------------------------------- */
 
 static void
-s_db_lost(co_store_t *st, const char *why)
+s_db_lost(co_writer_t *st, const char *why)
 {
     char q[512];
     st->c.db_failures++;
@@ -316,7 +316,7 @@ s_db_lost(co_store_t *st, const char *why)
 }
 
 static void
-s_db_try(co_store_t *st)
+s_db_try(co_writer_t *st)
 {
     char err[512], q[600];
     int applied = 0;
@@ -347,7 +347,7 @@ s_db_try(co_store_t *st)
 static int
 s_jobs_send(void *ctx, const char *key, const Parity__Envelope *env)
 {
-    co_store_t *st = ctx;
+    co_writer_t *st = ctx;
     s_peer_t *p = zhashx_lookup(st->peers, key);
     uint8_t *buf = NULL;
     size_t len;
@@ -370,7 +370,7 @@ s_jobs_log(void *ctx, const char *event, const char *text)
 }
 
 static int
-s_jobs_new(co_store_t *st, char *err, size_t errlen)
+s_jobs_new(co_writer_t *st, char *err, size_t errlen)
 {
     if (!st->cfg.conninfo)
         return 0;
@@ -405,7 +405,7 @@ s_jobs_new(co_store_t *st, char *err, size_t errlen)
 
 /* A host's Hello is stored: co_jobs offers it work. */
 static void
-s_jobs_online(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
+s_jobs_online(co_writer_t *st, s_peer_t *p, const Parity__Hello *h)
 {
     char err[512], q[600];
     if (st->jobs && co_jobs_agent_online(st->jobs, p->key, h,
@@ -417,7 +417,7 @@ s_jobs_online(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
 
 /* A Hello again on the same connection: only the suites change. */
 static void
-s_jobs_suites(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
+s_jobs_suites(co_writer_t *st, s_peer_t *p, const Parity__Hello *h)
 {
     char err[512], q[600];
     if (st->jobs && co_jobs_agent_suites(st->jobs, p->key, h, err,
@@ -428,7 +428,7 @@ s_jobs_suites(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
 
 /* Remember that the host was heard, for the next last_seen write. */
 static void
-s_heard(co_store_t *st, s_peer_t *p)
+s_heard(co_writer_t *st, s_peer_t *p)
 {
     if (p->heard || p->host_id == 0 || st->n_heard >= S_HEARD_MAX)
         return;
@@ -438,12 +438,12 @@ s_heard(co_store_t *st, s_peer_t *p)
 
 /* ---- message handlers ---------------------------------------------------- */
 
-static void s_txn_commit(co_store_t *st);
-static void s_status_flush(co_store_t *st);
+static void s_txn_commit(co_writer_t *st);
+static void s_status_flush(co_writer_t *st);
 
 /* Store the peer's Hello; true when the host is known afterwards. */
 static bool
-s_store_hello(co_store_t *st, s_peer_t *p, const Parity__Hello *h)
+s_store_hello(co_writer_t *st, s_peer_t *p, const Parity__Hello *h)
 {
     char err[512], q[600];
     int64_t host_id = 0;
@@ -494,7 +494,7 @@ s_keep_hello(s_peer_t *p, Parity__Envelope **envp)
  * when the database says the key is approved after all (an operator was
  * faster than this collector's copy): then it is an ordinary Hello. */
 static bool
-s_pending_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
+s_pending_hello(co_writer_t *st, s_peer_t *p, co_queue_item_t *item,
                 Parity__Envelope **envp)
 {
     const Parity__Hello *h = (*envp)->hello;
@@ -569,7 +569,7 @@ s_pending_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
 }
 
 static void
-s_on_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
+s_on_hello(co_writer_t *st, s_peer_t *p, co_queue_item_t *item,
            Parity__Envelope **envp)
 {
     Parity__Hello *h = (*envp)->hello;
@@ -615,7 +615,7 @@ s_on_hello(co_store_t *st, s_peer_t *p, co_queue_item_t *item,
 
 /* Answer a stored (or not) data message: Ack, Error or silence. */
 static void
-s_result(co_store_t *st, s_peer_t *p, const Parity__Envelope *env, int rc,
+s_result(co_writer_t *st, s_peer_t *p, const Parity__Envelope *env, int rc,
          size_t stored, unsigned verdicts, const char *err)
 {
     char q[600];
@@ -687,7 +687,7 @@ s_result(co_store_t *st, s_peer_t *p, const Parity__Envelope *env, int rc,
 
 /* Open the burst's transaction if it is not; false when it cannot be. */
 static bool
-s_txn_begin(co_store_t *st)
+s_txn_begin(co_writer_t *st)
 {
     char err[512];
     if (st->txn_open)
@@ -704,7 +704,7 @@ s_txn_begin(co_store_t *st)
  * it: acks only now, when it is durable; a failed COMMIT stored nothing,
  * so what would have been acked is not (the agents resend). */
 static void
-s_txn_commit(co_store_t *st)
+s_txn_commit(co_writer_t *st)
 {
     char err[512] = "";
     bool ok = true;
@@ -753,11 +753,11 @@ s_txn_commit(co_store_t *st)
 
 /* Keep a message's outcome for the COMMIT; takes *itemp and *envp. */
 static void
-s_defer(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
+s_defer(co_writer_t *st, s_peer_t *p, co_queue_item_t **itemp,
         Parity__Envelope **envp, int rc, size_t stored, unsigned verdicts,
         const char *err)
 {
-    if (st->n_pending == CO_STORE_PENDING_MAX)
+    if (st->n_pending == CO_WRITER_PENDING_MAX)
         s_txn_commit(st);    /* cannot happen mid-group: groups are 64 */
     s_pending_t *w = &st->pending[st->n_pending++];
     w->item = *itemp;
@@ -776,12 +776,12 @@ s_defer(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
 /* Store every waiting SampleBatch (one INSERT, one COPY) inside the
  * burst's transaction; each is answered at its COMMIT. */
 static void
-s_group_flush(co_store_t *st)
+s_group_flush(co_writer_t *st)
 {
     char err[512] = "";
     if (st->n_group == 0)
         return;
-    if (st->n_pending + st->n_group > CO_STORE_PENDING_MAX)
+    if (st->n_pending + st->n_group > CO_WRITER_PENDING_MAX)
         s_txn_commit(st);
     for (size_t k = 0; k < st->n_group; k++) {
         st->items[k].host_id = st->group[k].peer->host_id;
@@ -809,7 +809,7 @@ s_group_flush(co_store_t *st)
 
 /* Keep a batch for the group's commit; takes *envp and *itemp. */
 static void
-s_group_add(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
+s_group_add(co_writer_t *st, s_peer_t *p, co_queue_item_t **itemp,
             Parity__Envelope **envp)
 {
     if (st->n_group == CO_INGEST_GROUP_MAX)
@@ -828,7 +828,7 @@ s_group_add(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
  * A job offered to 100 hosts brings 100 statuses within seconds: one
  * COMMIT each held every Ack behind them. Its codes are co_db's. */
 static void
-s_status_flush(co_store_t *st)
+s_status_flush(co_writer_t *st)
 {
     if (st->n_status == 0)
         return;
@@ -870,7 +870,7 @@ s_status_flush(co_store_t *st)
 
 /* Keep a JobStatus for s_status_flush; takes *itemp and *envp. */
 static void
-s_status_add(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
+s_status_add(co_writer_t *st, s_peer_t *p, co_queue_item_t **itemp,
              Parity__Envelope **envp)
 {
     if (st->n_status == CO_JOBS_STATUS_BATCH)
@@ -888,7 +888,7 @@ s_status_add(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
 /* A data message. Takes *itemp and *envp when it keeps them (a
  * SampleBatch waiting for the group's commit). */
 static void
-s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
+s_on_data(co_writer_t *st, s_peer_t *p, co_queue_item_t **itemp,
           Parity__Envelope **envp)
 {
     const Parity__Envelope *env = *envp;
@@ -966,7 +966,7 @@ s_on_data(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp,
  * on the thread that owns co_jobs. The loop sends these only when there
  * is a database, so st->query exists. */
 static void
-s_on_request(co_store_t *st, const co_queue_item_t *item,
+s_on_request(co_writer_t *st, const co_queue_item_t *item,
              const Parity__Request *req)
 {
     Parity__Envelope env;
@@ -986,7 +986,7 @@ s_on_request(co_store_t *st, const co_queue_item_t *item,
 
 /* The loop says the peer went silent. */
 static void
-s_on_offline(co_store_t *st, const char *key)
+s_on_offline(co_writer_t *st, const char *key)
 {
     char err[256];
     s_peer_t *p = zhashx_lookup(st->peers, key);
@@ -1009,7 +1009,7 @@ s_on_offline(co_store_t *st, const char *key)
 /* A frame from a peer: decode (within pw_wire's budget) and handle.
  * Takes *itemp when a batch keeps it for the group's commit. */
 static void
-s_on_frame(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp)
+s_on_frame(co_writer_t *st, s_peer_t *p, co_queue_item_t **itemp)
 {
     co_queue_item_t *item = *itemp;
     Parity__Envelope *env = NULL;
@@ -1062,7 +1062,7 @@ s_on_frame(co_store_t *st, s_peer_t *p, co_queue_item_t **itemp)
 
 /* One item from the loop; frees it, or the group keeps it. */
 static void
-s_handle(co_store_t *st, co_queue_item_t **itemp)
+s_handle(co_writer_t *st, co_queue_item_t **itemp)
 {
     co_queue_item_t *item = *itemp;
     if (item->kind == CO_ITEM_OFFLINE) {
@@ -1101,7 +1101,7 @@ s_handle(co_store_t *st, co_queue_item_t **itemp)
  * however many, so 1,000 agents' heartbeats cost one UPDATE a second,
  * sent by co_seen on its own connection and never waited for here. */
 static void
-s_flush_heard(co_store_t *st)
+s_flush_heard(co_writer_t *st)
 {
     if (st->n_heard == 0 || !st->jobs)
         return;
@@ -1116,15 +1116,15 @@ s_flush_heard(co_store_t *st)
  * and at once after a (re)connect. A failure is logged and tried again
  * at the next hour; ingest goes on (the default partition takes rows). */
 static void
-s_maintain(co_store_t *st, int64_t now)
+s_maintain(co_writer_t *st, int64_t now)
 {
     char err[512], q[600];
     int dropped = 0;
     if (!st->db_up || now < st->next_maintain_us)
         return;
-    st->next_maintain_us = now + CO_STORE_MAINTAIN_EVERY_US;
+    st->next_maintain_us = now + CO_WRITER_MAINTAIN_EVERY_US;
     int rc = co_retain_partitions(st->db, pw_clock_unix_us(),
-                                     CO_STORE_MONTHS_AHEAD, err, sizeof err);
+                                     CO_WRITER_MONTHS_AHEAD, err, sizeof err);
     if (rc != CO_DB_OK) {
         co_log(CO_LOG_WARN, "partitions_failed", "why=%s",
                co_log_quote(q, sizeof q, err));
@@ -1150,7 +1150,7 @@ s_maintain(co_store_t *st, int64_t now)
 /* The database's changes of agents' keys (co_enroll_poll), and now and
  * then all of them again (S_KEYS_REREAD_US says why). */
 static void
-s_keys_poll(co_store_t *st, int64_t now)
+s_keys_poll(co_writer_t *st, int64_t now)
 {
     char err[512], q[600];
     if (!st->jobs || !st->keys || !st->db_up)
@@ -1167,7 +1167,7 @@ s_keys_poll(co_store_t *st, int64_t now)
 
 /* The periodic work: job tick and last_seen every heartbeat interval. */
 static void
-s_timers(co_store_t *st)
+s_timers(co_writer_t *st)
 {
     int64_t now = pw_clock_mono_us();
     if (st->db_up && now >= st->next_maintain_us) {
@@ -1191,7 +1191,7 @@ s_timers(co_store_t *st)
 static void *
 s_thread(void *arg)
 {
-    co_store_t *st = arg;
+    co_writer_t *st = arg;
     while (!st->stop) {
         int64_t now = pw_clock_mono_us();
         int64_t wait = st->next_tick_us - now;
@@ -1205,11 +1205,11 @@ s_thread(void *arg)
         int64_t burst_us = pw_clock_mono_us();
         for (int n = 0; it; ) {
             s_handle(st, &it);
-            if (++n >= CO_STORE_BURST || st->stop)
+            if (++n >= CO_WRITER_BURST || st->stop)
                 break;
             /* What the burst stored waits for its COMMIT: a long one
              * would make every Ack in it late. */
-            if (pw_clock_mono_us() - burst_us >= CO_STORE_TXN_US)
+            if (pw_clock_mono_us() - burst_us >= CO_WRITER_TXN_US)
                 break;
             it = co_queue_pop(st->in, 0);
         }
@@ -1234,13 +1234,13 @@ s_thread(void *arg)
 
 /* ---- life cycle --------------------------------------------------------- */
 
-co_store_t *
-co_store_new(const co_config_t *cfg, co_db_t *db, void *ctx,
+co_writer_t *
+co_writer_new(const co_config_t *cfg, co_db_t *db, void *ctx,
              co_keys_t *keys, char *err, size_t errlen)
 {
-    co_store_t *st = calloc(1, sizeof *st);
+    co_writer_t *st = calloc(1, sizeof *st);
     if (!st) {
-        snprintf(err, errlen, "calloc co_store: out of memory");
+        snprintf(err, errlen, "calloc co_writer: out of memory");
         return NULL;
     }
     st->cfg = *cfg;
@@ -1250,12 +1250,12 @@ co_store_new(const co_config_t *cfg, co_db_t *db, void *ctx,
     st->db_up = co_db_connected(db);
     co_db_set_floor_window(db, cfg->floor_window);
     pthread_mutex_init(&st->snap_lock, NULL);
-    st->in = co_queue_new(CO_STORE_QUEUE_ITEMS, CO_STORE_QUEUE_BYTES);
+    st->in = co_queue_new(CO_WRITER_QUEUE_ITEMS, CO_WRITER_QUEUE_BYTES);
     st->peers = zhashx_new();
     st->heard = calloc(S_HEARD_MAX, sizeof *st->heard);
     st->runs = co_runs_new(CO_RUNS_MAX_SAMPLES);
     if (!st->in || !st->peers || !st->heard || !st->runs) {
-        snprintf(err, errlen, "co_store: out of memory");
+        snprintf(err, errlen, "co_writer: out of memory");
         goto fail;
     }
     zhashx_set_destructor(st->peers, s_peer_free);
@@ -1292,24 +1292,24 @@ co_store_new(const co_config_t *cfg, co_db_t *db, void *ctx,
     st->started = true;
     return st;
 fail:
-    co_store_destroy(&st);
+    co_writer_destroy(&st);
     return NULL;
 }
 
 int
-co_store_push(co_store_t *st, co_queue_item_t **item)
+co_writer_push(co_writer_t *st, co_queue_item_t **item)
 {
     return co_queue_push(st->in, item, (*item)->kind == CO_ITEM_OFFLINE);
 }
 
 void
-co_store_depth(co_store_t *st, size_t *items, size_t *bytes)
+co_writer_depth(co_writer_t *st, size_t *items, size_t *bytes)
 {
     co_queue_depth(st->in, items, bytes);
 }
 
 void
-co_store_counters(co_store_t *st, co_counters_t *out, bool *db_up)
+co_writer_counters(co_writer_t *st, co_counters_t *out, bool *db_up)
 {
     co_detect_counters_t d;
     pthread_mutex_lock(&st->snap_lock);
@@ -1325,7 +1325,7 @@ co_store_counters(co_store_t *st, co_counters_t *out, bool *db_up)
 }
 
 void
-co_store_stop(co_store_t *st)
+co_writer_stop(co_writer_t *st)
 {
     if (!st->started)
         return;
@@ -1336,12 +1336,12 @@ co_store_stop(co_store_t *st)
 }
 
 void
-co_store_destroy(co_store_t **stp)
+co_writer_destroy(co_writer_t **stp)
 {
     if (!stp || !*stp)
         return;
-    co_store_t *st = *stp;
-    co_store_stop(st);
+    co_writer_t *st = *stp;
+    co_writer_stop(st);
     co_detect_destroy(&st->detect);
     co_bisector_destroy(&st->bisector);   /* it posts to notify */
     co_confirmer_destroy(&st->confirmer); /* so does it */
