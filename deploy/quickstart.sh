@@ -177,8 +177,11 @@ done
 
 # Where this start's lines begin in each agent's log (they append).
 for host in alpha beta; do
-    wc -l <"$VAR/agents/$host/agent.log" 2>/dev/null >"$VAR/agents/$host/log.start" ||
-        echo 0 >"$VAR/agents/$host/log.start"
+    if [ -f "$VAR/agents/$host/agent.log" ]; then
+        wc -l <"$VAR/agents/$host/agent.log" >"$VAR/agents/$host/log.start"
+    else
+        echo 0 >"$VAR/agents/$host/log.start"   # the first start
+    fi
 done
 for host in alpha beta; do
     dir=$VAR/agents/$host

@@ -92,6 +92,11 @@ for pass in $passes; do
     has "running .*compress"; ok $? "$pass: progress lines name host and benchmark"
     has "alpha .*startup: complete" && has "beta .*startup: complete"
     ok $? "$pass: --wait tells the end of the short startup benchmark on both hosts"
+    # The first screen has no error that is not the user's: no line of
+    # the shell's own (a redirect of a log not made yet, on a fresh var).
+    ! grep -E "quickstart\.sh: [0-9]+: |No such file or directory" \
+        "$VAR/out.txt" >"$VAR/shell-errors.txt"
+    ok $? "$pass: no shell error on the screen$(head -c 200 "$VAR/shell-errors.txt" | tr '\n' ' ')"
     has "^quickstart: checking the Debian packages" &&
         has "^quickstart: using the build in $BUILD$"
     ok $? "$pass: says what it does before the packages and the build"
