@@ -104,7 +104,7 @@ if [ "${PARITY_TEST_TSAN:-1}" != 0 ]; then
         run_suite build-tsan "${PARITY_TEST_JOBS:-2}"
 fi
 
-# Fuzzing (issue 11): every libFuzzer target of tests/fuzz for
+# Fuzzing: every libFuzzer target of tests/fuzz for
 # PARITY_FUZZ_SECONDS (20) in a clang build of the targets alone; each
 # target is one check (tests/fuzz/run.sh prints TAP).
 if [ "${PARITY_TEST_FUZZ:-1}" != 0 ]; then

@@ -871,7 +871,7 @@ pw_results_check(const json_t *doc, char *err, size_t errlen)
         }
         /* pw_results_finish looks samples up by arm name (strcmp) and
          * keys summaries and verdicts by it: a nameless arm would crash
-         * it (issue 11, fuzzing 2). */
+         * it (found by fuzzing). */
         json_t *arm;
         json_array_foreach(json_object_get(b, "arms"), j, arm)
             if (!json_is_string(json_object_get(arm, "name"))) {

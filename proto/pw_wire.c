@@ -651,7 +651,7 @@ pw_wire_unpack(const uint8_t *buf, size_t len, size_t max,
     /* protobuf-c 1.4 decodes an over-long tag (82 00) as field number 0
      * and accepts the frame, where pw_wire_peek (the loop's routing) and
      * the bounds' prescan see a frame that does not scan: refuse it, so
-     * that peek and unpack always agree (tests/fuzz, issue 11). */
+     * that peek and unpack always agree (tests/fuzz). */
     if (!scanned) {
         pw_err(err, errlen, "unpack: %zu bytes are not a parity.Envelope "
                "(field number 0, or a field protobuf does not have)", len);

@@ -1,6 +1,6 @@
 /* ag_counters.h -- hardware counters beside wall time: instructions,
  * cycles and task-clock of a measured command and its children, and
- * nothing of the harness (issue 13, docs/verdict.md "Counters").
+ * nothing of the harness (docs/verdict.md "Counters").
  *
  * How: each counter is a perf_event_open(2) event on the calling thread
  * (pid 0, any CPU), opened disabled with enable_on_exec and inherit,

@@ -1,5 +1,5 @@
-/* co_detect.h -- change points found as runs are stored (issue 9;
- * docs/regressions.md).
+/* co_detect.h -- change points found as runs are stored
+ * (docs/regressions.md).
  *
  * After the writer commits a RunEnd it hands the run's id here. A
  * thread with its own database connection then looks at each series the

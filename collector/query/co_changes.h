@@ -1,5 +1,5 @@
-/* co_changes.h -- the collector's answers about change points (issue 9;
- * docs/protocol.md 10.12, 10.14-10.16 are the reference of arguments and
+/* co_changes.h -- the collector's answers about change points
+ * (docs/protocol.md 10.12, 10.14-10.16 are the reference of arguments and
  * bodies):
  *
  *   series   per (suite, benchmark, host, variables, subject, other):

@@ -1,5 +1,5 @@
 /* co_seen.h -- hosts.last_seen written beside the writer, never in its
- * way (issue 8).
+ * way.
  *
  * The writer used to run `UPDATE hosts SET last_seen = now()` for every
  * host heard in the last heartbeat interval on its own thread, between

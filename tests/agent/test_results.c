@@ -221,7 +221,7 @@ main(void)
     ok_str(err, "results: benchmarks[0].samples[0]: expected kind and "
            "wall_us", "its message");
     json_decref(bad);
-    /* Issue 11, fuzzing 2: an arm without a name passed the check and
+    /* Found by fuzzing: an arm without a name passed the check and
      * pw_results_finish then crashed in strcmp(name, NULL). */
     static const char *const nameless[] = {
         "[{\"name\": \"a\"}, {\"subject\": true}]",

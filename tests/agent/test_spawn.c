@@ -306,7 +306,7 @@ main(int argc, char **argv)
     cpu_set_t after;
     sched_getaffinity(0, sizeof after, &after);
     ok(CPU_EQUAL(&mine, &after), "the caller's affinity is restored");
-    /* Issue 11: the child inherits the pinning at posix_spawn, so the
+    /* The child inherits the pinning at posix_spawn, so the
      * harness thread gives the CPU back right then, not after the timed
      * window in which it drains stderr and polls. */
     s_pinned_t pin = { .cpu = last };

@@ -283,7 +283,7 @@ static const bad_t s_bad[] = {
       "        command: [a]\n        env: {\"A=B\": 1}\n      - name: b\n",
       "t.yaml:7:15: env: \"A=B\" is not a variable name (letters, digits and "
       "_, not starting with a digit)" },
-    /* Issue 11: a versions: argv whose second element is refused leaked
+    /* A versions: argv whose second element is refused leaked
      * the argv and its first string (the ASan build's LeakSanitizer
      * fails this program then). */
     { "suite: s\nbenchmarks:\n  - name: x\n    versions: [[ok, {k: v}]]\n"
@@ -422,7 +422,7 @@ s_bound_cases(void)
     ok(s == NULL, "no suite after any of them");
 }
 
-/* Issue 11, fuzzing 3: libyaml's scanner is quadratic in flow nesting
+/* Found by fuzzing: libyaml's scanner is quadratic in flow nesting
  * (200,000 '[' ran for over a minute), so deep nesting is refused before
  * the file is loaded, and quickly. */
 static void
@@ -483,7 +483,7 @@ s_depth_cases(void)
     ag_suite_destroy(&s);
 }
 
-/* Issue 11, fuzzing 4: aliases repeat substituted strings. This 200 KB
+/* Found by fuzzing: aliases repeat substituted strings. This 200 KB
  * suite asks for 256 benchmarks x 16 arms x a 4 MB argv, 16 GB: it is
  * refused at 16 MiB of strings in all. The load runs in a child, so
  * its peak memory can be read and a runaway one killed by alarm(). */

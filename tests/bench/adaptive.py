@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""adaptive.py -- a floor that holds still and `runs: auto` (issue 13),
+"""adaptive.py -- a floor that holds still and `runs: auto`,
 measured with the built `parity compare` on this machine.
 
     tests/bench/adaptive.py BUILD_DIR [--trials 200] [--per 20]

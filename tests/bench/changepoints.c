@@ -1,4 +1,4 @@
-/* changepoints.c -- detection quality of vd_change_find (issue 9) on
+/* changepoints.c -- detection quality of vd_change_find on
  * synthetic series (tests/verdict/series_gen.h), against two peers in
  * the same run:
  *

@@ -1,6 +1,6 @@
 #!/bin/sh
 # changepoints.sh BUILD_DIR [changepoints options] -- detection quality of
-# the change-point library (issue 9): BUILD_DIR/tests/bench/changepoints
+# the change-point library: BUILD_DIR/tests/bench/changepoints
 # on generated series, Parity's defaults against Otava's defaults and a
 # verdict against the previous run, in the same run. Bounded: under a
 # minute of one core at the defaults (100 step series a cell, 50 noise

@@ -1,6 +1,6 @@
 #!/bin/sh
 # changes_bench.sh BUILD_DIR [options] -- the performance benchmark of
-# issue 9 ("Performance": regressions over time). Not a registered test;
+# regressions over time. Not a registered test;
 # bounded in time; loopback only. Run it alone on the machine (under
 # `flock /tmp/parity-build.lock` on the shared VM).
 #
@@ -27,7 +27,7 @@
 #
 # Peers, named beside each figure: regressions against --compare
 # OTHER_BUILD_DIR's collector on the same database (default: none; the
-# benchmark of issue 9 used the commit before fe94a6c, whose regressions
+# figures in docs/performance.md use the commit before fe94a6c, whose regressions
 # is the verdict against the previous job alone); the site against its
 # own `series` requests and --compare's client and collector; detection
 # against reading the series window run by run and vd_change_find alone,

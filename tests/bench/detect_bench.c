@@ -1,5 +1,5 @@
 /* detect_bench.c -- what incremental change-point detection costs per
- * stored run (issue 9: "adds <= 5 ms to a RunEnd"), on a loaded
+ * stored run (the target: "adds <= 5 ms to a RunEnd"), on a loaded
  * database (tests/bench/changes_bench.sh loads one).
  *
  *   detect-bench CONNINFO [--runs N] [--seed S] [--between CMD]

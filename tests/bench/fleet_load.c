@@ -1,4 +1,4 @@
-/* fleet_load.c -- the fleet load benchmark (issue 8, part 4): many CURVE
+/* fleet_load.c -- the fleet load benchmark: many CURVE
  * agents, some streaming runs, and an admin client querying, against a
  * running parity-collector on 127.0.0.1. tests/bench/fleet_load.sh starts
  * the collector, loads its history and runs this.
@@ -213,7 +213,7 @@ typedef struct {
 typedef struct {
     const char *endpoint;
     /* --endpoint A,B,...: agent i connects to endpoints[i % n] (several
-     * collectors on one database, issue 14); the admin client to the
+     * collectors on one database); the admin client to the
      * first. */
     char *endpoints[FL_MAX_ENDPOINTS];
     int nendpoints;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# fleet_load.sh BUILD_DIR [options] -- the fleet load benchmark (issue 8).
+# fleet_load.sh BUILD_DIR [options] -- the fleet load benchmark.
 # Not a registered test; bounded in time and count; loopback only.
 #
 # Starts BUILD_DIR/collector/parity-collector with its private PostgreSQL
@@ -23,7 +23,7 @@
 #
 # History: "a year of nightly jobs on 50 hosts" (tests/bench/
 # fleet_history.sql), bulk-loaded with psql into the schema of migrations
-# 001..005 (the collector before issue 8): the collector is started once
+# 001..005 (the collector before the threaded one): the collector is started once
 # on an empty data dir (it makes the cluster), stopped, the schema is
 # replaced by 001..005 and loaded, and the collector is started again: a
 # newer collector migrates the history on that start as it would a real
@@ -61,7 +61,7 @@
 #       within one batch interval, so 100 RunEnds arrive together every run
 #   --queries 0: the admin client asks only stats, run and jobs (no hosts,
 #       verdicts, history, regressions loop): ingest and liveness alone
-#   --collectors 2: a second collector (issue 14) on the first one's
+#   --collectors 2: a second collector on the first one's
 #       PostgreSQL (--db on its socket, its own --data-dir for the lock,
 #       --name c2); agent i connects to collector i % 2, the admin client
 #       (hosts, verdicts, jobs) to the first. false_offline counts both

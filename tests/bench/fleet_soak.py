@@ -2,7 +2,7 @@
 """fleet_soak.py BUILD_DIR [--duration S] [--agents N] [--kill-every S]
 [--pg-stop-at S] [--pg-stop-for S] [--job-every S] [--keep]
 
-The soak of issue 8 (part 5), run by tests/bench/soak.sh. Real processes on
+The soak, run by tests/bench/soak.sh. Real processes on
 127.0.0.1 only: parity-collector with its private PostgreSQL in a temp dir,
 --agents (20) parity-agent daemons with their own keys, suites and spools,
 and the `parity` client creating a job for every host every --job-every

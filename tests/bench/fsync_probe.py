@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """fsync_probe.py DIR SECONDS [INTERVAL_MS] -- what a durable COMMIT
-costs on this disk while a benchmark runs (issue 8's fleet load).
+costs on this disk while a benchmark runs (the fleet load).
 
 Every INTERVAL_MS (50) it writes 8 KiB into a 1 MiB file in DIR and
 fdatasyncs it, as PostgreSQL does with a WAL page at COMMIT, for SECONDS

@@ -1,6 +1,6 @@
 #!/bin/sh
 # ingest_bench.sh [BUILD_DIR] [extra ingest-load options] -- the collector's
-# ingest benchmark (issue 4). Builds ingest-load and parity-collector, then
+# ingest benchmark. Builds ingest-load and parity-collector, then
 # runs ingest-load: 8 CURVE agents on 127.0.0.1 through parity-collector
 # into its private PostgreSQL, against plain binary COPY of the same rows
 # into the same table in the same run, and the collector's memory per

@@ -1,4 +1,4 @@
-/* ingest_load.c -- the collector's ingest benchmark (issue 4).
+/* ingest_load.c -- the collector's ingest benchmark.
  *
  *   ingest-load PATH/TO/parity-collector [--agents 8] [--batches 300]
  *               [--idle 200] [--window 64]

@@ -3,7 +3,7 @@
  * programs on a shared host) falls on both equally. The bare side stops
  * its clock after wait4 (reaping included); ag_spawn_run stops when the
  * pidfd is readable. A third side is ag_spawn_run with the counters on
- * (ag_counters.h: what the harness does since issue 13), against the
+ * (ag_counters.h: what the harness does), against the
  * same call without them. Prints min, q25 and median of each and the
  * ratios, then the harness's own CPU a run (CLOCK_THREAD_CPUTIME_ID
  * around the whole call: the spawn, the reap, /proc and, with them, the

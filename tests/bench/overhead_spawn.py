@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""overhead_spawn.py -- the harness's measurement overhead (issue 3).
+"""overhead_spawn.py -- the harness's measurement overhead.
 
 In one interleaved session (blocks rotate the tools' order), time /bin/true
 with

@@ -1,7 +1,7 @@
 #!/bin/sh
 # soak.sh BUILD_DIR [--duration S] [--agents N] [--kill-every S]
 #         [--pg-stop-at S] [--pg-stop-for S] [--job-every S] [--keep]
-# The soak of issue 8 (part 5): 10 minutes of repeated jobs on 20 real
+# The soak: 10 minutes of repeated jobs on 20 real
 # parity-agent daemons, the collector killed -9 and restarted every 2
 # minutes, PostgreSQL stopped for 20 s once; then every sample is checked
 # against the agents' own RunEnd counts, none duplicated. Loopback only,

@@ -2,7 +2,7 @@
 # verdict_batch.sh -- `parity verdict --batch` lines per second, against
 # peers that read and write the same JSON Lines in the same run:
 # `jq -c .` (parse and re-print, no arithmetic) and a Python json
-# round trip. The target of issue 2 is >= 300,000 lines/s.
+# round trip. The target is >= 300,000 lines/s.
 #
 #   tests/bench/verdict_batch.sh [PARITY_BINARY] [LINES]
 #

@@ -1,5 +1,5 @@
-/* test_co_commit.c -- co_db_commit trusts only a COMMIT that committed
- * (issue 11). PostgreSQL answers COMMIT of a transaction in which a
+/* test_co_commit.c -- co_db_commit trusts only a COMMIT that committed.
+ * PostgreSQL answers COMMIT of a transaction in which a
  * statement failed with the command tag ROLLBACK and no error; the
  * collector took that for success and acked a burst's messages that were
  * gone (a SampleBatch whose run_id was not UTF-8 failed its look-up

@@ -1,4 +1,4 @@
-/* test_co_copy.c -- co_db's COPY error path (issue 11): when the COPY
+/* test_co_copy.c -- co_db's COPY error path: when the COPY
  * data cannot be sent, the copy is ended as failed (PQputCopyEnd with a
  * message) before results are collected, and a server that stays in
  * COPY-IN is not spun on.

@@ -1,4 +1,4 @@
-/* test_enroll.c -- enrollment in the real collector (issue 10), with raw
+/* test_enroll.c -- enrollment in the real collector, with raw
  * CURVE peers, the admin's Requests and its private PostgreSQL:
  *
  *   - the key service answers "key" with the public key, nothing else;

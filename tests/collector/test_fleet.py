@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_fleet.py fleet BUILD_DIR REQUEST -- the collector's threads under a
-slow database (TAP; issue 8 part 6).
+slow database (TAP).
 
 Real processes, as tests/jobs (whose World fixture this imports): a
 parity-collector with its private PostgreSQL in a fresh temp dir, three

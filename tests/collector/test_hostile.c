@@ -237,7 +237,7 @@ s_run_start_no_arms(void *s, uint64_t seq, const char *run)
     "depends on run_start " run ", which was refused: run_start " run \
     ": no arms"
 
-/* Issue 11: a message that depends on one refused for good (a batch or
+/* A message that depends on one refused for good (a batch or
  * RunEnd of a refused RunStart, a RunEnd counting a refused batch) is
  * answered with Error 14 naming that message, not with silence: an agent
  * following docs/protocol.md section 5 would resend it forever. sa is
@@ -333,7 +333,7 @@ s_dependency_checks(void *sa, void *sb, uint64_t *seqp)
     *seqp = seq;
 }
 
-/* Issue 11: a batch the database would refuse is refused before it sees
+/* A batch the database would refuse is refused before it sees
  * it, and the Error names the first bad sample (index, field, why) or the
  * batch's own field, never PostgreSQL's statement or schema. run is one
  * of A's stored runs (2 arms); *seqp is A's last seq. */
@@ -505,7 +505,7 @@ s_empty_samples_frame(uint64_t seq, const char *run, size_t n, size_t *len)
     return f;
 }
 
-/* Issue 8: the threaded collector under a frame that would cost hundreds
+/* The threaded collector under a frame that would cost hundreds
  * of MiB decoded, and under an agent's resends of one frame while the
  * writer is busy (a fresh collector: its VmHWM is a clean baseline). */
 static void

@@ -1,7 +1,7 @@
-/* test_peers.c -- parity-collector and raw CURVE peers (issue 11):
+/* test_peers.c -- parity-collector and raw CURVE peers:
  * Heartbeats go to agents only (a client that never said Hello is not
  * heartbeated, and nothing is counted as dropped for it), spread over
- * the interval rather than all at once (issue 8). */
+ * the interval rather than all at once. */
 #include <libpq-fe.h>
 #include <jansson.h>
 
@@ -128,7 +128,7 @@ s_spread(void *ctx, cc_collector_t *col, zcert_t **certs)
 }
 
 /* A Hello whose agent_name holds U+0000, from a raw peer: Error 10
- * naming the field, and no host row (issue 11). */
+ * naming the field, and no host row. */
 static void
 s_nul_hello(void *s)
 {
@@ -156,7 +156,7 @@ s_nul_hello(void *s)
 
 /* Requests the loop answers itself (docs/protocol.md section 3): ping
  * and stats read no arguments, and a Request that does not decode is
- * counted in its bad_<kind> like any frame (issue 11). */
+ * counted in its bad_<kind> like any frame. */
 static void
 s_requests(void *s)
 {

@@ -186,7 +186,7 @@ s_peek(void)
     ok(pw_wire_peek_version(bad[4].f, bad[4].len, &version)
        == PW_WIRE_EPARSE && version == 0,
        "peek_version refuses a version as a string: parse");
-    /* tests/fuzz found it (issue 11): protobuf-c reads the over-long tag
+    /* tests/fuzz found it: protobuf-c reads the over-long tag
      * 82 00 as field 0 and accepts the frame, peek does not scan it. */
     uint8_t overlong[] = { 0x08, 0x01, 0x82, 0x00, 0x00, 0x5a, 0x00 };
     Parity__Envelope *env = NULL;
@@ -196,7 +196,7 @@ s_peek(void)
        && s_peek_agrees(overlong, sizeof overlong),
        "an over-long tag (82 00, field 0): unpack refuses it as peek does");
 
-    /* The same tag at any depth (issue 11, campaign finding 5): protobuf-c
+    /* The same tag at any depth (found by fuzzing): protobuf-c
      * skips field 0 as unknown inside a body or a sample; unpack refuses
      * it as a frame that does not parse (Error 3), naming the field. */
     static const struct {
@@ -248,7 +248,7 @@ s_peek(void)
 }
 
 /* U+0000 inside any text field, at any depth, is refused (Error 10):
- * protobuf-c would cut the string there (issue 11). */
+ * protobuf-c would cut the string there. */
 static void
 s_nul(void)
 {
@@ -292,7 +292,7 @@ s_nul(void)
     pw_wire_free(&out);
 }
 
-/* pw_wire_utf8_valid, and the ids every answer quotes (issue 11). */
+/* pw_wire_utf8_valid, and the ids every answer quotes. */
 static void
 s_utf8(void)
 {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_enroll.py CASE BUILD_DIR -- enrolling real agents (TAP; issue 10).
+"""test_enroll.py CASE BUILD_DIR -- enrolling real agents (TAP).
 
 Real processes, as in test_system.py (whose World this reuses): one
 parity-collector with its private PostgreSQL, parity-agent daemons and

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_suites.py CASE BUILD_DIR -- suites that update (TAP; issue 10).
+"""test_suites.py CASE BUILD_DIR -- suites that update (TAP).
 
 Real processes, as in test_system.py (whose World this reuses): one
 parity-collector with its private PostgreSQL, parity-agent daemons, the

@@ -453,7 +453,7 @@ def spool_file(spool, seq, body_field, body):
 
 
 def case_refused(w):
-    """Issue 11: what depends on a refused message is refused too."""
+    """What depends on a refused message is refused too."""
     w.write_suite(runs=3)
     os.makedirs(w.spool)
     run = b"refused-run"
@@ -518,7 +518,7 @@ def valgrind_summary(path):
 
 def case_valgrind(w):
     """Both daemons under memcheck for a small job: no error, no
-    definite leak (issue 11, sanitizers)."""
+    definite leak (sanitizers)."""
     supp = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         "valgrind.supp")
     logs = os.path.join(w.root, "vg-%s.log")

@@ -265,7 +265,7 @@ def main():
                                                     job_status()))
     write("frame", "no-hello", delimited(run_start(), batch(3, 0)))
     # An over-long tag (82 00: field 0) inside a sample, which protobuf-c
-    # skips as unknown and pw_wire_unpack refuses (issue 11).
+    # skips as unknown and pw_wire_unpack refuses.
     write("frame", "overlong-tag-sample", delimited(
         hello(), run_start(),
         envelope(3, 14, f_bytes(1, RUN) + f_int(2, 0) +

@@ -11,8 +11,8 @@ parity-agent daemons (alpha, beta), the `parity` client, 127.0.0.1 only.
           (parity), twice as long at c3 (loss) and c4;
           "steady" is always a win. Then: history lists the jobs in
           order with every host's outcome; regressions exits 0 with c1,
-          c2 only, and c3's other --var value is a new series (issue 9:
-          nothing to compare with, no regression); c4, with c3's
+          c2 only, and c3's other --var value is a new series
+          (nothing to compare with, no regression); c4, with c3's
           variables, is compared with c3 (unchanged); report (Markdown,
           HTML) of a job holds every host's verdict and shows a
           benchmark called <script>alert(1)</script> verbatim. Every
@@ -219,7 +219,7 @@ def case_fleet():
 
         # -- regressions ------------------------------------------------
         # c3 ran with --var delay=0.3: the job's variables are part of a
-        # series (issue 9), so c3 is not compared with c2's delay=0.15
+        # series, so c3 is not compared with c2's delay=0.15
         # (tests/history/test_changes.py has steps within one series).
         r = w.parity("regressions", "--json")
         g = {}

@@ -1,5 +1,5 @@
 /* cl_regressions.c -- `parity regressions`: the open change points of
- * each series (found by the collector as runs are stored, issue 9),
+ * each series (found by the collector as runs are stored),
  * regressions first and worst first, with the hosts that show the same
  * step (exit 1 while a regression is open, for CI); beside them, per
  * benchmark, arm pair and host, the newest verdict against the one
