@@ -19,10 +19,12 @@
 # libxml2-utils (xmllint) validates `parity run --junit` in
 # tests/jobs/test_gate.py.
 # git: `parity bisect --git DIR` runs git rev-list (tests/history).
+# binutils (objcopy): tests/layout reads each program's read-only data.
 set -eu
 
 PACKAGES="
 gcc
+binutils
 libc6-dev
 meson
 ninja-build

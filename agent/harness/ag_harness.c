@@ -186,26 +186,19 @@ s_noop_at(const char *path)
     return true;
 }
 
-/* A program running from the build tree (its /proc/self/exe under
- * PARITY_BUILD_DIR) takes the build tree's parity-noop first, so tests
- * never calibrate with an installed copy of another version; an installed
- * program takes PARITY_LIBEXEC_DIR's (/usr/libexec/parity), never the
- * build tree it was made in. */
+/* A program running from a build tree finds that tree's parity-noop by
+ * where it is (beside it, or agent/ seen from collector/client/ or
+ * a folder of tests/), so tests never calibrate with an installed copy of another
+ * version; an installed program takes PARITY_LIBEXEC_DIR's
+ * (/usr/libexec/parity). No build directory is compiled in: an installed
+ * binary never looks into the tree it was made in. */
 static void
 s_find_noop(void)
 {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    bool in_build_tree = false;
     if (n > 0) {
         exe[n] = '\0';
-        size_t blen = strlen(PARITY_BUILD_DIR);
-        in_build_tree = strncmp(exe, PARITY_BUILD_DIR, blen) == 0 &&
-                        exe[blen] == '/';
-    }
-    if (in_build_tree && s_noop_at(PARITY_BUILD_DIR "/agent/parity-noop"))
-        return;
-    if (n > 0) {
         char *dir = dirname(exe);
         /* Beside the program (a copied or relocated build); from
          * collector/client/ or tests/ in a moved build tree. */
@@ -219,8 +212,6 @@ s_find_noop(void)
         }
     }
     if (s_noop_at(PARITY_LIBEXEC_DIR "/parity-noop"))
-        return;
-    if (s_noop_at(PARITY_BUILD_DIR "/agent/parity-noop"))
         return;
     snprintf(s_noop, sizeof s_noop, "/bin/true");
 }

@@ -240,12 +240,11 @@ void ag_harness_cancel(ag_harness_t *h, ag_run_status_t status);
 /* Clear a previous cancel so h can run again. Not signal-safe. */
 void ag_harness_reset(ag_harness_t *h);
 
-/* The no-op program used for calibration: the build tree's
- * agent/parity-noop for a program running from the build tree, else
- * parity-noop beside the running executable (or the build tree's agent/
- * seen from collector/client/ or tests/), else the installed
- * PARITY_LIBEXEC_DIR/parity-noop (/usr/libexec/parity), else the build
- * tree's, else /bin/true. The returned string is static. */
+/* The no-op program used for calibration: parity-noop beside the
+ * running executable (or a build tree's agent/ seen from collector/client/
+ * or tests/), else the installed PARITY_LIBEXEC_DIR/parity-noop
+ * (/usr/libexec/parity), else /bin/true. The returned string is
+ * static. */
 const char *ag_harness_default_noop(void);
 
 /* "complete", "failed", "incomplete", "cancelled"; "?" out of range. */
