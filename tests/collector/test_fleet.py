@@ -6,7 +6,7 @@ Real processes, as tests/jobs (whose World fixture this imports): a
 parity-collector with its private PostgreSQL in a fresh temp dir, three
 `parity-agent run` processes streaming to it, the `parity` client,
 psql over the cluster's Unix socket, 127.0.0.1 only. REQUEST is a
-jobs-request (tests/jobs/jobs_request.c) that this test keeps open to
+jobs-request (tests/helpers/jobs_request.c) that this test keeps open to
 poll `stats` through a second client.
 
   slow query   --heartbeat-ms 200, three agents stream a ~12 s run. psql

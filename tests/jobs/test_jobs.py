@@ -54,7 +54,7 @@ BUILD = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else
 AGENT = os.path.join(BUILD, "agent", "parity-agent")
 COLLECTOR = os.path.join(BUILD, "collector", "parity-collector")
 PARITY = os.path.join(BUILD, "collector", "client", "parity")
-REQUEST = os.path.join(BUILD, "tests", "jobs", "jobs-request")
+REQUEST = os.path.join(BUILD, "tests", "helpers", "jobs-request")
 HEARTBEAT_MS = "200"   # offline after 5 beats: 1 s
 
 # /bin/true against echo: the cheapest pair (fleet's and quick's startup).
