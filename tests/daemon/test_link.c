@@ -48,7 +48,10 @@ s_bind(s_fake_t *f, const char *endpoint)
     zmq_setsockopt(f->router, ZMQ_CURVE_SECRETKEY,
                    zcert_secret_key(f->cert), 32);
     zmq_setsockopt(f->router, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_bind(f->router, endpoint);
+    /* The port of a ROUTER just closed is released by libzmq's I/O
+     * thread a moment later: try again for up to 5 s. */
+    for (int i = 0; i < 100 && zmq_bind(f->router, endpoint) != 0; i++)
+        usleep(50000);
     size_t len = sizeof f->endpoint;
     zmq_getsockopt(f->router, ZMQ_LAST_ENDPOINT, f->endpoint, &len);
     f->hello = false;
