@@ -32,10 +32,6 @@
  * rows are refused. */
 #define PW_OUT_TABLE_ROWS   100001
 
-/* Print "parity VERB: message" and a newline on stderr. */
-void pw_out_error(const char *verb, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
 /* A time in microseconds for a reader, with its unit: "12.34 ns",
  * "566.0 µs", "1.234 ms", "2.500 s". Writes at most len bytes; returns buf. */
 char *pw_out_us(char *buf, size_t len, double us);
@@ -53,35 +49,6 @@ char *pw_out_kib(char *buf, size_t len, double kib);
  * or "%.4g" below 0.001 and from 10000 up (1e-05, 2.5e+20), where four
  * decimals would read 0.0000 or run on. Returns buf. */
 char *pw_out_ratio(char *buf, size_t len, double x);
-
-/* Parse a whole string as a finite double (no trailing text). Returns 0
- * and sets *out, or -1. */
-int pw_out_parse_double(const char *s, double *out);
-
-/* Parse the value of option opt (e.g. "--floor-us") as a finite number
- * >= 0 into *out; on failure print verb's error ("--floor-us \"x\": not a
- * number", "--parity -1: must be >= 0") and return -1. */
-int pw_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
-                      double *out);
-
-/* The rule's options that the local verbs share, as getopt_long codes:
- * --floor-us (the floor, no longer the default) and --parity, each a
- * number >= 0 (pw_out_nonneg_opt). pw_out_rule_opt takes option c with
- * its value into p: 1 when c was one of them, 0 when it is not, -1 when
- * its value was refused (said). */
-enum { PW_OUT_OPT_FLOOR = 0x300, PW_OUT_OPT_PARITY };
-#define PW_OUT_RULE_OPTIONS                                                \
-    {"floor-us", required_argument, NULL, PW_OUT_OPT_FLOOR},             \
-    {"parity", required_argument, NULL, PW_OUT_OPT_PARITY}
-int pw_out_rule_opt(const char *verb, int c, const char *arg,
-                    vd_params_t *p);
-
-/* Parse a comma-separated list of numbers ("566,568, 576") into a new
- * array the caller frees. At most max values. Returns 0, or -1 with a
- * reason in err ("sample 3 is \"x\": not a number"). Values are not
- * checked against the rule; vd_compare does that. */
-int pw_out_parse_list(const char *s, size_t max, double **values,
-                      size_t *n, char *err, size_t errlen);
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when the bytes
  * there are not one (a stray continuation byte, an overlong form, a
@@ -125,12 +92,6 @@ int pw_out_metric_verdict(FILE *f, const char *metric, const char *subject,
  * take the reference. Returns 0 or -1 on a write or memory error. */
 int pw_out_json(FILE *f, const json_t *j);
 
-/* The last step of a verb whose answer is JSON: j (may be NULL: out of
- * memory) on stdout as pw_out_json writes it, then released (taken).
- * PW_EXIT_OK, or PW_EXIT_SYSTEM when there is nothing to write or the
- * write failed. */
-int pw_out_json_exit(json_t *j);
-
 /* A number for a file a program reads back (CSV): the shortest "%.15g"
  * to "%.17g" text that parses to exactly x, so every CSV writer gives
  * the same digits ("0.8", "1.2345678901234567"); "" when x is not
@@ -142,73 +103,10 @@ char *pw_out_number(char *buf, size_t len, double x);
 char *pw_out_json_number(char *buf, size_t len, const json_t *o,
                          const char *key);
 
-/* Write s escaped for HTML, SVG and XML: & < > " ' as entities, other
- * control bytes than tab and the line ends (which XML forbids) as '?',
- * and with one_line the line ends as spaces too. NULL writes nothing.
- * Errors show in ferror(f). */
-void pw_out_xml(FILE *f, const char *s, bool one_line);
-
-/* Write fmt with each "%s" replaced by the next argument (a string, NULL
- * for nothing) as pw_out_xml writes it, and "%%" by '%'; fmt itself is
- * markup, written as it is. No other conversion exists. */
-void pw_out_xmlf(FILE *f, bool one_line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* One CSV field of s then ',' (or '\n' when last), quoted as RFC 4180
  * says when s holds a comma, a quote or a newline. Errors show in
  * ferror(f). */
 void pw_out_csv_field(FILE *f, const char *s, bool last);
-
-/* Print a verb's usage on stdout and flush it: PW_EXIT_OK, or
- * PW_EXIT_SYSTEM after "parity VERB: writing the usage failed: <strerror>"
- * when stdout is closed or full. */
-int pw_out_help(const char *verb, const char *usage);
-
-/* Look a long option name up: true when arg is exactly --help or -h,
- * used by every verb before its own parsing. */
-bool pw_out_wants_help(int argc, char **argv);
-
-/* What a verb says when getopt_long (with an optstring that starts with
- * ':' and opterr 0) returned c, ':' or '?': "--limit needs a value", or
- * "unexpected argument \"ARG\" (parity VERB --help)". Reads getopt's
- * optind. */
-void pw_out_getopt_error(const char *verb, int c, char *const *argv);
-
-/* The same for a verb whose getopt_long may also return '?' for an
- * option it does not know or a long option given a value it does not
- * take (optstring ':' plus its short letters, opterr 0): "--limit needs
- * a value", "unknown option \"-q\" (parity VERB --help)", "\"--json=1\":
- * the option takes no value", or "unknown option \"--frob\" (parity VERB
- * --help)". Tells them apart by getopt's optopt: a short option's letter,
- * a long option's value (callers number theirs from 256) when it was
- * given a value, else 0. Reads optind and optopt. */
-void pw_out_option_error(const char *verb, int c, char *const *argv);
-
-/* After getopt_long: the one positional argument a verb takes into *arg
- * (unchanged when there is none). 0, or -1 after "unexpected argument"
- * for a second one. */
-int pw_out_one_operand(const char *verb, int argc, char *const *argv,
-                       const char **arg);
-
-/* For a verb that takes no option but --help and one operand: parse
- * argv with getopt_long and take the operand into *arg (unchanged when
- * none). 0, or -1 after pw_out_getopt_error or "unexpected argument". */
-int pw_out_operand_only(const char *verb, int argc, char **argv,
-                        const char **arg);
-
-/* "90", "90s", "10m", "2h", "3d", "2w" (no unit: seconds) into *out_s:
- * 0, or -1 when s is not one or is beyond max_s or under 1 us. The
- * verbs' --since and --expire share it. */
-int pw_out_duration(const char *s, double max_s, double *out_s);
-
-/* The comma-separated items of s ("a,b,c") appended to arr as strings:
- * 0, or -1 on an empty item or when arr would pass max items. --hosts
- * and --only share it. */
-int pw_out_add_list(json_t *arr, const char *s, size_t max);
-
-/* "KEY=VALUE" into obj[KEY] (KEY 1..1024 bytes, VALUE may be empty):
- * 0, or -1 when s is not one. --tag and --var share it. */
-int pw_out_key_value(json_t *obj, const char *s);
 
 /* ---- the collector's answers (docs/protocol.md section 10) ----------
  * What every verb reads the same way from a Reply body, so one host's
@@ -224,12 +122,6 @@ const char *pw_out_str(const json_t *o, const char *key, const char *dflt);
 char *pw_out_pairs(char *buf, size_t len, const json_t *obj,
                    const char *empty);
 
-/* A fleet event's bisect (its "bisect" object, docs/protocol.md 10.17)
- * in words: "bisect 3 found c37", "bisect 3 found a step spread over
- * c20, c37", "bisect 3 running", "bisect 3 failed: REASON". "" for a
- * missing one. Returns buf. */
-char *pw_out_bisect(char *buf, size_t len, const json_t *bisect);
-
 /* A fleet event's or change point's confirm (its "confirm" object,
  * docs/protocol.md "confirm") in words: "confirm 3 confirmed: 2 of 2
  * hosts see the step again, c37 against c36 in one job", "confirm 3 not
@@ -239,56 +131,6 @@ char *pw_out_bisect(char *buf, size_t len, const json_t *bisect);
  * buf. */
 char *pw_out_confirm(char *buf, size_t len, const json_t *confirm);
 
-/* A time in microseconds since the epoch as a UTC date, or "-" when
- * us <= 0: tables "2026-12-03 11:10:52Z", the site's pages "2026-12-03
- * 11:10 UTC", its plots "2026-12-03 11:10". Returns buf. */
-typedef enum {
-    PW_OUT_TIME_TABLE = 0,
-    PW_OUT_TIME_PAGE,
-    PW_OUT_TIME_PLOT,
-} pw_out_time_form_t;
-char *pw_out_time(char *buf, size_t len, json_int_t us,
-                  pw_out_time_form_t form);
 
-/* The first object of o[list] whose string key is value, or NULL. */
-const json_t *pw_out_named(const json_t *o, const char *list,
-                           const char *key, const char *value);
-
-/* The entry of host in a comparison's "hosts" array, or NULL. */
-const json_t *pw_out_entry(const json_t *cmp, const char *host);
-
-/* One host's verdict in a table cell: "-" when entry is NULL, its status
- * when it has no verdict ("no verdict" when it completed), else the
- * outcome, the ratio and the tolerance it was judged with, "win 0.450
- * (tol. 0.040)", so a reader sees how close the call was. Returns buf. */
-char *pw_out_cell(char *buf, size_t len, const json_t *entry);
-
-/* A summary's geometric mean ratio, or "-" when no host has a verdict.
- * Returns buf. */
-char *pw_out_geomean(char *buf, size_t len, const json_t *summary);
-
-/* A span of seconds, short: "40 s", "12 min", "3 h", "2 d" (below 0:
- * "0 s"). Returns buf. */
-char *pw_out_span(char *buf, size_t len, double seconds);
-
-/* What a floor pooled, from an object with "runs" (or "floor_samples"),
- * "quiet", "oldest_us", "newest_us" (Unix us): "100 quiet runs, 4 s to
- * 2 min old" (quiet runs alone), "200 runs with busy ones, ..." (every
- * run of the window: fewer than 100 were quiet), "200 runs, ..."
- * (unknown: stored before the collector kept it), "-" without runs or
- * instants. Returns buf. */
-char *pw_out_pool(char *buf, size_t len, const json_t *pool);
-
-/* A host's floor ("566.0 µs"), then dflt_note (" (default)") when it is
- * the rule's default, or "-" when the host has none. Returns buf. */
-char *pw_out_floor(char *buf, size_t len, const json_t *host,
-                   const char *dflt_note);
-
-/* The kernel release of a host's "kernel" ("Linux 6.1.0-18-amd64 #1 SMP
- * PREEMPT_DYNAMIC Debian ...", uname's sysname, release and version):
- * its second word, "6.1.0-18-amd64"; the whole text when it has one
- * word; "-" when host has none. Tables show this; the environment keeps
- * the whole text. Returns buf. */
-char *pw_out_kernel(char *buf, size_t len, const json_t *host);
 
 #endif

@@ -7,6 +7,7 @@
  *
  * Exit codes are PW_EXIT_* (pw_out.h, docs/commands/README.md).
  */
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "config.h"
@@ -47,7 +48,7 @@ static int
 s_flushed(void)
 {
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        pw_out_error(NULL, "writing stdout: %s", strerror(errno));
+        cl_out_error(NULL, "writing stdout: %s", strerror(errno));
         return PW_EXIT_SYSTEM;
     }
     return PW_EXIT_OK;
@@ -65,7 +66,7 @@ s_find(const char *name)
 static int
 s_unknown(const char *name)
 {
-    pw_out_error(NULL, "unknown verb \"%s\" (parity --help lists them)",
+    cl_out_error(NULL, "unknown verb \"%s\" (parity --help lists them)",
                  name);
     return PW_EXIT_USAGE;
 }
@@ -92,7 +93,7 @@ main(int argc, char **argv)
         char help[] = "--help";
         char *hargv[3] = {argv[2], help, NULL};
         if (argc > 3) {
-            pw_out_error(NULL, "help takes one verb, got %d", argc - 2);
+            cl_out_error(NULL, "help takes one verb, got %d", argc - 2);
             return PW_EXIT_USAGE;
         }
         if (!(verb = s_find(argv[2])))
@@ -100,7 +101,7 @@ main(int argc, char **argv)
         return verb->run(2, hargv);
     }
     if (argv[1][0] == '-') {
-        pw_out_error(NULL, "unknown option \"%s\" (parity --help)", argv[1]);
+        cl_out_error(NULL, "unknown option \"%s\" (parity --help)", argv[1]);
         return PW_EXIT_USAGE;
     }
     if (!(verb = s_find(argv[1])))

@@ -1,5 +1,6 @@
 /* test_pw_out.c -- the shared output helpers every verb uses: units,
  * number and list parsing, aligned tables and their bounds. */
+#include "cl_out.h"
 #include "pw_out.h"
 #include "../capture.h"
 #include "../tap.h"
@@ -16,10 +17,10 @@ test_units(void)
     json_t *e = json_pack("{s:s,s:{s:s,s:f,s:f}}", "host", "a", "verdict",
                           "outcome", "win", "ratio", 0.45, "tolerance",
                           0.447);
-    ok_str(pw_out_cell(buf, sizeof buf, e), "win 0.450 (tol. 0.447)",
+    ok_str(cl_out_cell(buf, sizeof buf, e), "win 0.450 (tol. 0.447)",
            "a verdict cell shows the tolerance beside the ratio");
     json_object_del(json_object_get(e, "verdict"), "tolerance");
-    ok_str(pw_out_cell(buf, sizeof buf, e), "win 0.450",
+    ok_str(cl_out_cell(buf, sizeof buf, e), "win 0.450",
            "a verdict without a tolerance: the ratio alone");
     json_decref(e);
     ok_str(pw_out_number(buf, sizeof buf, 0.8), "0.8",
@@ -59,25 +60,25 @@ test_parsing(void)
     size_t n = 0;
     char err[128] = "";
 
-    ok(pw_out_parse_double("1.5", &x) == 0 && x == 1.5, "1.5");
-    ok(pw_out_parse_double("25 ", &x) == 0 && x == 25.0, "trailing space");
-    ok(pw_out_parse_double("", &x) == -1, "empty refused");
-    ok(pw_out_parse_double("1x", &x) == -1, "trailing text refused");
-    ok(pw_out_parse_double("inf", &x) == -1, "infinity refused");
-    ok(pw_out_parse_double("1e999", &x) == -1, "overflow refused");
-    ok(pw_out_parse_double(NULL, &x) == -1, "NULL refused");
+    ok(cl_out_parse_double("1.5", &x) == 0 && x == 1.5, "1.5");
+    ok(cl_out_parse_double("25 ", &x) == 0 && x == 25.0, "trailing space");
+    ok(cl_out_parse_double("", &x) == -1, "empty refused");
+    ok(cl_out_parse_double("1x", &x) == -1, "trailing text refused");
+    ok(cl_out_parse_double("inf", &x) == -1, "infinity refused");
+    ok(cl_out_parse_double("1e999", &x) == -1, "overflow refused");
+    ok(cl_out_parse_double(NULL, &x) == -1, "NULL refused");
 
-    ok(pw_out_parse_list("1, 2,3", 10, &v, &n, err, sizeof err) == 0 &&
+    ok(cl_out_parse_list("1, 2,3", 10, &v, &n, err, sizeof err) == 0 &&
        n == 3 && v[0] == 1 && v[1] == 2 && v[2] == 3, "list with spaces");
     free(v);
     v = NULL;
-    ok(pw_out_parse_list("1,2,3", 2, &v, &n, err, sizeof err) == -1 && !v,
+    ok(cl_out_parse_list("1,2,3", 2, &v, &n, err, sizeof err) == -1 && !v,
        "over the bound refused");
     ok_str(err, "3 values, more than the limit of 2", "bound message");
-    ok(pw_out_parse_list("1,,2", 10, &v, &n, err, sizeof err) == -1,
+    ok(cl_out_parse_list("1,,2", 10, &v, &n, err, sizeof err) == -1,
        "empty item refused");
     ok_str(err, "sample 2 is empty", "empty item message");
-    ok(pw_out_parse_list("1,2,", 10, &v, &n, err, sizeof err) == -1,
+    ok(cl_out_parse_list("1,2,", 10, &v, &n, err, sizeof err) == -1,
        "trailing comma refused");
     ok_str(err, "sample 3 is empty", "trailing comma message");
 }
@@ -169,8 +170,8 @@ test_help(void)
     char a0[] = "verdict", a1[] = "--a", a2[] = "--help", dd[] = "--";
     char *with[] = {a0, a1, a2, NULL};
     char *after[] = {a0, dd, a2, NULL};
-    ok(pw_out_wants_help(3, with), "--help anywhere");
-    ok(!pw_out_wants_help(3, after), "not after --");
+    ok(cl_out_wants_help(3, with), "--help anywhere");
+    ok(!cl_out_wants_help(3, after), "not after --");
 }
 
 /* The "k=v k=v" text every table, report and page shows tags with. */
@@ -204,14 +205,14 @@ test_xml(void)
         ok(false, "open_memstream");
         return;
     }
-    pw_out_xml(f, "a<b>&\"c'\x01\td\ne", true);
+    cl_out_xml(f, "a<b>&\"c'\x01\td\ne", true);
     fputc('|', f);
-    pw_out_xml(f, "l1\nl2\r", false);
+    cl_out_xml(f, "l1\nl2\r", false);
     fputc('|', f);
-    pw_out_xml(f, NULL, true);
-    pw_out_xmlf(f, true, "<td class=\"%s\">%s vs %s</td> 100%%|",
+    cl_out_xml(f, NULL, true);
+    cl_out_xmlf(f, true, "<td class=\"%s\">%s vs %s</td> 100%%|",
                 "w&n", "a<", "b\n");
-    pw_out_xmlf(f, false, "%s %d stops", "x", 1);
+    cl_out_xmlf(f, false, "%s %d stops", "x", 1);
     fclose(f);
     ok_str(text, "a&lt;b&gt;&amp;&quot;c&#39;?\td e|l1\nl2\r|"
            "<td class=\"w&amp;n\">a&lt; vs b </td> 100%|x ",

@@ -17,6 +17,7 @@
 #include <zmq.h>
 
 #include "pw_err.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "pw_json.h"
 #include "pw_monitor.h"
@@ -114,7 +115,7 @@ cl_conn_verb_args(const char *verb, int *argc, char **argv,
     char err[512];
     if (cl_conn_take_args(argc, argv, o, err, sizeof err) == 0)
         return 0;
-    pw_out_error(verb, "%s", err);
+    cl_out_error(verb, "%s", err);
     return -1;
 }
 
@@ -122,7 +123,7 @@ int
 cl_conn_verb_begin(const char *verb, const char *help, int *argc,
                    char **argv, cl_conn_opts_t *o)
 {
-    if (pw_out_wants_help(*argc, argv)) {
+    if (cl_out_wants_help(*argc, argv)) {
         printf("%sConnection options as in `parity hosts --help`.\n", help);
         return PW_EXIT_OK;
     }
@@ -431,7 +432,7 @@ cl_conn_open(const cl_conn_opts_t *o, int *code, char *err, size_t errlen)
         snprintf(tsrc, sizeof tsrc, "%.4000s (timeout)", cfg->path);
     }
     c->timeout_s = CL_CONN_DEFAULT_TIMEOUT_S;
-    if (t && *t && (pw_out_parse_double(t, &c->timeout_s) != 0 ||
+    if (t && *t && (cl_out_parse_double(t, &c->timeout_s) != 0 ||
                     !(c->timeout_s > 0) ||
                     c->timeout_s > CL_CONN_MAX_TIMEOUT_S)) {
         pw_err(err, errlen, "%s \"%.40s\": want seconds, more than 0 and at "
@@ -731,13 +732,13 @@ cl_conn_ask(const char *verb, const cl_conn_opts_t *o, const char *command,
     *body = NULL;
     cl_conn_t *c = cl_conn_open(o, &code, err, sizeof err);
     if (!c) {
-        pw_out_error(verb, "%s", err);
+        cl_out_error(verb, "%s", err);
         return cl_conn_exit_code(code);
     }
     int rc = cl_conn_request(c, command, args, body, NULL, err, sizeof err);
     cl_conn_destroy(&c);
     if (rc != CL_CONN_OK) {
-        pw_out_error(verb, "%s", err);
+        cl_out_error(verb, "%s", err);
         return cl_conn_exit_code(rc);
     }
     return PW_EXIT_OK;

@@ -23,7 +23,7 @@
  * and heartbeats are skipped.
  *
  * Nothing here prints except cl_conn_ask(), the verbs' one-call helper,
- * which prints "parity VERB: ..." errors through pw_out_error.
+ * which prints "parity VERB: ..." errors through cl_out_error.
  */
 #ifndef CL_CONN_H
 #define CL_CONN_H

@@ -16,6 +16,7 @@
 #include "cl_verbs.h"
 #include "pw_buf.h"
 #include "pw_limits.h"
+#include "cl_out.h"
 #include "pw_out.h"
 
 extern char **environ;
@@ -91,13 +92,13 @@ s_lines(char *text, json_t *list, const char *from)
         if (n == 0 || line[0] == '#')
             continue;
         if (n > S_COMMIT_MAX || strpbrk(line, " \t")) {
-            pw_out_error("bisect", "%s: \"%.60s\" is not a commit id (one "
+            cl_out_error("bisect", "%s: \"%.60s\" is not a commit id (one "
                          "id a line, at most %d bytes)", from, line,
                          S_COMMIT_MAX);
             return -1;
         }
         if (json_array_size(list) >= S_COMMITS_MAX) {
-            pw_out_error("bisect", "%s: more than %d commits", from,
+            cl_out_error("bisect", "%s: more than %d commits", from,
                          S_COMMITS_MAX);
             return -1;
         }
@@ -111,21 +112,21 @@ s_read_file(const char *path, json_t *list)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
-        pw_out_error("bisect", "--commits %s: %s", path, strerror(errno));
+        cl_out_error("bisect", "--commits %s: %s", path, strerror(errno));
         return -1;
     }
     char *text = malloc(S_LIST_BYTES + 1);
     size_t n = text ? fread(text, 1, S_LIST_BYTES + 1, f) : 0;
     int rc = -1;
     if (!text)
-        pw_out_error("bisect", "out of memory");
+        cl_out_error("bisect", "out of memory");
     else if (ferror(f))
-        pw_out_error("bisect", "--commits %s: %s", path, strerror(errno));
+        cl_out_error("bisect", "--commits %s: %s", path, strerror(errno));
     else if (n > S_LIST_BYTES)
-        pw_out_error("bisect", "--commits %s: larger than %u bytes", path,
+        cl_out_error("bisect", "--commits %s: larger than %u bytes", path,
                      S_LIST_BYTES);
     else if (memchr(text, '\0', n))
-        pw_out_error("bisect", "--commits %s: not a text file (a NUL byte)",
+        cl_out_error("bisect", "--commits %s: not a text file (a NUL byte)",
                      path);
     else {
         text[n] = '\0';
@@ -150,7 +151,7 @@ s_git(const char *dir, const char *const *args)
     int fd[2];
     pid_t pid;
     if (pipe(fd) != 0) {
-        pw_out_error("bisect", "pipe: %s", strerror(errno));
+        cl_out_error("bisect", "pipe: %s", strerror(errno));
         return NULL;
     }
     posix_spawn_file_actions_t fa;
@@ -163,7 +164,7 @@ s_git(const char *dir, const char *const *args)
     close(fd[1]);
     if (e != 0) {
         close(fd[0]);
-        pw_out_error("bisect", "--git: cannot run git: %s (install git)",
+        cl_out_error("bisect", "--git: cannot run git: %s (install git)",
                      strerror(e));
         return NULL;
     }
@@ -181,7 +182,7 @@ s_git(const char *dir, const char *const *args)
         ;
     if (!out || n > S_LIST_BYTES || !WIFEXITED(st) ||
         WEXITSTATUS(st) != 0) {
-        pw_out_error("bisect", "--git %s: git %s %s failed%s", dir, args[0],
+        cl_out_error("bisect", "--git %s: git %s %s failed%s", dir, args[0],
                      args[1] ? args[1] : "", n > S_LIST_BYTES ?
                      ": its output is too large" : " (its message above)");
         free(out);
@@ -244,13 +245,13 @@ s_commits(const char *file, const char *dir, const char *good,
             bi = (long)i;
     }
     if (bi < 0)
-        pw_out_error("bisect", "--bad %s is not in %s", b, from);
+        cl_out_error("bisect", "--bad %s is not in %s", b, from);
     else if (gi > bi)
-        pw_out_error("bisect", "--good %s comes after --bad %s in %s (the "
+        cl_out_error("bisect", "--good %s comes after --bad %s in %s (the "
                      "commits go oldest first, as git rev-list --reverse "
                      "prints them)", g, b, from);
     else if (gi == bi)
-        pw_out_error("bisect", "--good and --bad are the same commit (%s)",
+        cl_out_error("bisect", "--good and --bad are the same commit (%s)",
                      g);
     else {
         /* git rev-list GOOD..BAD leaves GOOD out: it goes first. */
@@ -507,7 +508,7 @@ s_wait(cl_conn_t *c, json_int_t id, bool as_json)
             continue;
         }
         if (rc != CL_CONN_OK && !s_interrupted) {
-            pw_out_error("bisect", "%s", err);
+            cl_out_error("bisect", "%s", err);
             rc = cl_conn_exit_code(rc);
             goto done;
         }
@@ -519,7 +520,7 @@ s_wait(cl_conn_t *c, json_int_t id, bool as_json)
             strcmp(state, "queued") != 0)
             break;
         if (s_interrupted) {
-            pw_out_error("bisect", "stopped waiting; bisect %lld goes on "
+            cl_out_error("bisect", "stopped waiting; bisect %lld goes on "
                          "(parity bisect cancel %lld stops it)",
                          (long long)id, (long long)id);
             rc = PW_EXIT_SYSTEM;
@@ -531,7 +532,7 @@ s_wait(cl_conn_t *c, json_int_t id, bool as_json)
     rc = as_json ? (pw_out_json(stdout, b) == 0 ? PW_EXIT_OK :
                     PW_EXIT_SYSTEM) : s_print_one(b);
     if (rc == PW_EXIT_OK && strcmp(pw_out_str(b, "state", ""), "done") != 0) {
-        pw_out_error("bisect", "bisect %lld %s: %s", (long long)id,
+        cl_out_error("bisect", "bisect %lld %s: %s", (long long)id,
                      pw_out_str(b, "state", "?"), pw_out_str(b, "reason",
                                                              "?"));
         rc = PW_EXIT_DATA;
@@ -577,24 +578,24 @@ s_start_opts(int argc, char **argv, s_start_t *s)
         char *end;
         if (o >= O_SUITE && o <= O_GIT)
             *strs[o - O_SUITE] = optarg;
-        else if (o == O_HOSTS && s->hosts && pw_out_add_list(
+        else if (o == O_HOSTS && s->hosts && cl_out_add_list(
                      s->hosts, optarg, 4096) != 0) {
-            pw_out_error("bisect", "--hosts \"%.60s\": want NAME,NAME,...",
+            cl_out_error("bisect", "--hosts \"%.60s\": want NAME,NAME,...",
                          optarg);
             return PW_EXIT_USAGE;
-        } else if (o == O_VAR && pw_out_key_value(s->vars, optarg) != 0) {
-            pw_out_error("bisect", "--var \"%.60s\": want NAME=VALUE",
+        } else if (o == O_VAR && cl_out_key_value(s->vars, optarg) != 0) {
+            cl_out_error("bisect", "--var \"%.60s\": want NAME=VALUE",
                          optarg);
             return PW_EXIT_USAGE;
         } else if (o == O_VAR && strncmp(optarg, "commit=", 7) == 0) {
-            pw_out_error("bisect", "--var commit: each step sets commit to "
+            cl_out_error("bisect", "--var commit: each step sets commit to "
                          "the commit it measures");
             return PW_EXIT_USAGE;
         } else if (o == O_RUNS) {
             s->runs = strtol(optarg, &end, 10);
             if (*end || end == optarg || s->runs < PW_RUNS_MIN ||
                 s->runs > 10000) {
-                pw_out_error("bisect", "--runs \"%s\": want %d..10000",
+                cl_out_error("bisect", "--runs \"%s\": want %d..10000",
                              optarg, PW_RUNS_MIN);
                 return PW_EXIT_USAGE;
             }
@@ -603,20 +604,20 @@ s_start_opts(int argc, char **argv, s_start_t *s)
         else if (o == O_JSON)
             s->as_json = true;
         else if (o != O_HOSTS && o != O_VAR) {
-            pw_out_option_error("bisect", o, argv);
+            cl_out_option_error("bisect", o, argv);
             return PW_EXIT_USAGE;
         }
     }
     const char *missing = !s->suite ? "--suite" : !s->bench ? "--bench" :
                           !s->good ? "--good" : !s->bad ? "--bad" : NULL;
     if (optind < argc)
-        pw_out_error("bisect", "unexpected argument \"%s\" (parity bisect "
+        cl_out_error("bisect", "unexpected argument \"%s\" (parity bisect "
                      "--help)", argv[optind]);
     else if (missing)
-        pw_out_error("bisect", "start needs %s (parity bisect --help)",
+        cl_out_error("bisect", "start needs %s (parity bisect --help)",
                      missing);
     else if (!s->file == !s->dir)
-        pw_out_error("bisect", "start needs the commits: --commits FILE or "
+        cl_out_error("bisect", "start needs the commits: --commits FILE or "
                      "--git DIR (one of them)");
     else
         return 0;
@@ -642,7 +643,7 @@ s_start_main(int argc, char **argv, cl_conn_opts_t *co)
     size_t cml = cm ? strlen(cm) : 0;
     free(cm);
     if (cml > S_ARGS_COMMITS_MAX) {
-        pw_out_error("bisect", "%zu commits from %s to %s are more than "
+        cl_out_error("bisect", "%zu commits from %s to %s are more than "
                      "one request carries (%u bytes of ids, about 1,500 "
                      "full SHA-1 ids): narrow the range (a nearer --good "
                      "or --bad)", json_array_size(commits), s.good, s.bad,
@@ -659,13 +660,13 @@ s_start_main(int argc, char **argv, cl_conn_opts_t *co)
     char err[2048];
     int code = 0, status = 0;
     if (!(c = cl_conn_open(co, &code, err, sizeof err))) {
-        pw_out_error("bisect", "%s", err);
+        cl_out_error("bisect", "%s", err);
         rc = cl_conn_exit_code(code);
         goto done;
     }
     if ((rc = cl_conn_request(c, "bisect_start", args, &body, &status, err,
                               sizeof err)) != CL_CONN_OK) {
-        pw_out_error("bisect", "%s", err);
+        cl_out_error("bisect", "%s", err);
         rc = cl_conn_exit_code(rc);
         goto done;
     }
@@ -701,7 +702,7 @@ s_id(const char *s, json_int_t *id)
     char *end;
     long long v = s ? strtoll(s, &end, 10) : 0;
     if (!s || *end || end == s || v < 1) {
-        pw_out_error("bisect", "\"%s\" is not a bisect id (parity bisect "
+        cl_out_error("bisect", "\"%s\" is not a bisect id (parity bisect "
                      "status lists them)", s ? s : "");
         return -1;
     }
@@ -721,16 +722,16 @@ s_other_main(const char *sub, int argc, char **argv, cl_conn_opts_t *co)
     int o;
     CL_CONN_EACH_OPTION(o, argc, argv, opts) {
         if (o != 'j' || cancel) {
-            pw_out_option_error("bisect", o, argv);
+            cl_out_option_error("bisect", o, argv);
             return PW_EXIT_USAGE;
         }
         as_json = true;
     }
-    if (pw_out_one_operand("bisect", argc, argv, &operand) != 0 ||
+    if (cl_out_one_operand("bisect", argc, argv, &operand) != 0 ||
         (operand && s_id(operand, &id) != 0))
         return PW_EXIT_USAGE;
     if (cancel && !operand) {
-        pw_out_error("bisect", "which bisect? (parity bisect cancel ID; "
+        cl_out_error("bisect", "which bisect? (parity bisect cancel ID; "
                      "parity bisect status lists them)");
         return PW_EXIT_USAGE;
     }
@@ -760,19 +761,19 @@ cl_bisect_main(int argc, char **argv)
     cl_conn_opts_t co = { 0 };
     if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0)
-        return argc < 2 ? (pw_out_error("bisect", "which one? start, "
+        return argc < 2 ? (cl_out_error("bisect", "which one? start, "
                                         "status or cancel (parity bisect "
                                         "--help)"), PW_EXIT_USAGE)
-                        : pw_out_help("bisect", S_USAGE);
+                        : cl_out_help("bisect", S_USAGE);
     const char *sub = argv[1];
     if (strcmp(sub, "start") != 0 && strcmp(sub, "status") != 0 &&
         strcmp(sub, "cancel") != 0) {
-        pw_out_error("bisect", "unknown subcommand \"%.60s\": start, status "
+        cl_out_error("bisect", "unknown subcommand \"%.60s\": start, status "
                      "or cancel (parity bisect --help)", sub);
         return PW_EXIT_USAGE;
     }
-    if (pw_out_wants_help(argc, argv))
-        return pw_out_help("bisect", S_USAGE);
+    if (cl_out_wants_help(argc, argv))
+        return cl_out_help("bisect", S_USAGE);
     if (cl_conn_verb_args("bisect", &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
     /* The subcommand is argv[0] for its own parsing. */

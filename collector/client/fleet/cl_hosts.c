@@ -7,6 +7,7 @@
 
 #include "cl_aa.h"
 #include "cl_conn.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 
@@ -63,7 +64,7 @@ s_ago(char *buf, size_t len, json_int_t at_us)
     double s = ((double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3 - (double)at_us)
                / 1e6;
     char span[32];
-    snprintf(buf, len, "%s ago", pw_out_span(span, sizeof span, s));
+    snprintf(buf, len, "%s ago", cl_out_span(span, sizeof span, s));
 }
 
 /* One line per machine that more than one host (agent) runs on: the
@@ -228,12 +229,12 @@ s_print_hosts(const json_t *body)
              warn[PW_OUT_CELL_MAX] = "", self[64] = "-";
         s_ago(seen, sizeof seen,
               json_integer_value(json_object_get(h, "last_seen_us")));
-        pw_out_floor(floor, sizeof floor, h, " (default)");
-        pw_out_pool(pool, sizeof pool, h);
+        cl_out_floor(floor, sizeof floor, h, " (default)");
+        cl_out_pool(pool, sizeof pool, h);
         s_metric_floor(cpuf, sizeof cpuf, h, "cpu");
         s_metric_floor(rssf, sizeof rssf, h, "peak_rss");
         char kern[PW_OUT_CELL_MAX];
-        pw_out_kernel(kern, sizeof kern, h);
+        cl_out_kernel(kern, sizeof kern, h);
         s_ago(cal, sizeof cal,
               json_integer_value(json_object_get(h, "calibrated_at_us")));
         size_t k;
@@ -291,7 +292,7 @@ cl_hosts_main(int argc, char **argv)
     cl_conn_opts_t co = { 0 };
     bool as_json = false, pending = false;
     const char *action = NULL, *target = NULL;
-    if (pw_out_wants_help(argc, argv)) {
+    if (cl_out_wants_help(argc, argv)) {
         s_usage(stdout);
         return PW_EXIT_OK;
     }
@@ -309,7 +310,7 @@ cl_hosts_main(int argc, char **argv)
         } else if (o == O_PENDING) {
             pending = true;
         } else {
-            pw_out_error("hosts", "unknown argument \"%s\" (parity hosts "
+            cl_out_error("hosts", "unknown argument \"%s\" (parity hosts "
                          "--help)", argv[optind - 1]);
             return PW_EXIT_USAGE;
         }
@@ -323,18 +324,18 @@ cl_hosts_main(int argc, char **argv)
         } else if (action && !target) {
             target = argv[i];
         } else {
-            pw_out_error("hosts", "unknown argument \"%s\" (parity hosts "
+            cl_out_error("hosts", "unknown argument \"%s\" (parity hosts "
                          "--help)", argv[i]);
             return PW_EXIT_USAGE;
         }
     }
     if (action && !target) {
-        pw_out_error("hosts", "%s needs a key's FINGERPRINT or its host's "
+        cl_out_error("hosts", "%s needs a key's FINGERPRINT or its host's "
                      "NAME (parity hosts --pending lists them)", action);
         return PW_EXIT_USAGE;
     }
     if (action && pending) {
-        pw_out_error("hosts", "--pending lists keys; %s takes one: give "
+        cl_out_error("hosts", "--pending lists keys; %s takes one: give "
                      "either", action);
         return PW_EXIT_USAGE;
     }
@@ -348,7 +349,7 @@ cl_hosts_main(int argc, char **argv)
     if (rc != PW_EXIT_OK)
         return rc;
     if (as_json)
-        return pw_out_json_exit(body);
+        return cl_out_json_exit(body);
     if (action || pending) {
         if (action)
             s_decided(action, body);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cl_conn.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 
@@ -30,7 +31,7 @@ cl_jobs_main(int argc, char **argv)
     cl_conn_opts_t co = { 0 };
     bool active = false, as_json = false;
     long limit = 50;
-    if (pw_out_wants_help(argc, argv)) {
+    if (cl_out_wants_help(argc, argv)) {
         s_jobs_usage(stdout);
         return PW_EXIT_OK;
     }
@@ -52,16 +53,16 @@ cl_jobs_main(int argc, char **argv)
         } else if (o == O_LIMIT) {
             limit = strtol(optarg, &end, 10);
             if (*end || end == optarg || limit < 1 || limit > 1000) {
-                pw_out_error("jobs", "--limit \"%s\": want 1..1000", optarg);
+                cl_out_error("jobs", "--limit \"%s\": want 1..1000", optarg);
                 return PW_EXIT_USAGE;
             }
         } else {
-            pw_out_getopt_error("jobs", o, argv);
+            cl_out_getopt_error("jobs", o, argv);
             return PW_EXIT_USAGE;
         }
     }
     if (optind < argc) {
-        pw_out_error("jobs", "unexpected argument \"%s\" (parity jobs "
+        cl_out_error("jobs", "unexpected argument \"%s\" (parity jobs "
                      "--help)", argv[optind]);
         return PW_EXIT_USAGE;
     }
@@ -73,7 +74,7 @@ cl_jobs_main(int argc, char **argv)
     if (rc != PW_EXIT_OK)
         return rc;
     if (as_json)
-        return pw_out_json_exit(body);
+        return cl_out_json_exit(body);
     pw_out_table_t *t = pw_out_table_new(7);
     const char *head[] = { "job", "suite", "state", "created", "hosts",
                            "tags", "label" };
@@ -83,9 +84,9 @@ cl_jobs_main(int argc, char **argv)
     json_array_foreach(json_object_get(body, "jobs"), i, j) {
         char created[64], hosts[PW_OUT_CELL_MAX] = "",
              tags[PW_OUT_CELL_MAX];
-        pw_out_time(created, sizeof created,
+        cl_out_time(created, sizeof created,
                json_integer_value(json_object_get(j, "created_at_us")),
-               PW_OUT_TIME_TABLE);
+               CL_OUT_TIME_TABLE);
         const char *k;
         json_t *v;
         json_object_foreach(json_object_get(j, "hosts"), k, v) {
@@ -121,10 +122,10 @@ cl_cancel_main(int argc, char **argv)
         &argc, argv, &co);
     if (begun >= 0)
         return begun;
-    if (pw_out_operand_only("cancel", argc, argv, &job) != 0)
+    if (cl_out_operand_only("cancel", argc, argv, &job) != 0)
         return PW_EXIT_USAGE;
     if (!job) {
-        pw_out_error("cancel", "which job? (parity cancel JOB; parity jobs "
+        cl_out_error("cancel", "which job? (parity cancel JOB; parity jobs "
                      "--active lists them)");
         return PW_EXIT_USAGE;
     }

@@ -13,6 +13,7 @@
 
 #include "cl_conn.h"
 #include "cl_gate.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "cl_verdicts.h"
@@ -92,10 +93,10 @@ s_check_var(const char *s)
     const char *eq = strchr(s, '=');
     char name[PW_VAR_NAME_MAX + 2];
     if (!eq)
-        return 0;   /* pw_out_key_value says what is wrong */
+        return 0;   /* cl_out_key_value says what is wrong */
     snprintf(name, sizeof name, "%.*s", (int)(eq - s), s);
     if ((size_t)(eq - s) > PW_VAR_NAME_MAX || !pw_var_name_ok(name)) {
-        pw_out_error("run", "--var \"%.60s\": \"%.60s\" is not a variable "
+        cl_out_error("run", "--var \"%.60s\": \"%.60s\" is not a variable "
                      "name (letters, digits and _, not starting with a "
                      "digit, at most %d bytes)", s, name, PW_VAR_NAME_MAX);
         return -1;
@@ -277,7 +278,7 @@ s_wait(cl_conn_t *c, const char *job_id, json_t **jobp)
         if (rc != CL_CONN_OK && s_interrupted)
             goto stopped;
         if (rc != CL_CONN_OK) {
-            pw_out_error("run", "%s", err);
+            cl_out_error("run", "%s", err);
             rc = cl_conn_exit_code(rc);
             goto done;
         }
@@ -290,7 +291,7 @@ s_wait(cl_conn_t *c, const char *job_id, json_t **jobp)
             break;
         if (s_interrupted) {
 stopped:
-            pw_out_error("run", "stopped waiting; job %s goes on (parity "
+            cl_out_error("run", "stopped waiting; job %s goes on (parity "
                          "cancel %s stops it)", job_id, job_id);
             rc = PW_EXIT_SYSTEM;
             goto done;
@@ -344,25 +345,25 @@ s_option(s_req_t *r, int o, const char *v)
         r->as_json = true;
         return 0;
     case O_HOSTS:
-        if (pw_out_add_list(r->hosts, v, S_MAX_ITEMS) == 0)
+        if (cl_out_add_list(r->hosts, v, S_MAX_ITEMS) == 0)
             return 0;
-        pw_out_error("run", "--hosts \"%s\": want NAME,NAME,..., all or "
+        cl_out_error("run", "--hosts \"%s\": want NAME,NAME,..., all or "
                      "KEY=VALUE", v);
         return -1;
     case O_ONLY:
-        if (pw_out_add_list(r->only, v, S_MAX_ITEMS) == 0)
+        if (cl_out_add_list(r->only, v, S_MAX_ITEMS) == 0)
             return 0;
-        pw_out_error("run", "--only \"%s\": want BENCH,BENCH,...", v);
+        cl_out_error("run", "--only \"%s\": want BENCH,BENCH,...", v);
         return -1;
     case O_TAG:
     case O_VAR:
     case O_BASELINE:
         if (o == O_VAR && s_check_var(v) != 0)
             return -1;
-        if (pw_out_key_value(o == O_TAG ? r->tags : o == O_VAR ? r->vars :
+        if (cl_out_key_value(o == O_TAG ? r->tags : o == O_VAR ? r->vars :
                              r->baseline, v) == 0)
             return 0;
-        pw_out_error("run", "%s \"%.60s\": want KEY=VALUE (a non-empty "
+        cl_out_error("run", "%s \"%.60s\": want KEY=VALUE (a non-empty "
                      "KEY of at most 1024 bytes)", o == O_TAG ? "--tag" :
                      o == O_VAR ? "--var" : "--baseline", v);
         return -1;
@@ -372,13 +373,13 @@ s_option(s_req_t *r, int o, const char *v)
         snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - v) : 0, v);
         if (!eq || (size_t)(eq - v) > PW_VAR_NAME_MAX ||
             !pw_var_name_ok(name)) {
-            pw_out_error("run", "--against \"%.60s\": want NAME=VALUE, NAME "
+            cl_out_error("run", "--against \"%.60s\": want NAME=VALUE, NAME "
                          "a variable name (the suite's revision variable)",
                          v);
             return -1;
         }
         if (json_array_size(r->against) >= PW_AGAINST_MAX) {
-            pw_out_error("run", "more than %d --against", PW_AGAINST_MAX);
+            cl_out_error("run", "more than %d --against", PW_AGAINST_MAX);
             return -1;
         }
         return json_array_append_new(r->against, json_pack(
@@ -388,7 +389,7 @@ s_option(s_req_t *r, int o, const char *v)
         char e[160];
         if (cl_gate_fail_on(v, &r->fail_on, e, sizeof e) == 0)
             return 0;
-        pw_out_error("run", "%s", e);
+        cl_out_error("run", "%s", e);
         return -1;
     }
     case O_SUMMARY_MD:
@@ -404,7 +405,7 @@ s_option(s_req_t *r, int o, const char *v)
         }
         n = strtol(v, &end, 10);
         if (*end || end == v || n < PW_RUNS_MIN || n > PW_RUNS_MAX) {
-            pw_out_error("run", "--runs \"%s\": want auto or a whole number "
+            cl_out_error("run", "--runs \"%s\": want auto or a whole number "
                          "from %d to %d", v, PW_RUNS_MIN, PW_RUNS_MAX);
             return -1;
         }
@@ -414,8 +415,8 @@ s_option(s_req_t *r, int o, const char *v)
         json_object_set_new(r->args, "label", json_string(v));
         return 0;
     case O_EXPIRE:
-        if (pw_out_duration(v, S_EXPIRE_MAX_S, &sec) != 0) {
-            pw_out_error("run", "--expire \"%s\": want a duration such as "
+        if (cl_out_duration(v, S_EXPIRE_MAX_S, &sec) != 0) {
+            cl_out_error("run", "--expire \"%s\": want a duration such as "
                          "90s, 10m, 2h, 1d (at most 30d)", v);
             return -1;
         }
@@ -435,7 +436,7 @@ s_open(const char *path, const char *opt, FILE **f)
     if (!path)
         return 0;
     if (!(*f = fopen(path, "w"))) {
-        pw_out_error("run", "%s %s: %s", opt, path, strerror(errno));
+        cl_out_error("run", "%s %s: %s", opt, path, strerror(errno));
         return -1;
     }
     return 0;
@@ -465,32 +466,32 @@ s_parse(int argc, char **argv, s_req_t *r)
     int o;
     CL_CONN_EACH_OPTION(o, argc, argv, opts) {
         if (o == ':' || o == '?') {
-            pw_out_getopt_error("run", o, argv);
+            cl_out_getopt_error("run", o, argv);
             return -1;
         }
         if (s_option(r, o, optarg) != 0)
             return -1;
     }
-    if (pw_out_one_operand("run", argc, argv, &r->suite) != 0)
+    if (cl_out_one_operand("run", argc, argv, &r->suite) != 0)
         return -1;
     if (!r->suite) {
-        pw_out_error("run", "which suite? (parity run SUITE; parity hosts "
+        cl_out_error("run", "which suite? (parity run SUITE; parity hosts "
                      "lists each host's suites)");
         return -1;
     }
     if (json_object_size(r->vars) > PW_VARS_MAX) {
-        pw_out_error("run", "more than %d --var", PW_VARS_MAX);
+        cl_out_error("run", "more than %d --var", PW_VARS_MAX);
         return -1;
     }
     if (!r->wait && (json_object_size(r->baseline) || r->fail_on ||
                      r->md_path || r->junit_path)) {
-        pw_out_error("run", "--baseline, --fail-on, --summary-markdown and "
+        cl_out_error("run", "--baseline, --fail-on, --summary-markdown and "
                      "--junit need --wait (they judge the job once it has "
                      "ended)");
         return -1;
     }
     if (json_array_size(r->against) && json_object_size(r->baseline)) {
-        pw_out_error("run", "--against and --baseline are two ways to judge "
+        cl_out_error("run", "--against and --baseline are two ways to judge "
                      "the job's subject: give one (docs/ci.md \"Which "
                      "mode\")");
         return -1;
@@ -570,7 +571,7 @@ s_write_files(const s_req_t *r, const json_t *judged)
     clock_gettime(CLOCK_REALTIME, &now);
     if (r->md && (cl_gate_markdown(r->md, judged, r->fail_on) != 0 ||
                   fflush(r->md) != 0)) {
-        pw_out_error("run", "--summary-markdown %s: %s", r->md_path,
+        cl_out_error("run", "--summary-markdown %s: %s", r->md_path,
                      strerror(errno));
         return -1;
     }
@@ -578,7 +579,7 @@ s_write_files(const s_req_t *r, const json_t *judged)
                                    (int64_t)now.tv_sec * 1000000 +
                                    now.tv_nsec / 1000) != 0 ||
                      fflush(r->junit) != 0)) {
-        pw_out_error("run", "--junit %s: %s", r->junit_path,
+        cl_out_error("run", "--junit %s: %s", r->junit_path,
                      strerror(errno));
         return -1;
     }
@@ -601,7 +602,7 @@ s_print_json(const s_req_t *r, json_t *job, json_t *verdicts, json_t *base,
             "win", (json_int_t)n->win, "parity", (json_int_t)n->parity,
             "loss", (json_int_t)n->loss, "undecided",
             (json_int_t)n->undecided));
-    return pw_out_json_exit(out);
+    return cl_out_json_exit(out);
 }
 
 /* The ended job's verdicts and, when asked, its gate: printed, the files
@@ -624,13 +625,13 @@ s_finish(cl_conn_t *c, const s_req_t *r, const char *job_id, json_t *job)
     }
     json_decref(args);
     if (rc != CL_CONN_OK) {
-        pw_out_error("run", "%s", err);
+        cl_out_error("run", "%s", err);
         rc = cl_conn_exit_code(rc);
         goto done;
     }
     if (json_array_size(r->against) &&
         !(own = s_against_body(verdicts, r->against))) {
-        pw_out_error("run", "out of memory");
+        cl_out_error("run", "out of memory");
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
@@ -656,13 +657,13 @@ s_finish(cl_conn_t *c, const s_req_t *r, const char *job_id, json_t *job)
             if (strcmp(pw_out_str(h, "state", ""), "done") != 0)
                 bad++;
         if (bad) {
-            pw_out_error("run", "%zu of %zu hosts did not finish job %s",
+            cl_out_error("run", "%zu of %zu hosts did not finish job %s",
                          bad, nh, job_id);
             rc = PW_EXIT_DATA;
         }
     }
     if (rc == PW_EXIT_OK && n.failed) {
-        pw_out_error("run", "the gate failed: %zu of %zu case%s (parity "
+        cl_out_error("run", "the gate failed: %zu of %zu case%s (parity "
                      "verdicts %s)", n.failed, n.cases, n.cases == 1 ? "" :
                      "s", job_id);
         rc = PW_EXIT_DATA;
@@ -679,7 +680,7 @@ cl_run_main(int argc, char **argv)
 {
     cl_conn_opts_t co = { 0 };
     char err[2048];
-    if (pw_out_wants_help(argc, argv)) {
+    if (cl_out_wants_help(argc, argv)) {
         s_usage(stdout);
         return PW_EXIT_OK;
     }
@@ -699,13 +700,13 @@ cl_run_main(int argc, char **argv)
     if (s_parse(argc, argv, &r) != 0)
         goto done;
     if (!(c = cl_conn_open(&co, &code, err, sizeof err))) {
-        pw_out_error("run", "%s", err);
+        cl_out_error("run", "%s", err);
         rc = cl_conn_exit_code(code);
         goto done;
     }
     code = cl_conn_request(c, "run", r.args, &reply, NULL, err, sizeof err);
     if (code != CL_CONN_OK) {
-        pw_out_error("run", "%s", err);
+        cl_out_error("run", "%s", err);
         rc = cl_conn_exit_code(code);
         goto done;
     }
@@ -725,12 +726,12 @@ cl_run_main(int argc, char **argv)
     }
 done:
     if (r.md && fclose(r.md) != 0 && rc == PW_EXIT_OK) {
-        pw_out_error("run", "--summary-markdown %s: %s", r.md_path,
+        cl_out_error("run", "--summary-markdown %s: %s", r.md_path,
                      strerror(errno));
         rc = PW_EXIT_SYSTEM;
     }
     if (r.junit && fclose(r.junit) != 0 && rc == PW_EXIT_OK) {
-        pw_out_error("run", "--junit %s: %s", r.junit_path, strerror(errno));
+        cl_out_error("run", "--junit %s: %s", r.junit_path, strerror(errno));
         rc = PW_EXIT_SYSTEM;
     }
     cl_conn_destroy(&c);

@@ -10,6 +10,7 @@
 
 #include "cl_aa.h"
 #include "cl_conn.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_limits.h"
@@ -59,7 +60,7 @@ s_count(const char *opt, const char *s, long max, long *out)
     char *end;
     long n = strtol(s, &end, 10);
     if (end == s || *end || n < 1 || n > max) {
-        pw_out_error(S_VERB, "%s \"%s\": want a whole number from 1 to %ld",
+        cl_out_error(S_VERB, "%s \"%s\": want a whole number from 1 to %ld",
                      opt, s, max);
         return -1;
     }
@@ -117,7 +118,7 @@ s_follow(cl_conn_t *c, const char *id, long trials, json_t **job)
         int code = cl_conn_request(c, "job", args, job, NULL, err,
                                    sizeof err);
         if (code != CL_CONN_OK && !s_interrupted) {
-            pw_out_error(S_VERB, "%s", err);
+            cl_out_error(S_VERB, "%s", err);
             rc = cl_conn_exit_code(code);
             break;
         }
@@ -129,7 +130,7 @@ s_follow(cl_conn_t *c, const char *id, long trials, json_t **job)
             break;
         }
         if (s_interrupted) {
-            pw_out_error(S_VERB, "stopped waiting; job %s goes on (parity "
+            cl_out_error(S_VERB, "stopped waiting; job %s goes on (parity "
                          "cancel %s stops it)", id, id);
             break;
         }
@@ -170,7 +171,7 @@ s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
     int code = cl_conn_request(c, "hosts", NULL, &hosts, NULL, err,
                                sizeof err);
     if (code != CL_CONN_OK || !out) {
-        pw_out_error(S_VERB, "%s", code != CL_CONN_OK ? err
+        cl_out_error(S_VERB, "%s", code != CL_CONN_OK ? err
                                                       : "out of memory");
         json_decref(out);
         return code != CL_CONN_OK ? cl_conn_exit_code(code) : PW_EXIT_SYSTEM;
@@ -181,7 +182,7 @@ s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
         const char *name = pw_out_str(jh, "host", "?");
         const char *state = pw_out_str(jh, "state", "?");
         const json_t *st = json_object_get(
-            pw_out_named(hosts, "hosts", "name", name), "selftest");
+            cl_out_named(hosts, "hosts", "name", name), "selftest");
         /* Only this job's result answers this run; an older one stays
          * the host's last until a new one ends done. */
         bool ours = strcmp(pw_out_str(st, "job", ""), id) == 0;
@@ -213,15 +214,15 @@ s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
     if (as_json) {
         json_t *both = json_pack("{s:O,s:o}", "job", job, "hosts", out);
         out = NULL;
-        rc = pw_out_json_exit(both);
+        rc = cl_out_json_exit(both);
     }
     json_decref(out);
     json_decref(hosts);
     if (rc == PW_EXIT_OK && bad)
-        pw_out_error(S_VERB, "%zu of %zu hosts did not finish self-test %s",
+        cl_out_error(S_VERB, "%zu of %zu hosts did not finish self-test %s",
                      bad, json_array_size(json_object_get(job, "hosts")), id);
     if (rc == PW_EXIT_OK && warned)
-        pw_out_error(S_VERB, "%zu host%s gave more than %.0f %% false "
+        cl_out_error(S_VERB, "%zu host%s gave more than %.0f %% false "
                      "verdicts: their verdicts are less trustworthy "
                      "(docs/verdict.md)", warned, warned == 1 ? "" : "s",
                      100.0 * PW_SELFTEST_WARN_RATE);
@@ -252,8 +253,8 @@ s_parse(int argc, char **argv, json_t *hosts, long *trials, long *loops,
     while ((c = getopt_long(argc, argv, ":", s_options, NULL)) != -1) {
         switch (c) {
         case S_OPT_HOSTS:
-            if (pw_out_add_list(hosts, optarg, S_MAX_HOSTS) != 0) {
-                pw_out_error(S_VERB, "--hosts \"%s\": want NAME,NAME,..., "
+            if (cl_out_add_list(hosts, optarg, S_MAX_HOSTS) != 0) {
+                cl_out_error(S_VERB, "--hosts \"%s\": want NAME,NAME,..., "
                              "all or KEY=VALUE", optarg);
                 return PW_EXIT_USAGE;
             }
@@ -269,12 +270,12 @@ s_parse(int argc, char **argv, json_t *hosts, long *trials, long *loops,
         case S_OPT_WAIT: *wait = true; break;
         case S_OPT_JSON: *as_json = true; break;
         default:
-            pw_out_option_error(S_VERB, c, argv);
+            cl_out_option_error(S_VERB, c, argv);
             return PW_EXIT_USAGE;
         }
     }
     if (optind < argc) {
-        pw_out_error(S_VERB, "unexpected argument \"%s\" (parity selftest "
+        cl_out_error(S_VERB, "unexpected argument \"%s\" (parity selftest "
                      "--help)", argv[optind]);
         return PW_EXIT_USAGE;
     }
@@ -288,8 +289,8 @@ cl_selftest_main(int argc, char **argv)
     char err[2048], num[24];
     long trials = PW_SELFTEST_TRIALS_DEFAULT, loops = 0;
     bool wait = false, as_json = false;
-    if (pw_out_wants_help(argc, argv))
-        return pw_out_help(S_VERB, s_usage);
+    if (cl_out_wants_help(argc, argv))
+        return cl_out_help(S_VERB, s_usage);
     if (cl_conn_verb_args(S_VERB, &argc, argv, &co) != 0)
         return PW_EXIT_USAGE;
     json_t *hosts = json_array(), *vars = json_object(), *reply = NULL;
@@ -309,7 +310,7 @@ cl_selftest_main(int argc, char **argv)
                              "hosts", hosts, "vars", vars);
     int code;
     if (!(c = cl_conn_open(&co, &code, err, sizeof err))) {
-        pw_out_error(S_VERB, "%s", err);
+        cl_out_error(S_VERB, "%s", err);
         rc = cl_conn_exit_code(code);
         json_decref(args);
         goto done;
@@ -317,7 +318,7 @@ cl_selftest_main(int argc, char **argv)
     code = cl_conn_request(c, "run", args, &reply, NULL, err, sizeof err);
     json_decref(args);
     if (code != CL_CONN_OK) {
-        pw_out_error(S_VERB, "%s", err);
+        cl_out_error(S_VERB, "%s", err);
         rc = cl_conn_exit_code(code);
         goto done;
     }

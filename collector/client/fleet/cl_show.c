@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cl_conn.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
@@ -66,18 +67,18 @@ cl_show_main(int argc, char **argv)
         if (o == 'm' && vd_metric_parse(optarg, &m) == 0) {
             metric = optarg;
         } else if (o == 'm') {
-            pw_out_error("show", "--metric %.60s: want wall, cpu or "
+            cl_out_error("show", "--metric %.60s: want wall, cpu or "
                          "peak_rss", optarg);
             return PW_EXIT_USAGE;
         } else {
-            pw_out_getopt_error("show", o, argv);
+            cl_out_getopt_error("show", o, argv);
             return PW_EXIT_USAGE;
         }
     }
-    if (pw_out_one_operand("show", argc, argv, &run) != 0)
+    if (cl_out_one_operand("show", argc, argv, &run) != 0)
         return PW_EXIT_USAGE;
     if (!run) {
-        pw_out_error("show", "which run? (parity show RUN)");
+        cl_out_error("show", "which run? (parity show RUN)");
         return PW_EXIT_USAGE;
     }
     json_t *args = json_pack("{s:s}", "run", run), *body = NULL;
@@ -87,7 +88,7 @@ cl_show_main(int argc, char **argv)
         return rc;
     if (metric)
         s_only_metric(body, metric);
-    return pw_out_json_exit(body);
+    return cl_out_json_exit(body);
 }
 
 /* A file name part: letters, digits, '-', '_', '.'; others become '_'. */
@@ -154,7 +155,7 @@ s_collect(cl_conn_t *c, const char *job, json_t *per_host)
     int rc = cl_conn_request(c, "job", args, &jb, NULL, err, sizeof err);
     json_decref(args);
     if (rc != CL_CONN_OK) {
-        pw_out_error("export", "%s", err);
+        cl_out_error("export", "%s", err);
         return cl_conn_exit_code(rc);
     }
     size_t i;
@@ -167,7 +168,7 @@ s_collect(cl_conn_t *c, const char *job, json_t *per_host)
         rc = cl_conn_request(c, "show", sa, &doc, NULL, err, sizeof err);
         json_decref(sa);
         if (rc != CL_CONN_OK) {
-            pw_out_error("export", "run %s: %s", pw_out_str(r, "run_id", "?"),
+            cl_out_error("export", "run %s: %s", pw_out_str(r, "run_id", "?"),
                          err);
             json_decref(jb);
             return cl_conn_exit_code(rc);
@@ -221,29 +222,29 @@ cl_export_main(int argc, char **argv)
         } else if (o == O_FORCE) {
             force = true;
         } else {
-            pw_out_getopt_error("export", o, argv);
+            cl_out_getopt_error("export", o, argv);
             return PW_EXIT_USAGE;
         }
     }
-    if (pw_out_one_operand("export", argc, argv, &job) != 0)
+    if (cl_out_one_operand("export", argc, argv, &job) != 0)
         return PW_EXIT_USAGE;
     if (!job || !out) {
-        pw_out_error("export", "give JOB and --out DIR");
+        cl_out_error("export", "give JOB and --out DIR");
         return PW_EXIT_USAGE;
     }
     struct stat st;
     if (mkdir(out, 0755) != 0 && errno != EEXIST) {
-        pw_out_error("export", "--out %s: mkdir: %s", out, strerror(errno));
+        cl_out_error("export", "--out %s: mkdir: %s", out, strerror(errno));
         return PW_EXIT_SYSTEM;
     }
     if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        pw_out_error("export", "--out %s: not a directory", out);
+        cl_out_error("export", "--out %s: not a directory", out);
         return PW_EXIT_SYSTEM;
     }
     int code;
     cl_conn_t *c = cl_conn_open(&co, &code, err, sizeof err);
     if (!c) {
-        pw_out_error("export", "%s", err);
+        cl_out_error("export", "%s", err);
         return cl_conn_exit_code(code);
     }
     json_t *per_host = json_object();
@@ -259,7 +260,7 @@ cl_export_main(int argc, char **argv)
         snprintf(path, sizeof path, "%s/%s.json", out, name);
         int w = s_write(path, doc, force, err, sizeof err);
         if (w != 0) {
-            pw_out_error("export", "%s", err);
+            cl_out_error("export", "%s", err);
             /* The exit status of keygen's "exists" too. */
             rc = w == S_EXISTS ? PW_EXIT_DATA : PW_EXIT_SYSTEM;
             goto done;

@@ -11,6 +11,7 @@
 
 #include "cl_aa.h"
 #include "cl_conn.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "vd_metric.h"
@@ -22,13 +23,13 @@
 static void
 s_cell(char *buf, size_t len, const json_t *cmp, const json_t *host)
 {
-    const json_t *e = pw_out_entry(cmp, pw_out_str(host, "host", ""));
+    const json_t *e = cl_out_entry(cmp, pw_out_str(host, "host", ""));
     if (!e) {
         /* No run of this pair from the host: where its job stands. */
         const char *st = pw_out_str(host, "state", "-");
         snprintf(buf, len, "%s", strcmp(st, "done") == 0 ? "-" : st);
     } else {
-        pw_out_cell(buf, len, e);
+        cl_out_cell(buf, len, e);
     }
 }
 
@@ -166,7 +167,7 @@ s_print_floors(FILE *f, const json_t *hosts, const json_t *cmps,
         if (!pool)
             continue;
         char text[160], us[32];
-        pw_out_pool(text, sizeof text, pool);
+        cl_out_pool(text, sizeof text, pool);
         const json_t *fu = json_object_get(verdict, "floor_us");
         if (markdown && first)
             fputc('\n', f);
@@ -254,7 +255,7 @@ s_row_cells(char cells[][PW_OUT_CELL_MAX], const json_t *cmp,
         s_cell(cells[c++], PW_OUT_CELL_MAX, cmp, one);
         json_decref(one);
     }
-    pw_out_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
+    cl_out_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
     snprintf(cells[c], PW_OUT_CELL_MAX, "%s",
              pw_out_str(sum, "consensus", "no hosts"));
 }
@@ -400,7 +401,7 @@ s_host_reason(const json_t *body, const json_t *host)
     size_t i;
     json_t *cmp;
     json_array_foreach(json_object_get(body, "comparisons"), i, cmp) {
-        const json_t *e = pw_out_entry(cmp, name);
+        const json_t *e = cl_out_entry(cmp, name);
         if (e) {
             fprintf(stderr, "  %s: %s: %s\n", name,
                     pw_out_str(cmp, "benchmark", "?"),
@@ -427,7 +428,7 @@ s_none_judged(const json_t *body)
             if (json_is_object(json_object_get(e, "verdict")))
                 return false;
     const json_t *hosts = json_object_get(body, "hosts");
-    pw_out_error("verdicts", "job %s (%s): no host produced a verdict%s",
+    cl_out_error("verdicts", "job %s (%s): no host produced a verdict%s",
                  pw_out_str(body, "job", "?"), pw_out_str(body, "state", "?"),
                  json_array_size(hosts) ? ":" : " (it had no hosts)");
     json_array_foreach(hosts, i, e)
@@ -465,7 +466,7 @@ cl_verdicts_main(int argc, char **argv)
     const char *job = NULL;
     cl_verdicts_format_t fmt = CL_VERDICTS_TABLE;
     int formats = 0;
-    if (pw_out_wants_help(argc, argv)) {
+    if (cl_out_wants_help(argc, argv)) {
         s_usage(stdout);
         return PW_EXIT_OK;
     }
@@ -489,7 +490,7 @@ cl_verdicts_main(int argc, char **argv)
         } else if (o == O_METRIC) {
             if (strcmp(optarg, "all") != 0 &&
                 vd_metric_parse(optarg, &m) != 0) {
-                pw_out_error("verdicts", "--metric %.60s: want wall, cpu, "
+                cl_out_error("verdicts", "--metric %.60s: want wall, cpu, "
                              "peak_rss or all", optarg);
                 return PW_EXIT_USAGE;
             }
@@ -499,14 +500,14 @@ cl_verdicts_main(int argc, char **argv)
                   CL_VERDICTS_CSV : CL_VERDICTS_MARKDOWN;
             formats++;
         } else {
-            pw_out_getopt_error("verdicts", o, argv);
+            cl_out_getopt_error("verdicts", o, argv);
             return PW_EXIT_USAGE;
         }
     }
-    if (pw_out_one_operand("verdicts", argc, argv, &job) != 0)
+    if (cl_out_one_operand("verdicts", argc, argv, &job) != 0)
         return PW_EXIT_USAGE;
     if (formats > 1 || (job && latest)) {
-        pw_out_error("verdicts", "%s", formats > 1 ?
+        cl_out_error("verdicts", "%s", formats > 1 ?
                      "give one of --json, --csv, --markdown" :
                      "give JOB or --latest, not both");
         return PW_EXIT_USAGE;

@@ -11,6 +11,7 @@
  * problem with the input is "FILE:LINE: what" with exit 1.
  */
 #include "pw_buf.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "vd_change.h"
@@ -118,7 +119,7 @@ s_grow(s_input_t *in)
     if (in->n < in->cap)
         return 0;
     if (in->n >= S_POINTS_MAX) {
-        pw_out_error(S_VERB, "%s: more than %u points", in->path,
+        cl_out_error(S_VERB, "%s: more than %u points", in->path,
                      S_POINTS_MAX);
         return -1;
     }
@@ -142,7 +143,7 @@ s_grow(s_input_t *in)
         ok = v && mn;
     }
     if (!ok) {
-        pw_out_error(S_VERB, "%s: out of memory at %zu points", in->path,
+        cl_out_error(S_VERB, "%s: out of memory at %zu points", in->path,
                      in->n);
         s_oom = true;
         return -1;
@@ -163,17 +164,17 @@ s_slurp(const char *path, const char *shown, pw_buf_t *b)
     int rc = -1;
 
     if (!f) {
-        pw_out_error(S_VERB, "%s: cannot open: %s", shown, strerror(errno));
+        cl_out_error(S_VERB, "%s: cannot open: %s", shown, strerror(errno));
         return -1;
     }
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        pw_out_error(S_VERB, "%s: is a directory", shown);
+        cl_out_error(S_VERB, "%s: is a directory", shown);
         goto done;
     }
     for (;;) {
         size_t got = fread(chunk, 1, sizeof chunk, f);
         if (got > 0 && pw_buf_add(b, chunk, got) != PW_BUF_OK) {
-            pw_out_error(S_VERB, "%s: %s", shown,
+            cl_out_error(S_VERB, "%s: %s", shown,
                          b->status == PW_BUF_TOOBIG
                          ? "more than the limit of 256 MiB"
                          : pw_buf_strerror(b->status));
@@ -182,7 +183,7 @@ s_slurp(const char *path, const char *shown, pw_buf_t *b)
         }
         if (got < sizeof chunk) {
             if (ferror(f)) {
-                pw_out_error(S_VERB, "%s: reading: %s", shown,
+                cl_out_error(S_VERB, "%s: reading: %s", shown,
                              strerror(errno));
                 goto done;
             }
@@ -311,7 +312,7 @@ s_csv_metrics(s_input_t *in, const s_opts_t *o, char **head, size_t nh,
         long c = s_column(head, nh, o->metrics[k]);
         if (c < 0 || c == tcol) {
             s_columns_text(head, nh, cols, sizeof cols);
-            pw_out_error(S_VERB, "%s: no metric column \"%s\" (columns: %s)",
+            cl_out_error(S_VERB, "%s: no metric column \"%s\" (columns: %s)",
                          in->path, o->metrics[k], cols);
             return -1;
         }
@@ -319,17 +320,17 @@ s_csv_metrics(s_input_t *in, const s_opts_t *o, char **head, size_t nh,
     }
     for (size_t c = 0; o->nmetrics == 0 && c < nh; c++)
         if ((long)c != tcol && c < nfirst &&
-            pw_out_parse_double(first[c], &x) == 0)
+            cl_out_parse_double(first[c], &x) == 0)
             col[in->nm++] = c;
     if (in->nm == 0) {
-        pw_out_error(S_VERB, "%s: no column of numbers to look at (the "
+        cl_out_error(S_VERB, "%s: no column of numbers to look at (the "
                      "first row has none; --metric COL)", in->path);
         return -1;
     }
     for (size_t k = 0; k < in->nm; k++)
         if (!(in->m[k].name = strdup(head[col[k]]))) {
             s_oom = true;
-            pw_out_error(S_VERB, "out of memory");
+            cl_out_error(S_VERB, "out of memory");
             return -1;
         }
     return 0;
@@ -347,18 +348,18 @@ s_csv(char *text, s_input_t *in, const s_opts_t *o)
     while ((line = s_line(&p)) && (++lineno, !*line))
         ;
     if (!line) {
-        pw_out_error(S_VERB, "%s: empty, no header row", in->path);
+        cl_out_error(S_VERB, "%s: empty, no header row", in->path);
         return -1;
     }
     if (s_csv_split(line, head, &nh, &why) != 0) {
-        pw_out_error(S_VERB, "%s:%zu: %s", in->path, lineno, why);
+        cl_out_error(S_VERB, "%s:%zu: %s", in->path, lineno, why);
         return -1;
     }
     if (o->time_col) {
         char cols[2048];
         if ((tcol = s_column(head, nh, o->time_col)) < 0) {
             s_columns_text(head, nh, cols, sizeof cols);
-            pw_out_error(S_VERB, "%s: no time column \"%s\" (columns: %s)",
+            cl_out_error(S_VERB, "%s: no time column \"%s\" (columns: %s)",
                          in->path, o->time_col, cols);
             return -1;
         }
@@ -371,11 +372,11 @@ s_csv(char *text, s_input_t *in, const s_opts_t *o)
         if (!*line)
             continue;
         if (s_csv_split(line, f, &nf, &why) != 0) {
-            pw_out_error(S_VERB, "%s:%zu: %s", in->path, lineno, why);
+            cl_out_error(S_VERB, "%s:%zu: %s", in->path, lineno, why);
             return -1;
         }
         if (nf != nh) {
-            pw_out_error(S_VERB, "%s:%zu: %zu fields, the header has %zu",
+            cl_out_error(S_VERB, "%s:%zu: %zu fields, the header has %zu",
                          in->path, lineno, nf, nh);
             return -1;
         }
@@ -386,8 +387,8 @@ s_csv(char *text, s_input_t *in, const s_opts_t *o)
             return -1;
         for (size_t k = 0; k < in->nm; k++) {
             const char *cell = f[col[k]];
-            if (pw_out_parse_double(cell, &in->m[k].v[in->n]) != 0) {
-                pw_out_error(S_VERB, "%s:%zu: column \"%s\": \"%s\" is not "
+            if (cl_out_parse_double(cell, &in->m[k].v[in->n]) != 0) {
+                cl_out_error(S_VERB, "%s:%zu: column \"%s\": \"%s\" is not "
                              "a number", in->path, lineno, in->m[k].name,
                              cell);
                 return -1;
@@ -398,13 +399,13 @@ s_csv(char *text, s_input_t *in, const s_opts_t *o)
         in->labels[in->n] = strdup(f[tcol]);
         if (!in->labels[in->n]) {
             s_oom = true;
-            pw_out_error(S_VERB, "out of memory");
+            cl_out_error(S_VERB, "out of memory");
             return -1;
         }
         in->n++;
     }
     if (in->n == 0) {
-        pw_out_error(S_VERB, "%s: a header and no rows", in->path);
+        cl_out_error(S_VERB, "%s: a header and no rows", in->path);
         return -1;
     }
     return 0;
@@ -420,24 +421,24 @@ s_jsonl_point(s_input_t *in, const json_t *j, size_t lineno)
         mn = json_object_get(j, "min");
         lab = json_object_get(j, "label");
         if (!med) {
-            pw_out_error(S_VERB, "%s:%zu: an object without \"median\"",
+            cl_out_error(S_VERB, "%s:%zu: an object without \"median\"",
                          in->path, lineno);
             return -1;
         }
     }
     if (!json_is_number(med)) {
-        pw_out_error(S_VERB, "%s:%zu: %s", in->path, lineno,
+        cl_out_error(S_VERB, "%s:%zu: %s", in->path, lineno,
                      json_is_object(j) ? "\"median\" is not a number"
                      : "not a number or an object with \"median\"");
         return -1;
     }
     if (mn && !json_is_null(mn) && !json_is_number(mn)) {
-        pw_out_error(S_VERB, "%s:%zu: \"min\" is not a number", in->path,
+        cl_out_error(S_VERB, "%s:%zu: \"min\" is not a number", in->path,
                      lineno);
         return -1;
     }
     if (lab && !json_is_null(lab) && !json_is_string(lab)) {
-        pw_out_error(S_VERB, "%s:%zu: \"label\" is not a string", in->path,
+        cl_out_error(S_VERB, "%s:%zu: \"label\" is not a string", in->path,
                      lineno);
         return -1;
     }
@@ -447,7 +448,7 @@ s_jsonl_point(s_input_t *in, const json_t *j, size_t lineno)
                         : NULL;
     if (json_is_string(lab) && !in->labels[in->n]) {
         s_oom = true;
-        pw_out_error(S_VERB, "out of memory");
+        cl_out_error(S_VERB, "out of memory");
         return -1;
     }
     in->lines[in->n++] = lineno;
@@ -461,7 +462,7 @@ s_jsonl(char *text, s_input_t *in)
     size_t lineno = 0;
     if (!(in->m[0].name = strdup("value"))) {
         s_oom = true;
-        pw_out_error(S_VERB, "out of memory");
+        cl_out_error(S_VERB, "out of memory");
         return -1;
     }
     in->nm = 1;
@@ -472,7 +473,7 @@ s_jsonl(char *text, s_input_t *in)
             continue;
         json_t *j = json_loads(line, JSON_DECODE_ANY, &jerr);
         if (!j) {
-            pw_out_error(S_VERB, "%s:%zu: not JSON: %s", in->path, lineno,
+            cl_out_error(S_VERB, "%s:%zu: not JSON: %s", in->path, lineno,
                          jerr.text);
             return -1;
         }
@@ -482,7 +483,7 @@ s_jsonl(char *text, s_input_t *in)
             return -1;
     }
     if (in->n == 0) {
-        pw_out_error(S_VERB, "%s: no points", in->path);
+        cl_out_error(S_VERB, "%s: no points", in->path);
         return -1;
     }
     return 0;
@@ -560,12 +561,12 @@ s_parity(const s_input_t *in, size_t k, const s_opts_t *o,
     p.rule.floor_is_default = false;
     if (!pt || !out) {
         s_oom = true;
-        pw_out_error(S_VERB, "out of memory for %zu points", in->n);
+        cl_out_error(S_VERB, "out of memory for %zu points", in->n);
         goto done;
     }
     for (size_t i = 0; i < in->n; i++) {
         if (!(m->v[i] > 0.0)) {
-            pw_out_error(S_VERB, "%s:%zu: \"%s\" is %g: Parity's method "
+            cl_out_error(S_VERB, "%s:%zu: \"%s\" is %g: Parity's method "
                          "needs times above 0 (--otava takes any number)",
                          in->path, in->lines[i], m->name, m->v[i]);
             goto done;
@@ -576,7 +577,7 @@ s_parity(const s_input_t *in, size_t k, const s_opts_t *o,
     }
     if (vd_change_find(pt, in->n, &p, out, in->n, &nout, err,
                        sizeof err) != VD_OK) {
-        pw_out_error(S_VERB, "%s: \"%s\": %s", in->path, m->name, err);
+        cl_out_error(S_VERB, "%s: \"%s\": %s", in->path, m->name, err);
         goto done;
     }
     /* A staircase of small changes one way is one drift (vd_trend.h),
@@ -585,7 +586,7 @@ s_parity(const s_input_t *in, size_t k, const s_opts_t *o,
     size_t ntr = 0, t = 0;
     if (vd_trend_find(pt, in->n, out, nout, &p.rule, tr, 64, &ntr, err,
                       sizeof err) != VD_OK) {
-        pw_out_error(S_VERB, "%s: \"%s\": %s", in->path, m->name, err);
+        cl_out_error(S_VERB, "%s: \"%s\": %s", in->path, m->name, err);
         goto done;
     }
     for (size_t c = 0; c < nout; c++) {
@@ -617,7 +618,7 @@ s_parity(const s_input_t *in, size_t k, const s_opts_t *o,
         }
         if (json_array_append_new(arr, cp) != 0) {
             s_oom = true;
-            pw_out_error(S_VERB, "out of memory");
+            cl_out_error(S_VERB, "out of memory");
             goto done;
         }
     }
@@ -639,13 +640,13 @@ s_otava(const s_input_t *in, size_t k, const s_method_t *mt, json_t *arr)
 
     if (!out) {
         s_oom = true;
-        pw_out_error(S_VERB, "out of memory for %zu points", in->n);
+        cl_out_error(S_VERB, "out of memory for %zu points", in->n);
         return -1;
     }
     if (vd_otava_find(in->m[k].v, in->n, mt->window, mt->max_p,
                       mt->min_magnitude, out, in->n, &nout, err,
                       sizeof err) != 0) {
-        pw_out_error(S_VERB, "%s: \"%s\": %s", in->path, in->m[k].name, err);
+        cl_out_error(S_VERB, "%s: \"%s\": %s", in->path, in->m[k].name, err);
         goto done;
     }
     for (size_t c = 0; c < nout; c++)
@@ -653,7 +654,7 @@ s_otava(const s_input_t *in, size_t k, const s_method_t *mt, json_t *arr)
                 out[c].mean_before, out[c].mean_after, out[c].p_value,
                 json_null(), json_null())) != 0) {
             s_oom = true;
-            pw_out_error(S_VERB, "out of memory");
+            cl_out_error(S_VERB, "out of memory");
             goto done;
         }
     rc = 0;
@@ -672,7 +673,7 @@ s_find(const s_input_t *in, const s_opts_t *o)
     s_method_t mt;
     s_method(in, o, &mt);
     if (in->n < need) {
-        pw_out_error(S_VERB, "%s: %zu point%s; %s method needs at least "
+        cl_out_error(S_VERB, "%s: %zu point%s; %s method needs at least "
                      "%zu", in->path, in->n, in->n == 1 ? "" : "s",
                      o->otava ? "Otava's" : "Parity's", need);
         goto fail;
@@ -687,7 +688,7 @@ s_find(const s_input_t *in, const s_opts_t *o)
                 "s:o}", "metric", in->m[k].name, "points",
                 (json_int_t)in->n, "change_points", arr)) != 0) {
             s_oom = true;
-            pw_out_error(S_VERB, "out of memory");
+            cl_out_error(S_VERB, "out of memory");
             goto fail;
         }
         if ((o->otava ? s_otava(in, k, &mt, arr)
@@ -700,7 +701,7 @@ s_find(const s_input_t *in, const s_opts_t *o)
                     "min_magnitude", mt.min_magnitude, "metrics", metrics);
     if (!doc) {
         s_oom = true;
-        pw_out_error(S_VERB, "out of memory");
+        cl_out_error(S_VERB, "out of memory");
     }
     return doc;
 fail:
@@ -815,12 +816,12 @@ static int
 s_number_opt(const char *opt, const char *arg, double lo, double hi,
              bool lo_open, double *out)
 {
-    if (pw_out_parse_double(arg, out) != 0) {
-        pw_out_error(S_VERB, "%s \"%s\": not a number", opt, arg);
+    if (cl_out_parse_double(arg, out) != 0) {
+        cl_out_error(S_VERB, "%s \"%s\": not a number", opt, arg);
         return PW_EXIT_USAGE;
     }
     if ((lo_open ? !(*out > lo) : !(*out >= lo)) || *out > hi) {
-        pw_out_error(S_VERB, "%s %s: outside %s%g..%g%s", opt, arg,
+        cl_out_error(S_VERB, "%s %s: outside %s%g..%g%s", opt, arg,
                      lo_open ? "(" : "", lo, hi, lo_open ? "]" : "");
         return PW_EXIT_DATA;
     }
@@ -839,7 +840,7 @@ s_parse(int argc, char **argv, s_opts_t *o, const char **file)
         case S_OPT_TIME: o->time_col = optarg; break;
         case S_OPT_METRIC:
             if (o->nmetrics == S_METRICS_MAX) {
-                pw_out_error(S_VERB, "--metric: at most %u", S_METRICS_MAX);
+                cl_out_error(S_VERB, "--metric: at most %u", S_METRICS_MAX);
                 return PW_EXIT_USAGE;
             }
             o->metrics[o->nmetrics++] = optarg;
@@ -849,7 +850,7 @@ s_parse(int argc, char **argv, s_opts_t *o, const char **file)
                                    false, &w)) != PW_EXIT_OK)
                 return rc;
             if (w != floor(w)) {
-                pw_out_error(S_VERB, "--window %s: not a whole number",
+                cl_out_error(S_VERB, "--window %s: not a whole number",
                              optarg);
                 return PW_EXIT_USAGE;
             }
@@ -876,24 +877,24 @@ s_parse(int argc, char **argv, s_opts_t *o, const char **file)
         case S_OPT_JSON: o->json = true; break;
         case S_OPT_JSONL: o->jsonl = true; break;
         default:
-            pw_out_option_error(S_VERB, c, argv);
+            cl_out_option_error(S_VERB, c, argv);
             return PW_EXIT_USAGE;
         }
     }
-    if (pw_out_one_operand(S_VERB, argc, argv, file) != 0)
+    if (cl_out_one_operand(S_VERB, argc, argv, file) != 0)
         return PW_EXIT_USAGE;
     if (!*file && !o->jsonl) {
-        pw_out_error(S_VERB, "which series? FILE.csv, or --jsonl with a "
+        cl_out_error(S_VERB, "which series? FILE.csv, or --jsonl with a "
                      "file or standard input (parity changes --help)");
         return PW_EXIT_USAGE;
     }
     if (o->jsonl && (o->time_col || o->nmetrics)) {
-        pw_out_error(S_VERB, "--time and --metric are for CSV; a JSON Lines "
+        cl_out_error(S_VERB, "--time and --metric are for CSV; a JSON Lines "
                      "series is one metric");
         return PW_EXIT_USAGE;
     }
     if (o->otava && o->floor > 0.0) {
-        pw_out_error(S_VERB, "--floor is Parity's filter; --otava has none");
+        cl_out_error(S_VERB, "--floor is Parity's filter; --otava has none");
         return PW_EXIT_USAGE;
     }
     return PW_EXIT_OK;
@@ -909,8 +910,8 @@ cl_changes_main(int argc, char **argv)
     json_t *doc = NULL;
     int rc;
 
-    if (pw_out_wants_help(argc, argv))
-        return pw_out_help(S_VERB, s_usage);
+    if (cl_out_wants_help(argc, argv))
+        return cl_out_help(S_VERB, s_usage);
     if ((rc = s_parse(argc, argv, &o, &file)) != PW_EXIT_OK)
         return rc;
     if (file && strcmp(file, "-") == 0)
@@ -921,11 +922,11 @@ cl_changes_main(int argc, char **argv)
     if (s_slurp(file, in.path, &text) != 0)
         goto done;
     if (text.len == 0) {
-        pw_out_error(S_VERB, "%s: empty", in.path);
+        cl_out_error(S_VERB, "%s: empty", in.path);
         goto done;
     }
     if (strlen(text.data) != text.len) {
-        pw_out_error(S_VERB, "%s: holds a NUL byte: not text", in.path);
+        cl_out_error(S_VERB, "%s: holds a NUL byte: not text", in.path);
         goto done;
     }
     if ((o.jsonl ? s_jsonl(text.data, &in) : s_csv(text.data, &in, &o)) != 0)
@@ -935,7 +936,7 @@ cl_changes_main(int argc, char **argv)
     rc = PW_EXIT_OK;
     if ((o.json ? pw_out_json(stdout, doc) : s_table(stdout, doc)) != 0 ||
         fflush(stdout) != 0) {
-        pw_out_error(S_VERB, "writing the answer: %s", strerror(errno));
+        cl_out_error(S_VERB, "writing the answer: %s", strerror(errno));
         rc = PW_EXIT_SYSTEM;
     }
 done:

@@ -23,6 +23,7 @@
 #include "ag_suite.h"
 #include "cl_cmdline.h"
 #include "pw_grow.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 
@@ -222,7 +223,7 @@ s_more_values(int argc, char **argv, const char *opt, const char *form,
               int need, const char **out)
 {
     if (optind + need > argc) {
-        pw_out_error(S_VERB, "%s needs %s", opt, form);
+        cl_out_error(S_VERB, "%s needs %s", opt, form);
         return -1;
     }
     for (int i = 0; i < need; i++)
@@ -239,19 +240,19 @@ s_add_param(s_opts_t *o, const char *opt, const char *name)
              (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' ||
              *p == '.';
     if (!ok) {
-        pw_out_error(S_VERB, "%s \"%s\": a parameter name is 1 to %d "
+        cl_out_error(S_VERB, "%s \"%s\": a parameter name is 1 to %d "
                      "letters, digits, _ - or .", opt, name,
                      AG_SUITE_MAX_VAR_NAME);
         return -1;
     }
     for (size_t i = 0; i < o->nparams; i++)
         if (strcmp(o->params[i].name, name) == 0) {
-            pw_out_error(S_VERB, "%s %s: the parameter %s is given twice",
+            cl_out_error(S_VERB, "%s %s: the parameter %s is given twice",
                          opt, name, name);
             return -1;
         }
     if (o->nparams >= S_MAX_PARAMS) {
-        pw_out_error(S_VERB, "more than %d -L and -P", S_MAX_PARAMS);
+        cl_out_error(S_VERB, "more than %d -L and -P", S_MAX_PARAMS);
         return -1;
     }
     o->params[o->nparams].name = name;
@@ -272,7 +273,7 @@ s_shell_opt(s_opts_t *o, const char *v)
         o->shell = S_SHELL_SH;
     } else if (cl_cmdline_split(v, &o->shell_argv, &o->shell_argc, err,
                                 sizeof err) != CL_CMDLINE_OK) {
-        pw_out_error(S_VERB, "--shell \"%s\": %s", v, err);
+        cl_out_error(S_VERB, "--shell \"%s\": %s", v, err);
         return -1;
     } else {
         o->shell = S_SHELL_CUSTOM;
@@ -295,7 +296,7 @@ s_param_opt(s_opts_t *o, int c, int argc, char **argv)
     }
     for (size_t i = 0; i < o->nparams; i++)
         if (o->params[i].scan) {
-            pw_out_error(S_VERB, "-P given twice (add values with -L)");
+            cl_out_error(S_VERB, "-P given twice (add values with -L)");
             return -1;
         }
     if (s_more_values(argc, argv, "-P", "NAME MIN MAX", 2, more) != 0 ||
@@ -315,7 +316,7 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     /* "--" is where commands start, never an option's value: the old
      * form `--warmup -- CMD` forgot the value. */
     if (c != ':' && optarg && strcmp(optarg, "--") == 0) {
-        pw_out_error(S_VERB, "%s needs a value",
+        cl_out_error(S_VERB, "%s needs a value",
                      argv[optind - 1] == optarg ? argv[optind - 2]
                                                 : argv[optind - 1]);
         return -1;
@@ -326,7 +327,7 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     case AG_CLI_OPT_METRIC: {
         char err[160];
         if (ag_cli_metric(&o->copts, optarg, err, sizeof err) != 0) {
-            pw_out_error(S_VERB, "%s", err);
+            cl_out_error(S_VERB, "%s", err);
             return -1;
         }
         return 0;
@@ -338,7 +339,7 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
         if (ag_cli_count(c == 'r' ? "--runs" : c == 'M' ? "--max-runs"
                          : "--warmup", optarg, &n, &is_auto, err,
                          sizeof err) != 0) {
-            pw_out_error(S_VERB, "%s", err);
+            cl_out_error(S_VERB, "%s", err);
             return -1;
         }
         if (c == 'r') {
@@ -355,7 +356,7 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
         return 0;
     case 'n':
         if (o->nnames >= S_MAX_NAMES) {
-            pw_out_error(S_VERB, "more than %d -n", S_MAX_NAMES);
+            cl_out_error(S_VERB, "more than %d -n", S_MAX_NAMES);
             return -1;
         }
         o->names[o->nnames++] = optarg;
@@ -368,7 +369,7 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
         int k = c == 's' ? S_SETUP : c == 'c' ? S_CLEANUP
               : c == 'p' ? S_PREPARE : S_CONCLUDE;
         if (o->nhooks[k] >= AG_SUITE_MAX_ARMS) {
-            pw_out_error(S_VERB, "%s given more than %d times", s_hook_opt[k],
+            cl_out_error(S_VERB, "%s given more than %d times", s_hook_opt[k],
                          AG_SUITE_MAX_ARMS);
             return -1;
         }
@@ -391,18 +392,18 @@ s_option(s_opts_t *o, int c, int argc, char **argv)
     default:
         if (c >= S_HF_BASE) {
             size_t k = (size_t)(c - S_HF_BASE);
-            pw_out_error(S_VERB, "%s is a hyperfine option that parity "
+            cl_out_error(S_VERB, "%s is a hyperfine option that parity "
                          "compare does not have: %s", s_hyperfine_only[k].opt,
                          s_hyperfine_only[k].why);
             return -1;
         }
         if (c == ':')
-            pw_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
+            cl_out_error(S_VERB, "%s needs a value", argv[optind - 1]);
         else if (optopt)
-            pw_out_error(S_VERB, "unknown option \"-%c\" (parity compare "
+            cl_out_error(S_VERB, "unknown option \"-%c\" (parity compare "
                          "--help)", optopt);
         else
-            pw_out_error(S_VERB, "unknown option \"%s\" (parity compare "
+            cl_out_error(S_VERB, "unknown option \"%s\" (parity compare "
                          "--help)", argv[optind - 1]);
         return -1;
     }
@@ -418,12 +419,12 @@ s_commands(s_opts_t *o, int argc, char **argv)
     o->argv_form = dashes;
     for (int i = optind; i < argc;) {
         if (o->ncmds >= AG_SUITE_MAX_ARMS) {
-            pw_out_error(S_VERB, "more than %d commands", AG_SUITE_MAX_ARMS);
+            cl_out_error(S_VERB, "more than %d commands", AG_SUITE_MAX_ARMS);
             return -1;
         }
         if (!dashes) {
             if (argv[i][0] == '\0') {
-                pw_out_error(S_VERB, "command %zu is empty", o->ncmds + 1);
+                cl_out_error(S_VERB, "command %zu is empty", o->ncmds + 1);
                 return -1;
             }
             o->texts[o->ncmds++] = argv[i++];
@@ -433,12 +434,12 @@ s_commands(s_opts_t *o, int argc, char **argv)
         while (i < argc && strcmp(argv[i], "--") != 0)
             i++;
         if (i == start) {
-            pw_out_error(S_VERB, "command %zu is empty: put the command "
+            cl_out_error(S_VERB, "command %zu is empty: put the command "
                          "after \"--\"", o->ncmds + 1);
             return -1;
         }
         if (argv[start][0] == '\0') {
-            pw_out_error(S_VERB, "command %zu: the program name is empty",
+            cl_out_error(S_VERB, "command %zu: the program name is empty",
                          o->ncmds + 1);
             return -1;
         }
@@ -446,13 +447,13 @@ s_commands(s_opts_t *o, int argc, char **argv)
         o->nwords[o->ncmds++] = (size_t)(i - start);
         /* A "--" ends this command; the next one follows it. */
         if (i < argc && ++i == argc) {
-            pw_out_error(S_VERB, "command %zu is empty: put the command "
+            cl_out_error(S_VERB, "command %zu is empty: put the command "
                          "after \"--\"", o->ncmds + 1);
             return -1;
         }
     }
     if (o->argv_form && o->shell == S_SHELL_CUSTOM) {
-        pw_out_error(S_VERB, "--shell %s: the commands after \"--\" are "
+        cl_out_error(S_VERB, "--shell %s: the commands after \"--\" are "
                      "argvs, run without a shell", o->shell_arg);
         return -1;
     }
@@ -472,7 +473,7 @@ s_parse(s_opts_t *o, int argc, char **argv)
             return r;
     }
     if (o->max_runs && !o->runs_auto) {
-        pw_out_error(S_VERB, "--max-runs %lu: a cap for --runs auto, which "
+        cl_out_error(S_VERB, "--max-runs %lu: a cap for --runs auto, which "
                      "is not given", o->max_runs);
         return -1;
     }
@@ -480,7 +481,7 @@ s_parse(s_opts_t *o, int argc, char **argv)
     for (size_t i = 0; i < o->nparams; i++)
         scan |= o->params[i].scan;
     if (o->step && !scan) {
-        pw_out_error(S_VERB, "-D %s: a step for -P, which is not given",
+        cl_out_error(S_VERB, "-D %s: a step for -P, which is not given",
                      o->step);
         return -1;
     }
@@ -498,7 +499,7 @@ s_values(s_opts_t *o)
             if (cl_cmdline_range(p->min, p->max, o->step,
                                  AG_SUITE_MAX_BENCHMARKS, &p->values,
                                  &p->count, err, sizeof err) != 0) {
-                pw_out_error(S_VERB, "-P %s %s %s%s%s: %s", p->name, p->min,
+                cl_out_error(S_VERB, "-P %s %s %s%s%s: %s", p->name, p->min,
                              p->max, o->step ? " -D " : "",
                              o->step ? o->step : "", err);
                 return -1;
@@ -506,13 +507,13 @@ s_values(s_opts_t *o)
         } else if (cl_cmdline_list(p->list, AG_SUITE_MAX_BENCHMARKS,
                                    &p->values, &p->count, err,
                                    sizeof err) != 0) {
-            pw_out_error(S_VERB, "-L %s %s: %s", p->name, p->list, err);
+            cl_out_error(S_VERB, "-L %s %s: %s", p->name, p->list, err);
             return -1;
         }
         for (size_t a = 0; a < p->count; a++)
             for (size_t b = 0; b < a; b++)
                 if (strcmp(p->values[a], p->values[b]) == 0) {
-                    pw_out_error(S_VERB, "-L %s: the value \"%s\" is given "
+                    cl_out_error(S_VERB, "-L %s: the value \"%s\" is given "
                                  "twice", p->name, p->values[a]);
                     return -1;
                 }
@@ -530,7 +531,7 @@ s_values(s_opts_t *o)
             for (size_t h = 0; h < o->nhooks[k] && !used; h++)
                 used = cl_cmdline_uses(o->hooks[k][h], p->name);
         if (!used) {
-            pw_out_error(S_VERB, "%s %s: no command, name or hook holds "
+            cl_out_error(S_VERB, "%s %s: no command, name or hook holds "
                          "{%s}", p->scan ? "-P" : "-L", p->name, p->name);
             return -1;
         }
@@ -562,7 +563,7 @@ s_layout(const s_opts_t *o, s_layout_t *l)
                 match = i;
         size_t others = match < o->ncmds ? o->ncmds - 1 : o->ncmds;
         if (others != 1) {
-            pw_out_error(S_VERB, "--reference: parity compare judges one "
+            cl_out_error(S_VERB, "--reference: parity compare judges one "
                          "command against the reference, found %zu (drop "
                          "--reference to judge the first command against "
                          "each other one)", others);
@@ -574,7 +575,7 @@ s_layout(const s_opts_t *o, s_layout_t *l)
     l->nbase = o->ncmds + l->ref_added;
     l->values_are_arms = l->nbase == 1 && o->nparams > 0;
     if (l->nbase < 2 && !l->values_are_arms) {
-        pw_out_error(S_VERB, "expected at least two commands: parity compare "
+        cl_out_error(S_VERB, "expected at least two commands: parity compare "
                      "'CMD_A' 'CMD_B' (or -- CMD_A... -- CMD_B...)");
         return -1;
     }
@@ -583,7 +584,7 @@ s_layout(const s_opts_t *o, s_layout_t *l)
     for (size_t i = 0; i < o->nparams; i++) {
         l->combos *= o->params[i].count;
         if (l->combos > limit) {
-            pw_out_error(S_VERB, l->values_are_arms
+            cl_out_error(S_VERB, l->values_are_arms
                          ? "-L/-P: more than %zu values, the arms of one "
                            "comparison (one command)"
                          : "-L/-P: more than %zu combinations of values, one "
@@ -592,7 +593,7 @@ s_layout(const s_opts_t *o, s_layout_t *l)
         }
     }
     if (l->values_are_arms && l->combos < 2) {
-        pw_out_error(S_VERB, "one command and one value: nothing to compare "
+        cl_out_error(S_VERB, "one command and one value: nothing to compare "
                      "(give two values, or two commands)");
         return -1;
     }
@@ -602,20 +603,20 @@ s_layout(const s_opts_t *o, s_layout_t *l)
      * or once per command and value), or once per command. */
     size_t every = o->ncmds * l->combos;
     if (!o->nparams && o->nnames > o->ncmds) {
-        pw_out_error(S_VERB, "-n given %zu times for %zu commands",
+        cl_out_error(S_VERB, "-n given %zu times for %zu commands",
                      o->nnames, o->ncmds);
         return -1;
     }
     if (o->nparams && o->nnames > 1 && o->nnames != o->ncmds &&
         o->nnames != every) {
-        pw_out_error(S_VERB, "-n given %zu times: once, once per command "
+        cl_out_error(S_VERB, "-n given %zu times: once, once per command "
                      "(%zu) or once per command and value (%zu)", o->nnames,
                      o->ncmds, every);
         return -1;
     }
     for (size_t k = 0; k < S_HOOKS; k++)
         if (o->nhooks[k] > 1 && o->nhooks[k] != l->nbase) {
-            pw_out_error(S_VERB, "%s given %zu times: once for all commands, "
+            cl_out_error(S_VERB, "%s given %zu times: once for all commands, "
                          "or once per command (%zu%s)", s_hook_opt[k],
                          o->nhooks[k], l->nbase,
                          l->ref_added ? ", the --reference first" : "");
@@ -648,7 +649,7 @@ s_set_combo(s_build_t *b, size_t combo)
 static int
 s_oom(void)
 {
-    pw_out_error(S_VERB, "out of memory, or more than %u MiB of commands "
+    cl_out_error(S_VERB, "out of memory, or more than %u MiB of commands "
                  "once the parameters are put in", S_MAX_BYTES >> 20);
     return -1;
 }
@@ -661,7 +662,7 @@ s_text(s_build_t *b, const char *tmpl, const char *what)
     char *out, err[256];
     if (cl_cmdline_subst(tmpl, b->pnames, b->pvalues, b->o->nparams, &out,
                          err, sizeof err) != CL_CMDLINE_OK) {
-        pw_out_error(S_VERB, "%s: %s", what, err);
+        cl_out_error(S_VERB, "%s: %s", what, err);
         return NULL;
     }
     if (!s_keep(&b->pool, out, strlen(out) + 1)) {
@@ -689,7 +690,7 @@ s_string_cmd(s_build_t *b, const char *tmpl, const char *what,
     }
     if (o->shell == S_SHELL_NONE) {
         if (cl_cmdline_split(text, &words, &n, err, sizeof err) != 0) {
-            pw_out_error(S_VERB, "%s \"%s\": %s", what, text, err);
+            cl_out_error(S_VERB, "%s \"%s\": %s", what, text, err);
             return -1;
         }
         if (!s_keep(&b->pool, words, strlen(text) + n * sizeof *words))
@@ -907,7 +908,7 @@ s_suite(s_build_t *b, const s_layout_t *l)
     if (ag_suite_from_specs("compare", benches, l->nbench,
                             (unsigned)o->runs, (unsigned)o->warmup, &suite,
                             err, sizeof err) != AG_SUITE_OK) {
-        pw_out_error(S_VERB, "%s", err);
+        cl_out_error(S_VERB, "%s", err);
         return NULL;
     }
     return suite;
@@ -922,7 +923,7 @@ cl_compare_main(int argc, char **argv)
     ag_suite_t *suite = NULL;
     int code = AG_EXIT_USAGE;
     if (!o) {
-        pw_out_error(S_VERB, "out of memory");
+        cl_out_error(S_VERB, "out of memory");
         return AG_EXIT_SYSTEM;
     }
     o->runs = AG_SUITE_DEFAULT_RUNS;
@@ -934,7 +935,7 @@ cl_compare_main(int argc, char **argv)
         fputs(s_usage, stdout);
         code = PW_EXIT_OK;
         if (fflush(stdout) != 0 || ferror(stdout)) {
-            pw_out_error(S_VERB, "write to stdout failed");
+            cl_out_error(S_VERB, "write to stdout failed");
             code = AG_EXIT_SYSTEM;
         }
         goto done;

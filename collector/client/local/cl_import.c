@@ -6,6 +6,7 @@
  * See docs/commands/import.md. Every problem with a file is reported as
  * "FILE: what" (with FILE:LINE:COLUMN when the JSON does not parse).
  */
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_grow.h"
@@ -85,15 +86,15 @@ s_load(const char *path)
     FILE *f = fopen(path, "rb");
 
     if (!f) {
-        pw_out_error(S_VERB, "%s: cannot open: %s", path, strerror(errno));
+        cl_out_error(S_VERB, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        pw_out_error(S_VERB, "%s: is a directory, not a JSON file", path);
+        cl_out_error(S_VERB, "%s: is a directory, not a JSON file", path);
         goto done;
     }
     if (fstat(fileno(f), &st) == 0 && st.st_size > (off_t)S_FILE_MAX) {
-        pw_out_error(S_VERB, "%s: %lld bytes, more than the limit of %u",
+        cl_out_error(S_VERB, "%s: %lld bytes, more than the limit of %u",
                      path, (long long)st.st_size, S_FILE_MAX);
         goto done;
     }
@@ -103,12 +104,12 @@ s_load(const char *path)
             size_t grown = cap ? cap * 2 : 1u << 16;
             char *nt;
             if (cap > S_FILE_MAX) {
-                pw_out_error(S_VERB, "%s: more than the limit of %u bytes",
+                cl_out_error(S_VERB, "%s: more than the limit of %u bytes",
                              path, S_FILE_MAX);
                 goto done;
             }
             if (!(nt = realloc(text, grown))) {
-                pw_out_error(S_VERB, "%s: out of memory reading it", path);
+                cl_out_error(S_VERB, "%s: out of memory reading it", path);
                 s_oom = true;
                 goto done;
             }
@@ -119,7 +120,7 @@ s_load(const char *path)
         len += got;
         if (got == 0) {
             if (ferror(f)) {
-                pw_out_error(S_VERB, "%s: reading: %s", path,
+                cl_out_error(S_VERB, "%s: reading: %s", path,
                              strerror(errno));
                 goto done;
             }
@@ -127,12 +128,12 @@ s_load(const char *path)
         }
     }
     if (len > S_FILE_MAX) {
-        pw_out_error(S_VERB, "%s: more than the limit of %u bytes", path,
+        cl_out_error(S_VERB, "%s: more than the limit of %u bytes", path,
                      S_FILE_MAX);
         goto done;
     }
     if (len == 0) {
-        pw_out_error(S_VERB, "%s: empty file, not JSON", path);
+        cl_out_error(S_VERB, "%s: empty file, not JSON", path);
         goto done;
     }
     /* A UTF-8 byte order mark, which RFC 8259 lets a parser ignore. */
@@ -142,7 +143,7 @@ s_load(const char *path)
         len -= 3;
     }
     if (memchr(start, '\0', len)) {
-        pw_out_error(S_VERB, "%s: a NUL byte at offset %zu: not JSON text",
+        cl_out_error(S_VERB, "%s: a NUL byte at offset %zu: not JSON text",
                      path, (size_t)((char *)memchr(start, '\0', len) - text));
         goto done;
     }
@@ -151,10 +152,10 @@ s_load(const char *path)
      * deep in the lexer, with no error text at all. */
     if (!root && (json_error_code(&jerr) == json_error_out_of_memory ||
                   !jerr.text[0])) {
-        pw_out_error(S_VERB, "%s: out of memory parsing it", path);
+        cl_out_error(S_VERB, "%s: out of memory parsing it", path);
         s_oom = true;
     } else if (!root) {
-        pw_out_error(S_VERB, "%s:%d:%d: not JSON: %s", path, jerr.line,
+        cl_out_error(S_VERB, "%s:%d:%d: not JSON: %s", path, jerr.line,
                      jerr.column, jerr.text);
     }
 done:
@@ -270,7 +271,7 @@ s_hyperfine_more(const char *path, const json_t *r, size_t i,
         if (!json_is_number(u) || !json_is_number(sy) ||
             json_number_value(u) < 0 || json_number_value(sy) < 0 ||
             !isfinite(t * 1e6)) {
-            pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): \"user\" and "
+            cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): \"user\" and "
                          "\"system\" must both be seconds >= 0", path, i,
                          command);
             return -1;
@@ -280,7 +281,7 @@ s_hyperfine_more(const char *path, const json_t *r, size_t i,
     if (!mem || json_is_null(mem))
         return 0;
     if (!json_is_array(mem) || json_array_size(mem) != arm->n) {
-        pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): "
+        cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): "
                      "\"memory_usage_byte\" must be one number a run (%zu "
                      "times)", path, i, command, arm->n);
         return -1;
@@ -288,7 +289,7 @@ s_hyperfine_more(const char *path, const json_t *r, size_t i,
     json_array_foreach(mem, k, m) {
         double b = json_number_value(m);
         if (!json_is_number(m) || !(b >= 0) || !isfinite(b)) {
-            pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): "
+            cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): "
                          "memory_usage_byte[%zu] is not a byte count >= 0",
                          path, i, command, k);
             return -1;
@@ -298,7 +299,7 @@ s_hyperfine_more(const char *path, const json_t *r, size_t i,
         if (!pw_grow(&arm->rss.us, &arm->rss.cap, arm->rss.n,
                      sizeof *arm->rss.us, 16, SIZE_MAX)) {
             s_oom = true;
-            pw_out_error(S_VERB, "%s: out of memory", path);
+            cl_out_error(S_VERB, "%s: out of memory", path);
             return -1;
         }
         arm->rss.us[arm->rss.n++] = b / 1024.0;
@@ -315,23 +316,23 @@ s_hyperfine_arms(const char *path, const json_t *root, s_arm_t **out)
     size_t i, count = 0;
 
     if (!json_is_object(root)) {
-        pw_out_error(S_VERB, "%s: not a hyperfine --export-json file: the "
+        cl_out_error(S_VERB, "%s: not a hyperfine --export-json file: the "
                      "top level is not an object", path);
         return 0;
     }
     if (!json_is_array(results)) {
-        pw_out_error(S_VERB, "%s: not a hyperfine --export-json file: no "
+        cl_out_error(S_VERB, "%s: not a hyperfine --export-json file: no "
                      "\"results\" array", path);
         return 0;
     }
     count = json_array_size(results);
     if (count == 0 || count > S_ENTRIES_MAX) {
-        pw_out_error(S_VERB, "%s: %zu results: want 2 to %u commands", path,
+        cl_out_error(S_VERB, "%s: %zu results: want 2 to %u commands", path,
                      count, S_ENTRIES_MAX);
         return 0;
     }
     if (!(arms = calloc(count, sizeof *arms))) {
-        pw_out_error(S_VERB, "%s: out of memory for %zu results", path,
+        cl_out_error(S_VERB, "%s: out of memory for %zu results", path,
                      count);
         s_oom = true;
         return 0;
@@ -342,52 +343,52 @@ s_hyperfine_arms(const char *path, const json_t *root, s_arm_t **out)
                                                                 "command"));
         size_t k;
         if (!json_is_object(r)) {
-            pw_out_error(S_VERB, "%s: results[%zu] is not an object", path,
+            cl_out_error(S_VERB, "%s: results[%zu] is not an object", path,
                          i);
             goto fail;
         }
         if (!command) {
-            pw_out_error(S_VERB, "%s: results[%zu] has no \"command\" string",
+            cl_out_error(S_VERB, "%s: results[%zu] has no \"command\" string",
                          path, i);
             goto fail;
         }
         arms[i].name = command;
         if (!json_is_array(times)) {
-            pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): no \"times\" "
+            cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): no \"times\" "
                          "array of run times in seconds", path, i, command);
             goto fail;
         }
         json_array_foreach(times, k, t) {
             double s = json_number_value(t);
             if (!json_is_number(t)) {
-                pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
+                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
                              "is not a number", path, i, command, k);
                 goto fail;
             }
             if (!(s > 0.0)) {
-                pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
+                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
                              "is %g: run times must be > 0", path, i,
                              command, k, s);
                 goto fail;
             }
             if (!isfinite(s * 1e6)) {
-                pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
+                cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): times[%zu] "
                              "is %g s: too large for a run time", path, i,
                              command, k, s);
                 goto fail;
             }
             if (s_arm_push(&arms[i], s * 1e6)) {
                 if (s_oom)
-                    pw_out_error(S_VERB, "%s: out of memory", path);
+                    cl_out_error(S_VERB, "%s: out of memory", path);
                 else
-                    pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): more "
+                    cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): more "
                                  "than %u times", path, i, command,
                                  VD_MAX_SAMPLES);
                 goto fail;
             }
         }
         if (arms[i].n < 2) {
-            pw_out_error(S_VERB, "%s: results[%zu] (\"%s\"): %zu time%s: at "
+            cl_out_error(S_VERB, "%s: results[%zu] (\"%s\"): %zu time%s: at "
                          "least 2 runs a command (hyperfine --runs)", path, i,
                          command, arms[i].n, arms[i].n == 1 ? "" : "s");
             goto fail;
@@ -396,7 +397,7 @@ s_hyperfine_arms(const char *path, const json_t *root, s_arm_t **out)
             goto fail;
     }
     if (count < 2) {
-        pw_out_error(S_VERB, "%s: 1 command (\"%s\"): nothing to compare it "
+        cl_out_error(S_VERB, "%s: 1 command (\"%s\"): nothing to compare it "
                      "with", path, arms[0].name);
         goto fail;
     }
@@ -518,7 +519,7 @@ s_hyperfine(const char *path, const s_opts_t *o)
             if (strcmp(arms[ref].name, o->reference) == 0)
                 break;
         if (ref == count) {
-            pw_out_error(S_VERB, "%s: no command named \"%s\" for "
+            cl_out_error(S_VERB, "%s: no command named \"%s\" for "
                          "--reference (the first is \"%s\")", path,
                          o->reference, arms[0].name);
             rc = PW_EXIT_USAGE;
@@ -531,14 +532,14 @@ s_hyperfine(const char *path, const s_opts_t *o)
         !(rss = calloc(count, sizeof *rss)) ||
         !(names = calloc(count, sizeof *names)) ||
         (o->json && (!(out = json_object()) || !(list = json_array())))) {
-        pw_out_error(S_VERB, "out of memory for %zu commands", count);
+        cl_out_error(S_VERB, "out of memory for %zu commands", count);
         s_oom = true;
         goto done;
     }
     for (size_t i = 0; i < count; i++) {
         names[i] = arms[i].name;
         if (vd_summarize(arms[i].us, arms[i].n, &sums[i], err, sizeof err)) {
-            pw_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
+            cl_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
             rc = PW_EXIT_DATA;
             goto done;
         }
@@ -548,7 +549,7 @@ s_hyperfine(const char *path, const s_opts_t *o)
     for (size_t i = 0; i < count; i++)
         if (i != ref && s_judge(&arms[i], &arms[ref], &o->params,
                                 &verdicts[i], err, sizeof err)) {
-            pw_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
+            cl_out_error(S_VERB, "%s: \"%s\": %s", path, arms[i].name, err);
             rc = PW_EXIT_DATA;
             goto done;
         }
@@ -611,7 +612,7 @@ s_hyperfine(const char *path, const s_opts_t *o)
     rc = PW_EXIT_OK;
     goto done;
 write_failed:
-    pw_out_error(S_VERB, "writing the output failed (or out of memory)");
+    cl_out_error(S_VERB, "writing the output failed (or out of memory)");
 done:
     if (s_oom)
         rc = PW_EXIT_SYSTEM;
@@ -670,34 +671,34 @@ s_gbench_time(const char *path, size_t i, const char *name, const json_t *b,
     const json_t *real = json_object_get(b, "real_time");
     double mult;
     if (unit && !json_is_string(unit)) {
-        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"time_unit\" "
+        cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"time_unit\" "
                      "is not a string", path, i, name);
         return -1;
     }
     if (!(mult = s_unit_us(json_string_value(unit)))) {
-        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): unknown "
+        cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): unknown "
                      "time_unit \"%s\" (ns, us, ms or s)", path, i, name,
                      json_string_value(unit));
         return -1;
     }
     if (!real) {
-        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): no "
+        cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): no "
                      "\"real_time\"", path, i, name);
         return -1;
     }
     if (!json_is_number(real)) {
-        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+        cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
                      "is not a number", path, i, name);
         return -1;
     }
     if (!(json_number_value(real) > 0.0)) {
-        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+        cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
                      "is %g: times must be > 0", path, i, name,
                      json_number_value(real));
         return -1;
     }
     if (!isfinite(json_number_value(real) * mult)) {
-        pw_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
+        cl_out_error(S_VERB, "%s: benchmarks[%zu] (\"%s\"): \"real_time\" "
                      "is %g %s: too large for a time", path, i, name,
                      json_number_value(real),
                      unit ? json_string_value(unit) : "ns");
@@ -720,19 +721,19 @@ s_gbench_load(const char *path, s_gbench_t *g)
         return -1;
     list = json_object_get(g->root, "benchmarks");
     if (!json_is_object(g->root) || !json_is_array(list)) {
-        pw_out_error(S_VERB, "%s: not a Google Benchmark JSON file: no "
+        cl_out_error(S_VERB, "%s: not a Google Benchmark JSON file: no "
                      "\"benchmarks\" array", path);
         return -1;
     }
     if (json_array_size(list) > (size_t)S_ENTRIES_MAX * 64) {
-        pw_out_error(S_VERB, "%s: %zu benchmark entries, more than the "
+        cl_out_error(S_VERB, "%s: %zu benchmark entries, more than the "
                      "limit of %zu", path, json_array_size(list),
                      (size_t)S_ENTRIES_MAX * 64);
         return -1;
     }
     if (!(g->index = json_object()) ||
         !(g->arms = calloc(json_array_size(list) + 1, sizeof *g->arms))) {
-        pw_out_error(S_VERB, "%s: out of memory for %zu benchmark entries",
+        cl_out_error(S_VERB, "%s: out of memory for %zu benchmark entries",
                      path, json_array_size(list));
         s_oom = true;
         return -1;
@@ -747,12 +748,12 @@ s_gbench_load(const char *path, s_gbench_t *g)
         s_arm_t *arm;
 
         if (!json_is_object(b)) {
-            pw_out_error(S_VERB, "%s: benchmarks[%zu] is not an object",
+            cl_out_error(S_VERB, "%s: benchmarks[%zu] is not an object",
                          path, i);
             return -1;
         }
         if (!name) {
-            pw_out_error(S_VERB, "%s: benchmarks[%zu] has no \"name\" string",
+            cl_out_error(S_VERB, "%s: benchmarks[%zu] has no \"name\" string",
                          path, i);
             return -1;
         }
@@ -766,13 +767,13 @@ s_gbench_load(const char *path, s_gbench_t *g)
             run_name = name;
         if (!(pos = json_object_get(g->index, run_name))) {
             if (g->count >= S_ENTRIES_MAX) {
-                pw_out_error(S_VERB, "%s: more than %u benchmarks", path,
+                cl_out_error(S_VERB, "%s: more than %u benchmarks", path,
                              S_ENTRIES_MAX);
                 return -1;
             }
             if (json_object_set_new(g->index, run_name,
                                     json_integer((json_int_t)g->count))) {
-                pw_out_error(S_VERB, "%s: out of memory", path);
+                cl_out_error(S_VERB, "%s: out of memory", path);
                 s_oom = true;
                 return -1;
             }
@@ -792,16 +793,16 @@ s_gbench_load(const char *path, s_gbench_t *g)
             return -1;
         if (s_arm_push(arm, us)) {
             if (s_oom)
-                pw_out_error(S_VERB, "%s: out of memory", path);
+                cl_out_error(S_VERB, "%s: out of memory", path);
             else
-                pw_out_error(S_VERB, "%s: \"%s\": more than %u "
+                cl_out_error(S_VERB, "%s: \"%s\": more than %u "
                              "repetitions", path, run_name, VD_MAX_SAMPLES);
             return -1;
         }
         iterations++;
     }
     if (iterations == 0) {
-        pw_out_error(S_VERB, "%s: no \"iteration\" entries: run the "
+        cl_out_error(S_VERB, "%s: no \"iteration\" entries: run the "
                      "benchmark with --benchmark_repetitions=N (N >= 2) and "
                      "without --benchmark_report_aggregates_only", path);
         return -1;
@@ -905,7 +906,7 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
             why = err;
         if (why) {
             failed++;
-            pw_out_error(S_VERB, "%s: %s", b->name, why);
+            cl_out_error(S_VERB, "%s: %s", b->name, why);
             if (o->json && json_array_append_new(list, json_pack(
                     "{s:s, s:s}", "name", b->name, "error", why)))
                 goto write_failed;
@@ -955,7 +956,7 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
     if (fflush(stdout) != 0)
         goto write_failed;
     if (common == 0) {
-        pw_out_error(S_VERB, "%s and %s have no benchmark in common",
+        cl_out_error(S_VERB, "%s and %s have no benchmark in common",
                      base_path, cont_path);
         rc = PW_EXIT_DATA;
     } else {
@@ -963,7 +964,7 @@ s_gbench(const char *base_path, const char *cont_path, const s_opts_t *o)
     }
     goto done;
 write_failed:
-    pw_out_error(S_VERB, "writing the output failed (or out of memory)");
+    cl_out_error(S_VERB, "writing the output failed (or out of memory)");
 done:
     if (s_oom)
         rc = PW_EXIT_SYSTEM;
@@ -998,8 +999,8 @@ cl_import_main(int argc, char **argv)
     int c, nfiles, rule;
 
     vd_params_default(&o.params);
-    if (pw_out_wants_help(argc, argv)) {
-        return pw_out_help(S_VERB, s_usage);
+    if (cl_out_wants_help(argc, argv)) {
+        return cl_out_help(S_VERB, s_usage);
     }
     optind = 0;
     opterr = 0;
@@ -1008,16 +1009,16 @@ cl_import_main(int argc, char **argv)
         case S_OPT_REF: o.reference = optarg; break;
         case S_OPT_JSON: o.json = true; break;
         default:
-            rule = pw_out_rule_opt(S_VERB, c, optarg, &o.params);
+            rule = cl_out_rule_opt(S_VERB, c, optarg, &o.params);
             if (rule > 0)
                 break;
             if (rule == 0)
-                pw_out_option_error(S_VERB, c, argv);
+                cl_out_option_error(S_VERB, c, argv);
             return PW_EXIT_USAGE;
         }
     }
     if (optind >= argc) {
-        pw_out_error(S_VERB, "which format? hyperfine or gbench (parity "
+        cl_out_error(S_VERB, "which format? hyperfine or gbench (parity "
                      "import --help)");
         return PW_EXIT_USAGE;
     }
@@ -1025,7 +1026,7 @@ cl_import_main(int argc, char **argv)
     nfiles = argc - optind;
     if (strcmp(kind, "hyperfine") == 0) {
         if (nfiles != 1) {
-            pw_out_error(S_VERB, "hyperfine takes one FILE.json, got %d",
+            cl_out_error(S_VERB, "hyperfine takes one FILE.json, got %d",
                          nfiles);
             return PW_EXIT_USAGE;
         }
@@ -1033,13 +1034,13 @@ cl_import_main(int argc, char **argv)
     }
     if (strcmp(kind, "gbench") == 0) {
         if (nfiles != 2) {
-            pw_out_error(S_VERB, "gbench takes BASELINE.json and "
+            cl_out_error(S_VERB, "gbench takes BASELINE.json and "
                          "CONTENDER.json, got %d file%s", nfiles,
                          nfiles == 1 ? "" : "s");
             return PW_EXIT_USAGE;
         }
         if (o.reference) {
-            pw_out_error(S_VERB, "--reference is for hyperfine; gbench "
+            cl_out_error(S_VERB, "--reference is for hyperfine; gbench "
                          "judges the contender against the baseline");
             return PW_EXIT_USAGE;
         }
@@ -1049,6 +1050,6 @@ cl_import_main(int argc, char **argv)
         }
         return s_gbench(argv[optind], argv[optind + 1], &o);
     }
-    pw_out_error(S_VERB, "unknown format \"%s\": hyperfine or gbench", kind);
+    cl_out_error(S_VERB, "unknown format \"%s\": hyperfine or gbench", kind);
     return PW_EXIT_USAGE;
 }

@@ -6,6 +6,7 @@
  * never readable by others, not even for a moment). Refuses to replace
  * either file unless --force. docs/commands/keygen.md.
  */
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_key.h"
@@ -86,34 +87,34 @@ cl_keygen_main(int argc, char **argv)
             s_usage(stdout);
             return PW_EXIT_OK;
         default:
-            pw_out_error("keygen", "unknown or incomplete option %s "
+            cl_out_error("keygen", "unknown or incomplete option %s "
                          "(parity keygen --help)", argv[optind - 1]);
             return PW_EXIT_USAGE;
         }
     }
     if (optind != argc - 1) {
-        pw_out_error("keygen", optind >= argc
+        cl_out_error("keygen", optind >= argc
                      ? "NAME is required (parity keygen --help)"
                      : "one NAME only (parity keygen --help)");
         return PW_EXIT_USAGE;
     }
     const char *name = argv[optind];
     if (!s_valid_name(name)) {
-        pw_out_error("keygen", "NAME \"%s\": use letters, digits, '.', '_' "
+        cl_out_error("keygen", "NAME \"%s\": use letters, digits, '.', '_' "
                      "or '-' (at most %d, not starting with '.' or '-')",
                      name, S_NAME_MAX);
         return PW_EXIT_USAGE;
     }
     if (strlen(dir) > 3000) {
-        pw_out_error("keygen", "--dir: path too long");
+        cl_out_error("keygen", "--dir: path too long");
         return PW_EXIT_USAGE;
     }
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        pw_out_error("keygen", "mkdir %s: %s", dir, strerror(errno));
+        cl_out_error("keygen", "mkdir %s: %s", dir, strerror(errno));
         return PW_EXIT_SYSTEM;
     }
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        pw_out_error("keygen", "--dir %s: not a directory", dir);
+        cl_out_error("keygen", "--dir %s: not a directory", dir);
         return PW_EXIT_USAGE;
     }
     snprintf(pub, sizeof pub, "%s/%s", dir, name);
@@ -122,7 +123,7 @@ cl_keygen_main(int argc, char **argv)
         const char *exists = access(pub, F_OK) == 0 ? pub
                            : access(sec, F_OK) == 0 ? sec : NULL;
         if (exists) {
-            pw_out_error("keygen", "%s exists; not replacing it without "
+            cl_out_error("keygen", "%s exists; not replacing it without "
                          "--force", exists);
             return PW_EXIT_DATA;
         }
@@ -132,7 +133,7 @@ cl_keygen_main(int argc, char **argv)
     }
     cert = zcert_new();
     if (!cert) {
-        pw_out_error("keygen", "zcert_new: out of memory or no entropy");
+        cl_out_error("keygen", "zcert_new: out of memory or no entropy");
         return PW_EXIT_SYSTEM;
     }
     zcert_set_meta(cert, "name", "%s", name);
@@ -141,11 +142,11 @@ cl_keygen_main(int argc, char **argv)
     int saved = zcert_save(cert, pub);
     umask(old);
     if (saved != 0) {
-        pw_out_error("keygen", "zcert_save %s: %s", pub, strerror(errno));
+        cl_out_error("keygen", "zcert_save %s: %s", pub, strerror(errno));
         goto done;
     }
     if (chmod(sec, 0600) != 0 || chmod(pub, 0644) != 0) {
-        pw_out_error("keygen", "chmod %s: %s", pub, strerror(errno));
+        cl_out_error("keygen", "chmod %s: %s", pub, strerror(errno));
         goto done;
     }
     char fp[PW_KEY_FP_SIZE];

@@ -1,6 +1,7 @@
 /* cl_verdict.c -- `parity verdict`: one comparison from the command line,
  * or many as JSON Lines on stdin (--batch). See docs/commands/verdict.md.
  */
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
@@ -73,13 +74,13 @@ static int
 s_check_arm(const char *opt, const double *x, size_t n)
 {
     if (n < 2) {
-        pw_out_error(S_VERB, "%s: %zu sample%s: at least 2 a side", opt, n,
+        cl_out_error(S_VERB, "%s: %zu sample%s: at least 2 a side", opt, n,
                      n == 1 ? "" : "s");
         return -1;
     }
     for (size_t i = 0; i < n; i++)
         if (!(x[i] > 0.0)) {
-            pw_out_error(S_VERB, "%s: sample %zu is %g: samples must be "
+            cl_out_error(S_VERB, "%s: sample %zu is %g: samples must be "
                          "finite and > 0", opt, i + 1, x[i]);
             return -1;
         }
@@ -101,13 +102,13 @@ s_single(const s_opts_t *o)
         const char *comma = strchr(o->names, ',');
         size_t la = comma ? (size_t)(comma - o->names) : 0;
         if (!comma || la == 0 || !comma[1] || strchr(comma + 1, ',')) {
-            pw_out_error(S_VERB, "--names \"%s\": want two non-empty names "
+            cl_out_error(S_VERB, "--names \"%s\": want two non-empty names "
                          "separated by one comma, e.g. --names new,old",
                          o->names);
             goto done;
         }
         if (la >= sizeof name_a || strlen(comma + 1) >= sizeof name_b) {
-            pw_out_error(S_VERB, "--names: a name longer than %zu bytes",
+            cl_out_error(S_VERB, "--names: a name longer than %zu bytes",
                          sizeof name_a - 1);
             goto done;
         }
@@ -116,26 +117,26 @@ s_single(const s_opts_t *o)
         snprintf(name_b, sizeof name_b, "%s", comma + 1);
         json_t *check = json_pack("[s,s]", name_a, name_b);
         if (!check) {   /* JSON strings must be UTF-8 */
-            pw_out_error(S_VERB, "--names: the names are not UTF-8 text");
+            cl_out_error(S_VERB, "--names: the names are not UTF-8 text");
             goto done;
         }
         json_decref(check);
     }
-    if (pw_out_parse_list(o->a_list, VD_MAX_SAMPLES, &a, &na, err,
+    if (cl_out_parse_list(o->a_list, VD_MAX_SAMPLES, &a, &na, err,
                           sizeof err)) {
-        pw_out_error(S_VERB, "--a: %s", err);
+        cl_out_error(S_VERB, "--a: %s", err);
         goto done;
     }
-    if (pw_out_parse_list(o->b_list, VD_MAX_SAMPLES, &b, &nb, err,
+    if (cl_out_parse_list(o->b_list, VD_MAX_SAMPLES, &b, &nb, err,
                           sizeof err)) {
-        pw_out_error(S_VERB, "--b: %s", err);
+        cl_out_error(S_VERB, "--b: %s", err);
         goto done;
     }
     rc = PW_EXIT_DATA;
     if (s_check_arm("--a", a, na) || s_check_arm("--b", b, nb))
         goto done;
     if (vd_compare(a, na, b, nb, &o->params, &v, err, sizeof err) != VD_OK) {
-        pw_out_error(S_VERB, "%s", err);
+        cl_out_error(S_VERB, "%s", err);
         goto done;
     }
     rc = PW_EXIT_SYSTEM;
@@ -145,7 +146,7 @@ s_single(const s_opts_t *o)
                                       json_string(name_a)) ||
             json_object_set_new(j, "other_name", json_string(name_b)) ||
             pw_out_json(stdout, j) || fflush(stdout) != 0) {
-            pw_out_error(S_VERB, "writing the JSON verdict failed");
+            cl_out_error(S_VERB, "writing the JSON verdict failed");
             goto done;
         }
     } else {
@@ -154,7 +155,7 @@ s_single(const s_opts_t *o)
         if (pw_out_arms(stdout, names, sums, 2) || fputc('\n', stdout) < 0 ||
             pw_out_verdict(stdout, name_a, name_b, &v) ||
             fflush(stdout) != 0) {
-            pw_out_error(S_VERB, "writing the table failed");
+            cl_out_error(S_VERB, "writing the table failed");
             goto done;
         }
     }
@@ -660,7 +661,7 @@ s_batch(const s_opts_t *o)
     bt.fast = !getenv("PARITY_BATCH_JANSSON");
     bt.out_cap = S_BLOCK + PW_VERDICT_TEXT_MAX + 64 + 6 * S_ERR_MAX;
     if (!(bt.out = malloc(bt.out_cap)) || !(in = malloc(cap))) {
-        pw_out_error(S_VERB, "out of memory for the batch buffers");
+        cl_out_error(S_VERB, "out of memory for the batch buffers");
         goto done;
     }
     for (;;) {
@@ -704,7 +705,7 @@ s_batch(const s_opts_t *o)
             } else {
                 char *grown = realloc(in, cap * 2);
                 if (!grown) {
-                    pw_out_error(S_VERB, "out of memory for a line of %zu "
+                    cl_out_error(S_VERB, "out of memory for a line of %zu "
                                  "bytes", len);
                     goto done;
                 }
@@ -715,7 +716,7 @@ s_batch(const s_opts_t *o)
         size_t got = fread(in + len, 1, cap - len, stdin);
         if (got == 0) {
             if (ferror(stdin)) {
-                pw_out_error(S_VERB, "reading stdin: %s", strerror(errno));
+                cl_out_error(S_VERB, "reading stdin: %s", strerror(errno));
                 goto done;
             }
             eof = 1;
@@ -726,11 +727,11 @@ s_batch(const s_opts_t *o)
     if (fflush(stdout) != 0 && !bt.write_errno)
         bt.write_errno = errno ? errno : EIO;
     if (bt.write_errno) {
-        pw_out_error(S_VERB, "writing stdout: %s", strerror(bt.write_errno));
+        cl_out_error(S_VERB, "writing stdout: %s", strerror(bt.write_errno));
         goto done;
     }
     if (bt.oom)
-        pw_out_error(S_VERB, "out of memory answering a line (its error "
+        cl_out_error(S_VERB, "out of memory answering a line (its error "
                      "line says where)");
     rc = bt.oom ? PW_EXIT_SYSTEM : bt.bad_lines ? PW_EXIT_DATA : PW_EXIT_OK;
 done:
@@ -764,8 +765,8 @@ cl_verdict_main(int argc, char **argv)
     int c, rule;
 
     vd_params_default(&o.params);
-    if (pw_out_wants_help(argc, argv)) {
-        return pw_out_help(S_VERB, s_usage);
+    if (cl_out_wants_help(argc, argv)) {
+        return cl_out_help(S_VERB, s_usage);
     }
     optind = 0;     /* full reinitialisation of glibc's getopt */
     opterr = 0;     /* our own messages, pinned by tests */
@@ -777,28 +778,28 @@ cl_verdict_main(int argc, char **argv)
         case S_OPT_JSON: o.json = true; break;
         case S_OPT_BATCH: o.batch = true; break;
         default:
-            rule = pw_out_rule_opt(S_VERB, c, optarg, &o.params);
+            rule = cl_out_rule_opt(S_VERB, c, optarg, &o.params);
             if (rule > 0)
                 break;
             if (rule == 0)
-                pw_out_option_error(S_VERB, c, argv);
+                cl_out_option_error(S_VERB, c, argv);
             return PW_EXIT_USAGE;
         }
     }
     if (optind < argc) {
-        pw_out_error(S_VERB, "unexpected argument \"%s\"", argv[optind]);
+        cl_out_error(S_VERB, "unexpected argument \"%s\"", argv[optind]);
         return PW_EXIT_USAGE;
     }
     if (o.batch) {
         if (o.a_list || o.b_list || o.names || o.json) {
-            pw_out_error(S_VERB, "--batch reads its arms from stdin and "
+            cl_out_error(S_VERB, "--batch reads its arms from stdin and "
                          "writes JSON: drop --a, --b, --names and --json");
             return PW_EXIT_USAGE;
         }
         return s_batch(&o);
     }
     if (!o.a_list || !o.b_list) {
-        pw_out_error(S_VERB, "--a and --b are both needed (or --batch); "
+        cl_out_error(S_VERB, "--a and --b are both needed (or --batch); "
                      "parity verdict --help");
         return PW_EXIT_USAGE;
     }

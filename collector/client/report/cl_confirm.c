@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cl_out.h"
 #include "pw_out.h"
 
 #define S_VERB "regressions confirm"
@@ -126,7 +127,7 @@ s_wait(cl_conn_t *c, json_int_t id, bool as_json)
             continue;
         }
         if (rc != CL_CONN_OK && !s_interrupted) {
-            pw_out_error(S_VERB, "%s", err);
+            cl_out_error(S_VERB, "%s", err);
             rc = rc == CL_CONN_REPLY ? S_EXIT_REPLY : cl_conn_exit_code(rc);
             goto done;
         }
@@ -142,7 +143,7 @@ s_wait(cl_conn_t *c, json_int_t id, bool as_json)
             strcmp(state, "queued") != 0)
             break;
         if (s_interrupted) {
-            pw_out_error(S_VERB, "stopped waiting; confirm %lld goes on "
+            cl_out_error(S_VERB, "stopped waiting; confirm %lld goes on "
                          "(parity regressions lists its answer)",
                          (long long)id);
             rc = PW_EXIT_SYSTEM;
@@ -153,13 +154,13 @@ s_wait(cl_conn_t *c, json_int_t id, bool as_json)
     }
     if ((as_json ? pw_out_json(stdout, k) : s_print(stdout, k)) != 0 ||
         fflush(stdout) != 0) {
-        pw_out_error(S_VERB, "writing stdout failed");
+        cl_out_error(S_VERB, "writing stdout failed");
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
     const char *state = pw_out_str(k, "state", "?");
     if (strcmp(state, "failed") == 0) {
-        pw_out_error(S_VERB, "confirm %lld failed: %s", (long long)id,
+        cl_out_error(S_VERB, "confirm %lld failed: %s", (long long)id,
                      pw_out_str(k, "reason", "?"));
         rc = S_EXIT_REPLY;
     } else
@@ -192,19 +193,19 @@ s_args(int argc, char **argv, json_int_t *id, json_int_t *runs, bool *wait,
             *runs = strtoll(optarg, &end, 10);
             if (*end || end == optarg || errno || *runs < 2 ||
                 *runs > S_RUNS_MAX) {
-                pw_out_error(S_VERB, "--runs \"%s\": want a whole number "
+                cl_out_error(S_VERB, "--runs \"%s\": want a whole number "
                              "from 2 to %d", optarg, S_RUNS_MAX);
                 return -1;
             }
         } else {
-            pw_out_error(S_VERB, c == ':' ? "%s needs a value" :
+            cl_out_error(S_VERB, c == ':' ? "%s needs a value" :
                          "unexpected option %s (parity regressions --help)",
                          argv[optind - 1]);
             return -1;
         }
     }
     if (optind + 1 != argc) {
-        pw_out_error(S_VERB, "give one event id (parity regressions lists "
+        cl_out_error(S_VERB, "give one event id (parity regressions lists "
                      "them)");
         return -1;
     }
@@ -212,7 +213,7 @@ s_args(int argc, char **argv, json_int_t *id, json_int_t *runs, bool *wait,
     errno = 0;
     *id = strtoll(text, &end, 10);
     if (*end || end == text || errno || *id < 1) {
-        pw_out_error(S_VERB, "\"%s\" is not an event id", text);
+        cl_out_error(S_VERB, "\"%s\" is not an event id", text);
         return -1;
     }
     return 0;
@@ -232,13 +233,13 @@ cl_confirm_main(int argc, char **argv, cl_conn_opts_t *co)
     int code = 0, status = 0, rc;
     cl_conn_t *c = args ? cl_conn_open(co, &code, err, sizeof err) : NULL;
     if (!c) {
-        pw_out_error(S_VERB, "%s", args ? err : "out of memory");
+        cl_out_error(S_VERB, "%s", args ? err : "out of memory");
         rc = args ? cl_conn_exit_code(code) : PW_EXIT_SYSTEM;
         goto done;
     }
     if ((rc = cl_conn_request(c, "confirm", args, &body, &status, err,
                               sizeof err)) != CL_CONN_OK) {
-        pw_out_error(S_VERB, "%s", err);
+        cl_out_error(S_VERB, "%s", err);
         rc = rc == CL_CONN_REPLY ? S_EXIT_REPLY : cl_conn_exit_code(rc);
         goto done;
     }

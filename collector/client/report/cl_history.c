@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "cl_conn.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 #include "vd_metric.h"
@@ -117,9 +118,9 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
         const json_t *entries = json_object_get(r, "hosts");
         size_t reps = columns ? 1 : json_array_size(entries);
         for (size_t k = 0; k < reps; k++) {
-            pw_out_time(cells[0], PW_OUT_CELL_MAX,
+            cl_out_time(cells[0], PW_OUT_CELL_MAX,
                    json_integer_value(json_object_get(r, "at_us")),
-                   PW_OUT_TIME_TABLE);
+                   CL_OUT_TIME_TABLE);
             snprintf(cells[1], PW_OUT_CELL_MAX, "%s",
                      *pw_out_str(r, "job", "") ?
                      pw_out_str(r, "job", "") : "(no job)");
@@ -127,15 +128,15 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
             c = 3;
             if (columns) {
                 for (size_t h = 0; h < nh; h++, c++)
-                    pw_out_cell(cells[c], PW_OUT_CELL_MAX,
-                                pw_out_entry(r, hosts[h]));
+                    cl_out_cell(cells[c], PW_OUT_CELL_MAX,
+                                cl_out_entry(r, hosts[h]));
             } else {
                 const json_t *e = json_array_get(entries, k);
                 snprintf(cells[c++], PW_OUT_CELL_MAX, "%s",
                          pw_out_str(e, "host", "?"));
-                pw_out_cell(cells[c++], PW_OUT_CELL_MAX, e);
+                cl_out_cell(cells[c++], PW_OUT_CELL_MAX, e);
             }
-            pw_out_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
+            cl_out_geomean(cells[c++], PW_OUT_CELL_MAX, sum);
             snprintf(cells[c++], PW_OUT_CELL_MAX, "%s",
                      pw_out_str(sum, "consensus", "no hosts"));
             for (size_t q = 0; q < ncols; q++)
@@ -247,7 +248,7 @@ s_print_changes(FILE *f, const json_t *body)
                 fprintf(f, "  %s at %s%s\n", text, tags, pass ? "" :
                         " (first run after the change)");
                 char bisect[PW_OUT_CELL_MAX];
-                if (!pass && *pw_out_bisect(bisect, sizeof bisect,
+                if (!pass && *cl_out_bisect(bisect, sizeof bisect,
                                             json_object_get(x, "bisect")))
                     fprintf(f, "    %s\n", bisect);
                 if (!pass && *pw_out_confirm(bisect, sizeof bisect,
@@ -275,9 +276,9 @@ s_print_csv(FILE *f, const json_t *body)
         json_array_foreach(json_object_get(pair, "rows"), k, r) {
             const json_t *sum = json_object_get(r, "summary");
             char at[64], tags[PW_OUT_CELL_MAX], gm[PW_OUT_NUMBER_MAX] = "";
-            pw_out_time(at, sizeof at,
+            cl_out_time(at, sizeof at,
                    json_integer_value(json_object_get(r, "at_us")),
-                   PW_OUT_TIME_TABLE);
+                   CL_OUT_TIME_TABLE);
             s_tags(tags, sizeof tags, r);
             if (json_integer_value(json_object_get(sum, "hosts")) > 0)
                 pw_out_json_number(gm, sizeof gm, sum, "geomean_ratio");
@@ -411,7 +412,7 @@ s_ask_series(const cl_conn_opts_t *co, const char *bench, const json_t *args,
     int rc = PW_EXIT_SYSTEM;
     *out = NULL;
     if (!sargs) {
-        pw_out_error("history", "out of memory");
+        cl_out_error("history", "out of memory");
         goto done;
     }
     if (json_object_get(args, "suite"))
@@ -429,7 +430,7 @@ s_ask_series(const cl_conn_opts_t *co, const char *bench, const json_t *args,
     each = s_history_hosts(body);
     if (!list || !each) {
         json_decref(list);
-        pw_out_error("history", "out of memory");
+        cl_out_error("history", "out of memory");
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
@@ -497,22 +498,22 @@ s_parse(int argc, char **argv, json_t *args, json_t *tags, json_t *hosts,
             break;
         case O_HOST:
             if (!*v || json_array_size(hosts) >= 256) {
-                pw_out_error("history", "--host \"%s\": want a host name "
+                cl_out_error("history", "--host \"%s\": want a host name "
                              "(at most 256 of them)", v);
                 return -1;
             }
             json_array_append_new(hosts, json_string(v));
             break;
         case O_TAG:
-            if (pw_out_key_value(tags, v) != 0 ||
+            if (cl_out_key_value(tags, v) != 0 ||
                 json_object_size(tags) > 256) {
-                pw_out_error("history", "--tag \"%s\": want KEY=VALUE", v);
+                cl_out_error("history", "--tag \"%s\": want KEY=VALUE", v);
                 return -1;
             }
             break;
         case O_BY:
             if (strlen(v) > 200) {
-                pw_out_error("history", "--by \"%.60s...\": want a tag name "
+                cl_out_error("history", "--by \"%.60s...\": want a tag name "
                              "of at most 200 bytes", v);
                 return -1;
             }
@@ -523,7 +524,7 @@ s_parse(int argc, char **argv, json_t *args, json_t *tags, json_t *hosts,
         case O_METRIC: {
             vd_metric_t m;
             if (vd_metric_parse(v, &m) != 0) {
-                pw_out_error("history", "--metric %.60s: want wall, cpu or "
+                cl_out_error("history", "--metric %.60s: want wall, cpu or "
                              "peak_rss", v);
                 return -1;
             }
@@ -533,17 +534,17 @@ s_parse(int argc, char **argv, json_t *args, json_t *tags, json_t *hosts,
         case O_LIMIT:
             n = strtol(v, &end, 10);
             if (*end || end == v || n < 1 || n > 1000) {
-                pw_out_error("history", "--limit \"%s\": want 1..1000", v);
+                cl_out_error("history", "--limit \"%s\": want 1..1000", v);
                 return -1;
             }
             json_object_set_new(args, "limit", json_integer(n));
             break;
         default:
-            pw_out_getopt_error("history", o, argv);
+            cl_out_getopt_error("history", o, argv);
             return -1;
         }
     }
-    return pw_out_one_operand("history", argc, argv, bench);
+    return cl_out_one_operand("history", argc, argv, bench);
 }
 
 int
@@ -555,13 +556,13 @@ cl_history_main(int argc, char **argv)
     int rc = PW_EXIT_USAGE;
     json_t *args = json_object(), *tags = json_object(),
            *hosts = json_array(), *body = NULL;
-    if (pw_out_wants_help(argc, argv)) {
+    if (cl_out_wants_help(argc, argv)) {
         s_usage(stdout);
         rc = PW_EXIT_OK;
         goto done;
     }
     if (!args || !tags || !hosts) {
-        pw_out_error("history", "out of memory");
+        cl_out_error("history", "out of memory");
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
@@ -571,12 +572,12 @@ cl_history_main(int argc, char **argv)
                 &as_csv) != 0)
         goto done;
     if (!bench) {
-        pw_out_error("history", "which benchmark? (parity history BENCHMARK; "
+        cl_out_error("history", "which benchmark? (parity history BENCHMARK; "
                      "parity verdicts lists them)");
         goto done;
     }
     if (as_json && as_csv) {
-        pw_out_error("history", "give one of --json, --csv");
+        cl_out_error("history", "give one of --json, --csv");
         goto done;
     }
     json_object_set_new(args, "benchmark", json_string(bench));
@@ -609,7 +610,7 @@ cl_history_main(int argc, char **argv)
     int w = cl_history_print(stdout, body, as_json ? CL_HISTORY_JSON :
                              as_csv ? CL_HISTORY_CSV : CL_HISTORY_TABLE);
     if (w != 0 || fflush(stdout) != 0) {
-        pw_out_error("history", "writing stdout failed");
+        cl_out_error("history", "writing stdout failed");
         rc = PW_EXIT_SYSTEM;
     }
 done:

@@ -16,6 +16,7 @@
 
 #include "cl_confirm.h"
 #include "cl_conn.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_regressions.h"
 #include "cl_verbs.h"
@@ -233,7 +234,7 @@ s_print_events(FILE *f, const char *title, const json_t *list, bool all)
                     json_string_value(h) : "?");
         fputc('\n', f);
         char bisect[PW_OUT_CELL_MAX];
-        if (*pw_out_bisect(bisect, sizeof bisect, json_object_get(
+        if (*cl_out_bisect(bisect, sizeof bisect, json_object_get(
                 e, "bisect")))
             fprintf(f, "    %s\n", bisect);
         if (*pw_out_confirm(bisect, sizeof bisect, json_object_get(
@@ -349,14 +350,14 @@ s_ack_main(int argc, char **argv, cl_conn_opts_t *co, bool ack)
         if (c == 'n' && ack) {
             note = optarg;
         } else {
-            pw_out_error(verb, c == ':' ? "%s needs a value" :
+            cl_out_error(verb, c == ':' ? "%s needs a value" :
                          "unexpected option %s (parity regressions --help)",
                          argv[optind - 1]);
             return PW_EXIT_USAGE;
         }
     }
     if (optind + 1 != argc) {
-        pw_out_error(verb, "give one change point id (parity regressions "
+        cl_out_error(verb, "give one change point id (parity regressions "
                      "lists them)");
         return PW_EXIT_USAGE;
     }
@@ -365,11 +366,11 @@ s_ack_main(int argc, char **argv, cl_conn_opts_t *co, bool ack)
     errno = 0;
     long long id = strtoll(id_text, &end, 10);
     if (*end || end == id_text || errno || id < 1) {
-        pw_out_error(verb, "\"%s\" is not a change point id", id_text);
+        cl_out_error(verb, "\"%s\" is not a change point id", id_text);
         return PW_EXIT_USAGE;
     }
     if (ack && (!note || !*note)) {
-        pw_out_error(verb, "--note TEXT is required: say why the change is "
+        cl_out_error(verb, "--note TEXT is required: say why the change is "
                      "known");
         return PW_EXIT_USAGE;
     }
@@ -377,7 +378,7 @@ s_ack_main(int argc, char **argv, cl_conn_opts_t *co, bool ack)
     if (!args || (ack && json_object_set_new(args, "note",
                                              json_string(note)) != 0)) {
         json_decref(args);
-        pw_out_error(verb, "out of memory or --note is not UTF-8");
+        cl_out_error(verb, "out of memory or --note is not UTF-8");
         return ack ? PW_EXIT_USAGE : PW_EXIT_SYSTEM;
     }
     int rc = cl_conn_ask(verb, co, ack ? "ack" : "unack", args, &body);
@@ -432,7 +433,7 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json,
         case O_METRIC: {
             vd_metric_t m;
             if (vd_metric_parse(v, &m) != 0) {
-                pw_out_error("regressions", "--metric %.60s: want wall, cpu "
+                cl_out_error("regressions", "--metric %.60s: want wall, cpu "
                              "or peak_rss", v);
                 return -1;
             }
@@ -440,8 +441,8 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json,
             break;
         }
         case O_SINCE:
-            if (pw_out_duration(v, S_SINCE_MAX_S, &sec) != 0) {
-                pw_out_error("regressions", "--since \"%s\": want a duration "
+            if (cl_out_duration(v, S_SINCE_MAX_S, &sec) != 0) {
+                cl_out_error("regressions", "--since \"%s\": want a duration "
                              "such as 90s, 10m, 2h, 3d, 2w (at most 366d)", v);
                 return -1;
             }
@@ -452,43 +453,43 @@ s_list_opts(int argc, char **argv, json_t *args, json_t *tags, bool *as_json,
         case O_JOBS:
             n = strtol(v, &end, 10);
             if (*end || end == v || n < 1 || n > 1000) {
-                pw_out_error("regressions", "--jobs \"%s\": want 1..1000", v);
+                cl_out_error("regressions", "--jobs \"%s\": want 1..1000", v);
                 return -1;
             }
             json_object_set_new(args, "jobs", json_integer(n));
             jobs = true;
             break;
         case O_TAG:
-            if (pw_out_key_value(tags, v) != 0 || json_object_size(tags) > 256) {
-                pw_out_error("regressions", "--tag \"%s\": want KEY=VALUE",
+            if (cl_out_key_value(tags, v) != 0 || json_object_size(tags) > 256) {
+                cl_out_error("regressions", "--tag \"%s\": want KEY=VALUE",
                              v);
                 return -1;
             }
             break;
         case O_HOST:
             if (!*v || strlen(v) > 200) {
-                pw_out_error("regressions", "--host \"%.60s\": want a host "
+                cl_out_error("regressions", "--host \"%.60s\": want a host "
                              "name of 1..200 bytes", v);
                 return -1;
             }
             json_object_set_new(args, "host", json_string(v));
             break;
         case ':':
-            pw_out_error("regressions", "%s needs a value", argv[optind - 1]);
+            cl_out_error("regressions", "%s needs a value", argv[optind - 1]);
             return -1;
         default:
-            pw_out_error("regressions", "unexpected argument \"%s\" (parity "
+            cl_out_error("regressions", "unexpected argument \"%s\" (parity "
                          "regressions --help)", argv[optind - 1]);
             return -1;
         }
     }
     if (optind < argc) {
-        pw_out_error("regressions", "unexpected argument \"%s\" (parity "
+        cl_out_error("regressions", "unexpected argument \"%s\" (parity "
                      "regressions --help)", argv[optind]);
         return -1;
     }
     if (since && jobs) {
-        pw_out_error("regressions", "give --since or --jobs, not both");
+        cl_out_error("regressions", "give --since or --jobs, not both");
         return -1;
     }
     return 0;
@@ -575,13 +576,13 @@ cl_regressions_main(int argc, char **argv)
     bool as_json = false;
     int rc = PW_EXIT_USAGE;
     json_t *args = json_object(), *tags = json_object(), *body = NULL;
-    if (pw_out_wants_help(argc, argv)) {
+    if (cl_out_wants_help(argc, argv)) {
         s_usage(stdout);
         rc = PW_EXIT_OK;
         goto done;
     }
     if (!args || !tags) {
-        pw_out_error("regressions", "out of memory");
+        cl_out_error("regressions", "out of memory");
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
@@ -612,7 +613,7 @@ cl_regressions_main(int argc, char **argv)
     int w = as_json ? pw_out_json(stdout, body) :
                     cl_regressions_print(stdout, body, all);
     if (w != 0 || fflush(stdout) != 0) {
-        pw_out_error("regressions", "writing stdout failed");
+        cl_out_error("regressions", "writing stdout failed");
         rc = PW_EXIT_SYSTEM;
         goto done;
     }

@@ -27,6 +27,7 @@
 
 #include "cl_aa.h"
 #include "cl_conn.h"
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_boxplot.h"
 #include "cl_site.h"
@@ -174,10 +175,10 @@ s_header(FILE *f, s_fmt_t fmt, const json_t *rep)
              pw_out_str(rep, "job", "?"));
     pw_out_pairs(tags, sizeof tags, json_object_get(rep, "tags"), "-");
     pw_out_pairs(vars, sizeof vars, json_object_get(rep, "vars"), "-");
-    pw_out_time(created, sizeof created, json_integer_value(
-        json_object_get(rep, "created_at_us")), PW_OUT_TIME_TABLE);
-    pw_out_time(ended, sizeof ended, json_integer_value(
-        json_object_get(rep, "ended_at_us")), PW_OUT_TIME_TABLE);
+    cl_out_time(created, sizeof created, json_integer_value(
+        json_object_get(rep, "created_at_us")), CL_OUT_TIME_TABLE);
+    cl_out_time(ended, sizeof ended, json_integer_value(
+        json_object_get(rep, "ended_at_us")), CL_OUT_TIME_TABLE);
     if (fmt == S_HTML) {
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
               "<meta charset=\"utf-8\">\n<title>", f);
@@ -224,10 +225,10 @@ s_hosts(FILE *f, s_fmt_t fmt, const json_t *rep)
                  *pw_out_str(h, "reason", "") ? ": " : "",
                  pw_out_str(h, "reason", ""));
         s_scalar(cpu, sizeof cpu, json_object_get(h, "cpu_model"));
-        pw_out_kernel(kern, sizeof kern, h);
+        cl_out_kernel(kern, sizeof kern, h);
         s_scalar(arch, sizeof arch, json_object_get(h, "arch"));
         s_scalar(ncpu, sizeof ncpu, json_object_get(h, "logical_cpus"));
-        pw_out_floor(floor, sizeof floor, h,
+        cl_out_floor(floor, sizeof floor, h,
                      " (default: too few calibration samples)");
         json_array_foreach(json_object_get(h, "warnings"), k, wn) {
             size_t used = strlen(warn);
@@ -284,7 +285,7 @@ s_verdicts(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
             cmp, "benchmark", "?"), pw_out_str(cmp, "metric", "wall"));
         cells[1] = arms;
         for (size_t h = 0; h < nh; h++) {
-            pw_out_cell(buf[h], sizeof buf[h], pw_out_entry(cmp, pw_out_str(
+            cl_out_cell(buf[h], sizeof buf[h], cl_out_entry(cmp, pw_out_str(
                 json_array_get(hosts, h), "host", "")));
             cells[2 + h] = buf[h];
         }
@@ -326,7 +327,7 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
         if (strcmp(pw_out_str(cmp, "benchmark", ""), bench) != 0 ||
             strcmp(pw_out_str(cmp, "metric", "wall"), "wall") != 0)
             continue;
-        const json_t *e = pw_out_entry(cmp, host);
+        const json_t *e = cl_out_entry(cmp, host);
         if (!e)
             continue;
         const json_t *v = json_object_get(e, "verdict");
@@ -424,7 +425,7 @@ s_run_plots(FILE *f, const json_t *rep, const json_t *ver, const char *bench)
             if (strcmp(pw_out_str(cmp, "benchmark", ""), bench) != 0 ||
                 strcmp(pw_out_str(cmp, "metric", "wall"), "wall") != 0)
                 continue;
-            const json_t *e = pw_out_entry(cmp, pw_out_str(run, "host", ""));
+            const json_t *e = cl_out_entry(cmp, pw_out_str(run, "host", ""));
             const json_t *v = json_object_get(e, "verdict");
             if (!json_is_object(v) || nr >= CL_BOXPLOT_ARMS ||
                 strcmp(pw_out_str(e, "run_id", ""),
@@ -578,11 +579,11 @@ s_site_wait(cl_conn_t *c, uint64_t id, const char *command, json_t **body,
     if (st == CL_CONN_OK)
         return PW_EXIT_OK;
     if (st == CL_CONN_REPLY && *status == 2 && strcmp(command, "series") == 0)
-        pw_out_error("report", "the collector does not answer \"series\" "
+        cl_out_error("report", "the collector does not answer \"series\" "
                      "(it predates parity report --site): upgrade the "
                      "collector");
     else if (!(st == CL_CONN_REPLY && expected && *status == expected))
-        pw_out_error("report", "%s: %s", command, err);
+        cl_out_error("report", "%s: %s", command, err);
     return st == CL_CONN_REPLY ? PW_EXIT_DATA : cl_conn_exit_code(st);
 }
 
@@ -596,7 +597,7 @@ s_site_send(cl_conn_t *c, const char *command, const json_t *args,
     int st = cl_conn_send(c, command, args, id, err, sizeof err);
     if (st == CL_CONN_OK)
         return PW_EXIT_OK;
-    pw_out_error("report", "%s: %s", command, err);
+    cl_out_error("report", "%s: %s", command, err);
     return cl_conn_exit_code(st);
 }
 
@@ -716,7 +717,7 @@ s_site_series(cl_conn_t *c, const cl_conn_opts_t *co, const json_t *filter,
     for (i = 0; i < n && i < S_SITE_AHEAD; i++) {
         if (!conns[i] && !(conns[i] = cl_conn_open(co, &code, err,
                                                    sizeof err))) {
-            pw_out_error("report", "%s", err);
+            cl_out_error("report", "%s", err);
             rc = cl_conn_exit_code(code);
             goto done;
         }
@@ -746,7 +747,7 @@ s_site_series(cl_conn_t *c, const cl_conn_opts_t *co, const json_t *filter,
         if (cl_site_add(site, json_object_get(one, "series"), cut_all ||
                         json_is_true(json_object_get(one, "truncated")),
                         err, sizeof err) != 0) {
-            pw_out_error("report", "--site: %s", err);
+            cl_out_error("report", "--site: %s", err);
             rc = PW_EXIT_DATA;
             goto done;
         }
@@ -756,7 +757,7 @@ s_site_series(cl_conn_t *c, const cl_conn_opts_t *co, const json_t *filter,
     rc = PW_EXIT_OK;
     goto done;
 oom:
-    pw_out_error("report", "out of memory asking for the series");
+    cl_out_error("report", "out of memory asking for the series");
     rc = PW_EXIT_SYSTEM;
 done:
     json_decref(list);
@@ -798,7 +799,7 @@ s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
     const json_t *cps;
     cl_conn_t *c = cl_conn_open(co, &code, err, sizeof err);
     if (!c) {
-        pw_out_error("report", "%s", err);
+        cl_out_error("report", "%s", err);
         return cl_conn_exit_code(code);
     }
     rc = s_site_ask(c, "hosts", NULL, &hosts, &status, 0);
@@ -821,7 +822,7 @@ s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
         goto done;
     cps = s_change_points(regs);
     if (!cps) {
-        pw_out_error("report", "the collector's regressions answer has no "
+        cl_out_error("report", "the collector's regressions answer has no "
                      "change points (\"change_points\"; it predates parity "
                      "report --site): upgrade the collector");
         rc = PW_EXIT_DATA;
@@ -831,18 +832,18 @@ s_site(const cl_conn_opts_t *co, const char *dir, json_int_t since_us,
                     (json_int_t)time(NULL) * 1000000, "hosts", hosts,
                     "latest", latest, "regressions", cps);
     if (!doc) {
-        pw_out_error("report", "out of memory assembling the site");
+        cl_out_error("report", "out of memory assembling the site");
         rc = PW_EXIT_SYSTEM;
         goto done;
     }
     if (!(site = cl_site_begin(doc, dir, err, sizeof err))) {
-        pw_out_error("report", "--site: %s", err);
+        cl_out_error("report", "--site: %s", err);
         rc = PW_EXIT_DATA;
         goto done;
     }
     rc = s_site_series(c, co, args, hosts, site);
     if (rc == PW_EXIT_OK && cl_site_end(&site, err, sizeof err) != 0) {
-        pw_out_error("report", "--site: %s", err);
+        cl_out_error("report", "--site: %s", err);
         rc = PW_EXIT_DATA;
     }
 done:
@@ -929,7 +930,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
         case S_OPT_METRIC: {
             vd_metric_t m;
             if (vd_metric_parse(optarg, &m) != 0) {
-                pw_out_error("report", "--metric %.60s: want wall, cpu or "
+                cl_out_error("report", "--metric %.60s: want wall, cpu or "
                              "peak_rss", optarg);
                 return PW_EXIT_USAGE;
             }
@@ -938,22 +939,22 @@ s_parse(int argc, char **argv, s_opts_t *o)
         }
         case S_OPT_OUT:
             if (!*optarg) {
-                pw_out_error("report", "--out needs a file name");
+                cl_out_error("report", "--out needs a file name");
                 return PW_EXIT_USAGE;
             }
             o->out = optarg;
             break;
         case S_OPT_SITE:
             if (!*optarg) {
-                pw_out_error("report", "--site needs a directory");
+                cl_out_error("report", "--site needs a directory");
                 return PW_EXIT_USAGE;
             }
             o->site = optarg;
             break;
         case S_OPT_SINCE: {
             double sec;
-            if (pw_out_duration(optarg, S_SINCE_MAX_S, &sec) != 0) {
-                pw_out_error("report", "--since \"%s\": want a duration "
+            if (cl_out_duration(optarg, S_SINCE_MAX_S, &sec) != 0) {
+                cl_out_error("report", "--since \"%s\": want a duration "
                              "up to 366d (90s, 10m, 2h, 3d, 2w)", optarg);
                 return PW_EXIT_USAGE;
             }
@@ -961,29 +962,29 @@ s_parse(int argc, char **argv, s_opts_t *o)
             break;
         }
         case S_OPT_TAG:
-            if (pw_out_key_value(o->tags, optarg) != 0) {
-                pw_out_error("report", "--tag \"%s\": want KEY=VALUE",
+            if (cl_out_key_value(o->tags, optarg) != 0) {
+                cl_out_error("report", "--tag \"%s\": want KEY=VALUE",
                              optarg);
                 return PW_EXIT_USAGE;
             }
             break;
         case ':':
             if (optopt == S_OPT_OUT)
-                pw_out_error("report", "--out needs a file name");
+                cl_out_error("report", "--out needs a file name");
             else if (optopt == S_OPT_SITE)
-                pw_out_error("report", "--site needs a directory");
+                cl_out_error("report", "--site needs a directory");
             else
-                pw_out_error("report", "%s needs a value", argv[optind - 1]);
+                cl_out_error("report", "%s needs a value", argv[optind - 1]);
             return PW_EXIT_USAGE;
         default:
-            pw_out_error("report", "unexpected argument \"%s\" (parity "
+            cl_out_error("report", "unexpected argument \"%s\" (parity "
                          "report --help)", argv[optind - 1]);
             return PW_EXIT_USAGE;
         }
     }
     for (int i = optind; i < argc; i++) {
         if (o->job) {
-            pw_out_error("report", "unexpected argument \"%s\" (parity "
+            cl_out_error("report", "unexpected argument \"%s\" (parity "
                          "report --help)", argv[i]);
             return PW_EXIT_USAGE;
         }
@@ -998,22 +999,22 @@ s_check(const s_opts_t *o)
 {
     if (o->site && (o->job || o->latest || o->formats || o->out ||
                     o->metric)) {
-        pw_out_error("report", "--site writes a whole site: give it without "
+        cl_out_error("report", "--site writes a whole site: give it without "
                      "JOB, --latest, --markdown, --html, --out or --metric");
         return PW_EXIT_USAGE;
     }
     if (!o->site && (o->since_us > 0 || json_object_size(o->tags) > 0)) {
-        pw_out_error("report", "--since and --tag go with --site");
+        cl_out_error("report", "--since and --tag go with --site");
         return PW_EXIT_USAGE;
     }
     if (o->site)
         return PW_EXIT_OK;
     if (o->formats > 1) {
-        pw_out_error("report", "give one of --markdown, --html");
+        cl_out_error("report", "give one of --markdown, --html");
         return PW_EXIT_USAGE;
     }
     if (o->job && o->latest) {
-        pw_out_error("report", "give JOB or --latest, not both");
+        cl_out_error("report", "give JOB or --latest, not both");
         return PW_EXIT_USAGE;
     }
     /* No JOB is the newest job (--latest), as `verdicts` does. */
@@ -1042,7 +1043,7 @@ s_document(const cl_conn_opts_t *co, const s_opts_t *o)
         goto done;
     f = o->out ? fopen(o->out, "w") : stdout;
     if (!f) {
-        pw_out_error("report", "--out %s: %s", o->out, strerror(errno));
+        cl_out_error("report", "--out %s: %s", o->out, strerror(errno));
         rc = PW_EXIT_DATA;
         goto done;
     }
@@ -1052,7 +1053,7 @@ s_document(const cl_conn_opts_t *co, const s_opts_t *o)
     else
         w |= fflush(stdout) != 0 ? -1 : 0;
     if (w != 0) {
-        pw_out_error("report", "writing %s failed", o->out ? o->out :
+        cl_out_error("report", "writing %s failed", o->out ? o->out :
                      "stdout");
         rc = o->out ? PW_EXIT_DATA : PW_EXIT_SYSTEM;
     }
@@ -1069,13 +1070,13 @@ cl_report_main(int argc, char **argv)
     cl_conn_opts_t co = { 0 };
     s_opts_t o = { .fmt = S_MARKDOWN, .tags = json_object() };
     int rc;
-    if (pw_out_wants_help(argc, argv)) {
+    if (cl_out_wants_help(argc, argv)) {
         json_decref(o.tags);
         s_usage(stdout);
         return PW_EXIT_OK;
     }
     if (!o.tags) {
-        pw_out_error("report", "out of memory");
+        cl_out_error("report", "out of memory");
         return PW_EXIT_SYSTEM;
     }
     if (cl_conn_verb_args("report", &argc, argv, &co) != 0) {

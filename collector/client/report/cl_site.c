@@ -19,6 +19,7 @@
 
 #include "cl_atom.h"
 
+#include "cl_out.h"
 #include "pw_out.h"
 #include "cl_boxplot.h"
 #include "cl_svg.h"
@@ -240,8 +241,8 @@ static void
 s_foot(FILE *f, const s_site_t *s)
 {
     char when[64];
-    pw_out_time(when, sizeof when, json_integer_value(json_object_get(
-        s->doc, "generated_at_us")), PW_OUT_TIME_PAGE);
+    cl_out_time(when, sizeof when, json_integer_value(json_object_get(
+        s->doc, "generated_at_us")), CL_OUT_TIME_PAGE);
     fprintf(f, "<footer><p>Made by parity report --site at %s. Times are "
             "wall-clock per run; a ratio is subject median / other median "
             "on one host, judged with that host's own noise floor.</p>"
@@ -279,8 +280,8 @@ s_run_box(FILE *f, const json_t *ser, const json_t *run)
         .tolerance = json_number_value(json_object_get(run, "tolerance")),
         .outcome = pw_out_str(run, "outcome", NULL) };
     char when[64], tags[512], caption[1024];
-    pw_out_time(when, sizeof when, json_integer_value(json_object_get(run,
-                                                                 "time_us")), PW_OUT_TIME_PAGE);
+    cl_out_time(when, sizeof when, json_integer_value(json_object_get(run,
+                                                                 "time_us")), CL_OUT_TIME_PAGE);
     pw_out_pairs(tags, sizeof tags, json_object_get(run, "tags"), "-");
     snprintf(caption, sizeof caption, "%s, run %s, %s", when,
              pw_out_str(run, "run", "?"), tags);
@@ -314,7 +315,7 @@ s_marks_list(FILE *f, const json_t *ser)
                     json_object_get(m, "magnitude")),
                 json_is_true(json_object_get(m, "within_noise")) ?
                 " (within noise)" : "");
-        pw_out_xmlf(f, true, "%s (%s)</li>\n", pw_out_str(run, "run", "?"),
+        cl_out_xmlf(f, true, "%s (%s)</li>\n", pw_out_str(run, "run", "?"),
                     tags);
     }
     json_array_foreach(json_object_get(ser, "annotations"), i, m) {
@@ -343,7 +344,7 @@ s_series(FILE *f, const json_t *ser)
              pw_out_str(ser, "other", "?"), strcmp(vars, "-") ? ", " : "",
              strcmp(vars, "-") ? vars : "", wall ? "" : ", ",
              wall ? "" : metric);
-    pw_out_xmlf(f, true, "<section class=\"series\">\n<h2>%s</h2>\n", title);
+    cl_out_xmlf(f, true, "<section class=\"series\">\n<h2>%s</h2>\n", title);
     if (total > CL_SVG_MAX_POINTS)
         fprintf(f, "<p class=\"capped\">The plot shows the newest %d of %zu "
                 "runs.</p>\n", CL_SVG_MAX_POINTS, total);
@@ -412,21 +413,21 @@ s_hosts(FILE *f, const s_site_t *s)
     json_array_foreach(hosts, i, h) {
         bool online = json_is_true(json_object_get(h, "online"));
         char floor[64], seen[64], kern[PW_OUT_CELL_MAX];
-        pw_out_floor(floor, sizeof floor, h, " (default)");
-        pw_out_time(seen, sizeof seen, json_integer_value(json_object_get(
-            h, "last_seen_us")), PW_OUT_TIME_PAGE);
+        cl_out_floor(floor, sizeof floor, h, " (default)");
+        cl_out_time(seen, sizeof seen, json_integer_value(json_object_get(
+            h, "last_seen_us")), CL_OUT_TIME_PAGE);
         fputs("<tr><td>", f);
         cl_svg_text(f, pw_out_str(h, "name", "?"));
         fprintf(f, "</td><td class=\"%s\">%s</td><td>%s</td><td>",
                 online ? "online" : "offline", online ? "online" : "offline",
                 floor);
         cl_svg_text(f, pw_out_str(h, "cpu_model", "-"));
-        pw_out_xmlf(f, true, "</td><td>%s</td><td>%s</td><td>",
-                    pw_out_kernel(kern, sizeof kern, h), seen);
+        cl_out_xmlf(f, true, "</td><td>%s</td><td>%s</td><td>",
+                    cl_out_kernel(kern, sizeof kern, h), seen);
         if (json_array_size(json_object_get(h, "warnings")) == 0)
             fputs("none", f);
         json_array_foreach(json_object_get(h, "warnings"), k, w) {
-            pw_out_xmlf(f, true, "%s%s: %s", k ? "<br>" : "",
+            cl_out_xmlf(f, true, "%s%s: %s", k ? "<br>" : "",
                         pw_out_str(w, "code", "?"),
                         pw_out_str(w, "message", ""));
         }
@@ -486,14 +487,14 @@ s_cp_row(FILE *f, const s_site_t *s, const json_t *cp, bool acked)
     } else {
         cl_svg_text(f, bench);
     }
-    pw_out_xmlf(f, true, "</td><td>%s</td><td>%s vs %s</td><td>%s",
+    cl_out_xmlf(f, true, "</td><td>%s</td><td>%s vs %s</td><td>%s",
                 pw_out_str(cp, "host", "?"), pw_out_str(cp, "subject", "?"),
                 pw_out_str(cp, "other", "?"), vars);
     double mag = json_number_value(json_object_get(cp, "magnitude"));
     fprintf(f, "</td><td>%s %+.1f %%</td><td>%.2g</td><td>",
             pw_out_str(cp, "metric", "ratio"), (mag - 1) * 100,
             json_number_value(json_object_get(cp, "p_value")));
-    pw_out_xmlf(f, true, "%s &rarr; %s", before, after);
+    cl_out_xmlf(f, true, "%s &rarr; %s", before, after);
     fprintf(f, "</td><td>%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
             "</td><td>", json_integer_value(json_object_get(
                 cp, "hosts_with_step")), json_integer_value(json_object_get(
@@ -564,7 +565,7 @@ s_bench_arms(FILE *f, const char *page, const json_t *o)
     cl_svg_text(f, pw_out_bench_metric(bench, sizeof bench, pw_out_str(
         o, "benchmark", "?"), pw_out_str(o, "quantity", "wall")));
     fputs(page ? "</a></td><td>" : "</td><td>", f);
-    pw_out_xmlf(f, true, "%s vs %s</td>", pw_out_str(o, "subject", "?"),
+    cl_out_xmlf(f, true, "%s vs %s</td>", pw_out_str(o, "subject", "?"),
                 pw_out_str(o, "other", "?"));
 }
 
@@ -629,7 +630,7 @@ s_events(FILE *f, const s_site_t *s)
                            "trend: %+.2f %% a run", 100.0 * json_number_value(
                                json_object_get(trend, "per_run")));
         char bisect[PW_OUT_CELL_MAX];
-        if (*pw_out_bisect(bisect, sizeof bisect, json_object_get(
+        if (*cl_out_bisect(bisect, sizeof bisect, json_object_get(
                 e, "bisect")) && at > 0 && (size_t)at < sizeof change)
             at += snprintf(change + at, sizeof change - (size_t)at, "; %s",
                            bisect);
@@ -644,7 +645,7 @@ s_events(FILE *f, const s_site_t *s)
                 " (regression)" : "", json_is_true(json_object_get(
                     e, "within_noise")) ? " (within noise)" : "");
         s_bench_arms(f, page, e);
-        pw_out_xmlf(f, true, "<td>%s</td><td>%s</td><td>%s &rarr; %s", vars,
+        cl_out_xmlf(f, true, "<td>%s</td><td>%s</td><td>%s &rarr; %s", vars,
                     change, before, after);
         fprintf(f, "</td><td>%" JSON_INTEGER_FORMAT " of %"
                 JSON_INTEGER_FORMAT ":", json_integer_value(
@@ -676,13 +677,13 @@ s_latest(FILE *f, const s_site_t *s)
     }
     char tags[512];
     pw_out_pairs(tags, sizeof tags, json_object_get(ver, "tags"), "-");
-    pw_out_xmlf(f, true, "<h2>Latest job: %s</h2>\n<p>suite %s, state %s, "
+    cl_out_xmlf(f, true, "<h2>Latest job: %s</h2>\n<p>suite %s, state %s, "
                 "tags %s.</p>\n<table class=\"latest\">\n<tr><th>benchmark"
                 "</th><th>arms</th>", pw_out_str(ver, "job", "?"),
                 pw_out_str(ver, "suite", "?"), pw_out_str(ver, "state", "?"),
                 tags);
     json_array_foreach(hosts, h, host)
-        pw_out_xmlf(f, true, "<th>%s</th>", pw_out_str(host, "host", "?"));
+        cl_out_xmlf(f, true, "<th>%s</th>", pw_out_str(host, "host", "?"));
     fputs("<th>across hosts</th></tr>\n", f);
     json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
         const char *page = s_page_of(s, pw_out_str(ver, "suite", ""),
@@ -690,7 +691,7 @@ s_latest(FILE *f, const s_site_t *s)
         fputs("<tr><td>", f);
         s_bench_arms(f, page, cmp);
         json_array_foreach(hosts, h, host) {
-            const json_t *e = pw_out_entry(cmp, pw_out_str(host, "host", ""));
+            const json_t *e = cl_out_entry(cmp, pw_out_str(host, "host", ""));
             const json_t *v = json_object_get(e, "verdict");
             if (!e) {
                 fputs("<td class=\"none\">-</td>", f);
@@ -746,8 +747,8 @@ s_index(const s_site_t *s, const char *dir, char *err, size_t errlen)
     FILE *f = s_open(dir, "index.html", tmp, sizeof tmp, err, errlen);
     if (!f)
         return -1;
-    pw_out_time(when, sizeof when, json_integer_value(json_object_get(
-        s->doc, "generated_at_us")), PW_OUT_TIME_PAGE);
+    cl_out_time(when, sizeof when, json_integer_value(json_object_get(
+        s->doc, "generated_at_us")), CL_OUT_TIME_PAGE);
     s_head(f, "Parity");
     fprintf(f, "<h1>Parity</h1>\n<p>The fleet as of %s.</p>\n", when);
     s_hosts(f, s);

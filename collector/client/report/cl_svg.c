@@ -12,6 +12,7 @@
 
 #include "cl_svg.h"
 
+#include "cl_out.h"
 #include "pw_out.h"
 
 #define S_W     960.0
@@ -76,7 +77,7 @@ cl_svg_outcome_colour(const char *outcome)
 void
 cl_svg_text(FILE *f, const char *s)
 {
-    pw_out_xml(f, s, true);
+    cl_out_xml(f, s, true);
 }
 
 /* x with one decimal, as "%.1f" writes it, without printf's exact
@@ -209,9 +210,9 @@ static void
 s_hover(char *buf, size_t len, const json_t *series, const json_t *r)
 {
     char when[32], tags[512], sub[256], oth[256], ver[128];
-    pw_out_time(when, sizeof when,
+    cl_out_time(when, sizeof when,
                 json_integer_value(json_object_get(r, "time_us")),
-                PW_OUT_TIME_PLOT);
+                CL_OUT_TIME_PLOT);
     pw_out_pairs(tags, sizeof tags, json_object_get(r, "tags"), "no tags");
     s_arm_text(sub, sizeof sub, pw_out_str(series, "subject", "subject"),
                json_object_get(r, "subject"), s_is_kib(series));
@@ -413,11 +414,11 @@ s_axes(FILE *f, const s_plot_t *p)
             "width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#bbb\"/>\n",
             S_ML, S_PT0, S_W - S_ML - S_MR, S_PT1 - S_PT0, S_ML, S_PR0,
             S_W - S_ML - S_MR, S_PR1 - S_PR0);
-    pw_out_time(d0, sizeof d0,
+    cl_out_time(d0, sizeof d0,
                 json_integer_value(json_object_get(s_run(p, 0), "time_us")),
-                PW_OUT_TIME_PLOT);
-    pw_out_time(d1, sizeof d1, json_integer_value(json_object_get(
-        s_run(p, p->n - 1), "time_us")), PW_OUT_TIME_PLOT);
+                CL_OUT_TIME_PLOT);
+    cl_out_time(d1, sizeof d1, json_integer_value(json_object_get(
+        s_run(p, p->n - 1), "time_us")), CL_OUT_TIME_PLOT);
     fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#555\">"
             "<text x=\"%.1f\" y=\"%.1f\">%s</text>"
             "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%zu run%s, "

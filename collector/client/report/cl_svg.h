@@ -39,7 +39,7 @@ const char *cl_svg_outcome_class(const char *outcome);
 const char *cl_svg_outcome_colour(const char *outcome);
 
 /* Write text escaped for HTML, SVG and XML, line breaks as spaces:
- * pw_out_xml(f, s, true). NULL writes nothing. */
+ * cl_out_xml(f, s, true). NULL writes nothing. */
 void cl_svg_text(FILE *f, const char *s);
 
 /* Write the history plot of series (borrowed), drawing its newest
