@@ -15,6 +15,7 @@
 #include "cl_report.h"
 #include "capture.h"
 #include "tap.h"
+#include "expected.h"
 
 static char *
 s_history(const json_t *body, cl_history_format_t fmt)
@@ -96,6 +97,8 @@ s_history_tests(void)
        strstr(t, "parity 1.010"), "row 1's tags and both hosts' cells");
     ok(t && strstr(t, "loss 1.500") < strstr(t, "win 0.500"),
        "rows in the answer's order (oldest first)");
+    ok(expected_match("history", t), "the whole history table as "
+       "tests/expected/history.out has it");
     free(t);
     t = s_history(body, CL_HISTORY_CSV);
     ok(t && s_count(t, "\n") == 4 && strstr(t, ",\"commit=c,1\",") &&
@@ -303,6 +306,8 @@ s_regressions_tests(void)
        strstr(buf, "1 worse, 0 better, 3 unchanged"),
        "regressions: a worse pair shows the tags of the run before and "
        "the run after");
+    ok(expected_match("regressions", buf), "the whole regressions answer "
+       "as tests/expected/regressions.out has it");
     free(buf);
     json_decref(body);
 

@@ -9,6 +9,7 @@
 #include "cl_verdicts.h"
 #include "capture.h"
 #include "tap.h"
+#include "expected.h"
 
 static char *
 s_print(const json_t *body, cl_verdicts_format_t fmt)
@@ -72,6 +73,8 @@ main(void)
     ok(t && strstr(t, "loss on the only host"), "table: the consensus");
     ok(t && strstr(t, "gamma: lost: the agent went offline during the job"),
        "table: a host that did not finish says why");
+    ok(expected_match("verdicts", t), "table: the whole table as "
+       "tests/expected/verdicts.out has it");
     free(t);
 
     t = s_print(body, CL_VERDICTS_CSV);

@@ -454,7 +454,7 @@ cl_out_span(char *buf, size_t len, double s)
 }
 
 char *
-cl_out_pool(char *buf, size_t len, const json_t *pool)
+cl_out_pool(char *buf, size_t len, const json_t *pool, int64_t now_us)
 {
     const json_t *n = json_object_get(pool, "runs");
     if (!n)
@@ -473,9 +473,12 @@ cl_out_pool(char *buf, size_t len, const json_t *pool)
         snprintf(buf, len, "-");
         return buf;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    double now = (double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+    double now = (double)now_us;
+    if (now_us <= 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        now = (double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+    }
     char young[32], old[32];
     cl_out_span(young, sizeof young,
                 (now - (double)json_integer_value(hi)) / 1e6);

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <jansson.h>
 
@@ -160,8 +161,9 @@ char *cl_out_span(char *buf, size_t len, double seconds);
  * 2 min old" (quiet runs alone), "200 runs with busy ones, ..." (every
  * run of the window: fewer than 100 were quiet), "200 runs, ..."
  * (unknown: stored before the collector kept it), "-" without runs or
- * instants. Returns buf. */
-char *cl_out_pool(char *buf, size_t len, const json_t *pool);
+ * instants. Ages are before now_us (0: the clock's now). Returns buf. */
+char *cl_out_pool(char *buf, size_t len, const json_t *pool,
+                  int64_t now_us);
 
 /* A host's floor ("566.0 µs"), then dflt_note (" (default)") when it is
  * the rule's default, or "-" when the host has none. Returns buf. */

@@ -7,7 +7,9 @@
 
 #include "cl_aa.h"
 #include "cl_conn.h"
+#include "cl_hosts.h"
 #include "cl_out.h"
+#include "pw_clock.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
 
@@ -51,18 +53,18 @@ s_usage(FILE *f)
                "(docs/client.md).\n");
 }
 
-/* "12 s ago", "3 min ago", "2 h ago", "4 d ago". */
+/* "12 s ago", "3 min ago", "2 h ago", "4 d ago" before now_us (0: the
+ * clock's now). */
 static void
-s_ago(char *buf, size_t len, json_int_t at_us)
+s_ago(char *buf, size_t len, json_int_t at_us, int64_t now_us)
 {
     if (at_us <= 0) {
         snprintf(buf, len, "never");
         return;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    double s = ((double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3 - (double)at_us)
-               / 1e6;
+    if (now_us <= 0)
+        now_us = pw_clock_unix_us();
+    double s = ((double)now_us - (double)at_us) / 1e6;
     char span[32];
     snprintf(buf, len, "%s ago", cl_out_span(span, sizeof span, s));
 }
@@ -71,7 +73,7 @@ s_ago(char *buf, size_t len, json_int_t at_us)
  * collector gives jobs to one of them at a time. Each group is printed
  * once, at its first host in the table's order. */
 static void
-s_print_machines(const json_t *hosts)
+s_print_machines(FILE *f, const json_t *hosts)
 {
     size_t i;
     json_t *h;
@@ -90,25 +92,25 @@ s_print_machines(const json_t *hosts)
         }
         if (!first)
             continue;
-        printf("one machine (boot id %.8s...): %s",
+        fprintf(f, "one machine (boot id %.8s...): %s",
                pw_out_str(h, "boot_id", "?"),
                name);
         json_array_foreach(same, k, v)
-            printf(", %s", json_string_value(v) ? json_string_value(v) : "?");
+            fprintf(f, ", %s", json_string_value(v) ? json_string_value(v) : "?");
         /* The collector lists 16 others at most; the count has them all. */
         json_int_t all = json_integer_value(json_object_get(
             h, "same_machine_count"));
         if (all > (json_int_t)json_array_size(same))
-            printf(" and %lld more", (long long)(all -
+            fprintf(f, " and %lld more", (long long)(all -
                                       (json_int_t)json_array_size(same)));
-        printf(": their jobs run one at a time\n");
+        fprintf(f, ": their jobs run one at a time\n");
     }
 }
 
 /* A warning line per host whose last self-test gave more than 2 %
  * false verdicts (the table's self-test column has only the counts). */
 static void
-s_print_selftests(const json_t *hosts)
+s_print_selftests(FILE *f, const json_t *hosts)
 {
     size_t i;
     json_t *h;
@@ -119,7 +121,7 @@ s_print_selftests(const json_t *hosts)
         char text[256], when[96];
         cl_aa_text(text, sizeof text, st);
         cl_aa_when(when, sizeof when, st);
-        printf("warning: %s: %s (self-test of %s); its verdicts call "
+        fprintf(f, "warning: %s: %s (self-test of %s); its verdicts call "
                "noise a difference more often than the rule is built to\n",
                pw_out_str(h, "name", "?"), text, when);
     }
@@ -141,9 +143,9 @@ s_pending(const json_t *body)
     json_array_foreach(keys, i, k) {
         char first[64], last[64];
         s_ago(first, sizeof first,
-              json_integer_value(json_object_get(k, "first_seen_us")));
+              json_integer_value(json_object_get(k, "first_seen_us")), 0);
         s_ago(last, sizeof last,
-              json_integer_value(json_object_get(k, "last_seen_us")));
+              json_integer_value(json_object_get(k, "last_seen_us")), 0);
         const char *row[] = { pw_out_str(k, "fingerprint", "?"),
                               pw_out_str(k, "name", "-"),
                               pw_out_str(k, "address", "-"),
@@ -208,9 +210,8 @@ s_metric_floor(char *buf, size_t len, const json_t *h, const char *metric)
              "default")) ? " (default)" : "");
 }
 
-/* The hosts' table (and the machines they share). */
-static int
-s_print_hosts(const json_t *body)
+int
+cl_hosts_print(FILE *f, const json_t *body, int64_t now_us)
 {
     json_t *hosts = json_object_get(body, "hosts");
     pw_out_table_t *t = pw_out_table_new(13);
@@ -228,15 +229,15 @@ s_print_hosts(const json_t *body)
              suites[PW_OUT_CELL_MAX] = "",
              warn[PW_OUT_CELL_MAX] = "", self[64] = "-";
         s_ago(seen, sizeof seen,
-              json_integer_value(json_object_get(h, "last_seen_us")));
+              json_integer_value(json_object_get(h, "last_seen_us")), now_us);
         cl_out_floor(floor, sizeof floor, h, " (default)");
-        cl_out_pool(pool, sizeof pool, h);
+        cl_out_pool(pool, sizeof pool, h, now_us);
         s_metric_floor(cpuf, sizeof cpuf, h, "cpu");
         s_metric_floor(rssf, sizeof rssf, h, "peak_rss");
         char kern[PW_OUT_CELL_MAX];
         cl_out_kernel(kern, sizeof kern, h);
         s_ago(cal, sizeof cal,
-              json_integer_value(json_object_get(h, "calibrated_at_us")));
+              json_integer_value(json_object_get(h, "calibrated_at_us")), now_us);
         size_t k;
         json_t *v;
         json_array_foreach(json_object_get(h, "suites"), k, v) {
@@ -276,12 +277,11 @@ s_print_hosts(const json_t *body)
             *warn ? warn : "-" };
         pw_out_table_add(t, row);
     }
-    int rc = pw_out_table_print(t, stdout) == 0 ? PW_EXIT_OK
-                                                : PW_EXIT_SYSTEM;
+    int rc = pw_out_table_print(t, f) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
     if (json_array_size(hosts) == 0)
-        printf("(no host has said Hello to this collector yet)\n");
-    s_print_machines(hosts);
-    s_print_selftests(hosts);
+        fprintf(f, "(no host has said Hello to this collector yet)\n");
+    s_print_machines(f, hosts);
+    s_print_selftests(f, hosts);
     pw_out_table_destroy(&t);
     return rc;
 }
@@ -359,7 +359,7 @@ cl_hosts_main(int argc, char **argv)
             rc = PW_EXIT_SYSTEM;
         return rc;
     }
-    rc = s_print_hosts(body);
+    rc = cl_hosts_print(stdout, body, 0);
     json_decref(body);
     return rc;
 }

@@ -167,7 +167,7 @@ s_print_floors(FILE *f, const json_t *hosts, const json_t *cmps,
         if (!pool)
             continue;
         char text[160], us[32];
-        cl_out_pool(text, sizeof text, pool);
+        cl_out_pool(text, sizeof text, pool, 0);
         const json_t *fu = json_object_get(verdict, "floor_us");
         if (markdown && first)
             fputc('\n', f);
