@@ -434,7 +434,7 @@ static const co_stmt_t s_st_finish = { "bisector.finish",
     "state = 'running' RETURNING id",
     5, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_finish_2 = { "bisector.finish_2",
+static const co_stmt_t s_st_notice = { "bisector.notice",
     "INSERT INTO notices (kind, ref, "
     "body, created_at_us) VALUES ('bisect', $1, $2, $3) ON CONFLICT "
     "DO NOTHING RETURNING id",
@@ -461,7 +461,7 @@ s_finish(co_bisector_t *n, co_reply_t *c, const json_t *b, const char *state,
                "bisect=%s why=%s", id, co_log_quote(q, sizeof q, reason));
         char *body = s_notice(b, state, reason, result);
         const char *pn[] = { id, body ? body : "{}", now };
-        PGresult *t = body ? co_reply_run(c, &s_st_finish_2, pn) : NULL;
+        PGresult *t = body ? co_reply_run(c, &s_st_notice, pn) : NULL;
         if (t && PQntuples(t) == 1)
             co_notify_post(n->notify, body);
         PQclear(t);

@@ -127,7 +127,7 @@ static const co_stmt_t s_st_finish = { "confirmer.finish",
     "state IN ('queued', 'running') RETURNING id",
     5, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_finish_2 = { "confirmer.finish_2",
+static const co_stmt_t s_st_notice = { "confirmer.notice",
     "INSERT INTO notices (kind, ref, "
     "body, created_at_us) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING "
     "RETURNING id",
@@ -161,7 +161,7 @@ s_finish(co_confirmer_t *n, co_reply_t *c, const json_t *k, const char *state,
     char *body = summary ? s_notice(k, summary, kind, ref) : NULL;
     json_decref(summary);
     const char *pn[] = { kind, ref, body, now };
-    PGresult *t = body ? co_reply_run(c, &s_st_finish_2, pn) : NULL;
+    PGresult *t = body ? co_reply_run(c, &s_st_notice, pn) : NULL;
     if (t && PQntuples(t) == 1)
         co_notify_post(n->notify, body);
     PQclear(t);

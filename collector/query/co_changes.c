@@ -363,7 +363,7 @@ static const co_stmt_t s_st_ack = { "changes.ack",
     "id",
     3, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_ack_2 = { "changes.ack_2",
+static const co_stmt_t s_st_unack = { "changes.unack",
     S_EVENT_SQL ", u AS (UPDATE change_points cp SET ack_note = "
     "NULL, acked_at_us = NULL FROM m WHERE cp.id = m.id "
     "RETURNING cp.id, (SELECT name FROM hosts h WHERE h.id "
@@ -396,7 +396,7 @@ s_ack(co_reply_t *c, const json_t *args, bool ack)
     const char *p[] = { sid, note, at };
     PGresult *r = ack
         ? co_reply_run(c, &s_st_ack, p)
-        : co_reply_run(c, &s_st_ack_2, p);
+        : co_reply_run(c, &s_st_unack, p);
     if (!r)
         return NULL;
     int n = PQntuples(r);

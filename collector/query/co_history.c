@@ -685,7 +685,7 @@ s_report_hosts(co_reply_t *c, const char *id, json_t *hosts)
     return 0;
 }
 
-static const co_stmt_t s_st_report_runs = { "history.report_runs",
+static const co_stmt_t s_st_report_arms = { "history.report_arms",
     "SELECT r.id, r.run_uuid, h.name AS host, b.name AS benchmark,"
     " COALESCE(r.status, 'running') AS status, COALESCE(r.reason, '')"
     " AS reason, r.runs, r.warmup, a.idx, a.name, a.subject,"
@@ -700,7 +700,7 @@ static const co_stmt_t s_st_report_runs = { "history.report_runs",
     " WHERE r.job_id = $1 ORDER BY r.id, a.idx LIMIT $2::int",
     2, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_report_runs_2 = { "history.report_runs_2",
+static const co_stmt_t s_st_report_samples = { "history.report_samples",
     "SELECT s.run, s.arm, s.wall_us FROM runs r JOIN samples s ON"
     " s.run = r.id WHERE r.job_id = $1 AND s.kind = " CO_SQL_MEASURED " AND s.wall_us > 0"
     " AND NOT EXISTS (SELECT 1 FROM run_summaries x WHERE x.run = r.id)"
@@ -722,7 +722,7 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
     char arms_lim[24];
     snprintf(arms_lim, sizeof arms_lim, "%d", S_ARMS_MAX + 1);
     const char *pa[] = { id, arms_lim };
-    r = co_reply_run(c, &s_st_report_runs, pa);
+    r = co_reply_run(c, &s_st_report_arms, pa);
     if (!r)
         goto fail;
     if (PQntuples(r) > S_ARMS_MAX) {
@@ -733,7 +733,7 @@ s_report_runs(co_reply_t *c, const char *id, json_t *runs)
     char lim[24];
     snprintf(lim, sizeof lim, "%d", S_SAMPLES_MAX + 1);
     const char *ps[] = { id, lim };
-    s = co_reply_run(c, &s_st_report_runs_2, ps);
+    s = co_reply_run(c, &s_st_report_samples, ps);
     if (!s)
         goto fail;
     int ns = PQntuples(s);

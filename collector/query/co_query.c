@@ -344,12 +344,12 @@ fail:
 
 /* ---- jobs --------------------------------------------------------- */
 
-static const co_stmt_t s_st_job_arg = { "query.job_arg",
+static const co_stmt_t s_st_job_named = { "query.job_named",
     "SELECT job_uuid FROM jobs WHERE "
     "job_uuid = $1",
     1, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_job_arg_2 = { "query.job_arg_2",
+static const co_stmt_t s_st_job_latest = { "query.job_latest",
     "SELECT job_uuid FROM jobs ORDER BY "
     "created_at_us DESC, id DESC LIMIT 1",
     0, PGRES_TUPLES_OK, false };
@@ -363,7 +363,7 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
     const char *job = json_string_value(json_object_get(args, "job"));
     if (job) {
         const char *p[] = { job };
-        PGresult *r = s_q(q, res, &s_st_job_arg, p);
+        PGresult *r = s_q(q, res, &s_st_job_named, p);
         if (!r)
             return false;
         bool found = PQntuples(r) == 1;
@@ -389,7 +389,7 @@ s_job_arg(co_query_t *q, const json_t *args, char *id, size_t len,
                "give \"job\")");
         return false;
     }
-    PGresult *r = s_q(q, res, &s_st_job_arg_2, NULL);
+    PGresult *r = s_q(q, res, &s_st_job_latest, NULL);
     if (!r)
         return false;
     if (PQntuples(r) != 1) {
@@ -411,7 +411,7 @@ static const co_stmt_t s_st_job = { "query.job",
     "hosts_spec FROM jobs WHERE job_uuid = $1",
     1, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_job_2 = { "query.job_2",
+static const co_stmt_t s_st_job_hosts = { "query.job_hosts",
     "SELECT h.name, jh.state, jh.reason, jh.run_id, jh.benchmark, "
     "jh.round, jh.rounds, jh.updated_at_us, "
     "(SELECT count(*) FROM runs r WHERE r.job_id = j.job_uuid AND "
@@ -433,7 +433,7 @@ static const co_stmt_t s_st_job_2 = { "query.job_2",
     "h.id = jh.host_id WHERE j.job_uuid = $1 ORDER BY h.name, h.id",
     1, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_job_3 = { "query.job_3",
+static const co_stmt_t s_st_job_runs = { "query.job_runs",
     "SELECT r.run_uuid AS run_id, h.name AS host, b.name AS benchmark, "
     "COALESCE(r.status, 'running') AS status, r.started_at_us, "
     "r.ended_at_us FROM runs r JOIN hosts h ON "
@@ -471,7 +471,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
         "ended_at_us", co_reply_int_or_null(r, 0, co_col(r, "ended_at_us")),
         "hosts_spec", co_reply_json_col(r, 0, co_col(r, "hosts_spec")));
     PQclear(r);
-    r = s_q(q, res, &s_st_job_2, p);
+    r = s_q(q, res, &s_st_job_hosts, p);
     if (!r || !job)
         goto fail;
     enum { J_NAME, J_STATE, J_REASON, J_RUN, J_BENCH, J_ROUND, J_ROUNDS,
@@ -497,7 +497,7 @@ s_job(co_query_t *q, const json_t *args, s_res_t *res)
             "progress", co_reply_json_col(r, i, c[J_PROGRESS]),
             "benchmarks", co_reply_int_or_null(r, i, c[J_BENCHMARKS])));
     PQclear(r);
-    r = s_q(q, res, &s_st_job_3, p);
+    r = s_q(q, res, &s_st_job_runs, p);
     if (!r)
         goto fail;
     static const co_reply_col_t run_cols[] = {
@@ -644,7 +644,7 @@ fail:
     return -1;
 }
 
-static const co_stmt_t s_st_verdicts = { "query.verdicts",
+static const co_stmt_t s_st_verdicts_hosts = { "query.verdicts_hosts",
     "SELECT h.name AS host, jh.state, jh.reason, j.suite, j.state AS "
     "job_state, j.tags::text AS tags, j.label, jh.suite_digest, "
     CO_SELFTEST_SQL("h.id") " AS selftest, j.vars::text AS vars, "
@@ -654,7 +654,7 @@ static const co_stmt_t s_st_verdicts = { "query.verdicts",
     "j.job_uuid = $1 ORDER BY h.name, h.id",
     1, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_verdicts_2 = { "query.verdicts_2",
+static const co_stmt_t s_st_verdicts_rows = { "query.verdicts_rows",
     "SELECT b.name AS benchmark, sa.name AS subject, v.other_name, "
     "h.name AS host, r.run_uuid, v.verdict_json, v.error, r.status, "
     "f.n_samples AS pool_runs, f.quiet AS pool_quiet, f.oldest_us AS "
@@ -690,7 +690,7 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     const char *p[] = { id };
     json_t *cmps = json_array(), *hosts = json_array(), *cur = NULL;
     json_t *out = NULL;
-    PGresult *r = s_q(q, res, &s_st_verdicts, p);
+    PGresult *r = s_q(q, res, &s_st_verdicts_hosts, p);
     if (!r || !cmps || !hosts)
         goto fail;
     bool any = PQntuples(r) > 0;
@@ -725,7 +725,7 @@ s_verdicts(co_query_t *q, const json_t *args, s_res_t *res)
     /* Each metric's comparisons after wall time's, in vd_metric's order;
      * "tracked": the suite judges and tracks the benchmark on it (025). A
      * wall floor's pool (floors) is wall time's alone. */
-    r = s_q(q, res, &s_st_verdicts_2, pv);
+    r = s_q(q, res, &s_st_verdicts_rows, pv);
     if (!r || !out)
         goto fail;
     enum { V_BENCH, V_SUBJECT, V_OTHER, V_HOST, V_RUN, V_VERDICT, V_ERROR,
@@ -1004,7 +1004,7 @@ s_show_verdicts(json_t *doc, json_t *bench, PGresult *v)
     }
 }
 
-static const co_stmt_t s_st_show = { "query.show",
+static const co_stmt_t s_st_show_run = { "query.show_run",
     "SELECT r.id, b.suite, b.name AS benchmark, r.runs, r.warmup, "
     "r.started_at_us, r.ended_at_us, r.status, r.reason, r.job_id, "
     "r.label, r.tags::text AS tags, h.name AS host, e.environment_json "
@@ -1013,20 +1013,20 @@ static const co_stmt_t s_st_show = { "query.show",
     "environments e ON e.id = r.environment WHERE r.run_uuid = $1",
     1, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_show_2 = { "query.show_2",
+static const co_stmt_t s_st_show_arms = { "query.show_arms",
     "SELECT idx, name, subject, array_to_json(argv)::text "
     "AS argv, shell, version_output, instance FROM arms WHERE run = $1 ORDER "
     "BY idx",
     1, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_show_3 = { "query.show_3",
+static const co_stmt_t s_st_show_samples = { "query.show_samples",
     "SELECT kind, arm, round, position, wall_us, user_us, "
     "sys_us, maxrss_kb, exit_status, term_signal, cpu, "
     "start_unix_us, error, instructions, cycles, task_clock_ns "
     "FROM samples WHERE run = $1 ORDER BY batch_seq, idx",
     1, PGRES_TUPLES_OK, false };
 
-static const co_stmt_t s_st_show_4 = { "query.show_4",
+static const co_stmt_t s_st_show_verdicts = { "query.show_verdicts",
     "SELECT v.other_name, v.verdict_json, v.error, "
     "v.floor_us, v.floor_is_default, v.floor_samples, v.parity, "
     "f.n_samples AS pool_runs, f.quiet AS pool_quiet, f.oldest_us "
@@ -1049,7 +1049,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     const char *p[] = { run };
     json_t *doc = NULL, *env = NULL, *arms_by_idx = json_array();
     PGresult *a = NULL, *s = NULL, *v = NULL;
-    PGresult *r = s_q(q, res, &s_st_show, p);
+    PGresult *r = s_q(q, res, &s_st_show_run, p);
     if (!r)
         goto fail;
     if (PQntuples(r) != 1) {
@@ -1081,12 +1081,12 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
     json_object_set_new(doc, "tags",
                         co_reply_json_col(r, 0, co_col(r, "tags")));
 
-    a = s_q(q, res, &s_st_show_2, pid);
+    a = s_q(q, res, &s_st_show_arms, pid);
     if (!a)
         goto fail;
     if (s_show_arms(bench, a, arms_by_idx) != 0)
         goto oom;
-    s = s_q(q, res, &s_st_show_3, pid);
+    s = s_q(q, res, &s_st_show_samples, pid);
     if (!s)
         goto fail;
     if (s_show_samples(bench, s, arms_by_idx) != 0)
@@ -1109,7 +1109,7 @@ s_show(co_query_t *q, const json_t *args, s_res_t *res)
         pw_err(res->err, sizeof res->err, "results: %s", e);
         goto fail;
     }
-    v = s_q(q, res, &s_st_show_4, pid);
+    v = s_q(q, res, &s_st_show_verdicts, pid);
     if (!v)
         goto fail;
     s_show_verdicts(doc, bench, v);
