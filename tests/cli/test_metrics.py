@@ -85,8 +85,10 @@ def check_peak_rss():
 def check_pooled():
     """The metrics' floors pool the calibration store as wall time's does
     (spec: the same no-op runs, pooled the same way)."""
+    # A later compare pools the store unless its own runs are much
+    # noisier (ag_calstore.h), as a loaded machine's may be: up to four.
     got = []
-    for _ in range(2):
+    for _ in range(4):
         rc, doc, err = compare("-r", "4", "--metric", "cpu", "--metric",
                                "peak_rss", "%s mem 20" % PROG,
                                "%s mem 20" % PROG)
@@ -95,9 +97,11 @@ def check_pooled():
         got.append((rc, fl.get("source"), fl.get("calibration_samples"),
                     m.get("cpu", {}).get("floor", {}).get("samples"),
                     m.get("peak_rss", {}).get("floor", {}).get("samples")))
-    ok(got[1][0] == 0 and got[1][1] == "pooled" and
-       got[1][2] == got[1][3] == got[1][4] > got[0][4],
-       "a second compare: cpu's and peak_rss's floors pool the store's runs "
+        if len(got) > 1 and got[-1][1] == "pooled":
+            break
+    ok(len(got) > 1 and got[-1][0] == 0 and got[-1][1] == "pooled" and
+       got[-1][2] == got[-1][3] == got[-1][4] > got[0][4],
+       "a later compare: cpu's and peak_rss's floors pool the store's runs "
        "with the session's, as many as wall time's (%s)" % got)
     store = [f for f in os.listdir(os.path.join(TMP, "cache", "parity"))
              if f.startswith("calibration-") and "." not in f]
