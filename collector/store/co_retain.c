@@ -13,7 +13,12 @@
 #include "co_floors.h"
 #include "pw_err.h"
 
-enum { S_PARTITION, S_MOVE, S_DROP_SQL, S_OLD_PARTITIONS, S_DEFAULT_OLD, S_CALIBRATION_OLD };
+/* Seconds a partition change may wait for its lock: it needs samples
+ * briefly to itself, and must never queue ingest behind a long query. */
+#define S_PARTITION_LOCK_TIMEOUT "'5s'"
+
+enum { S_PARTITION, S_MOVE, S_DROP_SQL, S_OLD_PARTITIONS, S_DEFAULT_OLD,
+       S_CALIBRATION_OLD, S_LOCK_TIMEOUT, S_MOVING, S_MOVE_BACK };
 static const co_stmt_t s_sql[] = {
     [S_PARTITION] = { "retain.partition",
         "SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
@@ -34,6 +39,15 @@ static const co_stmt_t s_sql[] = {
         "substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO "
         "\\(''?(-?[0-9]+)''?\\)')::bigint <= $1::bigint ORDER BY 1",
         1, PGRES_TUPLES_OK, false },
+    [S_LOCK_TIMEOUT] = { "retain.lock_timeout",
+        "SET LOCAL lock_timeout = " S_PARTITION_LOCK_TIMEOUT,
+        0, PGRES_COMMAND_OK, false },
+    [S_MOVING] = { "retain.moving",
+        "CREATE TEMP TABLE samples_moving (LIKE samples) ON COMMIT DROP",
+        0, PGRES_COMMAND_OK, false },
+    [S_MOVE_BACK] = { "retain.move_back",
+        "INSERT INTO samples SELECT * FROM samples_moving",
+        0, PGRES_COMMAND_OK, false },
     [S_DEFAULT_OLD] = { "retain.default_old",
         "DELETE FROM samples_default d USING runs r WHERE r.id = d.run AND "
         "d.start_unix_us < $1 AND r.started_at_us < $1",
@@ -43,9 +57,15 @@ static const co_stmt_t s_sql[] = {
         1, PGRES_COMMAND_OK, false },
 };
 
-/* Seconds a partition change may wait for its lock: it needs samples
- * briefly to itself, and must never queue ingest behind a long query. */
-#define S_PARTITION_LOCK_TIMEOUT "'5s'"
+/* A statement of the table without parameters or rows. */
+static int
+s_exec(co_db_t *db, int stmt, char *err, size_t errlen)
+{
+    int rc;
+    PGresult *r = co_db_run(db, &s_sql[stmt], NULL, &rc, err, errlen);
+    PQclear(r);
+    return rc;
+}
 
 /* The first microsecond of the UTC month holding t_us, moved by
  * months; *year and *month (1..12) name it. */
@@ -85,11 +105,8 @@ s_partition_make(co_db_t *db, int year, int month, int64_t lo, int64_t hi,
         return CO_DB_OK;
     if ((rc = co_db_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
         return rc;
-    if ((rc = co_db_exec(db, "SET LOCAL lock_timeout = " S_PARTITION_LOCK_TIMEOUT,
-                     err, errlen)) != CO_DB_OK)
-        goto end;
-    if ((rc = co_db_exec(db, "CREATE TEMP TABLE samples_moving (LIKE samples) "
-                     "ON COMMIT DROP", err, errlen)) != CO_DB_OK)
+    if ((rc = s_exec(db, S_LOCK_TIMEOUT, err, errlen)) != CO_DB_OK ||
+        (rc = s_exec(db, S_MOVING, err, errlen)) != CO_DB_OK)
         goto end;
     const char *pr[] = { los, his };
     r = co_db_run(db, &s_sql[S_MOVE], pr, &rc, err, errlen);
@@ -101,8 +118,7 @@ s_partition_make(co_db_t *db, int year, int month, int64_t lo, int64_t hi,
              "VALUES FROM (%s) TO (%s)", name, los, his);
     if ((rc = co_db_exec(db, sql, err, errlen)) != CO_DB_OK)
         goto end;
-    if ((rc = co_db_exec(db, "INSERT INTO samples SELECT * FROM samples_moving",
-                     err, errlen)) != CO_DB_OK)
+    if ((rc = s_exec(db, S_MOVE_BACK, err, errlen)) != CO_DB_OK)
         goto end;
 end:
     return co_db_end(db, rc, err, errlen);
@@ -138,8 +154,7 @@ s_partition_drop(co_db_t *db, const char *name, char *err, size_t errlen)
     int rc;
     if ((rc = co_db_exec(db, "BEGIN", err, errlen)) != CO_DB_OK)
         return rc;
-    if ((rc = co_db_exec(db, "SET LOCAL lock_timeout = " S_PARTITION_LOCK_TIMEOUT,
-                     err, errlen)) != CO_DB_OK)
+    if ((rc = s_exec(db, S_LOCK_TIMEOUT, err, errlen)) != CO_DB_OK)
         goto end;
     const char *p[] = { name };
     PGresult *r = co_db_run(db, &s_sql[S_DROP_SQL], p, &rc, err, errlen);
