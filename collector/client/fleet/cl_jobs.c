@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cl_conn.h"
+#include "cl_jobs.h"
 #include "cl_out.h"
 #include "pw_out.h"
 #include "cl_verbs.h"
@@ -23,6 +24,45 @@ s_jobs_usage(FILE *f)
                "  --json     the collector's answer as JSON\n"
 
                "Connection options as in `parity hosts --help`.\n");
+}
+
+int
+cl_jobs_print(FILE *f, const json_t *body, bool active)
+{
+    pw_out_table_t *t = pw_out_table_new(7);
+    if (!t)
+        return PW_EXIT_SYSTEM;
+    const char *head[] = { "job", "suite", "state", "created", "hosts",
+                           "tags", "label" };
+    pw_out_table_add(t, head);
+    size_t i;
+    json_t *j;
+    json_array_foreach(json_object_get(body, "jobs"), i, j) {
+        char created[64], hosts[PW_OUT_CELL_MAX] = "",
+             tags[PW_OUT_CELL_MAX];
+        cl_out_time(created, sizeof created,
+               json_integer_value(json_object_get(j, "created_at_us")),
+               CL_OUT_TIME_TABLE);
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(j, "hosts"), k, v) {
+            size_t u = strlen(hosts);
+            snprintf(hosts + u, sizeof hosts - u, "%s%s %lld", u ? ", " : "",
+                     k, (long long)json_integer_value(v));
+        }
+        pw_out_pairs(tags, sizeof tags, json_object_get(j, "tags"), "-");
+        const char *row[] = { pw_out_str(j, "job", "?"),
+                              pw_out_str(j, "suite", "?"),
+                              pw_out_str(j, "state", "?"), created,
+                              *hosts ? hosts : "-", tags,
+                              pw_out_str(j, "label", "-") };
+        pw_out_table_add(t, row);
+    }
+    int rc = pw_out_table_print(t, f) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
+    if (json_array_size(json_object_get(body, "jobs")) == 0)
+        fprintf(f, active ? "(no active job)\n" : "(no job yet)\n");
+    pw_out_table_destroy(&t);
+    return rc;
 }
 
 int
@@ -75,37 +115,7 @@ cl_jobs_main(int argc, char **argv)
         return rc;
     if (as_json)
         return cl_out_json_exit(body);
-    pw_out_table_t *t = pw_out_table_new(7);
-    const char *head[] = { "job", "suite", "state", "created", "hosts",
-                           "tags", "label" };
-    pw_out_table_add(t, head);
-    size_t i;
-    json_t *j;
-    json_array_foreach(json_object_get(body, "jobs"), i, j) {
-        char created[64], hosts[PW_OUT_CELL_MAX] = "",
-             tags[PW_OUT_CELL_MAX];
-        cl_out_time(created, sizeof created,
-               json_integer_value(json_object_get(j, "created_at_us")),
-               CL_OUT_TIME_TABLE);
-        const char *k;
-        json_t *v;
-        json_object_foreach(json_object_get(j, "hosts"), k, v) {
-            size_t u = strlen(hosts);
-            snprintf(hosts + u, sizeof hosts - u, "%s%s %lld", u ? ", " : "",
-                     k, (long long)json_integer_value(v));
-        }
-        pw_out_pairs(tags, sizeof tags, json_object_get(j, "tags"), "-");
-        const char *row[] = { pw_out_str(j, "job", "?"),
-                              pw_out_str(j, "suite", "?"),
-                              pw_out_str(j, "state", "?"), created,
-                              *hosts ? hosts : "-", tags,
-                              pw_out_str(j, "label", "-") };
-        pw_out_table_add(t, row);
-    }
-    rc = pw_out_table_print(t, stdout) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
-    if (json_array_size(json_object_get(body, "jobs")) == 0)
-        printf(active ? "(no active job)\n" : "(no job yet)\n");
-    pw_out_table_destroy(&t);
+    rc = cl_jobs_print(stdout, body, active);
     json_decref(body);
     return rc;
 }
