@@ -1541,7 +1541,6 @@ s_resync(co_jobs_t *j, int64_t now_us)
 void
 co_jobs_poll(co_jobs_t *j, int64_t now_us)
 {
-    PGconn *pg = co_conn_raw(j->conn);
     if (!j->listen || !co_conn_up(j->conn))
         return;      /* the tick reconnects */
     bool offer = false;
@@ -1553,14 +1552,19 @@ co_jobs_poll(co_jobs_t *j, int64_t now_us)
         if (!co_conn_up(j->conn))
             return;
     }
-    /* Reads what the socket has, never waits for more. */
+    /* Reads what the socket has, never waits for more. The statements a
+     * notification makes may reconnect: the connection is read again
+     * each time, and a new one (another session) ends the pass. */
+    PGconn *pg = co_conn_raw(j->conn);
     if (!PQconsumeInput(pg)) {
         co_conn_check(j->conn);
         return;
     }
+    unsigned gen = co_conn_generation(j->conn);
     int me = PQbackendPID(pg), seen = 0;
     PGnotify *n;
-    while ((n = PQnotifies(pg)) != NULL) {
+    while (co_conn_up(j->conn) && co_conn_generation(j->conn) == gen
+           && (n = PQnotifies(co_conn_raw(j->conn))) != NULL) {
         /* Our own NOTIFYs come back too; what they asked is done. A
          * flood is cut at 1,000 per pass (the rest is read next pass). */
         if (n->be_pid != me && n->extra) {
