@@ -1,5 +1,5 @@
 -- changes_history.sql -- a fleet's nightly history for the regressions
--- benchmark of issue 9 (tests/bench/changes_bench.sh), bulk-loaded into
+-- benchmark (tests/bench/changes_bench.sh), bulk-loaded into
 -- the schema the collector makes (migrations 001..007).
 --
 --   psql -v benchmarks=100 -v hosts=10 -v varsets=10 -v nights=200

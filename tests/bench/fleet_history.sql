@@ -1,5 +1,5 @@
 -- fleet_history.sql -- a year of nightly jobs on a fleet, bulk-loaded into
--- the schema of migrations 001..005 (the collector before issue 8), for
+-- the schema of migrations 001..005 (the collector before partitioned storage), for
 -- tests/bench/fleet_load.sh. A later collector migrates it on its first
 -- start, as it would a real database, so this file never needs to know
 -- the newer schema (partitions, summaries, host state).

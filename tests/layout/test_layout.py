@@ -13,7 +13,8 @@ agent/ and collector/, and checks:
     layer above it), never of a sibling on its own line;
   - no two modules include each other, directly or through others (no
     cycle in the graph of modules, a module being a .h/.c pair);
-  - no text in the tree counts work sessions or stops.
+  - no text in the tree counts work sessions or stops, or cites an
+    issue of a tracker that is not in the repo by its number.
 
 A failure names the file, the line and the header.
 """
@@ -178,7 +179,7 @@ def tracked():
 
 
 def check_words():
-    pattern = re.compile(r"session [0-9]|stop [0-9]", re.I)
+    pattern = re.compile(r"session [0-9]|stop [0-9]|issues? #?[0-9]", re.I)
     hits = []
     for rel in tracked():
         path = os.path.join(SRC, rel)
@@ -192,8 +193,9 @@ def check_words():
                                  .splitlines(), 1):
             if pattern.search(line):
                 hits.append("%s:%d: %s" % (rel, i, line.strip()[:100]))
-    ok(not hits, "no text counts work sessions or stops (grep -iE "
-       "'session [0-9]|stop [0-9]')", hits)
+    ok(not hits, "no text counts work sessions or stops, or cites a "
+       "tracker's issue by number (grep -iE "
+       "'session [0-9]|stop [0-9]|issues? #?[0-9]')", hits)
 
 
 def main():

@@ -1,5 +1,5 @@
 -- 006_fleet_storage.sql -- storage that stays fast as history grows
--- (issue 8, part 2; docs/collector.md "Storage and retention"). Applied
+-- (docs/collector.md "Storage and retention"). Applied
 -- once, in one transaction, by co_db_migrate after 005. Every row of
 -- 001..005's tables is kept. Never edit an applied migration.
 

@@ -1,4 +1,4 @@
--- 007_change_points.sql -- regressions over time (issue 9): the series
+-- 007_change_points.sql -- regressions over time: the series
 -- a run belongs to, and the change points found in series as runs are
 -- stored (co_detect). Applied once by co_db_migrate after 006. Never
 -- edit an applied migration: add 008_*.sql instead.

@@ -1,5 +1,5 @@
--- 009_enrollment.sql -- agents' keys decided in the database (issue 10,
--- docs/collector.md "Enrollment"). Applied once by co_db_migrate after
+-- 009_enrollment.sql -- agents' keys decided in the database
+-- (docs/collector.md "Enrollment"). Applied once by co_db_migrate after
 -- 008. The database, not a collector's memory, is the truth: several
 -- collectors may share it, and each reads the changes (version below).
 

@@ -1,5 +1,5 @@
--- 013_counters.sql -- hardware counters beside wall time (issue 13,
--- docs/protocol.md SampleBatch): each sample's instructions, cycles and
+-- 013_counters.sql -- hardware counters beside wall time
+-- (docs/protocol.md SampleBatch): each sample's instructions, cycles and
 -- task-clock of the measured command and its children, user space only.
 -- NULL where the host did not count them (no PMU in a VM, a
 -- perf_event_paranoid setting, an older agent). Applied once by

@@ -1,4 +1,4 @@
--- 014_hosts_boot.sql -- an index on hosts.boot_id (issue 8, `parity
+-- 014_hosts_boot.sql -- an index on hosts.boot_id (`parity
 -- hosts` with 1,000 hosts <= 100 ms). Applied once by co_db_migrate
 -- after 013. Never edit an applied migration.
 --

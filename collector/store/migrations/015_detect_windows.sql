@@ -1,5 +1,5 @@
 -- 015_detect_windows.sql -- each series' detection window, kept as runs
--- are stored (issue 9: "incremental detection adds <= 5 ms to a
+-- are stored (the target: "incremental detection adds <= 5 ms to a
 -- RunEnd"). co_detect read the newest 200 runs of a series at every
 -- RunEnd (runs, arms and two run_summaries rows each, by index): 600 and
 -- more scattered pages, whose reads were the p99 (6 to 7 ms). With this

@@ -1,5 +1,5 @@
--- 016_jobs_selftest.sql -- an index on the self-test jobs (issue 8,
--- `parity hosts` with 1,000 hosts <= 100 ms). Applied once by
+-- 016_jobs_selftest.sql -- an index on the self-test jobs
+-- (`parity hosts` with 1,000 hosts <= 100 ms). Applied once by
 -- co_db_migrate after 015. Never edit an applied migration.
 --
 -- `hosts` shows each host's last A/A self-test (co_selftest.h): the
