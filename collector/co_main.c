@@ -24,10 +24,13 @@
 #include "co_notify.h"
 #include "co_db.h"
 #include "co_hosts.h"
+#include "co_http.h"
 #include "co_log.h"
 #include "co_pg.h"
 #include "co_qpool.h"
 #include "co_server.h"
+#include "co_stats.h"
+#include "co_tokens.h"
 #include "pw_key.h"
 #include "vd_verdict.h"
 
@@ -101,6 +104,13 @@ s_usage(FILE *f)
 "                       hosts, the revisions either side of the step\n"
 "                       interleaved) before its notice goes, which then\n"
 "                       says the answer; off (default)\n"
+"  --http ADDR:PORT     serve the JSON API and /metrics over HTTP there,\n"
+"                       e.g. 127.0.0.1:8080 or [::1]:8080; may repeat, at\n"
+"                       most %d (docs/http.md); off by default\n"
+"  --http-tokens FILE   who may use it: NAME ROLE TOKEN a line, ROLE read or\n"
+"                       triage; required for an address other than loopback\n"
+"  --http-rate N        requests a second per token (or, without tokens, in\n"
+"                       all), 0..%d; 0: no limit (default %d)\n"
 "  --fingerprint        print the fingerprint of --key's public key (what\n"
 "                       agents pin) and exit\n"
 "  --log-level LEVEL    debug, info, warn or error (default info)\n"
@@ -115,7 +125,8 @@ s_usage(FILE *f)
 "Exit codes: 0 clean stop, 1 runtime failure, 2 usage error.\n",
         CO_DB_FLOOR_WINDOW_MAX, CO_DB_FLOOR_WINDOW, VD_DEFAULT_PARITY,
         CO_QPOOL_WORKERS, CO_NOTIFY_URLS_MAX, CO_HOOK_QUEUE_MAX,
-        CO_HOOK_QUEUE_DEFAULT, pw_conffile_dir());
+        CO_HOOK_QUEUE_DEFAULT, CO_HTTP_BINDS_MAX, CO_HTTP_RATE_MAX,
+        CO_HTTP_RATE_DEFAULT, pw_conffile_dir());
 }
 
 /* HOSTNAME:PORT of the bind endpoint (tcp://0.0.0.0:5555 on bench1 gives
@@ -210,6 +221,10 @@ typedef struct {
     bool fingerprint;         /* --fingerprint: print it and exit */
     char name[CO_DB_NAME_MAX];  /* --name, or the default one */
     const char *notify_urls[CO_NOTIFY_URLS_MAX];   /* --notify-url */
+    const char *http[CO_HTTP_BINDS_MAX];           /* --http */
+    size_t nhttp;
+    const char *http_tokens;                       /* --http-tokens */
+    int http_rate;                                 /* --http-rate */
 } s_settings_t;
 
 static const struct option s_opts[] = {
@@ -234,6 +249,9 @@ static const struct option s_opts[] = {
     { "notify-url", required_argument, NULL, 'U' },
     { "notify-queue", required_argument, NULL, 'q' },
     { "confirm", required_argument, NULL, 'C' },
+    { "http", required_argument, NULL, 'x' },
+    { "http-tokens", required_argument, NULL, 'X' },
+    { "http-rate", required_argument, NULL, 'R' },
     { "config", required_argument, NULL, 'c' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
@@ -318,6 +336,24 @@ s_option(int c, const char *arg, s_settings_t *st, char *err, size_t errlen)
             goto bad;
         cfg->notify_queue = (size_t)v;
         break;
+    case 'x': {
+        bool loopback;
+        if (co_http_check_bind(arg, &loopback, err, errlen) != 0)
+            return -1;
+        if (st->nhttp == CO_HTTP_BINDS_MAX) {
+            snprintf(err, errlen, "--http %.200s: at most %d addresses", arg,
+                     CO_HTTP_BINDS_MAX);
+            return -1;
+        }
+        st->http[st->nhttp++] = arg;
+        break;
+    }
+    case 'X': st->http_tokens = arg; break;
+    case 'R':
+        if (!s_parse_long(arg, 0, CO_HTTP_RATE_MAX, &v))
+            goto bad;
+        st->http_rate = (int)v;
+        break;
     case 'E':
     case 'S':
     case 'C': {
@@ -359,6 +395,8 @@ bad:
                        "number from 1 to 16", arg); break;
     case 'q': snprintf(err, errlen, "--notify-queue %s: want a whole number "
                        "from 1 to %d", arg, CO_HOOK_QUEUE_MAX); break;
+    case 'R': snprintf(err, errlen, "--http-rate %s: want a whole number "
+                       "from 0 to %d", arg, CO_HTTP_RATE_MAX); break;
     case 'E': snprintf(err, errlen, "--enroll %s: want on or off", arg);
               break;
     case 'S': snprintf(err, errlen, "--key-service %s: want on or off",
@@ -424,6 +462,33 @@ s_print_fingerprint(const char *key_path)
     return 0;
 }
 
+/* --http and its tokens, checked before anything starts: a non-loopback
+ * address needs a tokens file, and the file must read. 0, or
+ * EXIT_USAGE (said). */
+static int
+s_http_settings(const s_settings_t *st)
+{
+    char err[700];
+    if (st->http_tokens && !st->nhttp)
+        return s_usage_error("%s", "--http-tokens needs --http ADDR:PORT");
+    for (size_t i = 0; i < st->nhttp && !st->http_tokens; i++) {
+        bool loopback = false;
+        co_http_check_bind(st->http[i], &loopback, err, sizeof err);
+        if (!loopback)
+            return s_usage_error("--http %s: an address other than loopback "
+                                 "needs --http-tokens FILE (anyone who "
+                                 "reaches it could read the fleet's "
+                                 "history)", st->http[i]);
+    }
+    if (st->http_tokens) {
+        co_tokens_t *t = co_tokens_new(st->http_tokens, err, sizeof err);
+        if (!t)
+            return s_usage_error("--http-tokens %s", err);
+        co_tokens_destroy(&t);
+    }
+    return 0;
+}
+
 /* The command line, then the config file (--config FILE, else
  * SYSCONFDIR/parity/collector.yaml when it exists), then the checks.
  * Returns -1 to go on, else the exit code (--help, --version, a usage
@@ -483,6 +548,8 @@ s_settings(int argc, char **argv, s_settings_t *st, pw_conffile_t **conf)
         return s_usage_error("%s", "--key FILE is required");
     if (!st->cfg.allow_dir)
         return s_usage_error("%s", "--allow DIR is required");
+    if (s_http_settings(st) != 0)
+        return EXIT_USAGE;
     if (!st->name[0])
         s_default_name(st->cfg.bind, st->name, sizeof st->name);
     st->cfg.name = st->name;
@@ -543,6 +610,34 @@ s_db_up(const char *conninfo, const char *name, bool own)
     return db;
 }
 
+/* The HTTP side (co_http), reading what srv publishes. 0, or -1
+ * (logged). */
+static int
+s_http_up(const s_settings_t *st, const co_config_t *cfg, co_server_t *srv,
+          co_stats_t **stats, co_http_t **http)
+{
+    char err[1024], q[1100];
+    if (!(*stats = co_stats_new())) {
+        co_log(CO_LOG_ERROR, "http_failed", "why=\"out of memory\"");
+        return -1;
+    }
+    co_server_publish_to(srv, *stats);
+    co_http_opts_t o = { .binds = st->http, .nbinds = st->nhttp,
+                         .tokens_path = st->http_tokens,
+                         .rate = st->http_rate, .cfg = cfg, .stats = *stats,
+                         .version = PARITY_VERSION };
+    if (!(*http = co_http_new(&o, err, sizeof err))) {
+        co_log(CO_LOG_ERROR, "http_failed", "why=%s",
+               co_log_quote(q, sizeof q, err));
+        return -1;
+    }
+    for (size_t i = 0; i < st->nhttp; i++)
+        co_log(CO_LOG_INFO, "http_listening", "url=%s tokens=%s",
+               co_http_url(*http, i), st->http_tokens ? st->http_tokens
+                                                      : "none");
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -553,7 +648,7 @@ main(int argc, char **argv)
         .query_timeout_ms = 30000,
         .enroll = true,
         .key_service = true,
-    } };
+    }, .http_rate = CO_HTTP_RATE_DEFAULT };
     co_config_t cfg;
     const char *db_conninfo, *data_dir;
     char err[1024], q[1100];
@@ -562,6 +657,8 @@ main(int argc, char **argv)
     co_pg_t *pg = NULL;
     co_db_t *db = NULL;
     co_server_t *srv = NULL;
+    co_stats_t *stats = NULL;
+    co_http_t *http = NULL;
     int lock_fd = -1;
 
     int early = s_settings(argc, argv, &st, &conf);
@@ -611,6 +708,8 @@ main(int argc, char **argv)
                co_log_quote(q, sizeof q, err));
         goto done;
     }
+    if (st.nhttp && s_http_up(&st, &cfg, srv, &stats, &http) != 0)
+        goto done;
     /* Bound, and the writer started: ready. co_server_run's loop sends
      * STATUS=, the watchdog's pings and STOPPING=1 (pw_systemd.h). */
     if (pw_systemd_ready("listening on %s", co_server_endpoint(srv)) < 0)
@@ -620,7 +719,9 @@ main(int argc, char **argv)
         status = 0;
     co_server_log_counters(srv, "final_counters");
 done:
+    co_http_destroy(&http);      /* first: its threads query the database */
     co_server_destroy(&srv);
+    co_stats_destroy(&stats);
     co_db_destroy(&db);
     if (pg) {
         if (co_pg_stop(pg, err, sizeof err) != 0) {

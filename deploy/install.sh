@@ -20,6 +20,9 @@
 # tests/jobs/test_gate.py.
 # git: `parity bisect --git DIR` runs git rev-list (tests/history).
 # binutils (objcopy): tests/layout reads each program's read-only data.
+# libmicrohttpd-dev: the collector's HTTP side (--http); curl and
+# prometheus (promtool) for tests/http, which checks /metrics with
+# `promtool check metrics`; wrk for tests/bench's HTTP benchmark.
 set -eu
 
 PACKAGES="
@@ -39,6 +42,10 @@ postgresql
 libjansson-dev
 libyaml-dev
 libcurl4-openssl-dev
+libmicrohttpd-dev
+curl
+prometheus
+wrk
 libsystemd-dev
 systemd
 strace

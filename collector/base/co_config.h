@@ -123,6 +123,13 @@ typedef struct {
     uint64_t key_pending;      /* frames answered Error 20: key not approved */
     uint64_t key_denied;       /* frames answered Error 21: rejected, revoked */
     uint64_t key_requests;     /* the key service's answers */
+    uint64_t kinds_out[32];    /* frames sent by Envelope body case */
+    /* Webhook notices (co_notify): queued, delivered, refused by the
+     * receiver (a 4xx), dropped (the queue was full). */
+    uint64_t notices_queued;
+    uint64_t notices_delivered;
+    uint64_t notices_refused;
+    uint64_t notices_dropped;
 } co_counters_t;
 
 #endif

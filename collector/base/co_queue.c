@@ -156,3 +156,12 @@ co_queue_depth(co_queue_t *q, size_t *items, size_t *bytes)
         *bytes = q->bytes;
     pthread_mutex_unlock(&q->lock);
 }
+
+int64_t
+co_queue_oldest_us(co_queue_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    int64_t t = q->head ? q->head->arrived_us : 0;
+    pthread_mutex_unlock(&q->lock);
+    return t;
+}

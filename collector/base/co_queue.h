@@ -79,4 +79,8 @@ bool co_queue_closed(co_queue_t *q);
 /* Items and bytes waiting now. */
 void co_queue_depth(co_queue_t *q, size_t *items, size_t *bytes);
 
+/* arrived_us of the oldest item waiting, 0 when none: how far behind
+ * the worker is (the writer's lag on /metrics). */
+int64_t co_queue_oldest_us(co_queue_t *q);
+
 #endif

@@ -20,6 +20,7 @@
 #include "pw_systemd.h"
 #include "co_auth.h"
 #include "co_keys.h"
+#include "co_hist.h"
 #include "co_lat.h"
 #include "co_log.h"
 #include "co_out.h"
@@ -94,6 +95,10 @@ struct co_server {
     co_lat_t loop_lat;            /* time between two polls, working */
     co_lat_t store_lat;           /* frame read -> writer finished */
     co_lat_t query_lat;           /* Request read -> answered */
+    /* The same since start, for /metrics (co_stats). */
+    co_hist_t loop_hist, store_hist, query_hist;
+    co_stats_t *stats;            /* borrowed; NULL: nobody reads */
+    int64_t next_publish_us;
     uint8_t reply[CO_REPLY_MAX];
 };
 
@@ -141,8 +146,14 @@ s_send(co_server_t *srv, const uint8_t *rid, size_t rid_len,
     /* Never block the loop on one slow peer: a full queue drops the reply
      * and the peer's retry rules recover (docs/protocol.md, 4). */
     if (zmq_send(srv->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0
-        || zmq_send(srv->router, buf, len, ZMQ_DONTWAIT) < 0)
+        || zmq_send(srv->router, buf, len, ZMQ_DONTWAIT) < 0) {
         srv->c.sends_dropped++;
+        return;
+    }
+    int body_case = 0;
+    uint64_t seq;
+    pw_wire_peek(buf, len, &body_case, &seq);
+    srv->c.kinds_out[body_case > 0 && body_case < 32 ? body_case : 0]++;
 }
 
 static void
@@ -512,6 +523,8 @@ s_drain_results(co_server_t *srv, int burst)
             bool request = h.kind == CO_ITEM_REQUEST;
             co_lat_add(request ? &srv->query_lat : &srv->store_lat, now,
                        now - h.arrived_us);
+            co_hist_add(request ? &srv->query_hist : &srv->store_hist,
+                        now - h.arrived_us);
             if (!request && p && p->inflight > 0
                 && h.bytes <= p->inflight_bytes) {
                 p->inflight--;
@@ -846,6 +859,37 @@ s_stats_json(co_server_t *srv)
     }
     json_object_set_new(o, "kinds", kinds);
     return o;
+}
+
+/* What /metrics shows, copied for the HTTP threads (co_stats.h). */
+static void
+s_publish(co_server_t *srv)
+{
+    co_stats_snap_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return;       /* the last copy stays; the next pass tries again */
+    s_total(srv, &s->db_up);
+    s->published_us = pw_clock_unix_us();
+    s->total = srv->total;
+    s->peers = zhashx_size(srv->peers);
+    for (s_peer_t *p = zhashx_first(srv->peers); p;
+         p = zhashx_next(srv->peers))
+        s->peers_online += p->said_hello;
+    co_writer_depth(srv->store, &s->store_items, &s->store_bytes);
+    s->writer_lag_us = co_writer_lag_us(srv->store, pw_clock_mono_us());
+    if (srv->pool)
+        co_qpool_depth(srv->pool, &s->query_waiting, &s->query_busy);
+    s->ack = srv->store_hist;
+    s->loop_gap = srv->loop_hist;
+    s->query = srv->query_hist;
+    co_stats_publish(srv->stats, s);
+    free(s);
+}
+
+void
+co_server_publish_to(co_server_t *srv, co_stats_t *stats)
+{
+    srv->stats = stats;
 }
 
 /* ---- life cycle --------------------------------------------------------- */
@@ -1195,9 +1239,16 @@ co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
             s_notify_status(srv);
         int64_t done = pw_clock_mono_us();
         co_lat_add(&srv->loop_lat, done, done - woke);
+        co_hist_add(&srv->loop_hist, done - woke);
+        if (srv->stats && done >= srv->next_publish_us) {
+            srv->next_publish_us = done + CO_STATS_PUBLISH_MS * 1000;
+            s_publish(srv);
+        }
     }
     pw_systemd_stopping("stopping: storing what the writer holds");
     s_drain_workers(srv);
+    if (srv->stats)
+        s_publish(srv);
     return 0;
 }
 

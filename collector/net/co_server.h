@@ -37,6 +37,7 @@
 
 #include "co_config.h"
 #include "co_db.h"
+#include "co_stats.h"
 
 /* Most peers kept in memory at once; a frame from one more is dropped,
  * counted (peers_refused) and logged at most once a second. Offline
@@ -86,6 +87,11 @@ int co_server_run(co_server_t *srv, volatile sig_atomic_t *stop,
 
 /* Log the counters as one "event=counters" line. */
 void co_server_log_counters(co_server_t *srv, const char *event);
+
+/* Publish the loop's figures into stats (borrowed; it must outlive the
+ * loop) every CO_STATS_PUBLISH_MS while co_server_run runs, and once
+ * before it returns. NULL: none (the default). */
+void co_server_publish_to(co_server_t *srv, co_stats_t *stats);
 
 /* The loop's and the writer's counters added up (a snapshot). */
 const co_counters_t *co_server_counters(co_server_t *srv);

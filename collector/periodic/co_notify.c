@@ -370,3 +370,18 @@ co_notify_destroy(co_notify_t **np)
     co_conn_destroy(&n->conn);
     free(n);
 }
+
+void
+co_notify_counters(co_notify_t *n, co_hook_counters_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; n && i < n->nhooks; i++) {
+        co_hook_counters_t c;
+        co_hook_counters(n->hooks[i], &c);   /* the hook's own lock */
+        out->queued += c.queued;
+        out->delivered += c.delivered;
+        out->attempts += c.attempts;
+        out->refused += c.refused;
+        out->dropped += c.dropped;
+    }
+}

@@ -31,6 +31,8 @@
 
 #include <jansson.h>
 
+#include "co_hook.h"
+
 /* How often the change points are looked at. */
 #define CO_NOTIFY_POLL_MS 1000
 /* Outside jobs, how long an event waits for the other hosts' change
@@ -65,6 +67,9 @@ void co_notify_post(co_notify_t *n, const char *body);
 
 /* Stop the thread and the hooks (co_hook_destroy), close, free; NULL is
  * fine. */
+/* The hooks' counters summed (co_hook.h); NULL n: all 0. */
+void co_notify_counters(co_notify_t *n, co_hook_counters_t *out);
+
 void co_notify_destroy(co_notify_t **n);
 
 #endif

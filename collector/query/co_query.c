@@ -1295,6 +1295,33 @@ void
 co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
                 Parity__Reply *reply)
 {
+    /* Keys added to or removed from --admin count from the next request,
+     * as they do for the handshake (co_auth). */
+    struct stat st;
+    char lerr[256];
+    const char *cmd = req->command ? req->command : "";
+    if (co_query_handles(cmd) && q->admin_dir[0] &&
+        stat(q->admin_dir, &st) == 0 &&
+        co_dirstamp_due(&q->admin_stamp, &st.st_mtim, pw_clock_mono_ms(),
+                        !co_query_is_admin(q, key)))
+        co_query_load_admins(q, q->admin_dir, lerr, sizeof lerr);
+    if (!co_query_handles(cmd) || co_query_is_admin(q, key)) {
+        co_query_answer(q, key, req, reply);
+        return;
+    }
+    parity__reply__init(reply);
+    reply->request_id = req->request_id;
+    reply->status = CO_REPLY_FORBIDDEN;
+    reply->error = s_dup(q->admin_dir[0] ?
+        "forbidden: this client's key is not in the collector's --admin "
+        "directory" : "forbidden: the collector was started without "
+        "--admin, so no client may query or run jobs");
+}
+
+void
+co_query_answer(co_query_t *q, const char *key, const Parity__Request *req,
+                Parity__Reply *reply)
+{
     parity__reply__init(reply);
     reply->request_id = req->request_id;
     s_res_t res = { CO_REPLY_OK, "" };
@@ -1304,22 +1331,6 @@ co_query_handle(co_query_t *q, const char *key, const Parity__Request *req,
     if (!co_query_handles(cmd)) {
         res.status = CO_REPLY_UNKNOWN;
         pw_err(res.err, sizeof res.err, "unknown command \"%.40s\"", cmd);
-        goto out;
-    }
-    /* Keys added to or removed from --admin count from the next request,
-     * as they do for the handshake (co_auth). */
-    struct stat st;
-    char lerr[256];
-    if (q->admin_dir[0] && stat(q->admin_dir, &st) == 0 &&
-        co_dirstamp_due(&q->admin_stamp, &st.st_mtim, pw_clock_mono_ms(),
-                        !co_query_is_admin(q, key)))
-        co_query_load_admins(q, q->admin_dir, lerr, sizeof lerr);
-    if (!co_query_is_admin(q, key)) {
-        res.status = CO_REPLY_FORBIDDEN;
-        pw_err(res.err, sizeof res.err, "%s", q->admin_dir[0] ?
-               "forbidden: this client's key is not in the collector's "
-               "--admin directory" : "forbidden: the collector was started "
-               "without --admin, so no client may query or run jobs");
         goto out;
     }
     const char *text = req->args_json && *req->args_json ? req->args_json :

@@ -84,6 +84,12 @@ bool co_query_handles(const char *command);
 void co_query_handle(co_query_t *q, const char *public_key,
                      const Parity__Request *req, Parity__Reply *reply);
 
+/* co_query_handle without the admin check, for a caller that has made
+ * its own (the HTTP side's tokens, co_http); key is who asks, for the
+ * log of the commands that record it. */
+void co_query_answer(co_query_t *q, const char *key,
+                     const Parity__Request *req, Parity__Reply *reply);
+
 void co_query_reply_clear(Parity__Reply *reply);
 
 #endif

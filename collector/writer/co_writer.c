@@ -1308,6 +1308,13 @@ co_writer_depth(co_writer_t *st, size_t *items, size_t *bytes)
     co_queue_depth(st->in, items, bytes);
 }
 
+int64_t
+co_writer_lag_us(co_writer_t *st, int64_t now_us)
+{
+    int64_t t = co_queue_oldest_us(st->in);
+    return t > 0 && now_us > t ? now_us - t : 0;
+}
+
 void
 co_writer_counters(co_writer_t *st, co_counters_t *out, bool *db_up)
 {
@@ -1322,6 +1329,12 @@ co_writer_counters(co_writer_t *st, co_counters_t *out, bool *db_up)
     out->change_points = d.found;
     out->detect_dropped = d.dropped;
     out->detect_failed = d.failed;
+    co_hook_counters_t h;
+    co_notify_counters(st->notify, &h);
+    out->notices_queued = h.queued;
+    out->notices_delivered = h.delivered;
+    out->notices_refused = h.refused;
+    out->notices_dropped = h.dropped;
 }
 
 void

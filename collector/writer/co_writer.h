@@ -78,6 +78,10 @@ int co_writer_push(co_writer_t *st, co_queue_item_t **item);
 /* Items and bytes waiting. */
 void co_writer_depth(co_writer_t *st, size_t *items, size_t *bytes);
 
+/* Microseconds the oldest frame waiting for the writer has waited at
+ * monotonic now_us (0: none waits). */
+int64_t co_writer_lag_us(co_writer_t *st, int64_t now_us);
+
 /* A copy of the writer's counters (the fields it owns; the others 0). */
 void co_writer_counters(co_writer_t *st, co_counters_t *out, bool *db_up);
 

@@ -372,3 +372,45 @@ class World:
             diag("kept " + self.root)
         else:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def step_plan(hosts, benches, seed, commits=12, step_at=7):
+    """fleet-feed's plan (tests/history/fleet_feed.c) of a fleet event per
+    benchmark: every host quietly calibrated, then commits c01.. each run
+    once per host and benchmark, 15 samples an arm with 1 % noise, the
+    subject "new" 10 % slower from commit step_at on, "old" unchanged;
+    the runs an hour a commit apart, ending 8 hours ago."""
+    rng = random.Random(seed)
+    out = [{"host": h, "quiet": True, "calibration": [
+        round(1000 + rng.random() * 300, 1) for _ in range(200)]}
+        for h in hosts]
+    t0 = int(time.time() * 1e6) - 20 * 3600 * 1000000
+    for ci in range(commits):
+        for hi, h in enumerate(hosts):
+            for bi, b in enumerate(benches):
+                slow = 1.10 if ci + 1 >= step_at else 1.0
+                arms = [{"name": "new", "subject": True, "samples": [
+                    round(10000 * slow * (1 + rng.gauss(0, 0.01)), 1)
+                    for _ in range(15)]},
+                    {"name": "old", "samples": [
+                        round(10000 * (1 + rng.gauss(0, 0.01)), 1)
+                        for _ in range(15)]}]
+                out.append({"host": h, "suite": "fleet", "bench": b,
+                            "tags": {"commit": "c%02d" % (ci + 1)},
+                            "start_us": t0 + (ci * 3600 + hi * 60 + bi) *
+                            1000000, "arms": arms})
+    return out
+
+
+def feed_plan(feed_exe, w, lines, timeout=180):
+    """Send lines (step_plan's) with fleet-feed to w's collector: True,
+    or None with its error said."""
+    try:
+        r = subprocess.run([feed_exe, w.endpoint, w.key("collector"),
+                            w.keys], input="".join(json.dumps(x) + "\n"
+                                                   for x in lines),
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return diag("fleet-feed: no end within %d s" % timeout)
+    return r.returncode == 0 or diag(r.stderr[-500:])
+

@@ -32,7 +32,6 @@ hanging receiver never took.
 """
 import json
 import os
-import random
 import re
 import subprocess
 import sys
@@ -57,38 +56,11 @@ TEXT = re.compile(r"Parity: slower on 3 of 3 hosts \(h1, h2, h3\): "
 
 
 def plan(benches, seed):
-    rng = random.Random(seed)
-    out = [{"host": h, "quiet": True, "calibration": [
-        round(1000 + rng.random() * 300, 1) for _ in range(200)]}
-        for h in HOSTS]
-    t0 = int(time.time() * 1e6) - 20 * 3600 * 1000000
-    for ci, commit in enumerate(COMMITS):
-        for hi, h in enumerate(HOSTS):
-            for bi, b in enumerate(benches):
-                slow = 1.10 if ci + 1 >= 7 else 1.0
-                arms = [{"name": "new", "subject": True, "samples": [
-                    round(10000 * slow * (1 + rng.gauss(0, 0.01)), 1)
-                    for _ in range(15)]},
-                    {"name": "old", "samples": [
-                        round(10000 * (1 + rng.gauss(0, 0.01)), 1)
-                        for _ in range(15)]}]
-                out.append({"host": h, "suite": "fleet", "bench": b,
-                            "tags": {"commit": commit},
-                            "start_us": t0 + (ci * 3600 + hi * 60 + bi) *
-                            1000000, "arms": arms})
-    return out
+    return tj.pf.step_plan(HOSTS, benches, seed, len(COMMITS))
 
 
 def feed(w, lines, timeout=180):
-    try:
-        r = subprocess.run([FEED, w.endpoint, w.key("collector"), w.keys],
-                           input="".join(json.dumps(x) + "\n"
-                                         for x in lines),
-                           capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return diag("fleet-feed: no end within %d s" % timeout)
-    return r.returncode == 0 or diag(r.stderr[-500:])
-
+    return tj.pf.feed_plan(FEED, w, lines, timeout)
 
 
 def start(w, urls, queue):
