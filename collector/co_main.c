@@ -463,7 +463,7 @@ s_print_fingerprint(const char *key_path)
 }
 
 /* --http and its tokens, checked before anything starts: a non-loopback
- * address needs a tokens file, and the file must read. 0, or
+ * address needs a tokens file (whose reading is s_http_check's). 0, or
  * EXIT_USAGE (said). */
 static int
 s_http_settings(const s_settings_t *st)
@@ -480,12 +480,22 @@ s_http_settings(const s_settings_t *st)
                                  "reaches it could read the fleet's "
                                  "history)", st->http[i]);
     }
-    if (st->http_tokens) {
-        co_tokens_t *t = co_tokens_new(st->http_tokens, err, sizeof err);
-        if (!t)
-            return s_usage_error("--http-tokens %s", err);
-        co_tokens_destroy(&t);
+    return 0;
+}
+
+/* The tokens file reads, before a cluster is made for nothing: 0, or
+ * -1 with err (a runtime failure, as a key file that does not read). */
+static int
+s_http_check(const s_settings_t *st, char *err, size_t errlen)
+{
+    char why[700];
+    co_tokens_t *t = st->http_tokens ? co_tokens_new(st->http_tokens, why,
+                                                     sizeof why) : NULL;
+    if (st->http_tokens && !t) {
+        snprintf(err, errlen, "--http-tokens %s", why);
+        return -1;
     }
+    co_tokens_destroy(&t);
     return 0;
 }
 
@@ -675,7 +685,8 @@ main(int argc, char **argv)
            (long)getpid(), cfg.name);
     s_raise_fd_limit();
     /* Fail on a bad key or allow-list before a cluster is created. */
-    if (co_server_check(&cfg, err, sizeof err) != 0) {
+    if (co_server_check(&cfg, err, sizeof err) != 0 ||
+        s_http_check(&st, err, sizeof err) != 0) {
         co_log(CO_LOG_ERROR, "config_failed", "why=%s",
                co_log_quote(q, sizeof q, err));
         goto done;

@@ -7,7 +7,10 @@
 #   its own PostgreSQL under ./var/collector, start the two agents with
 #   the bundled suites (examples/suites), run the example suite on both
 #   through `parity run example --wait`, print the verdict table, and stop
-#   everything again. A second run reuses keys and data.
+#   everything again. A second run reuses keys and data. The collector
+#   also serves its dashboard and JSON API on 127.0.0.1 (docs/http.md),
+#   with a read and a triage token in ./var/http-tokens; the login link
+#   (the triage token's) is printed and kept in ./var/http-url.
 #
 #   deploy/quickstart.sh          all of that
 #   deploy/quickstart.sh --keep   leave collector and agents running and
@@ -144,6 +147,29 @@ if ! python3 -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SO
 fi
 echo "$PORT" >"$VAR/port"
 ENDPOINT=tcp://127.0.0.1:$PORT
+# The dashboard and the JSON API (docs/http.md) on loopback, on a port
+# kept in $VAR/http-port as the other is, with a tokens file of a read
+# token and a triage token made at the first run.
+if [ -s "$VAR/http-port" ]; then
+    HTTP_PORT=$(cat "$VAR/http-port")
+else
+    HTTP_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+fi
+case $HTTP_PORT in
+    ''|*[!0-9]*) echo "quickstart: port \"$HTTP_PORT\" (from $VAR/http-port) is not a number" >&2
+                 exit 1 ;;
+esac
+echo "$HTTP_PORT" >"$VAR/http-port"
+if [ ! -s "$VAR/http-tokens" ]; then
+    ( umask 077
+      python3 -c 'import secrets
+print("# NAME ROLE TOKEN (docs/http.md, \"Tokens\"); written by deploy/quickstart.sh")
+print("viewer read", secrets.token_hex(16))
+print("quickstart triage", secrets.token_hex(16))' >"$VAR/http-tokens" )
+fi
+chmod 600 "$VAR/http-tokens"
+TRIAGE_TOKEN=$(awk '$1 == "quickstart" { print $3 }' "$VAR/http-tokens")
+HTTP_URL=http://127.0.0.1:$HTTP_PORT
 # The client's settings, for `parity` from any shell: copy or link it to
 # ~/.config/parity/client.yaml (absolute paths: a relative one would be
 # read relative to the link's directory).
@@ -163,6 +189,7 @@ echo "quickstart: starting parity-collector on $ENDPOINT (PostgreSQL under $VAR/
 : >"$VAR/collector.log"
 "$COLLECTOR" --bind "$ENDPOINT" --key "$VAR/keys/collector_secret" \
     --allow "$VAR/allow" --admin "$VAR/admin" --data-dir "$VAR/collector" \
+    --http "127.0.0.1:$HTTP_PORT" --http-tokens "$VAR/http-tokens" \
     >>"$VAR/collector.log" 2>&1 &
 echo $! >"$VAR/collector.pid"
 i=0
@@ -174,6 +201,10 @@ until grep -q "event=listening" "$VAR/collector.log"; do
     fi
     sleep 0.1; i=$((i + 1))
 done
+# The login link signs a browser in with the triage token (a session
+# cookie); it stays the same from run to run.
+echo "$HTTP_URL/login?token=$TRIAGE_TOKEN" >"$VAR/http-url"
+echo "quickstart: the dashboard: $(cat "$VAR/http-url") (also in $VAR/http-url)"
 
 # Where this start's lines begin in each agent's log (they append).
 for host in alpha beta; do
@@ -268,6 +299,10 @@ quickstart: still running. To use them from this shell:
   $PARITY run example --wait --var input=example-input.txt
 (both agents run on this machine: --var input=example-input.txt gives each
 its own input file in its directory; the suite's default is one shared path)
+The dashboard (open the link once: it signs the browser in):
+  $(cat "$VAR/http-url")
+and the JSON API, with the read token of $VAR/http-tokens:
+  curl -H "Authorization: Bearer \$(awk '\$1 == "viewer" { print \$3 }' $VAR/http-tokens)" $HTTP_URL/api/v1/hosts
 or, from any shell, with the settings file this run wrote (the same port
 and keys every run):
   mkdir -p ~/.config/parity && ln -sf $VAR/client.yaml ~/.config/parity/client.yaml

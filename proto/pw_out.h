@@ -131,6 +131,54 @@ char *pw_out_pairs(char *buf, size_t len, const json_t *obj,
  * buf. */
 char *pw_out_confirm(char *buf, size_t len, const json_t *confirm);
 
+/* Write s escaped for HTML, SVG and XML: & < > " ' as entities, other
+ * control bytes than tab and the line ends (which XML forbids) as '?',
+ * and with one_line the line ends as spaces too. NULL writes nothing.
+ * Errors show in ferror(f). */
+void pw_out_xml(FILE *f, const char *s, bool one_line);
+
+/* Write fmt with each "%s" replaced by the next argument (a string, NULL
+ * for nothing) as pw_out_xml writes it, and "%%" by '%'; fmt itself is
+ * markup, written as it is. No other conversion exists. */
+void pw_out_xmlf(FILE *f, bool one_line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A fleet event's bisect (its "bisect" object, docs/protocol.md 10.17)
+ * in words: "bisect 3 found c37", "bisect 3 found a step spread over
+ * c20, c37", "bisect 3 running", "bisect 3 failed: REASON". "" for a
+ * missing one. Returns buf. */
+char *pw_out_bisect(char *buf, size_t len, const json_t *bisect);
+
+/* A time in microseconds since the epoch as a UTC date, or "-" when
+ * us <= 0: tables "2026-12-03 11:10:52Z", the site's pages "2026-12-03
+ * 11:10 UTC", its plots "2026-12-03 11:10". Returns buf. */
+typedef enum {
+    PW_OUT_TIME_TABLE = 0,
+    PW_OUT_TIME_PAGE,
+    PW_OUT_TIME_PLOT,
+} pw_out_time_form_t;
+char *pw_out_time(char *buf, size_t len, json_int_t us,
+                  pw_out_time_form_t form);
+
+/* The first object of o[list] whose string key is value, or NULL. */
+const json_t *pw_out_named(const json_t *o, const char *list,
+                           const char *key, const char *value);
+
+/* The entry of host in a comparison's "hosts" array, or NULL. */
+const json_t *pw_out_entry(const json_t *cmp, const char *host);
+
+/* A host's floor ("566.0 µs"), then dflt_note (" (default)") when it is
+ * the rule's default, or "-" when the host has none. Returns buf. */
+char *pw_out_floor(char *buf, size_t len, const json_t *host,
+                   const char *dflt_note);
+
+/* The kernel release of a host's "kernel" ("Linux 6.1.0-18-amd64 #1 SMP
+ * PREEMPT_DYNAMIC Debian ...", uname's sysname, release and version):
+ * its second word, "6.1.0-18-amd64"; the whole text when it has one
+ * word; "-" when host has none. Tables show this; the environment keeps
+ * the whole text. Returns buf. */
+char *pw_out_kernel(char *buf, size_t len, const json_t *host);
+
 
 
 #endif

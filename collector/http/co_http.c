@@ -18,15 +18,18 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <sodium.h>
 
 #include "co_api.h"
 #include "co_conn.h"
+#include "co_dash.h"
 #include "co_jobs.h"
 #include "co_log.h"
 #include "co_pg.h"
 #include "co_prom.h"
 #include "co_qpool.h"
 #include "co_query.h"
+#include "co_session.h"
 #include "co_tokens.h"
 #include "pw_buf.h"
 #include "pw_clock.h"
@@ -56,6 +59,7 @@ struct co_http {
     char url[CO_HTTP_BINDS_MAX][80];
     size_t n;
     co_tokens_t *tokens;
+    co_sessions_t *sessions;     /* the dashboard's sign-ins */
     co_stats_t *stats;
     char version[64];
     bool renice;
@@ -77,6 +81,9 @@ typedef struct {
     pw_buf_t body;
     bool body_refused;
     char who[CO_TOKENS_NAME_MAX + 1];
+    /* Signed in by the session cookie (not a bearer token): its CSRF
+     * token, which a form must carry; "" otherwise. */
+    char csrf[CO_SESSION_ID_HEX + 1];
     char path[128];              /* for the log: the decoded path, cut */
     int status;
 } s_req_t;
@@ -225,7 +232,7 @@ s_path(const char *target, size_t plen, char *path, size_t pathlen,
 /* The query string into params (keys and values decoded into store,
  * storelen bytes): the count, or -1 with why. */
 static int
-s_query(const char *q, co_api_param_t *params, char *store, size_t storelen,
+s_params(const char *q, co_api_param_t *params, char *store, size_t storelen,
         const char **why)
 {
     size_t n = 0, at = 0;
@@ -271,9 +278,20 @@ s_auth(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
     }
     const char *a = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
                                                 MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *cookie = MHD_lookup_connection_value(con, MHD_COOKIE_KIND,
+                                                     CO_SESSION_COOKIE);
+    co_session_t se;
+    if (!a && cookie && co_sessions_find(h->sessions, cookie, strlen(cookie),
+                                         pw_clock_mono_ms(), &se)) {
+        snprintf(rq->who, sizeof rq->who, "%s", se.name);
+        snprintf(rq->csrf, sizeof rq->csrf, "%s", se.csrf);
+        return se.role;
+    }
     if (!a) {
-        *why = "a token is required: send Authorization: Bearer TOKEN "
-               "(docs/http.md, \"Tokens\")";
+        *why = cookie ? "the session has ended: sign in again with the "
+                        "login link (docs/http.md, \"The dashboard\")"
+                      : "a token is required: send Authorization: Bearer "
+                        "TOKEN (docs/http.md, \"Tokens\")";
         return CO_ROLE_NONE;
     }
     if (strncasecmp(a, "Bearer ", 7) != 0 || !a[7] || strchr(a + 7, ' ')) {
@@ -351,10 +369,12 @@ s_ctx_give(co_http_t *h, s_ctx_t *c)
     pthread_mutex_unlock(&h->lock);
 }
 
-/* Run call's query; its answer text (malloc'd) or an error status. */
+/* Run command with args; its answer text (malloc'd) or an error
+ * status. */
 static int
-s_run(co_http_t *h, const co_api_call_t *call, const char *who, char **text,
-      const char **code, char *msg, size_t msglen)
+s_query(co_http_t *h, const char *command, const json_t *args,
+        const char *who, char **text, const char **code, char *msg,
+        size_t msglen)
 {
     s_ctx_t *c = s_ctx_take(h);
     if (!c) {
@@ -374,15 +394,15 @@ s_run(co_http_t *h, const co_api_call_t *call, const char *who, char **text,
     }
     Parity__Request req = PARITY__REQUEST__INIT;
     Parity__Reply rep;
-    char *args = pw_json_dumps(call->args);
+    char *atext = pw_json_dumps(args);
     req.request_id = 1;
-    req.command = (char *)call->command;
-    req.args_json = args ? args : (char *)"{}";
+    req.command = (char *)command;
+    req.args_json = atext ? atext : (char *)"{}";
     char key[CO_TOKENS_NAME_MAX + 8];
     snprintf(key, sizeof key, "http:%s", who);
     co_query_answer(c->query, key, &req, &rep);
     s_ctx_give(h, c);
-    free(args);
+    free(atext);
     int status = co_api_http_status((int)rep.status, code);
     if (status == 200) {
         *text = rep.body_json;
@@ -392,6 +412,14 @@ s_run(co_http_t *h, const co_api_call_t *call, const char *who, char **text,
     }
     co_query_reply_clear(&rep);
     return status;
+}
+
+static int
+s_run(co_http_t *h, const co_api_call_t *call, const char *who, char **text,
+      const char **code, char *msg, size_t msglen)
+{
+    return s_query(h, call->command, call->args, who, text, code, msg,
+                   msglen);
 }
 
 /* Paging or a part of the body: read, change, write again. */
@@ -492,6 +520,236 @@ s_api(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
     return ok;
 }
 
+/* ---- the dashboard ------------------------------------------------------ */
+
+typedef struct {
+    co_http_t *h;
+    const char *who;
+} s_ask_ctx_t;
+
+/* co_dash's queries: s_query, the answer read as JSON. */
+static int
+s_ask(void *ctx, const char *command, const json_t *args, json_t **body,
+      char *msg, size_t msglen)
+{
+    s_ask_ctx_t *a = ctx;
+    char *text = NULL;
+    const char *code;
+    int status = s_query(a->h, command, args, a->who, &text, &code, msg,
+                         msglen);
+    *body = NULL;
+    if (status == 200) {
+        json_error_t je;
+        *body = json_loads(text, 0, &je);
+        if (!*body) {
+            status = 500;
+            snprintf(msg, msglen, "out of memory reading the answer");
+        }
+    }
+    free(text);
+    return status;
+}
+
+static enum MHD_Result
+s_send_page(struct MHD_Connection *con, s_req_t *rq, co_dash_page_t *pg,
+            const char *const *headers)
+{
+    enum MHD_Result ok;
+    if (!pg->body)
+        ok = s_send(con, rq, 500, "text/plain", "out of memory\n", 14, NULL);
+    else if (pg->status == 200)
+        ok = s_ok(con, rq, pg->type, pg->body, pg->len);
+    else
+        ok = s_send(con, rq, pg->status, pg->type, pg->body, pg->len,
+                    headers);
+    free(pg->body);
+    return ok;
+}
+
+static enum MHD_Result
+s_html_error(struct MHD_Connection *con, s_req_t *rq, int status,
+             const char *message, const char *const *headers)
+{
+    co_dash_page_t pg;
+    co_dash_error(status, message, &pg);
+    return s_send_page(con, rq, &pg, headers);
+}
+
+/* GET /login?token=T[&next=/PATH]: a session for the token, in a
+ * cookie, and on to next (a path of this server) or the overview. The
+ * query string is never logged (it holds the token). */
+static enum MHD_Result
+s_login(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
+        const co_api_param_t *p, size_t n)
+{
+    const char *token = NULL, *next = "/";
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(p[i].key, "token") == 0)
+            token = p[i].value;
+        /* Only a path here: never "//host" or a scheme (an open
+         * redirect). */
+        if (strcmp(p[i].key, "next") == 0 && p[i].value[0] == '/' &&
+            p[i].value[1] != '/' && !strchr(p[i].value, '\\') &&
+            strlen(p[i].value) < 1024)
+            next = p[i].value;
+    }
+    const char *home[] = { MHD_HTTP_HEADER_LOCATION, next, NULL };
+    if (!h->tokens)         /* nothing to sign in to: everyone reads */
+        return s_send(con, rq, 303, NULL, "", 0, home);
+    char reload[600];
+    co_role_t role = token ? co_tokens_check(h->tokens, token, strlen(token),
+                                             pw_clock_mono_ms(), rq->who,
+                                             reload, sizeof reload)
+                           : CO_ROLE_NONE;
+    if (role == CO_ROLE_NONE)
+        return s_html_error(con, rq, 401, token ? "the token is not in the "
+                            "collector's tokens file" : "the login link "
+                            "needs its token: /login?token=TOKEN", NULL);
+    co_session_t se;
+    char cookie[200];
+    co_sessions_open(h->sessions, rq->who, role, pw_clock_mono_ms(), &se);
+    snprintf(cookie, sizeof cookie, "%s=%s; HttpOnly; SameSite=Strict; "
+             "Path=/; Max-Age=%d", CO_SESSION_COOKIE, se.id,
+             CO_SESSION_TTL_S);
+    const char *hd[] = { MHD_HTTP_HEADER_LOCATION, next,
+                         MHD_HTTP_HEADER_SET_COOKIE, cookie, NULL };
+    return s_send(con, rq, 303, NULL, "", 0, hd);
+}
+
+/* POST /regressions/ID/ack or unack from a page's form: the session's
+ * CSRF token, the triage role, then the query; back to the
+ * regressions page at the event. */
+static enum MHD_Result
+s_form(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
+       const char *path, co_role_t role)
+{
+    co_api_param_t p[CO_API_MAX_PARAMS];
+    char store[CO_API_MAX_BODY + 2 * CO_API_MAX_PARAMS];
+    const char *why = NULL, *csrf = NULL, *note = NULL, *code;
+    long long id = 0;
+    char verb[8] = "", msg[600], where[96];
+    if (sscanf(path, "/regressions/%lld/%7[a-z]", &id, verb) != 2 || id < 1
+        || (strcmp(verb, "ack") && strcmp(verb, "unack")))
+        return s_html_error(con, rq, 404, "no such page", NULL);
+    int n = s_params(pw_buf_data(&rq->body), p, store, sizeof store, &why);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(p[i].key, "csrf") == 0)
+            csrf = p[i].value;
+        else if (strcmp(p[i].key, "note") == 0)
+            note = p[i].value;
+    }
+    if (!rq->csrf[0] || !csrf || strlen(csrf) != CO_SESSION_ID_HEX ||
+        sodium_memcmp(csrf, rq->csrf, CO_SESSION_ID_HEX) != 0)
+        return s_html_error(con, rq, 403, "the form's CSRF token is not "
+                            "this session's: reload the page and try again",
+                            NULL);
+    if (role < CO_ROLE_TRIAGE) {
+        snprintf(msg, sizeof msg, "the token of %s has the role %s; "
+                 "acknowledging needs triage", rq->who, co_role_name(role));
+        return s_html_error(con, rq, 403, msg, NULL);
+    }
+    json_t *args = json_pack("{s:I}", "id", (json_int_t)id);
+    if (args && note && !strcmp(verb, "ack"))
+        json_object_set_new(args, "note", json_string(note));
+    char *text = NULL;
+    int status = args ? s_query(h, verb, args, rq->who, &text, &code, msg,
+                                sizeof msg) : 500;
+    json_decref(args);
+    free(text);
+    if (status != 200)
+        return s_html_error(con, rq, status, msg, NULL);
+    snprintf(where, sizeof where, "/regressions#event-%lld", id);
+    const char *hd[] = { MHD_HTTP_HEADER_LOCATION, where, NULL };
+    return s_send(con, rq, 303, NULL, "", 0, hd);
+}
+
+/* GET of a dashboard page. */
+static enum MHD_Result
+s_page(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
+       const char *path, co_role_t role, const co_api_param_t *p, size_t n)
+{
+    s_ask_ctx_t a = { h, rq->who };
+    co_dash_page_t pg;
+    co_dash_render(path, p, n, role >= CO_ROLE_TRIAGE && rq->csrf[0] ?
+                   rq->csrf : NULL, s_ask, &a, CO_HTTP_BODY_MAX, &pg);
+    const char *retry[] = { MHD_HTTP_HEADER_RETRY_AFTER, "1", NULL };
+    return s_send_page(con, rq, &pg, pg.status == 503 ? retry : NULL);
+}
+
+/* Sign-in, authorisation and the rate, then the page, /metrics or the
+ * API. */
+static enum MHD_Result
+s_route(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
+        const char *method, const char *path, const co_api_param_t *params,
+        size_t n)
+{
+    const char *why = NULL;
+    bool api = strncmp(path, CO_API_PREFIX, strlen(CO_API_PREFIX)) == 0 ||
+               strcmp(path, "/metrics") == 0;
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (strcmp(path, "/login") == 0 && get)
+        return s_login(h, con, rq, params, n);
+    co_role_t role = s_auth(h, con, rq, &why);
+    if (role == CO_ROLE_NONE) {
+        const char *hd[] = { MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                             "Bearer realm=\"parity\"", NULL };
+        if (!api) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "%s; or open the login link "
+                     "/login?token=TOKEN that the collector's operator "
+                     "gave you", why);
+            return s_html_error(con, rq, 401, msg, hd);
+        }
+        return s_error(con, rq, 401, "unauthorized", why, hd);
+    }
+    if (!s_rate_ok(h, h->tokens ? rq->who : "-")) {
+        char msg[160];
+        const char *hd[] = { MHD_HTTP_HEADER_RETRY_AFTER, "1", NULL };
+        snprintf(msg, sizeof msg, "more than %d requests a second from %s; "
+                 "try again", h->rate, h->tokens ? rq->who : "this client");
+        return s_error(con, rq, 429, "too_many_requests", msg, hd);
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+            const char *hd[] = { MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL };
+            return s_error(con, rq, 405, "method_not_allowed", "/metrics "
+                           "answers GET and HEAD only", hd);
+        }
+        if (n > 0)
+            return s_error(con, rq, 400, "bad_parameter", "/metrics takes "
+                           "no parameters", NULL);
+        return s_metrics(h, con, rq);
+    }
+    if (api)
+        return s_api(h, con, rq, method, path, role, params, n);
+    if (strcmp(path, "/logout") == 0 && get) {
+        const char *cookie = MHD_lookup_connection_value(
+            con, MHD_COOKIE_KIND, CO_SESSION_COOKIE);
+        if (cookie)
+            co_sessions_close(h->sessions, cookie, strlen(cookie));
+        const char *hd[] = { MHD_HTTP_HEADER_SET_COOKIE, CO_SESSION_COOKIE
+                             "=; HttpOnly; SameSite=Strict; Path=/; "
+                             "Max-Age=0", NULL };
+        co_dash_page_t pg;
+        co_dash_error(200, "signed out", &pg);
+        enum MHD_Result r = s_send(con, rq, 200, pg.type, pg.body ? pg.body
+                                   : "", pg.body ? pg.len : 0, hd);
+        free(pg.body);
+        return r;
+    }
+    if (co_dash_handles(path) && get)
+        return s_page(h, con, rq, path, role, params, n);
+    if (strncmp(path, "/regressions/", 13) == 0 &&
+        strcmp(method, "POST") == 0)
+        return s_form(h, con, rq, path, role);
+    char msg[300];
+    bool page = co_dash_handles(path);
+    snprintf(msg, sizeof msg, page ? "%.200s answers GET and HEAD only"
+                                   : "no such page: %.200s", path);
+    const char *hd[] = { MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL };
+    return s_html_error(con, rq, page ? 405 : 404, msg, page ? hd : NULL);
+}
+
 /* The request complete (its body read): answer it. */
 static enum MHD_Result
 s_dispatch(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
@@ -513,41 +771,12 @@ s_dispatch(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
     int n = 0;
     if (s_path(target, qm ? (size_t)(qm - target) : tlen, path, sizeof path,
                &why) != 0
-        || (n = s_query(qm ? qm + 1 : NULL, params, store, sizeof store,
+        || (n = s_params(qm ? qm + 1 : NULL, params, store, sizeof store,
                         &why)) < 0)
         return s_error(con, rq, 400, "bad_request", why, NULL);
     snprintf(rq->path, sizeof rq->path, "%.*s", (int)sizeof rq->path - 1,
              path);
-    co_role_t role = s_auth(h, con, rq, &why);
-    if (role == CO_ROLE_NONE) {
-        const char *hd[] = { MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                             "Bearer realm=\"parity\"", NULL };
-        return s_error(con, rq, 401, "unauthorized", why, hd);
-    }
-    if (!s_rate_ok(h, h->tokens ? rq->who : "-")) {
-        char msg[160];
-        const char *hd[] = { MHD_HTTP_HEADER_RETRY_AFTER, "1", NULL };
-        snprintf(msg, sizeof msg, "more than %d requests a second from %s; "
-                 "try again", h->rate, h->tokens ? rq->who : "this client");
-        return s_error(con, rq, 429, "too_many_requests", msg, hd);
-    }
-    if (strcmp(path, "/metrics") == 0) {
-        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-            const char *hd[] = { MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL };
-            return s_error(con, rq, 405, "method_not_allowed", "/metrics "
-                           "answers GET and HEAD only", hd);
-        }
-        if (n > 0)
-            return s_error(con, rq, 400, "bad_parameter", "/metrics takes "
-                           "no parameters", NULL);
-        return s_metrics(h, con, rq);
-    }
-    if (strncmp(path, CO_API_PREFIX, strlen(CO_API_PREFIX)) == 0)
-        return s_api(h, con, rq, method, path, role, params, (size_t)n);
-    char msg[300];
-    snprintf(msg, sizeof msg, "no such page: %.200s (the API is under "
-             "/api/v1/, docs/http.md)", path);
-    return s_error(con, rq, 404, "not_found", msg, NULL);
+    return s_route(h, con, rq, method, path, params, (size_t)n);
 }
 
 /* libmicrohttpd's access handler: called with the headers, then with
@@ -840,6 +1069,10 @@ co_http_new(const co_http_opts_t *o, char *err, size_t errlen)
     if (o->tokens_path
         && !(h->tokens = co_tokens_new(o->tokens_path, err, errlen)))
         goto fail;
+    if (!(h->sessions = co_sessions_new())) {
+        pw_err(err, errlen, "co_http: out of memory");
+        goto fail;
+    }
     if (s_ctx_new(h, o->cfg, o->nbinds * CO_HTTP_THREADS, err, errlen) != 0)
         goto fail;
     for (; h->n < o->nbinds; h->n++)
@@ -875,6 +1108,7 @@ co_http_destroy(co_http_t **hp)
     }
     free(h->ctx);
     co_tokens_destroy(&h->tokens);
+    co_sessions_destroy(&h->sessions);
     pthread_mutex_destroy(&h->lock);
     free(h);
     *hp = NULL;

@@ -205,14 +205,14 @@ test_xml(void)
         ok(false, "open_memstream");
         return;
     }
-    cl_out_xml(f, "a<b>&\"c'\x01\td\ne", true);
+    pw_out_xml(f, "a<b>&\"c'\x01\td\ne", true);
     fputc('|', f);
-    cl_out_xml(f, "l1\nl2\r", false);
+    pw_out_xml(f, "l1\nl2\r", false);
     fputc('|', f);
-    cl_out_xml(f, NULL, true);
-    cl_out_xmlf(f, true, "<td class=\"%s\">%s vs %s</td> 100%%|",
+    pw_out_xml(f, NULL, true);
+    pw_out_xmlf(f, true, "<td class=\"%s\">%s vs %s</td> 100%%|",
                 "w&n", "a<", "b\n");
-    cl_out_xmlf(f, false, "%s %d stops", "x", 1);
+    pw_out_xmlf(f, false, "%s %d stops", "x", 1);
     fclose(f);
     ok_str(text, "a&lt;b&gt;&amp;&quot;c&#39;?\td e|l1\nl2\r|"
            "<td class=\"w&amp;n\">a&lt; vs b </td> 100%|x ",

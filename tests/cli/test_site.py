@@ -45,8 +45,8 @@ FIXTURE = os.environ.get("SITE_FIXTURE", os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "site_fixture.json"))
 OUTDIR = os.environ.get("SITE_OUT") or os.getcwd()
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-MAX_POINTS = 200      # CL_SVG_MAX_POINTS
-BOX_RUNS = 5          # CL_SITE_BOX_RUNS
+MAX_POINTS = 200      # CO_SVG_MAX_POINTS
+BOX_RUNS = 5          # CO_PAGE_BOX_RUNS
 COLOURS = {           # cl_report_outcome_colour, and the site's CSS
     "svg": {"win": "rgb(46, 125, 50)", "parity": "rgb(117, 117, 117)",
             "loss": "rgb(198, 40, 40)"},

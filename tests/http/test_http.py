@@ -499,12 +499,6 @@ def check_refusals(w):
              "127.0.0.1:8080 or [::1]:8080"),
             (["--http-tokens", loose], "--http-tokens needs --http "
              "ADDR:PORT"),
-            (["--http", "127.0.0.1:0", "--http-tokens", tok],
-             "--http-tokens %s:1: the token of ci has 5 characters: want "
-             "16 to 256" % tok),
-            (["--http", "127.0.0.1:0", "--http-tokens", loose],
-             "--http-tokens %s: others may read it (its tokens are "
-             "secrets): chmod o-r %s" % (loose, loose)),
             (["--http", "127.0.0.1:0", "--http-rate", "-1"],
              "--http-rate -1: want a whole number from 0 to 100000")]:
         r = subprocess.run(base + extra, capture_output=True, text=True,
@@ -513,6 +507,20 @@ def check_refusals(w):
         ok(r.returncode == 2 and first == "parity-collector: " + line,
            "refused at start, exit 2: %s (%d, %s)" % (line[:60],
                                                      r.returncode, first))
+    # A tokens file that does not read: a runtime failure, as a key file
+    # that does not (exit 1, event=config_failed), before any cluster.
+    for path, why in [
+            (tok, "--http-tokens %s:1: the token of ci has 5 characters: "
+             "want 16 to 256" % tok),
+            (loose, "--http-tokens %s: others may read it (its tokens are "
+             "secrets): chmod o-r %s" % (loose, loose))]:
+        r = subprocess.run(base + ["--http", "127.0.0.1:0", "--http-tokens",
+                                   path], capture_output=True, text=True,
+                           timeout=30)
+        ok(r.returncode == 1 and 'event=config_failed why="%s"' % why in
+           r.stderr and not os.path.exists(os.path.join(w.data, "pg")),
+           "a tokens file that does not read: exit 1, config_failed: %s "
+           "(%d)" % (why[:70], r.returncode))
 
 
 def main():

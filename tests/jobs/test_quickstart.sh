@@ -38,6 +38,18 @@ check_keep() {
         XDG_CONFIG_HOME="$VAR/xdg" "$BUILD/collector/client/parity" hosts \
         >"$VAR/hosts.txt" 2>&1 && grep -q "alpha .*online" "$VAR/hosts.txt"
     ok $? "parity with the client.yaml the quickstart wrote, and nothing else, lists the hosts"
+    # The dashboard's login link signs in (a session cookie, on to the
+    # overview), and the read token of var/http-tokens reads the API.
+    url=$(cat "$VAR/http-url")
+    curl -s -i -m 20 "$url" >"$VAR/login.txt" 2>&1
+    grep -q "^HTTP/1.1 303" "$VAR/login.txt" &&
+        grep -qi "^Set-Cookie: parity_session=[0-9a-f]*; HttpOnly; SameSite=Strict" "$VAR/login.txt"
+    ok $? "--keep: the login link of var/http-url signs in: 303 and an HttpOnly, SameSite=Strict cookie"
+    viewer=$(awk '$1 == "viewer" { print $3 }' "$VAR/http-tokens")
+    curl -s -m 20 -H "Authorization: Bearer $viewer" "${url%%/login*}/api/v1/hosts" >"$VAR/api.txt" 2>&1
+    grep -q '"name":"alpha"' "$VAR/api.txt" && grep -q '"name":"beta"' "$VAR/api.txt"
+    ok $? "--keep: GET /api/v1/hosts with the viewer token lists both agents"
+    [ "$(stat -c %a "$VAR/http-tokens")" = 600 ]; ok $? "var/http-tokens is mode 600"
     PARITY_QUICKSTART_VAR=$VAR "$SRC/deploy/quickstart.sh" --stop >"$VAR/out.txt" 2>&1
     [ "$(cat "$VAR/out.txt")" = "quickstart: stopped the collector, its PostgreSQL and both agents under $VAR" ]
     ok $? "--stop says what it stopped: $(cat "$VAR/out.txt")"
@@ -97,6 +109,8 @@ for pass in $passes; do
     ! grep -E "quickstart\.sh: [0-9]+: |No such file or directory" \
         "$VAR/out.txt" >"$VAR/shell-errors.txt"
     ok $? "$pass: no shell error on the screen$(head -c 200 "$VAR/shell-errors.txt" | tr '\n' ' ')"
+    grep -Eq "^quickstart: the dashboard: http://127\.0\.0\.1:[0-9]+/login\?token=[0-9a-f]{32} \(also in $qvar/http-url\)$" "$VAR/out.txt"
+    ok $? "$pass: prints the dashboard's login link and where it is kept"
     has "^quickstart: checking the Debian packages" &&
         has "^quickstart: using the build in $BUILD$"
     ok $? "$pass: says what it does before the packages and the build"

@@ -703,7 +703,7 @@ def case_config():
     # Every key read and its value accepted, the collector starts and
     # then stops at the first file it needs: the example's key, which
     # this machine does not have.
-    ok(n == 17 and rc == 1 and 'event=config_failed why="--key /var/lib/'
+    ok(n == 20 and rc == 1 and 'event=config_failed why="--key /var/lib/'
        'parity-collector/collector_secret: cannot read' in err
        and "unknown key" not in err,
        "collector: the example's %d keys, uncommented, are all accepted "

@@ -129,63 +129,7 @@ cl_out_wants_help(int argc, char **argv)
     return false;
 }
 
-void
-cl_out_xml(FILE *f, const char *s, bool one_line)
-{
-    /* Plain text between the characters that need an entity is written
-     * in one piece: a character at a time was a twentieth of a site's
-     * writing. */
-    const char *plain = s;
-    for (; s && *s; s++) {
-        const char *e;
-        switch (*s) {
-        case '&': e = "&amp;"; break;
-        case '<': e = "&lt;"; break;
-        case '>': e = "&gt;"; break;
-        case '"': e = "&quot;"; break;
-        case '\'': e = "&#39;"; break;
-        case '\n': case '\r':
-            if (!one_line)
-                continue;
-            e = " ";
-            break;
-        default:
-            /* Other control bytes are not XML at all (a feed reader
-             * would refuse the file). */
-            if ((unsigned char)*s >= 0x20 || *s == '\t')
-                continue;
-            e = "?";
-        }
-        fwrite(plain, 1, (size_t)(s - plain), f);
-        fputs(e, f);
-        plain = s + 1;
-    }
-    if (s && s > plain)
-        fwrite(plain, 1, (size_t)(s - plain), f);
-}
 
-void
-cl_out_xmlf(FILE *f, bool one_line, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    for (const char *p = fmt; *p; p++) {
-        const char *pct = strchr(p, '%');
-        if (!pct) {
-            fputs(p, f);
-            break;
-        }
-        fwrite(p, 1, (size_t)(pct - p), f);
-        if (pct[1] == 's')
-            cl_out_xml(f, va_arg(ap, const char *), one_line);
-        else if (pct[1] == '%')
-            fputc('%', f);
-        else
-            break;        /* not a conversion of ours: stop there */
-        p = pct + 1;
-    }
-    va_end(ap);
-}
 
 int
 cl_out_nonneg_opt(const char *verb, const char *opt, const char *arg,
@@ -325,71 +269,9 @@ cl_out_key_value(json_t *obj, const char *s)
     return json_object_set_new(obj, key, json_string(eq + 1));
 }
 
-char *
-cl_out_bisect(char *buf, size_t len, const json_t *b)
-{
-    const json_t *cs = json_object_get(b, "culprits");
-    const char *state = pw_out_str(b, "state", "?");
-    size_t i;
-    json_t *c;
-    int at;
-    if (len)
-        buf[0] = '\0';
-    if (!json_is_object(b) || len == 0)
-        return buf;
-    at = snprintf(buf, len, "bisect %" JSON_INTEGER_FORMAT " ",
-                  json_integer_value(json_object_get(b, "id")));
-    if (strcmp(state, "done") == 0 && json_array_size(cs) > 0)
-        at += snprintf(buf + at, len - (size_t)at, "found %s",
-                       json_array_size(cs) > 1 ? "a step spread over " : "");
-    else if (strcmp(state, "failed") == 0)
-        at += snprintf(buf + at, len - (size_t)at, "failed: %s",
-                       pw_out_str(b, "reason", "?"));
-    else
-        at += snprintf(buf + at, len - (size_t)at, "%s", state);
-    json_array_foreach(cs, i, c)
-        if (at > 0 && (size_t)at < len)
-            at += snprintf(buf + at, len - (size_t)at, "%s%s", i ? ", " : "",
-                           json_string_value(c) ? json_string_value(c) : "?");
-    return buf;
-}
 
-char *
-cl_out_time(char *buf, size_t len, json_int_t us, cl_out_time_form_t form)
-{
-    time_t t = (time_t)(us / 1000000);
-    struct tm tm;
-    size_t n = 0;
-    if (us > 0 && gmtime_r(&t, &tm)) {
-        if (form == CL_OUT_TIME_PAGE)
-            n = strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm);
-        else if (form == CL_OUT_TIME_PLOT)
-            n = strftime(buf, len, "%Y-%m-%d %H:%M", &tm);
-        else
-            n = strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm);
-    }
-    if (n == 0)
-        snprintf(buf, len, "-");
-    return buf;
-}
 
-const json_t *
-cl_out_named(const json_t *o, const char *list, const char *key,
-             const char *value)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(o, list), i, e)
-        if (strcmp(pw_out_str(e, key, ""), value) == 0)
-            return e;
-    return NULL;
-}
 
-const json_t *
-cl_out_entry(const json_t *cmp, const char *host)
-{
-    return cl_out_named(cmp, "hosts", "host", host);
-}
 
 char *
 cl_out_cell(char *buf, size_t len, const json_t *entry)
@@ -426,16 +308,6 @@ cl_out_geomean(char *buf, size_t len, const json_t *summary)
     return buf;
 }
 
-char *
-cl_out_kernel(char *buf, size_t len, const json_t *host)
-{
-    const char *k = pw_out_str(host, "kernel", "-");
-    const char *sp = strchr(k, ' ');
-    if (sp && sp[1] && sp[1] != ' ')
-        k = sp + 1;
-    snprintf(buf, len, "%.*s", (int)strcspn(k, " "), k);
-    return buf;
-}
 
 char *
 cl_out_span(char *buf, size_t len, double s)
@@ -490,18 +362,3 @@ cl_out_pool(char *buf, size_t len, const json_t *pool, int64_t now_us)
     return buf;
 }
 
-char *
-cl_out_floor(char *buf, size_t len, const json_t *host,
-             const char *dflt_note)
-{
-    const json_t *fu = json_object_get(host, "floor_us");
-    char us[32];
-    if (!json_is_number(fu))
-        snprintf(buf, len, "-");
-    else
-        snprintf(buf, len, "%s%s", pw_out_us(us, sizeof us,
-                                             json_number_value(fu)),
-                 json_is_true(json_object_get(host, "floor_default")) ?
-                 dflt_note : "");
-    return buf;
-}

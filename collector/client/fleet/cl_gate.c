@@ -401,17 +401,17 @@ s_testcase(s_case_t *c, void *ctx)
     FILE *f = x->f;
     char label[256];
     s_label(label, sizeof label, c);
-    cl_out_xmlf(f, false, "    <testcase name=\"%s on %s\" "
+    pw_out_xmlf(f, false, "    <testcase name=\"%s on %s\" "
                 "classname=\"%s.%s\" time=\"0\">\n", label, c->host,
                 x->suite, c->bench);
     bool undecided = strcmp(c->state, "undecided") == 0;
     if (c->fails || undecided) {
         const char *el = c->fails ? "failure" : "skipped";
-        cl_out_xmlf(f, false, "      <%s type=\"%s\" message=\"%s\">%s on "
+        pw_out_xmlf(f, false, "      <%s type=\"%s\" message=\"%s\">%s on "
                     "%s: %s\nrun %s</%s>\n", el, c->state, c->why, c->bench,
                     c->host, c->why, pw_out_str(c->entry, "run_id", "-"), el);
     }
-    cl_out_xmlf(f, false, "      <system-out>%s</system-out>\n    </testcase>"
+    pw_out_xmlf(f, false, "      <system-out>%s</system-out>\n    </testcase>"
                 "\n", c->why);
     return 0;
 }
@@ -433,15 +433,15 @@ cl_gate_junit(FILE *f, const json_t *body, unsigned fail_on, int64_t now_us)
             "<testsuites name=\"parity\" tests=\"%zu\" failures=\"%zu\" "
             "errors=\"0\" skipped=\"%zu\" time=\"0\">\n"
             "  <testsuite name=\"", n.cases, n.failed, skipped);
-    cl_out_xml(f, pw_out_str(body, "suite", "?"), false);
+    pw_out_xml(f, pw_out_str(body, "suite", "?"), false);
     fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\""
             " time=\"0\" timestamp=\"%s\" hostname=\"parity\" id=\"0\" "
             "package=\"parity\">\n    <properties>\n"
             "      <property name=\"job\" value=\"", n.cases, n.failed,
             skipped, stamp);
-    cl_out_xml(f, pw_out_str(body, "job", "?"), false);
+    pw_out_xml(f, pw_out_str(body, "job", "?"), false);
     fputs("\"/>\n      <property name=\"against\" value=\"", f);
-    cl_out_xml(f, s_against(ag, sizeof ag, body), false);
+    pw_out_xml(f, s_against(ag, sizeof ag, body), false);
     fprintf(f, "\"/>\n      <property name=\"fail_on\" value=\"%s\"/>\n"
             "    </properties>\n", s_fail_on_text(fo, sizeof fo, fail_on));
     s_xml_t x = { f, pw_out_str(body, "suite", "?") };
@@ -450,7 +450,7 @@ cl_gate_junit(FILE *f, const json_t *body, unsigned fail_on, int64_t now_us)
     const char *word;
     s_result(res, sizeof res, &word, body, fail_on);
     fprintf(f, "    <system-out>gate %s: ", word);
-    cl_out_xml(f, res, false);
+    pw_out_xml(f, res, false);
     fputs("</system-out>\n    <system-err></system-err>\n  </testsuite>\n"
           "</testsuites>\n", f);
     return ferror(f) ? -1 : 0;

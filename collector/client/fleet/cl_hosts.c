@@ -230,12 +230,12 @@ cl_hosts_print(FILE *f, const json_t *body, int64_t now_us)
              warn[PW_OUT_CELL_MAX] = "", self[64] = "-";
         s_ago(seen, sizeof seen,
               json_integer_value(json_object_get(h, "last_seen_us")), now_us);
-        cl_out_floor(floor, sizeof floor, h, " (default)");
+        pw_out_floor(floor, sizeof floor, h, " (default)");
         cl_out_pool(pool, sizeof pool, h, now_us);
         s_metric_floor(cpuf, sizeof cpuf, h, "cpu");
         s_metric_floor(rssf, sizeof rssf, h, "peak_rss");
         char kern[PW_OUT_CELL_MAX];
-        cl_out_kernel(kern, sizeof kern, h);
+        pw_out_kernel(kern, sizeof kern, h);
         s_ago(cal, sizeof cal,
               json_integer_value(json_object_get(h, "calibrated_at_us")), now_us);
         size_t k;

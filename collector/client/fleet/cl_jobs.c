@@ -40,9 +40,9 @@ cl_jobs_print(FILE *f, const json_t *body, bool active)
     json_array_foreach(json_object_get(body, "jobs"), i, j) {
         char created[64], hosts[PW_OUT_CELL_MAX] = "",
              tags[PW_OUT_CELL_MAX];
-        cl_out_time(created, sizeof created,
+        pw_out_time(created, sizeof created,
                json_integer_value(json_object_get(j, "created_at_us")),
-               CL_OUT_TIME_TABLE);
+               PW_OUT_TIME_TABLE);
         const char *k;
         json_t *v;
         json_object_foreach(json_object_get(j, "hosts"), k, v) {

@@ -182,7 +182,7 @@ s_results(cl_conn_t *c, const char *id, const json_t *job, bool as_json)
         const char *name = pw_out_str(jh, "host", "?");
         const char *state = pw_out_str(jh, "state", "?");
         const json_t *st = json_object_get(
-            cl_out_named(hosts, "hosts", "name", name), "selftest");
+            pw_out_named(hosts, "hosts", "name", name), "selftest");
         /* Only this job's result answers this run; an older one stays
          * the host's last until a new one ends done. */
         bool ours = strcmp(pw_out_str(st, "job", ""), id) == 0;

@@ -23,7 +23,7 @@
 static void
 s_cell(char *buf, size_t len, const json_t *cmp, const json_t *host)
 {
-    const json_t *e = cl_out_entry(cmp, pw_out_str(host, "host", ""));
+    const json_t *e = pw_out_entry(cmp, pw_out_str(host, "host", ""));
     if (!e) {
         /* No run of this pair from the host: where its job stands. */
         const char *st = pw_out_str(host, "state", "-");
@@ -401,7 +401,7 @@ s_host_reason(const json_t *body, const json_t *host)
     size_t i;
     json_t *cmp;
     json_array_foreach(json_object_get(body, "comparisons"), i, cmp) {
-        const json_t *e = cl_out_entry(cmp, name);
+        const json_t *e = pw_out_entry(cmp, name);
         if (e) {
             fprintf(stderr, "  %s: %s: %s\n", name,
                     pw_out_str(cmp, "benchmark", "?"),

@@ -118,9 +118,9 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
         const json_t *entries = json_object_get(r, "hosts");
         size_t reps = columns ? 1 : json_array_size(entries);
         for (size_t k = 0; k < reps; k++) {
-            cl_out_time(cells[0], PW_OUT_CELL_MAX,
+            pw_out_time(cells[0], PW_OUT_CELL_MAX,
                    json_integer_value(json_object_get(r, "at_us")),
-                   CL_OUT_TIME_TABLE);
+                   PW_OUT_TIME_TABLE);
             snprintf(cells[1], PW_OUT_CELL_MAX, "%s",
                      *pw_out_str(r, "job", "") ?
                      pw_out_str(r, "job", "") : "(no job)");
@@ -129,7 +129,7 @@ s_print_pair(FILE *f, const json_t *body, const json_t *pair,
             if (columns) {
                 for (size_t h = 0; h < nh; h++, c++)
                     cl_out_cell(cells[c], PW_OUT_CELL_MAX,
-                                cl_out_entry(r, hosts[h]));
+                                pw_out_entry(r, hosts[h]));
             } else {
                 const json_t *e = json_array_get(entries, k);
                 snprintf(cells[c++], PW_OUT_CELL_MAX, "%s",
@@ -248,7 +248,7 @@ s_print_changes(FILE *f, const json_t *body)
                 fprintf(f, "  %s at %s%s\n", text, tags, pass ? "" :
                         " (first run after the change)");
                 char bisect[PW_OUT_CELL_MAX];
-                if (!pass && *cl_out_bisect(bisect, sizeof bisect,
+                if (!pass && *pw_out_bisect(bisect, sizeof bisect,
                                             json_object_get(x, "bisect")))
                     fprintf(f, "    %s\n", bisect);
                 if (!pass && *pw_out_confirm(bisect, sizeof bisect,
@@ -276,9 +276,9 @@ s_print_csv(FILE *f, const json_t *body)
         json_array_foreach(json_object_get(pair, "rows"), k, r) {
             const json_t *sum = json_object_get(r, "summary");
             char at[64], tags[PW_OUT_CELL_MAX], gm[PW_OUT_NUMBER_MAX] = "";
-            cl_out_time(at, sizeof at,
+            pw_out_time(at, sizeof at,
                    json_integer_value(json_object_get(r, "at_us")),
-                   CL_OUT_TIME_TABLE);
+                   PW_OUT_TIME_TABLE);
             s_tags(tags, sizeof tags, r);
             if (json_integer_value(json_object_get(sum, "hosts")) > 0)
                 pw_out_json_number(gm, sizeof gm, sum, "geomean_ratio");

@@ -234,7 +234,7 @@ s_print_events(FILE *f, const char *title, const json_t *list, bool all)
                     json_string_value(h) : "?");
         fputc('\n', f);
         char bisect[PW_OUT_CELL_MAX];
-        if (*cl_out_bisect(bisect, sizeof bisect, json_object_get(
+        if (*pw_out_bisect(bisect, sizeof bisect, json_object_get(
                 e, "bisect")))
             fprintf(f, "    %s\n", bisect);
         if (*pw_out_confirm(bisect, sizeof bisect, json_object_get(

@@ -29,7 +29,7 @@
 #include "cl_conn.h"
 #include "cl_out.h"
 #include "pw_out.h"
-#include "cl_boxplot.h"
+#include "co_boxplot.h"
 #include "cl_site.h"
 #include "cl_verbs.h"
 #include "pw_json.h"
@@ -175,10 +175,10 @@ s_header(FILE *f, s_fmt_t fmt, const json_t *rep)
              pw_out_str(rep, "job", "?"));
     pw_out_pairs(tags, sizeof tags, json_object_get(rep, "tags"), "-");
     pw_out_pairs(vars, sizeof vars, json_object_get(rep, "vars"), "-");
-    cl_out_time(created, sizeof created, json_integer_value(
-        json_object_get(rep, "created_at_us")), CL_OUT_TIME_TABLE);
-    cl_out_time(ended, sizeof ended, json_integer_value(
-        json_object_get(rep, "ended_at_us")), CL_OUT_TIME_TABLE);
+    pw_out_time(created, sizeof created, json_integer_value(
+        json_object_get(rep, "created_at_us")), PW_OUT_TIME_TABLE);
+    pw_out_time(ended, sizeof ended, json_integer_value(
+        json_object_get(rep, "ended_at_us")), PW_OUT_TIME_TABLE);
     if (fmt == S_HTML) {
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
               "<meta charset=\"utf-8\">\n<title>", f);
@@ -225,10 +225,10 @@ s_hosts(FILE *f, s_fmt_t fmt, const json_t *rep)
                  *pw_out_str(h, "reason", "") ? ": " : "",
                  pw_out_str(h, "reason", ""));
         s_scalar(cpu, sizeof cpu, json_object_get(h, "cpu_model"));
-        cl_out_kernel(kern, sizeof kern, h);
+        pw_out_kernel(kern, sizeof kern, h);
         s_scalar(arch, sizeof arch, json_object_get(h, "arch"));
         s_scalar(ncpu, sizeof ncpu, json_object_get(h, "logical_cpus"));
-        cl_out_floor(floor, sizeof floor, h,
+        pw_out_floor(floor, sizeof floor, h,
                      " (default: too few calibration samples)");
         json_array_foreach(json_object_get(h, "warnings"), k, wn) {
             size_t used = strlen(warn);
@@ -285,7 +285,7 @@ s_verdicts(FILE *f, s_fmt_t fmt, const json_t *rep, const json_t *ver)
             cmp, "benchmark", "?"), pw_out_str(cmp, "metric", "wall"));
         cells[1] = arms;
         for (size_t h = 0; h < nh; h++) {
-            cl_out_cell(buf[h], sizeof buf[h], cl_out_entry(cmp, pw_out_str(
+            cl_out_cell(buf[h], sizeof buf[h], pw_out_entry(cmp, pw_out_str(
                 json_array_get(hosts, h), "host", "")));
             cells[2 + h] = buf[h];
         }
@@ -327,7 +327,7 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
         if (strcmp(pw_out_str(cmp, "benchmark", ""), bench) != 0 ||
             strcmp(pw_out_str(cmp, "metric", "wall"), "wall") != 0)
             continue;
-        const json_t *e = cl_out_entry(cmp, host);
+        const json_t *e = pw_out_entry(cmp, host);
         if (!e)
             continue;
         const json_t *v = json_object_get(e, "verdict");
@@ -387,7 +387,7 @@ s_diagnostics(FILE *f, s_fmt_t fmt, const json_t *ver, const char *bench,
 
 /* An arm of the report's run_list for the box plot. */
 static void
-s_arm_of(cl_boxplot_arm_t *a, const json_t *arm)
+s_arm_of(co_boxplot_arm_t *a, const json_t *arm)
 {
     const json_t *s = json_object_get(arm, "summary");
     memset(a, 0, sizeof *a);
@@ -414,24 +414,24 @@ s_run_plots(FILE *f, const json_t *rep, const json_t *ver, const char *bench)
     json_array_foreach(json_object_get(rep, "run_list"), k, run) {
         if (strcmp(pw_out_str(run, "benchmark", ""), bench) != 0)
             continue;
-        cl_boxplot_arm_t arms[CL_BOXPLOT_ARMS];
-        cl_boxplot_ratio_t ratios[CL_BOXPLOT_ARMS];
+        co_boxplot_arm_t arms[CO_BOXPLOT_ARMS];
+        co_boxplot_ratio_t ratios[CO_BOXPLOT_ARMS];
         size_t na = 0, nr = 0;
         json_array_foreach(json_object_get(run, "arms"), a, arm)
-            if (na < CL_BOXPLOT_ARMS)
+            if (na < CO_BOXPLOT_ARMS)
                 s_arm_of(&arms[na++], arm);
         json_array_foreach(json_object_get(ver, "comparisons"), i, cmp) {
             /* The box plots are of wall time. */
             if (strcmp(pw_out_str(cmp, "benchmark", ""), bench) != 0 ||
                 strcmp(pw_out_str(cmp, "metric", "wall"), "wall") != 0)
                 continue;
-            const json_t *e = cl_out_entry(cmp, pw_out_str(run, "host", ""));
+            const json_t *e = pw_out_entry(cmp, pw_out_str(run, "host", ""));
             const json_t *v = json_object_get(e, "verdict");
-            if (!json_is_object(v) || nr >= CL_BOXPLOT_ARMS ||
+            if (!json_is_object(v) || nr >= CO_BOXPLOT_ARMS ||
                 strcmp(pw_out_str(e, "run_id", ""),
                        pw_out_str(run, "run_id", "")) != 0)
                 continue;
-            ratios[nr++] = (cl_boxplot_ratio_t){
+            ratios[nr++] = (co_boxplot_ratio_t){
                 .other = pw_out_str(cmp, "other", "?"),
                 .ratio = json_number_value(json_object_get(v, "ratio")),
                 .tolerance = json_number_value(json_object_get(v,
@@ -442,7 +442,7 @@ s_run_plots(FILE *f, const json_t *rep, const json_t *ver, const char *bench)
         snprintf(caption, sizeof caption, "%s, run %s",
                  pw_out_str(run, "host", "?"), pw_out_str(run, "run_id", "?"));
         fputs("<div class=\"plot\">", f);
-        cl_boxplot_write(f, caption, arms, na, ratios, nr);
+        co_boxplot_write(f, caption, arms, na, ratios, nr);
         fputs("</div>\n", f);
     }
 }

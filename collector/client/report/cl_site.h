@@ -1,16 +1,17 @@
 /* cl_site.h -- the static site of `parity report --site DIR`
  * (docs/commands/report.md): HTML pages with inline CSS and SVG plots,
  * no script, no server, nothing loaded from the network, readable from
- * file://.
+ * file://. The pages are co_page's (collector/page), as the collector's
+ * live dashboard's are.
  *
  *   index.html          hosts (online, floor, warnings), open and acked
  *                       change points (regressions first, worst first),
  *                       the latest job's verdicts per host, coloured by
  *                       outcome, and the list of benchmark pages;
  *   bench-NNNN-NAME.html per benchmark: per series (host, arm pair,
- *                       variables) the history plot (cl_svg.h) and the
+ *                       variables) the history plot (co_svg.h) and the
  *                       box plots of its newest runs (cl_report.h);
- *   regressions.xml     the Atom feed of regression events (cl_atom.h);
+ *   regressions.xml     the Atom feed of regression events (co_atom.h);
  *   .parity-site        the marker that DIR holds a site of ours.
  *
  * The document is what the client assembles from four collector answers:
@@ -32,10 +33,6 @@
 /* The file whose presence says DIR holds a site this command wrote, so
  * rewriting it (and deleting its old bench-*.html pages) is safe. */
 #define CL_SITE_MARKER ".parity-site"
-/* Newest runs of a series that get a box plot on its page. */
-#define CL_SITE_BOX_RUNS 5
-/* Most rows of one table of change points on the overview. */
-#define CL_SITE_MAX_ROWS 500
 /* Most benchmark pages; series of further benchmarks are left out and
  * the overview says so. */
 #define CL_SITE_MAX_PAGES 10000

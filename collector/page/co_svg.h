@@ -1,4 +1,4 @@
-/* cl_svg.h -- the history plot of one series for `parity report --site`
+/* co_svg.h -- the history plot of one series for `parity report --site`
  * (docs/commands/report.md), written as inline SVG by the program: no
  * script, no library, no namespace URL, nothing loaded at view time.
  *
@@ -19,8 +19,8 @@
  * carries data-runs (runs in the series) and data-shown (runs drawn).
  * Text from a host, suite or user is escaped.
  */
-#ifndef CL_SVG_H
-#define CL_SVG_H
+#ifndef CO_SVG_H
+#define CO_SVG_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -28,25 +28,25 @@
 
 /* Most runs one history plot draws: the newest ones. Beyond it a plot
  * would be a smear of points and a page of 100 series megabytes. */
-#define CL_SVG_MAX_POINTS 200
+#define CO_SVG_MAX_POINTS 200
 
 /* The colour of an outcome ("win", "parity", "loss"; anything else is
  * "no verdict"), as #rrggbb: one palette for the report and the site. */
 /* An outcome as a CSS class: "win", "parity", "loss", or "none" for
  * anything else (no verdict). */
-const char *cl_svg_outcome_class(const char *outcome);
+const char *co_svg_outcome_class(const char *outcome);
 
-const char *cl_svg_outcome_colour(const char *outcome);
+const char *co_svg_outcome_colour(const char *outcome);
 
 /* Write text escaped for HTML, SVG and XML, line breaks as spaces:
- * cl_out_xml(f, s, true). NULL writes nothing. */
-void cl_svg_text(FILE *f, const char *s);
+ * pw_out_xml(f, s, true). NULL writes nothing. */
+void co_svg_text(FILE *f, const char *s);
 
 /* Write the history plot of series (borrowed), drawing its newest
- * max_points runs (1..CL_SVG_MAX_POINTS; 0 means the maximum). *shown,
+ * max_points runs (1..CO_SVG_MAX_POINTS; 0 means the maximum). *shown,
  * when not NULL, is set to the number of runs drawn. Returns 0, or -1
  * when writing failed. */
-int cl_svg_history(FILE *f, const json_t *series, size_t max_points,
+int co_svg_history(FILE *f, const json_t *series, size_t max_points,
                    size_t *shown);
 
 #endif

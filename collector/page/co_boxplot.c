@@ -1,11 +1,11 @@
-/* cl_boxplot.c -- a run's box plot as inline SVG (cl_boxplot.h). */
+/* co_boxplot.c -- a run's box plot as inline SVG (co_boxplot.h). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cl_boxplot.h"
-#include "cl_svg.h"
+#include "co_boxplot.h"
+#include "co_svg.h"
 #include "pw_out.h"
 
 /* Geometry of a box plot, in SVG user units: names left of S_BOX_X0, the
@@ -39,13 +39,13 @@ s_box_x(double v, double lo, double hi)
 }
 
 static void
-s_box_arm(FILE *f, const cl_boxplot_arm_t *a, double y, double lo, double hi)
+s_box_arm(FILE *f, const co_boxplot_arm_t *a, double y, double lo, double hi)
 {
     char label[128], v[5][32];
     s_label(label, sizeof label, a->name ? a->name : "?", S_BOX_LABEL);
     fprintf(f, "<g class=\"arm %s\"><title>", a->subject ? "subject" :
             "other");
-    cl_svg_text(f, a->name ? a->name : "?");
+    co_svg_text(f, a->name ? a->name : "?");
     if (!a->has_summary) {
         fputs(a->subject ? " (subject)" : "", f);
         fputs(": no measured samples</title>", f);
@@ -61,7 +61,7 @@ s_box_arm(FILE *f, const cl_boxplot_arm_t *a, double y, double lo, double hi)
     }
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
             "font-size=\"12\">", S_BOX_X0 - 8, y + 4);
-    cl_svg_text(f, label);
+    co_svg_text(f, label);
     fputs("</text>", f);
     if (!a->has_summary) {
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
@@ -92,20 +92,20 @@ s_ratio_x(double r, double lw)
 }
 
 static void
-s_box_ratio(FILE *f, const cl_boxplot_ratio_t *r, double y, double lw)
+s_box_ratio(FILE *f, const co_boxplot_ratio_t *r, double y, double lw)
 {
     char label[128], other[96];
     s_label(other, sizeof other, r->other ? r->other : "?", S_BOX_LABEL - 3);
     snprintf(label, sizeof label, "vs %s", other);
-    const char *cls = cl_svg_outcome_class(r->outcome);
+    const char *cls = co_svg_outcome_class(r->outcome);
     double t = r->tolerance;
     fprintf(f, "<g class=\"ratio-row %s\"><title>ratio vs ", cls);
-    cl_svg_text(f, r->other ? r->other : "?");
+    co_svg_text(f, r->other ? r->other : "?");
     fprintf(f, " %.4f, tolerance %.4f (parity between %.4f and %.4f): %s"
             "</title>", r->ratio, t, 1 / (1 + t), 1 + t, cls);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
             "font-size=\"12\">", S_BOX_X0 - 8, y + 4);
-    cl_svg_text(f, label);
+    co_svg_text(f, label);
     fputs("</text>", f);
     double xlo = s_ratio_x(1 / (1 + t), lw), xhi = s_ratio_x(1 + t, lw);
     fprintf(f, "<rect class=\"tol\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
@@ -116,18 +116,18 @@ s_box_ratio(FILE *f, const cl_boxplot_ratio_t *r, double y, double lw)
             s_ratio_x(1, lw), s_ratio_x(1, lw), y - 10, y + 10);
     fprintf(f, "<circle class=\"ratio %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
             "fill=\"%s\"/>", cls, s_ratio_x(r->ratio, lw), y,
-            cl_svg_outcome_colour(r->outcome));
+            co_svg_outcome_colour(r->outcome));
     fprintf(f, "<text class=\"%s\" x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
             "fill=\"%s\">%.3f %s</text></g>\n", cls, S_BOX_X1 + 8, y + 4,
-            cl_svg_outcome_colour(r->outcome), r->ratio, cls);
+            co_svg_outcome_colour(r->outcome), r->ratio, cls);
 }
 
 int
-cl_boxplot_write(FILE *f, const char *caption, const cl_boxplot_arm_t *arms,
-                 size_t narms, const cl_boxplot_ratio_t *ratios,
+co_boxplot_write(FILE *f, const char *caption, const co_boxplot_arm_t *arms,
+                 size_t narms, const co_boxplot_ratio_t *ratios,
                  size_t nratios)
 {
-    size_t na = narms < CL_BOXPLOT_ARMS ? narms : CL_BOXPLOT_ARMS;
+    size_t na = narms < CO_BOXPLOT_ARMS ? narms : CO_BOXPLOT_ARMS;
     size_t nr = 0;
     double lo = 0, hi = 0, lw = log(1.02);
     bool any = false;
@@ -146,8 +146,8 @@ cl_boxplot_write(FILE *f, const char *caption, const cl_boxplot_arm_t *arms,
     lo -= pad;
     hi += pad;
     /* Only ratios that can be drawn on a log axis: a verdict's. */
-    for (size_t i = 0; i < nratios && nr < CL_BOXPLOT_ARMS; i++) {
-        const cl_boxplot_ratio_t *r = &ratios[i];
+    for (size_t i = 0; i < nratios && nr < CO_BOXPLOT_ARMS; i++) {
+        const co_boxplot_ratio_t *r = &ratios[i];
         if (!(r->ratio > 0) || !(r->tolerance >= 0) || !isfinite(r->ratio))
             continue;
         double w = fabs(log(r->ratio)) > log(1 + r->tolerance) ?
@@ -162,12 +162,12 @@ cl_boxplot_write(FILE *f, const char *caption, const cl_boxplot_arm_t *arms,
             "viewBox=\"0 0 %d %.0f\" width=\"%d\" height=\"%.0f\" "
             "role=\"img\" font-family=\"sans-serif\"><title>", na, nr,
             S_BOX_W, h, S_BOX_W, h);
-    cl_svg_text(f, caption ? caption : "");
+    co_svg_text(f, caption ? caption : "");
     fputs("</title><text x=\"4\" y=\"15\" font-size=\"12\" "
           "font-weight=\"bold\">", f);
-    cl_svg_text(f, caption ? caption : "");
-    if (narms > na || nratios > CL_BOXPLOT_ARMS)
-        fprintf(f, " (first %d arms and ratios shown)", CL_BOXPLOT_ARMS);
+    co_svg_text(f, caption ? caption : "");
+    if (narms > na || nratios > CO_BOXPLOT_ARMS)
+        fprintf(f, " (first %d arms and ratios shown)", CO_BOXPLOT_ARMS);
     fputs("</text>\n", f);
     for (size_t i = 0; i < na; i++)
         s_box_arm(f, &arms[i], S_BOX_TOP + S_BOX_ROW * ((double)i + 0.5), lo,
@@ -187,7 +187,7 @@ cl_boxplot_write(FILE *f, const char *caption, const cl_boxplot_arm_t *arms,
     }
     size_t k = 0;
     for (size_t i = 0; i < nratios && k < nr; i++) {
-        const cl_boxplot_ratio_t *r = &ratios[i];
+        const co_boxplot_ratio_t *r = &ratios[i];
         if (!(r->ratio > 0) || !(r->tolerance >= 0) || !isfinite(r->ratio))
             continue;
         s_box_ratio(f, r, ay + 6 + S_BOX_ROW * ((double)k + 0.5), lw);

@@ -1,4 +1,4 @@
-/* cl_svg.c -- the history plot of one series (cl_svg.h).
+/* co_svg.c -- the history plot of one series (co_svg.h).
  *
  * Geometry is fixed and in SVG user units; the browser scales the whole
  * plot (viewBox, width 100 %), so no coordinate depends on the page. The
@@ -10,9 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cl_svg.h"
+#include "co_svg.h"
 
-#include "cl_out.h"
 #include "pw_out.h"
 
 #define S_W     960.0
@@ -53,7 +52,7 @@ s_is_kib(const json_t *series)
 }
 
 const char *
-cl_svg_outcome_class(const char *outcome)
+co_svg_outcome_class(const char *outcome)
 {
     if (outcome && (strcmp(outcome, "win") == 0 ||
                     strcmp(outcome, "loss") == 0 ||
@@ -63,7 +62,7 @@ cl_svg_outcome_class(const char *outcome)
 }
 
 const char *
-cl_svg_outcome_colour(const char *outcome)
+co_svg_outcome_colour(const char *outcome)
 {
     if (outcome && strcmp(outcome, "win") == 0)
         return "#2e7d32";
@@ -75,9 +74,9 @@ cl_svg_outcome_colour(const char *outcome)
 }
 
 void
-cl_svg_text(FILE *f, const char *s)
+co_svg_text(FILE *f, const char *s)
 {
-    cl_out_xml(f, s, true);
+    pw_out_xml(f, s, true);
 }
 
 /* x with one decimal, as "%.1f" writes it, without printf's exact
@@ -210,9 +209,9 @@ static void
 s_hover(char *buf, size_t len, const json_t *series, const json_t *r)
 {
     char when[32], tags[512], sub[256], oth[256], ver[128];
-    cl_out_time(when, sizeof when,
+    pw_out_time(when, sizeof when,
                 json_integer_value(json_object_get(r, "time_us")),
-                CL_OUT_TIME_PLOT);
+                PW_OUT_TIME_PLOT);
     pw_out_pairs(tags, sizeof tags, json_object_get(r, "tags"), "no tags");
     s_arm_text(sub, sizeof sub, pw_out_str(series, "subject", "subject"),
                json_object_get(r, "subject"), s_is_kib(series));
@@ -305,7 +304,7 @@ s_ratio(FILE *f, const s_plot_t *p)
         fputs("\" cy=\"", f);
         s_num1(f, s_yr(p, ratio));
         fprintf(f, "\" r=\"3.5\" fill=\"%s\"/>\n",
-                cl_svg_outcome_colour(o));
+                co_svg_outcome_colour(o));
     }
     fputs("</g>\n", f);
 }
@@ -329,7 +328,7 @@ s_hits(FILE *f, const s_plot_t *p, const json_t *series)
         fputs("<rect class=\"hit\" x=\"", f);
         s_num1(f, s_xb(p, (double)i));
         fputs(tail, f);
-        cl_svg_text(f, hover);
+        co_svg_text(f, hover);
         fputs("</title></rect>\n", f);
     }
     fputs("</g>\n", f);
@@ -348,9 +347,9 @@ s_marks(FILE *f, const s_plot_t *p, const json_t *series)
             continue;
         double x = s_xb(p, (double)(at - (json_int_t)p->first));
         fprintf(f, "<g class=\"ann-mark\"><title>");
-        cl_svg_text(f, pw_out_str(m, "kind", "change"));
+        co_svg_text(f, pw_out_str(m, "kind", "change"));
         fputs(" change: ", f);
-        cl_svg_text(f, pw_out_str(m, "text", ""));
+        co_svg_text(f, pw_out_str(m, "text", ""));
         fprintf(f, "</title><line class=\"ann %s\" x1=\"%.1f\" x2=\"%.1f\" "
                 "y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
                 "stroke-dasharray=\"1 3\"/><polygon points=\"%.1f,%.1f "
@@ -379,13 +378,13 @@ s_marks(FILE *f, const s_plot_t *p, const json_t *series)
                 json_integer_value(json_object_get(m, "id")),
                 pw_out_str(m, "metric", "ratio"), s_num(m, "magnitude"), o,
                 noise ? ", within noise" : "");
-        cl_svg_text(f, before);
+        co_svg_text(f, before);
         fputs("; after: ", f);
-        cl_svg_text(f, after);
+        co_svg_text(f, after);
         fprintf(f, "</title><line class=\"cp %s%s\" x1=\"%.1f\" x2=\"%.1f\" "
                 "y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>"
                 "</g>\n", o, noise ? " noise" : "", x, x, S_PT0, S_PR1,
-                cl_svg_outcome_colour(o),
+                co_svg_outcome_colour(o),
                 noise ? " stroke-dasharray=\"5 4\"" : "");
     }
 }
@@ -414,11 +413,11 @@ s_axes(FILE *f, const s_plot_t *p)
             "width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#bbb\"/>\n",
             S_ML, S_PT0, S_W - S_ML - S_MR, S_PT1 - S_PT0, S_ML, S_PR0,
             S_W - S_ML - S_MR, S_PR1 - S_PR0);
-    cl_out_time(d0, sizeof d0,
+    pw_out_time(d0, sizeof d0,
                 json_integer_value(json_object_get(s_run(p, 0), "time_us")),
-                CL_OUT_TIME_PLOT);
-    cl_out_time(d1, sizeof d1, json_integer_value(json_object_get(
-        s_run(p, p->n - 1), "time_us")), CL_OUT_TIME_PLOT);
+                PW_OUT_TIME_PLOT);
+    pw_out_time(d1, sizeof d1, json_integer_value(json_object_get(
+        s_run(p, p->n - 1), "time_us")), PW_OUT_TIME_PLOT);
     fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#555\">"
             "<text x=\"%.1f\" y=\"%.1f\">%s</text>"
             "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%zu run%s, "
@@ -435,26 +434,26 @@ s_legend(FILE *f, const json_t *series)
             "<rect x=\"%.1f\" y=\"8\" width=\"14\" height=\"10\" fill=\"%s\" "
             "fill-opacity=\"0.4\"/><text x=\"%.1f\" y=\"17\">",
             S_ML, S_SUBJECT_COLOUR, S_ML + 18);
-    cl_svg_text(f, pw_out_str(series, "subject", "subject"));
+    co_svg_text(f, pw_out_str(series, "subject", "subject"));
     fprintf(f, " (subject): median, min-max</text>"
             "<rect x=\"%.1f\" y=\"8\" width=\"14\" height=\"10\" fill=\"%s\" "
             "fill-opacity=\"0.4\"/><text x=\"%.1f\" y=\"17\">",
             S_ML + 330, S_OTHER_COLOUR, S_ML + 348);
-    cl_svg_text(f, pw_out_str(series, "other", "other"));
+    co_svg_text(f, pw_out_str(series, "other", "other"));
     fprintf(f, "</text><text x=\"%.1f\" y=\"17\" text-anchor=\"end\" "
             "fill=\"#555\">solid line: change point; dotted: environment "
             "change</text></g>\n", S_W - S_MR);
 }
 
 int
-cl_svg_history(FILE *f, const json_t *series, size_t max_points,
+co_svg_history(FILE *f, const json_t *series, size_t max_points,
                size_t *shown)
 {
     s_plot_t p = { .runs = json_object_get(series, "runs"),
                    .kib = s_is_kib(series) };
     size_t total = json_array_size(p.runs);
-    if (max_points == 0 || max_points > CL_SVG_MAX_POINTS)
-        max_points = CL_SVG_MAX_POINTS;
+    if (max_points == 0 || max_points > CO_SVG_MAX_POINTS)
+        max_points = CO_SVG_MAX_POINTS;
     p.n = total < max_points ? total : max_points;
     p.first = total - p.n;
     if (shown)

@@ -1,11 +1,11 @@
-/* cl_boxplot.h -- a run's box plot, drawn as one inline SVG: its arms'
+/* co_boxplot.h -- a run's box plot, drawn as one inline SVG: its arms'
  * five numbers on a time axis and its verdicts on a log ratio axis with
  * their tolerance bands. Drawn by `parity report --html` (cl_report) and
  * the site's benchmark pages (cl_site). Nothing is kept; names are
  * borrowed for the call.
  */
-#ifndef CL_BOXPLOT_H
-#define CL_BOXPLOT_H
+#ifndef CO_BOXPLOT_H
+#define CO_BOXPLOT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,7 +19,7 @@ typedef struct {
     bool has_summary;     /* false: no measured sample, drawn as "none" */
     long n;
     double min_us, q25_us, median_us, q75_us, max_us;
-} cl_boxplot_arm_t;
+} co_boxplot_arm_t;
 
 /* One verdict of the run, drawn on a log ratio axis with its tolerance
  * band [1/(1+t), 1+t] (docs/verdict.md). other is borrowed; outcome is
@@ -29,11 +29,11 @@ typedef struct {
     double ratio;
     double tolerance;
     const char *outcome;
-} cl_boxplot_ratio_t;
+} co_boxplot_ratio_t;
 
 /* Most arms and ratios one box plot draws; more are left out and the
  * plot's caption says so. */
-#define CL_BOXPLOT_ARMS 16
+#define CO_BOXPLOT_ARMS 16
 
 /* Write one inline <svg class="boxplot"> (no namespace URL, no script):
  * a box per arm (min, q25, median, q75, max on one time axis) and a row
@@ -41,8 +41,8 @@ typedef struct {
  * follow the outcome (win green, parity grey, loss red) and are set as
  * attributes, so the plot needs no style sheet. caption is escaped.
  * Returns 0, or -1 when writing failed. Used by --html and cl_site. */
-int cl_boxplot_write(FILE *f, const char *caption,
-                     const cl_boxplot_arm_t *arms, size_t narms,
-                     const cl_boxplot_ratio_t *ratios, size_t nratios);
+int co_boxplot_write(FILE *f, const char *caption,
+                     const co_boxplot_arm_t *arms, size_t narms,
+                     const co_boxplot_ratio_t *ratios, size_t nratios);
 
 #endif

@@ -1,5 +1,5 @@
-/* cl_atom.c -- the site's Atom feed of regressions (cl_atom.h). */
-#include "cl_atom.h"
+/* co_atom.c -- the site's Atom feed of regressions (co_atom.h). */
+#include "co_atom.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cl_svg.h"
+#include "co_svg.h"
 #include "pw_out.h"
 
 /* One entry: the event, whether it is acknowledged, and its instant. */
@@ -91,7 +91,7 @@ s_change(char *buf, size_t len, const json_t *e)
 }
 
 static void
-s_entry(FILE *f, const json_t *doc, const s_entry_t *en)
+s_entry(FILE *f, const json_t *doc, const s_entry_t *en, const char *page)
 {
     const json_t *e = en->event, *trend = json_object_get(e, "trend"), *h;
     json_int_t id = json_integer_value(json_object_get(e, "id"));
@@ -108,17 +108,17 @@ s_entry(FILE *f, const json_t *doc, const s_entry_t *en)
             "</id>\n    <title type=\"text\">%s%s: ", id,
             json_is_object(trend) ? "drifting " : "", dir);
     char bench[300];
-    cl_svg_text(f, pw_out_bench_metric(bench, sizeof bench, pw_out_str(
+    co_svg_text(f, pw_out_bench_metric(bench, sizeof bench, pw_out_str(
         e, "benchmark", "?"), pw_out_str(e, "quantity", "wall")));
     fputs(" (", f);
-    cl_svg_text(f, pw_out_str(e, "subject", "?"));
+    co_svg_text(f, pw_out_str(e, "subject", "?"));
     fputs(" vs ", f);
-    cl_svg_text(f, pw_out_str(e, "other", "?"));
+    co_svg_text(f, pw_out_str(e, "other", "?"));
     fprintf(f, ") on %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
             " hosts, ", json_integer_value(json_object_get(e,
                                                            "hosts_with_step")),
             json_integer_value(json_object_get(e, "hosts_total")));
-    cl_svg_text(f, change);
+    co_svg_text(f, change);
     /* A confirm's answer (co_confirm): what a reader decides on. */
     const json_t *k = json_object_get(e, "confirm");
     const char *ks = pw_out_str(k, "state", "");
@@ -128,44 +128,45 @@ s_entry(FILE *f, const json_t *doc, const s_entry_t *en)
             " (acknowledged)" : "", s_stamp(stamp, sizeof stamp,
                                             en->updated_us));
     fprintf(f, "    <published>%s</published>\n    <link rel=\"alternate\" "
-            "type=\"text/html\" href=\"index.html#%s-%" JSON_INTEGER_FORMAT
+            "type=\"text/html\" href=\"%s#%s-%" JSON_INTEGER_FORMAT
             "\"/>\n    <summary type=\"text\">%s on", s_stamp(
                 stamp, sizeof stamp, json_integer_value(json_object_get(
-                    json_object_get(e, "after"), "time_us"))),
+                    json_object_get(e, "after"), "time_us"))), page,
             en->acked ? "cp" : "event", id, dir);
     json_array_foreach(json_object_get(e, "hosts"), i, h) {
         fputs(i ? ", " : " ", f);
-        cl_svg_text(f, json_string_value(h) ? json_string_value(h) : "?");
+        co_svg_text(f, json_string_value(h) ? json_string_value(h) : "?");
     }
     fputs(" between ", f);
-    cl_svg_text(f, before);
+    co_svg_text(f, before);
     fputs(" and ", f);
-    cl_svg_text(f, after);
+    co_svg_text(f, after);
     fputs(": ", f);
-    cl_svg_text(f, change);
+    co_svg_text(f, change);
     fprintf(f, ", %s", pw_out_str(e, "outcome", "?"));
     if (json_is_object(trend))
         fprintf(f, ", a trend of %+.2f %% a run", 100.0 * json_number_value(
             json_object_get(trend, "per_run")));
     if (*vars) {
         fputs("; variables ", f);
-        cl_svg_text(f, vars);
+        co_svg_text(f, vars);
     }
     char said[PW_OUT_CELL_MAX];
     if (*pw_out_confirm(said, sizeof said, k)) {
         fputs("; ", f);
-        cl_svg_text(f, said);
+        co_svg_text(f, said);
     }
     if (en->acked) {
         fputs("; acknowledged: ", f);
-        cl_svg_text(f, pw_out_str(json_object_get(s_cp(doc, id), "ack"),
+        co_svg_text(f, pw_out_str(json_object_get(s_cp(doc, id), "ack"),
                                   "note", ""));
     }
     fputs(".</summary>\n  </entry>\n", f);
 }
 
 int
-cl_atom_write(FILE *f, const json_t *doc)
+co_atom_write(FILE *f, const json_t *doc, const char *page,
+              const char *self)
 {
     const json_t *ev = json_object_get(json_object_get(doc, "regressions"),
                                        "events");
@@ -180,8 +181,8 @@ cl_atom_write(FILE *f, const json_t *doc)
             if (json_is_true(json_object_get(e, "regression")))
                 all[k++] = (s_entry_t){ e, l == 1, s_updated(doc, e) };
     qsort(all, k, sizeof *all, s_newest);
-    if (k > CL_ATOM_MAX_ENTRIES)
-        k = CL_ATOM_MAX_ENTRIES;
+    if (k > CO_ATOM_MAX_ENTRIES)
+        k = CO_ATOM_MAX_ENTRIES;
     char stamp[32];
     json_int_t updated = k ? all[0].updated_us : json_integer_value(
         json_object_get(doc, "generated_at_us"));
@@ -192,14 +193,15 @@ cl_atom_write(FILE *f, const json_t *doc)
             "one entry per step across the fleet</subtitle>\n"
             "  <id>urn:parity:regressions</id>\n"
             "  <updated>%s</updated>\n"
-            "  <author><name>parity report --site</name></author>\n"
+            "  <author><name>parity</name></author>\n"
             "  <generator>parity</generator>\n"
             "  <link rel=\"self\" type=\"application/atom+xml\" "
-            "href=\"regressions.xml\"/>\n"
+            "href=\"%s\"/>\n"
             "  <link rel=\"alternate\" type=\"text/html\" "
-            "href=\"index.html\"/>\n", s_stamp(stamp, sizeof stamp, updated));
+            "href=\"%s\"/>\n", s_stamp(stamp, sizeof stamp, updated), self,
+            page);
     for (i = 0; i < k; i++)
-        s_entry(f, doc, &all[i]);
+        s_entry(f, doc, &all[i], page);
     fputs("</feed>\n", f);
     free(all);
     return ferror(f) ? -1 : 0;
