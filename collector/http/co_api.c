@@ -276,9 +276,11 @@ s_body(const char *body, size_t len, co_api_call_t *c)
     json_t *v;
     json_object_foreach(o, k, v) {
         if (json_object_get(c->args, k)) {
-            json_decref(o);
-            return s_fail(c, 400, "bad_body", "\"%.60s\" is the path's, not "
-                          "the body's", k);
+            char key[64];
+            snprintf(key, sizeof key, "%.60s", k);
+            json_decref(o);          /* k is o's */
+            return s_fail(c, 400, "bad_body", "\"%s\" is the path's, not "
+                          "the body's", key);
         }
         json_object_set(c->args, k, v);
     }

@@ -744,8 +744,10 @@ s_route(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
         return s_form(h, con, rq, path, role);
     char msg[300];
     bool page = co_dash_handles(path);
-    snprintf(msg, sizeof msg, page ? "%.200s answers GET and HEAD only"
-                                   : "no such page: %.200s", path);
+    if (page)
+        snprintf(msg, sizeof msg, "%.200s answers GET and HEAD only", path);
+    else
+        snprintf(msg, sizeof msg, "no such page: %.200s", path);
     const char *hd[] = { MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL };
     return s_html_error(con, rq, page ? 405 : 404, msg, page ? hd : NULL);
 }
@@ -895,6 +897,9 @@ s_connection(void *cls, struct MHD_Connection *con, void **socket_ctx,
 }
 
 /* libmicrohttpd's own messages, into the log. */
+static void s_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 static void
 s_mhd_log(void *cls, const char *fmt, va_list ap)
 {

@@ -67,7 +67,8 @@ class Http:
 
     def __call__(self, path, token=None, method="GET", data=None,
                  headers=(), auth=None):
-        cmd = ["curl", "-s", "-i", "--path-as-is", "-m", "20", "-X", method]
+        cmd = ["curl", "-s", "-g", "-i", "--path-as-is", "-m", "20", "-X",
+               method]
         if token:
             cmd += ["-H", "Authorization: Bearer " + TOKENS[token][1]]
         if auth is not None:
@@ -118,15 +119,33 @@ def log_text(w):
         return f.read()
 
 
+def has_ipv6():
+    try:
+        s = socket.socket(socket.AF_INET6)
+        s.bind(("::1", 0))
+        s.close()
+        return True
+    except OSError:
+        return False
+
+
 def start(w, *extra):
+    """The collector with --http on 127.0.0.1 (and [::1] when the machine
+    has IPv6 loopback), port 0: the Http of the IPv4 address; w.http6
+    the IPv6 one's, or None."""
+    v6 = ["--http", "[::1]:0"] if has_ipv6() else []
     w.collector = subprocess.Popen(
         w.collector_cmd(w.endpoint, tj.HEARTBEAT_MS, "--http",
-                        "127.0.0.1:0", *extra), stdout=w.log, stderr=w.log)
+                        "127.0.0.1:0", *(v6 + list(extra))), stdout=w.log,
+        stderr=w.log)
     w.wait_tcp(w.collector, w.port)
     got = []
     wait(lambda: got.extend(re.findall(r"event=http_listening url=(\S+)",
-                                       log_text(w))) or got, 10)
-    return Http(got[-1]) if got else tj.pf.bail("no http_listening line")
+                                       log_text(w))) or
+         len(got) >= 1 + bool(v6), 10)
+    v4 = [u for u in got if u.startswith("http://127.")]
+    w.http6 = next((Http(u) for u in got if u.startswith("http://[")), None)
+    return Http(v4[-1]) if v4 else tj.pf.bail("no http_listening line")
 
 
 def raw_zmq(w, command, args):
@@ -160,6 +179,14 @@ def check_same(w, http):
     ok(re.match(r'^"[0-9a-f]{16}"$', tag) and st == 304 and body == "" and
        hdr2.get("etag") == tag,
        "ETag %s, and If-None-Match with it: 304, no body" % tag)
+    if w.http6:
+        st6, _, body6 = w.http6("/api/v1/hosts", "ci")
+        ok(st6 == 200 and json.loads(body6).get("hosts") ==
+           api.get("hosts") and w.http6.base.startswith("http://[::1]:"),
+           "--http [::1]:0 too: the same answer over IPv6 (%s)"
+           % w.http6.base)
+    else:
+        tj.pf.skip("--http [::1]:0", "no IPv6 loopback here")
     st, hdr3, body = http("/api/v1/hosts", "ci", method="HEAD")
     ok(st == 200 and body == "" and hdr3.get("etag") == tag,
        "HEAD: 200, the same ETag, no body")
