@@ -23,6 +23,7 @@
 #include "co_api.h"
 #include "co_conn.h"
 #include "co_dash.h"
+#include "co_hcache.h"
 #include "co_jobs.h"
 #include "co_log.h"
 #include "co_pg.h"
@@ -60,6 +61,7 @@ struct co_http {
     size_t n;
     co_tokens_t *tokens;
     co_sessions_t *sessions;     /* the dashboard's sign-ins */
+    co_hcache_t *cache;          /* GET answers of the last second */
     co_stats_t *stats;
     char version[64];
     bool renice;
@@ -495,7 +497,24 @@ s_api(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
         co_api_call_clear(&call);
         return s_error(con, rq, 403, "forbidden", msg, NULL);
     }
-    char *text = NULL;
+    char *text = NULL, *key = NULL;
+    size_t len;
+    const char *type;
+    bool get = strcmp(m, "GET") == 0;
+    char *atext = get ? pw_json_dumps(call.args) : NULL;
+    if (atext && asprintf(&key, "api\x1f%s\x1f%s\x1f%zu %zu %s",
+                          call.command, atext, call.offset, call.limit,
+                          call.part ? call.part : "") < 0)
+        key = NULL;
+    free(atext);
+    if (key && co_hcache_get(h->cache, key, pw_clock_mono_ms(), &text, &len,
+                             &type)) {
+        co_api_call_clear(&call);
+        free(key);
+        ok = s_ok(con, rq, type, text, len);
+        free(text);
+        return ok;
+    }
     int status = s_run(h, &call, rq->who, &text, &code, msg, sizeof msg);
     if (status == 200 && !(text = s_shape(&call, text))) {
         status = 500;
@@ -505,16 +524,22 @@ s_api(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
     co_api_call_clear(&call);
     if (status != 200) {
         free(text);
+        free(key);
         const char *retry[] = { MHD_HTTP_HEADER_RETRY_AFTER, "1", NULL };
         return s_error(con, rq, status, code, msg, status == 503 ? retry
                                                                  : NULL);
     }
-    size_t len = strlen(text);
+    len = strlen(text);
     char *line = realloc(text, len + 2);
     if (line) {
         line[len++] = '\n';
         text = line;
     }
+    if (key)
+        co_hcache_put(h->cache, key, text, len, S_JSON, pw_clock_mono_ms());
+    else if (!get)          /* an ack or unack changed what GETs answer */
+        co_hcache_clear(h->cache);
+    free(key);
     ok = s_ok(con, rq, S_JSON, text, len);
     free(text);
     return ok;
@@ -658,6 +683,7 @@ s_form(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
     free(text);
     if (status != 200)
         return s_html_error(con, rq, status, msg, NULL);
+    co_hcache_clear(h->cache);
     snprintf(where, sizeof where, "/regressions#event-%lld", id);
     const char *hd[] = { MHD_HTTP_HEADER_LOCATION, where, NULL };
     return s_send(con, rq, 303, NULL, "", 0, hd);
@@ -670,8 +696,23 @@ s_page(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
 {
     s_ask_ctx_t a = { h, rq->who };
     co_dash_page_t pg;
-    co_dash_render(path, p, n, role >= CO_ROLE_TRIAGE && rq->csrf[0] ?
-                   rq->csrf : NULL, s_ask, &a, CO_HTTP_BODY_MAX, &pg);
+    const char *csrf = role >= CO_ROLE_TRIAGE && rq->csrf[0] ? rq->csrf
+                                                             : NULL;
+    char *key = NULL;
+    if (asprintf(&key, "page\x1f%s\x1f%s", rq->target ? rq->target : path,
+                 csrf ? csrf : "") < 0)
+        key = NULL;
+    if (key && co_hcache_get(h->cache, key, pw_clock_mono_ms(), &pg.body,
+                             &pg.len, &pg.type)) {
+        free(key);
+        pg.status = 200;
+        return s_send_page(con, rq, &pg, NULL);
+    }
+    co_dash_render(path, p, n, csrf, s_ask, &a, CO_HTTP_BODY_MAX, &pg);
+    if (key && pg.status == 200 && pg.body)
+        co_hcache_put(h->cache, key, pg.body, pg.len, pg.type,
+                      pw_clock_mono_ms());
+    free(key);
     const char *retry[] = { MHD_HTTP_HEADER_RETRY_AFTER, "1", NULL };
     return s_send_page(con, rq, &pg, pg.status == 503 ? retry : NULL);
 }
@@ -1074,7 +1115,7 @@ co_http_new(const co_http_opts_t *o, char *err, size_t errlen)
     if (o->tokens_path
         && !(h->tokens = co_tokens_new(o->tokens_path, err, errlen)))
         goto fail;
-    if (!(h->sessions = co_sessions_new())) {
+    if (!(h->sessions = co_sessions_new()) || !(h->cache = co_hcache_new())) {
         pw_err(err, errlen, "co_http: out of memory");
         goto fail;
     }
@@ -1114,6 +1155,7 @@ co_http_destroy(co_http_t **hp)
     free(h->ctx);
     co_tokens_destroy(&h->tokens);
     co_sessions_destroy(&h->sessions);
+    co_hcache_destroy(&h->cache);
     pthread_mutex_destroy(&h->lock);
     free(h);
     *hp = NULL;

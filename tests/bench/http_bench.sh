@@ -97,11 +97,27 @@ EOF
 }
 HOSTS_RATE=$((RATE - RATE / 10))
 PAGE_RATE=$((RATE / 10))
-lua hosts $((1000 / HOSTS_RATE))
-lua page $((1000 / PAGE_RATE))
+
+# pace NAME PATH RATE: wrk's delay() waits after each answer, so the
+# delay is the period less the answer's mean time, measured for 3 s.
+pace() {
+    lua "$1" $((1000 / $3))
+    wrk -t1 -c1 -d3s -s "$W/$1.lua" "http://127.0.0.1:$HPORT$2" \
+        >"$W/$1.pace" 2>&1 || true
+    mean=$(python3 -c 'import re, sys
+m = re.search(r"Latency\s+([\d.]+)(us|ms|s)", open(sys.argv[1]).read())
+print(int(float(m.group(1)) * {"us": 1e-3, "ms": 1, "s": 1e3}[m.group(2)])
+      if m else 0)' "$W/$1.pace")
+    d=$((1000 / $3 - mean))
+    [ $d -ge 1 ] || d=1
+    lua "$1" "$d"
+    log "$2: answered in $mean ms on average: a delay of $d ms"
+}
 
 log "warming: $AGENTS agents, $STREAMERS streaming, for $WARM s"
 fleet_run warm "$WARM"
+pace hosts /api/v1/hosts "$HOSTS_RATE"
+pace page / "$PAGE_RATE"
 NRUNS=$(psql_q "$W/data" -c "SELECT count(*) FROM runs")
 NHOSTS=$(psql_q "$W/data" -c "SELECT count(*) FROM hosts")
 log "history: $NHOSTS hosts, $NRUNS runs"
@@ -133,13 +149,14 @@ def wrk(path):
     """p50, p99 (ms) and the request count of wrk --latency's output."""
     text = open(path).read()
     q = {}
-    for pct, v, unit in re.findall(r"^\s+(50|99)\.000%\s+([\d.]+)(us|ms|s)\b",
-                                   text, re.M):
+    for pct, v, unit in re.findall(
+            r"^\s+(50|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s)\b", text, re.M):
         q[pct] = float(v) * {"us": 1e-3, "ms": 1, "s": 1e3}[unit]
-    n = re.search(r"(\d+) requests in", text)
+    n = re.search(r"(\d+) requests in ([\d.]+)s", text)
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
     return {"p50_ms": q.get("50"), "p99_ms": q.get("99"),
             "requests": int(n.group(1)) if n else 0,
+            "per_s": int(n.group(1)) / float(n.group(2)) if n else 0,
             "non_2xx": int(non2xx.group(1)) if non2xx else 0}
 
 out = {"hosts": nhosts, "runs": nruns, "rate": rate, "pairs": []}
@@ -157,13 +174,13 @@ for p in range(1, pairs + 1):
     ratios.append(one["ack_p99_ratio"])
     out["pairs"].append(one)
     print("pair %d: ack p99 %.2f ms quiet, %.2f ms with HTTP (x%.3f); "
-          "GET /api/v1/hosts p50 %.1f ms p99 %.1f ms (%d requests, %d not "
-          "2xx); GET / p50 %.1f ms p99 %.1f ms (%d)"
+          "GET /api/v1/hosts p50 %.1f ms p99 %.1f ms (%.1f a second, %d "
+          "not 2xx); GET / p50 %.1f ms p99 %.1f ms (%.1f a second)"
           % (p, one["quiet_ack_p99_ms"], one["http_ack_p99_ms"],
              one["ack_p99_ratio"], one["api_hosts"]["p50_ms"] or -1,
-             one["api_hosts"]["p99_ms"] or -1, one["api_hosts"]["requests"],
+             one["api_hosts"]["p99_ms"] or -1, one["api_hosts"]["per_s"],
              one["api_hosts"]["non_2xx"], one["overview"]["p50_ms"] or -1,
-             one["overview"]["p99_ms"] or -1, one["overview"]["requests"]))
+             one["overview"]["p99_ms"] or -1, one["overview"]["per_s"]))
 out["ack_p99_ratio_median"] = statistics.median(ratios)
 print("ack p99 with HTTP / without (median of %d pairs): x%.3f"
       % (pairs, out["ack_p99_ratio_median"]))

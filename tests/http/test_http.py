@@ -488,6 +488,7 @@ def check_db_down(w, http):
     ctl = tj.pf.as_pg_owner([os.path.join(tj.pg_bindir(), "pg_ctl"), "stop",
                              "-D", pg, "-m", "fast", "-w"])
     r = subprocess.run(ctl, capture_output=True, text=True, timeout=60)
+    time.sleep(1.2)     # past the answers of the last second (co_hcache)
     st, hdr, body = http("/api/v1/hosts", "ci")
     e = json.loads(body).get("error", {}) if body.startswith("{") else {}
     ok(r.returncode == 0 and st == 503 and e.get("code") == "unavailable"
