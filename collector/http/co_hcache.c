@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
     char *key;
@@ -12,10 +13,14 @@ typedef struct {
     size_t len;
     const char *type;
     int64_t at_ms;
+    bool wanted;              /* stale and asked for: to refresh */
+    bool claimed;             /* a refresher has it */
 } s_entry_t;
 
 struct co_hcache {
     pthread_mutex_t lock;
+    pthread_cond_t wanted;
+    bool closed;
     s_entry_t e[CO_HCACHE_ENTRIES];
     size_t bytes;
 };
@@ -25,6 +30,11 @@ co_hcache_new(void)
 {
     co_hcache_t *c = calloc(1, sizeof *c);
     if (c && pthread_mutex_init(&c->lock, NULL) != 0) {
+        free(c);
+        return NULL;
+    }
+    if (c && pthread_cond_init(&c->wanted, NULL) != 0) {
+        pthread_mutex_destroy(&c->lock);
         free(c);
         return NULL;
     }
@@ -46,6 +56,7 @@ co_hcache_destroy(co_hcache_t **cp)
     if (!cp || !*cp)
         return;
     co_hcache_clear(*cp);
+    pthread_cond_destroy(&(*cp)->wanted);
     pthread_mutex_destroy(&(*cp)->lock);
     free(*cp);
     *cp = NULL;
@@ -62,9 +73,13 @@ co_hcache_get(co_hcache_t *c, const char *key, int64_t now_ms, char **body,
         s_entry_t *e = &c->e[i];
         if (!e->key || strcmp(e->key, key) != 0)
             continue;
-        if (now_ms - e->at_ms >= CO_HCACHE_TTL_MS) {
+        if (now_ms - e->at_ms >= CO_HCACHE_STALE_MS) {
             s_drop(c, e);
             break;
+        }
+        if (now_ms - e->at_ms >= CO_HCACHE_TTL_MS && !e->wanted) {
+            e->wanted = true;
+            pthread_cond_signal(&c->wanted);
         }
         if ((*body = malloc(e->len ? e->len : 1))) {
             memcpy(*body, e->body, e->len);
@@ -110,7 +125,8 @@ co_hcache_put(co_hcache_t *c, const char *key, const char *body, size_t len,
             break;
         s_drop(c, old);
     }
-    *slot = (s_entry_t){ k, b, len, type, now_ms };
+    *slot = (s_entry_t){ .key = k, .body = b, .len = len, .type = type,
+                         .at_ms = now_ms };
     c->bytes += len;
     pthread_mutex_unlock(&c->lock);
 }
@@ -122,5 +138,52 @@ co_hcache_clear(co_hcache_t *c)
     for (size_t i = 0; i < CO_HCACHE_ENTRIES; i++)
         if (c->e[i].key)
             s_drop(c, &c->e[i]);
+    pthread_mutex_unlock(&c->lock);
+}
+
+bool
+co_hcache_claim(co_hcache_t *c, int wait_ms, char **key)
+{
+    *key = NULL;
+    pthread_mutex_lock(&c->lock);
+    for (int pass = 0; pass < 2 && !*key && !c->closed; pass++) {
+        for (size_t i = 0; i < CO_HCACHE_ENTRIES && !*key; i++) {
+            s_entry_t *e = &c->e[i];
+            if (e->key && e->wanted && !e->claimed &&
+                (*key = strdup(e->key)))
+                e->claimed = true;
+        }
+        if (!*key && pass == 0 && wait_ms > 0 && !c->closed) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += wait_ms / 1000;
+            ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&c->wanted, &c->lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return *key != NULL;
+}
+
+void
+co_hcache_drop(co_hcache_t *c, const char *key)
+{
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < CO_HCACHE_ENTRIES; i++)
+        if (c->e[i].key && strcmp(c->e[i].key, key) == 0)
+            s_drop(c, &c->e[i]);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void
+co_hcache_close(co_hcache_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->closed = true;
+    pthread_cond_broadcast(&c->wanted);
     pthread_mutex_unlock(&c->lock);
 }

@@ -62,6 +62,9 @@ struct co_http {
     co_tokens_t *tokens;
     co_sessions_t *sessions;     /* the dashboard's sign-ins */
     co_hcache_t *cache;          /* GET answers of the last second */
+    pthread_t refresher;         /* refreshes the answers asked for */
+    bool refreshing;             /* its thread runs */
+    _Atomic int stopping;
     co_stats_t *stats;
     char version[64];
     bool renice;
@@ -471,6 +474,31 @@ s_metrics(co_http_t *h, struct MHD_Connection *con, s_req_t *rq)
     return ok;
 }
 
+/* call's answer as sent: the query's body, paged or cut to its part,
+ * and a newline; 200 and *text (malloc'd, *len bytes), or the error's
+ * status, code and msg. */
+static int
+s_api_text(co_http_t *h, const co_api_call_t *call, const char *who,
+           char **text, size_t *len, const char **code, char *msg,
+           size_t msglen)
+{
+    int status = s_run(h, call, who, text, code, msg, msglen);
+    if (status == 200 && !(*text = s_shape(call, *text))) {
+        *code = "internal";
+        snprintf(msg, msglen, "out of memory writing the answer");
+        return 500;
+    }
+    if (status != 200)
+        return status;
+    *len = strlen(*text);
+    char *line = realloc(*text, *len + 2);
+    if (line) {
+        line[(*len)++] = '\n';
+        *text = line;
+    }
+    return 200;
+}
+
 /* /api/v1/...: route, authorise, run. */
 static enum MHD_Result
 s_api(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
@@ -502,9 +530,10 @@ s_api(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
     const char *type;
     bool get = strcmp(m, "GET") == 0;
     char *atext = get ? pw_json_dumps(call.args) : NULL;
-    if (atext && asprintf(&key, "api\x1f%s\x1f%s\x1f%zu %zu %s",
+    if (atext && asprintf(&key, "api\x1f%s\x1f%s\x1f%zu %zu %s %s",
                           call.command, atext, call.offset, call.limit,
-                          call.part ? call.part : "") < 0)
+                          call.list ? call.list : "-",
+                          call.part ? call.part : "-") < 0)
         key = NULL;
     free(atext);
     if (key && co_hcache_get(h->cache, key, pw_clock_mono_ms(), &text, &len,
@@ -515,12 +544,8 @@ s_api(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
         free(text);
         return ok;
     }
-    int status = s_run(h, &call, rq->who, &text, &code, msg, sizeof msg);
-    if (status == 200 && !(text = s_shape(&call, text))) {
-        status = 500;
-        code = "internal";
-        snprintf(msg, sizeof msg, "out of memory writing the answer");
-    }
+    int status = s_api_text(h, &call, rq->who, &text, &len, &code, msg,
+                            sizeof msg);
     co_api_call_clear(&call);
     if (status != 200) {
         free(text);
@@ -528,12 +553,6 @@ s_api(co_http_t *h, struct MHD_Connection *con, s_req_t *rq,
         const char *retry[] = { MHD_HTTP_HEADER_RETRY_AFTER, "1", NULL };
         return s_error(con, rq, status, code, msg, status == 503 ? retry
                                                                  : NULL);
-    }
-    len = strlen(text);
-    char *line = realloc(text, len + 2);
-    if (line) {
-        line[len++] = '\n';
-        text = line;
     }
     if (key)
         co_hcache_put(h->cache, key, text, len, S_JSON, pw_clock_mono_ms());
@@ -952,6 +971,89 @@ s_mhd_log(void *cls, const char *fmt, va_list ap)
            co_log_quote(q, sizeof q, line));
 }
 
+/* ---- the refresher ------------------------------------------------------ */
+
+/* A stale answer's key again: "api\x1fCOMMAND\x1fARGS\x1fOFFSET LIMIT
+ * LIST PART" (s_api) or "page\x1fTARGET\x1fCSRF" (s_page). */
+static void
+s_refresh(co_http_t *h, char *key)
+{
+    char *f[4] = { NULL }, *p = key, msg[600];
+    for (int i = 0; i < 4 && p; i++) {
+        f[i] = p;
+        if ((p = strchr(p, '\x1f')))
+            *p++ = '\0';
+    }
+    char *text = NULL;
+    size_t len = 0;
+    const char *code;
+    int status = 0;
+    char rebuilt[CO_HTTP_TARGET_MAX + 300];
+    if (f[0] && strcmp(f[0], "api") == 0 && f[3]) {
+        co_api_call_t call;
+        char list[32], part[32];
+        json_error_t je;
+        memset(&call, 0, sizeof call);
+        call.command = f[1];
+        call.args = json_loads(f[2], 0, &je);
+        if (call.args && sscanf(f[3], "%zu %zu %31s %31s", &call.offset,
+                                &call.limit, list, part) == 4) {
+            call.list = strcmp(list, "-") ? list : NULL;
+            call.part = strcmp(part, "-") ? part : NULL;
+            status = s_api_text(h, &call, "refresh", &text, &len, &code,
+                                msg, sizeof msg);
+        }
+        co_api_call_clear(&call);
+        snprintf(rebuilt, sizeof rebuilt, "api\x1f%s\x1f%s\x1f%s", f[1], f[2],
+                 f[3]);
+        if (status == 200)
+            co_hcache_put(h->cache, rebuilt, text, len, S_JSON,
+                          pw_clock_mono_ms());
+    } else if (f[0] && strcmp(f[0], "page") == 0 && f[2]) {
+        const char *qm = strchr(f[1], '?'), *why;
+        char path[CO_HTTP_TARGET_MAX + 1];
+        char store[CO_HTTP_TARGET_MAX + 2 * CO_API_MAX_PARAMS];
+        co_api_param_t params[CO_API_MAX_PARAMS];
+        int n = -1;
+        if (s_path(f[1], qm ? (size_t)(qm - f[1]) : strlen(f[1]), path,
+                   sizeof path, &why) == 0)
+            n = s_params(qm ? qm + 1 : NULL, params, store, sizeof store,
+                         &why);
+        s_ask_ctx_t a = { h, "refresh" };
+        co_dash_page_t pg = { 0 };
+        if (n >= 0)
+            co_dash_render(path, params, (size_t)n, f[2][0] ? f[2] : NULL,
+                           s_ask, &a, CO_HTTP_BODY_MAX, &pg);
+        status = pg.status;
+        snprintf(rebuilt, sizeof rebuilt, "page\x1f%s\x1f%s", f[1], f[2]);
+        if (status == 200 && pg.body)
+            co_hcache_put(h->cache, rebuilt, pg.body, pg.len, pg.type,
+                          pw_clock_mono_ms());
+        text = pg.body;
+    }
+    if (status != 200) {
+        /* Rebuild the key (the fields were cut apart) to forget it. */
+        for (int i = 1; i < 4 && f[i]; i++)
+            f[i][-1] = '\x1f';
+        co_hcache_drop(h->cache, key);
+    }
+    free(text);
+}
+
+static void *
+s_refresher(void *arg)
+{
+    co_http_t *h = arg;
+    char *key;
+    while (!atomic_load(&h->stopping)) {
+        if (!co_hcache_claim(h->cache, 500, &key))
+            continue;
+        s_refresh(h, key);
+        free(key);
+    }
+    return NULL;
+}
+
 /* ---- life cycle --------------------------------------------------------- */
 
 /* bind into a socket address; 0, or -1 with err. */
@@ -1119,8 +1221,16 @@ co_http_new(const co_http_opts_t *o, char *err, size_t errlen)
         pw_err(err, errlen, "co_http: out of memory");
         goto fail;
     }
-    if (s_ctx_new(h, o->cfg, o->nbinds * CO_HTTP_THREADS, err, errlen) != 0)
+    /* A connection per thread, and one for the refresher. */
+    if (s_ctx_new(h, o->cfg, o->nbinds * CO_HTTP_THREADS + 1, err,
+                  errlen) != 0)
         goto fail;
+    if (pthread_create(&h->refresher, NULL, s_refresher, h) != 0) {
+        pw_err(err, errlen, "pthread_create(http refresher): %s",
+               strerror(errno));
+        goto fail;
+    }
+    h->refreshing = true;
     for (; h->n < o->nbinds; h->n++)
         if (!(h->d[h->n] = s_start(h, o->binds[h->n], h->url[h->n],
                                    sizeof h->url[h->n], err, errlen)))
@@ -1146,6 +1256,11 @@ co_http_destroy(co_http_t **hp)
     for (size_t i = 0; i < CO_HTTP_BINDS_MAX; i++)
         if (h->d[i])
             MHD_stop_daemon(h->d[i]);
+    if (h->refreshing) {
+        atomic_store(&h->stopping, 1);
+        co_hcache_close(h->cache);
+        pthread_join(h->refresher, NULL);
+    }
     for (size_t i = 0; h->ctx && i < h->nctx; i++) {
         co_query_destroy(&h->ctx[i].query);
         co_jobs_destroy(&h->ctx[i].jobs);

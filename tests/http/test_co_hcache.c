@@ -1,5 +1,6 @@
 /* test_co_hcache.c -- co_hcache: an answer is given back while younger
- * than CO_HCACHE_TTL_MS and never after, a key replaces its own answer,
+ * than CO_HCACHE_TTL_MS; after that, stale, until CO_HCACHE_STALE_MS,
+ * and handed once to the refresher; a key replaces its own answer,
  * clear forgets all, the entry and byte bounds drop the oldest, and an
  * answer over a quarter of the bytes is not kept. */
 #include <stdio.h>
@@ -30,7 +31,22 @@ main(void)
     co_hcache_put(c, "a", "alpha", 5, "t/x", 1000);
     ok(has(c, "a", 1000, "alpha") && has(c, "a", 1999, "alpha"),
        "kept while younger than the TTL");
-    ok(has(c, "a", 1000 + CO_HCACHE_TTL_MS, NULL), "gone at the TTL");
+    char *k = NULL;
+    ok(!co_hcache_claim(c, 0, &k) && !k, "fresh: nothing to refresh");
+    ok(has(c, "a", 1000 + CO_HCACHE_TTL_MS, "alpha"),
+       "past the TTL: still given, stale");
+    ok(co_hcache_claim(c, 0, &k) && k && strcmp(k, "a") == 0,
+       "and handed to the refresher (%s)", k ? k : "none");
+    free(k);
+    ok(!co_hcache_claim(c, 0, &k), "once: a claimed key is not claimed "
+       "again");
+    co_hcache_put(c, "a", "beta", 4, "t/x", 2100);
+    ok(has(c, "a", 2100, "beta"), "the refresher's answer replaces it");
+    co_hcache_drop(c, "a");
+    ok(has(c, "a", 2100, NULL), "a dropped key: nothing");
+    co_hcache_put(c, "a", "alpha", 5, "t/x", 1000);
+    ok(has(c, "a", 1000 + CO_HCACHE_STALE_MS, NULL),
+       "gone after CO_HCACHE_STALE_MS");
     ok(has(c, "b", 1000, NULL), "an unknown key: nothing");
     co_hcache_put(c, "a", "one", 3, "t/x", 2000);
     co_hcache_put(c, "a", "two", 3, "t/x", 2001);
@@ -64,6 +80,8 @@ main(void)
        "past %u bytes the oldest go", CO_HCACHE_BYTES);
     free(got);
     free(b);
+    co_hcache_close(c);
+    ok(!co_hcache_claim(c, 1000, &k), "closed: claim returns at once");
     co_hcache_destroy(&c);
     ok(c == NULL, "destroy sets NULL");
     return tap_done();

@@ -488,13 +488,19 @@ def check_db_down(w, http):
     ctl = tj.pf.as_pg_owner([os.path.join(tj.pg_bindir(), "pg_ctl"), "stop",
                              "-D", pg, "-m", "fast", "-w"])
     r = subprocess.run(ctl, capture_output=True, text=True, timeout=60)
-    time.sleep(1.2)     # past the answers of the last second (co_hcache)
-    st, hdr, body = http("/api/v1/hosts", "ci")
+    # An answer kept (co_hcache) is given until its refresh fails: then
+    # the database's state shows.
+    got = []
+    wait(lambda: got.append(http("/api/v1/hosts", "ci")) or
+         got[-1][0] != 200, 15)
+    st, hdr, body = got[-1]
     e = json.loads(body).get("error", {}) if body.startswith("{") else {}
     ok(r.returncode == 0 and st == 503 and e.get("code") == "unavailable"
        and e.get("message", "").startswith("database unavailable: ") and
        hdr.get("retry-after") == "1",
-       "503 while the database is down, Retry-After: 1 (%s)" % body.strip())
+       "503 while the database is down, once the kept answer's refresh "
+       "failed (%d answers), Retry-After: 1 (%s)" % (len(got),
+                                                    body.strip()[:200]))
     st, _, body = http("/metrics", "ci")
     ok(st == 200, "/metrics still answers with the database down")
     ctl[ctl.index("stop")] = "start"
