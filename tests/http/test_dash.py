@@ -239,6 +239,11 @@ def main():
         check_ack(w, http, events)
         check_login_edges(http)
         check_site(w)
+        log = th.log_text(w)
+        ok("path=\"/login\"" in log and not any(
+            tok in log for _, tok in th.TOKENS.values()),
+           "the log has the logins, never a login link's query string or "
+           "any token")
     finally:
         shutil.rmtree(profile, ignore_errors=True)
         w.close(keep=tj.tap.n_failed > 0)
