@@ -419,14 +419,6 @@ s_query(co_http_t *h, const char *command, const json_t *args,
     return status;
 }
 
-static int
-s_run(co_http_t *h, const co_api_call_t *call, const char *who, char **text,
-      const char **code, char *msg, size_t msglen)
-{
-    return s_query(h, call->command, call->args, who, text, code, msg,
-                   msglen);
-}
-
 /* Paging or a part of the body: read, change, write again. */
 static char *
 s_shape(const co_api_call_t *call, char *text)
@@ -482,7 +474,8 @@ s_api_text(co_http_t *h, const co_api_call_t *call, const char *who,
            char **text, size_t *len, const char **code, char *msg,
            size_t msglen)
 {
-    int status = s_run(h, call, who, text, code, msg, msglen);
+    int status = s_query(h, call->command, call->args, who, text, code, msg,
+                         msglen);
     if (status == 200 && !(*text = s_shape(call, *text))) {
         *code = "internal";
         snprintf(msg, msglen, "out of memory writing the answer");
@@ -976,9 +969,10 @@ s_mhd_log(void *cls, const char *fmt, va_list ap)
 /* A stale answer's key again: "api\x1fCOMMAND\x1fARGS\x1fOFFSET LIMIT
  * LIST PART" (s_api) or "page\x1fTARGET\x1fCSRF" (s_page). */
 static void
-s_refresh(co_http_t *h, char *key)
+s_refresh(co_http_t *h, const char *key)
 {
-    char *f[4] = { NULL }, *p = key, msg[600];
+    char *cut = strdup(key);        /* cut into its fields; key stays */
+    char *f[4] = { NULL }, *p = cut, msg[600];
     for (int i = 0; i < 4 && p; i++) {
         f[i] = p;
         if ((p = strchr(p, '\x1f')))
@@ -988,7 +982,6 @@ s_refresh(co_http_t *h, char *key)
     size_t len = 0;
     const char *code;
     int status = 0;
-    char rebuilt[CO_HTTP_TARGET_MAX + 300];
     if (f[0] && strcmp(f[0], "api") == 0 && f[3]) {
         co_api_call_t call;
         char list[32], part[32];
@@ -1004,10 +997,8 @@ s_refresh(co_http_t *h, char *key)
                                 msg, sizeof msg);
         }
         co_api_call_clear(&call);
-        snprintf(rebuilt, sizeof rebuilt, "api\x1f%s\x1f%s\x1f%s", f[1], f[2],
-                 f[3]);
         if (status == 200)
-            co_hcache_put(h->cache, rebuilt, text, len, S_JSON,
+            co_hcache_put(h->cache, key, text, len, S_JSON,
                           pw_clock_mono_ms());
     } else if (f[0] && strcmp(f[0], "page") == 0 && f[2]) {
         const char *qm = strchr(f[1], '?'), *why;
@@ -1025,19 +1016,15 @@ s_refresh(co_http_t *h, char *key)
             co_dash_render(path, params, (size_t)n, f[2][0] ? f[2] : NULL,
                            s_ask, &a, CO_HTTP_BODY_MAX, &pg);
         status = pg.status;
-        snprintf(rebuilt, sizeof rebuilt, "page\x1f%s\x1f%s", f[1], f[2]);
         if (status == 200 && pg.body)
-            co_hcache_put(h->cache, rebuilt, pg.body, pg.len, pg.type,
+            co_hcache_put(h->cache, key, pg.body, pg.len, pg.type,
                           pw_clock_mono_ms());
         text = pg.body;
     }
-    if (status != 200) {
-        /* Rebuild the key (the fields were cut apart) to forget it. */
-        for (int i = 1; i < 4 && f[i]; i++)
-            f[i][-1] = '\x1f';
+    if (status != 200)
         co_hcache_drop(h->cache, key);
-    }
     free(text);
+    free(cut);
 }
 
 static void *
