@@ -176,25 +176,43 @@ def feed_event(w):
 def run_faults(w, p):
     """While `bisect start --wait` (p) runs: the collector restarted once
     the third step is made, then beta killed during its run of the next
-    step and started again. What was done, for the checks."""
+    step and started again. A kill that came just after beta's run ended
+    (its row said running, its results were on their way) leaves the
+    row done and no rerun: then beta is killed again in a later step, at
+    most three times. What was done, for the checks."""
     done = {"restart": False, "killed": None}
 
     def steps():
         return (w.status(1) or {}).get("steps", [])
-    if not wait(lambda: len(steps()) >= 3 or p.poll() is not None, 300):
+    seen = []
+
+    def grew(n):
+        got = steps()
+        if len(got) > n:
+            seen[:] = got
+        return len(got) > n
+    if not wait(lambda: grew(2) or p.poll() is not None, 300):
         return done
     tj.restart_collector(w, signal.SIGTERM)
     done["restart"] = True
-    n = len(steps())
-    if not wait(lambda: len(steps()) > n or p.poll() is not None, 120):
-        return done
-    job = steps()[-1]["job"]
-    if wait(lambda: job_row_state(w, job, "beta") == "running" or
-            p.poll() is not None, 60) and p.poll() is None:
+    for _ in range(3):
+        if not wait(lambda: grew(len(seen)) or p.poll() is not None, 120) \
+                or p.poll() is not None:
+            return done
+        job, commit = seen[-1]["job"], seen[-1]["commit"]
+        if not (wait(lambda: job_row_state(w, job, "beta") == "running" or
+                     p.poll() is not None, 60) and p.poll() is None):
+            return done
         w.stop_agent("beta", signal.SIGKILL)
         time.sleep(0.5)
         w.start_agent("beta")
-        done["killed"] = steps()[-1]["commit"]
+        wait(lambda: grew(len(seen)) and any(s["rerun"] for s in seen) or
+             job_row_state(w, job, "beta") == "done" or
+             p.poll() is not None, 120)
+        if any(s["rerun"] for s in seen):
+            done["killed"] = commit
+            return done
+        diag("beta was killed after its run of %s ended; again" % commit)
     return done
 
 
