@@ -14,10 +14,23 @@
 
 #define S_HTML "text/html; charset=utf-8"
 
+/* The id of /regressions/ID/ack, or 0. */
+static long long
+s_ack_id(const char *path)
+{
+    long long id = 0;
+    int end = 0;
+    if (sscanf(path, "/regressions/%18lld/ack%n", &id, &end) != 1 ||
+        path[end] || id < 1 || !strchr("123456789", path[13]))
+        return 0;
+    return id;
+}
+
 bool
 co_dash_handles(const char *path)
 {
     return strcmp(path, "/") == 0 || strcmp(path, "/hosts") == 0 ||
+           s_ack_id(path) > 0 ||
            strcmp(path, "/regressions") == 0 ||
            strcmp(path, "/regressions.xml") == 0 ||
            (strncmp(path, "/bench/", 7) == 0 && path[7] &&
@@ -212,6 +225,30 @@ s_bench(FILE *f, const char *bench, const co_api_param_t *p, size_t n,
     return status;
 }
 
+/* The page acknowledging change point (or event) id: 404 when it is not
+ * open. */
+static int
+s_ack(FILE *f, long long id, const co_page_opts_t *o, co_dash_ask_t ask,
+      void *ctx, char *msg, size_t msglen)
+{
+    int status;
+    if (!o->csrf) {
+        snprintf(msg, msglen, "acknowledging needs the session of a triage "
+                 "token (its login link)");
+        return 403;
+    }
+    json_t *doc = s_doc(false, false, true, ask, ctx, &status, msg, msglen);
+    if (!doc)
+        return status;
+    if (co_page_ack(f, doc, (json_int_t)id, o) == 1) {
+        status = 404;
+        snprintf(msg, msglen, "no open change point or event #%lld (the "
+                 "acknowledged ones are reopened from /regressions)", id);
+    }
+    json_decref(doc);
+    return status;
+}
+
 /* Write path's page into f: 200, or the failure's status with msg. */
 static int
 s_page(FILE *f, const char *path, const co_api_param_t *p, size_t n,
@@ -224,6 +261,9 @@ s_page(FILE *f, const char *path, const co_api_param_t *p, size_t n,
     *type = S_HTML;
     if (strncmp(path, "/bench/", 7) == 0)
         return s_bench(f, path + 7, p, n, &o, ask, ctx, msg, msglen);
+    long long ack = s_ack_id(path);
+    if (ack)
+        return s_ack(f, ack, &o, ask, ctx, msg, msglen);
     bool root = strcmp(path, "/") == 0, hosts = strcmp(path, "/hosts") == 0,
          feed = strcmp(path, "/regressions.xml") == 0;
     json_t *doc = s_doc(root || hosts, root, !hosts, ask, ctx, &status, msg,

@@ -7,6 +7,9 @@
  *                              acknowledged ones (reloads itself)
  *   GET /bench/NAME?suite=S    one benchmark: its series' plots
  *   GET /regressions.xml       the Atom feed of regression events
+ *   GET /regressions/ID/ack    a triage session's page acknowledging
+ *                              open change point (or event) ID, with
+ *                              its note (it does not reload itself)
  *
  * Each page asks the protocol's queries through ask (the HTTP thread's
  * own connection) and writes the answer into memory. A link to a
@@ -47,7 +50,8 @@ typedef struct {
 bool co_dash_handles(const char *path);
 
 /* Render the page of path with its params (n) into *out; csrf not NULL:
- * the regressions carry acknowledge forms posting it. max is the
+ * a triage session's, whose pages acknowledge and reopen (forms posting
+ * it; without it an acknowledge page is a 403). max is the
  * largest page (a larger one is a 500). Caller frees out->body. */
 void co_dash_render(const char *path, const co_api_param_t *params,
                     size_t n, const char *csrf, co_dash_ask_t ask,

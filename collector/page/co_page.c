@@ -29,8 +29,8 @@ static const char s_css[] =
     "svg.history rect.hit:hover{fill:#000;fill-opacity:0.07}\n"
     "svg.boxplot{max-width:100%;height:auto;display:block}\n"
     "nav a{margin-right:1em}\n"
-    "form.ack{display:inline;margin:0}form.ack input[type=text]"
-    "{width:12em}\n";
+    "form.ack{display:inline;margin:0}\n"
+    "form.note input[type=text]{width:40em;max-width:100%}\n";
 
 /* The page's head; refresh: it reloads itself (the live overview and
  * regressions pages). */
@@ -235,22 +235,23 @@ s_href(const co_page_opts_t *op, const json_t *o, char *buf, size_t len)
                           : NULL;
 }
 
-/* The dashboard's acknowledge form of change point (or event) id, or
- * its undo when acked. */
+/* The dashboard's way to acknowledge change point (or event) id: a
+ * link to its own page, whose form takes the note (a page that reloads
+ * itself would lose a note being typed); when acked, a one-button form
+ * that reopens it. */
 static void
 s_ack_form(FILE *f, const co_page_opts_t *op, json_int_t id, bool acked)
 {
+    if (!acked) {
+        fprintf(f, "<a class=\"ack\" href=\"/regressions/%"
+                JSON_INTEGER_FORMAT "/ack\">acknowledge&hellip;</a>", id);
+        return;
+    }
     fprintf(f, "<form class=\"ack\" method=\"post\" action=\"/regressions/%"
-            JSON_INTEGER_FORMAT "/%s\"><input type=\"hidden\" name=\"csrf\" "
-            "value=\"", id, acked ? "unack" : "ack");
+            JSON_INTEGER_FORMAT "/unack\"><input type=\"hidden\" "
+            "name=\"csrf\" value=\"", id);
     co_svg_text(f, op->csrf);
-    fputs("\">", f);
-    if (!acked)
-        fputs("<input type=\"text\" name=\"note\" required maxlength="
-              "\"1000\" placeholder=\"why it is known\" aria-label=\"note\">",
-              f);
-    fprintf(f, "<button type=\"submit\">%s</button></form>",
-            acked ? "reopen" : "acknowledge");
+    fputs("\"><button type=\"submit\">reopen</button></form>", f);
 }
 
 static void
@@ -388,9 +389,11 @@ s_cp_row(FILE *f, const co_page_opts_t *op, const json_t *cp, bool acked)
     fputs("</td></tr>\n", f);
 }
 
+/* The change points of list which ("open", "acked"), worst first; only
+ * not 0: that one alone. */
 static int
 s_cps(FILE *f, const json_t *doc, const co_page_opts_t *op,
-      const char *which, const char *title)
+      const char *which, const char *title, json_int_t only)
 {
     const json_t *list = json_object_get(json_object_get(doc,
                                                          "regressions"),
@@ -402,10 +405,13 @@ s_cps(FILE *f, const json_t *doc, const co_page_opts_t *op,
     if (!order)
         return -1;
     /* Open ones within noise are folded into their series (above). */
-    for (size_t i = 0; i < all; i++)
-        if (acked || !json_is_true(json_object_get(json_array_get(list, i),
-                                                   "within_noise")))
-            order[n++] = json_array_get(list, i);
+    for (size_t i = 0; i < all; i++) {
+        const json_t *cp = json_array_get(list, i);
+        if (only ? json_integer_value(json_object_get(cp, "id")) == only
+                 : acked || !json_is_true(json_object_get(cp,
+                                                          "within_noise")))
+            order[n++] = cp;
+    }
     if (n == 0) {
         fprintf(f, "<p>None.</p>\n");
         free(order);
@@ -448,9 +454,11 @@ s_bench_arms(FILE *f, const char *page, const json_t *o)
 }
 
 /* The open events (one step on several hosts, docs/regressions.md), as
- * the collector sorted them: regressions first, the largest steps. */
+ * the collector sorted them: regressions first, the largest steps; only
+ * not 0: that one alone. */
 static void
-s_events(FILE *f, const json_t *doc, const co_page_opts_t *op)
+s_events(FILE *f, const json_t *doc, const co_page_opts_t *op,
+         const char *title, json_int_t only)
 {
     const json_t *all = json_object_get(json_object_get(json_object_get(
         doc, "regressions"), "events"), "open"), *e;
@@ -459,13 +467,15 @@ s_events(FILE *f, const json_t *doc, const co_page_opts_t *op)
     /* Within noise: folded into their series (the benchmark's page), as
      * `parity regressions` lists them only with --all. */
     json_array_foreach(all, i, e) {
-        if (json_is_true(json_object_get(e, "within_noise")))
+        if (only && json_integer_value(json_object_get(e, "id")) != only)
+            continue;
+        if (!only && json_is_true(json_object_get(e, "within_noise")))
             noise++;
         else
             json_array_append(list, (json_t *)e);
     }
     n = json_array_size(list);
-    fputs("<h2>Open events</h2>\n", f);
+    fprintf(f, "<h2>%s</h2>\n", title);
     if (noise)
         fprintf(f, "<p class=\"noise\">%zu within noise, on their "
                 "benchmarks' pages.</p>\n", noise);
@@ -646,11 +656,11 @@ co_page_overview(FILE *f, const json_t *doc, const json_t *benches,
         s_nav(f, o);
     fprintf(f, "<h1>Parity</h1>\n<p>The fleet as of %s.</p>\n", when);
     s_hosts(f, doc);
-    s_events(f, doc, o);
-    int rc = s_cps(f, doc, o, "open", "Open change points, per host");
+    s_events(f, doc, o, "Open events", 0);
+    int rc = s_cps(f, doc, o, "open", "Open change points, per host", 0);
     s_truncated(f, doc);
     s_latest(f, doc, o);
-    rc |= s_cps(f, doc, o, "acked", "Acknowledged");
+    rc |= s_cps(f, doc, o, "acked", "Acknowledged", 0);
     s_bench_list(f, benches, truncated, dropped, o);
     s_foot(f, doc, o);
     return rc;
@@ -672,10 +682,62 @@ co_page_regressions(FILE *f, const json_t *doc, const co_page_opts_t *o)
     s_head(f, "Parity: regressions", o, true);
     s_nav(f, o);
     fputs("<h1>Regressions</h1>\n", f);
-    s_events(f, doc, o);
-    int rc = s_cps(f, doc, o, "open", "Open change points, per host");
+    s_events(f, doc, o, "Open events", 0);
+    int rc = s_cps(f, doc, o, "open", "Open change points, per host", 0);
     s_truncated(f, doc);
-    rc |= s_cps(f, doc, o, "acked", "Acknowledged");
+    rc |= s_cps(f, doc, o, "acked", "Acknowledged", 0);
+    s_foot(f, doc, o);
+    return rc;
+}
+
+/* The id among list's objects, or NULL. */
+static const json_t *
+s_find(const json_t *list, json_int_t id)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x)
+        if (json_integer_value(json_object_get(x, "id")) == id)
+            return x;
+    return NULL;
+}
+
+int
+co_page_ack(FILE *f, const json_t *doc, json_int_t id,
+            const co_page_opts_t *o)
+{
+    const json_t *regs = json_object_get(doc, "regressions");
+    const json_t *ev = s_find(json_object_get(json_object_get(regs,
+                                                              "events"),
+                                              "open"), id);
+    if (!o->csrf || (!ev && !s_find(json_object_get(regs, "open"), id)))
+        return 1;
+    /* The item's row without a form of its own: the form is below. */
+    co_page_opts_t row = *o;
+    row.csrf = NULL;
+    char title[64];
+    snprintf(title, sizeof title, "Parity: acknowledge #%" JSON_INTEGER_FORMAT,
+             id);
+    s_head(f, title, o, false);
+    s_nav(f, o);
+    fprintf(f, "<h1>Acknowledge #%" JSON_INTEGER_FORMAT "</h1>\n<p>The step "
+            "is known: this change point and every member of its event "
+            "move to the acknowledged ones and no longer make <code>parity "
+            "regressions</code> exit 1. <em>Reopen</em> undoes it.</p>\n",
+            id);
+    int rc = 0;
+    if (ev)
+        s_events(f, doc, &row, "The event", id);
+    else
+        rc = s_cps(f, doc, &row, "open", "The change point", id);
+    fprintf(f, "<form class=\"note\" method=\"post\" action=\"/regressions/"
+            "%" JSON_INTEGER_FORMAT "/ack\"><input type=\"hidden\" "
+            "name=\"csrf\" value=\"", id);
+    co_svg_text(f, o->csrf);
+    fputs("\">\n<p><label>Why it is known: <input type=\"text\" "
+          "name=\"note\" required maxlength=\"1000\" autofocus></label>"
+          "</p>\n<p><button type=\"submit\">acknowledge</button> <a href="
+          "\"/regressions\">back to the regressions</a></p>\n</form>\n", f);
     s_foot(f, doc, o);
     return rc;
 }

@@ -4,7 +4,7 @@
  * and the collector's live dashboard (collector/http's co_dash) are both
  * written by this code; they differ only in the options below: where a
  * link points, whether a page reloads itself, and whether a change
- * point carries acknowledge forms.
+ * point carries the links and forms that acknowledge it.
  *
  * Pages are plain HTML with one inline style sheet and inline SVG; there
  * is no script, so nothing can fail in a browser's console and nothing
@@ -49,8 +49,9 @@ typedef struct {
      * refresh_s seconds (0: never). */
     bool live;
     int refresh_s;
-    /* Not NULL: each change point and event carries a form to
-     * acknowledge it (or undo that), posting this CSRF token. */
+    /* Not NULL: each open change point and event links to its
+     * acknowledge page (co_page_ack), each acknowledged one carries a
+     * form to reopen it; the forms post this CSRF token. */
     const char *csrf;
 } co_page_opts_t;
 
@@ -74,5 +75,12 @@ int co_page_hosts(FILE *f, const json_t *doc, const co_page_opts_t *o);
  * points. */
 int co_page_regressions(FILE *f, const json_t *doc,
                         const co_page_opts_t *o);
+
+/* The dashboard's page that acknowledges the open event or change point
+ * id: its row, and a form taking the note (o->csrf). It does not reload
+ * itself, so a note being typed is kept. 1, writing nothing, when id is
+ * not open (or o has no csrf). */
+int co_page_ack(FILE *f, const json_t *doc, json_int_t id,
+                const co_page_opts_t *o);
 
 #endif

@@ -12,10 +12,13 @@ then:
   plots as inline SVG, links that stay the same, no console message;
 - the overview and regressions pages reload themselves, a benchmark's
   page does not;
-- a triage session acknowledges an event from the regressions page's
-  form (curl with the session's cookie, as the browser posts it), and
-  `regressions` over the protocol says so; a form without the session's
-  CSRF token, or from a read session, is refused with 403;
+- a triage session acknowledges an event from its acknowledge page
+  (the regressions page links it, and has nothing to type that its
+  reload would lose; the page's form takes the note and does not
+  reload), posting as the browser does (curl with the session's
+  cookie), and `regressions` over the protocol says so; a form without
+  the session's CSRF token, or from a read session, is refused with
+  403, the page of one that is not open is a 404;
 - a page without a session: 401 with the login hint; a bad login link:
   401; `next` never leaves the server; sign-out ends the session;
 - the Atom feed of regressions;
@@ -99,6 +102,16 @@ def check_pages(w, http, profile):
        and '<meta http-equiv="refresh" content="30">' in dom and
        not console, "Chromium: the regressions page: the same events, "
        "reloads itself")
+    ok('class="ack"' not in dom, "a read session sees no acknowledge link")
+    page = "/regressions/%s/ack" % (want[0] if want else "0")
+    rc, dom, console = chromium(login_url(http, "ops", page), profile)
+    ok(rc == 0 and re.search(r'<tr class="event" id="event-%s"' % (
+        want[0] if want else "?"), dom) and re.search(
+        r'<form class="note" method="post" action="%s">' % page, dom) and
+       'name="note"' in dom and 'http-equiv="refresh"' not in dom and
+       not console, "Chromium: a triage session's %s: the event's row, "
+       "the note's form, no reload, no console message (%s)" % (
+           page, console[:3]))
     return want
 
 
@@ -128,14 +141,24 @@ def check_ack(w, http, events):
        "the login link: 303 to /, a session cookie HttpOnly and "
        "SameSite=Strict (%s)" % cookie)
     st, _, page = ops(http.base + "/regressions")
-    forms = re.findall(r'<form class="ack" method="post" action="'
-                       r'/regressions/(\d+)/ack"><input type="hidden" '
-                       r'name="csrf" value="([0-9a-f]{64})">', page)
-    ok(st == 200 and {f[0] for f in forms} >= set(events),
-       "a triage session: an acknowledge form per open event (%s)"
-       % [f[0] for f in forms][:6])
+    links = re.findall(r'<a class="ack" href="/regressions/(\d+)/ack">'
+                       r'acknowledge&hellip;</a>', page)
+    ok(st == 200 and set(links) >= set(events) and
+       '<input type="text"' not in page,
+       "a triage session: the regressions page links each open event's "
+       "acknowledge page, and has nothing to type that its reload would "
+       "lose (%s)" % links[:6])
     ev = events[0]
-    csrf = forms[0][1] if forms else ""
+    st, hdr, page = ops(http.base + "/regressions/%s/ack" % ev)
+    forms = re.findall(r'<form class="note" method="post" action="'
+                       r'/regressions/%s/ack"><input type="hidden" '
+                       r'name="csrf" value="([0-9a-f]{64})">' % ev, page)
+    ok(st == 200 and len(forms) == 1 and 'id="event-%s"' % ev in page and
+       "<h1>Acknowledge #%s</h1>" % ev in page and
+       'http-equiv="refresh"' not in page,
+       "the acknowledge page of event %s: its row and one form with the "
+       "session's CSRF token, no reload" % ev)
+    csrf = forms[0] if forms else ""
     st, _, body = ops(http.base + "/regressions/%s/ack" % ev, "POST",
                       "csrf=0&note=known+from+the+page")
     ok(st == 403 and "CSRF token is not this session" in body,
@@ -150,12 +173,20 @@ def check_ack(w, http, events):
     ok(ev in acked and all(c["ack"]["note"] == "known from the page"
                            for c in members),
        "`regressions` over ZeroMQ: event %s acked with the page's note" % ev)
+    st, _, body = ops(http.base + "/regressions/%s/ack" % ev)
+    ok(st == 404 and "no open change point or event #%s (the acknowledged "
+       "ones are reopened from /regressions)" % ev in body,
+       "the acknowledge page of one acked: 404 saying where it is")
     st, _, page = ops(http.base + "/regressions")
     ok(re.search(r'action="/regressions/%s/unack"' % re.escape(
         str(members[0]["id"]) if members else "?"), page) is not None,
        "the regressions page offers to reopen what was acked")
     ci = Jar(w.root, "ci")
     ci(login_url(http, "ci"))
+    st, _, body = ci(http.base + "/regressions/%s/ack" % events[-1])
+    ok(st == 403 and "acknowledging needs the session of a triage token "
+       "(its login link)" in body,
+       "a read session's acknowledge page: 403")
     st, _, body = ci(http.base + "/regressions/%s/unack" % ev, "POST",
                      "csrf=" + csrf)
     ok(st == 403, "a read session posting a triage session's CSRF token: "
