@@ -50,6 +50,15 @@ s_drop(co_hcache_t *c, s_entry_t *e)
     memset(e, 0, sizeof *e);
 }
 
+/* Drop key's answer, if kept (the lock held). */
+static void
+s_forget(co_hcache_t *c, const char *key)
+{
+    for (size_t i = 0; i < CO_HCACHE_ENTRIES; i++)
+        if (c->e[i].key && strcmp(c->e[i].key, key) == 0)
+            s_drop(c, &c->e[i]);
+}
+
 void
 co_hcache_destroy(co_hcache_t **cp)
 {
@@ -108,9 +117,7 @@ co_hcache_put(co_hcache_t *c, const char *key, const char *body, size_t len,
     memcpy(b, body, len);
     pthread_mutex_lock(&c->lock);
     s_entry_t *slot = NULL;
-    for (size_t i = 0; i < CO_HCACHE_ENTRIES; i++)
-        if (c->e[i].key && strcmp(c->e[i].key, key) == 0)
-            s_drop(c, &c->e[i]);
+    s_forget(c, key);
     /* Room: the oldest go until the answer fits and a slot is free. */
     for (;;) {
         s_entry_t *old = NULL;
@@ -173,9 +180,7 @@ void
 co_hcache_drop(co_hcache_t *c, const char *key)
 {
     pthread_mutex_lock(&c->lock);
-    for (size_t i = 0; i < CO_HCACHE_ENTRIES; i++)
-        if (c->e[i].key && strcmp(c->e[i].key, key) == 0)
-            s_drop(c, &c->e[i]);
+    s_forget(c, key);
     pthread_mutex_unlock(&c->lock);
 }
 
